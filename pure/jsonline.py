@@ -1,0 +1,31 @@
+"""The one JSON serialiser of the project (spec 20 §1).
+
+``compact`` writes one value as spec 20 §1 bytes: no whitespace, ``,`` and ``:`` separators, the
+escaping msgspec and ``json.dumps(ensure_ascii=False)`` share, keys in the order given. ``canonical``
+is the same with object keys sorted at every level (frame digests §6.2, request digests §8.4).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import msgspec
+
+_ENCODER = msgspec.json.Encoder()
+_SORTED_ENCODER = msgspec.json.Encoder(order="sorted")
+
+
+def compact(value: Any) -> bytes:
+    """Spec 20 §1 bytes of ``value``, keys in the order given (struct fields in declaration order)."""
+    return _ENCODER.encode(value)
+
+
+def canonical(value: Any) -> bytes:
+    """Spec 20 §1 bytes of ``value`` with object keys sorted by code point at every level."""
+    return _SORTED_ENCODER.encode(value)
+
+
+def sha256_hex(data: bytes) -> str:
+    """Lowercase hex SHA-256 of ``data``."""
+    return hashlib.sha256(data).hexdigest()

@@ -1,0 +1,5 @@
+"""``python -m metaharness.shell`` runs the same CLI as the ``metaharness`` console script."""
+
+from metaharness.shell.cli import main
+
+main()
