@@ -1,0 +1,588 @@
+"""The neutral event stream ``metaharness.event/1`` (spec 20 §1–§4).
+
+Every payload is a frozen struct tagged by its event name; ``stamp`` is the one place a ``seq`` is
+assigned, ``encode_event`` writes the exact bytes of §1–§2 (framing keys first, payload fields in the
+order of §2.5, explicit nulls, the five omittable keys left out when ``UNSET``), and ``read_event``
+refuses a line with the messages of §2.3 and ignores unknown fields.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, TypeAlias
+
+import msgspec
+from msgspec import UNSET, Struct, UnsetType
+from returns.result import Failure, Result, Success
+
+from metaharness.pure.jsonline import compact
+
+EVENT_FORMAT = "metaharness.event/1"
+
+
+class _Value(Struct, frozen=True, kw_only=True, forbid_unknown_fields=False):
+    """A shared value shape (spec 20 §2.4): every field is written, nulls explicit."""
+
+
+class Usage(_Value, kw_only=True):
+    """Token usage of one request or model (spec 20 §2.4); metaharness never computes ``cost_usd``."""
+
+    input_tokens: int | None
+    output_tokens: int | None
+    cache_read_input_tokens: int | None
+    cache_creation_input_tokens: int | None
+    service_tier: str | None
+    thinking_tokens: int | None
+    iterations: int | None
+    speed: str | None
+    cost_usd: float | None
+
+
+class Census(_Value, kw_only=True):
+    """Decisions counted by kind, seam and decider (spec 20 §9); the maps hold non-zero counts only."""
+
+    allowed: int
+    denied: int
+    replaced: int
+    abstained: int
+    by_seam: dict[str, int]
+    by_decider: dict[str, int]
+
+
+class Allow(Struct, frozen=True, tag_field="decision", tag="allow"):
+    """The call runs; on hook wires it grants (spec 20 §8.1)."""
+
+
+class Deny(Struct, frozen=True, tag_field="decision", tag="deny"):
+    """The call is refused; ``reason`` is what the model is told (spec 20 §8.1)."""
+
+    reason: str
+
+
+class Replace(Struct, frozen=True, tag_field="decision", tag="replace"):
+    """The call runs with ``input`` instead (spec 20 §8.1)."""
+
+    input: Any
+
+
+class Abstain(Struct, frozen=True, tag_field="decision", tag="abstain"):
+    """metaharness claims nothing; the harness's own permission pipeline decides (spec 20 §8.1)."""
+
+
+Decision: TypeAlias = Allow | Deny | Replace | Abstain
+
+
+class StepRef(_Value, kw_only=True):
+    """Which workflow step a frame or step event belongs to (spec 20 §2.4)."""
+
+    workflow: str
+    state: str
+    index: int
+    attempt: int
+
+
+class Completed(Struct, frozen=True, tag_field="outcome", tag="completed"):
+    """A step that completed (spec 20 §2.4 StepOutcome)."""
+
+
+class Failed(Struct, frozen=True, tag_field="outcome", tag="failed"):
+    """A step that failed, and why (spec 20 §2.4 StepOutcome)."""
+
+    reason: str
+
+
+class NoVerdict(Struct, frozen=True, tag_field="outcome", tag="no_verdict"):
+    """A step nobody could judge, and why (spec 20 §2.4 StepOutcome)."""
+
+    reason: str
+
+
+StepOutcome: TypeAlias = Completed | Failed | NoVerdict
+
+
+class Transcript(_Value, kw_only=True):
+    """Where the retained vendor record is, with its digest and size when known (spec 20 §2.4)."""
+
+    path: str | None
+    digest: str | None
+    bytes: int | None
+
+
+class RowHow(_Value, kw_only=True):
+    """An ``imposed`` or ``declared`` attestation entry (spec 30 §1)."""
+
+    row: str
+    how: str
+
+
+class RowWhy(_Value, kw_only=True):
+    """An ``unavailable`` attestation entry (spec 30 §1)."""
+
+    row: str
+    why: str
+
+
+class InstalledPlugin(_Value, kw_only=True):
+    """A plugin copy the launch placed (spec 30 §3)."""
+
+    name: str
+    source: str
+    version: str | None
+
+
+class Hermetic(_Value, kw_only=True):
+    """The attestation block of ``session.started`` (spec 20 §2.4, spec 30 §3)."""
+
+    mode: Literal["off", "on", "strict"]
+    decisions: Literal["frame", "ask", "observe"]
+    imposed: tuple[RowHow, ...]
+    declared: tuple[RowHow, ...]
+    unavailable: tuple[RowWhy, ...]
+    ambient_inputs: tuple[str, ...]
+    installed_plugins: tuple[InstalledPlugin, ...]
+
+
+class ContextFile(_Value, kw_only=True):
+    """One ``--context`` file as it reached the model (spec 20 §2.4, spec 30 §9.7)."""
+
+    path: str
+    sha256: str
+    bytes: int
+    channel: str
+
+
+class Withheld(_Value, kw_only=True):
+    """A tool the machine would not admit, and why (spec 20 §2.5)."""
+
+    tool: str
+    reason: str
+
+
+class Plugin(_Value, kw_only=True):
+    """A plugin the harness reports loaded (spec 20 §2.5)."""
+
+    name: str | None
+    source: str | None
+    version: str | None
+
+
+class McpServer(_Value, kw_only=True):
+    """An MCP server the harness reports (spec 20 §2.5)."""
+
+    name: str | None
+    status: str | None
+
+
+class FinalAnswer(_Value, kw_only=True):
+    """The run's final answer text (spec 20 §2.5)."""
+
+    text: str
+    turn_id: str | None
+
+
+class ObservedModel(_Value, kw_only=True):
+    """A model the record shows answering (spec 20 §2.5)."""
+
+    turn: int | None
+    turn_id: str | None
+    model: str
+    scope: str
+
+
+class PermissionDenial(_Value, kw_only=True):
+    """A call the vendor reports it denied (spec 20 §2.5)."""
+
+    tool_name: str | None
+    tool_use_id: str | None
+    tool_input: Any
+
+
+class RateLimitInfo(_Value, kw_only=True):
+    """The vendor's rate-limit report (spec 20 §2.5)."""
+
+    status: str | None
+    window: str | None
+    resets_at: int | None
+    utilization: float | None
+    using_overage: bool | None
+
+
+class RefusedCommand(_Value, kw_only=True):
+    """Why a command was refused: an upper-case code and a reason (spec 20 §5)."""
+
+    code: str
+    reason: str
+
+
+class CommandOk(Struct, frozen=True, tag_field="result", tag="ok"):
+    """A command that took effect, and when it applies (spec 20 §2.4)."""
+
+    applies_at: str | None
+
+
+class CommandRefused(Struct, frozen=True, tag_field="result", tag="refused"):
+    """A command that was refused (spec 20 §2.4)."""
+
+    refused: RefusedCommand
+
+
+CommandOutcome: TypeAlias = CommandOk | CommandRefused
+
+
+class Exited(Struct, frozen=True, tag_field="kind", tag="exited"):
+    """The child exited with ``code`` (spec 20 §2.4 Process)."""
+
+    code: int
+
+
+class Signaled(Struct, frozen=True, tag_field="kind", tag="signaled"):
+    """The child was ended by ``signal`` (spec 20 §2.4 Process)."""
+
+    signal: int
+
+
+class UnknownProcess(Struct, frozen=True, tag_field="kind", tag="unknown"):
+    """No child ran, or its status could not be read (spec 20 §2.4 Process)."""
+
+
+Process: TypeAlias = Exited | Signaled | UnknownProcess
+
+
+class _Event(Struct, frozen=True, kw_only=True, tag_field="event", forbid_unknown_fields=False):
+    """An event payload; the tag is the event name of spec 20 §2.5."""
+
+
+class SessionStarted(_Event, tag="session.started", kw_only=True):
+    """The run's opening record (spec 20 §2.5)."""
+
+    adapter: str
+    adapter_class: str
+    harness_version: str | None
+    session_id: str | None
+    model: str | None
+    permission_mode: str | None
+    credential_source: str | None
+    output_style: str | None
+    cwd: str | None
+    offered_tools: tuple[str, ...] | None
+    available_operations: tuple[str, ...] | UnsetType = UNSET
+    withheld: tuple[Withheld, ...] | None
+    slash_commands: tuple[str, ...] | None
+    skills: tuple[str, ...] | None
+    agents: tuple[str, ...] | None
+    plugins: tuple[Plugin, ...] | None
+    mcp_servers: tuple[McpServer, ...] | None
+    inputs_digest: str | None
+    transcript: Transcript
+    context_files: tuple[ContextFile, ...] | UnsetType = UNSET
+    hermetic: Hermetic
+
+
+class SessionEnded(_Event, tag="session.ended", kw_only=True):
+    """The harness's terminal record, with the decision census (spec 20 §2.5)."""
+
+    final_answer: FinalAnswer | None
+    observed_models: tuple[ObservedModel, ...] | None
+    is_error: bool | None
+    subtype: str | None
+    stop_reason: str | None
+    terminal_reason: str | None
+    api_error_status: str | None
+    num_turns: int | None
+    duration_ms: int | None
+    duration_api_ms: int | None
+    ttft_ms: int | None
+    time_to_request_ms: int | None
+    total_cost_usd: float | None
+    permission_denials: tuple[PermissionDenial, ...] | None
+    subagents_spawned: int | None
+    usage: Usage | None
+    model_usage: dict[str, Usage] | None
+    census: Census
+
+
+class StepEntered(_Event, tag="step.entered", kw_only=True):
+    """A workflow step began (spec 20 §2.5; no verb of this version emits it)."""
+
+    step: StepRef
+    frame_digest: str | None
+
+
+class StepLeft(_Event, tag="step.left", kw_only=True):
+    """A workflow step ended (spec 20 §2.5; no verb of this version emits it)."""
+
+    step: StepRef
+    outcome: StepOutcome
+
+
+class TurnStarted(_Event, tag="turn.started", kw_only=True):
+    """A model turn began under the frame in force (spec 20 §2.5)."""
+
+    turn: int
+    frame_digest: str | None
+
+
+class TurnEnded(_Event, tag="turn.ended", kw_only=True):
+    """A model turn ended (spec 20 §2.5)."""
+
+    turn: int
+    stop_reason: str | None
+
+
+class Text(_Event, tag="text", kw_only=True):
+    """Assistant text (spec 20 §2.5)."""
+
+    text: str
+    request_id: str | None
+
+
+class Thinking(_Event, tag="thinking", kw_only=True):
+    """Assistant reasoning text (spec 20 §2.5)."""
+
+    text: str
+    request_id: str | None
+
+
+class ThinkingEstimate(_Event, tag="thinking.estimate", kw_only=True):
+    """An estimate of reasoning tokens (spec 20 §2.5)."""
+
+    estimate: int
+    delta: int | None
+
+
+class Injection(_Event, tag="injection", kw_only=True):
+    """Text placed between turns (spec 20 §2.5)."""
+
+    text: str
+    origin: str | None
+
+
+class ToolRequested(_Event, tag="tool.requested", kw_only=True):
+    """A tool call, written before any decision or effect (spec 20 §2.5)."""
+
+    call_id: str
+    name: str
+    input: Any
+    operations: tuple[str, ...] | UnsetType = UNSET
+    subjects: tuple[str, ...] | UnsetType = UNSET
+    decision_required: bool
+    deadline_ms: int | None
+    seam: str
+
+
+class ToolDecided(_Event, tag="tool.decided", kw_only=True):
+    """Who decided a call, on which seam, and what (spec 20 §2.5, §8)."""
+
+    call_id: str
+    decision: Decision
+    decided_by: str
+    seam: str
+    latency_ms: int | None
+
+
+class ToolResult(_Event, tag="tool.result", kw_only=True):
+    """A call's outcome (spec 20 §2.5)."""
+
+    exit_code: int | None
+    outcome_source: str | None
+    call_id: str
+    is_error: bool | None
+    content: Any | None
+    bytes: int | None
+    tool_use_result: Any | None
+
+
+class UsageReported(_Event, tag="usage", kw_only=True):
+    """Token usage of one request (spec 20 §2.5)."""
+
+    request_id: str | None
+    model: str | None
+    usage: Usage
+
+
+class RateLimit(_Event, tag="rate_limit", kw_only=True):
+    """A rate-limit report (spec 20 §2.5)."""
+
+    info: RateLimitInfo
+
+
+class CommandResult(_Event, tag="command.result", kw_only=True):
+    """The one answer to a ``metaharness.command/1`` line (spec 20 §5)."""
+
+    id: str
+    outcome: CommandOutcome
+
+
+class WarningRaised(_Event, tag="warning", kw_only=True):
+    """A warning with its code (spec 20 §3)."""
+
+    code: str
+    message: str
+
+
+class Opaque(_Event, tag="opaque", kw_only=True):
+    """A record the adapter could not read, never dropped (spec 20 §2.5)."""
+
+    vendor_type: str | None
+    vendor_subtype: str | None
+    digest: str
+    source_line: int | None
+
+
+class AuthExpired(_Event, tag="auth.expired", kw_only=True):
+    """The vendor reported an expired credential; never ends a run (spec 20 §2.5)."""
+
+    credential_source: str | None
+    detail: str | None
+    source_line: int | None
+
+
+class StreamClosed(_Event, tag="stream.closed", kw_only=True):
+    """The stream's closing marker, written last and once (spec 20 §4)."""
+
+    events: int
+    reason: str
+    run_id: str
+    process: Process
+
+
+Event: TypeAlias = (
+    SessionStarted
+    | SessionEnded
+    | StepEntered
+    | StepLeft
+    | TurnStarted
+    | TurnEnded
+    | Text
+    | Thinking
+    | ThinkingEstimate
+    | Injection
+    | ToolRequested
+    | ToolDecided
+    | ToolResult
+    | UsageReported
+    | RateLimit
+    | CommandResult
+    | WarningRaised
+    | Opaque
+    | AuthExpired
+    | StreamClosed
+)
+
+EVENT_TYPES: dict[str, type[Any]] = {
+    cls.__struct_config__.tag: cls
+    for cls in (
+        SessionStarted,
+        SessionEnded,
+        StepEntered,
+        StepLeft,
+        TurnStarted,
+        TurnEnded,
+        Text,
+        Thinking,
+        ThinkingEstimate,
+        Injection,
+        ToolRequested,
+        ToolDecided,
+        ToolResult,
+        UsageReported,
+        RateLimit,
+        CommandResult,
+        WarningRaised,
+        Opaque,
+        AuthExpired,
+        StreamClosed,
+    )
+}
+"""The twenty event names of spec 20 §2.5, each with its payload struct."""
+
+
+def event_name(payload: Event) -> str:
+    """The event name a payload is written under."""
+    tag: str = type(payload).__struct_config__.tag
+    return tag
+
+
+class EventLine(Struct, frozen=True, kw_only=True):
+    """One read event line: its framing keys and its payload (spec 20 §2.1)."""
+
+    seq: int
+    run: str
+    at: str | UnsetType = UNSET
+    payload: Event
+
+
+class Stream(Struct, frozen=True):
+    """How many lines a run's stream has written; ``stamp`` is the one place ``seq`` is assigned."""
+
+    run: str
+    written: int = 0
+
+
+def _sorted_maps(payload: Event) -> Event:
+    """Maps keyed by data are written sorted by key (spec 20 §1 rule 4)."""
+    if not isinstance(payload, SessionEnded):
+        return payload
+    census = msgspec.structs.replace(
+        payload.census,
+        by_seam=dict(sorted(payload.census.by_seam.items())),
+        by_decider=dict(sorted(payload.census.by_decider.items())),
+    )
+    model_usage = None if payload.model_usage is None else dict(sorted(payload.model_usage.items()))
+    return msgspec.structs.replace(payload, census=census, model_usage=model_usage)
+
+
+def encode_event(seq: int, run: str, payload: Event, at: str | UnsetType = UNSET) -> bytes:
+    """The exact line of spec 20 §1–§2 for one event, ``\\n`` included."""
+    framing = b'{"format":"metaharness.event/1","seq":' + str(seq).encode() + b',"run":' + compact(run)
+    if at is not UNSET:
+        framing += b',"at":' + compact(at)
+    return framing + b"," + compact(_sorted_maps(payload))[1:] + b"\n"
+
+
+def stamp(stream: Stream, payload: Event, at: str | UnsetType = UNSET) -> tuple[Stream, bytes]:
+    """Number the next line of ``stream`` and encode it (spec 20 §2.1: 1, then +1 per line, no gaps)."""
+    seq = stream.written + 1
+    return Stream(stream.run, seq), encode_event(seq, stream.run, payload, at)
+
+
+def closing_marker(stream: Stream, reason: str, process: Process) -> StreamClosed:
+    """The ``stream.closed`` payload for ``stream`` as it stands (spec 20 §4: ``events`` = lines before it)."""
+    return StreamClosed(events=stream.written, reason=reason, run_id=stream.run, process=process)
+
+
+def _not_object(detail: str) -> Failure[str]:
+    return Failure(f"not a JSON object: {detail}")
+
+
+def _tag_text(tag: object) -> str:
+    return tag if isinstance(tag, str) else "<not a string>"
+
+
+def read_event(line: bytes | str) -> Result[EventLine, str]:
+    """Read one event line, refusing with the messages of spec 20 §2.3; unknown fields are ignored."""
+    try:
+        raw = msgspec.json.decode(line)
+    except msgspec.DecodeError as error:
+        return _not_object(str(error))
+    if not isinstance(raw, dict):
+        return _not_object("the document is JSON but not an object")
+    if "format" not in raw:
+        return Failure(f'no format tag, expected "{EVENT_FORMAT}"')
+    if raw["format"] != EVENT_FORMAT:
+        return Failure(f'unknown format tag "{_tag_text(raw["format"])}", expected "{EVENT_FORMAT}"')
+    name = raw.get("event")
+    payload_type = EVENT_TYPES.get(name) if isinstance(name, str) else None
+    if payload_type is None:
+        return Failure(f'unknown event name "{_tag_text(name)}"')
+    try:
+        framing = msgspec.convert(raw, type=_Framing)
+        payload = msgspec.convert(raw, type=payload_type)
+    except msgspec.ValidationError as error:
+        return Failure(f"malformed {name}: {error}")
+    return Success(EventLine(seq=framing.seq, run=framing.run, at=framing.at, payload=payload))
+
+
+class _Framing(Struct, frozen=True, forbid_unknown_fields=False):
+    seq: Annotated[int, msgspec.Meta(ge=1)]
+    run: str
+    at: str | UnsetType = UNSET
