@@ -1,0 +1,87 @@
+"""For any parent environment the child's environment is exactly the declared floor (spec 30 §7–§8)."""
+
+from __future__ import annotations
+
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from metaharness.pure.environment import (
+    CALLER_VARIABLES,
+    EnvironmentDeclaration,
+    child_environment,
+    credential_posture,
+    path_floor,
+)
+from returns.result import Success
+
+LOOK_ALIKES = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_BASE_URL",
+    "OPENAI_API_KEY",
+    "CODEX_API_KEY",
+    "OPENAI_API_KEY_2",
+    "openai_api_key",
+    "CLAUDE_CODE_SAFE_MODE",
+    "CODEX_DISABLE_HOOKS",
+    "AWS_SECRET_ACCESS_KEY",
+    "GITHUB_TOKEN",
+    "HTTPS_PROXY",
+    "no_proxy",
+    "SSH_AUTH_SOCK",
+    "SHELL",
+    "XDG_CONFIG_HOME",
+    "CLAUDE_CONFIG_DIR",
+    "CODEX_HOME",
+    "TMPDIR",
+    "PATH",
+    "METAHARNESS_LOOPBACK_KEY",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "RUSTUP_HOME",
+    "AEP_ACTOR",
+    *CALLER_VARIABLES,
+)
+NAMES = st.one_of(st.sampled_from(LOOK_ALIKES), st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,20}", fullmatch=True))
+VALUES = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=30)
+CALLERS = st.dictionaries(NAMES, VALUES, max_size=25)
+
+
+def declared_floor(kind: str, caller: dict[str, str], scratch: str) -> dict[str, str]:
+    """The floor of spec 30 §7 for a run declaring nothing but operator-login, written out longhand."""
+    floor = {"PATH": path_floor(caller)}
+    if kind == "b10x":
+        floor["XDG_CONFIG_HOME"] = scratch + "/config"
+        return floor
+    floor.update({key: caller[key] for key in ("HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TERM", "TZ") if key in caller})
+    floor["TMPDIR"] = scratch + "/tmp"
+    if kind == "claude":
+        floor["CLAUDE_CONFIG_DIR"] = scratch + "/claude-home"
+    else:
+        floor["CODEX_HOME"] = scratch + "/codex-home"
+    return floor
+
+
+@settings(max_examples=200)
+@given(
+    caller=CALLERS,
+    kind=st.sampled_from(["claude", "codex", "b10x"]),
+    credentials=st.sampled_from(["operator-login", "none"]),
+)
+def test_child_environment_is_exactly_the_declared_floor(caller: dict[str, str], kind: str, credentials: str) -> None:
+    declaration = EnvironmentDeclaration(kind=kind, credentials=credentials)  # type: ignore[arg-type]
+    decided = credential_posture(declaration, caller, True)
+    assume(isinstance(decided, Success))
+    posture = decided.unwrap()
+    result = child_environment(declaration, caller, "/tmp/mh-9", posture)
+    assert isinstance(result, Success)
+    assert result.unwrap().as_dict() == declared_floor(kind, caller, "/tmp/mh-9")
+
+
+@settings(max_examples=200)
+@given(caller=CALLERS, kind=st.sampled_from(["claude", "codex", "b10x"]), key=VALUES.filter(bool))
+def test_api_key_adds_exactly_one_key_variable(caller: dict[str, str], kind: str, key: str) -> None:
+    name = "ANTHROPIC_API_KEY" if kind == "claude" else "OPENAI_API_KEY"
+    caller = {**caller, name: key}
+    declaration = EnvironmentDeclaration(kind=kind, credentials="api-key")  # type: ignore[arg-type]
+    posture = credential_posture(declaration, caller, False).unwrap()
+    environment = child_environment(declaration, caller, "/tmp/mh-9", posture).unwrap().as_dict()
+    assert environment == {**declared_floor(kind, caller, "/tmp/mh-9"), name: key}

@@ -1,0 +1,424 @@
+"""The child's environment, its credential posture and its guards (spec 30 §7–§8, spec 40 §3.2–§3.3).
+
+Every kind's environment is built from empty out of the declared run facts, the caller's environment
+map and the scratch root; nothing is inherited except as spec 30 §7 lists. Stage-5 credential checks
+(spec 10 §4.5) and the plan-stage guards (``denied-environment``, ``program-not-found``) are values.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping
+from typing import Literal
+
+import msgspec
+from metaharness.pure.refusal import Refusal
+from returns.result import Failure, Result, Success
+
+Kind = Literal["claude", "codex", "b10x"]
+Credentials = Literal["operator-login", "api-key", "loopback", "none"]
+
+SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
+CALLER_VARIABLES = ("HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TERM", "TZ")
+TOOLCHAIN_VARIABLES = ("RUSTUP_HOME", "CARGO_HOME")
+SECRET_STORE_VARIABLES = ("DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR")
+ENDPOINT_PLACEHOLDER = "metaharness-model-endpoint"
+LOOPBACK_KEY_VARIABLE = "METAHARNESS_LOOPBACK_KEY"
+
+Variables = tuple[tuple[str, str], ...]
+
+
+class EnvironmentDeclaration(msgspec.Struct, frozen=True):
+    """The run facts the environment is built from (spec 30 §7–§8).
+
+    ``credentials`` is the ``--credentials`` value (on b10x ``operator-login`` reads as ``none``).
+    ``model_endpoint`` is ``--model-endpoint`` (claude/codex: the endpoint route under ``none``).
+    ``loopback_port`` and ``loopback_placeholder`` are the per-run loopback facts (the port may still
+    be symbolic, five characters, at plan time). ``subscription_token_file`` must already be absolute.
+    """
+
+    kind: Kind
+    credentials: Credentials = "operator-login"
+    api_key_secret: str | None = None
+    subscription_token_file: str | None = None
+    subscription_token_env: str | None = None
+    subscription_token_pointer: str | None = None
+    toolchain: str | None = None
+    actor: str | None = None
+    model_endpoint: str | None = None
+    loopback_port: str | None = None
+    loopback_placeholder: str | None = None
+
+
+class CredentialPosture(msgspec.Struct, frozen=True):
+    """What the declared credential puts in the child (spec 30 §8).
+
+    ``variables`` are added to the child's environment; ``credential_file`` is the caller's file to copy
+    into the scratch home before every spawn (operator-login on claude/codex), else ``None``;
+    ``loop_arguments`` are the b10x loop's credential flags (spec 40 §3.4 row 10); ``h4_how`` and
+    ``h6_how`` are the attestation wording of rows H4 and H6.
+    """
+
+    variables: Variables
+    credential_file: str | None
+    loop_arguments: tuple[str, ...]
+    h4_how: str
+    h6_how: str
+
+
+class ChildEnvironment(msgspec.Struct, frozen=True):
+    """The child's environment, sorted by key, and the credential posture that shaped it."""
+
+    variables: Variables
+    posture: CredentialPosture
+
+    def as_dict(self) -> dict[str, str]:
+        """The environment as the mapping a spawn takes."""
+        return dict(self.variables)
+
+    def strings(self) -> tuple[str, ...]:
+        """Each ``KEY=VALUE`` string, in key order (the strings spec 30 §9.4 measures)."""
+        return tuple(f"{key}={value}" for key, value in self.variables)
+
+    def h3_how(self) -> str:
+        """Row H3's attestation: the environment's sorted key list (spec 30 §3)."""
+        return "environment constructed: " + ", ".join(key for key, _ in self.variables)
+
+
+class ProgramCandidate(msgspec.Struct, frozen=True):
+    """A gathered fact about ``<dir>/<name>`` on one PATH entry: a regular file (symlinks followed)
+    and executable by the caller."""
+
+    regular: bool
+    executable: bool
+
+
+def path_floor(caller_env: Mapping[str, str]) -> str:
+    """The PATH floor: ``$HOME/.local/bin:/usr/local/bin:/usr/bin:/bin``, or the last three when the
+    caller has no (or an empty) ``HOME`` (spec 30 §7)."""
+    home = caller_env.get("HOME", "")
+    return f"{home}/.local/bin:{SYSTEM_PATH}" if home else SYSTEM_PATH
+
+
+def path_directories(path: str) -> tuple[str, ...]:
+    """The PATH entries in order; an empty entry means the current directory, as POSIX reads it."""
+    return tuple(entry or "." for entry in path.split(":"))
+
+
+def resolve_program(
+    name: str, path: str, facts: Mapping[str, ProgramCandidate]
+) -> Result[str, Refusal]:
+    """The first ``<dir>/<name>`` in PATH order that is an executable regular file, joined and not
+    resolved, so the launch names the file the spawn executes (spec 30 §7, spec 40 §3.3).
+
+    A name containing ``/`` is its own candidate. ``facts`` maps each candidate path to what the
+    shell found; a candidate missing from it does not exist. Not found → ``program-not-found``.
+    """
+    for candidate in program_candidates(name, path):
+        fact = facts.get(candidate)
+        if fact is not None and fact.regular and fact.executable:
+            return Success(candidate)
+    where = f"at {name}" if "/" in name else f"on the PATH {path}"
+    return Failure(Refusal("program-not-found", f"{name} is not an executable regular file {where}"))
+
+
+def program_candidates(name: str, path: str) -> tuple[str, ...]:
+    """The paths the shell gathers facts for when resolving ``name`` on ``path``."""
+    return (name,) if "/" in name else tuple(posixpath.join(d, name) for d in path_directories(path))
+
+
+def operator_login_file(kind: Kind, caller_env: Mapping[str, str]) -> str | None:
+    """The caller's credential file under operator-login: claude ``.credentials.json`` in
+    ``$CLAUDE_CONFIG_DIR`` else ``~/.claude``; codex ``~/.codex/auth.json``; ``None`` when the
+    caller's environment cannot name it, and always on b10x (spec 30 §8)."""
+    home = caller_env.get("HOME", "")
+    if kind == "claude":
+        config_dir = caller_env.get("CLAUDE_CONFIG_DIR", "")
+        if config_dir:
+            return posixpath.join(config_dir, ".credentials.json")
+        return posixpath.join(home, ".claude", ".credentials.json") if home else None
+    if kind == "codex":
+        return posixpath.join(home, ".codex", "auth.json") if home else None
+    return None
+
+
+def loopback_custody_token(kind: Kind, custody: bytes) -> Result[str, Refusal]:
+    """The real token in a loopback custody file, parsed once at stage 5 (spec 50 §6).
+
+    claude: ``claudeAiOauth.accessToken``; codex: ``OPENAI_API_KEY`` (class api-key), else
+    ``tokens.access_token`` (class chatgpt → ``loopback-chatgpt-login``); the key wins when both
+    exist. Unparseable or without the token → ``loopback-custody-unreadable``.
+    """
+    unreadable = Failure(Refusal("loopback-custody-unreadable", f"the {kind} custody file holds no usable token"))
+    try:
+        document = msgspec.json.decode(custody)
+    except msgspec.DecodeError:
+        return unreadable
+    if not isinstance(document, dict):
+        return unreadable
+    if kind == "claude":
+        oauth = document.get("claudeAiOauth")
+        token = oauth.get("accessToken") if isinstance(oauth, dict) else None
+        return Success(token) if isinstance(token, str) and token else unreadable
+    key = document.get("OPENAI_API_KEY")
+    if isinstance(key, str) and key:
+        return Success(key)
+    tokens = document.get("tokens")
+    if isinstance(tokens, dict) and isinstance(tokens.get("access_token"), str):
+        return Failure(
+            Refusal(
+                "loopback-chatgpt-login",
+                "the codex custody file holds a ChatGPT-plan login; loopback carries an API key only",
+            )
+        )
+    return unreadable
+
+
+def credential_posture(
+    declaration: EnvironmentDeclaration,
+    caller_env: Mapping[str, str],
+    credential_file_present: bool,
+    custody_path: str | None = None,
+    upstream: str | None = None,
+) -> Result[CredentialPosture, Refusal]:
+    """The declared credential's posture, or its stage-5 refusal (spec 30 §8, spec 10 §4.5 stage 5).
+
+    ``credential_file_present`` is the shell's fact that :func:`operator_login_file` names a readable
+    regular file; ``custody_path`` and ``upstream`` name the loopback custody file and upstream for
+    row H6. Refusals: ``api-key-missing``, ``subscription-token-env-unset``, ``credential-file-missing``.
+    """
+    kind = declaration.kind
+    mode = "none" if kind == "b10x" and declaration.credentials == "operator-login" else declaration.credentials
+    no_key = "no key variable is in the child's environment"
+    if mode == "api-key":
+        return _api_key_posture(declaration, caller_env)
+    if mode == "operator-login":
+        path = operator_login_file(kind, caller_env)
+        if path is None or not credential_file_present:
+            named = path if path is not None else "the caller's credential file (no HOME)"
+            return Failure(
+                Refusal("credential-file-missing", f"--credentials operator-login on {kind}: {named} is missing")
+            )
+        return Success(
+            CredentialPosture(
+                (), path, (), no_key, "the credential file was copied into the scratch home before the spawn"
+            )
+        )
+    if mode == "loopback":
+        return Success(_loopback_posture(declaration, custody_path, upstream))
+    return _none_posture(declaration, caller_env)
+
+
+def _api_key_posture(
+    declaration: EnvironmentDeclaration, caller_env: Mapping[str, str]
+) -> Result[CredentialPosture, Refusal]:
+    kind = declaration.kind
+    if kind == "b10x" and declaration.api_key_secret is not None:
+        name = declaration.api_key_secret
+        variables = tuple((key, caller_env[key]) for key in SECRET_STORE_VARIABLES if key in caller_env)
+        return Success(
+            CredentialPosture(
+                variables,
+                None,
+                ("--api-key-secret", name),
+                f"the run declared a key; the loop reads key {name} from the secret store",
+                f"the loop reads key {name} from the secret store; no key variable is in the child's environment",
+            )
+        )
+    names = {"claude": ("ANTHROPIC_API_KEY",), "codex": ("OPENAI_API_KEY", "CODEX_API_KEY"), "b10x": ("OPENAI_API_KEY",)}
+    for name in names[kind]:
+        if name in caller_env:
+            arguments = ("--api-key-env", name) if kind == "b10x" else ()
+            return Success(
+                CredentialPosture(
+                    ((name, caller_env[name]),),
+                    None,
+                    arguments,
+                    f"the run declared a key: {name}",
+                    f"one declared key variable: {name}",
+                )
+            )
+    wanted = " or ".join(names[kind])
+    return Failure(
+        Refusal("api-key-missing", f"--credentials api-key on {kind}: the caller's environment has no {wanted}")
+    )
+
+
+def _loopback_posture(
+    declaration: EnvironmentDeclaration, custody_path: str | None, upstream: str | None
+) -> CredentialPosture:
+    port = declaration.loopback_port or "00000"
+    placeholder = declaration.loopback_placeholder or ""
+    variables: Variables
+    if declaration.kind == "claude":
+        variables = (
+            ("ANTHROPIC_AUTH_TOKEN", placeholder),
+            ("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{port}"),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+        )
+    else:
+        variables = ((LOOPBACK_KEY_VARIABLE, placeholder),)
+    return CredentialPosture(
+        variables,
+        None,
+        (),
+        "no key variable is in the child's environment; it holds a per-run placeholder",
+        "the child held a per-run placeholder and no credential file; the token was read per request from "
+        f"{custody_path} and attached on the way to {upstream}",
+    )
+
+
+def _none_posture(
+    declaration: EnvironmentDeclaration, caller_env: Mapping[str, str]
+) -> Result[CredentialPosture, Refusal]:
+    no_key = "no key variable is in the child's environment"
+    if declaration.kind == "claude" and declaration.model_endpoint is not None:
+        variables = (
+            ("ANTHROPIC_AUTH_TOKEN", ENDPOINT_PLACEHOLDER),
+            ("ANTHROPIC_BASE_URL", declaration.model_endpoint.rstrip("/")),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+        )
+        return Success(CredentialPosture(variables, None, (), no_key, "no credential"))
+    if declaration.kind != "b10x":
+        return Success(CredentialPosture((), None, (), no_key, "no credential"))
+    pointer = (
+        ("--oauth-token-pointer", declaration.subscription_token_pointer)
+        if declaration.subscription_token_pointer is not None
+        else ()
+    )
+    if declaration.subscription_token_file is not None:
+        path = declaration.subscription_token_file
+        return Success(
+            CredentialPosture(
+                (),
+                None,
+                ("--oauth-token-file", path, *pointer),
+                no_key,
+                f"the loop reads a subscription token from {path}; no credential variable is in the child's environment",
+            )
+        )
+    if declaration.subscription_token_env is not None:
+        name = declaration.subscription_token_env
+        if name not in caller_env:
+            return Failure(
+                Refusal(
+                    "subscription-token-env-unset",
+                    f"--subscription-token-env {name}: the caller's environment has no {name}",
+                )
+            )
+        return Success(
+            CredentialPosture(
+                ((name, caller_env[name]),),
+                None,
+                ("--oauth-token-env", name, *pointer),
+                no_key,
+                f"one declared subscription token variable: {name}",
+            )
+        )
+    return Success(CredentialPosture((), None, (), no_key, "no credential"))
+
+
+def child_environment(
+    declaration: EnvironmentDeclaration,
+    caller_env: Mapping[str, str],
+    scratch: str,
+    posture: CredentialPosture,
+) -> Result[ChildEnvironment, Refusal]:
+    """The child's environment, built from empty and guarded (spec 30 §7, spec 40 §3.2).
+
+    claude/codex: PATH floor, ``HOME USER LOGNAME LANG LC_ALL TERM TZ`` each when the caller has it,
+    ``TMPDIR=<scratch>/tmp``, the scratch config home, ``AEP_ACTOR`` with ``--actor``, the posture's
+    variables. b10x: PATH floor, ``XDG_CONFIG_HOME=<scratch>/config``, ``RUSTUP_HOME``/``CARGO_HOME``
+    with ``--toolchain``, ``AEP_ACTOR``, the posture's variables. Guarded by
+    :func:`guard_environment` (``denied-environment``).
+    """
+    kind = declaration.kind
+    built: dict[str, str] = {"PATH": path_floor(caller_env)}
+    if kind == "b10x":
+        built["XDG_CONFIG_HOME"] = posixpath.join(scratch, "config")
+        if declaration.toolchain is not None:
+            built.update((key, caller_env[key]) for key in TOOLCHAIN_VARIABLES if key in caller_env)
+    else:
+        built.update((key, caller_env[key]) for key in CALLER_VARIABLES if key in caller_env)
+        built["TMPDIR"] = posixpath.join(scratch, "tmp")
+        if kind == "claude":
+            built["CLAUDE_CONFIG_DIR"] = posixpath.join(scratch, "claude-home")
+        else:
+            built["CODEX_HOME"] = posixpath.join(scratch, "codex-home")
+    if declaration.actor is not None:
+        built["AEP_ACTOR"] = declaration.actor
+    for key, value in posture.variables:
+        if key in built:
+            return Failure(
+                Refusal(
+                    "denied-environment",
+                    f"{key} is denied in the {kind} child's environment (row H3): the credential would replace it",
+                )
+            )
+        built[key] = value
+    environment = ChildEnvironment(tuple(sorted(built.items())), posture)
+    return guard_environment(declaration, environment)
+
+
+def guard_environment(
+    declaration: EnvironmentDeclaration, environment: ChildEnvironment
+) -> Result[ChildEnvironment, Refusal]:
+    """The ``denied-environment`` guards on a built environment, naming key and row (spec 30 §7).
+
+    A launch builder that adds variables calls this again on the final environment.
+    """
+    for key, _ in environment.variables:
+        row = _denied_row(declaration, environment, key)
+        if row is not None:
+            return Failure(
+                Refusal(
+                    "denied-environment",
+                    f"{key} is denied in the {declaration.kind} child's environment (row {row})",
+                )
+            )
+    return Success(environment)
+
+
+_KEY_VARIABLES = frozenset({"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "CODEX_API_KEY"})
+_HOOK_VARIABLES = frozenset({"CLAUDE_CODE_SAFE_MODE", "CLAUDE_CODE_SIMPLE", "CODEX_DISABLE_HOOKS"})
+_ENDPOINT_VARIABLES = frozenset(
+    {"ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"}
+)
+
+
+def _row_of(key: str) -> str:
+    if key in _HOOK_VARIABLES:
+        return "H8"
+    return "H4" if key in _KEY_VARIABLES else "H3"
+
+
+def _denied_row(declaration: EnvironmentDeclaration, environment: ChildEnvironment, key: str) -> str | None:
+    """The row a key violates, or ``None`` when the kind's guard admits it."""
+    kind = declaration.kind
+    if key in _HOOK_VARIABLES:
+        return "H8"
+    if kind == "b10x":
+        return None if key in _b10x_allowed_keys(declaration, environment) else _row_of(key)
+    posture_keys = frozenset(name for name, _ in environment.posture.variables)
+    if kind == "claude":
+        exempt = posture_keys & (_ENDPOINT_VARIABLES | {"ANTHROPIC_API_KEY"})
+        denied = key.startswith(("ANTHROPIC_", "CLAUDE_CODE_", "DISABLE_", "GIT_"))
+    else:
+        exempt = frozenset({"CODEX_HOME"}) | (posture_keys & {"OPENAI_API_KEY", "CODEX_API_KEY", LOOPBACK_KEY_VARIABLE})
+        denied = key.startswith(("OPENAI_", "CODEX_", "DISABLE_", "GIT_")) or key == LOOPBACK_KEY_VARIABLE
+    denied = denied or key == "SSH_AUTH_SOCK" or key.upper().endswith("_PROXY")
+    return _row_of(key) if denied and key not in exempt else None
+
+
+def _b10x_allowed_keys(declaration: EnvironmentDeclaration, environment: ChildEnvironment) -> frozenset[str]:
+    """Exactly the keys spec 40 §3.2 puts in a b10x child."""
+    allowed = {"PATH", "XDG_CONFIG_HOME"}
+    if declaration.actor is not None:
+        allowed.add("AEP_ACTOR")
+    if declaration.toolchain is not None:
+        allowed.update(TOOLCHAIN_VARIABLES)
+    if declaration.credentials == "api-key":
+        allowed.update(SECRET_STORE_VARIABLES if declaration.api_key_secret is not None else {"OPENAI_API_KEY"})
+    elif declaration.subscription_token_env is not None and declaration.subscription_token_file is None:
+        allowed.add(declaration.subscription_token_env)
+    return frozenset(allowed)
