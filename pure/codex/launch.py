@@ -1,0 +1,398 @@
+"""Planning a codex launch: scratch layout, ``config.toml``, the user turn, argv and environment
+(spec 50 §1, §4, §6; spec 30 §7–§9; spec 10 §4.6).
+
+Planning is a pure function of the run spec, the caller's environment, the scratch root and the
+gathered PATH facts; the shell writes the files, copies ``auth.json``, starts any proxy and spawns.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping
+from typing import Literal
+
+import msgspec
+from metaharness.pure.environment import (
+    LOOPBACK_KEY_VARIABLE,
+    ChildEnvironment,
+    EnvironmentDeclaration,
+    ProgramCandidate,
+    child_environment,
+    credential_posture,
+    path_floor,
+    resolve_program,
+)
+from metaharness.pure.events import ContextFile
+from metaharness.pure.hook_channel import (
+    CHANNEL_DIR,
+    HOOK_PROGRAM,
+    HOOK_TIMEOUT_S,
+    REQUESTS_DIR,
+    RESPONSES_DIR,
+    render_hook_program,
+    shell_quote,
+)
+from metaharness.pure.jsonline import sha256_hex
+from metaharness.pure.refusal import Refusal
+from returns.result import Failure, Result, Success
+
+PROGRAM = "codex"
+PINS = ("0.171.0",)
+CONTEXT_CHANNEL = "user-turn"
+MAX_ARG_STRLEN = 131072
+ENDPOINT_PROVIDER = "metaharness_endpoint"
+LOOPBACK_PROVIDER = "metaharness_loopback"
+
+DecisionMode = Literal["frame", "ask", "observe"]
+HermeticMode = Literal["off", "on", "strict"]
+
+DENIED_ARGUMENTS = (
+    "--ephemeral",
+    "--ignore-user-config",
+    "--dangerously-bypass-approvals-and-sandbox",
+    "--add-dir",
+    "--approve-for-me",
+    "-s",
+    "--sandbox",
+    "-p",
+    "--profile",
+    "--oss",
+    "-c",
+    "--config",
+)
+"""Flags a codex launch must never carry (spec 50 §4 "Refusals": each drops the hook, widens the
+sandbox or overrides the scratch config)."""
+
+IMPLICATIONS = {
+    "frame": "metaharness applies the sealed frame to each mediated call",
+    "ask": "metaharness asks the embedder before each mediated call",
+    "observe": "metaharness records calls but does not narrow them",
+}
+
+
+class CodexRunSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """The run options a codex launch is built from (spec 10 §4.2, spec 50 §4).
+
+    ``cwd`` is ``--cwd`` already made absolute (``None`` → ``<scratch>/work``); ``context_block`` is
+    the part 30 §9.5 rendering of the declared files and ``context_files`` their record entries
+    (channel ``user-turn``); ``environment`` carries credentials, actor, endpoint and the loopback
+    port and placeholder (the port may still be symbolic at plan time, spec 10 §4.5 stage 8).
+    """
+
+    prompt: str
+    decisions: DecisionMode = "frame"
+    hermetic: HermeticMode = "off"
+    model: str | None = None
+    effort: str | None = None
+    cwd: str | None = None
+    scratch_cwd: bool = False
+    environment: EnvironmentDeclaration = EnvironmentDeclaration(kind="codex")
+    context_block: str | None = None
+    context_files: tuple[ContextFile, ...] = ()
+
+
+class ProviderBlock(msgspec.Struct, frozen=True):
+    """The one ``[model_providers.<name>]`` table (spec 50 §4, §6); ``env_key`` only on loopback."""
+
+    name: str
+    base_url: str
+    env_key: str | None
+
+
+class CodexConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """What the scratch ``config.toml`` says (spec 50 §4); rendered by :func:`render_config`."""
+
+    approval_policy: str
+    sandbox_mode: Literal["read-only", "workspace-write"]
+    effort: str | None
+    provider: ProviderBlock | None
+    hook_commands: tuple[str, ...]
+    hook_timeout: int
+
+
+class ScratchFile(msgspec.Struct, frozen=True):
+    """A file the launch writes into the scratch tree with its mode (spec 50 §4 "Scratch layout")."""
+
+    path: str
+    data: bytes
+    mode: int = 0o600
+
+    @property
+    def sha256(self) -> str:
+        return sha256_hex(self.data)
+
+
+class CodexLaunch(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything the shell needs to start ``codex exec``: ``program`` then ``args``, the constructed
+    environment, the working directory, the scratch tree, where the rollout appears and where the
+    caller's ``auth.json`` is copied from (operator-login)."""
+
+    program: str
+    args: tuple[str, ...]
+    environment: ChildEnvironment
+    cwd: str
+    scratch: str
+    codex_home: str
+    directories: tuple[str, ...]
+    files: tuple[ScratchFile, ...]
+    fifos: tuple[str, ...]
+    config: CodexConfig
+    user_turn: str
+    context_files: tuple[ContextFile, ...]
+    credential_file: str | None
+    sessions_dir: str
+    rollout_copy: str
+    stdout_copy: str
+
+    @property
+    def argv(self) -> tuple[str, ...]:
+        return (self.program, *self.args)
+
+
+def workspace_word(spec: CodexRunSpec) -> str:
+    """The execution-context ``workspace=`` value (spec 10 §4.6)."""
+    if spec.cwd is None:
+        return "metaharness-scratch"
+    return "embedder-scratch-copy" if spec.scratch_cwd else "operator-named"
+
+
+def execution_context_block(kind: str, workspace: str, hermetic: str, decisions: str) -> str:
+    """The ``<execution-context>`` block of spec 10 §4.6 and spec 50 §1; every line ends ``\\n``."""
+    lines = (
+        "<execution-context>",
+        "execution_path=metaharness-driven",
+        f"inner_harness={kind}",
+        f"workspace={workspace}",
+        f"hermetic={hermetic}",
+        "confinement=inner-harness",
+        "substrate=not-used-by-metaharness",
+        f"decision_mode={decisions}",
+        f"implication={IMPLICATIONS[decisions]}",
+        "</execution-context>",
+    )
+    return "".join(line + "\n" for line in lines)
+
+
+def user_turn(spec: CodexRunSpec) -> str:
+    """The block, a blank line, the rendered context files and a blank line when declared, then the
+    task unchanged (spec 50 §1 "User turn", spec 30 §9.5 codex)."""
+    block = execution_context_block("codex", workspace_word(spec), spec.hermetic, spec.decisions)
+    context = f"{spec.context_block}\n" if spec.context_block else ""
+    return f"{block}\n{context}{spec.prompt}"
+
+
+def provider_block(declaration: EnvironmentDeclaration) -> ProviderBlock | None:
+    """The provider table of spec 50 §6: the endpoint route under ``none`` with an endpoint (no
+    ``env_key``, so no auth header), the loopback proxy under ``loopback``; else none."""
+    if declaration.credentials == "loopback":
+        port = declaration.loopback_port or "00000"
+        return ProviderBlock(LOOPBACK_PROVIDER, f"http://127.0.0.1:{port}/v1", LOOPBACK_KEY_VARIABLE)
+    if declaration.credentials == "none" and declaration.model_endpoint is not None:
+        return ProviderBlock(ENDPOINT_PROVIDER, declaration.model_endpoint.rstrip("/") + "/v1", None)
+    return None
+
+
+def _toml_string(text: str) -> str:
+    """A TOML basic string with ``\\`` and ``"`` escaped (spec 50 §4), control characters as ``\\uXXXX``."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    escaped = "".join(c if c >= " " and c != "\x7f" else f"\\u{ord(c):04x}" for c in escaped)
+    return f'"{escaped}"'
+
+
+def render_config(config: CodexConfig) -> str:
+    """``config.toml`` by hand: top-level keys before any table (spec 50 §4)."""
+    lines = [
+        f"approval_policy = {_toml_string(config.approval_policy)}",
+        f"sandbox_mode = {_toml_string(config.sandbox_mode)}",
+    ]
+    if config.effort is not None:
+        lines.append(f"model_reasoning_effort = {_toml_string(config.effort)}")
+    if config.provider is not None:
+        lines.append(f"model_provider = {_toml_string(config.provider.name)}")
+        lines += ["", f"[model_providers.{config.provider.name}]", f"name = {_toml_string(config.provider.name)}"]
+        lines.append(f"base_url = {_toml_string(config.provider.base_url)}")
+        lines.append('wire_api = "responses"')
+        if config.provider.env_key is not None:
+            lines.append(f"env_key = {_toml_string(config.provider.env_key)}")
+    lines += ["", "[mcp_servers]", "", "[[hooks.PreToolUse]]"]
+    for command in config.hook_commands:
+        lines += ["", "[[hooks.PreToolUse.hooks]]", 'type = "command"', f"command = {_toml_string(command)}"]
+        lines.append(f"timeout = {config.hook_timeout}")
+    return "\n".join(lines) + "\n"
+
+
+def check_shadowing(config: CodexConfig, hook_command: str) -> Result[CodexConfig, Refusal]:
+    """``shadowed`` (spec 50 §2 "Shadowing guard"): ``approval_policy`` other than ``never``, or a
+    ``PreToolUse`` group other than the one metaharness hook, would let another layer decide."""
+    if config.approval_policy != "never":
+        return Failure(
+            Refusal(
+                "shadowed",
+                f'approval_policy = "{config.approval_policy}" in the codex config.toml would let codex '
+                "ask or refuse before the metaharness hook decides",
+            )
+        )
+    if config.hook_commands != (hook_command,):
+        return Failure(
+            Refusal(
+                "shadowed",
+                "hooks.PreToolUse in the codex config.toml holds something other than the one metaharness hook",
+            )
+        )
+    return Success(config)
+
+
+def check_arguments(args: tuple[str, ...]) -> Result[tuple[str, ...], Refusal]:
+    """``denied-argument`` on the built argv, each flag position before ``--`` compared by the part
+    before ``=`` (spec 50 §4 "Refusals")."""
+    values_of = {"--model", "--color"}
+    index = 0
+    while index < len(args) and args[index] != "--":
+        flag = args[index].split("=", 1)[0]
+        if flag in DENIED_ARGUMENTS:
+            return Failure(
+                Refusal(
+                    "denied-argument",
+                    f"{flag} is denied on codex: it would bypass the hook, widen the sandbox or override "
+                    "the scratch config.toml",
+                )
+            )
+        index += 2 if args[index] in values_of else 1
+    return Success(args)
+
+
+def arguments(spec: CodexRunSpec, turn: str) -> tuple[str, ...]:
+    """argv after argv[0] in the exact order of spec 50 §4."""
+    args = ["exec", "--json", "--strict-config", "--dangerously-bypass-hook-trust", "--skip-git-repo-check"]
+    args += ["--color", "never"]
+    if spec.model is not None:
+        args += ["--model", spec.model]
+    return (*args, "--", turn)
+
+
+def plan_codex_launch(
+    spec: CodexRunSpec,
+    caller_env: Mapping[str, str],
+    scratch: str,
+    program_facts: Mapping[str, ProgramCandidate],
+    credential_file_present: bool = False,
+    custody_path: str | None = None,
+    upstream: str | None = None,
+) -> Result[CodexLaunch, Refusal]:
+    """The codex launch, or its refusal (spec 50 §1 "Order", §4; spec 10 §4.5 stages 5 and 8).
+
+    Refusals in order: the stage-5 credential ones, ``program-not-found``, ``denied-environment``,
+    ``denied-argument``, ``shadowed``, ``argument-too-long``.
+    """
+    declaration = msgspec.structs.replace(spec.environment, kind="codex")
+    posture = credential_posture(declaration, caller_env, credential_file_present, custody_path, upstream)
+    if isinstance(posture, Failure):
+        return posture
+    program = resolve_program(PROGRAM, path_floor(caller_env), program_facts)
+    if isinstance(program, Failure):
+        return program
+    environment = child_environment(declaration, caller_env, scratch, posture.unwrap())
+    if isinstance(environment, Failure):
+        return environment
+    turn = user_turn(spec)
+    args = check_arguments(arguments(spec, turn))
+    if isinstance(args, Failure):
+        return args
+    hook_path = posixpath.join(scratch, HOOK_PROGRAM)
+    hook_command = shell_quote(hook_path)
+    config = check_shadowing(
+        CodexConfig(
+            approval_policy="never",
+            sandbox_mode="read-only" if spec.cwd is None else "workspace-write",
+            effort=spec.effort,
+            provider=provider_block(declaration),
+            hook_commands=(hook_command,),
+            hook_timeout=HOOK_TIMEOUT_S,
+        ),
+        hook_command,
+    )
+    if isinstance(config, Failure):
+        return config
+    codex_home = posixpath.join(scratch, "codex-home")
+    files = (
+        ScratchFile(posixpath.join(codex_home, "config.toml"), render_config(config.unwrap()).encode()),
+        ScratchFile(hook_path, render_hook_program(scratch).encode(), 0o700),
+    )
+    launch = CodexLaunch(
+        program=program.unwrap(),
+        args=args.unwrap(),
+        environment=environment.unwrap(),
+        cwd=spec.cwd if spec.cwd is not None else posixpath.join(scratch, "work"),
+        scratch=scratch,
+        codex_home=codex_home,
+        directories=_directories(spec, scratch),
+        files=tuple(sorted(files, key=lambda f: f.path)),
+        fifos=(posixpath.join(scratch, CHANNEL_DIR, "doorbell"),),
+        config=config.unwrap(),
+        user_turn=turn,
+        context_files=spec.context_files,
+        credential_file=posture.unwrap().credential_file,
+        sessions_dir=posixpath.join(codex_home, "sessions"),
+        rollout_copy=posixpath.join(scratch, "rollout.jsonl"),
+        stdout_copy=posixpath.join(scratch, "rollout.stdout.jsonl"),
+    )
+    return measure_arguments(launch)
+
+
+def _directories(spec: CodexRunSpec, scratch: str) -> tuple[str, ...]:
+    """The scratch directories to create (0700), parents first (spec 50 §4 "Scratch layout")."""
+    names = ["codex-home", "tmp", "hooks", CHANNEL_DIR, REQUESTS_DIR, RESPONSES_DIR]
+    if spec.cwd is None:
+        names.insert(0, "work")
+    return tuple(posixpath.join(scratch, name) for name in names)
+
+
+def _fits(value: str) -> bool:
+    return len(value.encode()) + 1 <= MAX_ARG_STRLEN
+
+
+def measure_arguments(launch: CodexLaunch) -> Result[CodexLaunch, Refusal]:
+    """Every argv element, then every ``KEY=VALUE``, must fit MAX_ARG_STRLEN with its NUL; the first
+    that does not is refused by name, with each context file and its size (spec 30 §9.4)."""
+    argv = launch.argv
+    for index, value in enumerate(argv):
+        if not _fits(value):
+            if index == len(argv) - 1:
+                name = "the prompt"
+            elif index > 0 and argv[index - 1].startswith("--"):
+                name = f"the argument after {argv[index - 1]}"
+            else:
+                name = f"argv[{index}]"
+            return Failure(_too_long(name, value, launch.context_files))
+    for key, value in launch.environment.variables:
+        if not _fits(f"{key}={value}"):
+            return Failure(_too_long(f"the environment string {key}", f"{key}={value}", launch.context_files))
+    return Success(launch)
+
+
+def _too_long(name: str, value: str, context: tuple[ContextFile, ...]) -> Refusal:
+    files = (
+        "context files: " + ", ".join(f"{item.path} {item.bytes} bytes" for item in context)
+        if context
+        else "no context file was declared"
+    )
+    return Refusal(
+        "argument-too-long",
+        f"{name} is {len(value.encode()) + 1} bytes with its terminating NUL, past Linux's limit of "
+        f"{MAX_ARG_STRLEN} bytes on one argument (MAX_ARG_STRLEN); {files}",
+    )
+
+
+def launch_fixture(launch: CodexLaunch) -> dict[str, object]:
+    """The C1 conformance fixture (spec 50 §9, shape of spec 40 §10): program, args, env, cwd, files
+    sorted by path as {path, sha256, bytes}, and ``context_files`` when any was declared."""
+    fixture: dict[str, object] = {
+        "program": launch.program,
+        "args": list(launch.args),
+        "env": launch.environment.as_dict(),
+        "cwd": launch.cwd,
+        "files": [{"path": f.path, "sha256": f.sha256, "bytes": len(f.data)} for f in launch.files],
+    }
+    if launch.context_files:
+        fixture["context_files"] = [msgspec.to_builtins(item) for item in launch.context_files]
+    return fixture
