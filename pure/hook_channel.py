@@ -1,0 +1,148 @@
+"""The event-driven hook channel, kind-agnostic (spec 50 §2 "Hook channel").
+
+The scratch root holds ``hooks/pretooluse``, a POSIX ``sh`` program with its paths baked in, and
+``hook-channel/`` with ``requests/``, ``responses/`` and the ``doorbell`` FIFO. Per call the program
+copies its stdin to ``requests/<key>.json``, makes the wake FIFO ``responses/<key>.wake`` and holds it
+open, rings the doorbell with ``<key>\\n`` and blocks until metaharness writes one line to the wake FIFO
+(or its backstop passes), then prints ``responses/<key>.json``. This module renders that program,
+reads a request as a call and builds the shared ``PreToolUse`` answer envelope; the shell
+(``metaharness.shell.hook_channel``) makes the files and does the waiting. Both the claude and the
+codex arms use it; each renders its own answer bodies from :func:`pretooluse_answer`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from metaharness.pure.jsonline import compact
+
+HOOK_TIMEOUT_S = 60
+"""The ``timeout`` both vendor adapters declare on their hook (spec 50 §2 "Deadlines")."""
+
+BACKSTOP_MARGIN_S = 3
+"""The hook gives up this long before the vendor's timeout: 60 − 3 = 57 s (spec 50 §2)."""
+
+DOORBELL_TIMEOUT_S = 2
+"""A metaharness that is gone costs a deny within this long, never a vendor-killed hook (spec 50 §2)."""
+
+HOOK_PROGRAM = "hooks/pretooluse"
+CHANNEL_DIR = "hook-channel"
+REQUESTS_DIR = "hook-channel/requests"
+RESPONSES_DIR = "hook-channel/responses"
+DOORBELL = "hook-channel/doorbell"
+
+NO_ANSWER_REASON = (
+    "metaharness did not answer in time, so the hook denied this call by itself and the call did not run"
+)
+"""The deny reason the hook program prints on its own (channel missing, doorbell dead, backstop)."""
+
+EMPTY_REASON = "metaharness denied this call and the embedder stated no reason; the call did not run"
+"""The reason a deny with none gets on the wire (spec 50 §2 "Wire bodies")."""
+
+
+def shell_quote(text: str) -> str:
+    """``text`` as one single-quoted POSIX shell word (spec 50 §1: paths in a command string are single-quoted)."""
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+def pretooluse_answer(**fields: Any) -> bytes:
+    """``E(x)`` of spec 50 §2: ``{"hookSpecificOutput":{"hookEventName":"PreToolUse",x}}``, compact, no newline.
+
+    ``fields`` are written in the order given after ``hookEventName``.
+    """
+    return compact({"hookSpecificOutput": {"hookEventName": "PreToolUse", **fields}})
+
+
+def deny_answer(reason: str) -> bytes:
+    """The deny body both vendors read (spec 50 §2); an empty reason gets :data:`EMPTY_REASON`."""
+    return pretooluse_answer(
+        permissionDecision="deny", permissionDecisionReason=reason if reason.strip() else EMPTY_REASON
+    )
+
+
+def backstop_seconds(hook_timeout_s: int = HOOK_TIMEOUT_S) -> int:
+    """How long the hook waits for an answer: the hook timeout − 3 s (spec 50 §2: 57 s)."""
+    return hook_timeout_s - BACKSTOP_MARGIN_S
+
+
+def render_hook_program(scratch: str, hook_timeout_s: int = HOOK_TIMEOUT_S) -> str:
+    """The text of ``hooks/pretooluse`` for a scratch root (spec 50 §2), mode 0700 when written.
+
+    It uses only ``mktemp mkfifo cat mv timeout head printf`` and built-ins (``sh -c`` carries the
+    doorbell open under ``timeout``, since opening a FIFO nobody reads blocks), parses no JSON and
+    always exits 0: every failure path prints the deny body.
+    """
+    channel = f"{scratch}/{CHANNEL_DIR}"
+    deny = shell_quote(deny_answer(NO_ANSWER_REASON).decode())
+    return (
+        "#!/bin/sh\n"
+        "# metaharness PreToolUse hook: hands the call to the running metaharness and prints its answer.\n"
+        "umask 077\n"
+        f"channel={shell_quote(channel)}\n"
+        f"deny() {{ printf '%s' {deny}; exit 0; }}\n"
+        'pending=$(mktemp "$channel/requests/.pending.XXXXXXXX" 2>/dev/null) || deny\n'
+        'key=${pending##*/.pending.}\n'
+        'cat >"$pending" || deny\n'
+        'mkfifo "$channel/responses/$key.wake" 2>/dev/null || deny\n'
+        'command exec 3<>"$channel/responses/$key.wake" || deny\n'
+        'mv "$pending" "$channel/requests/$key.json" || deny\n'
+        f"timeout {DOORBELL_TIMEOUT_S} sh -c 'printf \"%s\\n\" \"$1\" >\"$2\"' doorbell \"$key\" "
+        '"$channel/doorbell" 2>/dev/null || deny\n'
+        f"timeout {backstop_seconds(hook_timeout_s)} head -n 1 <&3 >/dev/null || deny\n"
+        '[ -f "$channel/responses/$key.json" ] || deny\n'
+        'cat "$channel/responses/$key.json" || deny\n'
+        "exit 0\n"
+    )
+
+
+class HookCall(msgspec.Struct, frozen=True):
+    """A hook request read as a call (spec 50 §2).
+
+    ``call_id`` is the request's ``tool_use_id``, or ``hook:<key>`` when it has none or does not
+    parse; ``name`` is ``tool_name`` or ``""`` (so no frame admits a call it cannot read);
+    ``input`` is ``tool_input`` (``None`` when absent). ``correlated`` says the id came from the request.
+    """
+
+    key: str
+    call_id: str
+    name: str
+    input: Any
+    correlated: bool
+
+
+def read_hook_request(key: str, raw: bytes) -> HookCall:
+    """Read ``requests/<key>.json`` (``tool_use_id``, ``tool_name``, ``tool_input``) as a call (spec 50 §2)."""
+    try:
+        document = msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        document = None
+    if not isinstance(document, dict):
+        return HookCall(key, f"hook:{key}", "", None, False)
+    tool_use_id = document.get("tool_use_id")
+    name = document.get("tool_name")
+    name = name if isinstance(name, str) else ""
+    if isinstance(tool_use_id, str) and tool_use_id:
+        return HookCall(key, tool_use_id, name, document.get("tool_input"), True)
+    return HookCall(key, f"hook:{key}", name, document.get("tool_input"), False)
+
+
+def doorbell_keys(pending: bytes, received: bytes) -> tuple[tuple[str, ...], bytes]:
+    """Split doorbell bytes into complete keys; the unterminated tail is carried to the next read.
+
+    Each hook writes ``<key>\\n`` in one write under PIPE_BUF, so lines never interleave; empty lines
+    are skipped.
+    """
+    data = pending + received
+    *lines, rest = data.split(b"\n")
+    keys = tuple(line.decode("utf-8", "replace") for line in lines if line)
+    return keys, rest
+
+
+def is_channel_key(key: str) -> bool:
+    """A key a hook could have made: ``mktemp``'s eight-character suffix, no path separator.
+
+    The shell reads ``requests/<key>.json`` only for such keys, so a doorbell line can never name a
+    file outside the channel.
+    """
+    return 0 < len(key) <= 64 and "/" not in key and key not in {".", ".."} and "\x00" not in key

@@ -1,0 +1,200 @@
+"""The event-driven hook channel with the real ``sh`` hook program (spec 50 §2 "Hook channel")."""
+
+from __future__ import annotations
+
+import os
+import select
+import stat
+import subprocess
+import time
+from pathlib import Path
+
+import msgspec
+import pytest
+from metaharness.pure.hook_channel import (
+    EMPTY_REASON,
+    NO_ANSWER_REASON,
+    deny_answer,
+    doorbell_keys,
+    read_hook_request,
+    render_hook_program,
+    shell_quote,
+)
+from metaharness.shell.hook_channel import HookChannel
+
+REQUEST = b'{"session_id":"s","tool_use_id":"toolu_1","tool_name":"Write","tool_input":{"file_path":"/w/note.md"}}'
+
+
+def install(scratch: Path, hook_timeout_s: int = 60) -> Path:
+    program = scratch / "hooks" / "pretooluse"
+    program.parent.mkdir(parents=True)
+    program.write_text(render_hook_program(str(scratch), hook_timeout_s))
+    program.chmod(0o700)
+    return program
+
+
+def start_hook(program: Path, request: bytes = REQUEST) -> subprocess.Popen[bytes]:
+    hook = subprocess.Popen([str(program)], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert hook.stdin is not None
+    hook.stdin.write(request)
+    hook.stdin.close()
+    return hook
+
+
+def finish(hook: subprocess.Popen[bytes]) -> tuple[int, bytes]:
+    assert hook.stdout is not None
+    out = hook.stdout.read()
+    return hook.wait(timeout=10), out
+
+
+def wait_key(channel: HookChannel) -> str:
+    ready, _, _ = select.select([channel], [], [], 10)
+    assert ready, "the doorbell never rang"
+    keys = channel.ring()
+    assert len(keys) == 1
+    return keys[0]
+
+
+def test_the_channel_is_made_private_before_the_spawn(tmp_path: Path) -> None:
+    channel = HookChannel.create(str(tmp_path))
+    try:
+        doorbell = tmp_path / "hook-channel" / "doorbell"
+        assert stat.S_ISFIFO(doorbell.stat().st_mode)
+        assert stat.S_IMODE(doorbell.stat().st_mode) == 0o600
+        for name in ("requests", "responses"):
+            assert stat.S_IMODE((tmp_path / "hook-channel" / name).stat().st_mode) == 0o700
+        assert channel.ring() == ()
+    finally:
+        channel.close()
+
+
+def test_a_request_reaches_metaharness_and_the_answer_reaches_the_vendor(tmp_path: Path) -> None:
+    program = install(tmp_path)
+    channel = HookChannel.create(str(tmp_path))
+    try:
+        hook = start_hook(program)
+        key = wait_key(channel)
+        assert channel.request(key) == REQUEST
+        body = deny_answer("not in this step")
+        assert channel.answer(key, body)
+        assert finish(hook) == (0, body)
+        assert (tmp_path / "hook-channel" / "responses" / f"{key}.json").read_bytes() == body
+        assert (tmp_path / "hook-channel" / "requests" / f"{key}.json").exists()
+    finally:
+        channel.close()
+
+
+def test_zero_bytes_is_an_abstain_that_prints_nothing(tmp_path: Path) -> None:
+    program = install(tmp_path)
+    channel = HookChannel.create(str(tmp_path))
+    try:
+        hook = start_hook(program)
+        assert channel.answer(wait_key(channel), b"")
+        assert finish(hook) == (0, b"")
+    finally:
+        channel.close()
+
+
+def test_concurrent_hooks_each_get_their_own_answer(tmp_path: Path) -> None:
+    program = install(tmp_path)
+    channel = HookChannel.create(str(tmp_path))
+    try:
+        hooks = [start_hook(program, REQUEST.replace(b"toolu_1", f"toolu_{i}".encode())) for i in range(4)]
+        keys: list[str] = []
+        deadline = time.monotonic() + 10
+        while len(keys) < 4 and time.monotonic() < deadline:
+            select.select([channel], [], [], 1)
+            keys += channel.ring()
+        assert len(set(keys)) == 4
+        for key in keys:
+            call = read_hook_request(key, channel.request(key) or b"")
+            assert channel.answer(key, call.call_id.encode())
+        outs = sorted(finish(hook)[1] for hook in hooks)
+        assert outs == [f"toolu_{i}".encode() for i in range(4)]
+    finally:
+        channel.close()
+
+
+def test_a_gone_metaharness_costs_a_deny_within_the_doorbell_timeout(tmp_path: Path) -> None:
+    program = install(tmp_path)
+    channel = HookChannel.create(str(tmp_path))
+    channel.close()
+    started = time.monotonic()
+    hook = start_hook(program)
+    assert finish(hook) == (0, deny_answer(NO_ANSWER_REASON))
+    assert time.monotonic() - started < 5
+
+
+def test_a_missing_channel_is_a_deny_and_never_a_non_zero_exit(tmp_path: Path) -> None:
+    program = install(tmp_path)
+    hook = start_hook(program)
+    assert finish(hook) == (0, deny_answer(NO_ANSWER_REASON))
+
+
+def test_the_backstop_denies_and_a_late_answer_finds_no_reader(tmp_path: Path) -> None:
+    program = install(tmp_path, hook_timeout_s=4)
+    assert "timeout 1 head -n 1" in program.read_text()
+    channel = HookChannel.create(str(tmp_path))
+    try:
+        hook = start_hook(program)
+        key = wait_key(channel)
+        assert finish(hook) == (0, deny_answer(NO_ANSWER_REASON))
+        assert channel.answer(key, deny_answer("late")) is False
+    finally:
+        channel.close()
+
+
+def test_a_missing_request_file_reads_as_none(tmp_path: Path) -> None:
+    channel = HookChannel.create(str(tmp_path))
+    try:
+        os.write(os.open(tmp_path / "hook-channel" / "doorbell", os.O_WRONLY | os.O_NONBLOCK), b"ABCDEFGH\n")
+        assert channel.ring() == ("ABCDEFGH",)
+        assert channel.request("ABCDEFGH") is None
+    finally:
+        channel.close()
+
+
+def test_a_doorbell_line_naming_a_path_is_ignored(tmp_path: Path) -> None:
+    channel = HookChannel.create(str(tmp_path))
+    try:
+        os.write(os.open(tmp_path / "hook-channel" / "doorbell", os.O_WRONLY | os.O_NONBLOCK), b"../x\nok\n")
+        assert channel.ring() == ("ok",)
+    finally:
+        channel.close()
+
+
+def test_requests_without_an_id_or_json_are_still_calls() -> None:
+    assert read_hook_request("K", REQUEST).call_id == "toolu_1"
+    assert read_hook_request("K", REQUEST).name == "Write"
+    unparsed = read_hook_request("K", b"{not json")
+    assert (unparsed.call_id, unparsed.name, unparsed.input, unparsed.correlated) == ("hook:K", "", None, False)
+    anonymous = read_hook_request("K", b'{"tool_name":"Bash","tool_input":{"command":"ls"}}')
+    assert (anonymous.call_id, anonymous.name, anonymous.input) == ("hook:K", "Bash", {"command": "ls"})
+
+
+def test_deny_bodies_are_compact_and_never_reasonless() -> None:
+    assert deny_answer("no") == (
+        b'{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny",'
+        b'"permissionDecisionReason":"no"}}'
+    )
+    assert msgspec.json.decode(deny_answer("  "))["hookSpecificOutput"]["permissionDecisionReason"] == EMPTY_REASON
+
+
+def test_doorbell_lines_split_across_reads() -> None:
+    keys, rest = doorbell_keys(b"", b"AB\nCD")
+    assert (keys, rest) == (("AB",), b"CD")
+    assert doorbell_keys(rest, b"EF\n\n") == (("CDEF",), b"")
+
+
+@pytest.mark.parametrize("text", ["plain", "it's", "a'b'c", ""])
+def test_shell_quote_survives_the_shell(text: str) -> None:
+    out = subprocess.run(["sh", "-c", f"printf '%s' {shell_quote(text)}"], capture_output=True, check=True).stdout
+    assert out.decode() == text
+
+
+def test_the_program_uses_only_the_named_tools(tmp_path: Path) -> None:
+    text = render_hook_program("/scratch/run")
+    assert text.startswith("#!/bin/sh\n")
+    assert "'/scratch/run/hook-channel'" in text
+    assert "umask 077" in text
+    assert "exit 1" not in text and "exit 2" not in text
