@@ -15,7 +15,9 @@ from metaharness.pure.codex.launch import (
     plan_codex_launch,
     render_config,
 )
+from metaharness.pure.context import ContextFileRead, render_context_block
 from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
+from metaharness.pure.jsonline import sha256_hex
 from returns.result import Failure, Success
 
 CALLER = {"HOME": "/operator"}
@@ -95,7 +97,15 @@ def test_endpoint_config_has_a_provider_without_env_key_and_the_one_hook():
         "mcp_servers": {},
         "hooks": {
             "PreToolUse": [
-                {"hooks": [{"type": "command", "command": "'/scratch/run/hooks/pretooluse'", "timeout": 60}]}
+                {
+                    "hooks": [
+                        {
+                            "type": "command",
+                            "command": "'/scratch/run/hooks/pretooluse'",
+                            "timeout": 60,
+                        }
+                    ]
+                }
             ]
         },
     }
@@ -122,16 +132,31 @@ def test_effort_is_a_top_level_key_before_any_table():
 
 
 def test_context_sits_between_the_block_and_the_task_with_blank_lines():
-    launch = planned(endpoint_spec(context_block="<context-files-1>\n</context-files-1>\n"))
+    brief = ContextFileRead("docs/brief.md", b"# Brief\n", sha256_hex(b"# Brief\n"))
+    launch = planned(endpoint_spec(cwd="/scratch/run/work", context=(brief,)))
     assert launch.user_turn.endswith(
-        "</execution-context>\n\n<context-files-1>\n</context-files-1>\n\nrun the check"
+        "</execution-context>\n\n" + render_context_block((brief,)) + "\nrun the check"
     )
+    assert [(f.path, f.bytes, f.channel) for f in launch.context_files] == [
+        ("docs/brief.md", 8, "user-turn")
+    ]
+
+
+def test_a_long_prompt_names_each_context_file():
+    brief = ContextFileRead("docs/brief.md", b"# Brief\n", sha256_hex(b"# Brief\n"))
+    result = plan_codex_launch(
+        endpoint_spec(prompt="x" * 131_072, context=(brief,)), CALLER, SCRATCH, FACTS
+    )
+    assert result.failure().message.endswith("context files: docs/brief.md 8 bytes")
 
 
 def test_loopback_has_the_placeholder_variable_and_the_loopback_provider():
     spec = endpoint_spec(
         environment=EnvironmentDeclaration(
-            kind="codex", credentials="loopback", loopback_port="43111", loopback_placeholder="mh-run-x-00"
+            kind="codex",
+            credentials="loopback",
+            loopback_port="43111",
+            loopback_placeholder="mh-run-x-00",
         )
     )
     launch = planned(spec)
@@ -149,7 +174,9 @@ def test_loopback_has_the_placeholder_variable_and_the_loopback_provider():
 
 def test_no_route_means_no_provider_and_operator_login_copies_auth_json():
     spec = endpoint_spec(environment=EnvironmentDeclaration(kind="codex"))
-    result = plan_codex_launch(spec, CALLER, SCRATCH, FACTS, credential_file_present=True)
+    result = plan_codex_launch(
+        spec, CALLER, SCRATCH, FACTS, credential_file_present=True
+    )
     launch = result.unwrap()
     assert "model_provider" not in render_config(launch.config)
     assert launch.credential_file == "/operator/.codex/auth.json"
@@ -157,12 +184,19 @@ def test_no_route_means_no_provider_and_operator_login_copies_auth_json():
 
 def test_operator_login_without_auth_json_is_refused():
     spec = endpoint_spec(environment=EnvironmentDeclaration(kind="codex"))
-    result = plan_codex_launch(spec, CALLER, SCRATCH, FACTS, credential_file_present=False)
-    assert isinstance(result, Failure) and result.failure().code == "credential-file-missing"
+    result = plan_codex_launch(
+        spec, CALLER, SCRATCH, FACTS, credential_file_present=False
+    )
+    assert (
+        isinstance(result, Failure)
+        and result.failure().code == "credential-file-missing"
+    )
 
 
 def test_api_key_forwards_the_key_under_its_own_name_and_refuses_without_one():
-    spec = endpoint_spec(environment=EnvironmentDeclaration(kind="codex", credentials="api-key"))
+    spec = endpoint_spec(
+        environment=EnvironmentDeclaration(kind="codex", credentials="api-key")
+    )
     launch = planned(spec, {"HOME": "/operator", "CODEX_API_KEY": "sk-1"})
     assert launch.environment.as_dict()["CODEX_API_KEY"] == "sk-1"
     refused = plan_codex_launch(spec, CALLER, SCRATCH, FACTS)
@@ -170,7 +204,10 @@ def test_api_key_forwards_the_key_under_its_own_name_and_refuses_without_one():
 
 
 def test_caller_variables_are_never_inherited_beyond_the_floor():
-    launch = planned(endpoint_spec(), {"HOME": "/operator", "OPENAI_API_KEY": "sk", "SHELL": "/bin/zsh", "LANG": "C"})
+    launch = planned(
+        endpoint_spec(),
+        {"HOME": "/operator", "OPENAI_API_KEY": "sk", "SHELL": "/bin/zsh", "LANG": "C"},
+    )
     env = launch.environment.as_dict()
     assert "OPENAI_API_KEY" not in env and "SHELL" not in env and env["LANG"] == "C"
 
@@ -180,7 +217,10 @@ def test_program_not_found_is_refused():
     assert result.failure().code == "program-not-found"
 
 
-@pytest.mark.parametrize("flag", ["--add-dir", "-c", "--config=x=1", "--sandbox", "-p", "--oss", "--ephemeral"])
+@pytest.mark.parametrize(
+    "flag",
+    ["--add-dir", "-c", "--config=x=1", "--sandbox", "-p", "--oss", "--ephemeral"],
+)
 def test_denied_arguments_are_refused_by_flag(flag: str):
     result = check_arguments(("exec", "--json", flag, "--", "task"))
     assert result.failure().code == "denied-argument"
@@ -211,7 +251,9 @@ def test_shadowing_guard_refuses_another_approval_policy_or_a_second_hook():
 
 
 def test_a_prompt_past_max_arg_strlen_is_refused_naming_the_prompt():
-    result = plan_codex_launch(endpoint_spec(prompt="x" * 131_072), CALLER, SCRATCH, FACTS)
+    result = plan_codex_launch(
+        endpoint_spec(prompt="x" * 131_072), CALLER, SCRATCH, FACTS
+    )
     refusal = result.failure()
     assert refusal.code == "argument-too-long"
     assert refusal.message.startswith("the prompt is ")

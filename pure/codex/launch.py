@@ -12,6 +12,12 @@ from collections.abc import Mapping
 from typing import Literal
 
 import msgspec
+from metaharness.pure.context import (
+    ContextFileRead,
+    check_argument_sizes,
+    context_record,
+    render_context_block,
+)
 from metaharness.pure.environment import (
     LOOPBACK_KEY_VARIABLE,
     ChildEnvironment,
@@ -39,7 +45,6 @@ from returns.result import Failure, Result, Success
 PROGRAM = "codex"
 PINS = ("0.171.0",)
 CONTEXT_CHANNEL = "user-turn"
-MAX_ARG_STRLEN = 131072
 ENDPOINT_PROVIDER = "metaharness_endpoint"
 LOOPBACK_PROVIDER = "metaharness_loopback"
 
@@ -73,9 +78,8 @@ IMPLICATIONS = {
 class CodexRunSpec(msgspec.Struct, frozen=True, kw_only=True):
     """The run options a codex launch is built from (spec 10 §4.2, spec 50 §4).
 
-    ``cwd`` is ``--cwd`` already made absolute (``None`` → ``<scratch>/work``); ``context_block`` is
-    the part 30 §9.5 rendering of the declared files and ``context_files`` their record entries
-    (channel ``user-turn``); ``environment`` carries credentials, actor, endpoint and the loopback
+    ``cwd`` is ``--cwd`` already made absolute (``None`` → ``<scratch>/work``); ``context`` holds the
+    admitted ``--context`` files (spec 30 §9.1–§9.3), rendered into the user turn; ``environment`` carries credentials, actor, endpoint and the loopback
     port and placeholder (the port may still be symbolic at plan time, spec 10 §4.5 stage 8).
     """
 
@@ -87,8 +91,7 @@ class CodexRunSpec(msgspec.Struct, frozen=True, kw_only=True):
     cwd: str | None = None
     scratch_cwd: bool = False
     environment: EnvironmentDeclaration = EnvironmentDeclaration(kind="codex")
-    context_block: str | None = None
-    context_files: tuple[ContextFile, ...] = ()
+    context: tuple[ContextFileRead, ...] = ()
 
 
 class ProviderBlock(msgspec.Struct, frozen=True):
@@ -156,7 +159,9 @@ def workspace_word(spec: CodexRunSpec) -> str:
     return "embedder-scratch-copy" if spec.scratch_cwd else "operator-named"
 
 
-def execution_context_block(kind: str, workspace: str, hermetic: str, decisions: str) -> str:
+def execution_context_block(
+    kind: str, workspace: str, hermetic: str, decisions: str
+) -> str:
     """The ``<execution-context>`` block of spec 10 §4.6 and spec 50 §1; every line ends ``\\n``."""
     lines = (
         "<execution-context>",
@@ -176,8 +181,10 @@ def execution_context_block(kind: str, workspace: str, hermetic: str, decisions:
 def user_turn(spec: CodexRunSpec) -> str:
     """The block, a blank line, the rendered context files and a blank line when declared, then the
     task unchanged (spec 50 §1 "User turn", spec 30 §9.5 codex)."""
-    block = execution_context_block("codex", workspace_word(spec), spec.hermetic, spec.decisions)
-    context = f"{spec.context_block}\n" if spec.context_block else ""
+    block = execution_context_block(
+        "codex", workspace_word(spec), spec.hermetic, spec.decisions
+    )
+    context = f"{render_context_block(spec.context)}\n" if spec.context else ""
     return f"{block}\n{context}{spec.prompt}"
 
 
@@ -186,16 +193,22 @@ def provider_block(declaration: EnvironmentDeclaration) -> ProviderBlock | None:
     ``env_key``, so no auth header), the loopback proxy under ``loopback``; else none."""
     if declaration.credentials == "loopback":
         port = declaration.loopback_port or "00000"
-        return ProviderBlock(LOOPBACK_PROVIDER, f"http://127.0.0.1:{port}/v1", LOOPBACK_KEY_VARIABLE)
+        return ProviderBlock(
+            LOOPBACK_PROVIDER, f"http://127.0.0.1:{port}/v1", LOOPBACK_KEY_VARIABLE
+        )
     if declaration.credentials == "none" and declaration.model_endpoint is not None:
-        return ProviderBlock(ENDPOINT_PROVIDER, declaration.model_endpoint.rstrip("/") + "/v1", None)
+        return ProviderBlock(
+            ENDPOINT_PROVIDER, declaration.model_endpoint.rstrip("/") + "/v1", None
+        )
     return None
 
 
 def _toml_string(text: str) -> str:
     """A TOML basic string with ``\\`` and ``"`` escaped (spec 50 §4), control characters as ``\\uXXXX``."""
     escaped = text.replace("\\", "\\\\").replace('"', '\\"')
-    escaped = "".join(c if c >= " " and c != "\x7f" else f"\\u{ord(c):04x}" for c in escaped)
+    escaped = "".join(
+        c if c >= " " and c != "\x7f" else f"\\u{ord(c):04x}" for c in escaped
+    )
     return f'"{escaped}"'
 
 
@@ -209,19 +222,30 @@ def render_config(config: CodexConfig) -> str:
         lines.append(f"model_reasoning_effort = {_toml_string(config.effort)}")
     if config.provider is not None:
         lines.append(f"model_provider = {_toml_string(config.provider.name)}")
-        lines += ["", f"[model_providers.{config.provider.name}]", f"name = {_toml_string(config.provider.name)}"]
+        lines += [
+            "",
+            f"[model_providers.{config.provider.name}]",
+            f"name = {_toml_string(config.provider.name)}",
+        ]
         lines.append(f"base_url = {_toml_string(config.provider.base_url)}")
         lines.append('wire_api = "responses"')
         if config.provider.env_key is not None:
             lines.append(f"env_key = {_toml_string(config.provider.env_key)}")
     lines += ["", "[mcp_servers]", "", "[[hooks.PreToolUse]]"]
     for command in config.hook_commands:
-        lines += ["", "[[hooks.PreToolUse.hooks]]", 'type = "command"', f"command = {_toml_string(command)}"]
+        lines += [
+            "",
+            "[[hooks.PreToolUse.hooks]]",
+            'type = "command"',
+            f"command = {_toml_string(command)}",
+        ]
         lines.append(f"timeout = {config.hook_timeout}")
     return "\n".join(lines) + "\n"
 
 
-def check_shadowing(config: CodexConfig, hook_command: str) -> Result[CodexConfig, Refusal]:
+def check_shadowing(
+    config: CodexConfig, hook_command: str
+) -> Result[CodexConfig, Refusal]:
     """``shadowed`` (spec 50 §2 "Shadowing guard"): ``approval_policy`` other than ``never``, or a
     ``PreToolUse`` group other than the one metaharness hook, would let another layer decide."""
     if config.approval_policy != "never":
@@ -263,7 +287,13 @@ def check_arguments(args: tuple[str, ...]) -> Result[tuple[str, ...], Refusal]:
 
 def arguments(spec: CodexRunSpec, turn: str) -> tuple[str, ...]:
     """argv after argv[0] in the exact order of spec 50 §4."""
-    args = ["exec", "--json", "--strict-config", "--dangerously-bypass-hook-trust", "--skip-git-repo-check"]
+    args = [
+        "exec",
+        "--json",
+        "--strict-config",
+        "--dangerously-bypass-hook-trust",
+        "--skip-git-repo-check",
+    ]
     args += ["--color", "never"]
     if spec.model is not None:
         args += ["--model", spec.model]
@@ -285,7 +315,9 @@ def plan_codex_launch(
     ``denied-argument``, ``shadowed``, ``argument-too-long``.
     """
     declaration = msgspec.structs.replace(spec.environment, kind="codex")
-    posture = credential_posture(declaration, caller_env, credential_file_present, custody_path, upstream)
+    posture = credential_posture(
+        declaration, caller_env, credential_file_present, custody_path, upstream
+    )
     if isinstance(posture, Failure):
         return posture
     program = resolve_program(PROGRAM, path_floor(caller_env), program_facts)
@@ -315,7 +347,10 @@ def plan_codex_launch(
         return config
     codex_home = posixpath.join(scratch, "codex-home")
     files = (
-        ScratchFile(posixpath.join(codex_home, "config.toml"), render_config(config.unwrap()).encode()),
+        ScratchFile(
+            posixpath.join(codex_home, "config.toml"),
+            render_config(config.unwrap()).encode(),
+        ),
         ScratchFile(hook_path, render_hook_program(scratch).encode(), 0o700),
     )
     launch = CodexLaunch(
@@ -330,13 +365,16 @@ def plan_codex_launch(
         fifos=(posixpath.join(scratch, CHANNEL_DIR, "doorbell"),),
         config=config.unwrap(),
         user_turn=turn,
-        context_files=spec.context_files,
+        context_files=context_record(spec.context, CONTEXT_CHANNEL) or (),
         credential_file=posture.unwrap().credential_file,
         sessions_dir=posixpath.join(codex_home, "sessions"),
         rollout_copy=posixpath.join(scratch, "rollout.jsonl"),
         stdout_copy=posixpath.join(scratch, "rollout.stdout.jsonl"),
     )
-    return measure_arguments(launch)
+    measured = check_argument_sizes(
+        launch.argv, launch.environment.strings(), spec.context, len(launch.argv) - 1
+    )
+    return measured.map(lambda _: launch)
 
 
 def _directories(spec: CodexRunSpec, scratch: str) -> tuple[str, ...]:
@@ -347,42 +385,6 @@ def _directories(spec: CodexRunSpec, scratch: str) -> tuple[str, ...]:
     return tuple(posixpath.join(scratch, name) for name in names)
 
 
-def _fits(value: str) -> bool:
-    return len(value.encode()) + 1 <= MAX_ARG_STRLEN
-
-
-def measure_arguments(launch: CodexLaunch) -> Result[CodexLaunch, Refusal]:
-    """Every argv element, then every ``KEY=VALUE``, must fit MAX_ARG_STRLEN with its NUL; the first
-    that does not is refused by name, with each context file and its size (spec 30 §9.4)."""
-    argv = launch.argv
-    for index, value in enumerate(argv):
-        if not _fits(value):
-            if index == len(argv) - 1:
-                name = "the prompt"
-            elif index > 0 and argv[index - 1].startswith("--"):
-                name = f"the argument after {argv[index - 1]}"
-            else:
-                name = f"argv[{index}]"
-            return Failure(_too_long(name, value, launch.context_files))
-    for key, value in launch.environment.variables:
-        if not _fits(f"{key}={value}"):
-            return Failure(_too_long(f"the environment string {key}", f"{key}={value}", launch.context_files))
-    return Success(launch)
-
-
-def _too_long(name: str, value: str, context: tuple[ContextFile, ...]) -> Refusal:
-    files = (
-        "context files: " + ", ".join(f"{item.path} {item.bytes} bytes" for item in context)
-        if context
-        else "no context file was declared"
-    )
-    return Refusal(
-        "argument-too-long",
-        f"{name} is {len(value.encode()) + 1} bytes with its terminating NUL, past Linux's limit of "
-        f"{MAX_ARG_STRLEN} bytes on one argument (MAX_ARG_STRLEN); {files}",
-    )
-
-
 def launch_fixture(launch: CodexLaunch) -> dict[str, object]:
     """The C1 conformance fixture (spec 50 §9, shape of spec 40 §10): program, args, env, cwd, files
     sorted by path as {path, sha256, bytes}, and ``context_files`` when any was declared."""
@@ -391,8 +393,13 @@ def launch_fixture(launch: CodexLaunch) -> dict[str, object]:
         "args": list(launch.args),
         "env": launch.environment.as_dict(),
         "cwd": launch.cwd,
-        "files": [{"path": f.path, "sha256": f.sha256, "bytes": len(f.data)} for f in launch.files],
+        "files": [
+            {"path": f.path, "sha256": f.sha256, "bytes": len(f.data)}
+            for f in launch.files
+        ],
     }
     if launch.context_files:
-        fixture["context_files"] = [msgspec.to_builtins(item) for item in launch.context_files]
+        fixture["context_files"] = [
+            msgspec.to_builtins(item) for item in launch.context_files
+        ]
     return fixture
