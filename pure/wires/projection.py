@@ -1,0 +1,52 @@
+"""What both wires share above the transport: body bytes, payload decoding, item order errors (spec 60 §7.1)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from metaharness.pure.jsonline import canonical
+from metaharness.pure.wires.neutral import Opaque, WireError
+
+_DECODER = msgspec.json.Decoder()
+
+
+def body_bytes(body: dict[str, Any]) -> bytes:
+    """Compact JSON, UTF-8 unescaped, keys sorted at every depth, then ``\\n`` (spec 60 §7.1)."""
+    return canonical(body) + b"\n"
+
+
+def cross_wire(position: int, item: Opaque, wire: str) -> WireError:
+    """The typed refusal to replay another wire's opaque item (spec 60 §7.6); ``position`` is 1-based."""
+    return WireError(
+        "cross-wire", f"item {position} is an opaque `{item.wire}` item and cannot be replayed into `{wire}`"
+    )
+
+
+def decode_payload(data: str) -> dict[str, Any] | None:
+    """An event payload as a JSON object, or ``None`` when it is not one."""
+    try:
+        value = _DECODER.decode(data)
+    except msgspec.DecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def parse_arguments(text: str) -> tuple[bool, Any]:
+    """A call's argument text: empty is ``{}``; ``(False, None)`` when it is not JSON."""
+    if not text.strip():
+        return True, {}
+    try:
+        return True, _DECODER.decode(text)
+    except msgspec.DecodeError:
+        return False, None
+
+
+def unknown_event(wire: str, event_type: str) -> str:
+    """The ``unknown-stream-event`` warning text."""
+    return f"{wire} sent the stream event `{event_type}`, which this loop does not know; it was ignored"
+
+
+def unknown_item(wire: str, item_type: str) -> str:
+    """The ``unknown-output-item`` warning text."""
+    return f"{wire} answered an output item of type `{item_type}`, which this loop keeps opaque"
