@@ -1,0 +1,545 @@
+"""The options of ``metaharness run`` as one frozen value, and the refusal stages 2–4 over it
+(spec 10 §4.2–§4.5, §4.7).
+
+``RunOptions`` holds every option of spec 10 §4.2 plus ``given``, the names of the options that
+appeared on the command line whatever their value (spec 10 §1). The stage functions decide over it
+and over facts the shell gathered; each returns the first refusal of its stage in the spec's order.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
+from typing import Literal
+from urllib.parse import urlsplit
+
+import msgspec
+from metaharness.pure.environment import Credentials, Kind, ProgramCandidate, resolve_program
+from metaharness.pure.refusal import Refusal
+from returns.result import Failure, Result, Success
+
+KINDS: tuple[Kind, ...] = ("claude", "codex", "b10x")
+DecisionMode = Literal["frame", "ask", "observe"]
+HermeticMode = Literal["off", "on", "strict"]
+HERMETIC_MODES: tuple[HermeticMode, ...] = ("off", "on", "strict")
+WRITE_SCOPES = ("allowed", "partial-only", "denied")
+
+RUN_OPTION_ORDER: tuple[str, ...] = (
+    "prompt",
+    "decisions",
+    "frame",
+    "actor",
+    "model",
+    "effort",
+    "max-turns",
+    "credentials",
+    "api-key-secret",
+    "model-endpoint",
+    "model-wire",
+    "subscription-token-file",
+    "subscription-token-env",
+    "subscription-token-pointer",
+    "tool-surface",
+    "allow-program",
+    "catalogue",
+    "context",
+    "plugin-dir",
+    "plugin",
+    "cwd",
+    "scratch-cwd",
+    "hermetic",
+    "audit",
+    "spec",
+    "auditor",
+    "strict-version",
+    "retain-dir",
+    "hooks",
+    "driver",
+    "toolchain",
+    "prices",
+    "write-scope",
+    "scope-announce",
+    "substrate",
+    "substrate-embedded",
+    "cgroup-root",
+)
+"""The named options of ``run`` in the order of spec 10 §4.2's table (``-- AUDITOR_ARGS`` aside)."""
+
+
+class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
+    """Every option of ``metaharness run`` after parsing (spec 10 §4.2), defaults filled in.
+
+    ``write_scope`` keeps the ``GLOB=SCOPE`` pairs in command-line order; ``auditor_args`` are the
+    words after ``--``; ``given`` names (without dashes) the options that appeared on the command line.
+    """
+
+    kind: Kind
+    prompt: str | None = None
+    decisions: DecisionMode = "frame"
+    frame: str | None = None
+    actor: str | None = None
+    model: str | None = None
+    effort: str | None = None
+    max_turns: int | None = None
+    credentials: Credentials = "operator-login"
+    api_key_secret: str | None = None
+    model_endpoint: str | None = None
+    model_wire: Literal["openai-responses", "anthropic-messages"] | None = None
+    subscription_token_file: str | None = None
+    subscription_token_env: str | None = None
+    subscription_token_pointer: str | None = None
+    tool_surface: Literal["native", "owned"] = "native"
+    allow_program: tuple[str, ...] = ()
+    catalogue: str | None = None
+    context: tuple[str, ...] = ()
+    plugin_dir: tuple[str, ...] = ()
+    plugin: tuple[str, ...] = ()
+    cwd: str | None = None
+    scratch_cwd: bool = False
+    hermetic: HermeticMode = "off"
+    audit: bool = False
+    spec: str | None = None
+    auditor: str | None = None
+    auditor_args: tuple[str, ...] = ()
+    strict_version: bool = False
+    retain_dir: str | None = None
+    hooks: str | None = None
+    driver: str | None = None
+    toolchain: str | None = None
+    prices: str | None = None
+    write_scope: tuple[tuple[str, str], ...] = ()
+    scope_announce: Literal["stated", "silent"] = "stated"
+    substrate: str | None = None
+    substrate_embedded: bool = False
+    cgroup_root: str | None = None
+    given: frozenset[str] = frozenset()
+
+    def audited(self) -> bool:
+        """Whether the run asks for an audit: ``--audit``, or ``--hermetic strict`` (spec 10 §4.7)."""
+        return self.audit or self.hermetic == "strict"
+
+
+def split_command_words(
+    words: Sequence[str],
+    valued: frozenset[str],
+    optional: Mapping[str, tuple[frozenset[str], str]],
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Split a verb's words into its option words and the words after the first ``--`` that is not an
+    option's value (spec 10 §3, ``-- AUDITOR_ARGS…``).
+
+    ``valued`` names the options that take the next word as their value. An option in ``optional``
+    takes the next word only when it is one of its values, else it is bare and reads as its bare
+    value; either way it is rewritten ``--option=VALUE`` (spec 10 §4.2, ``--hermetic``).
+    """
+    out: list[str] = []
+    index = 0
+    while index < len(words):
+        word = words[index]
+        following = words[index + 1] if index + 1 < len(words) else None
+        if word == "--":
+            return tuple(out), tuple(words[index + 1 :])
+        if word in optional:
+            values, bare = optional[word]
+            taken = following is not None and following in values
+            out.append(f"{word}={following if taken else bare}")
+            index += 2 if taken else 1
+        elif word in valued and following is not None:
+            out.extend((word, following))
+            index += 2
+        else:
+            out.append(word)
+            index += 1
+    return tuple(out), ()
+
+
+def split_auditor_prefix(prefix: str) -> tuple[str, ...]:
+    """The words of ``--auditor PREFIX`` by POSIX shell word rules; none when it cannot be split
+    (spec 10 §4.7 check 5)."""
+    try:
+        return tuple(shlex.split(prefix, posix=True))
+    except ValueError:
+        return ()
+
+
+class AuditFacts(msgspec.Struct, frozen=True, kw_only=True):
+    """What the shell found for stage 2 (spec 10 §4.7): whether ``--spec`` is a readable regular
+    file, the PATH ``run`` was started with, and the candidates for the auditor's first word
+    (``metaharness.pure.environment.program_candidates``)."""
+
+    spec_readable: bool = False
+    caller_path: str = ""
+    auditor_candidates: dict[str, ProgramCandidate] = msgspec.field(default_factory=dict)
+
+
+class AuditPairing(msgspec.Struct, frozen=True, kw_only=True):
+    """A run's audit plan after stage 2: whether it is audited, and the auditor's argv prefix with its
+    first word resolved to the file that will run (empty when no auditor is named)."""
+
+    audited: bool
+    auditor_words: tuple[str, ...]
+    auditor_program: str | None
+
+
+_SUPPLIED_AUDITOR_WORDS = ("--spec", "--transcript")
+
+
+def _supplied_word(word: str) -> bool:
+    return any(word == flag or word.startswith(flag + "=") for flag in _SUPPLIED_AUDITOR_WORDS)
+
+
+def check_audit_pairing(options: RunOptions, facts: AuditFacts) -> Result[AuditPairing, Refusal]:
+    """Stage 2, audit pairing: checks 1–6 of spec 10 §4.7 in order, the first that matches refused."""
+    if options.spec is not None and options.auditor is None:
+        return Failure(Refusal("spec-without-auditor", f"--spec {options.spec} is given without --auditor"))
+    if options.auditor is not None and options.spec is None:
+        return Failure(
+            Refusal("auditor-without-spec", f"--auditor {options.auditor} is given without --spec")
+        )
+    if options.auditor is not None and not options.audited():
+        return Failure(
+            Refusal(
+                "auditor-without-audit",
+                "--spec and --auditor are given while neither --audit nor --hermetic strict asks for an audit",
+            )
+        )
+    if options.spec is not None and not facts.spec_readable:
+        return Failure(Refusal("spec-unreadable", f"--spec {options.spec} is not a readable regular file"))
+    words: tuple[str, ...] = ()
+    program: str | None = None
+    if options.auditor is not None:
+        words = split_auditor_prefix(options.auditor)
+        if not words:
+            return Failure(
+                Refusal("auditor-not-invokable", f"--auditor {options.auditor!r} splits into no word")
+            )
+        resolved = resolve_program(words[0], facts.caller_path, facts.auditor_candidates)
+        if not isinstance(resolved, Success):
+            where = f"at {words[0]}" if "/" in words[0] else f"on the PATH {facts.caller_path}"
+            return Failure(
+                Refusal(
+                    "auditor-not-invokable",
+                    f"--auditor {options.auditor!r}: {words[0]} is not an executable regular file {where}",
+                )
+            )
+        program = resolved.unwrap()
+    if options.auditor_args and options.auditor is None:
+        return Failure(
+            Refusal(
+                "auditor-args-unusable",
+                f"words after -- ({' '.join(options.auditor_args)}) are given without --auditor",
+            )
+        )
+    supplied = [word for word in options.auditor_args if _supplied_word(word)]
+    if supplied:
+        return Failure(
+            Refusal(
+                "auditor-args-unusable",
+                f"{supplied[0]} after -- is supplied by metaharness itself (--spec and --transcript)",
+            )
+        )
+    return Success(AuditPairing(audited=options.audited(), auditor_words=words, auditor_program=program))
+
+
+_VENDOR_SCOPE = (
+    "a vendor arm's scope travels sealed in Frame.subjects, and a flag would be a second, unsealed copy of it"
+)
+_LOOP_ONLY = "it reaches the b10x loop only"
+_LOOP_OPTIONS = (
+    "hooks",
+    "driver",
+    "toolchain",
+    "prices",
+    "substrate",
+    "substrate-embedded",
+    "cgroup-root",
+    "model-wire",
+    "subscription-token-file",
+    "subscription-token-env",
+    "subscription-token-pointer",
+    "api-key-secret",
+)
+
+NOT_CARRIED: Mapping[str, Mapping[str, str]] = MappingProxyType(
+    {
+        **{name: {"claude": _VENDOR_SCOPE, "codex": _VENDOR_SCOPE} for name in ("write-scope", "scope-announce")},
+        **{name: {"claude": _LOOP_ONLY, "codex": _LOOP_ONLY} for name in _LOOP_OPTIONS},
+        "allow-program": {"codex": "codex publishes no run tool metaharness could narrow"},
+        "max-turns": {"codex": "codex exec has no turn ceiling to carry it"},
+        "effort": {"b10x": "the b10x launch carries no effort setting"},
+        "plugin": {
+            "codex": "marketplace plugins are resolved for Claude Code only",
+            "b10x": "marketplace plugins are resolved for Claude Code only",
+        },
+        "catalogue": {"b10x": "on this arm the loop's published toolset is the policy"},
+    }
+)
+"""Spec 10 §4.3: option (given, whatever its value) → kind → the fixed reason it is not carried."""
+
+NOT_CARRIED_VALUES: Mapping[tuple[str, str], Mapping[str, str]] = MappingProxyType(
+    {
+        ("tool-surface", "owned"): {"b10x": "the loop publishes its own toolset"},
+        ("credentials", "loopback"): {"b10x": "the loop reads its credential itself"},
+    }
+)
+"""Spec 10 §4.3's value-specific rows: (option, value) → kind → reason; only that value is refused."""
+
+NOT_BUILT: Mapping[str, str] = MappingProxyType(
+    {
+        "claude": "the claude adapter (spec 50 §3) has not landed",
+        "codex": "the codex adapter (spec 50 §4) has not landed",
+        "--plugin": "marketplace plugin resolution (spec 30 §3) has not landed",
+        "--catalogue": "the catalogue and its server (spec 30 §10–§12) have not landed",
+        "--retain-dir": "retaining the run's files (spec 10 §4.2) has not landed",
+        "--hermetic": "the hermetic verdict and its report (spec 10 §4.8, spec 30 §2) have not landed",
+        "--audit": "the audit report (spec 10 §4.8) has not landed",
+        "--spec": "the auditor's invocation (spec 10 §4.7) has not landed",
+        "--auditor": "the auditor's invocation (spec 10 §4.7) has not landed",
+    }
+)
+"""What ``run`` declares but this build does not perform (spec 10 §1 ``not-built``): a kind name or
+an ``--option`` → what it waits for. Later work shrinks this one value."""
+
+
+def _option_value(options: RunOptions, name: str) -> object:
+    return getattr(options, name.replace("-", "_"))
+
+
+def _not_carried(options: RunOptions, name: str) -> Refusal | None:
+    if name in options.given:
+        reason = NOT_CARRIED.get(name, {}).get(options.kind)
+        if reason is not None:
+            return Refusal(f"{name}-not-carried", f"--{name} is not carried on {options.kind}: {reason}")
+    value = _option_value(options, name)
+    if isinstance(value, str):
+        reason = NOT_CARRIED_VALUES.get((name, value), {}).get(options.kind)
+        if reason is not None:
+            return Refusal(
+                f"{name}-not-carried", f"--{name} {value} is not carried on {options.kind}: {reason}"
+            )
+    return None
+
+
+def _not_built(subject: str, waits_for: str) -> Refusal:
+    return Refusal("not-built", f"{subject} is not built in this build: {waits_for}")
+
+
+def check_kind_carriage(
+    options: RunOptions, not_built: Mapping[str, str] = NOT_BUILT
+) -> Result[RunOptions, Refusal]:
+    """Stage 3, kind carriage: the first option the kind does not carry in spec 10 §4.2's table order
+    (§4.3); then ``not-built`` for the kind, then for a given option this build does not perform."""
+    for name in RUN_OPTION_ORDER:
+        refusal = _not_carried(options, name)
+        if refusal is not None:
+            return Failure(refusal)
+    if options.kind in not_built:
+        return Failure(_not_built(f"run {options.kind}", not_built[options.kind]))
+    for name in RUN_OPTION_ORDER:
+        if name in options.given and f"--{name}" in not_built:
+            return Failure(_not_built(f"--{name}", not_built[f"--{name}"]))
+    return Success(options)
+
+
+def gateway_root_problem(url: str) -> str | None:
+    """Why ``url`` is not a gateway root ``http(s)://host[:port]`` with no path (a lone ``/`` is
+    allowed and removed by the launch), or ``None`` when it is one (spec 50 §6)."""
+    try:
+        parts = urlsplit(url)
+        port_valid = parts.port is None or parts.port > 0
+    except ValueError as error:
+        return str(error)
+    if not port_valid:
+        return "its port is 0"
+    if parts.scheme not in ("http", "https") or not url.startswith(f"{parts.scheme}://"):
+        return "it does not begin http:// or https://"
+    if not parts.hostname:
+        return "it names no host"
+    if parts.username is not None or parts.password is not None:
+        return "it carries user information"
+    if parts.path not in ("", "/") or parts.query or parts.fragment or url.endswith(("?", "#")):
+        return "it has a path, query or fragment; a gateway root is http(s)://host[:port]"
+    return None
+
+
+def _endpoint_problem(options: RunOptions) -> str | None:
+    endpoint = options.model_endpoint
+    if endpoint is None:
+        return None
+    if options.kind == "b10x":
+        return None if endpoint.startswith(("http://", "https://")) else "it does not begin http:// or https://"
+    return gateway_root_problem(endpoint)
+
+
+_FRAME_REQUIRED = (
+    "--decisions frame (the default) without --frame on b10x: with nothing to decide from, every write "
+    "would be refused — pass --decisions observe for the arm that decides nothing, or name a frame"
+)
+
+PairingRule = tuple[str, Callable[[RunOptions], str | None]]
+
+
+def _when(condition: bool, message: str) -> str | None:
+    return message if condition else None
+
+
+def _vendor(options: RunOptions) -> bool:
+    return options.kind in ("claude", "codex")
+
+
+def _token_source(options: RunOptions) -> bool:
+    return options.subscription_token_file is not None or options.subscription_token_env is not None
+
+
+PAIRING_RULES: tuple[PairingRule, ...] = (
+    (
+        "scratch-cwd-without-cwd",
+        lambda o: _when(o.scratch_cwd and o.cwd is None, "--scratch-cwd is given without --cwd"),
+    ),
+    (
+        "frame-required",
+        lambda o: _when(o.kind == "b10x" and o.decisions == "frame" and o.frame is None, _FRAME_REQUIRED),
+    ),
+    (
+        "prompt-required",
+        lambda o: _when(_vendor(o) and o.prompt is None, f"{o.kind} needs the task as -p/--prompt TEXT"),
+    ),
+    (
+        "model-endpoint-required",
+        lambda o: _when(
+            o.kind == "b10x" and o.model_endpoint is None,
+            "b10x needs --model-endpoint URL: the loop talks to the model provider itself",
+        ),
+    ),
+    (
+        "model-required",
+        lambda o: _when(
+            o.kind == "b10x" and o.model is None, "b10x needs --model NAME: the loop has no default model"
+        ),
+    ),
+    (
+        "model-endpoint-malformed",
+        lambda o: (
+            None
+            if (problem := _endpoint_problem(o)) is None
+            else f"--model-endpoint {o.model_endpoint}: {problem}"
+        ),
+    ),
+    (
+        "endpoint-with-credential",
+        lambda o: _when(
+            _vendor(o) and o.model_endpoint is not None and o.credentials in ("operator-login", "api-key"),
+            f"--model-endpoint {o.model_endpoint} is given with --credentials {o.credentials}; "
+            "the endpoint route takes --credentials none, or loopback to make it the proxy's upstream",
+        ),
+    ),
+    (
+        "api-key-secret-needs-api-key",
+        lambda o: _when(
+            o.api_key_secret is not None and o.credentials != "api-key",
+            f"--api-key-secret {o.api_key_secret} is given without --credentials api-key",
+        ),
+    ),
+    (
+        "subscription-token-conflict",
+        lambda o: _when(
+            o.subscription_token_file is not None and o.subscription_token_env is not None,
+            "--subscription-token-file and --subscription-token-env name two sources for one token",
+        ),
+    ),
+    (
+        "subscription-token-pointer-alone",
+        lambda o: _when(
+            o.subscription_token_pointer is not None and not _token_source(o),
+            f"--subscription-token-pointer {o.subscription_token_pointer} is given without "
+            "--subscription-token-file or --subscription-token-env",
+        ),
+    ),
+    (
+        "subscription-token-with-api-key",
+        lambda o: _when(
+            _token_source(o) and o.credentials == "api-key",
+            "a subscription token source is given with --credentials api-key",
+        ),
+    ),
+    (
+        "substrate-conflict",
+        lambda o: _when(
+            o.substrate is not None and o.substrate_embedded,
+            f"--substrate {o.substrate} is given with --substrate-embedded",
+        ),
+    ),
+    (
+        "allow-program-needs-owned-surface",
+        lambda o: _when(
+            o.kind == "claude" and bool(o.allow_program) and o.tool_surface == "native",
+            f"--allow-program {' '.join(o.allow_program)} needs --tool-surface owned "
+            "on claude: the native surface has no run tool metaharness serves",
+        ),
+    ),
+    (
+        "tool-surface-owned-needs-catalogue",
+        lambda o: _when(
+            o.kind == "codex" and o.tool_surface == "owned" and o.catalogue is None,
+            "--tool-surface owned on codex needs --catalogue: codex carries the owned surface only as "
+            "a catalogue through app-server",
+        ),
+    ),
+    (
+        "catalogue-needs-owned-surface",
+        lambda o: _when(
+            _vendor(o) and o.catalogue is not None and o.tool_surface == "native",
+            f"--catalogue {o.catalogue} is given beside --tool-surface native",
+        ),
+    ),
+    (
+        "catalogue-with-allow-program",
+        lambda o: _when(
+            o.catalogue is not None and bool(o.allow_program),
+            f"--catalogue {o.catalogue} is given beside --allow-program: a server handed a catalogue "
+            "publishes no run for the programs to be started by",
+        ),
+    ),
+)
+"""Spec 10 §4.4's pairing refusals in that table's order: code → the message when it applies."""
+
+
+def check_option_pairing(options: RunOptions) -> Result[RunOptions, Refusal]:
+    """Stage 4, option pairing: the first rule of spec 10 §4.4 that applies, in that table's order."""
+    for code, rule in PAIRING_RULES:
+        message = rule(options)
+        if message is not None:
+            return Failure(Refusal(code, message))
+    return Success(options)
+
+
+def check_run_options(options: RunOptions, facts: AuditFacts) -> Result[RunOptions, Refusal]:
+    """Stages 2–4 of spec 10 §4.5 in order; the first refusal is the one reported."""
+    return (
+        check_audit_pairing(options, facts)
+        .bind(lambda _pairing: check_kind_carriage(options))
+        .bind(check_option_pairing)
+    )
+
+
+def check_serve_pairing(
+    *, writable: bool, allow_program: tuple[str, ...], catalogue: str | None
+) -> Result[None, Refusal]:
+    """``mcp-serve``'s option pairing (spec 10 §11): ``--allow-program`` needs ``--writable``, and a
+    catalogue publishes no run tool for ``--allow-program`` to narrow."""
+    if allow_program and not writable:
+        return Failure(
+            Refusal(
+                "allow-program-needs-writable",
+                f"--allow-program {' '.join(allow_program)} is given without --writable",
+            )
+        )
+    if allow_program and catalogue is not None:
+        return Failure(
+            Refusal(
+                "catalogue-with-allow-program",
+                f"--catalogue {catalogue} is given beside --allow-program: a server handed a catalogue "
+                "publishes no run for the programs to be started by",
+            )
+        )
+    return Success(None)

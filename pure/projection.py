@@ -1,0 +1,290 @@
+"""The ``project`` verb as pure functions: a ``metaharness.event/1`` stream read into the
+``trace-ir/1`` document, and one or two documents laid side by side as the viewer page (spec 10 §9).
+
+No clock and no randomness: the same input bytes give the same document and page bytes.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
+
+import msgspec
+from metaharness.pure.events import read_event
+from metaharness.pure.jsonline import compact, sha256_hex
+from metaharness.pure.refusal import Refusal
+from returns.result import Failure, Result, Success
+
+TRACE_FORMAT = "trace-ir/1"
+EVENT_SOURCE = "metaharness.event/1"
+TARGETS = ("trace-ir",)
+UNK_REASON = "no trace-ir/1 family"
+SUMMARY_CHARACTERS = 200
+_FRAMING_KEYS = frozenset({"format", "seq", "run", "at", "event"})
+
+FAMILIES: Mapping[str, str] = MappingProxyType(
+    {
+        "session.started": "session_start",
+        "session.ended": "run_outcome",
+        "usage": "run_outcome",
+        "text": "assistant_text",
+        "thinking": "assistant_thinking",
+        "thinking.estimate": "thinking_estimate",
+        "injection": "synthetic_injection",
+        "tool.requested": "tool_call",
+        "tool.result": "tool_result",
+        "rate_limit": "rate_limit",
+        "opaque": "opaque",
+        "stream.closed": "stream_closed",
+    }
+)
+"""Event name → trace-ir/1 family (spec 10 §9); every other (control-plane) event is ``unk``."""
+
+
+class TraceNode(msgspec.Struct, frozen=True, kw_only=True):
+    """One event as a node, keys in spec 10 §9's order."""
+
+    index: int
+    seq: int
+    family: str
+    event: str
+    at: str | None
+    call_id: str | None
+    reason: str | None
+    data: dict[str, Any]
+
+
+class TraceSummary(msgspec.Struct, frozen=True, kw_only=True):
+    """The document's ``metaharness`` block (spec 10 §9)."""
+
+    source: str
+    vendor_transcript: Any
+    withheld: Any
+    available_operations: Any
+    hermetic: Any
+    stream_complete: str
+
+
+class TraceDocument(msgspec.Struct, frozen=True, kw_only=True):
+    """A ``trace-ir/1`` document (spec 10 §9)."""
+
+    format: str
+    run: str
+    transcript_digest: str
+    nodes: tuple[TraceNode, ...]
+    metaharness: TraceSummary
+
+
+def check_projection_request(
+    inputs: int, *, target: str, out: str | None, html_out: str | None, source: str | None
+) -> Result[None, Refusal]:
+    """The refusals ``project`` makes before reading anything (spec 10 §9): a ``--to`` other than
+    ``trace-ir``; three or more inputs, two without ``--html`` or two with ``--out``; and ``--from``,
+    which waits for ``replay``."""
+    if target not in TARGETS:
+        return Failure(
+            Refusal("projection-target-unknown", f"--to {target}: the only projection target is trace-ir")
+        )
+    if inputs > 2:
+        return Failure(
+            Refusal("viewer-column-count", f"{inputs} inputs given: the viewer page has one or two columns")
+        )
+    if inputs == 2 and html_out is None:
+        return Failure(Refusal("viewer-column-count", "two inputs are a two-column page and need --html FILE"))
+    if inputs == 2 and out is not None:
+        return Failure(
+            Refusal(
+                "viewer-column-count",
+                f"--out {out} is given with two inputs: --out takes one run's document, two runs make --html's page",
+            )
+        )
+    if source is not None:
+        return Failure(
+            Refusal(
+                "not-built",
+                f"project --from {source} is not built in this build: it waits for replay's record readers (spec 10 §10)",
+            )
+        )
+    return Success(None)
+
+
+def _unreadable(name: str, number: int, detail: str) -> Failure[Refusal]:
+    return Failure(Refusal("projection-unreadable", f"{name} line {number}: {detail}"))
+
+
+def _event_lines(data: bytes) -> list[bytes]:
+    lines = data.split(b"\n")
+    return lines[:-1] if lines and lines[-1] == b"" else lines
+
+
+def stream_completeness(events: Sequence[str], markers: Sequence[tuple[int, int]]) -> str:
+    """``complete``, ``inconsistent`` or ``truncated`` by spec 20 §4: ``events`` are the event names in
+    order, ``markers`` each ``stream.closed`` as (0-based position, its ``events`` count)."""
+    if not markers:
+        return "truncated"
+    position, counted = markers[0]
+    if len(markers) > 1 or position != len(events) - 1 or counted != position:
+        return "inconsistent"
+    return "complete"
+
+
+def _node(index: int, seq: int, raw: dict[str, Any]) -> TraceNode:
+    name = raw["event"]
+    family = FAMILIES.get(name, "unk")
+    call_id = raw.get("call_id") if name.startswith("tool.") else None
+    return TraceNode(
+        index=index,
+        seq=seq,
+        family=family,
+        event=name,
+        at=raw.get("at"),
+        call_id=call_id,
+        reason=UNK_REASON if family == "unk" else None,
+        data={key: value for key, value in raw.items() if key not in _FRAMING_KEYS},
+    )
+
+
+def project_stream(name: str, data: bytes) -> Result[TraceDocument, Refusal]:
+    """The ``trace-ir/1`` document of one ``metaharness.event/1`` stream, ``name`` being the file as
+    given. A line that is not an event, or whose ``run`` differs from the first line's, is
+    ``projection-unreadable`` naming the file and its 1-based line (spec 10 §9)."""
+    nodes: list[TraceNode] = []
+    run: str | None = None
+    markers: list[tuple[int, int]] = []
+    opening: dict[str, Any] | None = None
+    for number, line in enumerate(_event_lines(data), start=1):
+        read = read_event(line)
+        if isinstance(read, Failure):
+            return _unreadable(name, number, read.failure())
+        event = read.unwrap()
+        if run is None:
+            run = event.run
+        elif event.run != run:
+            return _unreadable(name, number, f'run "{event.run}" differs from the first line\'s "{run}"')
+        raw: dict[str, Any] = msgspec.json.decode(line)
+        node = _node(len(nodes), event.seq, raw)
+        if node.event == "stream.closed":
+            markers.append((node.index, raw["events"]))
+        if node.event == "session.started" and opening is None:
+            opening = raw
+        nodes.append(node)
+    if run is None:
+        return Failure(Refusal("projection-unreadable", f"{name} line 1: no metaharness.event/1 line"))
+    started = opening or {}
+    summary = TraceSummary(
+        source=EVENT_SOURCE,
+        vendor_transcript=started.get("transcript"),
+        withheld=started.get("withheld"),
+        available_operations=started.get("available_operations"),
+        hermetic=started.get("hermetic"),
+        stream_complete=stream_completeness([node.event for node in nodes], markers),
+    )
+    return Success(
+        TraceDocument(
+            format=TRACE_FORMAT,
+            run=run,
+            transcript_digest=sha256_hex(data),
+            nodes=tuple(nodes),
+            metaharness=summary,
+        )
+    )
+
+
+def document_text(document: TraceDocument) -> str:
+    """The document as written: 2-space indent, keys in order, a trailing newline (spec 10 §9)."""
+    return msgspec.json.format(compact(document), indent=2).decode("utf-8") + "\n"
+
+
+def _first(text: object) -> str:
+    return text[:SUMMARY_CHARACTERS] if isinstance(text, str) else ""
+
+
+def _json(value: object) -> str:
+    return compact(value).decode("utf-8")
+
+
+def node_summary(node: TraceNode) -> str:
+    """A cell's summary line (spec 10 §9), not yet escaped."""
+    data = node.data
+    if node.family in ("assistant_text", "assistant_thinking"):
+        return _first(data.get("text"))
+    if node.family == "tool_call":
+        return f"{data.get('name')} {node.call_id} {_json(data.get('input'))}"
+    if node.family == "tool_result":
+        return f"{node.call_id} is_error={_json(data.get('is_error'))}"
+    if node.family == "session_start":
+        return f"{data.get('adapter')} {_json(data.get('harness_version'))} {_json(data.get('model'))}"
+    if node.family == "stream_closed":
+        return f"{data.get('reason')} events={_json(data.get('events'))}"
+    if node.family == "unk":
+        return f"{node.event}: {node.reason}"
+    return ""
+
+
+_STYLE = (
+    "body{font-family:sans-serif;margin:1em}"
+    "table{border-collapse:collapse;width:100%}"
+    "th,td{border:1px solid #ccc;padding:4px;vertical-align:top;text-align:left}"
+    "td.i{width:3em;color:#666}"
+    ".seq{color:#666}.family{font-style:italic;color:#444}"
+    ".summary{font-family:monospace;white-space:pre-wrap;word-break:break-all}"
+    ".f-session_start,.f-stream_closed{background:#eef}"
+    ".f-tool_call{background:#ffe}.f-tool_result{background:#efe}"
+    ".f-unk{background:#fee}"
+)
+
+
+def _escape(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _header(document: TraceDocument) -> str:
+    hermetic = document.metaharness.hermetic
+    mode = hermetic.get("mode") if isinstance(hermetic, dict) else None
+    rows = (
+        ("run", document.run),
+        ("source", document.metaharness.source),
+        ("transcript digest", document.transcript_digest),
+        ("hermetic mode", mode if mode is not None else "not stated"),
+        ("stream", document.metaharness.stream_complete),
+    )
+    items = "".join(f"<dt>{_escape(key)}</dt><dd>{_escape(value)}</dd>" for key, value in rows)
+    return f'<section class="run"><h2>{_escape(document.run)}</h2><dl>{items}</dl></section>\n'
+
+
+def _cell(node: TraceNode | None) -> str:
+    if node is None:
+        return "<td></td>"
+    return (
+        f'<td class="f-{_escape(node.family)}"><span class="seq">{node.seq}</span> '
+        f'<span class="event">{_escape(node.event)}</span> '
+        f'<span class="family">{_escape(node.family)}</span>'
+        f'<div class="summary">{_escape(node_summary(node))}</div></td>'
+    )
+
+
+def viewer_page(documents: Sequence[TraceDocument]) -> str:
+    """The self-contained HTML5 page of one or two runs side by side: a header per run, then one row
+    per node index with one column per run, a shorter run leaving empty cells (spec 10 §9)."""
+    title = " | ".join(document.run for document in documents)
+    heads = "".join(f"<th>{_escape(document.run)}</th>" for document in documents)
+    length = max(len(document.nodes) for document in documents)
+    rows = "".join(
+        f'<tr><td class="i">{index}</td>'
+        + "".join(_cell(document.nodes[index] if index < len(document.nodes) else None) for document in documents)
+        + "</tr>\n"
+        for index in range(length)
+    )
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en">\n'
+        '<head>\n<meta charset="utf-8">\n'
+        f"<title>trace-ir/1: {_escape(title)}</title>\n"
+        f"<style>{_STYLE}</style>\n"
+        "</head>\n<body>\n"
+        + "".join(_header(document) for document in documents)
+        + f'<table>\n<thead><tr><th>index</th>{heads}</tr></thead>\n<tbody>\n{rows}</tbody>\n</table>\n'
+        "</body>\n</html>\n"
+    )

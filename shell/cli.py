@@ -1,0 +1,313 @@
+"""The ``metaharness`` console script: eight verbs, their options, and the refusal line (spec 10).
+
+Each verb parses its options with click and hands off to one function; every refusal is the one
+stderr line ``metaharness: <code>: <message>`` with exit 2, a parse error included (code ``usage``,
+no usage dump), and any unexpected exception is turned into such a line rather than a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+import click
+from click.core import ParameterSource
+from metaharness.pure.capabilities import descriptor_json, descriptor_lines
+from metaharness.pure.options import (
+    HERMETIC_MODES,
+    KINDS,
+    WRITE_SCOPES,
+    RunOptions,
+    check_run_options,
+    split_command_words,
+)
+from metaharness.pure.refusal import Refusal
+from metaharness.shell.auditor import gather_audit_facts
+from metaharness.shell.conformance import run_conformance
+from metaharness.shell.doctor import run_doctor
+from metaharness.shell.mcp_serve import serve
+from metaharness.shell.project import run_project
+from metaharness.shell.refusals import refuse
+from metaharness.shell.replay import run_replay
+from metaharness.shell.run import execute_run
+from returns.result import Failure
+
+AUDIT_NOT_BUILT = Refusal(
+    "audit-not-built",
+    "audit is not built in this milestone: it needs the launch facts a transcript metaharness did not "
+    "launch cannot carry (the planned cwd, the declared credentials, the imposed rows). It is declared "
+    "here so the verb surface does not change when it arrives",
+)
+
+_KIND = click.Choice(KINDS)
+_CONTEXT = {"help_option_names": ["-h", "--help"]}
+
+
+class _WriteScope(click.ParamType):
+    """``GLOB=SCOPE`` with SCOPE one of ``allowed``, ``partial-only``, ``denied`` (spec 10 §4.2)."""
+
+    name = "GLOB=SCOPE"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, tuple):
+            return value
+        glob, equals, scope = str(value).rpartition("=")
+        if not equals or not glob or scope not in WRITE_SCOPES:
+            self.fail(f"{value!r} is not GLOB=SCOPE with SCOPE one of {', '.join(WRITE_SCOPES)}", param, ctx)
+        return (glob, scope)
+
+
+class _MarketplacePlugin(click.ParamType):
+    """``REPO@NAME@PIN``: exactly three non-empty segments (spec 10 §4.2)."""
+
+    name = "REPO@NAME@PIN"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        segments = str(value).split("@")
+        if len(segments) != 3 or not all(segments):
+            self.fail(f"{value!r} is not REPO@NAME@PIN, exactly three non-empty segments", param, ctx)
+        return str(value)
+
+
+class _TrailingWordsCommand(click.Command):
+    """A verb whose words after ``--`` are handed on verbatim (``-- AUDITOR_ARGS…``, ``-- ARGS…``),
+    and whose ``--hermetic`` takes the next word only when it is exactly a mode (spec 10 §4.2)."""
+
+    def __init__(self, *args: Any, optional_hermetic: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.optional_hermetic = optional_hermetic
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        valued = frozenset(
+            flag
+            for param in self.params
+            if isinstance(param, click.Option) and not param.is_flag and param.name != "hermetic"
+            for flag in param.opts
+        )
+        optional = {"--hermetic": (frozenset(HERMETIC_MODES), "on")} if self.optional_hermetic else {}
+        words, trailing = split_command_words(args, valued, optional)
+        ctx.meta["trailing_words"] = trailing
+        return super().parse_args(ctx, list(words))
+
+
+class _VerbGroup(click.Group):
+    """The verbs in the order of spec 10 §3's table."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(self.commands)
+
+
+@click.group(cls=_VerbGroup, context_settings=_CONTEXT)
+def cli() -> None:
+    """Launch coding agents under governance and tell the truth about what held."""
+
+
+def _given(ctx: click.Context) -> frozenset[str]:
+    """The options that appeared on the command line, named without dashes (spec 10 §1)."""
+    return frozenset(
+        next(flag for flag in param.opts if flag.startswith("--"))[2:]
+        for param in ctx.command.params
+        if isinstance(param, click.Option)
+        and param.name is not None
+        and ctx.get_parameter_source(param.name) is ParameterSource.COMMANDLINE
+    )
+
+
+@cli.command(cls=_TrailingWordsCommand, optional_hermetic=True, context_settings=_CONTEXT)
+@click.argument("kind", type=_KIND)
+@click.option("-p", "--prompt", metavar="TEXT", help="The task: the user turn (claude, codex) or loop --input (b10x).")
+@click.option("--decisions", type=click.Choice(("frame", "ask", "observe")), default="frame", show_default=True)
+@click.option("--frame", metavar="FILE", help="A metaharness.frame/1 document, resolved by the library.")
+@click.option("--actor", metavar="ACTOR", help="The child's AEP_ACTOR.")
+@click.option("--model", metavar="NAME", help="The model; required on b10x.")
+@click.option("--effort", metavar="LEVEL", help="Reasoning effort (claude, codex).")
+@click.option("--max-turns", type=click.IntRange(min=1), metavar="N", help="Turn ceiling (claude, b10x).")
+@click.option(
+    "--credentials",
+    type=click.Choice(("operator-login", "api-key", "loopback", "none")),
+    default="operator-login",
+    show_default=True,
+)
+@click.option("--api-key-secret", metavar="NAME", help="b10x: the secret-store key the loop reads.")
+@click.option("--model-endpoint", metavar="URL", help="claude/codex: a gateway root; b10x: the loop's --base-url.")
+@click.option("--model-wire", type=click.Choice(("openai-responses", "anthropic-messages")), help="b10x: the wire.")
+@click.option("--subscription-token-file", metavar="FILE", help="b10x: loop --oauth-token-file.")
+@click.option("--subscription-token-env", metavar="NAME", help="b10x: loop --oauth-token-env.")
+@click.option("--subscription-token-pointer", metavar="PTR", help="b10x: loop --oauth-token-pointer (RFC 6901).")
+@click.option("--tool-surface", type=click.Choice(("native", "owned")), default="native", show_default=True)
+@click.option("--allow-program", multiple=True, metavar="P", help="A program the run tool may start (repeatable).")
+@click.option("--catalogue", metavar="FILE", help="The caller's tools instead of the vendor's.")
+@click.option("--context", multiple=True, metavar="FILE", help="A file the run is handed (repeatable).")
+@click.option("--plugin-dir", multiple=True, metavar="DIR", help="A plugin directory, copied (repeatable).")
+@click.option("--plugin", multiple=True, type=_MarketplacePlugin(), help="A marketplace plugin (claude).")
+@click.option("--cwd", metavar="DIR", help="Run the child in this existing directory.")
+@click.option("--scratch-cwd", is_flag=True, help="--cwd is the embedder's disposable copy.")
+@click.option(
+    "--hermetic",
+    type=click.Choice(HERMETIC_MODES),
+    default="off",
+    show_default=True,
+    help="off, on or strict; bare --hermetic is on.",
+)
+@click.option("--audit", is_flag=True, help="Print the audit report and exit by it.")
+@click.option("--spec", metavar="FILE", help="The document handed to the auditor.")
+@click.option("--auditor", metavar="PREFIX", help="The auditor's argv prefix.")
+@click.option("--strict-version", is_flag=True, help="Refuse an off-pin binary before the spawn.")
+@click.option("--retain-dir", metavar="DIR", help="Copy the raw record and generated files to DIR/<run id>/.")
+@click.option("--hooks", metavar="FILE", help="b10x: loop --hooks.")
+@click.option("--driver", metavar="PATH", help="b10x: loop --driver.")
+@click.option("--toolchain", metavar="NAME", help="b10x: loop --toolchain.")
+@click.option("--prices", metavar="FILE", help="b10x: loop --prices.")
+@click.option("--write-scope", multiple=True, type=_WriteScope(), help="b10x: GLOB=SCOPE, first match wins.")
+@click.option("--scope-announce", type=click.Choice(("stated", "silent")), default="stated", show_default=True)
+@click.option("--substrate", metavar="SOCKET", help="b10x: loop --substrate.")
+@click.option("--substrate-embedded", is_flag=True, help="b10x: loop --substrate-embedded.")
+@click.option("--cgroup-root", metavar="DIR", help="b10x: loop --cgroup-root.")
+@click.pass_context
+def run(ctx: click.Context, **values: Any) -> int:
+    """Launch a harness of KIND under governance; words after -- are appended to the auditor's argv."""
+    options = RunOptions(
+        kind=values["kind"],
+        prompt=values["prompt"],
+        decisions=values["decisions"],
+        frame=values["frame"],
+        actor=values["actor"],
+        model=values["model"],
+        effort=values["effort"],
+        max_turns=values["max_turns"],
+        credentials=values["credentials"],
+        api_key_secret=values["api_key_secret"],
+        model_endpoint=values["model_endpoint"],
+        model_wire=values["model_wire"],
+        subscription_token_file=values["subscription_token_file"],
+        subscription_token_env=values["subscription_token_env"],
+        subscription_token_pointer=values["subscription_token_pointer"],
+        tool_surface=values["tool_surface"],
+        allow_program=tuple(values["allow_program"]),
+        catalogue=values["catalogue"],
+        context=tuple(values["context"]),
+        plugin_dir=tuple(values["plugin_dir"]),
+        plugin=tuple(values["plugin"]),
+        cwd=values["cwd"],
+        scratch_cwd=values["scratch_cwd"],
+        hermetic=values["hermetic"],
+        audit=values["audit"],
+        spec=values["spec"],
+        auditor=values["auditor"],
+        auditor_args=ctx.meta["trailing_words"],
+        strict_version=values["strict_version"],
+        retain_dir=values["retain_dir"],
+        hooks=values["hooks"],
+        driver=values["driver"],
+        toolchain=values["toolchain"],
+        prices=values["prices"],
+        write_scope=tuple(values["write_scope"]),
+        scope_announce=values["scope_announce"],
+        substrate=values["substrate"],
+        substrate_embedded=values["substrate_embedded"],
+        cgroup_root=values["cgroup_root"],
+        given=_given(ctx),
+    )
+    checked = check_run_options(options, gather_audit_facts(options, os.environ.get("PATH", "")))
+    if isinstance(checked, Failure):
+        return refuse(checked.failure())
+    return execute_run(checked.unwrap())
+
+
+@cli.command(context_settings=_CONTEXT)
+@click.argument("kind", type=_KIND)
+@click.option("--render", is_flag=True, help="One line per operation instead of the JSON descriptor.")
+def capabilities(kind: str, render: bool) -> int:
+    """Print the adapter's capabilities descriptor for KIND (no model, network or credential)."""
+    text = descriptor_lines(kind) if render else descriptor_json(kind)
+    sys.stdout.buffer.write(text.encode("utf-8"))
+    sys.stdout.buffer.flush()
+    return 0
+
+
+@cli.command(context_settings=_CONTEXT)
+@click.argument("kind", type=_KIND)
+@click.option("--contract", is_flag=True, help="Print only the compact contract_result line.")
+def conformance(kind: str, contract: bool) -> int:
+    """Run KIND's deterministic conformance vectors."""
+    return run_conformance(kind, contract)
+
+
+@cli.command(context_settings=_CONTEXT)
+@click.argument("kind", type=_KIND)
+def doctor(kind: str) -> int:
+    """Resolve KIND's binary as the spawn will and check its version and flags."""
+    return run_doctor(kind)
+
+
+@cli.command(cls=_TrailingWordsCommand, context_settings=_CONTEXT)
+@click.option("--transcript", metavar="FILE", help="The transcript to audit.")
+@click.option("--events", metavar="FILE", help="The metaharness.event/1 stream of the run.")
+@click.option("--spec", metavar="FILE", help="The document handed to the auditor.")
+@click.option("--auditor", metavar="PREFIX", help="The auditor's argv prefix.")
+def audit(**_values: Any) -> int:
+    """Audit a transcript metaharness did not launch (not built in this milestone)."""
+    return refuse(AUDIT_NOT_BUILT)
+
+
+@cli.command(context_settings=_CONTEXT)
+@click.argument("events", nargs=-1, required=True, metavar="EVENTS [EVENTS]")
+@click.option("--to", "target", metavar="FORMAT", default="trace-ir", show_default=True, help="Only trace-ir.")
+@click.option("--out", metavar="FILE", help="Write the trace-ir/1 document here instead of stdout.")
+@click.option("--html", metavar="FILE", help="Also write the viewer page here (required with two inputs).")
+@click.option("--from", "source", type=_KIND, help="Each input is a retained vendor record of KIND.")
+def project(events: tuple[str, ...], target: str, out: str | None, html: str | None, source: str | None) -> int:
+    """Project one or two event streams into trace-ir/1 and the viewer page."""
+    return run_project(events, target=target, out=out, html=html, source=source)
+
+
+@cli.command("mcp-serve", context_settings=_CONTEXT)
+@click.option("--workspace", metavar="DIR", default=".", show_default=True, help="The tree the tools work in.")
+@click.option("--writable", is_flag=True, help="Publish the writing tools.")
+@click.option("--allow-program", multiple=True, metavar="PROGRAM", help="A program the run tool may start.")
+@click.option("--catalogue", metavar="FILE", help="Serve this catalogue instead of the owned surface.")
+def mcp_serve(workspace: str, writable: bool, allow_program: tuple[str, ...], catalogue: str | None) -> int:
+    """Serve the owned tool surface or a catalogue as an MCP server on stdio."""
+    return serve(workspace=workspace, writable=writable, allow_program=allow_program, catalogue=catalogue)
+
+
+@cli.command(context_settings=_CONTEXT)
+@click.argument("kind", type=_KIND)
+@click.argument("record")
+@click.option("--run", "run_id", metavar="ID", default="replay", show_default=True, help="The run id.")
+@click.option("--decisions", type=click.Choice(("observe", "frame")), default="observe", show_default=True)
+@click.option("--frame", metavar="FILE", help="A metaharness.frame/1 document deciding each call.")
+@click.option("--hermetic", type=click.Choice(HERMETIC_MODES), default="off", show_default=True)
+@click.option("--harness-version", metavar="V", help="The harness version to record.")
+@click.option("--model", metavar="NAME", help="The model, when the record states none.")
+@click.option("--transcript-path", metavar="PATH", help="The transcript path to record (default RECORD).")
+@click.option("--answers", metavar="FILE", help="b10x: where the caller-seam lines are written.")
+def replay(**values: Any) -> int:
+    """Map a retained vendor record of KIND offline into metaharness.event/1."""
+    return run_replay(**values)
+
+
+def run_cli(args: Sequence[str]) -> int:
+    """Run the CLI over ``args`` and return the exit code; parse errors are ``usage`` refusals."""
+    try:
+        result = cli.main(list(args), prog_name="metaharness", standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError:
+        return refuse(Refusal("usage", f"a verb is required: one of {', '.join(cli.commands)}"))
+    except click.exceptions.UsageError as error:
+        return refuse(Refusal("usage", error.format_message()))
+    except click.exceptions.ClickException as error:
+        return refuse(Refusal("usage", error.format_message()))
+    except click.exceptions.Abort:
+        return refuse(Refusal("usage", "aborted"))
+    return result if isinstance(result, int) else 0
+
+
+def main() -> NoReturn:
+    """The ``metaharness`` console script: never a traceback, every failure a refusal line."""
+    try:
+        code = run_cli(sys.argv[1:])
+    except Exception as error:  # noqa: BLE001 - spec 10 §1: never a traceback, whatever failed
+        code = refuse(Refusal("internal-error", f"{type(error).__name__}: {error}"))
+    sys.exit(code)

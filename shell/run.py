@@ -1,0 +1,26 @@
+"""The handoff of ``metaharness run`` after its option stages (spec 10 §4.5).
+
+The CLI parses (stage 1) and runs the pure stages 2–4 (``metaharness.pure.options.check_run_options``);
+``execute_run`` takes the checked options from there: stages 5–9, the run itself and its wind-up.
+"""
+
+from __future__ import annotations
+
+from metaharness.pure.options import RunOptions
+from metaharness.pure.refusal import Refusal
+from metaharness.shell.refusals import refuse
+
+
+def execute_run(options: RunOptions) -> int:
+    """Run ``options`` (already through stages 1–4) from stage 5 on, returning the exit code of
+    spec 10 §2. Nothing it does may reach stdout but ``metaharness.event/1`` lines.
+
+    Not built yet: it refuses ``not-built`` naming what it waits for, before anything starts.
+    """
+    return refuse(
+        Refusal(
+            "not-built",
+            f"run {options.kind} is not built in this build: it waits for stages 5-9 of spec 10 §4.5 "
+            "(credentials, declared inputs, tree checks, plan, start) and the run's wind-up",
+        )
+    )
