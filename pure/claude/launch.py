@@ -1,0 +1,475 @@
+"""Planning a Claude Code launch: scratch layout, settings document with the blocking hook, the exact
+argv, the constructed environment and its guards, the memory rule and the attestation (spec 50 §1–§3,
+§5–§6; spec 30 §3, §5, §7–§9; spec 10 §4.6).
+
+Planning is a pure function of the run spec, the caller's environment, the scratch root and gathered
+facts (PATH candidates, memory-walk hits, the managed-settings file). Writing the scratch tree,
+copying the credential file, starting a loopback proxy and spawning happen around it in the shell.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Mapping
+from typing import Literal
+
+import msgspec
+from metaharness.pure.codex.launch import ScratchFile, execution_context_block
+from metaharness.pure.context import ContextFileRead, check_argument_sizes, context_record, render_context_block
+from metaharness.pure.environment import (
+    ChildEnvironment,
+    EnvironmentDeclaration,
+    ProgramCandidate,
+    child_environment,
+    credential_posture,
+    path_floor,
+    resolve_program,
+)
+from metaharness.pure.events import ContextFile, Hermetic, RowHow, RowWhy
+from metaharness.pure.hook_channel import (
+    CHANNEL_DIR,
+    HOOK_PROGRAM,
+    HOOK_TIMEOUT_S,
+    REQUESTS_DIR,
+    RESPONSES_DIR,
+    render_hook_program,
+    shell_quote,
+)
+from metaharness.pure.jsonline import compact
+from metaharness.pure.refusal import Refusal
+from returns.result import Failure, Result, Success
+
+PROGRAM = "claude"
+PINS = ("2.1.332",)
+CONTEXT_CHANNEL = "append-system-prompt"
+SETTINGS_SCHEMA = "https://json.schemastore.org/claude-code-settings.json"
+SETTINGS_FILE = "claude-settings.json"
+TRANSCRIPT_FILE = "transcript.jsonl"
+MANAGED_SETTINGS = "/etc/claude-code/managed-settings.json"
+"""The vendor's system path for managed settings, read whatever the sources (spec 50 §3)."""
+
+BUILTIN_PLUGINS = ("cc-plugin-agents-md", "cc-plugin-privacy", "cc-plugin-plugin-authoring")
+"""The ``@builtin`` plugins a fresh home reports at 2.1.332 (spec 50 §3 "Plugins")."""
+
+DENIED_ARGUMENTS = (
+    "--bare",
+    "--safe-mode",
+    "--dangerously-skip-permissions",
+    "--add-dir",
+    "--allow-dangerously-skip-permissions",
+    "--permission-mode",
+    "--permission-prompt-tool",
+    "--allowedTools",
+    "--allowed-tools",
+    "--disallowedTools",
+    "--resume",
+    "--continue",
+)
+"""Flags a claude launch must never carry (spec 50 §3 "Refusals"): each drops the hook, changes what
+an abstain means or shadows the hook."""
+
+MEMORY_SHAPES = ("CLAUDE.md", "CLAUDE.local.md", ".claude/CLAUDE.md", "AGENTS.md")
+MEMORY_RULES_DIR = ".claude/rules"
+"""The memory shapes the 2.1.332 loader reads in an ancestor, plus every ``*.md`` directly in
+``.claude/rules/`` (spec 50 §3 "Memory walk", spec 30 §5.1)."""
+
+MEMORY_CANARY: Mapping[str, tuple[str, ...]] = {}
+"""Per pin, the memory shapes the canary showed loaded (spec 30 §5.3). No pin has a canary entry yet,
+so every shape counts as loaded."""
+
+DecisionMode = Literal["frame", "ask", "observe"]
+HermeticMode = Literal["off", "on", "strict"]
+
+
+class ClaudeRunSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """The run options a claude launch is built from (spec 10 §4.2, spec 50 §3).
+
+    ``cwd`` is ``--cwd`` already made absolute (``None`` → ``<scratch>/work``); ``context`` the
+    admitted ``--context`` files (rendered into ``--append-system-prompt``); ``plugins`` the
+    ``--plugin-dir`` copies as (name, source) pairs; ``environment`` carries credentials, actor,
+    endpoint and the loopback port and placeholder (the port may still be symbolic, spec 10 §4.5
+    stage 8); ``frame_digest`` the sealed frame's digest (row H10).
+    """
+
+    prompt: str
+    decisions: DecisionMode = "frame"
+    hermetic: HermeticMode = "off"
+    model: str | None = None
+    effort: str | None = None
+    max_turns: int | None = None
+    cwd: str | None = None
+    scratch_cwd: bool = False
+    environment: EnvironmentDeclaration = EnvironmentDeclaration(kind="claude")
+    context: tuple[ContextFileRead, ...] = ()
+    plugins: tuple[tuple[str, str], ...] = ()
+    frame_digest: str | None = None
+
+
+class MemoryHit(msgspec.Struct, frozen=True):
+    """A memory shape ``lstat`` found in a proper ancestor of the working directory (spec 30 §5.1)."""
+
+    path: str
+    shape: str
+
+
+class ClaudeLaunch(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything the shell needs to start ``claude -p``: ``program`` then ``args``, the constructed
+    environment, the working directory, the scratch tree (directories, files, the doorbell FIFO), the
+    settings document, the user turn, the attestation, the plan-time warnings and where the caller's
+    ``.credentials.json`` is copied from (operator-login)."""
+
+    program: str
+    args: tuple[str, ...]
+    environment: ChildEnvironment
+    cwd: str
+    scratch: str
+    claude_home: str
+    directories: tuple[str, ...]
+    files: tuple[ScratchFile, ...]
+    fifos: tuple[str, ...]
+    settings: bytes
+    user_turn: str
+    context_files: tuple[ContextFile, ...]
+    credential_file: str | None
+    transcript_path: str
+    hermetic: Hermetic
+    ambient_warnings: tuple[str, ...]
+
+    @property
+    def argv(self) -> tuple[str, ...]:
+        return (self.program, *self.args)
+
+
+def workspace_word(spec: ClaudeRunSpec) -> str:
+    """The execution-context ``workspace=`` value (spec 10 §4.6)."""
+    if spec.cwd is None:
+        return "metaharness-scratch"
+    return "embedder-scratch-copy" if spec.scratch_cwd else "operator-named"
+
+
+def user_turn(spec: ClaudeRunSpec) -> str:
+    """The execution-context block, a blank line, then the task unchanged (spec 50 §1 "User turn")."""
+    block = execution_context_block("claude", workspace_word(spec), spec.hermetic, spec.decisions)
+    return f"{block}\n{spec.prompt}"
+
+
+_MENTION = re.compile(r"@\S+")
+
+
+def ambient_mentions(prompt: str) -> tuple[str, ...]:
+    """Each ``@`` followed by a non-space in the task: Claude Code reads it as a file no tool call,
+    hook or record shows (spec 50 §1 "User turn")."""
+    return tuple(_MENTION.findall(prompt))
+
+
+def hook_command(scratch: str) -> str:
+    """The settings' hook command: the single-quoted absolute hook path (spec 50 §1, §3)."""
+    return shell_quote(posixpath.join(scratch, HOOK_PROGRAM))
+
+
+def settings_document(scratch: str) -> dict[str, object]:
+    """The ``--settings`` document (spec 50 §3): empty permission lists and the one blocking
+    ``PreToolUse`` group matching every tool, with no ``async`` or ``asyncRewake`` key."""
+    return {
+        "$schema": SETTINGS_SCHEMA,
+        "permissions": {"allow": [], "deny": []},
+        "hooks": {
+            "PreToolUse": [
+                {
+                    "matcher": "",
+                    "hooks": [{"type": "command", "command": hook_command(scratch), "timeout": HOOK_TIMEOUT_S}],
+                }
+            ]
+        },
+    }
+
+
+def check_shadowing(settings: Mapping[str, object], scratch: str) -> Result[Mapping[str, object], Refusal]:
+    """``shadowed`` (spec 50 §2 "Shadowing guard"): a non-empty ``permissions.allow``/``deny``, or
+    ``hooks`` holding anything but the one ``PreToolUse`` group, would let another layer decide."""
+    permissions = settings.get("permissions")
+    if not isinstance(permissions, Mapping) or permissions.get("allow") or permissions.get("deny"):
+        return Failure(
+            Refusal(
+                "shadowed",
+                "permissions.allow or permissions.deny in the claude settings document is not empty, so a "
+                "vendor rule would decide before the metaharness hook",
+            )
+        )
+    if settings.get("hooks") != settings_document(scratch)["hooks"]:
+        return Failure(
+            Refusal(
+                "shadowed",
+                "hooks in the claude settings document hold something other than the one metaharness PreToolUse group",
+            )
+        )
+    return Success(settings)
+
+
+def check_arguments(args: tuple[str, ...]) -> Result[tuple[str, ...], Refusal]:
+    """``denied-argument`` on the built argv, each flag compared by the part before ``=`` (spec 50 §3)."""
+    values_of = {"-p", "--output-format", "--setting-sources", "--settings", "--append-system-prompt", "--model"}
+    values_of |= {"--effort", "--max-turns", "--plugin-dir", "--tools", "--mcp-config"}
+    index = 0
+    while index < len(args):
+        flag = args[index].split("=", 1)[0]
+        if flag in DENIED_ARGUMENTS:
+            return Failure(
+                Refusal(
+                    "denied-argument",
+                    f"{flag} is denied on claude: it drops the hook, changes what an abstain means or shadows "
+                    "the hook",
+                )
+            )
+        index += 2 if args[index] in values_of else 1
+    return Success(args)
+
+
+def arguments(spec: ClaudeRunSpec, scratch: str, turn: str, context_block: str | None) -> tuple[str, ...]:
+    """argv after argv[0] in the exact order of spec 50 §3."""
+    args = ["-p", turn, "--output-format", "stream-json", "--verbose", "--strict-mcp-config"]
+    args += ["--setting-sources", "", "--settings", posixpath.join(scratch, SETTINGS_FILE)]
+    if context_block is not None:
+        args += ["--append-system-prompt", context_block]
+    if spec.model is not None:
+        args += ["--model", spec.model]
+    if spec.effort is not None:
+        args += ["--effort", spec.effort]
+    if spec.max_turns is not None:
+        args += ["--max-turns", str(spec.max_turns)]
+    for name, _ in spec.plugins:
+        args += ["--plugin-dir", posixpath.join(scratch, "plugins", name)]
+    return tuple(args)
+
+
+def memory_directories(start: str, include_start: bool) -> tuple[str, ...]:
+    """The directories the ancestor walk visits, nearest first, up to and including ``/`` (spec 30
+    §5.1–§5.2): the proper ancestors of the child's real directory, or, for a metaharness scratch run,
+    the temp directory the scratch root is created in and its ancestors. In each the shell ``lstat``s
+    :data:`MEMORY_SHAPES` and lists ``*.md`` directly in :data:`MEMORY_RULES_DIR`."""
+    path = posixpath.normpath(start)
+    visited = [path] if include_start else []
+    while path != "/":
+        path = posixpath.dirname(path)
+        visited.append(path)
+    return tuple(visited)
+
+
+def loaded_shapes(version: str) -> tuple[str, ...] | None:
+    """The shapes the canary showed loaded at ``version``; ``None`` when it has no entry, so every
+    shape counts as loaded (spec 30 §5.3)."""
+    return MEMORY_CANARY.get(version)
+
+
+def memory_row(
+    spec: ClaudeRunSpec, walked_from: str, hits: tuple[MemoryHit, ...]
+) -> Result[RowHow | RowWhy, Refusal]:
+    """Row H11, or ``memory-ancestor-found`` (spec 30 §5.2, spec 50 §3 "Memory walk").
+
+    ``walked_from`` is the directory the walk started above (for a metaharness scratch run, the temp
+    directory the scratch root is created in). At the pin every shape counts as loaded until the
+    canary has run, so any hit refuses a scratch run and makes a ``--scratch-cwd`` copy's row
+    unavailable; under ``--cwd`` the row is unavailable, naming any hits.
+    """
+    named = ", ".join(hit.path for hit in hits)
+    loaded = loaded_shapes(PINS[0])
+    loaded_hits = tuple(hit for hit in hits if loaded is None or hit.shape in loaded)
+    if spec.cwd is not None and not spec.scratch_cwd:
+        why = f"the child runs in the operator's tree {spec.cwd}; memory files in and above it are discoverable"
+        return Success(RowWhy(row="H11", why=why + (f" (found: {named})" if hits else "")))
+    if loaded_hits and spec.cwd is None:
+        return Failure(
+            Refusal(
+                "memory-ancestor-found",
+                "the ancestor walk from "
+                f"{walked_from} found {', '.join(hit.path for hit in loaded_hits)}, which Claude Code would load",
+            )
+        )
+    if loaded_hits:
+        return Success(RowWhy(row="H11", why=f"the ancestor walk from {walked_from} found {named}"))
+    how = "--setting-sources \"\" and the fresh scratch config home; the ancestor walk from " + walked_from
+    return Success(RowHow(row="H11", how=how + (f" found {named}, not loaded" if hits else " found no memory file")))
+
+
+def attestation(
+    spec: ClaudeRunSpec,
+    scratch: str,
+    cwd: str,
+    environment: ChildEnvironment,
+    memory: RowHow | RowWhy,
+    managed_settings_present: bool,
+    root_memory: tuple[str, ...],
+) -> Hermetic:
+    """``session.started.hermetic`` for a claude launch (spec 30 §3, spec 50 §5)."""
+    posture = environment.posture
+    imposed = [
+        RowHow(row="H1a", how=f"CLAUDE_CONFIG_DIR={scratch}/claude-home; plugins only as named copies"),
+        RowHow(row="H1b", how="fresh config home"),
+        RowHow(
+            row="H2",
+            how=f'--setting-sources "" and the settings file {scratch}/{SETTINGS_FILE} outside the config home',
+        ),
+        RowHow(row="H3", how=environment.h3_how()),
+        RowHow(row="H4", how=posture.h4_how),
+        RowHow(row="H5", how="--strict-mcp-config with []"),
+        RowHow(row="H6", how=posture.h6_how),
+    ]
+    declared: list[RowHow] = []
+    unavailable: list[RowWhy] = []
+    if spec.cwd is None:
+        imposed.append(RowHow(row="H7", how=f"the child runs in {cwd}, which metaharness created"))
+    elif spec.scratch_cwd:
+        declared.append(
+            RowHow(
+                row="H7",
+                how=f"the embedder declared {cwd} as its scratch copy; metaharness did not create it and passes "
+                "no --add-dir",
+            )
+        )
+    else:
+        unavailable.append(
+            RowWhy(
+                row="H7",
+                why=f"the child runs in {cwd}, which metaharness did not create, and can write to it; Claude Code "
+                "may edit files in that tree",
+            )
+        )
+    imposed.append(
+        RowHow(
+            row="H8",
+            how="no --bare/--safe-mode, no CLAUDE_CODE_SAFE_MODE/CLAUDE_CODE_SIMPLE; PreToolUse hook in the settings",
+        )
+    )
+    unavailable.append(RowWhy(row="H9", why="the version is read from the opening record"))
+    governing = []
+    if spec.frame_digest is not None:
+        governing.append(f"frame {spec.frame_digest}")
+    governing += [f"context {item.path} sha256 {item.sha256}" for item in spec.context]
+    imposed.append(RowHow(row="H10", how="; ".join(governing) if governing else "no governing document"))
+    if isinstance(memory, RowHow):
+        imposed.append(memory)
+    else:
+        unavailable.append(memory)
+    ambient = [
+        "the git status in the vendor's system prompt",
+        "the network is not isolated",
+        "built-in plugins: " + ", ".join(f"{name}@builtin" for name in BUILTIN_PLUGINS),
+    ]
+    if spec.decisions == "observe":
+        ambient.append("under observe an allow grants: it bypasses Claude Code's own permission prompt")
+    if managed_settings_present:
+        ambient.append(f"managed settings file: {MANAGED_SETTINGS}")
+    ambient += [f"memory file at the working directory's root: {name}" for name in root_memory]
+    ambient += [f"file mention in the task: {token}" for token in ambient_mentions(spec.prompt)]
+    return Hermetic(
+        mode=spec.hermetic,
+        decisions=spec.decisions,
+        imposed=tuple(imposed),
+        declared=tuple(declared),
+        unavailable=tuple(unavailable),
+        ambient_inputs=tuple(ambient),
+        installed_plugins=(),
+    )
+
+
+def plan_claude_launch(
+    spec: ClaudeRunSpec,
+    caller_env: Mapping[str, str],
+    scratch: str,
+    program_facts: Mapping[str, ProgramCandidate],
+    *,
+    credential_file_present: bool = False,
+    custody_path: str | None = None,
+    upstream: str | None = None,
+    walked_from: str | None = None,
+    memory_hits: tuple[MemoryHit, ...] = (),
+    managed_settings_present: bool = False,
+    root_memory: tuple[str, ...] = (),
+) -> Result[ClaudeLaunch, Refusal]:
+    """The claude launch, or its refusal (spec 50 §1 "Order", §3; spec 10 §4.5 stages 5, 7 and 8).
+
+    Refusals in order: the stage-5 credential ones, ``memory-ancestor-found``, ``program-not-found``,
+    ``denied-environment``, ``denied-argument``, ``shadowed``, ``argument-too-long``. Nothing is
+    started or written.
+    """
+    declaration = msgspec.structs.replace(spec.environment, kind="claude")
+    posture = credential_posture(declaration, caller_env, credential_file_present, custody_path, upstream)
+    if isinstance(posture, Failure):
+        return posture
+    cwd = spec.cwd if spec.cwd is not None else posixpath.join(scratch, "work")
+    memory = memory_row(spec, walked_from if walked_from is not None else posixpath.dirname(scratch), memory_hits)
+    if isinstance(memory, Failure):
+        return memory
+    program = resolve_program(PROGRAM, path_floor(caller_env), program_facts)
+    if isinstance(program, Failure):
+        return program
+    environment = child_environment(declaration, caller_env, scratch, posture.unwrap())
+    if isinstance(environment, Failure):
+        return environment
+    turn = user_turn(spec)
+    block = render_context_block(spec.context) if spec.context else None
+    args = check_arguments(arguments(spec, scratch, turn, block))
+    if isinstance(args, Failure):
+        return args
+    settings = check_shadowing(settings_document(scratch), scratch)
+    if isinstance(settings, Failure):
+        return settings
+    argv = (program.unwrap(), *args.unwrap())
+    fits = check_argument_sizes(argv, environment.unwrap().strings(), spec.context, prompt_index=2)
+    if isinstance(fits, Failure):
+        return fits
+    settings_bytes = compact(settings.unwrap())
+    files = (
+        ScratchFile(posixpath.join(scratch, SETTINGS_FILE), settings_bytes),
+        ScratchFile(posixpath.join(scratch, HOOK_PROGRAM), render_hook_program(scratch).encode(), 0o700),
+    )
+    return Success(
+        ClaudeLaunch(
+            program=program.unwrap(),
+            args=args.unwrap(),
+            environment=environment.unwrap(),
+            cwd=cwd,
+            scratch=scratch,
+            claude_home=posixpath.join(scratch, "claude-home"),
+            directories=_directories(spec, scratch),
+            files=tuple(sorted(files, key=lambda f: f.path)),
+            fifos=(posixpath.join(scratch, CHANNEL_DIR, "doorbell"),),
+            settings=settings_bytes,
+            user_turn=turn,
+            context_files=context_record(spec.context, CONTEXT_CHANNEL) or (),
+            credential_file=posture.unwrap().credential_file,
+            transcript_path=posixpath.join(scratch, TRANSCRIPT_FILE),
+            hermetic=attestation(
+                spec, scratch, cwd, environment.unwrap(), memory.unwrap(), managed_settings_present, root_memory
+            ),
+            ambient_warnings=tuple(
+                f"the task holds {token}, which Claude Code reads as a file no tool call, hook or record shows"
+                for token in ambient_mentions(spec.prompt)
+            ),
+        )
+    )
+
+
+def _directories(spec: ClaudeRunSpec, scratch: str) -> tuple[str, ...]:
+    """The scratch directories to create (0700), parents first (spec 50 §3 "Scratch layout")."""
+    names = ["claude-home", "tmp", "hooks", CHANNEL_DIR, REQUESTS_DIR, RESPONSES_DIR]
+    if spec.cwd is None:
+        names.insert(0, "work")
+    names += [posixpath.join("plugins", name) for name, _ in spec.plugins]
+    return tuple(posixpath.join(scratch, name) for name in names)
+
+
+def launch_fixture(launch: ClaudeLaunch) -> dict[str, object]:
+    """The C1 conformance fixture (spec 50 §9, shape of spec 40 §10): program, args, env, cwd, files
+    sorted by path as {path, sha256, bytes}, and ``context_files`` when any was declared."""
+    fixture: dict[str, object] = {
+        "program": launch.program,
+        "args": list(launch.args),
+        "env": launch.environment.as_dict(),
+        "cwd": launch.cwd,
+        "files": [{"path": f.path, "sha256": f.sha256, "bytes": len(f.data)} for f in launch.files],
+    }
+    if launch.context_files:
+        fixture["context_files"] = [msgspec.to_builtins(item) for item in launch.context_files]
+    return fixture

@@ -1,0 +1,207 @@
+"""Planning a Claude Code launch (spec 50 §1, §3, §6; spec 30 §3, §5, §9; spec 10 §4.6)."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+from metaharness.pure.claude.launch import (
+    ClaudeRunSpec,
+    MemoryHit,
+    check_arguments,
+    check_shadowing,
+    launch_fixture,
+    memory_directories,
+    plan_claude_launch,
+    settings_document,
+)
+from metaharness.pure.context import ContextFileRead
+from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
+from metaharness.pure.jsonline import sha256_hex
+from returns.result import Failure, Success
+
+CALLER = {"HOME": "/operator", "SHELL": "/bin/zsh", "ANTHROPIC_API_KEY": "sk-caller", "GIT_DIR": "/x"}
+PROGRAM = {"/operator/.local/bin/claude": ProgramCandidate(True, True)}
+ENDPOINT = EnvironmentDeclaration(kind="claude", credentials="none", model_endpoint="http://127.0.0.1:41237/")
+SCRATCH = "/scratch/run"
+
+
+def spec(**changes: object) -> ClaudeRunSpec:
+    base = ClaudeRunSpec(prompt="run the check", decisions="observe", environment=ENDPOINT)
+    return msgspec.structs.replace(base, **changes)
+
+
+def plan(run: ClaudeRunSpec, **facts: object):  # type: ignore[no-untyped-def]
+    return plan_claude_launch(run, CALLER, SCRATCH, PROGRAM, **facts)  # type: ignore[arg-type]
+
+
+def code(result: object) -> str:
+    assert isinstance(result, Failure), result
+    return str(result.failure().code)
+
+
+def test_the_argv_is_the_exact_sequence_with_the_execution_context_user_turn() -> None:
+    launch = plan(spec()).unwrap()
+    assert launch.program == "/operator/.local/bin/claude"
+    turn = (
+        "<execution-context>\nexecution_path=metaharness-driven\ninner_harness=claude\n"
+        "workspace=metaharness-scratch\nhermetic=off\nconfinement=inner-harness\n"
+        "substrate=not-used-by-metaharness\ndecision_mode=observe\n"
+        "implication=metaharness records calls but does not narrow them\n</execution-context>\n\nrun the check"
+    )
+    assert launch.args == (
+        "-p", turn, "--output-format", "stream-json", "--verbose", "--strict-mcp-config",
+        "--setting-sources", "", "--settings", "/scratch/run/claude-settings.json",
+    )  # fmt: skip
+    assert launch.cwd == "/scratch/run/work"
+    assert launch.transcript_path == "/scratch/run/transcript.jsonl"
+
+
+def test_optional_flags_follow_in_order() -> None:
+    launch = plan(spec(model="m1", effort="high", max_turns=3, plugins=(("p", "/src/p"),))).unwrap()
+    assert launch.args[10:] == (
+        "--model", "m1", "--effort", "high", "--max-turns", "3", "--plugin-dir", "/scratch/run/plugins/p",
+    )  # fmt: skip
+    assert "--allowedTools" not in launch.args
+
+
+def test_the_endpoint_route_environment_is_built_from_empty() -> None:
+    env = plan(spec()).unwrap().environment.as_dict()
+    assert env == {
+        "ANTHROPIC_AUTH_TOKEN": "metaharness-model-endpoint",
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:41237",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "CLAUDE_CONFIG_DIR": "/scratch/run/claude-home",
+        "HOME": "/operator",
+        "PATH": "/operator/.local/bin:/usr/local/bin:/usr/bin:/bin",
+        "TMPDIR": "/scratch/run/tmp",
+    }
+
+
+def test_loopback_puts_only_the_placeholder_in_the_child() -> None:
+    declaration = EnvironmentDeclaration(
+        kind="claude", credentials="loopback", loopback_port="41237",
+        loopback_placeholder="mh-run-golden-000000000000000000000000",
+    )  # fmt: skip
+    launch = plan(spec(environment=declaration), custody_path="/operator/.claude/.credentials.json").unwrap()
+    env = launch.environment.as_dict()
+    assert env["ANTHROPIC_AUTH_TOKEN"] == "mh-run-golden-000000000000000000000000"
+    assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:41237"
+    assert launch.credential_file is None
+    assert all("credentials" not in f.path for f in launch.files)
+
+
+def test_operator_login_names_the_file_to_copy_and_refuses_without_it() -> None:
+    declaration = EnvironmentDeclaration(kind="claude")
+    assert code(plan(spec(environment=declaration))) == "credential-file-missing"
+    launch = plan(spec(environment=declaration), credential_file_present=True).unwrap()
+    assert launch.credential_file == "/operator/.claude/.credentials.json"
+    assert "ANTHROPIC_API_KEY" not in launch.environment.as_dict()
+
+
+def test_api_key_is_forwarded_only_when_declared() -> None:
+    launch = plan(spec(environment=EnvironmentDeclaration(kind="claude", credentials="api-key"))).unwrap()
+    assert launch.environment.as_dict()["ANTHROPIC_API_KEY"] == "sk-caller"
+
+
+def test_the_settings_document_holds_one_blocking_hook_and_empty_permissions() -> None:
+    launch = plan(spec()).unwrap()
+    assert launch.settings == (
+        b'{"$schema":"https://json.schemastore.org/claude-code-settings.json","permissions":{"allow":[],"deny":[]},'
+        b'"hooks":{"PreToolUse":[{"matcher":"","hooks":[{"type":"command",'
+        b'"command":"\'/scratch/run/hooks/pretooluse\'","timeout":60}]}]}}'
+    )
+    files = {f.path: f for f in launch.files}
+    assert set(files) == {"/scratch/run/claude-settings.json", "/scratch/run/hooks/pretooluse"}
+    assert files["/scratch/run/hooks/pretooluse"].mode == 0o700
+    assert files["/scratch/run/hooks/pretooluse"].data.startswith(b"#!/bin/sh\n")
+    assert launch.fifos == ("/scratch/run/hook-channel/doorbell",)
+
+
+def test_the_shadowing_guard_refuses_any_other_layer() -> None:
+    document = settings_document(SCRATCH)
+    assert isinstance(check_shadowing(document, SCRATCH), Success)
+    allowing = {**document, "permissions": {"allow": ["Bash"], "deny": []}}
+    assert code(check_shadowing(allowing, SCRATCH)) == "shadowed"
+    hooks = {**document, "hooks": {**document["hooks"], "PostToolUse": []}}  # type: ignore[dict-item]
+    assert code(check_shadowing(hooks, SCRATCH)) == "shadowed"
+
+
+@pytest.mark.parametrize(
+    "flag",
+    ["--bare", "--safe-mode", "--dangerously-skip-permissions", "--add-dir", "--permission-mode=plan",
+     "--allowedTools", "--allowed-tools", "--disallowedTools", "--resume", "--continue",
+     "--permission-prompt-tool", "--allow-dangerously-skip-permissions"],
+)  # fmt: skip
+def test_denied_arguments_are_refused_by_the_part_before_equals(flag: str) -> None:
+    assert code(check_arguments(("-p", "x", flag))) == "denied-argument"
+
+
+def test_a_denied_word_as_a_flag_value_is_not_a_flag() -> None:
+    assert isinstance(check_arguments(("-p", "--bare", "--model", "--resume")), Success)
+
+
+def test_context_files_travel_in_append_system_prompt_only() -> None:
+    data = b"# Brief\n\nShip the parser.\n"
+    read = ContextFileRead(path="docs/brief.md", data=data, sha256=sha256_hex(data))
+    launch = plan(spec(cwd="/scratch/run/work", context=(read,))).unwrap()
+    index = launch.args.index("--append-system-prompt")
+    assert "Ship the parser." in launch.args[index + 1]
+    assert "Ship the parser." not in launch.user_turn
+    assert launch.context_files[0].channel == "append-system-prompt"
+    assert "workspace=operator-named" in launch.user_turn
+    assert launch_fixture(launch)["context_files"] == [
+        {"path": "docs/brief.md", "sha256": sha256_hex(data), "bytes": 26, "channel": "append-system-prompt"}
+    ]
+
+
+def test_a_prompt_past_max_arg_strlen_is_refused_by_name() -> None:
+    result = plan(spec(prompt="x" * 131072))
+    assert code(result) == "argument-too-long"
+    assert isinstance(result, Failure) and result.failure().message.startswith("the prompt is ")
+
+
+def test_an_at_mention_is_an_ambient_input_with_a_warning() -> None:
+    launch = plan(spec(prompt="read @notes.md and mail a@b")).unwrap()
+    assert "file mention in the task: @notes.md" in launch.hermetic.ambient_inputs
+    assert len(launch.ambient_warnings) == 2
+    assert plan(spec(prompt="email me @ noon")).unwrap().ambient_warnings == ()
+
+
+def test_a_memory_file_above_a_scratch_run_refuses() -> None:
+    hit = MemoryHit("/tmp/CLAUDE.md", "CLAUDE.md")
+    result = plan(spec(), walked_from="/tmp", memory_hits=(hit,))
+    assert code(result) == "memory-ancestor-found"
+    assert isinstance(result, Failure) and "/tmp/CLAUDE.md" in result.failure().message
+
+
+def test_memory_rows_under_cwd_and_scratch_cwd() -> None:
+    hit = MemoryHit("/srv/AGENTS.md", "AGENTS.md")
+    operator = plan(spec(cwd="/srv/repo"), memory_hits=(hit,)).unwrap().hermetic
+    assert [r.row for r in operator.unavailable] == ["H7", "H9", "H11"]
+    copy = plan(spec(cwd="/srv/copy", scratch_cwd=True), walked_from="/srv", memory_hits=(hit,)).unwrap()
+    assert [r.row for r in copy.hermetic.declared] == ["H7"]
+    assert "/srv/AGENTS.md" in copy.hermetic.unavailable[-1].why  # type: ignore[union-attr]
+    assert "workspace=embedder-scratch-copy" in copy.user_turn
+
+
+def test_the_walk_visits_ancestors_up_to_root() -> None:
+    assert memory_directories("/tmp", include_start=True) == ("/tmp", "/")
+    assert memory_directories("/a/b/c", include_start=False) == ("/a/b", "/a", "/")
+
+
+def test_the_attestation_names_the_claude_rows() -> None:
+    hermetic = plan(spec(frame_digest="ab" * 32, decisions="frame")).unwrap().hermetic
+    rows = [r.row for r in hermetic.imposed]
+    assert rows == ["H1a", "H1b", "H2", "H3", "H4", "H5", "H6", "H7", "H8", "H10", "H11"]
+    assert hermetic.imposed[9].how == f"frame {'ab' * 32}"
+    assert "the network is not isolated" in hermetic.ambient_inputs
+    assert not any("observe" in item for item in hermetic.ambient_inputs)
+
+
+def test_program_not_found() -> None:
+    assert code(plan_claude_launch(spec(), CALLER, SCRATCH, {})) == "program-not-found"
+
+
+def test_the_caller_environment_never_leaks() -> None:
+    env = plan(spec()).unwrap().environment.as_dict()
+    assert "SHELL" not in env and "GIT_DIR" not in env and "ANTHROPIC_API_KEY" not in env
