@@ -1,0 +1,285 @@
+"""Planning a b10x launch: scratch layout, the child's environment, the program and the argv (spec 40 §3).
+
+Planning is a pure function of the checked run options and the facts gathered around them (the
+caller's environment and working directory, the scratch root, the PATH facts, the context bytes);
+copying, probing and spawning happen around it in the shell. Nothing here starts a process or writes
+a file.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping
+
+import msgspec
+from metaharness.pure.context import (
+    ContextCopy,
+    ContextFileRead,
+    check_argument_sizes,
+    context_record,
+    plan_context_copies,
+)
+from metaharness.pure.environment import (
+    ChildEnvironment,
+    EnvironmentDeclaration,
+    ProgramCandidate,
+    child_environment,
+    credential_posture,
+    path_floor,
+    resolve_program,
+)
+from metaharness.pure.events import ContextFile
+from metaharness.pure.frames import Frame, Operation
+from metaharness.pure.jsonline import sha256_hex
+from metaharness.pure.options import DecisionMode, RunOptions
+from metaharness.pure.refusal import Refusal
+from returns.result import Failure, Result, Success
+
+PROGRAM = "b10x-harness"
+PIN = "0.22.0"
+CONTEXT_CHANNEL = "loop-context"
+
+class B10xLaunchFacts(msgspec.Struct, frozen=True, kw_only=True):
+    """The facts a b10x launch is planned over, gathered by the shell (or given by a library caller):
+    the caller's environment and working directory, the scratch root, the program resolved by
+    :func:`resolve_b10x_program` and the ``--context`` files already read and checked."""
+
+    caller_env: dict[str, str]
+    caller_cwd: str
+    scratch: str
+    program: str
+    context: tuple[ContextFileRead, ...] = ()
+
+
+class PluginCopy(msgspec.Struct, frozen=True):
+    """An operator plugin directory and the scratch copy the loop is handed instead (spec 10 §4.2)."""
+
+    source: str
+    copy: str
+
+
+class B10xLaunch(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything the shell needs to start the loop: ``program`` then ``args`` (argv after argv[0]),
+    the constructed environment, the working directory, the scratch tree and the record's path."""
+
+    program: str
+    args: tuple[str, ...]
+    environment: ChildEnvironment
+    cwd: str
+    scratch: str
+    directories: tuple[str, ...]
+    files: tuple[ContextCopy, ...]
+    plugin_copies: tuple[PluginCopy, ...]
+    context_files: tuple[ContextFile, ...]
+    transcript_path: str
+    answers_on_stdin: bool
+
+    @property
+    def argv(self) -> tuple[str, ...]:
+        return (self.program, *self.args)
+
+
+def child_path(caller_env: Mapping[str, str]) -> str:
+    """The PATH the b10x child gets and the program is resolved on (spec 40 §3.2–§3.3)."""
+    return path_floor(caller_env)
+
+
+def resolve_b10x_program(
+    caller_env: Mapping[str, str], program_facts: Mapping[str, ProgramCandidate]
+) -> Result[str, Refusal]:
+    """``b10x-harness`` resolved on the child's PATH at plan time, the joined path unresolved
+    (spec 40 §3.3); ``program_facts`` are the shell's facts for each candidate. ``program-not-found``
+    names the PATH searched."""
+    return resolve_program(PROGRAM, child_path(caller_env), program_facts)
+
+
+def workspace_of(options: RunOptions, caller_cwd: str, scratch: str) -> str:
+    """``--cwd`` made absolute against the caller's working directory, not symlink-resolved; else
+    ``<scratch>/work`` (spec 40 §3.1)."""
+    if options.cwd is None:
+        return posixpath.join(scratch, "work")
+    return _absolute(options.cwd, caller_cwd)
+
+
+def _absolute(path: str, caller_cwd: str) -> str:
+    return posixpath.normpath(posixpath.join(caller_cwd, path))
+
+
+def approval_arguments(decisions: DecisionMode) -> tuple[str, ...]:
+    """Row 4 of spec 40 §3.4: observe asks about nothing; frame and ask put the ceiling at the floor."""
+    if decisions == "observe":
+        return ("--approve-up-to", "high")
+    return ("--approve-up-to", "low", "--approve", "caller")
+
+
+def plugin_copy_path(scratch: str, position: int, source: str) -> str:
+    """``<scratch>/plugins/<k>/<directory name>``, k 1-based *(design choice)*."""
+    return posixpath.join(scratch, "plugins", str(position), posixpath.basename(source.rstrip("/")) or "plugin")
+
+
+def environment_declaration(options: RunOptions, caller_cwd: str) -> EnvironmentDeclaration:
+    """The credential, toolchain and actor declarations of a b10x run (spec 40 §3.2, spec 30 §8)."""
+    token_file = options.subscription_token_file
+    return EnvironmentDeclaration(
+        kind="b10x",
+        credentials=options.credentials,
+        api_key_secret=options.api_key_secret,
+        subscription_token_file=None if token_file is None else _absolute(token_file, caller_cwd),
+        subscription_token_env=options.subscription_token_env,
+        subscription_token_pointer=options.subscription_token_pointer,
+        toolchain=options.toolchain,
+        actor=options.actor,
+        model_endpoint=options.model_endpoint,
+    )
+
+
+def plan_b10x_launch(options: RunOptions, facts: B10xLaunchFacts) -> Result[B10xLaunch, Refusal]:
+    """The b10x launch, or the refusal that stops it (spec 40 §3, spec 10 §4.5 stages 5 and 8).
+
+    ``options`` have passed stages 1–4; ``facts`` were gathered around them. Refusals:
+    ``api-key-missing``, ``subscription-token-env-unset`` (stage 5), ``denied-environment``,
+    ``argument-too-long`` (stage 8). Nothing is started or written.
+    """
+    declaration = environment_declaration(options, facts.caller_cwd)
+    posture = credential_posture(declaration, facts.caller_env, credential_file_present=False)
+    if isinstance(posture, Failure):
+        return posture
+    environment = child_environment(declaration, facts.caller_env, facts.scratch, posture.unwrap())
+    if isinstance(environment, Failure):
+        return environment
+    scratch = facts.scratch
+    workspace = workspace_of(options, facts.caller_cwd, scratch)
+    plugins = tuple(
+        PluginCopy(_absolute(source, facts.caller_cwd), plugin_copy_path(scratch, k, source))
+        for k, source in enumerate(options.plugin_dir, start=1)
+    )
+    files = plan_context_copies(scratch, facts.context)
+    args = _arguments(options, facts.caller_cwd, workspace, posture.unwrap().loop_arguments, plugins, files)
+    launch = B10xLaunch(
+        program=facts.program,
+        args=args,
+        environment=environment.unwrap(),
+        cwd=workspace,
+        scratch=scratch,
+        directories=_directories(options, scratch, files),
+        files=tuple(sorted(files, key=lambda f: f.destination)),
+        plugin_copies=plugins,
+        context_files=context_record(facts.context, CONTEXT_CHANNEL) or (),
+        transcript_path=posixpath.join(scratch, "loop.jsonl"),
+        answers_on_stdin=options.decisions != "observe",
+    )
+    measured = check_argument_sizes(launch.argv, launch.environment.strings(), facts.context, len(launch.argv) - 1)
+    return measured.map(lambda _: launch)
+
+
+def _directories(options: RunOptions, scratch: str, files: tuple[ContextCopy, ...]) -> tuple[str, ...]:
+    """The scratch directories to create (0700), parents first."""
+    wanted = [posixpath.join(scratch, "config")]
+    if options.cwd is None:
+        wanted.append(posixpath.join(scratch, "work"))
+    for item in files:
+        parent = posixpath.dirname(item.destination)
+        chain = []
+        while parent != scratch and parent not in wanted and parent not in chain:
+            chain.append(parent)
+            parent = posixpath.dirname(parent)
+        wanted.extend(reversed(chain))
+    return tuple(wanted)
+
+
+def _arguments(
+    options: RunOptions,
+    caller_cwd: str,
+    workspace: str,
+    credential_arguments: tuple[str, ...],
+    plugins: tuple[PluginCopy, ...],
+    files: tuple[ContextCopy, ...],
+) -> tuple[str, ...]:
+    """argv after argv[0], rows 1–13 of spec 40 §3.4 in this exact order."""
+    assert options.model is not None and options.model_endpoint is not None, "stage 4 requires both on b10x"
+    args: list[str] = ["run", "--execution-path", "metaharness", "--json", *approval_arguments(options.decisions)]
+    args += ["--no-session", "--workspace", workspace, "--base-url", options.model_endpoint, "--model", options.model]
+    if options.model_wire is not None:
+        args += ["--wire", options.model_wire]
+    args += credential_arguments
+    if options.hooks is not None:
+        args += ["--hooks", _absolute(options.hooks, caller_cwd)]
+    if options.toolchain is not None:
+        args += ["--toolchain", options.toolchain]
+    if options.driver is not None:
+        args += ["--driver", _absolute(options.driver, caller_cwd)]
+    for glob, scope in options.write_scope:
+        args += ["--write-scope", f"{glob}={scope}"]
+    if options.scope_announce == "silent":
+        args += ["--scope-announce", "silent"]
+    if options.prices is not None:
+        args += ["--prices", _absolute(options.prices, caller_cwd)]
+    if options.substrate is not None:
+        args += ["--substrate", _absolute(options.substrate, caller_cwd)]
+    elif options.substrate_embedded:
+        args.append("--substrate-embedded")
+    if options.cgroup_root is not None:
+        args += ["--cgroup-root", _absolute(options.cgroup_root, caller_cwd)]
+    for program in options.allow_program:
+        args += ["--allow-program", program]
+    if options.max_turns is not None:
+        args += ["--max-turns", str(options.max_turns)]
+    for plugin in plugins:
+        args += ["--plugin-dir", plugin.copy]
+    for item in files:
+        args += ["--context", item.destination]
+    args += ["--input", options.prompt if options.prompt is not None else ""]
+    return tuple(args)
+
+
+def launch_fixture(launch: B10xLaunch) -> dict[str, object]:
+    """The C1 conformance fixture of a launch (spec 40 §10): program, args, env, cwd, files sorted by
+    path as {path, sha256, bytes}, and ``context_files`` when any was declared."""
+    fixture: dict[str, object] = {
+        "program": launch.program,
+        "args": list(launch.args),
+        "env": launch.environment.as_dict(),
+        "cwd": launch.cwd,
+        "files": [{"path": f.destination, "sha256": sha256_hex(f.data), "bytes": len(f.data)} for f in launch.files],
+    }
+    if launch.context_files:
+        fixture["context_files"] = [msgspec.to_builtins(item) for item in launch.context_files]
+    return fixture
+
+
+UNASKED_READS = ("file.read", "dir.list", "search")
+"""The reads the loop runs unasked below its lowest ceiling, which a b10x frame must admit (spec 40 §4)."""
+
+
+def check_frame_admissible(frame: Frame) -> Result[Frame, Refusal]:
+    """``frame-inadmissible`` (spec 40 §4): the frame must admit ``file.read``, ``dir.list`` and
+    ``search`` in its operations and in every subject rule (operations first, then the rules in
+    order), and a frame with ``subjects`` must end in a ``**`` or ``file:**`` rule."""
+    where: str | None = None
+    missing = _first_missing(frame.operations)
+    if missing is not None:
+        where = "in its operations"
+    for number, rule in enumerate(frame.subjects or (), start=1):
+        if where is not None:
+            break
+        missing = _first_missing(rule.operations)
+        if missing is not None:
+            where = f"in subject rule {number} ({rule.subject})"
+    if where is None and frame.subjects is not None and (not frame.subjects or frame.subjects[-1].subject not in ("**", "file:**")):
+        missing = UNASKED_READS[0]
+        where = "for subjects no rule matches (the last rule must be ** or file:**)"
+    if where is None:
+        return Success(frame)
+    return Failure(
+        Refusal(
+            "frame-inadmissible",
+            f"the frame {frame.digest} does not admit {missing} {where}: the loop runs reads unasked below its "
+            "lowest approval ceiling (low), so metaharness cannot decide them, and a frame that narrowed them "
+            "would be recorded as enforced when it is not",
+        )
+    )
+
+
+def _first_missing(operations: tuple[Operation, ...]) -> str | None:
+    names = {operation.op for operation in operations}
+    return next((op for op in UNASKED_READS if op not in names), None)

@@ -1,0 +1,181 @@
+"""The loop's ``--json`` record kinds as typed structs (spec 60 §2, read by spec 40 §5).
+
+Every field a 0.22.0 record may leave out, and every field an older loop never wrote, has a default, so
+a record of an older or newer loop still reads; unknown fields are ignored. A line that is not one of
+these shapes is ``opaque`` to the seam.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeAlias
+
+import msgspec
+from msgspec import Struct
+
+
+class _Record(Struct, frozen=True, kw_only=True, tag_field="kind", forbid_unknown_fields=False):
+    """One record line; the tag is its ``kind``."""
+
+
+class WithheldEntry(Struct, frozen=True, kw_only=True, forbid_unknown_fields=False):
+    """An unpublished catalogue entry and why; missing strings read ``""`` (spec 40 §5.2)."""
+
+    tool: str = ""
+    reason: str = ""
+
+
+class Started(_Record, tag="started"):
+    model: str | None = None
+    workspace: str | None = None
+    published_tools: tuple[str, ...] | None = None
+    operations: tuple[str, ...] | None = None
+    withheld: tuple[WithheldEntry, ...] | None = None
+    skills: tuple[str, ...] | None = None
+    agents: tuple[str, ...] | None = None
+    credential_source: str | None = None
+
+
+class CredentialRenewed(_Record, tag="credential-renewed"):
+    source: str = ""
+    provider: str = ""
+    expires_unix: int | None = None
+    refresh_token_rotated: bool = False
+
+
+class Rates(_Record, tag="rates"):
+    pass
+
+
+class TurnStarted(_Record, tag="turn-started"):
+    turn: int
+
+
+class TextDelta(_Record, tag="text-delta"):
+    text: str
+
+
+class ReasoningDelta(_Record, tag="reasoning-delta"):
+    text: str
+
+
+class ToolArgumentsDelta(_Record, tag="tool-arguments-delta"):
+    pass
+
+
+class TurnRetried(_Record, tag="turn-retried"):
+    turn: int
+    attempt: int
+    reason: str
+
+
+class Compacted(_Record, tag="compacted"):
+    elided_results: int | None = None
+    elided_bytes: int | None = None
+    summarised_items: int | None = None
+    bytes_before: int | None = None
+    bytes_after: int | None = None
+
+
+class Usage(_Record, tag="usage"):
+    model: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_input_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
+
+
+class Cost(_Record, tag="cost"):
+    micro_usd: int
+
+
+class ToolRequested(_Record, tag="tool-requested"):
+    call_id: str
+    name: str
+    arguments: Any = None
+
+
+class ApprovalRequired(_Record, tag="approval-required"):
+    call_id: str
+    name: str = ""
+
+
+class ApprovalResolved(_Record, tag="approval-resolved"):
+    call_id: str
+    approved: bool
+
+
+class ToolCompleted(_Record, tag="tool-completed"):
+    call_id: str
+    failed: bool
+
+
+class Warning(_Record, tag="warning"):
+    code: str
+    message: str
+
+
+class Answered(_Record, tag="answered"):
+    value: Any = None
+
+
+class HookRan(_Record, tag="hook-ran"):
+    decision: str
+    reason: str | None = None
+    program: str | None = None
+
+
+class Finished(_Record, tag="finished"):
+    stop: Any = None
+    turns: int | None = None
+
+
+class Refused(_Record, tag="refused"):
+    reason: str
+
+
+class Session(_Record, tag="session"):
+    id: str
+    path: str
+
+
+Record: TypeAlias = (
+    Started
+    | CredentialRenewed
+    | Rates
+    | TurnStarted
+    | TextDelta
+    | ReasoningDelta
+    | ToolArgumentsDelta
+    | TurnRetried
+    | Compacted
+    | Usage
+    | Cost
+    | ToolRequested
+    | ApprovalRequired
+    | ApprovalResolved
+    | ToolCompleted
+    | Warning
+    | Answered
+    | HookRan
+    | Finished
+    | Refused
+    | Session
+)
+
+_DECODER = msgspec.json.Decoder(Record)
+_ANY = msgspec.json.Decoder()
+
+
+def read_record(line: bytes) -> Record | str | None:
+    """The typed record of one line; else its ``kind`` when it is an object with a string ``kind``
+    (an unknown or malformed record); else ``None`` (not a JSON object, or no string ``kind``)."""
+    try:
+        return _DECODER.decode(line)
+    except msgspec.DecodeError:
+        pass
+    try:
+        raw = _ANY.decode(line)
+    except msgspec.DecodeError:
+        return None
+    kind = raw.get("kind") if isinstance(raw, dict) else None
+    return kind if isinstance(kind, str) else None

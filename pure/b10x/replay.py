@@ -1,0 +1,87 @@
+"""``replay b10x``: a retained loop record mapped offline through the live seam (spec 10 §10, spec 40 §5).
+
+Replay plans no launch, probes nothing and arms no deadline: no plan-time warning, ``transcript``
+``{path, null, null}``, an empty attestation with the replay's mode, ``process`` unknown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import msgspec
+from metaharness.pure.b10x.seam import Answer, SeamSettings, SeamState, end_of_record, open_seam, read_line, wind_up
+from metaharness.pure.events import Hermetic, StreamClosed, Transcript, UnknownProcess
+from metaharness.pure.frames import Frame
+from metaharness.pure.options import DecisionMode, HermeticMode
+
+
+class ReplayOutcome(msgspec.Struct, frozen=True):
+    """The stream's bytes, the answer lines metaharness would have written, and the closing reason."""
+
+    stream: bytes
+    answers: bytes
+    reason: str
+
+
+def replay_hermetic(mode: HermeticMode, decisions: DecisionMode) -> Hermetic:
+    """The attestation a replay records (spec 10 §10): the mode and decisions, every list empty."""
+    return Hermetic(
+        mode=mode, decisions=decisions, imposed=(), declared=(), unavailable=(), ambient_inputs=(), installed_plugins=()
+    )
+
+
+def replay_settings(
+    *,
+    run: str = "replay",
+    decisions: DecisionMode = "observe",
+    frame: Frame | None = None,
+    hermetic: HermeticMode = "off",
+    harness_version: str | None = None,
+    model: str | None = None,
+    transcript_path: str,
+) -> SeamSettings:
+    """The seam settings of a replay with the options of spec 10 §10."""
+    return SeamSettings(
+        run=run,
+        mode=decisions,
+        model=model,
+        harness_version=harness_version,
+        transcript=Transcript(path=transcript_path, digest=None, bytes=None),
+        hermetic=replay_hermetic(hermetic, decisions),
+        frame=frame,
+    )
+
+
+def record_lines(record: bytes) -> Iterator[tuple[int, bytes]]:
+    """Each line of a record, numbered from 1 with blank lines counted, its ``\\n`` stripped; a final
+    line without a terminator is still a line."""
+    lines = record.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return enumerate(lines, start=1)
+
+
+def replay_b10x(settings: SeamSettings, record: bytes) -> ReplayOutcome:
+    """Map ``record`` through the seam and the wind-up a live run uses; nothing is invented."""
+    stream: list[bytes] = []
+    answers: list[bytes] = []
+
+    def perform(effects: tuple[object, ...]) -> None:
+        for effect in effects:
+            if isinstance(effect, bytes):
+                stream.append(effect)
+            elif isinstance(effect, Answer):
+                answers.append(effect.line)
+
+    state: SeamState
+    state, effects = open_seam(settings)
+    perform(effects)
+    for number, line in record_lines(record):
+        state, effects = read_line(state, number, line)
+        perform(effects)
+    state, effects = end_of_record(state)
+    perform(effects)
+    state, effects = wind_up(state, process=UnknownProcess())
+    perform(effects)
+    closed = msgspec.json.decode(stream[-1], type=StreamClosed)
+    return ReplayOutcome(b"".join(stream), b"".join(answers), closed.reason)

@@ -1,0 +1,797 @@
+"""The b10x seam: the loop's ``--json`` record read into ``metaharness.event/1`` (spec 40 §5–§6).
+
+One reader serves live runs, ``replay b10x`` and conformance. :func:`open_seam` starts a stream (with
+any plan-time warnings), :func:`read_line` maps one record line, :func:`end_of_record` releases what
+the end of the record releases, and :func:`wind_up` closes the stream. Each returns the new state and
+the effects to perform, in order: event lines for stdout (``bytes``), answer lines for the loop's
+stdin (:class:`Answer`) and deadlines to arm (:class:`Arm`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeAlias, cast
+
+import msgspec
+from metaharness.pure.admission import admit_call
+from metaharness.pure.b10x import records as rec
+from metaharness.pure.events import (
+    Abstain,
+    Allow,
+    Census,
+    ContextFile,
+    Decision,
+    Deny,
+    Event,
+    FinalAnswer,
+    Hermetic,
+    Opaque,
+    Process,
+    Replace,
+    SessionEnded,
+    SessionStarted,
+    Stream,
+    Text,
+    Thinking,
+    ToolDecided,
+    ToolRequested,
+    ToolResult,
+    Transcript,
+    TurnStarted,
+    Usage,
+    UsageReported,
+    WarningRaised,
+    Withheld,
+    closing_marker,
+    stamp,
+)
+from metaharness.pure.frames import Frame, Operation
+from metaharness.pure.jsonline import canonical, compact, sha256_hex
+from metaharness.pure.options import DecisionMode
+from metaharness.pure.run_stages import (
+    VENDOR_BUDGET_MS,
+    closing_reason,
+    deadline_reason,
+    decision_deadline,
+    no_terminal_record,
+)
+from msgspec import UNSET, Struct
+
+ADAPTER = "b10x"
+ADAPTER_CLASS = "direct_provider"
+BUDGET_STOPS = frozenset(
+    {"max-turns", "max-input-tokens", "max-output-tokens", "max-cost", "deadline", "budget-exhausted"}
+)
+"""The b10x budget words: a stop of one of these kinds closes the stream ``budget`` (spec 40 §5.3)."""
+
+SEAM_DECIDABLE = ("file_write", "file_edit", "run")
+"""The tools the loop asks about with its ceiling at ``low`` (spec 40 §6)."""
+
+_OPERATIONS = {
+    "file_read": "file.read",
+    "file_write": "file.write",
+    "file_edit": "file.edit",
+    "dir_list": "dir.list",
+    "search": "search",
+    "run": "shell",
+}
+"""The rendering of spec 40 §7 read backwards: a loop tool's operation."""
+
+ABSTAIN_REASON = (
+    "metaharness abstained on this call and the loop's approval grammar has no word for abstaining, "
+    "so the call is refused; nothing ran"
+)
+REPLACE_REASON = (
+    "metaharness decided to run this call with a replaced input and the loop's approval grammar cannot "
+    "carry one, so the call is refused; nothing ran"
+)
+UNEXPECTED_REASON = "metaharness held no announcement of this call, so it cannot decide it; nothing ran"
+NO_FRAME_MESSAGE = (
+    "this run is in frame mode and no frame is in force, so nothing narrowed this call; the record says so "
+    "rather than claiming a frame decided it"
+)
+UNVERIFIED_TIER_MESSAGE = (
+    "this run's decisions travel on the b10x caller seam and the call tier is declared unverified: the loop "
+    "asks only about calls above its approval ceiling (low), so reads run unasked"
+)
+
+
+class Answer(Struct, frozen=True):
+    """One answer line for the loop's stdin, ``\\n`` included (spec 40 §6 step 3)."""
+
+    call_id: str
+    line: bytes
+
+
+class Arm(Struct, frozen=True):
+    """Arm the deadline of an asked call now that its ``tool.requested`` line is written (spec 20 §8.5)."""
+
+    call_id: str
+
+
+Effect: TypeAlias = bytes | Answer | Arm
+
+
+class SeamSettings(Struct, frozen=True, kw_only=True):
+    """What a run fixes before its record is read (spec 40 §5.2): the decision mode, ``--model``, the
+    probed (or replay's) harness version, the transcript, the context files, the attestation, the frame
+    in force (its digest; ``frame`` is the loaded document the run decides by) and the deadline."""
+
+    run: str
+    mode: DecisionMode
+    model: str | None = None
+    harness_version: str | None = None
+    transcript: Transcript
+    context_files: tuple[ContextFile, ...] = ()
+    hermetic: Hermetic
+    frame: Frame | None = None
+    vendor_budget_ms: int = VENDOR_BUDGET_MS
+
+    @property
+    def frame_digest(self) -> str | None:
+        return None if self.frame is None else self.frame.digest
+
+    @property
+    def deadline_ms(self) -> int:
+        return decision_deadline(self.vendor_budget_ms)
+
+
+class Held(Struct, frozen=True):
+    """A ``tool-requested`` held until the record shows whether the loop asks about it (spec 40 §5)."""
+
+    call_id: str
+    name: str
+    arguments: Any
+
+
+class SeamState(Struct, frozen=True, kw_only=True):
+    """Where the reading of one record stands."""
+
+    settings: SeamSettings
+    stream: Stream
+    held: Held | None = None
+    attempt: tuple[Event, ...] | None = None
+    turn_text: str = ""
+    started: bool = False
+    stop: str | None = None
+    answered: bytes | None = None
+    cost: int | None = None
+    delegated: bool = False
+    census: Census = Census(allowed=0, denied=0, replaced=0, abstained=0, by_seam={}, by_decider={})
+    presented: dict[str, str] = msgspec.field(default_factory=dict)
+    pending: dict[str, Held] = msgspec.field(default_factory=dict)
+    closed_calls: frozenset[str] = frozenset()
+    answers: dict[str, tuple[bool, bytes]] = msgspec.field(default_factory=dict)
+    no_frame_warned: bool = False
+
+
+class _Out:
+    """The effects one step produces, with the stream and census they advance (local to one call)."""
+
+    def __init__(self, state: SeamState) -> None:
+        self.stream = state.stream
+        self.census = state.census
+        self.effects: list[Effect] = []
+
+    def emit(self, payload: Event) -> None:
+        self.stream, line = stamp(self.stream, payload)
+        self.effects.append(line)
+        if isinstance(payload, ToolDecided):
+            self.census = _counted(self.census, payload)
+
+    def finish(self, state: SeamState, **changes: Any) -> tuple[SeamState, tuple[Effect, ...]]:
+        new = msgspec.structs.replace(state, stream=self.stream, census=self.census, **changes)
+        return new, tuple(self.effects)
+
+
+def _counted(census: Census, decided: ToolDecided) -> Census:
+    """One more decision in the census (spec 20 §9)."""
+    kind = decided.decision
+    by_seam = dict(census.by_seam)
+    by_seam[decided.seam] = by_seam.get(decided.seam, 0) + 1
+    by_decider = dict(census.by_decider)
+    by_decider[decided.decided_by] = by_decider.get(decided.decided_by, 0) + 1
+    return Census(
+        allowed=census.allowed + isinstance(kind, Allow),
+        denied=census.denied + isinstance(kind, Deny),
+        replaced=census.replaced + isinstance(kind, Replace),
+        abstained=census.abstained + isinstance(kind, Abstain),
+        by_seam=by_seam,
+        by_decider=by_decider,
+    )
+
+
+def warning(code: str, message: str) -> WarningRaised:
+    return WarningRaised(code=code, message=message)
+
+
+def version_off_pin(program: str, found: str | None, pins: tuple[str, ...]) -> WarningRaised | None:
+    """The plan-time ``VERSION_OFF_PIN`` of spec 40 §3.3 (spec 20 §3 wording), or ``None`` on the pin."""
+    joined = ", ".join(pins)
+    if found is None:
+        return warning(
+            "VERSION_OFF_PIN",
+            f"{program} reports no readable version; the adapter is pinned to {joined}, so this run is "
+            "unverified rather than refused",
+        )
+    if found in pins:
+        return None
+    return warning(
+        "VERSION_OFF_PIN",
+        f"{program} reports {found}; the adapter is pinned to {joined}, so this run is unverified rather than refused",
+    )
+
+
+def open_seam(
+    settings: SeamSettings, plan_warnings: tuple[WarningRaised, ...] = ()
+) -> tuple[SeamState, tuple[Effect, ...]]:
+    """A new stream: the plan-time warnings (``VERSION_OFF_PIN`` first), then under frame and ask the
+    ``UNVERIFIED_TIER`` warning (spec 40 §8); replay passes none and gets no ``UNVERIFIED_TIER``."""
+    state = SeamState(settings=settings, stream=Stream(settings.run))
+    out = _Out(state)
+    for item in plan_warnings:
+        out.emit(item)
+    return out.finish(state)
+
+
+def unverified_tier() -> WarningRaised:
+    """The ``UNVERIFIED_TIER`` warning a live frame or ask run begins with (spec 40 §8)."""
+    return warning("UNVERIFIED_TIER", UNVERIFIED_TIER_MESSAGE)
+
+
+def read_line(state: SeamState, number: int, line: bytes) -> tuple[SeamState, tuple[Effect, ...]]:
+    """Map record line ``number`` (1-based, blank lines counted), its terminator already stripped."""
+    if not line.strip():
+        return state, ()
+    record = rec.read_record(line)
+    out = _Out(state)
+    changes: dict[str, Any] = {}
+    held = state.held
+    if held is not None and not (isinstance(record, rec.ApprovalRequired) and record.call_id == held.call_id):
+        _release(state, out, held, changes)
+    if isinstance(record, rec.TextDelta | rec.ReasoningDelta | rec.Warning | rec.ToolArgumentsDelta):
+        _buffered(state, out, record, changes)
+    elif isinstance(record, rec.TurnRetried):
+        _retried(state, out, record, changes)
+    else:
+        _flush(state, out, changes)
+        _map(state, out, record, number, line, changes)
+    return out.finish(state, **changes)
+
+
+def _opaque(line: bytes, number: int, subtype: str | None) -> Opaque:
+    return Opaque(vendor_type=ADAPTER, vendor_subtype=subtype, digest=sha256_hex(line), source_line=number)
+
+
+def _buffered(state: SeamState, out: _Out, record: rec.Record, changes: dict[str, Any]) -> None:
+    """Deltas and loop warnings: buffered while an attempt is open, else emitted (spec 40 §5)."""
+    if isinstance(record, rec.ToolArgumentsDelta):
+        return
+    payload: Event
+    if isinstance(record, rec.TextDelta):
+        payload = Text(text=record.text, request_id=None)
+    elif isinstance(record, rec.ReasoningDelta):
+        payload = Thinking(text=record.text, request_id=None)
+    else:
+        payload = warning(cast(rec.Warning, record).code, cast(rec.Warning, record).message)
+    attempt = changes.get("attempt", state.attempt)
+    if attempt is not None:
+        changes["attempt"] = (*attempt, payload)
+        return
+    _emit_text(state, out, payload, changes)
+
+
+def _emit_text(state: SeamState, out: _Out, payload: Event, changes: dict[str, Any]) -> None:
+    out.emit(payload)
+    if isinstance(payload, Text):
+        changes["turn_text"] = changes.get("turn_text", state.turn_text) + payload.text
+
+
+def _flush(state: SeamState, out: _Out, changes: dict[str, Any]) -> None:
+    """Emit an open attempt's buffer in order and close the attempt."""
+    attempt = changes.get("attempt", state.attempt)
+    if attempt is None:
+        return
+    for payload in attempt:
+        _emit_text(state, out, payload, changes)
+    changes["attempt"] = None
+
+
+def _retried(state: SeamState, out: _Out, record: rec.TurnRetried, changes: dict[str, Any]) -> None:
+    """Drop the interrupted attempt's deltas, emit the rest, say so, open a new attempt (spec 40 §5)."""
+    attempt = changes.get("attempt", state.attempt) or ()
+    dropped = sum(isinstance(payload, Text | Thinking) for payload in attempt)
+    for payload in attempt:
+        if not isinstance(payload, Text | Thinking):
+            out.emit(payload)
+    out.emit(
+        warning(
+            "attempt-discarded",
+            f"turn {record.turn} was interrupted and is being retried (retry {record.attempt}): {record.reason}; "
+            f"{dropped} streamed delta(s) from the interrupted attempt were discarded",
+        )
+    )
+    changes["attempt"] = ()
+
+
+def _map(
+    state: SeamState, out: _Out, record: rec.Record | str | None, number: int, line: bytes, changes: dict[str, Any]
+) -> None:
+    """Every record that is not buffered (spec 40 §5.1)."""
+    settings = state.settings
+    if record is None or isinstance(record, str):
+        out.emit(_opaque(line, number, record))
+    elif isinstance(record, rec.Started):
+        if state.started:
+            out.emit(_opaque(line, number, "started"))
+            return
+        changes["started"] = True
+        out.emit(session_started(settings, record))
+        if settings.mode != "observe":
+            gap = [tool for tool in record.published_tools or () if tool not in SEAM_DECIDABLE]
+            if gap:
+                out.emit(
+                    warning(
+                        "COVERAGE_GAP",
+                        f"the caller seam cannot decide {', '.join(gap)}: the loop runs them unasked below its "
+                        "approval ceiling",
+                    )
+                )
+    elif isinstance(record, rec.TurnStarted):
+        out.emit(TurnStarted(turn=record.turn, frame_digest=settings.frame_digest))
+        changes["attempt"] = ()
+        changes["turn_text"] = ""
+    elif isinstance(record, rec.Usage):
+        out.emit(usage_event(record, settings.model))
+    elif isinstance(record, rec.Cost):
+        changes["cost"] = (state.cost or 0) + record.micro_usd
+    elif isinstance(record, rec.ToolRequested):
+        held = Held(record.call_id, record.name, record.arguments)
+        if settings.mode == "observe":
+            out.emit(tool_requested(held, False, None, "none"))
+        else:
+            changes["held"] = held
+    elif isinstance(record, rec.ApprovalRequired):
+        _question(state, out, record, changes)
+    elif isinstance(record, rec.ApprovalResolved):
+        _resolved(state, out, record)
+    elif isinstance(record, rec.ToolCompleted):
+        out.emit(
+            ToolResult(
+                exit_code=None,
+                outcome_source=None,
+                call_id=record.call_id,
+                is_error=record.failed,
+                content=None,
+                bytes=None,
+                tool_use_result=None,
+            )
+        )
+    elif isinstance(record, rec.Answered):
+        changes["answered"] = compact(record.value)
+    elif isinstance(record, rec.HookRan):
+        _hook(out, record, line, number)
+    elif isinstance(record, rec.Finished):
+        if state.stop is not None:
+            out.emit(_opaque(line, number, "finished"))
+            return
+        stop = stop_kind(record.stop)
+        changes["stop"] = stop
+        ended = session_ended(state, changes, record, stop, out.census)
+        out.emit(ended)
+    else:
+        _noted(out, record)
+
+
+def _noted(out: _Out, record: rec.Record) -> None:
+    """Records read into a warning, or into nothing (spec 40 §5.1)."""
+    if isinstance(record, rec.CredentialRenewed):
+        expiry = f"expires_unix {record.expires_unix}" if record.expires_unix is not None else "expiry unknown"
+        rotated = "true" if record.refresh_token_rotated else "false"
+        out.emit(
+            warning(
+                "credential-renewed",
+                f"the loop renewed the {record.provider} credential at {record.source} ({expiry}; refresh token "
+                f"rotated: {rotated})",
+            )
+        )
+    elif isinstance(record, rec.Compacted):
+
+        def number(value: int | None) -> str:
+            return "unknown" if value is None else str(value)
+
+        out.emit(
+            warning(
+                "compacted",
+                f"the loop compacted the conversation: {number(record.elided_results)} result(s) elided "
+                f"({number(record.elided_bytes)} bytes), {number(record.summarised_items)} item(s) summarised, "
+                f"{number(record.bytes_before)} → {number(record.bytes_after)} bytes",
+            )
+        )
+    elif isinstance(record, rec.Refused):
+        out.emit(warning("loop-refused", record.reason))
+    elif isinstance(record, rec.Session):
+        out.emit(
+            warning(
+                "session-written",
+                f"the loop wrote session {record.id} to {record.path} although it was launched with --no-session",
+            )
+        )
+
+
+def _hook(out: _Out, record: rec.HookRan, line: bytes, number: int) -> None:
+    """``hook-ran``: ``block`` and ``failed`` are warnings, ``proceed`` nothing (spec 40 §5.1)."""
+    if record.decision == "block":
+        out.emit(warning("hook-refused", record.reason or "a hook refused the call and gave no reason"))
+    elif record.decision == "failed":
+        out.emit(warning("hook-failed", record.reason or record.program or "a hook could not be consulted"))
+    elif record.decision != "proceed":
+        out.emit(_opaque(line, number, "hook-ran"))
+
+
+def session_started(settings: SeamSettings, record: rec.Started) -> SessionStarted:
+    """``session.started`` from the loop's ``started`` (spec 40 §5.2)."""
+    withheld = (
+        None
+        if record.withheld is None
+        else tuple(Withheld(tool=entry.tool, reason=entry.reason) for entry in record.withheld)
+    )
+    return SessionStarted(
+        adapter=ADAPTER,
+        adapter_class=ADAPTER_CLASS,
+        harness_version=settings.harness_version,
+        session_id=None,
+        model=record.model if record.model is not None else settings.model,
+        permission_mode=None,
+        credential_source=record.credential_source,
+        output_style=None,
+        cwd=record.workspace,
+        offered_tools=record.published_tools,
+        available_operations=record.operations if record.operations is not None else UNSET,
+        withheld=withheld,
+        slash_commands=None,
+        skills=record.skills if record.skills is not None else (),
+        agents=record.agents if record.agents is not None else (),
+        plugins=None,
+        mcp_servers=(),
+        inputs_digest=None,
+        transcript=settings.transcript,
+        context_files=settings.context_files if settings.context_files else UNSET,
+        hermetic=settings.hermetic,
+    )
+
+
+def usage_event(record: rec.Usage, model: str | None) -> UsageReported:
+    """``usage`` from the loop's ``usage``: cached input read as cache reads (spec 40 §5.1)."""
+    return UsageReported(
+        request_id=None,
+        model=record.model if record.model is not None else model,
+        usage=Usage(
+            input_tokens=record.input_tokens,
+            output_tokens=record.output_tokens,
+            cache_read_input_tokens=record.cached_input_tokens,
+            cache_creation_input_tokens=record.cache_creation_input_tokens,
+            service_tier=None,
+            thinking_tokens=None,
+            iterations=None,
+            speed=None,
+            cost_usd=None,
+        ),
+    )
+
+
+def stop_kind(stop: Any) -> str:
+    """The stop kind of a ``finished`` record, ``unknown`` when missing (spec 40 §5.3)."""
+    if isinstance(stop, dict) and isinstance(stop.get("kind"), str):
+        return cast(str, stop["kind"])
+    return stop if isinstance(stop, str) else "unknown"
+
+
+def cost_total(micro_usd: int) -> msgspec.Raw:
+    """The micro-dollar sum as a plain decimal: integer part, ``.``, the six-digit remainder with
+    trailing zeros removed, at least one digit (spec 40 §5.3: 1234 → 0.001234, 2500000 → 2.5)."""
+    whole, remainder = divmod(micro_usd, 1_000_000)
+    fraction = f"{remainder:06d}".rstrip("0") or "0"
+    return msgspec.Raw(f"{whole}.{fraction}".encode())
+
+
+def session_ended(
+    state: SeamState, changes: dict[str, Any], record: rec.Finished, stop: str, census: Census
+) -> SessionEnded:
+    """``session.ended`` from ``finished`` (spec 40 §5.3)."""
+    turns = record.turns
+    if turns is None and isinstance(record.stop, dict) and isinstance(record.stop.get("turns"), int):
+        turns = record.stop["turns"]
+    answered = changes.get("answered", state.answered)
+    text = answered.decode() if answered is not None else changes.get("turn_text", state.turn_text)
+    final = FinalAnswer(text=text, turn_id=None) if stop == "completed" and text else None
+    cost = changes.get("cost", state.cost)
+    return SessionEnded(
+        final_answer=final,
+        observed_models=None,
+        is_error=stop != "completed",
+        subtype=stop,
+        stop_reason=None,
+        terminal_reason=stop,
+        api_error_status=None,
+        num_turns=turns,
+        duration_ms=None,
+        duration_api_ms=None,
+        ttft_ms=None,
+        time_to_request_ms=None,
+        total_cost_usd=None if cost is None else cast(float, cost_total(cost)),
+        permission_denials=(),
+        subagents_spawned=None if state.delegated else 0,
+        usage=None,
+        model_usage=None,
+        census=census,
+    )
+
+
+def call_operations(name: str, arguments: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A call's operations and subjects from the flat entry's own arguments (spec 40 §5.4)."""
+    args = arguments if isinstance(arguments, dict) else {}
+    if name == "tool_invoke":
+        inner = args.get("name")
+        return call_operations(inner, args.get("arguments")) if isinstance(inner, str) else ((), ())
+    operation = _OPERATIONS.get(name)
+    operations = (operation,) if operation is not None else ()
+    if name in ("file_read", "file_write", "file_edit"):
+        path = args.get("path")
+        return operations, (f"file:{path}",) if isinstance(path, str) else ()
+    if name in ("dir_list", "search", "find"):
+        path = args.get("path", ".")
+        return operations, (f"file:{path}",) if isinstance(path, str) else ()
+    if name == "run":
+        argv = args.get("argv")
+        first = argv[0] if isinstance(argv, list) and argv else None
+        return operations, (f"proc:{first}",) if isinstance(first, str) else ()
+    return (), ()
+
+
+def tool_requested(held: Held, required: bool, deadline_ms: int | None, seam: str) -> ToolRequested:
+    """``tool.requested`` for a call, its operations and subjects omitted when none (spec 20 §2.2)."""
+    operations, subjects = call_operations(held.name, held.arguments)
+    return ToolRequested(
+        call_id=held.call_id,
+        name=held.name,
+        input=held.arguments,
+        operations=operations if operations else UNSET,
+        subjects=subjects if subjects else UNSET,
+        decision_required=required,
+        deadline_ms=deadline_ms,
+        seam=seam,
+    )
+
+
+def _release(state: SeamState, out: _Out, held: Held, changes: dict[str, Any]) -> None:
+    """A held call the loop did not ask about: recorded on seam ``none``, never decided (spec 40 §5)."""
+    _flush(state, out, changes)
+    out.emit(tool_requested(held, False, None, "none"))
+    changes["held"] = None
+
+
+def end_of_record(state: SeamState) -> tuple[SeamState, tuple[Effect, ...]]:
+    """The record ended: a held call is released unasked and an open attempt's buffer is emitted
+    (spec 40 §5). No terminal record is invented."""
+    out = _Out(state)
+    changes: dict[str, Any] = {}
+    if state.held is not None:
+        _release(state, out, state.held, changes)
+    _flush(state, out, changes)
+    return out.finish(state, **changes)
+
+
+def request_digest(call_id: str, name: str, arguments: Any) -> str:
+    """The correlation digest of spec 20 §8.4 over ``{"call_id","input","name"}``, keys sorted."""
+    return sha256_hex(canonical({"call_id": call_id, "input": arguments, "name": name}))
+
+
+def answer_line(call_id: str, decision: Decision) -> bytes:
+    """The caller-seam answer line, byte-exact (spec 40 §6 step 3): allow, or deny with the reason;
+    abstain and replace are written as a deny that says why."""
+    if isinstance(decision, Allow):
+        return compact({"call_id": call_id, "decision": "allow"}) + b"\n"
+    if isinstance(decision, Deny):
+        reason = decision.reason
+    elif isinstance(decision, Abstain):
+        reason = ABSTAIN_REASON
+    else:
+        reason = REPLACE_REASON
+    return compact({"call_id": call_id, "decision": "deny", "reason": reason}) + b"\n"
+
+
+def _question(state: SeamState, out: _Out, record: rec.ApprovalRequired, changes: dict[str, Any]) -> None:
+    """An ``approval-required``: under observe nothing; under frame and ask the held call becomes a
+    question (spec 40 §6 step 2), or an unexpected one is denied (spec 40 §6, unexpected question)."""
+    settings = state.settings
+    if settings.mode == "observe":
+        return
+    held = state.held
+    if held is None or held.call_id != record.call_id:
+        _decided(
+            state,
+            out,
+            Held(record.call_id, record.name, None),
+            Deny(reason=UNEXPECTED_REASON),
+            "adapter",
+            None,
+            changes,
+        )
+        out.emit(
+            warning(
+                "approval-unexpected",
+                f"the loop asked about {record.call_id}, which metaharness was not holding as a question",
+            )
+        )
+        return
+    changes["held"] = None
+    _present(state, out, held, changes)
+
+
+def _present(state: SeamState, out: _Out, held: Held, changes: dict[str, Any]) -> None:
+    """Present an asked call on the ``control_request`` seam and decide it (spec 20 §8.2–§8.4): frame
+    decides at once; ask lets a frame deny first and otherwise waits for the embedder or the deadline."""
+    settings = state.settings
+    call_id = held.call_id
+    digest = request_digest(call_id, held.name, held.arguments)
+    earlier = state.presented.get(call_id)
+    if earlier is not None:
+        out.emit(tool_requested(held, False, None, "control_request"))
+        if earlier != digest:
+            out.emit(
+                warning(
+                    "REQUEST_MUTATED",
+                    f"call {call_id} was presented again with a different input; the "
+                    "correlation key is the call id plus the digest of the request as presented, so the "
+                    "earlier decision does not carry over",
+                )
+            )
+            _decided(
+                state,
+                out,
+                held,
+                Deny(reason="this call id was already presented with a different input"),
+                "adapter",
+                None,
+                changes,
+            )
+        elif call_id in state.answers:
+            out.effects.append(Answer(call_id, state.answers[call_id][1]))
+        return
+    changes["presented"] = {**state.presented, call_id: digest}
+    operations, subjects = call_operations(held.name, held.arguments)
+    frame = settings.frame
+    if frame is None and settings.mode == "frame":
+        out.emit(tool_requested(held, False, None, "control_request"))
+        if not state.no_frame_warned:
+            changes["no_frame_warned"] = True
+            out.emit(warning("NO_FRAME_IN_FORCE", NO_FRAME_MESSAGE))
+        _decided(state, out, held, Abstain(), "adapter", None, changes, seam="none")
+        return
+    if frame is not None:
+        admission = admit_call(frame, held.name, tuple(Operation(op) for op in operations), subjects)
+        if settings.mode == "frame" or isinstance(admission.decision, Deny):
+            out.emit(tool_requested(held, False, None, "control_request"))
+            if admission.warning is not None:
+                out.emit(admission.warning)
+            _decided(state, out, held, admission.decision, "frame", None, changes)
+            return
+    out.emit(tool_requested(held, True, settings.deadline_ms, "control_request"))
+    out.effects.append(Arm(call_id))
+    changes["pending"] = {**state.pending, call_id: held}
+
+
+def _decided(
+    state: SeamState,
+    out: _Out,
+    held: Held,
+    decision: Decision,
+    decided_by: str,
+    latency: int | None,
+    changes: dict[str, Any],
+    seam: str = "control_request",
+) -> None:
+    """Answer a call on the loop's stdin, then record ``tool.decided`` (spec 40 §6 step 3)."""
+    line = answer_line(held.call_id, decision)
+    out.effects.append(Answer(held.call_id, line))
+    out.emit(ToolDecided(call_id=held.call_id, decision=decision, decided_by=decided_by, seam=seam, latency_ms=latency))
+    changes["answers"] = {**changes.get("answers", state.answers), held.call_id: (isinstance(decision, Allow), line)}
+    pending = changes.get("pending", state.pending)
+    if held.call_id in pending:
+        changes["pending"] = {key: value for key, value in pending.items() if key != held.call_id}
+    changes["closed_calls"] = changes.get("closed_calls", state.closed_calls) | {held.call_id}
+
+
+def call_status(state: SeamState, call_id: str) -> str:
+    """Where a call stands for a ``tool.decide`` (spec 20 §5 step 4): ``pending``, ``closed``
+    (decided, abandoned or expired: ``TOO_LATE``) or ``unknown`` (``UNKNOWN_CALL``)."""
+    if call_id in state.pending:
+        return "pending"
+    return "closed" if call_id in state.closed_calls or call_id in state.presented else "unknown"
+
+
+def decide_pending(
+    state: SeamState, call_id: str, decision: Decision, decided_by: str, latency_ms: int | None
+) -> tuple[SeamState, tuple[Effect, ...]]:
+    """Decide a pending asked call: by the embedder's ``tool.decide`` or by the deadline (spec 40 §6
+    steps 2–4). A call that is not pending is left alone (nothing happens)."""
+    held = state.pending.get(call_id)
+    if held is None:
+        return state, ()
+    out = _Out(state)
+    changes: dict[str, Any] = {}
+    _decided(state, out, held, decision, decided_by, latency_ms, changes)
+    return out.finish(state, **changes)
+
+
+def expire(state: SeamState, call_id: str, elapsed_ms: int) -> tuple[SeamState, tuple[Effect, ...]]:
+    """The deadline of a pending call expired: deny by ``deadline`` with the §8.5 reason (spec 40 §6 step 4)."""
+    settings = state.settings
+    reason = deadline_reason(settings.deadline_ms, settings.vendor_budget_ms)
+    return decide_pending(state, call_id, Deny(reason=reason), "deadline", elapsed_ms)
+
+
+def abandon_pending(state: SeamState, why: str) -> tuple[SeamState, tuple[Effect, ...]]:
+    """Abandon every pending call (spec 20 §8.4): deny by ``adapter`` with ``<why> before this call was
+    decided, so nothing ran`` (the deny line written first), then ``PENDING_CALL_ABANDONED``."""
+    out = _Out(state)
+    changes: dict[str, Any] = {}
+    for call_id, held in state.pending.items():
+        _decided(
+            state,
+            out,
+            held,
+            Deny(reason=f"{why} before this call was decided, so nothing ran"),
+            "adapter",
+            None,
+            changes,
+        )
+        out.emit(warning("PENDING_CALL_ABANDONED", f"{call_id} was never decided by the embedder"))
+    return out.finish(state, **changes)
+
+
+def _resolved(state: SeamState, out: _Out, record: rec.ApprovalResolved) -> None:
+    """``approval-resolved``: observe reads a denial as the approver's; frame and ask check it
+    against the answer written (spec 40 §5.1, §6 step 5)."""
+    verdict = "true" if record.approved else "false"
+    if state.settings.mode == "observe":
+        if not record.approved:
+            out.emit(warning("approval-denied", f"the approver denied {record.call_id}"))
+        return
+    answer = state.answers.get(record.call_id)
+    written = None if answer is None else answer[0]
+    if written is None:
+        out.emit(
+            warning(
+                "approval-disagreed",
+                f"the loop resolved {record.call_id} as approved={verdict} and metaharness wrote no answer for it",
+            )
+        )
+    elif written != record.approved:
+        answered = "allow" if written else "deny"
+        out.emit(
+            warning(
+                "approval-disagreed",
+                f"the loop resolved {record.call_id} as approved={verdict} and metaharness answered {answered}",
+            )
+        )
+
+
+def wind_up(
+    state: SeamState,
+    *,
+    stderr_tail: bytes = b"",
+    halted: bool = False,
+    killed: bool = False,
+    process: Process,
+) -> tuple[SeamState, tuple[Effect, ...]]:
+    """Close the stream (spec 20 §4, spec 40 §5.1): pending calls abandoned by the end of the stream,
+    ``NO_TERMINAL_RECORD`` when no ``finished`` was read (not after a ``halt``), then ``stream.closed``."""
+    state, abandoned = abandon_pending(state, "the stream ended")
+    out = _Out(state)
+    if state.stop is None and not halted:
+        out.emit(no_terminal_record(stderr_tail))
+    reason = closing_reason(halted=halted, killed=killed, stop=state.stop, budget_stops=BUDGET_STOPS)
+    out.emit(closing_marker(out.stream, reason, process))
+    new, effects = out.finish(state)
+    return new, abandoned + effects

@@ -1,0 +1,66 @@
+"""The generic decisions of a run's wind-up and deadline (spec 20 §3, §4, §8.5; spec 10 §2).
+
+Which word closes the stream, the ``NO_TERMINAL_RECORD`` text, metaharness's own decision deadline
+and the exit code of an unaudited run: the same for every adapter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from metaharness.pure.events import WarningRaised
+
+VENDOR_BUDGET_MS = 30000
+"""The vendor's budget for one decision when its seam declares none (spec 20 §8.5)."""
+
+STDERR_TAIL_BYTES = 2048
+
+
+def decision_deadline(vendor_budget_ms: int = VENDOR_BUDGET_MS) -> int:
+    """metaharness's own deadline: the vendor budget − 5000 ms when it exceeds 5000, else half of it
+    (spec 20 §8.5): 25000 ms by default."""
+    return vendor_budget_ms - 5000 if vendor_budget_ms > 5000 else vendor_budget_ms // 2
+
+
+def deadline_reason(deadline_ms: int, vendor_budget_ms: int) -> str:
+    """The deny reason of an expired deadline (spec 20 §8.5), numbers substituted."""
+    return (
+        f"metaharness's own {deadline_ms}ms decision deadline expired before an answer arrived; it is strictly "
+        f"less than the vendor's {vendor_budget_ms}ms timeout so the refusal is metaharness's and not an ambiguity"
+    )
+
+
+def closing_reason(*, halted: bool, killed: bool, stop: str | None, budget_stops: Collection[str]) -> str:
+    """``stream.closed.reason`` in the order of spec 20 §4: ``steer-halt``, ``killed``, ``error`` with no
+    terminal record, ``budget`` for a budget stop (always including ``budget-exhausted``),
+    ``completed``, else ``error``. ``stop`` is the terminal record's stop word, ``None`` when none was read."""
+    if halted:
+        return "steer-halt"
+    if killed:
+        return "killed"
+    if stop is None:
+        return "error"
+    if stop in budget_stops or stop == "budget-exhausted":
+        return "budget"
+    return "completed" if stop in ("completed", "success") else "error"
+
+
+def no_terminal_record(stderr_tail: bytes) -> WarningRaised:
+    """``NO_TERMINAL_RECORD`` with the last ≤ 2048 bytes of the harness's stderr, decoded lossily
+    (spec 20 §3)."""
+    if not stderr_tail:
+        return WarningRaised(
+            code="NO_TERMINAL_RECORD",
+            message="the harness stopped without a terminal record; it wrote nothing on stderr",
+        )
+    tail = stderr_tail[-STDERR_TAIL_BYTES:].decode("utf-8", "replace")
+    return WarningRaised(
+        code="NO_TERMINAL_RECORD",
+        message=f"the harness stopped without a terminal record; its stderr ended: {tail}",
+    )
+
+
+def unaudited_exit(reason: str) -> int:
+    """The exit of an unaudited run or a replay: 0 when the stream closed ``completed`` (a terminal
+    record was seen), else 3 (spec 10 §2)."""
+    return 0 if reason == "completed" else 3
