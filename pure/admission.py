@@ -1,0 +1,107 @@
+"""Admission of one call under a frame (spec 20 §8.3), and resolving a call's operations (§7).
+
+``resolve_operations`` reads an adapter's rendering backwards: a call's operations are those whose
+rendering is the called tool's name (a tool may answer to several). ``admit_call`` is the six steps
+of §8.3 with their exact reasons; it returns the decision (``Allow`` or ``Deny``, decided by
+``frame``) and the ``UNCOVERED_TOOL`` warning when the call resolved to no operation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from msgspec import Struct
+
+from metaharness.pure.events import Allow, Deny, WarningRaised
+from metaharness.pure.frames import OPERATION_NAMES, Frame, Operation, SubjectRule
+from metaharness.pure.globs import glob_matches
+
+SUBJECT_BEARING: frozenset[str] = frozenset({"file.read", "file.write", "file.edit", "dir.list", "search", "shell"})
+"""Operations that touch a subject (spec 20 §8.3 step 4: ``file.*``, ``dir.list``, ``search``, ``shell``)."""
+
+_NOT_AN_OBSTACLE = "a refusal is the answer, not an obstacle"
+
+
+class Admission(Struct, frozen=True):
+    """What the frame decided for one call, and the ``UNCOVERED_TOOL`` warning when one is due."""
+
+    decision: Allow | Deny
+    warning: WarningRaised | None = None
+
+
+def resolve_operations(rendering: Mapping[str, str | None], tool: str) -> tuple[Operation, ...]:
+    """The operations whose rendering is ``tool`` (spec 20 §7), in vocabulary order; none when no
+    operation renders to it. ``rendering`` maps each operation name to its tool name or ``None``."""
+    return tuple(Operation(name) for name in OPERATION_NAMES if rendering.get(name) == tool)
+
+
+def uncovered_tool_warning(tool: str) -> WarningRaised:
+    """``UNCOVERED_TOOL`` (spec 20 §3): the call resolved to no operation under a frame."""
+    return WarningRaised(
+        code="UNCOVERED_TOOL",
+        message=f"no operation in the v0.1 vocabulary renders to {tool}, so the frame has no way to admit it",
+    )
+
+
+def _names(operations: tuple[Operation, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(operation.op for operation in operations))
+
+
+def _first_rule(rules: tuple[SubjectRule, ...], subject: str) -> SubjectRule | None:
+    return next((rule for rule in rules if glob_matches(rule.subject, subject)), None)
+
+
+def admit_call(
+    frame: Frame,
+    tool: str,
+    operations: tuple[Operation, ...],
+    subjects: tuple[str, ...],
+    *,
+    catalogue_question: bool = False,
+) -> Admission:
+    """Decide call ``tool`` (resolved to ``operations``, touching ``subjects``) under ``frame`` by
+    spec 20 §8.3. ``catalogue_question`` marks a listing or describing question on an owned surface,
+    which step 1 allows although it resolves to no operation."""
+    if not operations:
+        if catalogue_question:
+            return Admission(Allow())
+        return Admission(
+            Deny(f"{tool} is outside the operation vocabulary this step was framed with, so this step does not admit it"),
+            uncovered_tool_warning(tool),
+        )
+    candidates = tuple(operation for operation in operations if operation in frame.operations)
+    if not candidates:
+        admitted = ", ".join(f'"{name}"' for name in _names(frame.operations))
+        return Admission(
+            Deny(
+                f"this step admits [{admitted}] and {tool} is {'/'.join(_names(operations))}, "
+                f"which it does not; {_NOT_AN_OBSTACLE}"
+            )
+        )
+    if frame.subjects is None:
+        return Admission(Allow())
+    if not subjects and any(operation.op in SUBJECT_BEARING for operation in candidates):
+        return Admission(
+            Deny(
+                "no subject could be read from this call and this step scopes subjects, "
+                f"so it is not admitted; {_NOT_AN_OBSTACLE}"
+            )
+        )
+    rules: list[SubjectRule] = []
+    for subject in subjects:
+        rule = _first_rule(frame.subjects, subject)
+        if rule is None:
+            return Admission(Deny(f"{subject} matches no subject rule of this step, so it is not admitted; {_NOT_AN_OBSTACLE}"))
+        rules.append(rule)
+    if any(all(operation in rule.operations for rule in rules) for operation in candidates):
+        return Admission(Allow())
+    blocking = next(
+        (index for index, rule in enumerate(rules) if not any(operation in rule.operations for operation in candidates)),
+        0,
+    )
+    return Admission(
+        Deny(
+            f"{subjects[blocking]} falls under the subject rule {rules[blocking].subject}, "
+            f"which does not admit {'/'.join(_names(candidates))}; {_NOT_AN_OBSTACLE}"
+        )
+    )
