@@ -1,0 +1,187 @@
+"""What the emulator reads from a request body (spec 60 §8.2, §8.3, §8.5).
+
+``read_request`` never fails: any JSON value is read as far as it has the shapes of either wire, so
+long vendor prompts, unknown tool types, unknown items or blocks and extra keys are all accepted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import msgspec
+
+RESPONSES_WIRE = "openai-responses"
+MESSAGES_WIRE = "anthropic-messages"
+
+_WORKING_DIRECTORY = re.compile(r"Working directory: (/[^\r\n]*)")
+_REASONING_ITEMS = frozenset({"reasoning"})
+_REASONING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
+_RESULT_ITEMS = frozenset({"function_call_output", "custom_tool_call_output"})
+
+
+class OfferedTool(msgspec.Struct, frozen=True):
+    """One tool definition of the request: its name (the ``type`` when unnamed), the definition's
+    ``type`` (``None`` on Messages client tools) and its schema (``parameters``/``input_schema``)."""
+
+    name: str
+    kind: str | None
+    schema: Any
+
+
+class RequestView(msgspec.Struct, frozen=True, kw_only=True):
+    """The facts of one request body the answer and the record use."""
+
+    wire: str | None
+    model: str | None
+    stream: bool | None
+    tools: tuple[OfferedTool, ...]
+    tool_results: int
+    replayed_reasoning: int
+    instruction_text: str | None
+    system_cache_control: Any
+    first_user_text: str | None
+    working_directory: str | None
+    item_kinds: tuple[str, ...]
+    output_bound: int | None
+    store: Any
+    include: Any
+
+
+def wire_of(path: str) -> str | None:
+    """The wire a route speaks (spec 60 §8.1): ``…/responses`` or ``…/messages``, else none."""
+    if path.endswith("/responses"):
+        return RESPONSES_WIRE
+    if path.endswith("/messages"):
+        return MESSAGES_WIRE
+    return None
+
+
+def read_request(wire: str | None, body: Any) -> RequestView:
+    """Read ``body`` (a decoded JSON value) as a request on ``wire``."""
+    fields = body if isinstance(body, dict) else {}
+    model = fields.get("model")
+    stream = fields.get("stream")
+    if wire == MESSAGES_WIRE:
+        view = _read_messages(fields)
+        bound = fields.get("max_tokens")
+    else:
+        view = _read_responses(fields)
+        bound = fields.get("max_output_tokens")
+    return RequestView(
+        wire=wire,
+        model=model if isinstance(model, str) and model else None,
+        stream=stream if isinstance(stream, bool) else None,
+        tools=tuple(_offered_tools(fields.get("tools"))),
+        output_bound=bound if isinstance(bound, int) and not isinstance(bound, bool) else None,
+        store=fields.get("store"),
+        include=fields.get("include"),
+        **view,
+    )
+
+
+def _offered_tools(tools: Any) -> Iterator[OfferedTool]:
+    for tool in tools if isinstance(tools, list) else ():
+        if not isinstance(tool, dict):
+            continue
+        kind = tool.get("type") if isinstance(tool.get("type"), str) else None
+        name = tool.get("name") if isinstance(tool.get("name"), str) else kind
+        if name is None and isinstance(tool.get("function"), dict):
+            name = tool["function"].get("name") if isinstance(tool["function"].get("name"), str) else None
+        if name is not None:
+            schema = tool.get("parameters", tool.get("input_schema"))
+            yield OfferedTool(name=name, kind=kind, schema=schema)
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    """Content as blocks: a string is one text block, a list keeps its object members."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if isinstance(content, list):
+        return [block for block in content if isinstance(block, dict)]
+    return []
+
+
+def _texts(blocks: list[dict[str, Any]]) -> list[str]:
+    return [block["text"] for block in blocks if isinstance(block.get("text"), str)]
+
+
+def _working_directory(texts: list[str]) -> str | None:
+    for text in texts:
+        found = _WORKING_DIRECTORY.search(text)
+        if found:
+            return found.group(1).rstrip()
+    return None
+
+
+def _read_messages(fields: dict[str, Any]) -> dict[str, Any]:
+    system = _blocks(fields.get("system"))
+    messages = [m for m in fields.get("messages", []) if isinstance(m, dict)] if isinstance(
+        fields.get("messages"), list) else []
+    kinds: list[str] = []
+    message_texts: list[str] = []
+    first_user: str | None = None
+    results = reasoning = 0
+    for message in messages:
+        role = message.get("role") if isinstance(message.get("role"), str) else "unknown"
+        blocks = _blocks(message.get("content"))
+        for block in blocks:
+            kind = block.get("type") if isinstance(block.get("type"), str) else "unknown"
+            kinds.append(f"{role}:{kind}")
+            results += kind == "tool_result"
+            reasoning += kind in _REASONING_BLOCKS
+        texts = _texts([b for b in blocks if b.get("type") == "text"])
+        message_texts.extend(texts)
+        if role == "user" and first_user is None and texts:
+            first_user = texts[0]
+    system_texts = _texts(system)
+    cache_control = system[-1].get("cache_control") if system else None
+    return {
+        "tool_results": results,
+        "replayed_reasoning": reasoning,
+        "instruction_text": "\n".join(system_texts) if system_texts else None,
+        "system_cache_control": cache_control,
+        "first_user_text": first_user,
+        "working_directory": _working_directory(system_texts + message_texts),
+        "item_kinds": tuple(kinds),
+    }
+
+
+def _item_texts(item: dict[str, Any]) -> list[str]:
+    return _texts(_blocks(item.get("content")))
+
+
+def _read_responses(fields: dict[str, Any]) -> dict[str, Any]:
+    raw = fields.get("input")
+    items = [{"type": "message", "role": "user", "content": raw}] if isinstance(raw, str) else (
+        [item for item in raw if isinstance(item, dict)] if isinstance(raw, list) else [])
+    instructions = [fields["instructions"]] if isinstance(fields.get("instructions"), str) else []
+    kinds: list[str] = []
+    texts: list[str] = []
+    first_user: str | None = None
+    results = reasoning = 0
+    for item in items:
+        kind = item.get("type") if isinstance(item.get("type"), str) else (
+            "message" if "role" in item else "unknown")
+        role = item.get("role") if isinstance(item.get("role"), str) else None
+        kinds.append(f"{kind}:{role}" if kind == "message" and role else str(kind))
+        results += kind in _RESULT_ITEMS
+        reasoning += kind in _REASONING_ITEMS
+        if kind != "message":
+            continue
+        item_texts = _item_texts(item)
+        texts.extend(item_texts)
+        if role in ("developer", "system"):
+            instructions.extend(item_texts)
+        elif role == "user" and first_user is None and item_texts:
+            first_user = item_texts[0]
+    return {
+        "tool_results": results,
+        "replayed_reasoning": reasoning,
+        "instruction_text": "\n".join(instructions) if instructions else None,
+        "system_cache_control": None,
+        "first_user_text": first_user,
+        "working_directory": _working_directory(instructions + texts),
+        "item_kinds": tuple(kinds),
+    }

@@ -1,0 +1,170 @@
+"""The emulator's scenarios (spec 60 §8.4 loop scenarios, §8.5 vendor-CLI scenarios): what each
+answers, as a pure function of the request's facts and the POST count N."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any, TypeAlias
+
+import msgspec
+from metaharness.pure.emulator.reply import Call, ProviderError, Reasoning, Reply
+from metaharness.pure.emulator.request import RequestView
+from metaharness.pure.jsonline import compact
+
+Outcome: TypeAlias = Reply | ProviderError
+
+
+class Decision(msgspec.Struct, frozen=True):
+    """A scenario's answer, and whether it treats the request as a side request (vendor scenarios
+    only; ``None`` for loop scenarios)."""
+
+    outcome: Outcome
+    side: bool | None = None
+
+
+def _call(name: str, arguments: dict[str, Any]) -> Call:
+    return Call(name=name, arguments=compact(arguments).decode())
+
+
+def _first_enum(schema: Any) -> str | None:
+    """The first string ``enum`` member found depth-first, in key order, in a tool's schema."""
+    if isinstance(schema, dict):
+        members = schema.get("enum")
+        if isinstance(members, list) and members and isinstance(members[0], str):
+            return members[0]
+        values: Any = schema.values()
+    elif isinstance(schema, list):
+        values = schema
+    else:
+        return None
+    for value in values:
+        found = _first_enum(value)
+        if found is not None:
+            return found
+    return None
+
+
+def _two_turns(first: Reply, then: str) -> Callable[[RequestView, int], Outcome]:
+    """R = 0 answers ``first``; once a tool result is in the body, the text ``then``."""
+    return lambda view, n: first if view.tool_results == 0 else Reply(text=then)
+
+
+def _flat_run(view: RequestView, n: int) -> Outcome:
+    if view.tool_results:
+        return Reply(text=SAID)
+    offered = next((tool for tool in view.tools if tool.name == "run"), None)
+    program = _first_enum(offered.schema) if offered is not None else None
+    if program is None:
+        return Reply(text="no program was offered")
+    return Reply(call=_call("run", {"argv": [program]}))
+
+
+def _refusal(status: int, kind: Any, message: str, retry_after: str | None = None,
+             streamed: bool = False) -> ProviderError:
+    return ProviderError(status=status, kind=kind, message=message, retry_after=retry_after, streamed=streamed)
+
+
+PASSED = "provider emulation passed"
+SAID = "that is what the tool said"
+READ_README = Reply(call=_call("file_read", {"path": "README.md"}))
+FILE_SAYS = "The file says: hello harness"
+COLD = _refusal(503, "overloaded", "the emulator is cold; retry later", retry_after="5")
+
+LOOP_SCENARIOS: dict[str, Callable[[RequestView, int], Outcome]] = {
+    "text": lambda view, n: Reply(text=PASSED),
+    "flat-tool": _two_turns(READ_README, FILE_SAYS),
+    "flat-write": _two_turns(
+        Reply(call=_call("file_write", {"path": "note.md", "text": "written by the harness\n"})), SAID),
+    "flat-edit": _two_turns(
+        Reply(call=_call("file_edit", {"path": "README.md", "old": "hello", "new": "goodbye"})), SAID),
+    "flat-run": _flat_run,
+    "unpublished-tool": _two_turns(Reply(call=_call("shell.exec", {"cmd": "id"})), "I see, I cannot use that."),
+    "reasoning": _two_turns(
+        Reply(reasoning=Reasoning(summary="Reading the file first.", blob="OPAQUE-REASONING-BLOB"),
+              call=READ_README.call), FILE_SAYS),
+    "bad-arguments": lambda view, n: Reply(call=Call(name="file_read", arguments="{not json")),
+    "unauthorized": lambda view, n: _refusal(401, "authentication", "the emulator accepts no credential"),
+    "cold": lambda view, n: COLD,
+    "cold-once": lambda view, n: (
+        _refusal(503, "overloaded", "the emulator is cold once", retry_after="0") if n == 1 else Reply(text=PASSED)),
+    "slow": lambda view, n: Reply(text=PASSED, effect="slow"),
+    "malformed": lambda view, n: Reply(text=PASSED, effect="malformed"),
+    "truncated": lambda view, n: Reply(text=PASSED, effect="truncated"),
+    "failed": lambda view, n: _refusal(400, "invalid-request", "the emulator fails this response", streamed=True),
+    "fails-after-turn": lambda view, n: (
+        READ_README if n == 1 else _refusal(400, "invalid-request", "the emulator refuses after the first turn")),
+    "incomplete": lambda view, n: Reply(text="provider emul", incomplete=True),
+    "no-usage": lambda view, n: Reply(text=PASSED, usage=False),
+    "unknown-events": lambda view, n: Reply(text=PASSED, note=True),
+}
+
+EMULATED_NOTE = "written by the emulator\n"
+PATCH = "*** Begin Patch\n*** Add File: note.md\n+written by the emulator\n*** End Patch\n"
+
+Candidate = Callable[[RequestView], Call | None]
+
+
+def _in_directory(view: RequestView, name: str) -> str:
+    """``D/<name>``, D the stated working directory (spec 60 §8.5), else the relative name."""
+    if view.working_directory is None:
+        return name
+    return f"{view.working_directory.rstrip('/')}/{name}"
+
+
+def _offered(view: RequestView, name: str) -> bool:
+    return any(tool.name == name for tool in view.tools)
+
+
+def _candidate(name: str, arguments: Callable[[RequestView], dict[str, Any]]) -> Candidate:
+    return lambda view: _call(name, arguments(view)) if _offered(view, name) else None
+
+
+def _apply_patch(view: RequestView) -> Call | None:
+    tool = next((tool for tool in view.tools if tool.name == "apply_patch"), None)
+    if tool is None:
+        return None
+    if tool.kind == "custom":
+        return Call(name="apply_patch", arguments=PATCH, custom=True)
+    return _call("apply_patch", {"input": PATCH})
+
+
+VENDOR_SCENARIOS: dict[str, tuple[Candidate, ...]] = {
+    "claude-write": (
+        _candidate("Write", lambda v: {"file_path": _in_directory(v, "note.md"), "content": EMULATED_NOTE}),
+        _candidate("mcp__metaharness__file_write", lambda v: {"path": "note.md", "text": EMULATED_NOTE}),
+    ),
+    "claude-read": (
+        _candidate("Read", lambda v: {"file_path": _in_directory(v, "README.md")}),
+        _candidate("mcp__metaharness__file_read", lambda v: {"path": "README.md"}),
+    ),
+    "claude-bash": (
+        _candidate("Bash", lambda v: {"command": "echo emulated", "description": "Print a fixed line"}),
+    ),
+    "codex-shell": (
+        _candidate("exec_command", lambda v: {"cmd": "echo emulated"}),
+        _candidate("shell_command", lambda v: {"command": "echo emulated"}),
+        _candidate("shell", lambda v: {"command": ["echo", "emulated"]}),
+    ),
+    "codex-patch": (_apply_patch,),
+}
+
+SCENARIO_NAMES: tuple[str, ...] = (*LOOP_SCENARIOS, *VENDOR_SCENARIOS)
+
+
+def _vendor(candidates: tuple[Candidate, ...], view: RequestView) -> Decision:
+    """Spec 60 §8.5: no candidate offered ⇒ side request (text ``emulated``); R = 0 ⇒ the first
+    offered candidate is called; R ≥ 1 ⇒ ``emulated work is done``."""
+    calls: Iterator[Call | None] = (candidate(view) for candidate in candidates)
+    call = next((c for c in calls if c is not None), None)
+    if call is None:
+        return Decision(Reply(text="emulated"), side=True)
+    if view.tool_results:
+        return Decision(Reply(text="emulated work is done"), side=False)
+    return Decision(Reply(call=call), side=False)
+
+
+def decide(scenario: str, view: RequestView, n: int) -> Decision:
+    """What ``scenario`` answers to the request ``view``, the ``n``-th POST (spec 60 §8.2)."""
+    if scenario in VENDOR_SCENARIOS:
+        return _vendor(VENDOR_SCENARIOS[scenario], view)
+    return Decision(LOOP_SCENARIOS[scenario](view, n))

@@ -1,0 +1,14 @@
+"""Server-sent-event framing of the emulator (spec 60 §8.2): ``event: <type>\\ndata: <json>\\n\\n``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from metaharness.pure.jsonline import compact
+
+DONE_FRAME = b"data: [DONE]\n\n"
+
+
+def sse_frame(payload: dict[str, Any]) -> bytes:
+    """One frame naming the payload's ``type`` as its event, the payload as compact JSON data."""
+    return b"event: " + str(payload["type"]).encode() + b"\ndata: " + compact(payload) + b"\n\n"
