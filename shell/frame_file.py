@@ -1,0 +1,21 @@
+"""Reading a ``--frame FILE`` (spec 20 §6.3 check 1), then the pure checks 2–7."""
+
+from __future__ import annotations
+
+from metaharness.pure.frames import Frame, frame_refusal, load_frame
+from metaharness.pure.refusal import Refusal
+from returns.result import Failure, Result, Success
+
+
+def read_frame_file(path: str) -> Result[Frame, Refusal]:
+    """The frame in ``path``: ``frame-unreadable`` when it is not a readable regular file, ``frame-invalid``
+    for checks 2–7, each message ``frame <path>: <message>`` (spec 20 §6.3)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as error:
+        return Failure(Refusal("frame-unreadable", f"frame {path}: could not be read: {error.strerror or error}"))
+    frame = load_frame(data)
+    if isinstance(frame, Failure):
+        return Failure(frame_refusal(path, frame.failure()))
+    return Success(frame.unwrap())

@@ -1,0 +1,115 @@
+"""``metaharness replay b10x`` end to end: the CLI maps records into well-formed streams (spec 10 §10)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from metaharness.pure.events import read_event
+
+PEER = Path("/work/shared/peer-records/b10x-harness-0.9.1")
+METAHARNESS = [sys.executable, "-m", "metaharness.shell"]
+
+
+def replay(*args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([*METAHARNESS, "replay", "b10x", *args], capture_output=True, timeout=60)
+
+
+def assert_well_formed(stream: bytes) -> list[dict]:
+    lines = stream.splitlines()
+    parsed = [read_event(line).unwrap() for line in lines]
+    assert [line.seq for line in parsed] == list(range(1, len(lines) + 1))
+    closed = [line for line in parsed if line.payload.__struct_config__.tag == "stream.closed"]
+    assert len(closed) == 1 and closed[0] is parsed[-1] and closed[0].payload.events == len(lines) - 1
+    return [json.loads(line) for line in lines]
+
+
+@pytest.mark.skipif(not PEER.is_dir(), reason="the reference loop's records are not on this machine")
+@pytest.mark.parametrize(
+    ("name", "exit_code", "reason"),
+    [
+        ("golden-loop.jsonl", 0, "completed"),
+        ("approval-denied.jsonl", 3, "error"),
+        ("budget-stop.jsonl", 3, "budget"),
+        ("cancelled.jsonl", 3, "error"),
+        ("unpublished.jsonl", 3, "error"),
+    ],
+)
+def test_reference_loop_records_replay_into_well_formed_streams(name: str, exit_code: int, reason: str) -> None:
+    done = replay(str(PEER / name), "--harness-version", "0.9.1")
+    assert done.returncode == exit_code, done.stderr
+    events = assert_well_formed(done.stdout)
+    assert events[-1]["reason"] == reason
+    assert not [e for e in events if e["event"] == "tool.decided"]
+
+
+@pytest.mark.skipif(not PEER.is_dir(), reason="the reference loop's records are not on this machine")
+def test_reference_golden_record_reads_its_older_started() -> None:
+    events = assert_well_formed(replay(str(PEER / "golden-loop.jsonl"), "--run", "r1", "--model", "m").stdout)
+    started = events[0]
+    assert started["event"] == "session.started" and started["cwd"] is None and started["run"] == "r1"
+    assert started["available_operations"] == ["file.read", "dir.list", "search", "find"]
+    assert started["transcript"] == {"path": str(PEER / "golden-loop.jsonl"), "digest": None, "bytes": None}
+
+
+def test_frame_replay_writes_answers(tmp_path: Path) -> None:
+    record = tmp_path / "loop.jsonl"
+    record.write_bytes(
+        b'{"kind":"tool-requested","call_id":"c1","name":"file_write","arguments":{"path":"note.md","text":"x"}}\n'
+        b'{"kind":"approval-required","call_id":"c1","name":"file_write"}\n'
+        b'{"kind":"approval-resolved","call_id":"c1","approved":false}\n'
+        b'{"kind":"tool-completed","call_id":"c1","failed":true}\n'
+        b'{"kind":"finished","stop":{"kind":"completed"},"turns":1}\n'
+    )
+    frame = tmp_path / "frame.json"
+    from metaharness.pure.frames import frame_document, seal_frame
+
+    raw = {
+        "workflow": {"id": "w", "version": "1"}, "node": {"id": "n"},
+        "step": {"workflow": "w", "state": "s", "index": 0, "attempt": 0},
+        "prior": [], "obligations": [], "reaching": [], "next": [], "handoff": {"handoff": "none"},
+        "operations": [{"op": "file.read"}, {"op": "dir.list"}, {"op": "search"}],
+    }
+    frame.write_bytes(frame_document(seal_frame(raw).unwrap()))
+    answers = tmp_path / "answers"
+    done = replay(str(record), "--decisions", "frame", "--frame", str(frame), "--answers", str(answers))
+    assert done.returncode == 0, done.stderr
+    events = assert_well_formed(done.stdout)
+    decided = next(e for e in events if e["event"] == "tool.decided")
+    assert decided["decided_by"] == "frame" and decided["decision"]["decision"] == "deny"
+    assert answers.read_bytes().startswith(b'{"call_id":"c1","decision":"deny","reason":"this step admits [')
+    assert events[0]["event"] == "tool.requested" and events[0]["seam"] == "control_request"
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["/nonexistent/record"], "record-unreadable"),
+        (["r", "--decisions", "frame"], "frame-required"),
+        (["r", "--frame", "f.json"], "observe-with-frame"),
+        (["r", "--decisions", "frame", "--frame", "/nonexistent/f.json"], "frame-unreadable"),
+        (["r", "--decisions", "ask"], "usage"),
+    ],
+)
+def test_replay_refusals(args: list[str], code: str) -> None:
+    done = replay(*args)
+    assert done.returncode == 2 and done.stdout == b""
+    assert done.stderr.decode().startswith(f"metaharness: {code}: ")
+
+
+def test_inadmissible_frame_refused(tmp_path: Path) -> None:
+    from metaharness.pure.frames import frame_document, seal_frame
+
+    raw = {
+        "workflow": {"id": "w", "version": "1"}, "node": {"id": "n"},
+        "step": {"workflow": "w", "state": "s", "index": 0, "attempt": 0},
+        "prior": [], "obligations": [], "reaching": [], "next": [], "handoff": {"handoff": "none"},
+        "operations": [{"op": "file.write"}],
+    }
+    frame = tmp_path / "f.json"
+    frame.write_bytes(frame_document(seal_frame(raw).unwrap()))
+    done = replay("r", "--decisions", "frame", "--frame", str(frame))
+    assert done.returncode == 2 and b"frame-inadmissible: the frame " in done.stderr
