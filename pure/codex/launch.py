@@ -159,9 +159,7 @@ def workspace_word(spec: CodexRunSpec) -> str:
     return "embedder-scratch-copy" if spec.scratch_cwd else "operator-named"
 
 
-def execution_context_block(
-    kind: str, workspace: str, hermetic: str, decisions: str
-) -> str:
+def execution_context_block(kind: str, workspace: str, hermetic: str, decisions: str) -> str:
     """The ``<execution-context>`` block of spec 10 §4.6 and spec 50 §1; every line ends ``\\n``."""
     lines = (
         "<execution-context>",
@@ -181,9 +179,7 @@ def execution_context_block(
 def user_turn(spec: CodexRunSpec) -> str:
     """The block, a blank line, the rendered context files and a blank line when declared, then the
     task unchanged (spec 50 §1 "User turn", spec 30 §9.5 codex)."""
-    block = execution_context_block(
-        "codex", workspace_word(spec), spec.hermetic, spec.decisions
-    )
+    block = execution_context_block("codex", workspace_word(spec), spec.hermetic, spec.decisions)
     context = f"{render_context_block(spec.context)}\n" if spec.context else ""
     return f"{block}\n{context}{spec.prompt}"
 
@@ -193,22 +189,16 @@ def provider_block(declaration: EnvironmentDeclaration) -> ProviderBlock | None:
     ``env_key``, so no auth header), the loopback proxy under ``loopback``; else none."""
     if declaration.credentials == "loopback":
         port = declaration.loopback_port or "00000"
-        return ProviderBlock(
-            LOOPBACK_PROVIDER, f"http://127.0.0.1:{port}/v1", LOOPBACK_KEY_VARIABLE
-        )
+        return ProviderBlock(LOOPBACK_PROVIDER, f"http://127.0.0.1:{port}/v1", LOOPBACK_KEY_VARIABLE)
     if declaration.credentials == "none" and declaration.model_endpoint is not None:
-        return ProviderBlock(
-            ENDPOINT_PROVIDER, declaration.model_endpoint.rstrip("/") + "/v1", None
-        )
+        return ProviderBlock(ENDPOINT_PROVIDER, declaration.model_endpoint.rstrip("/") + "/v1", None)
     return None
 
 
 def _toml_string(text: str) -> str:
     """A TOML basic string with ``\\`` and ``"`` escaped (spec 50 §4), control characters as ``\\uXXXX``."""
     escaped = text.replace("\\", "\\\\").replace('"', '\\"')
-    escaped = "".join(
-        c if c >= " " and c != "\x7f" else f"\\u{ord(c):04x}" for c in escaped
-    )
+    escaped = "".join(c if c >= " " and c != "\x7f" else f"\\u{ord(c):04x}" for c in escaped)
     return f'"{escaped}"'
 
 
@@ -243,9 +233,7 @@ def render_config(config: CodexConfig) -> str:
     return "\n".join(lines) + "\n"
 
 
-def check_shadowing(
-    config: CodexConfig, hook_command: str
-) -> Result[CodexConfig, Refusal]:
+def check_shadowing(config: CodexConfig, hook_command: str) -> Result[CodexConfig, Refusal]:
     """``shadowed`` (spec 50 §2 "Shadowing guard"): ``approval_policy`` other than ``never``, or a
     ``PreToolUse`` group other than the one metaharness hook, would let another layer decide."""
     if config.approval_policy != "never":
@@ -315,9 +303,7 @@ def plan_codex_launch(
     ``denied-argument``, ``shadowed``, ``argument-too-long``.
     """
     declaration = msgspec.structs.replace(spec.environment, kind="codex")
-    posture = credential_posture(
-        declaration, caller_env, credential_file_present, custody_path, upstream
-    )
+    posture = credential_posture(declaration, caller_env, credential_file_present, custody_path, upstream)
     if isinstance(posture, Failure):
         return posture
     program = resolve_program(PROGRAM, path_floor(caller_env), program_facts)
@@ -371,9 +357,7 @@ def plan_codex_launch(
         rollout_copy=posixpath.join(scratch, "rollout.jsonl"),
         stdout_copy=posixpath.join(scratch, "rollout.stdout.jsonl"),
     )
-    measured = check_argument_sizes(
-        launch.argv, launch.environment.strings(), spec.context, len(launch.argv) - 1
-    )
+    measured = check_argument_sizes(launch.argv, launch.environment.strings(), spec.context, len(launch.argv) - 1)
     return measured.map(lambda _: launch)
 
 
@@ -393,13 +377,8 @@ def launch_fixture(launch: CodexLaunch) -> dict[str, object]:
         "args": list(launch.args),
         "env": launch.environment.as_dict(),
         "cwd": launch.cwd,
-        "files": [
-            {"path": f.path, "sha256": f.sha256, "bytes": len(f.data)}
-            for f in launch.files
-        ],
+        "files": [{"path": f.path, "sha256": f.sha256, "bytes": len(f.data)} for f in launch.files],
     }
     if launch.context_files:
-        fixture["context_files"] = [
-            msgspec.to_builtins(item) for item in launch.context_files
-        ]
+        fixture["context_files"] = [msgspec.to_builtins(item) for item in launch.context_files]
     return fixture

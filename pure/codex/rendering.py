@@ -1,0 +1,68 @@
+"""Resolving a codex call to operations and subjects (spec 50 §4 "Capabilities and rendering").
+
+Resolution is the inverse of the published rendering (``metaharness.pure.capabilities``): ``Bash`` is
+``shell``, ``apply_patch`` is ``file.edit`` or ``file.write`` by its patch headers, ``mcp__<s>__<t>``
+is ``mcp.call``; any other name resolves to no operation.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from metaharness.pure.frames import Operation
+
+PATCH_HEADER = re.compile(r"^\*\*\* (Add File|Delete File|Update File|Move to): (.*)$", re.MULTILINE)
+_COMPOUND = (";", "&", "|", "<", ">", "(", ")", "`", "$(", "\n")
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def shell_subjects(command: str) -> tuple[str, ...]:
+    """``proc:<first word>``, or ``proc:sh`` when the command contains any of ``; & | < > ( )``, a
+    backquote, ``$(``, a newline, or begins with ``NAME=`` (spec 50 §3 rendering, shared by codex)."""
+    stripped = command.strip()
+    if not stripped:
+        return ()
+    if any(mark in command for mark in _COMPOUND) or _ASSIGNMENT.match(stripped):
+        return ("proc:sh",)
+    return (f"proc:{stripped.split()[0]}",)
+
+
+def patch_text(input: Any) -> str | None:
+    """The patch of an ``apply_patch`` call: the hook's ``{command}`` or the record's raw string."""
+    if isinstance(input, str):
+        return input
+    if isinstance(input, dict) and isinstance(input.get("command"), str):
+        return input["command"]
+    return None
+
+
+def patch_resolution(patch: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``file.edit`` iff every header is ``*** Update File:`` and there is no ``*** Move to:``, else
+    ``file.write``; subjects ``file:<path>`` for every header path and move target, in order
+    (spec 50 §4, design choice)."""
+    headers = PATCH_HEADER.findall(patch)
+    edit = bool(headers) and all(kind == "Update File" for kind, _ in headers)
+    subjects = tuple(dict.fromkeys(f"file:{path.strip()}" for _, path in headers))
+    return ("file.edit",) if edit else ("file.write",), subjects
+
+
+def resolve_call(name: str, input: Any) -> tuple[tuple[Operation, ...], tuple[str, ...]]:
+    """The operations and subjects of a codex call as presented (tool name and input)."""
+    if name == "Bash":
+        command = input.get("command") if isinstance(input, dict) else None
+        return (Operation("shell"),), shell_subjects(command) if isinstance(command, str) else ()
+    if name == "apply_patch":
+        patch = patch_text(input)
+        names, subjects = patch_resolution(patch) if patch is not None else (("file.write",), ())
+        return tuple(Operation(op) for op in names), subjects
+    if name.startswith("mcp__"):
+        server, _, tool = name[len("mcp__") :].partition("__")
+        if server and tool:
+            return (Operation("mcp.call", server, tool),), ()
+    return (), ()
+
+
+def operation_names(operations: tuple[Operation, ...]) -> tuple[str, ...]:
+    """The ``tool.requested.operations`` strings of resolved operations (spec 20 §2.5)."""
+    return tuple(dict.fromkeys(operation.op for operation in operations))
