@@ -120,7 +120,7 @@ def test_audit_always_refuses_with_the_exact_line() -> None:
         (["conformance", "b10x", "--contract"], "conformance b10x"),
         (["conformance", "claude"], "conformance claude"),
         (["doctor", "codex"], "doctor codex"),
-        (["replay", "b10x", "record.jsonl", "--run", "r1", "--decisions", "frame", "--hermetic", "strict"], "replay b10x"),
+        (["replay", "claude", "record.jsonl", "--run", "r1", "--hermetic", "strict"], "replay claude"),
         (["mcp-serve", "--workspace", ".", "--writable", "--allow-program", "ls"], "mcp-serve"),
         (["project", "events.jsonl", "--from", "claude"], "project --from claude"),
     ],
