@@ -1,0 +1,123 @@
+"""Approvers (spec 60 §4): all, deny, the caller seam on stdin, the terminal prompt on ``/dev/tty``."""
+
+from __future__ import annotations
+
+from typing import BinaryIO, TextIO
+
+import msgspec
+from metaharness.pure.loop.approval import (
+    ANSWER_CAP,
+    UNREADABLE_REASON,
+    Allow,
+    Deny,
+    Unreadable,
+    deny_mode_reason,
+    read_answer,
+    unreadable_warning,
+)
+from metaharness.shell.loop.cancel import CancelToken, Interrupted
+
+
+class Verdict(msgspec.Struct, frozen=True):
+    """An approver's decision: approved, the denial reason, an optional unreadable-answer warning."""
+
+    approved: bool
+    reason: str = ""
+    warning: str | None = None
+    cancelled: bool = False
+
+
+class AllApprover:
+    """``--approve all`` / ``--yes``."""
+
+    def decide(self, call_id: str, entry: str, summary: str) -> Verdict:
+        return Verdict(True)
+
+
+class DenyApprover:
+    """``--approve deny`` (and ``auto`` without a terminal)."""
+
+    def __init__(self, ceiling: str) -> None:
+        self.reason = deny_mode_reason(ceiling)
+
+    def decide(self, call_id: str, entry: str, summary: str) -> Verdict:
+        return Verdict(False, self.reason)
+
+
+class CallerApprover:
+    """``--approve caller``: one stdin line per asking call; EOF denies this and every later call."""
+
+    def __init__(self, stdin: BinaryIO, cancel: CancelToken) -> None:
+        self.stdin = stdin
+        self.cancel = cancel
+        self.closed = False
+
+    def decide(self, call_id: str, entry: str, summary: str) -> Verdict:
+        if self.closed:
+            return Verdict(False, UNREADABLE_REASON)
+        try:
+            with self.cancel.blocking():
+                line = self.stdin.readline(ANSWER_CAP + 2)
+        except Interrupted:
+            return Verdict(False, "the run was cancelled while waiting for the caller", cancelled=True)
+        if not line:
+            self.closed = True
+            return Verdict(False, UNREADABLE_REASON, unreadable_warning(call_id, "stdin is closed"))
+        if line.endswith(b"\n"):
+            line = line[:-1]
+        elif len(line) > ANSWER_CAP:
+            self._discard_rest()
+        answer = read_answer(line, call_id)
+        if isinstance(answer, Allow):
+            return Verdict(True)
+        if isinstance(answer, Deny):
+            return Verdict(False, answer.reason)
+        assert isinstance(answer, Unreadable)
+        return Verdict(False, UNREADABLE_REASON, unreadable_warning(call_id, answer.why))
+
+    def _discard_rest(self) -> None:
+        with self.cancel.blocking():
+            while True:
+                chunk = self.stdin.readline(ANSWER_CAP)
+                if not chunk or chunk.endswith(b"\n"):
+                    return
+
+
+class PromptApprover:
+    """The terminal prompt on ``/dev/tty``; ``always`` approves an entry from then on."""
+
+    def __init__(self, tty: TextIO, cancel: CancelToken) -> None:
+        self.tty = tty
+        self.cancel = cancel
+        self.always: set[str] = set()
+        self.closed = False
+
+    def decide(self, call_id: str, entry: str, summary: str) -> Verdict:
+        if entry in self.always:
+            return Verdict(True)
+        if self.closed:
+            return Verdict(False, "the operator's terminal is closed")
+        self.tty.write(f"{summary}\n")
+        for _ in range(3):
+            self.tty.write(f"approve? [y]es once · [n]o · [a]lways for `{entry}` > ")
+            self.tty.flush()
+            try:
+                with self.cancel.blocking():
+                    line = self.tty.readline()
+            except Interrupted:
+                return Verdict(False, "the run was cancelled while waiting for the operator", cancelled=True)
+            if not line:
+                self.closed = True
+                return Verdict(False, "the operator's terminal is closed")
+            answer = line.strip().lower()
+            if answer in ("y", "yes"):
+                return Verdict(True)
+            if answer in ("a", "always"):
+                self.always.add(entry)
+                return Verdict(True)
+            if answer in ("", "n", "no"):
+                return Verdict(False, "the operator declined")
+        return Verdict(False, "the operator's answer could not be read")
+
+
+Approver = AllApprover | DenyApprover | CallerApprover | PromptApprover

@@ -1,0 +1,360 @@
+"""The turn driver (spec 60 §3): it performs what the pure stages decide and writes the record."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any, BinaryIO, TextIO
+
+from metaharness.pure.jsonline import compact
+from metaharness.pure.loop import budget
+from metaharness.pure.loop.approval import needs_approval, not_approved
+from metaharness.pure.loop.catalogue import BY_NAME, RESULT_CAP, Publication, subjects_of
+from metaharness.pure.loop.gates import Admitted, GateRefusal, admit_call
+from metaharness.pure.loop.paths import ScopeRule
+from metaharness.pure.loop.record import (
+    ApprovalRequired,
+    ApprovalResolved,
+    Cost,
+    Finished,
+    ReasoningDelta,
+    RecordLine,
+    TextDelta,
+    ToolArgumentsDelta,
+    ToolCompleted,
+    ToolRequested,
+    TurnRetried,
+    TurnStarted,
+    WarningLine,
+    encode_line,
+    usage_line,
+)
+from metaharness.pure.wires import anthropic_messages, openai_responses
+from metaharness.pure.wires.neutral import (
+    Item,
+    Outcome,
+    Sampling,
+    StreamArguments,
+    StreamEvent,
+    StreamReasoning,
+    StreamText,
+    StreamWarning,
+    ToolCall,
+    ToolResult,
+    TurnRequest,
+    Usage,
+    WireError,
+)
+from metaharness.pure.wires.retry import LOOP_RETRIES, loop_pause_ms
+from metaharness.shell.loop.approver import Approver
+from metaharness.shell.loop.cancel import CancelToken
+from metaharness.shell.loop.credentials import CredentialSource
+from metaharness.shell.loop.tools import PathRefused, ToolFailure, Workspace
+from metaharness.shell.loop.transport import ModelCall, make_client
+from returns.result import Failure
+
+
+class LoopError(Exception):
+    """A mid-run loop error: stderr ``error: <message>``, exit 1, no ``finished``."""
+
+
+class Recorder:
+    """Writes record lines: under ``--json`` one flushed line each on stdout; else the answer and progress."""
+
+    def __init__(self, json_mode: bool, quiet: bool, out: BinaryIO, err: TextIO) -> None:
+        self.json_mode = json_mode
+        self.quiet = quiet
+        self.out = out
+        self.err = err
+
+    def write(self, line: RecordLine) -> None:
+        if self.json_mode:
+            self.out.write(encode_line(line))
+            self.out.flush()
+            return
+        if isinstance(line, TextDelta):
+            self.out.write(line.text.encode())
+            self.out.flush()
+        elif isinstance(line, WarningLine):
+            self.err.write(f"warning: {line.message}\n")
+        elif isinstance(line, Finished) and not self.quiet:
+            self.out.write(b"\n")
+            self.out.flush()
+            self.err.write(f"stopped: {compact(line.stop).decode()} after {line.turns} turn(s)\n")
+        elif isinstance(line, ToolRequested) and not self.quiet:
+            self.err.write(f"tool: {line.name} {compact(line.arguments).decode()}\n")
+        self.err.flush()
+
+
+class Loop:
+    """One run's conversation, spending and the performing of its calls."""
+
+    def __init__(
+        self,
+        *,
+        wire: str,
+        model: str,
+        instruction: str,
+        publication: Publication,
+        scope_rules: tuple[ScopeRule, ...],
+        root: str,
+        approver: Approver,
+        ceiling: str,
+        sampling: Sampling,
+        limits: budget.Limits,
+        prices: budget.Prices | None,
+        items: list[Item],
+        session_key: str,
+        url: str,
+        user_agent: str,
+        credential: CredentialSource,
+        cancel: CancelToken,
+        recorder: Recorder,
+    ) -> None:
+        self.wire = wire
+        self.model = model
+        self.instruction = instruction
+        self.publication = publication
+        self.scope_rules = scope_rules
+        self.root = root
+        self.approver = approver
+        self.ceiling = ceiling
+        self.sampling = sampling
+        self.limits = limits
+        self.prices = prices
+        self.items = items
+        self.session_key = session_key
+        self.credential = credential
+        self.cancel = cancel
+        self.recorder = recorder
+        self.spent = budget.Spent()
+        self.usages: list[Usage] = []
+        self.workspace = Workspace(root, credential.hidden_variables(), cancel)
+        self.client = make_client()
+        self.call = ModelCall(self.client, wire, url, user_agent, cancel, self._transport_retry)
+
+    def _transport_retry(self, message: str) -> None:
+        self.recorder.write(WarningLine(code="turn-retried", message=message))
+
+    def _interrupt_stop(self) -> budget.Stop:
+        if self.cancel.cancelled:
+            return budget.Cancelled()
+        assert self.limits.max_duration_ms is not None
+        return budget.Deadline(self.limits.max_duration_ms)
+
+    def run(self) -> budget.Stop:
+        """Turns until a stop; raises ``LoopError`` on a final model-call error."""
+        try:
+            return self._turns()
+        finally:
+            self.client.close()
+
+    def _turns(self) -> budget.Stop:
+        while True:
+            stop = budget.stop_before_turn(self.limits, self.spent, self.cancel.cancelled, self.cancel.elapsed_ms())
+            if stop is not None:
+                return stop
+            self.spent = budget.Spent(self.spent.turns + 1, self.spent.output_tokens, self.spent.micro_usd)
+            turn = self.spent.turns
+            self.recorder.write(TurnStarted(turn=turn))
+            outcome = self._model_call(turn)
+            if not isinstance(outcome, Outcome):
+                return outcome
+            self._account(outcome)
+            calls = [item for item in outcome.items if isinstance(item, ToolCall)]
+            self.items.extend(outcome.items)
+            stop = budget.stop_after_usage(self.limits, self.spent, outcome.usage)
+            if stop is not None:
+                self._unrun(calls, stop)
+                return stop
+            if not calls:
+                return budget.stop_without_calls(outcome.stop)
+            for index, call in enumerate(calls):
+                stop = budget.stop_between_calls(self.limits, self.cancel.cancelled, self.cancel.elapsed_ms())
+                if stop is not None:
+                    self._unrun(calls[index:], stop)
+                    return stop
+                stop = self._perform(call)
+                if stop is not None:
+                    self._unrun(calls[index + 1 :], stop)
+                    return stop
+
+    def _request(self) -> TurnRequest:
+        return TurnRequest(self.model, self.instruction, tuple(self.items), self.publication.specs(), self.sampling)
+
+    def _model_call(self, turn: int) -> Outcome | budget.Stop:
+        request = self._request()
+        if self.wire == openai_responses.WIRE:
+            projected = openai_responses.project_request(request, self.session_key)
+            decode: Callable[[Any], Any] = lambda frames: openai_responses.decode_stream(frames, self.model)
+        else:
+            kind = self.credential.choice.kind if self.credential.choice is not None else None
+            projected = anthropic_messages.project_request(request, kind)  # type: ignore[arg-type]
+            decode = lambda frames: anthropic_messages.decode_stream(frames, self.model)
+        if isinstance(projected, Failure):
+            raise LoopError(projected.failure().message)
+        wire_request = projected.unwrap()
+        retries = 0
+        while True:
+            result, reached = self.call.run(self._headers(wire_request.headers), wire_request.body, decode, self._sink)
+            if isinstance(result, Outcome):
+                return result
+            if result.error == "cancelled":
+                return self._interrupt_stop()
+            if not (result.retriable and reached) or retries >= LOOP_RETRIES:
+                raise LoopError(result.message)
+            retries += 1
+            self.recorder.write(TurnRetried(turn=turn, attempt=retries, reason=result.message))
+            if not self.cancel.sleep(loop_pause_ms(retries) / 1000):
+                return self._interrupt_stop()
+
+    def _headers(self, fixed: tuple[tuple[str, str], ...]) -> Callable[[], tuple[tuple[str, str], ...] | WireError]:
+        def build() -> tuple[tuple[str, str], ...] | WireError:
+            current = self.credential.current()
+            if isinstance(current, Failure):
+                return WireError("unauthorized", current.failure())
+            value = current.unwrap()
+            if self.wire == openai_responses.WIRE:
+                return openai_responses.request_headers(self.session_key, value)
+            kind = self.credential.choice.kind if self.credential.choice is not None else None
+            return anthropic_messages.request_headers(kind, value)  # type: ignore[arg-type]
+
+        return build
+
+    def _sink(self, event: StreamEvent) -> None:
+        if isinstance(event, StreamText):
+            self.recorder.write(TextDelta(text=event.text))
+        elif isinstance(event, StreamReasoning):
+            self.recorder.write(ReasoningDelta(text=event.text))
+        elif isinstance(event, StreamArguments):
+            self.recorder.write(ToolArgumentsDelta(call_id=event.call_id, delta=event.delta))
+        elif isinstance(event, StreamWarning):
+            self.recorder.write(WarningLine(code=event.code, message=event.message))
+
+    def _account(self, outcome: Outcome) -> None:
+        usage = outcome.usage
+        if usage is None:
+            return
+        self.usages.append(usage)
+        self.recorder.write(usage_line(outcome.model, usage))
+        micro = 0
+        if self.prices is not None:
+            price = self.prices.models.get(outcome.model) or self.prices.models.get(self.model)
+            if price is not None:
+                micro = budget.micro_usd(usage, price)
+                self.recorder.write(Cost(model=outcome.model, micro_usd=micro))
+        self.spent = budget.Spent(
+            self.spent.turns, self.spent.output_tokens + usage.output_tokens, self.spent.micro_usd + micro
+        )
+
+    def _unrun(self, calls: list[ToolCall], stop: budget.Stop) -> None:
+        text = budget.unrun_text(stop)
+        self.items.extend(ToolResult(call.call_id, text, True) for call in calls)
+
+    def _result(self, call: ToolCall, output: str, failed: bool) -> None:
+        self.items.append(ToolResult(call.call_id, output, failed))
+        self.recorder.write(ToolCompleted(call_id=call.call_id, failed=failed))
+
+    def _refuse(self, call: ToolCall, code: str | None, message: str, text: str) -> None:
+        if code is not None:
+            self.recorder.write(WarningLine(code=code, message=message))
+        self._result(call, text, True)
+
+    def _perform(self, call: ToolCall) -> budget.Stop | None:
+        """One call through gates 1–7; a stop when cancel or deadline ended it."""
+        entry = BY_NAME.get(call.name) if call.name in self.publication.names() else None
+        self.recorder.write(
+            ToolRequested(
+                call_id=call.call_id,
+                name=call.name,
+                arguments=call.arguments,
+                operation=entry.operation if entry is not None else None,
+                subjects=subjects_of(call.name, call.arguments) if entry is not None else (),
+            )
+        )
+        admitted = admit_call(call.name, call.arguments, self.publication, self.scope_rules, self.root)
+        if isinstance(admitted, GateRefusal):
+            message = admitted.text
+            if admitted.warning_code == "unpublished-tool":
+                message = message.removesuffix("; call only what was published")
+            self._refuse(call, admitted.warning_code, message, admitted.text)
+            return None
+        problem = self._filesystem_gate(admitted, call.arguments)
+        if problem is not None:
+            code, text = problem
+            self._refuse(call, code, text, text)
+            return None
+        name = admitted.entry.name
+        if needs_approval(admitted.entry.risk, self.ceiling):
+            self.recorder.write(ApprovalRequired(call_id=call.call_id, name=name))
+            verdict = self.approver.decide(call.call_id, name, _summary(name, call.arguments))
+            if verdict.warning is not None:
+                self.recorder.write(WarningLine(code="approval-answer-unreadable", message=verdict.warning))
+            self.recorder.write(ApprovalResolved(call_id=call.call_id, approved=verdict.approved))
+            if verdict.cancelled:
+                self._result(call, "the run was cancelled before this call ran", True)
+                return self._interrupt_stop()
+            if not verdict.approved:
+                self._result(call, not_approved(name, verdict.reason), True)
+                return None
+        stop = budget.stop_between_calls(self.limits, self.cancel.cancelled, self.cancel.elapsed_ms())
+        if stop is not None:
+            self._result(call, budget.unrun_text(stop), True)
+            return stop
+        output, failed = self._execute(admitted, call)
+        self._result(call, output, failed)
+        if self.cancel.stopping() and failed and name == "run":
+            return self._interrupt_stop()
+        return None
+
+    def _filesystem_gate(self, admitted: Admitted, arguments: dict[str, Any]) -> tuple[str | None, str] | None:
+        name = admitted.entry.name
+        path = arguments.get("path", ".")
+        try:
+            if name in ("file_write", "file_edit") and admitted.relative is not None:
+                self.workspace.check_write_target(path, admitted.relative, must_exist=name == "file_edit")
+                if name == "file_edit":
+                    problem = self.workspace.edit_count_problem(path, admitted.relative, arguments["old"])
+                    if problem is not None:
+                        return None, problem
+        except PathRefused as refusal:
+            return "path-refused", str(refusal)
+        except ToolFailure as failure:
+            return None, str(failure)
+        return None
+
+    def _execute(self, admitted: Admitted, call: ToolCall) -> tuple[str, bool]:
+        arguments = call.arguments
+        name = admitted.entry.name
+        try:
+            if name == "run":
+                reply = self.workspace.run(arguments["argv"])
+            else:
+                path = arguments.get("path", ".")
+                perform = getattr(self.workspace, name)
+                reply = perform(path, admitted.relative, arguments)
+        except PathRefused as refusal:
+            self.recorder.write(WarningLine(code="path-refused", message=str(refusal)))
+            return str(refusal), True
+        except ToolFailure as failure:
+            return str(failure), True
+        except OSError as error:
+            return f"`{name}` failed: {error.strerror or error}", True
+        if len(reply) > RESULT_CAP:
+            return f"the result is {len(reply)} bytes, over the {RESULT_CAP} byte bound; narrow the request", True
+        return reply.decode("utf-8"), False
+
+
+def _summary(name: str, arguments: Any) -> str:
+    """The call as the terminal prompt shows it: ``file_write  note.md  (23 bytes)``."""
+    if name == "run":
+        return f"run  {' '.join(arguments.get('argv', []))}"
+    size = len(arguments.get("text", arguments.get("new", "")).encode())
+    return f"{name}  {arguments.get('path', '.')}  ({size} bytes)"
+
+
+
+def stderr_error(message: str) -> None:
+    """The ``error: <message>`` line."""
+    sys.stderr.write(f"error: {' '.join(message.splitlines())}\n")
+    sys.stderr.flush()

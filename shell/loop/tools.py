@@ -1,0 +1,398 @@
+"""Performing the tools inside the workspace (spec 60 §5.3, §5.4).
+
+Reads resolve symlinks and must land inside the root; writes refuse any symlink component and open
+each directory relative to its parent without following; walks never enter symlinks.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import shutil
+import stat
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+import msgspec
+from metaharness.pure.jsonline import compact
+from metaharness.pure.loop.paths import glob_matches
+from metaharness.shell.loop.cancel import CancelToken, Interrupted
+
+SKIPPED_DIRS = frozenset({".git", "node_modules", "target", ".venv", "__pycache__"})
+SEARCH_FILE_CAP = 1 << 20
+WALK_DEPTH = 12
+LINE_CUT = 400
+DIR_ENTRIES = 500
+STREAM_CAP = 64 * 1024
+RUN_TIMEOUT_S = 600.0
+
+
+class ToolFailure(Exception):
+    """A tool could not do its job; the text is the model-facing result."""
+
+
+class PathRefused(ToolFailure):
+    """A filesystem confinement refusal (``path-refused``)."""
+
+
+def symlink_text(path: str) -> str:
+    """The text of a path that passes through a symbolic link."""
+    return f"`{path}` passes through a symbolic link"
+
+
+def not_regular(path: str) -> str:
+    """The text of a path that is not a regular file."""
+    return f"`{path}` is not a regular file"
+
+
+class Workspace:
+    """The canonical root and the facts the tools need."""
+
+    def __init__(self, root: str, hidden_env: tuple[str, ...], cancel: CancelToken) -> None:
+        self.root = root
+        self.hidden_env = hidden_env
+        self.cancel = cancel
+
+    def writable(self) -> bool:
+        """Whether the process may write the root."""
+        return os.access(self.root, os.W_OK)
+
+    def _inside(self, real: str) -> bool:
+        return real == self.root or real.startswith(self.root.rstrip("/") + "/")
+
+    def _resolved(self, path: str, relative: str) -> str:
+        real = os.path.realpath(os.path.join(self.root, relative))
+        if not self._inside(real):
+            raise PathRefused(f"`{path}` is outside the workspace")
+        return real
+
+    # reads
+
+    def file_read(self, path: str, relative: str, arguments: dict[str, Any]) -> bytes:
+        real = self._resolved(path, relative)
+        if not os.path.isfile(real):
+            raise PathRefused(not_regular(path))
+        with open(real, "rb") as handle:
+            raw = handle.read()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ToolFailure(f"`{path}` is not UTF-8 text") from None
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        offset = arguments.get("offset", 1)
+        limit = arguments.get("limit", 2000)
+        max_bytes = arguments.get("max_bytes", 65536)
+        out: list[str] = []
+        size = 0
+        last = offset - 1
+        for number in range(offset, min(offset + limit, len(lines) + 1)):
+            rendered = f"{number:>6}\t{lines[number - 1]}\n"
+            if size + len(rendered.encode()) > max_bytes:
+                break
+            out.append(rendered)
+            size += len(rendered.encode())
+            last = number
+        reply = {
+            "path": path,
+            "lines": {"first": offset, "last": last, "total": len(lines)},
+            "truncated": last < len(lines),
+            "text": "".join(out),
+        }
+        return compact(reply)
+
+    def dir_list(self, path: str, relative: str, arguments: dict[str, Any]) -> bytes:
+        real = self._resolved(path, relative)
+        if not os.path.isdir(real):
+            raise ToolFailure(f"`{path}` is not a directory")
+        names = sorted(os.listdir(real))
+        entries: list[dict[str, Any]] = []
+        for name in names[:DIR_ENTRIES]:
+            info = os.lstat(os.path.join(real, name))
+            if stat.S_ISREG(info.st_mode):
+                entries.append({"name": name, "kind": "file", "bytes": info.st_size})
+            elif stat.S_ISDIR(info.st_mode):
+                entries.append({"name": name, "kind": "directory"})
+            elif stat.S_ISLNK(info.st_mode):
+                entries.append({"name": name, "kind": "symlink"})
+            else:
+                entries.append({"name": name, "kind": "other"})
+        return compact({"path": path, "entries": entries, "truncated": len(names) > DIR_ENTRIES})
+
+    def _walk(self, start: str, relative: str, skip: bool) -> Iterator[tuple[str, bool, bool]]:
+        """(relative path, is directory, depth bound reached) in code-point order, never entering symlinks."""
+        base = os.path.join(self.root, relative)
+        info = os.lstat(base)
+        if stat.S_ISREG(info.st_mode):
+            yield relative, False, False
+            return
+        stack: list[tuple[str, int]] = [(relative, 0)]
+        while stack:
+            current, depth = stack.pop()
+            entries = sorted(os.listdir(os.path.join(self.root, current)))
+            children: list[tuple[str, int]] = []
+            for name in entries:
+                child = name if current == "." else f"{current}/{name}"
+                mode = os.lstat(os.path.join(self.root, child)).st_mode
+                if stat.S_ISDIR(mode):
+                    if skip and name in SKIPPED_DIRS:
+                        continue
+                    yield child, True, False
+                    if depth + 1 >= WALK_DEPTH:
+                        yield child, True, True
+                    else:
+                        children.append((child, depth + 1))
+                elif stat.S_ISREG(mode):
+                    yield child, False, False
+            stack.extend(reversed(children))
+
+    def search(self, path: str, relative: str, arguments: dict[str, Any]) -> bytes:
+        self._resolved(path, relative)
+        pattern = arguments["pattern"]
+        regex: re.Pattern[str] | None = None
+        if arguments.get("regex", False):
+            try:
+                regex = re.compile(pattern)
+            except re.error as error:
+                raise ToolFailure(f"`{pattern}` is not a valid regular expression: {error}") from None
+        context = arguments.get("context", 0)
+        limit = arguments.get("max_results", 100)
+        glob = arguments.get("glob")
+        matches: list[dict[str, Any]] = []
+        truncated = False
+        bound = False
+        for found, is_dir, reached in self._walk(path, relative, skip=True):
+            bound = bound or reached
+            if is_dir or (glob is not None and not _glob_hit(glob, found)):
+                continue
+            full = os.path.join(self.root, found)
+            if os.path.getsize(full) > SEARCH_FILE_CAP:
+                continue
+            try:
+                with open(full, "rb") as handle:
+                    lines = handle.read().decode("utf-8").split("\n")
+            except UnicodeDecodeError:
+                continue
+            for index, line in enumerate(lines):
+                hit = regex.search(line) is not None if regex is not None else pattern in line
+                if not hit:
+                    continue
+                if len(matches) >= limit:
+                    truncated = True
+                    break
+                match: dict[str, Any] = {
+                    "path": found,
+                    "line": index + 1,
+                    "text": line[:LINE_CUT],
+                    "line_truncated": len(line) > LINE_CUT,
+                }
+                if context:
+                    match["before"] = [text[:LINE_CUT] for text in lines[max(index - context, 0) : index]]
+                    match["after"] = [text[:LINE_CUT] for text in lines[index + 1 : index + 1 + context]]
+                matches.append(match)
+            if truncated:
+                break
+        return compact(
+            {"pattern": pattern, "matches": matches, "truncated": truncated, "depth_bound_reached": bound}
+        )
+
+    def find(self, path: str, relative: str, arguments: dict[str, Any]) -> bytes:
+        self._resolved(path, relative)
+        glob = arguments["glob"]
+        limit = arguments.get("max_results", 200)
+        paths: list[str] = []
+        truncated = False
+        bound = False
+        for found, is_dir, reached in self._walk(path, relative, skip=False):
+            bound = bound or reached
+            if reached or not _glob_hit(glob, found):
+                continue
+            if len(paths) >= limit:
+                truncated = True
+                break
+            paths.append(found + "/" if is_dir else found)
+        return compact({"glob": glob, "paths": paths, "truncated": truncated, "depth_bound_reached": bound})
+
+    # writes
+
+    def _parent_fd(self, path: str, relative: str, create: bool) -> tuple[int, str]:
+        """The parent directory opened without following any symlink, and the final name."""
+        parts = relative.split("/")
+        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for part in parts[:-1]:
+                try:
+                    child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                except FileNotFoundError:
+                    if not create:
+                        raise ToolFailure(f"`{path}` does not exist") from None
+                    os.mkdir(part, 0o755, dir_fd=fd)
+                    child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                except OSError as error:
+                    if error.errno in (errno.ELOOP, errno.ENOTDIR):
+                        kind = os.lstat(part, dir_fd=fd).st_mode
+                        raise PathRefused(symlink_text(path) if stat.S_ISLNK(kind) else not_regular(path)) from None
+                    raise
+                os.close(fd)
+                fd = child
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd, parts[-1]
+
+    def check_write_target(self, path: str, relative: str, must_exist: bool) -> None:
+        """Gate 4 for writes: no symlink component, the target a regular file (or absent for a write)."""
+        if relative == ".":
+            raise PathRefused(not_regular(path))
+        parts = relative.split("/")
+        current = self.root
+        for index, part in enumerate(parts):
+            current = os.path.join(current, part)
+            try:
+                mode = os.lstat(current).st_mode
+            except FileNotFoundError:
+                if must_exist:
+                    raise ToolFailure(f"`{path}` does not exist") from None
+                return
+            if stat.S_ISLNK(mode):
+                raise PathRefused(symlink_text(path))
+            last = index == len(parts) - 1
+            if not last and not stat.S_ISDIR(mode):
+                raise PathRefused(not_regular(path))
+            if last and not stat.S_ISREG(mode):
+                raise PathRefused(not_regular(path))
+
+    def edit_count_problem(self, path: str, relative: str, old: str) -> str | None:
+        """Gate 4 for ``file_edit``: ``old`` must occur exactly once in a UTF-8 file."""
+        text = self._read_nofollow(path, relative)
+        if not old:
+            return f"`old` is empty; name the text in `{path}` to replace"
+        count = text.count(old)
+        if count == 0:
+            return f"`old` does not occur in `{path}`"
+        if count > 1:
+            return f"`old` occurs {count} times in `{path}`; make it unique"
+        return None
+
+    def _read_nofollow(self, path: str, relative: str) -> str:
+        fd, name = self._parent_fd(path, relative, create=False)
+        try:
+            try:
+                handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=fd)
+            except OSError as error:
+                if error.errno == errno.ELOOP:
+                    raise PathRefused(symlink_text(path)) from None
+                if error.errno == errno.ENOENT:
+                    raise ToolFailure(f"`{path}` does not exist") from None
+                raise
+            with os.fdopen(handle, "rb") as stream:
+                if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+                    raise PathRefused(not_regular(path))
+                raw = stream.read()
+        finally:
+            os.close(fd)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ToolFailure(f"`{path}` is not UTF-8 text") from None
+
+    def _replace(self, path: str, relative: str, data: bytes) -> None:
+        fd, name = self._parent_fd(path, relative, create=True)
+        try:
+            try:
+                mode = os.lstat(name, dir_fd=fd).st_mode
+                if stat.S_ISLNK(mode):
+                    raise PathRefused(symlink_text(path))
+                if not stat.S_ISREG(mode):
+                    raise PathRefused(not_regular(path))
+            except FileNotFoundError:
+                pass
+            temp = f".{name}.b10x-{os.getpid()}.tmp"
+            handle = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=fd)
+            try:
+                with os.fdopen(handle, "wb") as stream:
+                    stream.write(data)
+                os.rename(temp, name, src_dir_fd=fd, dst_dir_fd=fd)
+            except BaseException:
+                os.unlink(temp, dir_fd=fd)
+                raise
+        finally:
+            os.close(fd)
+
+    def file_write(self, path: str, relative: str, arguments: dict[str, Any]) -> bytes:
+        data = arguments["text"].encode("utf-8")
+        self._replace(path, relative, data)
+        return compact({"path": path, "bytes": len(data)})
+
+    def file_edit(self, path: str, relative: str, arguments: dict[str, Any]) -> bytes:
+        problem = self.edit_count_problem(path, relative, arguments["old"])
+        if problem is not None:
+            raise ToolFailure(problem)
+        text = self._read_nofollow(path, relative).replace(arguments["old"], arguments["new"], 1)
+        data = text.encode("utf-8")
+        self._replace(path, relative, data)
+        return compact({"path": path, "bytes": len(data)})
+
+    # run
+
+    def run(self, argv: list[str]) -> bytes:
+        program = shutil.which(argv[0])
+        if program is None:
+            raise ToolFailure(f"`{argv[0]}` was not found on PATH")
+        environment = {k: v for k, v in os.environ.items() if k not in self.hidden_env}
+        remaining = self.cancel.remaining_s()
+        timeout = RUN_TIMEOUT_S if remaining is None else min(RUN_TIMEOUT_S, remaining)
+        try:
+            child = subprocess.Popen(
+                argv,
+                executable=program,
+                cwd=self.root,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=environment,
+                start_new_session=True,
+            )
+        except OSError as error:
+            raise ToolFailure(f"`{argv[0]}` could not start: {error.strerror}") from None
+        timed_out = False
+        try:
+            with self.cancel.blocking():
+                out, err = child.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(child)
+            out, err = child.communicate()
+        except Interrupted:
+            _kill_group(child)
+            child.communicate()
+            raise ToolFailure("the run was cancelled while this call ran") from None
+        truncated = len(out) > STREAM_CAP or len(err) > STREAM_CAP
+        reply = {
+            "argv": argv,
+            "exit": child.returncode if child.returncode is not None and child.returncode >= 0 else None,
+            "stdout": out[:STREAM_CAP].decode("utf-8", errors="replace"),
+            "stderr": err[:STREAM_CAP].decode("utf-8", errors="replace"),
+            "truncated": truncated,
+            "timed_out": timed_out,
+        }
+        if timed_out:
+            raise ToolFailure(msgspec.json.encode(reply).decode())
+        return compact(reply)
+
+
+def _kill_group(child: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(child.pid, 9)
+    except ProcessLookupError:
+        pass
+
+
+def _glob_hit(glob: str, relative: str) -> bool:
+    """No ``/`` in the glob: match base names at any depth; else relative paths."""
+    if "/" not in glob:
+        return glob_matches(glob, relative.rsplit("/", 1)[-1])
+    return glob_matches(glob, relative)
