@@ -1,0 +1,276 @@
+"""``project``: the trace-ir/1 document and the viewer page as pure functions, and the verb through the
+console script (spec 10 §9)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from metaharness.pure.projection import document_text, project_stream, viewer_page
+from returns.result import Failure
+
+HERMETIC = {
+    "mode": "strict",
+    "decisions": "frame",
+    "imposed": [],
+    "declared": [],
+    "unavailable": [],
+    "ambient_inputs": [],
+    "installed_plugins": [],
+}
+
+
+def started(run: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "event": "session.started",
+        "adapter": "b10x",
+        "adapter_class": "direct_provider",
+        "harness_version": "0.22.0",
+        "session_id": None,
+        "model": "b10x-emulated",
+        "permission_mode": None,
+        "credential_source": None,
+        "output_style": None,
+        "cwd": "/w",
+        "offered_tools": ["file_read"],
+        "available_operations": ["file.read"],
+        "withheld": [{"tool": "run", "reason": "no program allowed"}],
+        "slash_commands": None,
+        "skills": [],
+        "agents": [],
+        "plugins": None,
+        "mcp_servers": [],
+        "inputs_digest": None,
+        "transcript": {"path": "/r/record.jsonl", "digest": None, "bytes": None},
+        "hermetic": HERMETIC,
+        **extra,
+    }
+
+
+def stream(run: str, payloads: list[dict[str, Any]], *, close: bool = True, events: int | None = None) -> bytes:
+    """Event lines as spec 20 §1 writes them: framing keys first, compact, one per line."""
+    lines = []
+    for seq, payload in enumerate(payloads, start=1):
+        body = {"format": "metaharness.event/1", "seq": seq, "run": run, **payload}
+        lines.append(json.dumps(body, ensure_ascii=False, separators=(",", ":")))
+    if close:
+        closing = {
+            "format": "metaharness.event/1",
+            "seq": len(payloads) + 1,
+            "run": run,
+            "event": "stream.closed",
+            "events": len(payloads) if events is None else events,
+            "reason": "completed",
+            "run_id": run,
+            "process": {"kind": "exited", "code": 0},
+        }
+        lines.append(json.dumps(closing, separators=(",", ":")))
+    return "".join(line + "\n" for line in lines).encode("utf-8")
+
+
+RUN_A = [
+    started("b10x-1"),
+    {"event": "turn.started", "turn": 1, "frame_digest": None},
+    {"event": "text", "text": "<script>go</script> Reading <the> file & more " + "x" * 300, "request_id": None},
+    {"event": "tool.requested", "call_id": "c1", "name": "file_read", "input": {"path": "a.md"},
+     "operations": ["file.read"], "subjects": ["file:a.md"], "decision_required": False, "deadline_ms": None, "seam": "none"},
+    {"event": "tool.decided", "call_id": "c1", "decision": {"decision": "allow"}, "decided_by": "frame",
+     "seam": "control_request", "latency_ms": None},
+    {"event": "tool.result", "exit_code": None, "outcome_source": None, "call_id": "c1", "is_error": False,
+     "content": "<script>alert(1)</script>", "bytes": 25, "tool_use_result": None},
+    {"event": "warning", "code": "UNVERIFIED_TIER", "message": "m"},
+]
+
+
+def document(data: bytes, name: str = "a.jsonl") -> dict[str, Any]:
+    projected = project_stream(name, data).unwrap()
+    parsed: dict[str, Any] = json.loads(document_text(projected))
+    return parsed
+
+
+def test_document_nodes_families_and_summary() -> None:
+    data = stream("b10x-1", RUN_A)
+    doc = document(data)
+    assert list(doc) == ["format", "run", "transcript_digest", "nodes", "metaharness"]
+    assert doc["format"] == "trace-ir/1"
+    assert doc["run"] == "b10x-1"
+    assert doc["transcript_digest"] == hashlib.sha256(data).hexdigest()
+    nodes = doc["nodes"]
+    assert [n["index"] for n in nodes] == list(range(8))
+    assert [n["seq"] for n in nodes] == list(range(1, 9))
+    assert [(n["event"], n["family"]) for n in nodes] == [
+        ("session.started", "session_start"),
+        ("turn.started", "unk"),
+        ("text", "assistant_text"),
+        ("tool.requested", "tool_call"),
+        ("tool.decided", "unk"),
+        ("tool.result", "tool_result"),
+        ("warning", "unk"),
+        ("stream.closed", "stream_closed"),
+    ]
+    assert [n["reason"] for n in nodes] == [None, "no trace-ir/1 family", None, None, "no trace-ir/1 family", None,
+                                            "no trace-ir/1 family", None]
+    assert [n["call_id"] for n in nodes] == [None, None, None, "c1", "c1", "c1", None, None]
+    assert all(list(n) == ["index", "seq", "family", "event", "at", "call_id", "reason", "data"] for n in nodes)
+    assert nodes[3]["data"] == {k: v for k, v in RUN_A[3].items() if k != "event"}
+    assert list(nodes[0]["data"]) == [k for k in RUN_A[0] if k != "event"]
+    assert doc["metaharness"] == {
+        "source": "metaharness.event/1",
+        "vendor_transcript": {"path": "/r/record.jsonl", "digest": None, "bytes": None},
+        "withheld": [{"tool": "run", "reason": "no program allowed"}],
+        "available_operations": ["file.read"],
+        "hermetic": HERMETIC,
+        "stream_complete": "complete",
+    }
+
+
+def test_document_bytes_are_two_space_indented_with_a_trailing_newline() -> None:
+    text = document_text(project_stream("a.jsonl", stream("b10x-1", RUN_A)).unwrap())
+    assert text == json.dumps(json.loads(text), indent=2, ensure_ascii=False) + "\n"
+
+
+def test_at_is_copied_and_absent_keys_are_null() -> None:
+    payloads = [{"event": "text", "text": "hi", "request_id": "r", "at": "2026-11-30T00:00:00Z"}]
+    doc = document(stream("claude-9", payloads))
+    assert doc["nodes"][0]["at"] == "2026-11-30T00:00:00Z"
+    assert "at" not in doc["nodes"][0]["data"]
+    assert doc["nodes"][1]["at"] is None
+    assert doc["metaharness"]["vendor_transcript"] is None
+    assert doc["metaharness"]["available_operations"] is None
+
+
+@pytest.mark.parametrize(
+    ("data", "state"),
+    [
+        (stream("r", RUN_A), "complete"),
+        (stream("r", RUN_A, close=False), "truncated"),
+        (stream("r", RUN_A, events=3), "inconsistent"),
+        (stream("r", RUN_A[:1]) + stream("r", RUN_A[:1]).replace(b'"seq":1', b'"seq":3').replace(b'"seq":2', b'"seq":4'),
+         "inconsistent"),
+    ],
+)
+def test_stream_completeness(data: bytes, state: str) -> None:
+    assert document(data)["metaharness"]["stream_complete"] == state
+
+
+def test_a_marker_that_is_not_the_last_line_is_inconsistent() -> None:
+    closed = stream("r", RUN_A[:1])
+    trailing = json.dumps({"format": "metaharness.event/1", "seq": 3, "run": "r", "event": "text", "text": "late",
+                           "request_id": None}, separators=(",", ":"))
+    assert document(closed + trailing.encode() + b"\n")["metaharness"]["stream_complete"] == "inconsistent"
+
+
+@pytest.mark.parametrize(
+    ("data", "line", "detail"),
+    [
+        (b'{"format":"metaharness.event/1","seq":1,"run":"r","event":"text","text":"a","request_id":null}\nnot json\n', 2,
+         "not a JSON object"),
+        (b'{"format":"other/1","seq":1}\n', 1, 'unknown format tag "other/1"'),
+        (b'{"format":"metaharness.event/1","seq":1,"run":"r","event":"nope"}\n', 1, 'unknown event name "nope"'),
+        (b"\n", 1, "not a JSON object"),
+        (b"", 1, "no metaharness.event/1 line"),
+    ],
+)
+def test_an_unreadable_line_is_refused_naming_file_and_line(data: bytes, line: int, detail: str) -> None:
+    refused = project_stream("runs/a.jsonl", data)
+    assert isinstance(refused, Failure)
+    assert refused.failure().code == "projection-unreadable"
+    assert refused.failure().message.startswith(f"runs/a.jsonl line {line}: ")
+    assert detail in refused.failure().message
+
+
+def test_a_run_differing_from_the_first_lines_is_refused() -> None:
+    data = stream("a", RUN_A[1:3]).replace(b'"seq":2,"run":"a"', b'"seq":2,"run":"b"')
+    refused = project_stream("x.jsonl", data).failure()
+    assert refused.code == "projection-unreadable"
+    assert refused.message.startswith("x.jsonl line 2: ")
+
+
+def page_of(*runs: bytes) -> str:
+    return viewer_page([project_stream(f"{i}.jsonl", data).unwrap() for i, data in enumerate(runs)])
+
+
+def test_page_is_self_contained_escaped_and_byte_stable() -> None:
+    run_a = stream("b10x-1", RUN_A)
+    run_b = stream("claude-<2>", [started("claude-<2>", adapter="claude", model=None)])
+    page = page_of(run_a, run_b)
+    assert page == page_of(run_a, run_b)
+    assert page.startswith("<!DOCTYPE html>")
+    assert "<script" not in page.lower()
+    assert not re.search(r"""(src|href)\s*=""", page)
+    assert "&lt;script&gt;go&lt;/script&gt;" in page
+    assert "alert" not in page
+    assert "claude-&lt;2&gt;" in page and "claude-<2>" not in page
+    assert "Reading &lt;the&gt; file &amp; more " in page
+    assert "x" * 201 not in page
+    rows = re.findall(r"<tr><td class=\"i\">(\d+)</td>(.*?)</tr>", page)
+    assert [int(index) for index, _ in rows] == list(range(8))
+    assert all(cells.count("<td") == 2 for _, cells in rows)
+    assert not rows[1][1].endswith("<td></td>")
+    assert all(cells.endswith("<td></td>") for _, cells in rows[2:])
+    assert 'class="f-tool_call"' in rows[3][1]
+    assert "file_read c1 {&quot;path&quot;:&quot;a.md&quot;}" in rows[3][1]
+    assert "c1 is_error=false" in rows[5][1]
+    assert "b10x &quot;0.22.0&quot; &quot;b10x-emulated&quot;" in rows[0][1]
+    assert "completed events=7" in rows[7][1]
+    assert "tool.decided: no trace-ir/1 family" in rows[4][1]
+    for header in ("b10x-1", "metaharness.event/1", hashlib.sha256(run_a).hexdigest(), "strict", "complete"):
+        assert f"<dd>{header}</dd>" in page
+
+
+def metaharness(*args: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
+    script = Path(sys.executable).with_name("metaharness")
+    return subprocess.run([str(script), "project", *args], capture_output=True, cwd=cwd, check=False, timeout=60)
+
+
+def test_project_verb_one_input_to_stdout_and_files(tmp_path: Path) -> None:
+    data = stream("b10x-1", RUN_A)
+    (tmp_path / "a.jsonl").write_bytes(data)
+    result = metaharness("a.jsonl", cwd=tmp_path)
+    assert result.returncode == 0 and result.stderr == b""
+    expected = document_text(project_stream("a.jsonl", data).unwrap()).encode()
+    assert result.stdout == expected
+    written = metaharness("a.jsonl", "--to", "trace-ir", "--out", "doc.json", "--html", "page.html", cwd=tmp_path)
+    assert written.returncode == 0 and written.stdout == b""
+    assert (tmp_path / "doc.json").read_bytes() == expected
+    assert (tmp_path / "page.html").read_text(encoding="utf-8") == page_of(data)
+
+
+def test_project_verb_two_inputs_write_the_page(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_bytes(stream("b10x-1", RUN_A))
+    (tmp_path / "b.jsonl").write_bytes(stream("b10x-2", RUN_A[:2]))
+    result = metaharness("a.jsonl", "b.jsonl", "--html", "page.html", cwd=tmp_path)
+    assert result.returncode == 0 and result.stdout == b""
+    page = (tmp_path / "page.html").read_text(encoding="utf-8")
+    assert "<th>b10x-1</th><th>b10x-2</th>" in page
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["a.jsonl", "--to", "otel"], "projection-target-unknown"),
+        (["a.jsonl", "a.jsonl", "a.jsonl", "--html", "p.html"], "viewer-column-count"),
+        (["a.jsonl", "a.jsonl"], "viewer-column-count"),
+        (["a.jsonl", "a.jsonl", "--html", "p.html", "--out", "d.json"], "viewer-column-count"),
+        (["missing.jsonl"], "projection-unreadable"),
+        (["bad.jsonl"], "projection-unreadable"),
+        (["a.jsonl", "--from", "b10x"], "not-built"),
+    ],
+)
+def test_project_refusals(tmp_path: Path, args: list[str], code: str) -> None:
+    (tmp_path / "a.jsonl").write_bytes(stream("b10x-1", RUN_A))
+    (tmp_path / "bad.jsonl").write_bytes(stream("b10x-1", RUN_A) + b"[1]\n")
+    result = metaharness(*args, cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stdout == b""
+    lines = result.stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"metaharness: {code}: ")
+    assert not (tmp_path / "p.html").exists()
+    if args == ["bad.jsonl"]:
+        assert lines[0].startswith("metaharness: projection-unreadable: bad.jsonl line 9: ")
