@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
+from metaharness.pure.census import ZERO_CENSUS
 from metaharness.pure.codex.rendering import resolve_call, shell_subjects
-from metaharness.pure.codex.replay import census_of, replay_rollout
+from metaharness.pure.codex.replay import replay_rollout
 from metaharness.pure.codex.rollout import Emitted, RolloutLaunch, RolloutReader, read_rollout_line, session_ended
 from metaharness.pure.codex.seam import (
     Correlator,
@@ -22,7 +23,6 @@ from metaharness.pure.events import (
     Deny,
     Hermetic,
     Replace,
-    ToolDecided,
     ToolRequested,
     ToolResult,
     Transcript,
@@ -329,23 +329,11 @@ def test_resolution_of_bash_apply_patch_and_mcp():
     assert resolve_call("exec_command", {"cmd": "ls"}) == ((), ())
 
 
-def test_census_counts_by_kind_seam_and_decider():
-    decided = (
-        ToolDecided(call_id="a", decision=Allow(), decided_by="frame", seam="hook", latency_ms=None),
-        ToolDecided(call_id="b", decision=Deny("no"), decided_by="embedder", seam="hook", latency_ms=3),
-        ToolDecided(call_id="c", decision=Abstain(), decided_by="adapter", seam="none", latency_ms=None),
-    )
-    census = census_of(decided)
-    assert (census.allowed, census.denied, census.replaced, census.abstained) == (1, 1, 0, 1)
-    assert census.by_seam == {"hook": 2, "none": 1}
-    assert census.by_decider == {"adapter": 1, "embedder": 1, "frame": 1}
-
-
 def test_session_ended_only_after_task_complete():
     reader, _ = readings_of(META, STARTED)
-    assert session_ended(reader, census_of(())) is None
+    assert session_ended(reader, ZERO_CENSUS) is None
     reader, _ = readings_of(META, STARTED, COMPLETE)
-    assert session_ended(reader, census_of(())) is not None
+    assert session_ended(reader, ZERO_CENSUS) is not None
 
 
 def test_tool_requested_from_a_custom_call_keeps_the_raw_patch():

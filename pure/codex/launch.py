@@ -138,7 +138,6 @@ class CodexLaunch(msgspec.Struct, frozen=True, kw_only=True):
     codex_home: str
     directories: tuple[str, ...]
     files: tuple[ScratchFile, ...]
-    fifos: tuple[str, ...]
     config: CodexConfig
     user_turn: str
     context_files: tuple[ContextFile, ...]
@@ -348,7 +347,6 @@ def plan_codex_launch(
         codex_home=codex_home,
         directories=_directories(spec, scratch),
         files=tuple(sorted(files, key=lambda f: f.path)),
-        fifos=(posixpath.join(scratch, CHANNEL_DIR, "doorbell"),),
         config=config.unwrap(),
         user_turn=turn,
         context_files=context_record(spec.context, CONTEXT_CHANNEL) or (),

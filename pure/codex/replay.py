@@ -7,37 +7,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from metaharness.pure.census import ZERO_CENSUS
 from metaharness.pure.codex.rollout import Emitted, RolloutLaunch, RolloutReader, read_rollout_line, session_ended
 from metaharness.pure.codex.seam import Correlator, on_readings, on_stream_end
-from metaharness.pure.events import Census, SessionEnded, Stream, ToolDecided, UnknownProcess, closing_marker, stamp
+from metaharness.pure.events import SessionEnded, Stream, UnknownProcess, closing_marker, stamp
+from metaharness.pure.run_stages import closing_reason
 
 
-def census_of(decided: Iterable[ToolDecided]) -> Census:
-    """The decision census over ``tool.decided`` events (spec 20 §9): counts by kind, and by seam
-    and decider with non-zero keys only."""
-    kinds = {"allow": 0, "deny": 0, "replace": 0, "abstain": 0}
-    by_seam: dict[str, int] = {}
-    by_decider: dict[str, int] = {}
-    for event in decided:
-        kinds[type(event.decision).__struct_config__.tag] += 1
-        by_seam[event.seam] = by_seam.get(event.seam, 0) + 1
-        by_decider[event.decided_by] = by_decider.get(event.decided_by, 0) + 1
-    return Census(
-        allowed=kinds["allow"],
-        denied=kinds["deny"],
-        replaced=kinds["replace"],
-        abstained=kinds["abstain"],
-        by_seam=dict(sorted(by_seam.items())),
-        by_decider=dict(sorted(by_decider.items())),
-    )
-
-
-def closing_reason(ended: SessionEnded | None) -> str:
-    """``stream.closed.reason`` for a run no command or signal ended (spec 20 §4): no terminal record
-    → ``error``; ``is_error`` false → ``completed``; else ``error`` (codex names no budget stop)."""
+def stop_word(ended: SessionEnded | None) -> str | None:
+    """The terminal record's stop word for ``closing_reason``: none without ``session.ended``;
+    codex states no budget stop, so ``completed`` unless it ended in error (spec 20 §4, spec 50 §4)."""
     if ended is None:
-        return "error"
-    return "completed" if ended.is_error is False or ended.subtype == "success" else "error"
+        return None
+    return "completed" if ended.is_error is False else "error"
 
 
 def record_lines(record: bytes) -> tuple[bytes, ...]:
@@ -69,10 +51,10 @@ def replay_rollout(record: bytes, launch: RolloutLaunch, run: str) -> tuple[byte
         stream = _written(stream, outputs, out)
     correlator, outputs = on_stream_end(correlator)
     stream = _written(stream, outputs, out)
-    ended = session_ended(reader, census_of(()))
+    ended = session_ended(reader, ZERO_CENSUS)
     if ended is not None:
         stream = _written(stream, (Emitted(ended),), out)
-    reason = closing_reason(ended)
+    reason = closing_reason(halted=False, killed=False, stop=stop_word(ended), budget_stops=())
     stream, line = stamp(stream, closing_marker(stream, reason, UnknownProcess()))
     out.extend(line)
     return bytes(out), reason

@@ -8,8 +8,8 @@ The correlator merges what the rollout yields with the calls the hook channel de
 * **Seam first** — a hook call is presented at once; the record's later announcement emits nothing.
 * **Replay** — every call is emitted as recorded, with no warning.
 
-``Present`` asks the run to decide a call on the hook seam (the decision desk writes its
-``tool.requested``); ``answer_body`` renders a decision as the bytes the hook prints.
+``Present`` asks the run to decide a call on the hook seam (``presented_call`` hands it to the
+decision desk, ``metaharness.pure.decisions``, which writes its ``tool.requested``); ``answer_body`` renders a decision as the bytes the hook prints.
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-from metaharness.pure.codex.rendering import operation_names, resolve_call
+from metaharness.pure.codex.rendering import resolve_call
 from metaharness.pure.codex.rollout import Announced, Emitted, Finished, Reading
-from metaharness.pure.events import Decision, Deny, Replace, ToolRequested, TurnEnded, WarningRaised
+from metaharness.pure.decisions import PresentedCall
+from metaharness.pure.events import Decision, Deny, Replace, TurnEnded, WarningRaised
 from metaharness.pure.hook_channel import HookCall, deny_answer, pretooluse_answer
 from metaharness.pure.refusal import Refusal
-from msgspec import UNSET
 
 
 class Present(msgspec.Struct, frozen=True):
@@ -58,18 +58,11 @@ def coverage_gap(call_id: str, name: str) -> WarningRaised:
     )
 
 
-def presented_request(call: HookCall, decision_required: bool, deadline_ms: int | None) -> ToolRequested:
-    """The single ``tool.requested`` of a call the hook delivered, with the seam's name and input."""
+def presented_call(call: HookCall) -> PresentedCall:
+    """A call the hook delivered, for the decision desk: the seam's name and input, seam ``hook``."""
     operations, subjects = resolve_call(call.name, call.input)
-    return ToolRequested(
-        call_id=call.call_id,
-        name=call.name,
-        input=call.input,
-        operations=operation_names(operations) or UNSET,
-        subjects=subjects or UNSET,
-        decision_required=decision_required,
-        deadline_ms=deadline_ms,
-        seam="hook",
+    return PresentedCall(
+        call_id=call.call_id, name=call.name, input=call.input, seam="hook", operations=operations, subjects=subjects
     )
 
 

@@ -1,0 +1,63 @@
+"""Tailing the codex rollout file (spec 50 §4 "Rollout mapping").
+
+The newest ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl`` is looked for on every
+poll until one exists; from then on only complete lines are read, and each is appended to the
+retained copy before it is handed on to be parsed.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+
+POLL_INTERVAL_S = 0.025
+"""How often the rollout is polled: every 25 ms (spec 50 §4)."""
+
+QUIET_POLLS_AFTER_EXIT = 2
+"""Reading stops two quiet polls after the child exits (spec 50 §4)."""
+
+
+class RolloutTail:
+    """The rollout of one run: found under ``sessions_dir``, read line by line, copied to ``copy_path``."""
+
+    def __init__(self, sessions_dir: str, copy_path: str) -> None:
+        self.sessions_dir = sessions_dir
+        self.copy_path = copy_path
+        self.path: str | None = None
+        self._offset = 0
+        self._partial = b""
+        self._lines = 0
+        self._copy = open(copy_path, "ab")  # noqa: SIM115 - held for the run, closed by close()
+
+    def _find(self) -> str | None:
+        pattern = os.path.join(self.sessions_dir, "[0-9]*", "[0-9]*", "[0-9]*", "rollout-*.jsonl")
+        found = glob.glob(pattern)
+        return max(found, key=lambda p: (os.path.getmtime(p), p)) if found else None
+
+    def poll(self) -> tuple[tuple[int, bytes], ...]:
+        """The complete lines written since the last poll, each with its 1-based line number,
+        terminators removed; each is in the retained copy before this returns."""
+        if self.path is None:
+            self.path = self._find()
+            if self.path is None:
+                return ()
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(self._offset)
+                data = handle.read()
+        except OSError:
+            return ()
+        self._offset += len(data)
+        data = self._partial + data
+        *complete, self._partial = data.split(b"\n")
+        lines: list[tuple[int, bytes]] = []
+        for raw in complete:
+            self._copy.write(raw + b"\n")
+            self._lines += 1
+            lines.append((self._lines, raw[:-1] if raw.endswith(b"\r") else raw))
+        self._copy.flush()
+        return tuple(lines)
+
+    def close(self) -> None:
+        """Close the retained copy."""
+        self._copy.close()
