@@ -1,0 +1,64 @@
+"""Claude Code's rendering read backwards: a call's operations and subjects (spec 50 §3 "Rendering",
+spec 20 §7).
+
+Resolution is the inverse of the capabilities table; ``mcp__<server>__<tool>`` resolves to
+``mcp.call{server,tool}``; any other name maps to no operation. Subjects are spelt as the call's own
+arguments spell them, with only a ``<cwd>/`` prefix removed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from metaharness.pure.capabilities import CLAUDE_RENDERING
+from metaharness.pure.frames import MCP_CALL, OPERATION_NAMES, Operation
+
+_FILE_TOOLS = frozenset({"Read", "Write", "Edit"})
+_PATH_TOOLS = frozenset({"Glob", "Grep"})
+_COMPOUND = (";", "&", "|", "<", ">", "(", ")", "`", "$(", "\n")
+
+
+def claude_operations(tool: str) -> tuple[Operation, ...]:
+    """The operations whose Claude Code rendering is ``tool``, in vocabulary order (spec 50 §3)."""
+    if tool.startswith("mcp__"):
+        server, separator, name = tool[len("mcp__") :].partition("__")
+        return (Operation(MCP_CALL, server, name),) if separator and server and name else ()
+    return tuple(Operation(op) for op in OPERATION_NAMES if op != MCP_CALL and CLAUDE_RENDERING.get(op) == tool)
+
+
+def _under_cwd(path: str, cwd: str | None) -> str:
+    """A path under the cwd named with the ``<cwd>/`` prefix removed, no other normalisation."""
+    if cwd:
+        prefix = cwd.rstrip("/") + "/"
+        if path.startswith(prefix) and len(path) > len(prefix):
+            return path[len(prefix) :]
+    return path
+
+
+def shell_program(command: str) -> str:
+    """``proc:<first word>``'s word, or ``sh`` when the command holds ``; & | < > ( )``, a backquote,
+    ``$(``, a newline or a leading ``NAME=`` (spec 50 §3)."""
+    words = command.split()
+    if any(mark in command for mark in _COMPOUND) or not words:
+        return "sh"
+    first = words[0]
+    name, equals, _ = first.partition("=")
+    if equals and name and (name[0].isalpha() or name[0] == "_") and all(c.isalnum() or c == "_" for c in name):
+        return "sh"
+    return first
+
+
+def claude_subjects(tool: str, call_input: Any, cwd: str | None) -> tuple[str, ...]:
+    """The subjects of a Claude Code call (spec 50 §3): ``file:<file_path>`` for Read/Write/Edit,
+    ``file:<path>`` (``file:.`` without one) for Glob/Grep, ``proc:<program>`` for Bash; none else."""
+    arguments = call_input if isinstance(call_input, dict) else {}
+    if tool in _FILE_TOOLS:
+        path = arguments.get("file_path")
+        return (f"file:{_under_cwd(path, cwd)}",) if isinstance(path, str) else ()
+    if tool in _PATH_TOOLS:
+        path = arguments.get("path")
+        return (f"file:{_under_cwd(path, cwd)}" if isinstance(path, str) and path else "file:.",)
+    if tool == "Bash":
+        command = arguments.get("command")
+        return (f"proc:{shell_program(command)}",) if isinstance(command, str) else ()
+    return ()

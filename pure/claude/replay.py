@@ -1,0 +1,87 @@
+"""``replay claude RECORD``: a retained stream-json transcript mapped offline through the live reader
+and correlator (spec 10 §10, spec 50 §2 "replay").
+
+Every call takes the record path with no warning; nothing is decided, so the census is zero; no
+terminal record is invented; ``stream.closed.process`` is unknown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import msgspec
+from metaharness.pure.census import ZERO_CENSUS
+from metaharness.pure.claude.seam import RecordState, SessionFacts, closing_reason, map_record
+from metaharness.pure.codex.rollout import Emitted
+from metaharness.pure.codex.seam import Correlator, on_readings, on_stream_end
+from metaharness.pure.events import (
+    Hermetic,
+    SessionEnded,
+    Stream,
+    Transcript,
+    UnknownProcess,
+    closing_marker,
+    stamp,
+)
+
+
+def replay_facts(
+    *, decisions: str, hermetic: str, transcript_path: str, harness_version: str | None, model: str | None
+) -> SessionFacts:
+    """``session.started``'s launch facts under replay (spec 10 §10): ``transcript`` ``{path, null,
+    null}`` and an attestation naming only the mode and decisions."""
+    return SessionFacts(
+        transcript=Transcript(path=transcript_path, digest=None, bytes=None),
+        hermetic=Hermetic(
+            mode=hermetic,  # type: ignore[arg-type]
+            decisions=decisions,  # type: ignore[arg-type]
+            imposed=(),
+            declared=(),
+            unavailable=(),
+            ambient_inputs=(),
+            installed_plugins=(),
+        ),
+        model=model,
+        harness_version=harness_version,
+    )
+
+
+def record_lines(record: bytes) -> tuple[bytes, ...]:
+    """The lines of a record, terminators removed; an unterminated last line counts too."""
+    lines = record.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return tuple(line[:-1] if line.endswith(b"\r") else line for line in lines)
+
+
+def _written(stream: Stream, outputs: Iterable[object], out: bytearray) -> tuple[Stream, SessionEnded | None]:
+    ended: SessionEnded | None = None
+    for item in outputs:
+        if isinstance(item, Emitted):
+            payload = item.payload
+            if isinstance(payload, SessionEnded):
+                ended = payload = msgspec.structs.replace(payload, census=ZERO_CENSUS)
+            stream, line = stamp(stream, payload, item.at)
+            out.extend(line)
+    return stream, ended
+
+
+def replay_claude(record: bytes, facts: SessionFacts, run: str) -> tuple[bytes, str]:
+    """The whole ``metaharness.event/1`` stream of a retained transcript, and its closing reason."""
+    stream = Stream(run)
+    state = RecordState()
+    correlator = Correlator(live=False)
+    out = bytearray()
+    ended: SessionEnded | None = None
+    for number, raw in enumerate(record_lines(record), start=1):
+        state, readings = map_record(state, raw, number, facts)
+        correlator, outputs = on_readings(correlator, readings)
+        stream, seen = _written(stream, outputs, out)
+        ended = ended or seen
+    correlator, outputs = on_stream_end(correlator)
+    stream, seen = _written(stream, outputs, out)
+    ended = ended or seen
+    reason = closing_reason(ended)
+    stream, line = stamp(stream, closing_marker(stream, reason, UnknownProcess()))
+    out.extend(line)
+    return bytes(out), reason
