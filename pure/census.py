@@ -1,0 +1,50 @@
+"""The decision census (spec 20 §9).
+
+``session.ended.census`` counts every ``tool.decided`` emitted before that line: by the decision's
+kind, and keyed by ``seam`` and ``decided_by`` (keys only with a non-zero count, sorted). Calls that
+were recorded and never decided are not counted. A reader that finds no ``session.ended`` recomputes
+the census from all ``tool.decided`` lines of the stream by the same rule (``stream_census``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from metaharness.pure.events import Abstain, Allow, Census, Deny, Event, Replace, SessionEnded, ToolDecided
+
+ZERO_CENSUS = Census(allowed=0, denied=0, replaced=0, abstained=0, by_seam={}, by_decider={})
+"""The census of a run with no decision (spec 20 §9)."""
+
+
+def _bumped(counts: dict[str, int], key: str) -> dict[str, int]:
+    return dict(sorted({**counts, key: counts.get(key, 0) + 1}.items()))
+
+
+def count_decision(census: Census, decided: ToolDecided) -> Census:
+    """``census`` with one more decision counted (spec 20 §9)."""
+    decision = decided.decision
+    return Census(
+        allowed=census.allowed + isinstance(decision, Allow),
+        denied=census.denied + isinstance(decision, Deny),
+        replaced=census.replaced + isinstance(decision, Replace),
+        abstained=census.abstained + isinstance(decision, Abstain),
+        by_seam=_bumped(census.by_seam, decided.seam),
+        by_decider=_bumped(census.by_decider, decided.decided_by),
+    )
+
+
+def recount_census(payloads: Iterable[Event]) -> Census:
+    """The census recomputed from every ``tool.decided`` among ``payloads`` (spec 20 §9)."""
+    census = ZERO_CENSUS
+    for payload in payloads:
+        if isinstance(payload, ToolDecided):
+            census = count_decision(census, payload)
+    return census
+
+
+def stream_census(payloads: Iterable[Event]) -> Census:
+    """A reader's census of a stream: the last ``session.ended``'s own census when the stream has one,
+    else recomputed from all its ``tool.decided`` lines (spec 20 §9)."""
+    events = tuple(payloads)
+    ended = [payload for payload in events if isinstance(payload, SessionEnded)]
+    return ended[-1].census if ended else recount_census(events)

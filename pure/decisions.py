@@ -1,0 +1,328 @@
+"""The decision desk: how every adapter's run loop turns presented calls into decisions (spec 20
+§8.2, §8.4, §8.5, §9).
+
+The desk is a frozen ``Desk``; each input is a pure function returning the new desk and the
+``Effect``s to perform **in order**:
+
+* ``Emit(event)`` — stamp and write the event payload (``metaharness.pure.events.stamp``);
+* ``Answer(call_id, decision, seam)`` — hand the decision to the harness on that seam (the adapter
+  renders it: b10x writes its caller-seam line, a hook writes its body);
+* ``Arm(call_id, deadline_ms)`` — start the call's deadline timer, now that its ``tool.requested``
+  line is written; ``Disarm(call_id)`` — stop it.
+
+Inputs:
+
+* ``open_desk(mode, frame, vendor_budget_ms)`` — a run's desk (``frame`` is the frame in force).
+* ``present(desk, call)`` — a ``PresentedCall`` arrived on ``call.seam``. Seam ``none`` records it
+  (never decided). On a deciding seam, by mode (§8.2): ``frame`` decides at once by §8.3 (no frame in
+  force: ``abstain`` by ``adapter`` on seam ``none`` plus one ``NO_FRAME_IN_FORCE`` per run); ``ask``
+  lets a frame in force deny first, else presents with ``decision_required:true`` and arms the
+  deadline; ``observe`` allows by ``observe``. Correlation (§8.4) is (``call_id``, request digest):
+  a repeat re-emits ``tool.requested`` and re-answers any earlier decision without deciding again; a
+  changed digest re-emits, warns ``REQUEST_MUTATED`` and, on a deciding seam, denies by ``adapter``.
+* ``decide(desk, command, elapsed_ms)`` — a well-formed, supported ``tool.decide`` (§5 step 4):
+  decides a pending call by ``embedder`` (``latency_ms`` = ``elapsed_ms`` since arming), then its
+  ``command.result`` ok; else ``TOO_LATE`` (decided, abandoned or expired) or ``UNKNOWN_CALL``.
+* ``expire(desk, call_id, elapsed_ms)`` — a call's deadline fired: deny by ``deadline`` with the
+  §8.5 reason; nothing when the call is no longer pending.
+* ``abandon(desk, why)`` — a turn ended, the stream ended, ``interrupt`` or ``halt``: every pending
+  call is denied by ``adapter`` (answer first) and warned ``PENDING_CALL_ABANDONED`` (§8.4).
+* ``set_frame(desk, command_id, frame)`` — a well-formed ``frame.set``: the frame is staged and
+  answered ok with ``applies_at``; ``begin_turn(desk)`` puts a staged frame in force at the next turn
+  or step boundary (read ``desk.frame_digest`` for ``turn.started``).
+
+The clock is never read: elapsed times come in as arguments. ``desk.census`` counts every
+``tool.decided`` the desk emitted (spec 20 §9) for ``session.ended``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeAlias
+
+import msgspec
+from msgspec import UNSET, Struct
+
+from metaharness.pure.admission import admit_call
+from metaharness.pure.census import ZERO_CENSUS, count_decision
+from metaharness.pure.commands import ToolDecide, command_ok, frame_set_ok, too_late, unknown_call
+from metaharness.pure.events import (
+    Abstain,
+    Allow,
+    Census,
+    Decision,
+    Deny,
+    Event,
+    ToolDecided,
+    ToolRequested,
+    WarningRaised,
+)
+from metaharness.pure.frames import Frame, Operation
+from metaharness.pure.jsonline import canonical, sha256_hex
+from metaharness.pure.options import DecisionMode
+from metaharness.pure.run_stages import VENDOR_BUDGET_MS, deadline_reason, decision_deadline
+
+AbandonCause: TypeAlias = Literal["the turn ended", "the stream ended", "the run was interrupted", "the run was halted"]
+"""Why pending calls are abandoned (spec 20 §8.4), as the deny reason begins."""
+
+NO_FRAME_IN_FORCE = (
+    "this run is in frame mode and no frame is in force, so nothing narrowed this call; "
+    "the record says so rather than claiming a frame decided it"
+)
+MUTATED_DENY = "this call id was already presented with a different input"
+
+
+class PresentedCall(Struct, frozen=True, kw_only=True):
+    """A call the harness presented on ``seam``: its id, tool name and input as presented, the
+    operations it resolved to and the subjects read from its own arguments. ``catalogue_question``
+    marks a listing or describing question on an owned surface (spec 20 §8.3 step 1)."""
+
+    call_id: str
+    name: str
+    input: Any
+    seam: str
+    operations: tuple[Operation, ...] = ()
+    subjects: tuple[str, ...] = ()
+    catalogue_question: bool = False
+
+
+class CallRecord(Struct, frozen=True, kw_only=True):
+    """One correlation key (``call_id``, ``digest``) and where it stands: ``recorded`` (seam ``none``,
+    never decided), ``pending`` (waiting for the embedder or the deadline) or ``closed`` with the
+    decision the harness was given."""
+
+    call_id: str
+    digest: str
+    seam: str
+    status: Literal["recorded", "pending", "closed"]
+    decision: Decision | None = None
+
+
+class Emit(Struct, frozen=True):
+    """Write this event payload to the stream."""
+
+    event: Event
+
+
+class Answer(Struct, frozen=True):
+    """Hand ``decision`` for ``call_id`` to the harness on ``seam`` (the adapter renders it)."""
+
+    call_id: str
+    decision: Decision
+    seam: str
+
+
+class Arm(Struct, frozen=True):
+    """Start ``call_id``'s deadline of ``deadline_ms``, now that its ``tool.requested`` is written."""
+
+    call_id: str
+    deadline_ms: int
+
+
+class Disarm(Struct, frozen=True):
+    """Stop ``call_id``'s deadline timer."""
+
+    call_id: str
+
+
+Effect: TypeAlias = Emit | Answer | Arm | Disarm
+
+
+class Desk(Struct, frozen=True, kw_only=True):
+    """The decision desk of one run (see the module docstring for its inputs)."""
+
+    mode: DecisionMode
+    frame: Frame | None = None
+    staged_frame: Frame | None = None
+    vendor_budget_ms: int = VENDOR_BUDGET_MS
+    calls: tuple[CallRecord, ...] = ()
+    no_frame_warned: bool = False
+    census: Census = ZERO_CENSUS
+
+    @property
+    def deadline_ms(self) -> int:
+        """metaharness's own deadline for one decision (spec 20 §8.5)."""
+        return decision_deadline(self.vendor_budget_ms)
+
+    @property
+    def frame_digest(self) -> str | None:
+        """The digest of the frame in force, for ``turn.started``."""
+        return None if self.frame is None else self.frame.digest
+
+    def pending_call_ids(self) -> tuple[str, ...]:
+        """The calls waiting for a decision, in the order they were presented."""
+        return tuple(record.call_id for record in self.calls if record.status == "pending")
+
+
+Step: TypeAlias = tuple[Desk, tuple[Effect, ...]]
+
+
+def open_desk(mode: DecisionMode, frame: Frame | None = None, vendor_budget_ms: int = VENDOR_BUDGET_MS) -> Desk:
+    """A run's desk: its decision mode, the frame in force, the vendor's budget for one decision."""
+    return Desk(mode=mode, frame=frame, vendor_budget_ms=vendor_budget_ms)
+
+
+def request_digest(call_id: str, name: str, input: Any) -> str:
+    """SHA-256 hex of ``{"call_id","input","name"}`` with keys sorted at every level (spec 20 §8.4)."""
+    return sha256_hex(canonical({"call_id": call_id, "input": input, "name": name}))
+
+
+def _requested(call: PresentedCall, required: bool, deadline_ms: int | None) -> Emit:
+    operations = tuple(dict.fromkeys(operation.op for operation in call.operations))
+    return Emit(
+        ToolRequested(
+            call_id=call.call_id,
+            name=call.name,
+            input=call.input,
+            operations=operations or UNSET,
+            subjects=call.subjects or UNSET,
+            decision_required=required,
+            deadline_ms=deadline_ms,
+            seam=call.seam,
+        )
+    )
+
+
+def _replace_record(calls: tuple[CallRecord, ...], new: CallRecord) -> tuple[CallRecord, ...]:
+    kept = tuple(r for r in calls if (r.call_id, r.digest) != (new.call_id, new.digest))
+    return (*kept, new)
+
+
+def _closed(
+    desk: Desk, record: CallRecord, decision: Decision, decided_by: str, latency_ms: int | None, decided_seam: str
+) -> Step:
+    """Answer the harness, then record ``tool.decided`` and count it (spec 40 §6 step 3, spec 20 §9)."""
+    decided = ToolDecided(
+        call_id=record.call_id, decision=decision, decided_by=decided_by, seam=decided_seam, latency_ms=latency_ms
+    )
+    closed = msgspec.structs.replace(record, status="closed", decision=decision)
+    new = msgspec.structs.replace(
+        desk, calls=_replace_record(desk.calls, closed), census=count_decision(desk.census, decided)
+    )
+    return new, (Answer(record.call_id, decision, record.seam), Emit(decided))
+
+
+def present(desk: Desk, call: PresentedCall) -> Step:
+    """A call presented on ``call.seam`` (spec 20 §8.2, §8.4); see the module docstring."""
+    digest = request_digest(call.call_id, call.name, call.input)
+    same = next((r for r in desk.calls if r.call_id == call.call_id and r.digest == digest), None)
+    deciding = call.seam != "none"
+    if same is not None and not (same.status == "recorded" and deciding):
+        return _repeat(desk, call, same)
+    if any(r.call_id == call.call_id and r.digest != digest for r in desk.calls):
+        return _mutated(desk, call, digest)
+    if not deciding:
+        record = CallRecord(call_id=call.call_id, digest=digest, seam=call.seam, status="recorded")
+        return msgspec.structs.replace(desk, calls=_replace_record(desk.calls, record)), (_requested(call, False, None),)
+    return _fresh(desk, call, CallRecord(call_id=call.call_id, digest=digest, seam=call.seam, status="pending"))
+
+
+def _repeat(desk: Desk, call: PresentedCall, same: CallRecord) -> Step:
+    """Same ``call_id``, same digest: re-emit ``tool.requested``, never decide twice; a decision already
+    taken is handed to the harness again, since it is asking again."""
+    if same.status == "pending" and call.seam != "none":
+        return desk, (_requested(call, True, desk.deadline_ms),)
+    effects: tuple[Effect, ...] = (_requested(call, False, None),)
+    if same.decision is not None and call.seam != "none":
+        effects += (Answer(call.call_id, same.decision, call.seam),)
+    return desk, effects
+
+
+def _mutated(desk: Desk, call: PresentedCall, digest: str) -> Step:
+    """Same ``call_id``, different digest: re-emit, warn ``REQUEST_MUTATED`` and, where the seam can
+    carry an answer, deny by ``adapter`` (spec 20 §8.4)."""
+    warning = WarningRaised(
+        code="REQUEST_MUTATED",
+        message=(
+            f"call {call.call_id} was presented again with a different input; the correlation key is the call id "
+            "plus the digest of the request as presented, so the earlier decision does not carry over"
+        ),
+    )
+    effects: tuple[Effect, ...] = (_requested(call, False, None), Emit(warning))
+    if call.seam == "none":
+        record = CallRecord(call_id=call.call_id, digest=digest, seam=call.seam, status="recorded")
+        return msgspec.structs.replace(desk, calls=_replace_record(desk.calls, record)), effects
+    record = CallRecord(call_id=call.call_id, digest=digest, seam=call.seam, status="pending")
+    new, decided = _closed(desk, record, Deny(MUTATED_DENY), "adapter", None, call.seam)
+    return new, effects + decided
+
+
+def _fresh(desk: Desk, call: PresentedCall, record: CallRecord) -> Step:
+    """A new call on a deciding seam, decided by mode (spec 20 §8.2)."""
+    if desk.mode == "observe":
+        new, decided = _closed(desk, record, Allow(), "observe", None, call.seam)
+        return new, (_requested(call, False, None), *decided)
+    if desk.mode == "frame" and desk.frame is None:
+        effects: tuple[Effect, ...] = (_requested(call, False, None),)
+        if not desk.no_frame_warned:
+            effects += (Emit(WarningRaised(code="NO_FRAME_IN_FORCE", message=NO_FRAME_IN_FORCE)),)
+        new, decided = _closed(
+            msgspec.structs.replace(desk, no_frame_warned=True), record, Abstain(), "adapter", None, "none"
+        )
+        return new, effects + decided
+    if desk.frame is not None:
+        admission = admit_call(
+            desk.frame, call.name, call.operations, call.subjects, catalogue_question=call.catalogue_question
+        )
+        if desk.mode == "frame" or isinstance(admission.decision, Deny):
+            effects = (_requested(call, False, None),)
+            if admission.warning is not None:
+                effects += (Emit(admission.warning),)
+            new, decided = _closed(desk, record, admission.decision, "frame", None, call.seam)
+            return new, effects + decided
+    new = msgspec.structs.replace(desk, calls=_replace_record(desk.calls, record))
+    return new, (_requested(call, True, desk.deadline_ms), Arm(call.call_id, desk.deadline_ms))
+
+
+def _pending(desk: Desk, call_id: str) -> CallRecord | None:
+    return next((r for r in desk.calls if r.call_id == call_id and r.status == "pending"), None)
+
+
+def decide(desk: Desk, command: ToolDecide, elapsed_ms: int | None) -> Step:
+    """A well-formed, supported ``tool.decide`` (spec 20 §5 step 4): ``tool.decided`` by ``embedder``
+    then ``command.result`` ok for a pending call; ``TOO_LATE`` for a decided, abandoned or expired one;
+    ``UNKNOWN_CALL`` for a call never presented on a deciding seam. ``elapsed_ms`` is the time since
+    the call's deadline was armed."""
+    record = _pending(desk, command.call_id)
+    if record is None:
+        closed = any(r.call_id == command.call_id and r.status == "closed" for r in desk.calls)
+        refusal = too_late(command.id, command.call_id) if closed else unknown_call(command.id, command.call_id)
+        return desk, (Emit(refusal),)
+    new, decided = _closed(desk, record, command.decision, "embedder", elapsed_ms, record.seam)
+    return new, (Disarm(record.call_id), *decided, Emit(command_ok(command.id)))
+
+
+def expire(desk: Desk, call_id: str, elapsed_ms: int) -> Step:
+    """``call_id``'s deadline fired ``elapsed_ms`` after arming: deny by ``deadline`` with the §8.5
+    reason; nothing when it was decided meanwhile."""
+    record = _pending(desk, call_id)
+    if record is None:
+        return desk, ()
+    reason = deadline_reason(desk.deadline_ms, desk.vendor_budget_ms)
+    return _closed(desk, record, Deny(reason), "deadline", elapsed_ms, record.seam)
+
+
+def abandon(desk: Desk, why: AbandonCause) -> Step:
+    """Close every pending call undecided (spec 20 §8.4): its deny by ``adapter`` is handed to the
+    harness first, then ``tool.decided`` and ``PENDING_CALL_ABANDONED``, call by call."""
+    effects: list[Effect] = []
+    reason = f"{why} before this call was decided, so nothing ran"
+    for record in [r for r in desk.calls if r.status == "pending"]:
+        desk, decided = _closed(desk, record, Deny(reason), "adapter", None, record.seam)
+        warning = WarningRaised(
+            code="PENDING_CALL_ABANDONED", message=f"{record.call_id} was never decided by the embedder"
+        )
+        effects += [Disarm(record.call_id), *decided, Emit(warning)]
+    return desk, tuple(effects)
+
+
+def set_frame(desk: Desk, command_id: str, frame: Frame) -> Step:
+    """A well-formed ``frame.set``: the frame is staged for the next turn or step boundary and the
+    command is answered ok with that ``applies_at`` (spec 20 §5)."""
+    return msgspec.structs.replace(desk, staged_frame=frame), (Emit(frame_set_ok(command_id)),)
+
+
+def begin_turn(desk: Desk) -> Desk:
+    """A turn or step boundary: a staged frame comes into force."""
+    if desk.staged_frame is None:
+        return desk
+    return msgspec.structs.replace(desk, frame=desk.staged_frame, staged_frame=None)
