@@ -13,10 +13,11 @@ from metaharness.shell.refusals import refuse
 
 def execute_run(options: RunOptions) -> int:
     """Run ``options`` (already through stages 1–4) from stage 5 on, returning the exit code of
-    spec 10 §2. Nothing it does may reach stdout but ``metaharness.event/1`` lines.
+    spec 10 §2. Nothing it does may reach stdout but ``metaharness.event/1`` lines."""
+    if options.kind == "b10x":
+        from metaharness.shell.b10x.run import run_b10x
 
-    Not built yet: it refuses ``not-built`` naming what it waits for, before anything starts.
-    """
+        return run_b10x(options)
     return refuse(
         Refusal(
             "not-built",

@@ -93,6 +93,12 @@ def resolve_b10x_program(
     return resolve_program(PROGRAM, child_path(caller_env), program_facts)
 
 
+def version_token(banner: str) -> str | None:
+    """The first whitespace-separated token of a ``--version`` banner that begins with a digit
+    (spec 40 §3.3: ``b10x-harness 0.1.0`` → ``0.1.0``), else ``None``."""
+    return next((token for token in banner.split() if token[:1].isdigit()), None)
+
+
 def workspace_of(options: RunOptions, caller_cwd: str, scratch: str) -> str:
     """``--cwd`` made absolute against the caller's working directory, not symlink-resolved; else
     ``<scratch>/work`` (spec 40 §3.1)."""

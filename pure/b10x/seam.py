@@ -9,15 +9,27 @@ stdin (:class:`Answer`) and deadlines to arm (:class:`Arm`).
 
 from __future__ import annotations
 
-from typing import Any, TypeAlias, cast
+from typing import Any, Literal, TypeAlias, cast
 
 import msgspec
 from metaharness.pure.admission import admit_call
 from metaharness.pure.b10x import records as rec
+from metaharness.pure.census import ZERO_CENSUS, count_decision
+from metaharness.pure.commands import (
+    Command,
+    Halt,
+    ToolDecide,
+    check_supported,
+    check_well_formed,
+    command_ok,
+    too_late,
+    unknown_call,
+)
 from metaharness.pure.events import (
     Abstain,
     Allow,
     Census,
+    CommandResult,
     ContextFile,
     Decision,
     Deny,
@@ -26,7 +38,6 @@ from metaharness.pure.events import (
     Hermetic,
     Opaque,
     Process,
-    Replace,
     SessionEnded,
     SessionStarted,
     Stream,
@@ -55,6 +66,7 @@ from metaharness.pure.run_stages import (
     no_terminal_record,
 )
 from msgspec import UNSET, Struct
+from returns.result import Failure
 
 ADAPTER = "b10x"
 ADAPTER_CLASS = "direct_provider"
@@ -156,7 +168,7 @@ class SeamState(Struct, frozen=True, kw_only=True):
     answered: bytes | None = None
     cost: int | None = None
     delegated: bool = False
-    census: Census = Census(allowed=0, denied=0, replaced=0, abstained=0, by_seam={}, by_decider={})
+    census: Census = ZERO_CENSUS
     presented: dict[str, str] = msgspec.field(default_factory=dict)
     pending: dict[str, Held] = msgspec.field(default_factory=dict)
     closed_calls: frozenset[str] = frozenset()
@@ -176,28 +188,11 @@ class _Out:
         self.stream, line = stamp(self.stream, payload)
         self.effects.append(line)
         if isinstance(payload, ToolDecided):
-            self.census = _counted(self.census, payload)
+            self.census = count_decision(self.census, payload)
 
     def finish(self, state: SeamState, **changes: Any) -> tuple[SeamState, tuple[Effect, ...]]:
         new = msgspec.structs.replace(state, stream=self.stream, census=self.census, **changes)
         return new, tuple(self.effects)
-
-
-def _counted(census: Census, decided: ToolDecided) -> Census:
-    """One more decision in the census (spec 20 §9)."""
-    kind = decided.decision
-    by_seam = dict(census.by_seam)
-    by_seam[decided.seam] = by_seam.get(decided.seam, 0) + 1
-    by_decider = dict(census.by_decider)
-    by_decider[decided.decided_by] = by_decider.get(decided.decided_by, 0) + 1
-    return Census(
-        allowed=census.allowed + isinstance(kind, Allow),
-        denied=census.denied + isinstance(kind, Deny),
-        replaced=census.replaced + isinstance(kind, Replace),
-        abstained=census.abstained + isinstance(kind, Abstain),
-        by_seam=by_seam,
-        by_decider=by_decider,
-    )
 
 
 def warning(code: str, message: str) -> WarningRaised:
@@ -784,14 +779,60 @@ def wind_up(
     halted: bool = False,
     killed: bool = False,
     process: Process,
+    warnings: tuple[WarningRaised, ...] = (),
 ) -> tuple[SeamState, tuple[Effect, ...]]:
     """Close the stream (spec 20 §4, spec 40 §5.1): pending calls abandoned by the end of the stream,
-    ``NO_TERMINAL_RECORD`` when no ``finished`` was read (not after a ``halt``), then ``stream.closed``."""
+    ``NO_TERMINAL_RECORD`` when no ``finished`` was read (not after a ``halt``), the wind-up's own
+    ``warnings`` (``RETAIN_FAILED``), then ``stream.closed``."""
     state, abandoned = abandon_pending(state, "the stream ended")
     out = _Out(state)
     if state.stop is None and not halted:
         out.emit(no_terminal_record(stderr_tail))
+    for item in warnings:
+        out.emit(item)
     reason = closing_reason(halted=halted, killed=killed, stop=state.stop, budget_stops=BUDGET_STOPS)
     out.emit(closing_marker(out.stream, reason, process))
     new, effects = out.finish(state)
     return new, abandoned + effects
+
+
+HONOURED = frozenset({"tool.decide", "interrupt", "halt"})
+"""The commands the b10x adapter honours (spec 40 §8); the rest are ``UNSUPPORTED_CONTROL``."""
+
+Control: TypeAlias = Literal["interrupt", "halt"] | None
+
+
+def take_command(
+    state: SeamState, command: Command, latency_ms: int | None
+) -> tuple[SeamState, tuple[Effect, ...], Control]:
+    """Steps 2–4 of spec 20 §5 for one framed command, and the control the shell applies after the
+    effects: ``tool.decide`` decides a pending call (its ``tool.decided`` before its
+    ``command.result``); ``interrupt`` and ``halt`` abandon pending calls first (their deny lines
+    written before the signal, spec 40 §6). ``latency_ms`` is the elapsed time since the decided
+    call's deadline was armed."""
+    formed = check_well_formed(command).bind(lambda ok: check_supported(ok.command, ADAPTER, HONOURED))
+    if isinstance(formed, Failure):
+        out = _Out(state)
+        out.emit(formed.failure())
+        new, effects = out.finish(state)
+        return new, effects, None
+    if isinstance(command, ToolDecide):
+        status = call_status(state, command.call_id)
+        if status == "pending":
+            state, decided = decide_pending(state, command.call_id, command.decision, "embedder", latency_ms)
+            new, effects = _result(state, command_ok(command.id))
+            return new, decided + effects, None
+        refused = unknown_call if status == "unknown" else too_late
+        new, effects = _result(state, refused(command.id, command.call_id))
+        return new, effects, None
+    control: Control = "halt" if isinstance(command, Halt) else "interrupt"
+    why = "the run was halted" if control == "halt" else "the run was interrupted"
+    state, abandoned = abandon_pending(state, why)
+    new, effects = _result(state, command_ok(command.id))
+    return new, abandoned + effects, control
+
+
+def _result(state: SeamState, result: CommandResult) -> tuple[SeamState, tuple[Effect, ...]]:
+    out = _Out(state)
+    out.emit(result)
+    return out.finish(state)

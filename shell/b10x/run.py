@@ -1,0 +1,287 @@
+"""``metaharness run b10x``: stages 5–9 of spec 10 §4.5, the live loop and the wind-up (spec 40).
+
+Facts are gathered here and handed to the pure stages in the order of spec 10 §4.5; the first refusal
+stops the run before anything starts (the scratch root, once created, is removed again).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from typing import Self, TypeVar
+
+from metaharness.pure.b10x.launch import (
+    PIN,
+    PROGRAM,
+    B10xLaunch,
+    B10xLaunchFacts,
+    check_frame_admissible,
+    child_path,
+    environment_declaration,
+    plan_b10x_launch,
+    resolve_b10x_program,
+    version_token,
+    workspace_of,
+)
+from metaharness.pure.b10x.seam import SeamSettings, unverified_tier, version_off_pin
+from metaharness.pure.context import ContextFileRead
+from metaharness.pure.environment import credential_posture
+from metaharness.pure.events import Hermetic, Transcript, WarningRaised
+from metaharness.pure.frames import Frame, refuse_frame_beside_observe
+from metaharness.pure.options import RunOptions
+from metaharness.pure.refusal import Refusal
+from metaharness.pure.run_stages import unaudited_exit
+from metaharness.shell.b10x.live import drive_loop
+from metaharness.shell.context_files import load_context_files
+from metaharness.shell.facts import caller_environment, gather_program_candidates
+from metaharness.shell.frame_file import read_frame_file
+from metaharness.shell.refusals import refuse
+from returns.result import Failure, Result
+
+T = TypeVar("T")
+VERSION_PROBE_S = 10
+
+
+class _Refused(Exception):
+    def __init__(self, refusal: Refusal) -> None:
+        self.refusal = refusal
+
+
+def _take(result: Result[T, Refusal]) -> T:
+    if isinstance(result, Failure):
+        raise _Refused(result.failure())
+    return result.unwrap()
+
+
+def _is_dir(path: str) -> bool:
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _readable_file(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode) and os.access(path, os.R_OK)
+    except OSError:
+        return False
+
+
+class _EarlySignal:
+    """A SIGINT or SIGTERM that arrives before the spawn stops the run as a refusal (spec 10 §4.10)."""
+
+    def __init__(self) -> None:
+        self.name: str | None = None
+        self.previous: dict[int, object] = {}
+
+    def __enter__(self) -> Self:
+        for number in (signal.SIGINT, signal.SIGTERM):
+            self.previous[number] = signal.signal(number, self._note)
+        return self
+
+    def _note(self, number: int, _frame: object) -> None:
+        self.name = signal.Signals(number).name
+
+    def check(self) -> None:
+        if self.name is not None:
+            raise _Refused(Refusal("signalled", f"{self.name} arrived before the harness was started"))
+
+    def __exit__(self, *_exc: object) -> None:
+        for number, handler in self.previous.items():
+            signal.signal(number, handler)  # type: ignore[arg-type]
+
+
+def declared_inputs(options: RunOptions, caller_cwd: str) -> tuple[tuple[ContextFileRead, ...], Frame | None]:
+    """Stage 6 (spec 10 §4.5): ``cwd-unusable``, ``retain-dir-unusable``, ``substrate-embedded-workspace``,
+    the ``--context`` refusals, the frame's refusals, ``observe-with-frame``, ``frame-inadmissible``."""
+    if options.cwd is not None and not _is_dir(options.cwd):
+        raise _Refused(Refusal("cwd-unusable", f"--cwd {options.cwd} is missing or not a directory"))
+    if options.retain_dir is not None and not _is_dir(options.retain_dir):
+        raise _Refused(Refusal("retain-dir-unusable", f"--retain-dir {options.retain_dir} is missing or not a directory"))
+    if options.substrate_embedded:
+        workspace = workspace_of(options, caller_cwd, "/scratch")
+        if not os.path.basename(workspace).startswith("ws_"):
+            raise _Refused(
+                Refusal(
+                    "substrate-embedded-workspace",
+                    f"--substrate-embedded needs a workspace whose name begins ws_, and {workspace} does not",
+                )
+            )
+    context = _take(load_context_files(options.cwd, options.context)) if options.context else ()
+    frame: Frame | None = None
+    if options.frame is not None:
+        frame = _take(read_frame_file(options.frame))
+    _take(refuse_frame_beside_observe(options.decisions, options.frame))
+    if frame is not None:
+        frame = _take(check_frame_admissible(frame))
+    return context, frame
+
+
+def tree_checks(options: RunOptions) -> None:
+    """Stage 7 (spec 10 §4.5): ``plugin-dir-unusable``, then ``input-unreadable`` for ``--hooks``,
+    ``--prices``, ``--driver`` and ``--subscription-token-file``."""
+    for directory in options.plugin_dir:
+        if not _is_dir(directory):
+            raise _Refused(Refusal("plugin-dir-unusable", f"--plugin-dir {directory} is missing or not a directory"))
+    for name, value in (
+        ("hooks", options.hooks),
+        ("prices", options.prices),
+        ("driver", options.driver),
+        ("subscription-token-file", options.subscription_token_file),
+    ):
+        if value is not None and not _readable_file(value):
+            raise _Refused(Refusal("input-unreadable", f"--{name} {value} is not a readable regular file"))
+
+
+def materialise(launch: B10xLaunch) -> None:
+    """Write the scratch tree (spec 40 §3.1): directories 0700, context copies 0600, plugin copies."""
+    for directory in launch.directories:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+    for copy in launch.files:
+        os.makedirs(os.path.dirname(copy.destination), mode=0o700, exist_ok=True)
+        descriptor = os.open(copy.destination, os.O_WRONLY | os.O_CREAT | os.O_EXCL, copy.mode)
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(copy.data)
+    for plugin in launch.plugin_copies:
+        shutil.copytree(plugin.source, plugin.copy, symlinks=True)
+
+
+def probe_version(launch: B10xLaunch) -> str | None:
+    """``<program> --version`` with the child's environment and a 10 s limit (spec 40 §3.3)."""
+    try:
+        done = subprocess.run(
+            [launch.program, "--version"],
+            env=launch.environment.as_dict(),
+            cwd=launch.scratch,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=VERSION_PROBE_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return version_token(done.stdout.decode("utf-8", "replace"))
+
+
+def plan_warnings(options: RunOptions, launch: B10xLaunch, version: str | None) -> tuple[WarningRaised, ...]:
+    """``VERSION_OFF_PIN`` (without ``--strict-version``), then ``UNVERIFIED_TIER`` under frame and ask."""
+    if options.strict_version:
+        if version is None:
+            raise _Refused(Refusal("version-unreadable", f"{launch.program} --version gave no version"))
+        if version != PIN:
+            raise _Refused(
+                Refusal(
+                    "version-off-pin",
+                    f"{launch.program} reports {version}; the adapter is pinned to {PIN} and --strict-version refuses it",
+                )
+            )
+    found = version_off_pin(launch.program, version, (PIN,))
+    warnings = (found,) if found is not None else ()
+    return warnings + ((unverified_tier(),) if options.decisions != "observe" else ())
+
+
+def attestation(options: RunOptions) -> Hermetic:
+    """The run's attestation block (spec 30 §3)."""
+    return Hermetic(
+        mode=options.hermetic,
+        decisions=options.decisions,
+        imposed=(),
+        declared=(),
+        unavailable=(),
+        ambient_inputs=(),
+        installed_plugins=(),
+    )
+
+
+def _retainer(options: RunOptions, run_id: str, launch: B10xLaunch) -> Callable[[], tuple[WarningRaised, ...]]:
+    def retain() -> tuple[WarningRaised, ...]:
+        if options.retain_dir is None:
+            return ()
+        target = os.path.join(options.retain_dir, run_id)
+        try:
+            os.makedirs(target, exist_ok=True)
+            shutil.copy2(launch.transcript_path, os.path.join(target, "loop.jsonl"))
+        except OSError as error:
+            return (WarningRaised(code="RETAIN_FAILED", message=f"{target}: {error.strerror or error}"),)
+        return ()
+
+    return retain
+
+
+def _write_event(line: bytes) -> None:
+    try:
+        sys.stdout.buffer.write(line)
+        sys.stdout.buffer.flush()
+    except (BrokenPipeError, ValueError):
+        pass
+
+
+def _stderr_line(text: str) -> None:
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
+
+
+def run_b10x(options: RunOptions) -> int:
+    """Run ``options`` (through stages 1–4) from stage 5 on; the exit code of spec 10 §2."""
+    run_id = f"b10x-{os.getpid()}"
+    caller_env = caller_environment()
+    caller_cwd = os.getcwd()
+    scratch: str | None = None
+    with _EarlySignal() as early:
+        try:
+            declaration = environment_declaration(options, caller_cwd)
+            _take(credential_posture(declaration, caller_env, credential_file_present=False))
+            early.check()
+            context, frame = declared_inputs(options, caller_cwd)
+            tree_checks(options)
+            early.check()
+            candidates = gather_program_candidates(PROGRAM, child_path(caller_env))
+            program = _take(resolve_b10x_program(caller_env, candidates))
+            scratch = tempfile.mkdtemp(prefix="metaharness-")
+            facts = B10xLaunchFacts(
+                caller_env=caller_env, caller_cwd=caller_cwd, scratch=scratch, program=program, context=context
+            )
+            launch = _take(plan_b10x_launch(options, facts))
+            materialise(launch)
+            version = probe_version(launch)
+            warnings = plan_warnings(options, launch, version)
+            early.check()
+        except _Refused as refused:
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)
+            return refuse(refused.refusal)
+    settings = SeamSettings(
+        run=run_id,
+        mode=options.decisions,
+        model=options.model,
+        harness_version=version,
+        transcript=Transcript(path=launch.transcript_path, digest=None, bytes=None),
+        context_files=launch.context_files,
+        hermetic=attestation(options),
+        frame=frame,
+    )
+    try:
+        with open(launch.transcript_path, "wb") as transcript:
+            outcome = drive_loop(
+                argv=launch.argv,
+                env=launch.environment.as_dict(),
+                cwd=launch.cwd,
+                settings=settings,
+                plan_warnings=warnings,
+                write_event=_write_event,
+                transcript=transcript,
+                commands=sys.stdin.buffer,
+                on_steering_refusal=_stderr_line,
+                retain=_retainer(options, run_id, launch),
+            )
+    except OSError as error:
+        shutil.rmtree(launch.scratch, ignore_errors=True)
+        return refuse(Refusal("spawn-failed", f"{launch.program} could not be started: {error.strerror or error}"))
+    shutil.rmtree(launch.scratch, ignore_errors=True)
+    return unaudited_exit(outcome.reason)
