@@ -3,40 +3,21 @@
 from __future__ import annotations
 
 import json
-import shutil
 import signal
 import socket
 import subprocess
-import sys
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from emulator_process import EMULATOR, running_emulator
 
-EMULATOR = shutil.which("b10x-emulator", path=str(Path(sys.executable).parent))
-
-
-@contextmanager
-def emulator(*args: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """Start the emulator, read its one announcement line, stop it with SIGTERM on the way out."""
-    assert EMULATOR is not None
-    process = subprocess.Popen([EMULATOR, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        assert process.stdout is not None
-        line = json.loads(process.stdout.readline())
-        yield line["base_url"], process
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-        process.wait(timeout=10)
+emulator = running_emulator
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    assert EMULATOR is not None
     return subprocess.run([EMULATOR, *args], capture_output=True, text=True, timeout=30, check=False)
 
 
@@ -58,7 +39,6 @@ def test_announces_a_loopback_base_url_and_exits_zero_on_sigterm() -> None:
 
 
 def test_the_announcement_line_is_exactly_base_url_and_scenario() -> None:
-    assert EMULATOR is not None
     process = subprocess.Popen([EMULATOR, "--scenario", "cold"], stdout=subprocess.PIPE)
     assert process.stdout is not None
     line = process.stdout.readline()

@@ -425,3 +425,46 @@ def test_every_scenario_is_named_once() -> None:
         "bad-arguments", "unauthorized", "cold", "cold-once", "slow", "malformed", "truncated", "failed",
         "fails-after-turn", "incomplete", "no-usage", "unknown-events"}
     assert set(VENDOR_SCENARIOS) == {"claude-write", "claude-read", "claude-bash", "codex-shell", "codex-patch"}
+
+
+def codex_code_mode_body(results: int = 0) -> dict[str, Any]:
+    """Codex 0.171.0's default model: no top-level tools; an ``additional_tools`` input item holds
+    namespaces whose ``exec`` custom tool declares the nested tools in its description."""
+    host = {"type": "custom", "name": "exec", "format": {"type": "grammar"}, "description": (
+        "Run JavaScript.\n### `apply_patch`\n```ts\ndeclare const tools: { apply_patch(input: string): "
+        "Promise<unknown>; };\n```\n### `exec_command`\n```ts\ndeclare const tools: { exec_command(args: {\n"
+        "  cmd: string;\n}): Promise<unknown>; };\n```\n")}
+    body = loop_body("responses", results=results, tools=[])
+    del body["tools"]
+    body["input"].insert(0, {"type": "additional_tools", "role": "developer", "tools": [
+        {"type": "namespace", "name": "functions", "tools": [host, {"type": "function", "name": "wait"}]},
+        {"type": "namespace", "name": "clock", "tools": [{"type": "function", "name": "sleep"}]}]})
+    return body
+
+
+def test_codex_code_mode_calls_the_nested_tool_through_its_host() -> None:
+    stream = events(ask("codex-shell", "responses", codex_code_mode_body()))
+    item = stream[-2]["response"]["output"][0]
+    assert (item["type"], item["name"]) == ("custom_tool_call", "exec")
+    assert item["input"] == 'text(await tools.exec_command({"cmd":"echo emulated"}));\n'
+    patch = events(ask("codex-patch", "responses", codex_code_mode_body()))[-2]["response"]["output"][0]
+    assert patch["input"] == "text(await tools.apply_patch(" + json.dumps(
+        "*** Begin Patch\n*** Add File: note.md\n+written by the emulator\n*** End Patch\n") + "));\n"
+    done = events(ask("codex-shell", "responses", codex_code_mode_body(results=1)))
+    assert "".join(text_of(done)) == "emulated work is done"
+
+
+def test_record_lists_namespaced_and_additional_tools() -> None:
+    raw = json.dumps(codex_code_mode_body()).encode()
+    exchange = answer_request("codex-shell", "POST", "/v1/responses", (), raw, 1)
+    line = json.loads(record_line(seq=1, scenario="codex-shell", method="POST", path="/v1/responses", query=None,
+                                  headers=(), raw=raw, exchange=exchange, with_body=False))
+    assert line["tool_names"] == ["exec", "wait", "sleep"]
+    assert line["item_kinds"][0] == "additional_tools" and line["side"] is False
+
+
+def test_claude_codes_primary_working_directory_line_names_the_directory() -> None:
+    body = claude_body(["Write"])
+    body["system"][1]["text"] = "Environment:\n - Primary working directory: /srv/w s\n - Platform: linux\n"
+    call = call_of(events(ask("claude-write", "messages", body)))
+    assert json.loads(call[2])["file_path"] == "/srv/w s/note.md"

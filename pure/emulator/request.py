@@ -15,7 +15,11 @@ import msgspec
 RESPONSES_WIRE = "openai-responses"
 MESSAGES_WIRE = "anthropic-messages"
 
-_WORKING_DIRECTORY = re.compile(r"Working directory: (/[^\r\n]*)")
+_WORKING_DIRECTORY = re.compile(r"working directory: (/[^\r\n]*)", re.IGNORECASE)
+"""Spec 60 §8.5's ``Working directory: <absolute path>`` line; Claude Code 2.1.332 writes it as
+`` - Primary working directory: <path>``, so the phrase is matched in any case, anywhere in a line."""
+_NESTED_TOOL = re.compile(r"declare const tools: \{\s*(\w+)\(")
+"""A nested tool a code-mode host declares in its description (Codex 0.171.0's ``exec``)."""
 _REASONING_ITEMS = frozenset({"reasoning"})
 _REASONING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
 _RESULT_ITEMS = frozenset({"function_call_output", "custom_tool_call_output"})
@@ -23,11 +27,13 @@ _RESULT_ITEMS = frozenset({"function_call_output", "custom_tool_call_output"})
 
 class OfferedTool(msgspec.Struct, frozen=True):
     """One tool definition of the request: its name (the ``type`` when unnamed), the definition's
-    ``type`` (``None`` on Messages client tools) and its schema (``parameters``/``input_schema``)."""
+    ``type`` (``None`` on Messages client tools), its schema (``parameters``/``input_schema``) and,
+    for a code-mode host (Codex's ``exec``), the nested tools its description declares."""
 
     name: str
     kind: str | None
     schema: Any
+    nested: tuple[str, ...] = ()
 
 
 class RequestView(msgspec.Struct, frozen=True, kw_only=True):
@@ -73,7 +79,7 @@ def read_request(wire: str | None, body: Any) -> RequestView:
         wire=wire,
         model=model if isinstance(model, str) and model else None,
         stream=stream if isinstance(stream, bool) else None,
-        tools=tuple(_offered_tools(fields.get("tools"))),
+        tools=tuple(_offered_tools(fields)),
         output_bound=bound if isinstance(bound, int) and not isinstance(bound, bool) else None,
         store=fields.get("store"),
         include=fields.get("include"),
@@ -81,17 +87,33 @@ def read_request(wire: str | None, body: Any) -> RequestView:
     )
 
 
-def _offered_tools(tools: Any) -> Iterator[OfferedTool]:
+def _definitions(tools: Any) -> Iterator[dict[str, Any]]:
+    """Tool definitions, a ``namespace`` definition's members in its place."""
     for tool in tools if isinstance(tools, list) else ():
-        if not isinstance(tool, dict):
-            continue
+        if isinstance(tool, dict) and tool.get("type") == "namespace" and isinstance(tool.get("tools"), list):
+            yield from _definitions(tool["tools"])
+        elif isinstance(tool, dict):
+            yield tool
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _offered_tools(fields: dict[str, Any]) -> Iterator[OfferedTool]:
+    """The body's ``tools`` and, on Responses, those of ``additional_tools`` input items (Codex)."""
+    added = [tool for item in _listed(fields.get("input"))
+             if isinstance(item, dict) and item.get("type") == "additional_tools"
+             for tool in _listed(item.get("tools"))]
+    for tool in _definitions([*_listed(fields.get("tools")), *added]):
         kind = tool.get("type") if isinstance(tool.get("type"), str) else None
         name = tool.get("name") if isinstance(tool.get("name"), str) else kind
-        if name is None and isinstance(tool.get("function"), dict):
-            name = tool["function"].get("name") if isinstance(tool["function"].get("name"), str) else None
-        if name is not None:
-            schema = tool.get("parameters", tool.get("input_schema"))
-            yield OfferedTool(name=name, kind=kind, schema=schema)
+        if name is None:
+            continue
+        description = tool.get("description")
+        nested = tuple(_NESTED_TOOL.findall(description)) if kind == "custom" and isinstance(description, str) else ()
+        yield OfferedTool(name=name, kind=kind, schema=tool.get("parameters", tool.get("input_schema")),
+                          nested=nested)
 
 
 def _blocks(content: Any) -> list[dict[str, Any]]:

@@ -101,7 +101,9 @@ LOOP_SCENARIOS: dict[str, Callable[[RequestView, int], Outcome]] = {
 EMULATED_NOTE = "written by the emulator\n"
 PATCH = "*** Begin Patch\n*** Add File: note.md\n+written by the emulator\n*** End Patch\n"
 
-Candidate = Callable[[RequestView], Call | None]
+Arguments: TypeAlias = dict[str, Any] | str
+"""A candidate's arguments: a JSON object, or a freeform input (``apply_patch``)."""
+Candidate: TypeAlias = tuple[str, Callable[[RequestView], Arguments]]
 
 
 def _in_directory(view: RequestView, name: str) -> str:
@@ -111,41 +113,39 @@ def _in_directory(view: RequestView, name: str) -> str:
     return f"{view.working_directory.rstrip('/')}/{name}"
 
 
-def _offered(view: RequestView, name: str) -> bool:
-    return any(tool.name == name for tool in view.tools)
-
-
-def _candidate(name: str, arguments: Callable[[RequestView], dict[str, Any]]) -> Candidate:
-    return lambda view: _call(name, arguments(view)) if _offered(view, name) else None
-
-
-def _apply_patch(view: RequestView) -> Call | None:
-    tool = next((tool for tool in view.tools if tool.name == "apply_patch"), None)
-    if tool is None:
+def _offered_call(view: RequestView, name: str, arguments: Arguments) -> Call | None:
+    """The call of tool ``name`` as the request offers it: a ``custom`` tool takes the freeform
+    input (spec 60 §8.5), a function takes a JSON object (a freeform input as ``{"input":…}``); a
+    tool only a code-mode host declares (Codex's ``exec``) is called through that host with a
+    one-line script; not offered at all, ``None``."""
+    for tool in view.tools:
+        if tool.name == name and tool.kind == "custom":
+            return Call(name=name, arguments=arguments if isinstance(arguments, str) else compact(arguments).decode(),
+                        custom=True)
+        if tool.name == name:
+            return _call(name, arguments if isinstance(arguments, dict) else {"input": arguments})
+    host = next((tool for tool in view.tools if name in tool.nested), None)
+    if host is None:
         return None
-    if tool.kind == "custom":
-        return Call(name="apply_patch", arguments=PATCH, custom=True)
-    return _call("apply_patch", {"input": PATCH})
+    return Call(name=host.name, arguments=f"text(await tools.{name}({compact(arguments).decode()}));\n", custom=True)
 
 
 VENDOR_SCENARIOS: dict[str, tuple[Candidate, ...]] = {
     "claude-write": (
-        _candidate("Write", lambda v: {"file_path": _in_directory(v, "note.md"), "content": EMULATED_NOTE}),
-        _candidate("mcp__metaharness__file_write", lambda v: {"path": "note.md", "text": EMULATED_NOTE}),
+        ("Write", lambda v: {"file_path": _in_directory(v, "note.md"), "content": EMULATED_NOTE}),
+        ("mcp__metaharness__file_write", lambda v: {"path": "note.md", "text": EMULATED_NOTE}),
     ),
     "claude-read": (
-        _candidate("Read", lambda v: {"file_path": _in_directory(v, "README.md")}),
-        _candidate("mcp__metaharness__file_read", lambda v: {"path": "README.md"}),
+        ("Read", lambda v: {"file_path": _in_directory(v, "README.md")}),
+        ("mcp__metaharness__file_read", lambda v: {"path": "README.md"}),
     ),
-    "claude-bash": (
-        _candidate("Bash", lambda v: {"command": "echo emulated", "description": "Print a fixed line"}),
-    ),
+    "claude-bash": (("Bash", lambda v: {"command": "echo emulated", "description": "Print a fixed line"}),),
     "codex-shell": (
-        _candidate("exec_command", lambda v: {"cmd": "echo emulated"}),
-        _candidate("shell_command", lambda v: {"command": "echo emulated"}),
-        _candidate("shell", lambda v: {"command": ["echo", "emulated"]}),
+        ("exec_command", lambda v: {"cmd": "echo emulated"}),
+        ("shell_command", lambda v: {"command": "echo emulated"}),
+        ("shell", lambda v: {"command": ["echo", "emulated"]}),
     ),
-    "codex-patch": (_apply_patch,),
+    "codex-patch": (("apply_patch", lambda v: PATCH),),
 }
 
 SCENARIO_NAMES: tuple[str, ...] = (*LOOP_SCENARIOS, *VENDOR_SCENARIOS)
@@ -154,7 +154,7 @@ SCENARIO_NAMES: tuple[str, ...] = (*LOOP_SCENARIOS, *VENDOR_SCENARIOS)
 def _vendor(candidates: tuple[Candidate, ...], view: RequestView) -> Decision:
     """Spec 60 §8.5: no candidate offered ⇒ side request (text ``emulated``); R = 0 ⇒ the first
     offered candidate is called; R ≥ 1 ⇒ ``emulated work is done``."""
-    calls: Iterator[Call | None] = (candidate(view) for candidate in candidates)
+    calls: Iterator[Call | None] = (_offered_call(view, name, arguments(view)) for name, arguments in candidates)
     call = next((c for c in calls if c is not None), None)
     if call is None:
         return Decision(Reply(text="emulated"), side=True)
