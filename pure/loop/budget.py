@@ -12,7 +12,7 @@ CANCELLED_REASON = "the caller cancelled"
 UNREPORTED_USAGE = "the provider reported no usage"
 
 
-class Stop(msgspec.Struct, frozen=True, tag_field="kind", omit_defaults=True):
+class Stop(msgspec.Struct, frozen=True, tag_field="kind"):
     """Base of the stop objects of ``finished``."""
 
 
