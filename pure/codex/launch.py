@@ -28,7 +28,8 @@ from metaharness.pure.environment import (
     path_floor,
     resolve_program,
 )
-from metaharness.pure.events import ContextFile
+from metaharness.pure.events import ContextFile, Hermetic
+from metaharness.pure.hermetic import LaunchFacts, MemoryWalk, RowAttestation, WorkdirMode, attest, memory_row
 from metaharness.pure.hook_channel import (
     CHANNEL_DIR,
     HOOK_PROGRAM,
@@ -92,6 +93,7 @@ class CodexRunSpec(msgspec.Struct, frozen=True, kw_only=True):
     scratch_cwd: bool = False
     environment: EnvironmentDeclaration = EnvironmentDeclaration(kind="codex")
     context: tuple[ContextFileRead, ...] = ()
+    frame_digest: str | None = None
 
 
 class ProviderBlock(msgspec.Struct, frozen=True):
@@ -142,6 +144,7 @@ class CodexLaunch(msgspec.Struct, frozen=True, kw_only=True):
     user_turn: str
     context_files: tuple[ContextFile, ...]
     credential_file: str | None
+    hermetic: Hermetic
     sessions_dir: str
     rollout_copy: str
     stdout_copy: str
@@ -272,6 +275,37 @@ def check_arguments(args: tuple[str, ...]) -> Result[tuple[str, ...], Refusal]:
     return Success(args)
 
 
+def workdir_mode(spec: CodexRunSpec) -> WorkdirMode:
+    """Which of the three working directories of spec 30 §4 the run uses."""
+    if spec.cwd is None:
+        return "scratch"
+    return "copy" if spec.scratch_cwd else "operator"
+
+
+def attestation(
+    spec: CodexRunSpec, scratch: str, cwd: str, environment: ChildEnvironment, memory: RowAttestation, walk: MemoryWalk
+) -> Hermetic:
+    """``session.started.hermetic`` for a codex launch (spec 30 §3, spec 50 §5)."""
+    governing = [f"frame {spec.frame_digest}"] if spec.frame_digest is not None else []
+    governing += [f"context {item.path} sha256 {item.sha256}" for item in spec.context]
+    return attest(
+        LaunchFacts(
+            kind="codex",
+            mode=spec.hermetic,
+            decisions=spec.decisions,
+            scratch=scratch,
+            workdir_mode=workdir_mode(spec),
+            workdir=cwd,
+            h3_how=environment.h3_how(),
+            h4_how=environment.posture.h4_how,
+            h6_how=environment.posture.h6_how,
+            memory=memory,
+            governing=tuple(governing),
+            root_memory_names=walk.root_names,
+        )
+    )
+
+
 def arguments(spec: CodexRunSpec, turn: str) -> tuple[str, ...]:
     """argv after argv[0] in the exact order of spec 50 §4."""
     args = [
@@ -295,16 +329,24 @@ def plan_codex_launch(
     credential_file_present: bool = False,
     custody_path: str | None = None,
     upstream: str | None = None,
+    *,
+    walk: MemoryWalk | None = None,
 ) -> Result[CodexLaunch, Refusal]:
-    """The codex launch, or its refusal (spec 50 §1 "Order", §4; spec 10 §4.5 stages 5 and 8).
+    """The codex launch, or its refusal (spec 50 §1 "Order", §4; spec 10 §4.5 stages 5, 7 and 8).
+    ``walk`` is the memory walk the shell gathered (spec 30 §5); none means nothing was found.
 
-    Refusals in order: the stage-5 credential ones, ``program-not-found``, ``denied-environment``,
-    ``denied-argument``, ``shadowed``, ``argument-too-long``.
+    Refusals in order: the stage-5 credential ones, ``memory-ancestor-found``, ``program-not-found``,
+    ``denied-environment``, ``denied-argument``, ``shadowed``, ``argument-too-long``.
     """
     declaration = msgspec.structs.replace(spec.environment, kind="codex")
     posture = credential_posture(declaration, caller_env, credential_file_present, custody_path, upstream)
     if isinstance(posture, Failure):
         return posture
+    cwd = spec.cwd if spec.cwd is not None else posixpath.join(scratch, "work")
+    walk = walk if walk is not None else MemoryWalk(start=posixpath.dirname(scratch), hits=(), root_names=())
+    memory = memory_row("codex", workdir_mode(spec), walk)
+    if isinstance(memory, Failure):
+        return memory
     program = resolve_program(PROGRAM, path_floor(caller_env), program_facts)
     if isinstance(program, Failure):
         return program
@@ -342,7 +384,7 @@ def plan_codex_launch(
         program=program.unwrap(),
         args=args.unwrap(),
         environment=environment.unwrap(),
-        cwd=spec.cwd if spec.cwd is not None else posixpath.join(scratch, "work"),
+        cwd=cwd,
         scratch=scratch,
         codex_home=codex_home,
         directories=_directories(spec, scratch),
@@ -351,6 +393,7 @@ def plan_codex_launch(
         user_turn=turn,
         context_files=context_record(spec.context, CONTEXT_CHANNEL) or (),
         credential_file=posture.unwrap().credential_file,
+        hermetic=attestation(spec, scratch, cwd, environment.unwrap(), memory.unwrap(), walk),
         sessions_dir=posixpath.join(codex_home, "sessions"),
         rollout_copy=posixpath.join(scratch, "rollout.jsonl"),
         stdout_copy=posixpath.join(scratch, "rollout.stdout.jsonl"),

@@ -1,0 +1,339 @@
+"""The live run loop of a codex run (spec 50 §1 "Processes", §2, §4; spec 10 §4.10).
+
+``codex exec`` runs in its own process group with stdin ``/dev/null``; its ``--json`` stdout is kept
+in ``rollout.stdout.jsonl`` and not parsed. The record is the rollout file, polled every 25 ms; the
+hook channel's doorbell wakes the loop at once, and is drained before new rollout lines are parsed.
+Every decision is the decision desk's (``metaharness.pure.decisions``) and every mapping the codex
+seam's; this module only moves bytes, timers and signals in the order their effects say.
+"""
+
+from __future__ import annotations
+
+import queue
+import select
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from typing import IO, Any
+
+import msgspec
+from metaharness.pure.capabilities import HONOURED_COMMANDS
+from metaharness.pure.codex.launch import CodexLaunch
+from metaharness.pure.codex.replay import stop_word
+from metaharness.pure.codex.rollout import Emitted, RolloutLaunch, RolloutReader, read_rollout_line, session_ended
+from metaharness.pure.codex.seam import (
+    Correlator,
+    Output,
+    answer_body,
+    check_replacement,
+    on_hook_call,
+    on_readings,
+    on_stream_end,
+    presented_call,
+)
+from metaharness.pure.commands import (
+    Halt,
+    Interrupt,
+    ToolDecide,
+    check_supported,
+    check_well_formed,
+    command_ok,
+    command_refused,
+    read_command,
+    steering_refusal,
+)
+from metaharness.pure.decisions import (
+    AbandonCause,
+    Answer,
+    Arm,
+    Desk,
+    Disarm,
+    Effect,
+    Emit,
+    abandon,
+    decide,
+    expire,
+    present,
+)
+from metaharness.pure.events import (
+    Event,
+    Exited,
+    Process,
+    Replace,
+    Signaled,
+    Stream,
+    TurnEnded,
+    WarningRaised,
+    closing_marker,
+    stamp,
+)
+from metaharness.pure.hook_channel import read_hook_request
+from metaharness.pure.run_stages import closing_reason, no_terminal_record
+from metaharness.shell.b10x.live import _keep_tail, _kill_group, _pump_lines, _Signals
+from metaharness.shell.codex.rollout import POLL_INTERVAL_S, QUIET_POLLS_AFTER_EXIT, RolloutTail
+from metaharness.shell.hook_channel import HookChannel
+from returns.result import Failure
+
+SIGNAL_GRACE_S = 5.0
+"""``interrupt``, ``halt`` and a signal SIGTERM the group, then SIGKILL it 5 s later (spec 50 §1)."""
+
+
+class LiveOutcome(msgspec.Struct, frozen=True):
+    """How a driven codex run ended: the closing reason, the child's status and the stream's length."""
+
+    reason: str
+    process: Process
+    events: int
+
+
+def _watch_doorbell(
+    fd: int, events: queue.Queue[tuple[str, Any]], drained: threading.Event, stop: threading.Event
+) -> None:
+    """Wake the loop when the doorbell is readable; wait until the loop has drained it."""
+    while not stop.is_set():
+        try:
+            readable, _, _ = select.select([fd], [], [], 0.2)
+        except (OSError, ValueError):
+            return
+        if readable:
+            drained.clear()
+            events.put(("ring", None))
+            drained.wait(1.0)
+
+
+def _wait_child(child: subprocess.Popen[bytes], events: queue.Queue[tuple[str, Any]]) -> None:
+    events.put(("exited", child.wait()))
+
+
+class _Run:
+    """The mutable shell of one live run: stream, desk, reader and correlator threaded through."""
+
+    def __init__(
+        self,
+        launch: CodexLaunch,
+        desk: Desk,
+        rollout: RolloutLaunch,
+        run: str,
+        write_event: Callable[[bytes], None],
+    ) -> None:
+        self.launch = launch
+        self.desk = desk
+        self.reader = RolloutReader(launch=rollout)
+        self.correlator = Correlator(live=True)
+        self.stream = Stream(run)
+        self.write_event = write_event
+        self.keys: dict[str, str] = {}
+        self.names: dict[str, str] = {}
+        self.armed: dict[str, float] = {}
+        self.channel = HookChannel.create(launch.scratch)
+
+    def emit(self, payload: Event, at: Any = msgspec.UNSET) -> None:
+        self.stream, line = stamp(self.stream, payload, at)
+        self.write_event(line)
+
+    def perform(self, effects: tuple[Effect, ...]) -> None:
+        for effect in effects:
+            if isinstance(effect, Emit):
+                self.emit(effect.event)
+            elif isinstance(effect, Answer):
+                key = self.keys.get(effect.call_id)
+                if key is not None:
+                    self.channel.answer(key, answer_body(effect.decision))
+            elif isinstance(effect, Arm):
+                self.armed[effect.call_id] = time.monotonic()
+            elif isinstance(effect, Disarm):
+                self.armed.pop(effect.call_id, None)
+
+    def outputs(self, outputs: tuple[Output, ...]) -> None:
+        ended = False
+        for output in outputs:
+            if isinstance(output, Emitted):
+                self.emit(output.payload, output.at)
+                ended = ended or isinstance(output.payload, TurnEnded)
+            else:
+                self.names[output.call.call_id] = output.call.name
+                self.desk, effects = present(self.desk, presented_call(output.call))
+                self.perform(effects)
+        if ended:
+            self.abandon("the turn ended")
+
+    def abandon(self, why: AbandonCause) -> None:
+        self.desk, effects = abandon(self.desk, why)
+        self.perform(effects)
+
+    def ring(self) -> None:
+        """Drain the doorbell: each key's request is a call the hook delivered (spec 50 §2)."""
+        for key in self.channel.ring():
+            raw = self.channel.request(key)
+            if raw is None:
+                self.emit(
+                    WarningRaised(
+                        code="COVERAGE_GAP",
+                        message=f"the hook rang the doorbell with key {key} and left no request file, "
+                        "so that call could not be presented",
+                    )
+                )
+                continue
+            call = read_hook_request(key, raw)
+            self.keys[call.call_id] = key
+            self.correlator, outputs = on_hook_call(self.correlator, call)
+            self.outputs(outputs)
+
+    def record(self, number: int, raw: bytes) -> None:
+        self.ring()
+        self.reader, readings = read_rollout_line(self.reader, raw, number)
+        self.correlator, outputs = on_readings(self.correlator, readings)
+        self.outputs(outputs)
+
+    def command(self, line: bytes, on_steering_refusal: Callable[[str], None]) -> str | None:
+        """One ``metaharness.command/1`` line in the order of spec 20 §5; returns ``interrupt`` or
+        ``halt`` when the child must be stopped."""
+        framed = read_command(line.rstrip(b"\r\n"))
+        if isinstance(framed, Failure):
+            on_steering_refusal(steering_refusal(framed.failure()))
+            return None
+        command = framed.unwrap()
+        checked = check_well_formed(command).bind(lambda ok: check_supported(ok.command, "codex", HONOURED_COMMANDS))
+        refused = checked.swap().value_or(None)
+        if refused is not None:
+            self.emit(refused)
+            return None
+        if isinstance(command, ToolDecide):
+            name = self.names.get(command.call_id, "")
+            if isinstance(command.decision, Replace) and command.call_id in self.desk.pending_call_ids():
+                problem = check_replacement(name, command.decision.input)
+                if problem is not None:
+                    self.emit(command_refused(command.id, problem.code, problem.message))
+                    return None
+            start = self.armed.get(command.call_id)
+            latency = None if start is None else int((time.monotonic() - start) * 1000)
+            self.desk, effects = decide(self.desk, command, latency)
+            self.perform(effects)
+            return None
+        if isinstance(command, Interrupt | Halt):
+            control = "halt" if isinstance(command, Halt) else "interrupt"
+            self.abandon("the run was halted" if control == "halt" else "the run was interrupted")
+            self.emit(command_ok(command.id))
+            return control
+        return None
+
+    def expire_due(self) -> None:
+        now = time.monotonic()
+        for call_id, start in list(self.armed.items()):
+            if now >= start + self.desk.deadline_ms / 1000:
+                self.armed.pop(call_id, None)
+                self.desk, effects = expire(self.desk, call_id, int((now - start) * 1000))
+                self.perform(effects)
+
+
+def drive_codex(
+    *,
+    launch: CodexLaunch,
+    desk: Desk,
+    rollout: RolloutLaunch,
+    run: str,
+    write_event: Callable[[bytes], None],
+    commands: IO[bytes] | None,
+    on_steering_refusal: Callable[[str], None],
+) -> LiveOutcome:
+    """Spawn ``codex exec``, map its rollout and decide its hook calls until it ends, then wind the
+    stream up (spec 20 §4, spec 10 §4.10). Raises ``OSError`` when the spawn itself fails."""
+    state = _Run(launch, desk, rollout, run, write_event)
+    events: queue.Queue[tuple[str, Any]] = queue.Queue()
+    stop = threading.Event()
+    drained = threading.Event()
+    with open(launch.stdout_copy, "wb") as stdout_copy:
+        child = subprocess.Popen(
+            list(launch.argv),
+            cwd=launch.cwd,
+            env=launch.environment.as_dict(),
+            stdin=subprocess.DEVNULL,
+            stdout=stdout_copy,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    assert child.stderr is not None
+    signals = _Signals(events)
+    signals.install()
+    tail = bytearray()
+    stderr_thread = threading.Thread(target=_keep_tail, args=(child.stderr, tail), daemon=True)
+    stderr_thread.start()
+    threading.Thread(target=_wait_child, args=(child, events), daemon=True).start()
+    threading.Thread(target=_watch_doorbell, args=(state.channel.fileno(), events, drained, stop), daemon=True).start()
+    if commands is not None:
+        threading.Thread(target=_pump_lines, args=(commands, "command", events), daemon=True).start()
+    rollout_tail = RolloutTail(launch.sessions_dir, launch.rollout_copy)
+    halted = killed = False
+    kill_at: float | None = None
+    exit_code: int | None = None
+    quiet = 0
+    next_poll = time.monotonic()
+    try:
+        while True:
+            now = time.monotonic()
+            waits = [next_poll - now]
+            waits += [start + state.desk.deadline_ms / 1000 - now for start in state.armed.values()]
+            if kill_at is not None:
+                waits.append(kill_at - now)
+            try:
+                kind, item = events.get(timeout=max(0.0, min(waits)))
+            except queue.Empty:
+                kind, item = "tick", None
+            if kind == "ring":
+                state.ring()
+                drained.set()
+            elif kind == "exited":
+                exit_code = item
+            elif kind == "command" and item is not None:
+                control = state.command(item, on_steering_refusal)
+                if control is not None:
+                    halted = halted or control == "halt"
+                    _kill_group(child.pid, signal.SIGTERM)
+                    kill_at = time.monotonic() + SIGNAL_GRACE_S
+            elif kind == "signal":
+                if killed:
+                    _kill_group(child.pid, signal.SIGKILL)
+                    continue
+                killed = True
+                state.abandon("the run was interrupted")
+                _kill_group(child.pid, signal.SIGTERM)
+                kill_at = time.monotonic() + SIGNAL_GRACE_S
+            now = time.monotonic()
+            if kill_at is not None and now >= kill_at:
+                _kill_group(child.pid, signal.SIGKILL)
+                kill_at = None
+            state.expire_due()
+            if now >= next_poll:
+                next_poll = now + POLL_INTERVAL_S
+                state.ring()
+                lines = rollout_tail.poll()
+                for number, raw in lines:
+                    state.record(number, raw)
+                if exit_code is not None:
+                    quiet = 0 if lines else quiet + 1
+                    if quiet >= QUIET_POLLS_AFTER_EXIT:
+                        break
+        state.ring()
+        state.correlator, outputs = on_stream_end(state.correlator)
+        state.outputs(outputs)
+        state.abandon("the stream ended")
+        stderr_thread.join(timeout=SIGNAL_GRACE_S)
+    finally:
+        stop.set()
+        drained.set()
+        signals.restore()
+        rollout_tail.close()
+    _kill_group(child.pid, signal.SIGKILL)
+    code = exit_code if exit_code is not None else child.wait()
+    process: Process = Signaled(signal=-code) if code < 0 else Exited(code=code)
+    ended = session_ended(state.reader, state.desk.census)
+    if ended is not None:
+        state.emit(ended)
+    elif not halted:
+        state.emit(no_terminal_record(bytes(tail)))
+    reason = closing_reason(halted=halted, killed=killed, stop=stop_word(ended), budget_stops=())
+    state.emit(closing_marker(state.stream, reason, process))
+    state.channel.close()
+    return LiveOutcome(reason, process, state.stream.written)

@@ -1,0 +1,233 @@
+"""``metaharness run codex`` from stage 5 on (spec 10 §4.5, spec 50 §1, §4, §6).
+
+Gathers the facts the pure stages decide over (the caller's environment, credential files, the
+``--context`` files, the frame, the memory walk, PATH candidates), plans the launch, writes the
+scratch tree, probes under ``--strict-version``, drives the live loop and winds up: the retained
+copies, the scratch root removed, the exit of spec 10 §2.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+
+from metaharness.pure.capabilities import HONOURED_COMMANDS
+from metaharness.pure.codex.launch import PINS, PROGRAM, CodexLaunch, CodexRunSpec, plan_codex_launch
+from metaharness.pure.codex.rollout import RolloutLaunch
+from metaharness.pure.commands import control_unsupported, start_time_refusals
+from metaharness.pure.decisions import open_desk
+from metaharness.pure.environment import EnvironmentDeclaration, operator_login_file, path_floor
+from metaharness.pure.events import Transcript
+from metaharness.pure.frames import Frame, refuse_frame_beside_observe
+from metaharness.pure.hermetic import MEMORY_SHAPES, memory_walk
+from metaharness.pure.hook_channel import HOOK_TIMEOUT_S
+from metaharness.pure.options import RunOptions
+from metaharness.pure.refusal import Refusal
+from metaharness.pure.run_stages import unaudited_exit
+from metaharness.shell.codex.live import drive_codex
+from metaharness.shell.context_files import load_context_files
+from metaharness.shell.facts import (
+    caller_environment,
+    gather_memory_facts,
+    gather_program_candidates,
+    readable_regular_file,
+)
+from metaharness.shell.frame_file import read_frame_file
+from metaharness.shell.refusals import refuse
+from returns.result import Failure, Result, Success
+
+
+def _write_event(line: bytes) -> None:
+    sys.stdout.buffer.write(line)
+    sys.stdout.buffer.flush()
+
+
+def _steering_refusal(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def _declared_inputs(options: RunOptions) -> Result[tuple[str | None, Frame | None], Refusal]:
+    """Stage 6 (spec 10 §4.5): ``cwd-unusable``, ``retain-dir-unusable``, then the frame."""
+    cwd = os.path.abspath(options.cwd) if options.cwd is not None else None
+    if cwd is not None and not os.path.isdir(cwd):
+        return Failure(Refusal("cwd-unusable", f"--cwd {options.cwd} is not an existing directory"))
+    if options.retain_dir is not None and not os.path.isdir(options.retain_dir):
+        return Failure(
+            Refusal("retain-dir-unusable", f"--retain-dir {options.retain_dir} is not an existing directory")
+        )
+    frame: Frame | None = None
+    if options.frame is not None:
+        loaded = read_frame_file(options.frame)
+        if isinstance(loaded, Failure):
+            return loaded
+        frame = loaded.unwrap()
+    beside = refuse_frame_beside_observe(options.decisions, options.frame)
+    if isinstance(beside, Failure):
+        return beside
+    return Success((cwd, frame))
+
+
+def plan_run(options: RunOptions, scratch: str) -> Result[tuple[CodexLaunch, Frame | None], Refusal]:
+    """Stages 5–8 for a codex run: every check before anything is written (spec 10 §4.5)."""
+    caller_env = caller_environment()
+    credential_file = operator_login_file("codex", caller_env)
+    inputs = _declared_inputs(options)
+    if isinstance(inputs, Failure):
+        return inputs
+    cwd, frame = inputs.unwrap()
+    context = load_context_files(cwd, options.context)
+    if isinstance(context, Failure):
+        return context
+    if cwd is None:
+        start, found = gather_memory_facts(tempfile.gettempdir(), MEMORY_SHAPES["codex"])
+        walk = memory_walk(start, found, scratch_parent=True)
+    else:
+        start, found = gather_memory_facts(cwd, MEMORY_SHAPES["codex"])
+        walk = memory_walk(start, found)
+    refused = start_time_refusals(options.decisions, frame is not None, "codex", HONOURED_COMMANDS)
+    if refused:
+        return Failure(control_unsupported(refused))
+    spec = CodexRunSpec(
+        prompt=options.prompt or "",
+        decisions=options.decisions,
+        hermetic=options.hermetic,
+        model=options.model,
+        effort=options.effort,
+        cwd=cwd,
+        scratch_cwd=options.scratch_cwd,
+        environment=EnvironmentDeclaration(
+            kind="codex",
+            credentials=options.credentials,
+            actor=options.actor,
+            model_endpoint=options.model_endpoint,
+        ),
+        context=context.unwrap(),
+        frame_digest=frame.digest if frame is not None else None,
+    )
+    program_facts = gather_program_candidates(PROGRAM, path_floor(caller_env))
+    launch = plan_codex_launch(
+        spec,
+        caller_env,
+        scratch,
+        program_facts,
+        credential_file_present=readable_regular_file(credential_file),
+        walk=walk,
+    )
+    return launch.map(lambda planned: (planned, frame))
+
+
+def materialise(launch: CodexLaunch) -> None:
+    """Write the scratch tree (directories 0700, files with their modes) and copy ``auth.json``
+    under operator-login, immediately before the spawn (spec 50 §4)."""
+    for directory in launch.directories:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+    for item in launch.files:
+        descriptor = os.open(item.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, item.mode)
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(item.data)
+        os.chmod(item.path, item.mode)
+    if launch.credential_file is not None:
+        copy = os.path.join(launch.codex_home, "auth.json")
+        shutil.copyfile(launch.credential_file, copy)
+        os.chmod(copy, 0o600)
+
+
+def probe_version(launch: CodexLaunch) -> Result[str, Refusal]:
+    """``codex --version`` in the constructed environment; the first token starting with a digit
+    (spec 50 §7)."""
+    try:
+        done = subprocess.run(
+            [launch.program, "--version"],
+            env=launch.environment.as_dict(),
+            cwd=launch.cwd,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return Failure(Refusal("version-unreadable", f"{launch.program} --version could not be run: {error}"))
+    token = next((word for word in done.stdout.decode(errors="replace").split() if word[:1].isdigit()), None)
+    if token is None:
+        return Failure(Refusal("version-unreadable", f"{launch.program} --version printed no version"))
+    return Success(token)
+
+
+def _retain(launch: CodexLaunch, retain_dir: str, run: str) -> str | None:
+    """Copy the rollout copies, hook requests and generated files (never a credential) to
+    ``<retain-dir>/<run id>/``; the error text when the copy failed."""
+    target = os.path.join(retain_dir, run)
+    try:
+        os.makedirs(target, exist_ok=True)
+        for name in ("rollout.jsonl", "rollout.stdout.jsonl", "hooks", "hook-channel"):
+            source = os.path.join(launch.scratch, name)
+            if os.path.isdir(source):
+                shutil.copytree(source, os.path.join(target, name), dirs_exist_ok=True, ignore=_fifos)
+            elif os.path.exists(source):
+                shutil.copy2(source, target)
+        config = os.path.join(launch.codex_home, "config.toml")
+        os.makedirs(os.path.join(target, "codex-home"), exist_ok=True)
+        shutil.copy2(config, os.path.join(target, "codex-home", "config.toml"))
+    except OSError as error:
+        return f"{target}: {error}"
+    return None
+
+
+def _fifos(directory: str, names: list[str]) -> list[str]:
+    return [name for name in names if stat.S_ISFIFO(os.lstat(os.path.join(directory, name)).st_mode)]
+
+
+def run_codex(options: RunOptions) -> int:
+    """Run ``options`` (kind ``codex``, through stages 1–4) from stage 5 on; the exit of spec 10 §2."""
+    scratch = tempfile.mkdtemp(prefix="metaharness-codex-")
+    try:
+        planned = plan_run(options, scratch)
+        if isinstance(planned, Failure):
+            return refuse(planned.failure())
+        launch, frame = planned.unwrap()
+        materialise(launch)
+        if options.strict_version:
+            version = probe_version(launch)
+            if isinstance(version, Failure):
+                return refuse(version.failure())
+            if version.unwrap() not in PINS:
+                return refuse(
+                    Refusal(
+                        "version-off-pin",
+                        f"{launch.program} reports {version.unwrap()}; the adapter is pinned to {', '.join(PINS)}",
+                    )
+                )
+        run = f"codex-{os.getpid()}"
+        rollout = RolloutLaunch(
+            program=launch.program,
+            pins=PINS,
+            transcript=Transcript(path=launch.rollout_copy, digest=None, bytes=None),
+            hermetic=launch.hermetic,
+            context_files=launch.context_files,
+            frame_digest=frame.digest if frame is not None else None,
+        )
+        desk = open_desk(options.decisions, frame, HOOK_TIMEOUT_S * 1000)
+        try:
+            outcome = drive_codex(
+                launch=launch,
+                desk=desk,
+                rollout=rollout,
+                run=run,
+                write_event=_write_event,
+                commands=sys.stdin.buffer,
+                on_steering_refusal=_steering_refusal,
+            )
+        except OSError as error:
+            return refuse(Refusal("spawn-failed", f"{launch.program} could not be started: {error}"))
+        if options.retain_dir is not None:
+            failure = _retain(launch, options.retain_dir, run)
+            if failure is not None:
+                sys.stderr.write(f"metaharness: retain failed: {failure}\n")
+        return unaudited_exit(outcome.reason)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
