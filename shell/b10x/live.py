@@ -54,6 +54,25 @@ def _pump_lines(stream: IO[bytes], kind: str, events: queue.Queue[tuple[str, Any
     events.put((kind, None))
 
 
+def _pump_fd(fd: int, kind: str, events: queue.Queue[tuple[str, Any]]) -> None:
+    """Lines from a raw descriptor: no buffered reader's lock is held at interpreter shutdown."""
+    pending = b""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            break
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            events.put((kind, line + b"\n"))
+    if pending:
+        events.put((kind, pending))
+    events.put((kind, None))
+
+
 def _keep_tail(stream: IO[bytes], tail: bytearray) -> None:
     for chunk in iter(lambda: stream.read1(65536), b""):
         tail.extend(chunk)
@@ -97,7 +116,7 @@ def drive_loop(
     plan_warnings: tuple[WarningRaised, ...],
     write_event: Callable[[bytes], None],
     transcript: IO[bytes] | None,
-    commands: IO[bytes] | None,
+    commands: int | None,
     on_steering_refusal: Callable[[str], None],
     answers_copy: IO[bytes] | None = None,
     retain: Callable[[], tuple[WarningRaised, ...]] | None = None,
@@ -105,7 +124,7 @@ def drive_loop(
     """Spawn the loop, read its record through the seam until it ends, and wind the stream up.
 
     ``write_event`` receives each event line; ``transcript`` every stdout byte of the child;
-    ``commands`` is metaharness's own stdin (``None``: no commands); ``answers_copy`` receives each
+    ``commands`` is the descriptor of metaharness's own stdin (``None``: no commands); ``answers_copy`` receives each
     answer line too (conformance C3); ``retain`` runs once the child is reaped and returns its
     ``RETAIN_FAILED`` warnings. Raises ``OSError`` when the spawn itself fails.
     """
@@ -128,7 +147,7 @@ def drive_loop(
     stderr_thread = threading.Thread(target=_keep_tail, args=(child.stderr, tail), daemon=True)
     stderr_thread.start()
     if commands is not None:
-        threading.Thread(target=_pump_lines, args=(commands, "command", events), daemon=True).start()
+        threading.Thread(target=_pump_fd, args=(commands, "command", events), daemon=True).start()
     armed: dict[str, float] = {}
 
     def perform(effects: tuple[Effect, ...]) -> None:

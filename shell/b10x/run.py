@@ -276,7 +276,7 @@ def run_b10x(options: RunOptions) -> int:
                 plan_warnings=warnings,
                 write_event=_write_event,
                 transcript=transcript,
-                commands=sys.stdin.buffer,
+                commands=sys.stdin.fileno(),
                 on_steering_refusal=_stderr_line,
                 retain=_retainer(options, run_id, launch),
             )

@@ -1,0 +1,319 @@
+"""``metaharness run b10x`` end to end: the real ``b10x-harness`` against the real emulator (spec 40).
+
+The child's PATH is built from the caller's HOME, so each test makes a HOME whose ``.local/bin``
+links to the project's own loop.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from metaharness.pure.events import read_event
+from metaharness.pure.frames import frame_document, seal_frame
+
+VENV_BIN = Path(sys.executable).parent
+LOOP = VENV_BIN / "b10x-harness"
+EMULATOR = VENV_BIN / "b10x-emulator"
+METAHARNESS = VENV_BIN / "metaharness"
+READS = [{"op": "file.read"}, {"op": "dir.list"}, {"op": "search"}]
+FRAME_BASE = {
+    "workflow": {"id": "w", "version": "1"},
+    "node": {"id": "n"},
+    "step": {"workflow": "w", "state": "s", "index": 0, "attempt": 0},
+    "prior": [],
+    "obligations": [],
+    "reaching": [],
+    "next": [],
+    "handoff": {"handoff": "none"},
+}
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    home = tmp_path / "home"
+    (home / ".local" / "bin").mkdir(parents=True)
+    (home / ".local" / "bin" / "b10x-harness").symlink_to(LOOP)
+    return home
+
+
+class Emulator:
+    def __init__(self, scenario: str) -> None:
+        self.process = subprocess.Popen(
+            [str(EMULATOR), "--scenario", scenario], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
+        assert self.process.stdout is not None
+        self.base_url = json.loads(self.process.stdout.readline())["base_url"]
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(timeout=10)
+
+
+@pytest.fixture
+def emulator(request: pytest.FixtureRequest) -> Iterator[Emulator]:
+    running = Emulator(request.param)
+    yield running
+    running.stop()
+
+
+def frame_file(tmp_path: Path, operations: list[dict], subjects: list[dict] | None = None) -> str:
+    raw = {**FRAME_BASE, "operations": operations}
+    if subjects is not None:
+        raw["subjects"] = subjects
+    path = tmp_path / "frame.json"
+    path.write_bytes(frame_document(seal_frame(raw).unwrap()))
+    return str(path)
+
+
+def run(home: Path, args: list[str], stdin: bytes = b"", cwd: Path | None = None, timeout: float = 90) -> subprocess.CompletedProcess[bytes]:
+    env = {"HOME": str(home), "PATH": os.environ["PATH"]}
+    return subprocess.run(
+        [str(METAHARNESS), "run", "b10x", *args], input=stdin, env=env, cwd=cwd, capture_output=True, timeout=timeout, check=False
+    )
+
+
+def stream(done: subprocess.CompletedProcess[bytes]) -> list[dict]:
+    lines = done.stdout.splitlines()
+    for number, line in enumerate(lines, start=1):
+        assert read_event(line).unwrap().seq == number
+    events = [json.loads(line) for line in lines]
+    assert [e["event"] for e in events].count("stream.closed") == 1 and events[-1]["event"] == "stream.closed"
+    assert events[-1]["events"] == len(events) - 1
+    return events
+
+
+def of(events: list[dict], name: str) -> list[dict]:
+    return [e for e in events if e["event"] == name]
+
+
+def workspace(tmp_path: Path) -> Path:
+    work = tmp_path / "ws"
+    work.mkdir()
+    (work / "README.md").write_text("hello harness\n")
+    return work
+
+
+def common(base_url: str, work: Path) -> list[str]:
+    return ["-p", "write the note", "--model", "b10x-emulated", "--model-endpoint", base_url, "--cwd", str(work)]
+
+
+@pytest.mark.parametrize("emulator", ["flat-write"], indirect=True)
+def test_observe_the_write_happens_and_nothing_is_decided(home: Path, emulator: Emulator, tmp_path: Path) -> None:
+    work = workspace(tmp_path)
+    done = run(home, ["--decisions", "observe", *common(emulator.base_url, work)])
+    assert done.returncode == 0, done.stderr
+    events = stream(done)
+    assert (work / "note.md").read_text() == "written by the harness\n"
+    assert not of(events, "tool.decided")
+    requested = of(events, "tool.requested")[0]
+    assert (requested["seam"], requested["decision_required"]) == ("none", False)
+    assert events[0]["code"] == "VERSION_OFF_PIN" and not [e for e in events if e.get("code") == "UNVERIFIED_TIER"]
+    started = of(events, "session.started")[0]
+    assert started["harness_version"] and started["cwd"] == os.path.realpath(work)
+    assert of(events, "session.ended")[0]["census"] == {
+        "allowed": 0, "denied": 0, "replaced": 0, "abstained": 0, "by_seam": {}, "by_decider": {}
+    }
+    assert events[-1]["process"] == {"kind": "exited", "code": 0}
+
+
+@pytest.mark.parametrize("emulator", ["flat-write"], indirect=True)
+def test_frame_allows_the_admitted_write(home: Path, emulator: Emulator, tmp_path: Path) -> None:
+    work = workspace(tmp_path)
+    frame = frame_file(
+        tmp_path,
+        [*READS, {"op": "file.write"}],
+        [{"subject": "file:note.md", "operations": [*READS, {"op": "file.write"}]}, {"subject": "file:**", "operations": READS}],
+    )
+    done = run(home, ["--frame", frame, *common(emulator.base_url, work)])
+    assert done.returncode == 0, done.stderr
+    events = stream(done)
+    decided = of(events, "tool.decided")
+    assert [(d["decision"], d["decided_by"], d["seam"]) for d in decided] == [({"decision": "allow"}, "frame", "control_request")]
+    assert (work / "note.md").read_text() == "written by the harness\n"
+    assert not [e for e in events if e.get("code") == "approval-disagreed"]
+    assert [e["code"] for e in of(events, "warning")][:3] == ["VERSION_OFF_PIN", "UNVERIFIED_TIER", "COVERAGE_GAP"]
+
+
+@pytest.mark.parametrize("emulator", ["flat-write"], indirect=True)
+def test_frame_denies_by_operation_and_by_subject_rule(home: Path, emulator: Emulator, tmp_path: Path) -> None:
+    work = workspace(tmp_path)
+    frame = frame_file(tmp_path, READS)
+    done = run(home, ["--frame", frame, *common(emulator.base_url, work)])
+    assert done.returncode == 0, done.stderr
+    events = stream(done)
+    decided = of(events, "tool.decided")[0]
+    assert decided["decision"]["reason"].startswith('this step admits ["dir.list", "file.read", "search"] and file_write')
+    assert of(events, "tool.result")[0]["is_error"] is True
+    assert not (work / "note.md").exists()
+    subject_frame = frame_file(
+        tmp_path,
+        [*READS, {"op": "file.write"}],
+        [{"subject": "file:src/**", "operations": [*READS, {"op": "file.write"}]}, {"subject": "file:**", "operations": READS}],
+    )
+    events = stream(run(home, ["--frame", subject_frame, *common(emulator.base_url, work)]))
+    assert of(events, "tool.decided")[0]["decision"]["reason"] == (
+        "file:note.md falls under the subject rule file:**, which does not admit file.write; a refusal is the answer, not an obstacle"
+    )
+    assert not (work / "note.md").exists()
+
+
+def decide(decision: dict) -> bytes:
+    return (
+        json.dumps(
+            {"format": "metaharness.command/1", "id": "c1", "command": "tool.decide", "call_id": "call_b10x_001", "decision": decision}
+        ).encode()
+        + b"\n"
+    )
+
+
+def ask(home: Path, base_url: str, work: Path, command: bytes) -> list[dict]:
+    env = {"HOME": str(home), "PATH": os.environ["PATH"]}
+    child = subprocess.Popen(
+        [str(METAHARNESS), "run", "b10x", "--decisions", "ask", *common(base_url, work)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+    )
+    assert child.stdin is not None and child.stdout is not None
+    lines: list[bytes] = []
+    for line in iter(child.stdout.readline, b""):
+        lines.append(line)
+        if b'"event":"tool.requested"' in line:
+            child.stdin.write(command)
+            child.stdin.flush()
+    child.wait(timeout=60)
+    assert child.returncode == 0
+    return stream(subprocess.CompletedProcess([], 0, b"".join(lines), b""))
+
+
+@pytest.mark.parametrize("emulator", ["flat-write"], indirect=True)
+def test_ask_embedder_denies_then_allows(home: Path, emulator: Emulator, tmp_path: Path) -> None:
+    work = workspace(tmp_path)
+    events = ask(home, emulator.base_url, work, decide({"decision": "deny", "reason": "notes are written in the next step"}))
+    requested = of(events, "tool.requested")[0]
+    assert (requested["decision_required"], requested["deadline_ms"]) == (True, 25000)
+    decided = of(events, "tool.decided")[0]
+    assert (decided["decided_by"], decided["decision"]["reason"]) == ("embedder", "notes are written in the next step")
+    names = [e["event"] for e in events]
+    assert names.index("tool.decided") + 1 == names.index("command.result")
+    assert not (work / "note.md").exists()
+    events = ask(home, emulator.base_url, work, decide({"decision": "allow"}))
+    assert of(events, "tool.decided")[0]["decision"] == {"decision": "allow"}
+    assert (work / "note.md").read_text() == "written by the harness\n"
+
+
+@pytest.mark.parametrize("emulator", ["flat-write"], indirect=True)
+def test_commands_refused_with_their_codes(home: Path, emulator: Emulator, tmp_path: Path) -> None:
+    work = workspace(tmp_path)
+    commands = b"".join(
+        json.dumps({"format": "metaharness.command/1", "id": i, "command": c, **p}).encode() + b"\n"
+        for i, c, p in [
+            ("s1", "steer", {"text": "faster"}),
+            ("d1", "tool.decide", {"call_id": "nope", "decision": {"decision": "allow"}}),
+            ("d2", "tool.decide", {"call_id": "call_b10x_001", "decision": {"decision": "deny", "reason": "  "}}),
+        ]
+    ) + b"not a command\n"
+    events = ask(home, emulator.base_url, work, commands + decide({"decision": "allow"}) + decide({"decision": "allow"}))
+    results = {e["id"]: e["outcome"] for e in of(events, "command.result")}
+    assert results["s1"]["refused"] == {"code": "UNSUPPORTED_CONTROL", "reason": "the b10x adapter cannot honour steer"}
+    assert results["d1"]["refused"]["code"] == "UNKNOWN_CALL"
+    assert results["d2"]["refused"]["code"] == "MALFORMED"
+    assert results["c1"] == {"result": "refused", "refused": {"code": "TOO_LATE", "reason": "call_b10x_001 was decided or its window closed; a decision cannot be replayed"}}
+    assert len(of(events, "tool.decided")) == 1
+
+
+@pytest.mark.parametrize("emulator", ["flat-write"], indirect=True)
+def test_ask_deadline_expires_after_25_seconds(home: Path, emulator: Emulator, tmp_path: Path) -> None:
+    work = workspace(tmp_path)
+    started = time.monotonic()
+    events = ask(home, emulator.base_url, work, b"")
+    assert time.monotonic() - started >= 25
+    decided = of(events, "tool.decided")[0]
+    assert decided["decided_by"] == "deadline" and decided["latency_ms"] >= 25000
+    assert decided["decision"]["reason"].startswith("metaharness's own 25000ms decision deadline expired")
+    assert not (work / "note.md").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["-p", "x", "--model", "m", "--model-endpoint", "http://127.0.0.1:9/v1"], "frame-required"),
+        (["--decisions", "observe", "--model-endpoint", "http://127.0.0.1:9/v1"], "model-required"),
+        (["--decisions", "observe", "--model", "m"], "model-endpoint-required"),
+        (["--decisions", "observe", "--model", "m", "--model-endpoint", "http://x", "--credentials", "api-key"], "api-key-missing"),
+        (["--decisions", "observe", "--model", "m", "--model-endpoint", "http://x", "--cwd", "/nonexistent"], "cwd-unusable"),
+        (["--decisions", "observe", "--model", "m", "--model-endpoint", "http://x", "--hooks", "/nonexistent"], "input-unreadable"),
+    ],
+)
+def test_refusals_before_the_spawn(home: Path, args: list[str], code: str) -> None:
+    done = run(home, args, timeout=30)
+    assert done.returncode == 2 and done.stdout == b""
+    assert done.stderr.decode().startswith(f"metaharness: {code}: ")
+
+
+def test_program_not_found_names_the_path(tmp_path: Path) -> None:
+    done = run(tmp_path, ["--decisions", "observe", "--model", "m", "--model-endpoint", "http://x"], timeout=30)
+    assert done.returncode == 2
+    assert done.stderr.decode().startswith(f"metaharness: program-not-found: b10x-harness is not an executable regular file on the PATH {tmp_path}/.local/bin:")
+
+
+def test_frame_inadmissible_refused(home: Path, tmp_path: Path) -> None:
+    frame = frame_file(tmp_path, [{"op": "file.read"}, {"op": "search"}])
+    done = run(home, ["--frame", frame, "--model", "m", "--model-endpoint", "http://x"], timeout=30)
+    assert done.returncode == 2 and "frame-inadmissible" in done.stderr.decode()
+
+
+@pytest.mark.parametrize("emulator", ["unauthorized"], indirect=True)
+def test_loop_dying_without_finished_exits_3(home: Path, emulator: Emulator, tmp_path: Path) -> None:
+    done = run(home, ["--decisions", "observe", *common(emulator.base_url, workspace(tmp_path))])
+    assert done.returncode == 3
+    events = stream(done)
+    warning = [e for e in events if e.get("code") == "NO_TERMINAL_RECORD"][0]
+    assert warning["message"].startswith("the harness stopped without a terminal record; its stderr ended: ")
+    assert events[-1]["reason"] == "error" and events[-1]["process"] == {"kind": "exited", "code": 1}
+
+
+@pytest.mark.parametrize("emulator", ["slow"], indirect=True)
+def test_sigterm_to_metaharness_ends_the_run_killed(home: Path, emulator: Emulator, tmp_path: Path) -> None:
+    env = {"HOME": str(home), "PATH": os.environ["PATH"]}
+    child = subprocess.Popen(
+        [str(METAHARNESS), "run", "b10x", "--decisions", "observe", *common(emulator.base_url, workspace(tmp_path))],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+    )
+    assert child.stdout is not None
+    lines = []
+    for line in iter(child.stdout.readline, b""):
+        lines.append(line)
+        if b'"event":"turn.started"' in line:
+            child.send_signal(signal.SIGTERM)
+    child.wait(timeout=30)
+    assert child.returncode == 3
+    events = stream(subprocess.CompletedProcess([], 0, b"".join(lines), b""))
+    assert events[-1]["reason"] == "killed"
+
+
+@pytest.mark.parametrize("emulator", ["slow"], indirect=True)
+def test_interrupt_command_cancels_the_loop(home: Path, emulator: Emulator, tmp_path: Path) -> None:
+    env = {"HOME": str(home), "PATH": os.environ["PATH"]}
+    child = subprocess.Popen(
+        [str(METAHARNESS), "run", "b10x", "--decisions", "observe", *common(emulator.base_url, workspace(tmp_path))],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+    )
+    assert child.stdin is not None and child.stdout is not None
+    lines = []
+    for line in iter(child.stdout.readline, b""):
+        lines.append(line)
+        if b'"event":"turn.started"' in line:
+            child.stdin.write(b'{"format":"metaharness.command/1","id":"i1","command":"interrupt","reason":"enough"}\n')
+            child.stdin.flush()
+    child.wait(timeout=30)
+    events = stream(subprocess.CompletedProcess([], 0, b"".join(lines), b""))
+    assert of(events, "command.result")[0]["outcome"] == {"result": "ok", "applies_at": None}
+    assert of(events, "session.ended")[0]["subtype"] == "cancelled"
+    assert events[-1]["reason"] == "error" and child.returncode == 3
