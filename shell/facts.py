@@ -1,5 +1,5 @@
-"""Gathering the facts the pure stages decide over: the caller's environment, PATH candidates and
-credential files (spec 30 §7, §8).
+"""Gathering the facts the pure stages decide over: the caller's environment, PATH candidates,
+credential files, lstat of memory shapes, stat of directories (spec 30 §5, §7, §8).
 
 Nothing here decides; each function reads the world once and returns plain values or pure structs.
 """
@@ -10,6 +10,7 @@ import os
 import stat
 
 from metaharness.pure.environment import ProgramCandidate, program_candidates
+from metaharness.pure.hermetic import DirectoryIdentity
 
 
 def caller_environment() -> dict[str, str]:
@@ -40,3 +41,52 @@ def readable_regular_file(path: str | None) -> bool:
         return stat.S_ISREG(os.stat(path).st_mode) and os.access(path, os.R_OK)
     except OSError:
         return False
+
+
+def existing_shapes(directory: str, shapes: tuple[str, ...]) -> tuple[str, ...]:
+    """The memory shapes under ``directory`` on which ``lstat`` succeeds (spec 30 §5.1). A shape
+    ending ``/*.md`` names every ``*.md`` entry directly in that sub-directory."""
+    found: list[str] = []
+    for shape in shapes:
+        if shape.endswith("/*.md"):
+            folder = os.path.join(directory, shape[: -len("/*.md")])
+            try:
+                names = sorted(os.listdir(folder))
+            except OSError:
+                continue
+            found.extend(
+                os.path.join(shape[: -len("*.md")], name) for name in names if name.endswith(".md")
+            )
+            continue
+        try:
+            os.lstat(os.path.join(directory, shape))
+        except OSError:
+            continue
+        found.append(shape)
+    return tuple(found)
+
+
+def gather_memory_facts(start: str, shapes: tuple[str, ...]) -> tuple[str, dict[str, tuple[str, ...]]]:
+    """The real path of ``start`` (symlinks resolved) and, for it and each ancestor up to ``/``, the
+    names found there: the facts :func:`metaharness.pure.hermetic.memory_walk` decides over
+    (spec 30 §5.1). ``shapes`` is ``MEMORY_SHAPES[kind]``."""
+    real = os.path.realpath(start)
+    found: dict[str, tuple[str, ...]] = {}
+    directory = real
+    while True:
+        found[directory] = existing_shapes(directory, shapes)
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return real, found
+        directory = parent
+
+
+def directory_identity(path: str) -> DirectoryIdentity:
+    """A directory's real path, with device and inode when it can be stat'ed (spec 30 §2.1 H7:
+    directories are compared as directories, not as spellings)."""
+    real = os.path.realpath(path)
+    try:
+        status = os.stat(path)
+    except OSError:
+        return DirectoryIdentity(real_path=real)
+    return DirectoryIdentity(real_path=real, device=status.st_dev, inode=status.st_ino)

@@ -1,0 +1,466 @@
+"""The hermetic attestation and the verdict of each row (spec 30 §1–§6, spec 40 §9, spec 50 §5).
+
+:func:`memory_walk` and :func:`memory_row` decide the ancestor walk over the shell's lstat facts;
+:func:`attest` builds ``session.started.hermetic`` from what the launch did; :func:`row_verdicts`
+reads the twelve rows back from the ``session.started`` facts (ok | gap | unk, never ok without
+evidence).
+
+Calling order in a run: the shell gathers ``gather_memory_facts(start, MEMORY_SHAPES[kind])``
+(``start`` is the temporary directory the scratch root will be created in, or ``--cwd``), then
+``memory_row(kind, mode, memory_walk(real, found, scratch_parent=...))`` decides H11 (stage 7,
+``memory-ancestor-found``); ``attest(LaunchFacts(...))`` gives ``session.started.hermetic``; after the
+session ``row_verdicts(started, VerdictFacts(...))`` and ``control_verdict(rows)`` feed the report.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping, Sequence
+from typing import Literal
+
+import msgspec
+from metaharness.pure.events import Hermetic, InstalledPlugin, RowHow, RowWhy, SessionStarted
+from metaharness.pure.refusal import Refusal
+from returns.result import Failure, Result, Success
+
+Kind = Literal["claude", "codex", "b10x"]
+Verdict = Literal["ok", "gap", "unk"]
+WorkdirMode = Literal["scratch", "operator", "copy"]
+
+ROWS: tuple[tuple[str, str, str, str], ...] = (
+    ("H1a", "config home is scratch — plugins are exactly the declared set", "record", "gating"),
+    ("H1b", "config home is scratch — the output style is the default", "record", "gating"),
+    ("H2", "settings sources are excluded", "launch", "advisory"),
+    ("H3", "the environment is constructed, not inherited", "launch", "gating"),
+    ("H4", "no API key unless the run declared one", "record", "gating"),
+    ("H5", "the MCP surface is exactly what the launch gave", "record", "gating"),
+    ("H6", "credentials are one file, copied", "effect", "advisory"),
+    ("H7", "the working directory is ours", "record", "gating"),
+    ("H8", "hooks and customizations are not skipped", "launch", "gating"),
+    ("H9", "the vendor version is the pinned one", "record", "gating"),
+    ("H10", "governing documents cannot move under the run", "record", "gating"),
+    ("H11", "no memory file outside the copied tree is discoverable", "launch", "gating"),
+)
+"""The twelve rows (spec 30 §2): id, control (exact report text), assertion, severity."""
+
+MEMORY_SHAPES: Mapping[str, tuple[str, ...]] = {
+    "claude": ("CLAUDE.md", "CLAUDE.local.md", ".claude/CLAUDE.md", ".claude/rules/*.md", "AGENTS.md"),
+    "codex": ("CLAUDE.md", "AGENTS.md"),
+    "b10x": ("CLAUDE.md", "AGENTS.md"),
+}
+"""The memory shapes the walk looks for, per kind (spec 30 §5.1); ``*.md`` means any entry directly there."""
+
+
+class MemoryHit(msgspec.Struct, frozen=True):
+    """A memory file found by ``lstat``: its absolute path and the shape it matched."""
+
+    path: str
+    shape: str
+
+
+class MemoryWalk(msgspec.Struct, frozen=True):
+    """The walk's outcome: where it started (a real path), the hits above the directory (nearest
+    first) and the shapes at the directory's own root (the tree's own, spec 30 §5.1)."""
+
+    start: str
+    hits: tuple[MemoryHit, ...]
+    root_names: tuple[str, ...]
+
+
+class RowAttestation(msgspec.Struct, frozen=True):
+    """One row attested in one of the three states (spec 30 §1); ``text`` is the how or the why."""
+
+    row: str
+    state: Literal["imposed", "declared", "unavailable"]
+    text: str
+
+
+class DirectoryIdentity(msgspec.Struct, frozen=True):
+    """A directory as the shell found it: device and inode when it could be stat'ed, and its real path."""
+
+    real_path: str
+    device: int | None = None
+    inode: int | None = None
+
+
+class LaunchFacts(msgspec.Struct, frozen=True):
+    """What the launch did, for :func:`attest` (spec 30 §3–§5, §8).
+
+    ``workdir`` is the child's directory (``<scratch>/work`` or ``--cwd``); ``h3_how`` is
+    ``ChildEnvironment.h3_how()``; ``h4_how``/``h6_how`` come from the credential posture;
+    ``governing`` names each governing document and how it was pinned (H10); ``mcp_servers`` the
+    launch's MCP set (claude ``["metaharness"]`` on an owned-surface or catalogue run); ``hooks`` the
+    b10x ``--hooks`` file; ``extra_ambient`` what else reaches the child (e.g. claude's allow grants
+    under observe).
+    """
+
+    kind: Kind
+    mode: Literal["off", "on", "strict"]
+    decisions: Literal["frame", "ask", "observe"]
+    scratch: str
+    workdir_mode: WorkdirMode
+    workdir: str
+    h3_how: str
+    h4_how: str
+    h6_how: str
+    memory: RowAttestation
+    governing: tuple[str, ...] = ()
+    mcp_servers: tuple[str, ...] = ()
+    hooks: str | None = None
+    installed_plugins: tuple[InstalledPlugin, ...] = ()
+    root_memory_names: tuple[str, ...] = ()
+    extra_ambient: tuple[str, ...] = ()
+
+
+class RowVerdict(msgspec.Struct, frozen=True):
+    """One row of the hermetic verdict (spec 10 §4.8 (a))."""
+
+    row: str
+    verdict: Verdict
+    severity: str
+    assertion: str
+    control: str
+    detail: str
+
+    def line(self) -> str:
+        """The report line of spec 10 §4.8 (a)."""
+        return (
+            f"  {self.row.ljust(4)} {self.verdict.ljust(3)} {self.severity.ljust(8)} {self.assertion.ljust(6)} "
+            f"{self.control} — {self.detail}"
+        )
+
+
+class VerdictFacts(msgspec.Struct, frozen=True):
+    """What the verdicts compare the record against (spec 30 §2.1).
+
+    ``declared_plugins``: the ``--plugin-dir`` copy names and ``--plugin`` names; ``declared_key``:
+    the run ran under ``--credentials api-key``; ``launch_mcp_servers``: the launch's MCP set;
+    ``planned_cwd``/``record_cwd``: the two directories as the shell found them (``None`` when there
+    is no planned cwd or the record names none); ``pins``: the adapter's pinned versions;
+    ``canary_versions``: the claude versions with a memory canary entry.
+    """
+
+    kind: Kind
+    declared_plugins: tuple[str, ...] = ()
+    declared_key: bool = False
+    launch_mcp_servers: tuple[str, ...] = ()
+    planned_cwd: DirectoryIdentity | None = None
+    record_cwd: DirectoryIdentity | None = None
+    pins: tuple[str, ...] = ()
+    canary_versions: tuple[str, ...] = ()
+
+
+def memory_shape_of(name: str) -> str:
+    """The shape a found name matched: ``.claude/rules/<x>.md`` is ``.claude/rules/*.md``."""
+    return ".claude/rules/*.md" if name.startswith(".claude/rules/") else name
+
+
+def memory_walk(start: str, found: Mapping[str, Sequence[str]], scratch_parent: bool = False) -> MemoryWalk:
+    """The ancestor walk of spec 30 §5.1 over lstat facts: ``found`` maps each directory from the
+    real path ``start`` up to ``/`` to the memory names ``lstat`` found in it. The directory itself
+    is excluded and its names are the tree's own; with ``scratch_parent`` (a metaharness scratch
+    root not yet created) ``start`` is the temporary directory the root will be created in and is
+    itself visited (spec 30 §5.2)."""
+    hits: list[MemoryHit] = []
+    directory = start if scratch_parent else posixpath.dirname(start)
+    remaining = scratch_parent or directory != start
+    while remaining:
+        hits.extend(
+            MemoryHit(posixpath.join(directory, name), memory_shape_of(name)) for name in found.get(directory, ())
+        )
+        parent = posixpath.dirname(directory)
+        remaining = parent != directory
+        directory = parent
+    root_names = () if scratch_parent else tuple(found.get(start, ()))
+    return MemoryWalk(start=start, hits=tuple(hits), root_names=root_names)
+
+
+def memory_row(
+    kind: Kind,
+    workdir_mode: WorkdirMode,
+    walk: MemoryWalk,
+    loaded_shapes: frozenset[str] | None = None,
+) -> Result[RowAttestation, Refusal]:
+    """Row H11 from the walk (spec 30 §5.2–§5.3), or ``memory-ancestor-found`` for a metaharness
+    scratch directory with a hit (codex; claude for a loaded shape). ``loaded_shapes`` is the claude
+    canary of the pinned version; ``None`` (no canary entry) counts every shape as loaded."""
+    found = ", ".join(hit.path for hit in walk.hits)
+    if workdir_mode == "operator":
+        why = f"the child runs in the operator's tree {walk.start}; memory files in and above it are discoverable"
+        named = [*(posixpath.join(walk.start, name) for name in walk.root_names), *(hit.path for hit in walk.hits)]
+        return Success(RowAttestation("H11", "unavailable", why + (f": {', '.join(named)}" if named else "")))
+    nothing = f"the ancestor walk from {walk.start} found no memory file"
+    found_text = f"the ancestor walk from {walk.start} found {found}"
+    if kind == "claude":
+        loaded = [hit for hit in walk.hits if loaded_shapes is None or hit.shape in loaded_shapes]
+        base = '--setting-sources "" and the fresh scratch config home, held to the memory canary; '
+        if not loaded:
+            suffix = f"{found_text}, not loaded at the pinned version" if walk.hits else nothing
+            return Success(RowAttestation("H11", "imposed", base + suffix))
+        loaded_text = ", ".join(hit.path for hit in loaded)
+        if workdir_mode == "scratch":
+            return Failure(Refusal("memory-ancestor-found", f"the ancestor walk from {walk.start} found {loaded_text}"))
+        return Success(RowAttestation("H11", "unavailable", f"the ancestor walk from {walk.start} found {loaded_text}"))
+    if not walk.hits:
+        suffix = "; HOME is also absent from the child" if kind == "b10x" else ""
+        return Success(RowAttestation("H11", "imposed", nothing + suffix))
+    if kind == "codex" and workdir_mode == "scratch":
+        return Failure(Refusal("memory-ancestor-found", found_text))
+    return Success(RowAttestation("H11", "unavailable", found_text))
+
+
+_GRANT_IN_WORDS = {
+    "claude": "; Claude Code's tools act on that tree",
+    "codex": '; the codex sandbox is sandbox_mode = "workspace-write" on that tree, with no writable_roots',
+    "b10x": "",
+}
+
+
+def _workdir_row(facts: LaunchFacts) -> RowAttestation:
+    if facts.workdir_mode == "scratch":
+        return RowAttestation("H7", "imposed", f"the child runs in {facts.workdir}, which metaharness created")
+    if facts.workdir_mode == "copy":
+        return RowAttestation(
+            "H7",
+            "declared",
+            f"the embedder declared {facts.workdir} as its scratch copy; metaharness did not create it and passes "
+            "no --add-dir",
+        )
+    return RowAttestation(
+        "H7",
+        "unavailable",
+        f"the child runs in {facts.workdir}, which metaharness did not create, and can write to it"
+        + _GRANT_IN_WORDS[facts.kind],
+    )
+
+
+def _kind_rows(facts: LaunchFacts) -> tuple[RowAttestation, ...]:
+    scratch = facts.scratch
+    servers = "[" + ", ".join(facts.mcp_servers) + "]"
+    if facts.kind == "claude":
+        return (
+            RowAttestation("H1a", "imposed", f"CLAUDE_CONFIG_DIR={scratch}/claude-home; plugins only as named copies"),
+            RowAttestation("H1b", "imposed", "fresh config home"),
+            RowAttestation("H2", "imposed", '--setting-sources "", the settings file outside the home'),
+            RowAttestation("H5", "imposed", f"--strict-mcp-config with {servers}"),
+            RowAttestation(
+                "H8",
+                "imposed",
+                "no --bare/--safe-mode, no CLAUDE_CODE_SAFE_MODE/CLAUDE_CODE_SIMPLE; PreToolUse hook in the settings",
+            ),
+            RowAttestation("H9", "unavailable", "the version is read from the opening record"),
+        )
+    if facts.kind == "codex":
+        return (
+            RowAttestation("H1a", "imposed", f"CODEX_HOME={scratch}/codex-home"),
+            RowAttestation("H1b", "imposed", "fresh CODEX_HOME"),
+            RowAttestation("H2", "imposed", "only the scratch config.toml; no project trust"),
+            RowAttestation("H5", "imposed", "[mcp_servers] empty"),
+            RowAttestation(
+                "H8",
+                "imposed",
+                "PreToolUse hook in config.toml, --dangerously-bypass-hook-trust, no CODEX_DISABLE_HOOKS",
+            ),
+            RowAttestation("H9", "unavailable", "the version is read from the opening record"),
+        )
+    hooks = f"hooks named by --hooks {facts.hooks}" if facts.hooks is not None else "no hooks"
+    return (
+        RowAttestation("H1a", "imposed", "plugins arrive only as named --plugin-dir copies"),
+        RowAttestation("H2", "imposed", f"XDG_CONFIG_HOME={scratch}/config holds no profile"),
+        RowAttestation("H5", "imposed", "no --mcp-profile; mcp_servers stated []"),
+        RowAttestation("H8", "imposed", f"{hooks}; no ambient discovery"),
+        RowAttestation("H9", "unavailable", "the version is read from the launch's --version probe"),
+    )
+
+
+def attest(facts: LaunchFacts) -> Hermetic:
+    """``session.started.hermetic`` for a launch (spec 30 §3–§5): every row in its one state, in row
+    order, ``declared`` always present, and ``ambient_inputs`` naming what no row controls."""
+    rows = {
+        **{row.row: row for row in _kind_rows(facts)},
+        "H3": RowAttestation("H3", "imposed", facts.h3_how),
+        "H4": RowAttestation("H4", "imposed", facts.h4_how),
+        "H6": RowAttestation("H6", "imposed", facts.h6_how),
+        "H7": _workdir_row(facts),
+        "H10": RowAttestation("H10", "imposed", ", ".join(facts.governing) or "no governing document"),
+        "H11": facts.memory,
+    }
+    ordered = [rows[row] for row, *_ in ROWS if row in rows]
+    ambient: list[str] = []
+    if facts.kind != "b10x":
+        ambient += ["the git status in the vendor's system prompt", "the network is not isolated"]
+    ambient += [f"memory file at the working directory's root: {name}" for name in facts.root_memory_names]
+    ambient += facts.extra_ambient
+    return Hermetic(
+        mode=facts.mode,
+        decisions=facts.decisions,
+        imposed=tuple(RowHow(row=r.row, how=r.text) for r in ordered if r.state == "imposed"),
+        declared=tuple(RowHow(row=r.row, how=r.text) for r in ordered if r.state == "declared"),
+        unavailable=tuple(RowWhy(row=r.row, why=r.text) for r in ordered if r.state == "unavailable"),
+        ambient_inputs=tuple(ambient),
+        installed_plugins=facts.installed_plugins,
+    )
+
+
+def attested(hermetic: Hermetic, row: str) -> RowAttestation | None:
+    """The state a row is attested in, or ``None`` when it is not attested."""
+    for state, entries in (("imposed", hermetic.imposed), ("declared", hermetic.declared)):
+        for entry in entries:
+            if entry.row == row:
+                return RowAttestation(row, state, entry.how)  # type: ignore[arg-type]
+    for why in hermetic.unavailable:
+        if why.row == row:
+            return RowAttestation(row, "unavailable", why.why)
+    return None
+
+
+def _quoted(entry: RowAttestation | None) -> str:
+    if entry is None:
+        return ""
+    if entry.state == "unavailable":
+        return f"; unavailable: {entry.text}"
+    words = "metaharness imposed it" if entry.state == "imposed" else "declared by the embedder"
+    return f"; {words}: {entry.text}"
+
+
+def _listed(names: Sequence[str]) -> str:
+    return "[" + ", ".join(names) + "]"
+
+
+def row_verdicts(started: SessionStarted | None, facts: VerdictFacts) -> tuple[RowVerdict, ...]:
+    """The twelve rows' verdicts from the ``session.started`` facts (spec 30 §2.1); with no opening
+    record every row is ``unk`` (``no opening record``)."""
+    rows: list[RowVerdict] = []
+    for row, control, assertion, severity in ROWS:
+        verdict, detail = _decide(row, started, facts) if started is not None else ("unk", "no opening record")
+        rows.append(RowVerdict(row, verdict, severity, assertion, control, detail))
+    return tuple(rows)
+
+
+def _decide(row: str, started: SessionStarted, facts: VerdictFacts) -> tuple[Verdict, str]:
+    entry = attested(started.hermetic, row)
+    if row in ("H2", "H3", "H6", "H8"):
+        return _launch_row(entry)
+    if row == "H11":
+        verdict, detail = _launch_row(entry)
+        if verdict == "ok" and facts.kind == "claude" and started.harness_version not in facts.canary_versions:
+            return "unk", f"{detail}; version {started.harness_version} has no memory canary entry"
+        return verdict, detail
+    if row == "H7":
+        return _workdir_verdict(entry, started, facts)
+    deciders = {"H1a": _plugins_verdict, "H1b": _output_style_verdict, "H4": _key_verdict, "H5": _mcp_verdict,
+                "H9": _version_verdict, "H10": _governing_verdict}
+    verdict, detail = deciders[row](started, facts)
+    return verdict, detail + _quoted(entry)
+
+
+def _launch_row(entry: RowAttestation | None) -> tuple[Verdict, str]:
+    if entry is None:
+        return "unk", "metaharness did not attest it"
+    if entry.state == "unavailable":
+        return "gap", f"unavailable: {entry.text}"
+    if entry.state == "declared":
+        return "unk", f"declared by the embedder, not imposed: {entry.text}"
+    return "ok", f"metaharness imposed it: {entry.text}"
+
+
+def _plugins_verdict(started: SessionStarted, facts: VerdictFacts) -> tuple[Verdict, str]:
+    declared = sorted(facts.declared_plugins)
+    if facts.kind == "b10x":
+        if started.skills is None and started.agents is None:
+            return "unk", "the record is silent"
+        if not declared:
+            return "ok", "no plugin was declared"
+        prefixes = sorted({entry.split(":", 1)[0] for entry in (*(started.skills or ()), *(started.agents or ()))
+                           if ":" in entry})
+        stray = [prefix for prefix in prefixes if prefix not in declared]
+        if stray:
+            return "gap", f"skills and agents name plugins {_listed(stray)} outside the declared set {_listed(declared)}"
+        return "ok", f"skills and agents name plugins {_listed(prefixes)} of the declared set {_listed(declared)}"
+    if started.plugins is None:
+        return "unk", "the record is silent"
+    builtin = sorted(str(p.name) for p in started.plugins if (p.source or "").endswith("@builtin"))
+    names = sorted(str(p.name) for p in started.plugins if not (p.source or "").endswith("@builtin"))
+    tail = f"; built-in, not counted: {_listed(builtin)}" if builtin else ""
+    if names == declared:
+        return "ok", f"plugins {_listed(names)} are the declared set {_listed(declared)}{tail}"
+    return "gap", f"plugins {_listed(names)} are not the declared set {_listed(declared)}{tail}"
+
+
+def _output_style_verdict(started: SessionStarted, facts: VerdictFacts) -> tuple[Verdict, str]:
+    if facts.kind == "b10x":
+        return "ok", "the loop has no output style"
+    style = started.output_style
+    if style is None:
+        return "unk", "the record is silent"
+    if style in ("default", "", "null"):
+        return "ok", f'output style "{style}" is the default'
+    return "gap", f'output style "{style}" is not the default'
+
+
+def _key_verdict(started: SessionStarted, facts: VerdictFacts) -> tuple[Verdict, str]:
+    source = started.credential_source
+    if source is None:
+        return "unk", "the record is silent"
+    names_key = "api" in source.lower() or "key" in source.lower()
+    named = "names a key" if names_key else "names no key"
+    declared = "the run declared one" if facts.declared_key else "the run declared none"
+    return ("ok" if names_key == facts.declared_key else "gap"), f'credential_source "{source}" {named}; {declared}'
+
+
+def _mcp_verdict(started: SessionStarted, facts: VerdictFacts) -> tuple[Verdict, str]:
+    if started.mcp_servers is None:
+        return "unk", "the record is silent"
+    names = sorted(str(server.name) for server in started.mcp_servers)
+    launch = sorted(facts.launch_mcp_servers)
+    if names == launch:
+        return "ok", f"mcp_servers {_listed(names)} are the launch's set {_listed(launch)}"
+    return "gap", f"mcp_servers {_listed(names)} are not the launch's set {_listed(launch)}"
+
+
+def _version_verdict(started: SessionStarted, facts: VerdictFacts) -> tuple[Verdict, str]:
+    version = started.harness_version
+    if version is None:
+        return "unk", "the record is silent"
+    if version in facts.pins:
+        return "ok", f"harness_version {version} is pinned"
+    return "gap", f"harness_version {version} is not one of the pins {_listed(facts.pins)}"
+
+
+def _governing_verdict(started: SessionStarted, facts: VerdictFacts) -> tuple[Verdict, str]:
+    entry = attested(started.hermetic, "H10")
+    return "ok", entry.text if entry is not None and entry.state != "unavailable" else "no governing document"
+
+
+def same_directory(first: DirectoryIdentity, second: DirectoryIdentity) -> bool:
+    """Directories compared as directories (spec 30 §2.1 H7): equal device and inode when both were
+    stat'ed, else equal real paths."""
+    if None not in (first.device, first.inode, second.device, second.inode):
+        return (first.device, first.inode) == (second.device, second.inode)
+    return first.real_path == second.real_path
+
+
+def _workdir_verdict(
+    entry: RowAttestation | None, started: SessionStarted, facts: VerdictFacts
+) -> tuple[Verdict, str]:
+    if entry is not None and entry.state == "unavailable":
+        return "gap", f"unavailable: {entry.text}"
+    if entry is None:
+        return "unk", "metaharness did not attest it"
+    if started.cwd is None:
+        return "unk", "the record is silent on its cwd"
+    if facts.planned_cwd is None or facts.record_cwd is None:
+        return "unk", f"the record's cwd {started.cwd} could not be compared: no planned cwd"
+    planned = facts.planned_cwd.real_path
+    if not same_directory(facts.record_cwd, facts.planned_cwd):
+        return "gap", f"the record's cwd {started.cwd} is not the planned {planned}"
+    words = "metaharness imposed it" if entry.state == "imposed" else "declared by the embedder"
+    return "ok", f"{words}: {entry.text}; the record's cwd {started.cwd} is the planned {planned}"
+
+
+def control_verdict(rows: Sequence[RowVerdict]) -> Verdict:
+    """Over gating rows only: ``gap`` if any is gap, else ``unk`` if any is unk, else ``ok`` (spec 10 §4.8 (f))."""
+    gating = [row.verdict for row in rows if row.severity == "gating"]
+    if "gap" in gating:
+        return "gap"
+    return "unk" if "unk" in gating else "ok"
