@@ -513,11 +513,13 @@ def check_option_pairing(options: RunOptions) -> Result[RunOptions, Refusal]:
     return Success(options)
 
 
-def check_run_options(options: RunOptions, facts: AuditFacts) -> Result[RunOptions, Refusal]:
+def check_run_options(
+    options: RunOptions, facts: AuditFacts, not_built: Mapping[str, str] = NOT_BUILT
+) -> Result[RunOptions, Refusal]:
     """Stages 2–4 of spec 10 §4.5 in order; the first refusal is the one reported."""
     return (
         check_audit_pairing(options, facts)
-        .bind(lambda _pairing: check_kind_carriage(options))
+        .bind(lambda _pairing: check_kind_carriage(options, not_built))
         .bind(check_option_pairing)
     )
 
