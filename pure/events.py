@@ -562,7 +562,7 @@ def read_event(line: bytes | str) -> Result[EventLine, str]:
     """Read one event line, refusing with the messages of spec 20 §2.3; unknown fields are ignored."""
     try:
         raw = msgspec.json.decode(line)
-    except msgspec.DecodeError as error:
+    except (msgspec.DecodeError, RecursionError, UnicodeEncodeError) as error:
         return _not_object(str(error))
     if not isinstance(raw, dict):
         return _not_object("the document is JSON but not an object")

@@ -351,10 +351,8 @@ def decode_json(data: bytes) -> Result[Any, str]:
     """Decode one JSON document, or the parser's detail (a leading byte-order mark is not JSON)."""
     try:
         return Success(msgspec.json.decode(data))
-    except msgspec.DecodeError as error:
+    except (msgspec.DecodeError, RecursionError) as error:
         return Failure(str(error))
-    except RecursionError:
-        return Failure("the document nests deeper than the parser follows")
 
 
 def load_frame(data: bytes) -> Result[Frame, FrameFault]:
