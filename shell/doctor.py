@@ -2,17 +2,51 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
+from metaharness.pure.b10x.doctor import doctor_report
+from metaharness.pure.b10x.launch import PROGRAM, child_path, resolve_b10x_program, version_token
 from metaharness.pure.refusal import Refusal
+from metaharness.shell.facts import caller_environment, gather_program_candidates
 from metaharness.shell.refusals import refuse
+from returns.result import Failure
+
+PROBE_S = 10
+
+
+def _output(argv: list[str], env: dict[str, str]) -> str | None:
+    try:
+        done = subprocess.run(
+            argv, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=PROBE_S, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.decode("utf-8", "replace")
 
 
 def run_doctor(kind: str) -> int:
-    """Resolve, probe and flag-check ``kind``'s binary; the exit of spec 10 §7. Not built yet:
-    refuses ``not-built``."""
-    return refuse(
-        Refusal(
-            "not-built",
-            f"doctor {kind} is not built in this build: it waits for the kind's launch flags and version "
-            "probe (spec 40 §8, spec 50 §7)",
+    """Resolve, probe and flag-check ``kind``'s binary; the exit of spec 10 §7."""
+    if kind != "b10x":
+        return refuse(
+            Refusal(
+                "not-built",
+                f"doctor {kind} is not built in this build: it waits for the kind's launch flags and version "
+                "probe (spec 50 §7)",
+            )
         )
-    )
+    caller_env = caller_environment()
+    path = child_path(caller_env)
+    program = resolve_b10x_program(caller_env, gather_program_candidates(PROGRAM, path))
+    if isinstance(program, Failure):
+        return refuse(program.failure())
+    resolved = program.unwrap()
+    env = {"PATH": path}
+    banner = _output([resolved, "--version"], env)
+    version = version_token(banner) if banner is not None else None
+    if version is None:
+        return refuse(Refusal("version-unreadable", f"{resolved} --version gave no version"))
+    report = doctor_report(resolved, version, _output([resolved, "run", "--help"], env) or "")
+    sys.stdout.write("".join(line + "\n" for line in report.lines))
+    sys.stdout.flush()
+    return report.exit_code

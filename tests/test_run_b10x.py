@@ -274,7 +274,7 @@ def test_loop_dying_without_finished_exits_3(home: Path, emulator: Emulator, tmp
     done = run(home, ["--decisions", "observe", *common(emulator.base_url, workspace(tmp_path))])
     assert done.returncode == 3
     events = stream(done)
-    warning = [e for e in events if e.get("code") == "NO_TERMINAL_RECORD"][0]
+    warning = next(e for e in events if e.get("code") == "NO_TERMINAL_RECORD")
     assert warning["message"].startswith("the harness stopped without a terminal record; its stderr ended: ")
     assert events[-1]["reason"] == "error" and events[-1]["process"] == {"kind": "exited", "code": 1}
 

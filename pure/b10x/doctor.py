@@ -1,0 +1,75 @@
+"""``doctor b10x``: the binary the spawn would run, its version against the pin, its flags (spec 40 §8,
+spec 10 §7)."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+import msgspec
+from metaharness.pure.b10x.launch import PIN
+
+SENT_FLAGS = (
+    "--execution-path",
+    "--json",
+    "--approve-up-to",
+    "--approve",
+    "--no-session",
+    "--workspace",
+    "--base-url",
+    "--model",
+    "--wire",
+    "--api-key-env",
+    "--api-key-secret",
+    "--oauth-token-file",
+    "--oauth-token-env",
+    "--oauth-token-pointer",
+    "--hooks",
+    "--toolchain",
+    "--driver",
+    "--write-scope",
+    "--scope-announce",
+    "--prices",
+    "--substrate",
+    "--substrate-embedded",
+    "--cgroup-root",
+    "--allow-program",
+    "--max-turns",
+    "--plugin-dir",
+    "--context",
+    "--input",
+)
+"""Every flag the launch of spec 40 §3.4 can emit, in the order spec 40 §8 checks them."""
+
+_FLAG = re.compile(r"--[A-Za-z0-9][A-Za-z0-9-]*")
+
+
+class DoctorReport(msgspec.Struct, frozen=True):
+    """The lines ``doctor b10x`` prints and its exit code (0 on the pin without a fault, else 1)."""
+
+    lines: tuple[str, ...]
+    exit_code: int
+
+
+def declared_flags(help_text: str) -> frozenset[str]:
+    """The ``--flag`` tokens of a help text."""
+    return frozenset(_FLAG.findall(help_text))
+
+
+def doctor_report(program: str, version: str, help_text: str) -> DoctorReport:
+    """The version line and the flag lines for ``program`` reporting ``version`` (a readable token)."""
+    if version == PIN:
+        first = f"b10x: {program} {version} — on the adapter's pin ({PIN})"
+    else:
+        first = (
+            f"b10x: {program} {version} — OFF the adapter's pin ({PIN}). A run is unverified rather than "
+            "refused; --strict-version refuses it."
+        )
+    name = posixpath.basename(program)
+    declared = declared_flags(help_text)
+    faults = tuple(
+        f"{name}: the adapter sends {flag} and the binary does not declare it" for flag in SENT_FLAGS if flag not in declared
+    )
+    lines = (first, *faults) if faults else (first, f"{name}: every flag the adapter sends is one the binary declares")
+    return DoctorReport(lines, 0 if version == PIN and not faults else 1)
+

@@ -1,0 +1,75 @@
+"""``metaharness doctor b10x`` against the project's loop and scripted binaries (spec 40 §8, spec 10 §7)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from metaharness.pure.b10x.doctor import SENT_FLAGS, doctor_report
+
+METAHARNESS = Path(sys.executable).parent / "metaharness"
+LOOP = Path(sys.executable).parent / "b10x-harness"
+
+
+def doctor(home: Path) -> subprocess.CompletedProcess[str]:
+    env = {"HOME": str(home), "PATH": os.environ["PATH"]}
+    return subprocess.run([str(METAHARNESS), "doctor", "b10x"], env=env, capture_output=True, text=True, timeout=60, check=False)
+
+
+def fake(home: Path, banner: str, flags: tuple[str, ...]) -> Path:
+    bin_dir = home / ".local" / "bin"
+    bin_dir.mkdir(parents=True)
+    program = bin_dir / "b10x-harness"
+    help_text = "\\n".join(f"  {flag} TEXT" for flag in flags)
+    program.write_text(
+        f'#!/bin/sh\nif [ "$1" = "--version" ]; then printf "{banner}"; else printf "{help_text}\\n"; fi\n'
+    )
+    program.chmod(0o755)
+    return program
+
+
+def test_project_loop_is_off_pin_by_design(tmp_path: Path) -> None:
+    (tmp_path / ".local" / "bin").mkdir(parents=True)
+    (tmp_path / ".local" / "bin" / "b10x-harness").symlink_to(LOOP)
+    done = doctor(tmp_path)
+    assert done.returncode == 1
+    program = tmp_path / ".local" / "bin" / "b10x-harness"
+    first, second = done.stdout.splitlines()
+    assert first.startswith(f"b10x: {program} ") and "OFF the adapter's pin (0.22.0)" in first
+    assert second == "b10x-harness: every flag the adapter sends is one the binary declares"
+
+
+def test_on_pin_with_every_flag_exits_0(tmp_path: Path) -> None:
+    program = fake(tmp_path, "b10x-harness 0.22.0\\n", SENT_FLAGS)
+    done = doctor(tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (
+        f"b10x: {program} 0.22.0 — on the adapter's pin (0.22.0)\n"
+        "b10x-harness: every flag the adapter sends is one the binary declares\n"
+    )
+
+
+def test_a_missing_flag_is_a_fault(tmp_path: Path) -> None:
+    fake(tmp_path, "b10x-harness 0.22.0\\n", tuple(f for f in SENT_FLAGS if f not in ("--context", "--wire")))
+    done = doctor(tmp_path)
+    assert done.returncode == 1
+    assert done.stdout.splitlines()[1:] == [
+        "b10x-harness: the adapter sends --wire and the binary does not declare it",
+        "b10x-harness: the adapter sends --context and the binary does not declare it",
+    ]
+
+
+def test_no_version_and_no_binary_are_refusals(tmp_path: Path) -> None:
+    fake(tmp_path, "no version here\\n", SENT_FLAGS)
+    done = doctor(tmp_path)
+    assert done.returncode == 2 and done.stderr.startswith("metaharness: version-unreadable: ")
+    done = doctor(tmp_path / "elsewhere")
+    assert done.returncode == 2 and done.stderr.startswith("metaharness: program-not-found: ")
+
+
+def test_flag_prefixes_do_not_count() -> None:
+    report = doctor_report("/b/b10x-harness", "0.22.0", " ".join(f for f in SENT_FLAGS if f != "--approve"))
+    assert report.exit_code == 1
+    assert report.lines[1] == "b10x-harness: the adapter sends --approve and the binary does not declare it"
