@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from email.utils import parsedate_to_datetime
+import datetime
+import re
 
 from metaharness.pure.wires.neutral import WireError
 
@@ -10,6 +11,8 @@ TRANSPORT_ATTEMPTS = 4
 LOOP_RETRIES = 3
 RETRY_AFTER_CAP_MS = 30_000
 BODY_EXCERPT = 2048
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_HTTP_DATE = re.compile(r"[A-Z][a-z]{2}, (\d{2}) ([A-Z][a-z]{2}) (\d{4}) (\d{2}):(\d{2}):(\d{2}) GMT")
 FINAL_SUFFIX = " (after 4 attempts, none of which produced a whole turn)"
 
 
@@ -33,15 +36,21 @@ def status_error(wire: str, status: int, body: bytes, credential: str | None, re
 
 
 def parse_retry_after(value: str | None, now_unix: float) -> int | None:
-    """``Retry-After`` as milliseconds: delta seconds or an HTTP date; ``None`` when absent or unreadable."""
+    """``Retry-After`` as milliseconds: delta seconds or an IMF-fixdate HTTP date; ``None`` when absent or unreadable."""
     if value is None:
         return None
     text = value.strip()
     if text.isdigit():
         return int(text) * 1000
+    match = _HTTP_DATE.fullmatch(text)
+    if match is None:
+        return None
+    day, month, year, hour, minute, second = match.groups()
     try:
-        moment = parsedate_to_datetime(text)
-    except (TypeError, ValueError):
+        moment = datetime.datetime(
+            int(year), _MONTHS.index(month) + 1, int(day), int(hour), int(minute), int(second), tzinfo=datetime.UTC
+        )
+    except ValueError:
         return None
     return max(int((moment.timestamp() - now_unix) * 1000), 0)
 
