@@ -1,0 +1,271 @@
+"""The real Codex CLI (pinned 0.171.0) governed through the hook seam, against ``b10x-emulator``
+(spec 50 §2, §4, §6 endpoint route: ``--credentials none --model-endpoint http://127.0.0.1:<port>``).
+
+Each test starts the emulator with a vendor scenario, runs ``run_codex`` in a real subprocess with
+real stdin and stdout, and reads the stream it writes: every stream must be well formed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from metaharness.pure.environment import path_floor
+from metaharness.pure.events import read_event
+from metaharness.pure.frames import frame_document, seal_frame
+
+PINNED = "0.171.0"
+
+
+def _pinned_codex() -> str | None:
+    found = shutil.which("codex", path=path_floor(dict(os.environ)))
+    if found is None:
+        return None
+    done = subprocess.run([found, "--version"], capture_output=True, text=True, check=False)
+    return found if PINNED in done.stdout.split() else None
+
+
+pytestmark = pytest.mark.skipif(
+    _pinned_codex() is None,
+    reason=f"the pinned Codex CLI {PINNED} is not installed on the child's PATH (vendors/install.sh)",
+)
+
+DRIVER = """
+import json, sys
+from metaharness.pure.options import RunOptions
+from metaharness.shell.codex.run import run_codex
+sys.exit(run_codex(RunOptions(kind="codex", **json.loads(sys.argv[1]))))
+"""
+
+
+@pytest.fixture
+def emulator(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The emulator serving the scenario the test names (indirect parameter); yields the gateway root."""
+    scenario = request.param
+    program = Path(sys.executable).with_name("b10x-emulator")
+    process = subprocess.Popen([str(program), "--scenario", scenario], stdout=subprocess.PIPE, text=True)
+    announcement = json.loads(process.stdout.readline())
+    root = announcement["base_url"].removesuffix("/v1")
+    yield root
+    process.terminate()
+    process.wait(timeout=10)
+
+
+def sealed_frame(tmp_path: Path, operations: list[str], subjects: list[dict] | None = None) -> str:
+    raw = {
+        "format": "metaharness.frame/1",
+        "workflow": {"id": "development/default", "version": "1"},
+        "node": {"id": "implement"},
+        "step": {"workflow": "development/default", "state": "implement", "index": 0, "attempt": 1},
+        "prior": [],
+        "obligations": [],
+        "reaching": [],
+        "next": [],
+        "handoff": {"handoff": "none"},
+        "operations": [{"op": op} for op in operations],
+    }
+    if subjects is not None:
+        raw["subjects"] = subjects
+    path = tmp_path / "step.frame.json"
+    path.write_bytes(frame_document(seal_frame(raw).unwrap()))
+    return str(path)
+
+
+def start_run(options: dict) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-c", DRIVER, json.dumps(options)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def endpoint(root: str, **options: object) -> dict:
+    return {"prompt": "do the task", "credentials": "none", "model_endpoint": root, **options}
+
+
+def finish(process: subprocess.Popen[bytes], lines: list[bytes] | None = None) -> tuple[list[dict], int]:
+    assert process.stdin is not None and process.stdout is not None
+    if not process.stdin.closed:
+        process.stdin.close()
+    rest, stderr = process.stdout.read(), process.stderr.read()
+    code = process.wait(timeout=120)
+    raw = [*(lines or []), *rest.splitlines(keepends=True)]
+    assert raw, stderr.decode()
+    return well_formed(raw), code
+
+
+def well_formed(raw: list[bytes]) -> list[dict]:
+    """Every line a §2.3-valid event, seq 1.. without gaps, one run id, exactly one ``stream.closed``
+    last with ``events`` = the lines before it, and one ``tool.requested`` per presented call id."""
+    events = []
+    for number, line in enumerate(raw, start=1):
+        assert line.endswith(b"\n")
+        parsed = read_event(line)
+        assert parsed.unwrap().seq == number
+        events.append(json.loads(line))
+    assert len({e["run"] for e in events}) == 1
+    closed = [e for e in events if e["event"] == "stream.closed"]
+    assert len(closed) == 1 and events[-1] is closed[0] and closed[0]["events"] == len(events) - 1
+    requested = [e["call_id"] for e in events if e["event"] == "tool.requested"]
+    assert len(requested) == len(set(requested))
+    decided = [e["call_id"] for e in events if e["event"] == "tool.decided"]
+    assert len(decided) == len(set(decided)) and set(decided) <= set(requested)
+    return events
+
+
+def of(events: list[dict], name: str) -> list[dict]:
+    return [e for e in events if e["event"] == name]
+
+
+def hook_call(events: list[dict], tool: str) -> dict:
+    (call,) = [e for e in of(events, "tool.requested") if e["seam"] == "hook" and e["name"] == tool]
+    return call
+
+
+def decided(events: list[dict], call_id: str) -> dict:
+    (decision,) = [e for e in of(events, "tool.decided") if e["call_id"] == call_id]
+    return decision
+
+
+def results_text(events: list[dict]) -> str:
+    return json.dumps([e["content"] for e in of(events, "tool.result")])
+
+
+def census(events: list[dict]) -> dict:
+    return of(events, "session.ended")[0]["census"]
+
+
+@pytest.mark.parametrize("emulator", ["codex-shell"], indirect=True)
+def test_frame_deny_blocks_the_shell_call_on_the_hook(emulator: str, tmp_path: Path):
+    frame = sealed_frame(tmp_path, ["file.read", "dir.list", "search"])
+    events, code = finish(start_run(endpoint(emulator, decisions="frame", frame=frame)))
+    call = hook_call(events, "Bash")
+    assert call["operations"] == ["shell"] and call["decision_required"] is False
+    decision = decided(events, call["call_id"])
+    assert decision["decided_by"] == "frame" and decision["seam"] == "hook"
+    assert decision["decision"]["decision"] == "deny"
+    assert "Command blocked by PreToolUse hook: this step admits" in results_text(events)
+    assert census(events)["denied"] == 1 and census(events)["by_seam"] == {"hook": 1}
+    assert events[-1]["reason"] == "completed" and code == 0
+
+
+@pytest.mark.parametrize("emulator", ["codex-shell"], indirect=True)
+def test_frame_allow_runs_the_shell_call(emulator: str, tmp_path: Path):
+    frame = sealed_frame(tmp_path, ["shell"])
+    events, code = finish(start_run(endpoint(emulator, decisions="frame", frame=frame)))
+    decision = decided(events, hook_call(events, "Bash")["call_id"])
+    assert decision["decision"] == {"decision": "allow"} and decision["decided_by"] == "frame"
+    assert "blocked" not in results_text(events) and "emulated" in results_text(events)
+    assert census(events)["allowed"] == 1 and code == 0
+
+
+@pytest.mark.parametrize("emulator", ["codex-patch"], indirect=True)
+def test_apply_patch_write_denied_by_a_subject_rule_leaves_no_note(emulator: str, tmp_path: Path):
+    work = tmp_path / "work"
+    work.mkdir()
+    frame = sealed_frame(
+        tmp_path,
+        ["file.read", "file.write", "file.edit"],
+        [
+            {"subject": "file:src/**", "operations": [{"op": "file.write"}, {"op": "file.edit"}]},
+            {"subject": "file:**", "operations": [{"op": "file.read"}]},
+        ],
+    )
+    events, _ = finish(start_run(endpoint(emulator, decisions="frame", frame=frame, cwd=str(work))))
+    call = hook_call(events, "apply_patch")
+    assert call["operations"] == ["file.write"] and call["subjects"] == ["file:note.md"]
+    decision = decided(events, call["call_id"])
+    assert decision["decision"]["reason"] == (
+        "file:note.md falls under the subject rule file:**, which does not admit file.write; "
+        "a refusal is the answer, not an obstacle"
+    )
+    assert not (work / "note.md").exists()
+    assert of(events, "turn.started")[0]["frame_digest"] == json.loads(Path(frame).read_text())["digest"]
+
+
+@pytest.mark.parametrize("emulator", ["codex-patch"], indirect=True)
+def test_observe_allows_and_the_note_is_written(emulator: str, tmp_path: Path):
+    work = tmp_path / "work"
+    work.mkdir()
+    events, code = finish(start_run(endpoint(emulator, decisions="observe", cwd=str(work))))
+    decision = decided(events, hook_call(events, "apply_patch")["call_id"])
+    assert decision["decided_by"] == "observe" and decision["decision"] == {"decision": "allow"}
+    assert (work / "note.md").read_text() == "written by the emulator\n"
+    started = of(events, "session.started")[0]
+    assert started["cwd"] == str(work) and started["harness_version"] == PINNED
+    (h7,) = [row for row in started["hermetic"]["unavailable"] if row["row"] == "H7"]
+    assert 'sandbox_mode = "workspace-write"' in h7["why"] and str(work) in h7["why"]
+    assert code == 0
+
+
+def ask_run(emulator: str, work: Path, decision: dict) -> tuple[list[dict], dict]:
+    process = start_run(endpoint(emulator, decisions="ask", cwd=str(work)))
+    assert process.stdout is not None and process.stdin is not None
+    lines: list[bytes] = []
+    while True:
+        line = process.stdout.readline()
+        assert line, process.stderr.read().decode()
+        lines.append(line)
+        event = json.loads(line)
+        if event["event"] == "tool.requested" and event["decision_required"]:
+            break
+    assert event["deadline_ms"] == 55000 and event["seam"] == "hook"
+    command = {
+        "format": "metaharness.command/1",
+        "id": "c1",
+        "command": "tool.decide",
+        "call_id": event["call_id"],
+        "decision": decision,
+    }
+    process.stdin.write(json.dumps(command).encode() + b"\n")
+    process.stdin.flush()
+    events, _ = finish(process, lines)
+    return events, event
+
+
+@pytest.mark.parametrize("emulator", ["codex-patch"], indirect=True)
+def test_ask_deny_from_the_embedder_leaves_no_note(emulator: str, tmp_path: Path):
+    work = tmp_path / "work"
+    work.mkdir()
+    events, asked = ask_run(emulator, work, {"decision": "deny", "reason": "notes are written in the next step"})
+    decision = decided(events, asked["call_id"])
+    assert decision["decided_by"] == "embedder" and decision["latency_ms"] is not None
+    result = of(events, "command.result")[0]
+    assert result == {**result, "id": "c1", "outcome": {"result": "ok", "applies_at": None}}
+    assert events.index(decision) < events.index(result)
+    assert not (work / "note.md").exists()
+    assert "notes are written in the next step" in results_text(events)
+
+
+@pytest.mark.parametrize("emulator", ["codex-patch"], indirect=True)
+def test_ask_allow_from_the_embedder_writes_the_note(emulator: str, tmp_path: Path):
+    work = tmp_path / "work"
+    work.mkdir()
+    events, asked = ask_run(emulator, work, {"decision": "allow"})
+    assert decided(events, asked["call_id"])["decision"] == {"decision": "allow"}
+    assert (work / "note.md").exists()
+    assert census(events)["by_decider"] == {"embedder": 1}
+
+
+@pytest.mark.parametrize("emulator", ["codex-patch"], indirect=True)
+def test_ask_unanswered_is_denied_by_the_deadline_before_the_hook_backstop(emulator: str, tmp_path: Path):
+    work = tmp_path / "work"
+    work.mkdir()
+    started = time.monotonic()
+    events, code = finish(start_run(endpoint(emulator, decisions="ask", cwd=str(work))))
+    elapsed = time.monotonic() - started
+    call = hook_call(events, "apply_patch")
+    decision = decided(events, call["call_id"])
+    assert decision["decided_by"] == "deadline" and decision["latency_ms"] >= 55000
+    assert decision["decision"]["reason"].startswith("metaharness's own 55000ms decision deadline expired")
+    assert "vendor's 60000ms timeout" in decision["decision"]["reason"]
+    assert not (work / "note.md").exists()
+    assert elapsed < 57 + 15 and code == 0
