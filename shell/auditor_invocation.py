@@ -1,0 +1,61 @@
+"""The auditor after the session (spec 10 §4.7): the baseline recorded at start, the re-checks, and
+the invocation ``<PREFIX words…> --spec <FILE> --transcript <transcript> <AUDITOR_ARGS…>`` with
+metaharness's own environment and working directory, its stderr relayed."""
+
+from __future__ import annotations
+
+import subprocess
+
+from metaharness.pure.audit_report import AuditBaseline, AuditorOutcome, auditor_outcome, recheck_audit
+from metaharness.pure.jsonline import sha256_hex
+from metaharness.pure.options import AuditPairing, RunOptions
+from metaharness.pure.refusal import Refusal
+from metaharness.shell.auditor import gather_audit_facts
+from returns.result import Failure, Result
+
+
+def file_sha256(path: str | None) -> str | None:
+    """The sha256 of a file's bytes, or ``None`` when it cannot be read."""
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as handle:
+            return sha256_hex(handle.read())
+    except OSError:
+        return None
+
+
+def audit_baseline(options: RunOptions, pairing: AuditPairing) -> AuditBaseline | None:
+    """What is recorded at start for the re-checks: the spec's sha256 and the auditor program's
+    resolved path and sha256 (``None`` when no auditor is named)."""
+    if pairing.auditor_program is None:
+        return None
+    return AuditBaseline(
+        spec_sha256=file_sha256(options.spec) or "",
+        auditor_program=pairing.auditor_program,
+        auditor_sha256=file_sha256(pairing.auditor_program) or "",
+    )
+
+
+def run_auditor(
+    options: RunOptions, baseline: AuditBaseline, caller_path: str, transcript: str
+) -> Result[AuditorOutcome, Refusal]:
+    """Re-check the pairing (checks 1–5, the spec's and the program's digests), then run the auditor
+    and read its verdict rows. ``caller_path`` is the PATH ``run`` itself was started with;
+    ``transcript`` the retained transcript. Refusals: ``spec-unreadable``, ``auditor-not-invokable``,
+    ``auditor-failed``, ``no-verdict-rows`` (all exit 2)."""
+    facts = gather_audit_facts(options, caller_path)
+    rechecked = recheck_audit(
+        options, facts, baseline, file_sha256(options.spec), file_sha256(baseline.auditor_program)
+    )
+    if isinstance(rechecked, Failure):
+        return rechecked
+    words = rechecked.unwrap().auditor_words
+    argv = [*words, "--spec", str(options.spec), "--transcript", transcript, *options.auditor_args]
+    try:
+        completed = subprocess.run(
+            argv, executable=baseline.auditor_program, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, check=False
+        )
+    except OSError as error:
+        return Failure(Refusal("auditor-failed", f"the auditor {words[0]} could not be started: {error.strerror}"))
+    return auditor_outcome(words, completed.returncode, completed.stdout)
