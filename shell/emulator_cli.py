@@ -102,7 +102,7 @@ class _Handler(BaseHTTPRequestHandler):
             for name, value in answer.headers:
                 self.send_header(name, value)
             self.end_headers()
-            for chunk in answer.chunks:
+            for chunk in answer.chunks if self.command != "HEAD" else ():
                 if answer.delay_ms:
                     time.sleep(answer.delay_ms / 1000)
                 self.wfile.write(chunk)

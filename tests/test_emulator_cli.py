@@ -173,3 +173,11 @@ def test_a_client_closing_a_slow_stream_leaves_the_emulator_serving() -> None:
         assert first.startswith(b"event: response.created\n")
         after = httpx.get(f"{base_url}/models")
         assert after.status_code == 200 and process.poll() is None
+
+
+def test_claude_codes_head_probe_at_the_root_gets_a_bodiless_404_on_a_kept_connection() -> None:
+    with emulator() as (base_url, _), httpx.Client() as client:
+        probe = client.head(f"{base_url.removesuffix('/v1')}/api/hello")
+        after = client.get(f"{base_url}/models")
+    assert probe.status_code == 404 and probe.content == b""
+    assert after.json() == {"object": "list", "data": []}
