@@ -86,7 +86,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self) -> None:
         target = urlsplit(self.path)
-        raw = self._read_body()
+        try:
+            raw = self._read_body()
+        except ValueError:
+            self.send_error(400, "the request body's framing (content-length or chunk size) does not parse")
+            return
         seq, n = self.server.count(self.command == "POST")
         headers = tuple((name, value) for name, value in self.headers.items())
         exchange = answer_request(self.server.scenario, self.command, target.path, headers, raw, n)

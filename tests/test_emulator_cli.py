@@ -181,3 +181,13 @@ def test_claude_codes_head_probe_at_the_root_gets_a_bodiless_404_on_a_kept_conne
         after = client.get(f"{base_url}/models")
     assert probe.status_code == 404 and probe.content == b""
     assert after.json() == {"object": "list", "data": []}
+
+
+def test_a_body_whose_framing_does_not_parse_is_a_400() -> None:
+    with emulator() as (base_url, process):
+        port = int(base_url.rsplit(":", 1)[1].split("/")[0])
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+            connection.sendall(b"POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Length: many\r\n\r\n")
+            head = connection.recv(65536)
+        assert head.startswith(b"HTTP/1.1 400 ")
+        assert httpx.get(f"{base_url}/models").status_code == 200 and process.poll() is None
