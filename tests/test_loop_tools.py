@@ -1,0 +1,140 @@
+"""The tools on a real filesystem (spec 60 §5.3, §5.4): replies, confinement, symlinks, atomic writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+from metaharness.shell.loop.cancel import CancelToken
+from metaharness.shell.loop.tools import PathRefused, ToolFailure, Workspace
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    base = tmp_path / "root"
+    base.mkdir()
+    (base / "README.md").write_text("hello harness\n")
+    (base / "src").mkdir()
+    (base / "src" / "a.py").write_text("one\ntwo hello\nthree\n")
+    (base / ".git").mkdir()
+    (base / ".git" / "config").write_text("hello git\n")
+    return base
+
+
+@pytest.fixture
+def workspace(root: Path) -> Workspace:
+    return Workspace(str(root.resolve()), ("B10X_SECRET_NAME",), CancelToken(None, time.monotonic()))
+
+
+def test_file_read_reply_is_byte_exact(workspace: Workspace) -> None:
+    assert workspace.file_read("README.md", "README.md", {}) == (
+        b'{"path":"README.md","lines":{"first":1,"last":1,"total":1},"truncated":false,"text":"     1\\thello harness\\n"}'
+    )
+
+
+def test_file_read_window_by_lines_and_bytes(workspace: Workspace) -> None:
+    reply = json.loads(workspace.file_read("src/a.py", "src/a.py", {"offset": 2, "limit": 1}))
+    assert reply["lines"] == {"first": 2, "last": 2, "total": 3} and reply["truncated"] is True
+    assert reply["text"] == "     2\ttwo hello\n"
+    reply = json.loads(workspace.file_read("src/a.py", "src/a.py", {"max_bytes": 12}))
+    assert reply["text"] == "     1\tone\n" and reply["lines"]["last"] == 1
+
+
+def test_read_through_a_symlink_outside_is_refused(workspace: Workspace, root: Path, tmp_path: Path) -> None:
+    (tmp_path / "secret").write_text("nope\n")
+    (root / "escape").symlink_to(tmp_path / "secret")
+    with pytest.raises(PathRefused, match="`escape` is outside the workspace"):
+        workspace.file_read("escape", "escape", {})
+    (root / "inside").symlink_to(root / "README.md")
+    assert b"hello harness" in workspace.file_read("inside", "inside", {})
+
+
+def test_non_regular_and_non_utf8_reads_fail(workspace: Workspace, root: Path) -> None:
+    with pytest.raises(PathRefused, match="`src` is not a regular file"):
+        workspace.file_read("src", "src", {})
+    (root / "bin").write_bytes(b"\xff\xfe")
+    with pytest.raises(ToolFailure, match="`bin` is not UTF-8 text"):
+        workspace.file_read("bin", "bin", {})
+
+
+def test_dir_list(workspace: Workspace, root: Path) -> None:
+    (root / "link").symlink_to(root / "src")
+    reply = json.loads(workspace.dir_list(".", ".", {}))
+    assert reply["entries"] == [
+        {"name": ".git", "kind": "directory"},
+        {"name": "README.md", "kind": "file", "bytes": 14},
+        {"name": "link", "kind": "symlink"},
+        {"name": "src", "kind": "directory"},
+    ]
+    assert list(reply) == ["path", "entries", "truncated"]
+
+
+def test_search_skips_git_and_honours_glob_and_context(workspace: Workspace) -> None:
+    reply = json.loads(workspace.search(".", ".", {"pattern": "hello"}))
+    assert [(m["path"], m["line"]) for m in reply["matches"]] == [("README.md", 1), ("src/a.py", 2)]
+    reply = json.loads(workspace.search(".", ".", {"pattern": "h.llo", "regex": True, "glob": "*.py", "context": 1}))
+    assert reply["matches"] == [
+        {"path": "src/a.py", "line": 2, "text": "two hello", "line_truncated": False, "before": ["one"], "after": ["three"]}
+    ]
+    with pytest.raises(ToolFailure, match="is not a valid regular expression"):
+        workspace.search(".", ".", {"pattern": "(", "regex": True})
+
+
+def test_find_base_names_and_paths(workspace: Workspace) -> None:
+    assert json.loads(workspace.find(".", ".", {"glob": "*.py"}))["paths"] == ["src/a.py"]
+    assert json.loads(workspace.find(".", ".", {"glob": "src"}))["paths"] == ["src/"]
+    assert json.loads(workspace.find(".", ".", {"glob": "src/*"}))["paths"] == ["src/a.py"]
+
+
+def test_write_creates_parents_and_replaces_atomically(workspace: Workspace, root: Path) -> None:
+    assert workspace.file_write("d/e/note.md", "d/e/note.md", {"text": "hi\n"}) == b'{"path":"d/e/note.md","bytes":3}'
+    assert (root / "d" / "e" / "note.md").read_text() == "hi\n"
+    workspace.file_write("README.md", "README.md", {"text": "new\n"})
+    assert (root / "README.md").read_text() == "new\n"
+    assert sorted(p.name for p in root.iterdir() if p.name.endswith(".tmp")) == []
+
+
+def test_writes_refuse_symlink_components(workspace: Workspace, root: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / "out").symlink_to(outside)
+    with pytest.raises(PathRefused, match="`out/x` passes through a symbolic link"):
+        workspace.check_write_target("out/x", "out/x", must_exist=False)
+    with pytest.raises(PathRefused, match="passes through a symbolic link"):
+        workspace.file_write("out/x", "out/x", {"text": "x"})
+    (root / "target.md").symlink_to(tmp_path / "elsewhere.md")
+    with pytest.raises(PathRefused, match="`target.md` passes through a symbolic link"):
+        workspace.file_write("target.md", "target.md", {"text": "x"})
+    assert list(outside.iterdir()) == [] and not (tmp_path / "elsewhere.md").exists()
+
+
+def test_edit_counts_occurrences(workspace: Workspace, root: Path) -> None:
+    (root / "twice.md").write_text("a a\n")
+    assert workspace.edit_count_problem("twice.md", "twice.md", "a") == "`old` occurs 2 times in `twice.md`; make it unique"
+    assert workspace.edit_count_problem("twice.md", "twice.md", "b") == "`old` does not occur in `twice.md`"
+    assert workspace.file_edit("README.md", "README.md", {"old": "hello", "new": "goodbye"}) == (
+        b'{"path":"README.md","bytes":16}'
+    )
+    assert (root / "README.md").read_text() == "goodbye harness\n"
+
+
+def test_run_reports_exit_as_data_and_hides_credential_variables(workspace: Workspace, root: Path) -> None:
+    os.environ["B10X_SECRET_NAME"] = "hidden"
+    try:
+        reply = json.loads(workspace.run(["sh", "-c", "echo ${B10X_SECRET_NAME:-absent}; pwd; exit 3"]))
+    finally:
+        del os.environ["B10X_SECRET_NAME"]
+    assert reply["exit"] == 3 and reply["stdout"] == f"absent\n{root.resolve()}\n"
+    assert list(reply) == ["argv", "exit", "stdout", "stderr", "truncated", "timed_out"]
+    with pytest.raises(ToolFailure, match="`b10x-no-such-program` was not found on PATH"):
+        workspace.run(["b10x-no-such-program"])
+
+
+def test_run_is_bounded_by_the_deadline(root: Path) -> None:
+    bounded = Workspace(str(root.resolve()), (), CancelToken(300, time.monotonic()))
+    with pytest.raises(ToolFailure) as failure:
+        bounded.run(["sleep", "5"])
+    assert json.loads(str(failure.value))["timed_out"] is True
