@@ -11,8 +11,20 @@ from collections.abc import Sequence
 from typing import Literal
 
 import msgspec
-from metaharness.pure.events import Census, Exited, Process, Signaled, Withheld
-from metaharness.pure.hermetic import RowVerdict, control_verdict
+from metaharness.pure.census import stream_census
+from metaharness.pure.events import (
+    Census,
+    Event,
+    Exited,
+    Process,
+    SessionEnded,
+    SessionStarted,
+    Signaled,
+    StreamClosed,
+    UnknownProcess,
+    Withheld,
+)
+from metaharness.pure.hermetic import RowVerdict, VerdictFacts, control_verdict, row_verdicts
 from metaharness.pure.jsonline import compact
 from metaharness.pure.options import AuditFacts, AuditPairing, RunOptions, check_audit_pairing
 from metaharness.pure.refusal import Refusal
@@ -70,6 +82,32 @@ class ReportFacts(msgspec.Struct, frozen=True):
     stream_reason: str
     auditor: AuditorOutcome | None = None
     refusal: Refusal | None = None
+
+
+def report_facts(
+    payloads: Sequence[Event],
+    verdict_facts: VerdictFacts,
+    audited: bool,
+    auditor: AuditorOutcome | None = None,
+    refusal: Refusal | None = None,
+) -> ReportFacts:
+    """The report's facts read from the run's own stream (the payloads it wrote, ``stream.closed``
+    last): the rows from its ``session.started`` (spec 30 §2.1), the census of ``session.ended``
+    else recomputed (spec 20 §9), ``withheld``, whether a terminal record was read
+    (``session.ended``), and the closing reason and process."""
+    started = next((payload for payload in payloads if isinstance(payload, SessionStarted)), None)
+    closed = next((payload for payload in reversed(payloads) if isinstance(payload, StreamClosed)), None)
+    return ReportFacts(
+        audited=audited,
+        rows=row_verdicts(started, verdict_facts),
+        census=stream_census(payloads),
+        withheld=started.withheld if started is not None else None,
+        process=closed.process if closed is not None else UnknownProcess(),
+        terminal_record=any(isinstance(payload, SessionEnded) for payload in payloads),
+        stream_reason=closed.reason if closed is not None else "error",
+        auditor=auditor,
+        refusal=refusal,
+    )
 
 
 def census_lines(census: Census) -> tuple[str, ...]:

@@ -150,6 +150,29 @@ class VerdictFacts(msgspec.Struct, frozen=True):
     canary_versions: tuple[str, ...] = ()
 
 
+def workdir_mode(cwd: str | None, scratch_cwd: bool) -> WorkdirMode:
+    """``scratch`` without ``--cwd``, ``copy`` with ``--cwd --scratch-cwd``, else ``operator`` (spec 30 §4)."""
+    if cwd is None:
+        return "scratch"
+    return "copy" if scratch_cwd else "operator"
+
+
+def governing_documents(
+    frame_digest: str | None = None,
+    catalogue_sha256: str | None = None,
+    context: Sequence[tuple[str, str]] = (),
+    spec_sha256: str | None = None,
+) -> tuple[str, ...]:
+    """Row H10's names for each governing document and how it was pinned (spec 30 §2.1), in this
+    order: ``frame <digest>``, ``catalogue copy sha256 <hex>``, ``context <path> sha256 <hex>`` per
+    ``(path, sha256)``, ``spec sha256 <hex>``."""
+    named = [f"frame {frame_digest}"] if frame_digest is not None else []
+    named += [f"catalogue copy sha256 {catalogue_sha256}"] if catalogue_sha256 is not None else []
+    named += [f"context {path} sha256 {sha256}" for path, sha256 in context]
+    named += [f"spec sha256 {spec_sha256}"] if spec_sha256 is not None else []
+    return tuple(named)
+
+
 def memory_shape_of(name: str) -> str:
     """The shape a found name matched: ``.claude/rules/<x>.md`` is ``.claude/rules/*.md``."""
     return ".claude/rules/*.md" if name.startswith(".claude/rules/") else name

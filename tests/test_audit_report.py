@@ -17,11 +17,26 @@ from metaharness.pure.audit_report import (
     auditor_outcome,
     auditor_rows,
     census_lines,
+    report_facts,
     withheld_line,
 )
 from metaharness.pure.census import ZERO_CENSUS
-from metaharness.pure.events import Census, Exited, Signaled, UnknownProcess, Withheld
-from metaharness.pure.hermetic import ROWS, RowVerdict
+from metaharness.pure.events import (
+    Allow,
+    Census,
+    Deny,
+    Exited,
+    Hermetic,
+    SessionEnded,
+    SessionStarted,
+    Signaled,
+    StreamClosed,
+    ToolDecided,
+    Transcript,
+    UnknownProcess,
+    Withheld,
+)
+from metaharness.pure.hermetic import ROWS, RowVerdict, VerdictFacts
 from metaharness.pure.options import RunOptions, check_audit_pairing
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.auditor import gather_audit_facts
@@ -211,3 +226,35 @@ def test_an_auditor_shadowed_earlier_on_the_path_is_a_move(tmp_path: Path) -> No
     (earlier / "aud").chmod(0o755)
     result = run_auditor(options, baseline, f"{earlier}:{path}", "t")
     assert isinstance(result, Failure) and "moved" in result.failure().message
+
+
+def test_report_facts_are_read_from_the_runs_own_stream() -> None:
+    hermetic = Hermetic(mode="strict", decisions="frame", imposed=(), declared=(), unavailable=(), ambient_inputs=(),
+                        installed_plugins=())
+    nulls = dict.fromkeys(
+        ("harness_version", "session_id", "model", "permission_mode", "credential_source", "output_style", "cwd",
+         "offered_tools", "slash_commands", "skills", "agents", "plugins", "mcp_servers", "inputs_digest"),
+    )
+    started = SessionStarted(adapter="b10x", adapter_class="direct_provider", withheld=(Withheld(tool="t", reason="r"),),
+                             transcript=Transcript(path=None, digest=None, bytes=None), hermetic=hermetic, **nulls)
+    decided = [
+        ToolDecided(call_id="1", decision=Allow(), decided_by="frame", seam="control_request", latency_ms=None),
+        ToolDecided(call_id="2", decision=Deny(reason="no"), decided_by="frame", seam="control_request",
+                    latency_ms=None),
+    ]
+    closed = StreamClosed(events=4, reason="error", run_id="b10x-1", process=Exited(code=7))
+    facts = report_facts([started, *decided, closed], VerdictFacts(kind="b10x"), audited=True)
+    assert facts.withheld == (Withheld(tool="t", reason="r"),) and facts.process == Exited(code=7)
+    assert (facts.census.allowed, facts.census.denied) == (1, 1) and not facts.terminal_record
+    report = audit_report(facts)
+    assert "  by seam    control_request: 2\n  by decider frame: 2\nwithheld: t (r)\n" in report
+    assert report.endswith("child exit: 7\ncontrol verdict: unk\naudit verdict: no verdict (exit 3)\n")
+    ended_fields = dict.fromkeys(
+        ("final_answer", "observed_models", "is_error", "subtype", "stop_reason", "terminal_reason",
+         "api_error_status", "num_turns", "duration_ms", "duration_api_ms", "ttft_ms", "time_to_request_ms",
+         "total_cost_usd", "permission_denials", "subagents_spawned", "usage", "model_usage"),
+    )
+    ended = SessionEnded(census=ZERO_CENSUS, **ended_fields)
+    facts = report_facts([ended], VerdictFacts(kind="b10x"), audited=True)
+    assert facts.terminal_record and facts.census == ZERO_CENSUS and facts.withheld is None
+    assert facts.process == UnknownProcess() and facts.stream_reason == "error"

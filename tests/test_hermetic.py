@@ -19,9 +19,11 @@ from metaharness.pure.hermetic import (
     VerdictFacts,
     attest,
     control_verdict,
+    governing_documents,
     memory_row,
     memory_walk,
     row_verdicts,
+    workdir_mode,
 )
 from metaharness.pure.jsonline import compact
 from metaharness.shell.facts import directory_identity, gather_memory_facts
@@ -272,3 +274,13 @@ def test_control_verdict_gap_outranks_unk() -> None:
     advisory_gap = msgspec_replace(rows[2], verdict="gap")
     ok_rows = tuple(msgspec_replace(row, verdict="ok") for row in rows)
     assert control_verdict((*ok_rows[:2], advisory_gap, *ok_rows[3:])) == "ok"
+
+
+def test_governing_documents_and_workdir_mode() -> None:
+    assert governing_documents() == ()
+    assert governing_documents("sha256:f", "c" * 4, [("docs/a.md", "ab")], "d" * 4) == (
+        "frame sha256:f", "catalogue copy sha256 cccc", "context docs/a.md sha256 ab", "spec sha256 dddd",
+    )
+    assert (workdir_mode(None, False), workdir_mode("/r", False), workdir_mode("/r", True)) == (
+        "scratch", "operator", "copy",
+    )
