@@ -8,10 +8,33 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from metaharness.pure.census import ZERO_CENSUS
+from metaharness.pure.codex.launch import PINS, PROGRAM
 from metaharness.pure.codex.rollout import Emitted, RolloutLaunch, RolloutReader, read_rollout_line, session_ended
 from metaharness.pure.codex.seam import Correlator, on_readings, on_stream_end
-from metaharness.pure.events import SessionEnded, Stream, UnknownProcess, closing_marker, stamp
+from metaharness.pure.events import Hermetic, SessionEnded, Stream, Transcript, UnknownProcess, closing_marker, stamp
 from metaharness.pure.run_stages import closing_reason
+
+
+def replay_launch(
+    *, decisions: str, hermetic: str, transcript_path: str, frame_digest: str | None = None
+) -> RolloutLaunch:
+    """What a replay contributes to the events (spec 10 §10): ``transcript`` ``{path, null, null}``
+    and the empty attestation with the replay's ``--hermetic`` and ``--decisions``."""
+    return RolloutLaunch(
+        program=PROGRAM,
+        pins=PINS,
+        transcript=Transcript(path=transcript_path, digest=None, bytes=None),
+        hermetic=Hermetic(
+            mode="on" if hermetic == "on" else "strict" if hermetic == "strict" else "off",
+            decisions="frame" if decisions == "frame" else "observe",
+            imposed=(),
+            declared=(),
+            unavailable=(),
+            ambient_inputs=(),
+            installed_plugins=(),
+        ),
+        frame_digest=frame_digest,
+    )
 
 
 def stop_word(ended: SessionEnded | None) -> str | None:
