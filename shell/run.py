@@ -18,6 +18,10 @@ def execute_run(options: RunOptions) -> int:
         from metaharness.shell.b10x.run import run_b10x
 
         return run_b10x(options)
+    if options.kind == "claude":
+        from metaharness.shell.claude.run import run_claude
+
+        return run_claude(options)
     return refuse(
         Refusal(
             "not-built",

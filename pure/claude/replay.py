@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 import msgspec
 from metaharness.pure.census import ZERO_CENSUS
-from metaharness.pure.claude.seam import RecordState, SessionFacts, closing_reason, map_record
+from metaharness.pure.claude.seam import BUDGET_WORDS, RecordState, SessionFacts, map_record, terminal_stop
 from metaharness.pure.codex.rollout import Emitted
 from metaharness.pure.codex.seam import Correlator, on_readings, on_stream_end
 from metaharness.pure.events import (
@@ -23,6 +23,7 @@ from metaharness.pure.events import (
     closing_marker,
     stamp,
 )
+from metaharness.pure.run_stages import closing_reason
 
 
 def replay_facts(
@@ -81,7 +82,7 @@ def replay_claude(record: bytes, facts: SessionFacts, run: str) -> tuple[bytes, 
     correlator, outputs = on_stream_end(correlator)
     stream, seen = _written(stream, outputs, out)
     ended = ended or seen
-    reason = closing_reason(ended)
+    reason = closing_reason(halted=False, killed=False, stop=terminal_stop(ended), budget_stops=BUDGET_WORDS)
     stream, line = stamp(stream, closing_marker(stream, reason, UnknownProcess()))
     out.extend(line)
     return bytes(out), reason

@@ -457,13 +457,13 @@ def map_record(
     return state, (*items, *mapped)
 
 
-def closing_reason(ended: SessionEnded | None) -> str:
-    """``stream.closed.reason`` from the terminal record, absent a halt or kill (spec 20 §4)."""
+def terminal_stop(ended: SessionEnded | None) -> str | None:
+    """The terminal record's stop word for ``metaharness.pure.run_stages.closing_reason`` (spec 20 §4):
+    a budget word among ``subtype``, ``stop_reason``, ``terminal_reason``; else ``completed`` when
+    ``is_error`` is false or ``subtype`` is ``success``; else ``error``; ``None`` with no ``result``."""
     if ended is None:
-        return "error"
-    words = {ended.subtype, ended.stop_reason, ended.terminal_reason}
-    if words & BUDGET_WORDS:
-        return "budget"
-    if ended.is_error is False or ended.subtype == "success":
-        return "completed"
-    return "error"
+        return None
+    words = [w for w in (ended.subtype, ended.stop_reason, ended.terminal_reason) if w in BUDGET_WORDS]
+    if words:
+        return words[0]
+    return "completed" if ended.is_error is False or ended.subtype == "success" else "error"

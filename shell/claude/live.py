@@ -1,0 +1,251 @@
+"""The live run loop of a claude run: one readiness loop over the record, the hook channel's doorbell,
+metaharness's own stdin and its signals — no polling interval (spec 50 §1 "Processes", §2; spec 10
+§4.10).
+
+The child runs in its own process group with stdin ``/dev/null``; each stdout line is appended to the
+retained transcript before it is parsed; the last 64 KiB of stderr are kept. Whenever the doorbell
+and the record are both ready, the doorbell is drained before new record lines are parsed. Every
+decision is the pure session's (``metaharness.pure.claude.session``); this module only moves bytes
+and signals in the order its effects say.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import IO
+
+import msgspec
+from metaharness.pure.claude.session import (
+    Effect,
+    HookAnswer,
+    Session,
+    abandon_pending,
+    answered,
+    end_of_record,
+    expire,
+    hook_request,
+    read_line,
+    take_command,
+    wind_up,
+)
+from metaharness.pure.commands import read_command, steering_refusal
+from metaharness.pure.decisions import Arm, Disarm
+from metaharness.pure.events import Exited, Process, Signaled, WarningRaised
+from metaharness.shell.hook_channel import HookChannel
+from returns.result import Failure
+
+STDERR_KEPT = 64 * 1024
+GRACE_S = 5.0
+"""``interrupt``, ``halt`` and a signal SIGTERM the group, SIGKILL 5 s later (spec 50 §1)."""
+
+
+class RunOutcome(msgspec.Struct, frozen=True):
+    """How a driven claude run ended: the session's final state, the closing reason, the child's status."""
+
+    session: Session
+    reason: str
+    process: Process
+
+
+def _kill_group(pid: int, number: int) -> None:
+    try:
+        os.killpg(pid, number)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class _Loop:
+    """The state the readiness loop keeps beside the pure session: timers, buffers, flags."""
+
+    def __init__(self, session: Session, channel: HookChannel, write_event: Callable[[bytes], None]) -> None:
+        self.session = session
+        self.channel = channel
+        self.write_event = write_event
+        self.armed: dict[str, float] = {}
+        self.deadline_s = session.desk.deadline_ms / 1000
+
+    def perform(self, effects: tuple[Effect, ...]) -> None:
+        for effect in effects:
+            if isinstance(effect, bytes):
+                self.write_event(effect)
+            elif isinstance(effect, HookAnswer):
+                delivered = False
+                for key in effect.keys:
+                    delivered = self.channel.answer(key, effect.body) or delivered
+                self.session, more = answered(self.session, delivered)
+                self.perform(more)
+            elif isinstance(effect, Arm):
+                self.armed[effect.call_id] = time.monotonic()
+            elif isinstance(effect, Disarm):
+                self.armed.pop(effect.call_id, None)
+
+    def drain_doorbell(self) -> None:
+        for key in self.channel.ring():
+            self.session, effects = hook_request(self.session, key, self.channel.request(key))
+            self.perform(effects)
+
+    def expire_due(self) -> None:
+        now = time.monotonic()
+        for call_id, start in list(self.armed.items()):
+            if now >= start + self.deadline_s:
+                self.armed.pop(call_id, None)
+                self.session, effects = expire(self.session, call_id, int((now - start) * 1000))
+                self.perform(effects)
+
+    def next_deadline(self) -> float | None:
+        return min((start + self.deadline_s for start in self.armed.values()), default=None)
+
+
+def drive_claude(
+    *,
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    cwd: str,
+    session: Session,
+    channel: HookChannel,
+    write_event: Callable[[bytes], None],
+    transcript: IO[bytes],
+    commands: int | None,
+    on_steering_refusal: Callable[[str], None],
+    late_warnings: Callable[[], tuple[WarningRaised, ...]] = lambda: (),
+) -> RunOutcome:
+    """Spawn Claude Code, read its record and its hooks through the session until it ends, wind up.
+
+    ``commands`` is the descriptor of metaharness's own stdin (``None``: no commands);
+    ``late_warnings`` runs once the child is reaped (``LOOPBACK_REFUSED``, ``RETAIN_FAILED``).
+    Raises ``OSError`` when the spawn itself fails.
+    """
+    child = subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    assert child.stdout is not None and child.stderr is not None
+    loop = _Loop(session, channel, write_event)
+    wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    previous = {n: signal.signal(n, lambda _n, _f: os.write(wake_write, b"s")) for n in (signal.SIGINT, signal.SIGTERM)}
+    selector = selectors.PollSelector()
+    stdout_fd, stderr_fd = child.stdout.fileno(), child.stderr.fileno()
+    for descriptor in (stdout_fd, stderr_fd):
+        os.set_blocking(descriptor, False)
+    selector.register(channel.fileno(), selectors.EVENT_READ, "doorbell")
+    selector.register(stdout_fd, selectors.EVENT_READ, "record")
+    selector.register(stderr_fd, selectors.EVENT_READ, "stderr")
+    selector.register(wake_read, selectors.EVENT_READ, "signal")
+    if commands is not None:
+        selector.register(commands, selectors.EVENT_READ, "command")
+    record_buffer = bytearray()
+    command_buffer = bytearray()
+    tail = bytearray()
+    number = 0
+    halted = killed = False
+    kill_at: float | None = None
+    record_open = True
+    stderr_open = True
+    try:
+        while record_open or stderr_open:
+            timeouts = [t for t in (loop.next_deadline(), kill_at) if t is not None]
+            timeout = max(0.0, min(timeouts) - time.monotonic()) if timeouts else None
+            ready = {key.data for key, _ in selector.select(timeout)}
+            if "doorbell" in ready:
+                loop.drain_doorbell()
+            if "signal" in ready:
+                os.read(wake_read, 64)
+                if killed:
+                    _kill_group(child.pid, signal.SIGKILL)
+                else:
+                    killed = True
+                    loop.session, effects = abandon_pending(loop.session, "the run was interrupted")
+                    loop.perform(effects)
+                    _kill_group(child.pid, signal.SIGTERM)
+                    kill_at = time.monotonic() + GRACE_S
+            if "command" in ready and commands is not None:
+                chunk = os.read(commands, 65536)
+                if not chunk:
+                    selector.unregister(commands)
+                    commands = None
+                command_buffer.extend(chunk)
+                while b"\n" in command_buffer or (commands is None and command_buffer):
+                    line, _, rest = bytes(command_buffer).partition(b"\n")
+                    command_buffer[:] = rest
+                    framed = read_command(line.rstrip(b"\r"))
+                    if isinstance(framed, Failure):
+                        on_steering_refusal(steering_refusal(framed.failure()))
+                        continue
+                    command = framed.unwrap()
+                    call_id = getattr(command, "call_id", None)
+                    start = loop.armed.get(call_id) if isinstance(call_id, str) else None
+                    latency = None if start is None else int((time.monotonic() - start) * 1000)
+                    loop.session, effects, control = take_command(loop.session, command, latency)
+                    loop.perform(effects)
+                    if control is not None:
+                        halted = halted or control == "halt"
+                        _kill_group(child.pid, signal.SIGTERM)
+                        kill_at = kill_at or time.monotonic() + GRACE_S
+            if "stderr" in ready:
+                chunk = _read(stderr_fd)
+                if chunk is None:
+                    chunk = b""
+                elif not chunk:
+                    selector.unregister(stderr_fd)
+                    stderr_open = False
+                tail.extend(chunk)
+                del tail[:-STDERR_KEPT]
+            if "record" in ready:
+                chunk = _read(stdout_fd)
+                if chunk is None:
+                    chunk = b""
+                elif not chunk:
+                    selector.unregister(stdout_fd)
+                    record_open = False
+                    if record_buffer:
+                        chunk = b"\n"
+                record_buffer.extend(chunk)
+                while b"\n" in record_buffer:
+                    line, _, rest = bytes(record_buffer).partition(b"\n")
+                    record_buffer[:] = rest
+                    transcript.write(line + b"\n")
+                    transcript.flush()
+                    loop.drain_doorbell()
+                    number += 1
+                    loop.session, effects = read_line(loop.session, number, line.removesuffix(b"\r"))
+                    loop.perform(effects)
+            if kill_at is not None and time.monotonic() >= kill_at:
+                _kill_group(child.pid, signal.SIGKILL)
+                kill_at = None
+            loop.expire_due()
+        loop.drain_doorbell()
+        loop.session, effects = end_of_record(loop.session)
+        loop.perform(effects)
+        code = child.wait()
+    finally:
+        for number_, handler in previous.items():
+            signal.signal(number_, handler)
+        selector.close()
+        os.close(wake_read)
+        os.close(wake_write)
+    _kill_group(child.pid, signal.SIGKILL)
+    process: Process = Signaled(signal=-code) if code < 0 else Exited(code=code)
+    loop.session, effects, reason = wind_up(
+        loop.session, stderr_tail=bytes(tail), halted=halted, killed=killed and not halted, process=process,
+        warnings=late_warnings(),
+    )  # fmt: skip
+    loop.perform(effects)
+    return RunOutcome(loop.session, reason, process)
+
+
+def _read(descriptor: int) -> bytes | None:
+    """What a ready descriptor holds (``b""`` at end of file), or ``None`` when nothing is there yet."""
+    try:
+        return os.read(descriptor, 65536)
+    except BlockingIOError:
+        return None

@@ -1,0 +1,292 @@
+"""``metaharness run claude``: stages 5–9 of spec 10 §4.5, the live loop and the wind-up (spec 50 §1–§3, §6).
+
+Facts are gathered here and handed to the pure stages in the order of spec 10 §4.5; the first refusal
+stops the run before anything starts (the scratch root, once created, is removed again, and so is a
+loopback proxy).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+
+from metaharness.pure.claude.launch import (
+    MANAGED_SETTINGS,
+    MEMORY_RULES_DIR,
+    MEMORY_SHAPES,
+    PINS,
+    PROGRAM,
+    ClaudeLaunch,
+    ClaudeRunSpec,
+    MemoryHit,
+    memory_directories,
+    plan_claude_launch,
+)
+from metaharness.pure.claude.seam import SessionFacts
+from metaharness.pure.claude.session import open_session
+from metaharness.pure.context import ContextFileRead
+from metaharness.pure.environment import (
+    EnvironmentDeclaration,
+    credential_posture,
+    loopback_custody_token,
+    operator_login_file,
+    path_floor,
+)
+from metaharness.pure.events import Transcript, WarningRaised
+from metaharness.pure.frames import Frame, refuse_frame_beside_observe
+from metaharness.pure.options import RunOptions
+from metaharness.pure.refusal import Refusal
+from metaharness.pure.run_stages import unaudited_exit
+from metaharness.shell.b10x.run import _EarlySignal, _Refused, _stderr_line, _take, _write_event
+from metaharness.shell.claude.live import drive_claude
+from metaharness.shell.context_files import load_context_files
+from metaharness.shell.facts import caller_environment, gather_program_candidates, readable_regular_file
+from metaharness.shell.frame_file import read_frame_file
+from metaharness.shell.hook_channel import HookChannel
+from metaharness.shell.refusals import refuse
+
+VERSION_PROBE_S = 10
+
+
+def _is_dir(path: str) -> bool:
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def declaration_of(options: RunOptions) -> EnvironmentDeclaration:
+    """The credential, endpoint and actor declarations of a claude run (spec 30 §7–§8); under
+    loopback the port stays symbolic until the proxy listens (spec 10 §4.5 stage 8)."""
+    return EnvironmentDeclaration(
+        kind="claude", credentials=options.credentials, actor=options.actor, model_endpoint=options.model_endpoint
+    )
+
+
+def credentials_stage(options: RunOptions, caller_env: dict[str, str]) -> str | None:
+    """Stage 5 (spec 10 §4.5): the declared credential's refusals; under loopback the custody file is
+    parsed once (``loopback-custody-unreadable``). Returns the custody path under loopback."""
+    declaration = declaration_of(options)
+    custody = operator_login_file("claude", caller_env)
+    if options.credentials == "loopback":
+        try:
+            with open(custody or "", "rb") as handle:
+                data = handle.read()
+        except OSError as error:
+            raise _Refused(
+                Refusal("loopback-custody-unreadable", f"{custody}: {error.strerror or error}")
+            ) from None
+        _take(loopback_custody_token("claude", data))
+        return custody
+    _take(credential_posture(declaration, caller_env, readable_regular_file(custody)))
+    return None
+
+
+def declared_inputs(options: RunOptions) -> tuple[tuple[ContextFileRead, ...], Frame | None]:
+    """Stage 6: ``cwd-unusable``, ``retain-dir-unusable``, the ``--context`` refusals, the frame's
+    refusals and ``observe-with-frame``."""
+    if options.cwd is not None and not _is_dir(options.cwd):
+        raise _Refused(Refusal("cwd-unusable", f"--cwd {options.cwd} is missing or not a directory"))
+    if options.retain_dir is not None and not _is_dir(options.retain_dir):
+        raise _Refused(Refusal("retain-dir-unusable", f"--retain-dir {options.retain_dir} is missing or not a directory"))
+    context = _take(load_context_files(options.cwd, options.context)) if options.context else ()
+    frame = _take(read_frame_file(options.frame)) if options.frame is not None else None
+    _take(refuse_frame_beside_observe(options.decisions, options.frame))
+    return context, frame
+
+
+def memory_hits(directories: tuple[str, ...]) -> tuple[MemoryHit, ...]:
+    """The memory shapes ``lstat`` finds in each visited directory (spec 30 §5.1)."""
+    hits: list[MemoryHit] = []
+    for directory in directories:
+        for shape in MEMORY_SHAPES:
+            path = os.path.join(directory, shape)
+            if os.path.lexists(path):
+                hits.append(MemoryHit(path, shape))
+        for path in sorted(glob.glob(os.path.join(glob.escape(directory), MEMORY_RULES_DIR, "*.md"))):
+            hits.append(MemoryHit(path, f"{MEMORY_RULES_DIR}/*.md"))
+    return tuple(hits)
+
+
+def tree_checks(options: RunOptions, temp_root: str) -> tuple[str, tuple[MemoryHit, ...], tuple[str, ...]]:
+    """Stage 7: the memory walk (from the temp directory for a scratch run, above the copy or the
+    ``--cwd`` tree otherwise) and ``plugin-dir-unusable``. Returns where the walk started, its hits
+    and the memory files at the working directory's own root."""
+    if options.cwd is None:
+        start, directories, root = temp_root, memory_directories(temp_root, include_start=True), ()
+    else:
+        real = os.path.realpath(options.cwd)
+        start, directories = os.path.dirname(real), memory_directories(real, include_start=False)
+        root = tuple(shape for shape in MEMORY_SHAPES if os.path.lexists(os.path.join(real, shape)))
+    for directory in options.plugin_dir:
+        if not _is_dir(directory) or os.path.islink(directory) or not any(
+            os.path.isfile(os.path.join(base, name)) for base, _, names in os.walk(directory) for name in names
+        ):
+            raise _Refused(
+                Refusal("plugin-dir-unusable", f"--plugin-dir {directory} is not a directory holding a readable file")
+            )
+    return start, memory_hits(directories), root
+
+
+def materialise(launch: ClaudeLaunch, plugins: tuple[tuple[str, str], ...]) -> HookChannel:
+    """Write the scratch tree (spec 50 §3): directories 0700, generated files with their modes, plugin
+    copies (symlinks skipped), the credential file under operator-login, and the hook channel."""
+    for directory in launch.directories:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+    for item in launch.files:
+        descriptor = os.open(item.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, item.mode)
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(item.data)
+    for name, source in plugins:
+        shutil.copytree(source, os.path.join(launch.scratch, "plugins", name), dirs_exist_ok=True,
+                        ignore=lambda base, names: [n for n in names if os.path.islink(os.path.join(base, n))])  # fmt: skip
+    if launch.credential_file is not None:
+        shutil.copyfile(launch.credential_file, os.path.join(launch.claude_home, ".credentials.json"))
+        os.chmod(os.path.join(launch.claude_home, ".credentials.json"), 0o600)
+    return HookChannel.create(launch.scratch)
+
+
+def probe_version(launch: ClaudeLaunch) -> str | None:
+    """``claude --version`` in the constructed environment: the first token starting with a digit (spec 50 §7)."""
+    try:
+        done = subprocess.run(
+            [launch.program, "--version"], env=launch.environment.as_dict(), cwd=launch.scratch,
+            stdin=subprocess.DEVNULL, capture_output=True, timeout=VERSION_PROBE_S, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return next((w for w in done.stdout.decode("utf-8", "replace").split() if w[:1].isdigit()), None)
+
+
+def strict_version(launch: ClaudeLaunch) -> None:
+    """``--strict-version`` (spec 50 §7): off pin → ``version-off-pin`` naming both versions."""
+    version = probe_version(launch)
+    if version is None:
+        raise _Refused(Refusal("version-unreadable", f"{launch.program} --version gave no version"))
+    if version not in PINS:
+        raise _Refused(
+            Refusal(
+                "version-off-pin",
+                f"{launch.program} reports {version}; the adapter is pinned to {', '.join(PINS)} and "
+                "--strict-version refuses it",
+            )
+        )
+
+
+def retain(options: RunOptions, run_id: str, launch: ClaudeLaunch) -> tuple[WarningRaised, ...]:
+    """``--retain-dir``: the transcript, the hook requests and the generated files, never a credential."""
+    if options.retain_dir is None:
+        return ()
+    target = os.path.join(options.retain_dir, run_id)
+    try:
+        os.makedirs(target, exist_ok=True)
+        shutil.copy2(launch.transcript_path, os.path.join(target, os.path.basename(launch.transcript_path)))
+        shutil.copytree(os.path.join(launch.scratch, "hook-channel", "requests"), os.path.join(target, "hook-requests"),
+                        dirs_exist_ok=True)  # fmt: skip
+        for item in launch.files:
+            shutil.copy2(item.path, os.path.join(target, os.path.basename(item.path)))
+    except OSError as error:
+        return (WarningRaised(code="RETAIN_FAILED", message=f"{target}: {error.strerror or error}"),)
+    return ()
+
+
+def plan(
+    options: RunOptions,
+    caller_env: dict[str, str],
+    caller_cwd: str,
+    scratch: str,
+    *,
+    context: tuple[ContextFileRead, ...],
+    frame: Frame | None,
+    walked_from: str,
+    hits: tuple[MemoryHit, ...],
+    root: tuple[str, ...],
+    custody: str | None,
+    upstream: str | None,
+    declaration: EnvironmentDeclaration,
+) -> ClaudeLaunch:
+    """Stage 8: the launch, planned over gathered facts."""
+    cwd = None if options.cwd is None else os.path.normpath(os.path.join(caller_cwd, options.cwd))
+    spec = ClaudeRunSpec(
+        prompt=options.prompt or "",
+        decisions=options.decisions,
+        hermetic=options.hermetic,
+        model=options.model,
+        effort=options.effort,
+        max_turns=options.max_turns,
+        cwd=cwd,
+        scratch_cwd=options.scratch_cwd,
+        environment=declaration,
+        context=context,
+        plugins=tuple((os.path.basename(os.path.normpath(p)), p) for p in options.plugin_dir),
+        frame_digest=None if frame is None else frame.digest,
+    )
+    candidates = gather_program_candidates(PROGRAM, path_floor(caller_env))
+    return _take(
+        plan_claude_launch(
+            spec, caller_env, scratch, candidates,
+            credential_file_present=readable_regular_file(operator_login_file("claude", caller_env)),
+            custody_path=custody, upstream=upstream, walked_from=walked_from, memory_hits=hits, root_memory=root,
+            managed_settings_present=os.path.lexists(MANAGED_SETTINGS),
+        )
+    )  # fmt: skip
+
+
+def run_claude(options: RunOptions) -> int:
+    """Run ``options`` (through stages 1–4) from stage 5 on; the exit code of spec 10 §2."""
+    run_id = f"claude-{os.getpid()}"
+    caller_env = caller_environment()
+    caller_cwd = os.getcwd()
+    scratch: str | None = None
+    with _EarlySignal() as early:
+        try:
+            custody = credentials_stage(options, caller_env)
+            early.check()
+            context, frame = declared_inputs(options)
+            temp_root = os.path.realpath(tempfile.gettempdir())
+            walked_from, hits, root = tree_checks(options, temp_root)
+            early.check()
+            scratch = tempfile.mkdtemp(prefix="metaharness-")
+            launch = plan(
+                options, caller_env, caller_cwd, scratch, context=context, frame=frame, walked_from=walked_from,
+                hits=hits, root=root, custody=custody, upstream=None, declaration=declaration_of(options),
+            )  # fmt: skip
+            channel = materialise(launch, tuple((os.path.basename(os.path.normpath(p)), p) for p in options.plugin_dir))
+            if options.strict_version:
+                strict_version(launch)
+            early.check()
+        except _Refused as refused:
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)
+            return refuse(refused.refusal)
+    facts = SessionFacts(
+        transcript=Transcript(path=launch.transcript_path, digest=None, bytes=None),
+        hermetic=launch.hermetic,
+        context_files=launch.context_files,
+    )
+    warnings = tuple(WarningRaised(code="AMBIENT_INPUT", message=m) for m in launch.ambient_warnings)
+    session, opening = open_session(facts, run_id, options.decisions, frame, warnings)
+    for line in opening:
+        assert isinstance(line, bytes)
+        _write_event(line)
+    try:
+        with open(launch.transcript_path, "wb") as transcript:
+            outcome = drive_claude(
+                argv=launch.argv, env=launch.environment.as_dict(), cwd=launch.cwd, session=session,
+                channel=channel, write_event=_write_event, transcript=transcript,
+                commands=sys.stdin.fileno() if sys.stdin is not None else None,
+                on_steering_refusal=_stderr_line, late_warnings=lambda: retain(options, run_id, launch),
+            )  # fmt: skip
+    except OSError as error:
+        channel.close()
+        shutil.rmtree(launch.scratch, ignore_errors=True)
+        return refuse(Refusal("spawn-failed", f"{launch.program} could not be started: {error.strerror or error}"))
+    channel.close()
+    shutil.rmtree(launch.scratch, ignore_errors=True)
+    return unaudited_exit(outcome.reason)
+

@@ -1,0 +1,200 @@
+"""The real Claude Code (pinned 2.1.332) governed through the hook channel, against ``b10x-emulator``
+(spec 50 §2–§3, §6 endpoint route: ``--credentials none --model-endpoint http://127.0.0.1:<port>``).
+
+Each test starts the emulator with the ``claude-write`` scenario, runs ``metaharness run claude`` as a
+real process with real stdin and stdout in a ``--cwd`` directory, and checks the visible effect (the
+note is absent after a deny, present after an allow) and that the stream is well formed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from emulator_process import running_emulator
+from metaharness.pure.environment import path_floor
+from metaharness.pure.events import read_event
+from metaharness.pure.frames import frame_document, seal_frame
+
+PINNED = "2.1.332"
+NOTE = "written by the emulator\n"
+
+
+def _pinned_claude() -> str | None:
+    found = shutil.which("claude", path=path_floor(dict(os.environ)))
+    if found is None:
+        return None
+    done = subprocess.run([found, "--version"], capture_output=True, text=True, check=False)
+    return found if PINNED in done.stdout.split() else None
+
+
+pytestmark = pytest.mark.skipif(
+    _pinned_claude() is None,
+    reason=f"the pinned Claude Code {PINNED} is not installed on the child's PATH (vendors/install.sh)",
+)
+
+
+@pytest.fixture
+def root() -> Iterator[str]:
+    """The emulator serving ``claude-write``; yields the gateway root."""
+    with running_emulator("--scenario", "claude-write") as (base_url, _):
+        yield base_url.removesuffix("/v1")
+
+
+def frame_file(directory: Path, operations: list[str]) -> Path:
+    raw = {
+        "format": "metaharness.frame/1",
+        "workflow": {"id": "claude/e2e", "version": "1"},
+        "node": {"id": "write"},
+        "step": {"workflow": "claude/e2e", "state": "write", "index": 0, "attempt": 1},
+        "prior": [],
+        "obligations": [],
+        "reaching": [],
+        "next": [],
+        "handoff": {"handoff": "none"},
+        "operations": [{"op": op} for op in operations],
+    }
+    path = directory / "step.frame.json"
+    path.write_bytes(frame_document(seal_frame(raw).unwrap()))
+    return path
+
+
+def start(root: str, cwd: Path, *options: str) -> subprocess.Popen[bytes]:
+    argv = [sys.executable, "-m", "metaharness.shell", "run", "claude", "--credentials", "none"]
+    argv += ["--model-endpoint", root, "--cwd", str(cwd), "-p", "write the note", *options]
+    return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+
+
+def well_formed(lines: list[bytes]) -> list[dict[str, Any]]:
+    """Every line reads as an event, seq runs 1..n, ``stream.closed`` is last and counts the rest."""
+    for line in lines:
+        read_event(line).unwrap()
+    events = [json.loads(line) for line in lines]
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert [e["event"] for e in events].count("stream.closed") == 1
+    assert events[-1]["event"] == "stream.closed" and events[-1]["events"] == len(events) - 1
+    return events
+
+
+def finish(process: subprocess.Popen[bytes], timeout: float = 120) -> tuple[int, list[dict[str, Any]], str]:
+    out, err = process.communicate(timeout=timeout)
+    return process.returncode, well_formed(out.splitlines()), err.decode()
+
+
+def of(events: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    return [e for e in events if e["event"] == name]
+
+
+def run_to_end(root: str, cwd: Path, *options: str) -> tuple[int, list[dict[str, Any]], str]:
+    process = start(root, cwd, *options)
+    assert process.stdin is not None
+    process.stdin.close()
+    process.stdin = None
+    return finish(process)
+
+
+def test_a_frame_deny_stops_the_write(root: str, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    frame = frame_file(tmp_path, ["file.read", "dir.list", "search"])
+    code, events, err = run_to_end(root, work, "--decisions", "frame", "--frame", str(frame))
+    assert not (work / "note.md").exists()
+    decided = of(events, "tool.decided")
+    assert len(decided) == 1, err
+    assert decided[0]["decided_by"] == "frame" and decided[0]["seam"] == "hook"
+    assert decided[0]["decision"]["decision"] == "deny"
+    assert decided[0]["decision"]["reason"].startswith('this step admits ["dir.list", "file.read", "search"] and Write is file.write')
+    requested = of(events, "tool.requested")
+    assert len(requested) == 1 and requested[0]["seam"] == "hook" and requested[0]["subjects"] == ["file:note.md"]
+    ended = of(events, "session.ended")[0]
+    assert ended["census"] == {"allowed": 0, "denied": 1, "replaced": 0, "abstained": 0, "by_seam": {"hook": 1},
+                               "by_decider": {"frame": 1}}  # fmt: skip
+    assert code == 0
+
+
+def test_a_frame_allow_lets_the_write_run(root: str, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    frame = frame_file(tmp_path, ["file.write"])
+    code, events, err = run_to_end(root, work, "--decisions", "frame", "--frame", str(frame))
+    assert (work / "note.md").read_text() == NOTE, err
+    decided = of(events, "tool.decided")
+    assert [(d["decision"], d["decided_by"], d["seam"]) for d in decided] == [({"decision": "allow"}, "frame", "hook")]
+    assert code == 0 and events[-1]["reason"] == "completed"
+
+
+def test_observe_allows_and_records(root: str, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    code, events, err = run_to_end(root, work, "--decisions", "observe")
+    assert (work / "note.md").read_text() == NOTE, err
+    assert [(d["decided_by"], d["seam"]) for d in of(events, "tool.decided")] == [("observe", "hook")]
+    assert of(events, "session.started")[0]["hermetic"]["decisions"] == "observe"
+    assert code == 0
+
+
+def ask(root: str, cwd: Path, decision: dict[str, Any]) -> tuple[int, list[dict[str, Any]], str]:
+    process = start(root, cwd, "--decisions", "ask")
+    assert process.stdin is not None and process.stdout is not None
+    lines: list[bytes] = []
+    while True:
+        line = process.stdout.readline()
+        assert line, "the stream ended before the call was presented"
+        lines.append(line)
+        event = json.loads(line)
+        if event["event"] == "tool.requested":
+            break
+    assert event["decision_required"] is True and event["deadline_ms"] == 55000
+    command = {"format": "metaharness.command/1", "id": "c1", "command": "tool.decide", "call_id": event["call_id"],
+               "decision": decision}  # fmt: skip
+    process.stdin.write(json.dumps(command).encode() + b"\n")
+    process.stdin.flush()
+    out, err = process.communicate(timeout=120)
+    return process.returncode, well_formed(lines + out.splitlines()), err.decode()
+
+
+def test_ask_deny_by_the_embedder(root: str, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    code, events, err = ask(root, work, {"decision": "deny", "reason": "notes are written in the next step"})
+    assert code == 0
+    assert not (work / "note.md").exists()
+    decided = of(events, "tool.decided")
+    assert [(d["decided_by"], d["decision"]["decision"]) for d in decided] == [("embedder", "deny")], err
+    assert isinstance(decided[0]["latency_ms"], int)
+    names = [e["event"] for e in events]
+    assert names.index("tool.decided") < names.index("command.result")
+    assert of(events, "command.result")[0]["outcome"] == {"result": "ok", "applies_at": None}
+
+
+def test_ask_allow_by_the_embedder(root: str, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    code, events, err = ask(root, work, {"decision": "allow"})
+    assert (work / "note.md").read_text() == NOTE, err
+    assert [(d["decided_by"], d["decision"]) for d in of(events, "tool.decided")] == [("embedder", {"decision": "allow"})]
+    assert code == 0
+
+
+def test_the_deadline_denies_an_unanswered_call(root: str, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    process = start(root, work, "--decisions", "ask")
+    started = time.monotonic()
+    out, err = process.communicate(timeout=120)
+    elapsed = time.monotonic() - started
+    events = well_formed(out.splitlines())
+    assert not (work / "note.md").exists()
+    decided = of(events, "tool.decided")
+    assert [(d["decided_by"], d["decision"]["decision"]) for d in decided] == [("deadline", "deny")], err.decode()
+    assert decided[0]["decision"]["reason"].startswith("metaharness's own 55000ms decision deadline expired")
+    assert decided[0]["latency_ms"] >= 55000
+    assert 55 <= elapsed < 100
