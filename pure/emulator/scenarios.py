@@ -50,6 +50,7 @@ def _two_turns(first: Reply, then: str) -> Callable[[RequestView, int], Outcome]
 
 
 def _flat_run(view: RequestView, n: int) -> Outcome:
+    """``run`` with the first ``enum`` value of the offered ``run`` schema as ``argv[0]``."""
     if view.tool_results:
         return Reply(text=SAID)
     offered = next((tool for tool in view.tools if tool.name == "run"), None)
@@ -59,20 +60,15 @@ def _flat_run(view: RequestView, n: int) -> Outcome:
     return Reply(call=_call("run", {"argv": [program]}))
 
 
-def _refusal(status: int, kind: Any, message: str, retry_after: str | None = None,
-             streamed: bool = False) -> ProviderError:
-    return ProviderError(status=status, kind=kind, message=message, retry_after=retry_after, streamed=streamed)
-
-
 PASSED = "provider emulation passed"
 SAID = "that is what the tool said"
 READ_README = Reply(call=_call("file_read", {"path": "README.md"}))
 FILE_SAYS = "The file says: hello harness"
-COLD = _refusal(503, "overloaded", "the emulator is cold; retry later", retry_after="5")
+_flat_tool = _two_turns(READ_README, FILE_SAYS)
 
 LOOP_SCENARIOS: dict[str, Callable[[RequestView, int], Outcome]] = {
     "text": lambda view, n: Reply(text=PASSED),
-    "flat-tool": _two_turns(READ_README, FILE_SAYS),
+    "flat-tool": _flat_tool,
     "flat-write": _two_turns(
         Reply(call=_call("file_write", {"path": "note.md", "text": "written by the harness\n"})), SAID),
     "flat-edit": _two_turns(
@@ -83,16 +79,21 @@ LOOP_SCENARIOS: dict[str, Callable[[RequestView, int], Outcome]] = {
         Reply(reasoning=Reasoning(summary="Reading the file first.", blob="OPAQUE-REASONING-BLOB"),
               call=READ_README.call), FILE_SAYS),
     "bad-arguments": lambda view, n: Reply(call=Call(name="file_read", arguments="{not json")),
-    "unauthorized": lambda view, n: _refusal(401, "authentication", "the emulator accepts no credential"),
-    "cold": lambda view, n: COLD,
+    "unauthorized": lambda view, n: ProviderError(
+        status=401, kind="authentication", message="the emulator accepts no credential"),
+    "cold": lambda view, n: ProviderError(
+        status=503, kind="overloaded", message="the emulator is cold; retry later", retry_after="5"),
     "cold-once": lambda view, n: (
-        _refusal(503, "overloaded", "the emulator is cold once", retry_after="0") if n == 1 else Reply(text=PASSED)),
+        ProviderError(status=503, kind="overloaded", message="the emulator is cold once", retry_after="0")
+        if n == 1 else Reply(text=PASSED)),
     "slow": lambda view, n: Reply(text=PASSED, effect="slow"),
     "malformed": lambda view, n: Reply(text=PASSED, effect="malformed"),
     "truncated": lambda view, n: Reply(text=PASSED, effect="truncated"),
-    "failed": lambda view, n: _refusal(400, "invalid-request", "the emulator fails this response", streamed=True),
+    "failed": lambda view, n: ProviderError(
+        status=400, kind="invalid-request", message="the emulator fails this response", streamed=True),
     "fails-after-turn": lambda view, n: (
-        READ_README if n == 1 else _refusal(400, "invalid-request", "the emulator refuses after the first turn")),
+        _flat_tool(view, n) if n == 1 else ProviderError(
+            status=400, kind="invalid-request", message="the emulator refuses after the first turn")),
     "incomplete": lambda view, n: Reply(text="provider emul", incomplete=True),
     "no-usage": lambda view, n: Reply(text=PASSED, usage=False),
     "unknown-events": lambda view, n: Reply(text=PASSED, note=True),
