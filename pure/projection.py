@@ -12,6 +12,7 @@ from types import MappingProxyType
 from typing import Any
 
 import msgspec
+from metaharness.pure.b10x.replay import replay_b10x, replay_settings
 from metaharness.pure.events import read_event
 from metaharness.pure.jsonline import compact, sha256_hex
 from metaharness.pure.refusal import Refusal
@@ -23,6 +24,19 @@ TARGETS = ("trace-ir",)
 UNK_REASON = "no trace-ir/1 family"
 SUMMARY_CHARACTERS = 200
 _FRAMING_KEYS = frozenset({"format", "seq", "run", "at", "event"})
+
+VENDOR_SOURCES: Mapping[str, str] = MappingProxyType(
+    {"b10x": "b10x-harness.record", "claude": "claude.stream-json", "codex": "codex.rollout"}
+)
+"""``--from KIND``: the vendor format a document names as its source (spec 10 §9)."""
+
+REPLAY_NOT_BUILT: Mapping[str, str] = MappingProxyType(
+    {
+        "claude": "the claude record replay wired to project (spec 10 §10)",
+        "codex": "the codex rollout replay wired to project (spec 10 §10)",
+    }
+)
+"""The kinds whose retained records ``project --from`` cannot map yet, and what each waits for."""
 
 FAMILIES: Mapping[str, str] = MappingProxyType(
     {
@@ -100,12 +114,9 @@ def check_projection_request(
                 f"--out {out} is given with two inputs: --out takes one run's document, two runs make --html's page",
             )
         )
-    if source is not None:
+    if source is not None and source in REPLAY_NOT_BUILT:
         return Failure(
-            Refusal(
-                "not-built",
-                f"project --from {source} is not built in this build: it waits for replay's record readers (spec 10 §10)",
-            )
+            Refusal("not-built", f"project --from {source} is not built in this build: {REPLAY_NOT_BUILT[source]}")
         )
     return Success(None)
 
@@ -146,9 +157,12 @@ def _node(index: int, seq: int, raw: dict[str, Any]) -> TraceNode:
     )
 
 
-def project_stream(name: str, data: bytes) -> Result[TraceDocument, Refusal]:
+def project_stream(
+    name: str, data: bytes, *, source: str = EVENT_SOURCE, record: bytes | None = None
+) -> Result[TraceDocument, Refusal]:
     """The ``trace-ir/1`` document of one ``metaharness.event/1`` stream, ``name`` being the file as
-    given. A line that is not an event, or whose ``run`` differs from the first line's, is
+    given; ``record`` is the vendor record the stream was mapped from, whose bytes the digest is then
+    over. A line that is not an event, or whose ``run`` differs from the first line's, is
     ``projection-unreadable`` naming the file and its 1-based line (spec 10 §9)."""
     nodes: list[TraceNode] = []
     run: str | None = None
@@ -174,7 +188,7 @@ def project_stream(name: str, data: bytes) -> Result[TraceDocument, Refusal]:
         return Failure(Refusal("projection-unreadable", f"{name} line 1: no metaharness.event/1 line"))
     started = opening or {}
     summary = TraceSummary(
-        source=EVENT_SOURCE,
+        source=source,
         vendor_transcript=started.get("transcript"),
         withheld=started.get("withheld"),
         available_operations=started.get("available_operations"),
@@ -185,11 +199,19 @@ def project_stream(name: str, data: bytes) -> Result[TraceDocument, Refusal]:
         TraceDocument(
             format=TRACE_FORMAT,
             run=run,
-            transcript_digest=sha256_hex(data),
+            transcript_digest=sha256_hex(data if record is None else record),
             nodes=tuple(nodes),
             metaharness=summary,
         )
     )
+
+
+def project_record(kind: str, name: str, record: bytes) -> Result[TraceDocument, Refusal]:
+    """``project --from b10x``: the retained loop record mapped as ``replay`` maps it with its
+    defaults (spec 10 §10), then projected with the vendor format as source and the digest over the
+    record's bytes (spec 10 §9)."""
+    replayed = replay_b10x(replay_settings(transcript_path=name), record).stream
+    return project_stream(name, replayed, source=VENDOR_SOURCES[kind], record=record)
 
 
 def document_text(document: TraceDocument) -> str:

@@ -10,6 +10,7 @@ from metaharness.pure.projection import (
     TraceDocument,
     check_projection_request,
     document_text,
+    project_record,
     project_stream,
     viewer_page,
 )
@@ -41,7 +42,7 @@ def run_project(
                 data = handle.read()
         except OSError as error:
             return refuse(Refusal("projection-unreadable", f"{path}: cannot be read: {error.strerror or error}"))
-        projected = project_stream(path, data)
+        projected = project_stream(path, data) if source is None else project_record(source, path, data)
         if isinstance(projected, Failure):
             return refuse(projected.failure())
         documents.append(projected.unwrap())

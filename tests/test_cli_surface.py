@@ -117,12 +117,11 @@ def test_audit_always_refuses_with_the_exact_line() -> None:
 @pytest.mark.parametrize(
     ("args", "subject"),
     [
-        (["conformance", "b10x", "--contract"], "conformance b10x"),
         (["conformance", "claude"], "conformance claude"),
         (["doctor", "codex"], "doctor codex"),
         (["replay", "claude", "record.jsonl", "--run", "r1", "--hermetic", "strict"], "replay claude"),
         (["mcp-serve", "--workspace", ".", "--writable", "--allow-program", "ls"], "mcp-serve"),
-        (["project", "events.jsonl", "--from", "claude"], "project --from claude"),
+        (["project", "events.jsonl", "--from", "codex"], "project --from codex"),
     ],
 )
 def test_unbuilt_verbs_parse_their_options_then_refuse_not_built(args: list[str], subject: str) -> None:

@@ -260,7 +260,7 @@ def test_project_verb_two_inputs_write_the_page(tmp_path: Path) -> None:
         (["a.jsonl", "a.jsonl", "--html", "p.html", "--out", "d.json"], "viewer-column-count"),
         (["missing.jsonl"], "projection-unreadable"),
         (["bad.jsonl"], "projection-unreadable"),
-        (["a.jsonl", "--from", "b10x"], "not-built"),
+        (["a.jsonl", "--from", "codex"], "not-built"),
     ],
 )
 def test_project_refusals(tmp_path: Path, args: list[str], code: str) -> None:
@@ -274,3 +274,57 @@ def test_project_refusals(tmp_path: Path, args: list[str], code: str) -> None:
     assert not (tmp_path / "p.html").exists()
     if args == ["bad.jsonl"]:
         assert lines[0].startswith("metaharness: projection-unreadable: bad.jsonl line 9: ")
+
+
+SPEC_EXAMPLE = Path("/work/shared/spec/20-events-and-frames.md")
+
+
+def spec_example_stream() -> bytes:
+    """The example stream of spec 20 §10, as the spec prints it."""
+    text = SPEC_EXAMPLE.read_text(encoding="utf-8").split("## 10. Example stream", 1)[1]
+    block = text.split("```\n", 2)[1]
+    return block.encode("utf-8")
+
+
+@pytest.mark.skipif(not SPEC_EXAMPLE.exists(), reason="the shared spec is not beside this checkout")
+def test_the_spec_example_stream_projects_complete() -> None:
+    data = spec_example_stream()
+    doc = document(data, "example.jsonl")
+    assert doc["run"] == "b10x-48213"
+    assert len(doc["nodes"]) == 15
+    assert [n["family"] for n in doc["nodes"]] == [
+        "unk", "unk", "session_start", "unk", "unk", "run_outcome", "tool_call", "unk", "tool_result", "unk",
+        "assistant_text", "assistant_text", "run_outcome", "run_outcome", "stream_closed",
+    ]
+    assert doc["metaharness"]["stream_complete"] == "complete"
+    assert doc["metaharness"]["withheld"] == [{"tool": "run", "reason": "no program was allowed; pass --allow-program"}]
+    assert doc["metaharness"]["vendor_transcript"] == {"path": "/scratch/run/loop.jsonl", "digest": None, "bytes": None}
+
+
+def test_project_from_b10x_maps_a_real_loop_record(tmp_path: Path) -> None:
+    """A record the real b10x-harness wrote against the real emulator, projected as replay maps it."""
+    from emulator_process import running_emulator
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "README.md").write_text("hello harness\n")
+    harness = str(Path(sys.executable).with_name("b10x-harness"))
+    with running_emulator("--scenario", "flat-tool") as (base_url, _process):
+        done = subprocess.run(
+            [harness, "run", "--json", "--no-session", "--workspace", str(workspace), "--base-url", base_url,
+             "--model", "b10x-emulated", "--input", "read the readme"],
+            capture_output=True, check=False, timeout=60,
+        )
+    assert done.returncode == 0, done.stderr
+    (tmp_path / "loop.jsonl").write_bytes(done.stdout)
+    result = metaharness("loop.jsonl", "--from", "b10x", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["run"] == "replay"
+    assert doc["transcript_digest"] == hashlib.sha256(done.stdout).hexdigest()
+    assert doc["metaharness"]["source"] == "b10x-harness.record"
+    assert doc["metaharness"]["vendor_transcript"] == {"path": "loop.jsonl", "digest": None, "bytes": None}
+    assert doc["metaharness"]["stream_complete"] == "complete"
+    calls = [n for n in doc["nodes"] if n["family"] == "tool_call"]
+    assert [(c["data"]["name"], c["call_id"]) for c in calls] == [("file_read", calls[0]["call_id"])]
+    assert calls[0]["data"]["input"] == {"path": "README.md"}
