@@ -8,6 +8,7 @@ from typing import Any
 from metaharness.pure.admission import Admission, admit_call, resolve_operations, uncovered_tool_warning
 from metaharness.pure.events import Allow, Deny, WarningRaised
 from metaharness.pure.frames import Frame, Operation, seal_frame
+from metaharness.pure.globs import glob_matches
 
 B10X_RENDERING: dict[str, str | None] = {
     "file.read": "file_read",
@@ -189,3 +190,14 @@ def test_subagent_spawn_is_admitted_only_when_named() -> None:
     spawn = (Operation("subagent.spawn"),)
     assert isinstance(admit_call(frame(READS + WRITES), "Task", spawn, ()).decision, Deny)
     assert admit_call(frame([{"op": "subagent.spawn"}]), "Task", spawn, ()).decision == Allow()
+
+
+def test_the_spec_glob_examples() -> None:
+    assert glob_matches("file:docs/**", "file:docs/a/b.md")
+    assert not glob_matches("file:docs/**", "file:docs")
+    assert glob_matches("proc:cargo", "proc:cargo")
+    assert not glob_matches("proc:cargo", "proc:/usr/bin/cargo")
+    assert glob_matches("file:*.md", "file:note.md") and not glob_matches("file:*.md", "file:a/note.md")
+    assert glob_matches("file:?.md", "file:a.md") and not glob_matches("file:?", "file:/")
+    assert glob_matches("file:[ab]", "file:[ab]") and not glob_matches("file:[ab]", "file:a")
+    assert glob_matches("**", "") and glob_matches("file:**", "file:")
