@@ -86,17 +86,27 @@ class ContextCopy(msgspec.Struct, frozen=True):
 
 def context_components(path: str) -> Result[tuple[str, ...], Refusal]:
     """The components walked beneath ``--cwd``: empty and ``.`` skipped (spec 30 §9.1); an absolute
-    path, an empty path or a ``..`` component → ``context-path-unsafe`` (spec 30 §9.3 check 2)."""
+    path, an empty path or a ``..`` component → ``context-path-unsafe`` (spec 30 §9.3 check 2); so is a
+    path that is not UTF-8 (undecodable bytes arrive as surrogates), which could be neither rendered
+    nor recorded (design choice)."""
     parts = path.split("/")
     components = tuple(part for part in parts if part not in ("", "."))
-    if path.startswith("/") or ".." in parts or not components:
+    if path.startswith("/") or ".." in parts or not components or not _utf8(path):
         return Failure(
             Refusal(
                 "context-path-unsafe",
-                f"--context {path}: an absolute path, an empty path or a .. component is not opened beneath --cwd",
+                f"--context {path}: an absolute path, an empty path, a .. component or a path that is not UTF-8 is not opened beneath --cwd",
             )
         )
     return Success(components)
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def index_paths(index: bytes, hash_size: int = 20) -> frozenset[bytes]:

@@ -152,7 +152,7 @@ def test_context_needs_cwd() -> None:
     assert load_context_files(None, []) == Success(())
 
 
-@pytest.mark.parametrize("path", ["/etc/passwd", "", "../x.md", "docs/../x.md", ".", "./"])
+@pytest.mark.parametrize("path", ["/etc/passwd", "", "../x.md", "docs/../x.md", ".", "./", "caf\udce9.md"])
 def test_unsafe_paths_are_refused_by_name(tmp_path: Path, path: str) -> None:
     root = repo(tmp_path / "r", {"x.md": b"x\n"})
     code, message = refused(load_context_files(str(root), [path]))
