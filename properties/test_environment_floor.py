@@ -85,3 +85,58 @@ def test_api_key_adds_exactly_one_key_variable(caller: dict[str, str], kind: str
     posture = credential_posture(declaration, caller, False).unwrap()
     environment = child_environment(declaration, caller, "/tmp/mh-9", posture).unwrap().as_dict()
     assert environment == {**declared_floor(kind, caller, "/tmp/mh-9"), name: key}
+
+
+@st.composite
+def b10x_declarations(draw: st.DrawFn) -> EnvironmentDeclaration:
+    credentials = draw(st.sampled_from(["operator-login", "api-key", "none"]))
+    secret = draw(st.none() | st.just("openai/main")) if credentials == "api-key" else None
+    token_env = draw(st.none() | NAMES) if credentials != "api-key" else None
+    return EnvironmentDeclaration(
+        kind="b10x",
+        credentials=credentials,  # type: ignore[arg-type]
+        api_key_secret=secret,
+        subscription_token_env=token_env,
+        toolchain=draw(st.none() | st.just("stable")),
+        actor=draw(st.none() | st.text(min_size=1, max_size=8)),
+    )
+
+
+def b10x_oracle(declaration: EnvironmentDeclaration, caller: dict[str, str], scratch: str) -> dict[str, str]:
+    """Spec 40 §3.2's table, written out longhand."""
+    expected = {"PATH": path_floor(caller), "XDG_CONFIG_HOME": scratch + "/config"}
+    if declaration.credentials == "api-key" and declaration.api_key_secret is None:
+        expected["OPENAI_API_KEY"] = caller["OPENAI_API_KEY"]
+    if declaration.api_key_secret is not None:
+        expected.update({k: caller[k] for k in ("DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR") if k in caller})
+    if declaration.subscription_token_env is not None:
+        expected[declaration.subscription_token_env] = caller[declaration.subscription_token_env]
+    if declaration.toolchain is not None:
+        expected.update({k: caller[k] for k in ("RUSTUP_HOME", "CARGO_HOME") if k in caller})
+    if declaration.actor is not None:
+        expected["AEP_ACTOR"] = declaration.actor
+    return expected
+
+
+@settings(max_examples=300)
+@given(caller=CALLERS, declaration=b10x_declarations())
+def test_b10x_child_holds_exactly_the_keys_its_declaration_puts_there(
+    caller: dict[str, str], declaration: EnvironmentDeclaration
+) -> None:
+    posture = credential_posture(declaration, caller, False)
+    key_missing = declaration.credentials == "api-key" and declaration.api_key_secret is None
+    token_missing = declaration.subscription_token_env not in (None, *caller)
+    if key_missing and "OPENAI_API_KEY" not in caller:
+        assert posture.failure().code == "api-key-missing"
+        return
+    if token_missing:
+        assert posture.failure().code == "subscription-token-env-unset"
+        return
+    built = child_environment(declaration, caller, "/tmp/mh-9", posture.unwrap())
+    floor = {"PATH", "XDG_CONFIG_HOME"} | ({"AEP_ACTOR"} if declaration.actor is not None else set())
+    if declaration.toolchain is not None:
+        floor |= {key for key in ("RUSTUP_HOME", "CARGO_HOME") if key in caller}
+    if declaration.subscription_token_env in floor:
+        assert built.failure().code == "denied-environment"
+        return
+    assert built.unwrap().as_dict() == b10x_oracle(declaration, caller, "/tmp/mh-9")
