@@ -1,0 +1,95 @@
+"""Path confinement never lets a generated path escape the workspace (spec 60 §5.3)."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import posixpath
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from metaharness.pure.loop.catalogue import publish
+from metaharness.pure.loop.gates import Admitted, admit_call
+from metaharness.pure.loop.paths import confine
+from metaharness.shell.loop.cancel import CancelToken
+from metaharness.shell.loop.tools import ToolFailure, Workspace
+from returns.result import Success
+
+ROOT = "/work/space"
+SEGMENT = st.one_of(
+    st.sampled_from(["..", ".", "", "a", "b", "work", "space", "link", "out", "é", "ü/..", "\u202e", "..."]),
+    st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=4),
+)
+PATHS = st.builds(
+    lambda absolute, parts: ("/" if absolute else "") + "/".join(parts),
+    st.booleans(),
+    st.lists(SEGMENT, max_size=6),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(PATHS)
+def test_a_confined_path_is_relative_and_lexically_inside(path: str) -> None:
+    result = confine(path, ROOT)
+    if not isinstance(result, Success):
+        return
+    relative = result.unwrap()
+    assert not relative.startswith("/") and "\0" not in relative
+    assert ".." not in relative.split("/")
+    joined = posixpath.normpath(posixpath.join(ROOT, relative))
+    assert joined == ROOT or joined.startswith(ROOT + "/")
+
+
+def _tree() -> tuple[str, str]:
+    base = tempfile.mkdtemp(prefix="b10x-confine-")
+    atexit.register(shutil.rmtree, base, True)
+    outside = os.path.join(base, "outside")
+    root = os.path.join(base, "root")
+    os.makedirs(os.path.join(root, "a"))
+    os.makedirs(outside)
+    Path(outside, "secret").write_text("OUTSIDE-MARKER\n")
+    Path(root, "a", "inside").write_text("inside\n")
+    os.symlink(outside, os.path.join(root, "out"))
+    os.symlink(os.path.join(outside, "secret"), os.path.join(root, "a", "link"))
+    os.symlink("../..", os.path.join(root, "a", "up"))
+    return os.path.realpath(root), os.path.realpath(outside)
+
+
+TREE_ROOT, TREE_OUTSIDE = _tree()
+WORKSPACE = Workspace(TREE_ROOT, (), CancelToken(None, time.monotonic()))
+PUBLICATION = publish(True, ())
+TREE_SEGMENT = st.sampled_from(["a", "out", "link", "up", "inside", "secret", "..", ".", "", "root", "outside"])
+TREE_PATHS = st.builds(
+    lambda absolute, parts: (TREE_ROOT + "/" if absolute else "") + "/".join(parts),
+    st.booleans(),
+    st.lists(TREE_SEGMENT, min_size=1, max_size=5),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(TREE_PATHS, st.sampled_from(["file_read", "dir_list", "file_write"]))
+def test_symlinks_never_lead_a_tool_outside(path: str, tool: str) -> None:
+    before = sorted(os.listdir(TREE_OUTSIDE))
+    arguments = {"path": path, "text": "x"} if tool == "file_write" else {"path": path}
+    admitted = admit_call(tool, arguments, PUBLICATION, (), TREE_ROOT)
+    if not isinstance(admitted, Admitted) or admitted.relative is None:
+        return
+    try:
+        if tool == "file_write":
+            WORKSPACE.check_write_target(path, admitted.relative, must_exist=False)
+            WORKSPACE.file_write(path, admitted.relative, arguments)
+            written = os.path.realpath(os.path.join(TREE_ROOT, admitted.relative))
+            assert written.startswith(TREE_ROOT + "/")
+        else:
+            reply = getattr(WORKSPACE, tool)(path, admitted.relative, arguments)
+            assert b"OUTSIDE-MARKER" not in reply
+            served = os.path.realpath(os.path.join(TREE_ROOT, admitted.relative))
+            assert served == TREE_ROOT or served.startswith(TREE_ROOT + "/")
+    except (ToolFailure, OSError):
+        pass
+    assert sorted(os.listdir(TREE_OUTSIDE)) == before
+    assert Path(TREE_OUTSIDE, "secret").read_text() == "OUTSIDE-MARKER\n"
