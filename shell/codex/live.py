@@ -65,6 +65,7 @@ from metaharness.pure.events import (
     Signaled,
     Stream,
     TurnEnded,
+    UnknownProcess,
     WarningRaised,
     closing_marker,
     stamp,
@@ -237,9 +238,11 @@ def drive_codex(
     write_event: Callable[[bytes], None],
     commands: IO[bytes] | None,
     on_steering_refusal: Callable[[str], None],
+    process_known: bool = True,
 ) -> LiveOutcome:
     """Spawn ``codex exec``, map its rollout and decide its hook calls until it ends, then wind the
-    stream up (spec 20 §4, spec 10 §4.10). Raises ``OSError`` when the spawn itself fails."""
+    stream up (spec 20 §4, spec 10 §4.10). Raises ``OSError`` when the spawn itself fails.
+    ``process_known`` false writes ``process`` unknown, as conformance C3 does (spec 50 §9)."""
     state = _Run(launch, desk, rollout, run, write_event)
     events: queue.Queue[tuple[str, Any]] = queue.Queue()
     stop = threading.Event()
@@ -334,6 +337,6 @@ def drive_codex(
     elif not halted:
         state.emit(no_terminal_record(bytes(tail)))
     reason = closing_reason(halted=halted, killed=killed, stop=stop_word(ended), budget_stops=())
-    state.emit(closing_marker(state.stream, reason, process))
+    state.emit(closing_marker(state.stream, reason, process if process_known else UnknownProcess()))
     state.channel.close()
     return LiveOutcome(reason, process, state.stream.written)

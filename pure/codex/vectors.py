@@ -1,0 +1,177 @@
+"""The nine codex conformance vectors (spec 50 §9, spec 10 §6): their inputs and their checks.
+
+C1 plans a launch from fixed inputs and compares the fixture; C2 replays a retained rollout; C3's
+exchange runs in the shell (``metaharness.shell.codex.conformance``) and is judged here; C4 reads the
+captured banner. Records were captured from the pinned CLI against the project's emulator on the
+endpoint route (``provider_emulated``), see ``vectors/codex/README.md``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+from metaharness.pure.codex.launch import PINS, CodexRunSpec, launch_fixture, plan_codex_launch
+from metaharness.pure.codex.replay import replay_launch, replay_rollout
+from metaharness.pure.context import ContextFileRead
+from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
+from metaharness.pure.hermetic import MemoryWalk
+from returns.result import Failure
+
+Tier = Literal["C1", "C2", "C3", "C4"]
+Status = Literal["pass", "FAIL", "warn"]
+
+PROGRAM = "/opt/vendor/bin/codex"
+CALLER = {"HOME": "/operator"}
+SCRATCH = "/scratch/run"
+RUN = "golden"
+ENDPOINT = "http://127.0.0.1:41237"
+LOOPBACK_PORT = "41237"
+LOOPBACK_PLACEHOLDER = "mh-run-golden-000000000000000000000000"
+PROMPT = "run the check"
+BRIEF = ContextFileRead(
+    "docs/brief.md",
+    b"# Brief\n\nShip the parser.\n",
+    "74608a6e8df25f2add98a17f8dbb04af6f4f81a7d12de2cb9d68aed2a29d1793",
+)
+
+
+class Outcome(msgspec.Struct, frozen=True):
+    """One vector's verdict: its tier, id, status and, unless it passed, why."""
+
+    tier: Tier
+    id: str
+    status: Status
+    detail: str = ""
+
+    def line(self) -> str:
+        """``pass C1 c1-launch`` or ``FAIL C2 … — <detail>`` (spec 10 §6)."""
+        return f"{self.status} {self.tier} {self.id}" + (f" — {self.detail}" if self.detail else "")
+
+
+LAUNCH_VECTORS: tuple[tuple[str, str, CodexRunSpec], ...] = (
+    (
+        "c1-launch",
+        "c1/launch.json",
+        CodexRunSpec(
+            prompt=PROMPT,
+            decisions="observe",
+            environment=EnvironmentDeclaration(kind="codex", credentials="none", model_endpoint=ENDPOINT),
+        ),
+    ),
+    (
+        "c1-launch-context",
+        "c1/launch-context.json",
+        CodexRunSpec(
+            prompt=PROMPT,
+            decisions="observe",
+            cwd=f"{SCRATCH}/work",
+            environment=EnvironmentDeclaration(kind="codex", credentials="none", model_endpoint=ENDPOINT),
+            context=(BRIEF,),
+        ),
+    ),
+    (
+        "c1-launch-loopback",
+        "c1/launch-loopback.json",
+        CodexRunSpec(
+            prompt=PROMPT,
+            decisions="observe",
+            environment=EnvironmentDeclaration(
+                kind="codex",
+                credentials="loopback",
+                loopback_port=LOOPBACK_PORT,
+                loopback_placeholder=LOOPBACK_PLACEHOLDER,
+            ),
+        ),
+    ),
+    (
+        "c1-launch-cwd",
+        "c1/launch-cwd.json",
+        CodexRunSpec(
+            prompt=PROMPT,
+            decisions="observe",
+            cwd=f"{SCRATCH}/work",
+            environment=EnvironmentDeclaration(kind="codex", credentials="none", model_endpoint=ENDPOINT),
+        ),
+    ),
+)
+"""C1: id, fixture under ``vectors/codex/``, and the run spec (spec 50 §9 vectors 1–4)."""
+
+RECORD_VECTORS: tuple[tuple[str, str], ...] = (
+    ("c2-rollout-shell", "record/shell"),
+    ("c2-rollout-patch", "record/patch"),
+)
+"""C2: id and record stem (``<stem>.jsonl`` replayed, ``<stem>.expected.jsonl`` expected)."""
+
+HOOK_VECTORS: tuple[tuple[str, str, str], ...] = (
+    ("c3-hook-deny", "hook/frame-deny.json", "hook/deny"),
+    ("c3-hook-allow", "hook/frame-allow.json", "hook/allow"),
+)
+"""C3: id, sealed frame, and stem (``<stem>.answer`` and ``<stem>.expected.jsonl``); the record is
+``hook/record.jsonl`` and the captured hook request ``hook/request.json``."""
+
+HOOK_RECORD = "hook/record.jsonl"
+HOOK_REQUEST = "hook/request.json"
+BANNER = "golden/version.txt"
+
+
+def planned_fixture(spec: CodexRunSpec) -> dict[str, Any] | str:
+    """The C1 fixture of a vector's launch (the program is the vector's input, not a PATH hit), or
+    the refusal that stopped it."""
+    facts = {f"{CALLER['HOME']}/.local/bin/codex": ProgramCandidate(regular=True, executable=True)}
+    walk = MemoryWalk(start="/scratch", hits=(), root_names=())
+    planned = plan_codex_launch(spec, CALLER, SCRATCH, facts, walk=walk)
+    if isinstance(planned, Failure):
+        return planned.failure().line()
+    return launch_fixture(msgspec.structs.replace(planned.unwrap(), program=PROGRAM))
+
+
+def check_launch(vector: str, spec: CodexRunSpec, fixture: bytes) -> Outcome:
+    """C1: the planned launch equals the fixture, compared as parsed JSON."""
+    got = planned_fixture(spec)
+    expected = msgspec.json.decode(fixture)
+    if got == expected:
+        return Outcome("C1", vector, "pass")
+    if isinstance(got, str):
+        return Outcome("C1", vector, "FAIL", got)
+    keys = [key for key in sorted(set(expected) | set(got)) if expected.get(key) != got.get(key)]
+    return Outcome("C1", vector, "FAIL", f"{', '.join(keys)} differ from the fixture")
+
+
+def replay_record(stem: str, record: bytes) -> bytes:
+    """C2's stream: ``replay`` with run ``golden``, decisions ``observe``, the record's own path."""
+    launch = replay_launch(decisions="observe", hermetic="off", transcript_path=f"{stem}.jsonl")
+    return replay_rollout(record, launch, RUN)[0]
+
+
+def first_difference(tier: Tier, vector: str, expected: bytes, got: bytes) -> Outcome:
+    """``pass`` when byte-equal, else ``FAIL`` naming the first line that differs."""
+    if expected == got:
+        return Outcome(tier, vector, "pass")
+    want, have = expected.splitlines(), got.splitlines()
+    for number, (a, b) in enumerate(zip(want, have, strict=False), start=1):
+        if a != b:
+            return Outcome(tier, vector, "FAIL", f"line {number} differs: expected {a[:120]!r}, got {b[:120]!r}")
+    return Outcome(tier, vector, "FAIL", f"expected {len(want)} line(s), got {len(have)}")
+
+
+def check_replay(vector: str, stem: str, record: bytes, expected: bytes) -> Outcome:
+    """C2: the replayed stream equals the expected file byte for byte."""
+    return first_difference("C2", vector, expected, replay_record(stem, record))
+
+
+def check_exchange(vector: str, answer: bytes, expected_answer: bytes, stream: bytes, expected: bytes) -> Outcome:
+    """C3: the hook's answer bytes equal the ``.answer`` file, and the stream the expected file."""
+    if answer != expected_answer:
+        return Outcome("C3", vector, "FAIL", f"the hook answered {answer[:160]!r}, expected {expected_answer[:160]!r}")
+    return first_difference("C3", vector, expected, stream)
+
+
+def check_banner(banner: bytes) -> Outcome:
+    """C4: ``codex-cli <v>``; ``v`` on the pin passes, another version warns, another shape fails."""
+    words = banner.decode("utf-8", "replace").split()
+    if len(words) != 2 or words[0] != "codex-cli" or not words[1][:1].isdigit():
+        return Outcome("C4", "c4-version-banner", "FAIL", f"the banner {banner[:80]!r} is not codex-cli <version>")
+    if words[1] in PINS:
+        return Outcome("C4", "c4-version-banner", "pass")
+    return Outcome("C4", "c4-version-banner", "warn", f"codex-cli {words[1]} is outside the pin ({', '.join(PINS)})")

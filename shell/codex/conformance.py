@@ -1,0 +1,98 @@
+"""``metaharness conformance codex``: the nine vectors of spec 50 §9 read from the packaged
+``vectors/codex/`` files; C3 runs the live loop against the scripted child
+(``metaharness.shell.codex.conformance_child``)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from importlib.resources import files
+
+import msgspec
+from metaharness.pure.codex.launch import CodexRunSpec, plan_codex_launch
+from metaharness.pure.codex.replay import replay_launch
+from metaharness.pure.codex.vectors import (
+    BANNER,
+    CALLER,
+    ENDPOINT,
+    HOOK_RECORD,
+    HOOK_REQUEST,
+    HOOK_VECTORS,
+    LAUNCH_VECTORS,
+    PROMPT,
+    RECORD_VECTORS,
+    RUN,
+    Outcome,
+    check_banner,
+    check_exchange,
+    check_launch,
+    check_replay,
+)
+from metaharness.pure.decisions import open_desk
+from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
+from metaharness.pure.frames import load_frame
+from metaharness.pure.hook_channel import HOOK_PROGRAM, HOOK_TIMEOUT_S
+from metaharness.shell.codex.live import drive_codex
+from metaharness.shell.codex.run import materialise
+
+
+def vector_bytes(name: str) -> bytes:
+    """A packaged file under ``vectors/codex/``."""
+    return files("metaharness.vectors").joinpath("codex", name).read_bytes()
+
+
+def run_exchange(frame_file: str) -> tuple[bytes, bytes]:
+    """C3: the live run loop against the scripted child, decisions ``frame`` with the vector's
+    frame, run ``golden``, ``process`` unknown; returns the hook's answer bytes and the stream."""
+    frame = load_frame(vector_bytes(frame_file)).unwrap()
+    with tempfile.TemporaryDirectory(prefix="metaharness-conformance-") as scratch:
+        spec = CodexRunSpec(
+            prompt=PROMPT,
+            decisions="frame",
+            environment=EnvironmentDeclaration(kind="codex", credentials="none", model_endpoint=ENDPOINT),
+            frame_digest=frame.digest,
+        )
+        facts = {f"{CALLER['HOME']}/.local/bin/codex": ProgramCandidate(regular=True, executable=True)}
+        planned = plan_codex_launch(spec, CALLER, scratch, facts).unwrap()
+        record, request, answer = (os.path.join(scratch, name) for name in ("record.jsonl", "request.json", "answer"))
+        for path, name in ((record, HOOK_RECORD), (request, HOOK_REQUEST)):
+            with open(path, "wb") as handle:
+                handle.write(vector_bytes(name))
+        hook = os.path.join(scratch, HOOK_PROGRAM)
+        child = ("-m", "metaharness.shell.codex.conformance_child", record, request, hook, answer)
+        launch = msgspec.structs.replace(planned, program=sys.executable, args=child, cwd=scratch)
+        materialise(launch)
+        lines: list[bytes] = []
+        drive_codex(
+            launch=launch,
+            desk=open_desk("frame", frame, HOOK_TIMEOUT_S * 1000),
+            rollout=replay_launch(
+                decisions="frame", hermetic="off", transcript_path=HOOK_RECORD, frame_digest=frame.digest
+            ),
+            run=RUN,
+            write_event=lines.append,
+            commands=None,
+            on_steering_refusal=lambda line: None,
+            process_known=False,
+        )
+        with open(answer, "rb") as handle:
+            return handle.read(), b"".join(lines)
+
+
+def codex_outcomes() -> tuple[Outcome, ...]:
+    """Every codex vector's outcome, in the order of spec 50 §9."""
+    outcomes = [check_launch(vector, spec, vector_bytes(fixture)) for vector, fixture, spec in LAUNCH_VECTORS]
+    outcomes += [
+        check_replay(vector, stem, vector_bytes(f"{stem}.jsonl"), vector_bytes(f"{stem}.expected.jsonl"))
+        for vector, stem in RECORD_VECTORS
+    ]
+    for vector, frame_file, stem in HOOK_VECTORS:
+        answer, stream = run_exchange(frame_file)
+        outcomes.append(
+            check_exchange(
+                vector, answer, vector_bytes(f"{stem}.answer"), stream, vector_bytes(f"{stem}.expected.jsonl")
+            )
+        )
+    outcomes.append(check_banner(vector_bytes(BANNER)))
+    return tuple(outcomes)
