@@ -291,15 +291,15 @@ def wind_up(
     halted: bool = False,
     killed: bool = False,
     process: Process,
-    warnings: tuple[WarningRaised, ...] = (),
+    late: tuple[Event, ...] = (),
 ) -> tuple[Session, tuple[Effect, ...], str]:
     """Close the stream after :func:`end_of_record` (spec 20 §4, spec 10 §4.10): ``NO_TERMINAL_RECORD``
-    when no ``result`` was read (not after a ``halt``), the wind-up's own warnings
-    (``LOOPBACK_REFUSED``, ``RETAIN_FAILED``), then ``stream.closed``; and its reason."""
+    when no ``result`` was read (not after a ``halt``), the wind-up's own events (the loopback proxy's
+    ``auth.expired``, ``LOOPBACK_REFUSED``, ``RETAIN_FAILED``), then ``stream.closed``; and its reason."""
     extra: list[Item] = []
     if session.ended is None and not halted:
         extra.append(DeskEmit(no_terminal_record(stderr_tail)))
-    extra += [DeskEmit(w) for w in warnings]
+    extra += [DeskEmit(event) for event in late]
     session, more = _emit_all(session, tuple(extra))
     reason = closing_reason(halted=halted, killed=killed, stop=terminal_stop(session.ended), budget_stops=BUDGET_WORDS)
     stream, line = stamp(session.stream, closing_marker(session.stream, reason, process))

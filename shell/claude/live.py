@@ -35,7 +35,7 @@ from metaharness.pure.claude.session import (
 )
 from metaharness.pure.commands import read_command, steering_refusal
 from metaharness.pure.decisions import Arm, Disarm
-from metaharness.pure.events import Exited, Process, Signaled, WarningRaised
+from metaharness.pure.events import Event, Exited, Process, Signaled
 from metaharness.shell.hook_channel import HookChannel
 from returns.result import Failure
 
@@ -112,12 +112,13 @@ def drive_claude(
     transcript: IO[bytes],
     commands: int | None,
     on_steering_refusal: Callable[[str], None],
-    late_warnings: Callable[[], tuple[WarningRaised, ...]] = lambda: (),
+    late_events: Callable[[], tuple[Event, ...]] = lambda: (),
 ) -> RunOutcome:
     """Spawn Claude Code, read its record and its hooks through the session until it ends, wind up.
 
     ``commands`` is the descriptor of metaharness's own stdin (``None``: no commands);
-    ``late_warnings`` runs once the child is reaped (``LOOPBACK_REFUSED``, ``RETAIN_FAILED``).
+    ``late_events`` runs once the child is reaped (the proxy's ``auth.expired`` and ``LOOPBACK_REFUSED``,
+    ``RETAIN_FAILED``).
     Raises ``OSError`` when the spawn itself fails.
     """
     child = subprocess.Popen(
@@ -237,7 +238,7 @@ def drive_claude(
     process: Process = Signaled(signal=-code) if code < 0 else Exited(code=code)
     loop.session, effects, reason = wind_up(
         loop.session, stderr_tail=bytes(tail), halted=halted, killed=killed and not halted, process=process,
-        warnings=late_warnings(),
+        late=late_events(),
     )  # fmt: skip
     loop.perform(effects)
     return RunOutcome(loop.session, reason, process)

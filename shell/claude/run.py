@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import glob
 import os
+import secrets
 import shutil
 import stat
 import subprocess
 import sys
 import tempfile
 
+import msgspec
 from metaharness.pure.claude.launch import (
     MANAGED_SETTINGS,
     MEMORY_RULES_DIR,
@@ -37,8 +39,16 @@ from metaharness.pure.environment import (
     operator_login_file,
     path_floor,
 )
-from metaharness.pure.events import Transcript, WarningRaised
+from metaharness.pure.events import Event, Transcript, WarningRaised
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
+from metaharness.pure.jsonline import compact
+from metaharness.pure.loopback import (
+    SYMBOLIC_PORT,
+    loopback_expired,
+    loopback_placeholder,
+    loopback_refused,
+    upstream_root,
+)
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import unaudited_exit
@@ -48,6 +58,7 @@ from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import caller_environment, gather_program_candidates, readable_regular_file
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.hook_channel import HookChannel
+from metaharness.shell.loopback import LoopbackProxy
 from metaharness.shell.refusals import refuse
 
 VERSION_PROBE_S = 10
@@ -237,12 +248,43 @@ def plan(
     )  # fmt: skip
 
 
+def start_proxy(options: RunOptions, placeholder: str, custody: str) -> LoopbackProxy:
+    """Stage 9 (a): the loopback proxy listens (``loopback-not-started`` when it cannot)."""
+    proxy = LoopbackProxy("claude", placeholder, custody, upstream_root("claude", options.model_endpoint))
+    try:
+        proxy.start()
+    except OSError as error:
+        proxy.stop()
+        raise _Refused(
+            Refusal("loopback-not-started", f"the loopback proxy could not listen on 127.0.0.1: {error.strerror or error}")
+        ) from None
+    return proxy
+
+
+def late_events(
+    options: RunOptions, run_id: str, launch: ClaudeLaunch, proxy: LoopbackProxy | None
+) -> tuple[Event, ...]:
+    """The wind-up's own events: the proxy's one ``auth.expired`` and ``LOOPBACK_REFUSED``, then the
+    ``--retain-dir`` copies (``loopback.json`` among them) and any ``RETAIN_FAILED``."""
+    events: list[Event] = []
+    if proxy is not None:
+        if proxy.expired is not None:
+            events.append(loopback_expired(proxy.expired))
+        refused = loopback_refused(proxy.counters)
+        if refused is not None:
+            events.append(refused)
+        with open(os.path.join(launch.scratch, "loopback.json"), "wb") as handle:
+            handle.write(compact(proxy.counters))
+    return (*events, *retain(options, run_id, launch))
+
+
 def run_claude(options: RunOptions) -> int:
     """Run ``options`` (through stages 1–4) from stage 5 on; the exit code of spec 10 §2."""
     run_id = f"claude-{os.getpid()}"
     caller_env = caller_environment()
     caller_cwd = os.getcwd()
     scratch: str | None = None
+    proxy: LoopbackProxy | None = None
     with _EarlySignal() as early:
         try:
             custody = credentials_stage(options, caller_env)
@@ -252,25 +294,41 @@ def run_claude(options: RunOptions) -> int:
             walked_from, hits, root = tree_checks(options, temp_root)
             early.check()
             scratch = tempfile.mkdtemp(prefix="metaharness-")
-            launch = plan(
-                options, caller_env, caller_cwd, scratch, context=context, frame=frame, walked_from=walked_from,
-                hits=hits, root=root, custody=custody, upstream=None, declaration=declaration_of(options),
-            )  # fmt: skip
+            declaration = declaration_of(options)
+            upstream = upstream_root("claude", options.model_endpoint) if custody is not None else None
+            if custody is not None:
+                placeholder = loopback_placeholder(run_id, secrets.token_bytes(12))
+                declaration = msgspec.structs.replace(
+                    declaration, loopback_port=SYMBOLIC_PORT, loopback_placeholder=placeholder
+                )
+
+            def planned(declared: EnvironmentDeclaration, at: str) -> ClaudeLaunch:
+                return plan(
+                    options, caller_env, caller_cwd, at, context=context, frame=frame, walked_from=walked_from,
+                    hits=hits, root=root, custody=custody, upstream=upstream, declaration=declared,
+                )  # fmt: skip
+
+            launch = planned(declaration, scratch)
+            if custody is not None:
+                proxy = start_proxy(options, placeholder, custody)
+                launch = planned(msgspec.structs.replace(declaration, loopback_port=str(proxy.port)), scratch)
             channel = materialise(launch, tuple((os.path.basename(os.path.normpath(p)), p) for p in options.plugin_dir))
             if options.strict_version:
                 strict_version(launch)
             early.check()
         except _Refused as refused:
+            if proxy is not None:
+                proxy.stop()
             if scratch is not None:
                 shutil.rmtree(scratch, ignore_errors=True)
             return refuse(refused.refusal)
-    facts = SessionFacts(
+    facts_of_session = SessionFacts(
         transcript=Transcript(path=launch.transcript_path, digest=None, bytes=None),
         hermetic=launch.hermetic,
         context_files=launch.context_files,
     )
     warnings = tuple(WarningRaised(code="AMBIENT_INPUT", message=m) for m in launch.ambient_warnings)
-    session, opening = open_session(facts, run_id, options.decisions, frame, warnings)
+    session, opening = open_session(facts_of_session, run_id, options.decisions, frame, warnings)
     for line in opening:
         assert isinstance(line, bytes)
         _write_event(line)
@@ -280,13 +338,13 @@ def run_claude(options: RunOptions) -> int:
                 argv=launch.argv, env=launch.environment.as_dict(), cwd=launch.cwd, session=session,
                 channel=channel, write_event=_write_event, transcript=transcript,
                 commands=sys.stdin.fileno() if sys.stdin is not None else None,
-                on_steering_refusal=_stderr_line, late_warnings=lambda: retain(options, run_id, launch),
+                on_steering_refusal=_stderr_line, late_events=lambda: late_events(options, run_id, launch, proxy),
             )  # fmt: skip
     except OSError as error:
-        channel.close()
-        shutil.rmtree(launch.scratch, ignore_errors=True)
         return refuse(Refusal("spawn-failed", f"{launch.program} could not be started: {error.strerror or error}"))
-    channel.close()
-    shutil.rmtree(launch.scratch, ignore_errors=True)
+    finally:
+        channel.close()
+        if proxy is not None:
+            proxy.stop()
+        shutil.rmtree(launch.scratch, ignore_errors=True)
     return unaudited_exit(outcome.reason)
-

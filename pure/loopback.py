@@ -1,0 +1,214 @@
+"""The loopback credential proxy's decisions, kind-agnostic (spec 50 §6 "Loopback proxy", spec 30 §8).
+
+The child holds a per-run placeholder; the proxy on ``127.0.0.1`` checks it, swaps in the real token
+read per request from custody and forwards to the upstream. This module decides everything that does
+not touch a socket or a file: the placeholder's spelling, reading a request head, whether a request
+is admitted, the forwarded and relayed header lists, the proxy's own answers in the vendor's shape,
+the counters and their ``LOOPBACK_REFUSED`` warning. ``metaharness.shell.loopback`` runs it.
+"""
+
+from __future__ import annotations
+
+import hmac
+import re
+from collections.abc import Sequence
+from typing import Literal
+from urllib.parse import urlsplit
+
+import msgspec
+from metaharness.pure.events import AuthExpired, WarningRaised
+from metaharness.pure.jsonline import compact
+
+Kind = Literal["claude", "codex"]
+Headers = tuple[tuple[str, str], ...]
+
+MAX_BODY = 32 * 1024 * 1024
+"""A request body over 32 MiB is answered 413 (spec 50 §6, design choice)."""
+MAX_HEAD = 64 * 1024
+MAX_RETRY_BODY = 1024 * 1024
+"""An upstream 401 body is buffered up to 1 MiB before the retry decision (spec 50 §6)."""
+RELAY_CHUNK = 16 * 1024
+"""The response body is relayed in flushed chunks of at most 16 KiB, never parsed (spec 50 §6)."""
+SYMBOLIC_PORT = "00000"
+"""The port a loopback launch is planned and measured with before the proxy listens (spec 10 §4.5 stage 8)."""
+
+UPSTREAMS = {"claude": "https://api.anthropic.com", "codex": "https://api.openai.com"}
+"""The upstream when no ``--model-endpoint`` names one (spec 50 §6)."""
+
+HOP_BY_HOP = frozenset(
+    {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "trailers",
+     "transfer-encoding", "upgrade", "proxy-connection"}
+)  # fmt: skip
+_DROPPED_ON_FORWARD = frozenset({"host", "content-length", "authorization", "x-api-key"})
+_UNSAFE_RUN_CHARACTERS = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def loopback_placeholder(run_id: str, random_bytes: bytes) -> str:
+    """``mh-run-<run id, characters outside [A-Za-z0-9_-] → ->-<24 hex from 12 random bytes>`` (spec 30 §8)."""
+    return f"mh-run-{_UNSAFE_RUN_CHARACTERS.sub('-', run_id)}-{random_bytes.hex()}"
+
+
+def upstream_root(kind: Kind, endpoint: str | None) -> str:
+    """The endpoint root (trailing ``/`` removed) when one was given, else the vendor's API (spec 50 §6)."""
+    return endpoint.rstrip("/") if endpoint else UPSTREAMS[kind]
+
+
+class RequestHead(msgspec.Struct, frozen=True):
+    """A parsed request head: method, target (path and query, kept), and headers in received order."""
+
+    method: str
+    target: str
+    headers: Headers
+
+    def header(self, name: str) -> str | None:
+        """The first value of ``name`` (case-insensitive), or ``None``."""
+        wanted = name.lower()
+        return next((value for key, value in self.headers if key.lower() == wanted), None)
+
+
+class ProxyAnswer(msgspec.Struct, frozen=True):
+    """An answer the proxy gives itself, forwarding nothing: status, reason phrase and body."""
+
+    status: int
+    phrase: str
+    body: bytes
+
+    @property
+    def refused(self) -> bool:
+        """A 401 for a missing or wrong placeholder counts toward ``refused``."""
+        return self.status == 401
+
+
+def read_head(raw: bytes) -> RequestHead | None:
+    """The request line and headers before ``\\r\\n\\r\\n`` (without it); ``None`` when malformed."""
+    try:
+        text = raw.decode("latin-1")
+    except UnicodeDecodeError:
+        return None
+    lines = text.split("\r\n")
+    parts = lines[0].split(" ")
+    if len(parts) != 3 or not parts[2].startswith("HTTP/1.") or not parts[1].startswith("/"):
+        return None
+    headers: list[tuple[str, str]] = []
+    for line in lines[1:]:
+        name, colon, value = line.partition(":")
+        if not colon or not name or name != name.strip():
+            return None
+        headers.append((name, value.strip()))
+    return RequestHead(parts[0], parts[1], tuple(headers))
+
+
+def _error_body(kind: Kind, error_type: str, message: str, code: str | None = None) -> bytes:
+    if kind == "claude":
+        return compact({"type": "error", "error": {"type": error_type, "message": message}})
+    return compact({"error": {"type": error_type, "code": code, "message": message}})
+
+
+def refusal_401(kind: Kind) -> ProxyAnswer:
+    """The proxy's own 401 in the vendor's shape (spec 50 §6): claude ``authentication_error``,
+    codex ``invalid_request_error``/``invalid_api_key``."""
+    message = "the request did not carry this run's loopback placeholder, so metaharness forwarded nothing"
+    if kind == "claude":
+        return ProxyAnswer(401, "Unauthorized", _error_body(kind, "authentication_error", message))
+    return ProxyAnswer(401, "Unauthorized", _error_body(kind, "invalid_request_error", message, "invalid_api_key"))
+
+
+def bad_gateway(kind: Kind, why: str) -> ProxyAnswer:
+    """502 ``api_error`` for a custody failure or an unreachable upstream (spec 50 §6)."""
+    return ProxyAnswer(502, "Bad Gateway", _error_body(kind, "api_error", f"metaharness's loopback proxy: {why}", "api_error"))
+
+
+def admit_request(kind: Kind, head: RequestHead, placeholder: str) -> ProxyAnswer | int:
+    """The request's body length, or the proxy's own answer: a chunked body → 400; over 32 MiB → 413;
+    no placeholder as ``Authorization: Bearer`` or ``x-api-key`` (constant-time compare) → 401."""
+    encoding = head.header("transfer-encoding")
+    if encoding is not None and "chunked" in encoding.lower():
+        message = "a chunked request body is not forwarded; send it with a Content-Length"
+        return ProxyAnswer(400, "Bad Request", _error_body(kind, "invalid_request_error", message, "chunked_body"))
+    length_text = head.header("content-length") or "0"
+    if not length_text.isdigit():
+        message = "the Content-Length is not a number"
+        return ProxyAnswer(400, "Bad Request", _error_body(kind, "invalid_request_error", message, "bad_length"))
+    length = int(length_text)
+    if length > MAX_BODY:
+        message = "the request body is over 32 MiB"
+        return ProxyAnswer(413, "Payload Too Large", _error_body(kind, "request_too_large", message, "too_large"))
+    if not carries_placeholder(head, placeholder):
+        return refusal_401(kind)
+    return length
+
+
+def carries_placeholder(head: RequestHead, placeholder: str) -> bool:
+    """Whether ``Authorization: Bearer <placeholder>`` or ``x-api-key: <placeholder>`` arrived,
+    compared in constant time."""
+    expected = placeholder.encode()
+    bearer = head.header("authorization")
+    offered = [bearer[len("Bearer ") :]] if bearer is not None and bearer.startswith("Bearer ") else []
+    key = head.header("x-api-key")
+    offered += [key] if key is not None else []
+    return any(hmac.compare_digest(value.encode("latin-1", "replace"), expected) for value in offered)
+
+
+def _connection_named(headers: Headers) -> frozenset[str]:
+    named = [value for key, value in headers if key.lower() == "connection"]
+    return frozenset(token.strip().lower() for value in named for token in value.split(",") if token.strip())
+
+
+def forward_headers(head: RequestHead, upstream: str, token: str, body_length: int) -> Headers:
+    """The headers sent upstream (spec 50 §6): hop-by-hop, ``Host``, ``Content-Length``,
+    ``Authorization`` and ``x-api-key`` dropped; ``Host``, ``Authorization: Bearer <token>``, the
+    recomputed ``Content-Length`` and ``Connection: close`` set; everything else (``anthropic-version``,
+    ``anthropic-beta``) passed through in order."""
+    dropped = HOP_BY_HOP | _DROPPED_ON_FORWARD | _connection_named(head.headers)
+    kept = tuple((key, value) for key, value in head.headers if key.lower() not in dropped)
+    host = urlsplit(upstream).netloc
+    return (
+        ("Host", host),
+        *kept,
+        ("Authorization", f"Bearer {token}"),
+        ("Content-Length", str(body_length)),
+        ("Connection", "close"),
+    )
+
+
+def relay_headers(headers: Sequence[tuple[str, str]]) -> Headers:
+    """The upstream response's headers relayed to the child: hop-by-hop dropped, ``Connection: close``
+    set, so the body is close-delimited or sized by its own ``Content-Length``."""
+    dropped = HOP_BY_HOP | _connection_named(tuple(headers))
+    return (*((key, value) for key, value in headers if key.lower() not in dropped), ("Connection", "close"))
+
+
+def upstream_url(upstream: str, target: str) -> str:
+    """The upstream URL for a request target: the root plus the path and query, kept as sent."""
+    return upstream.rstrip("/") + target
+
+
+class LoopbackCounters(msgspec.Struct, frozen=True):
+    """``{forwarded, refused, refresh_and_retry, refresh_failed}``, retained as ``loopback.json`` (spec 50 §6)."""
+
+    forwarded: int = 0
+    refused: int = 0
+    refresh_and_retry: int = 0
+    refresh_failed: int = 0
+
+
+def retry_after_401(token_sent: str, token_now: str | None) -> bool:
+    """After an upstream 401 custody is read again: a changed token is retried once; a missing or
+    byte-identical one relays the 401 (spec 50 §6)."""
+    return token_now is not None and not hmac.compare_digest(token_now.encode(), token_sent.encode())
+
+
+def loopback_expired(detail: str) -> AuthExpired:
+    """The one ``auth.expired`` a run emits when the upstream refused an unchanged token (spec 50 §6)."""
+    return AuthExpired(credential_source="loopback", detail=detail, source_line=None)
+
+
+def loopback_refused(counters: LoopbackCounters) -> WarningRaised | None:
+    """``LOOPBACK_REFUSED`` at wind-up when the proxy refused at least one request (spec 50 §6)."""
+    if counters.refused == 0:
+        return None
+    return WarningRaised(
+        code="LOOPBACK_REFUSED",
+        message=f"the loopback credential proxy refused {counters.refused} request(s) that did not carry this run's "
+        "placeholder, and forwarded none of them",
+    )

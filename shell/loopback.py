@@ -1,0 +1,226 @@
+"""The per-run loopback credential proxy, kind-agnostic (spec 50 §6 "Loopback proxy").
+
+:class:`LoopbackProxy` listens on ``127.0.0.1:0`` (plain HTTP, a new port per run) once every plan
+check has passed. One request per connection, ``Connection: close`` on both legs. A request must carry
+the run's placeholder; the real token is read from custody for every request under an exclusive
+``flock`` on ``<file>.mh-lock`` — never cached, logged, written or handed to the child — and attached
+on the way to the upstream (``httpx``, TLS with the system trust store). The response head is flushed
+at once and the body relayed in flushed chunks of at most 16 KiB, never parsed, so SSE survives. The
+decisions are ``metaharness.pure.loopback``'s.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import socket
+import socketserver
+import ssl
+import threading
+
+import httpx
+from metaharness.pure.environment import loopback_custody_token
+from metaharness.pure.loopback import (
+    MAX_HEAD,
+    MAX_RETRY_BODY,
+    RELAY_CHUNK,
+    Kind,
+    LoopbackCounters,
+    ProxyAnswer,
+    RequestHead,
+    admit_request,
+    bad_gateway,
+    forward_headers,
+    read_head,
+    relay_headers,
+    retry_after_401,
+    upstream_url,
+)
+from returns.result import Failure
+
+CHILD_READ_S = 60
+UPSTREAM_CONNECT_S = 30
+UPSTREAM_IDLE_S = 300
+
+
+def read_custody(kind: Kind, path: str) -> str | None:
+    """The real token in ``path``, read under an exclusive ``flock`` on ``<path>.mh-lock``; ``None``
+    when it cannot be read or holds no usable token. Nothing is kept."""
+    try:
+        with open(f"{path}.mh-lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            with open(path, "rb") as handle:
+                data = handle.read()
+    except OSError:
+        return None
+    token = loopback_custody_token(kind, data)
+    return None if isinstance(token, Failure) else token.unwrap()
+
+
+class _Server(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = False
+    proxy: LoopbackProxy
+
+
+class _Handler(socketserver.BaseRequestHandler):
+    def handle(self) -> None:
+        proxy = self.server.proxy  # type: ignore[attr-defined]
+        connection: socket.socket = self.request
+        connection.settimeout(CHILD_READ_S)
+        try:
+            proxy.serve(connection)
+        except (OSError, httpx.HTTPError):
+            pass
+
+
+class LoopbackProxy:
+    """One run's proxy: ``start`` binds and returns the port, ``stop`` closes it, ``counters`` and
+    ``expired`` report what happened (``expired``: the detail of the one ``auth.expired``, or ``None``)."""
+
+    def __init__(self, kind: Kind, placeholder: str, custody: str, upstream: str) -> None:
+        self.kind = kind
+        self.placeholder = placeholder
+        self.custody = custody
+        self.upstream = upstream
+        self._lock = threading.Lock()
+        self._counters = LoopbackCounters()
+        self.expired: str | None = None
+        self._server: _Server | None = None
+        self._client = httpx.Client(
+            verify=ssl.create_default_context(),
+            timeout=httpx.Timeout(UPSTREAM_IDLE_S, connect=UPSTREAM_CONNECT_S),
+            follow_redirects=False,
+        )
+        self._client.headers.clear()
+
+    @property
+    def counters(self) -> LoopbackCounters:
+        with self._lock:
+            return self._counters
+
+    def _count(self, **bump: int) -> None:
+        with self._lock:
+            values = {name: getattr(self._counters, name) + bump.get(name, 0) for name in self._counters.__struct_fields__}
+            self._counters = LoopbackCounters(**values)
+
+    def start(self) -> int:
+        """Listen on ``127.0.0.1:0`` and serve in a daemon thread; returns the port."""
+        server = _Server(("127.0.0.1", 0), _Handler)
+        server.proxy = self
+        self._server = server
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.port: int = server.server_address[1]
+        return self.port
+
+    def stop(self) -> None:
+        """Stop listening and close the upstream client."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        self._client.close()
+
+    def serve(self, connection: socket.socket) -> None:
+        """One request on one connection."""
+        received = b""
+        while b"\r\n\r\n" not in received:
+            chunk = connection.recv(65536)
+            if not chunk or len(received) > MAX_HEAD:
+                return
+            received += chunk
+        raw_head, _, body = received.partition(b"\r\n\r\n")
+        head = read_head(raw_head)
+        if head is None:
+            self._answer(connection, ProxyAnswer(400, "Bad Request", b""))
+            return
+        admitted = admit_request(self.kind, head, self.placeholder)
+        if isinstance(admitted, ProxyAnswer):
+            if admitted.refused:
+                self._count(refused=1)
+            self._answer(connection, admitted)
+            return
+        while len(body) < admitted:
+            chunk = connection.recv(min(65536, admitted - len(body)))
+            if not chunk:
+                return
+            body += chunk
+        self._forward(connection, head, body[:admitted])
+
+    def _forward(self, connection: socket.socket, head: RequestHead, body: bytes) -> None:
+        token = read_custody(self.kind, self.custody)
+        if token is None:
+            self._answer(connection, bad_gateway(self.kind, f"the custody file {self.custody} could not be read"))
+            return
+        response = self._send(head, body, token)
+        if response is None:
+            self._answer(connection, bad_gateway(self.kind, f"the upstream {self.upstream} could not be reached"))
+            return
+        self._count(forwarded=1)
+        if response.status_code == 401:
+            held = self._buffer(response)
+            again = read_custody(self.kind, self.custody)
+            if again is not None and retry_after_401(token, again):
+                self._count(refresh_and_retry=1)
+                retried = self._send(head, body, again)
+                if retried is None:
+                    self._answer(connection, bad_gateway(self.kind, f"the upstream {self.upstream} could not be reached"))
+                    return
+                self._relay(connection, retried)
+                return
+            self._count(refresh_failed=1)
+            with self._lock:
+                if self.expired is None:
+                    self.expired = (
+                        f"the upstream {self.upstream} answered 401 and the custody token in {self.custody} "
+                        "had not changed"
+                    )
+            self._answer(connection, ProxyAnswer(401, response.reason_phrase or "Unauthorized", held),
+                         tuple(response.headers.multi_items()))  # fmt: skip
+            return
+        self._relay(connection, response)
+
+    def _send(self, head: RequestHead, body: bytes, token: str) -> httpx.Response | None:
+        request = self._client.build_request(
+            head.method,
+            upstream_url(self.upstream, head.target),
+            headers=list(forward_headers(head, self.upstream, token, len(body))),
+            content=body,
+        )
+        try:
+            return self._client.send(request, stream=True)
+        except httpx.HTTPError:
+            return None
+
+    @staticmethod
+    def _buffer(response: httpx.Response) -> bytes:
+        held = b""
+        for chunk in response.iter_raw(RELAY_CHUNK):
+            held += chunk
+            if len(held) > MAX_RETRY_BODY:
+                break
+        response.close()
+        return held[:MAX_RETRY_BODY]
+
+    @staticmethod
+    def _relay(connection: socket.socket, response: httpx.Response) -> None:
+        try:
+            head = f"HTTP/1.1 {response.status_code} {response.reason_phrase}\r\n"
+            for key, value in relay_headers(tuple(response.headers.multi_items())):
+                head += f"{key}: {value}\r\n"
+            connection.sendall(head.encode("latin-1") + b"\r\n")
+            for chunk in response.iter_raw(RELAY_CHUNK):
+                connection.sendall(chunk)
+        finally:
+            response.close()
+
+    @staticmethod
+    def _answer(
+        connection: socket.socket, answer: ProxyAnswer, upstream_headers: tuple[tuple[str, str], ...] | None = None
+    ) -> None:
+        if upstream_headers is not None:
+            kept = [(k, v) for k, v in relay_headers(upstream_headers) if k.lower() not in ("content-length", "connection")]
+        else:
+            kept = [("Content-Type", "application/json")]
+        head = f"HTTP/1.1 {answer.status} {answer.phrase}\r\n"
+        for key, value in (*kept, ("Content-Length", str(len(answer.body))), ("Connection", "close")):
+            head += f"{key}: {value}\r\n"
+        connection.sendall(head.encode("latin-1") + b"\r\n" + answer.body)

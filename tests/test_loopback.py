@@ -1,0 +1,214 @@
+"""The loopback credential proxy on real sockets (spec 50 §6 "Loopback proxy", spec 30 §8)."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import ClassVar
+
+import httpx
+import pytest
+from emulator_process import running_emulator
+from metaharness.pure.loopback import (
+    LoopbackCounters,
+    RequestHead,
+    forward_headers,
+    loopback_placeholder,
+    loopback_refused,
+    read_head,
+    relay_headers,
+    retry_after_401,
+    upstream_root,
+)
+from metaharness.shell.loopback import LoopbackProxy
+
+TOKEN = "sk-ant-oat01-the-real-token-0123456789"
+PLACEHOLDER = "mh-run-claude-1-00112233445566778899aabb"
+BODY = {"model": "m", "max_tokens": 8, "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+
+
+def custody(directory: Path, token: str = TOKEN) -> Path:
+    path = directory / ".credentials.json"
+    path.write_text(json.dumps({"claudeAiOauth": {"accessToken": token, "expiresAt": 1}}))
+    return path
+
+
+@pytest.fixture
+def emulator(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    record = tmp_path / "emulator.jsonl"
+    with running_emulator("--scenario", "text", "--record", str(record)) as (base_url, _):
+        yield base_url.removesuffix("/v1"), record
+
+
+@pytest.fixture
+def proxy(tmp_path: Path, emulator: tuple[str, Path]) -> Iterator[LoopbackProxy]:
+    running = LoopbackProxy("claude", PLACEHOLDER, str(custody(tmp_path)), emulator[0])
+    running.start()
+    yield running
+    running.stop()
+
+
+def url(proxy: LoopbackProxy) -> str:
+    return f"http://127.0.0.1:{proxy.port}/v1/messages?beta=true"
+
+
+def test_a_request_with_the_placeholder_reaches_upstream_with_the_real_token(
+    proxy: LoopbackProxy, emulator: tuple[str, Path]
+) -> None:
+    headers = {"Authorization": f"Bearer {PLACEHOLDER}", "anthropic-version": "2023-06-01", "anthropic-beta": "b1"}
+    with httpx.stream("POST", url(proxy), json=BODY, headers=headers) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        chunks = list(response.iter_raw())
+    stream = b"".join(chunks)
+    assert b"event: message_start" in stream and b"event: message_stop" in stream
+    seen = json.loads(emulator[1].read_text().splitlines()[-1])
+    assert (seen["credential_header"], seen["credential_length"]) == ("authorization", len(TOKEN))
+    assert (seen["anthropic_version"], seen["anthropic_beta"], seen["query"]) == ("2023-06-01", "b1", "beta=true")
+    assert proxy.counters == LoopbackCounters(forwarded=1)
+
+
+def test_the_placeholder_also_arrives_as_x_api_key(proxy: LoopbackProxy) -> None:
+    response = httpx.post(url(proxy), json={**BODY, "stream": False}, headers={"x-api-key": PLACEHOLDER})
+    assert response.status_code == 200 and response.json()["type"] == "message"
+
+
+@pytest.mark.parametrize("offered", [None, "Bearer wrong", f"Bearer {PLACEHOLDER}x", "Basic " + PLACEHOLDER])
+def test_a_request_without_the_placeholder_is_refused_and_nothing_is_forwarded(
+    proxy: LoopbackProxy, emulator: tuple[str, Path], offered: str | None
+) -> None:
+    headers = {} if offered is None else {"Authorization": offered}
+    response = httpx.post(url(proxy), json=BODY, headers=headers)
+    assert response.status_code == 401
+    assert response.json()["type"] == "error" and response.json()["error"]["type"] == "authentication_error"
+    assert not emulator[1].exists() or emulator[1].read_text() == ""
+    assert proxy.counters == LoopbackCounters(refused=1)
+    warning = loopback_refused(proxy.counters)
+    assert warning is not None and warning.code == "LOOPBACK_REFUSED"
+
+
+def test_a_chunked_body_is_answered_400(proxy: LoopbackProxy) -> None:
+    with socket.create_connection(("127.0.0.1", proxy.port)) as connection:
+        connection.sendall(
+            b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + PLACEHOLDER.encode()
+            + b"\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n"
+        )  # fmt: skip
+        answer = connection.recv(65536)
+    assert answer.startswith(b"HTTP/1.1 400 ")
+    assert proxy.counters == LoopbackCounters()
+
+
+def test_a_body_over_32_mib_is_answered_413(proxy: LoopbackProxy) -> None:
+    with socket.create_connection(("127.0.0.1", proxy.port)) as connection:
+        connection.sendall(
+            b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nx-api-key: " + PLACEHOLDER.encode()
+            + b"\r\nContent-Length: 40000000\r\n\r\n"
+        )  # fmt: skip
+        assert connection.recv(65536).startswith(b"HTTP/1.1 413 ")
+
+
+def test_unreadable_custody_is_a_502_api_error(tmp_path: Path, emulator: tuple[str, Path]) -> None:
+    running = LoopbackProxy("claude", PLACEHOLDER, str(tmp_path / "gone.json"), emulator[0])
+    running.start()
+    try:
+        response = httpx.post(url(running), json=BODY, headers={"x-api-key": PLACEHOLDER})
+        assert response.status_code == 502 and response.json()["error"]["type"] == "api_error"
+    finally:
+        running.stop()
+
+
+def test_an_unreachable_upstream_is_a_502(tmp_path: Path) -> None:
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    running = LoopbackProxy("codex", PLACEHOLDER, str(custody(tmp_path)), f"http://127.0.0.1:{port}")
+    running.start()
+    try:
+        response = httpx.post(url(running), json=BODY, headers={"Authorization": f"Bearer {PLACEHOLDER}"})
+        assert response.status_code == 502 and response.json()["error"]["type"] == "api_error"
+    finally:
+        running.stop()
+
+
+class _Rotating(http.server.BaseHTTPRequestHandler):
+    """An upstream that answers 401 and rotates custody on the first request, 200 after."""
+
+    seen: ClassVar[list[str]] = []
+    custody: Path
+    rotate = True
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        type(self).seen.append(self.headers["Authorization"])
+        if len(type(self).seen) == 1:
+            if type(self).rotate:
+                custody(type(self).custody.parent, "sk-ant-oat01-rotated")
+            body = b'{"type":"error","error":{"type":"authentication_error","message":"expired"}}'
+            self.send_response(401)
+        else:
+            body = b'{"ok":true}'
+            self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize("rotate", [True, False])
+def test_an_upstream_401_retries_once_only_with_a_changed_token(tmp_path: Path, rotate: bool) -> None:
+    handler = type("Handler", (_Rotating,), {"seen": [], "custody": custody(tmp_path), "rotate": rotate})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    running = LoopbackProxy("claude", PLACEHOLDER, str(tmp_path / ".credentials.json"), f"http://127.0.0.1:{server.server_address[1]}")
+    running.start()
+    try:
+        response = httpx.post(url(running), json=BODY, headers={"x-api-key": PLACEHOLDER})
+    finally:
+        running.stop()
+        server.shutdown()
+    if rotate:
+        assert response.status_code == 200
+        assert handler.seen == [f"Bearer {TOKEN}", "Bearer sk-ant-oat01-rotated"]
+        assert running.counters == LoopbackCounters(forwarded=1, refresh_and_retry=1)
+        assert running.expired is None
+    else:
+        assert response.status_code == 401 and response.json()["error"]["message"] == "expired"
+        assert handler.seen == [f"Bearer {TOKEN}"]
+        assert running.counters == LoopbackCounters(forwarded=1, refresh_failed=1)
+        assert running.expired is not None and TOKEN not in running.expired
+
+
+def test_the_placeholder_spelling() -> None:
+    assert loopback_placeholder("golden", bytes(12)) == "mh-run-golden-000000000000000000000000"
+    assert loopback_placeholder("claude-12/x.y", bytes(range(12))) == "mh-run-claude-12-x-y-000102030405060708090a0b"
+
+
+def test_forwarded_headers_drop_hop_by_hop_and_credentials() -> None:
+    head = RequestHead(
+        "POST",
+        "/v1/messages?beta=true",
+        (("Host", "127.0.0.1:1"), ("Connection", "keep-alive, x-drop"), ("x-drop", "1"), ("Authorization", "Bearer p"),
+         ("x-api-key", "p"), ("anthropic-version", "v"), ("Content-Length", "99"), ("Keep-Alive", "5")),
+    )  # fmt: skip
+    assert forward_headers(head, "https://api.anthropic.com", "tok", 2) == (
+        ("Host", "api.anthropic.com"), ("anthropic-version", "v"), ("Authorization", "Bearer tok"),
+        ("Content-Length", "2"), ("Connection", "close"),
+    )  # fmt: skip
+    assert relay_headers((("Content-Type", "x"), ("Transfer-Encoding", "chunked"))) == (
+        ("Content-Type", "x"), ("Connection", "close"),
+    )  # fmt: skip
+
+
+def test_request_heads_and_upstreams() -> None:
+    assert read_head(b"POST /v1/messages HTTP/1.1\r\nA: b") == RequestHead("POST", "/v1/messages", (("A", "b"),))
+    assert read_head(b"GET http://x/ HTTP/1.1") is None
+    assert read_head(b"POST / HTTP/1.1\r\nno colon") is None
+    assert upstream_root("claude", None) == "https://api.anthropic.com"
+    assert upstream_root("codex", "http://127.0.0.1:9/") == "http://127.0.0.1:9"
+    assert retry_after_401("a", "b") and not retry_after_401("a", "a") and not retry_after_401("a", None)
