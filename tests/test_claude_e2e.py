@@ -198,3 +198,66 @@ def test_the_deadline_denies_an_unanswered_call(root: str, tmp_path: Path) -> No
     assert decided[0]["decision"]["reason"].startswith("metaharness's own 55000ms decision deadline expired")
     assert decided[0]["latency_ms"] >= 55000
     assert 55 <= elapsed < 100
+
+
+def holding_token(token: bytes) -> list[str]:
+    """Every process whose environment or argv holds ``token``, and the files under a metaharness
+    scratch root that do."""
+    found: list[str] = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            for name in ("environ", "cmdline"):
+                try:
+                    if token in (entry / name).read_bytes():
+                        found.append(f"{entry}/{name}")
+                except OSError:
+                    continue
+    for scratch in Path(os.path.realpath(os.environ.get("TMPDIR", "/tmp"))).glob("metaharness-*"):
+        for path in scratch.rglob("*"):
+            try:
+                if path.is_file() and not path.is_symlink() and token in path.read_bytes():
+                    found.append(str(path))
+            except OSError:
+                continue
+    return found
+
+
+def test_loopback_attaches_the_real_token_only_on_the_way_out(tmp_path: Path) -> None:
+    token = "sk-ant-oat01-e2e-only-in-custody-4d1f7c"
+    custody = tmp_path / "custody"
+    custody.mkdir()
+    (custody / ".credentials.json").write_text(json.dumps({"claudeAiOauth": {"accessToken": token}}))
+    record = tmp_path / "emulator.jsonl"
+    work = tmp_path / "work"
+    work.mkdir()
+    with running_emulator("--scenario", "claude-write", "--record", str(record)) as (base_url, _):
+        argv = [sys.executable, "-m", "metaharness.shell", "run", "claude", "--credentials", "loopback",
+                "--model-endpoint", base_url.removesuffix("/v1"), "--cwd", str(work), "-p", "write the note",
+                "--decisions", "ask"]  # fmt: skip
+        env = {**os.environ, "CLAUDE_CONFIG_DIR": str(custody)}
+        process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   bufsize=0, env=env)  # fmt: skip
+        assert process.stdin is not None and process.stdout is not None
+        lines: list[bytes] = []
+        while not lines or json.loads(lines[-1])["event"] != "tool.requested":
+            line = process.stdout.readline()
+            assert line, process.stderr.read() if process.stderr else ""
+            lines.append(line)
+        assert holding_token(token.encode()) == []
+        command = {"format": "metaharness.command/1", "id": "c1", "command": "tool.decide",
+                   "call_id": json.loads(lines[-1])["call_id"], "decision": {"decision": "allow"}}  # fmt: skip
+        process.stdin.write(json.dumps(command).encode() + b"\n")
+        out, err = process.communicate(timeout=120)
+    stream = b"".join(lines) + out
+    events = well_formed(stream.splitlines())
+    assert token.encode() not in stream
+    assert (work / "note.md").read_text() == NOTE, err.decode()
+    seen = [json.loads(line) for line in record.read_text().splitlines()]
+    assert seen and all((s["credential_header"], s["credential_length"]) == ("authorization", len(token)) for s in seen)
+    assert token not in record.read_text()
+    started = of(events, "session.started")[0]
+    assert started["credential_source"] == "none"
+    h6 = next(row["how"] for row in started["hermetic"]["imposed"] if row["row"] == "H6")
+    assert h6.startswith("the child held a per-run placeholder and no credential file")
+    assert not any(e.get("code") == "LOOPBACK_REFUSED" for e in events)
+    assert process.returncode == 0
