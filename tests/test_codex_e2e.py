@@ -55,7 +55,10 @@ def emulator(request: pytest.FixtureRequest) -> Iterator[str]:
     """The emulator serving the scenario the test names (indirect parameter); yields the gateway root."""
     scenario = request.param
     program = Path(sys.executable).with_name("b10x-emulator")
-    process = subprocess.Popen([str(program), "--scenario", scenario], stdout=subprocess.PIPE, text=True)
+    record = request.getfixturevalue("tmp_path") / "emulator.jsonl"
+    process = subprocess.Popen(
+        [str(program), "--scenario", scenario, "--record", str(record)], stdout=subprocess.PIPE, text=True
+    )
     announcement = json.loads(process.stdout.readline())
     root = announcement["base_url"].removesuffix("/v1")
     yield root
@@ -83,12 +86,13 @@ def sealed_frame(tmp_path: Path, operations: list[str], subjects: list[dict] | N
     return str(path)
 
 
-def start_run(options: dict) -> subprocess.Popen[bytes]:
+def start_run(options: dict, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-c", DRIVER, json.dumps(options)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        env=env,
     )
 
 
@@ -300,3 +304,55 @@ def test_ask_unanswered_is_denied_by_the_deadline_and_the_patch_never_runs(emula
     )
     assert not (work / "note.md").exists()
     assert outcome.reason == "completed" and outcome.process == Exited(code=0)
+
+
+TOKEN = "sk-test-custody-token-0123456789abcdef"
+
+
+@pytest.mark.parametrize("emulator", ["codex-shell"], indirect=True)
+def test_loopback_attaches_the_custody_token_upstream_and_the_child_never_holds_it(emulator: str, tmp_path: Path):
+    home = tmp_path / "home"
+    (home / ".codex").mkdir(parents=True)
+    (home / ".local" / "bin").mkdir(parents=True)
+    (home / ".local" / "bin" / "codex").symlink_to(_pinned_codex())
+    (home / ".codex" / "auth.json").write_text(json.dumps({"OPENAI_API_KEY": TOKEN}))
+    retained = tmp_path / "retained"
+    retained.mkdir()
+    options = {"prompt": "run the check", "decisions": "observe", "credentials": "loopback", "model_endpoint": emulator}
+    events, code = finish(start_run({**options, "retain_dir": str(retained)}, env={**os.environ, "HOME": str(home)}))
+    assert code == 0 and events[-1]["reason"] == "completed"
+    requests = [json.loads(line) for line in (tmp_path / "emulator.jsonl").read_text().splitlines()]
+    assert requests and all(r["path"] == "/v1/responses" for r in requests)
+    assert {(r["credential_header"], r["credential_length"]) for r in requests} == {("authorization", len(TOKEN))}
+    started = of(events, "session.started")[0]
+    (h6,) = [row for row in started["hermetic"]["imposed"] if row["row"] == "H6"]
+    assert h6["how"].startswith("the child held a per-run placeholder and no credential file")
+    assert str(home / ".codex" / "auth.json") in h6["how"]
+    (run_dir,) = retained.iterdir()
+    config = (run_dir / "codex-home" / "config.toml").read_text()
+    assert 'env_key = "METAHARNESS_LOOPBACK_KEY"' in config and 'model_provider = "metaharness_loopback"' in config
+    assert json.loads((run_dir / "loopback.json").read_text())["forwarded"] == len(requests)
+    for path in run_dir.rglob("*"):
+        if path.is_file():
+            assert TOKEN.encode() not in path.read_bytes(), path
+    assert TOKEN not in json.dumps(events)
+
+
+@pytest.mark.parametrize("emulator", ["codex-shell"], indirect=True)
+def test_loopback_child_environment_holds_the_placeholder_never_the_token(emulator: str, tmp_path: Path, monkeypatch):
+    home = tmp_path / "home"
+    (home / ".codex").mkdir(parents=True)
+    (home / ".codex" / "auth.json").write_text(json.dumps({"OPENAI_API_KEY": TOKEN}))
+    monkeypatch.setenv("HOME", str(home))
+    scratch = tmp_path / "scratch"
+    scratch.mkdir(mode=0o700)
+    options = RunOptions(kind="codex", prompt="p", decisions="observe", credentials="loopback", model_endpoint=emulator)
+    (home / ".local" / "bin").mkdir(parents=True)
+    (home / ".local" / "bin" / "codex").symlink_to(_pinned_codex())
+    launch, _ = plan_run(
+        options, str(scratch), (str(home / ".codex" / "auth.json"), "mh-run-codex-1-00", "43210")
+    ).unwrap()
+    environment = launch.environment.as_dict()
+    assert environment["METAHARNESS_LOOPBACK_KEY"] == "mh-run-codex-1-00"
+    assert all(TOKEN not in value for value in environment.values())
+    assert launch.credential_file is None

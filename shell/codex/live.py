@@ -239,10 +239,12 @@ def drive_codex(
     commands: IO[bytes] | None,
     on_steering_refusal: Callable[[str], None],
     process_known: bool = True,
+    late_events: Callable[[], tuple[Event, ...]] = tuple,
 ) -> LiveOutcome:
     """Spawn ``codex exec``, map its rollout and decide its hook calls until it ends, then wind the
     stream up (spec 20 §4, spec 10 §4.10). Raises ``OSError`` when the spawn itself fails.
-    ``process_known`` false writes ``process`` unknown, as conformance C3 does (spec 50 §9)."""
+    ``process_known`` false writes ``process`` unknown, as conformance C3 does (spec 50 §9);
+    ``late_events`` are the wind-up's own events (loopback, retain), written before the marker."""
     state = _Run(launch, desk, rollout, run, write_event)
     events: queue.Queue[tuple[str, Any]] = queue.Queue()
     stop = threading.Event()
@@ -336,6 +338,8 @@ def drive_codex(
         state.emit(ended)
     elif not halted:
         state.emit(no_terminal_record(bytes(tail)))
+    for payload in late_events():
+        state.emit(payload)
     reason = closing_reason(halted=halted, killed=killed, stop=stop_word(ended), budget_stops=())
     state.emit(closing_marker(state.stream, reason, process if process_known else UnknownProcess()))
     state.channel.close()

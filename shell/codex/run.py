@@ -9,6 +9,7 @@ copies, the scratch root removed, the exit of spec 10 §2.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import stat
 import subprocess
@@ -20,11 +21,19 @@ from metaharness.pure.codex.launch import PINS, PROGRAM, CodexLaunch, CodexRunSp
 from metaharness.pure.codex.rollout import RolloutLaunch
 from metaharness.pure.commands import control_unsupported, start_time_refusals
 from metaharness.pure.decisions import open_desk
-from metaharness.pure.environment import EnvironmentDeclaration, operator_login_file, path_floor
-from metaharness.pure.events import Transcript
+from metaharness.pure.environment import EnvironmentDeclaration, loopback_custody_token, operator_login_file, path_floor
+from metaharness.pure.events import Event, Transcript, WarningRaised
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
 from metaharness.pure.hermetic import MEMORY_SHAPES, memory_walk
 from metaharness.pure.hook_channel import HOOK_TIMEOUT_S
+from metaharness.pure.jsonline import compact
+from metaharness.pure.loopback import (
+    SYMBOLIC_PORT,
+    loopback_expired,
+    loopback_placeholder,
+    loopback_refused,
+    upstream_root,
+)
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import unaudited_exit
@@ -37,6 +46,7 @@ from metaharness.shell.facts import (
     readable_regular_file,
 )
 from metaharness.shell.frame_file import read_frame_file
+from metaharness.shell.loopback import LoopbackProxy
 from metaharness.shell.refusals import refuse
 from returns.result import Failure, Result, Success
 
@@ -72,8 +82,26 @@ def _declared_inputs(options: RunOptions) -> Result[tuple[str | None, Frame | No
     return Success((cwd, frame))
 
 
-def plan_run(options: RunOptions, scratch: str) -> Result[tuple[CodexLaunch, Frame | None], Refusal]:
-    """Stages 5–8 for a codex run: every check before anything is written (spec 10 §4.5)."""
+def custody_stage(options: RunOptions, caller_env: dict[str, str]) -> Result[str | None, Refusal]:
+    """Stage 5 under loopback (spec 50 §6): the custody ``auth.json`` is parsed once
+    (``loopback-custody-unreadable``, ``loopback-chatgpt-login``); its path, or ``None`` off loopback."""
+    if options.credentials != "loopback":
+        return Success(None)
+    custody = operator_login_file("codex", caller_env)
+    try:
+        with open(custody or "", "rb") as handle:
+            data = handle.read()
+    except OSError as error:
+        return Failure(Refusal("loopback-custody-unreadable", f"{custody}: {error.strerror or error}"))
+    return loopback_custody_token("codex", data).map(lambda _: custody)
+
+
+def plan_run(
+    options: RunOptions, scratch: str, loopback: tuple[str, str, str] | None = None
+) -> Result[tuple[CodexLaunch, Frame | None], Refusal]:
+    """Stages 5–8 for a codex run: every check before anything is written (spec 10 §4.5).
+    ``loopback`` is (custody path, placeholder, port) under ``--credentials loopback``; the port may
+    still be symbolic."""
     caller_env = caller_environment()
     credential_file = operator_login_file("codex", caller_env)
     inputs = _declared_inputs(options)
@@ -105,6 +133,8 @@ def plan_run(options: RunOptions, scratch: str) -> Result[tuple[CodexLaunch, Fra
             credentials=options.credentials,
             actor=options.actor,
             model_endpoint=options.model_endpoint,
+            loopback_port=loopback[2] if loopback is not None else None,
+            loopback_placeholder=loopback[1] if loopback is not None else None,
         ),
         context=context.unwrap(),
         frame_digest=frame.digest if frame is not None else None,
@@ -116,6 +146,8 @@ def plan_run(options: RunOptions, scratch: str) -> Result[tuple[CodexLaunch, Fra
         scratch,
         program_facts,
         credential_file_present=readable_regular_file(credential_file),
+        custody_path=loopback[0] if loopback is not None else None,
+        upstream=upstream_root("codex", options.model_endpoint) if loopback is not None else None,
         walk=walk,
     )
     return launch.map(lambda planned: (planned, frame))
@@ -159,12 +191,12 @@ def probe_version(launch: CodexLaunch) -> Result[str, Refusal]:
 
 
 def _retain(launch: CodexLaunch, retain_dir: str, run: str) -> str | None:
-    """Copy the rollout copies, hook requests and generated files (never a credential) to
-    ``<retain-dir>/<run id>/``; the error text when the copy failed."""
+    """Copy the rollout copies, hook requests, ``loopback.json`` and generated files (never a
+    credential) to ``<retain-dir>/<run id>/``; the error text when the copy failed."""
     target = os.path.join(retain_dir, run)
     try:
         os.makedirs(target, exist_ok=True)
-        for name in ("rollout.jsonl", "rollout.stdout.jsonl", "hooks", "hook-channel"):
+        for name in ("rollout.jsonl", "rollout.stdout.jsonl", "loopback.json", "hooks", "hook-channel"):
             source = os.path.join(launch.scratch, name)
             if os.path.isdir(source):
                 shutil.copytree(source, os.path.join(target, name), dirs_exist_ok=True, ignore=_fifos)
@@ -182,14 +214,60 @@ def _fifos(directory: str, names: list[str]) -> list[str]:
     return [name for name in names if stat.S_ISFIFO(os.lstat(os.path.join(directory, name)).st_mode)]
 
 
+def late_events(options: RunOptions, run: str, launch: CodexLaunch, proxy: LoopbackProxy | None) -> tuple[Event, ...]:
+    """The wind-up's own events (spec 50 §6, spec 10 §4.2): the proxy's one ``auth.expired`` and
+    ``LOOPBACK_REFUSED``, then the ``--retain-dir`` copy and any ``RETAIN_FAILED``."""
+    events: list[Event] = []
+    if proxy is not None:
+        if proxy.expired is not None:
+            events.append(loopback_expired(proxy.expired))
+        refused = loopback_refused(proxy.counters)
+        if refused is not None:
+            events.append(refused)
+        with open(os.path.join(launch.scratch, "loopback.json"), "wb") as handle:
+            handle.write(compact(proxy.counters))
+    if options.retain_dir is not None:
+        failure = _retain(launch, options.retain_dir, run)
+        if failure is not None:
+            events.append(WarningRaised(code="RETAIN_FAILED", message=f"the --retain-dir copy failed: {failure}"))
+    return tuple(events)
+
+
+def _start(
+    options: RunOptions, run: str, scratch: str
+) -> Result[tuple[CodexLaunch, Frame | None, LoopbackProxy | None], Refusal]:
+    """Stages 5–9 (c): plan, start any loopback proxy and re-plan with its port, write the scratch
+    tree, probe under ``--strict-version``."""
+    custody = custody_stage(options, caller_environment())
+    if isinstance(custody, Failure):
+        return custody
+    path = custody.unwrap()
+    loopback = None if path is None else (path, loopback_placeholder(run, secrets.token_bytes(12)), SYMBOLIC_PORT)
+    planned = plan_run(options, scratch, loopback)
+    if isinstance(planned, Failure) or loopback is None:
+        return planned.map(lambda done: (*done, None))
+    proxy = LoopbackProxy("codex", loopback[1], loopback[0], upstream_root("codex", options.model_endpoint))
+    try:
+        port = proxy.start()
+    except OSError as error:
+        proxy.stop()
+        return Failure(Refusal("loopback-not-started", f"the loopback proxy could not listen on 127.0.0.1: {error}"))
+    replanned = plan_run(options, scratch, (loopback[0], loopback[1], str(port)))
+    if isinstance(replanned, Failure):
+        proxy.stop()
+    return replanned.map(lambda done: (*done, proxy))
+
+
 def run_codex(options: RunOptions) -> int:
     """Run ``options`` (kind ``codex``, through stages 1–4) from stage 5 on; the exit of spec 10 §2."""
+    run = f"codex-{os.getpid()}"
     scratch = tempfile.mkdtemp(prefix="metaharness-codex-")
+    proxy: LoopbackProxy | None = None
     try:
-        planned = plan_run(options, scratch)
-        if isinstance(planned, Failure):
-            return refuse(planned.failure())
-        launch, frame = planned.unwrap()
+        started = _start(options, run, scratch)
+        if isinstance(started, Failure):
+            return refuse(started.failure())
+        launch, frame, proxy = started.unwrap()
         materialise(launch)
         if options.strict_version:
             version = probe_version(launch)
@@ -202,7 +280,6 @@ def run_codex(options: RunOptions) -> int:
                         f"{launch.program} reports {version.unwrap()}; the adapter is pinned to {', '.join(PINS)}",
                     )
                 )
-        run = f"codex-{os.getpid()}"
         rollout = RolloutLaunch(
             program=launch.program,
             pins=PINS,
@@ -221,13 +298,12 @@ def run_codex(options: RunOptions) -> int:
                 write_event=_write_event,
                 commands=sys.stdin.buffer,
                 on_steering_refusal=_steering_refusal,
+                late_events=lambda: late_events(options, run, launch, proxy),
             )
         except OSError as error:
             return refuse(Refusal("spawn-failed", f"{launch.program} could not be started: {error}"))
-        if options.retain_dir is not None:
-            failure = _retain(launch, options.retain_dir, run)
-            if failure is not None:
-                sys.stderr.write(f"metaharness: retain failed: {failure}\n")
         return unaudited_exit(outcome.reason)
     finally:
+        if proxy is not None:
+            proxy.stop()
         shutil.rmtree(scratch, ignore_errors=True)
