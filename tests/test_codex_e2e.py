@@ -37,8 +37,9 @@ def _pinned_codex() -> str | None:
     return found if PINNED in done.stdout.split() else None
 
 
+CODEX = _pinned_codex()
 pytestmark = pytest.mark.skipif(
-    _pinned_codex() is None,
+    CODEX is None,
     reason=f"the pinned Codex CLI {PINNED} is not installed on the child's PATH (vendors/install.sh)",
 )
 
@@ -314,7 +315,7 @@ def test_loopback_attaches_the_custody_token_upstream_and_the_child_never_holds_
     home = tmp_path / "home"
     (home / ".codex").mkdir(parents=True)
     (home / ".local" / "bin").mkdir(parents=True)
-    (home / ".local" / "bin" / "codex").symlink_to(_pinned_codex())
+    (home / ".local" / "bin" / "codex").symlink_to(CODEX)
     (home / ".codex" / "auth.json").write_text(json.dumps({"OPENAI_API_KEY": TOKEN}))
     retained = tmp_path / "retained"
     retained.mkdir()
@@ -348,7 +349,7 @@ def test_loopback_child_environment_holds_the_placeholder_never_the_token(emulat
     scratch.mkdir(mode=0o700)
     options = RunOptions(kind="codex", prompt="p", decisions="observe", credentials="loopback", model_endpoint=emulator)
     (home / ".local" / "bin").mkdir(parents=True)
-    (home / ".local" / "bin" / "codex").symlink_to(_pinned_codex())
+    (home / ".local" / "bin" / "codex").symlink_to(CODEX)
     launch, _ = plan_run(
         options, str(scratch), (str(home / ".codex" / "auth.json"), "mh-run-codex-1-00", "43210")
     ).unwrap()
