@@ -6,16 +6,15 @@ import msgspec
 import pytest
 from metaharness.pure.claude.launch import (
     ClaudeRunSpec,
-    MemoryHit,
     check_arguments,
     check_shadowing,
     launch_fixture,
-    memory_directories,
     plan_claude_launch,
     settings_document,
 )
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
+from metaharness.pure.hermetic import MemoryHit, MemoryWalk
 from metaharness.pure.jsonline import sha256_hex
 from returns.result import Failure, Success
 
@@ -168,25 +167,21 @@ def test_an_at_mention_is_an_ambient_input_with_a_warning() -> None:
 
 
 def test_a_memory_file_above_a_scratch_run_refuses() -> None:
-    hit = MemoryHit("/tmp/CLAUDE.md", "CLAUDE.md")
-    result = plan(spec(), walked_from="/tmp", memory_hits=(hit,))
+    walk = MemoryWalk(start="/tmp", hits=(MemoryHit("/tmp/CLAUDE.md", "CLAUDE.md"),), root_names=())
+    result = plan(spec(), walk=walk)
     assert code(result) == "memory-ancestor-found"
     assert isinstance(result, Failure) and "/tmp/CLAUDE.md" in result.failure().message
 
 
 def test_memory_rows_under_cwd_and_scratch_cwd() -> None:
     hit = MemoryHit("/srv/AGENTS.md", "AGENTS.md")
-    operator = plan(spec(cwd="/srv/repo"), memory_hits=(hit,)).unwrap().hermetic
+    operator = plan(spec(cwd="/srv/repo"), walk=MemoryWalk("/srv/repo", (hit,), ("CLAUDE.md",))).unwrap().hermetic
     assert [r.row for r in operator.unavailable] == ["H7", "H9", "H11"]
-    copy = plan(spec(cwd="/srv/copy", scratch_cwd=True), walked_from="/srv", memory_hits=(hit,)).unwrap()
+    assert "memory file at the working directory's root: CLAUDE.md" in operator.ambient_inputs
+    copy = plan(spec(cwd="/srv/copy", scratch_cwd=True), walk=MemoryWalk("/srv/copy", (hit,), ())).unwrap()
     assert [r.row for r in copy.hermetic.declared] == ["H7"]
-    assert "/srv/AGENTS.md" in copy.hermetic.unavailable[-1].why  # type: ignore[union-attr]
+    assert "/srv/AGENTS.md" in copy.hermetic.unavailable[-1].why
     assert "workspace=embedder-scratch-copy" in copy.user_turn
-
-
-def test_the_walk_visits_ancestors_up_to_root() -> None:
-    assert memory_directories("/tmp", include_start=True) == ("/tmp", "/")
-    assert memory_directories("/a/b/c", include_start=False) == ("/a/b", "/a", "/")
 
 
 def test_the_attestation_names_the_claude_rows() -> None:
@@ -194,6 +189,7 @@ def test_the_attestation_names_the_claude_rows() -> None:
     rows = [r.row for r in hermetic.imposed]
     assert rows == ["H1a", "H1b", "H2", "H3", "H4", "H5", "H6", "H7", "H8", "H10", "H11"]
     assert hermetic.imposed[9].how == f"frame {'ab' * 32}"
+    assert hermetic.imposed[5].how == "--strict-mcp-config with []"
     assert "the network is not isolated" in hermetic.ambient_inputs
     assert not any("observe" in item for item in hermetic.ambient_inputs)
 

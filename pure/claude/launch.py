@@ -26,7 +26,16 @@ from metaharness.pure.environment import (
     path_floor,
     resolve_program,
 )
-from metaharness.pure.events import ContextFile, Hermetic, RowHow, RowWhy
+from metaharness.pure.events import ContextFile, Hermetic
+from metaharness.pure.hermetic import (
+    LaunchFacts,
+    MemoryWalk,
+    RowAttestation,
+    WorkdirMode,
+    attest,
+    governing_documents,
+    memory_row,
+)
 from metaharness.pure.hook_channel import (
     CHANNEL_DIR,
     HOOK_PROGRAM,
@@ -69,12 +78,7 @@ DENIED_ARGUMENTS = (
 """Flags a claude launch must never carry (spec 50 §3 "Refusals"): each drops the hook, changes what
 an abstain means or shadows the hook."""
 
-MEMORY_SHAPES = ("CLAUDE.md", "CLAUDE.local.md", ".claude/CLAUDE.md", "AGENTS.md")
-MEMORY_RULES_DIR = ".claude/rules"
-"""The memory shapes the 2.1.332 loader reads in an ancestor, plus every ``*.md`` directly in
-``.claude/rules/`` (spec 50 §3 "Memory walk", spec 30 §5.1)."""
-
-MEMORY_CANARY: Mapping[str, tuple[str, ...]] = {}
+CANARY_LOADED: Mapping[str, frozenset[str]] = {}
 """Per pin, the memory shapes the canary showed loaded (spec 30 §5.3). No pin has a canary entry yet,
 so every shape counts as loaded."""
 
@@ -104,13 +108,6 @@ class ClaudeRunSpec(msgspec.Struct, frozen=True, kw_only=True):
     context: tuple[ContextFileRead, ...] = ()
     plugins: tuple[tuple[str, str], ...] = ()
     frame_digest: str | None = None
-
-
-class MemoryHit(msgspec.Struct, frozen=True):
-    """A memory shape ``lstat`` found in a proper ancestor of the working directory (spec 30 §5.1)."""
-
-    path: str
-    shape: str
 
 
 class ClaudeLaunch(msgspec.Struct, frozen=True, kw_only=True):
@@ -243,53 +240,24 @@ def arguments(spec: ClaudeRunSpec, scratch: str, turn: str, context_block: str |
     return tuple(args)
 
 
-def memory_directories(start: str, include_start: bool) -> tuple[str, ...]:
-    """The directories the ancestor walk visits, nearest first, up to and including ``/`` (spec 30
-    §5.1–§5.2): the proper ancestors of the child's real directory, or, for a metaharness scratch run,
-    the temp directory the scratch root is created in and its ancestors. In each the shell ``lstat``s
-    :data:`MEMORY_SHAPES` and lists ``*.md`` directly in :data:`MEMORY_RULES_DIR`."""
-    path = posixpath.normpath(start)
-    visited = [path] if include_start else []
-    while path != "/":
-        path = posixpath.dirname(path)
-        visited.append(path)
-    return tuple(visited)
+def workdir_mode(spec: ClaudeRunSpec) -> WorkdirMode:
+    """``scratch`` without ``--cwd``, ``copy`` with ``--cwd --scratch-cwd``, else ``operator`` (spec 30 §4)."""
+    if spec.cwd is None:
+        return "scratch"
+    return "copy" if spec.scratch_cwd else "operator"
 
 
-def loaded_shapes(version: str) -> tuple[str, ...] | None:
-    """The shapes the canary showed loaded at ``version``; ``None`` when it has no entry, so every
-    shape counts as loaded (spec 30 §5.3)."""
-    return MEMORY_CANARY.get(version)
-
-
-def memory_row(
-    spec: ClaudeRunSpec, walked_from: str, hits: tuple[MemoryHit, ...]
-) -> Result[RowHow | RowWhy, Refusal]:
-    """Row H11, or ``memory-ancestor-found`` (spec 30 §5.2, spec 50 §3 "Memory walk").
-
-    ``walked_from`` is the directory the walk started above (for a metaharness scratch run, the temp
-    directory the scratch root is created in). At the pin every shape counts as loaded until the
-    canary has run, so any hit refuses a scratch run and makes a ``--scratch-cwd`` copy's row
-    unavailable; under ``--cwd`` the row is unavailable, naming any hits.
-    """
-    named = ", ".join(hit.path for hit in hits)
-    loaded = loaded_shapes(PINS[0])
-    loaded_hits = tuple(hit for hit in hits if loaded is None or hit.shape in loaded)
-    if spec.cwd is not None and not spec.scratch_cwd:
-        why = f"the child runs in the operator's tree {spec.cwd}; memory files in and above it are discoverable"
-        return Success(RowWhy(row="H11", why=why + (f" (found: {named})" if hits else "")))
-    if loaded_hits and spec.cwd is None:
-        return Failure(
-            Refusal(
-                "memory-ancestor-found",
-                "the ancestor walk from "
-                f"{walked_from} found {', '.join(hit.path for hit in loaded_hits)}, which Claude Code would load",
-            )
-        )
-    if loaded_hits:
-        return Success(RowWhy(row="H11", why=f"the ancestor walk from {walked_from} found {named}"))
-    how = "--setting-sources \"\" and the fresh scratch config home; the ancestor walk from " + walked_from
-    return Success(RowHow(row="H11", how=how + (f" found {named}, not loaded" if hits else " found no memory file")))
+def ambient_extras(spec: ClaudeRunSpec, managed_settings_present: bool) -> tuple[str, ...]:
+    """What reaches a Claude Code child that no row controls, beyond the shared entries (spec 30 §3,
+    spec 50 §1–§3): the ``@builtin`` plugins, that an allow grants under observe, a managed settings
+    file, and each ``@path`` mention in the task."""
+    extras = ["built-in plugins: " + ", ".join(f"{name}@builtin" for name in BUILTIN_PLUGINS)]
+    if spec.decisions == "observe":
+        extras.append("under observe an allow grants: it bypasses Claude Code's own permission prompt")
+    if managed_settings_present:
+        extras.append(f"managed settings file: {MANAGED_SETTINGS}")
+    extras += [f"file mention in the task: {token}" for token in ambient_mentions(spec.prompt)]
+    return tuple(extras)
 
 
 def attestation(
@@ -297,79 +265,30 @@ def attestation(
     scratch: str,
     cwd: str,
     environment: ChildEnvironment,
-    memory: RowHow | RowWhy,
+    memory: RowAttestation,
+    walk: MemoryWalk,
     managed_settings_present: bool,
-    root_memory: tuple[str, ...],
 ) -> Hermetic:
     """``session.started.hermetic`` for a claude launch (spec 30 §3, spec 50 §5)."""
-    posture = environment.posture
-    imposed = [
-        RowHow(row="H1a", how=f"CLAUDE_CONFIG_DIR={scratch}/claude-home; plugins only as named copies"),
-        RowHow(row="H1b", how="fresh config home"),
-        RowHow(
-            row="H2",
-            how=f'--setting-sources "" and the settings file {scratch}/{SETTINGS_FILE} outside the config home',
-        ),
-        RowHow(row="H3", how=environment.h3_how()),
-        RowHow(row="H4", how=posture.h4_how),
-        RowHow(row="H5", how="--strict-mcp-config with []"),
-        RowHow(row="H6", how=posture.h6_how),
-    ]
-    declared: list[RowHow] = []
-    unavailable: list[RowWhy] = []
-    if spec.cwd is None:
-        imposed.append(RowHow(row="H7", how=f"the child runs in {cwd}, which metaharness created"))
-    elif spec.scratch_cwd:
-        declared.append(
-            RowHow(
-                row="H7",
-                how=f"the embedder declared {cwd} as its scratch copy; metaharness did not create it and passes "
-                "no --add-dir",
-            )
+    return attest(
+        LaunchFacts(
+            kind="claude",
+            mode=spec.hermetic,
+            decisions=spec.decisions,
+            scratch=scratch,
+            workdir_mode=workdir_mode(spec),
+            workdir=cwd,
+            h3_how=environment.h3_how(),
+            h4_how=environment.posture.h4_how,
+            h6_how=environment.posture.h6_how,
+            memory=memory,
+            governing=governing_documents(
+                frame_digest=spec.frame_digest, context=[(item.path, item.sha256) for item in spec.context]
+            ),
+            mcp_servers=(),
+            root_memory_names=walk.root_names,
+            extra_ambient=ambient_extras(spec, managed_settings_present),
         )
-    else:
-        unavailable.append(
-            RowWhy(
-                row="H7",
-                why=f"the child runs in {cwd}, which metaharness did not create, and can write to it; Claude Code "
-                "may edit files in that tree",
-            )
-        )
-    imposed.append(
-        RowHow(
-            row="H8",
-            how="no --bare/--safe-mode, no CLAUDE_CODE_SAFE_MODE/CLAUDE_CODE_SIMPLE; PreToolUse hook in the settings",
-        )
-    )
-    unavailable.append(RowWhy(row="H9", why="the version is read from the opening record"))
-    governing = []
-    if spec.frame_digest is not None:
-        governing.append(f"frame {spec.frame_digest}")
-    governing += [f"context {item.path} sha256 {item.sha256}" for item in spec.context]
-    imposed.append(RowHow(row="H10", how="; ".join(governing) if governing else "no governing document"))
-    if isinstance(memory, RowHow):
-        imposed.append(memory)
-    else:
-        unavailable.append(memory)
-    ambient = [
-        "the git status in the vendor's system prompt",
-        "the network is not isolated",
-        "built-in plugins: " + ", ".join(f"{name}@builtin" for name in BUILTIN_PLUGINS),
-    ]
-    if spec.decisions == "observe":
-        ambient.append("under observe an allow grants: it bypasses Claude Code's own permission prompt")
-    if managed_settings_present:
-        ambient.append(f"managed settings file: {MANAGED_SETTINGS}")
-    ambient += [f"memory file at the working directory's root: {name}" for name in root_memory]
-    ambient += [f"file mention in the task: {token}" for token in ambient_mentions(spec.prompt)]
-    return Hermetic(
-        mode=spec.hermetic,
-        decisions=spec.decisions,
-        imposed=tuple(imposed),
-        declared=tuple(declared),
-        unavailable=tuple(unavailable),
-        ambient_inputs=tuple(ambient),
-        installed_plugins=(),
     )
 
 
@@ -382,23 +301,23 @@ def plan_claude_launch(
     credential_file_present: bool = False,
     custody_path: str | None = None,
     upstream: str | None = None,
-    walked_from: str | None = None,
-    memory_hits: tuple[MemoryHit, ...] = (),
+    walk: MemoryWalk | None = None,
     managed_settings_present: bool = False,
-    root_memory: tuple[str, ...] = (),
 ) -> Result[ClaudeLaunch, Refusal]:
     """The claude launch, or its refusal (spec 50 §1 "Order", §3; spec 10 §4.5 stages 5, 7 and 8).
 
     Refusals in order: the stage-5 credential ones, ``memory-ancestor-found``, ``program-not-found``,
     ``denied-environment``, ``denied-argument``, ``shadowed``, ``argument-too-long``. Nothing is
-    started or written.
+    started or written. ``walk`` is the memory walk the shell gathered (spec 30 §5); none means
+    nothing was found.
     """
     declaration = msgspec.structs.replace(spec.environment, kind="claude")
     posture = credential_posture(declaration, caller_env, credential_file_present, custody_path, upstream)
     if isinstance(posture, Failure):
         return posture
     cwd = spec.cwd if spec.cwd is not None else posixpath.join(scratch, "work")
-    memory = memory_row(spec, walked_from if walked_from is not None else posixpath.dirname(scratch), memory_hits)
+    walk = walk if walk is not None else MemoryWalk(start=posixpath.dirname(scratch), hits=(), root_names=())
+    memory = memory_row("claude", workdir_mode(spec), walk, CANARY_LOADED.get(PINS[0]))
     if isinstance(memory, Failure):
         return memory
     program = resolve_program(PROGRAM, path_floor(caller_env), program_facts)
@@ -441,7 +360,7 @@ def plan_claude_launch(
             credential_file=posture.unwrap().credential_file,
             transcript_path=posixpath.join(scratch, TRANSCRIPT_FILE),
             hermetic=attestation(
-                spec, scratch, cwd, environment.unwrap(), memory.unwrap(), managed_settings_present, root_memory
+                spec, scratch, cwd, environment.unwrap(), memory.unwrap(), walk, managed_settings_present
             ),
             ambient_warnings=tuple(
                 f"the task holds {token}, which Claude Code reads as a file no tool call, hook or record shows"

@@ -7,7 +7,6 @@ loopback proxy).
 
 from __future__ import annotations
 
-import glob
 import os
 import secrets
 import shutil
@@ -19,14 +18,10 @@ import tempfile
 import msgspec
 from metaharness.pure.claude.launch import (
     MANAGED_SETTINGS,
-    MEMORY_RULES_DIR,
-    MEMORY_SHAPES,
     PINS,
     PROGRAM,
     ClaudeLaunch,
     ClaudeRunSpec,
-    MemoryHit,
-    memory_directories,
     plan_claude_launch,
 )
 from metaharness.pure.claude.seam import SessionFacts
@@ -41,6 +36,7 @@ from metaharness.pure.environment import (
 )
 from metaharness.pure.events import Event, Transcript, WarningRaised
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
+from metaharness.pure.hermetic import MEMORY_SHAPES, MemoryWalk, memory_walk
 from metaharness.pure.jsonline import compact
 from metaharness.pure.loopback import (
     SYMBOLIC_PORT,
@@ -55,7 +51,12 @@ from metaharness.pure.run_stages import unaudited_exit
 from metaharness.shell.b10x.run import _EarlySignal, _Refused, _stderr_line, _take, _write_event
 from metaharness.shell.claude.live import drive_claude
 from metaharness.shell.context_files import load_context_files
-from metaharness.shell.facts import caller_environment, gather_program_candidates, readable_regular_file
+from metaharness.shell.facts import (
+    caller_environment,
+    gather_memory_facts,
+    gather_program_candidates,
+    readable_regular_file,
+)
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.loopback import LoopbackProxy
@@ -111,29 +112,15 @@ def declared_inputs(options: RunOptions) -> tuple[tuple[ContextFileRead, ...], F
     return context, frame
 
 
-def memory_hits(directories: tuple[str, ...]) -> tuple[MemoryHit, ...]:
-    """The memory shapes ``lstat`` finds in each visited directory (spec 30 §5.1)."""
-    hits: list[MemoryHit] = []
-    for directory in directories:
-        for shape in MEMORY_SHAPES:
-            path = os.path.join(directory, shape)
-            if os.path.lexists(path):
-                hits.append(MemoryHit(path, shape))
-        for path in sorted(glob.glob(os.path.join(glob.escape(directory), MEMORY_RULES_DIR, "*.md"))):
-            hits.append(MemoryHit(path, f"{MEMORY_RULES_DIR}/*.md"))
-    return tuple(hits)
-
-
-def tree_checks(options: RunOptions, temp_root: str) -> tuple[str, tuple[MemoryHit, ...], tuple[str, ...]]:
-    """Stage 7: the memory walk (from the temp directory for a scratch run, above the copy or the
-    ``--cwd`` tree otherwise) and ``plugin-dir-unusable``. Returns where the walk started, its hits
-    and the memory files at the working directory's own root."""
+def tree_checks(options: RunOptions) -> MemoryWalk:
+    """Stage 7: the memory walk (from the temp directory the scratch root is created in for a scratch
+    run, else above ``--cwd``; spec 30 §5) and ``plugin-dir-unusable``."""
     if options.cwd is None:
-        start, directories, root = temp_root, memory_directories(temp_root, include_start=True), ()
+        start, found = gather_memory_facts(tempfile.gettempdir(), MEMORY_SHAPES["claude"])
+        walk = memory_walk(start, found, scratch_parent=True)
     else:
-        real = os.path.realpath(options.cwd)
-        start, directories = os.path.dirname(real), memory_directories(real, include_start=False)
-        root = tuple(shape for shape in MEMORY_SHAPES if os.path.lexists(os.path.join(real, shape)))
+        start, found = gather_memory_facts(options.cwd, MEMORY_SHAPES["claude"])
+        walk = memory_walk(start, found)
     for directory in options.plugin_dir:
         if not _is_dir(directory) or os.path.islink(directory) or not any(
             os.path.isfile(os.path.join(base, name)) for base, _, names in os.walk(directory) for name in names
@@ -141,7 +128,7 @@ def tree_checks(options: RunOptions, temp_root: str) -> tuple[str, tuple[MemoryH
             raise _Refused(
                 Refusal("plugin-dir-unusable", f"--plugin-dir {directory} is not a directory holding a readable file")
             )
-    return start, memory_hits(directories), root
+    return walk
 
 
 def materialise(launch: ClaudeLaunch, plugins: tuple[tuple[str, str], ...]) -> HookChannel:
@@ -214,9 +201,7 @@ def plan(
     *,
     context: tuple[ContextFileRead, ...],
     frame: Frame | None,
-    walked_from: str,
-    hits: tuple[MemoryHit, ...],
-    root: tuple[str, ...],
+    walk: MemoryWalk,
     custody: str | None,
     upstream: str | None,
     declaration: EnvironmentDeclaration,
@@ -242,7 +227,7 @@ def plan(
         plan_claude_launch(
             spec, caller_env, scratch, candidates,
             credential_file_present=readable_regular_file(operator_login_file("claude", caller_env)),
-            custody_path=custody, upstream=upstream, walked_from=walked_from, memory_hits=hits, root_memory=root,
+            custody_path=custody, upstream=upstream, walk=walk,
             managed_settings_present=os.path.lexists(MANAGED_SETTINGS),
         )
     )  # fmt: skip
@@ -290,8 +275,7 @@ def run_claude(options: RunOptions) -> int:
             custody = credentials_stage(options, caller_env)
             early.check()
             context, frame = declared_inputs(options)
-            temp_root = os.path.realpath(tempfile.gettempdir())
-            walked_from, hits, root = tree_checks(options, temp_root)
+            walk = tree_checks(options)
             early.check()
             scratch = tempfile.mkdtemp(prefix="metaharness-")
             declaration = declaration_of(options)
@@ -304,8 +288,8 @@ def run_claude(options: RunOptions) -> int:
 
             def planned(declared: EnvironmentDeclaration, at: str) -> ClaudeLaunch:
                 return plan(
-                    options, caller_env, caller_cwd, at, context=context, frame=frame, walked_from=walked_from,
-                    hits=hits, root=root, custody=custody, upstream=upstream, declaration=declared,
+                    options, caller_env, caller_cwd, at, context=context, frame=frame, walk=walk,
+                    custody=custody, upstream=upstream, declaration=declared,
                 )  # fmt: skip
 
             launch = planned(declaration, scratch)
