@@ -163,7 +163,7 @@ def decode_stream(frames: Iterable[SseItem], request_model: str) -> Iterator[Str
             return
         if isinstance(frame, SseEnd):
             break
-        if frame.data == "[DONE]":
+        if frame.data == b"[DONE]":
             yield WireError("protocol", f"{WIRE} sent a `[DONE]` payload, which this wire never uses")
             return
         payload = decode_payload(frame.data)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+import msgspec
 from metaharness.pure.jsonline import compact
 from metaharness.pure.wires.neutral import (
     AssistantText,
@@ -32,12 +33,12 @@ from metaharness.pure.wires.neutral import (
 from metaharness.pure.wires.projection import (
     body_bytes,
     cross_wire,
-    decode_payload,
+    decode_raw,
     parse_arguments,
     unknown_event,
     unknown_item,
 )
-from metaharness.pure.wires.sse import SseBroken, SseEnd, SseItem
+from metaharness.pure.wires.sse import SseBroken, SseFrame, SseItem
 from returns.result import Failure, Result, Success
 
 WIRE = "openai-responses"
@@ -140,49 +141,65 @@ def _input_item(item: Item) -> Any:
     return item.payload
 
 
+class _Event(msgspec.Struct):
+    """The fields of a Responses event the decoder reads; nested objects stay raw until needed."""
+
+    type: Any = None
+    delta: Any = None
+    item_id: Any = None
+    item: msgspec.Raw = msgspec.Raw(b"")
+    response: msgspec.Raw = msgspec.Raw(b"")
+    message: Any = None
+    error: Any = None
+
+
+_EVENT = msgspec.json.Decoder(_Event)
+
+
 def decode_stream(frames: Iterable[SseItem], request_model: str) -> Iterator[StreamEvent]:
     """Neutral events of one Responses stream; the last one is an ``Outcome`` or a ``WireError``."""
     call_ids: dict[str, str] = {}
     done_items: list[Any] = []
     terminal: dict[str, Any] | None = None
     for frame in frames:
-        if isinstance(frame, SseBroken):
-            yield WireError("protocol", f"{WIRE}: {frame.message}")
-            return
-        if isinstance(frame, SseEnd):
+        if type(frame) is not SseFrame:
+            if isinstance(frame, SseBroken):
+                yield WireError("protocol", f"{WIRE}: {frame.message}")
+                return
             break
-        if frame.data == "[DONE]":
+        if frame.data == b"[DONE]":
             break
         if terminal is not None:
             continue
-        payload = decode_payload(frame.data)
-        if payload is None:
+        try:
+            event = _EVENT.decode(frame.data)
+        except (msgspec.DecodeError, msgspec.ValidationError):
             yield WireError("protocol", f"{WIRE} sent an event that is not a JSON object")
             return
-        event_type = payload.get("type")
+        event_type = event.type
         if event_type == "response.output_text.delta":
-            yield StreamText(_text(payload.get("delta")))
+            yield StreamText(_text(event.delta))
         elif event_type == "response.function_call_arguments.delta":
-            item_id = _text(payload.get("item_id"))
-            yield StreamArguments(call_ids.get(item_id, item_id), _text(payload.get("delta")))
+            item_id = _text(event.item_id)
+            yield StreamArguments(call_ids.get(item_id, item_id), _text(event.delta))
         elif event_type == "response.reasoning_summary_text.delta":
-            yield StreamReasoning(_text(payload.get("delta")))
+            yield StreamReasoning(_text(event.delta))
         elif event_type == "response.output_item.added":
-            item = payload.get("item")
+            item = decode_raw(event.item)
             if isinstance(item, dict) and item.get("type") == "function_call":
                 call_ids[_text(item.get("id"))] = _text(item.get("call_id"))
         elif event_type == "response.output_item.done":
-            item = payload.get("item")
+            item = decode_raw(event.item)
             if isinstance(item, dict):
                 done_items.append(item)
         elif event_type in ("response.completed", "response.incomplete"):
-            response = payload.get("response")
+            response = decode_raw(event.response)
             terminal = response if isinstance(response, dict) else {}
         elif event_type == "response.failed":
-            yield WireError("refused", _failure_message(payload.get("response")))
+            yield WireError("refused", _failure_message(decode_raw(event.response)))
             return
         elif event_type == "error":
-            yield WireError("refused", _error_message(payload))
+            yield WireError("refused", _error_message(event.message, event.error))
             return
         elif event_type not in ACCEPTED_EVENTS:
             yield StreamWarning("unknown-stream-event", unknown_event(WIRE, str(event_type)))
@@ -256,9 +273,7 @@ def _failure_message(response: Any) -> str:
     return f"{WIRE} failed the response: {message if isinstance(message, str) else 'no message'}"
 
 
-def _error_message(payload: dict[str, Any]) -> str:
-    message = payload.get("message")
+def _error_message(message: Any, error: Any) -> str:
     if not isinstance(message, str):
-        error = payload.get("error")
         message = error.get("message") if isinstance(error, dict) else None
     return f"{WIRE} sent an error: {message if isinstance(message, str) else 'no message'}"

@@ -23,13 +23,18 @@ def cross_wire(position: int, item: Opaque, wire: str) -> WireError:
     )
 
 
-def decode_payload(data: str) -> dict[str, Any] | None:
+def decode_payload(data: bytes) -> dict[str, Any] | None:
     """An event payload as a JSON object, or ``None`` when it is not one."""
     try:
         value = _DECODER.decode(data)
     except msgspec.DecodeError:
         return None
     return value if isinstance(value, dict) else None
+
+
+def decode_raw(raw: msgspec.Raw) -> Any:
+    """A lazily kept field's JSON value (already validated while the envelope was decoded)."""
+    return _DECODER.decode(raw) if raw else None
 
 
 def parse_arguments(text: str) -> tuple[bool, Any]:

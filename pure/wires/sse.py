@@ -7,7 +7,6 @@ chunking; the framer yields the same frames for every chunking of the same bytes
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 
 import msgspec
@@ -15,13 +14,10 @@ import msgspec
 EVENT_CAP = 1 << 20
 STREAM_CAP = 32 << 20
 
-_LINE_BREAK = re.compile(rb"\r\n|\r|\n")
-
-
 class SseFrame(msgspec.Struct, frozen=True):
-    """One event's joined ``data`` payload."""
+    """One event's joined ``data`` payload, as bytes (the wire decodes JSON straight from them)."""
 
-    data: str
+    data: bytes
 
 
 class SseEnd(msgspec.Struct, frozen=True):
@@ -31,7 +27,7 @@ class SseEnd(msgspec.Struct, frozen=True):
 
 
 class SseBroken(msgspec.Struct, frozen=True):
-    """The stream broke a bound or was not UTF-8: a protocol error."""
+    """The stream broke a bound: a protocol error."""
 
     message: str
 
@@ -40,8 +36,12 @@ SseItem = SseFrame | SseEnd | SseBroken
 
 
 def frame_sse(chunks: Iterable[bytes], event_cap: int = EVENT_CAP, stream_cap: int = STREAM_CAP) -> Iterator[SseItem]:
-    """Frames of ``chunks``; ends with exactly one ``SseEnd`` or ``SseBroken``."""
-    buffer = b""
+    """Frames of ``chunks``; ends with exactly one ``SseEnd`` or ``SseBroken``.
+
+    Each chunk's line ends are normalised to ``\\n`` (a ``\\r`` closing a chunk also swallows a ``\\n``
+    opening the next), then complete lines are read; the unterminated tail waits for more bytes.
+    """
+    tail = b""
     skip_lf = False
     data: list[bytes] = []
     event_bytes = 0
@@ -56,54 +56,39 @@ def frame_sse(chunks: Iterable[bytes], event_cap: int = EVENT_CAP, stream_cap: i
         if skip_lf and chunk[:1] == b"\n":
             chunk = chunk[1:]
         skip_lf = False
-        buffer = buffer + chunk if buffer else chunk
-        start = 0
-        for match in _LINE_BREAK.finditer(buffer):
-            line = buffer[start : match.start()]
-            start = match.end()
-            event_bytes += start - match.start() + len(line)
-            if event_bytes > event_cap:
+        if b"\r" in chunk:
+            skip_lf = chunk[-1:] == b"\r"
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        last = chunk.rfind(b"\n")
+        if last < 0:
+            tail += chunk
+            if event_bytes + len(tail) > event_cap:
                 yield SseBroken(f"an event is over the {event_cap} byte bound")
                 return
-            if not line:
-                if data:
-                    frame = _frame(data)
-                    if frame is None:
-                        yield SseBroken("an event is not UTF-8")
-                        return
-                    yield frame
-                    data = []
-                event_bytes = 0
+            continue
+        lines = (tail + chunk[:last]).split(b"\n") if tail else chunk[:last].split(b"\n")
+        tail = chunk[last + 1 :]
+        for line in lines:
+            if line:
+                event_bytes += len(line) + 1
+                if event_bytes > event_cap:
+                    yield SseBroken(f"an event is over the {event_cap} byte bound")
+                    return
+                if line[:4] == b"data":
+                    if line[4:6] == b": ":
+                        data.append(line[6:])
+                    elif line[4:5] == b":":
+                        data.append(line[5:])
+                    elif len(line) == 4:
+                        data.append(b"")
                 continue
-            if line.startswith(b"data"):
-                value = _data_value(line)
-                if value is not None:
-                    data.append(value)
-        buffer = buffer[start:]
-        if start and buffer == b"" and _ends_with_cr(chunk):
-            skip_lf = True
-        if event_bytes + len(buffer) > event_cap:
+            event_bytes = 0
+            if data:
+                yield SseFrame(data[0] if len(data) == 1 else b"\n".join(data))
+                data = []
+        if event_bytes + len(tail) > event_cap:
             yield SseBroken(f"an event is over the {event_cap} byte bound")
             return
-    yield SseEnd(partial=bool(data or buffer))
+    yield SseEnd(partial=bool(data or tail))
 
 
-def _ends_with_cr(chunk: bytes) -> bool:
-    return chunk[-1:] == b"\r"
-
-
-def _data_value(line: bytes) -> bytes | None:
-    """The value of a ``data`` field line, or ``None`` when the field is another one (``datax:``)."""
-    if line == b"data":
-        return b""
-    if line[4:5] != b":":
-        return None
-    value = line[5:]
-    return value[1:] if value[:1] == b" " else value
-
-
-def _frame(data: list[bytes]) -> SseFrame | None:
-    try:
-        return SseFrame(b"\n".join(data).decode("utf-8"))
-    except UnicodeDecodeError:
-        return None

@@ -130,7 +130,7 @@ class Loop:
         self.spent = budget.Spent()
         self.usages: list[Usage] = []
         self.workspace = Workspace(root, credential.hidden_variables(), cancel)
-        self.client = make_client()
+        self.client = make_client(url)
         self.call = ModelCall(self.client, wire, url, user_agent, cancel, self._transport_retry)
 
     def _transport_retry(self, message: str) -> None:
