@@ -21,7 +21,7 @@ from metaharness.pure.loop import budget
 from metaharness.pure.loop.approval import needs_approval
 from metaharness.pure.loop.catalogue import publish
 from metaharness.pure.loop.instruction import PROJECT_FILES, ContextFile, InstructionFacts, render_instruction
-from metaharness.pure.loop.plan import NOT_BUILT, RunFlags, RunPlan, plan_run
+from metaharness.pure.loop.plan import NOT_BUILT, RunFlags, RunPlan, not_built, plan_run
 from metaharness.pure.loop.record import (
     Finished,
     Rates,
@@ -149,6 +149,15 @@ def run_command(ctx: click.Context, **values: Any) -> None:
         given_not_built=given,
     )
     ctx.exit(start(flags))
+
+
+@cli.command(
+    "app-server", context_settings={"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []}
+)
+@click.pass_context
+def app_server_command(ctx: click.Context) -> None:
+    """The JSON-RPC app-server bridge (spec 60 §9): declared, refused by name in this stage."""
+    ctx.exit(_refuse(False, not_built("app-server")))
 
 
 for _option in _not_built_options():

@@ -16,37 +16,37 @@ class Stop(msgspec.Struct, frozen=True, tag_field="kind"):
     """Base of the stop objects of ``finished``."""
 
 
-class Completed(Stop, tag="completed"):
+class Completed(Stop, frozen=True, tag="completed"):
     pass
 
 
-class MaxTurns(Stop, tag="max-turns"):
+class MaxTurns(Stop, frozen=True, tag="max-turns"):
     limit: int
 
 
-class MaxOutputTokens(Stop, tag="max-output-tokens"):
+class MaxOutputTokens(Stop, frozen=True, tag="max-output-tokens"):
     limit: int
     reported: int
 
 
-class MaxCost(Stop, tag="max-cost"):
+class MaxCost(Stop, frozen=True, tag="max-cost"):
     limit_micro_usd: int
     spent_micro_usd: int
 
 
-class Deadline(Stop, tag="deadline"):
+class Deadline(Stop, frozen=True, tag="deadline"):
     limit_ms: int
 
 
-class Cancelled(Stop, tag="cancelled"):
+class Cancelled(Stop, frozen=True, tag="cancelled"):
     reason: str = CANCELLED_REASON
 
 
-class ProviderIncomplete(Stop, tag="provider-incomplete"):
+class ProviderIncomplete(Stop, frozen=True, tag="provider-incomplete"):
     reason: str
 
 
-class BudgetUnobservable(Stop, tag="budget-unobservable"):
+class BudgetUnobservable(Stop, frozen=True, tag="budget-unobservable"):
     name: str
     reason: str = UNREPORTED_USAGE
 

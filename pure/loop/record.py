@@ -38,7 +38,7 @@ class ContextEntry(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True
     sha256: str
 
 
-class Started(_Line, tag="started", kw_only=True):
+class Started(_Line, frozen=True, tag="started", kw_only=True):
     model: str
     workspace: str
     published_tools: tuple[str, ...]
@@ -53,35 +53,35 @@ class Started(_Line, tag="started", kw_only=True):
     credential_source: str
 
 
-class Rates(_Line, tag="rates", kw_only=True):
+class Rates(_Line, frozen=True, tag="rates", kw_only=True):
     source: str
     as_of: str
 
 
-class TurnStarted(_Line, tag="turn-started", kw_only=True):
+class TurnStarted(_Line, frozen=True, tag="turn-started", kw_only=True):
     turn: int
 
 
-class TextDelta(_Line, tag="text-delta", kw_only=True):
+class TextDelta(_Line, frozen=True, tag="text-delta", kw_only=True):
     text: str
 
 
-class ReasoningDelta(_Line, tag="reasoning-delta", kw_only=True):
+class ReasoningDelta(_Line, frozen=True, tag="reasoning-delta", kw_only=True):
     text: str
 
 
-class ToolArgumentsDelta(_Line, tag="tool-arguments-delta", kw_only=True):
+class ToolArgumentsDelta(_Line, frozen=True, tag="tool-arguments-delta", kw_only=True):
     call_id: str
     delta: str
 
 
-class TurnRetried(_Line, tag="turn-retried", kw_only=True):
+class TurnRetried(_Line, frozen=True, tag="turn-retried", kw_only=True):
     turn: int
     attempt: int
     reason: str
 
 
-class UsageLine(_Line, tag="usage", kw_only=True):
+class UsageLine(_Line, frozen=True, tag="usage", kw_only=True):
     model: str
     input_tokens: int
     output_tokens: int
@@ -89,12 +89,12 @@ class UsageLine(_Line, tag="usage", kw_only=True):
     cache_creation_input_tokens: int | None = None
 
 
-class Cost(_Line, tag="cost", kw_only=True):
+class Cost(_Line, frozen=True, tag="cost", kw_only=True):
     model: str
     micro_usd: int
 
 
-class ToolRequested(_Line, tag="tool-requested", kw_only=True):
+class ToolRequested(_Line, frozen=True, tag="tool-requested", kw_only=True):
     call_id: str
     name: str
     arguments: Any
@@ -102,36 +102,36 @@ class ToolRequested(_Line, tag="tool-requested", kw_only=True):
     subjects: tuple[str, ...] = ()
 
 
-class ApprovalRequired(_Line, tag="approval-required", kw_only=True):
+class ApprovalRequired(_Line, frozen=True, tag="approval-required", kw_only=True):
     call_id: str
     name: str
 
 
-class ApprovalResolved(_Line, tag="approval-resolved", kw_only=True):
+class ApprovalResolved(_Line, frozen=True, tag="approval-resolved", kw_only=True):
     call_id: str
     approved: bool
 
 
-class ToolCompleted(_Line, tag="tool-completed", kw_only=True):
+class ToolCompleted(_Line, frozen=True, tag="tool-completed", kw_only=True):
     call_id: str
     failed: bool
 
 
-class WarningLine(_Line, tag="warning", kw_only=True):
+class WarningLine(_Line, frozen=True, tag="warning", kw_only=True):
     code: str
     message: str
 
 
-class Finished(_Line, tag="finished", kw_only=True):
+class Finished(_Line, frozen=True, tag="finished", kw_only=True):
     stop: Stop
     turns: int
 
 
-class Refused(_Line, tag="refused", kw_only=True):
+class Refused(_Line, frozen=True, tag="refused", kw_only=True):
     reason: str
 
 
-class SessionWritten(_Line, tag="session", kw_only=True):
+class SessionWritten(_Line, frozen=True, tag="session", kw_only=True):
     id: str
     path: str
 
