@@ -357,3 +357,85 @@ def test_loopback_child_environment_holds_the_placeholder_never_the_token(emulat
     assert environment["METAHARNESS_LOOPBACK_KEY"] == "mh-run-codex-1-00"
     assert all(TOKEN not in value for value in environment.values())
     assert launch.credential_file is None
+
+
+def ask_and_send(emulator: str, work: Path, *commands: dict) -> tuple[list[dict], dict, int]:
+    """An ask run that answers the first presented call with ``commands`` (``call_id`` filled in)."""
+    process = start_run(endpoint(emulator, decisions="ask", cwd=str(work)))
+    assert process.stdout is not None and process.stdin is not None
+    lines: list[bytes] = []
+    while True:
+        line = process.stdout.readline()
+        assert line, process.stderr.read().decode()
+        lines.append(line)
+        event = json.loads(line)
+        if event["event"] == "tool.requested" and event["decision_required"]:
+            break
+    for number, command in enumerate(commands, start=1):
+        filled = {"format": "metaharness.command/1", "id": f"c{number}", **command}
+        if "call_id" in filled:
+            filled["call_id"] = event["call_id"]
+        process.stdin.write(json.dumps(filled).encode() + b"\n")
+        process.stdin.flush()
+    events, code = finish(process, lines)
+    return events, event, code
+
+
+OTHER_PATCH = "*** Begin Patch\n*** Add File: other.md\n+replaced by the embedder\n*** End Patch\n"
+
+
+@pytest.mark.parametrize("emulator", ["codex-patch"], indirect=True)
+def test_replace_rewrites_the_patch_codex_runs(emulator: str, tmp_path: Path):
+    work = tmp_path / "work"
+    work.mkdir()
+    decision = {"decision": "replace", "input": {"command": OTHER_PATCH}}
+    events, asked, _ = ask_and_send(emulator, work, {"command": "tool.decide", "call_id": "", "decision": decision})
+    assert decided(events, asked["call_id"])["decision"] == decision
+    assert (work / "other.md").read_text() == "replaced by the embedder\n"
+    assert not (work / "note.md").exists()
+    assert census(events)["replaced"] == 1
+
+
+@pytest.mark.parametrize("emulator", ["codex-patch"], indirect=True)
+def test_replace_without_a_string_command_is_malformed_and_the_call_stays_open(emulator: str, tmp_path: Path):
+    work = tmp_path / "work"
+    work.mkdir()
+    malformed = {"decision": "replace", "input": {"patch": OTHER_PATCH}}
+    deny = {"decision": "deny", "reason": "not in this step"}
+    events, asked, _ = ask_and_send(
+        emulator,
+        work,
+        {"command": "tool.decide", "call_id": "", "decision": malformed},
+        {"command": "tool.decide", "call_id": "", "decision": deny},
+    )
+    first, second = of(events, "command.result")
+    assert first["id"] == "c1" and first["outcome"]["refused"]["code"] == "MALFORMED"
+    assert second["id"] == "c2" and second["outcome"] == {"result": "ok", "applies_at": None}
+    assert decided(events, asked["call_id"])["decision"] == deny
+    assert not (work / "note.md").exists() and not (work / "other.md").exists()
+
+
+@pytest.mark.parametrize("emulator", ["codex-patch"], indirect=True)
+def test_halt_denies_the_pending_call_first_and_closes_steer_halt(emulator: str, tmp_path: Path):
+    work = tmp_path / "work"
+    work.mkdir()
+    events, asked, code = ask_and_send(emulator, work, {"command": "halt", "reason": "stop here"})
+    decision = decided(events, asked["call_id"])
+    assert decision["decided_by"] == "adapter"
+    assert decision["decision"]["reason"] == "the run was halted before this call was decided, so nothing ran"
+    warning = events[events.index(decision) + 1]
+    assert warning["code"] == "PENDING_CALL_ABANDONED"
+    assert of(events, "command.result")[0]["outcome"] == {"result": "ok", "applies_at": None}
+    assert events[-1]["reason"] == "steer-halt" and code == 3
+    assert not (work / "note.md").exists()
+
+
+@pytest.mark.parametrize("emulator", ["codex-shell"], indirect=True)
+def test_frame_mode_without_a_frame_abstains_once_warned(emulator: str, tmp_path: Path):
+    events, _ = finish(start_run(endpoint(emulator, decisions="frame")))
+    call = hook_call(events, "Bash")
+    decision = decided(events, call["call_id"])
+    assert decision["decision"] == {"decision": "abstain"}
+    assert (decision["decided_by"], decision["seam"]) == ("adapter", "none")
+    assert [w["code"] for w in of(events, "warning")].count("NO_FRAME_IN_FORCE") == 1
+    assert "emulated" in results_text(events)
