@@ -17,6 +17,7 @@ from metaharness.pure.codex.launch import (
 )
 from metaharness.pure.context import ContextFileRead, render_context_block
 from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
+from metaharness.pure.hermetic import MemoryHit, MemoryWalk
 from metaharness.pure.jsonline import sha256_hex
 from returns.result import Failure, Success
 
@@ -30,9 +31,7 @@ def endpoint_spec(**changes: object) -> CodexRunSpec:
     base = CodexRunSpec(
         prompt="run the check",
         decisions="observe",
-        environment=EnvironmentDeclaration(
-            kind="codex", credentials="none", model_endpoint="http://127.0.0.1:41237"
-        ),
+        environment=EnvironmentDeclaration(kind="codex", credentials="none", model_endpoint="http://127.0.0.1:41237"),
     )
     return msgspec.structs.replace(base, **changes)
 
@@ -134,19 +133,13 @@ def test_effort_is_a_top_level_key_before_any_table():
 def test_context_sits_between_the_block_and_the_task_with_blank_lines():
     brief = ContextFileRead("docs/brief.md", b"# Brief\n", sha256_hex(b"# Brief\n"))
     launch = planned(endpoint_spec(cwd="/scratch/run/work", context=(brief,)))
-    assert launch.user_turn.endswith(
-        "</execution-context>\n\n" + render_context_block((brief,)) + "\nrun the check"
-    )
-    assert [(f.path, f.bytes, f.channel) for f in launch.context_files] == [
-        ("docs/brief.md", 8, "user-turn")
-    ]
+    assert launch.user_turn.endswith("</execution-context>\n\n" + render_context_block((brief,)) + "\nrun the check")
+    assert [(f.path, f.bytes, f.channel) for f in launch.context_files] == [("docs/brief.md", 8, "user-turn")]
 
 
 def test_a_long_prompt_names_each_context_file():
     brief = ContextFileRead("docs/brief.md", b"# Brief\n", sha256_hex(b"# Brief\n"))
-    result = plan_codex_launch(
-        endpoint_spec(prompt="x" * 131_072, context=(brief,)), CALLER, SCRATCH, FACTS
-    )
+    result = plan_codex_launch(endpoint_spec(prompt="x" * 131_072, context=(brief,)), CALLER, SCRATCH, FACTS)
     assert result.failure().message.endswith("context files: docs/brief.md 8 bytes")
 
 
@@ -174,9 +167,7 @@ def test_loopback_has_the_placeholder_variable_and_the_loopback_provider():
 
 def test_no_route_means_no_provider_and_operator_login_copies_auth_json():
     spec = endpoint_spec(environment=EnvironmentDeclaration(kind="codex"))
-    result = plan_codex_launch(
-        spec, CALLER, SCRATCH, FACTS, credential_file_present=True
-    )
+    result = plan_codex_launch(spec, CALLER, SCRATCH, FACTS, credential_file_present=True)
     launch = result.unwrap()
     assert "model_provider" not in render_config(launch.config)
     assert launch.credential_file == "/operator/.codex/auth.json"
@@ -184,19 +175,12 @@ def test_no_route_means_no_provider_and_operator_login_copies_auth_json():
 
 def test_operator_login_without_auth_json_is_refused():
     spec = endpoint_spec(environment=EnvironmentDeclaration(kind="codex"))
-    result = plan_codex_launch(
-        spec, CALLER, SCRATCH, FACTS, credential_file_present=False
-    )
-    assert (
-        isinstance(result, Failure)
-        and result.failure().code == "credential-file-missing"
-    )
+    result = plan_codex_launch(spec, CALLER, SCRATCH, FACTS, credential_file_present=False)
+    assert isinstance(result, Failure) and result.failure().code == "credential-file-missing"
 
 
 def test_api_key_forwards_the_key_under_its_own_name_and_refuses_without_one():
-    spec = endpoint_spec(
-        environment=EnvironmentDeclaration(kind="codex", credentials="api-key")
-    )
+    spec = endpoint_spec(environment=EnvironmentDeclaration(kind="codex", credentials="api-key"))
     launch = planned(spec, {"HOME": "/operator", "CODEX_API_KEY": "sk-1"})
     assert launch.environment.as_dict()["CODEX_API_KEY"] == "sk-1"
     refused = plan_codex_launch(spec, CALLER, SCRATCH, FACTS)
@@ -251,9 +235,7 @@ def test_shadowing_guard_refuses_another_approval_policy_or_a_second_hook():
 
 
 def test_a_prompt_past_max_arg_strlen_is_refused_naming_the_prompt():
-    result = plan_codex_launch(
-        endpoint_spec(prompt="x" * 131_072), CALLER, SCRATCH, FACTS
-    )
+    result = plan_codex_launch(endpoint_spec(prompt="x" * 131_072), CALLER, SCRATCH, FACTS)
     refusal = result.failure()
     assert refusal.code == "argument-too-long"
     assert refusal.message.startswith("the prompt is ")
@@ -264,3 +246,40 @@ def test_toml_strings_escape_backslash_and_quote():
     spec = endpoint_spec(effort='a"b\\c')
     parsed = tomllib.loads(render_config(planned(spec).config))
     assert parsed["model_reasoning_effort"] == 'a"b\\c'
+
+
+def test_a_memory_file_above_a_scratch_run_is_refused():
+    walk = MemoryWalk(start="/tmp", hits=(MemoryHit("/AGENTS.md", "AGENTS.md"),), root_names=())
+    result = plan_codex_launch(endpoint_spec(), CALLER, SCRATCH, FACTS, walk=walk)
+    assert result.failure().code == "memory-ancestor-found"
+    assert "/AGENTS.md" in result.failure().message
+
+
+def test_a_memory_file_above_a_scratch_copy_is_an_unavailable_row_and_under_cwd_too():
+    walk = MemoryWalk(start="/home/op/copy", hits=(MemoryHit("/home/op/CLAUDE.md", "CLAUDE.md"),), root_names=())
+    copy = planned_with(endpoint_spec(cwd="/home/op/copy", scratch_cwd=True), walk)
+    assert [r.row for r in copy.hermetic.unavailable] == ["H9", "H11"]
+    assert [r.row for r in copy.hermetic.declared] == ["H7"]
+    operator = planned_with(endpoint_spec(cwd="/home/op/copy"), walk)
+    (h7,) = [r for r in operator.hermetic.unavailable if r.row == "H7"]
+    assert 'sandbox_mode = "workspace-write"' in h7.why
+
+
+def planned_with(spec: CodexRunSpec, walk: MemoryWalk):
+    return plan_codex_launch(spec, CALLER, SCRATCH, FACTS, walk=walk).unwrap()
+
+
+def test_the_attestation_of_a_scratch_run_names_codex_home_hook_and_frame():
+    launch = planned(endpoint_spec(frame_digest="ab" * 32))
+    imposed = {row.row: row.how for row in launch.hermetic.imposed}
+    assert list(imposed) == ["H1a", "H1b", "H2", "H3", "H4", "H5", "H6", "H7", "H8", "H10", "H11"]
+    assert imposed["H1a"] == "CODEX_HOME=/scratch/run/codex-home"
+    assert imposed["H5"] == "[mcp_servers] empty"
+    assert "--dangerously-bypass-hook-trust" in imposed["H8"]
+    assert imposed["H10"] == "frame " + "ab" * 32
+    assert imposed["H3"] == "environment constructed: CODEX_HOME, HOME, PATH, TMPDIR"
+    assert launch.hermetic.ambient_inputs == (
+        "the git status in the vendor's system prompt",
+        "the network is not isolated",
+    )
+    assert (launch.hermetic.mode, launch.hermetic.decisions) == ("off", "observe")
