@@ -77,10 +77,11 @@ class Recorder:
             self.out.flush()
         elif isinstance(line, WarningLine):
             self.err.write(f"warning: {line.message}\n")
-        elif isinstance(line, Finished) and not self.quiet:
+        elif isinstance(line, Finished):
             self.out.write(b"\n")
             self.out.flush()
-            self.err.write(f"stopped: {compact(line.stop).decode()} after {line.turns} turn(s)\n")
+            if not self.quiet:
+                self.err.write(f"stopped: {compact(line.stop).decode()} after {line.turns} turn(s)\n")
         elif isinstance(line, ToolRequested) and not self.quiet:
             self.err.write(f"tool: {line.name} {compact(line.arguments).decode()}\n")
         self.err.flush()
