@@ -41,6 +41,8 @@ AUDIT_NOT_BUILT = Refusal(
     "here so the verb surface does not change when it arrives",
 )
 
+INTERRUPTED = Refusal("signalled", "SIGINT arrived before metaharness finished")
+
 _KIND = click.Choice(KINDS)
 _CONTEXT = {"help_option_names": ["-h", "--help"]}
 
@@ -97,6 +99,13 @@ class _VerbGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(self.commands)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """An interrupt while a verb works is its one refusal line (click would add a blank line)."""
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            return refuse(INTERRUPTED)
 
 
 @click.group(cls=_VerbGroup, context_settings=_CONTEXT)
@@ -299,8 +308,8 @@ def run_cli(args: Sequence[str]) -> int:
         return refuse(Refusal("usage", error.format_message()))
     except click.exceptions.ClickException as error:
         return refuse(Refusal("usage", error.format_message()))
-    except click.exceptions.Abort:
-        return refuse(Refusal("usage", "aborted"))
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        return refuse(INTERRUPTED)
     return result if isinstance(result, int) else 0
 
 

@@ -3,8 +3,10 @@ verbs that refuse ``not-built`` or ``audit-not-built``, and the top-level guard 
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -147,3 +149,21 @@ def test_an_unexpected_failure_is_a_refusal_line_not_a_traceback() -> None:
     assert "Traceback" not in result.stderr
     assert result.stderr.startswith("metaharness: internal-error: OSError: ")
     assert len(result.stderr.splitlines()) == 1
+
+
+def test_an_interrupt_is_a_signalled_refusal_not_a_traceback() -> None:
+    """``project /dev/stdin`` blocks reading a pipe nobody writes; SIGINT then ends it by name."""
+    script = Path(sys.executable).with_name("metaharness")
+    process = subprocess.Popen(
+        [str(script), "project", "/dev/stdin"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(2)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 2
+    assert out == ""
+    assert err == "metaharness: signalled: SIGINT arrived before metaharness finished\n"
