@@ -35,7 +35,7 @@ from metaharness.pure.claude.session import (
 )
 from metaharness.pure.commands import read_command, steering_refusal
 from metaharness.pure.decisions import Arm, Disarm
-from metaharness.pure.events import Event, Exited, Process, Signaled
+from metaharness.pure.events import Event, Exited, Process, Signaled, UnknownProcess
 from metaharness.shell.hook_channel import HookChannel
 from returns.result import Failure
 
@@ -113,10 +113,12 @@ def drive_claude(
     commands: int | None,
     on_steering_refusal: Callable[[str], None],
     late_events: Callable[[], tuple[Event, ...]] = lambda: (),
+    process_known: bool = True,
 ) -> RunOutcome:
     """Spawn Claude Code, read its record and its hooks through the session until it ends, wind up.
 
     ``commands`` is the descriptor of metaharness's own stdin (``None``: no commands);
+    ``process_known`` false writes ``process`` unknown (conformance C3's scripted child, spec 50 §9);
     ``late_events`` runs once the child is reaped (the proxy's ``auth.expired`` and ``LOOPBACK_REFUSED``,
     ``RETAIN_FAILED``).
     Raises ``OSError`` when the spawn itself fails.
@@ -236,6 +238,8 @@ def drive_claude(
         os.close(wake_write)
     _kill_group(child.pid, signal.SIGKILL)
     process: Process = Signaled(signal=-code) if code < 0 else Exited(code=code)
+    if not process_known:
+        process = UnknownProcess()
     loop.session, effects, reason = wind_up(
         loop.session, stderr_tail=bytes(tail), halted=halted, killed=killed and not halted, process=process,
         late=late_events(),

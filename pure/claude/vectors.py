@@ -1,0 +1,152 @@
+"""The nine claude conformance vectors (spec 50 §9, spec 10 §6): their inputs and their checks.
+
+C1 plans a launch from fixed inputs and compares the fixture; C2 replays a retained transcript; C3's
+exchange runs in the shell (``metaharness.shell.claude.conformance``) and is judged here; C4 reads the
+captured banner. Vector 4 (the catalogue launch) waits for the catalogue and reads ``warn``. Records
+were captured from the pinned CLI against the project's emulator on the endpoint route
+(``provider_emulated``), see ``vectors/claude/README.md``. The verdict shape and byte comparison are
+the codex vectors' (``metaharness.pure.codex.vectors``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from metaharness.pure.claude.launch import PINS, ClaudeRunSpec, launch_fixture, plan_claude_launch
+from metaharness.pure.claude.replay import replay_claude, replay_facts
+from metaharness.pure.codex.vectors import Outcome, first_difference
+from metaharness.pure.context import ContextFileRead
+from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
+from metaharness.pure.jsonline import canonical
+from returns.result import Failure
+
+PROGRAM = "/opt/vendor/bin/claude"
+CALLER = {"HOME": "/operator"}
+SCRATCH = "/scratch/run"
+RUN = "golden"
+ENDPOINT = "http://127.0.0.1:41237"
+LOOPBACK_PORT = "41237"
+LOOPBACK_PLACEHOLDER = "mh-run-golden-000000000000000000000000"
+PROMPT = "run the check"
+BRIEF = ContextFileRead(
+    "docs/brief.md",
+    b"# Brief\n\nShip the parser.\n",
+    "74608a6e8df25f2add98a17f8dbb04af6f4f81a7d12de2cb9d68aed2a29d1793",
+)
+ENDPOINT_ROUTE = EnvironmentDeclaration(kind="claude", credentials="none", model_endpoint=ENDPOINT)
+
+LAUNCH_VECTORS: tuple[tuple[str, str, ClaudeRunSpec], ...] = (
+    ("c1-launch", "c1/launch.json", ClaudeRunSpec(prompt=PROMPT, decisions="observe", environment=ENDPOINT_ROUTE)),
+    (
+        "c1-launch-context",
+        "c1/launch-context.json",
+        ClaudeRunSpec(
+            prompt=PROMPT, decisions="observe", cwd=f"{SCRATCH}/work", environment=ENDPOINT_ROUTE, context=(BRIEF,)
+        ),
+    ),
+    (
+        "c1-launch-loopback",
+        "c1/launch-loopback.json",
+        ClaudeRunSpec(
+            prompt=PROMPT,
+            decisions="observe",
+            environment=EnvironmentDeclaration(
+                kind="claude",
+                credentials="loopback",
+                loopback_port=LOOPBACK_PORT,
+                loopback_placeholder=LOOPBACK_PLACEHOLDER,
+            ),
+        ),
+    ),
+)
+"""C1: id, fixture under ``vectors/claude/``, and the run spec (spec 50 §9 vectors 1–3)."""
+
+CATALOGUE_VECTOR = "c1-launch-catalogue"
+CATALOGUE_WAITS = "the catalogue is not built in this version"
+
+RECORD_VECTORS: tuple[tuple[str, str], ...] = (("c2-record-bash", "record/bash"), ("c2-record-write", "record/write"))
+"""C2: id and record stem (``<stem>.jsonl`` replayed, ``<stem>.expected.jsonl`` expected)."""
+
+HOOK_VECTORS: tuple[tuple[str, str, str], ...] = (
+    ("c3-hook-deny", "hook/frame-deny.json", "hook/deny"),
+    ("c3-hook-allow", "hook/frame-allow.json", "hook/allow"),
+)
+"""C3: id, sealed frame, and stem (``<stem>.answer`` and ``<stem>.expected.jsonl``); the record is
+``hook/record.jsonl`` (the C2 shell record) and the captured hook request ``hook/request.json``."""
+
+HOOK_RECORD = "hook/record.jsonl"
+HOOK_REQUEST = "hook/request.json"
+BANNER = "golden/version.txt"
+
+
+def planned_fixture(spec: ClaudeRunSpec) -> dict[str, Any] | str:
+    """The C1 fixture of a vector's launch (the program is the vector's input, not a PATH hit), or the
+    refusal that stopped it."""
+    facts = {f"{CALLER['HOME']}/.local/bin/claude": ProgramCandidate(regular=True, executable=True)}
+    planned = plan_claude_launch(spec, CALLER, SCRATCH, facts)
+    if isinstance(planned, Failure):
+        return planned.failure().line()
+    return launch_fixture(msgspec.structs.replace(planned.unwrap(), program=PROGRAM))
+
+
+def check_launch(vector: str, spec: ClaudeRunSpec, fixture: bytes) -> Outcome:
+    """C1: the planned launch equals the fixture, compared as parsed JSON."""
+    got = planned_fixture(spec)
+    expected = msgspec.json.decode(fixture)
+    if got == expected:
+        return Outcome("C1", vector, "pass")
+    if isinstance(got, str):
+        return Outcome("C1", vector, "FAIL", got)
+    keys = [key for key in sorted(set(expected) | set(got)) if expected.get(key) != got.get(key)]
+    return Outcome("C1", vector, "FAIL", f"{', '.join(keys)} differ from the fixture")
+
+
+def catalogue_outcome() -> Outcome:
+    """Vector 4 waits for the catalogue loader and its scratch copy: ``warn``, never ``pass`` (spec 50 §9)."""
+    return Outcome("C1", CATALOGUE_VECTOR, "warn", CATALOGUE_WAITS)
+
+
+def replay_record(stem: str, record: bytes) -> bytes:
+    """C2's stream: ``replay`` with run ``golden``, decisions ``observe``, the record's own path."""
+    facts = replay_facts(
+        decisions="observe", hermetic="off", transcript_path=f"{stem}.jsonl", harness_version=None, model=None
+    )
+    return replay_claude(record, facts, RUN)[0]
+
+
+def check_replay(vector: str, stem: str, record: bytes, expected: bytes) -> Outcome:
+    """C2: the replayed stream equals the expected file byte for byte."""
+    return first_difference("C2", vector, expected, replay_record(stem, record))
+
+
+def check_banner(banner: bytes) -> Outcome:
+    """C4: ``<v> (Claude Code)``; ``v`` on the pin passes, another version warns, another shape fails."""
+    words = banner.decode("utf-8", "replace").split()
+    if len(words) != 3 or words[1:] != ["(Claude", "Code)"] or not words[0][:1].isdigit():
+        return Outcome("C4", "c4-version-banner", "FAIL", f"the banner {banner[:80]!r} is not <version> (Claude Code)")
+    if words[0] in PINS:
+        return Outcome("C4", "c4-version-banner", "pass")
+    return Outcome("C4", "c4-version-banner", "warn", f"claude {words[0]} is outside the pin ({', '.join(PINS)})")
+
+
+def summary_line(outcomes: tuple[Outcome, ...]) -> str:
+    """``9 vectors, <F> failed — no model, no network, no credential`` (spec 10 §6)."""
+    failed = sum(outcome.status == "FAIL" for outcome in outcomes)
+    return f"{len(outcomes)} vectors, {failed} failed — no model, no network, no credential"
+
+
+def contract_line(outcomes: tuple[Outcome, ...]) -> bytes:
+    """The ``--contract`` line, keys sorted; ``breaking_changes`` counts failed record-tier vectors
+    (spec 10 §6)."""
+    failed = [outcome for outcome in outcomes if outcome.status == "FAIL"]
+    document = {
+        "breaking_changes": sum(outcome.tier in ("C2", "C3", "C4") for outcome in failed),
+        "checked": len(outcomes),
+        "consumer": "metaharness.event/1",
+        "failed": len(failed),
+        "kind": "contract_result",
+        "provider": f"claude {PINS[0]}",
+    }
+    return canonical(document) + b"\n"
+

@@ -1,0 +1,113 @@
+"""``metaharness conformance claude``: the nine vectors of spec 50 §9 read from the packaged
+``vectors/claude/`` files; C3 runs the live loop against the scripted child
+(``metaharness.shell.claude.conformance_child``)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from importlib.resources import files
+
+import msgspec
+from metaharness.pure.claude.launch import ClaudeRunSpec, plan_claude_launch
+from metaharness.pure.claude.replay import replay_facts
+from metaharness.pure.claude.session import open_session
+from metaharness.pure.claude.vectors import (
+    BANNER,
+    CALLER,
+    ENDPOINT_ROUTE,
+    HOOK_RECORD,
+    HOOK_REQUEST,
+    HOOK_VECTORS,
+    LAUNCH_VECTORS,
+    PROMPT,
+    RECORD_VECTORS,
+    RUN,
+    catalogue_outcome,
+    check_banner,
+    check_launch,
+    check_replay,
+    contract_line,
+    summary_line,
+)
+from metaharness.pure.codex.vectors import Outcome, check_exchange
+from metaharness.pure.environment import ProgramCandidate
+from metaharness.pure.frames import load_frame
+from metaharness.pure.hook_channel import HOOK_PROGRAM
+from metaharness.shell.claude.live import drive_claude
+from metaharness.shell.claude.run import materialise
+
+
+def vector_bytes(name: str) -> bytes:
+    """A packaged file under ``vectors/claude/``."""
+    return files("metaharness.vectors").joinpath("claude", name).read_bytes()
+
+
+def run_exchange(frame_file: str) -> tuple[bytes, bytes]:
+    """C3: the live run loop against the scripted child, decisions ``frame`` with the vector's frame,
+    run ``golden``, no plan-time warnings, ``process`` unknown, ``session.started`` with C2's
+    transcript and attestation; returns the hook's answer bytes and the stream."""
+    frame = load_frame(vector_bytes(frame_file)).unwrap()
+    with tempfile.TemporaryDirectory(prefix="metaharness-conformance-") as scratch:
+        spec = ClaudeRunSpec(prompt=PROMPT, decisions="frame", environment=ENDPOINT_ROUTE, frame_digest=frame.digest)
+        facts = {f"{CALLER['HOME']}/.local/bin/claude": ProgramCandidate(regular=True, executable=True)}
+        planned = plan_claude_launch(spec, CALLER, scratch, facts).unwrap()
+        record, request, answer = (os.path.join(scratch, name) for name in ("record.jsonl", "request.json", "answer"))
+        for path, name in ((record, HOOK_RECORD), (request, HOOK_REQUEST)):
+            with open(path, "wb") as handle:
+                handle.write(vector_bytes(name))
+        hook = os.path.join(scratch, HOOK_PROGRAM)
+        child = ("-m", "metaharness.shell.claude.conformance_child", record, request, hook, answer)
+        launch = msgspec.structs.replace(planned, program=sys.executable, args=child, cwd=scratch)
+        channel = materialise(launch, ())
+        session, opening = open_session(
+            replay_facts(decisions="frame", hermetic="off", transcript_path=HOOK_RECORD, harness_version=None, model=None),
+            RUN,
+            "frame",
+            frame,
+        )
+        lines: list[bytes] = [line for line in opening if isinstance(line, bytes)]
+        try:
+            with open(launch.transcript_path, "wb") as transcript:
+                drive_claude(
+                    argv=launch.argv, env=launch.environment.as_dict(), cwd=launch.cwd, session=session,
+                    channel=channel, write_event=lines.append, transcript=transcript, commands=None,
+                    on_steering_refusal=lambda line: None, process_known=False,
+                )  # fmt: skip
+        finally:
+            channel.close()
+        with open(answer, "rb") as handle:
+            return handle.read(), b"".join(lines)
+
+
+def claude_outcomes() -> tuple[Outcome, ...]:
+    """Every claude vector's outcome, in the order of spec 50 §9."""
+    outcomes = [check_launch(vector, spec, vector_bytes(fixture)) for vector, fixture, spec in LAUNCH_VECTORS]
+    outcomes.append(catalogue_outcome())
+    outcomes += [
+        check_replay(vector, stem, vector_bytes(f"{stem}.jsonl"), vector_bytes(f"{stem}.expected.jsonl"))
+        for vector, stem in RECORD_VECTORS
+    ]
+    for vector, frame_file, stem in HOOK_VECTORS:
+        answer, stream = run_exchange(frame_file)
+        outcomes.append(
+            check_exchange(vector, answer, vector_bytes(f"{stem}.answer"), stream, vector_bytes(f"{stem}.expected.jsonl"))
+        )
+    outcomes.append(check_banner(vector_bytes(BANNER)))
+    return tuple(outcomes)
+
+
+def run_claude_conformance(contract: bool) -> int:
+    """Print the vectors' lines and summary (or only the ``--contract`` line, with ``FAIL`` and ``warn``
+    lines on stderr); exit 0 when none failed, else 1 (spec 10 §6)."""
+    outcomes = claude_outcomes()
+    if contract:
+        for outcome in outcomes:
+            if outcome.status != "pass":
+                sys.stderr.write(f"metaharness: {outcome.line()}\n")
+        sys.stdout.buffer.write(contract_line(outcomes))
+    else:
+        sys.stdout.write("".join(outcome.line() + "\n" for outcome in outcomes) + summary_line(outcomes) + "\n")
+    sys.stdout.flush()
+    return 1 if any(outcome.status == "FAIL" for outcome in outcomes) else 0

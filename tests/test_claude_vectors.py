@@ -1,0 +1,92 @@
+"""``conformance claude``: the nine vectors pass on the packaged files, and each tier fails when its
+data is tampered with (spec 50 §9, spec 10 §6)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import msgspec
+from metaharness.pure.claude.vectors import (
+    LAUNCH_VECTORS,
+    check_banner,
+    check_launch,
+    check_replay,
+    contract_line,
+)
+from metaharness.pure.codex.vectors import check_exchange
+from metaharness.shell.claude.conformance import claude_outcomes, vector_bytes
+
+
+def test_every_vector_passes_and_the_catalogue_vector_warns() -> None:
+    outcomes = claude_outcomes()
+    assert [(o.tier, o.id, o.status) for o in outcomes] == [
+        ("C1", "c1-launch", "pass"),
+        ("C1", "c1-launch-context", "pass"),
+        ("C1", "c1-launch-loopback", "pass"),
+        ("C1", "c1-launch-catalogue", "warn"),
+        ("C2", "c2-record-bash", "pass"),
+        ("C2", "c2-record-write", "pass"),
+        ("C3", "c3-hook-deny", "pass"),
+        ("C3", "c3-hook-allow", "pass"),
+        ("C4", "c4-version-banner", "pass"),
+    ]
+    assert outcomes[3].detail == "the catalogue is not built in this version"
+    assert json.loads(contract_line(outcomes)) == {
+        "breaking_changes": 0, "checked": 9, "consumer": "metaharness.event/1", "failed": 0,
+        "kind": "contract_result", "provider": "claude 2.1.332",
+    }  # fmt: skip
+
+
+def test_the_launch_fixture_holds_the_endpoint_route_and_no_credential_file() -> None:
+    fixture = json.loads(vector_bytes("c1/launch.json"))
+    assert fixture["env"]["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:41237"
+    assert [f["path"] for f in fixture["files"]] == ["/scratch/run/claude-settings.json", "/scratch/run/hooks/pretooluse"]
+    loopback = json.loads(vector_bytes("c1/launch-loopback.json"))
+    assert loopback["env"]["ANTHROPIC_AUTH_TOKEN"] == "mh-run-golden-000000000000000000000000"
+    assert not any("credentials" in f["path"] for f in loopback["files"])
+
+
+def test_a_tampered_launch_fixture_fails() -> None:
+    vector, fixture, spec = LAUNCH_VECTORS[0]
+    document = json.loads(vector_bytes(fixture))
+    document["args"][4] = "--quiet"
+    outcome = check_launch(vector, spec, msgspec.json.encode(document))
+    assert (outcome.status, outcome.detail) == ("FAIL", "args differ from the fixture")
+
+
+def test_a_tampered_replay_fails_naming_the_line() -> None:
+    expected = vector_bytes("record/bash.expected.jsonl").replace(b'"echo emulated"', b'"echo other"', 1)
+    outcome = check_replay("c2-record-bash", "record/bash", vector_bytes("record/bash.jsonl"), expected)
+    assert outcome.status == "FAIL" and outcome.detail.startswith("line 2 differs")
+
+
+def test_a_different_answer_fails_the_exchange() -> None:
+    expected = vector_bytes("hook/deny.expected.jsonl")
+    outcome = check_exchange("c3-hook-deny", b"", vector_bytes("hook/deny.answer"), expected, expected)
+    assert outcome.status == "FAIL" and "the hook answered" in outcome.detail
+
+
+def test_banners() -> None:
+    assert check_banner(b"2.1.332 (Claude Code)\n").status == "pass"
+    assert check_banner(b"2.1.400 (Claude Code)\n").status == "warn"
+    assert check_banner(b"codex-cli 0.171.0\n").status == "FAIL"
+
+
+def test_the_child_writes_the_record_and_asks_the_hook_once(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    record = tmp_path / "record.jsonl"
+    record.write_bytes(vector_bytes("hook/record.jsonl"))
+    request = tmp_path / "request.json"
+    request.write_bytes(b'{"tool_use_id":"x"}')
+    hook = tmp_path / "hook"
+    hook.write_text('#!/bin/sh\ncat > "$0.in"\nprintf answered\n')
+    hook.chmod(0o700)
+    done = subprocess.run(
+        [sys.executable, "-m", "metaharness.shell.claude.conformance_child", str(record), str(request), str(hook),
+         str(tmp_path / "answer")],
+        capture_output=True, check=True,
+    )  # fmt: skip
+    assert done.stdout == record.read_bytes()
+    assert (tmp_path / "answer").read_bytes() == b"answered"
+    assert (tmp_path / "hook.in").read_bytes() == b'{"tool_use_id":"x"}'
