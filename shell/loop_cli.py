@@ -215,14 +215,14 @@ def _approver(plan: RunPlan, cancel: CancelToken, needs_asking: bool) -> Approve
         return DenyApprover(plan.ceiling)
     if mode == "caller":
         return CallerApprover(sys.stdin.buffer, cancel)
-    tty = None
+    terminal = None
     if mode == "prompt" or (sys.stdin.isatty() and sys.stderr.isatty()):
         try:
-            tty = open("/dev/tty", "r+", encoding="utf-8")  # noqa: SIM115 - held for the run
+            terminal = (open("/dev/tty", encoding="utf-8"), open("/dev/tty", "w", encoding="utf-8"))  # noqa: SIM115
         except OSError:
-            tty = None
-    if tty is not None:
-        return PromptApprover(tty, cancel)
+            terminal = None
+    if terminal is not None:
+        return PromptApprover(terminal[0], terminal[1], cancel)
     if mode == "prompt":
         raise Refused("--approve prompt needs a terminal, and /dev/tty cannot be opened")
     if needs_asking:

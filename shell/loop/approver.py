@@ -86,8 +86,9 @@ class CallerApprover:
 class PromptApprover:
     """The terminal prompt on ``/dev/tty``; ``always`` approves an entry from then on."""
 
-    def __init__(self, tty: TextIO, cancel: CancelToken) -> None:
-        self.tty = tty
+    def __init__(self, answers: TextIO, questions: TextIO, cancel: CancelToken) -> None:
+        self.answers = answers
+        self.questions = questions
         self.cancel = cancel
         self.always: set[str] = set()
         self.closed = False
@@ -97,13 +98,13 @@ class PromptApprover:
             return Verdict(True)
         if self.closed:
             return Verdict(False, "the operator's terminal is closed")
-        self.tty.write(f"{summary}\n")
+        self.questions.write(f"{summary}\n")
         for _ in range(3):
-            self.tty.write(f"approve? [y]es once · [n]o · [a]lways for `{entry}` > ")
-            self.tty.flush()
+            self.questions.write(f"approve? [y]es once · [n]o · [a]lways for `{entry}` > ")
+            self.questions.flush()
             try:
                 with self.cancel.blocking():
-                    line = self.tty.readline()
+                    line = self.answers.readline()
             except Interrupted:
                 return Verdict(False, "the run was cancelled while waiting for the operator", cancelled=True)
             if not line:
