@@ -1,0 +1,46 @@
+"""``doctor codex``: the binary the spawn would run, its version against the pin, and every flag the
+launch emits checked against ``codex exec --help`` (spec 50 §7, spec 10 §7)."""
+
+from __future__ import annotations
+
+import posixpath
+
+from metaharness.pure.b10x.doctor import DoctorReport, declared_flags
+from metaharness.pure.codex.launch import PINS
+
+SENT_FLAGS = (
+    "--json",
+    "--strict-config",
+    "--dangerously-bypass-hook-trust",
+    "--skip-git-repo-check",
+    "--color",
+    "--model",
+)
+"""Every flag the ``codex exec`` launch of spec 50 §4 can emit, in argv order."""
+
+
+def version_token(banner: str) -> str | None:
+    """The first whitespace-separated token starting with a digit (``codex-cli 0.171.0`` → ``0.171.0``)."""
+    return next((word for word in banner.split() if word[:1].isdigit()), None)
+
+
+def codex_doctor_report(program: str, version: str, exec_help: str) -> DoctorReport:
+    """The version line, then one line per flag fault or the all-declared line; exit 0 on the pin
+    without a fault, else 1."""
+    pins = ", ".join(PINS)
+    on_pin = version in PINS
+    first = (
+        f"codex: {program} {version} — on the adapter's pin ({pins})"
+        if on_pin
+        else f"codex: {program} {version} — OFF the adapter's pin ({pins}). A run is unverified rather than refused; "
+        "--strict-version refuses it."
+    )
+    name = posixpath.basename(program)
+    declared = declared_flags(exec_help)
+    faults = tuple(
+        f"{name}: the adapter sends {flag} and the binary does not declare it"
+        for flag in SENT_FLAGS
+        if flag not in declared
+    )
+    lines = (first, *faults) if faults else (first, f"{name}: every flag the adapter sends is one the binary declares")
+    return DoctorReport(lines, 0 if on_pin and not faults else 1)
