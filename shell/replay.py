@@ -30,6 +30,13 @@ def run_replay(
 ) -> int:
     """Map ``record`` of ``kind`` into ``metaharness.event/1`` on stdout with the options of
     spec 10 §10; exit 0 when the stream closed ``completed``, else 3."""
+    if kind == "claude":
+        from metaharness.shell.claude.replay import run_claude_replay
+
+        return run_claude_replay(
+            record=record, run_id=run_id, decisions=decisions, frame=frame, hermetic=hermetic,
+            harness_version=harness_version, model=model, transcript_path=transcript_path,
+        )  # fmt: skip
     if kind != "b10x":
         return refuse(
             Refusal(

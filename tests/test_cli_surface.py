@@ -121,7 +121,6 @@ def test_audit_always_refuses_with_the_exact_line() -> None:
     [
         (["conformance", "claude"], "conformance claude"),
         (["doctor", "codex"], "doctor codex"),
-        (["replay", "claude", "record.jsonl", "--run", "r1", "--hermetic", "strict"], "replay claude"),
         (["mcp-serve", "--workspace", ".", "--writable", "--allow-program", "ls"], "mcp-serve"),
         (["project", "events.jsonl", "--from", "codex"], "project --from codex"),
     ],
