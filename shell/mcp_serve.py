@@ -1,23 +1,34 @@
-"""``metaharness mcp-serve``: the owned tool surface or a catalogue over MCP on stdio (spec 10 §11)."""
+"""``metaharness mcp-serve``: the owned tool surface or a catalogue over MCP on stdio (spec 10 §11,
+spec 30 §12). Startup refusals exit 2 with nothing on stdout; end of file on stdin exits 0."""
 
 from __future__ import annotations
 
+import importlib.metadata
+import os
+
+from metaharness.pure.loop.catalogue import publish
+from metaharness.pure.mcp import CatalogueSurface, OwnedSurface, Server
 from metaharness.pure.options import check_serve_pairing
-from metaharness.pure.refusal import Refusal
+from metaharness.shell.catalogue_file import read_catalogue
+from metaharness.shell.mcp_server import run_server
 from metaharness.shell.refusals import refuse
 from returns.result import Failure
 
 
 def serve(*, workspace: str, writable: bool, allow_program: tuple[str, ...], catalogue: str | None) -> int:
-    """Serve on stdio until end of file (exit 0), or refuse at startup (exit 2) by spec 10 §11 and
-    spec 30 §12. Serving is not built yet: after the option pairing it refuses ``not-built``."""
+    """Check the pairing and the catalogue file (spec 30 §12 startup refusals), then serve until
+    end of file. The owned surface publishes the loop's entries (writes with ``--writable``, ``run``
+    with ``--writable`` and a program); a catalogue server performs its entries through the same
+    entries and publishes no ``run``."""
     paired = check_serve_pairing(writable=writable, allow_program=allow_program, catalogue=catalogue)
     if isinstance(paired, Failure):
         return refuse(paired.failure())
-    return refuse(
-        Refusal(
-            "not-built",
-            "mcp-serve is not built in this build: it waits for the owned surface, the catalogue and "
-            "the MCP wire (spec 30 §10-§12)",
-        )
-    )
+    version = importlib.metadata.version("metaharness")
+    if catalogue is None:
+        publication = publish(writable, allow_program)
+        return run_server(Server(OwnedSurface(publication), version), os.path.realpath(workspace), publication)
+    loaded = read_catalogue(catalogue)
+    if isinstance(loaded, Failure):
+        return refuse(loaded.failure())
+    surface = CatalogueSurface(loaded.unwrap(), writable)
+    return run_server(Server(surface, version), os.path.realpath(workspace), publish(writable, ()))
