@@ -23,7 +23,7 @@ class _Value(Struct, frozen=True, kw_only=True, forbid_unknown_fields=False):
     """A shared value shape (spec 20 §2.4): every field is written, nulls explicit."""
 
 
-class Usage(_Value, kw_only=True):
+class Usage(_Value, frozen=True, kw_only=True):
     """Token usage of one request or model (spec 20 §2.4); metaharness never computes ``cost_usd``."""
 
     input_tokens: int | None
@@ -37,7 +37,7 @@ class Usage(_Value, kw_only=True):
     cost_usd: float | None
 
 
-class Census(_Value, kw_only=True):
+class Census(_Value, frozen=True, kw_only=True):
     """Decisions counted by kind, seam and decider (spec 20 §9); the maps hold non-zero counts only."""
 
     allowed: int
@@ -71,7 +71,7 @@ class Abstain(Struct, frozen=True, tag_field="decision", tag="abstain"):
 Decision: TypeAlias = Allow | Deny | Replace | Abstain
 
 
-class StepRef(_Value, kw_only=True):
+class StepRef(_Value, frozen=True, kw_only=True):
     """Which workflow step a frame or step event belongs to (spec 20 §2.4)."""
 
     workflow: str
@@ -99,7 +99,7 @@ class NoVerdict(Struct, frozen=True, tag_field="outcome", tag="no_verdict"):
 StepOutcome: TypeAlias = Completed | Failed | NoVerdict
 
 
-class Transcript(_Value, kw_only=True):
+class Transcript(_Value, frozen=True, kw_only=True):
     """Where the retained vendor record is, with its digest and size when known (spec 20 §2.4)."""
 
     path: str | None
@@ -107,21 +107,21 @@ class Transcript(_Value, kw_only=True):
     bytes: int | None
 
 
-class RowHow(_Value, kw_only=True):
+class RowHow(_Value, frozen=True, kw_only=True):
     """An ``imposed`` or ``declared`` attestation entry (spec 30 §1)."""
 
     row: str
     how: str
 
 
-class RowWhy(_Value, kw_only=True):
+class RowWhy(_Value, frozen=True, kw_only=True):
     """An ``unavailable`` attestation entry (spec 30 §1)."""
 
     row: str
     why: str
 
 
-class InstalledPlugin(_Value, kw_only=True):
+class InstalledPlugin(_Value, frozen=True, kw_only=True):
     """A plugin copy the launch placed (spec 30 §3)."""
 
     name: str
@@ -129,7 +129,7 @@ class InstalledPlugin(_Value, kw_only=True):
     version: str | None
 
 
-class Hermetic(_Value, kw_only=True):
+class Hermetic(_Value, frozen=True, kw_only=True):
     """The attestation block of ``session.started`` (spec 20 §2.4, spec 30 §3)."""
 
     mode: Literal["off", "on", "strict"]
@@ -141,7 +141,7 @@ class Hermetic(_Value, kw_only=True):
     installed_plugins: tuple[InstalledPlugin, ...]
 
 
-class ContextFile(_Value, kw_only=True):
+class ContextFile(_Value, frozen=True, kw_only=True):
     """One ``--context`` file as it reached the model (spec 20 §2.4, spec 30 §9.7)."""
 
     path: str
@@ -150,14 +150,14 @@ class ContextFile(_Value, kw_only=True):
     channel: str
 
 
-class Withheld(_Value, kw_only=True):
+class Withheld(_Value, frozen=True, kw_only=True):
     """A tool the machine would not admit, and why (spec 20 §2.5)."""
 
     tool: str
     reason: str
 
 
-class Plugin(_Value, kw_only=True):
+class Plugin(_Value, frozen=True, kw_only=True):
     """A plugin the harness reports loaded (spec 20 §2.5)."""
 
     name: str | None
@@ -165,21 +165,21 @@ class Plugin(_Value, kw_only=True):
     version: str | None
 
 
-class McpServer(_Value, kw_only=True):
+class McpServer(_Value, frozen=True, kw_only=True):
     """An MCP server the harness reports (spec 20 §2.5)."""
 
     name: str | None
     status: str | None
 
 
-class FinalAnswer(_Value, kw_only=True):
+class FinalAnswer(_Value, frozen=True, kw_only=True):
     """The run's final answer text (spec 20 §2.5)."""
 
     text: str
     turn_id: str | None
 
 
-class ObservedModel(_Value, kw_only=True):
+class ObservedModel(_Value, frozen=True, kw_only=True):
     """A model the record shows answering (spec 20 §2.5)."""
 
     turn: int | None
@@ -188,7 +188,7 @@ class ObservedModel(_Value, kw_only=True):
     scope: str
 
 
-class PermissionDenial(_Value, kw_only=True):
+class PermissionDenial(_Value, frozen=True, kw_only=True):
     """A call the vendor reports it denied (spec 20 §2.5)."""
 
     tool_name: str | None
@@ -196,7 +196,7 @@ class PermissionDenial(_Value, kw_only=True):
     tool_input: Any
 
 
-class RateLimitInfo(_Value, kw_only=True):
+class RateLimitInfo(_Value, frozen=True, kw_only=True):
     """The vendor's rate-limit report (spec 20 §2.5)."""
 
     status: str | None
@@ -206,7 +206,7 @@ class RateLimitInfo(_Value, kw_only=True):
     using_overage: bool | None
 
 
-class RefusedCommand(_Value, kw_only=True):
+class RefusedCommand(_Value, frozen=True, kw_only=True):
     """Why a command was refused: an upper-case code and a reason (spec 20 §5)."""
 
     code: str
@@ -251,7 +251,7 @@ class _Event(Struct, frozen=True, kw_only=True, tag_field="event", forbid_unknow
     """An event payload; the tag is the event name of spec 20 §2.5."""
 
 
-class SessionStarted(_Event, tag="session.started", kw_only=True):
+class SessionStarted(_Event, frozen=True, tag="session.started", kw_only=True):
     """The run's opening record (spec 20 §2.5)."""
 
     adapter: str
@@ -277,7 +277,7 @@ class SessionStarted(_Event, tag="session.started", kw_only=True):
     hermetic: Hermetic
 
 
-class SessionEnded(_Event, tag="session.ended", kw_only=True):
+class SessionEnded(_Event, frozen=True, tag="session.ended", kw_only=True):
     """The harness's terminal record, with the decision census (spec 20 §2.5)."""
 
     final_answer: FinalAnswer | None
@@ -300,63 +300,63 @@ class SessionEnded(_Event, tag="session.ended", kw_only=True):
     census: Census
 
 
-class StepEntered(_Event, tag="step.entered", kw_only=True):
+class StepEntered(_Event, frozen=True, tag="step.entered", kw_only=True):
     """A workflow step began (spec 20 §2.5; no verb of this version emits it)."""
 
     step: StepRef
     frame_digest: str | None
 
 
-class StepLeft(_Event, tag="step.left", kw_only=True):
+class StepLeft(_Event, frozen=True, tag="step.left", kw_only=True):
     """A workflow step ended (spec 20 §2.5; no verb of this version emits it)."""
 
     step: StepRef
     outcome: StepOutcome
 
 
-class TurnStarted(_Event, tag="turn.started", kw_only=True):
+class TurnStarted(_Event, frozen=True, tag="turn.started", kw_only=True):
     """A model turn began under the frame in force (spec 20 §2.5)."""
 
     turn: int
     frame_digest: str | None
 
 
-class TurnEnded(_Event, tag="turn.ended", kw_only=True):
+class TurnEnded(_Event, frozen=True, tag="turn.ended", kw_only=True):
     """A model turn ended (spec 20 §2.5)."""
 
     turn: int
     stop_reason: str | None
 
 
-class Text(_Event, tag="text", kw_only=True):
+class Text(_Event, frozen=True, tag="text", kw_only=True):
     """Assistant text (spec 20 §2.5)."""
 
     text: str
     request_id: str | None
 
 
-class Thinking(_Event, tag="thinking", kw_only=True):
+class Thinking(_Event, frozen=True, tag="thinking", kw_only=True):
     """Assistant reasoning text (spec 20 §2.5)."""
 
     text: str
     request_id: str | None
 
 
-class ThinkingEstimate(_Event, tag="thinking.estimate", kw_only=True):
+class ThinkingEstimate(_Event, frozen=True, tag="thinking.estimate", kw_only=True):
     """An estimate of reasoning tokens (spec 20 §2.5)."""
 
     estimate: int
     delta: int | None
 
 
-class Injection(_Event, tag="injection", kw_only=True):
+class Injection(_Event, frozen=True, tag="injection", kw_only=True):
     """Text placed between turns (spec 20 §2.5)."""
 
     text: str
     origin: str | None
 
 
-class ToolRequested(_Event, tag="tool.requested", kw_only=True):
+class ToolRequested(_Event, frozen=True, tag="tool.requested", kw_only=True):
     """A tool call, written before any decision or effect (spec 20 §2.5)."""
 
     call_id: str
@@ -369,7 +369,7 @@ class ToolRequested(_Event, tag="tool.requested", kw_only=True):
     seam: str
 
 
-class ToolDecided(_Event, tag="tool.decided", kw_only=True):
+class ToolDecided(_Event, frozen=True, tag="tool.decided", kw_only=True):
     """Who decided a call, on which seam, and what (spec 20 §2.5, §8)."""
 
     call_id: str
@@ -379,7 +379,7 @@ class ToolDecided(_Event, tag="tool.decided", kw_only=True):
     latency_ms: int | None
 
 
-class ToolResult(_Event, tag="tool.result", kw_only=True):
+class ToolResult(_Event, frozen=True, tag="tool.result", kw_only=True):
     """A call's outcome (spec 20 §2.5)."""
 
     exit_code: int | None
@@ -391,7 +391,7 @@ class ToolResult(_Event, tag="tool.result", kw_only=True):
     tool_use_result: Any | None
 
 
-class UsageReported(_Event, tag="usage", kw_only=True):
+class UsageReported(_Event, frozen=True, tag="usage", kw_only=True):
     """Token usage of one request (spec 20 §2.5)."""
 
     request_id: str | None
@@ -399,27 +399,27 @@ class UsageReported(_Event, tag="usage", kw_only=True):
     usage: Usage
 
 
-class RateLimit(_Event, tag="rate_limit", kw_only=True):
+class RateLimit(_Event, frozen=True, tag="rate_limit", kw_only=True):
     """A rate-limit report (spec 20 §2.5)."""
 
     info: RateLimitInfo
 
 
-class CommandResult(_Event, tag="command.result", kw_only=True):
+class CommandResult(_Event, frozen=True, tag="command.result", kw_only=True):
     """The one answer to a ``metaharness.command/1`` line (spec 20 §5)."""
 
     id: str
     outcome: CommandOutcome
 
 
-class WarningRaised(_Event, tag="warning", kw_only=True):
+class WarningRaised(_Event, frozen=True, tag="warning", kw_only=True):
     """A warning with its code (spec 20 §3)."""
 
     code: str
     message: str
 
 
-class Opaque(_Event, tag="opaque", kw_only=True):
+class Opaque(_Event, frozen=True, tag="opaque", kw_only=True):
     """A record the adapter could not read, never dropped (spec 20 §2.5)."""
 
     vendor_type: str | None
@@ -428,7 +428,7 @@ class Opaque(_Event, tag="opaque", kw_only=True):
     source_line: int | None
 
 
-class AuthExpired(_Event, tag="auth.expired", kw_only=True):
+class AuthExpired(_Event, frozen=True, tag="auth.expired", kw_only=True):
     """The vendor reported an expired credential; never ends a run (spec 20 §2.5)."""
 
     credential_source: str | None
@@ -436,7 +436,7 @@ class AuthExpired(_Event, tag="auth.expired", kw_only=True):
     source_line: int | None
 
 
-class StreamClosed(_Event, tag="stream.closed", kw_only=True):
+class StreamClosed(_Event, frozen=True, tag="stream.closed", kw_only=True):
     """The stream's closing marker, written last and once (spec 20 §4)."""
 
     events: int
@@ -469,7 +469,7 @@ Event: TypeAlias = (
 )
 
 EVENT_TYPES: dict[str, type[Any]] = {
-    cls.__struct_config__.tag: cls
+    str(cls.__struct_config__.tag): cls
     for cls in (
         SessionStarted,
         SessionEnded,
@@ -498,8 +498,7 @@ EVENT_TYPES: dict[str, type[Any]] = {
 
 def event_name(payload: Event) -> str:
     """The event name a payload is written under."""
-    tag: str = type(payload).__struct_config__.tag
-    return tag
+    return str(type(payload).__struct_config__.tag)
 
 
 class EventLine(Struct, frozen=True, kw_only=True):
