@@ -1,0 +1,254 @@
+"""The pure claude session: exactly one ``tool.requested`` per call, hook answers in stamp order,
+decisions, abandonment and wind-up (spec 50 §2, spec 20 §4, §8)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from metaharness.pure.claude.replay import replay_facts
+from metaharness.pure.claude.session import (
+    HOOK_GAVE_UP,
+    Effect,
+    HookAnswer,
+    Session,
+    answered,
+    end_of_record,
+    expire,
+    hook_request,
+    open_session,
+    read_line,
+    take_command,
+    wind_up,
+)
+from metaharness.pure.commands import read_command
+from metaharness.pure.decisions import Arm
+from metaharness.pure.events import Exited
+from metaharness.pure.frames import Frame, seal_frame
+from metaharness.pure.jsonline import compact
+
+FACTS = replay_facts(decisions="frame", hermetic="off", transcript_path="t.jsonl", harness_version=None, model=None)
+INIT = compact({"type": "system", "subtype": "init", "cwd": "/w", "claude_code_version": "2.1.332"})
+CALL = compact(
+    {"type": "assistant", "message": {"id": "m1", "content": [
+        {"type": "tool_use", "id": "toolu_1", "name": "Write", "input": {"file_path": "note.md", "content": "x"}}]}}
+)  # fmt: skip
+RESULT_BLOCK = compact(
+    {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]}}
+)
+TEXT = compact({"type": "assistant", "message": {"id": "m2", "content": [{"type": "text", "text": "done"}]}})
+RESULT = compact({"type": "result", "subtype": "success", "is_error": False})
+REQUEST = compact({"tool_use_id": "toolu_1", "tool_name": "Write", "tool_input": {"file_path": "/w/note.md", "content": "x"}})
+
+
+def frame(*operations: str) -> Frame:
+    return seal_frame(
+        {"format": "metaharness.frame/1", "workflow": {"id": "w", "version": "1"}, "node": {"id": "n"},
+         "step": {"workflow": "w", "state": "s", "index": 0, "attempt": 1}, "prior": [], "obligations": [],
+         "reaching": [], "next": [], "handoff": {"handoff": "none"}, "operations": [{"op": op} for op in operations]}
+    ).unwrap()  # fmt: skip
+
+
+class Harness:
+    """Drives a session as the shell does: hook answers are delivered (or lost) and resumed."""
+
+    def __init__(self, mode: str = "frame", frame_in_force: Frame | None = None, delivered: bool = True) -> None:
+        self.session: Session
+        self.session, effects = open_session(FACTS, "golden", mode, frame_in_force)  # type: ignore[arg-type]
+        self.delivered = delivered
+        self.lines: list[dict[str, Any]] = []
+        self.answers: list[tuple[tuple[str, ...], bytes]] = []
+        self.armed: list[str] = []
+        self.perform(effects)
+        self.number = 0
+
+    def perform(self, effects: tuple[Effect, ...]) -> None:
+        for effect in effects:
+            if isinstance(effect, bytes):
+                self.lines.append(json.loads(effect))
+            elif isinstance(effect, HookAnswer):
+                self.answers.append((effect.keys, effect.body))
+                self.session, more = answered(self.session, self.delivered)
+                self.perform(more)
+            elif isinstance(effect, Arm):
+                self.armed.append(effect.call_id)
+
+    def line(self, raw: bytes) -> None:
+        self.number += 1
+        self.session, effects = read_line(self.session, self.number, raw)
+        self.perform(effects)
+
+    def hook(self, key: str, raw: bytes | None = REQUEST) -> None:
+        self.session, effects = hook_request(self.session, key, raw)
+        self.perform(effects)
+
+    def command(self, text: str) -> str | None:
+        self.session, effects, control = take_command(self.session, read_command(text.encode()).unwrap(), 7)
+        self.perform(effects)
+        return control
+
+    def close(self) -> str:
+        self.session, effects = end_of_record(self.session)
+        self.perform(effects)
+        self.session, effects, reason = wind_up(self.session, process=Exited(code=0))
+        self.perform(effects)
+        assert [line["seq"] for line in self.lines] == list(range(1, len(self.lines) + 1))
+        return reason
+
+    def events(self) -> list[str]:
+        return [line["event"] for line in self.lines]
+
+
+def test_record_first_holds_until_the_hook_and_presents_once_on_the_seam() -> None:
+    run = Harness(frame_in_force=frame("file.write"))
+    run.line(INIT)
+    run.line(CALL)
+    run.line(TEXT)
+    assert run.events() == ["session.started"]
+    run.hook("K1")
+    assert run.events() == ["session.started", "tool.requested", "tool.decided", "text"]
+    requested = run.lines[1]
+    assert (requested["seam"], requested["input"]["file_path"], requested["subjects"]) == ("hook", "/w/note.md", ["file:note.md"])
+    assert run.answers == [(("K1",), b'{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"}}')]
+    run.line(RESULT_BLOCK)
+    run.line(RESULT)
+    assert run.close() == "completed"
+    assert run.events().count("tool.requested") == 1
+    assert run.lines[-2]["census"]["allowed"] == 1
+
+
+def test_seam_first_presents_at_once_and_the_record_adds_nothing() -> None:
+    run = Harness(frame_in_force=frame("file.read"))
+    run.line(INIT)
+    run.hook("K1")
+    run.line(CALL)
+    run.line(RESULT_BLOCK)
+    run.line(RESULT)
+    run.close()
+    assert run.events() == [
+        "session.started", "tool.requested", "tool.decided", "tool.result", "session.ended", "stream.closed",
+    ]  # fmt: skip
+    assert run.lines[2]["decision"]["decision"] == "deny" and run.lines[2]["decided_by"] == "frame"
+    assert b'"permissionDecision":"deny"' in run.answers[0][1]
+
+
+def test_a_call_no_hook_delivered_takes_the_record_path_with_a_coverage_gap() -> None:
+    run = Harness(frame_in_force=frame("file.write"))
+    run.line(INIT)
+    run.line(CALL)
+    run.line(RESULT_BLOCK)
+    assert run.events() == ["session.started", "tool.requested", "warning", "tool.result"]
+    assert (run.lines[1]["seam"], run.lines[1]["decision_required"]) == ("none", False)
+    assert run.lines[2]["code"] == "COVERAGE_GAP" and "toolu_1" in run.lines[2]["message"]
+
+
+def test_the_terminal_record_releases_a_held_call_first() -> None:
+    run = Harness(frame_in_force=frame("file.write"))
+    run.line(INIT)
+    run.line(CALL)
+    run.line(RESULT)
+    assert run.events()[1:4] == ["tool.requested", "warning", "session.ended"]
+
+
+def test_a_hook_answer_nobody_read_is_a_deny_by_deadline() -> None:
+    run = Harness(frame_in_force=frame("file.write"), delivered=False)
+    run.line(INIT)
+    run.hook("K1")
+    decided = run.lines[-1]
+    assert (decided["decided_by"], decided["decision"]) == ("deadline", {"decision": "deny", "reason": HOOK_GAVE_UP})
+    run.line(RESULT)
+    run.close()
+    assert run.lines[-2]["census"]["by_decider"] == {"deadline": 1}
+
+
+def test_ask_waits_for_the_embedder_and_a_late_decide_is_too_late() -> None:
+    run = Harness(mode="ask")
+    run.line(INIT)
+    run.hook("K1")
+    assert run.lines[-1]["decision_required"] is True and run.lines[-1]["deadline_ms"] == 55000
+    assert run.armed == ["toolu_1"] and run.answers == []
+    deny = '{"format":"metaharness.command/1","id":"c1","command":"tool.decide","call_id":"toolu_1","decision":{"decision":"deny","reason":"no"}}'
+    assert run.command(deny) is None
+    assert run.events()[-2:] == ["tool.decided", "command.result"]
+    assert run.lines[-2]["latency_ms"] == 7 and run.lines[-2]["decided_by"] == "embedder"
+    assert run.answers[0][0] == ("K1",)
+    run.command(deny.replace('"c1"', '"c2"'))
+    assert run.lines[-1]["outcome"]["refused"]["code"] == "TOO_LATE"
+
+
+def test_a_repeated_hook_while_pending_gets_the_same_answer() -> None:
+    run = Harness(mode="ask")
+    run.line(INIT)
+    run.hook("K1")
+    run.hook("K2")
+    assert run.events().count("tool.requested") == 2
+    allow = '{"format":"metaharness.command/1","id":"c1","command":"tool.decide","call_id":"toolu_1","decision":{"decision":"allow"}}'
+    run.command(allow)
+    assert run.answers == [(("K1", "K2"), b'{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"}}')]
+    assert run.events().count("tool.decided") == 1
+
+
+def test_a_mutated_request_is_denied_by_the_adapter() -> None:
+    run = Harness(mode="observe")
+    run.line(INIT)
+    run.hook("K1")
+    run.hook("K2", REQUEST.replace(b'"x"', b'"y"'))
+    assert [line.get("code") for line in run.lines if line["event"] == "warning"] == ["REQUEST_MUTATED"]
+    assert run.lines[-1]["decided_by"] == "adapter" and run.lines[-1]["decision"]["decision"] == "deny"
+
+
+def test_the_deadline_denies_a_pending_call() -> None:
+    run = Harness(mode="ask")
+    run.line(INIT)
+    run.hook("K1")
+    run.session, effects = expire(run.session, "toolu_1", 55001)
+    run.perform(effects)
+    assert run.lines[-1]["decided_by"] == "deadline" and run.lines[-1]["latency_ms"] == 55001
+    assert run.lines[-1]["decision"]["reason"].startswith("metaharness's own 55000ms decision deadline expired")
+    assert b"55000ms" in run.answers[0][1]
+
+
+def test_halt_abandons_pending_calls_before_its_result() -> None:
+    run = Harness(mode="ask")
+    run.line(INIT)
+    run.hook("K1")
+    assert run.command('{"format":"metaharness.command/1","id":"h","command":"halt","reason":"stop"}') == "halt"
+    assert run.events()[-3:] == ["tool.decided", "warning", "command.result"]
+    assert run.lines[-3]["decision"]["reason"] == "the run was halted before this call was decided, so nothing ran"
+    assert run.answers and b"the run was halted" in run.answers[0][1]
+
+
+def test_stream_end_abandons_and_closes_without_a_terminal_record() -> None:
+    run = Harness(mode="ask")
+    run.line(INIT)
+    run.hook("K1")
+    assert run.close() == "error"
+    codes = [line.get("code") for line in run.lines if line["event"] == "warning"]
+    assert codes == ["PENDING_CALL_ABANDONED", "NO_TERMINAL_RECORD"]
+    assert run.lines[-1]["event"] == "stream.closed"
+
+
+def test_no_frame_in_force_abstains_with_an_empty_answer() -> None:
+    run = Harness(mode="frame")
+    run.line(INIT)
+    run.hook("K1")
+    assert [line.get("code") for line in run.lines if line["event"] == "warning"] == ["NO_FRAME_IN_FORCE"]
+    assert (run.lines[-1]["decided_by"], run.lines[-1]["seam"]) == ("adapter", "none")
+    assert run.answers == [(("K1",), b"")]
+
+
+def test_unsupported_commands_and_missing_requests() -> None:
+    run = Harness(mode="observe")
+    run.command('{"format":"metaharness.command/1","id":"s","command":"steer","text":"faster"}')
+    assert run.lines[-1]["outcome"]["refused"] == {"code": "UNSUPPORTED_CONTROL", "reason": "the claude adapter cannot honour steer"}
+    run.hook("GONE", None)
+    assert run.lines[-1]["code"] == "COVERAGE_GAP" and "GONE" in run.lines[-1]["message"]
+
+
+def test_an_unparseable_request_is_a_call_no_frame_admits() -> None:
+    run = Harness(frame_in_force=frame("file.read", "file.write", "shell"))
+    run.line(INIT)
+    run.hook("K9", b"{broken")
+    assert run.lines[-3]["call_id"] == "hook:K9" and run.lines[-3]["name"] == ""
+    assert run.lines[-2]["code"] == "UNCOVERED_TOOL"
+    assert run.lines[-1]["decision"]["decision"] == "deny"
