@@ -151,7 +151,7 @@ def test_replay_maps_the_record_and_closes_completed():
         "run_id": "replay",
         "process": {"kind": "unknown"},
     }
-    assert got[0]["at"] == "2026-11-30T01:00:00.000Z" and "at" not in got[8]
+    assert got[0]["at"] == "2026-11-30T01:00:00.000Z" and got[8]["at"] == got[7]["at"]
 
 
 def test_no_task_complete_means_no_session_ended_and_reason_error():

@@ -76,7 +76,7 @@ def replay_rollout(record: bytes, launch: RolloutLaunch, run: str) -> tuple[byte
     stream = _written(stream, outputs, out)
     ended = session_ended(reader, ZERO_CENSUS)
     if ended is not None:
-        stream = _written(stream, (Emitted(ended),), out)
+        stream = _written(stream, (Emitted(ended, reader.last_complete_at),), out)
     reason = closing_reason(halted=False, killed=False, stop=stop_word(ended), budget_stops=())
     stream, line = stamp(stream, closing_marker(stream, reason, UnknownProcess()))
     out.extend(line)

@@ -103,6 +103,7 @@ class RolloutReader(msgspec.Struct, frozen=True, kw_only=True):
     turn_id: str | None = None
     error_in_turn: bool = False
     last_complete: dict[str, Any] | None = None
+    last_complete_at: str | UnsetType = UNSET
     last_usage: Usage | None = None
     observed: tuple[ObservedModel, ...] = ()
     calls: dict[str, CallFacts] = msgspec.field(default_factory=dict)
@@ -380,7 +381,7 @@ def _event_msg(
         reader = msgspec.structs.replace(reader, turns=turn, turn_id=_str(payload.get("turn_id")), error_in_turn=False)
         return reader, (Emitted(TurnStarted(turn=turn, frame_digest=reader.launch.frame_digest), at),)
     if subtype == "task_complete":
-        reader = msgspec.structs.replace(reader, last_complete=payload)
+        reader = msgspec.structs.replace(reader, last_complete=payload, last_complete_at=at)
         return reader, (Emitted(TurnEnded(turn=reader.turns, stop_reason=None), at),)
     if subtype == "token_count":
         readings: list[Reading] = []
@@ -423,7 +424,8 @@ def _event_msg(
 
 
 def session_ended(reader: RolloutReader, census: Census) -> SessionEnded | None:
-    """``session.ended`` at stream end iff a ``task_complete`` was seen (spec 50 §4)."""
+    """``session.ended`` at stream end iff a ``task_complete`` was seen (spec 50 §4); it is written
+    with the last ``task_complete``'s timestamp (``reader.last_complete_at``), its source record."""
     complete = reader.last_complete
     if complete is None:
         return None

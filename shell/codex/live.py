@@ -335,7 +335,7 @@ def drive_codex(
     process: Process = Signaled(signal=-code) if code < 0 else Exited(code=code)
     ended = session_ended(state.reader, state.desk.census)
     if ended is not None:
-        state.emit(ended)
+        state.emit(ended, state.reader.last_complete_at)
     elif not halted:
         state.emit(no_terminal_record(bytes(tail)))
     for payload in late_events():

@@ -37,6 +37,7 @@ from metaharness.pure.loopback import (
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import unaudited_exit
+from metaharness.shell.b10x.run import _EarlySignal, _Refused, _take
 from metaharness.shell.codex.live import drive_codex
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
@@ -190,6 +191,20 @@ def probe_version(launch: CodexLaunch) -> Result[str, Refusal]:
     return Success(token)
 
 
+def strict_version(launch: CodexLaunch) -> Result[str, Refusal]:
+    """``--strict-version`` (spec 50 §7): the probed version must be on the pin (``version-off-pin``
+    naming both, ``version-unreadable``)."""
+    probed = probe_version(launch)
+    if isinstance(probed, Failure) or probed.unwrap() in PINS:
+        return probed
+    return Failure(
+        Refusal(
+            "version-off-pin",
+            f"{launch.program} reports {probed.unwrap()}; the adapter is pinned to {', '.join(PINS)}",
+        )
+    )
+
+
 def _retain(launch: CodexLaunch, retain_dir: str, run: str) -> str | None:
     """Copy the rollout copies, hook requests, ``loopback.json`` and generated files (never a
     credential) to ``<retain-dir>/<run id>/``; the error text when the copy failed."""
@@ -264,22 +279,19 @@ def run_codex(options: RunOptions) -> int:
     scratch = tempfile.mkdtemp(prefix="metaharness-codex-")
     proxy: LoopbackProxy | None = None
     try:
-        started = _start(options, run, scratch)
-        if isinstance(started, Failure):
-            return refuse(started.failure())
-        launch, frame, proxy = started.unwrap()
-        materialise(launch)
-        if options.strict_version:
-            version = probe_version(launch)
-            if isinstance(version, Failure):
-                return refuse(version.failure())
-            if version.unwrap() not in PINS:
-                return refuse(
-                    Refusal(
-                        "version-off-pin",
-                        f"{launch.program} reports {version.unwrap()}; the adapter is pinned to {', '.join(PINS)}",
-                    )
-                )
+        with _EarlySignal() as early:
+            try:
+                started = _start(options, run, scratch)
+                if isinstance(started, Failure):
+                    return refuse(started.failure())
+                launch, frame, proxy = started.unwrap()
+                early.check()
+                materialise(launch)
+                if options.strict_version:
+                    _take(strict_version(launch))
+                early.check()
+            except _Refused as refused:
+                return refuse(refused.refusal)
         rollout = RolloutLaunch(
             program=launch.program,
             pins=PINS,
