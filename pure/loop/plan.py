@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Literal
 from urllib.parse import urlsplit
 
 import msgspec
@@ -74,8 +75,8 @@ class RunFlags(msgspec.Struct, frozen=True, kw_only=True):
 class CredentialChoice(msgspec.Struct, frozen=True):
     """The one credential source: ``kind`` is ``api-key`` or ``oauth``, ``origin`` ``file`` or ``environment``."""
 
-    kind: str
-    origin: str
+    kind: Literal["api-key", "oauth"]
+    origin: Literal["file", "environment"]
     name: str
     pointer: str | None
 
@@ -174,7 +175,7 @@ def _base_url(url: str) -> Result[str, str]:
 
 
 def _credential(flags: RunFlags) -> Result[CredentialChoice | None, str]:
-    sources = [
+    sources: list[tuple[str, Literal["api-key", "oauth"], Literal["file", "environment"], str | None]] = [
         ("--api-key-file", "api-key", "file", flags.api_key_file),
         ("--api-key-env", "api-key", "environment", flags.api_key_env),
         ("--oauth-token-file", "oauth", "file", flags.oauth_token_file),
@@ -190,7 +191,7 @@ def _credential(flags: RunFlags) -> Result[CredentialChoice | None, str]:
     flag, kind, origin, name = given[0]
     if not name:
         return Failure(f"{flag} must not be empty")
-    return Success(CredentialChoice(kind, origin, name or "", flags.oauth_token_pointer))
+    return Success(CredentialChoice(kind, origin, name, flags.oauth_token_pointer))
 
 
 def _bounds(flags: RunFlags) -> str | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from functools import partial
 from typing import Any, BinaryIO, TextIO
 
 from metaharness.pure.jsonline import compact
@@ -30,6 +30,7 @@ from metaharness.pure.loop.record import (
     usage_line,
 )
 from metaharness.pure.wires import anthropic_messages, openai_responses
+from metaharness.pure.wires.anthropic_messages import CredentialKind
 from metaharness.pure.wires.neutral import (
     Item,
     Outcome,
@@ -183,21 +184,23 @@ class Loop:
     def _request(self) -> TurnRequest:
         return TurnRequest(self.model, self.instruction, tuple(self.items), self.publication.specs(), self.sampling)
 
+    def _credential_kind(self) -> CredentialKind | None:
+        return self.credential.choice.kind if self.credential.choice is not None else None
+
     def _model_call(self, turn: int) -> Outcome | budget.Stop:
         request = self._request()
         if self.wire == openai_responses.WIRE:
             projected = openai_responses.project_request(request, self.session_key)
-            decode: Callable[[Any], Any] = lambda frames: openai_responses.decode_stream(frames, self.model)
+            decode = partial(openai_responses.decode_stream, request_model=self.model)
         else:
-            kind = self.credential.choice.kind if self.credential.choice is not None else None
-            projected = anthropic_messages.project_request(request, kind)  # type: ignore[arg-type]
-            decode = lambda frames: anthropic_messages.decode_stream(frames, self.model)
+            projected = anthropic_messages.project_request(request, self._credential_kind())
+            decode = partial(anthropic_messages.decode_stream, request_model=self.model)
         if isinstance(projected, Failure):
             raise LoopError(projected.failure().message)
-        wire_request = projected.unwrap()
+        body = projected.unwrap().body
         retries = 0
         while True:
-            result, reached = self.call.run(self._headers(wire_request.headers), wire_request.body, decode, self._sink)
+            result, reached = self.call.run(self._headers, body, decode, self._sink)
             if isinstance(result, Outcome):
                 return result
             if result.error == "cancelled":
@@ -209,18 +212,15 @@ class Loop:
             if not self.cancel.sleep(loop_pause_ms(retries) / 1000):
                 return self._interrupt_stop()
 
-    def _headers(self, fixed: tuple[tuple[str, str], ...]) -> Callable[[], tuple[tuple[str, str], ...] | WireError]:
-        def build() -> tuple[tuple[str, str], ...] | WireError:
-            current = self.credential.current()
-            if isinstance(current, Failure):
-                return WireError("unauthorized", current.failure())
-            value = current.unwrap()
-            if self.wire == openai_responses.WIRE:
-                return openai_responses.request_headers(self.session_key, value)
-            kind = self.credential.choice.kind if self.credential.choice is not None else None
-            return anthropic_messages.request_headers(kind, value)  # type: ignore[arg-type]
-
-        return build
+    def _headers(self) -> tuple[tuple[str, str], ...] | WireError:
+        """The wire's headers for one attempt, with the credential as its source yields it now."""
+        current = self.credential.current()
+        if isinstance(current, Failure):
+            return WireError("unauthorized", current.failure())
+        value = current.unwrap()
+        if self.wire == openai_responses.WIRE:
+            return openai_responses.request_headers(self.session_key, value)
+        return anthropic_messages.request_headers(self._credential_kind(), value)
 
     def _sink(self, event: StreamEvent) -> None:
         if isinstance(event, StreamText):
