@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 from metaharness.pure.codex.vectors import (
     LAUNCH_VECTORS,
+    Outcome,
     check_banner,
     check_exchange,
     check_launch,
     check_replay,
+    contract_line,
 )
 from metaharness.shell.codex.conformance import codex_outcomes, run_exchange, vector_bytes
 
@@ -78,3 +82,34 @@ def test_banner_on_pin_passes_other_version_warns_other_shape_fails():
         "warn C4 c4-version-banner — codex-cli 0.172.0 is outside the pin (0.171.0)"
     )
     assert check_banner(b"2.1.332 (Claude Code)\n").status == "FAIL"
+
+
+def test_the_verb_prints_nine_lines_and_the_summary_or_only_the_contract_line():
+    code = (
+        "import sys; from metaharness.shell.codex.conformance import conformance_codex; sys.exit(conformance_codex({}))"
+    )
+    human = subprocess.run([sys.executable, "-c", code.format("False")], capture_output=True, text=True, check=False)
+    assert human.returncode == 0
+    assert human.stdout.splitlines()[-1] == "9 vectors, 0 failed — no model, no network, no credential"
+    assert human.stdout.splitlines()[0] == "pass C1 c1-launch"
+    contract = subprocess.run([sys.executable, "-c", code.format("True")], capture_output=True, text=True, check=False)
+    assert contract.stdout == (
+        '{"breaking_changes":0,"checked":9,"consumer":"metaharness.event/1","failed":0,'
+        '"kind":"contract_result","provider":"codex 0.171.0"}\n'
+    )
+
+
+def test_the_contract_counts_record_tier_failures_as_breaking():
+    outcomes = (
+        Outcome("C1", "c1-launch", "FAIL", "args differ"),
+        Outcome("C2", "c2-rollout-shell", "FAIL", "line 1 differs"),
+        Outcome("C4", "c4-version-banner", "warn", "other"),
+    )
+    assert json.loads(contract_line(outcomes)) == {
+        "breaking_changes": 1,
+        "checked": 3,
+        "consumer": "metaharness.event/1",
+        "failed": 2,
+        "kind": "contract_result",
+        "provider": "codex 0.171.0",
+    }

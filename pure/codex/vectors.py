@@ -16,6 +16,7 @@ from metaharness.pure.codex.replay import replay_launch, replay_rollout
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
 from metaharness.pure.hermetic import MemoryWalk
+from metaharness.pure.jsonline import canonical
 from returns.result import Failure
 
 Tier = Literal["C1", "C2", "C3", "C4"]
@@ -175,3 +176,28 @@ def check_banner(banner: bytes) -> Outcome:
     if words[1] in PINS:
         return Outcome("C4", "c4-version-banner", "pass")
     return Outcome("C4", "c4-version-banner", "warn", f"codex-cli {words[1]} is outside the pin ({', '.join(PINS)})")
+
+
+def summary_line(outcomes: tuple[Outcome, ...]) -> str:
+    """``9 vectors, <F> failed — no model, no network, no credential`` (spec 10 §6)."""
+    failed = sum(o.status == "FAIL" for o in outcomes)
+    return f"{len(outcomes)} vectors, {failed} failed — no model, no network, no credential"
+
+
+def contract_line(outcomes: tuple[Outcome, ...]) -> bytes:
+    """The ``--contract`` line, keys sorted; ``breaking_changes`` counts failed record-tier vectors
+    (spec 10 §6), ``provider`` is ``codex <first pin>``."""
+    failed = [o for o in outcomes if o.status == "FAIL"]
+    return (
+        canonical(
+            {
+                "breaking_changes": sum(o.tier in ("C2", "C3", "C4") for o in failed),
+                "checked": len(outcomes),
+                "consumer": "metaharness.event/1",
+                "failed": len(failed),
+                "kind": "contract_result",
+                "provider": f"codex {PINS[0]}",
+            }
+        )
+        + b"\n"
+    )
