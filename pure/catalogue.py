@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import msgspec
@@ -404,16 +404,51 @@ def _escaped(text: str) -> str:
     return "".join(out)
 
 
+class _Pairs(msgspec.Struct, frozen=True):
+    """A mapping written pair by pair, so a copy past the cap is never built whole."""
+
+    pairs: Iterable[tuple[str, Any]]
+
+
+class _Items(msgspec.Struct, frozen=True):
+    """A list written item by item."""
+
+    items: Iterable[Any]
+
+
+def _lazy_value(catalogue: Catalogue) -> _Pairs:
+    """``checked_value`` as pieces, in the same order."""
+
+    def fields(entry: CatalogueEntry) -> _Pairs:
+        return _Pairs(
+            (f.name, _Pairs((("type", f.type), ("required", f.required), ("description", f.description))))
+            for f in entry.input
+        )
+
+    entries = _Items(
+        _Pairs(
+            (
+                ("name", entry.name),
+                ("description", entry.description),
+                ("performs", entry.performs),
+                ("input", fields(entry)),
+            )
+        )
+        for entry in catalogue.entries
+    )
+    return _Pairs((("format", CATALOGUE_FORMAT), ("entries", entries)))
+
+
 def _chunks(value: Any) -> Iterator[str]:
-    if isinstance(value, dict):
+    if isinstance(value, _Pairs):
         yield "{"
-        for index, (key, item) in enumerate(value.items()):
+        for index, (key, item) in enumerate(value.pairs):
             yield f'{", " if index else ""}"{_escaped(key)}": '
             yield from _chunks(item)
         yield "}"
-    elif isinstance(value, list):
+    elif isinstance(value, _Items):
         yield "["
-        for index, item in enumerate(value):
+        for index, item in enumerate(value.items):
             if index:
                 yield ", "
             yield from _chunks(item)
@@ -431,7 +466,7 @@ def _copy_within(catalogue: Catalogue, cap: int) -> bytes | None:
     UTF-8 (a lone surrogate) raises ``UnicodeEncodeError``."""
     pieces: list[bytes] = []
     size = 1
-    for chunk in _chunks(checked_value(catalogue)):
+    for chunk in _chunks(_lazy_value(catalogue)):
         piece = chunk.encode("utf-8")
         size += len(piece)
         if size > cap:
