@@ -1,0 +1,166 @@
+"""Properties of the claude seam and session (spec 50 §2–§3, spec 20 §2–§4, §8)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgspec
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from metaharness.pure.claude.rendering import shell_program
+from metaharness.pure.claude.replay import replay_claude, replay_facts
+from metaharness.pure.claude.seam import claude_hook_answer
+from metaharness.pure.claude.session import (
+    HookAnswer,
+    answered,
+    end_of_record,
+    hook_request,
+    open_session,
+    read_line,
+    wind_up,
+)
+from metaharness.pure.events import Allow, Deny, Exited, Replace, read_event
+from metaharness.pure.frames import seal_frame
+from metaharness.pure.jsonline import compact
+
+FACTS = replay_facts(decisions="frame", hermetic="off", transcript_path="t", harness_version=None, model=None)
+FRAME = seal_frame(
+    {"format": "metaharness.frame/1", "workflow": {"id": "w", "version": "1"}, "node": {"id": "n"},
+     "step": {"workflow": "w", "state": "s", "index": 0, "attempt": 1}, "prior": [], "obligations": [],
+     "reaching": [], "next": [], "handoff": {"handoff": "none"}, "operations": [{"op": "shell"}]}
+).unwrap()  # fmt: skip
+
+texts = st.text(max_size=20)
+blocks = st.one_of(
+    st.builds(lambda t: {"type": "text", "text": t}, texts),
+    st.builds(lambda t: {"type": "thinking", "thinking": t}, texts),
+    st.builds(lambda i, n: {"type": "tool_use", "id": f"toolu_{i}", "name": n, "input": {"command": "ls"}},
+              st.integers(0, 3), st.sampled_from(["Bash", "Write", "Nope"])),
+    st.builds(lambda t: {"type": t}, st.sampled_from(["image", "server_tool_use", "redacted_thinking"])),
+)
+records = st.one_of(
+    st.builds(lambda v: {"type": "system", "subtype": "init", "cwd": "/w", "claude_code_version": v},
+              st.sampled_from(["2.1.332", "2.1.300"])),
+    st.builds(lambda b: {"type": "assistant", "message": {"id": "m", "content": b, "usage": {"input_tokens": 1}}},
+              st.lists(blocks, max_size=3)),
+    st.builds(lambda i, e: {"type": "user", "message": {"content": [
+        {"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": "out", "is_error": e}]}},
+        st.integers(0, 3), st.booleans()),
+    st.builds(lambda s, e: {"type": "result", "subtype": s, "is_error": e},
+              st.sampled_from(["success", "error_max_turns", "error_during_execution"]), st.booleans()),
+    st.builds(lambda t: {"type": t}, st.sampled_from(["rate_limit_event", "keep_alive", "control_request", "zzz"])),
+    st.just(b"not json"),
+    st.just(b""),
+    st.just(b"[1,2]"),
+)
+
+
+def encoded(record: Any) -> bytes:
+    return record if isinstance(record, bytes) else compact(record)
+
+
+def assert_well_formed(stream: bytes) -> list[dict[str, Any]]:
+    lines = stream.splitlines()
+    for line in lines:
+        read_event(line).unwrap()
+    events = [json.loads(line) for line in lines]
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert [e["event"] for e in events].count("stream.closed") == 1
+    assert events[-1]["event"] == "stream.closed" and events[-1]["events"] == len(events) - 1
+    return events
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(records, max_size=12))
+def test_any_transcript_replays_into_a_well_formed_stream(transcript: list[Any]) -> None:
+    raw = b"\n".join(encoded(record) for record in transcript)
+    stream, reason = replay_claude(raw, FACTS, "p")
+    events = assert_well_formed(stream)
+    assert events[-1]["reason"] == reason
+    assert not any(e["event"] == "tool.decided" for e in events)
+    ended = [e for e in events if e["event"] == "session.ended"]
+    assert len(ended) <= 1
+    if not ended:
+        assert reason == "error"
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.booleans()), min_size=1, max_size=8), st.randoms(use_true_random=False))
+def test_each_hooked_call_is_requested_and_decided_once_whatever_the_interleaving(
+    calls: list[tuple[int, bool]], rng: Any
+) -> None:
+    """Each call's record line and its hook may arrive in either order; a hooked call gets exactly one
+    ``tool.requested`` on seam ``hook`` and one ``tool.decided``, and every hook gets its answer."""
+    ids = list(dict.fromkeys(number for number, _ in calls))
+    hooked = {number for number, with_hook in calls if with_hook}
+    inputs: list[tuple[str, int]] = []
+    for number in ids:
+        pair = [("record", number)] + ([("hook", number)] if number in hooked else [])
+        inputs += pair if rng.random() < 0.5 else pair[::-1]
+    session, effects = open_session(FACTS, "p", "frame", FRAME)
+    lines: list[bytes] = [e for e in effects if isinstance(e, bytes)]
+    answered_keys: list[str] = []
+
+    def perform(effects: tuple[Any, ...]) -> None:
+        nonlocal session
+        for effect in effects:
+            if isinstance(effect, bytes):
+                lines.append(effect)
+            elif isinstance(effect, HookAnswer):
+                answered_keys.extend(effect.keys)
+                session, more = answered(session, True)
+                perform(more)
+
+    session, effects = read_line(session, 1, compact({"type": "system", "subtype": "init", "cwd": "/w"}))
+    perform(effects)
+    for position, (kind, number) in enumerate(inputs, start=2):
+        if kind == "record":
+            record = {"type": "assistant", "message": {"id": f"m{number}", "content": [
+                {"type": "tool_use", "id": f"toolu_{number}", "name": "Bash", "input": {"command": "ls"}}]}}  # fmt: skip
+            session, effects = read_line(session, position, compact(record))
+        else:
+            request = {"tool_use_id": f"toolu_{number}", "tool_name": "Bash", "tool_input": {"command": "ls"}}
+            session, effects = hook_request(session, f"K{number}", compact(request))
+        perform(effects)
+    session, effects = end_of_record(session)
+    perform(effects)
+    session, effects, _ = wind_up(session, process=Exited(code=0))
+    perform(effects)
+    events = assert_well_formed(b"".join(lines))
+    for number in ids:
+        requested = [e for e in events if e["event"] == "tool.requested" and e["call_id"] == f"toolu_{number}"]
+        decided = [e for e in events if e["event"] == "tool.decided" and e["call_id"] == f"toolu_{number}"]
+        assert len(requested) == 1
+        assert requested[0]["seam"] == ("hook" if number in hooked else "none")
+        assert len(decided) == (1 if number in hooked else 0)
+    assert sorted(answered_keys) == sorted(f"K{number}" for number in hooked)
+
+
+decisions = st.one_of(
+    st.just(Allow()),
+    st.builds(Deny, st.text(max_size=30)),
+    st.builds(Replace, st.dictionaries(st.text(max_size=5), st.integers(), max_size=3)),
+)
+
+
+@settings(max_examples=100)
+@given(decisions)
+def test_every_answer_is_compact_json_a_deny_never_reasonless(decision: Any) -> None:
+    body = claude_hook_answer(decision)
+    assert not body.endswith(b"\n")
+    output = msgspec.json.decode(body)["hookSpecificOutput"]
+    assert output["hookEventName"] == "PreToolUse"
+    assert output["permissionDecision"] in ("allow", "deny")
+    if isinstance(decision, Deny):
+        assert output["permissionDecisionReason"].strip()
+
+
+@settings(max_examples=200)
+@given(st.text(max_size=40))
+def test_a_compound_command_is_always_sh(command: str) -> None:
+    program = shell_program(command)
+    if any(mark in command for mark in (";", "&", "|", "<", ">", "(", ")", "`", "$(", "\n")):
+        assert program == "sh"
+    else:
+        assert program == "sh" or program == command.split()[0]
