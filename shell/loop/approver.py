@@ -56,17 +56,16 @@ class CallerApprover:
         if self.closed:
             return Verdict(False, UNREADABLE_REASON)
         try:
-            with self.cancel.blocking():
+            with self.cancel.blocking(bounded_by_deadline=False):
                 line = self.stdin.readline(ANSWER_CAP + 2)
+                if line and not line.endswith(b"\n") and len(line) > ANSWER_CAP:
+                    self._discard_rest()
         except Interrupted:
             return Verdict(False, "the run was cancelled while waiting for the caller", cancelled=True)
         if not line:
             self.closed = True
             return Verdict(False, UNREADABLE_REASON, unreadable_warning(call_id, "stdin is closed"))
-        if line.endswith(b"\n"):
-            line = line[:-1]
-        elif len(line) > ANSWER_CAP:
-            self._discard_rest()
+        line = line.removesuffix(b"\n")
         answer = read_answer(line, call_id)
         if isinstance(answer, Allow):
             return Verdict(True)
@@ -76,11 +75,11 @@ class CallerApprover:
         return Verdict(False, UNREADABLE_REASON, unreadable_warning(call_id, answer.why))
 
     def _discard_rest(self) -> None:
-        with self.cancel.blocking():
-            while True:
-                chunk = self.stdin.readline(ANSWER_CAP)
-                if not chunk or chunk.endswith(b"\n"):
-                    return
+        """Drop the rest of an over-long line, so the next call reads a fresh one."""
+        while True:
+            chunk = self.stdin.readline(ANSWER_CAP)
+            if not chunk or chunk.endswith(b"\n"):
+                return
 
 
 class PromptApprover:
@@ -103,7 +102,7 @@ class PromptApprover:
             self.questions.write(f"approve? [y]es once · [n]o · [a]lways for `{entry}` > ")
             self.questions.flush()
             try:
-                with self.cancel.blocking():
+                with self.cancel.blocking(bounded_by_deadline=False):
                     line = self.answers.readline()
             except Interrupted:
                 return Verdict(False, "the run was cancelled while waiting for the operator", cancelled=True)

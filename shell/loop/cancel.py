@@ -27,6 +27,7 @@ class CancelToken:
         self.deadline_ms = deadline_ms
         self.started = started
         self._blocking = 0
+        self._deadline_bound = 0
 
     def install(self) -> None:
         """Route SIGINT and SIGTERM (and the deadline timer) here."""
@@ -62,19 +63,24 @@ class CancelToken:
             raise Interrupted
 
     def _on_deadline(self, signum: int, frame: FrameType | None) -> None:
-        if self._blocking:
+        if self._deadline_bound:
             raise Interrupted
 
     @contextmanager
-    def blocking(self) -> Iterator[None]:
-        """A region a signal or the deadline may interrupt with ``Interrupted``."""
-        if self.stopping():
+    def blocking(self, bounded_by_deadline: bool = True) -> Iterator[None]:
+        """A region a signal (and, when ``bounded_by_deadline``, the deadline) interrupts with ``Interrupted``.
+
+        The wait for an approver's answer is not bounded by the deadline (spec 60 §3).
+        """
+        if self.cancelled or (bounded_by_deadline and self.past_deadline()):
             raise Interrupted
         self._blocking += 1
+        self._deadline_bound += bounded_by_deadline
         try:
             yield
         finally:
             self._blocking -= 1
+            self._deadline_bound -= bounded_by_deadline
 
     def sleep(self, seconds: float) -> bool:
         """A cancellable pause in slices of at most 25 ms; ``False`` when interrupted."""
