@@ -167,7 +167,10 @@ def test_the_tag_is_checked_before_a_duplicate_key() -> None:
     ("text", "said"),
     [
         ("format: metaharness.catalogue/1\nformat: metaharness.catalogue/1\nentries: []\n", "`format` twice"),
-        (one_entry("{name: a, description: d, performs: x, input: {p: {type: string, type: integer}}}"), "`type` twice"),
+        (
+            one_entry("{name: a, description: d, performs: x, input: {p: {type: string, type: integer}}}"),
+            "`type` twice",
+        ),
         (
             '{"format":"metaharness.catalogue/1","entries":[{"name":"a","name":"b","description":"d","performs":"x"}]}',
             "`name` twice",
@@ -191,7 +194,10 @@ def test_the_tag_is_checked_before_a_duplicate_key() -> None:
         (one_entry("{name: a, description: d, performs: x, input: {p: {required: true}}}"), "`p` has no `type`"),
         (one_entry("{name: a, description: d, performs: x, input: {p: {type: text}}}"), "`type` is `text`"),
         (one_entry("{name: a, description: d, performs: x, input: {p: {type: string, required: 1}}}"), "`required`"),
-        (one_entry("{name: a, description: d, performs: x, input: {p: {type: string, description: 2}}}"), "`description`"),
+        (
+            one_entry("{name: a, description: d, performs: x, input: {p: {type: string, description: 2}}}"),
+            "`description`",
+        ),
         (one_entry("{name: a, description: d, performs: x, input: {p: {type: string, default: 2}}}"), "key `default`"),
     ],
 )
@@ -227,7 +233,11 @@ def test_a_copy_past_four_mebibytes_is_malformed() -> None:
 
 def test_an_aliased_input_is_checked_once_per_mapping() -> None:
     fields = ", ".join(f"f{i}: {{type: string}}" for i in range(2000))
-    lines = ["format: metaharness.catalogue/1", "entries:", f"  - {{name: e0, description: d, performs: search, input: &i {{{fields}}}}}"]
+    lines = [
+        "format: metaharness.catalogue/1",
+        "entries:",
+        f"  - {{name: e0, description: d, performs: search, input: &i {{{fields}}}}}",
+    ]
     lines += [f"  - {{name: e{i}, description: d, performs: search, input: *i}}" for i in range(1, 3000)]
     code, message = refusal_of("\n".join(lines))
     assert code == "catalogue-malformed" and "past 4 MiB" in message
