@@ -20,6 +20,8 @@ from typing import IO, Any
 
 import msgspec
 from metaharness.pure.capabilities import HONOURED_COMMANDS
+from metaharness.pure.census import ZERO_CENSUS, count_decision
+from metaharness.pure.claude.session import HOOK_GAVE_UP
 from metaharness.pure.codex.launch import CodexLaunch
 from metaharness.pure.codex.replay import stop_word
 from metaharness.pure.codex.rollout import Emitted, RolloutLaunch, RolloutReader, read_rollout_line, session_ended
@@ -58,12 +60,14 @@ from metaharness.pure.decisions import (
     present,
 )
 from metaharness.pure.events import (
+    Deny,
     Event,
     Exited,
     Process,
     Replace,
     Signaled,
     Stream,
+    ToolDecided,
     TurnEnded,
     UnknownProcess,
     WarningRaised,
@@ -128,20 +132,29 @@ class _Run:
         self.keys: dict[str, str] = {}
         self.names: dict[str, str] = {}
         self.armed: dict[str, float] = {}
+        self.unanswered: set[str] = set()
+        self.census = ZERO_CENSUS
         self.channel = HookChannel.create(launch.scratch)
 
     def emit(self, payload: Event, at: Any = msgspec.UNSET) -> None:
+        if isinstance(payload, ToolDecided):
+            if payload.call_id in self.unanswered:
+                self.unanswered.discard(payload.call_id)
+                payload = msgspec.structs.replace(payload, decision=Deny(HOOK_GAVE_UP), decided_by="deadline")
+            self.census = count_decision(self.census, payload)
         self.stream, line = stamp(self.stream, payload, at)
         self.write_event(line)
 
     def perform(self, effects: tuple[Effect, ...]) -> None:
+        """The desk's effects in order; an answer no hook was waiting for (its backstop denied first)
+        turns the call's ``tool.decided`` into a deny by ``deadline`` saying so (spec 50 §2)."""
         for effect in effects:
             if isinstance(effect, Emit):
                 self.emit(effect.event)
             elif isinstance(effect, Answer):
                 key = self.keys.get(effect.call_id)
-                if key is not None:
-                    self.channel.answer(key, answer_body(effect.decision))
+                if key is not None and not self.channel.answer(key, answer_body(effect.decision)):
+                    self.unanswered.add(effect.call_id)
             elif isinstance(effect, Arm):
                 self.armed[effect.call_id] = time.monotonic()
             elif isinstance(effect, Disarm):
@@ -333,7 +346,7 @@ def drive_codex(
     _kill_group(child.pid, signal.SIGKILL)
     code = exit_code if exit_code is not None else child.wait()
     process: Process = Signaled(signal=-code) if code < 0 else Exited(code=code)
-    ended = session_ended(state.reader, state.desk.census)
+    ended = session_ended(state.reader, state.census)
     if ended is not None:
         state.emit(ended, state.reader.last_complete_at)
     elif not halted:

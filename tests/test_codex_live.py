@@ -1,0 +1,95 @@
+"""The codex live loop's hook handling over a real hook channel (FIFOs in a scratch tree), without a
+vendor: a lost answer, a missing request file, and the census of what was written (spec 50 §2)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from metaharness.pure.codex.launch import CodexRunSpec, plan_codex_launch
+from metaharness.pure.codex.replay import replay_launch
+from metaharness.pure.decisions import open_desk
+from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
+from metaharness.pure.frames import seal_frame
+from metaharness.shell.codex.live import _Run
+from metaharness.shell.codex.run import materialise
+
+FRAME = seal_frame(
+    {
+        "format": "metaharness.frame/1",
+        "workflow": {"id": "w", "version": "1"},
+        "node": {"id": "n"},
+        "step": {"workflow": "w", "state": "s", "index": 0, "attempt": 1},
+        "prior": [],
+        "obligations": [],
+        "reaching": [],
+        "next": [],
+        "handoff": {"handoff": "none"},
+        "operations": [{"op": "file.read"}],
+    }
+).unwrap()
+
+
+def live_run(tmp_path: Path) -> tuple[_Run, list[bytes]]:
+    scratch = tmp_path / "scratch"
+    scratch.mkdir(mode=0o700)
+    spec = CodexRunSpec(
+        prompt="p",
+        decisions="frame",
+        environment=EnvironmentDeclaration(kind="codex", credentials="none", model_endpoint="http://127.0.0.1:1"),
+    )
+    facts = {"/operator/.local/bin/codex": ProgramCandidate(regular=True, executable=True)}
+    launch = plan_codex_launch(spec, {"HOME": "/operator"}, str(scratch), facts).unwrap()
+    materialise(launch)
+    lines: list[bytes] = []
+    rollout = replay_launch(decisions="frame", hermetic="off", transcript_path="r.jsonl")
+    return _Run(launch, open_desk("frame", FRAME, 60_000), rollout, "codex-test", lines.append), lines
+
+
+def ring(scratch: Path, key: str, request: dict | None) -> None:
+    channel = scratch / "hook-channel"
+    if request is not None:
+        (channel / "requests" / f"{key}.json").write_text(json.dumps(request))
+    descriptor = os.open(channel / "doorbell", os.O_WRONLY | os.O_NONBLOCK)
+    os.write(descriptor, f"{key}\n".encode())
+    os.close(descriptor)
+
+
+def test_an_answer_no_hook_waits_for_is_a_deny_by_deadline_saying_the_hook_gave_up(tmp_path: Path):
+    run, lines = live_run(tmp_path)
+    request = {"tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "call_1"}
+    ring(tmp_path / "scratch", "AbCdEfGh", request)
+    run.ring()
+    events = [json.loads(line) for line in lines]
+    assert [e["event"] for e in events] == ["tool.requested", "tool.decided"]
+    decided = events[1]
+    assert decided["decided_by"] == "deadline" and decided["seam"] == "hook"
+    assert decided["decision"]["reason"].startswith("the hook gave up first")
+    assert run.census.by_decider == {"deadline": 1} and run.census.denied == 1
+    answer = tmp_path / "scratch" / "hook-channel" / "responses" / "AbCdEfGh.json"
+    assert b"this step admits" in answer.read_bytes()
+    run.channel.close()
+
+
+def test_a_hook_that_waits_gets_the_frame_deny_and_the_decision_stands(tmp_path: Path):
+    run, lines = live_run(tmp_path)
+    wake = tmp_path / "scratch" / "hook-channel" / "responses" / "Waiting1.wake"
+    os.mkfifo(wake)
+    reader = os.open(wake, os.O_RDONLY | os.O_NONBLOCK)
+    ring(tmp_path / "scratch", "Waiting1", {"tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "c"})
+    run.ring()
+    assert os.read(reader, 16) == b"\n"
+    os.close(reader)
+    decided = json.loads(lines[-1])
+    assert decided["decided_by"] == "frame" and decided["decision"]["decision"] == "deny"
+    run.channel.close()
+
+
+def test_a_key_without_a_request_file_is_a_coverage_gap(tmp_path: Path):
+    run, lines = live_run(tmp_path)
+    ring(tmp_path / "scratch", "Missing1", None)
+    run.ring()
+    (event,) = [json.loads(line) for line in lines]
+    assert event["event"] == "warning" and event["code"] == "COVERAGE_GAP" and "Missing1" in event["message"]
+    run.channel.close()
