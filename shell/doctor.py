@@ -27,6 +27,10 @@ def _output(argv: list[str], env: dict[str, str]) -> str | None:
 
 def run_doctor(kind: str) -> int:
     """Resolve, probe and flag-check ``kind``'s binary; the exit of spec 10 §7."""
+    if kind == "claude":
+        from metaharness.shell.claude.doctor import run_claude_doctor
+
+        return run_claude_doctor()
     if kind != "b10x":
         return refuse(
             Refusal(

@@ -16,6 +16,7 @@ import sys
 import tempfile
 
 import msgspec
+from metaharness.pure.claude.doctor import version_token
 from metaharness.pure.claude.launch import (
     MANAGED_SETTINGS,
     PINS,
@@ -158,7 +159,7 @@ def probe_version(launch: ClaudeLaunch) -> str | None:
         )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return next((w for w in done.stdout.decode("utf-8", "replace").split() if w[:1].isdigit()), None)
+    return version_token(done.stdout.decode("utf-8", "replace"))
 
 
 def strict_version(launch: ClaudeLaunch) -> None:

@@ -1,0 +1,57 @@
+"""``metaharness doctor claude`` (spec 50 §7, spec 10 §7): resolve ``claude`` on the child's PATH as
+the spawn does, probe ``--version`` and ``--help`` in the constructed environment with a scratch config
+home, and check ``--max-turns`` by acceptance."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+
+from metaharness.pure.claude.doctor import HIDDEN_FLAGS, acceptance_probe, accepted, doctor_report, version_token
+from metaharness.pure.claude.launch import PROGRAM
+from metaharness.pure.environment import path_floor, resolve_program
+from metaharness.pure.refusal import Refusal
+from metaharness.shell.facts import caller_environment, gather_program_candidates
+from metaharness.shell.refusals import refuse
+from returns.result import Failure
+
+PROBE_S = 10
+
+
+def _run(argv: tuple[str, ...], env: dict[str, str]) -> subprocess.CompletedProcess[bytes] | None:
+    try:
+        return subprocess.run(
+            list(argv), env=env, cwd=env["CLAUDE_CONFIG_DIR"], stdin=subprocess.DEVNULL, capture_output=True,
+            timeout=PROBE_S, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def run_claude_doctor() -> int:
+    """Resolve, probe and flag-check ``claude``; exit 0 on pin without a fault, 1 off pin or a fault,
+    2 ``program-not-found`` or ``version-unreadable``."""
+    caller_env = caller_environment()
+    path = path_floor(caller_env)
+    program = resolve_program(PROGRAM, path, gather_program_candidates(PROGRAM, path))
+    if isinstance(program, Failure):
+        return refuse(program.failure())
+    resolved = program.unwrap()
+    with tempfile.TemporaryDirectory(prefix="metaharness-doctor-") as home:
+        env = {"PATH": path, "CLAUDE_CONFIG_DIR": home, "TMPDIR": home}
+        env.update((key, caller_env[key]) for key in ("HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TERM", "TZ")
+                   if key in caller_env)  # fmt: skip
+        banner = _run((resolved, "--version"), env)
+        version = version_token(banner.stdout.decode("utf-8", "replace")) if banner is not None else None
+        if version is None:
+            return refuse(Refusal("version-unreadable", f"{resolved} --version gave no version"))
+        shown = _run((resolved, "--help"), env)
+        hidden = {}
+        for flag in HIDDEN_FLAGS:
+            probe = _run(acceptance_probe(resolved, flag), env)
+            hidden[flag] = probe is not None and accepted(flag, probe.stderr.decode("utf-8", "replace"))
+    report = doctor_report(resolved, version, shown.stdout.decode("utf-8", "replace") if shown else "", hidden)
+    sys.stdout.write("".join(line + "\n" for line in report.lines))
+    sys.stdout.flush()
+    return report.exit_code
