@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -261,3 +262,50 @@ def test_loopback_attaches_the_real_token_only_on_the_way_out(tmp_path: Path) ->
     assert h6.startswith("the child held a per-run placeholder and no credential file")
     assert not any(e.get("code") == "LOOPBACK_REFUSED" for e in events)
     assert process.returncode == 0
+
+
+def presented(process: subprocess.Popen[bytes]) -> list[bytes]:
+    """Read the stream until the first ``tool.requested``."""
+    assert process.stdout is not None
+    lines: list[bytes] = []
+    while not lines or json.loads(lines[-1])["event"] != "tool.requested":
+        line = process.stdout.readline()
+        assert line, "the stream ended before the call was presented"
+        lines.append(line)
+    return lines
+
+
+def test_a_signal_abandons_the_pending_call_and_closes_killed(root: str, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    process = start(root, work, "--decisions", "ask")
+    lines = presented(process)
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=60)
+    events = well_formed(lines + out.splitlines())
+    assert not (work / "note.md").exists()
+    decided = of(events, "tool.decided")
+    assert [(d["decided_by"], d["decision"]["reason"]) for d in decided] == [
+        ("adapter", "the run was interrupted before this call was decided, so nothing ran")
+    ], err.decode()
+    assert any(e.get("code") == "PENDING_CALL_ABANDONED" for e in events)
+    assert events[-1]["reason"] == "killed"
+    assert process.returncode == 3
+
+
+def test_interrupt_abandons_then_answers_ok(root: str, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    process = start(root, work, "--decisions", "ask")
+    lines = presented(process)
+    assert process.stdin is not None
+    command = {"format": "metaharness.command/1", "id": "i1", "command": "interrupt", "reason": "enough"}
+    process.stdin.write(json.dumps(command).encode() + b"\n")
+    out, err = process.communicate(timeout=60)
+    events = well_formed(lines + out.splitlines())
+    assert not (work / "note.md").exists()
+    names = [e["event"] for e in events]
+    assert names.index("tool.decided") < names.index("command.result")
+    result = of(events, "command.result")[0]
+    assert (result["id"], result["outcome"]) == ("i1", {"result": "ok", "applies_at": None}), err.decode()
+    assert of(events, "tool.decided")[0]["decision"]["reason"].startswith("the run was interrupted")
