@@ -112,6 +112,11 @@ def plan_run(
     context = load_context_files(cwd, options.context)
     if isinstance(context, Failure):
         return context
+    unusable = next((d for d in options.plugin_dir if not _usable_plugin_dir(d)), None)
+    if unusable is not None:
+        return Failure(
+            Refusal("plugin-dir-unusable", f"--plugin-dir {unusable} is not a directory holding a readable file")
+        )
     if cwd is None:
         start, found = gather_memory_facts(tempfile.gettempdir(), MEMORY_SHAPES["codex"])
         walk = memory_walk(start, found, scratch_parent=True)
@@ -154,11 +159,30 @@ def plan_run(
     return launch.map(lambda planned: (planned, frame))
 
 
-def materialise(launch: CodexLaunch) -> None:
-    """Write the scratch tree (directories 0700, files with their modes) and copy ``auth.json``
-    under operator-login, immediately before the spawn (spec 50 §4)."""
+def _usable_plugin_dir(directory: str) -> bool:
+    """An existing directory, not a symlink, holding at least one readable regular file (spec 50 §3)."""
+    if os.path.islink(directory) or not os.path.isdir(directory):
+        return False
+    return any(
+        os.path.isfile(os.path.join(base, name)) and os.access(os.path.join(base, name), os.R_OK)
+        for base, _, names in os.walk(directory)
+        for name in names
+    )
+
+
+def _symlinks(base: str, names: list[str]) -> list[str]:
+    return [name for name in names if os.path.islink(os.path.join(base, name))]
+
+
+def materialise(launch: CodexLaunch, plugin_dirs: tuple[str, ...] = ()) -> None:
+    """Write the scratch tree (directories 0700, files with their modes), copy each ``--plugin-dir``
+    to ``codex-home/plugins/<name>/`` (symlinks skipped; loading unverified) and ``auth.json`` under
+    operator-login, immediately before the spawn (spec 50 §4)."""
     for directory in launch.directories:
         os.makedirs(directory, mode=0o700, exist_ok=True)
+    for source in plugin_dirs:
+        name = os.path.basename(os.path.normpath(source))
+        shutil.copytree(source, os.path.join(launch.codex_home, "plugins", name), dirs_exist_ok=True, ignore=_symlinks)
     for item in launch.files:
         descriptor = os.open(item.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, item.mode)
         with os.fdopen(descriptor, "wb") as handle:
@@ -286,7 +310,7 @@ def run_codex(options: RunOptions) -> int:
                     return refuse(started.failure())
                 launch, frame, proxy = started.unwrap()
                 early.check()
-                materialise(launch)
+                materialise(launch, options.plugin_dir)
                 if options.strict_version:
                     _take(strict_version(launch))
                 early.check()

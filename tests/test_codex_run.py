@@ -1,0 +1,84 @@
+"""``run codex`` stages 5–7 over real files: the refusals in order, the plugin copies, the custody
+read under loopback (spec 10 §4.5, spec 50 §1, §4, §6)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from metaharness.pure.options import RunOptions
+from metaharness.shell.codex.run import custody_stage, materialise, plan_run
+
+
+def options(**changes: object) -> RunOptions:
+    base: dict[str, object] = {"prompt": "p", "decisions": "observe", "credentials": "none"}
+    return RunOptions(kind="codex", **{**base, **changes})
+
+
+def refusal(tmp_path: Path, run: RunOptions) -> tuple[str, str]:
+    scratch = tmp_path / "scratch"
+    scratch.mkdir(exist_ok=True)
+    failure = plan_run(run, str(scratch)).failure()
+    return failure.code, failure.message
+
+
+def test_a_missing_cwd_is_cwd_unusable(tmp_path: Path):
+    assert refusal(tmp_path, options(cwd=str(tmp_path / "nope")))[0] == "cwd-unusable"
+
+
+def test_a_missing_retain_dir_is_retain_dir_unusable(tmp_path: Path):
+    assert refusal(tmp_path, options(retain_dir=str(tmp_path / "nope")))[0] == "retain-dir-unusable"
+
+
+def test_a_context_file_without_cwd_is_refused(tmp_path: Path):
+    assert refusal(tmp_path, options(context=("a.md",)))[0] == "context-needs-cwd"
+
+
+def test_an_unreadable_frame_and_a_frame_beside_observe(tmp_path: Path):
+    code, message = refusal(tmp_path, options(decisions="frame", frame=str(tmp_path / "none.json")))
+    assert code == "frame-unreadable" and message.startswith(f"frame {tmp_path / 'none.json'}: could not be read")
+    frame = Path(__file__).parent.parent / "vectors" / "codex" / "hook" / "frame-deny.json"
+    assert refusal(tmp_path, options(frame=str(frame)))[0] == "observe-with-frame"
+
+
+def test_an_empty_plugin_dir_is_unusable(tmp_path: Path):
+    empty = tmp_path / "plugin"
+    empty.mkdir()
+    code, message = refusal(tmp_path, options(plugin_dir=(str(empty),)))
+    assert code == "plugin-dir-unusable" and str(empty) in message
+
+
+def test_loopback_custody_is_read_once_and_a_chatgpt_login_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    (tmp_path / ".codex").mkdir()
+    custody = tmp_path / ".codex" / "auth.json"
+    env = {"HOME": str(tmp_path)}
+    assert custody_stage(options(credentials="loopback"), env).failure().code == "loopback-custody-unreadable"
+    custody.write_text(json.dumps({"tokens": {"access_token": "chatgpt"}}))
+    assert custody_stage(options(credentials="loopback"), env).failure().code == "loopback-chatgpt-login"
+    custody.write_text(json.dumps({"OPENAI_API_KEY": "sk-x", "tokens": {"access_token": "chatgpt"}}))
+    assert custody_stage(options(credentials="loopback"), env).unwrap() == str(custody)
+    assert custody_stage(options(), env).unwrap() is None
+
+
+def test_materialise_writes_the_tree_and_copies_plugins_without_symlinks(tmp_path: Path):
+    from metaharness.pure.codex.launch import CodexRunSpec, plan_codex_launch
+    from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
+
+    scratch = tmp_path / "scratch"
+    scratch.mkdir(mode=0o700)
+    spec = CodexRunSpec(
+        prompt="p", environment=EnvironmentDeclaration(kind="codex", credentials="none", model_endpoint="http://h:1")
+    )
+    facts = {"/operator/.local/bin/codex": ProgramCandidate(regular=True, executable=True)}
+    launch = plan_codex_launch(spec, {"HOME": "/operator"}, str(scratch), facts).unwrap()
+    plugin = tmp_path / "my-plugin"
+    plugin.mkdir()
+    (plugin / "SKILL.md").write_text("skill")
+    (plugin / "link").symlink_to("/etc/hostname")
+    materialise(launch, (str(plugin),))
+    assert (scratch / "codex-home" / "config.toml").read_bytes() == launch.files[0].data
+    assert oct((scratch / "hooks" / "pretooluse").stat().st_mode & 0o777) == "0o700"
+    copied = scratch / "codex-home" / "plugins" / "my-plugin"
+    assert (copied / "SKILL.md").read_text() == "skill" and not (copied / "link").exists()
+    assert (scratch / "work").is_dir() and (scratch / "tmp").is_dir()
