@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from metaharness.pure.options import RunOptions
 from metaharness.shell.codex.run import custody_stage, materialise, plan_run
 
@@ -49,7 +48,7 @@ def test_an_empty_plugin_dir_is_unusable(tmp_path: Path):
     assert code == "plugin-dir-unusable" and str(empty) in message
 
 
-def test_loopback_custody_is_read_once_and_a_chatgpt_login_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_loopback_custody_is_read_once_and_a_chatgpt_login_is_refused(tmp_path: Path):
     (tmp_path / ".codex").mkdir()
     custody = tmp_path / ".codex" / "auth.json"
     env = {"HOME": str(tmp_path)}
@@ -62,9 +61,6 @@ def test_loopback_custody_is_read_once_and_a_chatgpt_login_is_refused(tmp_path: 
 
 
 def test_materialise_writes_the_tree_and_copies_plugins_without_symlinks(tmp_path: Path):
-    from metaharness.pure.codex.launch import CodexRunSpec, plan_codex_launch
-    from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
-
     scratch = tmp_path / "scratch"
     scratch.mkdir(mode=0o700)
     spec = CodexRunSpec(
