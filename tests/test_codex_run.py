@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from metaharness.pure.codex.launch import CodexRunSpec, plan_codex_launch
+from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
 from metaharness.pure.options import RunOptions
 from metaharness.shell.codex.run import custody_stage, materialise, plan_run
 
