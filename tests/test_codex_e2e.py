@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -439,3 +440,25 @@ def test_frame_mode_without_a_frame_abstains_once_warned(emulator: str, tmp_path
     assert (decision["decided_by"], decision["seam"]) == ("adapter", "none")
     assert [w["code"] for w in of(events, "warning")].count("NO_FRAME_IN_FORCE") == 1
     assert "emulated" in results_text(events)
+
+
+@pytest.mark.parametrize("emulator", ["codex-patch"], indirect=True)
+def test_sigterm_to_metaharness_abandons_the_pending_call_and_closes_killed(emulator: str, tmp_path: Path):
+    work = tmp_path / "work"
+    work.mkdir()
+    process = start_run(endpoint(emulator, decisions="ask", cwd=str(work)))
+    assert process.stdout is not None
+    lines: list[bytes] = []
+    while True:
+        line = process.stdout.readline()
+        assert line, process.stderr.read().decode()
+        lines.append(line)
+        if json.loads(line)["event"] == "tool.requested" and json.loads(line)["decision_required"]:
+            break
+    process.send_signal(signal.SIGTERM)
+    events, code = finish(process, lines)
+    asked = json.loads(lines[-1])
+    decision = decided(events, asked["call_id"])
+    assert decision["decision"]["reason"] == "the run was interrupted before this call was decided, so nothing ran"
+    assert events[-1]["reason"] == "killed" and code == 3
+    assert not (work / "note.md").exists()
