@@ -51,6 +51,11 @@ class BudgetUnobservable(Stop, frozen=True, tag="budget-unobservable"):
     reason: str = UNREPORTED_USAGE
 
 
+StopObject = (
+    Completed | MaxTurns | MaxOutputTokens | MaxCost | Deadline | Cancelled | ProviderIncomplete | BudgetUnobservable
+)
+
+
 class Limits(msgspec.Struct, frozen=True):
     """The run's budgets; ``None`` when not set."""
 
@@ -68,7 +73,7 @@ class Spent(msgspec.Struct, frozen=True):
     micro_usd: int = 0
 
 
-def stop_before_turn(limits: Limits, spent: Spent, cancelled: bool, elapsed_ms: int) -> Stop | None:
+def stop_before_turn(limits: Limits, spent: Spent, cancelled: bool, elapsed_ms: int) -> StopObject | None:
     """Cancelled, then deadline, then the turn ceiling (spec 60 §3)."""
     if cancelled:
         return Cancelled()
@@ -79,7 +84,7 @@ def stop_before_turn(limits: Limits, spent: Spent, cancelled: bool, elapsed_ms: 
     return None
 
 
-def stop_between_calls(limits: Limits, cancelled: bool, elapsed_ms: int) -> Stop | None:
+def stop_between_calls(limits: Limits, cancelled: bool, elapsed_ms: int) -> StopObject | None:
     """Cancel and deadline are checked between calls too."""
     if cancelled:
         return Cancelled()
@@ -88,7 +93,7 @@ def stop_between_calls(limits: Limits, cancelled: bool, elapsed_ms: int) -> Stop
     return None
 
 
-def stop_after_usage(limits: Limits, spent: Spent, usage: Usage | None) -> Stop | None:
+def stop_after_usage(limits: Limits, spent: Spent, usage: Usage | None) -> StopObject | None:
     """Token and cost budgets after a turn reports, before its calls; fail closed without usage."""
     if usage is None:
         if limits.max_output_tokens is not None:
@@ -103,7 +108,7 @@ def stop_after_usage(limits: Limits, spent: Spent, usage: Usage | None) -> Stop 
     return None
 
 
-def stop_without_calls(stop: ProviderStop) -> Stop:
+def stop_without_calls(stop: ProviderStop) -> StopObject:
     """The provider's stop of a turn without calls (spec 60 §3)."""
     if stop.kind == "max-output-tokens":
         return ProviderIncomplete("max_output_tokens")

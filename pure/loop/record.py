@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 from metaharness.pure.jsonline import compact
-from metaharness.pure.loop.budget import Stop
+from metaharness.pure.loop.budget import StopObject
 from metaharness.pure.wires.neutral import Usage as NeutralUsage
 
 
@@ -123,7 +123,7 @@ class WarningLine(_Line, frozen=True, tag="warning", kw_only=True):
 
 
 class Finished(_Line, frozen=True, tag="finished", kw_only=True):
-    stop: Stop
+    stop: StopObject
     turns: int
 
 

@@ -138,20 +138,20 @@ class Loop:
     def _transport_retry(self, message: str) -> None:
         self.recorder.write(WarningLine(code="turn-retried", message=message))
 
-    def _interrupt_stop(self) -> budget.Stop:
+    def _interrupt_stop(self) -> budget.StopObject:
         if self.cancel.cancelled:
             return budget.Cancelled()
         assert self.limits.max_duration_ms is not None
         return budget.Deadline(self.limits.max_duration_ms)
 
-    def run(self) -> budget.Stop:
+    def run(self) -> budget.StopObject:
         """Turns until a stop; raises ``LoopError`` on a final model-call error."""
         try:
             return self._turns()
         finally:
             self.client.close()
 
-    def _turns(self) -> budget.Stop:
+    def _turns(self) -> budget.StopObject:
         while True:
             stop = budget.stop_before_turn(self.limits, self.spent, self.cancel.cancelled, self.cancel.elapsed_ms())
             if stop is not None:
@@ -187,7 +187,7 @@ class Loop:
     def _credential_kind(self) -> CredentialKind | None:
         return self.credential.choice.kind if self.credential.choice is not None else None
 
-    def _model_call(self, turn: int) -> Outcome | budget.Stop:
+    def _model_call(self, turn: int) -> Outcome | budget.StopObject:
         request = self._request()
         if self.wire == openai_responses.WIRE:
             projected = openai_responses.project_request(request, self.session_key)
@@ -248,7 +248,7 @@ class Loop:
             self.spent.turns, self.spent.output_tokens + usage.output_tokens, self.spent.micro_usd + micro
         )
 
-    def _unrun(self, calls: list[ToolCall], stop: budget.Stop) -> None:
+    def _unrun(self, calls: list[ToolCall], stop: budget.StopObject) -> None:
         text = budget.unrun_text(stop)
         self.items.extend(ToolResult(call.call_id, text, True) for call in calls)
 
@@ -261,7 +261,7 @@ class Loop:
             self.recorder.write(WarningLine(code=code, message=message))
         self._result(call, text, True)
 
-    def _perform(self, call: ToolCall) -> budget.Stop | None:
+    def _perform(self, call: ToolCall) -> budget.StopObject | None:
         """One call through gates 1–7; a stop when cancel or deadline ended it."""
         entry = BY_NAME.get(call.name) if call.name in self.publication.names() else None
         self.recorder.write(
