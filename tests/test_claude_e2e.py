@@ -309,3 +309,19 @@ def test_interrupt_abandons_then_answers_ok(root: str, tmp_path: Path) -> None:
     result = of(events, "command.result")[0]
     assert (result["id"], result["outcome"]) == ("i1", {"result": "ok", "applies_at": None}), err.decode()
     assert of(events, "tool.decided")[0]["decision"]["reason"].startswith("the run was interrupted")
+
+
+def test_a_plugin_dir_reaches_claude_only_as_its_scratch_copy(root: str, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    plugin = tmp_path / "operator-plugin"
+    (plugin / ".claude-plugin").mkdir(parents=True)
+    (plugin / ".claude-plugin" / "plugin.json").write_text('{"name":"mh-probe","version":"0.1.0"}')
+    code, events, err = run_to_end(root, work, "--decisions", "observe", "--plugin-dir", str(plugin))
+    started = of(events, "session.started")[0]
+    reported = [(p["name"], p["source"], p["version"]) for p in started["plugins"] if not p["source"].endswith("@builtin")]
+    assert reported == [("mh-probe", "mh-probe@inline", "0.1.0")], err
+    installed = started["hermetic"]["installed_plugins"]
+    assert [(p["name"], p["version"]) for p in installed] == [("mh-probe", "0.1.0")]
+    assert installed[0]["source"].startswith(f"{plugin} sha256 ")
+    assert code == 0

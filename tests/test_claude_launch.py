@@ -12,6 +12,7 @@ from metaharness.pure.claude.launch import (
     plan_claude_launch,
     settings_document,
 )
+from metaharness.pure.claude.plugins import PluginCopy
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
 from metaharness.pure.hermetic import MemoryHit, MemoryWalk
@@ -56,7 +57,10 @@ def test_the_argv_is_the_exact_sequence_with_the_execution_context_user_turn() -
 
 
 def test_optional_flags_follow_in_order() -> None:
-    launch = plan(spec(model="m1", effort="high", max_turns=3, plugins=(("p", "/src/p"),))).unwrap()
+    plugin = PluginCopy(name="p", source="/src/p", digest="d" * 64, version="1.0", files=(), skipped=("ln",))
+    launch = plan(spec(model="m1", effort="high", max_turns=3, plugins=(plugin,))).unwrap()
+    assert [p.name for p in launch.hermetic.installed_plugins] == ["p"]
+    assert "symbolic link skipped in --plugin-dir /src/p: ln" in launch.hermetic.ambient_inputs
     assert launch.args[10:] == (
         "--model", "m1", "--effort", "high", "--max-turns", "3", "--plugin-dir", "/scratch/run/plugins/p",
     )  # fmt: skip

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Literal
 
 import msgspec
+from metaharness.pure.claude.plugins import PluginCopy
 from metaharness.pure.codex.launch import ScratchFile, execution_context_block
 from metaharness.pure.context import ContextFileRead, check_argument_sizes, context_record, render_context_block
 from metaharness.pure.environment import (
@@ -91,7 +92,7 @@ class ClaudeRunSpec(msgspec.Struct, frozen=True, kw_only=True):
 
     ``cwd`` is ``--cwd`` already made absolute (``None`` → ``<scratch>/work``); ``context`` the
     admitted ``--context`` files (rendered into ``--append-system-prompt``); ``plugins`` the
-    ``--plugin-dir`` copies as (name, source) pairs; ``environment`` carries credentials, actor,
+    planned ``--plugin-dir`` copies (``metaharness.pure.claude.plugins``); ``environment`` carries credentials, actor,
     endpoint and the loopback port and placeholder (the port may still be symbolic, spec 10 §4.5
     stage 8); ``frame_digest`` the sealed frame's digest (row H10).
     """
@@ -106,7 +107,7 @@ class ClaudeRunSpec(msgspec.Struct, frozen=True, kw_only=True):
     scratch_cwd: bool = False
     environment: EnvironmentDeclaration = EnvironmentDeclaration(kind="claude")
     context: tuple[ContextFileRead, ...] = ()
-    plugins: tuple[tuple[str, str], ...] = ()
+    plugins: tuple[PluginCopy, ...] = ()
     frame_digest: str | None = None
 
 
@@ -235,8 +236,8 @@ def arguments(spec: ClaudeRunSpec, scratch: str, turn: str, context_block: str |
         args += ["--effort", spec.effort]
     if spec.max_turns is not None:
         args += ["--max-turns", str(spec.max_turns)]
-    for name, _ in spec.plugins:
-        args += ["--plugin-dir", posixpath.join(scratch, "plugins", name)]
+    for plugin in spec.plugins:
+        args += ["--plugin-dir", posixpath.join(scratch, "plugins", plugin.name)]
     return tuple(args)
 
 
@@ -257,6 +258,9 @@ def ambient_extras(spec: ClaudeRunSpec, managed_settings_present: bool) -> tuple
     if managed_settings_present:
         extras.append(f"managed settings file: {MANAGED_SETTINGS}")
     extras += [f"file mention in the task: {token}" for token in ambient_mentions(spec.prompt)]
+    extras += [
+        f"symbolic link skipped in --plugin-dir {plugin.source}: {link}" for plugin in spec.plugins for link in plugin.skipped
+    ]
     return tuple(extras)
 
 
@@ -286,6 +290,7 @@ def attestation(
                 frame_digest=spec.frame_digest, context=[(item.path, item.sha256) for item in spec.context]
             ),
             mcp_servers=(),
+            installed_plugins=tuple(plugin.installed() for plugin in spec.plugins),
             root_memory_names=walk.root_names,
             extra_ambient=ambient_extras(spec, managed_settings_present),
         )
@@ -375,7 +380,7 @@ def _directories(spec: ClaudeRunSpec, scratch: str) -> tuple[str, ...]:
     names = ["claude-home", "tmp", "hooks", CHANNEL_DIR, REQUESTS_DIR, RESPONSES_DIR]
     if spec.cwd is None:
         names.insert(0, "work")
-    names += [posixpath.join("plugins", name) for name, _ in spec.plugins]
+    names += [posixpath.join("plugins", plugin.name) for plugin in spec.plugins]
     return tuple(posixpath.join(scratch, name) for name in names)
 
 

@@ -25,6 +25,7 @@ from metaharness.pure.claude.launch import (
     ClaudeRunSpec,
     plan_claude_launch,
 )
+from metaharness.pure.claude.plugins import PluginCopy, PluginFile, PluginTree, plan_plugins
 from metaharness.pure.claude.seam import SessionFacts
 from metaharness.pure.claude.session import open_session
 from metaharness.pure.context import ContextFileRead
@@ -113,26 +114,39 @@ def declared_inputs(options: RunOptions) -> tuple[tuple[ContextFileRead, ...], F
     return context, frame
 
 
-def tree_checks(options: RunOptions) -> MemoryWalk:
+def plugin_tree(source: str) -> PluginTree:
+    """What is at one ``--plugin-dir``: its readable regular files (bytes and mode) and the symlinks
+    inside it, found without following any link."""
+    if os.path.islink(source) or not _is_dir(source):
+        return PluginTree(source=source, is_directory=_is_dir(source), is_symlink=os.path.islink(source))
+    files: list[PluginFile] = []
+    links: list[str] = []
+    for base, directories, names in os.walk(source, followlinks=False):
+        for name in sorted(directories + names):
+            path = os.path.join(base, name)
+            relative = os.path.relpath(path, source)
+            status = os.lstat(path)
+            if stat.S_ISLNK(status.st_mode):
+                links.append(relative)
+            elif stat.S_ISREG(status.st_mode) and os.access(path, os.R_OK):
+                with open(path, "rb") as handle:
+                    files.append(PluginFile(relative, handle.read(), stat.S_IMODE(status.st_mode)))
+    return PluginTree(source=source, is_directory=True, is_symlink=False, files=tuple(files), symlinks=tuple(links))
+
+
+def tree_checks(options: RunOptions) -> tuple[MemoryWalk, tuple[PluginCopy, ...]]:
     """Stage 7: the memory walk (from the temp directory the scratch root is created in for a scratch
-    run, else above ``--cwd``; spec 30 §5) and ``plugin-dir-unusable``."""
+    run, else above ``--cwd``; spec 30 §5) and the plugin directories (``plugin-dir-unusable``)."""
     if options.cwd is None:
         start, found = gather_memory_facts(tempfile.gettempdir(), MEMORY_SHAPES["claude"])
         walk = memory_walk(start, found, scratch_parent=True)
     else:
         start, found = gather_memory_facts(options.cwd, MEMORY_SHAPES["claude"])
         walk = memory_walk(start, found)
-    for directory in options.plugin_dir:
-        if not _is_dir(directory) or os.path.islink(directory) or not any(
-            os.path.isfile(os.path.join(base, name)) for base, _, names in os.walk(directory) for name in names
-        ):
-            raise _Refused(
-                Refusal("plugin-dir-unusable", f"--plugin-dir {directory} is not a directory holding a readable file")
-            )
-    return walk
+    return walk, _take(plan_plugins(tuple(plugin_tree(source) for source in options.plugin_dir)))
 
 
-def materialise(launch: ClaudeLaunch, plugins: tuple[tuple[str, str], ...]) -> HookChannel:
+def materialise(launch: ClaudeLaunch, plugins: tuple[PluginCopy, ...]) -> HookChannel:
     """Write the scratch tree (spec 50 §3): directories 0700, generated files with their modes, plugin
     copies (symlinks skipped), the credential file under operator-login, and the hook channel."""
     for directory in launch.directories:
@@ -141,9 +155,13 @@ def materialise(launch: ClaudeLaunch, plugins: tuple[tuple[str, str], ...]) -> H
         descriptor = os.open(item.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, item.mode)
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(item.data)
-    for name, source in plugins:
-        shutil.copytree(source, os.path.join(launch.scratch, "plugins", name), dirs_exist_ok=True,
-                        ignore=lambda base, names: [n for n in names if os.path.islink(os.path.join(base, n))])  # fmt: skip
+    for plugin in plugins:
+        for item in plugin.files:
+            path = os.path.join(launch.scratch, "plugins", plugin.name, item.path)
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, item.mode & 0o700 or 0o600)
+            with os.fdopen(descriptor, "wb") as handle:
+                handle.write(item.data)
     if launch.credential_file is not None:
         shutil.copyfile(launch.credential_file, os.path.join(launch.claude_home, ".credentials.json"))
         os.chmod(os.path.join(launch.claude_home, ".credentials.json"), 0o600)
@@ -203,6 +221,7 @@ def plan(
     context: tuple[ContextFileRead, ...],
     frame: Frame | None,
     walk: MemoryWalk,
+    plugins: tuple[PluginCopy, ...],
     custody: str | None,
     upstream: str | None,
     declaration: EnvironmentDeclaration,
@@ -220,7 +239,7 @@ def plan(
         scratch_cwd=options.scratch_cwd,
         environment=declaration,
         context=context,
-        plugins=tuple((os.path.basename(os.path.normpath(p)), p) for p in options.plugin_dir),
+        plugins=plugins,
         frame_digest=None if frame is None else frame.digest,
     )
     candidates = gather_program_candidates(PROGRAM, path_floor(caller_env))
@@ -276,7 +295,7 @@ def run_claude(options: RunOptions) -> int:
             custody = credentials_stage(options, caller_env)
             early.check()
             context, frame = declared_inputs(options)
-            walk = tree_checks(options)
+            walk, plugins = tree_checks(options)
             early.check()
             scratch = tempfile.mkdtemp(prefix="metaharness-")
             declaration = declaration_of(options)
@@ -289,7 +308,7 @@ def run_claude(options: RunOptions) -> int:
 
             def planned(declared: EnvironmentDeclaration, at: str) -> ClaudeLaunch:
                 return plan(
-                    options, caller_env, caller_cwd, at, context=context, frame=frame, walk=walk,
+                    options, caller_env, caller_cwd, at, context=context, frame=frame, walk=walk, plugins=plugins,
                     custody=custody, upstream=upstream, declaration=declared,
                 )  # fmt: skip
 
@@ -297,7 +316,7 @@ def run_claude(options: RunOptions) -> int:
             if custody is not None:
                 proxy = start_proxy(options, placeholder, custody)
                 launch = planned(msgspec.structs.replace(declaration, loopback_port=str(proxy.port)), scratch)
-            channel = materialise(launch, tuple((os.path.basename(os.path.normpath(p)), p) for p in options.plugin_dir))
+            channel = materialise(launch, plugins)
             if options.strict_version:
                 strict_version(launch)
             early.check()
