@@ -31,6 +31,7 @@ from metaharness.pure.loop.record import (
     encode_line,
     refused_line,
 )
+from metaharness.pure.wires import anthropic_messages, openai_responses
 from metaharness.pure.wires.neutral import Item, Sampling, UserText
 from metaharness.shell.loop.approver import AllApprover, Approver, CallerApprover, DenyApprover, PromptApprover
 from metaharness.shell.loop.cancel import CancelToken
@@ -40,6 +41,7 @@ from metaharness.shell.loop.session import SessionFile, load_session, save_sessi
 from returns.result import Failure, Result, Success
 
 CONTEXT_CAP = 256 * 1024
+ENDPOINT_PATHS = {openai_responses.WIRE: openai_responses.ENDPOINT_PATH, anthropic_messages.WIRE: anthropic_messages.ENDPOINT_PATH}
 NO_TERMINAL = "no terminal to ask; calls above the ceiling will be refused — pass --yes or --approve-up-to"
 
 
@@ -355,7 +357,7 @@ def start(flags: RunFlags) -> int:
         prices=prices,
         items=items,
         session_key=f"b10x-{os.getpid():x}-{start_nanos:x}",
-        url=plan.base_url + ("/responses" if plan.wire == "openai-responses" else "/messages"),
+        url=plan.base_url + ENDPOINT_PATHS[plan.wire],
         user_agent=f"b10x-harness/{version()}",
         credential=credential,
         cancel=cancel,

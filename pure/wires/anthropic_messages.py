@@ -108,7 +108,7 @@ def project_request(request: TurnRequest, credential_kind: CredentialKind | None
         body["temperature"] = sampling.temperature
     if sampling.top_p is not None:
         body["top_p"] = sampling.top_p
-    return Success(WireRequest(ENDPOINT_PATH, request_headers(credential_kind, None), body_bytes(body)))
+    return Success(WireRequest(ENDPOINT_PATH, body_bytes(body)))
 
 
 def _block(item: Item) -> tuple[str, dict[str, Any]]:

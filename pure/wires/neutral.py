@@ -154,10 +154,12 @@ StreamEvent = StreamText | StreamReasoning | StreamArguments | StreamWarning | O
 
 
 class WireRequest(msgspec.Struct, frozen=True):
-    """A projected request: path suffix, the wire's ordered non-credential headers, exact body bytes."""
+    """A projected request: the endpoint path after the base URL and the exact body bytes.
+
+    Headers are built per attempt by the wire's ``request_headers``, since the credential may rotate.
+    """
 
     path: str
-    headers: tuple[tuple[str, str], ...]
     body: bytes
 
 

@@ -116,7 +116,7 @@ def project_request(request: TurnRequest, session_key: str) -> Result[WireReques
         body["temperature"] = sampling.temperature
     if sampling.top_p is not None:
         body["top_p"] = sampling.top_p
-    return Success(WireRequest(ENDPOINT_PATH, request_headers(session_key, None), body_bytes(body)))
+    return Success(WireRequest(ENDPOINT_PATH, body_bytes(body)))
 
 
 def _message(role: str, part: str, text: str) -> dict[str, Any]:
