@@ -201,3 +201,47 @@ def test_app_server_is_refused_by_name() -> None:
     done = harness("app-server", "--base-url", "http://127.0.0.1:9/v1", "--model", "m")
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr == "error: `app-server` is declared but not built in this implementation\n"
+
+
+def _refusal_cases(tmp: Path) -> list[tuple[list[str], str]]:
+    binary = tmp / "binary.txt"
+    binary.write_bytes(b"\xff\xfe")
+    bad_prices = tmp / "bad-prices.json"
+    bad_prices.write_text("{}")
+    return [
+        (["--context", str(tmp)], f"--context {tmp} is not a regular file"),
+        (["--context", str(binary)], f"--context {binary} is not UTF-8"),
+        (["--prices", str(tmp / "none.json")], f"--prices {tmp / 'none.json'} cannot be read: No such file or directory"),
+        (["--api-key-file", str(tmp / "none")], f"--api-key-file {tmp / 'none'} cannot be read: No such file or directory"),
+        (["--oauth-token-file", str(binary)], f"--oauth-token-file {binary} is not UTF-8"),
+        (["--execution-path", "outer"], "--execution-path must be direct or metaharness; got `outer`"),
+        (["--scope-announce", "loud"], "--scope-announce must be stated or silent; got `loud`"),
+        (["--write-scope", "docs"], "--write-scope expects GLOB=SCOPE with SCOPE one of allowed, partial-only, denied; got `docs`"),
+        (["--approve", "maybe"], "--approve must be one of auto, prompt, deny, all, caller; got `maybe`"),
+        (["--max-cost-microunits", "-1"], "--max-cost-microunits must not be negative; got -1"),
+        (["--reasoning-effort", ""], "--reasoning-effort must not be empty"),
+        (["--api-key-file", ""], "--api-key-file must not be empty"),
+    ]
+
+
+def test_every_start_refusal_is_named(tmp_path: Path) -> None:
+    for extra, reason in _refusal_cases(tmp_path):
+        assert refused(harness(*BASE, *extra, "--input", "")) == reason, extra
+    bad_prices = tmp_path / "bad-prices.json"
+    assert refused(harness(*BASE, "--prices", str(bad_prices), "--input", "")).startswith(
+        f"--prices {bad_prices} is not a prices document: "
+    )
+
+
+def test_session_refusals(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("HOME", "XDG_STATE_HOME")}
+    base = ("run", "--json", "--base-url", "http://127.0.0.1:9/v1", "--model", "m")
+    assert refused(harness(*base, "--input", "", env=env)) == (
+        "no session directory: pass --session-dir, set XDG_STATE_HOME or HOME, or pass --no-session"
+    )
+    assert refused(harness(*base, "--session-dir", str(tmp_path), "--resume", "latest", "--input", "")) == (
+        f"--resume latest: no session in {tmp_path}"
+    )
+    assert refused(harness(*base, "--session-dir", str(tmp_path), "--resume", "abc", "--input", "")) == (
+        "--resume abc: cannot be read (No such file or directory)"
+    )
