@@ -17,6 +17,7 @@ import sys
 import tempfile
 
 from metaharness.pure.capabilities import HONOURED_COMMANDS
+from metaharness.pure.codex.doctor import version_token
 from metaharness.pure.codex.launch import PINS, PROGRAM, CodexLaunch, CodexRunSpec, plan_codex_launch
 from metaharness.pure.codex.rollout import RolloutLaunch
 from metaharness.pure.commands import control_unsupported, start_time_refusals
@@ -209,7 +210,7 @@ def probe_version(launch: CodexLaunch) -> Result[str, Refusal]:
         )
     except (OSError, subprocess.TimeoutExpired) as error:
         return Failure(Refusal("version-unreadable", f"{launch.program} --version could not be run: {error}"))
-    token = next((word for word in done.stdout.decode(errors="replace").split() if word[:1].isdigit()), None)
+    token = version_token(done.stdout.decode(errors="replace"))
     if token is None:
         return Failure(Refusal("version-unreadable", f"{launch.program} --version printed no version"))
     return Success(token)
