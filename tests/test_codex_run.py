@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import msgspec
 from metaharness.pure.codex.launch import CodexRunSpec, plan_codex_launch
 from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
 from metaharness.pure.options import RunOptions
-from metaharness.shell.codex.run import custody_stage, materialise, plan_run
+from metaharness.shell.codex.run import custody_stage, materialise, plan_run, strict_version
 
 
 def options(**changes: object) -> RunOptions:
@@ -80,3 +81,26 @@ def test_materialise_writes_the_tree_and_copies_plugins_without_symlinks(tmp_pat
     copied = scratch / "codex-home" / "plugins" / "my-plugin"
     assert (copied / "SKILL.md").read_text() == "skill" and not (copied / "link").exists()
     assert (scratch / "work").is_dir() and (scratch / "tmp").is_dir()
+
+
+def _launch_with_program(tmp_path: Path, banner: str):
+    program = tmp_path / "codex"
+    program.write_text(f"#!/bin/sh\nprintf '%s\\n' '{banner}'\n")
+    program.chmod(0o755)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir(mode=0o700, exist_ok=True)
+    spec = CodexRunSpec(
+        prompt="p", environment=EnvironmentDeclaration(kind="codex", credentials="none", model_endpoint="http://h:1")
+    )
+    facts = {"/operator/.local/bin/codex": ProgramCandidate(regular=True, executable=True)}
+    launch = plan_codex_launch(spec, {"HOME": "/operator"}, str(scratch), facts).unwrap()
+    launch = msgspec.structs.replace(launch, program=str(program), cwd=str(scratch))
+    return launch
+
+
+def test_strict_version_refuses_an_off_pin_binary_naming_both_versions(tmp_path: Path):
+    off = strict_version(_launch_with_program(tmp_path, "codex-cli 0.160.0")).failure()
+    assert off.code == "version-off-pin"
+    assert "reports 0.160.0" in off.message and "pinned to 0.171.0" in off.message
+    assert strict_version(_launch_with_program(tmp_path, "codex-cli 0.171.0")).unwrap() == "0.171.0"
+    assert strict_version(_launch_with_program(tmp_path, "codex-cli")).failure().code == "version-unreadable"
