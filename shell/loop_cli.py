@@ -281,6 +281,7 @@ def start(flags: RunFlags) -> int:
         return _refuse(flags.json, planned.failure())
     plan = planned.unwrap()
     cancel = CancelToken(flags.max_duration_ms, started_at)
+    cancel.install()
     try:
         if not os.path.isdir(flags.workspace):
             raise Refused(f"--workspace {flags.workspace} is not a directory")
@@ -363,7 +364,6 @@ def start(flags: RunFlags) -> int:
         cancel=cancel,
         recorder=recorder,
     )
-    cancel.install()
     try:
         stop = loop.run()
     except LoopError as error:
