@@ -196,7 +196,8 @@ def strict_version(launch: ClaudeLaunch) -> None:
 
 
 def retain(options: RunOptions, run_id: str, launch: ClaudeLaunch) -> tuple[WarningRaised, ...]:
-    """``--retain-dir``: the transcript, the hook requests and the generated files, never a credential."""
+    """``--retain-dir``: the transcript, the hook requests, the generated files and the loopback
+    counters (``loopback.json``), never a credential."""
     if options.retain_dir is None:
         return ()
     target = os.path.join(options.retain_dir, run_id)
@@ -207,6 +208,9 @@ def retain(options: RunOptions, run_id: str, launch: ClaudeLaunch) -> tuple[Warn
                         dirs_exist_ok=True)  # fmt: skip
         for item in launch.files:
             shutil.copy2(item.path, os.path.join(target, os.path.basename(item.path)))
+        counters = os.path.join(launch.scratch, "loopback.json")
+        if os.path.exists(counters):
+            shutil.copy2(counters, os.path.join(target, "loopback.json"))
     except OSError as error:
         return (WarningRaised(code="RETAIN_FAILED", message=f"{target}: {error.strerror or error}"),)
     return ()
