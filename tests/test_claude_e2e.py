@@ -325,3 +325,40 @@ def test_a_plugin_dir_reaches_claude_only_as_its_scratch_copy(root: str, tmp_pat
     assert [(p["name"], p["version"]) for p in installed] == [("mh-probe", "0.1.0")]
     assert installed[0]["source"].startswith(f"{plugin} sha256 ")
     assert code == 0
+
+
+RUN_DRIVER = """
+import json, sys
+from metaharness.pure.options import RunOptions
+from metaharness.shell.claude.run import run_claude
+sys.exit(run_claude(RunOptions(kind="claude", **json.loads(sys.argv[1]))))
+"""
+
+
+def test_retained_files_hold_the_record_and_the_counters_and_never_the_token(tmp_path: Path) -> None:
+    token = "sk-ant-oat01-retain-check-0f3a9"
+    custody = tmp_path / "custody"
+    custody.mkdir()
+    (custody / ".credentials.json").write_text(json.dumps({"claudeAiOauth": {"accessToken": token}}))
+    retained = tmp_path / "retained"
+    retained.mkdir()
+    work = tmp_path / "work"
+    work.mkdir()
+    with running_emulator("--scenario", "claude-write") as (base_url, _):
+        options = {"prompt": "write the note", "decisions": "observe", "credentials": "loopback", "cwd": str(work),
+                   "model_endpoint": base_url.removesuffix("/v1"), "retain_dir": str(retained)}  # fmt: skip
+        done = subprocess.run([sys.executable, "-c", RUN_DRIVER, json.dumps(options)], capture_output=True,
+                              env={**os.environ, "CLAUDE_CONFIG_DIR": str(custody)}, stdin=subprocess.DEVNULL,
+                              timeout=120, check=False)  # fmt: skip
+    events = well_formed(done.stdout.splitlines())
+    run_id = events[0]["run"]
+    kept = retained / run_id
+    names = sorted(str(p.relative_to(kept)) for p in kept.rglob("*") if p.is_file())
+    assert "transcript.jsonl" in names and "claude-settings.json" in names and "pretooluse" in names, names
+    assert any(name.startswith("hook-requests/") for name in names)
+    counters = json.loads((kept / "loopback.json").read_text())
+    assert counters["forwarded"] >= 2 and counters["refused"] == 0
+    for path in kept.rglob("*"):
+        if path.is_file():
+            assert token.encode() not in path.read_bytes(), path
+    assert done.returncode == 0, done.stderr.decode()
