@@ -18,7 +18,7 @@ from metaharness.pure.loop.approval import (
 )
 from metaharness.pure.loop.catalogue import check_arguments, publish, schema_of, subjects_of
 from metaharness.pure.loop.credential import credential_from_text, resolve_pointer
-from metaharness.pure.loop.gates import Admitted, GateRefusal, admit_call
+from metaharness.pure.loop.gates import Admitted, GateRefusal, admit_call, announce_call
 from metaharness.pure.loop.instruction import ContextFile, InstructionFacts, render_instruction
 from metaharness.pure.loop.paths import ScopeRule, confine, glob_matches, parse_scope_rule, scope_refusal
 from metaharness.pure.loop.plan import RunFlags, not_built, plan_run
@@ -135,6 +135,16 @@ def test_argument_checks(name: str, arguments: Any, problem: str | None) -> None
     assert check_arguments(name, arguments) == problem
 
 
+def test_announcements_name_operation_and_subjects_only_when_published() -> None:
+    assert compact(announce_call("c", "shell.exec", {"cmd": "id"}, PUBLICATION)) == (
+        b'{"kind":"tool-requested","call_id":"c","name":"shell.exec","arguments":{"cmd":"id"}}'
+    )
+    assert compact(announce_call("c", "run", {"argv": ["git"]}, PUBLICATION)) == (
+        b'{"kind":"tool-requested","call_id":"c","name":"run","arguments":{"argv":["git"]},"operation":"shell",'
+        b'"subjects":["proc:git"]}'
+    )
+
+
 def test_subjects_use_the_argument_as_spelled() -> None:
     assert subjects_of("file_write", {"path": "./a//b"}) == ("file:./a//b",)
     assert subjects_of("dir_list", {}) == ("file:.",)
@@ -142,9 +152,13 @@ def test_subjects_use_the_argument_as_spelled() -> None:
 
 
 def test_gates_in_order() -> None:
-    assert admit_call("shell.exec", {}, PUBLICATION, (), "/w") == GateRefusal(
-        "unpublished-tool", "`shell.exec` is not one of this run's tools; call only what was published"
+    unpublished = admit_call("shell.exec", {}, PUBLICATION, (), "/w")
+    assert unpublished == GateRefusal(
+        "unpublished-tool",
+        "`shell.exec` is not one of this run's tools; call only what was published",
+        "`shell.exec` is not one of this run's tools",
     )
+    assert isinstance(unpublished, GateRefusal) and unpublished.warning == "`shell.exec` is not one of this run's tools"
     big = {"path": "a", "text": "x" * 70000}
     refusal = admit_call("file_write", big, PUBLICATION, (), "/w")
     assert isinstance(refusal, GateRefusal) and refusal.text == "the arguments are 70022 bytes, over the 65536 byte bound"

@@ -11,8 +11,10 @@ from metaharness.pure.loop.catalogue import (
     Entry,
     Publication,
     check_arguments,
+    subjects_of,
 )
 from metaharness.pure.loop.paths import ScopeRule, confine, scope_refusal
+from metaharness.pure.loop.record import ToolRequested
 
 
 class Admitted(msgspec.Struct, frozen=True):
@@ -23,10 +25,16 @@ class Admitted(msgspec.Struct, frozen=True):
 
 
 class GateRefusal(msgspec.Struct, frozen=True):
-    """A call refused by a gate: the optional warning and the model-facing result text."""
+    """A call refused by a gate: the optional warning (code, message) and the model-facing result text."""
 
     warning_code: str | None
     text: str
+    warning_message: str = ""
+
+    @property
+    def warning(self) -> str:
+        """The warning's message: its own when given, else the result text."""
+        return self.warning_message or self.text
 
 
 def unpublished_warning(name: str) -> str:
@@ -39,13 +47,28 @@ def program_refusal(program: str, programs: tuple[str, ...]) -> str:
     return f"`{program}` is not a program this run may start; allowed: " + ", ".join(f"`{p}`" for p in programs)
 
 
+def announce_call(call_id: str, name: str, arguments: Any, publication: Publication) -> ToolRequested:
+    """The ``tool-requested`` line: ``operation`` and ``subjects`` only for a published entry (spec 60 §2)."""
+    entry = next((e for e in publication.published if e.name == name), None)
+    if entry is None:
+        return ToolRequested(call_id=call_id, name=name, arguments=arguments)
+    return ToolRequested(
+        call_id=call_id,
+        name=name,
+        arguments=arguments,
+        operation=entry.operation,
+        subjects=subjects_of(name, arguments),
+    )
+
+
 def admit_call(
     name: str, arguments: Any, publication: Publication, scope_rules: tuple[ScopeRule, ...], root: str
 ) -> Admitted | GateRefusal:
     """Gates 1–4, first failure wins (spec 60 §5.2)."""
     entry = next((e for e in publication.published if e.name == name), None)
     if entry is None:
-        return GateRefusal("unpublished-tool", f"{unpublished_warning(name)}; call only what was published")
+        warning = unpublished_warning(name)
+        return GateRefusal("unpublished-tool", f"{warning}; call only what was published", warning)
     size = len(compact(arguments))
     if size > ARGUMENTS_CAP:
         return GateRefusal(None, f"the arguments are {size} bytes, over the {ARGUMENTS_CAP} byte bound")

@@ -9,8 +9,8 @@ from typing import Any, BinaryIO, TextIO
 from metaharness.pure.jsonline import compact
 from metaharness.pure.loop import budget
 from metaharness.pure.loop.approval import needs_approval, not_approved
-from metaharness.pure.loop.catalogue import BY_NAME, RESULT_CAP, Publication, subjects_of
-from metaharness.pure.loop.gates import Admitted, GateRefusal, admit_call
+from metaharness.pure.loop.catalogue import RESULT_CAP, Publication
+from metaharness.pure.loop.gates import Admitted, GateRefusal, admit_call, announce_call
 from metaharness.pure.loop.paths import ScopeRule
 from metaharness.pure.loop.record import (
     ApprovalRequired,
@@ -263,22 +263,10 @@ class Loop:
 
     def _perform(self, call: ToolCall) -> budget.StopObject | None:
         """One call through gates 1–7; a stop when cancel or deadline ended it."""
-        entry = BY_NAME.get(call.name) if call.name in self.publication.names() else None
-        self.recorder.write(
-            ToolRequested(
-                call_id=call.call_id,
-                name=call.name,
-                arguments=call.arguments,
-                operation=entry.operation if entry is not None else None,
-                subjects=subjects_of(call.name, call.arguments) if entry is not None else (),
-            )
-        )
+        self.recorder.write(announce_call(call.call_id, call.name, call.arguments, self.publication))
         admitted = admit_call(call.name, call.arguments, self.publication, self.scope_rules, self.root)
         if isinstance(admitted, GateRefusal):
-            message = admitted.text
-            if admitted.warning_code == "unpublished-tool":
-                message = message.removesuffix("; call only what was published")
-            self._refuse(call, admitted.warning_code, message, admitted.text)
+            self._refuse(call, admitted.warning_code, admitted.warning, admitted.text)
             return None
         problem = self._filesystem_gate(admitted, call.arguments)
         if problem is not None:
@@ -322,6 +310,8 @@ class Loop:
             return "path-refused", str(refusal)
         except ToolFailure as failure:
             return None, str(failure)
+        except OSError as error:
+            return None, f"`{path}` cannot be checked: {error.strerror or error}"
         return None
 
     def _execute(self, admitted: Admitted, call: ToolCall) -> tuple[str, bool]:
