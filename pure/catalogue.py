@@ -16,6 +16,8 @@ from typing import Any
 
 import msgspec
 import yaml
+from metaharness.pure.frames import Operation
+from metaharness.pure.loop.catalogue import subjects_of
 from metaharness.pure.refusal import Refusal
 from returns.result import Failure, Result, Success
 
@@ -78,6 +80,20 @@ def operation_of(performs: str) -> str | None:
     """The operation a catalogue entry resolves to, or ``None`` when this build does not perform it
     (spec 30 §10.2: ``find`` is a search; ``run`` and any other name resolve to no operation)."""
     return PERFORMED_OPERATIONS.get(performs)
+
+
+def resolve_catalogue_call(
+    catalogue: Catalogue, name: str, arguments: Any
+) -> tuple[tuple[Operation, ...], tuple[str, ...]]:
+    """The operations and subjects of a call to entry ``name`` with ``arguments`` as the model wrote
+    them (spec 30 §10.2): the entry's operation and the performing loop entry's subjects (spec 60
+    §5.1); none for a name outside the catalogue or an entry this build does not perform, so a frame
+    denies it as ``UNCOVERED_TOOL``."""
+    entry = catalogue.entry(name)
+    operation = operation_of(entry.performs) if entry is not None else None
+    if entry is None or operation is None:
+        return (), ()
+    return (Operation(operation),), subjects_of(entry.performs, arguments)
 
 
 def needs_writable(catalogue: Catalogue) -> bool:

@@ -21,8 +21,10 @@ from metaharness.pure.catalogue import (
     load_catalogue,
     needs_writable,
     operation_of,
+    resolve_catalogue_call,
     scratch_copy,
 )
+from metaharness.pure.frames import Operation
 from metaharness.shell.catalogue_file import read_back_scratch_copy, read_catalogue, write_scratch_copy
 from returns.result import Failure, Success
 
@@ -125,6 +127,23 @@ def test_what_an_entry_performs() -> None:
     assert operation_of("run") is None and operation_of("web_fetch") is None
     writes = load_catalogue(one_entry("{name: w, description: d, performs: file_edit}").encode(), "t").unwrap()
     assert needs_writable(writes) and not needs_writable(EXAMPLE)
+
+
+def test_a_call_resolves_to_its_entrys_operation_and_the_performing_entrys_subjects() -> None:
+    text = (
+        "format: metaharness.catalogue/1\nentries:\n"
+        "  - {name: read_note, description: d, performs: file_read}\n"
+        "  - {name: look, description: d, performs: find}\n"
+        "  - {name: build, description: d, performs: run}\n"
+    )
+    catalogue = load_catalogue(text.encode(), "t").unwrap()
+    assert resolve_catalogue_call(catalogue, "read_note", {"path": "notes/a.md"}) == (
+        (Operation("file.read"),),
+        ("file:notes/a.md",),
+    )
+    assert resolve_catalogue_call(catalogue, "look", {"glob": "*.md"}) == ((Operation("search"),), ("file:.",))
+    assert resolve_catalogue_call(catalogue, "build", {"argv": ["cargo"]}) == ((), ())
+    assert resolve_catalogue_call(catalogue, "file_read", {"path": "a"}) == ((), ())
 
 
 # catalogue-unreadable (bytes) and catalogue-not-tool-contract
