@@ -50,13 +50,6 @@ def test_a_missing_cwd(tmp_path: Path) -> None:
     refused(run(tmp_path, "--credentials", "none", "--cwd", str(tmp_path / "nope")), "cwd-unusable")
 
 
-def test_a_memory_file_above_the_scratch_root(tmp_path: Path) -> None:
-    (tmp_path / "tmp").mkdir()
-    (tmp_path / "tmp" / "CLAUDE.md").write_text("remember this\n")
-    message = refused(run(tmp_path, "--credentials", "none", "--decisions", "observe"), "memory-ancestor-found")
-    assert str(tmp_path / "tmp" / "CLAUDE.md") in message
-
-
 def test_no_claude_on_the_childs_path(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()

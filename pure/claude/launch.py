@@ -79,9 +79,12 @@ DENIED_ARGUMENTS = (
 """Flags a claude launch must never carry (spec 50 §3 "Refusals"): each drops the hook, changes what
 an abstain means or shadows the hook."""
 
-CANARY_LOADED: Mapping[str, frozenset[str]] = {}
-"""Per pin, the memory shapes the canary showed loaded (spec 30 §5.3). No pin has a canary entry yet,
-so every shape counts as loaded."""
+CANARY_LOADED: Mapping[str, frozenset[str]] = {"2.1.332": frozenset()}
+"""Per pin, the memory shapes the canary showed loaded (spec 30 §5.3); a version without an entry
+counts every shape as loaded. At 2.1.332, driven against the emulator with ``--setting-sources ""``
+and a fresh config home, no shape above the cwd and not ``$HOME/.claude/CLAUDE.md`` reached a request
+body, while without ``--setting-sources ""`` the project shapes did (``tests/test_claude_canary.py``
+re-drives both)."""
 
 DecisionMode = Literal["frame", "ask", "observe"]
 HermeticMode = Literal["off", "on", "strict"]
