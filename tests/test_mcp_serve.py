@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -336,3 +337,20 @@ def test_a_served_catalogue_names_reserved_by_codex_are_still_served(tmp_path: P
     )
     assert code == 0 and answers[0]["result"]["isError"] is False
     assert json.loads(answers[0]["result"]["content"][0]["text"])["entries"][0]["name"] == "tools.yaml"
+
+
+def test_a_server_fault_is_answered_32603_and_serving_goes_on(tmp_path: Path) -> None:
+    # The loop's dir_list cannot write a file name that is not UTF-8 into its JSON reply.
+    (tmp_path / os.fsdecode(b"\xff.txt")).touch()
+    code, answers, _stderr = serve_lines(
+        ["--workspace", str(tmp_path)],
+        [
+            '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"tool_invoke",'
+            '"arguments":{"name":"dir_list","arguments":{}}}}',
+            '{"jsonrpc":"2.0","id":2,"method":"ping"}',
+        ],
+    )
+    assert code == 0
+    assert answers[0]["id"] == 1 and answers[0]["error"]["code"] == -32603
+    assert answers[0]["error"]["message"].startswith("server fault: ")
+    assert answers[1] == {"jsonrpc": "2.0", "id": 2, "result": {}}
