@@ -345,8 +345,10 @@ def test_a_server_fault_is_answered_32603_and_serving_goes_on(tmp_path: Path) ->
     code, answers, _stderr = serve_lines(
         ["--workspace", str(tmp_path)],
         [
-            '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"tool_invoke",'
-            '"arguments":{"name":"dir_list","arguments":{}}}}',
+            (
+                '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"tool_invoke",'
+                '"arguments":{"name":"dir_list","arguments":{}}}}'
+            ),
             '{"jsonrpc":"2.0","id":2,"method":"ping"}',
         ],
     )
