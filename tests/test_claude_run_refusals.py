@@ -85,3 +85,8 @@ def test_a_prompt_past_max_arg_strlen(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 2 and done.stderr.startswith("metaharness: argument-too-long: the prompt is "), done.stderr
     assert list(temp.glob("metaharness-*")) == []
+
+
+def test_the_owned_surface_is_refused_rather_than_run_native(tmp_path: Path) -> None:
+    message = refused(run(tmp_path, "--credentials", "none", "--tool-surface", "owned"), "not-built")
+    assert "--tool-surface owned" in message

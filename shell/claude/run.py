@@ -288,7 +288,16 @@ def late_events(
 
 
 def run_claude(options: RunOptions) -> int:
-    """Run ``options`` (through stages 1–4) from stage 5 on; the exit code of spec 10 §2."""
+    """Run ``options`` (through stages 1–4) from stage 5 on; the exit code of spec 10 §2. The owned
+    surface (``--tool-surface owned``) is refused ``not-built`` rather than run as the native one."""
+    if options.tool_surface == "owned":
+        return refuse(
+            Refusal(
+                "not-built",
+                "--tool-surface owned is not built in this build for claude: it waits for the owned-surface "
+                "launch (--tools \"\" with the metaharness MCP server) and its call resolution (spec 50 §3)",
+            )
+        )
     run_id = f"claude-{os.getpid()}"
     caller_env = caller_environment()
     caller_cwd = os.getcwd()
