@@ -566,14 +566,14 @@ def _copy_checked(catalogue: Catalogue, source: str) -> Result[Catalogue, Refusa
 
 def check_copy_read_back(copy: bytes, catalogue: Catalogue, source: str, happened: str) -> Result[None, Refusal]:
     """Stage 9 (d): the bytes read back from the written copy must read as the checked catalogue,
-    else ``catalogue-copy-differs``; ``happened`` says what had started by then (spec 30 §10.4)."""
-    problem = _read_back_problem(copy, catalogue)
-    if problem is None:
+    else ``catalogue-copy-differs`` in the words of spec 30 §10.4; ``happened`` says what had started
+    by then (``the scratch files had been written and the loopback proxy had started``)."""
+    if _read_back_problem(copy, catalogue) is None:
         return Success(None)
     return Failure(
         Refusal(
             "catalogue-copy-differs",
-            f"the scratch copy of {source} reads back as a different catalogue ({problem}); by then {happened}; "
+            f"the scratch copy of {source} reads back as a different catalogue; by then {happened}; "
             "no vendor session was started",
         )
     )
