@@ -401,3 +401,10 @@ def test_credentials_are_trimmed_or_pointed_at_and_never_echoed() -> None:
     assert resolve_pointer({"list": ["a"]}, "/list/01") is None
     assert isinstance(credential_from_text("not json secret", "/a", "f"), Failure)
     assert "not json secret" not in credential_from_text("not json secret", "/a", "f").failure()
+
+
+def test_an_interrupted_wait_is_a_cancel_unless_only_the_deadline_passed() -> None:
+    limits = budget.Limits(max_duration_ms=700)
+    assert budget.interrupted_stop(limits, True) == budget.Cancelled()
+    assert budget.interrupted_stop(limits, False) == budget.Deadline(700)
+    assert budget.interrupted_stop(budget.Limits(), False) == budget.Cancelled()

@@ -93,6 +93,13 @@ def stop_between_calls(limits: Limits, cancelled: bool, elapsed_ms: int) -> Stop
     return None
 
 
+def interrupted_stop(limits: Limits, cancelled: bool) -> StopObject:
+    """What interrupted a blocked wait: the caller's cancel, else the deadline."""
+    if cancelled or limits.max_duration_ms is None:
+        return Cancelled()
+    return Deadline(limits.max_duration_ms)
+
+
 def stop_after_usage(limits: Limits, spent: Spent, usage: Usage | None) -> StopObject | None:
     """Token and cost budgets after a turn reports, before its calls; fail closed without usage."""
     if usage is None:

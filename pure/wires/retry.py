@@ -81,6 +81,11 @@ def may_retry_in_transport(error: WireError, attempt: int, reached_sink: bool, c
     return error.retriable and not reached_sink and attempt < TRANSPORT_ATTEMPTS and not cancelled
 
 
+def may_retry_in_loop(error: WireError, reached_sink: bool, retries: int) -> bool:
+    """A loop retry: a retriable error after output, fewer than 3 retries so far (spec 60 §7.3)."""
+    return error.retriable and reached_sink and retries < LOOP_RETRIES
+
+
 def final_transport_error(error: WireError, attempt: int) -> WireError:
     """The fourth failure is final, suffixed."""
     if attempt >= TRANSPORT_ATTEMPTS and error.retriable:

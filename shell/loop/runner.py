@@ -46,7 +46,7 @@ from metaharness.pure.wires.neutral import (
     Usage,
     WireError,
 )
-from metaharness.pure.wires.retry import LOOP_RETRIES, loop_pause_ms
+from metaharness.pure.wires.retry import loop_pause_ms, may_retry_in_loop
 from metaharness.shell.loop.approver import Approver
 from metaharness.shell.loop.cancel import CancelToken
 from metaharness.shell.loop.credentials import CredentialSource
@@ -139,10 +139,7 @@ class Loop:
         self.recorder.write(WarningLine(code="turn-retried", message=message))
 
     def _interrupt_stop(self) -> budget.StopObject:
-        if self.cancel.cancelled:
-            return budget.Cancelled()
-        assert self.limits.max_duration_ms is not None
-        return budget.Deadline(self.limits.max_duration_ms)
+        return budget.interrupted_stop(self.limits, self.cancel.cancelled)
 
     def run(self) -> budget.StopObject:
         """Turns until a stop; raises ``LoopError`` on a final model-call error."""
@@ -205,7 +202,7 @@ class Loop:
                 return result
             if result.error == "cancelled":
                 return self._interrupt_stop()
-            if not (result.retriable and reached) or retries >= LOOP_RETRIES:
+            if not may_retry_in_loop(result, reached, retries):
                 raise LoopError(result.message)
             retries += 1
             self.recorder.write(TurnRetried(turn=turn, attempt=retries, reason=result.message))
