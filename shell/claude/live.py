@@ -229,7 +229,7 @@ def drive_claude(
         loop.drain_doorbell()
         loop.session, effects = end_of_record(loop.session)
         loop.perform(effects)
-        code = child.wait()
+        code = _reap(child)
     finally:
         for number_, handler in previous.items():
             signal.signal(number_, handler)
@@ -246,6 +246,17 @@ def drive_claude(
     )  # fmt: skip
     loop.perform(effects)
     return RunOutcome(loop.session, reason, process)
+
+
+def _reap(child: subprocess.Popen[bytes]) -> int:
+    """The child's wait status once its record has ended: a child that lingers after closing its
+    stdout is sent SIGTERM after 5 s and SIGKILL 5 s later (spec 50 §1 "Processes")."""
+    for number in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            return child.wait(timeout=GRACE_S)
+        except subprocess.TimeoutExpired:
+            _kill_group(child.pid, number)
+    return child.wait()
 
 
 def _read(descriptor: int) -> bytes | None:
