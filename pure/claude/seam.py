@@ -12,13 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+from metaharness.pure.census import ZERO_CENSUS
 from metaharness.pure.claude.rendering import claude_operations, claude_subjects
 from metaharness.pure.codex.rollout import Announced, Emitted, Finished
 from metaharness.pure.events import (
     Abstain,
     Allow,
     AuthExpired,
-    Census,
     ContextFile,
     Decision,
     Deny,
@@ -55,7 +55,6 @@ BUDGET_WORDS = frozenset({"budget-exhausted", "error_max_turns", "error_max_budg
 EXPIRY_PHRASES = ("session has expired", "session expired", "failed to refresh access token", "please run /login")
 """Phrases that mark an expired credential in a record (spec 50 §3 "auth.expired")."""
 
-EMPTY_CENSUS = Census(allowed=0, denied=0, replaced=0, abstained=0, by_seam={}, by_decider={})
 
 
 class SessionFacts(msgspec.Struct, frozen=True, kw_only=True):
@@ -248,7 +247,7 @@ def session_ended(record: dict[str, Any]) -> SessionEnded:
         model_usage={str(k): model_usage_of(v) for k, v in model_usage.items()}
         if isinstance(model_usage, dict)
         else None,
-        census=EMPTY_CENSUS,
+        census=ZERO_CENSUS,
     )
 
 
