@@ -362,3 +362,24 @@ def test_retained_files_hold_the_record_and_the_counters_and_never_the_token(tmp
         if path.is_file():
             assert token.encode() not in path.read_bytes(), path
     assert done.returncode == 0, done.stderr.decode()
+
+
+def test_context_files_reach_the_system_prompt_and_not_the_user_turn(tmp_path: Path) -> None:
+    work = tmp_path / "repo"
+    (work / "docs").mkdir(parents=True)
+    (work / "docs" / "brief.md").write_text("# Brief\n\nMH-CONTEXT-MARKER ship the parser.\n")
+    git = ["git", "-C", str(work), "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "docs/brief.md"], check=True)
+    record = tmp_path / "bodies.jsonl"
+    with running_emulator("--scenario", "claude-write", "--record", str(record), "--record-bodies") as (base_url, _):
+        code, events, err = run_to_end(base_url.removesuffix("/v1"), work, "--decisions", "observe",
+                                       "--context", "docs/brief.md")  # fmt: skip
+    started = of(events, "session.started")[0]
+    assert [(f["path"], f["channel"]) for f in started["context_files"]] == [("docs/brief.md", "append-system-prompt")]
+    first = json.loads(record.read_text().splitlines()[0])
+    assert "MH-CONTEXT-MARKER" in json.dumps(first["body"]["system"]), err
+    messages = json.dumps(first["body"]["messages"])
+    assert "MH-CONTEXT-MARKER" not in messages
+    assert "<execution-context>" in messages and "inner_harness=claude" in messages
+    assert code == 0
