@@ -120,8 +120,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
 def answered(server: Server, publication: Any, workspace: Workspace, line: bytes) -> Answer | Note | Quiet:
     step = read_line(server, line)
     if isinstance(step, Perform):
-        reply, failure = perform_entry(workspace, publication, step.entry, step.arguments)
-        return performed_answer(step.request_id, reply, failure)
+        return performed_answer(step.request_id, perform_entry(workspace, publication, step.entry, step.arguments))
     return step
 
 

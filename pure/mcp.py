@@ -93,12 +93,12 @@ def tool_answer(request_id: Any, text: str, is_error: bool) -> Answer:
     return _response(request_id, {"content": [{"type": "text", "text": text}], "isError": is_error})
 
 
-def performed_answer(request_id: Any, reply: bytes | None, failure: str | None) -> Answer:
-    """What the performing entry did: its reply as 2-space-indented JSON text (``isError: false``),
-    or its failure text (``isError: true``) (spec 30 §11)."""
-    if failure is not None or reply is None:
-        return tool_answer(request_id, failure or "the entry gave no reply", True)
-    return tool_answer(request_id, _indented(reply), False)
+def performed_answer(request_id: Any, outcome: bytes | str) -> Answer:
+    """What the performing entry did: its reply (bytes) as 2-space-indented JSON text with
+    ``isError: false``, or its failure text with ``isError: true`` (spec 30 §11)."""
+    if isinstance(outcome, str):
+        return tool_answer(request_id, outcome, True)
+    return tool_answer(request_id, _indented(outcome), False)
 
 
 def request_id_of(line: bytes) -> Any:

@@ -24,14 +24,12 @@ from metaharness.shell.loop.cancel import CancelToken
 from metaharness.shell.loop.tools import PathRefused, ToolFailure, Workspace
 
 
-def perform_entry(
-    workspace: Workspace, publication: Publication, name: str, arguments: dict[str, Any]
-) -> tuple[bytes | None, str | None]:
+def perform_entry(workspace: Workspace, publication: Publication, name: str, arguments: dict[str, Any]) -> bytes | str:
     """Loop entry ``name`` through the loop's gates 1-4 and 7 (spec 60 §5.2; no approver: the frame
     or the embedder decided before the call reached the server): its compact reply, or the failure text."""
     admitted = admit_call(name, arguments, publication, (), workspace.root)
     if isinstance(admitted, GateRefusal):
-        return None, admitted.text
+        return admitted.text
     path = arguments.get("path", ".")
     try:
         if name == "run":
@@ -42,12 +40,12 @@ def perform_entry(
                 workspace.check_write_target(path, relative, must_exist=name == "file_edit")
             reply = getattr(workspace, name)(path, relative, arguments)
     except (PathRefused, ToolFailure) as failure:
-        return None, str(failure)
+        return str(failure)
     except OSError as error:
-        return None, f"`{name}` failed: {error.strerror or error}"
+        return f"`{name}` failed: {error.strerror or error}"
     if len(reply) > RESULT_CAP:
-        return None, f"the result is {len(reply)} bytes, over the {RESULT_CAP} byte bound; narrow the request"
-    return reply, None
+        return f"the result is {len(reply)} bytes, over the {RESULT_CAP} byte bound; narrow the request"
+    return reply
 
 
 def serve_stdio(
@@ -58,8 +56,8 @@ def serve_stdio(
         try:
             step = read_line(server, line)
             if isinstance(step, Perform):
-                reply, failure = perform_entry(workspace, publication, step.entry, step.arguments)
-                step = performed_answer(step.request_id, reply, failure)
+                outcome = perform_entry(workspace, publication, step.entry, step.arguments)
+                step = performed_answer(step.request_id, outcome)
         except Exception as error:  # noqa: BLE001 - spec 30 §12.1: a server fault is -32603, never a crash
             step = error_answer(request_id_of(line), INTERNAL_ERROR, f"server fault: {type(error).__name__}: {error}")
         if isinstance(step, Answer):
