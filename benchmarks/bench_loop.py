@@ -21,6 +21,7 @@ from pathlib import Path
 
 import httpx
 import msgspec
+
 from metaharness.pure.loop.catalogue import publish
 from metaharness.pure.loop.plan import RunFlags
 from metaharness.pure.wires import openai_responses

@@ -7,6 +7,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from metaharness.pure.admission import SUBJECT_BEARING, admit_call
 from metaharness.pure.events import Allow, Deny
 from metaharness.pure.frames import OPERATION_NAMES, Frame, Operation, seal_frame

@@ -9,6 +9,8 @@ import json
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from returns.result import Failure, Success
+
 from metaharness.pure.catalogue import (
     FIELD_TYPES,
     Catalogue,
@@ -19,7 +21,6 @@ from metaharness.pure.catalogue import (
     load_catalogue,
     scratch_copy,
 )
-from returns.result import Failure, Success
 
 FILE_CODES = {"catalogue-unreadable", "catalogue-not-tool-contract", "catalogue-malformed"}
 ODD = "\x00\t\n\r\x1f\x7f\x85\x9f\xa0\u2028\u2029\ufeff\ufffe\uffff\U0001f600\"\\'#:-&*!|>%@`{}[],?"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from metaharness.pure.loopback import HOP_BY_HOP, RequestHead, admit_request, carries_placeholder, forward_headers
 
 PLACEHOLDER = "mh-run-claude-7-00112233445566778899aabb"

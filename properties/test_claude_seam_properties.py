@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from metaharness.pure.claude.rendering import shell_program
 from metaharness.pure.claude.replay import replay_claude, replay_facts
 from metaharness.pure.claude.seam import claude_hook_answer

@@ -11,6 +11,7 @@ from contextlib import redirect_stderr
 import click
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from metaharness.pure.options import HERMETIC_MODES, split_command_words
 from metaharness.shell.cli import cli, run_cli
 

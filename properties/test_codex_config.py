@@ -7,6 +7,7 @@ import tomllib
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from metaharness.pure.codex.launch import CodexRunSpec, plan_codex_launch, render_config
 from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
 

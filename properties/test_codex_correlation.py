@@ -7,6 +7,7 @@ import json
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from metaharness.pure.codex.replay import replay_launch, replay_rollout
 from metaharness.pure.codex.rollout import Announced, Emitted, Finished, recorded_request
 from metaharness.pure.codex.seam import Correlator, Present, on_hook_call, on_readings, on_stream_end

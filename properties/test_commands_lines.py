@@ -8,6 +8,8 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from returns.result import Success
+
 from metaharness.pure.commands import (
     COMMAND_NAMES,
     check_supported,
@@ -16,7 +18,6 @@ from metaharness.pure.commands import (
     steering_refusal,
 )
 from metaharness.pure.events import CommandRefused
-from returns.result import Success
 
 FRAMING_PREFIXES = ("not a JSON object: ", "no format tag", "unknown format tag", "unknown command name", "malformed ")
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from metaharness.pure.context import (
     ContextFileRead,
     render_context_block,

@@ -8,8 +8,24 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from metaharness.pure.commands import ToolDecide
-from metaharness.pure.decisions import Answer, Arm, Desk, Disarm, Effect, Emit, PresentedCall, abandon, begin_turn, decide, expire, open_desk, present, set_frame
+from metaharness.pure.decisions import (
+    Answer,
+    Arm,
+    Desk,
+    Disarm,
+    Effect,
+    Emit,
+    PresentedCall,
+    abandon,
+    begin_turn,
+    decide,
+    expire,
+    open_desk,
+    present,
+    set_frame,
+)
 from metaharness.pure.events import Allow, CommandResult, Deny, Replace, ToolDecided, ToolRequested
 from metaharness.pure.frames import Frame, Operation, seal_frame
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from metaharness.pure.emulator.answer import answer_request
 from metaharness.pure.emulator.scenarios import SCENARIO_NAMES
 

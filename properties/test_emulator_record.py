@@ -7,6 +7,7 @@ import json
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from metaharness.pure.emulator.answer import answer_request
 from metaharness.pure.emulator.record import record_line
 from metaharness.pure.emulator.scenarios import SCENARIO_NAMES

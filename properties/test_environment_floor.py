@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from returns.result import Success
+
 from metaharness.pure.environment import (
     CALLER_VARIABLES,
     EnvironmentDeclaration,
@@ -11,7 +13,6 @@ from metaharness.pure.environment import (
     credential_posture,
     path_floor,
 )
-from returns.result import Success
 
 LOOK_ALIKES = (
     "ANTHROPIC_API_KEY",

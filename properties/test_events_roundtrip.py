@@ -10,8 +10,9 @@ import msgspec
 import msgspec.inspect as mi
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from metaharness.pure.events import EVENT_TYPES, EventLine, encode_event, read_event
 from msgspec import UNSET
+
+from metaharness.pure.events import EVENT_TYPES, EventLine, encode_event, read_event
 
 OMITTABLE = {
     ("session.started", "available_operations"),

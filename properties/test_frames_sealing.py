@@ -10,6 +10,8 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from returns.result import Failure, Success
+
 from metaharness.pure.frames import (
     OPERATION_NAMES,
     FrameFault,
@@ -18,7 +20,6 @@ from metaharness.pure.frames import (
     load_frame,
     seal_frame,
 )
-from returns.result import Failure, Success
 
 TEXT = st.text(max_size=8)
 OPTIONAL_TEXT = st.none() | TEXT

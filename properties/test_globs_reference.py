@@ -6,6 +6,7 @@ import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from metaharness.pure.globs import glob_matches
 
 PATTERNS = st.text(alphabet="ab/.*?-", max_size=12)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from metaharness.pure.events import Hermetic, McpServer, Plugin, RowHow, RowWhy, SessionStarted, Transcript
 from metaharness.pure.hermetic import ROWS, DirectoryIdentity, VerdictFacts, control_verdict, row_verdicts
 

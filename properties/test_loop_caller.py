@@ -9,6 +9,7 @@ import time
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from metaharness.pure.loop.approval import Allow, Deny, Unreadable, read_answer
 from metaharness.shell.loop.approver import CallerApprover
 from metaharness.shell.loop.cancel import CancelToken

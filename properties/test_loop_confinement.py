@@ -12,12 +12,13 @@ from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from returns.result import Success
+
 from metaharness.pure.loop.catalogue import publish
 from metaharness.pure.loop.gates import Admitted, admit_call
 from metaharness.pure.loop.paths import confine
 from metaharness.shell.loop.cancel import CancelToken
 from metaharness.shell.loop.tools import ToolFailure, Workspace
-from returns.result import Success
 
 ROOT = "/work/space"
 SEGMENT = st.one_of(

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from metaharness.pure.catalogue import load_catalogue
 from metaharness.pure.loop.catalogue import publish
 from metaharness.pure.mcp import (

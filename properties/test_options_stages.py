@@ -11,9 +11,10 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from returns.result import Failure, Success
+
 from metaharness.pure.environment import ProgramCandidate
 from metaharness.pure.options import RUN_OPTION_ORDER, AuditFacts, RunOptions, check_run_options
-from returns.result import Failure, Success
 
 LOOP_ONLY = {
     "hooks", "driver", "toolchain", "prices", "substrate", "substrate-embedded", "cgroup-root", "model-wire",

@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from metaharness.pure.jsonline import canonical
 from metaharness.pure.wires import anthropic_messages, openai_responses
 from metaharness.pure.wires.neutral import (

@@ -6,6 +6,7 @@ import itertools
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from metaharness.pure.wires.sse import frame_sse
 
 LINE_ENDS = st.sampled_from(["\n", "\r\n", "\r"])

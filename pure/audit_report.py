@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from typing import Literal
 
 import msgspec
+from returns.result import Failure, Result, Success
+
 from metaharness.pure.census import stream_census
 from metaharness.pure.events import (
     Census,
@@ -28,7 +30,6 @@ from metaharness.pure.hermetic import RowVerdict, VerdictFacts, control_verdict,
 from metaharness.pure.jsonline import compact
 from metaharness.pure.options import AuditFacts, AuditPairing, RunOptions, check_audit_pairing
 from metaharness.pure.refusal import Refusal
-from returns.result import Failure, Result, Success
 
 SEAM_ORDER = ("registration", "hook", "control_request", "owned_tool", "none")
 DECIDER_ORDER = ("embedder", "frame", "deadline", "adapter", "observe")

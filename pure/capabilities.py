@@ -12,6 +12,7 @@ from types import MappingProxyType
 from typing import Literal
 
 import msgspec
+
 from metaharness.pure.environment import Kind
 from metaharness.pure.jsonline import compact
 

@@ -16,10 +16,11 @@ from typing import Any
 
 import msgspec
 import yaml
+from returns.result import Failure, Result, Success
+
 from metaharness.pure.frames import Operation
 from metaharness.pure.loop.catalogue import subjects_of
 from metaharness.pure.refusal import Refusal
-from returns.result import Failure, Result, Success
 
 CATALOGUE_FORMAT = "metaharness.catalogue/1"
 CATALOGUE_CAP = 4 * 1024 * 1024

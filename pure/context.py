@@ -11,10 +11,11 @@ import posixpath
 from collections.abc import Sequence
 
 import msgspec
+from returns.result import Failure, Result, Success
+
 from metaharness.pure.events import ContextFile
 from metaharness.pure.jsonline import sha256_hex
 from metaharness.pure.refusal import Refusal
-from returns.result import Failure, Result, Success
 
 MAX_CONTEXT_FILES = 16
 MAX_CONTEXT_BYTES = 65_536

@@ -12,8 +12,9 @@ from collections.abc import Mapping
 from typing import Literal
 
 import msgspec
-from metaharness.pure.refusal import Refusal
 from returns.result import Failure, Result, Success
+
+from metaharness.pure.refusal import Refusal
 
 Kind = Literal["claude", "codex", "b10x"]
 Credentials = Literal["operator-login", "api-key", "loopback", "none"]

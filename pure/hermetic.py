@@ -19,9 +19,10 @@ from collections.abc import Mapping, Sequence
 from typing import Literal
 
 import msgspec
+from returns.result import Failure, Result, Success
+
 from metaharness.pure.events import Hermetic, InstalledPlugin, RowHow, RowWhy, SessionStarted
 from metaharness.pure.refusal import Refusal
-from returns.result import Failure, Result, Success
 
 Kind = Literal["claude", "codex", "b10x"]
 Verdict = Literal["ok", "gap", "unk"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+
 from metaharness.pure.jsonline import compact
 
 HOOK_TIMEOUT_S = 60

@@ -16,6 +16,7 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 import msgspec
+
 from metaharness.pure.events import AuthExpired, WarningRaised
 from metaharness.pure.jsonline import compact
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+
 from metaharness.pure.catalogue import (
     WRITE_ENTRIES,
     Catalogue,

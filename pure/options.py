@@ -15,9 +15,10 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 import msgspec
+from returns.result import Failure, Result, Success
+
 from metaharness.pure.environment import Credentials, Kind, ProgramCandidate, resolve_program
 from metaharness.pure.refusal import Refusal
-from returns.result import Failure, Result, Success
 
 KINDS: tuple[Kind, ...] = ("claude", "codex", "b10x")
 DecisionMode = Literal["frame", "ask", "observe"]

@@ -12,11 +12,12 @@ from types import MappingProxyType
 from typing import Any
 
 import msgspec
+from returns.result import Failure, Result, Success
+
 from metaharness.pure.b10x.replay import replay_b10x, replay_settings
 from metaharness.pure.events import read_event
 from metaharness.pure.jsonline import compact, sha256_hex
 from metaharness.pure.refusal import Refusal
-from returns.result import Failure, Result, Success
 
 TRACE_FORMAT = "trace-ir/1"
 EVENT_SOURCE = "metaharness.event/1"

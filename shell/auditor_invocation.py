@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import subprocess
 
+from returns.result import Failure, Result
+
 from metaharness.pure.audit_report import AuditBaseline, AuditorOutcome, auditor_outcome, recheck_audit
 from metaharness.pure.jsonline import sha256_hex
 from metaharness.pure.options import AuditPairing, RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.auditor import gather_audit_facts
-from returns.result import Failure, Result
 
 
 def file_sha256(path: str | None) -> str | None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import stat
 
+from returns.result import Failure, Result, Success
+
 from metaharness.pure.catalogue import (
     CATALOGUE_CAP,
     Catalogue,
@@ -17,7 +19,6 @@ from metaharness.pure.catalogue import (
     scratch_copy,
 )
 from metaharness.pure.refusal import Refusal
-from returns.result import Failure, Result, Success
 
 
 def _unreadable(path: str, why: str) -> Failure[Refusal]:

@@ -14,6 +14,8 @@ from typing import Any, NoReturn
 
 import click
 from click.core import ParameterSource
+from returns.result import Failure
+
 from metaharness.pure.capabilities import descriptor_json, descriptor_lines
 from metaharness.pure.options import (
     HERMETIC_MODES,
@@ -32,7 +34,6 @@ from metaharness.shell.project import run_project
 from metaharness.shell.refusals import refuse
 from metaharness.shell.replay import run_replay
 from metaharness.shell.run import execute_run
-from returns.result import Failure
 
 AUDIT_NOT_BUILT = Refusal(
     "audit-not-built",

@@ -13,6 +13,8 @@ import re
 import stat
 from collections.abc import Sequence
 
+from returns.result import Failure, Result
+
 from metaharness.pure.context import (
     ContextFileRead,
     ContextNotRegular,
@@ -25,7 +27,6 @@ from metaharness.pure.context import (
     context_components,
 )
 from metaharness.pure.refusal import Refusal
-from returns.result import Failure, Result
 
 _DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC

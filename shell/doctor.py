@@ -5,12 +5,13 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from returns.result import Failure
+
 from metaharness.pure.b10x.doctor import doctor_report
 from metaharness.pure.b10x.launch import PROGRAM, child_path, resolve_b10x_program, version_token
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.facts import caller_environment, gather_program_candidates
 from metaharness.shell.refusals import refuse
-from returns.result import Failure
 
 PROBE_S = 10
 

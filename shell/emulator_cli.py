@@ -14,6 +14,8 @@ from typing import BinaryIO
 from urllib.parse import urlsplit
 
 import click
+from returns.result import Failure
+
 from metaharness.pure.emulator.answer import MAX_BODY, answer_request
 from metaharness.pure.emulator.listen import (
     Listen,
@@ -22,7 +24,6 @@ from metaharness.pure.emulator.listen import (
     scenario_list,
 )
 from metaharness.pure.emulator.record import record_line
-from returns.result import Failure
 
 
 class _Emulator(ThreadingHTTPServer):

@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 import stat
 
+from returns.result import Failure, Result, Success
+
 from metaharness.pure.frames import Frame, frame_refusal, load_frame
 from metaharness.pure.refusal import Refusal
-from returns.result import Failure, Result, Success
 
 
 def _read_regular_file(path: str) -> bytes:

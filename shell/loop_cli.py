@@ -17,6 +17,8 @@ from typing import Any
 
 import click
 import msgspec
+from returns.result import Failure, Result, Success
+
 from metaharness.pure.loop import budget
 from metaharness.pure.loop.approval import needs_approval
 from metaharness.pure.loop.catalogue import publish
@@ -38,7 +40,6 @@ from metaharness.shell.loop.cancel import CancelToken
 from metaharness.shell.loop.credentials import CredentialSource, read_credential
 from metaharness.shell.loop.runner import Loop, LoopError, Recorder, stderr_error
 from metaharness.shell.loop.session import SessionFile, load_session, save_session, session_dir, session_id
-from returns.result import Failure, Result, Success
 
 CONTEXT_CAP = 256 * 1024
 ENDPOINT_PATHS = {openai_responses.WIRE: openai_responses.ENDPOINT_PATH, anthropic_messages.WIRE: anthropic_messages.ENDPOINT_PATH}

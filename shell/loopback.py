@@ -18,6 +18,8 @@ import ssl
 import threading
 
 import httpx
+from returns.result import Failure
+
 from metaharness.pure.environment import loopback_custody_token
 from metaharness.pure.loopback import (
     MAX_HEAD,
@@ -35,7 +37,6 @@ from metaharness.pure.loopback import (
     retry_after_401,
     upstream_url,
 )
-from returns.result import Failure
 
 CHILD_READ_S = 60
 UPSTREAM_CONNECT_S = 30

@@ -6,13 +6,14 @@ from __future__ import annotations
 import importlib.metadata
 import os
 
+from returns.result import Failure
+
 from metaharness.pure.loop.catalogue import publish
 from metaharness.pure.mcp import CatalogueSurface, OwnedSurface, Server
 from metaharness.pure.options import check_serve_pairing
 from metaharness.shell.catalogue_file import read_catalogue
 from metaharness.shell.mcp_server import run_server
 from metaharness.shell.refusals import refuse
-from returns.result import Failure
 
 
 def serve(*, workspace: str, writable: bool, allow_program: tuple[str, ...], catalogue: str | None) -> int:

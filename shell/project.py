@@ -6,6 +6,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+from returns.result import Failure
+
 from metaharness.pure.projection import (
     TraceDocument,
     check_projection_request,
@@ -16,7 +18,6 @@ from metaharness.pure.projection import (
 )
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.refusals import refuse
-from returns.result import Failure
 
 
 def _write(path: str, text: str) -> Refusal | None:

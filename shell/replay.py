@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+from returns.result import Failure
+
 from metaharness.pure.b10x.launch import check_frame_admissible
 from metaharness.pure.b10x.replay import replay_b10x, replay_settings
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
@@ -12,7 +14,6 @@ from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import unaudited_exit
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.refusals import refuse
-from returns.result import Failure
 
 
 def run_replay(

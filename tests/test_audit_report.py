@@ -8,6 +8,8 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from returns.result import Failure
+
 from metaharness.pure.audit_report import (
     AuditorOutcome,
     AuditorRow,
@@ -41,7 +43,6 @@ from metaharness.pure.options import RunOptions, check_audit_pairing
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.auditor import gather_audit_facts
 from metaharness.shell.auditor_invocation import audit_baseline, run_auditor
-from returns.result import Failure
 
 
 def rows(**verdicts: str) -> tuple[RowVerdict, ...]:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from returns.result import Failure, Success
+
 from metaharness.pure.catalogue import (
     CATALOGUE_CAP,
     Catalogue,
@@ -26,7 +28,6 @@ from metaharness.pure.catalogue import (
 )
 from metaharness.pure.frames import Operation
 from metaharness.shell.catalogue_file import read_back_scratch_copy, read_catalogue, write_scratch_copy
-from returns.result import Failure, Success
 
 EXAMPLE_YAML = """format: metaharness.catalogue/1
 entries:

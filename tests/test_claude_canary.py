@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from emulator_process import running_emulator
+
 from metaharness.pure.claude.launch import CANARY_LOADED, PINS
 from metaharness.pure.environment import path_floor
 

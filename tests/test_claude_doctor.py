@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from metaharness.pure.claude.doctor import SENT_FLAGS, accepted, declared_flags, doctor_report
 
 FULL_HELP = "Usage: claude [options]\n  -p, --print\n" + "\n".join(f"  {flag} <x>" for flag in SENT_FLAGS if flag != "-p")

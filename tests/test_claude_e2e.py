@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from emulator_process import running_emulator
+
 from metaharness.pure.environment import path_floor
 from metaharness.pure.events import read_event
 from metaharness.pure.frames import frame_document, seal_frame

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import msgspec
 import pytest
+from returns.result import Failure, Success
+
 from metaharness.pure.claude.launch import (
     ClaudeRunSpec,
     check_arguments,
@@ -17,7 +19,6 @@ from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
 from metaharness.pure.hermetic import MemoryHit, MemoryWalk
 from metaharness.pure.jsonline import sha256_hex
-from returns.result import Failure, Success
 
 CALLER = {"HOME": "/operator", "SHELL": "/bin/zsh", "ANTHROPIC_API_KEY": "sk-caller", "GIT_DIR": "/x"}
 PROGRAM = {"/operator/.local/bin/claude": ProgramCandidate(True, True)}

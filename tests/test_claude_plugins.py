@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from returns.result import Failure
+
 from metaharness.pure.claude.plugins import PluginFile, PluginTree, plan_plugins, tree_digest
 from metaharness.shell.claude.run import plugin_tree
-from returns.result import Failure
 
 
 def refusal(trees: tuple[PluginTree, ...]) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import msgspec
 import pytest
+
 from metaharness.pure.claude.rendering import claude_operations, claude_subjects, shell_program
 from metaharness.pure.claude.replay import replay_claude, replay_facts
 from metaharness.pure.claude.seam import RecordState, claude_hook_answer, map_record

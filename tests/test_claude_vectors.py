@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import msgspec
+
 from metaharness.pure.claude.vectors import (
     LAUNCH_VECTORS,
     check_banner,

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from returns.result import Failure, Success
+
 from metaharness.pure.options import (
     AuditFacts,
     RunOptions,
@@ -20,7 +22,6 @@ from metaharness.pure.options import (
 )
 from metaharness.shell.auditor import gather_audit_facts
 from metaharness.shell.cli import run_cli
-from returns.result import Failure, Success
 
 B10X_READY = ["--decisions", "observe", "--model", "m", "--model-endpoint", "http://127.0.0.1:9"]
 VENDOR_SCOPE = "a vendor arm's scope travels sealed in Frame.subjects, and a flag would be a second, unsealed copy of it"

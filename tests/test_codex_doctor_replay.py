@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from metaharness.pure.codex.doctor import SENT_FLAGS, codex_doctor_report, version_token
 from metaharness.pure.environment import path_floor
 

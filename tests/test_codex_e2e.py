@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from metaharness.pure.codex.launch import PINS
 from metaharness.pure.codex.rollout import RolloutLaunch
 from metaharness.pure.decisions import open_desk

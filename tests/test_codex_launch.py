@@ -6,6 +6,8 @@ import tomllib
 
 import msgspec
 import pytest
+from returns.result import Failure, Success
+
 from metaharness.pure.codex.launch import (
     CodexConfig,
     CodexRunSpec,
@@ -19,7 +21,6 @@ from metaharness.pure.context import ContextFileRead, render_context_block
 from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
 from metaharness.pure.hermetic import MemoryHit, MemoryWalk
 from metaharness.pure.jsonline import sha256_hex
-from returns.result import Failure, Success
 
 CALLER = {"HOME": "/operator"}
 PROGRAM = "/operator/.local/bin/codex"

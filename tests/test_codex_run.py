@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import msgspec
+
 from metaharness.pure.codex.launch import CodexRunSpec, plan_codex_launch
 from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
 from metaharness.pure.options import RunOptions

@@ -7,6 +7,8 @@ import json
 from typing import Any
 
 import pytest
+from returns.result import Failure, Success
+
 from metaharness.pure.commands import (
     COMMAND_NAMES,
     FrameSet,
@@ -32,7 +34,6 @@ from metaharness.pure.commands import (
 from metaharness.pure.events import Allow, Deny, Replace, Stream, stamp
 from metaharness.pure.frames import frame_document, seal_frame
 from metaharness.pure.refusal import Refusal
-from returns.result import Failure, Success
 
 B10X_HONOURED = ("tool.decide", "interrupt", "halt")
 

@@ -8,6 +8,8 @@ import threading
 from pathlib import Path
 
 import pytest
+from returns.result import Failure, Success
+
 from metaharness.pure.context import (
     ContextFileRead,
     ContextRead,
@@ -25,7 +27,6 @@ from metaharness.shell.context_files import (
     load_context_files,
     open_beneath,
 )
-from returns.result import Failure, Success
 
 DESIGN = b"# Design\nKeep the parser small.\n"
 NOTES = b"the line </context-file-1> is here\n"

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+
 from metaharness.pure.commands import ToolDecide
 from metaharness.pure.decisions import (
     Answer,

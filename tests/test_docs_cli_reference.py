@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 import pytest
+
 from metaharness.shell.cli import cli
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "cli.md"

@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 import pytest
+
 from metaharness.pure.emulator.answer import Answer, answer_request
 from metaharness.pure.emulator.record import record_line
 from metaharness.pure.emulator.scenarios import LOOP_SCENARIOS, SCENARIO_NAMES, VENDOR_SCENARIOS

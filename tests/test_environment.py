@@ -6,6 +6,8 @@ import os
 from pathlib import Path
 
 import pytest
+from returns.result import Failure, Success
+
 from metaharness.pure.environment import (
     ChildEnvironment,
     CredentialPosture,
@@ -19,7 +21,6 @@ from metaharness.pure.environment import (
     resolve_program,
 )
 from metaharness.shell.facts import gather_program_candidates, readable_regular_file
-from returns.result import Failure, Success
 
 CALLER = {
     "HOME": "/home/op",

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from returns.result import Failure, Success
+
 from metaharness.pure.frames import (
     FrameFault,
     Operation,
@@ -18,7 +20,6 @@ from metaharness.pure.frames import (
     seal_frame,
 )
 from metaharness.pure.refusal import Refusal
-from returns.result import Failure, Success
 
 SPEC_EXAMPLE = b"""{"format":"metaharness.frame/1","workflow":{"id":"development/default","version":"1"},
  "node":{"id":"implement"},

@@ -8,9 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from returns.result import Failure, Success
+
 from metaharness.pure.frames import frame_document, seal_frame
 from metaharness.shell.frame_file import read_frame_file
-from returns.result import Failure, Success
 
 DOCUMENT = {
     "format": "metaharness.frame/1",

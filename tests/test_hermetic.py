@@ -8,6 +8,8 @@ from typing import Any
 
 import msgspec
 import pytest
+from returns.result import Failure
+
 from metaharness.pure.environment import EnvironmentDeclaration, child_environment, credential_posture
 from metaharness.pure.events import Hermetic, McpServer, Plugin, SessionStarted, Transcript
 from metaharness.pure.hermetic import (
@@ -27,7 +29,6 @@ from metaharness.pure.hermetic import (
 )
 from metaharness.pure.jsonline import compact
 from metaharness.shell.facts import directory_identity, gather_memory_facts
-from returns.result import Failure
 
 SCRATCH = "/tmp/mh-7"
 

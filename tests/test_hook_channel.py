@@ -11,6 +11,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
+
 from metaharness.pure.hook_channel import (
     EMPTY_REASON,
     NO_ANSWER_REASON,

@@ -8,9 +8,10 @@ import subprocess
 import time
 from pathlib import Path
 
+from test_loop_e2e import HARNESS, emulator
+
 from metaharness.shell.loop.approver import CallerApprover, Verdict
 from metaharness.shell.loop.cancel import CancelToken
-from test_loop_e2e import HARNESS, emulator
 
 ALLOW = b'{"call_id":"c","decision":"allow"}\n'
 

@@ -16,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+
 from metaharness.pure.loop.plan import NOT_BUILT
 
 BIN = Path(sys.executable).parent

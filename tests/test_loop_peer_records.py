@@ -8,6 +8,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
+
 from metaharness.pure.loop import record
 
 PEER = Path("/work/shared/peer-records/b10x-harness-0.9.1")

@@ -6,6 +6,8 @@ import hashlib
 from typing import Any
 
 import pytest
+from returns.result import Failure, Success
+
 from metaharness.pure.jsonline import compact
 from metaharness.pure.loop import budget
 from metaharness.pure.loop.approval import (
@@ -33,7 +35,6 @@ from metaharness.pure.loop.record import (
     refused_line,
 )
 from metaharness.pure.wires.neutral import ProviderStop, Usage
-from returns.result import Failure, Success
 
 # record
 

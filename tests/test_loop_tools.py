@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from metaharness.shell.loop.cancel import CancelToken
 from metaharness.shell.loop.tools import PathRefused, ToolFailure, Workspace
 

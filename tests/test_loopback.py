@@ -13,6 +13,7 @@ from typing import ClassVar
 import httpx
 import pytest
 from emulator_process import running_emulator
+
 from metaharness.pure.loopback import (
     LoopbackCounters,
     RequestHead,

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from metaharness.pure.projection import document_text, project_stream, viewer_page
 from returns.result import Failure
+
+from metaharness.pure.projection import document_text, project_stream, viewer_page
 
 HERMETIC = {
     "mode": "strict",

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from metaharness.pure.events import read_event
 from metaharness.pure.frames import frame_document, seal_frame
 

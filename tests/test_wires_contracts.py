@@ -8,6 +8,7 @@ from types import ModuleType
 
 import msgspec
 import pytest
+
 from metaharness.pure.wires import anthropic_messages, openai_responses
 from metaharness.pure.wires.neutral import TurnRequest, event_line
 from metaharness.pure.wires.sse import frame_sse

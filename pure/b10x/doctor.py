@@ -7,6 +7,7 @@ import posixpath
 import re
 
 import msgspec
+
 from metaharness.pure.b10x.launch import PIN
 
 SENT_FLAGS = (

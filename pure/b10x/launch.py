@@ -12,6 +12,8 @@ import posixpath
 from collections.abc import Mapping
 
 import msgspec
+from returns.result import Failure, Result, Success
+
 from metaharness.pure.context import (
     ContextCopy,
     ContextFileRead,
@@ -33,7 +35,6 @@ from metaharness.pure.frames import Frame, Operation
 from metaharness.pure.jsonline import sha256_hex
 from metaharness.pure.options import DecisionMode, RunOptions
 from metaharness.pure.refusal import Refusal
-from returns.result import Failure, Result, Success
 
 PROGRAM = "b10x-harness"
 PIN = "0.22.0"

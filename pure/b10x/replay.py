@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import msgspec
+
 from metaharness.pure.b10x.seam import Answer, SeamSettings, SeamState, end_of_record, open_seam, read_line, wind_up
 from metaharness.pure.events import Hermetic, StreamClosed, Transcript, UnknownProcess
 from metaharness.pure.frames import Frame

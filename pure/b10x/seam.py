@@ -12,6 +12,9 @@ from __future__ import annotations
 from typing import Any, Literal, TypeAlias, cast
 
 import msgspec
+from msgspec import UNSET, Struct
+from returns.result import Failure
+
 from metaharness.pure.admission import admit_call
 from metaharness.pure.b10x import records as rec
 from metaharness.pure.census import ZERO_CENSUS, count_decision
@@ -65,8 +68,6 @@ from metaharness.pure.run_stages import (
     decision_deadline,
     no_terminal_record,
 )
-from msgspec import UNSET, Struct
-from returns.result import Failure
 
 ADAPTER = "b10x"
 ADAPTER_CLASS = "direct_provider"

@@ -8,6 +8,7 @@ import posixpath
 import re
 
 import msgspec
+
 from metaharness.pure.claude.launch import PINS
 
 SENT_FLAGS = (

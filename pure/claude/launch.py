@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from typing import Literal
 
 import msgspec
+from returns.result import Failure, Result, Success
+
 from metaharness.pure.claude.plugins import PluginCopy
 from metaharness.pure.codex.launch import ScratchFile, execution_context_block
 from metaharness.pure.context import ContextFileRead, check_argument_sizes, context_record, render_context_block
@@ -48,7 +50,6 @@ from metaharness.pure.hook_channel import (
 )
 from metaharness.pure.jsonline import compact
 from metaharness.pure.refusal import Refusal
-from returns.result import Failure, Result, Success
 
 PROGRAM = "claude"
 PINS = ("2.1.332",)

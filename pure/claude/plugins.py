@@ -13,9 +13,10 @@ import hashlib
 import posixpath
 
 import msgspec
+from returns.result import Failure, Result, Success
+
 from metaharness.pure.events import InstalledPlugin
 from metaharness.pure.refusal import Refusal
-from returns.result import Failure, Result, Success
 
 MANIFEST = ".claude-plugin/plugin.json"
 

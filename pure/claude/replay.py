@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import msgspec
+
 from metaharness.pure.census import ZERO_CENSUS
 from metaharness.pure.claude.seam import BUDGET_WORDS, RecordState, SessionFacts, map_record, terminal_stop
 from metaharness.pure.codex.rollout import Emitted

@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+from msgspec import UNSET, UnsetType
+
 from metaharness.pure.census import ZERO_CENSUS
 from metaharness.pure.claude.rendering import claude_operations, claude_subjects
 from metaharness.pure.codex.rollout import Announced, Emitted, Finished
@@ -46,7 +48,6 @@ from metaharness.pure.events import (
 )
 from metaharness.pure.hook_channel import deny_answer, pretooluse_answer
 from metaharness.pure.jsonline import compact, sha256_hex
-from msgspec import UNSET, UnsetType
 
 PINS = ("2.1.332",)
 BUDGET_WORDS = frozenset({"budget-exhausted", "error_max_turns", "error_max_budget_usd"})

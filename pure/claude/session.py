@@ -20,6 +20,9 @@ from __future__ import annotations
 from typing import Literal, TypeAlias
 
 import msgspec
+from msgspec import UNSET, UnsetType
+from returns.result import Failure
+
 from metaharness.pure.census import ZERO_CENSUS, count_decision
 from metaharness.pure.claude.rendering import claude_operations, claude_subjects
 from metaharness.pure.claude.seam import (
@@ -70,8 +73,6 @@ from metaharness.pure.frames import Frame
 from metaharness.pure.hook_channel import HOOK_TIMEOUT_S, HookCall, read_hook_request
 from metaharness.pure.options import DecisionMode
 from metaharness.pure.run_stages import closing_reason, no_terminal_record
-from msgspec import UNSET, UnsetType
-from returns.result import Failure
 
 ADAPTER = "claude"
 HONOURED = frozenset({"tool.decide", "interrupt", "halt"})

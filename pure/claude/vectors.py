@@ -13,13 +13,14 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+from returns.result import Failure
+
 from metaharness.pure.claude.launch import PINS, ClaudeRunSpec, launch_fixture, plan_claude_launch
 from metaharness.pure.claude.replay import replay_claude, replay_facts
 from metaharness.pure.codex.vectors import Outcome, first_difference
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
 from metaharness.pure.jsonline import canonical
-from returns.result import Failure
 
 PROGRAM = "/opt/vendor/bin/claude"
 CALLER = {"HOME": "/operator"}

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from typing import Literal
 
 import msgspec
+from returns.result import Failure, Result, Success
+
 from metaharness.pure.context import (
     ContextFileRead,
     check_argument_sizes,
@@ -41,7 +43,6 @@ from metaharness.pure.hook_channel import (
 )
 from metaharness.pure.jsonline import sha256_hex
 from metaharness.pure.refusal import Refusal
-from returns.result import Failure, Result, Success
 
 PROGRAM = "codex"
 PINS = ("0.171.0",)

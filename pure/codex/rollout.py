@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+from msgspec import UNSET, UnsetType
+
 from metaharness.pure.codex.rendering import operation_names, resolve_call
 from metaharness.pure.events import (
     AuthExpired,
@@ -37,7 +39,6 @@ from metaharness.pure.events import (
     WarningRaised,
 )
 from metaharness.pure.jsonline import compact, sha256_hex
-from msgspec import UNSET, UnsetType
 
 EXPIRY_PHRASES = ("session has expired", "session expired", "failed to refresh access token", "please run /login")
 """The claude expiry phrases an ``event_msg``/``error`` is searched for (spec 50 §3, §4)."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+
 from metaharness.pure.codex.rendering import resolve_call
 from metaharness.pure.codex.rollout import Announced, Emitted, Finished, Reading
 from metaharness.pure.decisions import PresentedCall

@@ -11,13 +11,14 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import msgspec
+from returns.result import Failure
+
 from metaharness.pure.codex.launch import PINS, CodexRunSpec, launch_fixture, plan_codex_launch
 from metaharness.pure.codex.replay import replay_launch, replay_rollout
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
 from metaharness.pure.hermetic import MemoryWalk
 from metaharness.pure.jsonline import canonical
-from returns.result import Failure
 
 Tier = Literal["C1", "C2", "C3", "C4"]
 Status = Literal["pass", "FAIL", "warn"]

@@ -7,6 +7,8 @@ import zlib
 from typing import Any
 
 import msgspec
+from returns.result import Failure, Result, Success
+
 from metaharness.pure.emulator import messages, responses
 from metaharness.pure.emulator.reply import Ids, ProviderError, Reply
 from metaharness.pure.emulator.request import (
@@ -18,7 +20,6 @@ from metaharness.pure.emulator.request import (
 from metaharness.pure.emulator.scenarios import decide
 from metaharness.pure.emulator.sse import DONE_FRAME, sse_frame
 from metaharness.pure.jsonline import compact
-from returns.result import Failure, Result, Success
 
 MAX_BODY = 4 * 1024 * 1024
 DEFAULT_MODEL = "b10x-emulated"

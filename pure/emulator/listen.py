@@ -6,10 +6,11 @@ from __future__ import annotations
 import ipaddress
 
 import msgspec
+from returns.result import Failure, Result, Success
+
 from metaharness.pure.emulator.scenarios import SCENARIO_NAMES
 from metaharness.pure.jsonline import compact
 from metaharness.pure.refusal import Refusal
-from returns.result import Failure, Result, Success
 
 
 class Listen(msgspec.Struct, frozen=True):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+
 from metaharness.pure.emulator.reply import Call, Ids, ProviderError, Reply
 
 _ERROR_TYPES = {

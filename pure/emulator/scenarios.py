@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeAlias
 
 import msgspec
+
 from metaharness.pure.emulator.reply import Call, ProviderError, Reasoning, Reply
 from metaharness.pure.emulator.request import RequestView
 from metaharness.pure.jsonline import compact

@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 
 import msgspec
-from metaharness.pure.wires.neutral import ProviderStop, Usage
 from returns.result import Failure, Result, Success
+
+from metaharness.pure.wires.neutral import ProviderStop, Usage
 
 CANCELLED_REASON = "the caller cancelled"
 UNREPORTED_USAGE = "the provider reported no usage"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+
 from metaharness.pure.loop.record import Withheld
 from metaharness.pure.wires.neutral import ToolSpec
 

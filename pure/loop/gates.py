@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+
 from metaharness.pure.jsonline import compact
 from metaharness.pure.loop.catalogue import (
     ARGUMENTS_CAP,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import msgspec
+
 from metaharness.pure.jsonline import sha256_hex
 from metaharness.pure.loop.paths import ScopeRule
 from metaharness.pure.loop.record import ContextEntry

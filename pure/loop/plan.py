@@ -6,9 +6,10 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 import msgspec
+from returns.result import Failure, Result, Success
+
 from metaharness.pure.loop.approval import CEILINGS, MODES
 from metaharness.pure.loop.paths import ScopeRule, parse_scope_rule
-from returns.result import Failure, Result, Success
 
 WIRES = ("openai-responses", "anthropic-messages")
 NOT_BUILT = (

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+
 from metaharness.pure.jsonline import compact
 from metaharness.pure.loop.budget import StopObject
 from metaharness.pure.wires.neutral import Usage as NeutralUsage

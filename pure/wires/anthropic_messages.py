@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any, Literal
 
+from returns.result import Failure, Result, Success
+
 from metaharness.pure.wires.neutral import (
     AssistantText,
     Item,
@@ -37,7 +39,6 @@ from metaharness.pure.wires.projection import (
     unknown_item,
 )
 from metaharness.pure.wires.sse import SseBroken, SseEnd, SseItem
-from returns.result import Failure, Result, Success
 
 WIRE = "anthropic-messages"
 ENDPOINT_PATH = "/messages"

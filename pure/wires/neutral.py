@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import msgspec
+
 from metaharness.pure.jsonline import compact
 
 

@@ -10,6 +10,8 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import msgspec
+from returns.result import Failure, Result, Success
+
 from metaharness.pure.jsonline import compact
 from metaharness.pure.wires.neutral import (
     AssistantText,
@@ -39,7 +41,6 @@ from metaharness.pure.wires.projection import (
     unknown_item,
 )
 from metaharness.pure.wires.sse import SseBroken, SseFrame, SseItem
-from returns.result import Failure, Result, Success
 
 WIRE = "openai-responses"
 ENDPOINT_PATH = "/responses"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+
 from metaharness.pure.jsonline import canonical
 from metaharness.pure.wires.neutral import Opaque, WireError
 

@@ -16,6 +16,8 @@ import tempfile
 from collections.abc import Callable
 from typing import Self, TypeVar
 
+from returns.result import Failure, Result
+
 from metaharness.pure.b10x.launch import (
     PIN,
     PROGRAM,
@@ -42,7 +44,6 @@ from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import caller_environment, gather_program_candidates
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.refusals import refuse
-from returns.result import Failure, Result
 
 T = TypeVar("T")
 VERSION_PROBE_S = 10

@@ -10,6 +10,7 @@ import tempfile
 from importlib.resources import files
 
 import msgspec
+
 from metaharness.pure.claude.launch import ClaudeRunSpec, plan_claude_launch
 from metaharness.pure.claude.replay import replay_facts
 from metaharness.pure.claude.session import open_session

@@ -8,13 +8,14 @@ import subprocess
 import sys
 import tempfile
 
+from returns.result import Failure
+
 from metaharness.pure.claude.doctor import HIDDEN_FLAGS, acceptance_probe, accepted, doctor_report, version_token
 from metaharness.pure.claude.launch import PROGRAM
 from metaharness.pure.environment import path_floor, resolve_program
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.facts import caller_environment, gather_program_candidates
 from metaharness.shell.refusals import refuse
-from returns.result import Failure
 
 PROBE_S = 10
 

@@ -20,6 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import IO
 
 import msgspec
+from returns.result import Failure
+
 from metaharness.pure.claude.session import (
     Effect,
     HookAnswer,
@@ -37,7 +39,6 @@ from metaharness.pure.commands import read_command, steering_refusal
 from metaharness.pure.decisions import Arm, Disarm
 from metaharness.pure.events import Event, Exited, Process, Signaled, UnknownProcess
 from metaharness.shell.hook_channel import HookChannel
-from returns.result import Failure
 
 STDERR_KEPT = 64 * 1024
 GRACE_S = 5.0

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import sys
 
+from returns.result import Failure
+
 from metaharness.pure.claude.replay import replay_claude, replay_facts
 from metaharness.pure.frames import refuse_frame_beside_observe
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import unaudited_exit
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.refusals import refuse
-from returns.result import Failure
 
 
 def run_claude_replay(

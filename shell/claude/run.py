@@ -16,6 +16,7 @@ import sys
 import tempfile
 
 import msgspec
+
 from metaharness.pure.claude.doctor import version_token
 from metaharness.pure.claude.launch import (
     MANAGED_SETTINGS,

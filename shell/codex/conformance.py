@@ -10,6 +10,7 @@ import tempfile
 from importlib.resources import files
 
 import msgspec
+
 from metaharness.pure.codex.launch import CodexRunSpec, plan_codex_launch
 from metaharness.pure.codex.replay import replay_launch
 from metaharness.pure.codex.vectors import (

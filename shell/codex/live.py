@@ -19,6 +19,8 @@ from collections.abc import Callable
 from typing import IO, Any
 
 import msgspec
+from returns.result import Failure
+
 from metaharness.pure.capabilities import HONOURED_COMMANDS
 from metaharness.pure.census import ZERO_CENSUS, count_decision
 from metaharness.pure.claude.session import HOOK_GAVE_UP
@@ -79,7 +81,6 @@ from metaharness.pure.run_stages import closing_reason, no_terminal_record
 from metaharness.shell.b10x.live import _keep_tail, _kill_group, _pump_lines, _Signals
 from metaharness.shell.codex.rollout import POLL_INTERVAL_S, QUIET_POLLS_AFTER_EXIT, RolloutTail
 from metaharness.shell.hook_channel import HookChannel
-from returns.result import Failure
 
 SIGNAL_GRACE_S = 5.0
 """``interrupt``, ``halt`` and a signal SIGTERM the group, then SIGKILL it 5 s later (spec 50 §1)."""

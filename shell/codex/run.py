@@ -16,6 +16,8 @@ import subprocess
 import sys
 import tempfile
 
+from returns.result import Failure, Result, Success
+
 from metaharness.pure.capabilities import HONOURED_COMMANDS
 from metaharness.pure.codex.doctor import version_token
 from metaharness.pure.codex.launch import PINS, PROGRAM, CodexLaunch, CodexRunSpec, plan_codex_launch
@@ -50,7 +52,6 @@ from metaharness.shell.facts import (
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.loopback import LoopbackProxy
 from metaharness.shell.refusals import refuse
-from returns.result import Failure, Result, Success
 
 
 def _write_event(line: bytes) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import BinaryIO, TextIO
 
 import msgspec
+
 from metaharness.pure.loop.approval import (
     ANSWER_CAP,
     UNREADABLE_REASON,

@@ -8,9 +8,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from returns.result import Failure, Result, Success
+
 from metaharness.pure.loop.credential import credential_from_text
 from metaharness.pure.loop.plan import CredentialChoice
-from returns.result import Failure, Result, Success
 
 
 def _where(choice: CredentialChoice) -> str:

@@ -6,6 +6,8 @@ import sys
 from functools import partial
 from typing import Any, BinaryIO, TextIO
 
+from returns.result import Failure
+
 from metaharness.pure.jsonline import compact
 from metaharness.pure.loop import budget
 from metaharness.pure.loop.approval import needs_approval, not_approved
@@ -52,7 +54,6 @@ from metaharness.shell.loop.cancel import CancelToken
 from metaharness.shell.loop.credentials import CredentialSource
 from metaharness.shell.loop.tools import PathRefused, ToolFailure, Workspace
 from metaharness.shell.loop.transport import ModelCall, make_client
-from returns.result import Failure
 
 
 class LoopError(Exception):

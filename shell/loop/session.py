@@ -6,9 +6,10 @@ import os
 from collections.abc import Mapping
 
 import msgspec
+from returns.result import Failure, Result, Success
+
 from metaharness.pure.jsonline import compact
 from metaharness.pure.wires.neutral import Item, Usage
-from returns.result import Failure, Result, Success
 
 
 class SessionFile(msgspec.Struct, frozen=True):

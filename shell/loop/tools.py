@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import msgspec
+
 from metaharness.pure.jsonline import compact
 from metaharness.pure.loop.paths import glob_matches
 from metaharness.shell.loop.cancel import CancelToken, Interrupted

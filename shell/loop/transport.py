@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 
 import httpx
+
 from metaharness.pure.wires.neutral import Outcome, StreamEvent, WireError
 from metaharness.pure.wires.retry import (
     final_transport_error,
