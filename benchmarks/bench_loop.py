@@ -30,7 +30,7 @@ from metaharness.pure.wires.sse import frame_sse
 from metaharness.shell import loop_cli
 
 EMULATOR = str(Path(sys.executable).parent / "b10x-emulator")
-TURNS = 60
+TURNS = 200
 
 
 def _flags(base_url: str, workspace: str) -> RunFlags:
