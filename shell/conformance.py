@@ -2,17 +2,34 @@
 
 from __future__ import annotations
 
+import sys
+
+from metaharness.pure.b10x.vectors import contract_line, summary_line
 from metaharness.pure.refusal import Refusal
+from metaharness.shell.b10x.conformance import VectorUnreadable, run_b10x_vectors
 from metaharness.shell.refusals import refuse
 
 
 def run_conformance(kind: str, contract: bool) -> int:
     """Run ``kind``'s vectors and print their lines (or the ``--contract`` line); the exit of
-    spec 10 §6. Not built yet: refuses ``not-built``."""
-    return refuse(
-        Refusal(
-            "not-built",
-            f"conformance {kind} is not built in this build: it waits for the kind's vectors "
-            "(spec 40 §10, spec 50 §9)",
+    spec 10 §6: 0 when none failed, 1 when one did, 2 when a vector cannot be loaded."""
+    if kind != "b10x":
+        return refuse(
+            Refusal(
+                "not-built",
+                f"conformance {kind} is not built in this build: it waits for the kind's vectors (spec 50 §9)",
+            )
         )
-    )
+    try:
+        verdicts = run_b10x_vectors()
+    except VectorUnreadable as error:
+        return refuse(Refusal("vector-unreadable", str(error)))
+    if contract:
+        for verdict in verdicts:
+            if verdict.outcome != "pass":
+                sys.stderr.write(f"metaharness: {verdict.line()}\n")
+        sys.stdout.buffer.write(contract_line(verdicts))
+    else:
+        sys.stdout.write("".join(verdict.line() + "\n" for verdict in verdicts) + summary_line(verdicts) + "\n")
+    sys.stdout.flush()
+    return 1 if any(verdict.outcome == "FAIL" for verdict in verdicts) else 0

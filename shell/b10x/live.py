@@ -33,7 +33,7 @@ from metaharness.pure.b10x.seam import (
     wind_up,
 )
 from metaharness.pure.commands import read_command, steering_refusal
-from metaharness.pure.events import Exited, Process, Signaled, StreamClosed, WarningRaised
+from metaharness.pure.events import Exited, Process, Signaled, StreamClosed, UnknownProcess, WarningRaised
 from returns.result import Failure
 
 STDERR_KEPT = 64 * 1024
@@ -120,13 +120,15 @@ def drive_loop(
     on_steering_refusal: Callable[[str], None],
     answers_copy: IO[bytes] | None = None,
     retain: Callable[[], tuple[WarningRaised, ...]] | None = None,
+    process_known: bool = True,
 ) -> LoopOutcome:
     """Spawn the loop, read its record through the seam until it ends, and wind the stream up.
 
     ``write_event`` receives each event line; ``transcript`` every stdout byte of the child;
     ``commands`` is the descriptor of metaharness's own stdin (``None``: no commands); ``answers_copy`` receives each
     answer line too (conformance C3); ``retain`` runs once the child is reaped and returns its
-    ``RETAIN_FAILED`` warnings. Raises ``OSError`` when the spawn itself fails.
+    ``RETAIN_FAILED`` warnings; ``process_known`` false records ``process`` unknown (conformance C3,
+    whose scripted child is not the harness). Raises ``OSError`` when the spawn itself fails.
     """
     events: queue.Queue[tuple[str, Any]] = queue.Queue()
     answering = settings.mode != "observe"
@@ -231,8 +233,8 @@ def drive_loop(
                 kill_at = time.monotonic() + SIGNAL_GRACE_S
         state, effects = end_of_record(state)
         perform(effects)
-        code = child.wait()
-        stderr_thread.join(timeout=SIGNAL_GRACE_S)
+        state, effects = abandon_pending(state, "the stream ended")
+        perform(effects)
     finally:
         signals.restore()
         if child.stdin is not None:
@@ -240,8 +242,12 @@ def drive_loop(
                 child.stdin.close()
             except OSError:
                 pass
+    code = child.wait()
+    stderr_thread.join(timeout=SIGNAL_GRACE_S)
     _kill_group(child.pid, signal.SIGKILL)
     process: Process = Signaled(signal=-code) if code < 0 else Exited(code=code)
+    if not process_known:
+        process = UnknownProcess()
     late = retain() if retain is not None else ()
     state, effects = wind_up(
         state, stderr_tail=bytes(tail), halted=halted, killed=killed, process=process, warnings=late
