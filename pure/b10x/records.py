@@ -24,7 +24,7 @@ class WithheldEntry(Struct, frozen=True, kw_only=True, forbid_unknown_fields=Fal
     reason: str = ""
 
 
-class Started(_Record, tag="started"):
+class Started(_Record, frozen=True, tag="started"):
     model: str | None = None
     workspace: str | None = None
     published_tools: tuple[str, ...] | None = None
@@ -35,40 +35,40 @@ class Started(_Record, tag="started"):
     credential_source: str | None = None
 
 
-class CredentialRenewed(_Record, tag="credential-renewed"):
+class CredentialRenewed(_Record, frozen=True, tag="credential-renewed"):
     source: str = ""
     provider: str = ""
     expires_unix: int | None = None
     refresh_token_rotated: bool = False
 
 
-class Rates(_Record, tag="rates"):
+class Rates(_Record, frozen=True, tag="rates"):
     pass
 
 
-class TurnStarted(_Record, tag="turn-started"):
+class TurnStarted(_Record, frozen=True, tag="turn-started"):
     turn: int
 
 
-class TextDelta(_Record, tag="text-delta"):
+class TextDelta(_Record, frozen=True, tag="text-delta"):
     text: str
 
 
-class ReasoningDelta(_Record, tag="reasoning-delta"):
+class ReasoningDelta(_Record, frozen=True, tag="reasoning-delta"):
     text: str
 
 
-class ToolArgumentsDelta(_Record, tag="tool-arguments-delta"):
+class ToolArgumentsDelta(_Record, frozen=True, tag="tool-arguments-delta"):
     pass
 
 
-class TurnRetried(_Record, tag="turn-retried"):
+class TurnRetried(_Record, frozen=True, tag="turn-retried"):
     turn: int
     attempt: int
     reason: str
 
 
-class Compacted(_Record, tag="compacted"):
+class Compacted(_Record, frozen=True, tag="compacted"):
     elided_results: int | None = None
     elided_bytes: int | None = None
     summarised_items: int | None = None
@@ -76,7 +76,7 @@ class Compacted(_Record, tag="compacted"):
     bytes_after: int | None = None
 
 
-class Usage(_Record, tag="usage"):
+class Usage(_Record, frozen=True, tag="usage"):
     model: str | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
@@ -84,56 +84,56 @@ class Usage(_Record, tag="usage"):
     cache_creation_input_tokens: int | None = None
 
 
-class Cost(_Record, tag="cost"):
+class Cost(_Record, frozen=True, tag="cost"):
     micro_usd: int
 
 
-class ToolRequested(_Record, tag="tool-requested"):
+class ToolRequested(_Record, frozen=True, tag="tool-requested"):
     call_id: str
     name: str
     arguments: Any = None
 
 
-class ApprovalRequired(_Record, tag="approval-required"):
+class ApprovalRequired(_Record, frozen=True, tag="approval-required"):
     call_id: str
     name: str = ""
 
 
-class ApprovalResolved(_Record, tag="approval-resolved"):
+class ApprovalResolved(_Record, frozen=True, tag="approval-resolved"):
     call_id: str
     approved: bool
 
 
-class ToolCompleted(_Record, tag="tool-completed"):
+class ToolCompleted(_Record, frozen=True, tag="tool-completed"):
     call_id: str
     failed: bool
 
 
-class Warning(_Record, tag="warning"):
+class Warning(_Record, frozen=True, tag="warning"):
     code: str
     message: str
 
 
-class Answered(_Record, tag="answered"):
+class Answered(_Record, frozen=True, tag="answered"):
     value: Any = None
 
 
-class HookRan(_Record, tag="hook-ran"):
+class HookRan(_Record, frozen=True, tag="hook-ran"):
     decision: str
     reason: str | None = None
     program: str | None = None
 
 
-class Finished(_Record, tag="finished"):
+class Finished(_Record, frozen=True, tag="finished"):
     stop: Any = None
     turns: int | None = None
 
 
-class Refused(_Record, tag="refused"):
+class Refused(_Record, frozen=True, tag="refused"):
     reason: str
 
 
-class Session(_Record, tag="session"):
+class Session(_Record, frozen=True, tag="session"):
     id: str
     path: str
 

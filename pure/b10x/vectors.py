@@ -11,6 +11,8 @@ import re
 from typing import Literal
 
 import msgspec
+from returns.result import Failure
+
 from metaharness.pure.b10x.launch import (
     PIN,
     PROGRAM,
@@ -27,7 +29,6 @@ from metaharness.pure.events import Transcript
 from metaharness.pure.frames import Frame, load_frame
 from metaharness.pure.jsonline import canonical, sha256_hex
 from metaharness.pure.options import RunOptions
-from returns.result import Failure
 
 Tier = Literal["C1", "C2", "C3", "C4"]
 Outcome = Literal["pass", "FAIL", "warn"]
