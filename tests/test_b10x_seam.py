@@ -11,16 +11,16 @@ from metaharness.pure.b10x.seam import (
     Arm,
     abandon_pending,
     answer_line,
-    call_status,
     cost_total,
-    decide_pending,
     end_of_record,
     expire,
     open_seam,
     read_line,
+    take_command,
     unverified_tier,
     wind_up,
 )
+from metaharness.pure.commands import ToolDecide
 from metaharness.pure.events import Abstain, Allow, Deny, Replace, UnknownProcess, read_event
 from metaharness.pure.frames import seal_frame
 
@@ -210,13 +210,16 @@ def test_ask_presents_then_embedder_decides() -> None:
     requested = events(b"".join(e for e in effects if isinstance(e, bytes)))[-1]
     assert (requested["decision_required"], requested["deadline_ms"]) == (True, 25000)
     assert effects[-1] == Arm("call_b10x_001")
-    assert call_status(state, "call_b10x_001") == "pending" and call_status(state, "x") == "unknown"
-    state, effects = decide_pending(state, "call_b10x_001", Allow(), "embedder", 12)
+    _, unknown, _ = take_command(state, ToolDecide(id="u", call_id="x", decision=Allow()), None)
+    assert events(unknown[0])[0]["outcome"]["refused"]["code"] == "UNKNOWN_CALL"
+    state, effects, control = take_command(state, ToolDecide(id="c1", call_id="call_b10x_001", decision=Allow()), 12)
+    assert control is None
     assert effects[0] == Answer("call_b10x_001", b'{"call_id":"call_b10x_001","decision":"allow"}\n')
-    decided = events(effects[1])[0]
+    decided, result = events(effects[1])[0], events(effects[2])[0]
     assert (decided["decided_by"], decided["latency_ms"], decided["seam"]) == ("embedder", 12, "control_request")
-    assert call_status(state, "call_b10x_001") == "closed"
-    assert decide_pending(state, "call_b10x_001", Allow(), "embedder", 1)[1] == ()
+    assert result == {**result, "event": "command.result", "id": "c1"}
+    _, late, _ = take_command(state, ToolDecide(id="c2", call_id="call_b10x_001", decision=Allow()), 1)
+    assert events(late[0])[0]["outcome"]["refused"]["code"] == "TOO_LATE"
     state, effects = read_line(state, 7, FLAT_WRITE[6])
     assert events(effects[0])[0]["message"] == (
         "the loop resolved call_b10x_001 as approved=false and metaharness answered allow"
@@ -301,7 +304,7 @@ def test_mutated_request_is_denied_by_adapter() -> None:
     assert answers[1] == b'{"call_id":"c","decision":"deny","reason":"this call id was already presented with a different input"}\n'
     got = events(b"".join(e for e in collected if isinstance(e, bytes)))
     assert [e.get("code") for e in got if e["event"] == "warning"] == ["REQUEST_MUTATED"]
-    assert state.census.allowed == 1 and state.census.denied == 1
+    assert state.desk.census.allowed == 1 and state.desk.census.denied == 1
 
 
 def test_unverified_tier_message() -> None:

@@ -15,9 +15,9 @@ import msgspec
 from msgspec import UNSET, Struct
 from returns.result import Failure
 
-from metaharness.pure.admission import admit_call
+from metaharness.pure import decisions as desk_
 from metaharness.pure.b10x import records as rec
-from metaharness.pure.census import ZERO_CENSUS, count_decision
+from metaharness.pure.census import count_decision
 from metaharness.pure.commands import (
     Command,
     Halt,
@@ -25,9 +25,8 @@ from metaharness.pure.commands import (
     check_supported,
     check_well_formed,
     command_ok,
-    too_late,
-    unknown_call,
 )
+from metaharness.pure.decisions import Desk, PresentedCall
 from metaharness.pure.events import (
     Abstain,
     Allow,
@@ -47,7 +46,6 @@ from metaharness.pure.events import (
     Text,
     Thinking,
     ToolDecided,
-    ToolRequested,
     ToolResult,
     Transcript,
     TurnStarted,
@@ -59,12 +57,11 @@ from metaharness.pure.events import (
     stamp,
 )
 from metaharness.pure.frames import Frame, Operation
-from metaharness.pure.jsonline import canonical, compact, sha256_hex
+from metaharness.pure.jsonline import compact, sha256_hex
 from metaharness.pure.options import DecisionMode
 from metaharness.pure.run_stages import (
     VENDOR_BUDGET_MS,
     closing_reason,
-    deadline_reason,
     decision_deadline,
     no_terminal_record,
 )
@@ -98,10 +95,6 @@ REPLACE_REASON = (
     "carry one, so the call is refused; nothing ran"
 )
 UNEXPECTED_REASON = "metaharness held no announcement of this call, so it cannot decide it; nothing ran"
-NO_FRAME_MESSAGE = (
-    "this run is in frame mode and no frame is in force, so nothing narrowed this call; the record says so "
-    "rather than claiming a frame decided it"
-)
 UNVERIFIED_TIER_MESSAGE = (
     "this run's decisions travel on the b10x caller seam and the call tier is declared unverified: the loop "
     "asks only about calls above its approval ceiling (low), so reads run unasked"
@@ -140,11 +133,8 @@ class SeamSettings(Struct, frozen=True, kw_only=True):
     vendor_budget_ms: int = VENDOR_BUDGET_MS
 
     @property
-    def frame_digest(self) -> str | None:
-        return None if self.frame is None else self.frame.digest
-
-    @property
     def deadline_ms(self) -> int:
+        """metaharness's own deadline for one asked call (spec 20 §8.5)."""
         return decision_deadline(self.vendor_budget_ms)
 
 
@@ -169,30 +159,42 @@ class SeamState(Struct, frozen=True, kw_only=True):
     answered: bytes | None = None
     cost: int | None = None
     delegated: bool = False
-    census: Census = ZERO_CENSUS
-    presented: dict[str, str] = msgspec.field(default_factory=dict)
-    pending: dict[str, Held] = msgspec.field(default_factory=dict)
-    closed_calls: frozenset[str] = frozenset()
-    answers: dict[str, tuple[bool, bytes]] = msgspec.field(default_factory=dict)
-    no_frame_warned: bool = False
+    desk: Desk
+    answers: dict[str, bool] = msgspec.field(default_factory=dict)
 
 
 class _Out:
-    """The effects one step produces, with the stream and census they advance (local to one call)."""
+    """The effects one step produces, with the stream, the desk and the answers they advance (local to
+    one call)."""
 
     def __init__(self, state: SeamState) -> None:
         self.stream = state.stream
-        self.census = state.census
+        self.desk = state.desk
+        self.answers = state.answers
         self.effects: list[Effect] = []
 
     def emit(self, payload: Event) -> None:
         self.stream, line = stamp(self.stream, payload)
         self.effects.append(line)
-        if isinstance(payload, ToolDecided):
-            self.census = count_decision(self.census, payload)
+
+    def answer(self, call_id: str, decision: Decision) -> None:
+        """The caller-seam line for ``decision`` goes to the loop's stdin (spec 40 §6 step 3)."""
+        self.effects.append(Answer(call_id, answer_line(call_id, decision)))
+        self.answers = {**self.answers, call_id: isinstance(decision, Allow)}
+
+    def step(self, step: tuple[Desk, tuple[desk_.Effect, ...]]) -> None:
+        """Perform the desk's effects in order: events stamped, answers rendered, deadlines armed."""
+        self.desk, effects = step
+        for effect in effects:
+            if isinstance(effect, desk_.Emit):
+                self.emit(effect.event)
+            elif isinstance(effect, desk_.Answer):
+                self.answer(effect.call_id, effect.decision)
+            elif isinstance(effect, desk_.Arm):
+                self.effects.append(Arm(effect.call_id))
 
     def finish(self, state: SeamState, **changes: Any) -> tuple[SeamState, tuple[Effect, ...]]:
-        new = msgspec.structs.replace(state, stream=self.stream, census=self.census, **changes)
+        new = msgspec.structs.replace(state, stream=self.stream, desk=self.desk, answers=self.answers, **changes)
         return new, tuple(self.effects)
 
 
@@ -222,7 +224,8 @@ def open_seam(
 ) -> tuple[SeamState, tuple[Effect, ...]]:
     """A new stream: the plan-time warnings (``VERSION_OFF_PIN`` first), then under frame and ask the
     ``UNVERIFIED_TIER`` warning (spec 40 §8); replay passes none and gets no ``UNVERIFIED_TIER``."""
-    state = SeamState(settings=settings, stream=Stream(settings.run))
+    desk = desk_.open_desk(settings.mode, settings.frame, settings.vendor_budget_ms)
+    state = SeamState(settings=settings, stream=Stream(settings.run), desk=desk)
     out = _Out(state)
     for item in plan_warnings:
         out.emit(item)
@@ -333,7 +336,8 @@ def _map(
                     )
                 )
     elif isinstance(record, rec.TurnStarted):
-        out.emit(TurnStarted(turn=record.turn, frame_digest=settings.frame_digest))
+        out.desk = desk_.begin_turn(out.desk)
+        out.emit(TurnStarted(turn=record.turn, frame_digest=out.desk.frame_digest))
         changes["attempt"] = ()
         changes["turn_text"] = ""
     elif isinstance(record, rec.Usage):
@@ -343,7 +347,7 @@ def _map(
     elif isinstance(record, rec.ToolRequested):
         held = Held(record.call_id, record.name, record.arguments)
         if settings.mode == "observe":
-            out.emit(tool_requested(held, False, None, "none"))
+            out.step(desk_.present(out.desk, presented_call(held, "none")))
         else:
             changes["held"] = held
     elif isinstance(record, rec.ApprovalRequired):
@@ -372,7 +376,7 @@ def _map(
             return
         stop = stop_kind(record.stop)
         changes["stop"] = stop
-        ended = session_ended(state, changes, record, stop, out.census)
+        ended = session_ended(state, changes, record, stop, out.desk.census)
         out.emit(ended)
     else:
         _noted(out, record)
@@ -544,25 +548,23 @@ def call_operations(name: str, arguments: Any) -> tuple[tuple[str, ...], tuple[s
     return (), ()
 
 
-def tool_requested(held: Held, required: bool, deadline_ms: int | None, seam: str) -> ToolRequested:
-    """``tool.requested`` for a call, its operations and subjects omitted when none (spec 20 §2.2)."""
+def presented_call(held: Held, seam: str) -> PresentedCall:
+    """A loop call as the desk is shown it: operations and subjects from its own arguments (§5.4)."""
     operations, subjects = call_operations(held.name, held.arguments)
-    return ToolRequested(
+    return PresentedCall(
         call_id=held.call_id,
         name=held.name,
         input=held.arguments,
-        operations=operations if operations else UNSET,
-        subjects=subjects if subjects else UNSET,
-        decision_required=required,
-        deadline_ms=deadline_ms,
         seam=seam,
+        operations=tuple(Operation(op) for op in operations),
+        subjects=subjects,
     )
 
 
 def _release(state: SeamState, out: _Out, held: Held, changes: dict[str, Any]) -> None:
     """A held call the loop did not ask about: recorded on seam ``none``, never decided (spec 40 §5)."""
     _flush(state, out, changes)
-    out.emit(tool_requested(held, False, None, "none"))
+    out.step(desk_.present(out.desk, presented_call(held, "none")))
     changes["held"] = None
 
 
@@ -575,11 +577,6 @@ def end_of_record(state: SeamState) -> tuple[SeamState, tuple[Effect, ...]]:
         _release(state, out, state.held, changes)
     _flush(state, out, changes)
     return out.finish(state, **changes)
-
-
-def request_digest(call_id: str, name: str, arguments: Any) -> str:
-    """The correlation digest of spec 20 §8.4 over ``{"call_id","input","name"}``, keys sorted."""
-    return sha256_hex(canonical({"call_id": call_id, "input": arguments, "name": name}))
 
 
 def answer_line(call_id: str, decision: Decision) -> bytes:
@@ -604,15 +601,13 @@ def _question(state: SeamState, out: _Out, record: rec.ApprovalRequired, changes
         return
     held = state.held
     if held is None or held.call_id != record.call_id:
-        _decided(
-            state,
-            out,
-            Held(record.call_id, record.name, None),
-            Deny(reason=UNEXPECTED_REASON),
-            "adapter",
-            None,
-            changes,
+        decision = Deny(reason=UNEXPECTED_REASON)
+        decided = ToolDecided(
+            call_id=record.call_id, decision=decision, decided_by="adapter", seam="control_request", latency_ms=None
         )
+        out.answer(record.call_id, decision)
+        out.emit(decided)
+        out.desk = msgspec.structs.replace(out.desk, census=count_decision(out.desk.census, decided))
         out.emit(
             warning(
                 "approval-unexpected",
@@ -621,129 +616,22 @@ def _question(state: SeamState, out: _Out, record: rec.ApprovalRequired, changes
         )
         return
     changes["held"] = None
-    _present(state, out, held, changes)
-
-
-def _present(state: SeamState, out: _Out, held: Held, changes: dict[str, Any]) -> None:
-    """Present an asked call on the ``control_request`` seam and decide it (spec 20 §8.2–§8.4): frame
-    decides at once; ask lets a frame deny first and otherwise waits for the embedder or the deadline."""
-    settings = state.settings
-    call_id = held.call_id
-    digest = request_digest(call_id, held.name, held.arguments)
-    earlier = state.presented.get(call_id)
-    if earlier is not None:
-        out.emit(tool_requested(held, False, None, "control_request"))
-        if earlier != digest:
-            out.emit(
-                warning(
-                    "REQUEST_MUTATED",
-                    f"call {call_id} was presented again with a different input; the "
-                    "correlation key is the call id plus the digest of the request as presented, so the "
-                    "earlier decision does not carry over",
-                )
-            )
-            _decided(
-                state,
-                out,
-                held,
-                Deny(reason="this call id was already presented with a different input"),
-                "adapter",
-                None,
-                changes,
-            )
-        elif call_id in state.answers:
-            out.effects.append(Answer(call_id, state.answers[call_id][1]))
-        return
-    changes["presented"] = {**state.presented, call_id: digest}
-    operations, subjects = call_operations(held.name, held.arguments)
-    frame = settings.frame
-    if frame is None and settings.mode == "frame":
-        out.emit(tool_requested(held, False, None, "control_request"))
-        if not state.no_frame_warned:
-            changes["no_frame_warned"] = True
-            out.emit(warning("NO_FRAME_IN_FORCE", NO_FRAME_MESSAGE))
-        _decided(state, out, held, Abstain(), "adapter", None, changes, seam="none")
-        return
-    if frame is not None:
-        admission = admit_call(frame, held.name, tuple(Operation(op) for op in operations), subjects)
-        if settings.mode == "frame" or isinstance(admission.decision, Deny):
-            out.emit(tool_requested(held, False, None, "control_request"))
-            if admission.warning is not None:
-                out.emit(admission.warning)
-            _decided(state, out, held, admission.decision, "frame", None, changes)
-            return
-    out.emit(tool_requested(held, True, settings.deadline_ms, "control_request"))
-    out.effects.append(Arm(call_id))
-    changes["pending"] = {**state.pending, call_id: held}
-
-
-def _decided(
-    state: SeamState,
-    out: _Out,
-    held: Held,
-    decision: Decision,
-    decided_by: str,
-    latency: int | None,
-    changes: dict[str, Any],
-    seam: str = "control_request",
-) -> None:
-    """Answer a call on the loop's stdin, then record ``tool.decided`` (spec 40 §6 step 3)."""
-    line = answer_line(held.call_id, decision)
-    out.effects.append(Answer(held.call_id, line))
-    out.emit(ToolDecided(call_id=held.call_id, decision=decision, decided_by=decided_by, seam=seam, latency_ms=latency))
-    changes["answers"] = {**changes.get("answers", state.answers), held.call_id: (isinstance(decision, Allow), line)}
-    pending = changes.get("pending", state.pending)
-    if held.call_id in pending:
-        changes["pending"] = {key: value for key, value in pending.items() if key != held.call_id}
-    changes["closed_calls"] = changes.get("closed_calls", state.closed_calls) | {held.call_id}
-
-
-def call_status(state: SeamState, call_id: str) -> str:
-    """Where a call stands for a ``tool.decide`` (spec 20 §5 step 4): ``pending``, ``closed``
-    (decided, abandoned or expired: ``TOO_LATE``) or ``unknown`` (``UNKNOWN_CALL``)."""
-    if call_id in state.pending:
-        return "pending"
-    return "closed" if call_id in state.closed_calls or call_id in state.presented else "unknown"
-
-
-def decide_pending(
-    state: SeamState, call_id: str, decision: Decision, decided_by: str, latency_ms: int | None
-) -> tuple[SeamState, tuple[Effect, ...]]:
-    """Decide a pending asked call: by the embedder's ``tool.decide`` or by the deadline (spec 40 §6
-    steps 2–4). A call that is not pending is left alone (nothing happens)."""
-    held = state.pending.get(call_id)
-    if held is None:
-        return state, ()
-    out = _Out(state)
-    changes: dict[str, Any] = {}
-    _decided(state, out, held, decision, decided_by, latency_ms, changes)
-    return out.finish(state, **changes)
+    out.step(desk_.present(out.desk, presented_call(held, "control_request")))
 
 
 def expire(state: SeamState, call_id: str, elapsed_ms: int) -> tuple[SeamState, tuple[Effect, ...]]:
-    """The deadline of a pending call expired: deny by ``deadline`` with the §8.5 reason (spec 40 §6 step 4)."""
-    settings = state.settings
-    reason = deadline_reason(settings.deadline_ms, settings.vendor_budget_ms)
-    return decide_pending(state, call_id, Deny(reason=reason), "deadline", elapsed_ms)
-
-
-def abandon_pending(state: SeamState, why: str) -> tuple[SeamState, tuple[Effect, ...]]:
-    """Abandon every pending call (spec 20 §8.4): deny by ``adapter`` with ``<why> before this call was
-    decided, so nothing ran`` (the deny line written first), then ``PENDING_CALL_ABANDONED``."""
+    """An asked call's deadline fired: the desk denies it by ``deadline`` (spec 40 §6 step 4)."""
     out = _Out(state)
-    changes: dict[str, Any] = {}
-    for call_id, held in state.pending.items():
-        _decided(
-            state,
-            out,
-            held,
-            Deny(reason=f"{why} before this call was decided, so nothing ran"),
-            "adapter",
-            None,
-            changes,
-        )
-        out.emit(warning("PENDING_CALL_ABANDONED", f"{call_id} was never decided by the embedder"))
-    return out.finish(state, **changes)
+    out.step(desk_.expire(out.desk, call_id, elapsed_ms))
+    return out.finish(state)
+
+
+def abandon_pending(state: SeamState, why: desk_.AbandonCause) -> tuple[SeamState, tuple[Effect, ...]]:
+    """Every pending call denied by ``adapter``, its line written first, then ``PENDING_CALL_ABANDONED``
+    (spec 20 §8.4)."""
+    out = _Out(state)
+    out.step(desk_.abandon(out.desk, why))
+    return out.finish(state)
 
 
 def _resolved(state: SeamState, out: _Out, record: rec.ApprovalResolved) -> None:
@@ -754,8 +642,7 @@ def _resolved(state: SeamState, out: _Out, record: rec.ApprovalResolved) -> None
         if not record.approved:
             out.emit(warning("approval-denied", f"the approver denied {record.call_id}"))
         return
-    answer = state.answers.get(record.call_id)
-    written = None if answer is None else answer[0]
+    written = state.answers.get(record.call_id)
     if written is None:
         out.emit(
             warning(
@@ -818,16 +705,12 @@ def take_command(
         new, effects = out.finish(state)
         return new, effects, None
     if isinstance(command, ToolDecide):
-        status = call_status(state, command.call_id)
-        if status == "pending":
-            state, decided = decide_pending(state, command.call_id, command.decision, "embedder", latency_ms)
-            new, effects = _result(state, command_ok(command.id))
-            return new, decided + effects, None
-        refused = unknown_call if status == "unknown" else too_late
-        new, effects = _result(state, refused(command.id, command.call_id))
+        out = _Out(state)
+        out.step(desk_.decide(out.desk, command, latency_ms))
+        new, effects = out.finish(state)
         return new, effects, None
     control: Control = "halt" if isinstance(command, Halt) else "interrupt"
-    why = "the run was halted" if control == "halt" else "the run was interrupted"
+    why: desk_.AbandonCause = "the run was halted" if control == "halt" else "the run was interrupted"
     state, abandoned = abandon_pending(state, why)
     new, effects = _result(state, command_ok(command.id))
     return new, abandoned + effects, control
