@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import msgspec
 import pytest
-
 from metaharness.pure.b10x.launch import (
     B10xLaunchFacts,
     check_frame_admissible,

@@ -9,6 +9,8 @@ import sys
 import tempfile
 from importlib import resources
 
+from returns.result import Failure
+
 from metaharness.pure.b10x.vectors import (
     BANNER_VERSION_FILE,
     VECTORS,
@@ -22,7 +24,6 @@ from metaharness.pure.b10x.vectors import (
 )
 from metaharness.pure.frames import load_frame
 from metaharness.shell.b10x.live import drive_loop
-from returns.result import Failure
 
 SCRIPTED_CHILD = """
 import json, sys

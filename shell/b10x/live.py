@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any
 
 import msgspec
+from returns.result import Failure
+
 from metaharness.pure.b10x.seam import (
     Answer,
     Arm,
@@ -34,7 +36,6 @@ from metaharness.pure.b10x.seam import (
 )
 from metaharness.pure.commands import read_command, steering_refusal
 from metaharness.pure.events import Exited, Process, Signaled, StreamClosed, UnknownProcess, WarningRaised
-from returns.result import Failure
 
 STDERR_KEPT = 64 * 1024
 SIGNAL_GRACE_S = 5.0
