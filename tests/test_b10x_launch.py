@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import msgspec
 import pytest
+
 from metaharness.pure.b10x.launch import (
     B10xLaunchFacts,
     check_frame_admissible,
@@ -200,3 +201,31 @@ def test_frame_admissible() -> None:
     frame = _frame([*READS, "file.write"], [("file:note.md", [*READS, "file.write"]), ("file:**", READS)])
     assert check_frame_admissible(frame).unwrap() is frame
     assert check_frame_admissible(_frame(READS)).unwrap()
+
+
+def test_attestation_of_a_scratch_launch() -> None:
+    from metaharness.pure.hermetic import memory_walk
+
+    walk = memory_walk("/tmp", {"/tmp": (), "/": ("AGENTS.md",)}, scratch_parent=True)
+    frame = _frame(READS)
+    launch = plan(facts=msgspec.structs.replace(FACTS, frame=frame, memory=walk)).unwrap()
+    hermetic = launch.attestation
+    imposed = {row.row: row.how for row in hermetic.imposed}
+    assert imposed["H7"] == "the child runs in /scratch/run/work, which metaharness created"
+    assert imposed["H10"] == f"frame {frame.digest}"
+    assert imposed["H3"] == "environment constructed: PATH, XDG_CONFIG_HOME"
+    assert [row.row for row in hermetic.unavailable] == ["H9", "H11"]
+    assert hermetic.unavailable[1].why == "the ancestor walk from /tmp found /AGENTS.md"
+
+
+def test_plan_refuses_an_inadmissible_frame() -> None:
+    launch = plan(facts=msgspec.structs.replace(FACTS, frame=_frame(["file.read"])))
+    assert launch.failure().code == "frame-inadmissible"
+
+
+def test_operator_cwd_makes_h7_unavailable() -> None:
+    launch = plan(msgspec.structs.replace(BASE, cwd="repo"), msgspec.structs.replace(FACTS, caller_cwd="/home/op")).unwrap()
+    assert launch.cwd == "/home/op/repo"
+    assert {row.row: row.why for row in launch.attestation.unavailable}["H7"] == (
+        "the child runs in /home/op/repo, which metaharness did not create, and can write to it"
+    )

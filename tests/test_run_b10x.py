@@ -318,3 +318,30 @@ def test_interrupt_command_cancels_the_loop(home: Path, emulator: Emulator, tmp_
     assert of(events, "command.result")[0]["outcome"] == {"result": "ok", "applies_at": None}
     assert of(events, "session.ended")[0]["subtype"] == "cancelled"
     assert events[-1]["reason"] == "error" and child.returncode == 3
+
+
+@pytest.mark.parametrize("emulator", ["flat-tool"], indirect=True)
+def test_audited_run_of_the_project_loop_exits_1_on_h9(home: Path, emulator: Emulator, tmp_path: Path) -> None:
+    """Spec 40 §9: the project's own loop reports its own version, so H9 is a gap and an audited run
+    exits 1. The CLI still gates --audit as not built for every kind, so the b10x wind-up is driven
+    through its shell entry."""
+    program = (
+        "import sys\n"
+        "from metaharness.pure.options import RunOptions\n"
+        "from metaharness.shell.b10x.run import run_b10x\n"
+        f"sys.exit(run_b10x(RunOptions(kind='b10x', decisions='observe', audit=True, prompt='read', "
+        f"model='b10x-emulated', model_endpoint='{emulator.base_url}')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], env={"HOME": str(home), "PATH": os.environ["PATH"]},
+        capture_output=True, timeout=90, check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    events = stream(done)
+    hermetic = of(events, "session.started")[0]["hermetic"]
+    assert [row["row"] for row in hermetic["imposed"]] == ["H1a", "H2", "H3", "H4", "H5", "H6", "H7", "H8", "H10", "H11"]
+    assert hermetic["unavailable"] == [{"row": "H9", "why": "the version is read from the launch's --version probe"}]
+    report = done.stderr.decode().splitlines()
+    assert report[0].startswith("hermetic verdict")
+    assert any(line.startswith("  H9   gap gating") for line in report)
+    assert report[-3:] == ["child exit: 0", "control verdict: gap", "audit verdict: gap (exit 1)"]

@@ -30,8 +30,17 @@ from metaharness.pure.environment import (
     path_floor,
     resolve_program,
 )
-from metaharness.pure.events import ContextFile
+from metaharness.pure.events import ContextFile, Hermetic, InstalledPlugin
 from metaharness.pure.frames import Frame, Operation
+from metaharness.pure.hermetic import (
+    LaunchFacts,
+    MemoryWalk,
+    RowAttestation,
+    attest,
+    governing_documents,
+    memory_row,
+    workdir_mode,
+)
 from metaharness.pure.jsonline import sha256_hex
 from metaharness.pure.options import DecisionMode, RunOptions
 from metaharness.pure.refusal import Refusal
@@ -43,13 +52,17 @@ CONTEXT_CHANNEL = "loop-context"
 class B10xLaunchFacts(msgspec.Struct, frozen=True, kw_only=True):
     """The facts a b10x launch is planned over, gathered by the shell (or given by a library caller):
     the caller's environment and working directory, the scratch root, the program resolved by
-    :func:`resolve_b10x_program` and the ``--context`` files already read and checked."""
+    :func:`resolve_b10x_program`, the ``--context`` files already read and checked, the loaded
+    ``--frame`` and the memory walk (``metaharness.pure.hermetic.memory_walk``; ``None`` when it was
+    not run, which row H11 then says)."""
 
     caller_env: dict[str, str]
     caller_cwd: str
     scratch: str
     program: str
     context: tuple[ContextFileRead, ...] = ()
+    frame: Frame | None = None
+    memory: MemoryWalk | None = None
 
 
 class PluginCopy(msgspec.Struct, frozen=True):
@@ -74,6 +87,7 @@ class B10xLaunch(msgspec.Struct, frozen=True, kw_only=True):
     context_files: tuple[ContextFile, ...]
     transcript_path: str
     answers_on_stdin: bool
+    attestation: Hermetic
 
     @property
     def argv(self) -> tuple[str, ...]:
@@ -151,6 +165,10 @@ def plan_b10x_launch(options: RunOptions, facts: B10xLaunchFacts) -> Result[B10x
     posture = credential_posture(declaration, facts.caller_env, credential_file_present=False)
     if isinstance(posture, Failure):
         return posture
+    if facts.frame is not None:
+        admissible = check_frame_admissible(facts.frame)
+        if isinstance(admissible, Failure):
+            return admissible
     environment = child_environment(declaration, facts.caller_env, facts.scratch, posture.unwrap())
     if isinstance(environment, Failure):
         return environment
@@ -162,10 +180,11 @@ def plan_b10x_launch(options: RunOptions, facts: B10xLaunchFacts) -> Result[B10x
     )
     files = plan_context_copies(scratch, facts.context)
     args = _arguments(options, facts.caller_cwd, workspace, posture.unwrap().loop_arguments, plugins, files)
+    built = environment.unwrap()
     launch = B10xLaunch(
         program=facts.program,
         args=args,
-        environment=environment.unwrap(),
+        environment=built,
         cwd=workspace,
         scratch=scratch,
         directories=_directories(options, scratch, files),
@@ -174,9 +193,49 @@ def plan_b10x_launch(options: RunOptions, facts: B10xLaunchFacts) -> Result[B10x
         context_files=context_record(facts.context, CONTEXT_CHANNEL) or (),
         transcript_path=posixpath.join(scratch, "loop.jsonl"),
         answers_on_stdin=options.decisions != "observe",
+        attestation=launch_attestation(options, facts, workspace, built, plugins),
     )
     measured = check_argument_sizes(launch.argv, launch.environment.strings(), facts.context, len(launch.argv) - 1)
     return measured.map(lambda _: launch)
+
+
+def launch_attestation(
+    options: RunOptions,
+    facts: B10xLaunchFacts,
+    workspace: str,
+    environment: ChildEnvironment,
+    plugins: tuple[PluginCopy, ...],
+) -> Hermetic:
+    """``session.started.hermetic`` for a b10x launch (spec 30 §3, spec 40 §9)."""
+    mode = workdir_mode(options.cwd, options.scratch_cwd)
+    walk = facts.memory
+    if walk is None:
+        memory = RowAttestation("H11", "unavailable", "the ancestor walk was not run for this plan")
+    else:
+        memory = memory_row("b10x", mode, walk).value_or(
+            RowAttestation("H11", "unavailable", f"the ancestor walk from {walk.start} found a memory file")
+        )
+    frame_digest = facts.frame.digest if facts.frame is not None else None
+    return attest(
+        LaunchFacts(
+            kind="b10x",
+            mode=options.hermetic,
+            decisions=options.decisions,
+            scratch=facts.scratch,
+            workdir_mode=mode,
+            workdir=workspace,
+            h3_how=environment.h3_how(),
+            h4_how=environment.posture.h4_how,
+            h6_how=environment.posture.h6_how,
+            memory=memory,
+            governing=governing_documents(frame_digest, None, [(c.path, c.sha256) for c in facts.context]),
+            hooks=None if options.hooks is None else _absolute(options.hooks, facts.caller_cwd),
+            installed_plugins=tuple(
+                InstalledPlugin(name=posixpath.basename(p.copy), source=p.copy, version=None) for p in plugins
+            ),
+            root_memory_names=walk.root_names if walk is not None else (),
+        )
+    )
 
 
 def _directories(options: RunOptions, scratch: str, files: tuple[ContextCopy, ...]) -> tuple[str, ...]:

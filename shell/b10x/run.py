@@ -18,6 +18,7 @@ from typing import Self, TypeVar
 
 from returns.result import Failure, Result
 
+from metaharness.pure.audit_report import AuditBaseline, AuditorOutcome, audit_report, audited_exit, report_facts
 from metaharness.pure.b10x.launch import (
     PIN,
     PROGRAM,
@@ -34,14 +35,22 @@ from metaharness.pure.b10x.launch import (
 from metaharness.pure.b10x.seam import SeamSettings, unverified_tier, version_off_pin
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import credential_posture
-from metaharness.pure.events import Hermetic, Transcript, WarningRaised
+from metaharness.pure.events import Event, SessionStarted, Transcript, WarningRaised, read_event
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
-from metaharness.pure.options import RunOptions
+from metaharness.pure.hermetic import MEMORY_SHAPES, MemoryWalk, VerdictFacts, memory_walk
+from metaharness.pure.options import RunOptions, check_audit_pairing
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import unaudited_exit
+from metaharness.shell.auditor import gather_audit_facts
+from metaharness.shell.auditor_invocation import audit_baseline, run_auditor
 from metaharness.shell.b10x.live import drive_loop
 from metaharness.shell.context_files import load_context_files
-from metaharness.shell.facts import caller_environment, gather_program_candidates
+from metaharness.shell.facts import (
+    caller_environment,
+    directory_identity,
+    gather_memory_facts,
+    gather_program_candidates,
+)
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.refusals import refuse
 
@@ -187,19 +196,6 @@ def plan_warnings(options: RunOptions, launch: B10xLaunch, version: str | None) 
     return warnings + ((unverified_tier(),) if options.decisions != "observe" else ())
 
 
-def attestation(options: RunOptions) -> Hermetic:
-    """The run's attestation block (spec 30 §3)."""
-    return Hermetic(
-        mode=options.hermetic,
-        decisions=options.decisions,
-        imposed=(),
-        declared=(),
-        unavailable=(),
-        ambient_inputs=(),
-        installed_plugins=(),
-    )
-
-
 def _retainer(options: RunOptions, run_id: str, launch: B10xLaunch) -> Callable[[], tuple[WarningRaised, ...]]:
     def retain() -> tuple[WarningRaised, ...]:
         if options.retain_dir is None:
@@ -228,6 +224,48 @@ def _stderr_line(text: str) -> None:
     sys.stderr.flush()
 
 
+def memory_facts(options: RunOptions) -> MemoryWalk:
+    """The ancestor walk's facts (spec 30 §5.1): from the temporary directory the scratch root will be
+    created in, or from ``--cwd``."""
+    if options.cwd is None:
+        start, found = gather_memory_facts(tempfile.gettempdir(), MEMORY_SHAPES["b10x"])
+        return memory_walk(start, found, scratch_parent=True)
+    start, found = gather_memory_facts(options.cwd, MEMORY_SHAPES["b10x"])
+    return memory_walk(start, found)
+
+
+def audit_wind_up(
+    options: RunOptions,
+    launch: B10xLaunch,
+    payloads: list[Event],
+    baseline: AuditBaseline | None,
+    interrupted: bool,
+) -> int:
+    """The report on stderr and the audited exit (spec 10 §4.7–§4.9): the rows read back from the
+    stream, the auditor (skipped after a signal), then the report."""
+    started = next((p for p in payloads if isinstance(p, SessionStarted)), None)
+    verdict_facts = VerdictFacts(
+        kind="b10x",
+        declared_plugins=tuple(os.path.basename(p.copy) for p in launch.plugin_copies),
+        declared_key=options.credentials == "api-key",
+        planned_cwd=directory_identity(launch.cwd),
+        record_cwd=directory_identity(started.cwd) if started is not None and started.cwd is not None else None,
+        pins=(PIN,),
+    )
+    auditor: AuditorOutcome | None = None
+    refusal: Refusal | None = None
+    if baseline is not None and not interrupted:
+        ran = run_auditor(options, baseline, os.environ.get("PATH", ""), launch.transcript_path)
+        if isinstance(ran, Failure):
+            refusal = ran.failure()
+        else:
+            auditor = ran.unwrap()
+    facts = report_facts(payloads, verdict_facts, options.audited(), auditor, refusal)
+    sys.stderr.write(audit_report(facts))
+    sys.stderr.flush()
+    return audited_exit(facts) if options.audited() else unaudited_exit(facts.stream_reason)
+
+
 def run_b10x(options: RunOptions) -> int:
     """Run ``options`` (through stages 1–4) from stage 5 on; the exit code of spec 10 §2."""
     run_id = f"b10x-{os.getpid()}"
@@ -241,12 +279,21 @@ def run_b10x(options: RunOptions) -> int:
             early.check()
             context, frame = declared_inputs(options, caller_cwd)
             tree_checks(options)
+            pairing = _take(check_audit_pairing(options, gather_audit_facts(options, os.environ.get("PATH", ""))))
+            baseline = audit_baseline(options, pairing)
             early.check()
+            walk = memory_facts(options)
             candidates = gather_program_candidates(PROGRAM, child_path(caller_env))
             program = _take(resolve_b10x_program(caller_env, candidates))
             scratch = tempfile.mkdtemp(prefix="metaharness-")
             facts = B10xLaunchFacts(
-                caller_env=caller_env, caller_cwd=caller_cwd, scratch=scratch, program=program, context=context
+                caller_env=caller_env,
+                caller_cwd=caller_cwd,
+                scratch=scratch,
+                program=program,
+                context=context,
+                frame=frame,
+                memory=walk,
             )
             launch = _take(plan_b10x_launch(options, facts))
             materialise(launch)
@@ -264,9 +311,17 @@ def run_b10x(options: RunOptions) -> int:
         harness_version=version,
         transcript=Transcript(path=launch.transcript_path, digest=None, bytes=None),
         context_files=launch.context_files,
-        hermetic=attestation(options),
+        hermetic=launch.attestation,
         frame=frame,
     )
+    reporting = options.audited() or options.hermetic == "on"
+    payloads: list[Event] = []
+
+    def write_event(line: bytes) -> None:
+        _write_event(line)
+        if reporting:
+            payloads.append(read_event(line).unwrap().payload)
+
     try:
         with open(launch.transcript_path, "wb") as transcript:
             outcome = drive_loop(
@@ -275,7 +330,7 @@ def run_b10x(options: RunOptions) -> int:
                 cwd=launch.cwd,
                 settings=settings,
                 plan_warnings=warnings,
-                write_event=_write_event,
+                write_event=write_event,
                 transcript=transcript,
                 commands=sys.stdin.fileno(),
                 on_steering_refusal=_stderr_line,
@@ -284,5 +339,9 @@ def run_b10x(options: RunOptions) -> int:
     except OSError as error:
         shutil.rmtree(launch.scratch, ignore_errors=True)
         return refuse(Refusal("spawn-failed", f"{launch.program} could not be started: {error.strerror or error}"))
-    shutil.rmtree(launch.scratch, ignore_errors=True)
-    return unaudited_exit(outcome.reason)
+    try:
+        if reporting:
+            return audit_wind_up(options, launch, payloads, baseline, outcome.reason == "killed")
+        return unaudited_exit(outcome.reason)
+    finally:
+        shutil.rmtree(launch.scratch, ignore_errors=True)
