@@ -13,6 +13,10 @@ from metaharness.shell.refusals import refuse
 def run_conformance(kind: str, contract: bool) -> int:
     """Run ``kind``'s vectors and print their lines (or the ``--contract`` line); the exit of
     spec 10 §6: 0 when none failed, 1 when one did, 2 when a vector cannot be loaded."""
+    if kind == "claude":
+        from metaharness.shell.claude.conformance import run_claude_conformance
+
+        return run_claude_conformance(contract)
     if kind != "b10x":
         return refuse(
             Refusal(

@@ -91,3 +91,19 @@ def test_the_child_writes_the_record_and_asks_the_hook_once(tmp_path) -> None:  
     assert done.stdout == record.read_bytes()
     assert (tmp_path / "answer").read_bytes() == b"answered"
     assert (tmp_path / "hook.in").read_bytes() == b'{"tool_use_id":"x"}'
+
+
+def test_the_verb_prints_each_vector_then_the_summary_and_the_contract_line() -> None:
+    human = subprocess.run([sys.executable, "-m", "metaharness.shell", "conformance", "claude"], capture_output=True,
+                           text=True, check=False)  # fmt: skip
+    lines = human.stdout.splitlines()
+    assert lines[0] == "pass C1 c1-launch" and lines[3].startswith("warn C1 c1-launch-catalogue — ")
+    assert lines[-1] == "9 vectors, 0 failed — no model, no network, no credential"
+    assert human.returncode == 0
+    contract = subprocess.run([sys.executable, "-m", "metaharness.shell", "conformance", "claude", "--contract"],
+                              capture_output=True, text=True, check=False)  # fmt: skip
+    assert contract.stdout == (
+        '{"breaking_changes":0,"checked":9,"consumer":"metaharness.event/1","failed":0,"kind":"contract_result",'
+        '"provider":"claude 2.1.332"}\n'
+    )
+    assert contract.stderr == "metaharness: warn C1 c1-launch-catalogue — the catalogue is not built in this version\n"

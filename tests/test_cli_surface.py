@@ -119,7 +119,6 @@ def test_audit_always_refuses_with_the_exact_line() -> None:
 @pytest.mark.parametrize(
     ("args", "subject"),
     [
-        (["conformance", "claude"], "conformance claude"),
         (["doctor", "codex"], "doctor codex"),
         (["mcp-serve", "--workspace", ".", "--writable", "--allow-program", "ls"], "mcp-serve"),
         (["project", "events.jsonl", "--from", "codex"], "project --from codex"),
