@@ -15,6 +15,7 @@ import msgspec
 from returns.result import Failure, Result, Success
 
 from metaharness.pure.b10x.replay import replay_b10x, replay_settings
+from metaharness.pure.claude.replay import replay_claude, replay_facts
 from metaharness.pure.events import read_event
 from metaharness.pure.jsonline import compact, sha256_hex
 from metaharness.pure.refusal import Refusal
@@ -33,7 +34,6 @@ VENDOR_SOURCES: Mapping[str, str] = MappingProxyType(
 
 REPLAY_NOT_BUILT: Mapping[str, str] = MappingProxyType(
     {
-        "claude": "the claude record replay wired to project (spec 10 §10)",
         "codex": "the codex rollout replay wired to project (spec 10 §10)",
     }
 )
@@ -208,10 +208,14 @@ def project_stream(
 
 
 def project_record(kind: str, name: str, record: bytes) -> Result[TraceDocument, Refusal]:
-    """``project --from b10x``: the retained loop record mapped as ``replay`` maps it with its
+    """``project --from b10x|claude``: the retained record mapped as ``replay`` maps it with its
     defaults (spec 10 §10), then projected with the vendor format as source and the digest over the
     record's bytes (spec 10 §9)."""
-    replayed = replay_b10x(replay_settings(transcript_path=name), record).stream
+    if kind == "claude":
+        facts = replay_facts(decisions="observe", hermetic="off", transcript_path=name, harness_version=None, model=None)
+        replayed = replay_claude(record, facts, "replay")[0]
+    else:
+        replayed = replay_b10x(replay_settings(transcript_path=name), record).stream
     return project_stream(name, replayed, source=VENDOR_SOURCES[kind], record=record)
 
 

@@ -61,3 +61,17 @@ def test_refusals(tmp_path: Path) -> None:
     broken.write_text("{")
     invalid = replay(str(tmp_path / "nope.jsonl"), "--decisions", "frame", "--frame", str(broken))
     assert invalid.stderr.startswith(b"metaharness: frame-invalid: ")
+
+
+def test_project_from_claude_maps_the_record_as_replay_does(tmp_path: Path) -> None:
+    record = tmp_path / "write.jsonl"
+    record.write_bytes(vector_bytes("record/write.jsonl"))
+    done = subprocess.run([sys.executable, "-m", "metaharness.shell", "project", str(record), "--from", "claude"],
+                          capture_output=True, check=False)  # fmt: skip
+    document = json.loads(done.stdout)
+    assert done.returncode == 0, done.stderr
+    assert document["metaharness"]["source"] == "claude.stream-json"
+    assert document["metaharness"]["stream_complete"] == "complete"
+    assert [node["family"] for node in document["nodes"]][:2] == ["session_start", "tool_call"]
+    replayed = replay(str(record)).stdout.splitlines()
+    assert len(document["nodes"]) == len(replayed)
