@@ -384,3 +384,28 @@ def test_context_files_reach_the_system_prompt_and_not_the_user_turn(tmp_path: P
     assert "MH-CONTEXT-MARKER" not in messages
     assert "<execution-context>" in messages and "inner_harness=claude" in messages
     assert code == 0
+
+
+def test_ask_replace_runs_the_replacement_input(root: str, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    replacement = {"file_path": str(work / "other.md"), "content": "replaced by the embedder\n"}
+    code, events, err = ask(root, work, {"decision": "replace", "input": replacement})
+    assert not (work / "note.md").exists()
+    assert (work / "other.md").read_text() == "replaced by the embedder\n", err
+    decided = of(events, "tool.decided")
+    assert [(d["decided_by"], d["decision"]) for d in decided] == [("embedder", {"decision": "replace", "input": replacement})]
+    assert of(events, "session.ended")[0]["census"]["replaced"] == 1
+    assert code == 0
+
+
+def test_a_frame_in_force_narrows_ask_before_the_embedder(root: str, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    frame = frame_file(tmp_path, ["file.read"])
+    code, events, err = run_to_end(root, work, "--decisions", "ask", "--frame", str(frame))
+    assert not (work / "note.md").exists()
+    requested = of(events, "tool.requested")
+    assert [(r["decision_required"], r["deadline_ms"]) for r in requested] == [(False, None)], err
+    assert [d["decided_by"] for d in of(events, "tool.decided")] == ["frame"]
+    assert code == 0
