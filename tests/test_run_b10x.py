@@ -250,6 +250,7 @@ def test_ask_deadline_expires_after_25_seconds(home: Path, emulator: Emulator, t
         (["--decisions", "observe", "--model", "m", "--model-endpoint", "http://x", "--credentials", "api-key"], "api-key-missing"),
         (["--decisions", "observe", "--model", "m", "--model-endpoint", "http://x", "--cwd", "/nonexistent"], "cwd-unusable"),
         (["--decisions", "observe", "--model", "m", "--model-endpoint", "http://x", "--hooks", "/nonexistent"], "input-unreadable"),
+        (["--decisions", "observe", "--model", "m", "--model-endpoint", "http://x", "--strict-version"], "version-off-pin"),
     ],
 )
 def test_refusals_before_the_spawn(home: Path, args: list[str], code: str) -> None:

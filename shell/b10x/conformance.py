@@ -74,7 +74,7 @@ def run_c3(vector: Vector, banner: bytes) -> Verdict:
             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
             cwd=scratch,
             settings=c3_settings(vector, banner, loaded.unwrap()),
-            plan_warnings=(),
+            opening=lambda settings: (settings, ()),
             write_event=stream.write,
             transcript=None,
             commands=None,

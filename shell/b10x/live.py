@@ -114,7 +114,7 @@ def drive_loop(
     env: Mapping[str, str],
     cwd: str,
     settings: SeamSettings,
-    plan_warnings: tuple[WarningRaised, ...],
+    opening: Callable[[SeamSettings], tuple[SeamSettings, tuple[WarningRaised, ...]]],
     write_event: Callable[[bytes], None],
     transcript: IO[bytes] | None,
     commands: int | None,
@@ -124,6 +124,10 @@ def drive_loop(
     process_known: bool = True,
 ) -> LoopOutcome:
     """Spawn the loop, read its record through the seam until it ends, and wind the stream up.
+
+    ``opening`` runs once the child is spawned and before its first record line is read: it completes
+    ``settings`` (the probed version) and gives the plan-time warnings that open the stream, so a
+    version probe may run while the loop starts.
 
     ``write_event`` receives each event line; ``transcript`` every stdout byte of the child;
     ``commands`` is the descriptor of metaharness's own stdin (``None``: no commands); ``answers_copy`` receives each
@@ -171,6 +175,7 @@ def drive_loop(
             elif isinstance(effect, Arm):
                 armed[effect.call_id] = time.monotonic()
 
+    settings, plan_warnings = opening(settings)
     state, effects = open_seam(settings, plan_warnings)
     perform(effects)
     number = 0

@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Callable
 from typing import Self, TypeVar
 
+import msgspec
 from returns.result import Failure, Result
 
 from metaharness.pure.audit_report import AuditBaseline, AuditorOutcome, audit_report, audited_exit, report_facts
@@ -162,35 +163,51 @@ def materialise(launch: B10xLaunch) -> None:
         shutil.copytree(plugin.source, plugin.copy, symlinks=True)
 
 
-def probe_version(launch: B10xLaunch) -> str | None:
-    """``<program> --version`` with the child's environment and a 10 s limit (spec 40 §3.3)."""
-    try:
-        done = subprocess.run(
-            [launch.program, "--version"],
-            env=launch.environment.as_dict(),
-            cwd=launch.scratch,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=VERSION_PROBE_S,
-            check=False,
+class VersionProbe:
+    """``<program> --version`` with the child's environment, the scratch config home and a 10 s limit
+    (spec 40 §3.3), started at once and read when its answer is needed."""
+
+    def __init__(self, launch: B10xLaunch) -> None:
+        try:
+            self.process: subprocess.Popen[bytes] | None = subprocess.Popen(
+                [launch.program, "--version"],
+                env=launch.environment.as_dict(),
+                cwd=launch.scratch,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
+        except OSError:
+            self.process = None
+
+    def version(self) -> str | None:
+        """The version token, or ``None`` when the probe could not run, timed out or named none."""
+        if self.process is None:
+            return None
+        try:
+            out, _ = self.process.communicate(timeout=VERSION_PROBE_S)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.communicate()
+            return None
+        return version_token(out.decode("utf-8", "replace"))
+
+
+def strict_version(launch: B10xLaunch, version: str | None) -> None:
+    """Under ``--strict-version`` an unreadable or off-pin version is refused before the spawn."""
+    if version is None:
+        raise _Refused(Refusal("version-unreadable", f"{launch.program} --version gave no version"))
+    if version != PIN:
+        raise _Refused(
+            Refusal(
+                "version-off-pin",
+                f"{launch.program} reports {version}; the adapter is pinned to {PIN} and --strict-version refuses it",
+            )
         )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return version_token(done.stdout.decode("utf-8", "replace"))
 
 
 def plan_warnings(options: RunOptions, launch: B10xLaunch, version: str | None) -> tuple[WarningRaised, ...]:
-    """``VERSION_OFF_PIN`` (without ``--strict-version``), then ``UNVERIFIED_TIER`` under frame and ask."""
-    if options.strict_version:
-        if version is None:
-            raise _Refused(Refusal("version-unreadable", f"{launch.program} --version gave no version"))
-        if version != PIN:
-            raise _Refused(
-                Refusal(
-                    "version-off-pin",
-                    f"{launch.program} reports {version}; the adapter is pinned to {PIN} and --strict-version refuses it",
-                )
-            )
+    """``VERSION_OFF_PIN`` from the probe, then ``UNVERIFIED_TIER`` under frame and ask (spec 40 §3.3, §8)."""
     found = version_off_pin(launch.program, version, (PIN,))
     warnings = (found,) if found is not None else ()
     return warnings + ((unverified_tier(),) if options.decisions != "observe" else ())
@@ -204,6 +221,10 @@ def _retainer(options: RunOptions, run_id: str, launch: B10xLaunch) -> Callable[
         try:
             os.makedirs(target, exist_ok=True)
             shutil.copy2(launch.transcript_path, os.path.join(target, "loop.jsonl"))
+            for copy in launch.files:
+                kept = os.path.join(target, os.path.relpath(copy.destination, launch.scratch))
+                os.makedirs(os.path.dirname(kept), exist_ok=True)
+                shutil.copy2(copy.destination, kept)
         except OSError as error:
             return (WarningRaised(code="RETAIN_FAILED", message=f"{target}: {error.strerror or error}"),)
         return ()
@@ -297,8 +318,9 @@ def run_b10x(options: RunOptions) -> int:
             )
             launch = _take(plan_b10x_launch(options, facts))
             materialise(launch)
-            version = probe_version(launch)
-            warnings = plan_warnings(options, launch, version)
+            probe = VersionProbe(launch)
+            if options.strict_version:
+                strict_version(launch, probe.version())
             early.check()
         except _Refused as refused:
             if scratch is not None:
@@ -308,12 +330,16 @@ def run_b10x(options: RunOptions) -> int:
         run=run_id,
         mode=options.decisions,
         model=options.model,
-        harness_version=version,
+        harness_version=None,
         transcript=Transcript(path=launch.transcript_path, digest=None, bytes=None),
         context_files=launch.context_files,
         hermetic=launch.attestation,
         frame=frame,
     )
+    def opened(settings: SeamSettings) -> tuple[SeamSettings, tuple[WarningRaised, ...]]:
+        version = probe.version()
+        return msgspec.structs.replace(settings, harness_version=version), plan_warnings(options, launch, version)
+
     reporting = options.audited() or options.hermetic == "on"
     payloads: list[Event] = []
 
@@ -329,7 +355,7 @@ def run_b10x(options: RunOptions) -> int:
                 env=launch.environment.as_dict(),
                 cwd=launch.cwd,
                 settings=settings,
-                plan_warnings=warnings,
+                opening=opened,
                 write_event=write_event,
                 transcript=transcript,
                 commands=sys.stdin.fileno(),
