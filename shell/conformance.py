@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from metaharness.pure.b10x.vectors import contract_line, summary_line
 from metaharness.pure.refusal import Refusal
-from metaharness.shell.b10x.conformance import VectorUnreadable, run_b10x_vectors
 from metaharness.shell.refusals import refuse
 
 
@@ -24,6 +22,9 @@ def run_conformance(kind: str, contract: bool) -> int:
                 f"conformance {kind} is not built in this build: it waits for the kind's vectors (spec 50 §9)",
             )
         )
+    from metaharness.pure.b10x.vectors import contract_line, summary_line
+    from metaharness.shell.b10x.conformance import VectorUnreadable, run_b10x_vectors
+
     try:
         verdicts = run_b10x_vectors()
     except VectorUnreadable as error:
