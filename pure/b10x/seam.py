@@ -242,9 +242,16 @@ def read_line(state: SeamState, number: int, line: bytes) -> tuple[SeamState, tu
     if not line.strip():
         return state, ()
     record = rec.read_record(line)
+    held = state.held
+    if held is None and state.attempt is not None and isinstance(record, rec.TextDelta | rec.ReasoningDelta):
+        payload: Event = (
+            Text(text=record.text, request_id=None)
+            if isinstance(record, rec.TextDelta)
+            else Thinking(text=record.text, request_id=None)
+        )
+        return msgspec.structs.replace(state, attempt=(*state.attempt, payload)), ()
     out = _Out(state)
     changes: dict[str, Any] = {}
-    held = state.held
     if held is not None and not (isinstance(record, rec.ApprovalRequired) and record.call_id == held.call_id):
         _release(state, out, held, changes)
     if isinstance(record, rec.TextDelta | rec.ReasoningDelta | rec.Warning | rec.ToolArgumentsDelta):
