@@ -12,6 +12,7 @@ decisions are ``metaharness.pure.loopback``'s.
 from __future__ import annotations
 
 import fcntl
+import os
 import socket
 import socketserver
 import ssl
@@ -76,7 +77,9 @@ class _Handler(socketserver.BaseRequestHandler):
 
 class LoopbackProxy:
     """One run's proxy: ``start`` binds and returns the port, ``stop`` closes it, ``counters`` and
-    ``expired`` report what happened (``expired``: the detail of the one ``auth.expired``, or ``None``)."""
+    ``expired`` report what happened (``expired``: the detail of the one ``auth.expired``, or ``None``).
+    ``alert_fd`` becomes readable when ``expired`` is first set, so a run loop can write its
+    ``auth.expired`` as it happens; :meth:`take_expired` hands the detail over once."""
 
     def __init__(self, kind: Kind, placeholder: str, custody: str, upstream: str) -> None:
         self.kind = kind
@@ -86,6 +89,8 @@ class LoopbackProxy:
         self._lock = threading.Lock()
         self._counters = LoopbackCounters()
         self.expired: str | None = None
+        self._reported = False
+        self.alert_fd, self._alert_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._server: _Server | None = None
         self._client = httpx.Client(
             verify=ssl.create_default_context(),
@@ -113,12 +118,22 @@ class LoopbackProxy:
         self.port: int = server.server_address[1]
         return self.port
 
+    def take_expired(self) -> str | None:
+        """The ``auth.expired`` detail, the first time it is asked for after it was set; else ``None``."""
+        with self._lock:
+            if self.expired is None or self._reported:
+                return None
+            self._reported = True
+            return self.expired
+
     def stop(self) -> None:
-        """Stop listening and close the upstream client."""
+        """Stop listening, close the upstream client and the alert pipe."""
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
         self._client.close()
+        for descriptor in (self.alert_fd, self._alert_write):
+            os.close(descriptor)
 
     def serve(self, connection: socket.socket) -> None:
         """One request on one connection."""
@@ -174,6 +189,7 @@ class LoopbackProxy:
                         f"the upstream {self.upstream} answered 401 and the custody token in {self.custody} "
                         "had not changed"
                     )
+                    os.write(self._alert_write, b"!")
             self._answer(connection, ProxyAnswer(401, response.reason_phrase or "Unauthorized", held),
                          tuple(response.headers.multi_items()))  # fmt: skip
             return

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
 import socket
 import threading
 from collections.abc import Iterator
@@ -168,13 +169,16 @@ def test_an_upstream_401_retries_once_only_with_a_changed_token(tmp_path: Path, 
     threading.Thread(target=server.serve_forever, daemon=True).start()
     running = LoopbackProxy("claude", PLACEHOLDER, str(tmp_path / ".credentials.json"), f"http://127.0.0.1:{server.server_address[1]}")
     running.start()
+    alert = os.dup(running.alert_fd)
     try:
         response = httpx.post(url(running), json=BODY, headers={"x-api-key": PLACEHOLDER})
     finally:
         running.stop()
         server.shutdown()
+    os.set_blocking(alert, False)
     if rotate:
         assert response.status_code == 200
+        assert running.take_expired() is None
         assert handler.seen == [f"Bearer {TOKEN}", "Bearer sk-ant-oat01-rotated"]
         assert running.counters == LoopbackCounters(forwarded=1, refresh_and_retry=1)
         assert running.expired is None
@@ -183,6 +187,9 @@ def test_an_upstream_401_retries_once_only_with_a_changed_token(tmp_path: Path, 
         assert handler.seen == [f"Bearer {TOKEN}"]
         assert running.counters == LoopbackCounters(forwarded=1, refresh_failed=1)
         assert running.expired is not None and TOKEN not in running.expired
+        assert os.read(alert, 8) == b"!"
+        assert running.take_expired() == running.expired and running.take_expired() is None
+    os.close(alert)
 
 
 def test_the_placeholder_spelling() -> None:

@@ -179,6 +179,11 @@ def _emit_all(session: Session, items: tuple[Item, ...]) -> tuple[Session, tuple
     return session, tuple(out)
 
 
+def write_events(session: Session, events: tuple[Event, ...]) -> tuple[Session, tuple[Effect, ...]]:
+    """Events the run observed outside the record (the loopback proxy's ``auth.expired``), written now."""
+    return _emit_all(session, tuple(DeskEmit(event) for event in events))
+
+
 def answered(session: Session, delivered: bool) -> tuple[Session, tuple[Effect, ...]]:
     """The hook answer was written; ``delivered`` says a hook was still waiting for it. When none was,
     the call's ``tool.decided`` becomes a deny by ``deadline`` saying the hook gave up first."""

@@ -34,6 +34,7 @@ from metaharness.pure.claude.session import (
     read_line,
     take_command,
     wind_up,
+    write_events,
 )
 from metaharness.pure.commands import read_command, steering_refusal
 from metaharness.pure.decisions import Arm, Disarm
@@ -115,11 +116,13 @@ def drive_claude(
     on_steering_refusal: Callable[[str], None],
     late_events: Callable[[], tuple[Event, ...]] = lambda: (),
     process_known: bool = True,
+    alerts: tuple[int, Callable[[], tuple[Event, ...]]] | None = None,
 ) -> RunOutcome:
     """Spawn Claude Code, read its record and its hooks through the session until it ends, wind up.
 
     ``commands`` is the descriptor of metaharness's own stdin (``None``: no commands);
-    ``process_known`` false writes ``process`` unknown (conformance C3's scripted child, spec 50 §9);
+    ``alerts`` is a descriptor that becomes readable when events arise outside the record (the loopback
+    proxy's ``auth.expired``) and the callable that hands them over; ``process_known`` false writes ``process`` unknown (conformance C3's scripted child, spec 50 §9);
     ``late_events`` runs once the child is reaped (the proxy's ``auth.expired`` and ``LOOPBACK_REFUSED``,
     ``RETAIN_FAILED``).
     Raises ``OSError`` when the spawn itself fails.
@@ -147,6 +150,8 @@ def drive_claude(
     selector.register(wake_read, selectors.EVENT_READ, "signal")
     if commands is not None:
         selector.register(commands, selectors.EVENT_READ, "command")
+    if alerts is not None:
+        selector.register(alerts[0], selectors.EVENT_READ, "alert")
     record_buffer = bytearray()
     command_buffer = bytearray()
     tail = bytearray()
@@ -162,6 +167,10 @@ def drive_claude(
             ready = {key.data for key, _ in selector.select(timeout)}
             if "doorbell" in ready:
                 loop.drain_doorbell()
+            if "alert" in ready and alerts is not None:
+                os.read(alerts[0], 64)
+                loop.session, effects = write_events(loop.session, alerts[1]())
+                loop.perform(effects)
             if "signal" in ready:
                 os.read(wake_read, 64)
                 if killed:

@@ -271,6 +271,12 @@ def start_proxy(options: RunOptions, placeholder: str, custody: str) -> Loopback
     return proxy
 
 
+def expired_events(proxy: LoopbackProxy) -> tuple[Event, ...]:
+    """The proxy's one ``auth.expired`` (spec 50 §6), when it is due and not yet written."""
+    detail = proxy.take_expired()
+    return () if detail is None else (loopback_expired(detail),)
+
+
 def late_events(
     options: RunOptions, run_id: str, launch: ClaudeLaunch, proxy: LoopbackProxy | None
 ) -> tuple[Event, ...]:
@@ -278,8 +284,7 @@ def late_events(
     ``--retain-dir`` copies (``loopback.json`` among them) and any ``RETAIN_FAILED``."""
     events: list[Event] = []
     if proxy is not None:
-        if proxy.expired is not None:
-            events.append(loopback_expired(proxy.expired))
+        events += expired_events(proxy)
         refused = loopback_refused(proxy.counters)
         if refused is not None:
             events.append(refused)
@@ -357,6 +362,7 @@ def run_claude(options: RunOptions) -> int:
                 channel=channel, write_event=_write_event, transcript=transcript,
                 commands=sys.stdin.fileno() if sys.stdin is not None else None,
                 on_steering_refusal=_stderr_line, late_events=lambda: late_events(options, run_id, launch, proxy),
+                alerts=None if proxy is None else (proxy.alert_fd, lambda: expired_events(proxy)),
             )  # fmt: skip
     except OSError as error:
         return refuse(Refusal("spawn-failed", f"{launch.program} could not be started: {error.strerror or error}"))
