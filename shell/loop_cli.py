@@ -56,9 +56,8 @@ class Refused(Exception):
 
 
 def _not_built_options() -> list[click.Option]:
-    flags = [flag for flag in NOT_BUILT if flag != "--api-key-secret"]
     options = []
-    for flag in flags:
+    for flag in NOT_BUILT:
         if flag == "--substrate-embedded":
             options.append(click.Option([flag], is_flag=True, default=False, help="declared; not built here"))
         else:
@@ -91,7 +90,7 @@ def cli() -> None:
 @click.option("--scope-announce", default="stated", show_default=True, help="stated | silent")
 @click.option("--api-key-file", help="API key file, read once")
 @click.option("--api-key-env", help="API key environment variable, read once")
-@click.option("--api-key-secret", help="Secret Service item name (declared; not built here)")
+@click.option("--api-key-secret", help="Secret Service key: the item with service=b10x-harness, name=NAME; read once")
 @click.option("--oauth-token-file", help="OAuth token file, re-read per attempt")
 @click.option("--oauth-token-env", help="OAuth token environment variable")
 @click.option("--oauth-token-pointer", help="RFC 6901 pointer into the OAuth JSON document")
@@ -134,6 +133,7 @@ def run_command(ctx: click.Context, **values: Any) -> None:
         scope_announce=values["scope_announce"],
         api_key_file=values["api_key_file"],
         api_key_env=values["api_key_env"],
+        api_key_secret=values["api_key_secret"],
         oauth_token_file=values["oauth_token_file"],
         oauth_token_env=values["oauth_token_env"],
         oauth_token_pointer=values["oauth_token_pointer"],

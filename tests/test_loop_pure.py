@@ -23,7 +23,7 @@ from metaharness.pure.loop.credential import credential_from_text, resolve_point
 from metaharness.pure.loop.gates import Admitted, GateRefusal, admit_call, announce_call
 from metaharness.pure.loop.instruction import ContextFile, InstructionFacts, render_instruction
 from metaharness.pure.loop.paths import ScopeRule, confine, glob_matches, parse_scope_rule, scope_refusal
-from metaharness.pure.loop.plan import RunFlags, not_built, plan_run
+from metaharness.pure.loop.plan import RunFlags, plan_run
 from metaharness.pure.loop.record import (
     ContextEntry,
     Finished,
@@ -370,7 +370,8 @@ def test_plan_trims_one_slash_and_defaults() -> None:
         ({"model": None}, "--model is required"),
         ({"input": None}, "--input is required"),
         ({"given_not_built": ("--hooks",)}, "`--hooks` is declared but not built in this implementation"),
-        ({"given_not_built": ("--api-key-secret",)}, not_built("--api-key-secret")),
+        ({"api_key_env": "A", "api_key_secret": "k"}, "the credential sources are mutually exclusive: --api-key-env and --api-key-secret"),
+        ({"api_key_secret": ""}, "--api-key-secret must not be empty"),
         ({"base_url": "ftp://x"}, "--base-url must be an http:// or https:// URL; got `ftp://x`"),
         ({"base_url": "http://x/v1?beta=true"}, "--base-url must not carry a query or fragment; got `http://x/v1?beta=true`"),
         ({"model": ""}, "--model must not be empty"),

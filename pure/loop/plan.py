@@ -25,7 +25,6 @@ NOT_BUILT = (
     "--agents-dir",
     "--output-schema",
     "--delegate",
-    "--api-key-secret",
 )
 
 
@@ -55,6 +54,7 @@ class RunFlags(msgspec.Struct, frozen=True, kw_only=True):
     scope_announce: str
     api_key_file: str | None
     api_key_env: str | None
+    api_key_secret: str | None
     oauth_token_file: str | None
     oauth_token_env: str | None
     oauth_token_pointer: str | None
@@ -73,11 +73,15 @@ class RunFlags(msgspec.Struct, frozen=True, kw_only=True):
     given_not_built: tuple[str, ...]
 
 
+Origin = Literal["file", "environment", "secret-store"]
+
+
 class CredentialChoice(msgspec.Struct, frozen=True):
-    """The one credential source: ``kind`` is ``api-key`` or ``oauth``, ``origin`` ``file`` or ``environment``."""
+    """The one credential source: ``kind`` is ``api-key`` or ``oauth``; ``origin`` is ``file``, ``environment``
+    or (API keys only) ``secret-store``, the freedesktop Secret Service item ``name`` names (spec 60 §7.6)."""
 
     kind: Literal["api-key", "oauth"]
-    origin: Literal["file", "environment"]
+    origin: Origin
     name: str
     pointer: str | None
 
@@ -176,9 +180,10 @@ def _base_url(url: str) -> Result[str, str]:
 
 
 def _credential(flags: RunFlags) -> Result[CredentialChoice | None, str]:
-    sources: list[tuple[str, Literal["api-key", "oauth"], Literal["file", "environment"], str | None]] = [
+    sources: list[tuple[str, Literal["api-key", "oauth"], Origin, str | None]] = [
         ("--api-key-file", "api-key", "file", flags.api_key_file),
         ("--api-key-env", "api-key", "environment", flags.api_key_env),
+        ("--api-key-secret", "api-key", "secret-store", flags.api_key_secret),
         ("--oauth-token-file", "oauth", "file", flags.oauth_token_file),
         ("--oauth-token-env", "oauth", "environment", flags.oauth_token_env),
     ]

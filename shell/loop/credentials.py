@@ -10,14 +10,16 @@ from collections.abc import Mapping
 
 from returns.result import Failure, Result, Success
 
-from metaharness.pure.loop.credential import credential_from_text
+from metaharness.pure.loop.credential import RUNTIME_DIR_VARIABLE, SESSION_BUS_VARIABLE, credential_from_text
 from metaharness.pure.loop.plan import CredentialChoice
+from metaharness.shell.loop.secret_store import read_secret_store
+
+SUFFIXES = {"file": "-file", "environment": "-env", "secret-store": "-secret"}
 
 
 def _where(choice: CredentialChoice) -> str:
     flag = "--api-key" if choice.kind == "api-key" else "--oauth-token"
-    suffix = "-file" if choice.origin == "file" else "-env"
-    return f"{flag}{suffix} {choice.name}"
+    return f"{flag}{SUFFIXES[choice.origin]} {choice.name}"
 
 
 def read_credential(choice: CredentialChoice, environment: Mapping[str, str]) -> Result[str, str]:
@@ -27,6 +29,11 @@ def read_credential(choice: CredentialChoice, environment: Mapping[str, str]) ->
         if choice.name not in environment:
             return Failure(f"{where} names a variable that is not set")
         text = environment[choice.name]
+    elif choice.origin == "secret-store":
+        stored = read_secret_store(choice.name, environment)
+        if isinstance(stored, Failure):
+            return stored
+        text = stored.unwrap()
     else:
         try:
             with open(choice.name, "rb") as handle:
@@ -57,7 +64,10 @@ class CredentialSource:
         return fresh
 
     def hidden_variables(self) -> tuple[str, ...]:
-        """Environment names a ``run`` child must not inherit."""
+        """Environment names a ``run`` child must not inherit: the key's variable, or under the secret store
+        the two variables that lead to the session bus, so a child is not handed the way to the key."""
         if self.choice is not None and self.choice.origin == "environment":
             return (self.choice.name,)
+        if self.choice is not None and self.choice.origin == "secret-store":
+            return (SESSION_BUS_VARIABLE, RUNTIME_DIR_VARIABLE)
         return ()
