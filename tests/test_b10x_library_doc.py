@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "library.md"
@@ -13,11 +13,10 @@ DOC = Path(__file__).resolve().parent.parent / "docs" / "library.md"
 
 def test_the_dry_run_example_prints_what_the_page_says() -> None:
     text = DOC.read_text()
-    code, expected = re.findall(r"```(?:python)?\n(.*?)```", text, flags=re.S)[:2]
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        exec(compile(code, str(DOC), "exec"), {})
-    assert printed.getvalue() == expected
+    code, expected = re.findall(r"```(?:python)?\n(.*?)```", text, flags=re.DOTALL)[:2]
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == expected
     assert not os.path.exists("/tmp/metaharness-dry-run")
 
 
