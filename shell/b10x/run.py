@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import stat
 import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
-from typing import Self, TypeVar
 
 import msgspec
-from returns.result import Failure, Result
+from returns.result import Failure
 
 from metaharness.pure.audit_report import AuditBaseline, AuditorOutcome, audit_report, audited_exit, report_facts
 from metaharness.pure.b10x.launch import (
@@ -54,20 +52,9 @@ from metaharness.shell.facts import (
 )
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.refusals import refuse
+from metaharness.shell.staging import EarlySignal, Refused, stderr_line, take, write_event
 
-T = TypeVar("T")
 VERSION_PROBE_S = 10
-
-
-class _Refused(Exception):
-    def __init__(self, refusal: Refusal) -> None:
-        self.refusal = refusal
-
-
-def _take(result: Result[T, Refusal]) -> T:
-    if isinstance(result, Failure):
-        raise _Refused(result.failure())
-    return result.unwrap()
 
 
 def _is_dir(path: str) -> bool:
@@ -84,53 +71,29 @@ def _readable_file(path: str) -> bool:
         return False
 
 
-class _EarlySignal:
-    """A SIGINT or SIGTERM that arrives before the spawn stops the run as a refusal (spec 10 §4.10)."""
-
-    def __init__(self) -> None:
-        self.name: str | None = None
-        self.previous: dict[int, object] = {}
-
-    def __enter__(self) -> Self:
-        for number in (signal.SIGINT, signal.SIGTERM):
-            self.previous[number] = signal.signal(number, self._note)
-        return self
-
-    def _note(self, number: int, _frame: object) -> None:
-        self.name = signal.Signals(number).name
-
-    def check(self) -> None:
-        if self.name is not None:
-            raise _Refused(Refusal("signalled", f"{self.name} arrived before the harness was started"))
-
-    def __exit__(self, *_exc: object) -> None:
-        for number, handler in self.previous.items():
-            signal.signal(number, handler)  # type: ignore[arg-type]
-
-
 def declared_inputs(options: RunOptions, caller_cwd: str) -> tuple[tuple[ContextFileRead, ...], Frame | None]:
     """Stage 6 (spec 10 §4.5): ``cwd-unusable``, ``retain-dir-unusable``, ``substrate-embedded-workspace``,
     the ``--context`` refusals, the frame's refusals, ``observe-with-frame``, ``frame-inadmissible``."""
     if options.cwd is not None and not _is_dir(options.cwd):
-        raise _Refused(Refusal("cwd-unusable", f"--cwd {options.cwd} is missing or not a directory"))
+        raise Refused(Refusal("cwd-unusable", f"--cwd {options.cwd} is missing or not a directory"))
     if options.retain_dir is not None and not _is_dir(options.retain_dir):
-        raise _Refused(Refusal("retain-dir-unusable", f"--retain-dir {options.retain_dir} is missing or not a directory"))
+        raise Refused(Refusal("retain-dir-unusable", f"--retain-dir {options.retain_dir} is missing or not a directory"))
     if options.substrate_embedded:
         workspace = workspace_of(options, caller_cwd, "/scratch")
         if not os.path.basename(workspace).startswith("ws_"):
-            raise _Refused(
+            raise Refused(
                 Refusal(
                     "substrate-embedded-workspace",
                     f"--substrate-embedded needs a workspace whose name begins ws_, and {workspace} does not",
                 )
             )
-    context = _take(load_context_files(options.cwd, options.context)) if options.context else ()
+    context = take(load_context_files(options.cwd, options.context)) if options.context else ()
     frame: Frame | None = None
     if options.frame is not None:
-        frame = _take(read_frame_file(options.frame))
-    _take(refuse_frame_beside_observe(options.decisions, options.frame))
+        frame = take(read_frame_file(options.frame))
+    take(refuse_frame_beside_observe(options.decisions, options.frame))
     if frame is not None:
-        frame = _take(check_frame_admissible(frame))
+        frame = take(check_frame_admissible(frame))
     return context, frame
 
 
@@ -139,7 +102,7 @@ def tree_checks(options: RunOptions) -> None:
     ``--prices``, ``--driver`` and ``--subscription-token-file``."""
     for directory in options.plugin_dir:
         if not _is_dir(directory):
-            raise _Refused(Refusal("plugin-dir-unusable", f"--plugin-dir {directory} is missing or not a directory"))
+            raise Refused(Refusal("plugin-dir-unusable", f"--plugin-dir {directory} is missing or not a directory"))
     for name, value in (
         ("hooks", options.hooks),
         ("prices", options.prices),
@@ -147,7 +110,7 @@ def tree_checks(options: RunOptions) -> None:
         ("subscription-token-file", options.subscription_token_file),
     ):
         if value is not None and not _readable_file(value):
-            raise _Refused(Refusal("input-unreadable", f"--{name} {value} is not a readable regular file"))
+            raise Refused(Refusal("input-unreadable", f"--{name} {value} is not a readable regular file"))
 
 
 def materialise(launch: B10xLaunch) -> None:
@@ -196,9 +159,9 @@ class VersionProbe:
 def strict_version(launch: B10xLaunch, version: str | None) -> None:
     """Under ``--strict-version`` an unreadable or off-pin version is refused before the spawn."""
     if version is None:
-        raise _Refused(Refusal("version-unreadable", f"{launch.program} --version gave no version"))
+        raise Refused(Refusal("version-unreadable", f"{launch.program} --version gave no version"))
     if version != PIN:
-        raise _Refused(
+        raise Refused(
             Refusal(
                 "version-off-pin",
                 f"{launch.program} reports {version}; the adapter is pinned to {PIN} and --strict-version refuses it",
@@ -230,19 +193,6 @@ def _retainer(options: RunOptions, run_id: str, launch: B10xLaunch) -> Callable[
         return ()
 
     return retain
-
-
-def _write_event(line: bytes) -> None:
-    try:
-        sys.stdout.buffer.write(line)
-        sys.stdout.buffer.flush()
-    except (BrokenPipeError, ValueError):
-        pass
-
-
-def _stderr_line(text: str) -> None:
-    sys.stderr.write(text + "\n")
-    sys.stderr.flush()
 
 
 def memory_facts(options: RunOptions) -> MemoryWalk:
@@ -293,19 +243,19 @@ def run_b10x(options: RunOptions) -> int:
     caller_env = caller_environment()
     caller_cwd = os.getcwd()
     scratch: str | None = None
-    with _EarlySignal() as early:
+    with EarlySignal() as early:
         try:
             declaration = environment_declaration(options, caller_cwd)
-            _take(credential_posture(declaration, caller_env, credential_file_present=False))
+            take(credential_posture(declaration, caller_env, credential_file_present=False))
             early.check()
             context, frame = declared_inputs(options, caller_cwd)
             tree_checks(options)
-            pairing = _take(check_audit_pairing(options, gather_audit_facts(options, os.environ.get("PATH", ""))))
+            pairing = take(check_audit_pairing(options, gather_audit_facts(options, os.environ.get("PATH", ""))))
             baseline = audit_baseline(options, pairing)
             early.check()
             walk = memory_facts(options)
             candidates = gather_program_candidates(PROGRAM, child_path(caller_env))
-            program = _take(resolve_b10x_program(caller_env, candidates))
+            program = take(resolve_b10x_program(caller_env, candidates))
             scratch = tempfile.mkdtemp(prefix="metaharness-")
             facts = B10xLaunchFacts(
                 caller_env=caller_env,
@@ -316,13 +266,13 @@ def run_b10x(options: RunOptions) -> int:
                 frame=frame,
                 memory=walk,
             )
-            launch = _take(plan_b10x_launch(options, facts))
+            launch = take(plan_b10x_launch(options, facts))
             materialise(launch)
             probe = VersionProbe(launch)
             if options.strict_version:
                 strict_version(launch, probe.version())
             early.check()
-        except _Refused as refused:
+        except Refused as refused:
             if scratch is not None:
                 shutil.rmtree(scratch, ignore_errors=True)
             return refuse(refused.refusal)
@@ -343,8 +293,8 @@ def run_b10x(options: RunOptions) -> int:
     reporting = options.audited() or options.hermetic == "on"
     payloads: list[Event] = []
 
-    def write_event(line: bytes) -> None:
-        _write_event(line)
+    def record_event(line: bytes) -> None:
+        write_event(line)
         if reporting:
             payloads.append(read_event(line).unwrap().payload)
 
@@ -356,10 +306,10 @@ def run_b10x(options: RunOptions) -> int:
                 cwd=launch.cwd,
                 settings=settings,
                 opening=opened,
-                write_event=write_event,
+                write_event=record_event,
                 transcript=transcript,
                 commands=sys.stdin.fileno(),
-                on_steering_refusal=_stderr_line,
+                on_steering_refusal=stderr_line,
                 retain=_retainer(options, run_id, launch),
             )
     except OSError as error:

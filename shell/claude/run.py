@@ -51,7 +51,6 @@ from metaharness.pure.loopback import (
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import unaudited_exit
-from metaharness.shell.b10x.run import _EarlySignal, _Refused, _stderr_line, _take, _write_event
 from metaharness.shell.claude.live import drive_claude
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
@@ -64,6 +63,7 @@ from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.loopback import LoopbackProxy
 from metaharness.shell.refusals import refuse
+from metaharness.shell.staging import EarlySignal, Refused, stderr_line, take, write_event
 
 VERSION_PROBE_S = 10
 
@@ -93,12 +93,12 @@ def credentials_stage(options: RunOptions, caller_env: dict[str, str]) -> str | 
             with open(custody or "", "rb") as handle:
                 data = handle.read()
         except OSError as error:
-            raise _Refused(
+            raise Refused(
                 Refusal("loopback-custody-unreadable", f"{custody}: {error.strerror or error}")
             ) from None
-        _take(loopback_custody_token("claude", data))
+        take(loopback_custody_token("claude", data))
         return custody
-    _take(credential_posture(declaration, caller_env, readable_regular_file(custody)))
+    take(credential_posture(declaration, caller_env, readable_regular_file(custody)))
     return None
 
 
@@ -106,12 +106,12 @@ def declared_inputs(options: RunOptions) -> tuple[tuple[ContextFileRead, ...], F
     """Stage 6: ``cwd-unusable``, ``retain-dir-unusable``, the ``--context`` refusals, the frame's
     refusals and ``observe-with-frame``."""
     if options.cwd is not None and not _is_dir(options.cwd):
-        raise _Refused(Refusal("cwd-unusable", f"--cwd {options.cwd} is missing or not a directory"))
+        raise Refused(Refusal("cwd-unusable", f"--cwd {options.cwd} is missing or not a directory"))
     if options.retain_dir is not None and not _is_dir(options.retain_dir):
-        raise _Refused(Refusal("retain-dir-unusable", f"--retain-dir {options.retain_dir} is missing or not a directory"))
-    context = _take(load_context_files(options.cwd, options.context)) if options.context else ()
-    frame = _take(read_frame_file(options.frame)) if options.frame is not None else None
-    _take(refuse_frame_beside_observe(options.decisions, options.frame))
+        raise Refused(Refusal("retain-dir-unusable", f"--retain-dir {options.retain_dir} is missing or not a directory"))
+    context = take(load_context_files(options.cwd, options.context)) if options.context else ()
+    frame = take(read_frame_file(options.frame)) if options.frame is not None else None
+    take(refuse_frame_beside_observe(options.decisions, options.frame))
     return context, frame
 
 
@@ -144,7 +144,7 @@ def tree_checks(options: RunOptions) -> tuple[MemoryWalk, tuple[PluginCopy, ...]
     else:
         start, found = gather_memory_facts(options.cwd, MEMORY_SHAPES["claude"])
         walk = memory_walk(start, found)
-    return walk, _take(plan_plugins(tuple(plugin_tree(source) for source in options.plugin_dir)))
+    return walk, take(plan_plugins(tuple(plugin_tree(source) for source in options.plugin_dir)))
 
 
 def materialise(launch: ClaudeLaunch, plugins: tuple[PluginCopy, ...]) -> HookChannel:
@@ -185,9 +185,9 @@ def strict_version(launch: ClaudeLaunch) -> None:
     """``--strict-version`` (spec 50 §7): off pin → ``version-off-pin`` naming both versions."""
     version = probe_version(launch)
     if version is None:
-        raise _Refused(Refusal("version-unreadable", f"{launch.program} --version gave no version"))
+        raise Refused(Refusal("version-unreadable", f"{launch.program} --version gave no version"))
     if version not in PINS:
-        raise _Refused(
+        raise Refused(
             Refusal(
                 "version-off-pin",
                 f"{launch.program} reports {version}; the adapter is pinned to {', '.join(PINS)} and "
@@ -248,7 +248,7 @@ def plan(
         frame_digest=None if frame is None else frame.digest,
     )
     candidates = gather_program_candidates(PROGRAM, path_floor(caller_env))
-    return _take(
+    return take(
         plan_claude_launch(
             spec, caller_env, scratch, candidates,
             credential_file_present=readable_regular_file(operator_login_file("claude", caller_env)),
@@ -265,7 +265,7 @@ def start_proxy(options: RunOptions, placeholder: str, custody: str) -> Loopback
         proxy.start()
     except OSError as error:
         proxy.stop()
-        raise _Refused(
+        raise Refused(
             Refusal("loopback-not-started", f"the loopback proxy could not listen on 127.0.0.1: {error.strerror or error}")
         ) from None
     return proxy
@@ -309,7 +309,7 @@ def run_claude(options: RunOptions) -> int:
     caller_cwd = os.getcwd()
     scratch: str | None = None
     proxy: LoopbackProxy | None = None
-    with _EarlySignal() as early:
+    with EarlySignal() as early:
         try:
             custody = credentials_stage(options, caller_env)
             early.check()
@@ -339,7 +339,7 @@ def run_claude(options: RunOptions) -> int:
             if options.strict_version:
                 strict_version(launch)
             early.check()
-        except _Refused as refused:
+        except Refused as refused:
             if proxy is not None:
                 proxy.stop()
             if scratch is not None:
@@ -354,14 +354,14 @@ def run_claude(options: RunOptions) -> int:
     session, opening = open_session(facts_of_session, run_id, options.decisions, frame, warnings)
     for line in opening:
         assert isinstance(line, bytes)
-        _write_event(line)
+        write_event(line)
     try:
         with open(launch.transcript_path, "wb") as transcript:
             outcome = drive_claude(
                 argv=launch.argv, env=launch.environment.as_dict(), cwd=launch.cwd, session=session,
-                channel=channel, write_event=_write_event, transcript=transcript,
+                channel=channel, write_event=write_event, transcript=transcript,
                 commands=sys.stdin.fileno() if sys.stdin is not None else None,
-                on_steering_refusal=_stderr_line, late_events=lambda: late_events(options, run_id, launch, proxy),
+                on_steering_refusal=stderr_line, late_events=lambda: late_events(options, run_id, launch, proxy),
                 alerts=None if proxy is None else (proxy.alert_fd, lambda: expired_events(proxy)),
             )  # fmt: skip
     except OSError as error:

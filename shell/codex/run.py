@@ -40,7 +40,6 @@ from metaharness.pure.loopback import (
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import unaudited_exit
-from metaharness.shell.b10x.run import _EarlySignal, _Refused, _take
 from metaharness.shell.codex.live import drive_codex
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
@@ -52,11 +51,7 @@ from metaharness.shell.facts import (
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.loopback import LoopbackProxy
 from metaharness.shell.refusals import refuse
-
-
-def _write_event(line: bytes) -> None:
-    sys.stdout.buffer.write(line)
-    sys.stdout.buffer.flush()
+from metaharness.shell.staging import EarlySignal, Refused, take, write_event
 
 
 def _steering_refusal(line: str) -> None:
@@ -305,7 +300,7 @@ def run_codex(options: RunOptions) -> int:
     scratch = tempfile.mkdtemp(prefix="metaharness-codex-")
     proxy: LoopbackProxy | None = None
     try:
-        with _EarlySignal() as early:
+        with EarlySignal() as early:
             try:
                 started = _start(options, run, scratch)
                 if isinstance(started, Failure):
@@ -314,9 +309,9 @@ def run_codex(options: RunOptions) -> int:
                 early.check()
                 materialise(launch, options.plugin_dir)
                 if options.strict_version:
-                    _take(strict_version(launch))
+                    take(strict_version(launch))
                 early.check()
-            except _Refused as refused:
+            except Refused as refused:
                 return refuse(refused.refusal)
         rollout = RolloutLaunch(
             program=launch.program,
@@ -333,7 +328,7 @@ def run_codex(options: RunOptions) -> int:
                 desk=desk,
                 rollout=rollout,
                 run=run,
-                write_event=_write_event,
+                write_event=write_event,
                 commands=sys.stdin.buffer,
                 on_steering_refusal=_steering_refusal,
                 late_events=lambda: late_events(options, run, launch, proxy),

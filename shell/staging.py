@@ -1,0 +1,74 @@
+"""The shell's side of ``run``'s refusal stages, shared by every kind (spec 10 §4.5, §4.10).
+
+A stage that refuses raises :class:`Refused` (``take`` unwraps a pure stage's ``Result`` or raises
+it); the run catches it once, removes what it had started and prints the refusal line.
+:class:`EarlySignal` turns a SIGINT or SIGTERM that arrives before the spawn into the refusal
+``signalled``. ``write_event`` writes one event line to stdout and flushes it; ``stderr_line`` one
+diagnostic line (a refused steering line).
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from typing import Self, TypeVar
+
+from returns.result import Failure, Result
+
+from metaharness.pure.refusal import Refusal
+
+T = TypeVar("T")
+
+
+class Refused(Exception):
+    """A stage's refusal, carried out of the stage to the one place that reports it."""
+
+    def __init__(self, refusal: Refusal) -> None:
+        self.refusal = refusal
+
+
+def take(result: Result[T, Refusal]) -> T:
+    """The value of a pure stage, or its refusal raised as :class:`Refused`."""
+    if isinstance(result, Failure):
+        raise Refused(result.failure())
+    return result.unwrap()
+
+
+class EarlySignal:
+    """A SIGINT or SIGTERM that arrives before the spawn stops the run as a refusal (spec 10 §4.10)."""
+
+    def __init__(self) -> None:
+        self.name: str | None = None
+        self.previous: dict[int, object] = {}
+
+    def __enter__(self) -> Self:
+        for number in (signal.SIGINT, signal.SIGTERM):
+            self.previous[number] = signal.signal(number, self._note)
+        return self
+
+    def _note(self, number: int, _frame: object) -> None:
+        self.name = signal.Signals(number).name
+
+    def check(self) -> None:
+        """Raise ``signalled`` when a signal arrived since the guard was entered."""
+        if self.name is not None:
+            raise Refused(Refusal("signalled", f"{self.name} arrived before the harness was started"))
+
+    def __exit__(self, *_exc: object) -> None:
+        for number, handler in self.previous.items():
+            signal.signal(number, handler)  # type: ignore[arg-type]
+
+
+def write_event(line: bytes) -> None:
+    """One event line to stdout, flushed; a reader that went away is not an error of the run."""
+    try:
+        sys.stdout.buffer.write(line)
+        sys.stdout.buffer.flush()
+    except (BrokenPipeError, ValueError):
+        pass
+
+
+def stderr_line(text: str) -> None:
+    """One diagnostic line to stderr."""
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
