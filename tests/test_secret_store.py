@@ -37,34 +37,40 @@ MISSING = [name for name in PROGRAMS if shutil.which(name) is None]
 needs_service = pytest.mark.skipif(
     bool(MISSING), reason=f"no Secret Service here: {', '.join(MISSING)} not installed (Debian dbus, gnome-keyring, libsecret-tools)"
 )
-BARE_BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
  "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
 <busconfig>
   <type>session</type>
   <listen>unix:path={socket}</listen>
   <auth>EXTERNAL</auth>
-  <policy context="default"><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/><allow own="*"/></policy>
+  <policy context="default"><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/><allow own="*"/>{deny}</policy>
 </busconfig>
 """
+DENY_SEARCH = (
+    '<deny send_destination="org.freedesktop.secrets" send_interface="org.freedesktop.Secret.Service"'
+    ' send_member="SearchItems"/>'
+)
 
 
 class SecretService:
-    """A private session bus with gnome-keyring's Secret Service on it; stopped and reaped by ``stop``."""
+    """A private session bus (no service activation) with gnome-keyring's Secret Service on it unless
+    ``with_keyring`` is false; ``deny`` is a bus policy rule added for the session; ``stop`` reaps both."""
 
-    def __init__(self, root: Path, with_keyring: bool = True) -> None:
+    def __init__(self, root: Path, with_keyring: bool = True, deny: str = "") -> None:
         self.runtime = root / "run"
         self.runtime.mkdir(mode=0o700, parents=True)
         home = root / "keyring-home"
         home.mkdir()
         socket = self.runtime / "bus"
         config = root / "bus.conf"
-        config.write_text(BARE_BUS_CONFIG.format(socket=socket))
-        bus_args = ["--session", f"--address=unix:path={socket}"] if with_keyring else [f"--config-file={config}"]
+        config.write_text(BUS_CONFIG.format(socket=socket, deny=deny))
         self.bus = subprocess.Popen(
-            ["dbus-daemon", *bus_args, "--nofork", "--print-address=1"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+            ["dbus-daemon", f"--config-file={config}", "--nofork", "--print-address=1"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
         )
         assert self.bus.stdout is not None
         self.address = self.bus.stdout.readline().decode().strip()
+        assert self.address, f"dbus-daemon did not start with {config}"
         self.env = {"PATH": os.environ["PATH"], "DBUS_SESSION_BUS_ADDRESS": self.address, "XDG_RUNTIME_DIR": str(self.runtime)}
         self.keyring: subprocess.Popen[bytes] | None = None
         if with_keyring:
@@ -76,7 +82,11 @@ class SecretService:
             assert self.keyring.stdin is not None
             self.keyring.stdin.write(b"test-collection-password")
             self.keyring.stdin.close()
-            self._await_service()
+            try:
+                self._await_service()
+            except AssertionError:
+                self.stop()
+                raise
 
     def _await_service(self) -> None:
         deadline = time.monotonic() + 15
@@ -91,11 +101,10 @@ class SecretService:
             time.sleep(0.05)
         raise AssertionError("gnome-keyring-daemon did not take org.freedesktop.secrets within 15 s")
 
-    def store(self, value: str, **attributes: str) -> None:
+    def store(self, value: str | bytes, **attributes: str) -> None:
         pairs = [part for pair in attributes.items() for part in pair]
-        subprocess.run(
-            ["secret-tool", "store", "--label=b10x test", *pairs], input=value.encode(), env=self.env, check=True, timeout=30
-        )
+        raw = value.encode() if isinstance(value, str) else value
+        subprocess.run(["secret-tool", "store", "--label=b10x test", *pairs], input=raw, env=self.env, check=True, timeout=30)
 
     def lock_default_collection(self) -> None:
         subprocess.run(
@@ -119,6 +128,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecretService]:
         service.store("first", service="b10x-harness", name="twice", copy="1")
         service.store("second", service="b10x-harness", name="twice", copy="2")
         service.store(" \n", service="b10x-harness", name="blank")
+        service.store(b"sk-\xff\xfe", service="b10x-harness", name="latin")
         service.store(KEY, service="another-program", name="elsewhere")
         yield service
     finally:
@@ -228,6 +238,7 @@ def test_a_run_child_sees_neither_bus_variable_nor_the_key(store: SecretService,
         ("elsewhere", "--api-key-secret elsewhere: no Secret Service item has the attributes service=b10x-harness, name=elsewhere"),
         ("twice", "--api-key-secret twice: 2 Secret Service items have the attributes service=b10x-harness, name=twice; exactly one must"),
         ("blank", "the credential at --api-key-secret blank is empty"),
+        ("latin", "--api-key-secret latin is not UTF-8"),
     ],
 )
 def test_item_refusals(store: SecretService, tmp_path: Path, name: str, reason: str) -> None:
@@ -260,6 +271,17 @@ def test_a_bus_without_a_secret_service_is_refused(tmp_path: Path) -> None:
         bare.stop()
     assert reason.startswith("--api-key-secret openai: no Secret Service answers on the session bus: ")
     assert "org.freedesktop.secrets" in reason
+
+
+@needs_service
+def test_an_error_answer_is_refused_by_its_name(tmp_path: Path) -> None:
+    guarded = SecretService(tmp_path / "guarded", deny=DENY_SEARCH)
+    try:
+        guarded.store(KEY, service="b10x-harness", name="openai")
+        reason = refused(loop(guarded.env, tmp_path, "--api-key-secret", "openai"))
+    finally:
+        guarded.stop()
+    assert reason == "--api-key-secret openai: the Secret Service refused the read: org.freedesktop.DBus.Error.AccessDenied"
 
 
 def test_no_bus_and_an_unreachable_bus_are_refused(tmp_path: Path) -> None:

@@ -4,7 +4,8 @@ The loop dials the session bus named by ``DBUS_SESSION_BUS_ADDRESS`` (else ``$XD
 every collection for the one item whose attributes are ``service=b10x-harness``, ``name=NAME``, and reads its
 secret through an encrypted Secret Service session (``secretstorage`` over ``jeepney``). It never unlocks and so
 never prompts. Every failure is one reason naming the source and never the value: the client missing, no bus,
-the bus unreachable, no Secret Service on it, a locked item, zero or several matches, a value not UTF-8.
+the bus unreachable, no Secret Service on it, an error answer, a locked item, zero or several matches, a value
+not UTF-8.
 """
 
 from __future__ import annotations
@@ -58,10 +59,9 @@ def read_secret_store(name: str, environment: Mapping[str, str]) -> Result[str, 
             raw = item.get_secret()
         except secretstorage.SecretServiceNotAvailableException as error:
             return Failure(f"{where}: no Secret Service answers on the session bus: {error}")
-        except secretstorage.SecretStorageException as error:
-            return Failure(f"{where}: the Secret Service refused the read: {type(error).__name__}")
-        except DBusErrorResponse as error:
-            return Failure(f"{where}: the Secret Service answered {error.name}")
+        except (secretstorage.SecretStorageException, DBusErrorResponse) as error:
+            answered = error.name if isinstance(error, DBusErrorResponse) else type(error).__name__
+            return Failure(f"{where}: the Secret Service refused the read: {answered}")
         except (OSError, ValueError) as error:
             return Failure(f"{where}: the session bus failed during the read: {type(error).__name__}")
     try:
