@@ -346,3 +346,48 @@ def test_audited_run_of_the_project_loop_exits_1_on_h9(home: Path, emulator: Emu
     assert report[0].startswith("hermetic verdict")
     assert any(line.startswith("  H9   gap gating") for line in report)
     assert report[-3:] == ["child exit: 0", "control verdict: gap", "audit verdict: gap (exit 1)"]
+
+
+@pytest.mark.parametrize("emulator", ["slow"], indirect=True)
+def test_halt_kills_the_loop_and_closes_steer_halt(home: Path, emulator: Emulator, tmp_path: Path) -> None:
+    env = {"HOME": str(home), "PATH": os.environ["PATH"]}
+    child = subprocess.Popen(
+        [str(METAHARNESS), "run", "b10x", "--decisions", "observe", *common(emulator.base_url, workspace(tmp_path))],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+    )
+    assert child.stdin is not None and child.stdout is not None
+    lines = []
+    for line in iter(child.stdout.readline, b""):
+        lines.append(line)
+        if b'"event":"turn.started"' in line:
+            child.stdin.write(b'{"format":"metaharness.command/1","id":"h1","command":"halt","reason":"enough"}\n')
+            child.stdin.flush()
+    child.wait(timeout=30)
+    events = stream(subprocess.CompletedProcess([], 0, b"".join(lines), b""))
+    assert of(events, "command.result")[0]["id"] == "h1"
+    assert not [e for e in events if e.get("code") == "NO_TERMINAL_RECORD"]
+    assert events[-1]["reason"] == "steer-halt" and events[-1]["process"] == {"kind": "signaled", "signal": 9}
+    assert child.returncode == 3
+
+
+@pytest.mark.parametrize("emulator", ["flat-tool"], indirect=True)
+def test_retain_dir_keeps_the_record(home: Path, emulator: Emulator, tmp_path: Path) -> None:
+    """--retain-dir copies the raw record to DIR/<run id>/ (spec 10 §4.2); the CLI still gates the
+    option as not built for every kind, so the b10x wind-up is driven through its shell entry."""
+    retain = tmp_path / "kept"
+    retain.mkdir()
+    program = (
+        "import sys\n"
+        "from metaharness.pure.options import RunOptions\n"
+        "from metaharness.shell.b10x.run import run_b10x\n"
+        f"sys.exit(run_b10x(RunOptions(kind='b10x', decisions='observe', retain_dir={str(retain)!r}, prompt='read', "
+        f"model='b10x-emulated', model_endpoint='{emulator.base_url}')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], env={"HOME": str(home), "PATH": os.environ["PATH"]},
+        capture_output=True, timeout=90, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    run_id = stream(done)[0]["run"]
+    kept = (retain / run_id / "loop.jsonl").read_bytes().splitlines()
+    assert kept[0].startswith(b'{"kind":"started"') and kept[-1].startswith(b'{"kind":"finished"')
