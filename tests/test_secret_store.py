@@ -191,7 +191,7 @@ def test_a_run_child_is_not_handed_the_way_to_the_bus() -> None:
 
 @needs_service
 @pytest.mark.parametrize(("wire", "header"), [("openai-responses", "authorization"), ("anthropic-messages", "x-api-key")])
-def test_the_loop_reads_the_key_from_the_store_once_and_sends_it(
+def test_the_loop_reads_the_key_from_the_store_and_sends_it(
     store: SecretService, tmp_path: Path, wire: str, header: str
 ) -> None:
     record = tmp_path / "record.jsonl"
@@ -315,7 +315,7 @@ if [ "$1" = run ]; then
     {loop} "$@"
     status=$?
     for attempt in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
-        grep -q '"kind":"finished"' "$(dirname "$XDG_CONFIG_HOME")/loop.jsonl" && break
+        [ $status -ne 0 ] || grep -q '"kind":"finished"' "$(dirname "$XDG_CONFIG_HOME")/loop.jsonl" && break
         sleep 0.25
     done
     cp -R "$(dirname "$XDG_CONFIG_HOME")" {dump}/scratch
@@ -388,8 +388,9 @@ def test_metaharness_run_with_a_missing_item_reports_the_loops_refusal(
     home, _ = wrapped_home
     done = metaharness(home, store.env, "--credentials", "api-key", "--api-key-secret", "absent", "--model-endpoint",
                        "http://127.0.0.1:9/v1")
-    assert done.returncode != 0
+    assert done.returncode == 3
     events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert (events[-1]["reason"], events[-1]["process"]) == ("error", {"kind": "exited", "code": 1})
     refusals = [e for e in events if e.get("code") == "loop-refused"]
     assert [e["message"] for e in refusals] == [
         "--api-key-secret absent: no Secret Service item has the attributes service=b10x-harness, name=absent"
