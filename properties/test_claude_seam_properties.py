@@ -23,6 +23,7 @@ from metaharness.pure.claude.session import (
 )
 from metaharness.pure.events import Allow, Deny, Exited, Replace, read_event
 from metaharness.pure.frames import seal_frame
+from metaharness.pure.hook_channel import doorbell_keys
 from metaharness.pure.jsonline import compact
 
 FACTS = replay_facts(decisions="frame", hermetic="off", transcript_path="t", harness_version=None, model=None)
@@ -165,3 +166,21 @@ def test_a_compound_command_is_always_sh(command: str) -> None:
         assert program == "sh"
     else:
         assert program == "sh" or program == command.split()[0]
+
+
+@settings(max_examples=150)
+@given(
+    st.lists(st.from_regex(r"[A-Za-z0-9]{8}", fullmatch=True), max_size=12),
+    st.lists(st.integers(0, 200), max_size=8),
+)
+def test_doorbell_keys_survive_any_split_of_the_pipe_reads(keys: list[str], cuts: list[int]) -> None:
+    """However the doorbell's bytes arrive across reads, the keys come out whole, in order, once."""
+    data = b"".join(key.encode() + b"\n" for key in keys)
+    points = sorted({min(cut, len(data)) for cut in cuts})
+    chunks = [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True)]
+    found: list[str] = []
+    pending = b""
+    for chunk in chunks:
+        got, pending = doorbell_keys(pending, chunk)
+        found += got
+    assert found == keys and pending == b""
