@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from metaharness.pure.events import read_event
 
 PEER = Path("/work/shared/peer-records/b10x-harness-0.9.1")
