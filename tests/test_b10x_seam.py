@@ -182,6 +182,7 @@ def test_record_readings() -> None:
     assert got[4]["message"] == "a hook refused the call and gave no reason" and got[5]["message"] == "/bin/h"
     ended = got[9]
     assert (ended["num_turns"], ended["subtype"], ended["is_error"], ended["final_answer"]) == (3, "max-cost", True, None)
+    assert ended["subagents_spawned"] is None
     assert b'"total_cost_usd":0.001235,' in replay_b10x(replay_settings(transcript_path="r"), b"\n".join(lines)).stream
     assert got[-1]["reason"] == "budget"
 

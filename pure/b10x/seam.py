@@ -73,6 +73,9 @@ BUDGET_STOPS = frozenset(
 )
 """The b10x budget words: a stop of one of these kinds closes the stream ``budget`` (spec 40 §5.3)."""
 
+DELEGATE_KINDS = frozenset({"delegate-started", "delegate-finished", "delegated"})
+"""Records of a delegation: ``opaque``, and ``subagents_spawned`` is then unknown (spec 40 §5.1, §5.3)."""
+
 SEAM_DECIDABLE = ("file_write", "file_edit", "run")
 """The tools the loop asks about with its ceiling at ``low`` (spec 40 §6)."""
 
@@ -153,7 +156,7 @@ class SeamState(Struct, frozen=True, kw_only=True):
     stream: Stream
     held: Held | None = None
     attempt: tuple[Event, ...] | None = None
-    turn_text: str = ""
+    turn_text: tuple[str, ...] = ()
     started: bool = False
     stop: str | None = None
     answered: bytes | None = None
@@ -289,7 +292,7 @@ def _buffered(state: SeamState, out: _Out, record: rec.Record, changes: dict[str
 def _emit_text(state: SeamState, out: _Out, payload: Event, changes: dict[str, Any]) -> None:
     out.emit(payload)
     if isinstance(payload, Text):
-        changes["turn_text"] = changes.get("turn_text", state.turn_text) + payload.text
+        changes["turn_text"] = (*changes.get("turn_text", state.turn_text), payload.text)
 
 
 def _flush(state: SeamState, out: _Out, changes: dict[str, Any]) -> None:
@@ -326,6 +329,8 @@ def _map(
     settings = state.settings
     if record is None or isinstance(record, str):
         out.emit(_opaque(line, number, record))
+        if record in DELEGATE_KINDS:
+            changes["delegated"] = True
     elif isinstance(record, rec.Started):
         if state.started:
             out.emit(_opaque(line, number, "started"))
@@ -346,7 +351,7 @@ def _map(
         out.desk = desk_.begin_turn(out.desk)
         out.emit(TurnStarted(turn=record.turn, frame_digest=out.desk.frame_digest))
         changes["attempt"] = ()
-        changes["turn_text"] = ""
+        changes["turn_text"] = ()
     elif isinstance(record, rec.Usage):
         out.emit(usage_event(record, settings.model))
     elif isinstance(record, rec.Cost):
@@ -509,7 +514,7 @@ def session_ended(
     if turns is None and isinstance(record.stop, dict) and isinstance(record.stop.get("turns"), int):
         turns = record.stop["turns"]
     answered = changes.get("answered", state.answered)
-    text = answered.decode() if answered is not None else changes.get("turn_text", state.turn_text)
+    text = answered.decode() if answered is not None else "".join(changes.get("turn_text", state.turn_text))
     final = FinalAnswer(text=text, turn_id=None) if stop == "completed" and text else None
     cost = changes.get("cost", state.cost)
     return SessionEnded(
