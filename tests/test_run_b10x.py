@@ -391,3 +391,28 @@ def test_retain_dir_keeps_the_record(home: Path, emulator: Emulator, tmp_path: P
     run_id = stream(done)[0]["run"]
     kept = (retain / run_id / "loop.jsonl").read_bytes().splitlines()
     assert kept[0].startswith(b'{"kind":"started"') and kept[-1].startswith(b'{"kind":"finished"')
+
+
+@pytest.mark.parametrize("emulator", ["flat-write"], indirect=True)
+def test_sigterm_while_a_call_waits_abandons_it_first(home: Path, emulator: Emulator, tmp_path: Path) -> None:
+    work = workspace(tmp_path)
+    env = {"HOME": str(home), "PATH": os.environ["PATH"]}
+    child = subprocess.Popen(
+        [str(METAHARNESS), "run", "b10x", "--decisions", "ask", *common(emulator.base_url, work)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+    )
+    assert child.stdout is not None
+    lines = []
+    for line in iter(child.stdout.readline, b""):
+        lines.append(line)
+        if b'"event":"tool.requested"' in line:
+            child.send_signal(signal.SIGTERM)
+    child.wait(timeout=30)
+    events = stream(subprocess.CompletedProcess([], 0, b"".join(lines), b""))
+    decided = of(events, "tool.decided")[0]
+    assert (decided["decided_by"], decided["decision"]["reason"]) == (
+        "adapter", "the run was interrupted before this call was decided, so nothing ran"
+    )
+    assert any(e.get("code") == "PENDING_CALL_ABANDONED" for e in events)
+    assert events[-1]["reason"] == "killed" and child.returncode == 3
+    assert not (work / "note.md").exists()
