@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import msgspec
 import pytest
 from returns.result import Failure, Success
 
+from metaharness.pure.catalogue import load_catalogue, scratch_copy
 from metaharness.pure.claude.launch import (
     ClaudeRunSpec,
     check_arguments,
@@ -207,3 +210,28 @@ def test_program_not_found() -> None:
 def test_the_caller_environment_never_leaks() -> None:
     env = plan(spec()).unwrap().environment.as_dict()
     assert "SHELL" not in env and "GIT_DIR" not in env and "ANTHROPIC_API_KEY" not in env
+
+
+WRITE_CATALOGUE = b"""{"format":"metaharness.catalogue/1","entries":[
+ {"name":"file_write","description":"Write a note.","performs":"file_write",
+  "input":{"path":{"type":"string","required":true},"text":{"type":"string","required":true}}}]}"""
+
+
+def test_a_catalogue_run_serves_the_copy_through_this_builds_mcp_serve() -> None:
+    catalogue = load_catalogue(WRITE_CATALOGUE, "tools.json").unwrap()
+    launch = plan(spec(catalogue=catalogue, interpreter="/venv/bin/python")).unwrap()
+    files = {f.path: f.data for f in launch.files}
+    assert json.loads(files["/scratch/run/mcp-config.json"]) == {
+        "mcpServers": {"metaharness": {"type": "stdio", "command": "/venv/bin/python", "args": [
+            "-m", "metaharness.shell", "mcp-serve", "--catalogue", "/scratch/run/catalogue.json",
+            "--workspace", "/scratch/run/work", "--writable"]}}
+    }  # fmt: skip
+    assert files["/scratch/run/catalogue.json"] == scratch_copy(catalogue)
+    assert launch.args[-4:] == ("--tools", "", "--mcp-config", "/scratch/run/mcp-config.json")
+    h5 = next(row for row in launch.hermetic.imposed if row.row == "H5")
+    assert h5.how == "--strict-mcp-config with [metaharness]"
+
+
+def test_a_catalogue_run_without_an_interpreter_is_tool_server_missing() -> None:
+    catalogue = load_catalogue(WRITE_CATALOGUE, "tools.json").unwrap()
+    assert code(plan(spec(catalogue=catalogue, interpreter=""))) == "tool-server-missing"

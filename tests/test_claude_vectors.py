@@ -20,24 +20,32 @@ from metaharness.pure.codex.vectors import check_exchange
 from metaharness.shell.claude.conformance import claude_outcomes, vector_bytes
 
 
-def test_every_vector_passes_and_the_catalogue_vector_warns() -> None:
+def test_every_vector_passes() -> None:
     outcomes = claude_outcomes()
     assert [(o.tier, o.id, o.status) for o in outcomes] == [
         ("C1", "c1-launch", "pass"),
         ("C1", "c1-launch-context", "pass"),
         ("C1", "c1-launch-loopback", "pass"),
-        ("C1", "c1-launch-catalogue", "warn"),
+        ("C1", "c1-launch-catalogue", "pass"),
         ("C2", "c2-record-bash", "pass"),
         ("C2", "c2-record-write", "pass"),
         ("C3", "c3-hook-deny", "pass"),
         ("C3", "c3-hook-allow", "pass"),
         ("C4", "c4-version-banner", "pass"),
     ]
-    assert outcomes[3].detail == "the catalogue is not built in this version"
     assert json.loads(contract_line(outcomes)) == {
         "breaking_changes": 0, "checked": 9, "consumer": "metaharness.event/1", "failed": 0,
         "kind": "contract_result", "provider": "claude 2.1.332",
     }  # fmt: skip
+
+
+def test_the_catalogue_fixture_names_the_server_and_the_copy() -> None:
+    fixture = json.loads(vector_bytes("c1/launch-catalogue.json"))
+    assert fixture["args"][-4:] == ["--tools", "", "--mcp-config", "/scratch/run/mcp-config.json"]
+    assert [f["path"] for f in fixture["files"]] == [
+        "/scratch/run/catalogue.json", "/scratch/run/claude-settings.json", "/scratch/run/hooks/pretooluse",
+        "/scratch/run/mcp-config.json",
+    ]  # fmt: skip
 
 
 def test_the_launch_fixture_holds_the_endpoint_route_and_no_credential_file() -> None:
@@ -97,7 +105,7 @@ def test_the_verb_prints_each_vector_then_the_summary_and_the_contract_line() ->
     human = subprocess.run([sys.executable, "-m", "metaharness.shell", "conformance", "claude"], capture_output=True,
                            text=True, check=False)  # fmt: skip
     lines = human.stdout.splitlines()
-    assert lines[0] == "pass C1 c1-launch" and lines[3].startswith("warn C1 c1-launch-catalogue — ")
+    assert lines[0] == "pass C1 c1-launch" and lines[3] == "pass C1 c1-launch-catalogue"
     assert lines[-1] == "9 vectors, 0 failed — no model, no network, no credential"
     assert human.returncode == 0
     contract = subprocess.run([sys.executable, "-m", "metaharness.shell", "conformance", "claude", "--contract"],
@@ -106,4 +114,4 @@ def test_the_verb_prints_each_vector_then_the_summary_and_the_contract_line() ->
         '{"breaking_changes":0,"checked":9,"consumer":"metaharness.event/1","failed":0,"kind":"contract_result",'
         '"provider":"claude 2.1.332"}\n'
     )
-    assert contract.stderr == "metaharness: warn C1 c1-launch-catalogue — the catalogue is not built in this version\n"
+    assert contract.stderr == ""

@@ -17,6 +17,7 @@ from typing import Literal
 import msgspec
 from returns.result import Failure, Result, Success
 
+from metaharness.pure.catalogue import Catalogue, needs_writable, scratch_copy
 from metaharness.pure.claude.plugins import PluginCopy
 from metaharness.pure.codex.launch import ScratchFile, execution_context_block
 from metaharness.pure.context import ContextFileRead, check_argument_sizes, context_record, render_context_block
@@ -48,7 +49,7 @@ from metaharness.pure.hook_channel import (
     render_hook_program,
     shell_quote,
 )
-from metaharness.pure.jsonline import compact
+from metaharness.pure.jsonline import compact, sha256_hex
 from metaharness.pure.refusal import Refusal
 
 PROGRAM = "claude"
@@ -56,6 +57,9 @@ PINS = ("2.1.332",)
 CONTEXT_CHANNEL = "append-system-prompt"
 SETTINGS_SCHEMA = "https://json.schemastore.org/claude-code-settings.json"
 SETTINGS_FILE = "claude-settings.json"
+MCP_CONFIG_FILE = "mcp-config.json"
+CATALOGUE_FILE = "catalogue.json"
+MCP_SERVER = "metaharness"
 TRANSCRIPT_FILE = "transcript.jsonl"
 MANAGED_SETTINGS = "/etc/claude-code/managed-settings.json"
 """The vendor's system path for managed settings, read whatever the sources (spec 50 §3)."""
@@ -98,7 +102,9 @@ class ClaudeRunSpec(msgspec.Struct, frozen=True, kw_only=True):
     admitted ``--context`` files (rendered into ``--append-system-prompt``); ``plugins`` the
     planned ``--plugin-dir`` copies (``metaharness.pure.claude.plugins``); ``environment`` carries credentials, actor,
     endpoint and the loopback port and placeholder (the port may still be symbolic, spec 10 §4.5
-    stage 8); ``frame_digest`` the sealed frame's digest (row H10).
+    stage 8); ``frame_digest`` the sealed frame's digest (row H10); ``catalogue`` the checked
+    catalogue of a ``--tool-surface owned --catalogue`` run and ``interpreter`` the absolute path of
+    the Python running metaharness, which serves it (spec 50 §3 "Owned surface and --catalogue").
     """
 
     prompt: str
@@ -113,6 +119,8 @@ class ClaudeRunSpec(msgspec.Struct, frozen=True, kw_only=True):
     context: tuple[ContextFileRead, ...] = ()
     plugins: tuple[PluginCopy, ...] = ()
     frame_digest: str | None = None
+    catalogue: Catalogue | None = None
+    interpreter: str | None = None
 
 
 class ClaudeLaunch(msgspec.Struct, frozen=True, kw_only=True):
@@ -242,7 +250,18 @@ def arguments(spec: ClaudeRunSpec, scratch: str, turn: str, context_block: str |
         args += ["--max-turns", str(spec.max_turns)]
     for plugin in spec.plugins:
         args += ["--plugin-dir", posixpath.join(scratch, "plugins", plugin.name)]
+    if spec.catalogue is not None:
+        args += ["--tools", "", "--mcp-config", posixpath.join(scratch, MCP_CONFIG_FILE)]
     return tuple(args)
+
+
+def mcp_config(spec: ClaudeRunSpec, scratch: str, cwd: str) -> dict[str, object]:
+    """``mcp-config.json``: exactly one server, ``metaharness``, this build's ``mcp-serve`` over the
+    scratch catalogue copy, ``--writable`` exactly when an entry writes (spec 50 §3, spec 30 §10.3)."""
+    assert spec.catalogue is not None and spec.interpreter
+    served = ["-m", "metaharness.shell", "mcp-serve", "--catalogue", posixpath.join(scratch, CATALOGUE_FILE)]
+    served += ["--workspace", cwd] + (["--writable"] if needs_writable(spec.catalogue) else [])
+    return {"mcpServers": {MCP_SERVER: {"type": "stdio", "command": spec.interpreter, "args": served}}}
 
 
 def workdir_mode(spec: ClaudeRunSpec) -> WorkdirMode:
@@ -291,9 +310,11 @@ def attestation(
             h6_how=environment.posture.h6_how,
             memory=memory,
             governing=governing_documents(
-                frame_digest=spec.frame_digest, context=[(item.path, item.sha256) for item in spec.context]
+                frame_digest=spec.frame_digest,
+                catalogue_sha256=None if spec.catalogue is None else sha256_hex(scratch_copy(spec.catalogue)),
+                context=[(item.path, item.sha256) for item in spec.context],
             ),
-            mcp_servers=(),
+            mcp_servers=() if spec.catalogue is None else (MCP_SERVER,),
             installed_plugins=tuple(plugin.installed() for plugin in spec.plugins),
             root_memory_names=walk.root_names,
             extra_ambient=ambient_extras(spec, managed_settings_present),
@@ -332,6 +353,14 @@ def plan_claude_launch(
     program = resolve_program(PROGRAM, path_floor(caller_env), program_facts)
     if isinstance(program, Failure):
         return program
+    if spec.catalogue is not None and not spec.interpreter:
+        return Failure(
+            Refusal(
+                "tool-server-missing",
+                "metaharness cannot name the Python interpreter it runs under, so the catalogue server "
+                "(mcp-serve) cannot be started for --tool-surface owned",
+            )
+        )
     environment = child_environment(declaration, caller_env, scratch, posture.unwrap())
     if isinstance(environment, Failure):
         return environment
@@ -348,10 +377,15 @@ def plan_claude_launch(
     if isinstance(fits, Failure):
         return fits
     settings_bytes = compact(settings.unwrap())
-    files = (
+    files: tuple[ScratchFile, ...] = (
         ScratchFile(posixpath.join(scratch, SETTINGS_FILE), settings_bytes),
         ScratchFile(posixpath.join(scratch, HOOK_PROGRAM), render_hook_program(scratch).encode(), 0o700),
     )
+    if spec.catalogue is not None:
+        files += (
+            ScratchFile(posixpath.join(scratch, MCP_CONFIG_FILE), compact(mcp_config(spec, scratch, cwd))),
+            ScratchFile(posixpath.join(scratch, CATALOGUE_FILE), scratch_copy(spec.catalogue)),
+        )
     return Success(
         ClaudeLaunch(
             program=program.unwrap(),

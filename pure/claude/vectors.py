@@ -2,7 +2,7 @@
 
 C1 plans a launch from fixed inputs and compares the fixture; C2 replays a retained transcript; C3's
 exchange runs in the shell (``metaharness.shell.claude.conformance``) and is judged here; C4 reads the
-captured banner. Vector 4 (the catalogue launch) waits for the catalogue and reads ``warn``. Records
+captured banner. Vector 4 (the catalogue launch) is synthetic. Records
 were captured from the pinned CLI against the project's emulator on the endpoint route
 (``provider_emulated``), see ``vectors/claude/README.md``. The verdict shape and byte comparison are
 the codex vectors' (``metaharness.pure.codex.vectors``).
@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 from returns.result import Failure
 
+from metaharness.pure.catalogue import load_catalogue
 from metaharness.pure.claude.launch import PINS, ClaudeRunSpec, launch_fixture, plan_claude_launch
 from metaharness.pure.claude.replay import replay_claude, replay_facts
 from metaharness.pure.codex.vectors import Outcome, first_difference
@@ -36,6 +37,18 @@ BRIEF = ContextFileRead(
     "74608a6e8df25f2add98a17f8dbb04af6f4f81a7d12de2cb9d68aed2a29d1793",
 )
 ENDPOINT_ROUTE = EnvironmentDeclaration(kind="claude", credentials="none", model_endpoint=ENDPOINT)
+INTERPRETER = "/usr/bin/python3"
+TOOLS_YAML = (
+    b"format: metaharness.catalogue/1\n"
+    b"entries:\n"
+    b"  - name: read_note\n"
+    b"    description: Read one note under notes/.\n"
+    b"    performs: file_read\n"
+    b"    input:\n"
+    b"      path: {type: string, required: true, description: Path relative to the workspace.}\n"
+    b"      limit: {type: integer}\n"
+)
+"""``tools.yaml`` of vector 4: the part 30 §10.1 example, given in memory."""
 
 LAUNCH_VECTORS: tuple[tuple[str, str, ClaudeRunSpec], ...] = (
     ("c1-launch", "c1/launch.json", ClaudeRunSpec(prompt=PROMPT, decisions="observe", environment=ENDPOINT_ROUTE)),
@@ -60,11 +73,20 @@ LAUNCH_VECTORS: tuple[tuple[str, str, ClaudeRunSpec], ...] = (
             ),
         ),
     ),
+    (
+        "c1-launch-catalogue",
+        "c1/launch-catalogue.json",
+        ClaudeRunSpec(
+            prompt=PROMPT,
+            decisions="observe",
+            environment=ENDPOINT_ROUTE,
+            catalogue=load_catalogue(TOOLS_YAML, "tools.yaml").unwrap(),
+            interpreter=INTERPRETER,
+        ),
+    ),
 )
-"""C1: id, fixture under ``vectors/claude/``, and the run spec (spec 50 §9 vectors 1–3)."""
-
-CATALOGUE_VECTOR = "c1-launch-catalogue"
-CATALOGUE_WAITS = "the catalogue is not built in this version"
+"""C1: id, fixture under ``vectors/claude/``, and the run spec (spec 50 §9 vectors 1–4; vector 4 is
+synthetic: no live catalogue launch has been driven)."""
 
 RECORD_VECTORS: tuple[tuple[str, str], ...] = (("c2-record-bash", "record/bash"), ("c2-record-write", "record/write"))
 """C2: id and record stem (``<stem>.jsonl`` replayed, ``<stem>.expected.jsonl`` expected)."""
@@ -101,11 +123,6 @@ def check_launch(vector: str, spec: ClaudeRunSpec, fixture: bytes) -> Outcome:
         return Outcome("C1", vector, "FAIL", got)
     keys = [key for key in sorted(set(expected) | set(got)) if expected.get(key) != got.get(key)]
     return Outcome("C1", vector, "FAIL", f"{', '.join(keys)} differ from the fixture")
-
-
-def catalogue_outcome() -> Outcome:
-    """Vector 4 waits for the catalogue loader and its scratch copy: ``warn``, never ``pass`` (spec 50 §9)."""
-    return Outcome("C1", CATALOGUE_VECTOR, "warn", CATALOGUE_WAITS)
 
 
 def replay_record(stem: str, record: bytes) -> bytes:

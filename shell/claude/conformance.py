@@ -25,7 +25,6 @@ from metaharness.pure.claude.vectors import (
     PROMPT,
     RECORD_VECTORS,
     RUN,
-    catalogue_outcome,
     check_banner,
     check_launch,
     check_replay,
@@ -85,7 +84,6 @@ def run_exchange(frame_file: str) -> tuple[bytes, bytes]:
 def claude_outcomes() -> tuple[Outcome, ...]:
     """Every claude vector's outcome, in the order of spec 50 §9."""
     outcomes = [check_launch(vector, spec, vector_bytes(fixture)) for vector, fixture, spec in LAUNCH_VECTORS]
-    outcomes.append(catalogue_outcome())
     outcomes += [
         check_replay(vector, stem, vector_bytes(f"{stem}.jsonl"), vector_bytes(f"{stem}.expected.jsonl"))
         for vector, stem in RECORD_VECTORS
