@@ -409,3 +409,58 @@ def test_a_frame_in_force_narrows_ask_before_the_embedder(root: str, tmp_path: P
     assert [(r["decision_required"], r["deadline_ms"]) for r in requested] == [(False, None)], err
     assert [d["decided_by"] for d in of(events, "tool.decided")] == ["frame"]
     assert code == 0
+
+
+CATALOGUE = {
+    "format": "metaharness.catalogue/1",
+    "entries": [{"name": "file_write", "description": "Write a note in the workspace.", "performs": "file_write",
+                 "input": {"path": {"type": "string", "required": True}, "text": {"type": "string", "required": True}}}],
+}  # fmt: skip
+
+
+def catalogue_run(root: str, tmp_path: Path, **options: Any) -> tuple[int, list[dict[str, Any]], str, Path]:
+    """A claude catalogue run through ``run_claude`` (stage 3 of the CLI still declares ``--catalogue``
+    not built while the codex app-server path lands)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    catalogue = tmp_path / "tools.json"
+    catalogue.write_text(json.dumps(CATALOGUE))
+    chosen = {"prompt": "write the note", "credentials": "none", "model_endpoint": root, "cwd": str(work),
+              "tool_surface": "owned", "catalogue": str(catalogue), **options}  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", RUN_DRIVER, json.dumps(chosen)], capture_output=True,
+                          stdin=subprocess.DEVNULL, timeout=120, check=False)  # fmt: skip
+    return done.returncode, well_formed(done.stdout.splitlines()), done.stderr.decode(), work
+
+
+def test_a_catalogue_run_offers_only_the_entries_and_a_frame_allow_performs_the_write(
+    root: str, tmp_path: Path
+) -> None:
+    frame = frame_file(tmp_path, ["file.write"])
+    code, events, err, work = catalogue_run(root, tmp_path, decisions="frame", frame=str(frame))
+    assert (work / "note.md").read_text() == NOTE, err
+    started = of(events, "session.started")[0]
+    assert started["offered_tools"] == ["mcp__metaharness__file_write"]
+    assert [s["name"] for s in started["mcp_servers"]] == ["metaharness"]
+    requested = of(events, "tool.requested")
+    assert [(r["name"], r["operations"], r["subjects"], r["seam"]) for r in requested] == [
+        ("mcp__metaharness__file_write", ["file.write"], ["file:note.md"], "hook")
+    ]
+    assert [(d["decided_by"], d["decision"]) for d in of(events, "tool.decided")] == [("frame", {"decision": "allow"})]
+    assert code == 0
+
+
+def test_a_catalogue_run_denied_by_the_frame_performs_nothing(root: str, tmp_path: Path) -> None:
+    frame = frame_file(tmp_path, ["file.read"])
+    code, events, err, work = catalogue_run(root, tmp_path, decisions="frame", frame=str(frame))
+    assert not (work / "note.md").exists()
+    assert [(d["decided_by"], d["decision"]["decision"]) for d in of(events, "tool.decided")] == [("frame", "deny")], err
+    assert code == 0
+
+
+def test_an_unreadable_catalogue_is_refused_before_anything_starts(root: str, tmp_path: Path) -> None:
+    options = {"prompt": "x", "credentials": "none", "model_endpoint": root, "tool_surface": "owned",
+               "catalogue": str(tmp_path / "missing.yaml"), "decisions": "observe"}  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", RUN_DRIVER, json.dumps(options)], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=60, check=False)  # fmt: skip
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith("metaharness: catalogue-unreadable: ")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from metaharness.pure.claude.rendering import claude_operations, claude_subjects, shell_program
+from metaharness.pure.catalogue import load_catalogue
+from metaharness.pure.claude.rendering import claude_operations, claude_subjects, resolve_claude_call, shell_program
 from metaharness.pure.claude.replay import replay_claude, replay_facts
 from metaharness.pure.claude.seam import RecordState, claude_hook_answer, map_record
 from metaharness.pure.events import Abstain, Allow, Deny, Replace, read_event
@@ -206,3 +207,18 @@ def test_subjects_follow_the_rendering_table() -> None:
 )  # fmt: skip
 def test_shell_subjects(command: str, program: str) -> None:
     assert shell_program(command) == program
+
+
+def test_on_a_catalogue_run_only_metaharness_entries_resolve() -> None:
+    catalogue = load_catalogue(
+        b'{"format":"metaharness.catalogue/1","entries":[{"name":"read_note","description":"d","performs":"file_read",'
+        b'"input":{"path":{"type":"string","required":true}}},{"name":"shout","description":"d","performs":"run"}]}',
+        "tools.json",
+    ).unwrap()
+    ops, subjects = resolve_claude_call("mcp__metaharness__read_note", {"path": "notes/a.md"}, "/w", catalogue)
+    assert ([op.op for op in ops], subjects) == (["file.read"], ("file:notes/a.md",))
+    assert resolve_claude_call("mcp__metaharness__shout", {}, "/w", catalogue) == ((), ())
+    assert resolve_claude_call("Bash", {"command": "ls"}, "/w", catalogue) == ((), ())
+    assert resolve_claude_call("mcp__other__tool", {}, "/w", catalogue) == ((), ())
+    native = resolve_claude_call("mcp__other__tool", {}, "/w", None)
+    assert native == ((Operation("mcp.call", "other", "tool"),), ())

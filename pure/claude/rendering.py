@@ -1,9 +1,11 @@
 """Claude Code's rendering read backwards: a call's operations and subjects (spec 50 §3 "Rendering",
-spec 20 §7).
+"Owned surface and --catalogue"; spec 20 §7).
 
 Resolution is the inverse of the capabilities table; ``mcp__<server>__<tool>`` resolves to
 ``mcp.call{server,tool}``; any other name maps to no operation. Subjects are spelt as the call's own
-arguments spell them, with only a ``<cwd>/`` prefix removed.
+arguments spell them, with only a ``<cwd>/`` prefix removed. On a catalogue run a
+``mcp__metaharness__<name>`` call never resolves to ``mcp.call``: the prefix is stripped and the
+catalogue gives operation and subjects; any other tool has no operation.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from metaharness.pure.capabilities import CLAUDE_RENDERING
+from metaharness.pure.catalogue import Catalogue, resolve_catalogue_call
 from metaharness.pure.frames import MCP_CALL, OPERATION_NAMES, Operation
 
 _FILE_TOOLS = frozenset({"Read", "Write", "Edit"})
@@ -62,3 +65,18 @@ def claude_subjects(tool: str, call_input: Any, cwd: str | None) -> tuple[str, .
         command = arguments.get("command")
         return (f"proc:{shell_program(command)}",) if isinstance(command, str) else ()
     return ()
+
+
+CATALOGUE_PREFIX = "mcp__metaharness__"
+
+
+def resolve_claude_call(
+    tool: str, call_input: Any, cwd: str | None, catalogue: Catalogue | None
+) -> tuple[tuple[Operation, ...], tuple[str, ...]]:
+    """A call's operations and subjects: the rendering table on a native run; on a catalogue run the
+    entry behind ``mcp__metaharness__<name>`` (spec 30 §10.2), and nothing for any other tool."""
+    if catalogue is None:
+        return claude_operations(tool), claude_subjects(tool, call_input, cwd)
+    if not tool.startswith(CATALOGUE_PREFIX):
+        return (), ()
+    return resolve_catalogue_call(catalogue, tool[len(CATALOGUE_PREFIX) :], call_input)

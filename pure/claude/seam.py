@@ -14,8 +14,9 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from metaharness.pure.catalogue import Catalogue
 from metaharness.pure.census import ZERO_CENSUS
-from metaharness.pure.claude.rendering import claude_operations, claude_subjects
+from metaharness.pure.claude.rendering import resolve_claude_call
 from metaharness.pure.codex.rollout import Announced, Emitted, Finished
 from metaharness.pure.events import (
     Abstain,
@@ -59,9 +60,9 @@ EXPIRY_PHRASES = ("session has expired", "session expired", "failed to refresh a
 
 
 class SessionFacts(msgspec.Struct, frozen=True, kw_only=True):
-    """What ``session.started`` takes from the launch rather than the record (spec 50 §3): the
-    transcript, the attestation, the context files, the inputs digest, and for ``replay`` the model
-    and harness version used when the record states none."""
+    """What the reader takes from the launch rather than the record (spec 50 §3): the transcript, the
+    attestation, the context files, the inputs digest, for ``replay`` the model and harness version
+    used when the record states none, and a catalogue run's checked catalogue (call resolution)."""
 
     transcript: Transcript
     hermetic: Hermetic
@@ -69,6 +70,7 @@ class SessionFacts(msgspec.Struct, frozen=True, kw_only=True):
     inputs_digest: str | None = None
     model: str | None = None
     harness_version: str | None = None
+    catalogue: Catalogue | None = None
 
 
 Mapped = Emitted | Announced | Finished
@@ -285,7 +287,7 @@ def _usage_event(state: RecordState, message: dict[str, Any], request_id: str | 
 
 
 def _assistant(
-    state: RecordState, record: dict[str, Any], raw: bytes, source_line: int
+    state: RecordState, record: dict[str, Any], raw: bytes, source_line: int, catalogue: Catalogue | None
 ) -> tuple[RecordState, list[Mapped]]:
     at = _at(record)
     message = record.get("message")
@@ -302,7 +304,7 @@ def _assistant(
             items.append(Emitted(Thinking(text=block["thinking"], request_id=request_id), at))
         elif kind == "tool_use" and isinstance(block.get("id"), str):
             name = block.get("name") if isinstance(block.get("name"), str) else ""
-            requested = claude_request(block["id"], name, block.get("input"), state.cwd, "none")
+            requested = claude_request(block["id"], name, block.get("input"), state.cwd, catalogue)
             items.append(Announced(block["id"], requested, at))
         else:
             items.append(Emitted(opaque(raw, record, source_line), at))
@@ -318,18 +320,21 @@ def _content_bytes(content: Any) -> int | None:
     return len(compact(content))
 
 
-def claude_request(call_id: str, name: str, call_input: Any, cwd: str | None, seam: str) -> ToolRequested:
-    """A Claude Code call's ``tool.requested`` with its operations and subjects (spec 50 §3
-    "Rendering"), nothing to decide: the decision desk sets ``decision_required`` where it asks."""
+def claude_request(
+    call_id: str, name: str, call_input: Any, cwd: str | None, catalogue: Catalogue | None
+) -> ToolRequested:
+    """A call as the record states it (spec 50 §2 (b)): its operations and subjects, seam ``none``,
+    nothing to decide."""
+    operations, subjects = resolve_claude_call(name, call_input, cwd, catalogue)
     return ToolRequested(
         call_id=call_id,
         name=name,
         input=call_input,
-        operations=tuple(dict.fromkeys(op.op for op in claude_operations(name))) or UNSET,
-        subjects=claude_subjects(name, call_input, cwd) or UNSET,
+        operations=tuple(dict.fromkeys(op.op for op in operations)) or UNSET,
+        subjects=subjects or UNSET,
         decision_required=False,
         deadline_ms=None,
-        seam=seam,
+        seam="none",
     )
 
 
@@ -444,7 +449,7 @@ def map_record(
     if kind == "system":
         state, mapped = _system(state, record, raw, source_line, facts)
     elif kind == "assistant":
-        state, mapped = _assistant(state, record, raw, source_line)
+        state, mapped = _assistant(state, record, raw, source_line, facts.catalogue)
     elif kind == "user":
         mapped = _user(record, raw, source_line)
     elif kind == "rate_limit_event":

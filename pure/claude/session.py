@@ -24,7 +24,7 @@ from msgspec import UNSET, UnsetType
 from returns.result import Failure
 
 from metaharness.pure.census import ZERO_CENSUS, count_decision
-from metaharness.pure.claude.rendering import claude_operations, claude_subjects
+from metaharness.pure.claude.rendering import resolve_claude_call
 from metaharness.pure.claude.seam import (
     BUDGET_WORDS,
     RecordState,
@@ -205,13 +205,9 @@ def answered(session: Session, delivered: bool) -> tuple[Session, tuple[Effect, 
 
 def _present(session: Session, call: HookCall) -> tuple[Session, tuple[DeskEmit | Answer | Arm | Disarm, ...]]:
     """Hand a hook call to the decision desk on seam ``hook``; its key waits for the answer."""
+    operations, subjects = resolve_claude_call(call.name, call.input, session.record.cwd, session.facts.catalogue)
     presented = PresentedCall(
-        call_id=call.call_id,
-        name=call.name,
-        input=call.input,
-        seam="hook",
-        operations=claude_operations(call.name),
-        subjects=claude_subjects(call.name, call.input, session.record.cwd),
+        call_id=call.call_id, name=call.name, input=call.input, seam="hook", operations=operations, subjects=subjects
     )
     session = msgspec.structs.replace(session, waiting=(*session.waiting, (call.call_id, call.key)))
     desk, effects = present(session.desk, presented)

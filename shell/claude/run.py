@@ -17,8 +17,10 @@ import tempfile
 
 import msgspec
 
+from metaharness.pure.catalogue import Catalogue
 from metaharness.pure.claude.doctor import version_token
 from metaharness.pure.claude.launch import (
+    CATALOGUE_FILE,
     MANAGED_SETTINGS,
     PINS,
     PROGRAM,
@@ -51,6 +53,7 @@ from metaharness.pure.loopback import (
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import unaudited_exit
+from metaharness.shell.catalogue_file import read_back_scratch_copy, read_catalogue
 from metaharness.shell.claude.live import drive_claude
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
@@ -102,17 +105,29 @@ def credentials_stage(options: RunOptions, caller_env: dict[str, str]) -> str | 
     return None
 
 
-def declared_inputs(options: RunOptions) -> tuple[tuple[ContextFileRead, ...], Frame | None]:
-    """Stage 6: ``cwd-unusable``, ``retain-dir-unusable``, the ``--context`` refusals, the frame's
-    refusals and ``observe-with-frame``."""
+def declared_inputs(options: RunOptions) -> tuple[tuple[ContextFileRead, ...], Catalogue | None, Frame | None]:
+    """Stage 6: ``cwd-unusable``, ``retain-dir-unusable``, the ``--context`` refusals, the catalogue
+    file's refusals (before the frame), the frame's refusals and ``observe-with-frame``."""
     if options.cwd is not None and not _is_dir(options.cwd):
         raise Refused(Refusal("cwd-unusable", f"--cwd {options.cwd} is missing or not a directory"))
     if options.retain_dir is not None and not _is_dir(options.retain_dir):
         raise Refused(Refusal("retain-dir-unusable", f"--retain-dir {options.retain_dir} is missing or not a directory"))
     context = take(load_context_files(options.cwd, options.context)) if options.context else ()
+    catalogue = take(read_catalogue(options.catalogue)) if options.catalogue is not None else None
     frame = take(read_frame_file(options.frame)) if options.frame is not None else None
     take(refuse_frame_beside_observe(options.decisions, options.frame))
-    return context, frame
+    return context, catalogue, frame
+
+
+def read_back(options: RunOptions, launch: ClaudeLaunch, catalogue: Catalogue, proxy_started: bool) -> None:
+    """Stage 9 (d): the written catalogue copy must read back as the checked catalogue, else
+    ``catalogue-copy-differs`` saying what had started by then (spec 30 §10.4)."""
+    happened = ["the scratch files had been written"]
+    happened += ["the loopback proxy had started"] if proxy_started else []
+    happened += ["the vendor binary had been run with --version"] if options.strict_version else []
+    said = happened[0] if len(happened) == 1 else ", ".join(happened[:-1]) + " and " + happened[-1]
+    path = os.path.join(launch.scratch, CATALOGUE_FILE)
+    take(read_back_scratch_copy(path, catalogue, options.catalogue or "", said))
 
 
 def plugin_tree(source: str) -> PluginTree:
@@ -224,6 +239,7 @@ def plan(
     scratch: str,
     *,
     context: tuple[ContextFileRead, ...],
+    catalogue: Catalogue | None,
     frame: Frame | None,
     walk: MemoryWalk,
     plugins: tuple[PluginCopy, ...],
@@ -246,6 +262,8 @@ def plan(
         context=context,
         plugins=plugins,
         frame_digest=None if frame is None else frame.digest,
+        catalogue=catalogue,
+        interpreter=sys.executable if catalogue is not None else None,
     )
     candidates = gather_program_candidates(PROGRAM, path_floor(caller_env))
     return take(
@@ -295,13 +313,14 @@ def late_events(
 
 def run_claude(options: RunOptions) -> int:
     """Run ``options`` (through stages 1–4) from stage 5 on; the exit code of spec 10 §2. The owned
-    surface (``--tool-surface owned``) is refused ``not-built`` rather than run as the native one."""
-    if options.tool_surface == "owned":
+    surface without a catalogue (its three verbs) is refused ``not-built`` rather than run as the
+    native one."""
+    if options.tool_surface == "owned" and options.catalogue is None:
         return refuse(
             Refusal(
                 "not-built",
-                "--tool-surface owned is not built in this build for claude: it waits for the owned-surface "
-                "launch (--tools \"\" with the metaharness MCP server) and its call resolution (spec 50 §3)",
+                "--tool-surface owned without --catalogue is not built in this build for claude: it waits for "
+                "the owned verbs' call resolution (spec 50 §3, spec 30 §12.2)",
             )
         )
     run_id = f"claude-{os.getpid()}"
@@ -313,7 +332,7 @@ def run_claude(options: RunOptions) -> int:
         try:
             custody = credentials_stage(options, caller_env)
             early.check()
-            context, frame = declared_inputs(options)
+            context, catalogue, frame = declared_inputs(options)
             walk, plugins = tree_checks(options)
             early.check()
             scratch = tempfile.mkdtemp(prefix="metaharness-")
@@ -327,7 +346,8 @@ def run_claude(options: RunOptions) -> int:
 
             def planned(declared: EnvironmentDeclaration, at: str) -> ClaudeLaunch:
                 return plan(
-                    options, caller_env, caller_cwd, at, context=context, frame=frame, walk=walk, plugins=plugins,
+                    options, caller_env, caller_cwd, at, context=context, catalogue=catalogue, frame=frame, walk=walk,
+                    plugins=plugins,
                     custody=custody, upstream=upstream, declaration=declared,
                 )  # fmt: skip
 
@@ -338,6 +358,8 @@ def run_claude(options: RunOptions) -> int:
             channel = materialise(launch, plugins)
             if options.strict_version:
                 strict_version(launch)
+            if catalogue is not None:
+                read_back(options, launch, catalogue, proxy is not None)
             early.check()
         except Refused as refused:
             if proxy is not None:
@@ -349,6 +371,7 @@ def run_claude(options: RunOptions) -> int:
         transcript=Transcript(path=launch.transcript_path, digest=None, bytes=None),
         hermetic=launch.hermetic,
         context_files=launch.context_files,
+        catalogue=catalogue,
     )
     warnings = tuple(WarningRaised(code="AMBIENT_INPUT", message=m) for m in launch.ambient_warnings)
     session, opening = open_session(facts_of_session, run_id, options.decisions, frame, warnings)
