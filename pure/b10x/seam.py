@@ -253,6 +253,10 @@ def read_line(state: SeamState, number: int, line: bytes) -> tuple[SeamState, tu
             else Thinking(text=record.text, request_id=None)
         )
         return msgspec.structs.replace(state, attempt=(*state.attempt, payload)), ()
+    if held is None and state.attempt is None and isinstance(record, rec.Usage | rec.ToolCompleted):
+        single = usage_event(record, state.settings.model) if isinstance(record, rec.Usage) else tool_result(record)
+        stream, line = stamp(state.stream, single)
+        return msgspec.structs.replace(state, stream=stream), (line,)
     out = _Out(state)
     changes: dict[str, Any] = {}
     if held is not None and not (isinstance(record, rec.ApprovalRequired) and record.call_id == held.call_id):
@@ -301,7 +305,10 @@ def _flush(state: SeamState, out: _Out, changes: dict[str, Any]) -> None:
     if attempt is None:
         return
     for payload in attempt:
-        _emit_text(state, out, payload, changes)
+        out.emit(payload)
+    texts = tuple(payload.text for payload in attempt if isinstance(payload, Text))
+    if texts:
+        changes["turn_text"] = (*changes.get("turn_text", state.turn_text), *texts)
     changes["attempt"] = None
 
 
@@ -367,17 +374,7 @@ def _map(
     elif isinstance(record, rec.ApprovalResolved):
         _resolved(state, out, record)
     elif isinstance(record, rec.ToolCompleted):
-        out.emit(
-            ToolResult(
-                exit_code=None,
-                outcome_source=None,
-                call_id=record.call_id,
-                is_error=record.failed,
-                content=None,
-                bytes=None,
-                tool_use_result=None,
-            )
-        )
+        out.emit(tool_result(record))
     elif isinstance(record, rec.Answered):
         changes["answered"] = compact(record.value)
     elif isinstance(record, rec.HookRan):
@@ -488,6 +485,19 @@ def usage_event(record: rec.Usage, model: str | None) -> UsageReported:
             speed=None,
             cost_usd=None,
         ),
+    )
+
+
+def tool_result(record: rec.ToolCompleted) -> ToolResult:
+    """``tool.result`` from ``tool-completed``: only whether it failed is known (spec 40 §5.1)."""
+    return ToolResult(
+        exit_code=None,
+        outcome_source=None,
+        call_id=record.call_id,
+        is_error=record.failed,
+        content=None,
+        bytes=None,
+        tool_use_result=None,
     )
 
 
