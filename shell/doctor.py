@@ -7,8 +7,6 @@ import sys
 
 from returns.result import Failure
 
-from metaharness.pure.b10x.doctor import doctor_report
-from metaharness.pure.b10x.launch import PROGRAM, child_path, resolve_b10x_program, version_token
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.facts import caller_environment, gather_program_candidates
 from metaharness.shell.refusals import refuse
@@ -40,6 +38,9 @@ def run_doctor(kind: str) -> int:
                 "probe (spec 50 §7)",
             )
         )
+    from metaharness.pure.b10x.doctor import doctor_report
+    from metaharness.pure.b10x.launch import PROGRAM, child_path, resolve_b10x_program, version_token
+
     caller_env = caller_environment()
     path = child_path(caller_env)
     program = resolve_b10x_program(caller_env, gather_program_candidates(PROGRAM, path))

@@ -6,8 +6,6 @@ import sys
 
 from returns.result import Failure
 
-from metaharness.pure.b10x.launch import check_frame_admissible
-from metaharness.pure.b10x.replay import replay_b10x, replay_settings
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
 from metaharness.pure.options import _FRAME_REQUIRED as FRAME_REQUIRED_MESSAGE
 from metaharness.pure.refusal import Refusal
@@ -46,6 +44,9 @@ def run_replay(
                 "(spec 50 §3-§4)",
             )
         )
+    from metaharness.pure.b10x.launch import check_frame_admissible
+    from metaharness.pure.b10x.replay import replay_b10x, replay_settings
+
     loaded: Frame | None = None
     if decisions == "frame" and frame is None:
         return refuse(Refusal("frame-required", FRAME_REQUIRED_MESSAGE))
