@@ -2,9 +2,9 @@
 
 1. Seam mapping of a 1,000,000-line loop record relative to ``msgspec.json.decode`` of those lines
    alone (aim ≥ 0.5×), and peak RSS of a 10× longer record against the shorter one (aim: + ≤ 20 MB).
-2. Decision latency on the caller seam in frame mode, from the ``approval-required`` line written by
-   the loop's side to the answer line read back (a round trip, so an upper bound of metaharness's
-   share): aim median ≤ 1 ms, p99 ≤ 5 ms.
+2. Decision latency on the caller seam in frame mode, timed on the loop's side from just before the
+   ``approval-required`` line is written to the answer line read back (a round trip through both
+   pipes, so an upper bound of metaharness's share): aim median ≤ 1 ms, p99 ≤ 5 ms.
 3. A governed run (``metaharness run b10x --decisions observe``) relative to the same
    ``b10x-harness`` run invoked directly on the same emulator scenario: aim ≤ 1.10×.
 4. ``metaharness capabilities b10x`` start-up relative to ``python -c pass``: reported.
@@ -96,9 +96,10 @@ timings = []
 for n in range(int(sys.argv[1])):
     call = "call_%d" % n
     out.write(b'{"kind":"tool-requested","call_id":"%s","name":"file_write","arguments":{"path":"note.md","text":"x"}}\\n' % call.encode())
-    out.write(b'{"kind":"approval-required","call_id":"%s","name":"file_write"}\\n' % call.encode())
     out.flush()
     begin = time.perf_counter()
+    out.write(b'{"kind":"approval-required","call_id":"%s","name":"file_write"}\\n' % call.encode())
+    out.flush()
     sys.stdin.buffer.readline()
     timings.append(time.perf_counter() - begin)
     out.write(b'{"kind":"approval-resolved","call_id":"%s","approved":true}\\n' % call.encode())
