@@ -8,10 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from shared_tree import ABSENT, SHARED
 
 from metaharness.pure.events import read_event
 
-PEER = Path("/work/shared/peer-records/b10x-harness-0.9.1")
+PEER = SHARED / "peer-records" / "b10x-harness-0.9.1"
 METAHARNESS = [sys.executable, "-m", "metaharness.shell"]
 
 
@@ -28,7 +29,7 @@ def assert_well_formed(stream: bytes) -> list[dict]:
     return [json.loads(line) for line in lines]
 
 
-@pytest.mark.skipif(not PEER.is_dir(), reason="the reference loop's records are not on this machine")
+@pytest.mark.skipif(not PEER.is_dir(), reason=ABSENT)
 @pytest.mark.parametrize(
     ("name", "exit_code", "reason"),
     [
@@ -47,7 +48,7 @@ def test_reference_loop_records_replay_into_well_formed_streams(name: str, exit_
     assert not [e for e in events if e["event"] == "tool.decided"]
 
 
-@pytest.mark.skipif(not PEER.is_dir(), reason="the reference loop's records are not on this machine")
+@pytest.mark.skipif(not PEER.is_dir(), reason=ABSENT)
 def test_reference_golden_record_reads_its_older_started() -> None:
     events = assert_well_formed(replay(str(PEER / "golden-loop.jsonl"), "--run", "r1", "--model", "m").stdout)
     started = events[0]

@@ -4,20 +4,20 @@ every kind is one we write, and its keys appear in our field order (older lines 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import msgspec
 import pytest
+from shared_tree import ABSENT, SHARED
 
 from metaharness.pure.loop import record
 
-PEER = Path("/work/shared/peer-records/b10x-harness-0.9.1")
+PEER = SHARED / "peer-records" / "b10x-harness-0.9.1"
 KINDS = {cls.__struct_config__.tag: cls for cls in record.RecordLine.__args__}  # type: ignore[attr-defined]
 
 
 def _peer_lines() -> list[dict[str, object]]:
     if not PEER.is_dir():
-        pytest.skip("the reference records are not on this machine")
+        pytest.skip(ABSENT)
     return [json.loads(line) for path in sorted(PEER.glob("*.jsonl")) for line in path.read_text().splitlines()]
 
 

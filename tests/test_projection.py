@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from returns.result import Failure
+from shared_tree import ABSENT, SHARED
 
 from metaharness.pure.projection import document_text, project_stream, viewer_page
 
@@ -277,7 +278,7 @@ def test_project_refusals(tmp_path: Path, args: list[str], code: str) -> None:
         assert lines[0].startswith("metaharness: projection-unreadable: bad.jsonl line 9: ")
 
 
-SPEC_EXAMPLE = Path("/work/shared/spec/20-events-and-frames.md")
+SPEC_EXAMPLE = SHARED / "spec" / "20-events-and-frames.md"
 
 
 def spec_example_stream() -> bytes:
@@ -287,7 +288,7 @@ def spec_example_stream() -> bytes:
     return block.encode("utf-8")
 
 
-@pytest.mark.skipif(not SPEC_EXAMPLE.exists(), reason="the shared spec is not beside this checkout")
+@pytest.mark.skipif(not SPEC_EXAMPLE.exists(), reason=ABSENT)
 def test_the_spec_example_stream_projects_complete() -> None:
     data = spec_example_stream()
     doc = document(data, "example.jsonl")
