@@ -287,7 +287,6 @@ NOT_CARRIED_VALUES: Mapping[tuple[str, str], Mapping[str, str]] = MappingProxyTy
 
 NOT_BUILT: Mapping[str, str] = MappingProxyType(
     {
-        "codex": "the codex adapter (spec 50 §4) has not landed",
         "--plugin": "marketplace plugin resolution (spec 30 §3) has not landed",
         "--catalogue": "the catalogue and its server (spec 30 §10–§12) have not landed",
         "--retain-dir": "retaining the run's files (spec 10 §4.2) has not landed",

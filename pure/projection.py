@@ -16,6 +16,7 @@ from returns.result import Failure, Result, Success
 
 from metaharness.pure.b10x.replay import replay_b10x, replay_settings
 from metaharness.pure.claude.replay import replay_claude, replay_facts
+from metaharness.pure.codex.replay import replay_launch, replay_rollout
 from metaharness.pure.events import read_event
 from metaharness.pure.jsonline import compact, sha256_hex
 from metaharness.pure.refusal import Refusal
@@ -31,13 +32,6 @@ VENDOR_SOURCES: Mapping[str, str] = MappingProxyType(
     {"b10x": "b10x-harness.record", "claude": "claude.stream-json", "codex": "codex.rollout"}
 )
 """``--from KIND``: the vendor format a document names as its source (spec 10 §9)."""
-
-REPLAY_NOT_BUILT: Mapping[str, str] = MappingProxyType(
-    {
-        "codex": "the codex rollout replay wired to project (spec 10 §10)",
-    }
-)
-"""The kinds whose retained records ``project --from`` cannot map yet, and what each waits for."""
 
 FAMILIES: Mapping[str, str] = MappingProxyType(
     {
@@ -96,8 +90,7 @@ def check_projection_request(
     inputs: int, *, target: str, out: str | None, html_out: str | None, source: str | None
 ) -> Result[None, Refusal]:
     """The refusals ``project`` makes before reading anything (spec 10 §9): a ``--to`` other than
-    ``trace-ir``; three or more inputs, two without ``--html`` or two with ``--out``; and ``--from``,
-    which waits for ``replay``."""
+    ``trace-ir``; three or more inputs, two without ``--html`` or two with ``--out``."""
     if target not in TARGETS:
         return Failure(
             Refusal("projection-target-unknown", f"--to {target}: the only projection target is trace-ir")
@@ -114,10 +107,6 @@ def check_projection_request(
                 "viewer-column-count",
                 f"--out {out} is given with two inputs: --out takes one run's document, two runs make --html's page",
             )
-        )
-    if source is not None and source in REPLAY_NOT_BUILT:
-        return Failure(
-            Refusal("not-built", f"project --from {source} is not built in this build: {REPLAY_NOT_BUILT[source]}")
         )
     return Success(None)
 
@@ -208,12 +197,15 @@ def project_stream(
 
 
 def project_record(kind: str, name: str, record: bytes) -> Result[TraceDocument, Refusal]:
-    """``project --from b10x|claude``: the retained record mapped as ``replay`` maps it with its
+    """``project --from KIND``: the retained record mapped as ``replay`` maps it with its
     defaults (spec 10 §10), then projected with the vendor format as source and the digest over the
     record's bytes (spec 10 §9)."""
     if kind == "claude":
         facts = replay_facts(decisions="observe", hermetic="off", transcript_path=name, harness_version=None, model=None)
         replayed = replay_claude(record, facts, "replay")[0]
+    elif kind == "codex":
+        launch = replay_launch(decisions="observe", hermetic="off", transcript_path=name)
+        replayed = replay_rollout(record, launch, "replay")[0]
     else:
         replayed = replay_b10x(replay_settings(transcript_path=name), record).stream
     return project_stream(name, replayed, source=VENDOR_SOURCES[kind], record=record)

@@ -15,13 +15,10 @@ def run_conformance(kind: str, contract: bool) -> int:
         from metaharness.shell.claude.conformance import run_claude_conformance
 
         return run_claude_conformance(contract)
-    if kind != "b10x":
-        return refuse(
-            Refusal(
-                "not-built",
-                f"conformance {kind} is not built in this build: it waits for the kind's vectors (spec 50 §9)",
-            )
-        )
+    if kind == "codex":
+        from metaharness.shell.codex.conformance import conformance_codex
+
+        return conformance_codex(contract)
     from metaharness.pure.b10x.vectors import contract_line, summary_line
     from metaharness.shell.b10x.conformance import VectorUnreadable, run_b10x_vectors
 

@@ -30,14 +30,10 @@ def run_doctor(kind: str) -> int:
         from metaharness.shell.claude.doctor import run_claude_doctor
 
         return run_claude_doctor()
-    if kind != "b10x":
-        return refuse(
-            Refusal(
-                "not-built",
-                f"doctor {kind} is not built in this build: it waits for the kind's launch flags and version "
-                "probe (spec 50 §7)",
-            )
-        )
+    if kind == "codex":
+        from metaharness.shell.codex.doctor import doctor_codex
+
+        return doctor_codex()
     from metaharness.pure.b10x.doctor import doctor_report
     from metaharness.pure.b10x.launch import PROGRAM, child_path, resolve_b10x_program, version_token
 

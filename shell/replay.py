@@ -36,14 +36,13 @@ def run_replay(
             record=record, run_id=run_id, decisions=decisions, frame=frame, hermetic=hermetic,
             harness_version=harness_version, model=model, transcript_path=transcript_path,
         )  # fmt: skip
-    if kind != "b10x":
-        return refuse(
-            Refusal(
-                "not-built",
-                f"replay {kind} is not built in this build: it waits for the kind's record reader "
-                "(spec 50 §3-§4)",
-            )
-        )
+    if kind == "codex":
+        from metaharness.shell.codex.replay import replay_codex
+
+        return replay_codex(
+            record=record, run_id=run_id, decisions=decisions, frame=frame, hermetic=hermetic,
+            transcript_path=transcript_path,
+        )  # fmt: skip
     from metaharness.pure.b10x.launch import check_frame_admissible
     from metaharness.pure.b10x.replay import replay_b10x, replay_settings
 

@@ -7,8 +7,6 @@ The CLI parses (stage 1) and runs the pure stages 2–4 (``metaharness.pure.opti
 from __future__ import annotations
 
 from metaharness.pure.options import RunOptions
-from metaharness.pure.refusal import Refusal
-from metaharness.shell.refusals import refuse
 
 
 def execute_run(options: RunOptions) -> int:
@@ -22,10 +20,6 @@ def execute_run(options: RunOptions) -> int:
         from metaharness.shell.claude.run import run_claude
 
         return run_claude(options)
-    return refuse(
-        Refusal(
-            "not-built",
-            f"run {options.kind} is not built in this build: it waits for stages 5-9 of spec 10 §4.5 "
-            "(credentials, declared inputs, tree checks, plan, start) and the run's wind-up",
-        )
-    )
+    from metaharness.shell.codex.run import run_codex
+
+    return run_codex(options)

@@ -1,5 +1,5 @@
 """The ``metaharness`` console script as a user meets it: the eight verbs, help, usage refusals, the
-verbs that refuse ``not-built`` or ``audit-not-built``, and the top-level guard (spec 10 §1–§3, §8)."""
+verb that refuses ``audit-not-built``, and the top-level guard (spec 10 §1–§3, §8)."""
 
 from __future__ import annotations
 
@@ -114,19 +114,6 @@ def test_audit_always_refuses_with_the_exact_line() -> None:
         assert result.returncode == 2
         assert result.stdout == ""
         assert result.stderr == AUDIT_LINE
-
-
-@pytest.mark.parametrize(
-    ("args", "subject"),
-    [
-        (["doctor", "codex"], "doctor codex"),
-        (["mcp-serve", "--workspace", ".", "--writable", "--allow-program", "ls"], "mcp-serve"),
-        (["project", "events.jsonl", "--from", "codex"], "project --from codex"),
-    ],
-)
-def test_unbuilt_verbs_parse_their_options_then_refuse_not_built(args: list[str], subject: str) -> None:
-    message = assert_refused(metaharness(*args), "not-built")
-    assert message.startswith(f"{subject} is not built in this build: ")
 
 
 @pytest.mark.parametrize(

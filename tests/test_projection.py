@@ -262,7 +262,6 @@ def test_project_verb_two_inputs_write_the_page(tmp_path: Path) -> None:
         (["a.jsonl", "a.jsonl", "--html", "p.html", "--out", "d.json"], "viewer-column-count"),
         (["missing.jsonl"], "projection-unreadable"),
         (["bad.jsonl"], "projection-unreadable"),
-        (["a.jsonl", "--from", "codex"], "not-built"),
     ],
 )
 def test_project_refusals(tmp_path: Path, args: list[str], code: str) -> None:
