@@ -8,7 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from test_loop_e2e import HARNESS, emulator
+from loop_process import HARNESS, emulator
 
 from metaharness.shell.loop.approver import CallerApprover, Verdict
 from metaharness.shell.loop.cancel import CancelToken

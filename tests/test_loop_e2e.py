@@ -6,72 +6,18 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from loop_process import HARNESS, emulator, harness
 
-BIN = Path(sys.executable).parent
-HARNESS = str(BIN / "b10x-harness")
-EMULATOR = str(BIN / "b10x-emulator")
 WIRES = ("openai-responses", "anthropic-messages")
 CALL_IDS = {"openai-responses": "call_b10x_001", "anthropic-messages": "toolu_b10x_001"}
 USAGE_CALL = {"kind": "usage", "model": "b10x-emulated", "input_tokens": 42, "output_tokens": 8, "cached_input_tokens": 7}
 USAGE_TEXT = {**USAGE_CALL, "output_tokens": 4}
 COMPLETED = {"kind": "finished", "stop": {"kind": "completed"}, "turns": 2}
-
-
-@contextmanager
-def emulator(scenario: str, record: Path) -> Iterator[str]:
-    process = subprocess.Popen(
-        [EMULATOR, "--scenario", scenario, "--record", str(record)], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert process.stdout is not None
-        yield json.loads(process.stdout.readline())["base_url"]
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=10)
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "README.md").write_text("hello harness\n")
-    return root
-
-
-class Run:
-    def __init__(self, lines: list[dict[str, Any]], code: int, stderr: str, requests: list[dict[str, Any]]) -> None:
-        self.lines = lines
-        self.code = code
-        self.stderr = stderr
-        self.requests = requests
-
-    def kinds(self) -> list[str]:
-        return [line["kind"] for line in self.lines]
-
-    def after_started(self) -> list[dict[str, Any]]:
-        assert self.lines[0]["kind"] == "started"
-        return self.lines[1:]
-
-
-def harness(
-    scenario: str, wire: str, workspace: Path, *extra: str, stdin: bytes = b"", timeout: float = 60
-) -> Run:
-    record = workspace.parent / f"{scenario}-{wire}.record.jsonl"
-    with emulator(scenario, record) as base_url:
-        argv = [HARNESS, "run", "--json", "--no-session", "--workspace", str(workspace), "--base-url", base_url]
-        argv += ["--model", "b10x-emulated", "--wire", wire, *extra, "--input", "go"]
-        done = subprocess.run(argv, input=stdin, capture_output=True, timeout=timeout, check=False)
-    lines = [json.loads(line) for line in done.stdout.decode().splitlines()]
-    requests = [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
-    return Run(lines, done.returncode, done.stderr.decode(), requests)
 
 
 def text_turn(turn: int, first: str, second: str) -> list[dict[str, Any]]:

@@ -11,16 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
-from test_loop_e2e import HARNESS, emulator, harness
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "README.md").write_text("hello harness\n")
-    return root
+from loop_process import HARNESS, emulator, harness
 
 
 def test_the_argv_metaharness_builds_runs_the_caller_seam(workspace: Path, tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_loop_e2e import HARNESS, emulator
+from loop_process import HARNESS, emulator
 
 
 def _run_on_a_terminal(argv: list[str], answers: list[bytes]) -> tuple[int, str]:
