@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from emulator_process import running_emulator
+from project_verb import metaharness
 from returns.result import Failure
-from shared_tree import ABSENT, SHARED
+from shared_tree import ABSENT, SPEC_EXAMPLE, spec_example_stream
 
 from metaharness.pure.projection import document_text, project_stream, viewer_page
 
@@ -226,11 +228,6 @@ def test_page_is_self_contained_escaped_and_byte_stable() -> None:
         assert f"<dd>{header}</dd>" in page
 
 
-def metaharness(*args: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
-    script = Path(sys.executable).with_name("metaharness")
-    return subprocess.run([str(script), "project", *args], capture_output=True, cwd=cwd, check=False, timeout=60)
-
-
 def test_project_verb_one_input_to_stdout_and_files(tmp_path: Path) -> None:
     data = stream("b10x-1", RUN_A)
     (tmp_path / "a.jsonl").write_bytes(data)
@@ -277,16 +274,6 @@ def test_project_refusals(tmp_path: Path, args: list[str], code: str) -> None:
         assert lines[0].startswith("metaharness: projection-unreadable: bad.jsonl line 9: ")
 
 
-SPEC_EXAMPLE = SHARED / "spec" / "20-events-and-frames.md"
-
-
-def spec_example_stream() -> bytes:
-    """The example stream of spec 20 §10, as the spec prints it."""
-    text = SPEC_EXAMPLE.read_text(encoding="utf-8").split("## 10. Example stream", 1)[1]
-    block = text.split("```\n", 2)[1]
-    return block.encode("utf-8")
-
-
 @pytest.mark.skipif(not SPEC_EXAMPLE.exists(), reason=ABSENT)
 def test_the_spec_example_stream_projects_complete() -> None:
     data = spec_example_stream()
@@ -304,8 +291,6 @@ def test_the_spec_example_stream_projects_complete() -> None:
 
 def test_project_from_b10x_maps_a_real_loop_record(tmp_path: Path) -> None:
     """A record the real b10x-harness wrote against the real emulator, projected as replay maps it."""
-    from emulator_process import running_emulator
-
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "README.md").write_text("hello harness\n")

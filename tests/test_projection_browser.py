@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from governed_b10x import LOOP, Emulator, common, run, stream, workspace
 from PIL import Image
-from test_projection import SPEC_EXAMPLE, metaharness, spec_example_stream
-from test_run_b10x import LOOP, Emulator, common, run, stream, workspace
+from project_verb import metaharness
+from shared_tree import ABSENT, SPEC_EXAMPLE, spec_example_stream
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_FLAGS = (
@@ -38,7 +39,7 @@ unclosed script, each of which would act if the page let it through unescaped.""
 pytestmark = [
     pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is absent (scripts/test installs the "
                        "Debian chromium package where apt-get is available)"),
-    pytest.mark.skipif(not SPEC_EXAMPLE.exists(), reason="the shared spec is not beside this checkout"),
+    pytest.mark.skipif(not SPEC_EXAMPLE.exists(), reason=ABSENT),
 ]
 
 VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"})

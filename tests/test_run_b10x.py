@@ -10,20 +10,15 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from governed_b10x import LOOP, METAHARNESS, Emulator, common, run, stream, workspace
 
-from metaharness.pure.events import read_event
 from metaharness.pure.frames import frame_document, seal_frame
 
-VENV_BIN = Path(sys.executable).parent
-LOOP = VENV_BIN / "b10x-harness"
-EMULATOR = VENV_BIN / "b10x-emulator"
-METAHARNESS = VENV_BIN / "metaharness"
 READS = [{"op": "file.read"}, {"op": "dir.list"}, {"op": "search"}]
 FRAME_BASE = {
     "workflow": {"id": "w", "version": "1"},
@@ -45,19 +40,6 @@ def home(tmp_path: Path) -> Path:
     return home
 
 
-class Emulator:
-    def __init__(self, scenario: str) -> None:
-        self.process = subprocess.Popen(
-            [str(EMULATOR), "--scenario", scenario], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-        )
-        assert self.process.stdout is not None
-        self.base_url = json.loads(self.process.stdout.readline())["base_url"]
-
-    def stop(self) -> None:
-        self.process.send_signal(signal.SIGTERM)
-        self.process.wait(timeout=10)
-
-
 @pytest.fixture
 def emulator(request: pytest.FixtureRequest) -> Iterator[Emulator]:
     running = Emulator(request.param)
@@ -74,36 +56,8 @@ def frame_file(tmp_path: Path, operations: list[dict], subjects: list[dict] | No
     return str(path)
 
 
-def run(home: Path, args: list[str], stdin: bytes = b"", cwd: Path | None = None, timeout: float = 90) -> subprocess.CompletedProcess[bytes]:
-    env = {"HOME": str(home), "PATH": os.environ["PATH"]}
-    return subprocess.run(
-        [str(METAHARNESS), "run", "b10x", *args], input=stdin, env=env, cwd=cwd, capture_output=True, timeout=timeout, check=False
-    )
-
-
-def stream(done: subprocess.CompletedProcess[bytes]) -> list[dict]:
-    lines = done.stdout.splitlines()
-    for number, line in enumerate(lines, start=1):
-        assert read_event(line).unwrap().seq == number
-    events = [json.loads(line) for line in lines]
-    assert [e["event"] for e in events].count("stream.closed") == 1 and events[-1]["event"] == "stream.closed"
-    assert events[-1]["events"] == len(events) - 1
-    return events
-
-
 def of(events: list[dict], name: str) -> list[dict]:
     return [e for e in events if e["event"] == name]
-
-
-def workspace(tmp_path: Path) -> Path:
-    work = tmp_path / "ws"
-    work.mkdir()
-    (work / "README.md").write_text("hello harness\n")
-    return work
-
-
-def common(base_url: str, work: Path) -> list[str]:
-    return ["-p", "write the note", "--model", "b10x-emulated", "--model-endpoint", base_url, "--cwd", str(work)]
 
 
 @pytest.mark.parametrize("emulator", ["flat-write"], indirect=True)
@@ -324,19 +278,9 @@ def test_interrupt_command_cancels_the_loop(home: Path, emulator: Emulator, tmp_
 @pytest.mark.parametrize("emulator", ["flat-tool"], indirect=True)
 def test_audited_run_of_the_project_loop_exits_1_on_h9(home: Path, emulator: Emulator, tmp_path: Path) -> None:
     """Spec 40 §9: the project's own loop reports its own version, so H9 is a gap and an audited run
-    exits 1. The CLI still gates --audit as not built for every kind, so the b10x wind-up is driven
-    through its shell entry."""
-    program = (
-        "import sys\n"
-        "from metaharness.pure.options import RunOptions\n"
-        "from metaharness.shell.b10x.run import run_b10x\n"
-        f"sys.exit(run_b10x(RunOptions(kind='b10x', decisions='observe', audit=True, prompt='read', "
-        f"model='b10x-emulated', model_endpoint='{emulator.base_url}')))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", program], env={"HOME": str(home), "PATH": os.environ["PATH"]},
-        capture_output=True, timeout=90, check=False,
-    )
+    exits 1."""
+    done = run(home, ["--decisions", "observe", "--audit", "-p", "read", "--model", "b10x-emulated",
+                      "--model-endpoint", emulator.base_url])  # fmt: skip
     assert done.returncode == 1, done.stderr
     events = stream(done)
     hermetic = of(events, "session.started")[0]["hermetic"]
@@ -372,21 +316,11 @@ def test_halt_kills_the_loop_and_closes_steer_halt(home: Path, emulator: Emulato
 
 @pytest.mark.parametrize("emulator", ["flat-tool"], indirect=True)
 def test_retain_dir_keeps_the_record(home: Path, emulator: Emulator, tmp_path: Path) -> None:
-    """--retain-dir copies the raw record to DIR/<run id>/ (spec 10 §4.2); the CLI still gates the
-    option as not built for every kind, so the b10x wind-up is driven through its shell entry."""
+    """--retain-dir copies the raw record to DIR/<run id>/ (spec 10 §4.2)."""
     retain = tmp_path / "kept"
     retain.mkdir()
-    program = (
-        "import sys\n"
-        "from metaharness.pure.options import RunOptions\n"
-        "from metaharness.shell.b10x.run import run_b10x\n"
-        f"sys.exit(run_b10x(RunOptions(kind='b10x', decisions='observe', retain_dir={str(retain)!r}, prompt='read', "
-        f"model='b10x-emulated', model_endpoint='{emulator.base_url}')))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", program], env={"HOME": str(home), "PATH": os.environ["PATH"]},
-        capture_output=True, timeout=90, check=False,
-    )
+    done = run(home, ["--decisions", "observe", "--retain-dir", str(retain), "-p", "read", "--model", "b10x-emulated",
+                      "--model-endpoint", emulator.base_url])  # fmt: skip
     assert done.returncode == 0, done.stderr
     run_id = stream(done)[0]["run"]
     kept = (retain / run_id / "loop.jsonl").read_bytes().splitlines()

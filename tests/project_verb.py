@@ -1,0 +1,13 @@
+"""``metaharness project`` run as the installed script (spec 10 §9)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+
+def metaharness(*args: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
+    """``metaharness project *args`` in ``cwd``, output captured."""
+    script = Path(sys.executable).with_name("metaharness")
+    return subprocess.run([str(script), "project", *args], capture_output=True, cwd=cwd, check=False, timeout=60)
