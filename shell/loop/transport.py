@@ -1,6 +1,8 @@
 """The shared HTTP transport (spec 60 §7.2, §7.3): one model call with its transport retries.
 
 It gets a finished URL, the wire's headers and body and a decoder; it names no vendor and no path.
+A request without ``accept-encoding`` admits any content coding (RFC 9110 §12.5.3), so a gateway may
+gzip the stream: bodies are framed after their content coding is undone.
 """
 
 from __future__ import annotations
@@ -113,7 +115,7 @@ class ModelCall:
                         retry_after = parse_retry_after(response.headers.get("retry-after"), time.time())
                         error = status_error(self.wire, response.status_code, head, credential, retry_after)
                         return error if error is not None else WireError("protocol", "unreachable status")
-                    for event in decode(frame_sse(response.iter_raw())):
+                    for event in decode(frame_sse(response.iter_bytes())):
                         if isinstance(event, (Outcome, WireError)):
                             return event
                         deliver(event)
@@ -142,7 +144,7 @@ def _credential_in(headers: tuple[tuple[str, str], ...]) -> str | None:
 
 def _read_head(response: httpx.Response) -> bytes:
     head = b""
-    for chunk in response.iter_raw():
+    for chunk in response.iter_bytes():
         head += chunk
         if len(head) >= 2048:
             break
