@@ -246,8 +246,11 @@ def decode_stream(frames: Iterable[SseItem], request_model: str) -> Iterator[Str
 
 
 def _finish_block(block: _Block) -> WireError | tuple[Item | None, StreamWarning | None]:
+    """The item a finished block leaves; an empty text block leaves none, since the Messages API refuses
+    an empty text block when the conversation is sent back (spec 60 §7.5, stateless continuation)."""
     if block.kind == "text":
-        return AssistantText("".join(block.parts) or _text(block.raw.get("text"))), None
+        text = "".join(block.parts) or _text(block.raw.get("text"))
+        return (AssistantText(text) if text else None), None
     if block.kind == "tool_use":
         text = "".join(block.parts)
         if text:
