@@ -33,6 +33,10 @@ Inputs:
 
 The clock is never read: elapsed times come in as arguments. ``desk.census`` counts every
 ``tool.decided`` the desk emitted (spec 20 §9) for ``session.ended``.
+
+The desk's state is indexed so each input costs O(log n) in the calls seen so far: correlation keys
+are held in a persistent map by ``call_id`` (a new desk shares every untouched entry with the old
+one), and the pending calls in a second map with the order they became pending.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from __future__ import annotations
 from typing import Any, Literal, TypeAlias
 
 import msgspec
+from immutables import Map
 from msgspec import UNSET, Struct
 
 from metaharness.pure.admission import admit_call
@@ -88,7 +93,8 @@ class PresentedCall(Struct, frozen=True, kw_only=True):
 class CallRecord(Struct, frozen=True, kw_only=True):
     """One correlation key (``call_id``, ``digest``) and where it stands: ``recorded`` (seam ``none``,
     never decided), ``pending`` (waiting for the embedder or the deadline) or ``closed`` with the
-    decision the harness was given."""
+    decision the harness was given. A ``call_id`` has at most one pending key: a call becomes pending
+    only while no other digest was presented under its id (spec 20 §8.4)."""
 
     call_id: str
     digest: str
@@ -134,7 +140,12 @@ class Desk(Struct, frozen=True, kw_only=True):
     frame: Frame | None = None
     staged_frame: Frame | None = None
     vendor_budget_ms: int = VENDOR_BUDGET_MS
-    calls: tuple[CallRecord, ...] = ()
+    calls: Map[str, tuple[CallRecord, ...]] = Map()
+    """Every correlation key presented, by ``call_id``."""
+    pending: Map[str, int] = Map()
+    """The pending calls' ids, each with the order in which it became pending."""
+    presented: int = 0
+    """How many calls have become pending so far (the next one's order)."""
     no_frame_warned: bool = False
     census: Census = ZERO_CENSUS
 
@@ -150,7 +161,7 @@ class Desk(Struct, frozen=True, kw_only=True):
 
     def pending_call_ids(self) -> tuple[str, ...]:
         """The calls waiting for a decision, in the order they were presented."""
-        return tuple(record.call_id for record in self.calls if record.status == "pending")
+        return tuple(sorted(self.pending, key=self.pending.__getitem__))
 
 
 Step: TypeAlias = tuple[Desk, tuple[Effect, ...]]
@@ -182,9 +193,16 @@ def _requested(call: PresentedCall, required: bool, deadline_ms: int | None) -> 
     )
 
 
-def _replace_record(calls: tuple[CallRecord, ...], new: CallRecord) -> tuple[CallRecord, ...]:
-    kept = tuple(r for r in calls if (r.call_id, r.digest) != (new.call_id, new.digest))
-    return (*kept, new)
+def _recorded(desk: Desk, new: CallRecord) -> Desk:
+    """``desk`` with ``new`` in place of its correlation key's record, and pending exactly when ``new`` is."""
+    keys = desk.calls.get(new.call_id, ())
+    calls = desk.calls.set(new.call_id, (*(r for r in keys if r.digest != new.digest), new))
+    if new.status == "pending":
+        pending = desk.pending.set(new.call_id, desk.presented)
+        return msgspec.structs.replace(desk, calls=calls, pending=pending, presented=desk.presented + 1)
+    if any(r.digest == new.digest and r.status == "pending" for r in keys):
+        return msgspec.structs.replace(desk, calls=calls, pending=desk.pending.delete(new.call_id))
+    return msgspec.structs.replace(desk, calls=calls)
 
 
 def _closed(
@@ -195,24 +213,23 @@ def _closed(
         call_id=record.call_id, decision=decision, decided_by=decided_by, seam=decided_seam, latency_ms=latency_ms
     )
     closed = msgspec.structs.replace(record, status="closed", decision=decision)
-    new = msgspec.structs.replace(
-        desk, calls=_replace_record(desk.calls, closed), census=count_decision(desk.census, decided)
-    )
+    new = _recorded(msgspec.structs.replace(desk, census=count_decision(desk.census, decided)), closed)
     return new, (Answer(record.call_id, decision, record.seam), Emit(decided))
 
 
 def present(desk: Desk, call: PresentedCall) -> Step:
     """A call presented on ``call.seam`` (spec 20 §8.2, §8.4); see the module docstring."""
     digest = request_digest(call.call_id, call.name, call.input)
-    same = next((r for r in desk.calls if r.call_id == call.call_id and r.digest == digest), None)
+    keys = desk.calls.get(call.call_id, ())
+    same = next((r for r in keys if r.digest == digest), None)
     deciding = call.seam != "none"
     if same is not None and not (same.status == "recorded" and deciding):
         return _repeat(desk, call, same)
-    if any(r.call_id == call.call_id and r.digest != digest for r in desk.calls):
+    if any(r.digest != digest for r in keys):
         return _mutated(desk, call, digest)
     if not deciding:
         record = CallRecord(call_id=call.call_id, digest=digest, seam=call.seam, status="recorded")
-        return msgspec.structs.replace(desk, calls=_replace_record(desk.calls, record)), (_requested(call, False, None),)
+        return _recorded(desk, record), (_requested(call, False, None),)
     return _fresh(desk, call, CallRecord(call_id=call.call_id, digest=digest, seam=call.seam, status="pending"))
 
 
@@ -240,7 +257,7 @@ def _mutated(desk: Desk, call: PresentedCall, digest: str) -> Step:
     effects: tuple[Effect, ...] = (_requested(call, False, None), Emit(warning))
     if call.seam == "none":
         record = CallRecord(call_id=call.call_id, digest=digest, seam=call.seam, status="recorded")
-        return msgspec.structs.replace(desk, calls=_replace_record(desk.calls, record)), effects
+        return _recorded(desk, record), effects
     record = CallRecord(call_id=call.call_id, digest=digest, seam=call.seam, status="pending")
     new, decided = _closed(desk, record, Deny(MUTATED_DENY), "adapter", None, call.seam)
     return new, effects + decided
@@ -269,12 +286,18 @@ def _fresh(desk: Desk, call: PresentedCall, record: CallRecord) -> Step:
                 effects += (Emit(admission.warning),)
             new, decided = _closed(desk, record, admission.decision, "frame", None, call.seam)
             return new, effects + decided
-    new = msgspec.structs.replace(desk, calls=_replace_record(desk.calls, record))
-    return new, (_requested(call, True, desk.deadline_ms), Arm(call.call_id, desk.deadline_ms))
+    return _recorded(desk, record), (_requested(call, True, desk.deadline_ms), Arm(call.call_id, desk.deadline_ms))
 
 
 def _pending(desk: Desk, call_id: str) -> CallRecord | None:
-    return next((r for r in desk.calls if r.call_id == call_id and r.status == "pending"), None)
+    if call_id not in desk.pending:
+        return None
+    return next(r for r in desk.calls[call_id] if r.status == "pending")
+
+
+def _pending_records(desk: Desk) -> tuple[CallRecord, ...]:
+    """The pending records in the order they became pending."""
+    return tuple(r for call_id in desk.pending_call_ids() for r in desk.calls[call_id] if r.status == "pending")
 
 
 def decide(desk: Desk, command: ToolDecide, elapsed_ms: int | None) -> Step:
@@ -284,7 +307,7 @@ def decide(desk: Desk, command: ToolDecide, elapsed_ms: int | None) -> Step:
     the call's deadline was armed."""
     record = _pending(desk, command.call_id)
     if record is None:
-        closed = any(r.call_id == command.call_id and r.status == "closed" for r in desk.calls)
+        closed = any(r.status == "closed" for r in desk.calls.get(command.call_id, ()))
         refusal = too_late(command.id, command.call_id) if closed else unknown_call(command.id, command.call_id)
         return desk, (Emit(refusal),)
     new, decided = _closed(desk, record, command.decision, "embedder", elapsed_ms, record.seam)
@@ -306,7 +329,7 @@ def abandon(desk: Desk, why: AbandonCause) -> Step:
     harness first, then ``tool.decided`` and ``PENDING_CALL_ABANDONED``, call by call."""
     effects: list[Effect] = []
     reason = f"{why} before this call was decided, so nothing ran"
-    for record in [r for r in desk.calls if r.status == "pending"]:
+    for record in _pending_records(desk):
         desk, decided = _closed(desk, record, Deny(reason), "adapter", None, record.seam)
         warning = WarningRaised(
             code="PENDING_CALL_ABANDONED", message=f"{record.call_id} was never decided by the embedder"
