@@ -148,6 +148,7 @@ VENDOR_SCENARIOS: dict[str, tuple[Candidate, ...]] = {
         ("shell", lambda v: {"command": ["echo", "emulated"]}),
     ),
     "codex-patch": (("apply_patch", lambda v: PATCH),),
+    "codex-catalogue-write": (("write_note", lambda v: {"path": "note.md", "text": EMULATED_NOTE}),),
 }
 
 SCENARIO_NAMES: tuple[str, ...] = (*LOOP_SCENARIOS, *VENDOR_SCENARIOS)

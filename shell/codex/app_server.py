@@ -1,0 +1,361 @@
+"""The live run loop of a codex catalogue run: ``codex app-server`` over stdio (spec 50 §1, §4
+"``--catalogue``: the app-server"; design amendment a66).
+
+The server runs in its own process group with pipes for stdin and stdout; every line it writes is
+kept in ``rollout.stdout.jsonl`` and folded into the pure session (``metaharness.pure.codex.app_server``).
+Each ``item/tool/call`` goes through the codex correlator and is presented to the decision desk on
+seam ``owned_tool``; a call the desk lets through is performed by a ``metaharness mcp-serve
+--catalogue`` child over the scratch copy, a denied one performs nothing. Events are read from the
+thread's rollout exactly as for ``codex exec``, with the same hook channel, commands, deadlines and
+signals (``metaharness.shell.codex.live``); ``turn/completed`` closes the server's stdin and stops its
+group 5 s later.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import IO, Any
+
+from returns.result import Result
+
+from metaharness.pure.catalogue import Catalogue, check_codex_names
+from metaharness.pure.codex.app_server import (
+    CATALOGUE_COPY,
+    Decide,
+    Note,
+    Perform,
+    Send,
+    Session,
+    Step,
+    TurnCompleted,
+    Warn,
+    answer_decision,
+    app_server_args,
+    catalogue_server_args,
+    catalogue_server_gone,
+    open_session,
+    presented_tool_call,
+    read_catalogue_server_line,
+    read_server_line,
+)
+from metaharness.pure.codex.launch import CodexLaunch
+from metaharness.pure.codex.replay import stop_word
+from metaharness.pure.codex.rollout import RolloutLaunch, session_ended
+from metaharness.pure.codex.seam import Output, Present, on_hook_call, on_stream_end
+from metaharness.pure.decisions import Answer, Desk, Effect, present
+from metaharness.pure.events import Event, Exited, Process, Signaled, closing_marker
+from metaharness.pure.hook_channel import HookCall
+from metaharness.pure.refusal import Refusal
+from metaharness.pure.run_stages import closing_reason, no_terminal_record
+from metaharness.shell.b10x.live import _keep_tail, _kill_group, _pump_lines, _Signals
+from metaharness.shell.catalogue_file import read_back_scratch_copy, read_catalogue, write_scratch_copy
+from metaharness.shell.codex.live import SIGNAL_GRACE_S, LiveOutcome, _Run, _wait_child, _watch_doorbell
+from metaharness.shell.codex.rollout import POLL_INTERVAL_S, QUIET_POLLS_AFTER_EXIT, RolloutTail
+
+CATALOGUE_SERVER_LOG = "catalogue-server.stderr"
+"""The catalogue server's stderr, kept in the scratch root."""
+
+
+def read_codex_catalogue(path: str) -> Result[Catalogue, Refusal]:
+    """Stage 6 on codex: the catalogue file's refusals (spec 30 §10.4), then ``catalogue-name-reserved``
+    for an entry app-server would refuse at ``thread/start``."""
+    return read_catalogue(path).bind(lambda catalogue: check_codex_names(catalogue, path))
+
+
+def place_catalogue(
+    launch: CodexLaunch, catalogue: Catalogue, source: str, *, proxy_started: bool, probed: bool
+) -> Result[None, Refusal]:
+    """Write the scratch copy the catalogue server reads and read it back before the spawn, else
+    ``catalogue-copy-differs`` saying what had started by then (spec 30 §10.4, §10.5)."""
+    path = os.path.join(launch.scratch, CATALOGUE_COPY)
+    write_scratch_copy(catalogue, path)
+    happened = ["the scratch files had been written"]
+    happened += ["the loopback proxy had started"] if proxy_started else []
+    happened += ["the vendor binary had been run with --version"] if probed else []
+    said = happened[0] if len(happened) == 1 else ", ".join(happened[:-1]) + " and " + happened[-1]
+    return read_back_scratch_copy(path, catalogue, source, said)
+
+
+class _AppServerRun(_Run):
+    """The codex live run plus the app-server session: calls the server asks for are presented on
+    seam ``owned_tool`` and their decisions answered through the session."""
+
+    def __init__(
+        self,
+        launch: CodexLaunch,
+        desk: Desk,
+        rollout: RolloutLaunch,
+        run: str,
+        write_event: Callable[[bytes], None],
+        catalogue: Catalogue,
+        session: Session,
+    ) -> None:
+        super().__init__(launch, desk, rollout, run, write_event)
+        self.catalogue = catalogue
+        self.session = session
+        self.owned: set[str] = set()
+        self.server_in: IO[bytes] | None = None
+        self.catalogue_in: IO[bytes] | None = None
+        self.finished = False
+
+    def perform(self, effects: tuple[Effect, ...]) -> None:
+        for effect in effects:
+            if isinstance(effect, Answer) and effect.call_id in self.owned:
+                self.session, steps = answer_decision(self.session, effect.call_id, effect.decision)
+                self.steps(steps)
+            else:
+                super().perform((effect,))
+
+    def outputs(self, outputs: tuple[Output, ...]) -> None:
+        for output in outputs:
+            if isinstance(output, Present) and output.call.call_id in self.owned:
+                call = output.call
+                self.names[call.call_id] = call.name
+                self.desk, effects = present(
+                    self.desk, presented_tool_call(self.catalogue, call.call_id, call.name, call.input)
+                )
+                self.perform(effects)
+            else:
+                super().outputs((output,))
+
+    def steps(self, steps: tuple[Step, ...]) -> None:
+        """Carry out what the session said, in order."""
+        for step in steps:
+            if isinstance(step, Send):
+                _write(self.server_in, step.line)
+            elif isinstance(step, Perform):
+                _write(self.catalogue_in, step.line)
+            elif isinstance(step, Decide):
+                self.owned.add(step.call_id)
+                call = HookCall(key="", call_id=step.call_id, name=step.tool, input=step.arguments, correlated=True)
+                self.correlator, outputs = on_hook_call(self.correlator, call)
+                self.outputs(outputs)
+            elif isinstance(step, Warn):
+                self.emit(step.warning)
+            elif isinstance(step, Note):
+                sys.stderr.write(f"metaharness: {step.text}\n")
+                sys.stderr.flush()
+            elif isinstance(step, TurnCompleted):
+                self.finished = True
+        if self.session.phase == "failed":
+            self.finished = True
+
+    def server_line(self, line: bytes) -> None:
+        self.ring()
+        self.session, steps = read_server_line(self.session, line)
+        self.steps(steps)
+
+    def catalogue_line(self, line: bytes | None) -> None:
+        if line is None:
+            self.session, steps = catalogue_server_gone(self.session)
+        else:
+            self.session, steps = read_catalogue_server_line(self.session, line)
+        self.steps(steps)
+
+
+def _write(stream: IO[bytes] | None, line: bytes) -> None:
+    """Write one line to a child's stdin; a child that has gone is not an error of the run."""
+    if stream is None or stream.closed:
+        return
+    try:
+        stream.write(line)
+        stream.flush()
+    except (BrokenPipeError, OSError):
+        pass
+
+
+def _close(stream: IO[bytes] | None) -> None:
+    if stream is not None and not stream.closed:
+        try:
+            stream.close()
+        except OSError:
+            pass
+
+
+def _copy_lines(stream: IO[bytes], copy: IO[bytes], kind: str, events: queue.Queue[tuple[str, Any]]) -> None:
+    """Each line the server writes is copied (``rollout.stdout.jsonl``) before it is queued."""
+    for line in iter(stream.readline, b""):
+        copy.write(line)
+        copy.flush()
+        events.put((kind, line))
+    events.put((kind, None))
+
+
+def drive_app_server(
+    *,
+    launch: CodexLaunch,
+    desk: Desk,
+    rollout: RolloutLaunch,
+    run: str,
+    catalogue: Catalogue,
+    model: str | None,
+    version: str,
+    write_event: Callable[[bytes], None],
+    commands: IO[bytes] | None,
+    on_steering_refusal: Callable[[str], None],
+    late_events: Callable[[], tuple[Event, ...]] = tuple,
+) -> LiveOutcome:
+    """Start the catalogue server and ``codex app-server``, hold the conversation, map the rollout
+    and decide every call until the turn completes and the server ends, then wind the stream up
+    (spec 20 §4, spec 10 §4.10). Raises ``OSError`` when a spawn itself fails."""
+    session, first = open_session(
+        version=version,
+        cwd=launch.cwd,
+        model=model,
+        sandbox=launch.config.sandbox_mode,
+        catalogue=catalogue,
+        user_turn=launch.user_turn,
+    )
+    state = _AppServerRun(launch, desk, rollout, run, write_event, catalogue, session)
+    events: queue.Queue[tuple[str, Any]] = queue.Queue()
+    stop = threading.Event()
+    drained = threading.Event()
+    with open(os.path.join(launch.scratch, CATALOGUE_SERVER_LOG), "wb") as log:
+        served = subprocess.Popen(
+            [sys.executable, *catalogue_server_args(launch.scratch, launch.cwd, catalogue)],
+            cwd=launch.cwd,
+            env=launch.environment.as_dict(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+        )
+    assert served.stdin is not None and served.stdout is not None
+    state.catalogue_in = served.stdin
+    try:
+        child = subprocess.Popen(
+            [launch.program, *app_server_args()],
+            cwd=launch.cwd,
+            env=launch.environment.as_dict(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError:
+        _close(served.stdin)
+        served.wait()
+        raise
+    assert child.stdin is not None and child.stdout is not None and child.stderr is not None
+    state.server_in = child.stdin
+    stdout_copy = open(launch.stdout_copy, "wb")  # noqa: SIM115 - closed at wind-up, after the pump ends
+    signals = _Signals(events)
+    signals.install()
+    tail = bytearray()
+    stderr_thread = threading.Thread(target=_keep_tail, args=(child.stderr, tail), daemon=True)
+    stderr_thread.start()
+    server_thread = threading.Thread(
+        target=_copy_lines, args=(child.stdout, stdout_copy, "server", events), daemon=True
+    )
+    server_thread.start()
+    threading.Thread(target=_pump_lines, args=(served.stdout, "catalogue", events), daemon=True).start()
+    threading.Thread(target=_wait_child, args=(child, events), daemon=True).start()
+    threading.Thread(target=_watch_doorbell, args=(state.channel.fileno(), events, drained, stop), daemon=True).start()
+    if commands is not None:
+        threading.Thread(target=_pump_lines, args=(commands, "command", events), daemon=True).start()
+    state.steps(first)
+    rollout_tail = RolloutTail(launch.sessions_dir, launch.rollout_copy)
+    halted = killed = False
+    term_at: float | None = None
+    kill_at: float | None = None
+    exit_code: int | None = None
+    quiet = 0
+    next_poll = time.monotonic()
+    try:
+        while True:
+            now = time.monotonic()
+            waits = [next_poll - now]
+            waits += [start + state.desk.deadline_ms / 1000 - now for start in state.armed.values()]
+            waits += [at - now for at in (term_at, kill_at) if at is not None]
+            try:
+                kind, item = events.get(timeout=max(0.0, min(waits)))
+            except queue.Empty:
+                kind, item = "tick", None
+            if kind == "ring":
+                state.ring()
+                drained.set()
+            elif kind == "exited":
+                exit_code = item
+            elif kind == "server" and item is not None:
+                state.server_line(item)
+            elif kind == "catalogue":
+                state.catalogue_line(item)
+            elif kind == "command" and item is not None:
+                control = state.command(item, on_steering_refusal)
+                if control is not None:
+                    halted = halted or control == "halt"
+                    _kill_group(child.pid, signal.SIGTERM)
+                    kill_at = time.monotonic() + SIGNAL_GRACE_S
+            elif kind == "signal":
+                if killed:
+                    _kill_group(child.pid, signal.SIGKILL)
+                    continue
+                killed = True
+                state.abandon("the run was interrupted")
+                _kill_group(child.pid, signal.SIGTERM)
+                kill_at = time.monotonic() + SIGNAL_GRACE_S
+            if state.finished and term_at is None and kill_at is None:
+                _close(child.stdin)
+                term_at = time.monotonic() + SIGNAL_GRACE_S
+            now = time.monotonic()
+            if term_at is not None and now >= term_at:
+                _kill_group(child.pid, signal.SIGTERM)
+                term_at, kill_at = None, now + SIGNAL_GRACE_S
+            if kill_at is not None and now >= kill_at:
+                _kill_group(child.pid, signal.SIGKILL)
+                kill_at = None
+            state.expire_due()
+            if now >= next_poll:
+                next_poll = now + POLL_INTERVAL_S
+                state.ring()
+                lines = rollout_tail.poll()
+                for number, raw in lines:
+                    state.record(number, raw)
+                if exit_code is not None:
+                    quiet = 0 if lines else quiet + 1
+                    if quiet >= QUIET_POLLS_AFTER_EXIT:
+                        break
+        state.ring()
+        state.correlator, outputs = on_stream_end(state.correlator)
+        state.outputs(outputs)
+        state.abandon("the stream ended")
+        stderr_thread.join(timeout=SIGNAL_GRACE_S)
+        server_thread.join(timeout=SIGNAL_GRACE_S)
+    finally:
+        stop.set()
+        drained.set()
+        signals.restore()
+        rollout_tail.close()
+        _close(child.stdin)
+        _close(served.stdin)
+        _stop_catalogue_server(served)
+    _kill_group(child.pid, signal.SIGKILL)
+    stdout_copy.close()
+    code = exit_code if exit_code is not None else child.wait()
+    process: Process = Signaled(signal=-code) if code < 0 else Exited(code=code)
+    ended = session_ended(state.reader, state.census)
+    if ended is not None:
+        state.emit(ended, state.reader.last_complete_at)
+    elif not halted:
+        state.emit(no_terminal_record(bytes(tail)))
+    for payload in late_events():
+        state.emit(payload)
+    reason = closing_reason(halted=halted, killed=killed, stop=stop_word(ended), budget_stops=())
+    state.emit(closing_marker(state.stream, reason, process))
+    state.channel.close()
+    return LiveOutcome(reason, process, state.stream.written)
+
+
+def _stop_catalogue_server(served: subprocess.Popen[bytes]) -> None:
+    """End of file ends the catalogue server (spec 30 §12.1); one that lingers is killed."""
+    try:
+        served.wait(timeout=SIGNAL_GRACE_S)
+    except subprocess.TimeoutExpired:
+        served.kill()
+        served.wait()

@@ -1,0 +1,155 @@
+"""The real ``codex app-server`` (pinned 0.171.0) serving a catalogue against ``b10x-emulator``
+(spec 50 §4 "``--catalogue``: the app-server", spec 30 §10.3, §11; design amendment a66).
+
+Emulator scenario ``codex-catalogue-write`` calls the catalogue entry ``write_note`` (at the pin,
+through code mode's ``exec``). The run is driven in-process by ``drive_app_server`` over a planned,
+materialised codex launch, the way ``run_codex`` drives it; every stream must be well formed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from codex_process import CODEX, census, decided, of, sealed_frame, well_formed
+
+from metaharness.pure.codex.launch import PINS
+from metaharness.pure.codex.rollout import RolloutLaunch
+from metaharness.pure.decisions import open_desk
+from metaharness.pure.events import Exited, Transcript
+from metaharness.pure.hook_channel import HOOK_TIMEOUT_S
+from metaharness.pure.options import RunOptions
+from metaharness.shell.codex.app_server import drive_app_server, place_catalogue, read_codex_catalogue
+from metaharness.shell.codex.live import LiveOutcome
+from metaharness.shell.codex.run import materialise, plan_run
+
+pytestmark = pytest.mark.skipif(
+    CODEX is None, reason="the pinned Codex CLI 0.171.0 is not installed on the child's PATH (vendors/install.sh)"
+)
+
+CATALOGUE = {
+    "format": "metaharness.catalogue/1",
+    "entries": [
+        {
+            "name": "write_note",
+            "description": "Write one note in the workspace.",
+            "performs": "file_write",
+            "input": {
+                "path": {"type": "string", "required": True, "description": "Path relative to the workspace."},
+                "text": {"type": "string", "required": True},
+            },
+        },
+        {
+            "name": "read_note",
+            "description": "Read one note.",
+            "performs": "file_read",
+            "input": {"path": {"type": "string", "required": True}},
+        },
+    ],
+}
+
+
+def catalogue_run(root: str, tmp_path: Path, decisions: str, frame: str | None) -> tuple[list[dict], LiveOutcome, Path]:
+    work = tmp_path / "work"
+    work.mkdir()
+    scratch = tmp_path / "scratch"
+    scratch.mkdir(mode=0o700)
+    source = tmp_path / "tools.json"
+    source.write_text(json.dumps(CATALOGUE))
+    options = RunOptions(
+        kind="codex",
+        prompt="write the note",
+        decisions=decisions,
+        credentials="none",
+        model_endpoint=root,
+        cwd=str(work),
+        tool_surface="owned",
+        catalogue=str(source),
+        frame=frame,
+    )
+    catalogue = read_codex_catalogue(str(source)).unwrap()
+    launch, planned_frame = plan_run(options, str(scratch)).unwrap()
+    materialise(launch)
+    place_catalogue(launch, catalogue, str(source), proxy_started=False, probed=False).unwrap()
+    lines: list[bytes] = []
+    rollout = RolloutLaunch(
+        program=launch.program,
+        pins=PINS,
+        transcript=Transcript(path=launch.rollout_copy, digest=None, bytes=None),
+        hermetic=launch.hermetic,
+    )
+    outcome = drive_app_server(
+        launch=launch,
+        desk=open_desk(decisions, planned_frame, HOOK_TIMEOUT_S * 1000),
+        rollout=rollout,
+        run="codex-catalogue",
+        catalogue=catalogue,
+        model=None,
+        version="0.1.0",
+        write_event=lines.append,
+        commands=None,
+        on_steering_refusal=lambda line: None,
+    )
+    return well_formed(lines), outcome, work
+
+
+def owned_call(events: list[dict]) -> dict:
+    (call,) = [e for e in of(events, "tool.requested") if e["seam"] == "owned_tool"]
+    return call
+
+
+def code_mode_gap(events: list[dict]) -> None:
+    """At the pin the entry is reached through code mode's ``exec``: that call reaches no seam, is
+    recorded on seam ``none`` and named by a ``COVERAGE_GAP`` (spec 50 §4)."""
+    (host,) = [e for e in of(events, "tool.requested") if e["name"] == "exec"]
+    assert host["seam"] == "none" and host["decision_required"] is False
+    assert any(w["code"] == "COVERAGE_GAP" and host["call_id"] in w["message"] for w in of(events, "warning"))
+
+
+@pytest.mark.parametrize("emulator", ["codex-catalogue-write"], indirect=True)
+def test_a_frame_allowed_catalogue_write_lands_through_the_catalogue_server(emulator: str, tmp_path: Path):
+    frame = sealed_frame(tmp_path, ["file.write"], [{"subject": "file:**", "operations": [{"op": "file.write"}]}])
+    events, outcome, work = catalogue_run(emulator, tmp_path, "frame", frame)
+    call = owned_call(events)
+    assert call["name"] == "write_note" and call["input"] == {"path": "note.md", "text": "written by the emulator\n"}
+    assert call["operations"] == ["file.write"] and call["subjects"] == ["file:note.md"]
+    decision = decided(events, call["call_id"])
+    assert decision["decision"] == {"decision": "allow"} and decision["decided_by"] == "frame"
+    assert (work / "note.md").read_text() == "written by the emulator\n"
+    code_mode_gap(events)
+    assert census(events)["by_seam"] == {"owned_tool": 1} and census(events)["allowed"] == 1
+    started = of(events, "session.started")[0]
+    assert started["harness_version"] == "0.171.0" and started["cwd"] == str(work)
+    assert outcome.reason == "completed" and outcome.process == Exited(code=0)
+
+
+@pytest.mark.parametrize("emulator", ["codex-catalogue-write"], indirect=True)
+def test_a_frame_denied_catalogue_write_performs_nothing_and_the_model_reads_the_reason(
+    emulator: str, tmp_path: Path
+):
+    events, outcome, work = catalogue_run(emulator, tmp_path, "frame", sealed_frame(tmp_path, ["file.read"]))
+    call = owned_call(events)
+    decision = decided(events, call["call_id"])
+    assert decision["decided_by"] == "frame" and decision["seam"] == "owned_tool"
+    reason = decision["decision"]["reason"]
+    assert reason.startswith('this step admits ["file.read"] and write_note is file.write')
+    assert not (work / "note.md").exists()
+    (result,) = [e for e in of(events, "tool.result") if e["call_id"] != call["call_id"]]
+    assert any(reason in item["text"] for item in result["content"])
+    assert census(events)["denied"] == 1
+    assert outcome.reason == "completed"
+
+
+@pytest.mark.parametrize("emulator", ["codex-catalogue-write"], indirect=True)
+def test_without_a_frame_the_call_is_abstained_and_the_app_server_conversation_is_retained(
+    emulator: str, tmp_path: Path
+):
+    events, _, work = catalogue_run(emulator, tmp_path, "frame", None)
+    decision = decided(events, owned_call(events)["call_id"])
+    assert decision["decision"] == {"decision": "abstain"} and decision["decided_by"] == "adapter"
+    assert [w["code"] for w in of(events, "warning")].count("NO_FRAME_IN_FORCE") == 1
+    assert (work / "note.md").exists()
+    conversation = [json.loads(line) for line in (tmp_path / "scratch" / "rollout.stdout.jsonl").read_bytes().splitlines()]
+    assert any(m.get("method") == "item/tool/call" for m in conversation)
+    assert any(m.get("method") == "turn/completed" for m in conversation)
