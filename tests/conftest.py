@@ -1,8 +1,12 @@
 """Fixtures shared by the test modules; plain helpers live in their own modules beside this one
-(``emulator_process``, ``loop_process``, ``governed_b10x``, ``project_verb``, ``shared_tree``)."""
+(``codex_process``, ``emulator_process``, ``loop_process``, ``governed_b10x``, ``project_verb``, ``shared_tree``)."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,3 +19,20 @@ def workspace(tmp_path: Path) -> Path:
     root.mkdir()
     (root / "README.md").write_text("hello harness\n")
     return root
+
+
+@pytest.fixture
+def emulator(request: pytest.FixtureRequest) -> Iterator[str]:
+    """``b10x-emulator`` serving the scenario the test names (indirect parameter), recording to
+    ``tmp_path/emulator.jsonl``; yields the gateway root (the base URL without ``/v1``)."""
+    scenario = request.param
+    program = Path(sys.executable).with_name("b10x-emulator")
+    record = request.getfixturevalue("tmp_path") / "emulator.jsonl"
+    process = subprocess.Popen(
+        [str(program), "--scenario", scenario, "--record", str(record)], stdout=subprocess.PIPE, text=True
+    )
+    announcement = json.loads(process.stdout.readline())
+    root = announcement["base_url"].removesuffix("/v1")
+    yield root
+    process.terminate()
+    process.wait(timeout=10)

@@ -9,37 +9,22 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from codex_process import CODEX, PINNED, census, decided, of, sealed_frame, well_formed
 
 from metaharness.pure.codex.launch import PINS
 from metaharness.pure.codex.rollout import RolloutLaunch
 from metaharness.pure.decisions import open_desk
-from metaharness.pure.environment import path_floor
-from metaharness.pure.events import Exited, Transcript, read_event
-from metaharness.pure.frames import frame_document, seal_frame
+from metaharness.pure.events import Exited, Transcript
 from metaharness.pure.options import RunOptions
 from metaharness.shell.codex.live import drive_codex
 from metaharness.shell.codex.run import materialise, plan_run
 
-PINNED = "0.171.0"
-
-
-def _pinned_codex() -> str | None:
-    found = shutil.which("codex", path=path_floor(dict(os.environ)))
-    if found is None:
-        return None
-    done = subprocess.run([found, "--version"], capture_output=True, text=True, check=False)
-    return found if PINNED in done.stdout.split() else None
-
-
-CODEX = _pinned_codex()
 pytestmark = pytest.mark.skipif(
     CODEX is None,
     reason=f"the pinned Codex CLI {PINNED} is not installed on the child's PATH (vendors/install.sh)",
@@ -51,42 +36,6 @@ from metaharness.pure.options import RunOptions
 from metaharness.shell.codex.run import run_codex
 sys.exit(run_codex(RunOptions(kind="codex", **json.loads(sys.argv[1]))))
 """
-
-
-@pytest.fixture
-def emulator(request: pytest.FixtureRequest) -> Iterator[str]:
-    """The emulator serving the scenario the test names (indirect parameter); yields the gateway root."""
-    scenario = request.param
-    program = Path(sys.executable).with_name("b10x-emulator")
-    record = request.getfixturevalue("tmp_path") / "emulator.jsonl"
-    process = subprocess.Popen(
-        [str(program), "--scenario", scenario, "--record", str(record)], stdout=subprocess.PIPE, text=True
-    )
-    announcement = json.loads(process.stdout.readline())
-    root = announcement["base_url"].removesuffix("/v1")
-    yield root
-    process.terminate()
-    process.wait(timeout=10)
-
-
-def sealed_frame(tmp_path: Path, operations: list[str], subjects: list[dict] | None = None) -> str:
-    raw = {
-        "format": "metaharness.frame/1",
-        "workflow": {"id": "development/default", "version": "1"},
-        "node": {"id": "implement"},
-        "step": {"workflow": "development/default", "state": "implement", "index": 0, "attempt": 1},
-        "prior": [],
-        "obligations": [],
-        "reaching": [],
-        "next": [],
-        "handoff": {"handoff": "none"},
-        "operations": [{"op": op} for op in operations],
-    }
-    if subjects is not None:
-        raw["subjects"] = subjects
-    path = tmp_path / "step.frame.json"
-    path.write_bytes(frame_document(seal_frame(raw).unwrap()))
-    return str(path)
 
 
 def start_run(options: dict, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
@@ -114,45 +63,13 @@ def finish(process: subprocess.Popen[bytes], lines: list[bytes] | None = None) -
     return well_formed(raw), code
 
 
-def well_formed(raw: list[bytes]) -> list[dict]:
-    """Every line a §2.3-valid event, seq 1.. without gaps, one run id, exactly one ``stream.closed``
-    last with ``events`` = the lines before it, and one ``tool.requested`` per presented call id."""
-    events = []
-    for number, line in enumerate(raw, start=1):
-        assert line.endswith(b"\n")
-        parsed = read_event(line)
-        assert parsed.unwrap().seq == number
-        events.append(json.loads(line))
-    assert len({e["run"] for e in events}) == 1
-    closed = [e for e in events if e["event"] == "stream.closed"]
-    assert len(closed) == 1 and events[-1] is closed[0] and closed[0]["events"] == len(events) - 1
-    requested = [e["call_id"] for e in events if e["event"] == "tool.requested"]
-    assert len(requested) == len(set(requested))
-    decided = [e["call_id"] for e in events if e["event"] == "tool.decided"]
-    assert len(decided) == len(set(decided)) and set(decided) <= set(requested)
-    return events
-
-
-def of(events: list[dict], name: str) -> list[dict]:
-    return [e for e in events if e["event"] == name]
-
-
 def hook_call(events: list[dict], tool: str) -> dict:
     (call,) = [e for e in of(events, "tool.requested") if e["seam"] == "hook" and e["name"] == tool]
     return call
 
 
-def decided(events: list[dict], call_id: str) -> dict:
-    (decision,) = [e for e in of(events, "tool.decided") if e["call_id"] == call_id]
-    return decision
-
-
 def results_text(events: list[dict]) -> str:
     return json.dumps([e["content"] for e in of(events, "tool.result")])
-
-
-def census(events: list[dict]) -> dict:
-    return of(events, "session.ended")[0]["census"]
 
 
 @pytest.mark.parametrize("emulator", ["codex-shell"], indirect=True)
