@@ -1,0 +1,156 @@
+"""``metaharness run b10x`` drives the project's loop on a provider it has never seen (issue 4's bar).
+
+Observe, frame (deny, allow, subject deny) and ask (deny, allow) on both wires, each against the
+independent provider of ``tests/providers/unseen.py``; the workspace changes only where a decision
+allowed it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from providers.unseen import NOTE, STYLES, Provider, running_provider
+from test_run_b10x import METAHARNESS, READS, frame_file, home, of, run, stream
+
+__all__ = ["home"]
+
+WIRES = ("openai-responses", "anthropic-messages")
+WRITES = [*READS, {"op": "file.write"}]
+
+
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "README.md").write_text("hello harness\n")
+    return root
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def common(provider: Provider, wire: str, work: Path) -> list[str]:
+    return [
+        "-p", "write the note", "--model", "unseen-model-1", "--model-endpoint", provider.base_url,
+        "--model-wire", wire, "--cwd", str(work),
+    ]
+
+
+def last_result(provider: Provider) -> Any:
+    answered = [s for s in provider.seen if s.status == 200]
+    assert [s.error for s in provider.seen if s.status == 400] == []
+    return answered[-1].results[-1]
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_observe_the_write_happens_and_nothing_is_decided(home: Path, wire: str, tmp_path: Path) -> None:
+    work = workspace(tmp_path)
+    with running_provider("write", STYLES[2]) as provider:
+        done = run(home, ["--decisions", "observe", *common(provider, wire, work)])
+        assert done.returncode == 0, done.stderr
+    events = stream(done)
+    assert (work / "note.md").read_text(encoding="utf-8") == NOTE
+    assert not of(events, "tool.decided")
+    assert of(events, "tool.requested")[0]["decision_required"] is False
+    assert last_result(provider).is_error is False
+    assert events[-1]["process"] == {"kind": "exited", "code": 0}
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_frame_allows_the_admitted_write(home: Path, wire: str, tmp_path: Path) -> None:
+    work = workspace(tmp_path)
+    frame = frame_file(
+        tmp_path, WRITES, [{"subject": "file:note.md", "operations": WRITES}, {"subject": "file:**", "operations": READS}]
+    )
+    with running_provider("write", STYLES[4]) as provider:
+        done = run(home, ["--frame", frame, *common(provider, wire, work)])
+        assert done.returncode == 0, done.stderr
+    events = stream(done)
+    assert [(d["decision"], d["decided_by"]) for d in of(events, "tool.decided")] == [({"decision": "allow"}, "frame")]
+    assert (work / "note.md").read_text(encoding="utf-8") == NOTE
+    assert last_result(provider).is_error is False
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_frame_denies_by_operation_and_by_subject_rule(home: Path, wire: str, tmp_path: Path) -> None:
+    work = workspace(tmp_path)
+    before = tree(work)
+    with running_provider("write", STYLES[1]) as provider:
+        done = run(home, ["--frame", frame_file(tmp_path, READS), *common(provider, wire, work)])
+        assert done.returncode == 0, done.stderr
+        denied = last_result(provider)
+    events = stream(done)
+    decided = of(events, "tool.decided")[0]
+    assert decided["decided_by"] == "frame" and decided["decision"]["decision"] == "deny"
+    assert of(events, "tool.result")[0]["is_error"] is True
+    assert denied.is_error and "`file_write` was not approved" in denied.text
+    assert tree(work) == before
+    subject_frame = frame_file(
+        tmp_path, WRITES, [{"subject": "file:src/**", "operations": WRITES}, {"subject": "file:**", "operations": READS}]
+    )
+    with running_provider("write", STYLES[3]) as provider:
+        events = stream(run(home, ["--frame", subject_frame, *common(provider, wire, work)]))
+        assert last_result(provider).is_error
+    assert of(events, "tool.decided")[0]["decision"]["reason"] == (
+        "file:note.md falls under the subject rule file:**, which does not admit file.write; a refusal is the answer, not an obstacle"
+    )
+    assert tree(work) == before
+
+
+def ask(home: Path, provider: Provider, wire: str, work: Path, decision: dict[str, str]) -> list[dict[str, Any]]:
+    """``--decisions ask``: each ``tool.requested`` awaiting a decision is answered by ``tool.decide`` on stdin."""
+    env = {"HOME": str(home), "PATH": os.environ["PATH"]}
+    child = subprocess.Popen(
+        [str(METAHARNESS), "run", "b10x", "--decisions", "ask", *common(provider, wire, work)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+    )
+    assert child.stdin is not None and child.stdout is not None
+    lines: list[bytes] = []
+    for line in iter(child.stdout.readline, b""):
+        lines.append(line)
+        event = json.loads(line)
+        if event["event"] == "tool.requested" and event.get("decision_required"):
+            command = {"format": "metaharness.command/1", "id": f"d{len(lines)}", "command": "tool.decide",
+                       "call_id": event["call_id"], "decision": decision}
+            child.stdin.write(json.dumps(command).encode() + b"\n")
+            child.stdin.flush()
+    child.wait(timeout=60)
+    assert child.returncode == 0
+    return stream(subprocess.CompletedProcess([], 0, b"".join(lines), b""))
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_ask_embedder_denies_then_allows(home: Path, wire: str, tmp_path: Path) -> None:
+    work = workspace(tmp_path)
+    before = tree(work)
+    with running_provider("write", STYLES[4]) as provider:
+        events = ask(home, provider, wire, work, {"decision": "deny", "reason": "notes are written in the next step"})
+        denied = last_result(provider)
+    decided = of(events, "tool.decided")[0]
+    assert (decided["decided_by"], decided["decision"]["reason"]) == ("embedder", "notes are written in the next step")
+    assert [r["outcome"]["result"] for r in of(events, "command.result")] == ["ok"]
+    assert denied.is_error and "notes are written in the next step" in denied.text
+    assert tree(work) == before
+    with running_provider("write", STYLES[0]) as provider:
+        events = ask(home, provider, wire, work, {"decision": "allow"})
+        assert last_result(provider).is_error is False
+    assert of(events, "tool.decided")[0]["decision"] == {"decision": "allow"}
+    assert (work / "note.md").read_text(encoding="utf-8") == NOTE
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_ask_parallel_calls_deny_each_and_the_model_hears_it(home: Path, wire: str, tmp_path: Path) -> None:
+    work = workspace(tmp_path)
+    before = tree(work)
+    with running_provider("parallel", STYLES[5]) as provider:
+        events = ask(home, provider, wire, work, {"decision": "deny", "reason": "no notes today"})
+        results = [s for s in provider.seen if s.status == 200][-1].results
+    assert len(of(events, "tool.decided")) == 2
+    assert [r.is_error for r in results] == [True, True]
+    assert tree(work) == before
+
