@@ -86,7 +86,6 @@ def catalogue_run(root: str, tmp_path: Path, decisions: str, frame: str | None) 
         run="codex-catalogue",
         catalogue=catalogue,
         model=None,
-        version="0.1.0",
         write_event=lines.append,
         commands=None,
         on_steering_refusal=lambda line: None,

@@ -13,6 +13,7 @@ group 5 s later.
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import queue
 import signal
@@ -196,7 +197,6 @@ def drive_app_server(
     run: str,
     catalogue: Catalogue,
     model: str | None,
-    version: str,
     write_event: Callable[[bytes], None],
     commands: IO[bytes] | None,
     on_steering_refusal: Callable[[str], None],
@@ -206,7 +206,7 @@ def drive_app_server(
     and decide every call until the turn completes and the server ends, then wind the stream up
     (spec 20 §4, spec 10 §4.10). Raises ``OSError`` when a spawn itself fails."""
     session, first = open_session(
-        version=version,
+        version=importlib.metadata.version("metaharness"),
         cwd=launch.cwd,
         model=model,
         sandbox=launch.config.sandbox_mode,
