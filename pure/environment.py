@@ -394,12 +394,16 @@ def _row_of(key: str) -> str:
 
 
 def _denied_row(declaration: EnvironmentDeclaration, environment: ChildEnvironment, key: str) -> str | None:
-    """The row a key violates, or ``None`` when the kind's guard admits it."""
+    """The row a key violates, or ``None`` when the kind's guard admits it.
+
+    The H8 names are the vendor CLIs' guards; a b10x child admits exactly its declared keys, so a
+    subscription token variable forwarded under one of those names is admitted there (spec 30 §7).
+    """
     kind = declaration.kind
-    if key in _HOOK_VARIABLES:
-        return "H8"
     if kind == "b10x":
         return None if key in _b10x_allowed_keys(declaration, environment) else _row_of(key)
+    if key in _HOOK_VARIABLES:
+        return "H8"
     posture_keys = frozenset(name for name, _ in environment.posture.variables)
     if kind == "claude":
         exempt = posture_keys & (_ENDPOINT_VARIABLES | {"ANTHROPIC_API_KEY"})

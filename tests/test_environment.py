@@ -234,6 +234,17 @@ def test_a_credential_that_would_replace_a_floor_variable_is_denied() -> None:
     assert refusal_code(child_environment(declaration, CALLER, "/s", posture)) == "denied-environment"
 
 
+@pytest.mark.parametrize("name", ["CLAUDE_CODE_SAFE_MODE", "CODEX_DISABLE_HOOKS", "OPENAI_API_KEY"])
+def test_b10x_forwards_a_subscription_token_variable_whatever_its_name(name: str) -> None:
+    """Spec 40 §3.2: ``--subscription-token-env NAME`` puts NAME in the b10x child; the H8 names are
+    the vendor CLIs' guards, not the loop's (spec 30 §7)."""
+    declaration = EnvironmentDeclaration(kind="b10x", subscription_token_env=name)
+    caller = {**CALLER, name: "tok"}
+    posture = credential_posture(declaration, caller, False).unwrap()
+    built = child_environment(declaration, caller, "/s", posture).unwrap().as_dict()
+    assert built == {"PATH": path_floor(caller), "XDG_CONFIG_HOME": "/s/config", name: "tok"}
+
+
 def test_h3_how_lists_the_sorted_keys() -> None:
     posture = credential_posture(EnvironmentDeclaration(kind="b10x"), {}, False).unwrap()
     environment = child_environment(EnvironmentDeclaration(kind="b10x"), {}, "/s", posture).unwrap()
