@@ -45,13 +45,18 @@ METHODS = (
 )
 scalars = st.none() | st.booleans() | st.integers(-3, 5) | st.text(max_size=6)
 values = st.recursive(
-    scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
     max_leaves=8,
 )
 ids = st.integers(-1, 4) | st.text(max_size=3) | st.none() | st.booleans()
 tool_params = st.fixed_dictionaries(
-    {"threadId": st.just("t") | st.text(max_size=2), "callId": st.sampled_from(["a", "b"]) | values,
-     "tool": st.sampled_from(["write_note", "exec"]) | values, "arguments": values}
+    {
+        "threadId": st.just("t") | st.text(max_size=2),
+        "callId": st.sampled_from(["a", "b"]) | values,
+        "tool": st.sampled_from(["write_note", "exec"]) | values,
+        "arguments": values,
+    }
 )
 messages = st.one_of(
     st.fixed_dictionaries({"id": ids, "method": st.sampled_from(METHODS), "params": tool_params | values}),
@@ -61,13 +66,9 @@ messages = st.one_of(
     values,
 )
 server_lines = messages.map(lambda m: json.dumps(m).encode() + b"\n") | st.binary(max_size=20)
-catalogue_lines = (
-    st.fixed_dictionaries(
-        {"id": st.integers(0, 3) | values,
-         "result": st.fixed_dictionaries({"content": values, "isError": values}) | values}
-    ).map(lambda m: json.dumps(m).encode())
-    | st.binary(max_size=20)
-)
+catalogue_lines = st.fixed_dictionaries(
+    {"id": st.integers(0, 3) | values, "result": st.fixed_dictionaries({"content": values, "isError": values}) | values}
+).map(lambda m: json.dumps(m).encode()) | st.binary(max_size=20)
 decisions = st.sampled_from([Allow(), Abstain(), Deny("no")]) | values.map(Replace)
 actions = st.lists(
     st.tuples(st.just("server"), server_lines)

@@ -81,10 +81,17 @@ def running() -> Session:
     return session
 
 
-def tool_call(session: Session, request_id: Any = 7, call_id: str = "exec-1", tool: str = "write_note",
-              arguments: Any = None) -> tuple[Session, tuple[Any, ...]]:
-    params = {"threadId": THREAD, "turnId": "turn-1", "callId": call_id, "namespace": None, "tool": tool,
-              "arguments": {"path": "note.md", "text": "hi\n"} if arguments is None else arguments}
+def tool_call(
+    session: Session, request_id: Any = 7, call_id: str = "exec-1", tool: str = "write_note", arguments: Any = None
+) -> tuple[Session, tuple[Any, ...]]:
+    params = {
+        "threadId": THREAD,
+        "turnId": "turn-1",
+        "callId": call_id,
+        "namespace": None,
+        "tool": tool,
+        "arguments": {"path": "note.md", "text": "hi\n"} if arguments is None else arguments,
+    }
     return read_server_line(session, line({"method": "item/tool/call", "id": request_id, "params": params}))
 
 
@@ -94,7 +101,10 @@ def test_initialize_negotiates_the_experimental_api_without_a_jsonrpc_member():
     assert initialize == {
         "id": 0,
         "method": "initialize",
-        "params": {"clientInfo": {"name": "metaharness", "version": "0.1.0"}, "capabilities": {"experimentalApi": True}},
+        "params": {
+            "clientInfo": {"name": "metaharness", "version": "0.1.0"},
+            "capabilities": {"experimentalApi": True},
+        },
     }
     assert session.phase == "initialize"
 
@@ -176,11 +186,16 @@ def test_a_tool_call_is_decided_before_anything_is_performed():
 
 def test_a_denied_call_is_answered_as_a_failure_with_the_reason_and_nothing_is_performed():
     session, _ = tool_call(running())
-    session, steps = answer_decision(session, "exec-1", Deny("this step admits [\"file.read\"]"))
+    session, steps = answer_decision(session, "exec-1", Deny('this step admits ["file.read"]'))
     assert not any(isinstance(step, Perform) for step in steps)
     assert sent(steps) == [
-        {"id": 7, "result": {"contentItems": [{"type": "inputText", "text": "this step admits [\"file.read\"]"}],
-                             "success": False}}
+        {
+            "id": 7,
+            "result": {
+                "contentItems": [{"type": "inputText", "text": 'this step admits ["file.read"]'}],
+                "success": False,
+            },
+        }
     ]
     assert session.calls == ()
     assert answer_decision(session, "exec-1", Allow()) == (session, ())
@@ -192,15 +207,22 @@ def test_an_allowed_call_is_performed_as_a_tools_call_and_the_answer_relayed():
     (perform,) = steps
     assert isinstance(perform, Perform)
     assert json.loads(perform.line) == {
-        "jsonrpc": "2.0", "id": 0, "method": "tools/call",
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "tools/call",
         "params": {"name": "write_note", "arguments": {"path": "note.md", "text": "hi\n"}},
     }
-    reply = {"jsonrpc": "2.0", "id": 0, "result": {"content": [{"type": "text", "text": "{\n  \"bytes\": 3\n}"}],
-                                                   "isError": False}}
+    reply = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "result": {"content": [{"type": "text", "text": '{\n  "bytes": 3\n}'}], "isError": False},
+    }
     session, steps = read_catalogue_server_line(session, line(reply))
     assert sent(steps) == [
-        {"id": "req-a", "result": {"contentItems": [{"type": "inputText", "text": "{\n  \"bytes\": 3\n}"}],
-                                   "success": True}}
+        {
+            "id": "req-a",
+            "result": {"contentItems": [{"type": "inputText", "text": '{\n  "bytes": 3\n}'}], "success": True},
+        }
     ]
     assert session.calls == ()
 
@@ -208,11 +230,16 @@ def test_an_allowed_call_is_performed_as_a_tools_call_and_the_answer_relayed():
 def test_an_entry_refusal_from_the_catalogue_server_is_a_failure():
     session, _ = tool_call(running(), arguments={"path": None})
     session, _ = answer_decision(session, "exec-1", Abstain())
-    reply = {"jsonrpc": "2.0", "id": 0, "result": {"content": [{"type": "text", "text": "`write_note` requires `path`"}],
-                                                   "isError": True}}
+    reply = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "result": {"content": [{"type": "text", "text": "`write_note` requires `path`"}], "isError": True},
+    }
     _, steps = read_catalogue_server_line(session, line(reply))
     assert sent(steps)[0]["result"] == {
-        "contentItems": [{"type": "inputText", "text": "`write_note` requires `path`"}], "success": False}
+        "contentItems": [{"type": "inputText", "text": "`write_note` requires `path`"}],
+        "success": False,
+    }
 
 
 def test_a_replace_performs_the_replacement_input():
@@ -274,24 +301,40 @@ def test_turn_completed_for_the_thread_ends_the_session_once():
 def test_notifications_and_lines_that_are_not_objects_change_nothing():
     session = running()
     assert read_server_line(session, line({"method": "item/started", "params": {}})) == (session, ())
-    for raw in (b"not json\n", b"[1, 2]\n", b"\"text\"\n"):
+    for raw in (b"not json\n", b"[1, 2]\n", b'"text"\n'):
         after, steps = read_server_line(session, raw)
         assert after == session and len(steps) == 1 and isinstance(steps[0], Note)
 
 
 def test_the_argv_of_the_server_and_of_the_catalogue_server():
     assert app_server_args() == (
-        "--dangerously-bypass-hook-trust", "app-server", "--strict-config", "--listen", "stdio://")
+        "--dangerously-bypass-hook-trust",
+        "app-server",
+        "--strict-config",
+        "--listen",
+        "stdio://",
+    )
     assert catalogue_server_args("/s", "/s/work", CATALOGUE) == (
-        "-m", "metaharness.shell", "mcp-serve", "--catalogue", "/s/catalogue.json", "--workspace", "/s/work",
-        "--writable")
+        "-m",
+        "metaharness.shell",
+        "mcp-serve",
+        "--catalogue",
+        "/s/catalogue.json",
+        "--workspace",
+        "/s/work",
+        "--writable",
+    )
     read_only = load_catalogue(json.dumps({**DOCUMENT, "entries": DOCUMENT["entries"][:1]}).encode(), "t").unwrap()
     assert catalogue_server_args("/s", "/w", read_only)[-1] == "/w"
 
 
 def test_an_item_tool_call_resolves_through_the_catalogue():
     call = presented_tool_call(CATALOGUE, "c", "write_note", {"path": "notes/a.md", "text": "x"})
-    assert (call.seam, call.operations, call.subjects) == ("owned_tool", (Operation("file.write"),), ("file:notes/a.md",))
+    assert (call.seam, call.operations, call.subjects) == (
+        "owned_tool",
+        (Operation("file.write"),),
+        ("file:notes/a.md",),
+    )
     exec_call = presented_tool_call(CATALOGUE, "d", "exec", "text(1)")
     assert (exec_call.operations, exec_call.subjects) == ((), ())
 
@@ -328,16 +371,21 @@ def test_the_scratch_copy_is_written_and_read_back(tmp_path: Path):
     assert copy.stat().st_mode & 0o777 == 0o600
 
 
-def responses_body(tools: list[dict[str, Any]] | None, additional: list[dict[str, Any]] | None = None,
-                   results: int = 0) -> bytes:
+def responses_body(
+    tools: list[dict[str, Any]] | None, additional: list[dict[str, Any]] | None = None, results: int = 0
+) -> bytes:
     """A Responses body as Codex 0.171.0 sends it: top-level ``tools``, or none and an
     ``additional_tools`` item (code mode); ``results`` call/output pairs."""
-    items: list[dict[str, Any]] = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}]
+    items: list[dict[str, Any]] = [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}
+    ]
     if additional is not None:
         items.insert(0, {"type": "additional_tools", "role": "developer", "tools": additional})
     for i in range(results):
-        items += [{"type": "custom_tool_call", "call_id": f"c{i}", "name": "exec", "input": "x"},
-                  {"type": "custom_tool_call_output", "call_id": f"c{i}", "output": "done"}]
+        items += [
+            {"type": "custom_tool_call", "call_id": f"c{i}", "name": "exec", "input": "x"},
+            {"type": "custom_tool_call_output", "call_id": f"c{i}", "output": "done"},
+        ]
     body: dict[str, Any] = {"model": "m", "input": items, "stream": True, "instructions": "You are Codex."}
     if tools is not None:
         body["tools"] = tools
@@ -353,14 +401,21 @@ def completed_output(scenario: str, raw: bytes) -> tuple[bool | None, list[dict[
     return exchange.side, done["response"]["output"]
 
 
-WRITE_NOTE_HOST = {"type": "custom", "name": "exec", "description": (
-    "Run JavaScript.\n### `write_note`\nWrite one note.\n\nexec tool declaration:\n```ts\n"
-    "declare const tools: { write_note(args: { path: string; text: string; }): Promise<unknown>; };\n```\n")}
+WRITE_NOTE_HOST = {
+    "type": "custom",
+    "name": "exec",
+    "description": (
+        "Run JavaScript.\n### `write_note`\nWrite one note.\n\nexec tool declaration:\n```ts\n"
+        "declare const tools: { write_note(args: { path: string; text: string; }): Promise<unknown>; };\n```\n"
+    ),
+}
 
 
 def test_the_catalogue_scenario_calls_write_note_through_code_mode():
-    side, output = completed_output("codex-catalogue-write", responses_body(
-        None, [{"type": "namespace", "name": "functions", "tools": [WRITE_NOTE_HOST]}]))
+    side, output = completed_output(
+        "codex-catalogue-write",
+        responses_body(None, [{"type": "namespace", "name": "functions", "tools": [WRITE_NOTE_HOST]}]),
+    )
     (item,) = [o for o in output if o["type"] == "custom_tool_call"]
     assert side is False and item["name"] == "exec"
     assert item["input"] == 'text(await tools.write_note({"path":"note.md","text":"written by the emulator\\n"}));\n'
@@ -371,14 +426,17 @@ def test_the_catalogue_scenario_calls_a_top_level_write_note_as_a_function():
     _, output = completed_output("codex-catalogue-write", responses_body([tool]))
     (item,) = [o for o in output if o["type"] == "function_call"]
     assert (item["name"], json.loads(item["arguments"])) == (
-        "write_note", {"path": "note.md", "text": "written by the emulator\n"})
+        "write_note",
+        {"path": "note.md", "text": "written by the emulator\n"},
+    )
 
 
 def test_the_catalogue_scenario_is_done_after_a_result_and_a_side_request_without_the_entry():
     host = [{"type": "namespace", "name": "functions", "tools": [WRITE_NOTE_HOST]}]
     _, output = completed_output("codex-catalogue-write", responses_body(None, host, results=1))
     assert [part["text"] for o in output if o["type"] == "message" for part in o["content"]] == [
-        "emulated work is done"]
+        "emulated work is done"
+    ]
     side, output = completed_output("codex-catalogue-write", responses_body([{"type": "function", "name": "wait"}]))
     assert side is True
     assert [part["text"] for o in output if o["type"] == "message" for part in o["content"]] == ["emulated"]

@@ -141,9 +141,7 @@ def _line(message: dict[str, Any]) -> bytes:
 
 def _request(session: Session, method: str, params: dict[str, Any]) -> tuple[Session, Send]:
     number = session.next_id
-    session = msgspec.structs.replace(
-        session, next_id=number + 1, waiting=(*session.waiting, (number, method))
-    )
+    session = msgspec.structs.replace(session, next_id=number + 1, waiting=(*session.waiting, (number, method)))
     return session, Send(_line({"id": number, "method": method, "params": params}))
 
 
@@ -264,8 +262,10 @@ def _server_request(session: Session, request_id: Any, method: str, params: Any)
 
 
 def _tool_call(session: Session, request_id: Any, params: Any) -> tuple[Session, tuple[Step, ...]]:
-    if not isinstance(params, dict) or not isinstance(params.get("callId"), str) or not isinstance(
-        params.get("tool"), str
+    if (
+        not isinstance(params, dict)
+        or not isinstance(params.get("callId"), str)
+        or not isinstance(params.get("tool"), str)
     ):
         return session, (_error(request_id, INVALID_PARAMS, "item/tool/call params need a string callId and tool"),)
     call = OpenCall(request_id, params["callId"], params["tool"], params.get("arguments"))
