@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from msgspec import UNSET
 
-from metaharness.pure.events import EVENT_TYPES, EventLine, encode_event, read_event
+from metaharness.pure.events import EVENT_TYPES, EventLine, _sorted_maps, encode_event, read_event
 
 OMITTABLE = {
     ("session.started", "available_operations"),
@@ -136,3 +136,23 @@ def test_arbitrary_payloads_under_a_known_name_read_or_are_malformed(name: str, 
     result = read_event(line)
     if not isinstance(result.value_or(None), EventLine):
         assert result.failure().startswith(f"malformed {name}: ")
+
+
+def concatenated_line(seq: int, run: str, payload: Any, at: Any) -> bytes:
+    """The line of spec 20 §2.1 put together key by key: the reference the templated encoder must match."""
+    framing = b'{"format":"metaharness.event/1","seq":' + str(seq).encode() + b',"run":' + msgspec.json.encode(run)
+    if at is not UNSET:
+        framing += b',"at":' + msgspec.json.encode(at)
+    return framing + b"," + msgspec.json.encode(_sorted_maps(payload))[1:] + b"\n"
+
+
+RUNS = st.sampled_from(["replay", "b10x-4821", "golden", "100%", "%d%b%%", 'q"\\\n']) | TEXT
+
+
+@settings(max_examples=400)
+@given(st.integers(1, 2**63 - 1), st.lists(RUNS, min_size=1, max_size=3), AT, payloads())
+def test_the_run_template_writes_the_bytes_of_the_concatenated_line(
+    seq: int, runs: list[str], at: Any, payload: Any
+) -> None:
+    for run in runs:
+        assert encode_event(seq, run, payload, at) == concatenated_line(seq, run, payload, at)

@@ -8,6 +8,7 @@ refuses a line with the messages of §2.3 and ignores unknown fields.
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, Any, Literal, TypeAlias
 
 import msgspec
@@ -519,7 +520,7 @@ class Stream(Struct, frozen=True):
 
 def _sorted_maps(payload: Event) -> Event:
     """Maps keyed by data are written sorted by key (spec 20 §1 rule 4)."""
-    if not isinstance(payload, SessionEnded):
+    if type(payload) is not SessionEnded:
         return payload
     census = msgspec.structs.replace(
         payload.census,
@@ -530,12 +531,17 @@ def _sorted_maps(payload: Event) -> Event:
     return msgspec.structs.replace(payload, census=census, model_usage=model_usage)
 
 
+@functools.lru_cache(maxsize=64)
+def _line_template(run: str) -> bytes:
+    """One run's line as a ``%`` template (spec 20 §2.1): the framing keys with ``run`` encoded once,
+    then ``seq``, the ``at`` key (or nothing) and the payload's keys after its opening brace."""
+    return b'{"format":"metaharness.event/1","seq":%d,"run":' + compact(run).replace(b"%", b"%%") + b"%b,%b\n"
+
+
 def encode_event(seq: int, run: str, payload: Event, at: str | UnsetType = UNSET) -> bytes:
     """The exact line of spec 20 §1–§2 for one event, ``\\n`` included."""
-    framing = b'{"format":"metaharness.event/1","seq":' + str(seq).encode() + b',"run":' + compact(run)
-    if at is not UNSET:
-        framing += b',"at":' + compact(at)
-    return framing + b"," + compact(_sorted_maps(payload))[1:] + b"\n"
+    dated = b"" if at is UNSET else b',"at":' + compact(at)
+    return _line_template(run) % (seq, dated, compact(_sorted_maps(payload))[1:])
 
 
 def stamp(stream: Stream, payload: Event, at: str | UnsetType = UNSET) -> tuple[Stream, bytes]:
