@@ -136,7 +136,8 @@ def test_ask_embedder_denies_then_allows(home: Path, wire: str, tmp_path: Path) 
     assert [r["outcome"]["result"] for r in of(events, "command.result")] == ["ok"]
     assert denied.is_error and "notes are written in the next step" in denied.text
     assert tree(work) == before
-    with running_provider("write", STYLES[0]) as provider:
+    swapped = next(s for s in STYLES if s.swapped_ids)
+    with running_provider("write", swapped) as provider:
         events = ask(home, provider, wire, work, {"decision": "allow"})
         assert last_result(provider).is_error is False
     assert of(events, "tool.decided")[0]["decision"] == {"decision": "allow"}

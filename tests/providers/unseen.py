@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import socket
 import sys
 import threading
@@ -24,6 +25,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -79,6 +81,9 @@ class Style:
     empty_deltas: bool = False
     empty_text_block: bool = False
     reasoning: bool = False
+    sse_ids: bool = False
+    first_stream_breaks: str = ""
+    swapped_ids: bool = False
 
 
 STYLES = (
@@ -89,6 +94,9 @@ STYLES = (
     Style("gzip-chunked-reasoning", gzip=True, chunk=40, reasoning=True, preamble=True),
     Style("empty-text-block", empty_text_block=True),
     Style("busy-first", first_statuses=((429, None), (529, "0"))),
+    Style("server-error-retry-date-swapped-ids", first_statuses=((500, "http-date+1"),), swapped_ids=True),
+    Style("cut-mid-stream", sse_ids=True, first_stream_breaks="cut", preamble=True),
+    Style("overloaded-mid-stream", first_stream_breaks="overloaded", preamble=True, chunked=False),
 )
 
 
@@ -254,7 +262,7 @@ def responses_events(parts: list[Part], model: str, seed: str, style: Style) -> 
             item = {"id": item_id, "type": "message", "status": "completed", "content": [done_part], "role": "assistant"}
         elif isinstance(part, Call):
             item_id = _uid("fc_", item_seed, 40)
-            call_id = _uid("call_", item_seed + "/call", 24)
+            call_id = _uid("toolu_01" if style.swapped_ids else "call_", item_seed + "/call", 24)
             arguments = json.dumps(part.arguments, ensure_ascii=False, separators=(",", ":"))
             events.append({"type": "response.output_item.added", "output_index": index,
                            "item": {"id": item_id, "type": "function_call", "status": "in_progress", "arguments": "",
@@ -288,6 +296,9 @@ def responses_events(parts: list[Part], model: str, seed: str, style: Style) -> 
 
 
 # --- Anthropic Messages ---------------------------------------------------------------------------
+
+
+_TOOL_USE_ID = re.compile(r"[a-zA-Z0-9_-]+")
 
 
 def messages_results(body: dict[str, Any], headers: dict[str, str]) -> list[Result]:
@@ -335,7 +346,7 @@ def messages_results(body: dict[str, Any], headers: dict[str, str]) -> list[Resu
                 if not isinstance(block.get("text"), str) or not block["text"]:
                     raise BadRequest(f"{where}.text: text content blocks must be non-empty")
             elif kind == "tool_use" and role == "assistant":
-                if not str(block.get("id", "")).startswith("toolu_") or not isinstance(block.get("input"), dict):
+                if not _TOOL_USE_ID.fullmatch(str(block.get("id", ""))) or not isinstance(block.get("input"), dict):
                     raise BadRequest(f"{where}: tool_use blocks need an id and an object input")
                 uses.add(block["id"])
             elif kind == "tool_result" and role == "user":
@@ -395,7 +406,8 @@ def messages_events(parts: list[Part], model: str, seed: str, style: Style) -> l
         elif isinstance(part, Call):
             arguments = json.dumps(part.arguments, ensure_ascii=False, separators=(",", ":"))
             events.append({"type": "content_block_start", **at, "content_block": {
-                "type": "tool_use", "id": _uid("toolu_01", item_seed, 22), "name": part.name, "input": {}}})
+                "type": "tool_use", "id": _uid("call_" if style.swapped_ids else "toolu_01", item_seed, 22),
+                "name": part.name, "input": {}}})
             events += [{"type": "content_block_delta", **at, "delta": {"type": "input_json_delta", "partial_json": d}}
                        for d in ["", *_pieces(arguments, 7)]]
         else:
@@ -421,10 +433,11 @@ def frame_events(events: list[dict[str, Any]], style: Style, done_sentinel: bool
     end = "\r\n" if style.crlf else "\n"
     prefix = "data: " if style.data_space else "data:"
     out: list[str] = []
-    for event in events:
+    for number, event in enumerate(events):
         if style.keep_alive:
             out.append(f": keep-alive{end}{end}")
         lines = [f"event: {event['type']}"] if style.event_lines else []
+        lines += [f"id: {number}", "retry: 3000"] if style.sse_ids else []
         text = json.dumps(event, ensure_ascii=False, indent=1 if style.multiline_data else None)
         lines += [prefix + line for line in text.split("\n")]
         out.append(end.join(lines) + end + end)
@@ -492,6 +505,8 @@ class _Handler(BaseHTTPRequestHandler):
         if number <= len(style.first_statuses):
             status, retry_after = style.first_statuses[number - 1]
             seen.status = status
+            if retry_after == "http-date+1":
+                retry_after = formatdate(time.time() + 1, usegmt=True)
             extra = {"retry-after": retry_after} if retry_after is not None else {}
             if wire == "openai-responses":
                 self._json(status, {"error": {"message": "Rate limit reached, slow down", "type": "requests",
@@ -519,10 +534,17 @@ class _Handler(BaseHTTPRequestHandler):
         model = self.server.model or body["model"]
         seed = f"{number}/{len(seen.results)}"
         if wire == "openai-responses":
-            stream = frame_events(responses_events(parts, model, seed, style), style, style.done_sentinel)
+            events = responses_events(parts, model, seed, style)
         else:
-            stream = frame_events(messages_events(parts, model, seed, style), style, False)
-        self._stream(stream, style)
+            events = messages_events(parts, model, seed, style)
+        breaks = style.first_stream_breaks if number == len(style.first_statuses) + 1 else ""
+        if breaks:
+            seen.status = 0
+            events = events[: len(events) // 2]
+        if breaks == "overloaded" and wire == "anthropic-messages":
+            events.append({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
+        done_sentinel = style.done_sentinel and wire == "openai-responses" and not breaks
+        self._stream(frame_events(events, style, done_sentinel), style, cut=bool(breaks) and breaks != "overloaded")
 
     def _authorised(self, wire: str, headers: dict[str, str]) -> bool:
         key = self.server.api_key
@@ -549,7 +571,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _stream(self, stream: bytes, style: Style) -> None:
+    def _stream(self, stream: bytes, style: Style, cut: bool = False) -> None:
+        """The stream in the style; ``cut`` drops the connection where the bytes end, as a failing peer does."""
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.send_response(200)
         self.send_header("content-type", "text/event-stream; charset=utf-8")
@@ -570,6 +593,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_piece(piece, style)
             if style.chunk:
                 time.sleep(0.0005)
+        if cut:
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
         if compressor is not None:
             self._send_piece(compressor.flush(), style)
         if style.chunked:
