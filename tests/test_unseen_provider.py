@@ -183,3 +183,55 @@ def test_a_wrong_key_is_unauthorized_and_never_retried(wire: str, workspace: Pat
     assert done.code == 1
     assert "answered 401" in done.stderr and KEY not in done.stderr
     assert len(done.seen) == 1 and not (workspace / "note.md").exists()
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_an_answer_cut_at_the_output_bound_stops_provider_incomplete(wire: str, workspace: Path) -> None:
+    with running_provider("ends-max-tokens", STYLES[2], api_key=KEY) as provider:
+        done = harness(provider, wire, workspace, "--approve", "all")
+    assert done.code == 2, done.stderr
+    assert done.lines[-1] == {"kind": "finished", "stop": {"kind": "provider-incomplete", "reason": "max_output_tokens"}, "turns": 1}
+    assert done.text() == "I was about to"
+
+
+def test_messages_a_refusal_stops_with_its_category_and_explanation(workspace: Path) -> None:
+    with running_provider("ends-refusal", STYLES[0], api_key=KEY) as provider:
+        done = harness(provider, "anthropic-messages", workspace, "--approve", "all")
+    assert done.code == 2, done.stderr
+    assert done.lines[-1]["stop"] == {"kind": "provider-incomplete", "reason": "refusal"}
+    assert [w["message"] for w in done.of("warning")] == [
+        "Provider declined the response. Category: cyber Explanation: The request was declined."
+    ]
+
+
+@pytest.mark.parametrize("wire", WIRES)
+@pytest.mark.parametrize("ending", ["failed", "error"])
+def test_a_failed_or_errored_stream_is_a_loop_error_without_finished(wire: str, ending: str, workspace: Path) -> None:
+    with running_provider(f"ends-{ending}", STYLES[1], api_key=KEY) as provider:
+        done = harness(provider, wire, workspace, "--approve", "all")
+    assert done.code == 1
+    assert not done.of("finished") and not done.of("turn-retried")
+    assert len(provider.seen) == 1
+    message = {"failed": "The model produced invalid content.", "error": "Invalid prompt: flagged."}[ending]
+    if wire == "anthropic-messages":
+        message = "Output blocked by content filtering policy"
+    assert done.stderr.startswith("error: ") and message in done.stderr
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_a_resumed_session_is_sent_back_in_a_shape_the_provider_accepts(wire: str, workspace: Path, tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    style = STYLES[4]
+    with running_provider("write", style, api_key=KEY) as provider:
+        first = subprocess.run(
+            [a for a in argv(provider, wire, workspace, "--yes", "--session-dir", str(sessions)) if a != "--no-session"],
+            env=environment(), capture_output=True, timeout=60, check=False,
+        )
+        assert first.returncode == 0, first.stderr
+        again = [a for a in argv(provider, wire, workspace, "--yes", "--session-dir", str(sessions), "--resume", "latest")
+                 if a != "--no-session"]
+        again[-1] = "and now?"
+        second = subprocess.run(again, env=environment(), capture_output=True, timeout=60, check=False)
+    assert second.returncode == 0, second.stderr
+    assert [s.error for s in provider.seen if s.status == 400] == []
+    assert [len(s.results) for s in provider.seen] == [0, 1, 1]

@@ -50,7 +50,14 @@ class Reasoning:
     summary: str
 
 
-Part = Text | Call | Reasoning
+@dataclass(frozen=True)
+class End:
+    """How the answer ends when not normally: ``max-tokens``, ``refusal`` (Messages), ``failed``, ``error``."""
+
+    kind: str
+
+
+Part = Text | Call | Reasoning | End
 
 
 @dataclass(frozen=True)
@@ -137,7 +144,13 @@ def scenario_multi(results: list[Result]) -> list[Part]:
     return [Text(REFUSED if results[-1].is_error else FINAL)]
 
 
+def scenario_ending(kind: str) -> Callable[[list[Result]], list[Part]]:
+    """Some text, then the answer ends as ``kind`` says."""
+    return lambda results: [Text("I was about to"), End(kind)]
+
+
 SCENARIOS: dict[str, Callable[[list[Result]], list[Part]]] = {
+    **{f"ends-{kind}": scenario_ending(kind) for kind in ("max-tokens", "refusal", "failed", "error")},
     "write": scenario_write,
     "parallel": scenario_parallel,
     "multi": scenario_multi,
@@ -243,7 +256,8 @@ def responses_events(parts: list[Part], model: str, seed: str, style: Style) -> 
     output: list[dict[str, Any]] = []
     plan: list[Part] = ([Reasoning("Planning the write first.")] if style.reasoning else [])
     plan += ([Text("I'll take care of that now.")] if style.preamble and any(isinstance(p, Call) for p in parts) else [])
-    for index, part in enumerate([*plan, *parts]):
+    ending = next((p.kind for p in parts if isinstance(p, End)), None)
+    for index, part in enumerate(p for p in [*plan, *parts] if not isinstance(p, End)):
         item_seed = f"{seed}/{index}"
         if isinstance(part, Text):
             item_id = _uid("msg_", item_seed, 32)
@@ -291,7 +305,16 @@ def responses_events(parts: list[Part], model: str, seed: str, style: Style) -> 
         output.append(item)
     usage = {"input_tokens": 1200, "input_tokens_details": {"cached_tokens": 1024}, "output_tokens": 37,
              "output_tokens_details": {"reasoning_tokens": 12 if style.reasoning else 0}, "total_tokens": 1237}
-    events.append({"type": "response.completed", "response": {**base, "status": "completed", "output": output, "usage": usage}})
+    if ending == "failed":
+        error = {"code": "server_error", "message": "The model produced invalid content."}
+        events.append({"type": "response.failed", "response": {**base, "status": "failed", "output": output, "error": error, "usage": None}})
+    elif ending == "error":
+        events.append({"type": "error", "code": "invalid_prompt", "message": "Invalid prompt: flagged.", "param": None})
+    elif ending == "max-tokens":
+        events.append({"type": "response.incomplete", "response": {
+            **base, "status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}, "output": output, "usage": usage}})
+    else:
+        events.append({"type": "response.completed", "response": {**base, "status": "completed", "output": output, "usage": usage}})
     return [{**event, "sequence_number": number} for number, event in enumerate(events)]
 
 
@@ -394,7 +417,8 @@ def messages_events(parts: list[Part], model: str, seed: str, style: Style) -> l
     plan += ([Text("I'll take care of that now.")] if style.preamble and has_call else [])
     if style.empty_text_block and has_call:
         plan.append(Text(""))
-    for index, part in enumerate([*plan, *parts]):
+    ending = next((p.kind for p in parts if isinstance(p, End)), None)
+    for index, part in enumerate(p for p in [*plan, *parts] if not isinstance(p, End)):
         item_seed = f"{seed}/{index}"
         at = {"index": index}
         if isinstance(part, Text):
@@ -419,8 +443,14 @@ def messages_events(parts: list[Part], model: str, seed: str, style: Style) -> l
         events.append({"type": "content_block_stop", **at})
         if style.keep_alive and index == 0:
             events.append({"type": "ping"})
-    stop = "tool_use" if has_call else "end_turn"
-    events.append({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": 37}})
+    if ending in ("failed", "error"):
+        events.append({"type": "error", "error": {"type": "invalid_request_error", "message": "Output blocked by content filtering policy"}})
+        return events
+    stop = {"max-tokens": "max_tokens", "refusal": "refusal"}.get(ending or "", "tool_use" if has_call else "end_turn")
+    delta: dict[str, Any] = {"stop_reason": stop, "stop_sequence": None}
+    if stop == "refusal":
+        delta["stop_details"] = {"category": "cyber", "explanation": "The request was declined."}
+    events.append({"type": "message_delta", "delta": delta, "usage": {"output_tokens": 37}})
     events.append({"type": "message_stop"})
     return events
 
