@@ -288,16 +288,12 @@ NOT_CARRIED_VALUES: Mapping[tuple[str, str], Mapping[str, str]] = MappingProxyTy
 NOT_BUILT: Mapping[str, str] = MappingProxyType(
     {
         "--plugin": "marketplace plugin resolution (spec 30 §3) has not landed",
-        "--catalogue": "the catalogue and its server (spec 30 §10–§12) have not landed",
-        "--retain-dir": "retaining the run's files (spec 10 §4.2) has not landed",
-        "--hermetic": "the hermetic verdict and its report (spec 10 §4.8, spec 30 §2) have not landed",
-        "--audit": "the audit report (spec 10 §4.8) has not landed",
-        "--spec": "the auditor's invocation (spec 10 §4.7) has not landed",
-        "--auditor": "the auditor's invocation (spec 10 §4.7) has not landed",
+        "--catalogue on codex": "the catalogue served through codex app-server (spec 50 §4, spec 30 §10.3) has not landed",
     }
 )
-"""What ``run`` declares but this build does not perform (spec 10 §1 ``not-built``): a kind name or
-an ``--option`` → what it waits for. Later work shrinks this one value."""
+"""What ``run`` declares but this build does not perform (spec 10 §1 ``not-built``): a kind name, an
+``--option`` on every kind, or ``--option on KIND`` → what it waits for. Later work shrinks this one
+value."""
 
 
 def _option_value(options: RunOptions, name: str) -> object:
@@ -327,7 +323,8 @@ def check_kind_carriage(
     options: RunOptions, not_built: Mapping[str, str] = NOT_BUILT
 ) -> Result[RunOptions, Refusal]:
     """Stage 3, kind carriage: the first option the kind does not carry in spec 10 §4.2's table order
-    (§4.3); then ``not-built`` for the kind, then for a given option this build does not perform."""
+    (§4.3); then ``not-built`` for the kind, then for a given option this build does not perform on any
+    kind or on this one."""
     for name in RUN_OPTION_ORDER:
         refusal = _not_carried(options, name)
         if refusal is not None:
@@ -335,8 +332,10 @@ def check_kind_carriage(
     if options.kind in not_built:
         return Failure(_not_built(f"run {options.kind}", not_built[options.kind]))
     for name in RUN_OPTION_ORDER:
-        if name in options.given and f"--{name}" in not_built:
-            return Failure(_not_built(f"--{name}", not_built[f"--{name}"]))
+        if name in options.given:
+            for subject in (f"--{name}", f"--{name} on {options.kind}"):
+                if subject in not_built:
+                    return Failure(_not_built(subject, not_built[subject]))
     return Success(options)
 
 

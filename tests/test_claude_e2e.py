@@ -418,25 +418,21 @@ CATALOGUE = {
 }  # fmt: skip
 
 
-def catalogue_run(root: str, tmp_path: Path, **options: Any) -> tuple[int, list[dict[str, Any]], str, Path]:
-    """A claude catalogue run through ``run_claude`` (stage 3 of the CLI still declares ``--catalogue``
-    not built while the codex app-server path lands)."""
+def catalogue_run(root: str, tmp_path: Path, *options: str) -> tuple[int, list[dict[str, Any]], str, Path]:
+    """A claude catalogue run through ``metaharness run claude --tool-surface owned --catalogue``."""
     work = tmp_path / "work"
     work.mkdir()
     catalogue = tmp_path / "tools.json"
     catalogue.write_text(json.dumps(CATALOGUE))
-    chosen = {"prompt": "write the note", "credentials": "none", "model_endpoint": root, "cwd": str(work),
-              "tool_surface": "owned", "catalogue": str(catalogue), **options}  # fmt: skip
-    done = subprocess.run([sys.executable, "-c", RUN_DRIVER, json.dumps(chosen)], capture_output=True,
-                          stdin=subprocess.DEVNULL, timeout=120, check=False)  # fmt: skip
-    return done.returncode, well_formed(done.stdout.splitlines()), done.stderr.decode(), work
+    code, events, err = run_to_end(root, work, "--tool-surface", "owned", "--catalogue", str(catalogue), *options)
+    return code, events, err, work
 
 
 def test_a_catalogue_run_offers_only_the_entries_and_a_frame_allow_performs_the_write(
     root: str, tmp_path: Path
 ) -> None:
     frame = frame_file(tmp_path, ["file.write"])
-    code, events, err, work = catalogue_run(root, tmp_path, decisions="frame", frame=str(frame))
+    code, events, err, work = catalogue_run(root, tmp_path, "--decisions", "frame", "--frame", str(frame))
     assert (work / "note.md").read_text() == NOTE, err
     started = of(events, "session.started")[0]
     assert started["offered_tools"] == ["mcp__metaharness__file_write"]
@@ -451,7 +447,7 @@ def test_a_catalogue_run_offers_only_the_entries_and_a_frame_allow_performs_the_
 
 def test_a_catalogue_run_denied_by_the_frame_performs_nothing(root: str, tmp_path: Path) -> None:
     frame = frame_file(tmp_path, ["file.read"])
-    code, events, err, work = catalogue_run(root, tmp_path, decisions="frame", frame=str(frame))
+    code, events, err, work = catalogue_run(root, tmp_path, "--decisions", "frame", "--frame", str(frame))
     assert not (work / "note.md").exists()
     assert [(d["decided_by"], d["decision"]["decision"]) for d in of(events, "tool.decided")] == [("frame", "deny")], err
     assert code == 0

@@ -12,12 +12,9 @@ import stat
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
 
 import msgspec
-from returns.result import Failure
 
-from metaharness.pure.audit_report import AuditBaseline, AuditorOutcome, audit_report, audited_exit, report_facts
 from metaharness.pure.b10x.launch import (
     PIN,
     PROGRAM,
@@ -34,14 +31,11 @@ from metaharness.pure.b10x.launch import (
 from metaharness.pure.b10x.seam import SeamSettings, unverified_tier, version_off_pin
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import credential_posture
-from metaharness.pure.events import Event, SessionStarted, Transcript, WarningRaised, read_event
+from metaharness.pure.events import Transcript, WarningRaised
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
 from metaharness.pure.hermetic import MEMORY_SHAPES, MemoryWalk, VerdictFacts, memory_walk
-from metaharness.pure.options import RunOptions, check_audit_pairing
+from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
-from metaharness.pure.run_stages import unaudited_exit
-from metaharness.shell.auditor import gather_audit_facts
-from metaharness.shell.auditor_invocation import audit_baseline, run_auditor
 from metaharness.shell.b10x.live import drive_loop
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
@@ -52,7 +46,8 @@ from metaharness.shell.facts import (
 )
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.refusals import refuse
-from metaharness.shell.staging import EarlySignal, Refused, stderr_line, take, write_event
+from metaharness.shell.staging import EarlySignal, Refused, stderr_line, take
+from metaharness.shell.wind_up import RunAudit, retain_copies
 
 VERSION_PROBE_S = 10
 
@@ -176,23 +171,11 @@ def plan_warnings(options: RunOptions, launch: B10xLaunch, version: str | None) 
     return warnings + ((unverified_tier(),) if options.decisions != "observe" else ())
 
 
-def _retainer(options: RunOptions, run_id: str, launch: B10xLaunch) -> Callable[[], tuple[WarningRaised, ...]]:
-    def retain() -> tuple[WarningRaised, ...]:
-        if options.retain_dir is None:
-            return ()
-        target = os.path.join(options.retain_dir, run_id)
-        try:
-            os.makedirs(target, exist_ok=True)
-            shutil.copy2(launch.transcript_path, os.path.join(target, "loop.jsonl"))
-            for copy in launch.files:
-                kept = os.path.join(target, os.path.relpath(copy.destination, launch.scratch))
-                os.makedirs(os.path.dirname(kept), exist_ok=True)
-                shutil.copy2(copy.destination, kept)
-        except OSError as error:
-            return (WarningRaised(code="RETAIN_FAILED", message=f"{target}: {error.strerror or error}"),)
-        return ()
-
-    return retain
+def retained_files(launch: B10xLaunch) -> tuple[tuple[str, str], ...]:
+    """What ``--retain-dir`` keeps of a b10x run: the raw record as ``loop.jsonl`` and the generated
+    files at their places under the scratch root (spec 10 §4.2)."""
+    generated = tuple((copy.destination, os.path.relpath(copy.destination, launch.scratch)) for copy in launch.files)
+    return ((launch.transcript_path, "loop.jsonl"), *generated)
 
 
 def memory_facts(options: RunOptions) -> MemoryWalk:
@@ -205,36 +188,15 @@ def memory_facts(options: RunOptions) -> MemoryWalk:
     return memory_walk(start, found)
 
 
-def audit_wind_up(
-    options: RunOptions,
-    launch: B10xLaunch,
-    payloads: list[Event],
-    baseline: AuditBaseline | None,
-    interrupted: bool,
-) -> int:
-    """The report on stderr and the audited exit (spec 10 §4.7–§4.9): the rows read back from the
-    stream, the auditor (skipped after a signal), then the report."""
-    started = next((p for p in payloads if isinstance(p, SessionStarted)), None)
-    verdict_facts = VerdictFacts(
+def verdict_facts(options: RunOptions, launch: B10xLaunch) -> VerdictFacts:
+    """What the rows of a b10x run are read against (spec 30 §2.1, spec 40 §9)."""
+    return VerdictFacts(
         kind="b10x",
         declared_plugins=tuple(os.path.basename(p.copy) for p in launch.plugin_copies),
         declared_key=options.credentials == "api-key",
         planned_cwd=directory_identity(launch.cwd),
-        record_cwd=directory_identity(started.cwd) if started is not None and started.cwd is not None else None,
         pins=(PIN,),
     )
-    auditor: AuditorOutcome | None = None
-    refusal: Refusal | None = None
-    if baseline is not None and not interrupted:
-        ran = run_auditor(options, baseline, os.environ.get("PATH", ""), launch.transcript_path)
-        if isinstance(ran, Failure):
-            refusal = ran.failure()
-        else:
-            auditor = ran.unwrap()
-    facts = report_facts(payloads, verdict_facts, options.audited(), auditor, refusal)
-    sys.stderr.write(audit_report(facts))
-    sys.stderr.flush()
-    return audited_exit(facts) if options.audited() else unaudited_exit(facts.stream_reason)
 
 
 def run_b10x(options: RunOptions) -> int:
@@ -250,8 +212,7 @@ def run_b10x(options: RunOptions) -> int:
             early.check()
             context, frame = declared_inputs(options, caller_cwd)
             tree_checks(options)
-            pairing = take(check_audit_pairing(options, gather_audit_facts(options, os.environ.get("PATH", ""))))
-            baseline = audit_baseline(options, pairing)
+            audit = RunAudit(options)
             early.check()
             walk = memory_facts(options)
             candidates = gather_program_candidates(PROGRAM, child_path(caller_env))
@@ -290,14 +251,6 @@ def run_b10x(options: RunOptions) -> int:
         version = probe.version()
         return msgspec.structs.replace(settings, harness_version=version), plan_warnings(options, launch, version)
 
-    reporting = options.audited() or options.hermetic == "on"
-    payloads: list[Event] = []
-
-    def record_event(line: bytes) -> None:
-        write_event(line)
-        if reporting:
-            payloads.append(read_event(line).unwrap().payload)
-
     try:
         with open(launch.transcript_path, "wb") as transcript:
             outcome = drive_loop(
@@ -306,18 +259,16 @@ def run_b10x(options: RunOptions) -> int:
                 cwd=launch.cwd,
                 settings=settings,
                 opening=opened,
-                write_event=record_event,
+                write_event=audit.write_event,
                 transcript=transcript,
                 commands=sys.stdin.fileno(),
                 on_steering_refusal=stderr_line,
-                retain=_retainer(options, run_id, launch),
+                retain=lambda: retain_copies(options.retain_dir, run_id, retained_files(launch)),
             )
     except OSError as error:
         shutil.rmtree(launch.scratch, ignore_errors=True)
         return refuse(Refusal("spawn-failed", f"{launch.program} could not be started: {error.strerror or error}"))
     try:
-        if reporting:
-            return audit_wind_up(options, launch, payloads, baseline, outcome.reason == "killed")
-        return unaudited_exit(outcome.reason)
+        return audit.exit_code(verdict_facts(options, launch), launch.transcript_path, outcome.reason)
     finally:
         shutil.rmtree(launch.scratch, ignore_errors=True)

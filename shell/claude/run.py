@@ -20,8 +20,10 @@ import msgspec
 from metaharness.pure.catalogue import Catalogue
 from metaharness.pure.claude.doctor import version_token
 from metaharness.pure.claude.launch import (
+    CANARY_LOADED,
     CATALOGUE_FILE,
     MANAGED_SETTINGS,
+    MCP_SERVER,
     PINS,
     PROGRAM,
     ClaudeLaunch,
@@ -41,7 +43,7 @@ from metaharness.pure.environment import (
 )
 from metaharness.pure.events import Event, Transcript, WarningRaised
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
-from metaharness.pure.hermetic import MEMORY_SHAPES, MemoryWalk, memory_walk
+from metaharness.pure.hermetic import MEMORY_SHAPES, MemoryWalk, VerdictFacts, memory_walk
 from metaharness.pure.jsonline import compact
 from metaharness.pure.loopback import (
     SYMBOLIC_PORT,
@@ -52,12 +54,12 @@ from metaharness.pure.loopback import (
 )
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
-from metaharness.pure.run_stages import unaudited_exit
 from metaharness.shell.catalogue_file import read_back_scratch_copy, read_catalogue
 from metaharness.shell.claude.live import drive_claude
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
     caller_environment,
+    directory_identity,
     gather_memory_facts,
     gather_program_candidates,
     readable_regular_file,
@@ -66,7 +68,8 @@ from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.loopback import LoopbackProxy
 from metaharness.shell.refusals import refuse
-from metaharness.shell.staging import EarlySignal, Refused, stderr_line, take, write_event
+from metaharness.shell.staging import EarlySignal, Refused, stderr_line, take
+from metaharness.shell.wind_up import RunAudit, retain_copies
 
 VERSION_PROBE_S = 10
 
@@ -211,25 +214,30 @@ def strict_version(launch: ClaudeLaunch) -> None:
         )
 
 
-def retain(options: RunOptions, run_id: str, launch: ClaudeLaunch) -> tuple[WarningRaised, ...]:
-    """``--retain-dir``: the transcript, the hook requests, the generated files and the loopback
-    counters (``loopback.json``), never a credential."""
-    if options.retain_dir is None:
-        return ()
-    target = os.path.join(options.retain_dir, run_id)
-    try:
-        os.makedirs(target, exist_ok=True)
-        shutil.copy2(launch.transcript_path, os.path.join(target, os.path.basename(launch.transcript_path)))
-        shutil.copytree(os.path.join(launch.scratch, "hook-channel", "requests"), os.path.join(target, "hook-requests"),
-                        dirs_exist_ok=True)  # fmt: skip
-        for item in launch.files:
-            shutil.copy2(item.path, os.path.join(target, os.path.basename(item.path)))
-        counters = os.path.join(launch.scratch, "loopback.json")
-        if os.path.exists(counters):
-            shutil.copy2(counters, os.path.join(target, "loopback.json"))
-    except OSError as error:
-        return (WarningRaised(code="RETAIN_FAILED", message=f"{target}: {error.strerror or error}"),)
-    return ()
+def retained_files(launch: ClaudeLaunch) -> tuple[tuple[str, str], ...]:
+    """What ``--retain-dir`` keeps of a claude run: the transcript, the hook requests, the generated
+    files and the loopback counters (``loopback.json``), never a credential (spec 10 §4.2)."""
+    return (
+        (launch.transcript_path, os.path.basename(launch.transcript_path)),
+        (os.path.join(launch.scratch, "hook-channel", "requests"), "hook-requests"),
+        *((item.path, os.path.basename(item.path)) for item in launch.files),
+        (os.path.join(launch.scratch, "loopback.json"), "loopback.json"),
+    )
+
+
+def verdict_facts(options: RunOptions, launch: ClaudeLaunch, plugins: tuple[PluginCopy, ...]) -> VerdictFacts:
+    """What the rows of a claude run are read against (spec 30 §2.1, spec 50 §5): the plugin copies,
+    the declared key, the launch's MCP set (the catalogue's server, when one is named), the pins and
+    the versions with a memory canary entry."""
+    return VerdictFacts(
+        kind="claude",
+        declared_plugins=tuple(plugin.name for plugin in plugins),
+        declared_key=options.credentials == "api-key",
+        launch_mcp_servers=(MCP_SERVER,) if options.catalogue is not None else (),
+        planned_cwd=directory_identity(launch.cwd),
+        pins=PINS,
+        canary_versions=tuple(CANARY_LOADED),
+    )
 
 
 def plan(
@@ -308,7 +316,7 @@ def late_events(
             events.append(refused)
         with open(os.path.join(launch.scratch, "loopback.json"), "wb") as handle:
             handle.write(compact(proxy.counters))
-    return (*events, *retain(options, run_id, launch))
+    return (*events, *retain_copies(options.retain_dir, run_id, retained_files(launch)))
 
 
 def run_claude(options: RunOptions) -> int:
@@ -330,6 +338,7 @@ def run_claude(options: RunOptions) -> int:
     proxy: LoopbackProxy | None = None
     with EarlySignal() as early:
         try:
+            audit = RunAudit(options)
             custody = credentials_stage(options, caller_env)
             early.check()
             context, catalogue, frame = declared_inputs(options)
@@ -377,16 +386,17 @@ def run_claude(options: RunOptions) -> int:
     session, opening = open_session(facts_of_session, run_id, options.decisions, frame, warnings)
     for line in opening:
         assert isinstance(line, bytes)
-        write_event(line)
+        audit.write_event(line)
     try:
         with open(launch.transcript_path, "wb") as transcript:
             outcome = drive_claude(
                 argv=launch.argv, env=launch.environment.as_dict(), cwd=launch.cwd, session=session,
-                channel=channel, write_event=write_event, transcript=transcript,
+                channel=channel, write_event=audit.write_event, transcript=transcript,
                 commands=sys.stdin.fileno() if sys.stdin is not None else None,
                 on_steering_refusal=stderr_line, late_events=lambda: late_events(options, run_id, launch, proxy),
                 alerts=None if proxy is None else (proxy.alert_fd, lambda: expired_events(proxy)),
             )  # fmt: skip
+        return audit.exit_code(verdict_facts(options, launch, plugins), launch.transcript_path, outcome.reason)
     except OSError as error:
         return refuse(Refusal("spawn-failed", f"{launch.program} could not be started: {error.strerror or error}"))
     finally:
@@ -394,4 +404,3 @@ def run_claude(options: RunOptions) -> int:
         if proxy is not None:
             proxy.stop()
         shutil.rmtree(launch.scratch, ignore_errors=True)
-    return unaudited_exit(outcome.reason)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -25,9 +24,9 @@ from metaharness.pure.codex.rollout import RolloutLaunch
 from metaharness.pure.commands import control_unsupported, start_time_refusals
 from metaharness.pure.decisions import open_desk
 from metaharness.pure.environment import EnvironmentDeclaration, loopback_custody_token, operator_login_file, path_floor
-from metaharness.pure.events import Event, Transcript, WarningRaised
+from metaharness.pure.events import Event, Transcript
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
-from metaharness.pure.hermetic import MEMORY_SHAPES, memory_walk
+from metaharness.pure.hermetic import MEMORY_SHAPES, VerdictFacts, memory_walk
 from metaharness.pure.hook_channel import HOOK_TIMEOUT_S
 from metaharness.pure.jsonline import compact
 from metaharness.pure.loopback import (
@@ -39,11 +38,11 @@ from metaharness.pure.loopback import (
 )
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
-from metaharness.pure.run_stages import unaudited_exit
 from metaharness.shell.codex.live import drive_codex
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
     caller_environment,
+    directory_identity,
     gather_memory_facts,
     gather_program_candidates,
     readable_regular_file,
@@ -51,7 +50,8 @@ from metaharness.shell.facts import (
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.loopback import LoopbackProxy
 from metaharness.shell.refusals import refuse
-from metaharness.shell.staging import EarlySignal, Refused, take, write_event
+from metaharness.shell.staging import EarlySignal, Refused, take
+from metaharness.shell.wind_up import RunAudit, retain_copies
 
 
 def _steering_refusal(line: str) -> None:
@@ -226,28 +226,26 @@ def strict_version(launch: CodexLaunch) -> Result[str, Refusal]:
     )
 
 
-def _retain(launch: CodexLaunch, retain_dir: str, run: str) -> str | None:
-    """Copy the rollout copies, hook requests, ``loopback.json`` and generated files (never a
-    credential) to ``<retain-dir>/<run id>/``; the error text when the copy failed."""
-    target = os.path.join(retain_dir, run)
-    try:
-        os.makedirs(target, exist_ok=True)
-        for name in ("rollout.jsonl", "rollout.stdout.jsonl", "loopback.json", "hooks", "hook-channel"):
-            source = os.path.join(launch.scratch, name)
-            if os.path.isdir(source):
-                shutil.copytree(source, os.path.join(target, name), dirs_exist_ok=True, ignore=_fifos)
-            elif os.path.exists(source):
-                shutil.copy2(source, target)
-        config = os.path.join(launch.codex_home, "config.toml")
-        os.makedirs(os.path.join(target, "codex-home"), exist_ok=True)
-        shutil.copy2(config, os.path.join(target, "codex-home", "config.toml"))
-    except OSError as error:
-        return f"{target}: {error}"
-    return None
+def retained_files(launch: CodexLaunch) -> tuple[tuple[str, str], ...]:
+    """What ``--retain-dir`` keeps of a codex run: the rollout copies, the hook requests,
+    ``loopback.json`` and the generated config, never a credential (spec 10 §4.2)."""
+    names = ("rollout.jsonl", "rollout.stdout.jsonl", "loopback.json", "hooks", "hook-channel")
+    return (
+        *((os.path.join(launch.scratch, name), name) for name in names),
+        (os.path.join(launch.codex_home, "config.toml"), os.path.join("codex-home", "config.toml")),
+    )
 
 
-def _fifos(directory: str, names: list[str]) -> list[str]:
-    return [name for name in names if stat.S_ISFIFO(os.lstat(os.path.join(directory, name)).st_mode)]
+def verdict_facts(options: RunOptions, launch: CodexLaunch) -> VerdictFacts:
+    """What the rows of a codex run are read against (spec 30 §2.1, spec 50 §5): the plugin copies'
+    names, the declared key, an empty MCP set (the scratch config names no server) and the pins."""
+    return VerdictFacts(
+        kind="codex",
+        declared_plugins=tuple(os.path.basename(os.path.normpath(source)) for source in options.plugin_dir),
+        declared_key=options.credentials == "api-key",
+        planned_cwd=directory_identity(launch.cwd),
+        pins=PINS,
+    )
 
 
 def late_events(options: RunOptions, run: str, launch: CodexLaunch, proxy: LoopbackProxy | None) -> tuple[Event, ...]:
@@ -262,11 +260,7 @@ def late_events(options: RunOptions, run: str, launch: CodexLaunch, proxy: Loopb
             events.append(refused)
         with open(os.path.join(launch.scratch, "loopback.json"), "wb") as handle:
             handle.write(compact(proxy.counters))
-    if options.retain_dir is not None:
-        failure = _retain(launch, options.retain_dir, run)
-        if failure is not None:
-            events.append(WarningRaised(code="RETAIN_FAILED", message=f"the --retain-dir copy failed: {failure}"))
-    return tuple(events)
+    return (*events, *retain_copies(options.retain_dir, run, retained_files(launch)))
 
 
 def _start(
@@ -302,6 +296,7 @@ def run_codex(options: RunOptions) -> int:
     try:
         with EarlySignal() as early:
             try:
+                audit = RunAudit(options)
                 started = _start(options, run, scratch)
                 if isinstance(started, Failure):
                     return refuse(started.failure())
@@ -328,14 +323,14 @@ def run_codex(options: RunOptions) -> int:
                 desk=desk,
                 rollout=rollout,
                 run=run,
-                write_event=write_event,
+                write_event=audit.write_event,
                 commands=sys.stdin.buffer,
                 on_steering_refusal=_steering_refusal,
                 late_events=lambda: late_events(options, run, launch, proxy),
             )
         except OSError as error:
             return refuse(Refusal("spawn-failed", f"{launch.program} could not be started: {error}"))
-        return unaudited_exit(outcome.reason)
+        return audit.exit_code(verdict_facts(options, launch), launch.rollout_copy, outcome.reason)
     finally:
         if proxy is not None:
             proxy.stop()

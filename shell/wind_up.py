@@ -1,0 +1,97 @@
+"""The wind-up every kind's run shares: the audit baseline kept from stage 2, the event writer that
+keeps what the report reads, the report and the audited exit, and the ``--retain-dir`` copies
+(spec 10 §4.2, §4.7–§4.10, spec 30 §2.1, §6).
+
+A run builds one :class:`RunAudit` while it stages (its refusals are stage 2's), writes every event
+through :meth:`RunAudit.write_event`, and after the live loop has returned, while the scratch tree
+still holds the transcript, asks :meth:`RunAudit.exit_code` for the exit. Only the facts the verdicts
+compare the record against (:class:`VerdictFacts`) and the files a kind retains are the kind's own.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import sys
+from collections.abc import Sequence
+
+import msgspec
+from returns.result import Failure
+
+from metaharness.pure.audit_report import AuditorOutcome, audit_report, audited_exit, report_facts
+from metaharness.pure.events import Event, SessionStarted, WarningRaised, read_event
+from metaharness.pure.hermetic import VerdictFacts
+from metaharness.pure.options import RunOptions, check_audit_pairing
+from metaharness.pure.refusal import Refusal
+from metaharness.pure.run_stages import unaudited_exit
+from metaharness.shell.auditor import gather_audit_facts
+from metaharness.shell.auditor_invocation import audit_baseline, run_auditor
+from metaharness.shell.facts import directory_identity
+from metaharness.shell.staging import take, write_event
+
+
+class RunAudit:
+    """What a run keeps for its report: the spec's and the auditor's digests recorded at start
+    (spec 10 §4.7), and, when the run reports (``--audit``, ``--hermetic strict`` or ``on``), every
+    payload it wrote. Built in staging: the pairing's refusals raise ``Refused``."""
+
+    def __init__(self, options: RunOptions) -> None:
+        pairing = take(check_audit_pairing(options, gather_audit_facts(options, os.environ.get("PATH", ""))))
+        self.options = options
+        self.baseline = audit_baseline(options, pairing)
+        self.reporting = options.audited() or options.hermetic == "on"
+        self.payloads: list[Event] = []
+
+    def write_event(self, line: bytes) -> None:
+        """One event line to stdout, its payload kept when the run reports."""
+        write_event(line)
+        if self.reporting:
+            self.payloads.append(read_event(line).unwrap().payload)
+
+    def exit_code(self, planned: VerdictFacts, transcript: str, reason: str) -> int:
+        """The exit of spec 10 §2: unaudited from the closing ``reason``; else the report on stderr
+        (the rows against ``planned`` with the record's cwd, the auditor over ``transcript`` unless
+        the run was interrupted) and the audited exit of §4.9."""
+        if not self.reporting:
+            return unaudited_exit(reason)
+        started = next((p for p in self.payloads if isinstance(p, SessionStarted)), None)
+        record_cwd = directory_identity(started.cwd) if started is not None and started.cwd is not None else None
+        facts_of_rows = msgspec.structs.replace(planned, record_cwd=record_cwd)
+        auditor: AuditorOutcome | None = None
+        refusal: Refusal | None = None
+        if self.baseline is not None and reason != "killed":
+            ran = run_auditor(self.options, self.baseline, os.environ.get("PATH", ""), transcript)
+            if isinstance(ran, Failure):
+                refusal = ran.failure()
+            else:
+                auditor = ran.unwrap()
+        facts = report_facts(self.payloads, facts_of_rows, self.options.audited(), auditor, refusal)
+        sys.stderr.write(audit_report(facts))
+        sys.stderr.flush()
+        return audited_exit(facts) if self.options.audited() else unaudited_exit(facts.stream_reason)
+
+
+def _fifos(directory: str, names: list[str]) -> list[str]:
+    return [name for name in names if stat.S_ISFIFO(os.lstat(os.path.join(directory, name)).st_mode)]
+
+
+def retain_copies(retain_dir: str | None, run_id: str, copies: Sequence[tuple[str, str]]) -> tuple[WarningRaised, ...]:
+    """``--retain-dir`` (spec 10 §4.2): each (source, path under ``DIR/<run id>/``) copied, a directory
+    with its tree (FIFOs skipped), a source that does not exist skipped; the first failure is one
+    ``RETAIN_FAILED`` naming the target and the error. The kind chooses the sources, never a credential."""
+    if retain_dir is None:
+        return ()
+    target = os.path.join(retain_dir, run_id)
+    try:
+        os.makedirs(target, exist_ok=True)
+        for source, kept in copies:
+            destination = os.path.join(target, kept)
+            if os.path.isdir(source):
+                shutil.copytree(source, destination, dirs_exist_ok=True, ignore=_fifos)
+            elif os.path.exists(source):
+                os.makedirs(os.path.dirname(destination), exist_ok=True)
+                shutil.copy2(source, destination)
+    except OSError as error:
+        return (WarningRaised(code="RETAIN_FAILED", message=f"{target}: {error.strerror or error}"),)
+    return ()
