@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from metaharness.pure.b10x.replay import record_lines, replay_settings
 from metaharness.pure.b10x.seam import (
+    UNEXPECTED_REASON,
     Answer,
     Arm,
     SeamState,
@@ -111,6 +112,7 @@ def test_seq_has_no_gaps_and_one_marker_closes_last(mode: str, record: bytes, ac
 @settings(max_examples=150, deadline=None)
 @given(st.sampled_from(["frame", "ask"]), RECORD, st.lists(ACTION, max_size=25))
 def test_every_asked_call_is_decided_exactly_once(mode: str, record: bytes, actions: list) -> None:
+    """An unexpected question (spec 40 §6) is answered and decided on its own, outside the held call's count."""
     events, performed = run_seam(mode, record, actions)
     latest: dict[str, str] = {}
     decided_keys: list[tuple[str, str]] = []
@@ -119,6 +121,8 @@ def test_every_asked_call_is_decided_exactly_once(mode: str, record: bytes, acti
         if event["event"] == "tool.requested" and event["seam"] == "control_request":
             latest[event["call_id"]] = msgspec.json.encode(event["input"]).decode()
             asked.add((event["call_id"], latest[event["call_id"]]))
+        elif event["event"] == "tool.decided" and event["decision"].get("reason") == UNEXPECTED_REASON:
+            continue
         elif event["event"] == "tool.decided" and event["call_id"] in latest:
             decided_keys.append((event["call_id"], latest[event["call_id"]]))
     assert len(decided_keys) == len(set(decided_keys)), "a call was decided twice"
@@ -147,3 +151,82 @@ def test_census_counts_what_was_decided_before_it(record: bytes) -> None:
             census = event["census"]
             assert census["allowed"] + census["denied"] + census["abstained"] + census["replaced"] == len(before)
             assert census["denied"] == sum(e["decision"]["decision"] == "deny" for e in before)
+
+
+STREAMING_LINE = st.one_of(
+    st.builds(lambda n: _line({"kind": "turn-started", "turn": n}), st.integers(1, 4)),
+    st.builds(lambda t: _line({"kind": "text-delta", "text": t}), st.text(max_size=3)),
+    st.builds(lambda t: _line({"kind": "reasoning-delta", "text": t}), st.text(max_size=3)),
+    st.builds(lambda c: _line({"kind": "warning", "code": c, "message": "m"}), st.sampled_from(["w1", "w2"])),
+    st.just(_line({"kind": "turn-retried", "turn": 1, "attempt": 1, "reason": "cut"})),
+    st.just(_line({"kind": "usage", "model": "m", "input_tokens": 1})),
+    st.builds(lambda c: _line({"kind": "tool-completed", "call_id": c, "failed": False}), CALLS),
+    st.just(_line({"kind": "finished", "stop": {"kind": "completed"}, "turns": 1})),
+)
+
+
+def buffered_by_a_list(lines: list[bytes]) -> tuple[list[tuple[str, object]], list[object]]:
+    """What spec 40 §5's attempt buffer releases, modelled with a plain list: each event as (name, text or
+    code or call id), and each ``final_answer`` text of a ``finished``."""
+    released: list[tuple[str, object]] = []
+    finals: list[object] = []
+    attempt: list[tuple[str, object]] | None = None
+    turn_text: list[str] = []
+
+    def emit(items: list[tuple[str, object]]) -> None:
+        released.extend(items)
+        turn_text.extend(str(value) for name, value in items if name == "text")
+
+    for line in lines:
+        record = msgspec.json.decode(line)
+        kind = record["kind"]
+        if kind in ("text-delta", "reasoning-delta", "warning"):
+            item = ("warning", record["code"]) if kind == "warning" else (
+                "text" if kind == "text-delta" else "thinking", record["text"]
+            )
+            if attempt is not None:
+                attempt.append(item)
+            else:
+                emit([item])
+            continue
+        if kind == "turn-retried":
+            emit([item for item in attempt or [] if item[0] == "warning"])
+            emit([("warning", "attempt-discarded")])
+            attempt = []
+            continue
+        emit(attempt or [])
+        attempt = None
+        if kind == "turn-started":
+            released.append(("turn.started", record["turn"]))
+            attempt, turn_text[:] = [], []
+        elif kind == "usage":
+            released.append(("usage", "m"))
+        elif kind == "tool-completed":
+            released.append(("tool.result", record["call_id"]))
+        elif not finals:
+            released.append(("session.ended", None))
+            finals.append("".join(turn_text) or None)
+        else:
+            released.append(("opaque", None))
+    emit(attempt or [])
+    return released, finals
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(STREAMING_LINE, max_size=40))
+def test_the_attempt_buffer_releases_what_a_list_model_releases(lines: list[bytes]) -> None:
+    state, _ = open_seam(replay_settings(transcript_path="r"))
+    performed: list[object] = []
+    for number, line in enumerate(lines, start=1):
+        state, effects = read_line(state, number, line)
+        performed.extend(effects)
+    state, effects = end_of_record(state)
+    performed.extend(effects)
+    events = [msgspec.json.decode(e) for e in performed if isinstance(e, bytes)]
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    value = {"text": "text", "thinking": "text", "warning": "code", "turn.started": "turn", "tool.result": "call_id"}
+    seen = [(e["event"], e.get(value.get(e["event"], ""), "m" if e["event"] == "usage" else None)) for e in events]
+    released, finals = buffered_by_a_list(lines)
+    assert seen == released
+    answers = [e["final_answer"] and e["final_answer"]["text"] for e in events if e["event"] == "session.ended"]
+    assert answers == finals

@@ -12,7 +12,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from msgspec import UNSET
 
-from metaharness.pure.events import EVENT_TYPES, EventLine, _sorted_maps, encode_event, read_event
+from metaharness.pure.events import (
+    EVENT_TYPES,
+    EventLine,
+    Stream,
+    _sorted_maps,
+    encode_event,
+    read_event,
+    stamp,
+    stamp_each,
+)
 
 OMITTABLE = {
     ("session.started", "available_operations"),
@@ -156,3 +165,15 @@ def test_the_run_template_writes_the_bytes_of_the_concatenated_line(
 ) -> None:
     for run in runs:
         assert encode_event(seq, run, payload, at) == concatenated_line(seq, run, payload, at)
+
+
+@settings(max_examples=200)
+@given(st.integers(0, 2**31), RUNS, st.lists(payloads(), max_size=4))
+def test_stamping_several_at_once_writes_what_stamping_one_by_one_writes(
+    written: int, run: str, items: list[Any]
+) -> None:
+    one_by_one, lines = Stream(run, written), []
+    for payload in items:
+        one_by_one, line = stamp(one_by_one, payload)
+        lines.append(line)
+    assert stamp_each(Stream(run, written), items) == (one_by_one, lines)

@@ -550,6 +550,16 @@ def stamp(stream: Stream, payload: Event, at: str | UnsetType = UNSET) -> tuple[
     return Stream(stream.run, seq), encode_event(seq, stream.run, payload, at)
 
 
+def stamp_each(stream: Stream, payloads: list[Event]) -> tuple[Stream, list[bytes]]:
+    """``stamp`` over ``payloads`` in order, none of them dated: the run's template is looked up once."""
+    template = _line_template(stream.run)
+    lines = [
+        template % (seq, b"", compact(_sorted_maps(payload))[1:])
+        for seq, payload in enumerate(payloads, start=stream.written + 1)
+    ]
+    return Stream(stream.run, stream.written + len(lines)), lines
+
+
 def closing_marker(stream: Stream, reason: str, process: Process) -> StreamClosed:
     """The ``stream.closed`` payload for ``stream`` as it stands (spec 20 §4: ``events`` = lines before it)."""
     return StreamClosed(events=stream.written, reason=reason, run_id=stream.run, process=process)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Literal, TypeAlias, cast
 
 import msgspec
+from immutables import Map
 from msgspec import UNSET, Struct
 from returns.result import Failure
 
@@ -55,6 +56,7 @@ from metaharness.pure.events import (
     Withheld,
     closing_marker,
     stamp,
+    stamp_each,
 )
 from metaharness.pure.frames import Frame, Operation
 from metaharness.pure.jsonline import compact, sha256_hex
@@ -141,6 +143,21 @@ class SeamSettings(Struct, frozen=True, kw_only=True):
         return decision_deadline(self.vendor_budget_ms)
 
 
+Chain: TypeAlias = tuple[()] | tuple[Any, "Chain"]
+"""A persistent list, newest first: ``()`` or ``(item, rest)``; pushing an item shares the rest, so
+buffering one more delta costs the same however long the attempt is."""
+
+
+def chained(chain: Chain) -> list[Any]:
+    """The items of ``chain``, oldest first."""
+    items = []
+    while chain:
+        item, chain = chain
+        items.append(item)
+    items.reverse()
+    return items
+
+
 class Held(Struct, frozen=True):
     """A ``tool-requested`` held until the record shows whether the loop asks about it (spec 40 §5)."""
 
@@ -155,15 +172,18 @@ class SeamState(Struct, frozen=True, kw_only=True):
     settings: SeamSettings
     stream: Stream
     held: Held | None = None
-    attempt: tuple[Event, ...] | None = None
-    turn_text: tuple[str, ...] = ()
+    attempt: Chain | None = None
+    """The open attempt's buffered events, or ``None`` when no attempt is open."""
+    turn_text: Chain = ()
+    """The texts emitted in the current turn."""
     started: bool = False
     stop: str | None = None
     answered: bytes | None = None
     cost: int | None = None
     delegated: bool = False
     desk: Desk
-    answers: dict[str, bool] = msgspec.field(default_factory=dict)
+    answers: Map[str, bool] = Map()
+    """Each answered call's id and whether the line written was allow."""
 
 
 class _Out:
@@ -180,10 +200,14 @@ class _Out:
         self.stream, line = stamp(self.stream, payload)
         self.effects.append(line)
 
+    def emit_all(self, payloads: list[Event]) -> None:
+        self.stream, lines = stamp_each(self.stream, payloads)
+        self.effects.extend(lines)
+
     def answer(self, call_id: str, decision: Decision) -> None:
         """The caller-seam line for ``decision`` goes to the loop's stdin (spec 40 §6 step 3)."""
         self.effects.append(Answer(call_id, answer_line(call_id, decision)))
-        self.answers = {**self.answers, call_id: isinstance(decision, Allow)}
+        self.answers = self.answers.set(call_id, isinstance(decision, Allow))
 
     def step(self, step: tuple[Desk, tuple[desk_.Effect, ...]]) -> None:
         """Perform the desk's effects in order: events stamped, answers rendered, deadlines armed."""
@@ -242,26 +266,32 @@ def unverified_tier() -> WarningRaised:
 
 def read_line(state: SeamState, number: int, line: bytes) -> tuple[SeamState, tuple[Effect, ...]]:
     """Map record line ``number`` (1-based, blank lines counted), its terminator already stripped."""
-    if not line.strip():
-        return state, ()
     record = rec.read_record(line)
+    if record is None and not line.strip():
+        return state, ()
     held = state.held
-    if held is None and state.attempt is not None and isinstance(record, rec.TextDelta | rec.ReasoningDelta):
-        payload: Event = (
-            Text(text=record.text, request_id=None)
-            if isinstance(record, rec.TextDelta)
-            else Thinking(text=record.text, request_id=None)
-        )
-        return msgspec.structs.replace(state, attempt=(*state.attempt, payload)), ()
-    if held is None and state.attempt is None and isinstance(record, rec.Usage | rec.ToolCompleted):
-        single = usage_event(record, state.settings.model) if isinstance(record, rec.Usage) else tool_result(record)
-        stream, line = stamp(state.stream, single)
-        return msgspec.structs.replace(state, stream=stream), (line,)
+    if held is None:
+        attempt = state.attempt
+        kind = type(record)
+        if attempt is not None and kind is rec.TextDelta:
+            text = cast(rec.TextDelta, record).text
+            return msgspec.structs.replace(state, attempt=(Text(text=text, request_id=None), attempt)), ()
+        if attempt is not None and kind is rec.ReasoningDelta:
+            text = cast(rec.ReasoningDelta, record).text
+            return msgspec.structs.replace(state, attempt=(Thinking(text=text, request_id=None), attempt)), ()
+        if attempt is None and (kind is rec.Usage or kind is rec.ToolCompleted):
+            single = (
+                usage_event(cast(rec.Usage, record), state.settings.model)
+                if kind is rec.Usage
+                else tool_result(cast(rec.ToolCompleted, record))
+            )
+            stream, line = stamp(state.stream, single)
+            return msgspec.structs.replace(state, stream=stream), (line,)
     out = _Out(state)
     changes: dict[str, Any] = {}
     if held is not None and not (isinstance(record, rec.ApprovalRequired) and record.call_id == held.call_id):
         _release(state, out, held, changes)
-    if isinstance(record, rec.TextDelta | rec.ReasoningDelta | rec.Warning | rec.ToolArgumentsDelta):
+    if isinstance(record, _BUFFERED):
         _buffered(state, out, record, changes)
     elif isinstance(record, rec.TurnRetried):
         _retried(state, out, record, changes)
@@ -269,6 +299,10 @@ def read_line(state: SeamState, number: int, line: bytes) -> tuple[SeamState, tu
         _flush(state, out, changes)
         _map(state, out, record, number, line, changes)
     return out.finish(state, **changes)
+
+
+_BUFFERED = (rec.TextDelta, rec.ReasoningDelta, rec.Warning, rec.ToolArgumentsDelta)
+"""The records an open attempt buffers (spec 40 §5)."""
 
 
 def _opaque(line: bytes, number: int, subtype: str | None) -> Opaque:
@@ -288,15 +322,11 @@ def _buffered(state: SeamState, out: _Out, record: rec.Record, changes: dict[str
         payload = warning(cast(rec.Warning, record).code, cast(rec.Warning, record).message)
     attempt = changes.get("attempt", state.attempt)
     if attempt is not None:
-        changes["attempt"] = (*attempt, payload)
+        changes["attempt"] = (payload, attempt)
         return
-    _emit_text(state, out, payload, changes)
-
-
-def _emit_text(state: SeamState, out: _Out, payload: Event, changes: dict[str, Any]) -> None:
     out.emit(payload)
     if isinstance(payload, Text):
-        changes["turn_text"] = (*changes.get("turn_text", state.turn_text), payload.text)
+        changes["turn_text"] = (payload.text, changes.get("turn_text", state.turn_text))
 
 
 def _flush(state: SeamState, out: _Out, changes: dict[str, Any]) -> None:
@@ -304,21 +334,22 @@ def _flush(state: SeamState, out: _Out, changes: dict[str, Any]) -> None:
     attempt = changes.get("attempt", state.attempt)
     if attempt is None:
         return
-    for payload in attempt:
-        out.emit(payload)
-    texts = tuple(payload.text for payload in attempt if isinstance(payload, Text))
-    if texts:
-        changes["turn_text"] = (*changes.get("turn_text", state.turn_text), *texts)
+    payloads = chained(attempt)
+    out.emit_all(payloads)
+    turn_text = changes.get("turn_text", state.turn_text)
+    for payload in payloads:
+        if type(payload) is Text:
+            turn_text = (payload.text, turn_text)
+    changes["turn_text"] = turn_text
     changes["attempt"] = None
 
 
 def _retried(state: SeamState, out: _Out, record: rec.TurnRetried, changes: dict[str, Any]) -> None:
     """Drop the interrupted attempt's deltas, emit the rest, say so, open a new attempt (spec 40 §5)."""
-    attempt = changes.get("attempt", state.attempt) or ()
-    dropped = sum(isinstance(payload, Text | Thinking) for payload in attempt)
-    for payload in attempt:
-        if not isinstance(payload, Text | Thinking):
-            out.emit(payload)
+    attempt = chained(changes.get("attempt", state.attempt) or ())
+    kept = [payload for payload in attempt if not isinstance(payload, Text | Thinking)]
+    dropped = len(attempt) - len(kept)
+    out.emit_all(kept)
     out.emit(
         warning(
             "attempt-discarded",
@@ -524,7 +555,7 @@ def session_ended(
     if turns is None and isinstance(record.stop, dict) and isinstance(record.stop.get("turns"), int):
         turns = record.stop["turns"]
     answered = changes.get("answered", state.answered)
-    text = answered.decode() if answered is not None else "".join(changes.get("turn_text", state.turn_text))
+    text = answered.decode() if answered is not None else "".join(chained(changes.get("turn_text", state.turn_text)))
     final = FinalAnswer(text=text, turn_id=None) if stop == "completed" and text else None
     cost = changes.get("cost", state.cost)
     return SessionEnded(
