@@ -91,6 +91,7 @@ class Style:
     sse_ids: bool = False
     first_stream_breaks: str = ""
     swapped_ids: bool = False
+    drops_idle_connections: bool = False
 
 
 STYLES = (
@@ -101,6 +102,7 @@ STYLES = (
     Style("gzip-chunked-reasoning", gzip=True, chunk=40, reasoning=True, preamble=True),
     Style("empty-text-block", empty_text_block=True),
     Style("busy-first", first_statuses=((429, None), (529, "0"))),
+    Style("keep-alive-dropped-when-idle", drops_idle_connections=True, data_space=False),
     Style("server-error-retry-date-swapped-ids", first_statuses=((500, "http-date+1"),), swapped_ids=True),
     Style("cut-mid-stream", sse_ids=True, first_stream_breaks="cut", preamble=True),
     Style("overloaded-mid-stream", first_stream_breaks="overloaded", preamble=True, chunked=False),
@@ -633,6 +635,9 @@ class _Handler(BaseHTTPRequestHandler):
         if style.chunked:
             self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+        if style.drops_idle_connections:
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
 
     def _send_piece(self, piece: bytes, style: Style) -> None:
         if not piece:
