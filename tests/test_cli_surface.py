@@ -3,6 +3,7 @@ verb that refuses ``audit-not-built``, and the top-level guard (spec 10 §1–§
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -136,6 +137,17 @@ def test_an_unexpected_failure_is_a_refusal_line_not_a_traceback() -> None:
     assert len(result.stderr.splitlines()) == 1
 
 
+def holds_stdin_twice(pid: int) -> bool:
+    """``pid`` has its stdin pipe open on a second descriptor: ``project /dev/stdin`` is past start-up
+    and inside the verb, where an interrupt is a refusal."""
+    fds = Path(f"/proc/{pid}/fd")
+    try:
+        stdin = os.readlink(fds / "0")
+        return any(fd.name != "0" and os.readlink(fd) == stdin for fd in fds.iterdir())
+    except FileNotFoundError:
+        return False
+
+
 def test_an_interrupt_is_a_signalled_refusal_not_a_traceback() -> None:
     """``project /dev/stdin`` blocks reading a pipe nobody writes; SIGINT then ends it by name."""
     script = Path(sys.executable).with_name("metaharness")
@@ -146,7 +158,10 @@ def test_an_interrupt_is_a_signalled_refusal_not_a_traceback() -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(2)
+    deadline = time.monotonic() + 60
+    while not holds_stdin_twice(process.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert holds_stdin_twice(process.pid), "project never opened /dev/stdin"
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=30)
     assert process.returncode == 2
