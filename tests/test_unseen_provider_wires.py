@@ -7,7 +7,7 @@ provider's own request validation, as the real services would judge it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import msgspec
@@ -124,3 +124,20 @@ def test_responses_a_stream_cut_before_completed_is_truncated() -> None:
     cut = data[: data.index(b"response.completed") - 40]
     [*_, error] = decode(openai_responses.WIRE, [cut])
     assert isinstance(error, WireError) and error.error == "truncated"
+
+
+def test_responses_decoding_ends_at_the_terminal_without_waiting_for_more_bytes() -> None:
+    """A peer that neither sends ``[DONE]`` nor ends the body after ``response.completed`` is not waited for."""
+    style = next(s for s in STYLES if s.holds_connection_open)
+    data = stream_bytes(openai_responses.WIRE, WRITE, style)
+    pulled: list[bytes] = []
+
+    def endless() -> Iterator[bytes]:
+        yield data
+        while len(pulled) < 100:
+            pulled.append(b": keep-alive\n\n")
+            yield pulled[-1]
+        raise AssertionError("the decoder kept reading after the terminal")
+
+    *_, outcome = openai_responses.decode_stream(frame_sse(endless()), request_model="m")
+    assert isinstance(outcome, Outcome) and pulled == []

@@ -158,10 +158,13 @@ _EVENT = msgspec.json.Decoder(_Event)
 
 
 def decode_stream(frames: Iterable[SseItem], request_model: str) -> Iterator[StreamEvent]:
-    """Neutral events of one Responses stream; the last one is an ``Outcome`` or a ``WireError``."""
+    """Neutral events of one Responses stream; the last one is an ``Outcome`` or a ``WireError``.
+
+    The first ``response.completed``/``response.incomplete`` decides, so decoding ends there: nothing after
+    it can change the turn, and a peer that neither sends ``[DONE]`` nor ends the body is not waited for.
+    """
     call_ids: dict[str, str] = {}
     done_items: list[Any] = []
-    terminal: dict[str, Any] | None = None
     for frame in frames:
         if type(frame) is not SseFrame:
             if isinstance(frame, SseBroken):
@@ -170,8 +173,6 @@ def decode_stream(frames: Iterable[SseItem], request_model: str) -> Iterator[Str
             break
         if frame.data == b"[DONE]":
             break
-        if terminal is not None:
-            continue
         try:
             event = _EVENT.decode(frame.data)
         except (msgspec.DecodeError, msgspec.ValidationError):
@@ -195,7 +196,8 @@ def decode_stream(frames: Iterable[SseItem], request_model: str) -> Iterator[Str
                 done_items.append(item)
         elif event_type in ("response.completed", "response.incomplete"):
             response = decode_raw(event.response)
-            terminal = response if isinstance(response, dict) else {}
+            yield from _outcome(response if isinstance(response, dict) else {}, done_items, request_model)
+            return
         elif event_type == "response.failed":
             yield WireError("refused", _failure_message(decode_raw(event.response)))
             return
@@ -204,10 +206,7 @@ def decode_stream(frames: Iterable[SseItem], request_model: str) -> Iterator[Str
             return
         elif event_type not in ACCEPTED_EVENTS:
             yield StreamWarning("unknown-stream-event", unknown_event(WIRE, str(event_type)))
-    if terminal is None:
-        yield WireError("truncated", f"{WIRE} ended the stream before the response completed")
-        return
-    yield from _outcome(terminal, done_items, request_model)
+    yield WireError("truncated", f"{WIRE} ended the stream before the response completed")
 
 
 def _outcome(response: dict[str, Any], done_items: list[Any], request_model: str) -> Iterator[StreamEvent]:

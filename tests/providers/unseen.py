@@ -92,6 +92,7 @@ class Style:
     first_stream_breaks: str = ""
     swapped_ids: bool = False
     drops_idle_connections: bool = False
+    holds_connection_open: bool = False
 
 
 STYLES = (
@@ -102,6 +103,7 @@ STYLES = (
     Style("gzip-chunked-reasoning", gzip=True, chunk=40, reasoning=True, preamble=True),
     Style("empty-text-block", empty_text_block=True),
     Style("busy-first", first_statuses=((429, None), (529, "0"))),
+    Style("holds-the-connection-open", chunked=False, holds_connection_open=True, done_sentinel=False),
     Style("keep-alive-dropped-when-idle", drops_idle_connections=True, data_space=False),
     Style("server-error-retry-date-swapped-ids", first_statuses=((500, "http-date+1"),), swapped_ids=True),
     Style("cut-mid-stream", sse_ids=True, first_stream_breaks="cut", preamble=True),
@@ -613,6 +615,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("content-encoding", "gzip")
         if style.chunked:
             self.send_header("transfer-encoding", "chunked")
+            self.send_header("connection", "keep-alive")
+        elif style.holds_connection_open:
             self.send_header("connection", "keep-alive")
         else:
             self.send_header("connection", "close")
