@@ -554,7 +554,7 @@ def stamp_each(stream: Stream, payloads: list[Event]) -> tuple[Stream, list[byte
     """``stamp`` over ``payloads`` in order, none of them dated: the run's template is looked up once."""
     template = _line_template(stream.run)
     lines = [
-        template % (seq, b"", compact(_sorted_maps(payload))[1:])
+        template % (seq, b"", compact(payload if type(payload) is not SessionEnded else _sorted_maps(payload))[1:])
         for seq, payload in enumerate(payloads, start=stream.written + 1)
     ]
     return Stream(stream.run, stream.written + len(lines)), lines
