@@ -235,3 +235,12 @@ def test_a_resumed_session_is_sent_back_in_a_shape_the_provider_accepts(wire: st
     assert second.returncode == 0, second.stderr
     assert [s.error for s in provider.seen if s.status == 400] == []
     assert [len(s.results) for s in provider.seen] == [0, 1, 1]
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_a_body_labelled_gzip_that_does_not_decode_is_a_named_protocol_error(wire: str, workspace: Path) -> None:
+    with running_provider("write", Style("mislabelled-gzip", mislabelled_gzip=True), api_key=KEY) as provider:
+        done = harness(provider, wire, workspace, "--approve", "all")
+    assert done.code == 1 and "Traceback" not in done.stderr
+    assert done.stderr == f"error: {wire} sent a body whose content coding does not decode: Error -3 while decompressing data: incorrect header check\n"
+    assert len(provider.seen) == 1 and not done.of("finished")

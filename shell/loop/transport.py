@@ -126,6 +126,8 @@ class ModelCall:
                     response.close()
         except Interrupted:
             return WireError("cancelled", "the caller cancelled")
+        except httpx.DecodingError as error:
+            return WireError("protocol", f"{self.wire} sent a body whose content coding does not decode: {error}")
         except (httpx.TimeoutException, httpx.TransportError) as error:
             text = str(error) or type(error).__name__
             if credential:

@@ -93,6 +93,7 @@ class Style:
     swapped_ids: bool = False
     drops_idle_connections: bool = False
     holds_connection_open: bool = False
+    mislabelled_gzip: bool = False
 
 
 STYLES = (
@@ -611,7 +612,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("content-type", "text/event-stream; charset=utf-8")
         self.send_header("cache-control", "no-cache")
-        if style.gzip:
+        if style.gzip or style.mislabelled_gzip:
             self.send_header("content-encoding", "gzip")
         if style.chunked:
             self.send_header("transfer-encoding", "chunked")
