@@ -1,7 +1,10 @@
 """b10x benchmarks (issue 4), printed as ratios against baselines measured in the same run.
 
 1. Seam mapping of a 1,000,000-line loop record relative to ``msgspec.json.decode`` of those lines
-   alone (aim ≥ 0.5×), and peak RSS of a 10× longer record against the shorter one (aim: + ≤ 20 MB).
+   alone (aim ≥ 0.5×), in observe mode and in frame mode (every call asked, decided by the frame and
+   answered); the seam's cost per line on that record against a record 10× shorter (≈ 1.0× when each
+   line costs the same however many calls came before); and peak RSS of a 10× longer record against
+   the shorter one (aim: + ≤ 20 MB).
 2. Decision latency on the caller seam in frame mode, timed on the loop's side from just before the
    ``approval-required`` line is written to the answer line read back (a round trip through both
    pipes, so an upper bound of metaharness's share): aim median ≤ 1 ms, p99 ≤ 5 ms.
@@ -38,8 +41,9 @@ DELTAS_PER_TURN = 50
 RUNS = 10
 
 
-def record_lines(count: int) -> Iterator[bytes]:
-    """A loop record shaped like a long run: turns of text deltas, usage, one read each."""
+def record_lines(count: int, asked: bool = False) -> Iterator[bytes]:
+    """A loop record shaped like a long run: turns of text deltas, usage, one read each; ``asked`` makes
+    each turn's call a write the loop asks about (``approval-required``, then ``approval-resolved``)."""
     produced = 0
     turn = 0
     while True:
@@ -49,9 +53,13 @@ def record_lines(count: int) -> Iterator[bytes]:
         turn_lines.append(
             b'{"kind":"usage","model":"b10x-emulated","input_tokens":42,"output_tokens":8,"cached_input_tokens":7}'
         )
+        name = b"file_write" if asked else b"file_read"
         turn_lines.append(
-            b'{"kind":"tool-requested","call_id":"call_%d","name":"file_read","arguments":{"path":"README.md"}}' % turn
+            b'{"kind":"tool-requested","call_id":"call_%d","name":"%s","arguments":{"path":"README.md"}}' % (turn, name)
         )
+        if asked:
+            turn_lines.append(b'{"kind":"approval-required","call_id":"call_%d","name":"file_write"}' % turn)
+            turn_lines.append(b'{"kind":"approval-resolved","call_id":"call_%d","approved":true}' % turn)
         turn_lines.append(b'{"kind":"tool-completed","call_id":"call_%d","failed":false}' % turn)
         for line in turn_lines:
             if produced == count:
@@ -60,18 +68,35 @@ def record_lines(count: int) -> Iterator[bytes]:
             yield line
 
 
-def decode_seconds(count: int) -> float:
+def decode_seconds(count: int, asked: bool = False) -> float:
     decode = msgspec.json.decode
     begin = time.perf_counter()
-    for line in record_lines(count):
+    for line in record_lines(count, asked):
         decode(line)
     return time.perf_counter() - begin
 
 
-def seam_seconds(count: int) -> float:
-    state, _ = open_seam(replay_settings(transcript_path="loop.jsonl", model="b10x-emulated"))
+READS = [{"op": "file.read"}, {"op": "dir.list"}, {"op": "search"}]
+FRAME = seal_frame(
+    {
+        "workflow": {"id": "w", "version": "1"},
+        "node": {"id": "n"},
+        "step": {"workflow": "w", "state": "s", "index": 0, "attempt": 0},
+        "prior": [], "obligations": [], "reaching": [], "next": [], "handoff": {"handoff": "none"},
+        "operations": [*READS, {"op": "file.write"}],
+    }
+).unwrap()
+
+
+def seam_seconds(count: int, asked: bool = False) -> float:
+    """Seconds to map ``count`` record lines; ``asked`` maps the asked record in frame mode."""
+    settings = replay_settings(
+        transcript_path="loop.jsonl", model="b10x-emulated", decisions="frame" if asked else "observe",
+        frame=FRAME if asked else None,
+    )
+    state, _ = open_seam(settings)
     begin = time.perf_counter()
-    for number, line in enumerate(record_lines(count), start=1):
+    for number, line in enumerate(record_lines(count, asked), start=1):
         state, _ = read_line(state, number, line)
     return time.perf_counter() - begin
 
@@ -113,17 +138,7 @@ with open(sys.argv[2], "w") as handle:
 
 
 def caller_seam_latencies(calls: int) -> list[float]:
-    reads = [{"op": "file.read"}, {"op": "dir.list"}, {"op": "search"}]
-    frame = seal_frame(
-        {
-            "workflow": {"id": "w", "version": "1"},
-            "node": {"id": "n"},
-            "step": {"workflow": "w", "state": "s", "index": 0, "attempt": 0},
-            "prior": [], "obligations": [], "reaching": [], "next": [], "handoff": {"handoff": "none"},
-            "operations": [*reads, {"op": "file.write"}],
-        }
-    ).unwrap()
-    settings = replay_settings(run="bench", decisions="frame", frame=frame, transcript_path="loop.jsonl")
+    settings = replay_settings(run="bench", decisions="frame", frame=FRAME, transcript_path="loop.jsonl")
     settings = msgspec.structs.replace(
         settings,
         transcript=Transcript(path="loop.jsonl", digest=None, bytes=None),
@@ -194,7 +209,20 @@ def main() -> None:
     lines = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
     decode = decode_seconds(lines)
     seam = seam_seconds(lines)
-    print(f"seam mapping, {lines} lines: decode {decode:.2f}s, seam {seam:.2f}s — throughput ratio {decode / seam:.3f}x (aim >= 0.5x)")
+    print(
+        f"seam mapping, observe, {lines} lines: decode {decode:.2f}s, seam {seam:.2f}s "
+        f"({seam / lines * 1e6:.2f} µs/line) — throughput ratio {decode / seam:.3f}x (aim >= 0.5x)"
+    )
+    asked_decode, asked_seam = decode_seconds(lines, asked=True), seam_seconds(lines, asked=True)
+    print(
+        f"seam mapping, frame, every call asked, {lines} lines: decode {asked_decode:.2f}s, seam {asked_seam:.2f}s "
+        f"({asked_seam / lines * 1e6:.2f} µs/line) — throughput ratio {asked_decode / asked_seam:.3f}x (aim >= 0.5x)"
+    )
+    shorter = seam_seconds(lines // 10, asked=True) / (lines // 10)
+    print(
+        f"seam cost per line, frame: {lines} lines against {lines // 10} lines — "
+        f"{asked_seam / lines / shorter:.2f}x (1.0x: a line costs the same however many calls came before)"
+    )
     short, long = peak_rss_mb(lines // 10), peak_rss_mb(lines)
     print(f"peak RSS: {lines // 10} lines {short:.1f} MB, {lines} lines {long:.1f} MB — +{long - short:.1f} MB (aim <= 20 MB)")
     latencies = sorted(caller_seam_latencies(500))
