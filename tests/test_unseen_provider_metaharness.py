@@ -155,3 +155,23 @@ def test_ask_parallel_calls_deny_each_and_the_model_hears_it(home: Path, wire: s
     assert [r.is_error for r in results] == [True, True]
     assert tree(work) == before
 
+
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_a_call_id_reused_in_a_later_turn_is_denied_as_mutated_and_nothing_is_written(
+    home: Path, wire: str, tmp_path: Path
+) -> None:
+    """A provider numbering calls per response (``call_0`` every turn) presents the write under the read's
+    id: spec 20 §8.4 denies it by adapter with ``REQUEST_MUTATED``, even when the embedder would allow."""
+    work = workspace(tmp_path)
+    before = tree(work)
+    style = next(s for s in STYLES if s.ids_restart_each_response)
+    with running_provider("multi", style) as provider:
+        events = ask(home, provider, wire, work, {"decision": "allow"})
+        assert last_result(provider).is_error
+    requested = of(events, "tool.requested")
+    assert [r["name"] for r in requested] == ["file_read", "file_write"] and len({r["call_id"] for r in requested}) == 1
+    assert [w["code"] for w in of(events, "warning")][-1] == "REQUEST_MUTATED"
+    assert [(d["decided_by"], d["decision"]["decision"]) for d in of(events, "tool.decided")] == [("adapter", "deny")]
+    assert tree(work) == before

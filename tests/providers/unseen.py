@@ -94,6 +94,7 @@ class Style:
     drops_idle_connections: bool = False
     holds_connection_open: bool = False
     mislabelled_gzip: bool = False
+    ids_restart_each_response: bool = False
 
 
 STYLES = (
@@ -104,6 +105,7 @@ STYLES = (
     Style("gzip-chunked-reasoning", gzip=True, chunk=40, reasoning=True, preamble=True),
     Style("empty-text-block", empty_text_block=True),
     Style("busy-first", first_statuses=((429, None), (529, "0"))),
+    Style("ids-restart-each-response", ids_restart_each_response=True),
     Style("holds-the-connection-open", chunked=False, holds_connection_open=True, done_sentinel=False),
     Style("keep-alive-dropped-when-idle", drops_idle_connections=True, data_space=False),
     Style("server-error-retry-date-swapped-ids", first_statuses=((500, "http-date+1"),), swapped_ids=True),
@@ -281,7 +283,8 @@ def responses_events(parts: list[Part], model: str, seed: str, style: Style) -> 
             item = {"id": item_id, "type": "message", "status": "completed", "content": [done_part], "role": "assistant"}
         elif isinstance(part, Call):
             item_id = _uid("fc_", item_seed, 40)
-            call_id = _uid("toolu_01" if style.swapped_ids else "call_", item_seed + "/call", 24)
+            call_id = (f"call_{index}" if style.ids_restart_each_response
+                       else _uid("toolu_01" if style.swapped_ids else "call_", item_seed + "/call", 24))
             arguments = json.dumps(part.arguments, ensure_ascii=False, separators=(",", ":"))
             events.append({"type": "response.output_item.added", "output_index": index,
                            "item": {"id": item_id, "type": "function_call", "status": "in_progress", "arguments": "",
@@ -435,7 +438,9 @@ def messages_events(parts: list[Part], model: str, seed: str, style: Style) -> l
         elif isinstance(part, Call):
             arguments = json.dumps(part.arguments, ensure_ascii=False, separators=(",", ":"))
             events.append({"type": "content_block_start", **at, "content_block": {
-                "type": "tool_use", "id": _uid("call_" if style.swapped_ids else "toolu_01", item_seed, 22),
+                "type": "tool_use",
+                "id": f"toolu_{index}" if style.ids_restart_each_response
+                else _uid("call_" if style.swapped_ids else "toolu_01", item_seed, 22),
                 "name": part.name, "input": {}}})
             events += [{"type": "content_block_delta", **at, "delta": {"type": "input_json_delta", "partial_json": d}}
                        for d in ["", *_pieces(arguments, 7)]]
