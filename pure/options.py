@@ -288,7 +288,6 @@ NOT_CARRIED_VALUES: Mapping[tuple[str, str], Mapping[str, str]] = MappingProxyTy
 NOT_BUILT: Mapping[str, str] = MappingProxyType(
     {
         "--plugin": "marketplace plugin resolution (spec 30 §3) has not landed",
-        "--catalogue on codex": "the catalogue served through codex app-server (spec 50 §4, spec 30 §10.3) has not landed",
     }
 )
 """What ``run`` declares but this build does not perform (spec 10 §1 ``not-built``): a kind name, an

@@ -250,11 +250,3 @@ def test_a_spec_changed_during_the_session_is_refused_at_audit_time(home: Path, 
     assert any(line.startswith("metaharness: spec-unreadable: ") for line in done.stderr.decode().splitlines())
     assert not (tmp_path / "auditor.argv").exists()
     assert done.returncode == 2
-
-
-def test_catalogue_on_codex_is_not_built_while_claude_runs_it(home: Path, tmp_path: Path) -> None:
-    catalogue = tmp_path / "tools.json"
-    catalogue.write_text(json.dumps({"format": "metaharness.catalogue/1", "entries": []}))
-    done = metaharness(home, "run", "codex", "-p", "x", "--tool-surface", "owned", "--catalogue", str(catalogue))
-    assert done.returncode == 2 and done.stdout == b""
-    assert done.stderr.decode().startswith("metaharness: not-built: --catalogue on codex is not built in this build: ")

@@ -14,10 +14,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from functools import partial
 
 from returns.result import Failure, Result, Success
 
 from metaharness.pure.capabilities import HONOURED_COMMANDS
+from metaharness.pure.catalogue import Catalogue
 from metaharness.pure.codex.doctor import version_token
 from metaharness.pure.codex.launch import PINS, PROGRAM, CodexLaunch, CodexRunSpec, plan_codex_launch
 from metaharness.pure.codex.rollout import RolloutLaunch
@@ -38,6 +40,7 @@ from metaharness.pure.loopback import (
 )
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
+from metaharness.shell.codex.app_server import drive_app_server, place_catalogue, read_codex_catalogue
 from metaharness.shell.codex.live import drive_codex
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
@@ -265,17 +268,21 @@ def late_events(options: RunOptions, run: str, launch: CodexLaunch, proxy: Loopb
 
 def _start(
     options: RunOptions, run: str, scratch: str
-) -> Result[tuple[CodexLaunch, Frame | None, LoopbackProxy | None], Refusal]:
+) -> Result[tuple[CodexLaunch, Frame | None, LoopbackProxy | None, Catalogue | None], Refusal]:
     """Stages 5–9 (c): plan, start any loopback proxy and re-plan with its port, write the scratch
-    tree, probe under ``--strict-version``."""
+    tree, probe under ``--strict-version``; the catalogue is read and checked after the credentials."""
     custody = custody_stage(options, caller_environment())
     if isinstance(custody, Failure):
         return custody
     path = custody.unwrap()
+    read = read_codex_catalogue(options.catalogue) if options.catalogue is not None else Success(None)
+    if isinstance(read, Failure):
+        return read
+    catalogue = read.unwrap()
     loopback = None if path is None else (path, loopback_placeholder(run, secrets.token_bytes(12)), SYMBOLIC_PORT)
     planned = plan_run(options, scratch, loopback)
     if isinstance(planned, Failure) or loopback is None:
-        return planned.map(lambda done: (*done, None))
+        return planned.map(lambda done: (*done, None, catalogue))
     proxy = LoopbackProxy("codex", loopback[1], loopback[0], upstream_root("codex", options.model_endpoint))
     try:
         port = proxy.start()
@@ -285,7 +292,7 @@ def _start(
     replanned = plan_run(options, scratch, (loopback[0], loopback[1], str(port)))
     if isinstance(replanned, Failure):
         proxy.stop()
-    return replanned.map(lambda done: (*done, proxy))
+    return replanned.map(lambda done: (*done, proxy, catalogue))
 
 
 def run_codex(options: RunOptions) -> int:
@@ -300,11 +307,20 @@ def run_codex(options: RunOptions) -> int:
                 started = _start(options, run, scratch)
                 if isinstance(started, Failure):
                     return refuse(started.failure())
-                launch, frame, proxy = started.unwrap()
+                launch, frame, proxy, catalogue = started.unwrap()
                 early.check()
                 materialise(launch, options.plugin_dir)
                 if options.strict_version:
                     take(strict_version(launch))
+                if catalogue is not None:
+                    placed = place_catalogue(
+                        launch,
+                        catalogue,
+                        options.catalogue or "",
+                        proxy_started=proxy is not None,
+                        probed=options.strict_version,
+                    )
+                    take(placed)
                 early.check()
             except Refused as refused:
                 return refuse(refused.refusal)
@@ -317,8 +333,11 @@ def run_codex(options: RunOptions) -> int:
             frame_digest=frame.digest if frame is not None else None,
         )
         desk = open_desk(options.decisions, frame, HOOK_TIMEOUT_S * 1000)
+        drive = (
+            drive_codex if catalogue is None else partial(drive_app_server, catalogue=catalogue, model=options.model)
+        )
         try:
-            outcome = drive_codex(
+            outcome = drive(
                 launch=launch,
                 desk=desk,
                 rollout=rollout,

@@ -1,0 +1,87 @@
+"""``metaharness run codex --tool-surface owned --catalogue FILE`` as a user runs it: the real
+``codex app-server`` (pinned 0.171.0) against ``b10x-emulator`` scenario ``codex-catalogue-write``
+(spec 50 §4, spec 30 §10.3, §10.4; design amendment a66)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from codex_process import CODEX, census, decided, of, sealed_frame, well_formed
+
+pytestmark = pytest.mark.skipif(
+    CODEX is None, reason="the pinned Codex CLI 0.171.0 is not installed on the child's PATH (vendors/install.sh)"
+)
+
+CATALOGUE = {
+    "format": "metaharness.catalogue/1",
+    "entries": [
+        {
+            "name": "write_note",
+            "description": "Write one note in the workspace.",
+            "performs": "file_write",
+            "input": {"path": {"type": "string", "required": True}, "text": {"type": "string", "required": True}},
+        }
+    ],
+}
+METAHARNESS = str(Path(sys.executable).with_name("metaharness"))
+
+
+def owned_call(events: list[dict]) -> dict:
+    (call,) = [e for e in of(events, "tool.requested") if e["seam"] == "owned_tool"]
+    return call
+
+
+def cli_run(root: str, tmp_path: Path, *extra: str, stdin: bytes = b"") -> tuple[list[dict], int, str]:
+    """``metaharness run codex --tool-surface owned --catalogue tools.json`` as a user runs it."""
+    source = tmp_path / "tools.json"
+    source.write_text(json.dumps(CATALOGUE))
+    argv = [METAHARNESS, "run", "codex", "-p", "write the note", "--credentials", "none", "--model-endpoint", root,
+            "--tool-surface", "owned", "--catalogue", str(source), *extra]  # fmt: skip
+    done = subprocess.run(argv, input=stdin, capture_output=True, timeout=120, check=False)
+    return well_formed(done.stdout.splitlines(keepends=True)), done.returncode, done.stderr.decode()
+
+
+@pytest.mark.parametrize("emulator", ["codex-catalogue-write"], indirect=True)
+def test_metaharness_run_codex_with_a_catalogue_writes_what_the_frame_allows(emulator: str, tmp_path: Path):
+    work = tmp_path / "work"
+    work.mkdir()
+    frame = sealed_frame(tmp_path, ["file.write"])
+    events, code, stderr = cli_run(emulator, tmp_path, "--cwd", str(work), "--frame", frame)
+    assert code == 0, stderr
+    decision = decided(events, owned_call(events)["call_id"])
+    assert decision["decided_by"] == "frame" and decision["decision"] == {"decision": "allow"}
+    assert (work / "note.md").read_text() == "written by the emulator\n"
+    assert of(events, "turn.started")[0]["frame_digest"] == json.loads(Path(frame).read_text())["digest"]
+    assert events[-1]["reason"] == "completed" and events[-1]["process"] == {"kind": "exited", "code": 0}
+
+
+@pytest.mark.parametrize("emulator", ["codex-catalogue-write"], indirect=True)
+def test_metaharness_run_codex_with_a_catalogue_denies_what_the_frame_does_not_admit(emulator: str, tmp_path: Path):
+    work = tmp_path / "work"
+    work.mkdir()
+    events, code, stderr = cli_run(
+        emulator, tmp_path, "--cwd", str(work), "--frame", sealed_frame(tmp_path, ["file.read"])
+    )
+    assert code == 0, stderr
+    decision = decided(events, owned_call(events)["call_id"])
+    assert decision["decided_by"] == "frame" and decision["decision"]["decision"] == "deny"
+    assert not (work / "note.md").exists()
+    assert census(events)["by_seam"] == {"owned_tool": 1}
+
+
+def test_metaharness_run_codex_refuses_a_reserved_entry_name_before_the_spawn(tmp_path: Path):
+    source = tmp_path / "tools.json"
+    document = {
+        "format": "metaharness.catalogue/1",
+        "entries": [{"name": "mcp__x", "description": "d", "performs": "file_read"}],
+    }
+    source.write_text(json.dumps(document))
+    argv = [METAHARNESS, "run", "codex", "-p", "x", "--credentials", "none", "--tool-surface", "owned",
+            "--catalogue", str(source)]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, timeout=60, check=False)
+    assert done.returncode == 2 and done.stdout == b""
+    assert done.stderr.decode().startswith("metaharness: catalogue-name-reserved: ")
