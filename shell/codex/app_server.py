@@ -3,11 +3,12 @@
 
 The server runs in its own process group with pipes for stdin and stdout; every line it writes is
 kept in ``rollout.stdout.jsonl`` and folded into the pure session (``metaharness.pure.codex.app_server``).
-Each ``item/tool/call`` goes through the codex correlator and is presented to the decision desk on
-seam ``owned_tool``; a call the desk lets through is performed by a ``metaharness mcp-serve
---catalogue`` child over the scratch copy, a denied one performs nothing. Events are read from the
-thread's rollout exactly as for ``codex exec``, with the same hook channel, commands, deadlines and
-signals (``metaharness.shell.codex.live``); ``turn/completed`` closes the server's stdin and stops its
+Each ``item/tool/call`` goes through the codex correlator after the rollout lines already written
+(so ``session.started`` precedes it) and is presented to the decision desk on seam ``owned_tool``; a
+call the desk lets through is performed by a ``metaharness mcp-serve --catalogue`` child over the
+scratch copy, a denied one performs nothing. Events are read from the thread's rollout exactly as
+for ``codex exec``, with the same hook channel, commands, deadlines and signals
+(``metaharness.shell.codex.live``); ``turn/completed`` closes the server's stdin and stops its
 group 5 s later.
 """
 
@@ -283,6 +284,8 @@ def drive_app_server(
             elif kind == "exited":
                 exit_code = item
             elif kind == "server" and item is not None:
+                for number, raw in rollout_tail.poll():
+                    state.record(number, raw)
                 state.server_line(item)
             elif kind == "catalogue":
                 state.catalogue_line(item)
