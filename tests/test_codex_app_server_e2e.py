@@ -50,7 +50,9 @@ CATALOGUE = {
 }
 
 
-def catalogue_run(root: str, tmp_path: Path, decisions: str, frame: str | None) -> tuple[list[dict], LiveOutcome, Path]:
+def catalogue_run(
+    root: str, tmp_path: Path, decisions: str, frame: str | None, budget_ms: int = HOOK_TIMEOUT_S * 1000
+) -> tuple[list[dict], LiveOutcome, Path]:
     work = tmp_path / "work"
     work.mkdir()
     scratch = tmp_path / "scratch"
@@ -81,7 +83,7 @@ def catalogue_run(root: str, tmp_path: Path, decisions: str, frame: str | None) 
     )
     outcome = drive_app_server(
         launch=launch,
-        desk=open_desk(decisions, planned_frame, HOOK_TIMEOUT_S * 1000),
+        desk=open_desk(decisions, planned_frame, budget_ms),
         rollout=rollout,
         run="codex-catalogue",
         catalogue=catalogue,
@@ -113,6 +115,7 @@ def test_a_frame_allowed_catalogue_write_lands_through_the_catalogue_server(emul
     call = owned_call(events)
     assert call["name"] == "write_note" and call["input"] == {"path": "note.md", "text": "written by the emulator\n"}
     assert call["operations"] == ["file.write"] and call["subjects"] == ["file:note.md"]
+    assert events.index(of(events, "session.started")[0]) < events.index(call)
     decision = decided(events, call["call_id"])
     assert decision["decision"] == {"decision": "allow"} and decision["decided_by"] == "frame"
     assert (work / "note.md").read_text() == "written by the emulator\n"
@@ -124,9 +127,7 @@ def test_a_frame_allowed_catalogue_write_lands_through_the_catalogue_server(emul
 
 
 @pytest.mark.parametrize("emulator", ["codex-catalogue-write"], indirect=True)
-def test_a_frame_denied_catalogue_write_performs_nothing_and_the_model_reads_the_reason(
-    emulator: str, tmp_path: Path
-):
+def test_a_frame_denied_catalogue_write_performs_nothing_and_the_model_reads_the_reason(emulator: str, tmp_path: Path):
     events, outcome, work = catalogue_run(emulator, tmp_path, "frame", sealed_frame(tmp_path, ["file.read"]))
     call = owned_call(events)
     decision = decided(events, call["call_id"])
@@ -149,6 +150,21 @@ def test_without_a_frame_the_call_is_abstained_and_the_app_server_conversation_i
     assert decision["decision"] == {"decision": "abstain"} and decision["decided_by"] == "adapter"
     assert [w["code"] for w in of(events, "warning")].count("NO_FRAME_IN_FORCE") == 1
     assert (work / "note.md").exists()
-    conversation = [json.loads(line) for line in (tmp_path / "scratch" / "rollout.stdout.jsonl").read_bytes().splitlines()]
+    conversation = [
+        json.loads(line) for line in (tmp_path / "scratch" / "rollout.stdout.jsonl").read_bytes().splitlines()
+    ]
     assert any(m.get("method") == "item/tool/call" for m in conversation)
     assert any(m.get("method") == "turn/completed" for m in conversation)
+
+
+@pytest.mark.parametrize("emulator", ["codex-catalogue-write"], indirect=True)
+def test_an_unanswered_asked_call_is_denied_by_the_deadline_and_nothing_is_written(emulator: str, tmp_path: Path):
+    """A desk whose vendor budget is 10 s (deadline 5 s): the app-server waits on the item/tool/call
+    until metaharness's own deadline denies it (spec 50 §2 "Deadlines" covers item/tool/call)."""
+    events, outcome, work = catalogue_run(emulator, tmp_path, "ask", None, budget_ms=10_000)
+    call = owned_call(events)
+    assert call["decision_required"] is True and call["deadline_ms"] == 5000
+    decision = decided(events, call["call_id"])
+    assert decision["decided_by"] == "deadline" and decision["latency_ms"] >= 5000
+    assert not (work / "note.md").exists()
+    assert outcome.reason == "completed"
