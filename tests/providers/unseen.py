@@ -101,7 +101,7 @@ STYLES = (
     Style("plain"),
     Style("crlf-nospace-noevent", crlf=True, data_space=False, event_lines=False, done_sentinel=False),
     Style("keepalive-multiline-preamble", keep_alive=True, multiline_data=True, preamble=True, empty_deltas=True),
-    Style("tiny-writes-close-delimited", chunk=3, chunked=False, preamble=True),
+    Style("tiny-writes-close-delimited", chunk=3, chunked=False, preamble=True, data_space=False),
     Style("gzip-chunked-reasoning", gzip=True, chunk=40, reasoning=True, preamble=True),
     Style("empty-text-block", empty_text_block=True),
     Style("busy-first", first_statuses=((429, None), (529, "0"))),
@@ -629,12 +629,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         self.end_headers()
         compressor = zlib.compressobj(wbits=31) if style.gzip else None
-        for piece in _pieces_of(stream, style.chunk):
+        for number, piece in enumerate(_pieces_of(stream, style.chunk)):
             if compressor is not None:
                 piece = compressor.compress(piece) + compressor.flush(zlib.Z_SYNC_FLUSH)
             self._send_piece(piece, style)
-            if style.chunk:
-                time.sleep(0.0005)
+            if style.chunk and number % 16 == 0:
+                time.sleep(0.001)
         if cut:
             self.wfile.flush()
             self.close_connection = True
