@@ -85,3 +85,53 @@ def test_metaharness_run_codex_refuses_a_reserved_entry_name_before_the_spawn(tm
     done = subprocess.run(argv, capture_output=True, timeout=60, check=False)
     assert done.returncode == 2 and done.stdout == b""
     assert done.stderr.decode().startswith("metaharness: catalogue-name-reserved: ")
+
+
+def asked_run(root: str, tmp_path: Path, work: Path, decision: dict) -> tuple[list[dict], dict, int]:
+    """An ``--decisions ask`` run: the first asked call is answered by a ``tool.decide`` on stdin."""
+    source = tmp_path / "tools.json"
+    source.write_text(json.dumps(CATALOGUE))
+    argv = [METAHARNESS, "run", "codex", "-p", "write the note", "--credentials", "none", "--model-endpoint", root,
+            "--tool-surface", "owned", "--catalogue", str(source), "--cwd", str(work), "--decisions", "ask"]  # fmt: skip
+    process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+    lines: list[bytes] = []
+    while True:
+        line = process.stdout.readline()
+        assert line, process.stderr.read().decode()
+        lines.append(line)
+        asked = json.loads(line)
+        if asked["event"] == "tool.requested" and asked["decision_required"]:
+            break
+    command = {"format": "metaharness.command/1", "id": "c1", "command": "tool.decide", "call_id": asked["call_id"]}
+    process.stdin.write(json.dumps({**command, "decision": decision}).encode() + b"\n")
+    process.stdin.close()
+    lines += process.stdout.read().splitlines(keepends=True)
+    code = process.wait(timeout=120)
+    return well_formed(lines), asked, code
+
+
+@pytest.mark.parametrize("emulator", ["codex-catalogue-write"], indirect=True)
+def test_an_embedder_deny_of_a_catalogue_call_writes_nothing_and_the_model_reads_the_reason(
+    emulator: str, tmp_path: Path
+):
+    work = tmp_path / "work"
+    work.mkdir()
+    events, asked, code = asked_run(emulator, tmp_path, work, {"decision": "deny", "reason": "not in this step"})
+    assert asked["seam"] == "owned_tool" and asked["deadline_ms"] == 55000 and asked["name"] == "write_note"
+    decision = decided(events, asked["call_id"])
+    assert decision["decided_by"] == "embedder" and decision["decision"]["reason"] == "not in this step"
+    assert not (work / "note.md").exists()
+    assert any("not in this step" in item["text"] for e in of(events, "tool.result") for item in e["content"])
+    assert code == 0 and census(events)["by_decider"] == {"embedder": 1}
+
+
+@pytest.mark.parametrize("emulator", ["codex-catalogue-write"], indirect=True)
+def test_an_embedder_replace_performs_the_replacement_input(emulator: str, tmp_path: Path):
+    work = tmp_path / "work"
+    work.mkdir()
+    replacement = {"path": "elsewhere.md", "text": "replaced\n"}
+    events, asked, code = asked_run(emulator, tmp_path, work, {"decision": "replace", "input": replacement})
+    assert decided(events, asked["call_id"])["decision"] == {"decision": "replace", "input": replacement}
+    assert (work / "elsewhere.md").read_text() == "replaced\n" and not (work / "note.md").exists()
+    assert code == 0 and census(events)["replaced"] == 1
