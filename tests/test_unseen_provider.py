@@ -124,6 +124,7 @@ def test_approve_all_writes_through_the_tools_and_completes(wire: str, style: St
     answered = [s for s in done.seen if s.status == 200]
     assert [len(s.results) for s in answered] == [0, 1] and answered[1].results[0].is_error is False
     assert len(done.of("warning")) == len(style.first_statuses)
+    assert all(("Rate limit reached" in w["message"]) != ("Overloaded" in w["message"]) for w in done.of("warning"))
     assert len(done.of("turn-retried")) == (1 if style.first_stream_breaks else 0)
     if style.reasoning:
         assert "".join(r["text"] for r in done.of("reasoning-delta")) == "Planning the write first." * 2
@@ -234,7 +235,7 @@ def test_a_resumed_session_is_sent_back_in_a_shape_the_provider_accepts(wire: st
         second = subprocess.run(again, env=environment(), capture_output=True, timeout=60, check=False)
     assert second.returncode == 0, second.stderr
     assert [s.error for s in provider.seen if s.status == 400] == []
-    assert [len(s.results) for s in provider.seen] == [0, 1, 1]
+    assert [len(s.results) for s in provider.seen if s.status == 200] == [0, 1, 1]
 
 
 @pytest.mark.parametrize("wire", WIRES)

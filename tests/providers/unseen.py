@@ -14,6 +14,7 @@ The model's behaviour is a ``Scenario``: a function of the tool results the requ
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import re
@@ -102,7 +103,7 @@ STYLES = (
     Style("crlf-nospace-noevent", crlf=True, data_space=False, event_lines=False, done_sentinel=False),
     Style("keepalive-multiline-preamble", keep_alive=True, multiline_data=True, preamble=True, empty_deltas=True),
     Style("tiny-writes-close-delimited", chunk=3, chunked=False, preamble=True, data_space=False),
-    Style("gzip-chunked-reasoning", gzip=True, chunk=40, reasoning=True, preamble=True),
+    Style("gzip-chunked-reasoning", gzip=True, chunk=40, reasoning=True, preamble=True, first_statuses=((503, "1"),)),
     Style("empty-text-block", empty_text_block=True),
     Style("busy-first", first_statuses=((429, None), (529, "0"))),
     Style("ids-restart-each-response", ids_restart_each_response=True),
@@ -605,6 +606,9 @@ class _Handler(BaseHTTPRequestHandler):
         data = json.dumps(value).encode()
         self.send_response(status)
         self.send_header("content-type", "application/json")
+        if self.server.style.gzip:
+            data = gzip.compress(data)
+            self.send_header("content-encoding", "gzip")
         self.send_header("content-length", str(len(data)))
         for name, header in (extra or {}).items():
             self.send_header(name, header)
