@@ -87,8 +87,9 @@ def test_metaharness_run_codex_refuses_a_reserved_entry_name_before_the_spawn(tm
     assert done.stderr.decode().startswith("metaharness: catalogue-name-reserved: ")
 
 
-def asked_run(root: str, tmp_path: Path, work: Path, decision: dict) -> tuple[list[dict], dict, int]:
-    """An ``--decisions ask`` run: the first asked call is answered by a ``tool.decide`` on stdin."""
+def asked_run(root: str, tmp_path: Path, work: Path, decision: dict | None) -> tuple[list[dict], dict, int]:
+    """An ``--decisions ask`` run: the first asked call is answered by a ``tool.decide`` on stdin, or
+    the run is halted when ``decision`` is ``None``."""
     source = tmp_path / "tools.json"
     source.write_text(json.dumps(CATALOGUE))
     argv = [METAHARNESS, "run", "codex", "-p", "write the note", "--credentials", "none", "--model-endpoint", root,
@@ -103,8 +104,11 @@ def asked_run(root: str, tmp_path: Path, work: Path, decision: dict) -> tuple[li
         asked = json.loads(line)
         if asked["event"] == "tool.requested" and asked["decision_required"]:
             break
-    command = {"format": "metaharness.command/1", "id": "c1", "command": "tool.decide", "call_id": asked["call_id"]}
-    process.stdin.write(json.dumps({**command, "decision": decision}).encode() + b"\n")
+    command = {"format": "metaharness.command/1", "id": "c1", "command": "halt", "reason": "the step was cancelled"}
+    if decision is not None:
+        command = {**command, "command": "tool.decide", "call_id": asked["call_id"], "decision": decision}
+        del command["reason"]
+    process.stdin.write(json.dumps(command).encode() + b"\n")
     process.stdin.close()
     lines += process.stdout.read().splitlines(keepends=True)
     code = process.wait(timeout=120)
@@ -135,3 +139,17 @@ def test_an_embedder_replace_performs_the_replacement_input(emulator: str, tmp_p
     assert decided(events, asked["call_id"])["decision"] == {"decision": "replace", "input": replacement}
     assert (work / "elsewhere.md").read_text() == "replaced\n" and not (work / "note.md").exists()
     assert code == 0 and census(events)["replaced"] == 1
+
+
+@pytest.mark.parametrize("emulator", ["codex-catalogue-write"], indirect=True)
+def test_a_halt_while_a_catalogue_call_waits_denies_it_and_writes_nothing(emulator: str, tmp_path: Path):
+    work = tmp_path / "work"
+    work.mkdir()
+    events, asked, _ = asked_run(emulator, tmp_path, work, None)
+    decision = decided(events, asked["call_id"])
+    assert decision["decided_by"] == "adapter"
+    assert decision["decision"]["reason"] == "the run was halted before this call was decided, so nothing ran"
+    assert not (work / "note.md").exists()
+    (result,) = of(events, "command.result")
+    assert result["id"] == "c1" and events.index(decision) < events.index(result)
+    assert events[-1]["reason"] == "steer-halt"
