@@ -9,10 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from metaharness.pure.codex.replay import replay_launch, replay_rollout
-from metaharness.pure.codex.rollout import Announced, Emitted, Finished, recorded_request
-from metaharness.pure.codex.seam import Correlator, Present, on_hook_call, on_readings, on_stream_end
+from metaharness.pure.codex.rollout import recorded_request
+from metaharness.pure.correlation import Correlator, Present, on_hook_call, on_readings, on_stream_end
 from metaharness.pure.events import Text, ToolRequested, ToolResult, read_event
 from metaharness.pure.hook_channel import HookCall
+from metaharness.pure.readings import Announced, Emitted, Finished
 
 
 def _result(call_id: str) -> ToolResult:

@@ -147,3 +147,10 @@ def is_channel_key(key: str) -> bool:
     file outside the channel.
     """
     return 0 < len(key) <= 64 and "/" not in key and key not in {".", ".."} and "\x00" not in key
+
+
+HOOK_GAVE_UP = (
+    "the hook gave up first: its own backstop denied this call before metaharness's answer reached it, "
+    "so the call did not run"
+)
+"""The deadline's deny reason when the hook's own backstop answered first (spec 50 §2 "Deadlines")."""

@@ -1,7 +1,7 @@
 """The generic decisions of a run's wind-up and deadline (spec 20 §3, §4, §8.5; spec 10 §2).
 
 Which word closes the stream, the ``NO_TERMINAL_RECORD`` text, metaharness's own decision deadline
-and the exit code of an unaudited run: the same for every adapter.
+and the exit code of an unaudited run, the ``--strict-version`` refusal: the same for every adapter.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from metaharness.pure.events import WarningRaised
+from metaharness.pure.refusal import Refusal
 
 VENDOR_BUDGET_MS = 30000
 """The vendor's budget for one decision when its seam declares none (spec 20 §8.5)."""
@@ -64,3 +65,16 @@ def unaudited_exit(reason: str) -> int:
     """The exit of an unaudited run or a replay: 0 when the stream closed ``completed`` (a terminal
     record was seen), else 3 (spec 10 §2)."""
     return 0 if reason == "completed" else 3
+
+
+def strict_version_refusal(program: str, version: str | None, pins: tuple[str, ...]) -> Refusal | None:
+    """``--strict-version`` (spec 10 §4.5 stage 9 (c), spec 40 §3.3, spec 50 §7): an unreadable version
+    is ``version-unreadable``, one off the pins ``version-off-pin`` naming both; else nothing."""
+    if version is None:
+        return Refusal("version-unreadable", f"{program} --version gave no version")
+    if version not in pins:
+        return Refusal(
+            "version-off-pin",
+            f"{program} reports {version}; the adapter is pinned to {', '.join(pins)} and --strict-version refuses it",
+        )
+    return None

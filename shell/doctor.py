@@ -2,26 +2,15 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 
 from returns.result import Failure
 
 from metaharness.pure.refusal import Refusal
-from metaharness.shell.facts import caller_environment, gather_program_candidates
+from metaharness.shell.facts import caller_environment, gather_program_candidates, probe_stdout
 from metaharness.shell.refusals import refuse
 
 PROBE_S = 10
-
-
-def _output(argv: list[str], env: dict[str, str]) -> str | None:
-    try:
-        done = subprocess.run(
-            argv, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=PROBE_S, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout.decode("utf-8", "replace")
 
 
 def run_doctor(kind: str) -> int:
@@ -44,11 +33,11 @@ def run_doctor(kind: str) -> int:
         return refuse(program.failure())
     resolved = program.unwrap()
     env = {"PATH": path}
-    banner = _output([resolved, "--version"], env)
+    banner = probe_stdout([resolved, "--version"], env, timeout_s=PROBE_S)
     version = version_token(banner) if banner is not None else None
     if version is None:
         return refuse(Refusal("version-unreadable", f"{resolved} --version gave no version"))
-    report = doctor_report(resolved, version, _output([resolved, "run", "--help"], env) or "")
+    report = doctor_report(resolved, version, probe_stdout([resolved, "run", "--help"], env, timeout_s=PROBE_S) or "")
     sys.stdout.write("".join(line + "\n" for line in report.lines))
     sys.stdout.flush()
     return report.exit_code

@@ -1,5 +1,6 @@
 """Gathering the facts the pure stages decide over: the caller's environment, PATH candidates,
-credential files, lstat of memory shapes, stat of directories (spec 30 §5, §7, §8).
+credential files, lstat of memory shapes, stat of directories (spec 30 §5, §7, §8), and what a
+harness binary answers to a probe (``--version``, ``--help``; spec 10 §7, spec 50 §7).
 
 Nothing here decides; each function reads the world once and returns plain values or pure structs.
 """
@@ -8,6 +9,8 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+from collections.abc import Sequence
 
 from metaharness.pure.environment import ProgramCandidate, program_candidates
 from metaharness.pure.hermetic import DirectoryIdentity
@@ -90,3 +93,22 @@ def directory_identity(path: str) -> DirectoryIdentity:
     except OSError:
         return DirectoryIdentity(real_path=real)
     return DirectoryIdentity(real_path=real, device=status.st_dev, inode=status.st_ino)
+
+
+def run_probe(
+    argv: Sequence[str], env: dict[str, str], *, timeout_s: float, cwd: str | None = None
+) -> subprocess.CompletedProcess[bytes] | None:
+    """``argv`` run once with ``env`` (stdin ``/dev/null``, output captured), or ``None`` when it could
+    not be started or outlived ``timeout_s``."""
+    try:
+        return subprocess.run(
+            list(argv), env=env, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout_s, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def probe_stdout(argv: Sequence[str], env: dict[str, str], *, timeout_s: float, cwd: str | None = None) -> str | None:
+    """What :func:`run_probe` printed on stdout, decoded leniently, or ``None`` when it did not run."""
+    done = run_probe(argv, env, timeout_s=timeout_s, cwd=cwd)
+    return None if done is None else done.stdout.decode("utf-8", "replace")

@@ -4,17 +4,20 @@ A stage that refuses raises :class:`Refused` (``take`` unwraps a pure stage's ``
 it); the run catches it once, removes what it had started and prints the refusal line.
 :class:`EarlySignal` turns a SIGINT or SIGTERM that arrives before the spawn into the refusal
 ``signalled``. ``write_event`` writes one event line to stdout and flushes it; ``stderr_line`` one
-diagnostic line (a refused steering line).
+diagnostic line (a refused steering line); ``unusable_directory`` stage 6's directory checks.
 """
 
 from __future__ import annotations
 
+import os
 import signal
+import stat
 import sys
 from typing import Self, TypeVar
 
 from returns.result import Failure, Result
 
+from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 
 T = TypeVar("T")
@@ -72,3 +75,21 @@ def stderr_line(text: str) -> None:
     """One diagnostic line to stderr."""
     sys.stderr.write(text + "\n")
     sys.stderr.flush()
+
+
+def is_directory(path: str) -> bool:
+    """``path`` names a directory (a link to one included)."""
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def unusable_directory(options: RunOptions) -> Refusal | None:
+    """Stage 6's first checks on every kind (spec 10 §4.5): ``cwd-unusable``, then
+    ``retain-dir-unusable``, for a directory that is missing or is not one."""
+    if options.cwd is not None and not is_directory(options.cwd):
+        return Refusal("cwd-unusable", f"--cwd {options.cwd} is missing or not a directory")
+    if options.retain_dir is not None and not is_directory(options.retain_dir):
+        return Refusal("retain-dir-unusable", f"--retain-dir {options.retain_dir} is missing or not a directory")
+    return None

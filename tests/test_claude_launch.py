@@ -13,11 +13,11 @@ from metaharness.pure.claude.launch import (
     ClaudeRunSpec,
     check_arguments,
     check_shadowing,
-    launch_fixture,
     plan_claude_launch,
     settings_document,
 )
 from metaharness.pure.claude.plugins import PluginCopy
+from metaharness.pure.conformance import launch_fixture
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
 from metaharness.pure.hermetic import MemoryHit, MemoryWalk

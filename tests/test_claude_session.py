@@ -8,7 +8,6 @@ from typing import Any
 
 from metaharness.pure.claude.replay import replay_facts
 from metaharness.pure.claude.session import (
-    HOOK_GAVE_UP,
     Effect,
     HookAnswer,
     Session,
@@ -25,6 +24,7 @@ from metaharness.pure.commands import read_command
 from metaharness.pure.decisions import Arm
 from metaharness.pure.events import Exited
 from metaharness.pure.frames import Frame, seal_frame
+from metaharness.pure.hook_channel import HOOK_GAVE_UP
 from metaharness.pure.jsonline import compact
 
 FACTS = replay_facts(decisions="frame", hermetic="off", transcript_path="t.jsonl", harness_version=None, model=None)

@@ -16,7 +16,7 @@ from metaharness.pure.claude.vectors import (
     check_replay,
     contract_line,
 )
-from metaharness.pure.codex.vectors import check_exchange
+from metaharness.pure.conformance import check_exchange
 from metaharness.shell.claude.conformance import claude_outcomes, vector_bytes
 
 

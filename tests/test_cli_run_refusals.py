@@ -116,6 +116,16 @@ def test_not_built_comes_after_every_not_carried_check() -> None:
     assert option_refusal.line() == "metaharness: not-built: --prompt is not built in this build: the prompt"
 
 
+def test_an_option_not_built_on_one_kind_is_refused_there_only() -> None:
+    not_built = {"--catalogue on codex": "the app-server path"}
+    given = frozenset({"prompt", "catalogue", "tool-surface"})
+    codex = RunOptions(kind="codex", prompt="x", catalogue="c.json", tool_surface="owned", given=given)
+    refused = check_kind_carriage(codex, not_built=not_built).failure()
+    assert refused.line() == "metaharness: not-built: --catalogue on codex is not built in this build: the app-server path"
+    claude = RunOptions(kind="claude", prompt="x", catalogue="c.json", tool_surface="owned", given=given)
+    assert isinstance(check_kind_carriage(claude, not_built=not_built), Success)
+
+
 PAIRING_CASES = [
     (RunOptions(kind="codex", prompt="x", scratch_cwd=True), "scratch-cwd-without-cwd"),
     (RunOptions(kind="b10x", model="m", model_endpoint="http://h"), "frame-required"),

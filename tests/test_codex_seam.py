@@ -7,16 +7,9 @@ import json
 from metaharness.pure.census import ZERO_CENSUS
 from metaharness.pure.codex.rendering import resolve_call, shell_subjects
 from metaharness.pure.codex.replay import replay_rollout
-from metaharness.pure.codex.rollout import Emitted, RolloutLaunch, RolloutReader, read_rollout_line, session_ended
-from metaharness.pure.codex.seam import (
-    Correlator,
-    Present,
-    answer_body,
-    check_replacement,
-    on_hook_call,
-    on_readings,
-    on_stream_end,
-)
+from metaharness.pure.codex.rollout import RolloutLaunch, RolloutReader, read_rollout_line, session_ended
+from metaharness.pure.codex.seam import answer_body, check_replacement
+from metaharness.pure.correlation import Correlator, Present, on_hook_call, on_readings, on_stream_end
 from metaharness.pure.events import (
     Abstain,
     Allow,
@@ -30,6 +23,7 @@ from metaharness.pure.events import (
 )
 from metaharness.pure.frames import Operation
 from metaharness.pure.hook_channel import HookCall
+from metaharness.pure.readings import Emitted
 
 HERMETIC = Hermetic(
     mode="off", decisions="observe", imposed=(), declared=(), unavailable=(), ambient_inputs=(), installed_plugins=()

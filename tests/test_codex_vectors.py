@@ -6,15 +6,8 @@ import json
 import subprocess
 import sys
 
-from metaharness.pure.codex.vectors import (
-    LAUNCH_VECTORS,
-    Outcome,
-    check_banner,
-    check_exchange,
-    check_launch,
-    check_replay,
-    contract_line,
-)
+from metaharness.pure.codex.vectors import LAUNCH_VECTORS, check_banner, check_launch, check_replay, contract_line
+from metaharness.pure.conformance import Outcome, check_exchange
 from metaharness.shell.codex.conformance import codex_outcomes, run_exchange, vector_bytes
 
 
@@ -86,7 +79,7 @@ def test_banner_on_pin_passes_other_version_warns_other_shape_fails():
 
 def test_the_verb_prints_nine_lines_and_the_summary_or_only_the_contract_line():
     code = (
-        "import sys; from metaharness.shell.codex.conformance import conformance_codex; sys.exit(conformance_codex({}))"
+        "import sys; from metaharness.shell.conformance import run_conformance; sys.exit(run_conformance('codex', {}))"
     )
     human = subprocess.run([sys.executable, "-c", code.format("False")], capture_output=True, text=True, check=False)
     assert human.returncode == 0

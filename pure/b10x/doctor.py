@@ -4,11 +4,9 @@ spec 10 §7)."""
 from __future__ import annotations
 
 import posixpath
-import re
-
-import msgspec
 
 from metaharness.pure.b10x.launch import PIN
+from metaharness.pure.doctor import DoctorReport, declared_flags
 
 SENT_FLAGS = (
     "--execution-path",
@@ -41,21 +39,6 @@ SENT_FLAGS = (
     "--input",
 )
 """Every flag the launch of spec 40 §3.4 can emit, in the order spec 40 §8 checks them."""
-
-_FLAG = re.compile(r"--[A-Za-z0-9][A-Za-z0-9-]*")
-
-
-class DoctorReport(msgspec.Struct, frozen=True):
-    """The lines ``doctor b10x`` prints and its exit code (0 on the pin without a fault, else 1)."""
-
-    lines: tuple[str, ...]
-    exit_code: int
-
-
-def declared_flags(help_text: str) -> frozenset[str]:
-    """The ``--flag`` tokens of a help text."""
-    return frozenset(_FLAG.findall(help_text))
-
 
 def doctor_report(program: str, version: str, help_text: str) -> DoctorReport:
     """The version line and the flag lines for ``program`` reporting ``version`` (a readable token)."""

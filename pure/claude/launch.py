@@ -19,7 +19,6 @@ from returns.result import Failure, Result, Success
 
 from metaharness.pure.catalogue import Catalogue, needs_writable, scratch_copy
 from metaharness.pure.claude.plugins import PluginCopy
-from metaharness.pure.codex.launch import ScratchFile, execution_context_block
 from metaharness.pure.context import ContextFileRead, check_argument_sizes, context_record, render_context_block
 from metaharness.pure.environment import (
     ChildEnvironment,
@@ -31,6 +30,7 @@ from metaharness.pure.environment import (
     resolve_program,
 )
 from metaharness.pure.events import ContextFile, Hermetic
+from metaharness.pure.execution_context import execution_context_block, workspace_word
 from metaharness.pure.hermetic import (
     LaunchFacts,
     MemoryWalk,
@@ -51,6 +51,7 @@ from metaharness.pure.hook_channel import (
 )
 from metaharness.pure.jsonline import compact, sha256_hex
 from metaharness.pure.refusal import Refusal
+from metaharness.pure.scratch import ScratchFile
 
 PROGRAM = "claude"
 PINS = ("2.1.332",)
@@ -151,16 +152,9 @@ class ClaudeLaunch(msgspec.Struct, frozen=True, kw_only=True):
         return (self.program, *self.args)
 
 
-def workspace_word(spec: ClaudeRunSpec) -> str:
-    """The execution-context ``workspace=`` value (spec 10 §4.6)."""
-    if spec.cwd is None:
-        return "metaharness-scratch"
-    return "embedder-scratch-copy" if spec.scratch_cwd else "operator-named"
-
-
 def user_turn(spec: ClaudeRunSpec) -> str:
     """The execution-context block, a blank line, then the task unchanged (spec 50 §1 "User turn")."""
-    block = execution_context_block("claude", workspace_word(spec), spec.hermetic, spec.decisions)
+    block = execution_context_block("claude", workspace_word(spec.cwd, spec.scratch_cwd), spec.hermetic, spec.decisions)
     return f"{block}\n{spec.prompt}"
 
 
@@ -420,18 +414,3 @@ def _directories(spec: ClaudeRunSpec, scratch: str) -> tuple[str, ...]:
         names.insert(0, "work")
     names += [posixpath.join("plugins", plugin.name) for plugin in spec.plugins]
     return tuple(posixpath.join(scratch, name) for name in names)
-
-
-def launch_fixture(launch: ClaudeLaunch) -> dict[str, object]:
-    """The C1 conformance fixture (spec 50 §9, shape of spec 40 §10): program, args, env, cwd, files
-    sorted by path as {path, sha256, bytes}, and ``context_files`` when any was declared."""
-    fixture: dict[str, object] = {
-        "program": launch.program,
-        "args": list(launch.args),
-        "env": launch.environment.as_dict(),
-        "cwd": launch.cwd,
-        "files": [{"path": f.path, "sha256": f.sha256, "bytes": len(f.data)} for f in launch.files],
-    }
-    if launch.context_files:
-        fixture["context_files"] = [msgspec.to_builtins(item) for item in launch.context_files]
-    return fixture

@@ -13,8 +13,7 @@ import msgspec
 
 from metaharness.pure.census import ZERO_CENSUS
 from metaharness.pure.claude.seam import BUDGET_WORDS, RecordState, SessionFacts, map_record, terminal_stop
-from metaharness.pure.codex.rollout import Emitted
-from metaharness.pure.codex.seam import Correlator, on_readings, on_stream_end
+from metaharness.pure.correlation import Correlator, on_readings, on_stream_end
 from metaharness.pure.events import (
     Hermetic,
     SessionEnded,
@@ -24,6 +23,7 @@ from metaharness.pure.events import (
     closing_marker,
     stamp,
 )
+from metaharness.pure.readings import Emitted
 from metaharness.pure.run_stages import closing_reason
 
 

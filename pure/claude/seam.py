@@ -17,7 +17,6 @@ from msgspec import UNSET, UnsetType
 from metaharness.pure.catalogue import Catalogue
 from metaharness.pure.census import ZERO_CENSUS
 from metaharness.pure.claude.rendering import resolve_claude_call
-from metaharness.pure.codex.rollout import Announced, Emitted, Finished
 from metaharness.pure.events import (
     Abstain,
     Allow,
@@ -49,6 +48,7 @@ from metaharness.pure.events import (
 )
 from metaharness.pure.hook_channel import deny_answer, pretooluse_answer
 from metaharness.pure.jsonline import compact, sha256_hex
+from metaharness.pure.readings import Announced, Emitted, Finished
 
 PINS = ("2.1.332",)
 BUDGET_WORDS = frozenset({"budget-exhausted", "error_max_turns", "error_max_budget_usd"})

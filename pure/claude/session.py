@@ -33,8 +33,6 @@ from metaharness.pure.claude.seam import (
     map_record,
     terminal_stop,
 )
-from metaharness.pure.codex.rollout import Emitted
-from metaharness.pure.codex.seam import Correlator, Present, on_hook_call, on_readings, on_stream_end
 from metaharness.pure.commands import (
     Command,
     Halt,
@@ -43,6 +41,7 @@ from metaharness.pure.commands import (
     check_well_formed,
     command_ok,
 )
+from metaharness.pure.correlation import Correlator, Present, on_hook_call, on_readings, on_stream_end
 from metaharness.pure.decisions import (
     AbandonCause,
     Answer,
@@ -70,8 +69,9 @@ from metaharness.pure.events import (
     stamp,
 )
 from metaharness.pure.frames import Frame
-from metaharness.pure.hook_channel import HOOK_TIMEOUT_S, HookCall, read_hook_request
+from metaharness.pure.hook_channel import HOOK_GAVE_UP, HOOK_TIMEOUT_S, HookCall, read_hook_request
 from metaharness.pure.options import DecisionMode
+from metaharness.pure.readings import Emitted
 from metaharness.pure.run_stages import closing_reason, no_terminal_record
 
 ADAPTER = "claude"
@@ -80,11 +80,6 @@ HONOURED = frozenset({"tool.decide", "interrupt", "halt"})
 
 VENDOR_BUDGET_MS = HOOK_TIMEOUT_S * 1000
 """The hook's declared timeout × 1000: metaharness's deadline is 55,000 ms (spec 50 §2 "Deadlines")."""
-
-HOOK_GAVE_UP = (
-    "the hook gave up first: its own backstop denied this call before metaharness's answer reached it, "
-    "so the call did not run"
-)
 
 Control: TypeAlias = Literal["interrupt", "halt"] | None
 

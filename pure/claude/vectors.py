@@ -16,12 +16,17 @@ import msgspec
 from returns.result import Failure
 
 from metaharness.pure.catalogue import load_catalogue
-from metaharness.pure.claude.launch import PINS, ClaudeRunSpec, launch_fixture, plan_claude_launch
+from metaharness.pure.claude.launch import PINS, ClaudeRunSpec, plan_claude_launch
 from metaharness.pure.claude.replay import replay_claude, replay_facts
-from metaharness.pure.codex.vectors import Outcome, first_difference
+from metaharness.pure.conformance import (
+    Outcome,
+    first_difference,
+    fixture_outcome,
+    launch_fixture,
+    provider_contract_line,
+)
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
-from metaharness.pure.jsonline import canonical
 
 PROGRAM = "/opt/vendor/bin/claude"
 CALLER = {"HOME": "/operator"}
@@ -115,14 +120,7 @@ def planned_fixture(spec: ClaudeRunSpec) -> dict[str, Any] | str:
 
 def check_launch(vector: str, spec: ClaudeRunSpec, fixture: bytes) -> Outcome:
     """C1: the planned launch equals the fixture, compared as parsed JSON."""
-    got = planned_fixture(spec)
-    expected = msgspec.json.decode(fixture)
-    if got == expected:
-        return Outcome("C1", vector, "pass")
-    if isinstance(got, str):
-        return Outcome("C1", vector, "FAIL", got)
-    keys = [key for key in sorted(set(expected) | set(got)) if expected.get(key) != got.get(key)]
-    return Outcome("C1", vector, "FAIL", f"{', '.join(keys)} differ from the fixture")
+    return fixture_outcome(vector, planned_fixture(spec), fixture)
 
 
 def replay_record(stem: str, record: bytes) -> bytes:
@@ -148,23 +146,6 @@ def check_banner(banner: bytes) -> Outcome:
     return Outcome("C4", "c4-version-banner", "warn", f"claude {words[0]} is outside the pin ({', '.join(PINS)})")
 
 
-def summary_line(outcomes: tuple[Outcome, ...]) -> str:
-    """``9 vectors, <F> failed — no model, no network, no credential`` (spec 10 §6)."""
-    failed = sum(outcome.status == "FAIL" for outcome in outcomes)
-    return f"{len(outcomes)} vectors, {failed} failed — no model, no network, no credential"
-
-
 def contract_line(outcomes: tuple[Outcome, ...]) -> bytes:
-    """The ``--contract`` line, keys sorted; ``breaking_changes`` counts failed record-tier vectors
-    (spec 10 §6)."""
-    failed = [outcome for outcome in outcomes if outcome.status == "FAIL"]
-    document = {
-        "breaking_changes": sum(outcome.tier in ("C2", "C3", "C4") for outcome in failed),
-        "checked": len(outcomes),
-        "consumer": "metaharness.event/1",
-        "failed": len(failed),
-        "kind": "contract_result",
-        "provider": f"claude {PINS[0]}",
-    }
-    return canonical(document) + b"\n"
-
+    """The ``--contract`` line with ``provider`` ``claude <first pin>`` (spec 10 §6)."""
+    return provider_contract_line(f"claude {PINS[0]}", outcomes)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import posixpath
 
-from metaharness.pure.b10x.doctor import DoctorReport, declared_flags
 from metaharness.pure.codex.launch import PINS
+from metaharness.pure.doctor import DoctorReport, declared_flags
 
 SENT_FLAGS = (
     "--json",

@@ -31,6 +31,7 @@ from metaharness.pure.environment import (
     resolve_program,
 )
 from metaharness.pure.events import ContextFile, Hermetic
+from metaharness.pure.execution_context import execution_context_block, workspace_word
 from metaharness.pure.hermetic import LaunchFacts, MemoryWalk, RowAttestation, WorkdirMode, attest, memory_row
 from metaharness.pure.hook_channel import (
     CHANNEL_DIR,
@@ -41,8 +42,8 @@ from metaharness.pure.hook_channel import (
     render_hook_program,
     shell_quote,
 )
-from metaharness.pure.jsonline import sha256_hex
 from metaharness.pure.refusal import Refusal
+from metaharness.pure.scratch import ScratchFile
 
 PROGRAM = "codex"
 PINS = ("0.171.0",)
@@ -70,11 +71,7 @@ DENIED_ARGUMENTS = (
 """Flags a codex launch must never carry (spec 50 §4 "Refusals": each drops the hook, widens the
 sandbox or overrides the scratch config)."""
 
-IMPLICATIONS = {
-    "frame": "metaharness applies the sealed frame to each mediated call",
-    "ask": "metaharness asks the embedder before each mediated call",
-    "observe": "metaharness records calls but does not narrow them",
-}
+
 
 
 class CodexRunSpec(msgspec.Struct, frozen=True, kw_only=True):
@@ -116,18 +113,6 @@ class CodexConfig(msgspec.Struct, frozen=True, kw_only=True):
     hook_timeout: int
 
 
-class ScratchFile(msgspec.Struct, frozen=True):
-    """A file the launch writes into the scratch tree with its mode (spec 50 §4 "Scratch layout")."""
-
-    path: str
-    data: bytes
-    mode: int = 0o600
-
-    @property
-    def sha256(self) -> str:
-        return sha256_hex(self.data)
-
-
 class CodexLaunch(msgspec.Struct, frozen=True, kw_only=True):
     """Everything the shell needs to start ``codex exec``: ``program`` then ``args``, the constructed
     environment, the working directory, the scratch tree, where the rollout appears and where the
@@ -155,34 +140,10 @@ class CodexLaunch(msgspec.Struct, frozen=True, kw_only=True):
         return (self.program, *self.args)
 
 
-def workspace_word(spec: CodexRunSpec) -> str:
-    """The execution-context ``workspace=`` value (spec 10 §4.6)."""
-    if spec.cwd is None:
-        return "metaharness-scratch"
-    return "embedder-scratch-copy" if spec.scratch_cwd else "operator-named"
-
-
-def execution_context_block(kind: str, workspace: str, hermetic: str, decisions: str) -> str:
-    """The ``<execution-context>`` block of spec 10 §4.6 and spec 50 §1; every line ends ``\\n``."""
-    lines = (
-        "<execution-context>",
-        "execution_path=metaharness-driven",
-        f"inner_harness={kind}",
-        f"workspace={workspace}",
-        f"hermetic={hermetic}",
-        "confinement=inner-harness",
-        "substrate=not-used-by-metaharness",
-        f"decision_mode={decisions}",
-        f"implication={IMPLICATIONS[decisions]}",
-        "</execution-context>",
-    )
-    return "".join(line + "\n" for line in lines)
-
-
 def user_turn(spec: CodexRunSpec) -> str:
     """The block, a blank line, the rendered context files and a blank line when declared, then the
     task unchanged (spec 50 §1 "User turn", spec 30 §9.5 codex)."""
-    block = execution_context_block("codex", workspace_word(spec), spec.hermetic, spec.decisions)
+    block = execution_context_block("codex", workspace_word(spec.cwd, spec.scratch_cwd), spec.hermetic, spec.decisions)
     context = f"{render_context_block(spec.context)}\n" if spec.context else ""
     return f"{block}\n{context}{spec.prompt}"
 
@@ -409,18 +370,3 @@ def _directories(spec: CodexRunSpec, scratch: str) -> tuple[str, ...]:
     if spec.cwd is None:
         names.insert(0, "work")
     return tuple(posixpath.join(scratch, name) for name in names)
-
-
-def launch_fixture(launch: CodexLaunch) -> dict[str, object]:
-    """The C1 conformance fixture (spec 50 §9, shape of spec 40 §10): program, args, env, cwd, files
-    sorted by path as {path, sha256, bytes}, and ``context_files`` when any was declared."""
-    fixture: dict[str, object] = {
-        "program": launch.program,
-        "args": list(launch.args),
-        "env": launch.environment.as_dict(),
-        "cwd": launch.cwd,
-        "files": [{"path": f.path, "sha256": f.sha256, "bytes": len(f.data)} for f in launch.files],
-    }
-    if launch.context_files:
-        fixture["context_files"] = [msgspec.to_builtins(item) for item in launch.context_files]
-    return fixture

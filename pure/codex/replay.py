@@ -9,9 +9,10 @@ from collections.abc import Iterable
 
 from metaharness.pure.census import ZERO_CENSUS
 from metaharness.pure.codex.launch import PINS, PROGRAM
-from metaharness.pure.codex.rollout import Emitted, RolloutLaunch, RolloutReader, read_rollout_line, session_ended
-from metaharness.pure.codex.seam import Correlator, on_readings, on_stream_end
+from metaharness.pure.codex.rollout import RolloutLaunch, RolloutReader, read_rollout_line, session_ended
+from metaharness.pure.correlation import Correlator, on_readings, on_stream_end
 from metaharness.pure.events import Hermetic, SessionEnded, Stream, Transcript, UnknownProcess, closing_marker, stamp
+from metaharness.pure.readings import Emitted
 from metaharness.pure.run_stages import closing_reason
 
 

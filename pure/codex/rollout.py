@@ -2,7 +2,7 @@
 
 One line at a time: ``read_rollout_line`` folds a line into the reader's state and says what it
 yields — plain events, a call the record announces, or a call's result. Which seam a call is
-presented on is the correlator's business (``metaharness.pure.codex.seam``); ``session_ended``
+presented on is the correlator's business (``metaharness.pure.correlation``); ``session_ended``
 builds the terminal event at stream end, iff a ``task_complete`` was seen.
 """
 
@@ -18,7 +18,6 @@ from metaharness.pure.events import (
     AuthExpired,
     Census,
     ContextFile,
-    Event,
     FinalAnswer,
     Hermetic,
     ObservedModel,
@@ -39,6 +38,7 @@ from metaharness.pure.events import (
     WarningRaised,
 )
 from metaharness.pure.jsonline import compact, sha256_hex
+from metaharness.pure.readings import Announced, Emitted, Finished, Reading
 
 EXPIRY_PHRASES = ("session has expired", "session expired", "failed to refresh access token", "please run /login")
 """The claude expiry phrases an ``event_msg``/``error`` is searched for (spec 50 §3, §4)."""
@@ -59,33 +59,6 @@ class RolloutLaunch(msgspec.Struct, frozen=True, kw_only=True):
     context_files: tuple[ContextFile, ...] = ()
     inputs_digest: str | None = None
     frame_digest: str | None = None
-
-
-class Emitted(msgspec.Struct, frozen=True):
-    """An event the record yields as it stands; ``at`` is the line's ``timestamp`` verbatim."""
-
-    payload: Event
-    at: str | UnsetType = UNSET
-
-
-class Announced(msgspec.Struct, frozen=True):
-    """A ``function_call``/``custom_tool_call``: the call as recorded, its ``tool.requested`` on seam none."""
-
-    call_id: str
-    requested: ToolRequested
-    at: str | UnsetType = UNSET
-
-
-class Finished(msgspec.Struct, frozen=True):
-    """A call's output record and its ``tool.result``, plus any ``TOOL_OUTCOME_UNVERIFIED`` warning."""
-
-    call_id: str
-    result: ToolResult
-    at: str | UnsetType = UNSET
-    warning: WarningRaised | None = None
-
-
-Reading = Emitted | Announced | Finished
 
 
 class CallFacts(msgspec.Struct, frozen=True):

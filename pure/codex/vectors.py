@@ -8,20 +8,23 @@ endpoint route (``provider_emulated``), see ``vectors/codex/README.md``.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 from returns.result import Failure
 
-from metaharness.pure.codex.launch import PINS, CodexRunSpec, launch_fixture, plan_codex_launch
+from metaharness.pure.codex.launch import PINS, CodexRunSpec, plan_codex_launch
 from metaharness.pure.codex.replay import replay_launch, replay_rollout
+from metaharness.pure.conformance import (
+    Outcome,
+    first_difference,
+    fixture_outcome,
+    launch_fixture,
+    provider_contract_line,
+)
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
 from metaharness.pure.hermetic import MemoryWalk
-from metaharness.pure.jsonline import canonical
-
-Tier = Literal["C1", "C2", "C3", "C4"]
-Status = Literal["pass", "FAIL", "warn"]
 
 PROGRAM = "/opt/vendor/bin/codex"
 CALLER = {"HOME": "/operator"}
@@ -36,19 +39,6 @@ BRIEF = ContextFileRead(
     b"# Brief\n\nShip the parser.\n",
     "74608a6e8df25f2add98a17f8dbb04af6f4f81a7d12de2cb9d68aed2a29d1793",
 )
-
-
-class Outcome(msgspec.Struct, frozen=True):
-    """One vector's verdict: its tier, id, status and, unless it passed, why."""
-
-    tier: Tier
-    id: str
-    status: Status
-    detail: str = ""
-
-    def line(self) -> str:
-        """``pass C1 c1-launch`` or ``FAIL C2 … — <detail>`` (spec 10 §6)."""
-        return f"{self.status} {self.tier} {self.id}" + (f" — {self.detail}" if self.detail else "")
 
 
 LAUNCH_VECTORS: tuple[tuple[str, str, CodexRunSpec], ...] = (
@@ -130,14 +120,7 @@ def planned_fixture(spec: CodexRunSpec) -> dict[str, Any] | str:
 
 def check_launch(vector: str, spec: CodexRunSpec, fixture: bytes) -> Outcome:
     """C1: the planned launch equals the fixture, compared as parsed JSON."""
-    got = planned_fixture(spec)
-    expected = msgspec.json.decode(fixture)
-    if got == expected:
-        return Outcome("C1", vector, "pass")
-    if isinstance(got, str):
-        return Outcome("C1", vector, "FAIL", got)
-    keys = [key for key in sorted(set(expected) | set(got)) if expected.get(key) != got.get(key)]
-    return Outcome("C1", vector, "FAIL", f"{', '.join(keys)} differ from the fixture")
+    return fixture_outcome(vector, planned_fixture(spec), fixture)
 
 
 def replay_record(stem: str, record: bytes) -> bytes:
@@ -146,27 +129,9 @@ def replay_record(stem: str, record: bytes) -> bytes:
     return replay_rollout(record, launch, RUN)[0]
 
 
-def first_difference(tier: Tier, vector: str, expected: bytes, got: bytes) -> Outcome:
-    """``pass`` when byte-equal, else ``FAIL`` naming the first line that differs."""
-    if expected == got:
-        return Outcome(tier, vector, "pass")
-    want, have = expected.splitlines(), got.splitlines()
-    for number, (a, b) in enumerate(zip(want, have, strict=False), start=1):
-        if a != b:
-            return Outcome(tier, vector, "FAIL", f"line {number} differs: expected {a[:120]!r}, got {b[:120]!r}")
-    return Outcome(tier, vector, "FAIL", f"expected {len(want)} line(s), got {len(have)}")
-
-
 def check_replay(vector: str, stem: str, record: bytes, expected: bytes) -> Outcome:
     """C2: the replayed stream equals the expected file byte for byte."""
     return first_difference("C2", vector, expected, replay_record(stem, record))
-
-
-def check_exchange(vector: str, answer: bytes, expected_answer: bytes, stream: bytes, expected: bytes) -> Outcome:
-    """C3: the hook's answer bytes equal the ``.answer`` file, and the stream the expected file."""
-    if answer != expected_answer:
-        return Outcome("C3", vector, "FAIL", f"the hook answered {answer[:160]!r}, expected {expected_answer[:160]!r}")
-    return first_difference("C3", vector, expected, stream)
 
 
 def check_banner(banner: bytes) -> Outcome:
@@ -179,26 +144,7 @@ def check_banner(banner: bytes) -> Outcome:
     return Outcome("C4", "c4-version-banner", "warn", f"codex-cli {words[1]} is outside the pin ({', '.join(PINS)})")
 
 
-def summary_line(outcomes: tuple[Outcome, ...]) -> str:
-    """``9 vectors, <F> failed — no model, no network, no credential`` (spec 10 §6)."""
-    failed = sum(o.status == "FAIL" for o in outcomes)
-    return f"{len(outcomes)} vectors, {failed} failed — no model, no network, no credential"
-
 
 def contract_line(outcomes: tuple[Outcome, ...]) -> bytes:
-    """The ``--contract`` line, keys sorted; ``breaking_changes`` counts failed record-tier vectors
-    (spec 10 §6), ``provider`` is ``codex <first pin>``."""
-    failed = [o for o in outcomes if o.status == "FAIL"]
-    return (
-        canonical(
-            {
-                "breaking_changes": sum(o.tier in ("C2", "C3", "C4") for o in failed),
-                "checked": len(outcomes),
-                "consumer": "metaharness.event/1",
-                "failed": len(failed),
-                "kind": "contract_result",
-                "provider": f"codex {PINS[0]}",
-            }
-        )
-        + b"\n"
-    )
+    """The ``--contract`` line with ``provider`` ``codex <first pin>`` (spec 10 §6)."""
+    return provider_contract_line(f"codex {PINS[0]}", outcomes)

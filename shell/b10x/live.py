@@ -18,7 +18,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any
 
 import msgspec
-from returns.result import Failure
 
 from metaharness.pure.b10x.seam import (
     Answer,
@@ -34,11 +33,9 @@ from metaharness.pure.b10x.seam import (
     take_command,
     wind_up,
 )
-from metaharness.pure.commands import read_command, steering_refusal
-from metaharness.pure.events import Exited, Process, Signaled, StreamClosed, UnknownProcess, WarningRaised
-
-STDERR_KEPT = 64 * 1024
-SIGNAL_GRACE_S = 5.0
+from metaharness.pure.events import Process, StreamClosed, WarningRaised
+from metaharness.shell.child_process import GRACE_S, SignalQueue, keep_tail, kill_group, pump_lines, wait_status
+from metaharness.shell.steering import Deadlines, steering_command
 
 
 class LoopOutcome(msgspec.Struct, frozen=True):
@@ -47,12 +44,6 @@ class LoopOutcome(msgspec.Struct, frozen=True):
     state: SeamState
     reason: str
     process: Process
-
-
-def _pump_lines(stream: IO[bytes], kind: str, events: queue.Queue[tuple[str, Any]]) -> None:
-    for line in iter(stream.readline, b""):
-        events.put((kind, line))
-    events.put((kind, None))
 
 
 def _pump_fd(fd: int, kind: str, events: queue.Queue[tuple[str, Any]]) -> None:
@@ -72,40 +63,6 @@ def _pump_fd(fd: int, kind: str, events: queue.Queue[tuple[str, Any]]) -> None:
     if pending:
         events.put((kind, pending))
     events.put((kind, None))
-
-
-def _keep_tail(stream: IO[bytes], tail: bytearray) -> None:
-    for chunk in iter(lambda: stream.read1(65536), b""):
-        tail.extend(chunk)
-        del tail[:-STDERR_KEPT]
-
-
-class _Signals:
-    """SIGINT and SIGTERM sent to metaharness, turned into queue events while the child runs."""
-
-    def __init__(self, events: queue.Queue[tuple[str, Any]]) -> None:
-        self.events = events
-        self.previous: dict[int, Any] = {}
-
-    def install(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return
-        for number in (signal.SIGINT, signal.SIGTERM):
-            self.previous[number] = signal.signal(number, self._handle)
-
-    def _handle(self, number: int, _frame: object) -> None:
-        self.events.put(("signal", number))
-
-    def restore(self) -> None:
-        for number, handler in self.previous.items():
-            signal.signal(number, handler)
-
-
-def _kill_group(pid: int, number: int) -> None:
-    try:
-        os.killpg(pid, number)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def drive_loop(
@@ -147,15 +104,15 @@ def drive_loop(
         start_new_session=True,
     )
     assert child.stdout is not None and child.stderr is not None
-    signals = _Signals(events)
+    signals = SignalQueue(events)
     signals.install()
     tail = bytearray()
-    threading.Thread(target=_pump_lines, args=(child.stdout, "record", events), daemon=True).start()
-    stderr_thread = threading.Thread(target=_keep_tail, args=(child.stderr, tail), daemon=True)
+    threading.Thread(target=pump_lines, args=(child.stdout, "record", events), daemon=True).start()
+    stderr_thread = threading.Thread(target=keep_tail, args=(child.stderr, tail), daemon=True)
     stderr_thread.start()
     if commands is not None:
         threading.Thread(target=_pump_fd, args=(commands, "command", events), daemon=True).start()
-    armed: dict[str, float] = {}
+    deadlines = Deadlines(settings.deadline_ms)
 
     def perform(effects: tuple[Effect, ...]) -> None:
         for effect in effects:
@@ -165,7 +122,7 @@ def drive_loop(
                 if answers_copy is not None:
                     answers_copy.write(effect.line)
                     answers_copy.flush()
-                armed.pop(effect.call_id, None)
+                deadlines.disarm(effect.call_id)
                 if child.stdin is not None:
                     try:
                         child.stdin.write(effect.line)
@@ -173,7 +130,7 @@ def drive_loop(
                     except (BrokenPipeError, ValueError):
                         pass
             elif isinstance(effect, Arm):
-                armed[effect.call_id] = time.monotonic()
+                deadlines.arm(effect.call_id)
 
     settings, plan_warnings = opening(settings)
     state, effects = open_seam(settings, plan_warnings)
@@ -183,21 +140,16 @@ def drive_loop(
     kill_at: float | None = None
     try:
         while True:
-            now = time.monotonic()
-            waits = [start + settings.deadline_ms / 1000 - now for start in armed.values()]
-            if kill_at is not None:
-                waits.append(kill_at - now)
+            waits = [at for at in (deadlines.next_at(), kill_at) if at is not None]
             try:
-                kind, item = events.get(timeout=max(0.0, min(waits)) if waits else None)
+                kind, item = events.get(timeout=max(0.0, min(waits) - time.monotonic()) if waits else None)
             except queue.Empty:
-                now = time.monotonic()
-                if kill_at is not None and now >= kill_at:
-                    _kill_group(child.pid, signal.SIGKILL)
+                if kill_at is not None and time.monotonic() >= kill_at:
+                    kill_group(child.pid, signal.SIGKILL)
                     kill_at = None
-                for call_id, start in list(armed.items()):
-                    if now >= start + settings.deadline_ms / 1000:
-                        state, effects = expire(state, call_id, int((now - start) * 1000))
-                        perform(effects)
+                for call_id, waited in deadlines.take_due():
+                    state, effects = expire(state, call_id, waited)
+                    perform(effects)
                 continue
             if kind == "record":
                 if item is None:
@@ -210,15 +162,10 @@ def drive_loop(
                 state, effects = read_line(state, number, line)
                 perform(effects)
             elif kind == "command" and item is not None:
-                framed = read_command(item.rstrip(b"\r\n"))
-                if isinstance(framed, Failure):
-                    on_steering_refusal(steering_refusal(framed.failure()))
+                command = steering_command(item, on_steering_refusal)
+                if command is None:
                     continue
-                command = framed.unwrap()
-                call_id = getattr(command, "call_id", None)
-                start = armed.get(call_id) if isinstance(call_id, str) else None
-                latency = None if start is None else int((time.monotonic() - start) * 1000)
-                state, effects, control = take_command(state, command, latency)
+                state, effects, control = take_command(state, command, deadlines.latency_ms(command))
                 perform(effects)
                 if control == "interrupt":
                     try:
@@ -227,16 +174,16 @@ def drive_loop(
                         pass
                 elif control == "halt":
                     halted = True
-                    _kill_group(child.pid, signal.SIGKILL)
+                    kill_group(child.pid, signal.SIGKILL)
             elif kind == "signal":
                 if killed:
-                    _kill_group(child.pid, signal.SIGKILL)
+                    kill_group(child.pid, signal.SIGKILL)
                     continue
                 killed = True
                 state, effects = abandon_pending(state, "the run was interrupted")
                 perform(effects)
-                _kill_group(child.pid, signal.SIGTERM)
-                kill_at = time.monotonic() + SIGNAL_GRACE_S
+                kill_group(child.pid, signal.SIGTERM)
+                kill_at = time.monotonic() + GRACE_S
         state, effects = end_of_record(state)
         perform(effects)
         state, effects = abandon_pending(state, "the stream ended")
@@ -249,11 +196,9 @@ def drive_loop(
             except OSError:
                 pass
     code = child.wait()
-    stderr_thread.join(timeout=SIGNAL_GRACE_S)
-    _kill_group(child.pid, signal.SIGKILL)
-    process: Process = Signaled(signal=-code) if code < 0 else Exited(code=code)
-    if not process_known:
-        process = UnknownProcess()
+    stderr_thread.join(timeout=GRACE_S)
+    kill_group(child.pid, signal.SIGKILL)
+    process = wait_status(code, process_known)
     late = retain() if retain is not None else ()
     state, effects = wind_up(
         state, stderr_tail=bytes(tail), halted=halted, killed=killed, process=process, warnings=late

@@ -36,6 +36,7 @@ from metaharness.pure.frames import Frame, refuse_frame_beside_observe
 from metaharness.pure.hermetic import MEMORY_SHAPES, MemoryWalk, VerdictFacts, memory_walk
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
+from metaharness.pure.run_stages import strict_version_refusal
 from metaharness.shell.b10x.live import drive_loop
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
@@ -46,17 +47,10 @@ from metaharness.shell.facts import (
 )
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.refusals import refuse
-from metaharness.shell.staging import EarlySignal, Refused, stderr_line, take
+from metaharness.shell.staging import EarlySignal, Refused, is_directory, stderr_line, take, unusable_directory
 from metaharness.shell.wind_up import RunAudit, retain_copies
 
 VERSION_PROBE_S = 10
-
-
-def _is_dir(path: str) -> bool:
-    try:
-        return stat.S_ISDIR(os.stat(path).st_mode)
-    except OSError:
-        return False
 
 
 def _readable_file(path: str) -> bool:
@@ -69,10 +63,9 @@ def _readable_file(path: str) -> bool:
 def declared_inputs(options: RunOptions, caller_cwd: str) -> tuple[tuple[ContextFileRead, ...], Frame | None]:
     """Stage 6 (spec 10 §4.5): ``cwd-unusable``, ``retain-dir-unusable``, ``substrate-embedded-workspace``,
     the ``--context`` refusals, the frame's refusals, ``observe-with-frame``, ``frame-inadmissible``."""
-    if options.cwd is not None and not _is_dir(options.cwd):
-        raise Refused(Refusal("cwd-unusable", f"--cwd {options.cwd} is missing or not a directory"))
-    if options.retain_dir is not None and not _is_dir(options.retain_dir):
-        raise Refused(Refusal("retain-dir-unusable", f"--retain-dir {options.retain_dir} is missing or not a directory"))
+    unusable = unusable_directory(options)
+    if unusable is not None:
+        raise Refused(unusable)
     if options.substrate_embedded:
         workspace = workspace_of(options, caller_cwd, "/scratch")
         if not os.path.basename(workspace).startswith("ws_"):
@@ -96,7 +89,7 @@ def tree_checks(options: RunOptions) -> None:
     """Stage 7 (spec 10 §4.5): ``plugin-dir-unusable``, then ``input-unreadable`` for ``--hooks``,
     ``--prices``, ``--driver`` and ``--subscription-token-file``."""
     for directory in options.plugin_dir:
-        if not _is_dir(directory):
+        if not is_directory(directory):
             raise Refused(Refusal("plugin-dir-unusable", f"--plugin-dir {directory} is missing or not a directory"))
     for name, value in (
         ("hooks", options.hooks),
@@ -149,19 +142,6 @@ class VersionProbe:
             self.process.communicate()
             return None
         return version_token(out.decode("utf-8", "replace"))
-
-
-def strict_version(launch: B10xLaunch, version: str | None) -> None:
-    """Under ``--strict-version`` an unreadable or off-pin version is refused before the spawn."""
-    if version is None:
-        raise Refused(Refusal("version-unreadable", f"{launch.program} --version gave no version"))
-    if version != PIN:
-        raise Refused(
-            Refusal(
-                "version-off-pin",
-                f"{launch.program} reports {version}; the adapter is pinned to {PIN} and --strict-version refuses it",
-            )
-        )
 
 
 def plan_warnings(options: RunOptions, launch: B10xLaunch, version: str | None) -> tuple[WarningRaised, ...]:
@@ -231,7 +211,9 @@ def run_b10x(options: RunOptions) -> int:
             materialise(launch)
             probe = VersionProbe(launch)
             if options.strict_version:
-                strict_version(launch, probe.version())
+                refusal = strict_version_refusal(launch.program, probe.version(), (PIN,))
+                if refusal is not None:
+                    raise Refused(refusal)
             early.check()
         except Refused as refused:
             if scratch is not None:

@@ -28,10 +28,8 @@ from metaharness.pure.claude.vectors import (
     check_banner,
     check_launch,
     check_replay,
-    contract_line,
-    summary_line,
 )
-from metaharness.pure.codex.vectors import Outcome, check_exchange
+from metaharness.pure.conformance import Outcome, check_exchange
 from metaharness.pure.environment import ProgramCandidate
 from metaharness.pure.frames import load_frame
 from metaharness.pure.hook_channel import HOOK_PROGRAM
@@ -95,18 +93,3 @@ def claude_outcomes() -> tuple[Outcome, ...]:
         )
     outcomes.append(check_banner(vector_bytes(BANNER)))
     return tuple(outcomes)
-
-
-def run_claude_conformance(contract: bool) -> int:
-    """Print the vectors' lines and summary (or only the ``--contract`` line, with ``FAIL`` and ``warn``
-    lines on stderr); exit 0 when none failed, else 1 (spec 10 §6)."""
-    outcomes = claude_outcomes()
-    if contract:
-        for outcome in outcomes:
-            if outcome.status != "pass":
-                sys.stderr.write(f"metaharness: {outcome.line()}\n")
-        sys.stdout.buffer.write(contract_line(outcomes))
-    else:
-        sys.stdout.write("".join(outcome.line() + "\n" for outcome in outcomes) + summary_line(outcomes) + "\n")
-    sys.stdout.flush()
-    return 1 if any(outcome.status == "FAIL" for outcome in outcomes) else 0

@@ -4,7 +4,6 @@ home, and check ``--max-turns`` by acceptance."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import tempfile
 
@@ -14,20 +13,10 @@ from metaharness.pure.claude.doctor import HIDDEN_FLAGS, acceptance_probe, accep
 from metaharness.pure.claude.launch import PROGRAM
 from metaharness.pure.environment import path_floor, resolve_program
 from metaharness.pure.refusal import Refusal
-from metaharness.shell.facts import caller_environment, gather_program_candidates
+from metaharness.shell.facts import caller_environment, gather_program_candidates, run_probe
 from metaharness.shell.refusals import refuse
 
 PROBE_S = 10
-
-
-def _run(argv: tuple[str, ...], env: dict[str, str]) -> subprocess.CompletedProcess[bytes] | None:
-    try:
-        return subprocess.run(
-            list(argv), env=env, cwd=env["CLAUDE_CONFIG_DIR"], stdin=subprocess.DEVNULL, capture_output=True,
-            timeout=PROBE_S, check=False,
-        )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
-        return None
 
 
 def run_claude_doctor() -> int:
@@ -43,14 +32,14 @@ def run_claude_doctor() -> int:
         env = {"PATH": path, "CLAUDE_CONFIG_DIR": home, "TMPDIR": home}
         env.update((key, caller_env[key]) for key in ("HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TERM", "TZ")
                    if key in caller_env)  # fmt: skip
-        banner = _run((resolved, "--version"), env)
+        banner = run_probe((resolved, "--version"), env, timeout_s=PROBE_S, cwd=home)
         version = version_token(banner.stdout.decode("utf-8", "replace")) if banner is not None else None
         if version is None:
             return refuse(Refusal("version-unreadable", f"{resolved} --version gave no version"))
-        shown = _run((resolved, "--help"), env)
+        shown = run_probe((resolved, "--help"), env, timeout_s=PROBE_S, cwd=home)
         hidden = {}
         for flag in HIDDEN_FLAGS:
-            probe = _run(acceptance_probe(resolved, flag), env)
+            probe = run_probe(acceptance_probe(resolved, flag), env, timeout_s=PROBE_S, cwd=home)
             hidden[flag] = probe is not None and accepted(flag, probe.stderr.decode("utf-8", "replace"))
     report = doctor_report(resolved, version, shown.stdout.decode("utf-8", "replace") if shown else "", hidden)
     sys.stdout.write("".join(line + "\n" for line in report.lines))

@@ -20,7 +20,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import IO
 
 import msgspec
-from returns.result import Failure
 
 from metaharness.pure.claude.session import (
     Effect,
@@ -36,14 +35,11 @@ from metaharness.pure.claude.session import (
     wind_up,
     write_events,
 )
-from metaharness.pure.commands import read_command, steering_refusal
 from metaharness.pure.decisions import Arm, Disarm
-from metaharness.pure.events import Event, Exited, Process, Signaled, UnknownProcess
+from metaharness.pure.events import Event, Process
+from metaharness.shell.child_process import GRACE_S, STDERR_KEPT, kill_group, wait_status
 from metaharness.shell.hook_channel import HookChannel
-
-STDERR_KEPT = 64 * 1024
-GRACE_S = 5.0
-"""``interrupt``, ``halt`` and a signal SIGTERM the group, SIGKILL 5 s later (spec 50 §1)."""
+from metaharness.shell.steering import Deadlines, steering_command
 
 
 class RunOutcome(msgspec.Struct, frozen=True):
@@ -54,13 +50,6 @@ class RunOutcome(msgspec.Struct, frozen=True):
     process: Process
 
 
-def _kill_group(pid: int, number: int) -> None:
-    try:
-        os.killpg(pid, number)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 class _Loop:
     """The state the readiness loop keeps beside the pure session: timers, buffers, flags."""
 
@@ -68,8 +57,7 @@ class _Loop:
         self.session = session
         self.channel = channel
         self.write_event = write_event
-        self.armed: dict[str, float] = {}
-        self.deadline_s = session.desk.deadline_ms / 1000
+        self.deadlines = Deadlines(session.desk.deadline_ms)
 
     def perform(self, effects: tuple[Effect, ...]) -> None:
         for effect in effects:
@@ -82,9 +70,9 @@ class _Loop:
                 self.session, more = answered(self.session, delivered)
                 self.perform(more)
             elif isinstance(effect, Arm):
-                self.armed[effect.call_id] = time.monotonic()
+                self.deadlines.arm(effect.call_id)
             elif isinstance(effect, Disarm):
-                self.armed.pop(effect.call_id, None)
+                self.deadlines.disarm(effect.call_id)
 
     def drain_doorbell(self) -> None:
         for key in self.channel.ring():
@@ -92,15 +80,9 @@ class _Loop:
             self.perform(effects)
 
     def expire_due(self) -> None:
-        now = time.monotonic()
-        for call_id, start in list(self.armed.items()):
-            if now >= start + self.deadline_s:
-                self.armed.pop(call_id, None)
-                self.session, effects = expire(self.session, call_id, int((now - start) * 1000))
-                self.perform(effects)
-
-    def next_deadline(self) -> float | None:
-        return min((start + self.deadline_s for start in self.armed.values()), default=None)
+        for call_id, waited in self.deadlines.take_due():
+            self.session, effects = expire(self.session, call_id, waited)
+            self.perform(effects)
 
 
 def drive_claude(
@@ -162,7 +144,7 @@ def drive_claude(
     stderr_open = True
     try:
         while record_open or stderr_open:
-            timeouts = [t for t in (loop.next_deadline(), kill_at) if t is not None]
+            timeouts = [t for t in (loop.deadlines.next_at(), kill_at) if t is not None]
             timeout = max(0.0, min(timeouts) - time.monotonic()) if timeouts else None
             ready = {key.data for key, _ in selector.select(timeout)}
             if "doorbell" in ready:
@@ -174,12 +156,12 @@ def drive_claude(
             if "signal" in ready:
                 os.read(wake_read, 64)
                 if killed:
-                    _kill_group(child.pid, signal.SIGKILL)
+                    kill_group(child.pid, signal.SIGKILL)
                 else:
                     killed = True
                     loop.session, effects = abandon_pending(loop.session, "the run was interrupted")
                     loop.perform(effects)
-                    _kill_group(child.pid, signal.SIGTERM)
+                    kill_group(child.pid, signal.SIGTERM)
                     kill_at = time.monotonic() + GRACE_S
             if "command" in ready and commands is not None:
                 chunk = os.read(commands, 65536)
@@ -190,19 +172,14 @@ def drive_claude(
                 while b"\n" in command_buffer or (commands is None and command_buffer):
                     line, _, rest = bytes(command_buffer).partition(b"\n")
                     command_buffer[:] = rest
-                    framed = read_command(line.rstrip(b"\r"))
-                    if isinstance(framed, Failure):
-                        on_steering_refusal(steering_refusal(framed.failure()))
+                    command = steering_command(line, on_steering_refusal)
+                    if command is None:
                         continue
-                    command = framed.unwrap()
-                    call_id = getattr(command, "call_id", None)
-                    start = loop.armed.get(call_id) if isinstance(call_id, str) else None
-                    latency = None if start is None else int((time.monotonic() - start) * 1000)
-                    loop.session, effects, control = take_command(loop.session, command, latency)
+                    loop.session, effects, control = take_command(loop.session, command, loop.deadlines.latency_ms(command))
                     loop.perform(effects)
                     if control is not None:
                         halted = halted or control == "halt"
-                        _kill_group(child.pid, signal.SIGTERM)
+                        kill_group(child.pid, signal.SIGTERM)
                         kill_at = kill_at or time.monotonic() + GRACE_S
             if "stderr" in ready:
                 chunk = _read(stderr_fd)
@@ -233,7 +210,7 @@ def drive_claude(
                     loop.session, effects = read_line(loop.session, number, line.removesuffix(b"\r"))
                     loop.perform(effects)
             if kill_at is not None and time.monotonic() >= kill_at:
-                _kill_group(child.pid, signal.SIGKILL)
+                kill_group(child.pid, signal.SIGKILL)
                 kill_at = None
             loop.expire_due()
         loop.drain_doorbell()
@@ -246,10 +223,8 @@ def drive_claude(
         selector.close()
         os.close(wake_read)
         os.close(wake_write)
-    _kill_group(child.pid, signal.SIGKILL)
-    process: Process = Signaled(signal=-code) if code < 0 else Exited(code=code)
-    if not process_known:
-        process = UnknownProcess()
+    kill_group(child.pid, signal.SIGKILL)
+    process = wait_status(code, process_known)
     loop.session, effects, reason = wind_up(
         loop.session, stderr_tail=bytes(tail), halted=halted, killed=killed and not halted, process=process,
         late=late_events(),
@@ -265,7 +240,7 @@ def _reap(child: subprocess.Popen[bytes]) -> int:
         try:
             return child.wait(timeout=GRACE_S)
         except subprocess.TimeoutExpired:
-            _kill_group(child.pid, number)
+            kill_group(child.pid, number)
     return child.wait()
 
 

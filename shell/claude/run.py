@@ -11,7 +11,6 @@ import os
 import secrets
 import shutil
 import stat
-import subprocess
 import sys
 import tempfile
 
@@ -54,6 +53,7 @@ from metaharness.pure.loopback import (
 )
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
+from metaharness.pure.run_stages import strict_version_refusal
 from metaharness.shell.catalogue_file import read_back_scratch_copy, read_catalogue
 from metaharness.shell.claude.live import drive_claude
 from metaharness.shell.context_files import load_context_files
@@ -62,23 +62,17 @@ from metaharness.shell.facts import (
     directory_identity,
     gather_memory_facts,
     gather_program_candidates,
+    probe_stdout,
     readable_regular_file,
 )
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.loopback import LoopbackProxy
 from metaharness.shell.refusals import refuse
-from metaharness.shell.staging import EarlySignal, Refused, stderr_line, take
+from metaharness.shell.staging import EarlySignal, Refused, is_directory, stderr_line, take, unusable_directory
 from metaharness.shell.wind_up import RunAudit, retain_copies
 
 VERSION_PROBE_S = 10
-
-
-def _is_dir(path: str) -> bool:
-    try:
-        return stat.S_ISDIR(os.stat(path).st_mode)
-    except OSError:
-        return False
 
 
 def declaration_of(options: RunOptions) -> EnvironmentDeclaration:
@@ -111,10 +105,9 @@ def credentials_stage(options: RunOptions, caller_env: dict[str, str]) -> str | 
 def declared_inputs(options: RunOptions) -> tuple[tuple[ContextFileRead, ...], Catalogue | None, Frame | None]:
     """Stage 6: ``cwd-unusable``, ``retain-dir-unusable``, the ``--context`` refusals, the catalogue
     file's refusals (before the frame), the frame's refusals and ``observe-with-frame``."""
-    if options.cwd is not None and not _is_dir(options.cwd):
-        raise Refused(Refusal("cwd-unusable", f"--cwd {options.cwd} is missing or not a directory"))
-    if options.retain_dir is not None and not _is_dir(options.retain_dir):
-        raise Refused(Refusal("retain-dir-unusable", f"--retain-dir {options.retain_dir} is missing or not a directory"))
+    unusable = unusable_directory(options)
+    if unusable is not None:
+        raise Refused(unusable)
     context = take(load_context_files(options.cwd, options.context)) if options.context else ()
     catalogue = take(read_catalogue(options.catalogue)) if options.catalogue is not None else None
     frame = take(read_frame_file(options.frame)) if options.frame is not None else None
@@ -136,8 +129,8 @@ def read_back(options: RunOptions, launch: ClaudeLaunch, catalogue: Catalogue, p
 def plugin_tree(source: str) -> PluginTree:
     """What is at one ``--plugin-dir``: its readable regular files (bytes and mode) and the symlinks
     inside it, found without following any link."""
-    if os.path.islink(source) or not _is_dir(source):
-        return PluginTree(source=source, is_directory=_is_dir(source), is_symlink=os.path.islink(source))
+    if os.path.islink(source) or not is_directory(source):
+        return PluginTree(source=source, is_directory=is_directory(source), is_symlink=os.path.islink(source))
     files: list[PluginFile] = []
     links: list[str] = []
     for base, directories, names in os.walk(source, followlinks=False):
@@ -189,29 +182,16 @@ def materialise(launch: ClaudeLaunch, plugins: tuple[PluginCopy, ...]) -> HookCh
 
 def probe_version(launch: ClaudeLaunch) -> str | None:
     """``claude --version`` in the constructed environment: the first token starting with a digit (spec 50 §7)."""
-    try:
-        done = subprocess.run(
-            [launch.program, "--version"], env=launch.environment.as_dict(), cwd=launch.scratch,
-            stdin=subprocess.DEVNULL, capture_output=True, timeout=VERSION_PROBE_S, check=False,
-        )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return version_token(done.stdout.decode("utf-8", "replace"))
+    banner = probe_stdout([launch.program, "--version"], launch.environment.as_dict(), timeout_s=VERSION_PROBE_S,
+                          cwd=launch.scratch)  # fmt: skip
+    return None if banner is None else version_token(banner)
 
 
 def strict_version(launch: ClaudeLaunch) -> None:
     """``--strict-version`` (spec 50 §7): off pin → ``version-off-pin`` naming both versions."""
-    version = probe_version(launch)
-    if version is None:
-        raise Refused(Refusal("version-unreadable", f"{launch.program} --version gave no version"))
-    if version not in PINS:
-        raise Refused(
-            Refusal(
-                "version-off-pin",
-                f"{launch.program} reports {version}; the adapter is pinned to {', '.join(PINS)} and "
-                "--strict-version refuses it",
-            )
-        )
+    refusal = strict_version_refusal(launch.program, probe_version(launch), PINS)
+    if refusal is not None:
+        raise Refused(refusal)
 
 
 def retained_files(launch: ClaudeLaunch) -> tuple[tuple[str, str], ...]:

@@ -50,15 +50,15 @@ from metaharness.pure.codex.app_server import (
 from metaharness.pure.codex.launch import CodexLaunch
 from metaharness.pure.codex.replay import stop_word
 from metaharness.pure.codex.rollout import RolloutLaunch, session_ended
-from metaharness.pure.codex.seam import Output, Present, on_hook_call, on_stream_end
+from metaharness.pure.correlation import Output, Present, on_hook_call, on_stream_end
 from metaharness.pure.decisions import Answer, Desk, Effect, present
 from metaharness.pure.events import Event, Exited, Process, Signaled, closing_marker
 from metaharness.pure.hook_channel import HookCall
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import closing_reason, no_terminal_record
-from metaharness.shell.b10x.live import _keep_tail, _kill_group, _pump_lines, _Signals
 from metaharness.shell.catalogue_file import read_back_scratch_copy, read_catalogue, write_scratch_copy
-from metaharness.shell.codex.live import SIGNAL_GRACE_S, LiveOutcome, _Run, _wait_child, _watch_doorbell
+from metaharness.shell.child_process import GRACE_S, SignalQueue, keep_tail, kill_group, pump_lines
+from metaharness.shell.codex.live import LiveOutcome, _Run, _wait_child, _watch_doorbell
 from metaharness.shell.codex.rollout import POLL_INTERVAL_S, QUIET_POLLS_AFTER_EXIT, RolloutTail
 
 CATALOGUE_SERVER_LOG = "catalogue-server.stderr"
@@ -246,20 +246,20 @@ def drive_app_server(
     assert child.stdin is not None and child.stdout is not None and child.stderr is not None
     state.server_in = child.stdin
     stdout_copy = open(launch.stdout_copy, "wb")  # noqa: SIM115 - closed at wind-up, after the pump ends
-    signals = _Signals(events)
+    signals = SignalQueue(events)
     signals.install()
     tail = bytearray()
-    stderr_thread = threading.Thread(target=_keep_tail, args=(child.stderr, tail), daemon=True)
+    stderr_thread = threading.Thread(target=keep_tail, args=(child.stderr, tail), daemon=True)
     stderr_thread.start()
     server_thread = threading.Thread(
         target=_copy_lines, args=(child.stdout, stdout_copy, "server", events), daemon=True
     )
     server_thread.start()
-    threading.Thread(target=_pump_lines, args=(served.stdout, "catalogue", events), daemon=True).start()
+    threading.Thread(target=pump_lines, args=(served.stdout, "catalogue", events), daemon=True).start()
     threading.Thread(target=_wait_child, args=(child, events), daemon=True).start()
     threading.Thread(target=_watch_doorbell, args=(state.channel.fileno(), events, drained, stop), daemon=True).start()
     if commands is not None:
-        threading.Thread(target=_pump_lines, args=(commands, "command", events), daemon=True).start()
+        threading.Thread(target=pump_lines, args=(commands, "command", events), daemon=True).start()
     state.steps(first)
     rollout_tail = RolloutTail(launch.sessions_dir, launch.rollout_copy)
     halted = killed = False
@@ -293,25 +293,25 @@ def drive_app_server(
                 control = state.command(item, on_steering_refusal)
                 if control is not None:
                     halted = halted or control == "halt"
-                    _kill_group(child.pid, signal.SIGTERM)
-                    kill_at = time.monotonic() + SIGNAL_GRACE_S
+                    kill_group(child.pid, signal.SIGTERM)
+                    kill_at = time.monotonic() + GRACE_S
             elif kind == "signal":
                 if killed:
-                    _kill_group(child.pid, signal.SIGKILL)
+                    kill_group(child.pid, signal.SIGKILL)
                     continue
                 killed = True
                 state.abandon("the run was interrupted")
-                _kill_group(child.pid, signal.SIGTERM)
-                kill_at = time.monotonic() + SIGNAL_GRACE_S
+                kill_group(child.pid, signal.SIGTERM)
+                kill_at = time.monotonic() + GRACE_S
             if state.finished and term_at is None and kill_at is None:
                 _close(child.stdin)
-                term_at = time.monotonic() + SIGNAL_GRACE_S
+                term_at = time.monotonic() + GRACE_S
             now = time.monotonic()
             if term_at is not None and now >= term_at:
-                _kill_group(child.pid, signal.SIGTERM)
-                term_at, kill_at = None, now + SIGNAL_GRACE_S
+                kill_group(child.pid, signal.SIGTERM)
+                term_at, kill_at = None, now + GRACE_S
             if kill_at is not None and now >= kill_at:
-                _kill_group(child.pid, signal.SIGKILL)
+                kill_group(child.pid, signal.SIGKILL)
                 kill_at = None
             state.expire_due()
             if now >= next_poll:
@@ -328,8 +328,8 @@ def drive_app_server(
         state.correlator, outputs = on_stream_end(state.correlator)
         state.outputs(outputs)
         state.abandon("the stream ended")
-        stderr_thread.join(timeout=SIGNAL_GRACE_S)
-        server_thread.join(timeout=SIGNAL_GRACE_S)
+        stderr_thread.join(timeout=GRACE_S)
+        server_thread.join(timeout=GRACE_S)
     finally:
         stop.set()
         drained.set()
@@ -338,7 +338,8 @@ def drive_app_server(
         _close(child.stdin)
         _close(served.stdin)
         _stop_catalogue_server(served)
-    _kill_group(child.pid, signal.SIGKILL)
+    kill_group(child.pid, signal.SIGKILL)
+    server_thread.join(timeout=GRACE_S)
     stdout_copy.close()
     code = exit_code if exit_code is not None else child.wait()
     process: Process = Signaled(signal=-code) if code < 0 else Exited(code=code)
@@ -358,7 +359,7 @@ def drive_app_server(
 def _stop_catalogue_server(served: subprocess.Popen[bytes]) -> None:
     """End of file ends the catalogue server (spec 30 §12.1); one that lingers is killed."""
     try:
-        served.wait(timeout=SIGNAL_GRACE_S)
+        served.wait(timeout=GRACE_S)
     except subprocess.TimeoutExpired:
         served.kill()
         served.wait()

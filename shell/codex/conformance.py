@@ -24,14 +24,11 @@ from metaharness.pure.codex.vectors import (
     PROMPT,
     RECORD_VECTORS,
     RUN,
-    Outcome,
     check_banner,
-    check_exchange,
     check_launch,
     check_replay,
-    contract_line,
-    summary_line,
 )
+from metaharness.pure.conformance import Outcome, check_exchange
 from metaharness.pure.decisions import open_desk
 from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
 from metaharness.pure.frames import load_frame
@@ -99,18 +96,3 @@ def codex_outcomes() -> tuple[Outcome, ...]:
         )
     outcomes.append(check_banner(vector_bytes(BANNER)))
     return tuple(outcomes)
-
-
-def conformance_codex(contract: bool) -> int:
-    """``metaharness conformance codex [--contract]``: one line per vector and the summary, or only
-    the contract line with ``FAIL``/``warn`` lines on stderr; exit 0 when none failed, else 1."""
-    outcomes = codex_outcomes()
-    if contract:
-        for outcome in outcomes:
-            if outcome.status != "pass":
-                sys.stderr.write(f"metaharness: {outcome.line()}\n")
-        sys.stdout.buffer.write(contract_line(outcomes))
-    else:
-        sys.stdout.write("".join(outcome.line() + "\n" for outcome in outcomes) + summary_line(outcomes) + "\n")
-    sys.stdout.flush()
-    return 1 if any(outcome.status == "FAIL" for outcome in outcomes) else 0

@@ -4,7 +4,6 @@ environment with a scratch config home, check its exec flags (spec 50 §7, spec 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -14,20 +13,10 @@ from metaharness.pure.codex.doctor import codex_doctor_report, version_token
 from metaharness.pure.codex.launch import PROGRAM
 from metaharness.pure.environment import CALLER_VARIABLES, path_floor, resolve_program
 from metaharness.pure.refusal import Refusal
-from metaharness.shell.facts import caller_environment, gather_program_candidates
+from metaharness.shell.facts import caller_environment, gather_program_candidates, probe_stdout
 from metaharness.shell.refusals import refuse
 
 PROBE_S = 30
-
-
-def _output(argv: list[str], env: dict[str, str]) -> str | None:
-    try:
-        done = subprocess.run(
-            argv, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=PROBE_S, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout.decode("utf-8", "replace")
 
 
 def doctor_codex() -> int:
@@ -43,11 +32,11 @@ def doctor_codex() -> int:
         os.mkdir(os.path.join(scratch, "codex-home"), 0o700)
         env = {key: caller_env[key] for key in CALLER_VARIABLES if key in caller_env}
         env.update(PATH=path, TMPDIR=scratch, CODEX_HOME=os.path.join(scratch, "codex-home"))
-        banner = _output([resolved, "--version"], env)
+        banner = probe_stdout([resolved, "--version"], env, timeout_s=PROBE_S)
         version = version_token(banner) if banner is not None else None
         if version is None:
             return refuse(Refusal("version-unreadable", f"{resolved} --version gave no version"))
-        report = codex_doctor_report(resolved, version, _output([resolved, "exec", "--help"], env) or "")
+        report = codex_doctor_report(resolved, version, probe_stdout([resolved, "exec", "--help"], env, timeout_s=PROBE_S) or "")
     sys.stdout.write("".join(line + "\n" for line in report.lines))
     sys.stdout.flush()
     return report.exit_code

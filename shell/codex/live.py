@@ -19,24 +19,13 @@ from collections.abc import Callable
 from typing import IO, Any
 
 import msgspec
-from returns.result import Failure
 
 from metaharness.pure.capabilities import HONOURED_COMMANDS
 from metaharness.pure.census import ZERO_CENSUS, count_decision
-from metaharness.pure.claude.session import HOOK_GAVE_UP
 from metaharness.pure.codex.launch import CodexLaunch
 from metaharness.pure.codex.replay import stop_word
-from metaharness.pure.codex.rollout import Emitted, RolloutLaunch, RolloutReader, read_rollout_line, session_ended
-from metaharness.pure.codex.seam import (
-    Correlator,
-    Output,
-    answer_body,
-    check_replacement,
-    on_hook_call,
-    on_readings,
-    on_stream_end,
-    presented_call,
-)
+from metaharness.pure.codex.rollout import RolloutLaunch, RolloutReader, read_rollout_line, session_ended
+from metaharness.pure.codex.seam import answer_body, check_replacement, presented_call
 from metaharness.pure.commands import (
     Halt,
     Interrupt,
@@ -45,9 +34,8 @@ from metaharness.pure.commands import (
     check_well_formed,
     command_ok,
     command_refused,
-    read_command,
-    steering_refusal,
 )
+from metaharness.pure.correlation import Correlator, Output, on_hook_call, on_readings, on_stream_end
 from metaharness.pure.decisions import (
     AbandonCause,
     Answer,
@@ -64,25 +52,23 @@ from metaharness.pure.decisions import (
 from metaharness.pure.events import (
     Deny,
     Event,
-    Exited,
     Process,
     Replace,
-    Signaled,
     Stream,
     ToolDecided,
     TurnEnded,
-    UnknownProcess,
     WarningRaised,
     closing_marker,
     stamp,
 )
-from metaharness.pure.hook_channel import read_hook_request
+from metaharness.pure.hook_channel import HOOK_GAVE_UP, read_hook_request
+from metaharness.pure.readings import Emitted
 from metaharness.pure.run_stages import closing_reason, no_terminal_record
-from metaharness.shell.b10x.live import _keep_tail, _kill_group, _pump_lines, _Signals
+from metaharness.shell.child_process import GRACE_S, SignalQueue, keep_tail, kill_group, pump_lines, wait_status
 from metaharness.shell.codex.rollout import POLL_INTERVAL_S, QUIET_POLLS_AFTER_EXIT, RolloutTail
 from metaharness.shell.hook_channel import HookChannel
+from metaharness.shell.steering import steering_command
 
-SIGNAL_GRACE_S = 5.0
 """``interrupt``, ``halt`` and a signal SIGTERM the group, then SIGKILL it 5 s later (spec 50 §1)."""
 
 
@@ -205,11 +191,9 @@ class _Run:
     def command(self, line: bytes, on_steering_refusal: Callable[[str], None]) -> str | None:
         """One ``metaharness.command/1`` line in the order of spec 20 §5; returns ``interrupt`` or
         ``halt`` when the child must be stopped."""
-        framed = read_command(line.rstrip(b"\r\n"))
-        if isinstance(framed, Failure):
-            on_steering_refusal(steering_refusal(framed.failure()))
+        command = steering_command(line, on_steering_refusal)
+        if command is None:
             return None
-        command = framed.unwrap()
         checked = check_well_formed(command).bind(lambda ok: check_supported(ok.command, "codex", HONOURED_COMMANDS))
         refused = checked.swap().value_or(None)
         if refused is not None:
@@ -274,15 +258,15 @@ def drive_codex(
             start_new_session=True,
         )
     assert child.stderr is not None
-    signals = _Signals(events)
+    signals = SignalQueue(events)
     signals.install()
     tail = bytearray()
-    stderr_thread = threading.Thread(target=_keep_tail, args=(child.stderr, tail), daemon=True)
+    stderr_thread = threading.Thread(target=keep_tail, args=(child.stderr, tail), daemon=True)
     stderr_thread.start()
     threading.Thread(target=_wait_child, args=(child, events), daemon=True).start()
     threading.Thread(target=_watch_doorbell, args=(state.channel.fileno(), events, drained, stop), daemon=True).start()
     if commands is not None:
-        threading.Thread(target=_pump_lines, args=(commands, "command", events), daemon=True).start()
+        threading.Thread(target=pump_lines, args=(commands, "command", events), daemon=True).start()
     rollout_tail = RolloutTail(launch.sessions_dir, launch.rollout_copy)
     halted = killed = False
     kill_at: float | None = None
@@ -309,19 +293,19 @@ def drive_codex(
                 control = state.command(item, on_steering_refusal)
                 if control is not None:
                     halted = halted or control == "halt"
-                    _kill_group(child.pid, signal.SIGTERM)
-                    kill_at = time.monotonic() + SIGNAL_GRACE_S
+                    kill_group(child.pid, signal.SIGTERM)
+                    kill_at = time.monotonic() + GRACE_S
             elif kind == "signal":
                 if killed:
-                    _kill_group(child.pid, signal.SIGKILL)
+                    kill_group(child.pid, signal.SIGKILL)
                     continue
                 killed = True
                 state.abandon("the run was interrupted")
-                _kill_group(child.pid, signal.SIGTERM)
-                kill_at = time.monotonic() + SIGNAL_GRACE_S
+                kill_group(child.pid, signal.SIGTERM)
+                kill_at = time.monotonic() + GRACE_S
             now = time.monotonic()
             if kill_at is not None and now >= kill_at:
-                _kill_group(child.pid, signal.SIGKILL)
+                kill_group(child.pid, signal.SIGKILL)
                 kill_at = None
             state.expire_due()
             if now >= next_poll:
@@ -338,15 +322,15 @@ def drive_codex(
         state.correlator, outputs = on_stream_end(state.correlator)
         state.outputs(outputs)
         state.abandon("the stream ended")
-        stderr_thread.join(timeout=SIGNAL_GRACE_S)
+        stderr_thread.join(timeout=GRACE_S)
     finally:
         stop.set()
         drained.set()
         signals.restore()
         rollout_tail.close()
-    _kill_group(child.pid, signal.SIGKILL)
+    kill_group(child.pid, signal.SIGKILL)
     code = exit_code if exit_code is not None else child.wait()
-    process: Process = Signaled(signal=-code) if code < 0 else Exited(code=code)
+    process = wait_status(code)
     ended = session_ended(state.reader, state.census)
     if ended is not None:
         state.emit(ended, state.reader.last_complete_at)
@@ -355,6 +339,6 @@ def drive_codex(
     for payload in late_events():
         state.emit(payload)
     reason = closing_reason(halted=halted, killed=killed, stop=stop_word(ended), budget_stops=())
-    state.emit(closing_marker(state.stream, reason, process if process_known else UnknownProcess()))
+    state.emit(closing_marker(state.stream, reason, process if process_known else wait_status(code, known=False)))
     state.channel.close()
     return LiveOutcome(reason, process, state.stream.written)

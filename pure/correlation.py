@@ -1,0 +1,124 @@
+"""One ``tool.requested`` per call: the correlator that merges what a vendor record yields with the
+calls the hook channel delivers (spec 50 §2), for claude and codex alike.
+
+* **Record first** — an announced call, and every later reading, is held until the hook delivers the
+  same id (the call is then presented on seam ``hook``) or its result or the terminal record arrives
+  (it is emitted as recorded, seam ``none``, with ``warning COVERAGE_GAP``).
+* **Seam first** — a hook call is presented at once; the record's later announcement emits nothing.
+* **Replay** — every call is emitted as recorded, with no warning.
+
+``Present`` asks the run to decide a call on the hook seam.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from metaharness.pure.events import TurnEnded, WarningRaised
+from metaharness.pure.hook_channel import HookCall
+from metaharness.pure.readings import Announced, Emitted, Finished, Reading
+
+
+class Present(msgspec.Struct, frozen=True):
+    """A call the hook delivered, to be decided on seam ``hook``."""
+
+    call: HookCall
+
+
+Output = Emitted | Present
+
+
+class _Held(msgspec.Struct, frozen=True):
+    """A held reading; an announced call also carries how it was resolved (``""`` while open)."""
+
+    reading: Reading
+    resolution: str = ""
+
+
+class Correlator(msgspec.Struct, frozen=True, kw_only=True):
+    """The state between readings and hook calls. ``live`` is false under ``replay``."""
+
+    live: bool
+    held: tuple[_Held, ...] = ()
+    presented: frozenset[str] = frozenset()
+
+
+def coverage_gap(call_id: str, name: str) -> WarningRaised:
+    """``COVERAGE_GAP`` for a call no seam delivered before it ran (spec 50 §2 (b))."""
+    return WarningRaised(
+        code="COVERAGE_GAP",
+        message=f"{name} call {call_id} reached no decision seam before its result: the hook did not deliver it, "
+        "so it is recorded and was not decided",
+    )
+
+
+def _released(item: _Held) -> tuple[Output, ...]:
+    reading = item.reading
+    if isinstance(reading, Announced):
+        if item.resolution == "hook":
+            return ()
+        emitted: tuple[Output, ...] = (Emitted(reading.requested, reading.at),)
+        if item.resolution == "gap":
+            emitted += (Emitted(coverage_gap(reading.call_id, reading.requested.name), reading.at),)
+        return emitted
+    if isinstance(reading, Finished):
+        warning = () if reading.warning is None else (Emitted(reading.warning, reading.at),)
+        return (Emitted(reading.result, reading.at), *warning)
+    return (reading,)
+
+
+def _drain(correlator: Correlator) -> tuple[Correlator, tuple[Output, ...]]:
+    """Release held readings from the front until an open announced call."""
+    out: list[Output] = []
+    held = list(correlator.held)
+    while held and not (isinstance(held[0].reading, Announced) and held[0].resolution == ""):
+        out.extend(_released(held.pop(0)))
+    return msgspec.structs.replace(correlator, held=tuple(held)), tuple(out)
+
+
+def _resolve(held: tuple[_Held, ...], call_ids: frozenset[str] | None, resolution: str) -> tuple[_Held, ...]:
+    """Mark open announced calls (those in ``call_ids``, or all when ``None``) resolved."""
+    return tuple(
+        _Held(item.reading, resolution)
+        if isinstance(item.reading, Announced)
+        and item.resolution == ""
+        and (call_ids is None or item.reading.call_id in call_ids)
+        else item
+        for item in held
+    )
+
+
+def on_readings(correlator: Correlator, readings: tuple[Reading, ...]) -> tuple[Correlator, tuple[Output, ...]]:
+    """Fold what one rollout line yielded into the correlator; return what may be written now."""
+    out: list[Output] = []
+    for reading in readings:
+        if isinstance(reading, Announced):
+            if reading.call_id in correlator.presented:
+                continue
+            if not correlator.live:
+                out.append(Emitted(reading.requested, reading.at))
+                continue
+        elif not correlator.held:
+            out.extend(_released(_Held(reading)))
+            continue
+        held = (*correlator.held, _Held(reading))
+        if isinstance(reading, Finished):
+            held = _resolve(held, frozenset({reading.call_id}), "gap")
+        elif isinstance(reading, Emitted) and isinstance(reading.payload, TurnEnded):
+            held = _resolve(held, None, "gap")
+        correlator, released = _drain(msgspec.structs.replace(correlator, held=held))
+        out.extend(released)
+    return correlator, tuple(out)
+
+
+def on_hook_call(correlator: Correlator, call: HookCall) -> tuple[Correlator, tuple[Output, ...]]:
+    """A call the hook delivered: presented at once; a held announcement of the same id emits nothing."""
+    held = _resolve(correlator.held, frozenset({call.call_id}), "hook")
+    correlator = msgspec.structs.replace(correlator, held=held, presented=correlator.presented | {call.call_id})
+    correlator, released = _drain(correlator)
+    return correlator, (Present(call), *released)
+
+
+def on_stream_end(correlator: Correlator) -> tuple[Correlator, tuple[Output, ...]]:
+    """At stream end every still-held call takes path (b) of spec 50 §2."""
+    return _drain(msgspec.structs.replace(correlator, held=_resolve(correlator.held, None, "gap")))

@@ -1,0 +1,40 @@
+"""What a vendor record reader yields, line by line, before the correlator decides which seam a call
+is presented on (spec 50 §2): an event as it stands, a call the record announces, a call's result.
+
+The codex rollout reader and the claude stream-json reader both yield these; the correlator
+(``metaharness.pure.correlation``) folds them with the hook channel's calls.
+"""
+
+from __future__ import annotations
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from metaharness.pure.events import Event, ToolRequested, ToolResult, WarningRaised
+
+
+class Emitted(msgspec.Struct, frozen=True):
+    """An event the record yields as it stands; ``at`` is the line's ``timestamp`` verbatim."""
+
+    payload: Event
+    at: str | UnsetType = UNSET
+
+
+class Announced(msgspec.Struct, frozen=True):
+    """A ``function_call``/``custom_tool_call``: the call as recorded, its ``tool.requested`` on seam none."""
+
+    call_id: str
+    requested: ToolRequested
+    at: str | UnsetType = UNSET
+
+
+class Finished(msgspec.Struct, frozen=True):
+    """A call's output record and its ``tool.result``, plus any ``TOOL_OUTCOME_UNVERIFIED`` warning."""
+
+    call_id: str
+    result: ToolResult
+    at: str | UnsetType = UNSET
+    warning: WarningRaised | None = None
+
+
+Reading = Emitted | Announced | Finished

@@ -1,0 +1,71 @@
+"""What every kind's live loop does with its child process and its own signals (spec 10 §4.10, spec 40
+§3.5, spec 50 §1 "Processes"): the group signalled, stderr's tail kept, lines pumped into a queue,
+SIGINT and SIGTERM turned into queue events, and the wait status read as ``process``."""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import threading
+from typing import IO, Any
+
+from metaharness.pure.events import Exited, Process, Signaled, UnknownProcess
+
+STDERR_KEPT = 64 * 1024
+"""The last 64 KiB of the child's stderr are kept for ``NO_TERMINAL_RECORD``."""
+
+GRACE_S = 5.0
+"""A signal, ``interrupt`` or ``halt`` sends the group SIGTERM, then SIGKILL this many seconds later."""
+
+
+def kill_group(pid: int, number: int) -> None:
+    """Signal the child's process group; a group that is gone is not an error."""
+    try:
+        os.killpg(pid, number)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def keep_tail(stream: IO[bytes], tail: bytearray) -> None:
+    """Read ``stream`` to its end, keeping its last :data:`STDERR_KEPT` bytes in ``tail``."""
+    for chunk in iter(lambda: stream.read1(65536), b""):  # type: ignore[attr-defined]
+        tail.extend(chunk)
+        del tail[:-STDERR_KEPT]
+
+
+def pump_lines(stream: IO[bytes], kind: str, events: queue.Queue[tuple[str, Any]]) -> None:
+    """Each line of ``stream`` as ``(kind, line)``, then ``(kind, None)`` at its end."""
+    for line in iter(stream.readline, b""):
+        events.put((kind, line))
+    events.put((kind, None))
+
+
+class SignalQueue:
+    """SIGINT and SIGTERM sent to metaharness, turned into ``("signal", number)`` queue events while
+    the child runs (installed only on the main thread); ``restore`` puts the previous handlers back."""
+
+    def __init__(self, events: queue.Queue[tuple[str, Any]]) -> None:
+        self.events = events
+        self.previous: dict[int, Any] = {}
+
+    def install(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for number in (signal.SIGINT, signal.SIGTERM):
+            self.previous[number] = signal.signal(number, self._handle)
+
+    def _handle(self, number: int, _frame: object) -> None:
+        self.events.put(("signal", number))
+
+    def restore(self) -> None:
+        for number, handler in self.previous.items():
+            signal.signal(number, handler)
+
+
+def wait_status(code: int, known: bool = True) -> Process:
+    """``stream.closed.process`` from a wait status (negative: the signal), or unknown when the child
+    is not the harness (conformance C3's scripted child)."""
+    if not known:
+        return UnknownProcess()
+    return Signaled(signal=-code) if code < 0 else Exited(code=code)
