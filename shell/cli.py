@@ -1,6 +1,7 @@
 """The ``metaharness`` console script: eight verbs, their options, and the refusal line (spec 10).
 
-Each verb parses its options with click and hands off to one function; every refusal is the one
+Each verb parses its options with click and hands off to one function, imported only when that verb
+runs (so ``capabilities`` starts without the adapters, the wires or an HTTP client); every refusal is the one
 stderr line ``metaharness: <code>: <message>`` with exit 2, a parse error included (code ``usage``,
 no usage dump), and any unexpected exception is turned into such a line rather than a traceback.
 """
@@ -26,14 +27,7 @@ from metaharness.pure.options import (
     split_command_words,
 )
 from metaharness.pure.refusal import Refusal
-from metaharness.shell.auditor import gather_audit_facts
-from metaharness.shell.conformance import run_conformance
-from metaharness.shell.doctor import run_doctor
-from metaharness.shell.mcp_serve import serve
-from metaharness.shell.project import run_project
 from metaharness.shell.refusals import refuse
-from metaharness.shell.replay import run_replay
-from metaharness.shell.run import execute_run
 
 AUDIT_NOT_BUILT = Refusal(
     "audit-not-built",
@@ -178,6 +172,9 @@ def _given(ctx: click.Context) -> frozenset[str]:
 @click.pass_context
 def run(ctx: click.Context, **values: Any) -> int:
     """Launch a harness of KIND under governance; words after -- are appended to the auditor's argv."""
+    from metaharness.shell.auditor import gather_audit_facts
+    from metaharness.shell.run import execute_run
+
     options = RunOptions(
         kind=values["kind"],
         prompt=values["prompt"],
@@ -242,6 +239,8 @@ def capabilities(kind: str, render: bool) -> int:
 @click.option("--contract", is_flag=True, help="Print only the compact contract_result line.")
 def conformance(kind: str, contract: bool) -> int:
     """Run KIND's deterministic conformance vectors."""
+    from metaharness.shell.conformance import run_conformance
+
     return run_conformance(kind, contract)
 
 
@@ -249,6 +248,8 @@ def conformance(kind: str, contract: bool) -> int:
 @click.argument("kind", type=_KIND)
 def doctor(kind: str) -> int:
     """Resolve KIND's binary as the spawn will and check its version and flags."""
+    from metaharness.shell.doctor import run_doctor
+
     return run_doctor(kind)
 
 
@@ -270,6 +271,8 @@ def audit(**_values: Any) -> int:
 @click.option("--from", "source", type=_KIND, help="Each input is a retained vendor record of KIND.")
 def project(events: tuple[str, ...], target: str, out: str | None, html: str | None, source: str | None) -> int:
     """Project one or two event streams into trace-ir/1 and the viewer page."""
+    from metaharness.shell.project import run_project
+
     return run_project(events, target=target, out=out, html=html, source=source)
 
 
@@ -280,6 +283,8 @@ def project(events: tuple[str, ...], target: str, out: str | None, html: str | N
 @click.option("--catalogue", metavar="FILE", help="Serve this catalogue instead of the owned surface.")
 def mcp_serve(workspace: str, writable: bool, allow_program: tuple[str, ...], catalogue: str | None) -> int:
     """Serve the owned tool surface or a catalogue as an MCP server on stdio."""
+    from metaharness.shell.mcp_serve import serve
+
     return serve(workspace=workspace, writable=writable, allow_program=allow_program, catalogue=catalogue)
 
 
@@ -296,6 +301,8 @@ def mcp_serve(workspace: str, writable: bool, allow_program: tuple[str, ...], ca
 @click.option("--answers", metavar="FILE", help="b10x: where the caller-seam lines are written.")
 def replay(**values: Any) -> int:
     """Map a retained vendor record of KIND offline into metaharness.event/1."""
+    from metaharness.shell.replay import run_replay
+
     return run_replay(**values)
 
 

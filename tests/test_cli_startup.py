@@ -1,0 +1,43 @@
+"""``metaharness capabilities`` starts light: the CLI imports a verb's modules only when that verb runs,
+so the descriptor is printed without the HTTP client, YAML, the adapters' shells or their record
+readers (spec 10 §5: no model, no network, no credential)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("httpx", "yaml", "metaharness.shell.b10x", "metaharness.shell.claude", "metaharness.shell.codex",
+         "metaharness.shell.loop", "metaharness.pure.b10x", "metaharness.pure.claude", "metaharness.pure.codex",
+         "metaharness.pure.wires", "metaharness.shell.run", "metaharness.shell.mcp_serve")  # fmt: skip
+
+
+def imported_by(*args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """Run ``python -X importtime -m metaharness.shell *args``; the modules it imported."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "metaharness.shell", *args],
+        capture_output=True, text=True, check=False, timeout=60,
+    )  # fmt: skip
+    modules = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    return done, modules
+
+
+def heavy(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY))
+
+
+@pytest.mark.parametrize("kind", ["b10x", "claude", "codex"])
+def test_capabilities_imports_no_adapter_http_client_or_yaml(kind: str) -> None:
+    done, modules = imported_by("capabilities", kind)
+    assert done.returncode == 0 and done.stdout.startswith("{"), done.stderr[-400:]
+    assert "metaharness.pure.capabilities" in modules
+    assert heavy(modules) == []
+
+
+def test_the_chosen_verb_imports_its_own_modules() -> None:
+    """The measurement above can fail: a verb that needs an adapter does import it."""
+    done, modules = imported_by("conformance", "codex", "--contract")
+    assert done.returncode == 0
+    assert "metaharness.shell.codex.conformance" in modules and "metaharness.shell.b10x" not in modules
