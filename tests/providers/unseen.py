@@ -75,7 +75,7 @@ class Style:
     """How the bytes of an answer look on the wire; every knob is a variant real services or gateways use."""
 
     name: str
-    crlf: bool = False
+    line_end: str = "\n"
     data_space: bool = True
     event_lines: bool = True
     keep_alive: bool = False
@@ -100,13 +100,13 @@ class Style:
 
 STYLES = (
     Style("plain"),
-    Style("crlf-nospace-noevent", crlf=True, data_space=False, event_lines=False, done_sentinel=False),
+    Style("crlf-nospace-noevent", line_end="\r\n", data_space=False, event_lines=False, done_sentinel=False),
     Style("keepalive-multiline-preamble", keep_alive=True, multiline_data=True, preamble=True, empty_deltas=True),
     Style("tiny-writes-close-delimited", chunk=3, chunked=False, preamble=True, data_space=False),
     Style("gzip-chunked-reasoning", gzip=True, chunk=40, reasoning=True, preamble=True, first_statuses=((503, "1"),)),
     Style("empty-text-block", empty_text_block=True),
     Style("busy-first", first_statuses=((429, None), (529, "0"))),
-    Style("ids-restart-each-response", ids_restart_each_response=True),
+    Style("ids-restart-each-response", ids_restart_each_response=True, line_end="\r"),
     Style("holds-the-connection-open", chunked=False, holds_connection_open=True, done_sentinel=False),
     Style("keep-alive-dropped-when-idle", drops_idle_connections=True, data_space=False),
     Style("server-error-retry-date-swapped-ids", first_statuses=((500, "http-date+1"),), swapped_ids=True),
@@ -471,7 +471,7 @@ def messages_events(parts: list[Part], model: str, seed: str, style: Style) -> l
 
 def frame_events(events: list[dict[str, Any]], style: Style, done_sentinel: bool) -> bytes:
     """SSE bytes of the events in the given style."""
-    end = "\r\n" if style.crlf else "\n"
+    end = style.line_end
     prefix = "data: " if style.data_space else "data:"
     out: list[str] = []
     for number, event in enumerate(events):
