@@ -68,10 +68,10 @@ def test_doctor_without_the_program_is_program_not_found(tmp_path: Path):
 
 REPLAY = """
 import sys
-from metaharness.shell.codex.replay import replay_codex
+from metaharness.shell.replay import run_replay
 record, frame = sys.argv[1], (sys.argv[2] or None)
-sys.exit(replay_codex(record=record, run_id="replay", decisions="frame" if frame else sys.argv[3],
-                      frame=frame, hermetic="off", transcript_path=None))
+sys.exit(run_replay(kind="codex", record=record, run_id="replay", decisions="frame" if frame else sys.argv[3],
+                    frame=frame, hermetic="off", harness_version=None, model=None, transcript_path=None, answers=None))
 """
 
 
