@@ -175,3 +175,19 @@ def test_a_call_id_reused_in_a_later_turn_is_denied_as_mutated_and_nothing_is_wr
     assert [w["code"] for w in of(events, "warning")][-1] == "REQUEST_MUTATED"
     assert [(d["decided_by"], d["decision"]["decision"]) for d in of(events, "tool.decided")] == [("adapter", "deny")]
     assert tree(work) == before
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_frame_decides_parallel_calls_each_and_only_the_admitted_one_writes(home: Path, wire: str, tmp_path: Path) -> None:
+    work = workspace(tmp_path)
+    frame = frame_file(
+        tmp_path, WRITES, [{"subject": "file:a.md", "operations": WRITES}, {"subject": "file:**", "operations": READS}]
+    )
+    with running_provider("parallel", STYLES[1]) as provider:
+        done = run(home, ["--frame", frame, *common(provider, wire, work)])
+        assert done.returncode == 0, done.stderr
+        results = [s for s in provider.seen if s.status == 200][-1].results
+    events = stream(done)
+    assert [d["decision"]["decision"] for d in of(events, "tool.decided")] == ["allow", "deny"]
+    assert [r.is_error for r in results] == [False, True]
+    assert (work / "a.md").read_text() == "first of two\n" and not (work / "b.md").exists()
