@@ -26,14 +26,6 @@ def tree(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "README.md").write_text("hello harness\n")
-    return root
-
-
 def argv(provider: Provider, wire: str, workspace: Path, *extra: str) -> list[str]:
     return [
         HARNESS, "run", "--json", "--no-session", "--workspace", str(workspace), "--base-url", provider.base_url,

@@ -14,20 +14,39 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from codex_process import of
+from governed_b10x import LOOP, METAHARNESS, run, stream, workspace
 from providers.unseen import NOTE, STYLES, Provider, running_provider
-from test_run_b10x import METAHARNESS, READS, frame_file, home, of, run, stream
 
-__all__ = ["home"]
+from metaharness.pure.frames import frame_document, seal_frame
 
 WIRES = ("openai-responses", "anthropic-messages")
+READS = [{"op": "file.read"}, {"op": "dir.list"}, {"op": "search"}]
 WRITES = [*READS, {"op": "file.write"}]
 
 
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "README.md").write_text("hello harness\n")
-    return root
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """A HOME whose ``.local/bin`` links the project's loop, so the governed child finds it on PATH."""
+    home = tmp_path / "home"
+    (home / ".local" / "bin").mkdir(parents=True)
+    (home / ".local" / "bin" / "b10x-harness").symlink_to(LOOP)
+    return home
+
+
+def frame_file(tmp_path: Path, operations: list[dict], subjects: list[dict] | None = None) -> str:
+    """A sealed one-step frame admitting ``operations`` (and the subject rules, when given)."""
+    raw: dict[str, Any] = {
+        "workflow": {"id": "w", "version": "1"}, "node": {"id": "n"},
+        "step": {"workflow": "w", "state": "s", "index": 0, "attempt": 0},
+        "prior": [], "obligations": [], "reaching": [], "next": [], "handoff": {"handoff": "none"},
+        "operations": operations,
+    }
+    if subjects is not None:
+        raw["subjects"] = subjects
+    path = tmp_path / "frame.json"
+    path.write_bytes(frame_document(seal_frame(raw).unwrap()))
+    return str(path)
 
 
 def tree(root: Path) -> dict[str, bytes]:
