@@ -12,6 +12,9 @@ from pathlib import Path
 import pytest
 from codex_process import CODEX, census, decided, of, sealed_frame, well_formed
 
+from metaharness.pure.catalogue import load_catalogue, scratch_copy
+from metaharness.pure.jsonline import sha256_hex
+
 pytestmark = pytest.mark.skipif(
     CODEX is None, reason="the pinned Codex CLI 0.171.0 is not installed on the child's PATH (vendors/install.sh)"
 )
@@ -55,7 +58,11 @@ def test_metaharness_run_codex_with_a_catalogue_writes_what_the_frame_allows(emu
     decision = decided(events, owned_call(events)["call_id"])
     assert decision["decided_by"] == "frame" and decision["decision"] == {"decision": "allow"}
     assert (work / "note.md").read_text() == "written by the emulator\n"
-    assert of(events, "turn.started")[0]["frame_digest"] == json.loads(Path(frame).read_text())["digest"]
+    digest = json.loads(Path(frame).read_text())["digest"]
+    assert of(events, "turn.started")[0]["frame_digest"] == digest
+    copy = scratch_copy(load_catalogue(json.dumps(CATALOGUE).encode(), "tools.json").unwrap())
+    (h10,) = [row for row in of(events, "session.started")[0]["hermetic"]["imposed"] if row["row"] == "H10"]
+    assert f"frame {digest}" in json.dumps(h10) and f"catalogue copy sha256 {sha256_hex(copy)}" in json.dumps(h10)
     assert events[-1]["reason"] == "completed" and events[-1]["process"] == {"kind": "exited", "code": 0}
 
 

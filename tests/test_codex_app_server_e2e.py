@@ -71,7 +71,7 @@ def catalogue_run(
         frame=frame,
     )
     catalogue = read_codex_catalogue(str(source)).unwrap()
-    launch, planned_frame = plan_run(options, str(scratch)).unwrap()
+    launch, planned_frame = plan_run(options, str(scratch), catalogue=catalogue).unwrap()
     materialise(launch)
     place_catalogue(launch, catalogue, str(source), proxy_started=False, probed=False).unwrap()
     lines: list[bytes] = []

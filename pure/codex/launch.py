@@ -14,6 +14,7 @@ from typing import Literal
 import msgspec
 from returns.result import Failure, Result, Success
 
+from metaharness.pure.catalogue import Catalogue, scratch_copy
 from metaharness.pure.context import (
     ContextFileRead,
     check_argument_sizes,
@@ -32,7 +33,15 @@ from metaharness.pure.environment import (
 )
 from metaharness.pure.events import ContextFile, Hermetic
 from metaharness.pure.execution_context import execution_context_block, workspace_word
-from metaharness.pure.hermetic import LaunchFacts, MemoryWalk, RowAttestation, WorkdirMode, attest, memory_row
+from metaharness.pure.hermetic import (
+    LaunchFacts,
+    MemoryWalk,
+    RowAttestation,
+    WorkdirMode,
+    attest,
+    governing_documents,
+    memory_row,
+)
 from metaharness.pure.hook_channel import (
     CHANNEL_DIR,
     HOOK_PROGRAM,
@@ -42,6 +51,7 @@ from metaharness.pure.hook_channel import (
     render_hook_program,
     shell_quote,
 )
+from metaharness.pure.jsonline import sha256_hex
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.scratch import ScratchFile
 
@@ -79,7 +89,8 @@ class CodexRunSpec(msgspec.Struct, frozen=True, kw_only=True):
 
     ``cwd`` is ``--cwd`` already made absolute (``None`` → ``<scratch>/work``); ``context`` holds the
     admitted ``--context`` files (spec 30 §9.1–§9.3), rendered into the user turn; ``environment`` carries credentials, actor, endpoint and the loopback
-    port and placeholder (the port may still be symbolic at plan time, spec 10 §4.5 stage 8).
+    port and placeholder (the port may still be symbolic at plan time, spec 10 §4.5 stage 8);
+    ``catalogue`` is the checked catalogue of a catalogue run, whose scratch copy H10 names by digest.
     """
 
     prompt: str
@@ -92,6 +103,7 @@ class CodexRunSpec(msgspec.Struct, frozen=True, kw_only=True):
     environment: EnvironmentDeclaration = EnvironmentDeclaration(kind="codex")
     context: tuple[ContextFileRead, ...] = ()
     frame_digest: str | None = None
+    catalogue: Catalogue | None = None
 
 
 class ProviderBlock(msgspec.Struct, frozen=True):
@@ -248,8 +260,6 @@ def attestation(
     spec: CodexRunSpec, scratch: str, cwd: str, environment: ChildEnvironment, memory: RowAttestation, walk: MemoryWalk
 ) -> Hermetic:
     """``session.started.hermetic`` for a codex launch (spec 30 §3, spec 50 §5)."""
-    governing = [f"frame {spec.frame_digest}"] if spec.frame_digest is not None else []
-    governing += [f"context {item.path} sha256 {item.sha256}" for item in spec.context]
     return attest(
         LaunchFacts(
             kind="codex",
@@ -262,7 +272,11 @@ def attestation(
             h4_how=environment.posture.h4_how,
             h6_how=environment.posture.h6_how,
             memory=memory,
-            governing=tuple(governing),
+            governing=governing_documents(
+                frame_digest=spec.frame_digest,
+                catalogue_sha256=None if spec.catalogue is None else sha256_hex(scratch_copy(spec.catalogue)),
+                context=[(item.path, item.sha256) for item in spec.context],
+            ),
             root_memory_names=walk.root_names,
         )
     )

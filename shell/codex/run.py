@@ -98,11 +98,14 @@ def custody_stage(options: RunOptions, caller_env: dict[str, str]) -> Result[str
 
 
 def plan_run(
-    options: RunOptions, scratch: str, loopback: tuple[str, str, str] | None = None
+    options: RunOptions,
+    scratch: str,
+    loopback: tuple[str, str, str] | None = None,
+    catalogue: Catalogue | None = None,
 ) -> Result[tuple[CodexLaunch, Frame | None], Refusal]:
     """Stages 5–8 for a codex run: every check before anything is written (spec 10 §4.5).
     ``loopback`` is (custody path, placeholder, port) under ``--credentials loopback``; the port may
-    still be symbolic."""
+    still be symbolic. ``catalogue`` is the checked catalogue of a catalogue run (H10 names its copy)."""
     caller_env = caller_environment()
     credential_file = operator_login_file("codex", caller_env)
     inputs = _declared_inputs(options)
@@ -144,6 +147,7 @@ def plan_run(
         ),
         context=context.unwrap(),
         frame_digest=frame.digest if frame is not None else None,
+        catalogue=catalogue,
     )
     program_facts = gather_program_candidates(PROGRAM, path_floor(caller_env))
     launch = plan_codex_launch(
@@ -280,7 +284,7 @@ def _start(
         return read
     catalogue = read.unwrap()
     loopback = None if path is None else (path, loopback_placeholder(run, secrets.token_bytes(12)), SYMBOLIC_PORT)
-    planned = plan_run(options, scratch, loopback)
+    planned = plan_run(options, scratch, loopback, catalogue)
     if isinstance(planned, Failure) or loopback is None:
         return planned.map(lambda done: (*done, None, catalogue))
     proxy = LoopbackProxy("codex", loopback[1], loopback[0], upstream_root("codex", options.model_endpoint))
@@ -289,7 +293,7 @@ def _start(
     except OSError as error:
         proxy.stop()
         return Failure(Refusal("loopback-not-started", f"the loopback proxy could not listen on 127.0.0.1: {error}"))
-    replanned = plan_run(options, scratch, (loopback[0], loopback[1], str(port)))
+    replanned = plan_run(options, scratch, (loopback[0], loopback[1], str(port)), catalogue)
     if isinstance(replanned, Failure):
         proxy.stop()
     return replanned.map(lambda done: (*done, proxy, catalogue))
