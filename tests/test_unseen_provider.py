@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -237,3 +238,21 @@ def test_a_body_labelled_gzip_that_does_not_decode_is_a_named_protocol_error(wir
     assert done.code == 1 and "Traceback" not in done.stderr
     assert done.stderr == f"error: {wire} sent a body whose content coding does not decode: Error -3 while decompressing data: incorrect header check\n"
     assert len(provider.seen) == 1 and not done.of("finished")
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_sigint_inside_a_slow_gzipped_kept_alive_stream_stops_cancelled(wire: str, workspace: Path) -> None:
+    before = tree(workspace)
+    with running_provider("write", Style("slow-gzip", gzip=True, chunk=40, pause_ms=300), api_key=KEY) as provider:
+        child = subprocess.Popen(
+            argv(provider, wire, workspace, "--approve", "all"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment()
+        )
+        assert child.stdout is not None
+        for line in iter(child.stdout.readline, b""):
+            if json.loads(line)["kind"] == "tool-arguments-delta":
+                child.send_signal(signal.SIGINT)
+                break
+        rest, _ = child.communicate(timeout=30)
+    assert child.returncode == 2
+    assert json.loads(rest.splitlines()[-1]) == {"kind": "finished", "stop": {"kind": "cancelled", "reason": "the caller cancelled"}, "turns": 1}
+    assert tree(workspace) == before and len(provider.seen) == 1

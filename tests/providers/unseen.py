@@ -96,6 +96,7 @@ class Style:
     holds_connection_open: bool = False
     mislabelled_gzip: bool = False
     ids_restart_each_response: bool = False
+    pause_ms: int = 0
 
 
 STYLES = (
@@ -638,7 +639,7 @@ class _Handler(BaseHTTPRequestHandler):
                 piece = compressor.compress(piece) + compressor.flush(zlib.Z_SYNC_FLUSH)
             self._send_piece(piece, style)
             if style.chunk and number % 16 == 0:
-                time.sleep(0.001)
+                time.sleep(max(style.pause_ms, 1) / 1000)
         if cut:
             self.wfile.flush()
             self.close_connection = True
