@@ -9,7 +9,7 @@ the bytes by a ``Style``: line endings, ``data:`` spacing, ``event:`` lines, kee
 transfer on a kept-alive connection or a close-delimited body, gzip, ``[DONE]`` or not, 429/500/529
 before the answer, text before a call, empty deltas, empty text blocks, reasoning and thinking.
 
-The model's behaviour is a ``Scenario``: a function of the tool results the request carries.
+The model's behaviour is one of ``SCENARIOS``: a function of the tool results the request carries.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ class Result:
 
 @dataclass(frozen=True)
 class Style:
-    """How the bytes of an answer look on the wire; every knob is a variant real services or gateways use."""
+    """How the bytes of an answer look on the wire: variants of real services, gateways and faulty peers."""
 
     name: str
     line_end: str = "\n"
