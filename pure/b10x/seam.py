@@ -272,21 +272,17 @@ def read_line(state: SeamState, number: int, line: bytes) -> tuple[SeamState, tu
     held = state.held
     if held is None:
         attempt = state.attempt
-        kind = type(record)
-        if attempt is not None and kind is rec.TextDelta:
-            text = cast(rec.TextDelta, record).text
-            return msgspec.structs.replace(state, attempt=(Text(text=text, request_id=None), attempt)), ()
-        if attempt is not None and kind is rec.ReasoningDelta:
-            text = cast(rec.ReasoningDelta, record).text
-            return msgspec.structs.replace(state, attempt=(Thinking(text=text, request_id=None), attempt)), ()
-        if attempt is None and (kind is rec.Usage or kind is rec.ToolCompleted):
+        if attempt is not None:
+            if isinstance(record, rec.TextDelta):
+                return _replace(state, attempt=(Text(text=record.text, request_id=None), attempt)), ()
+            if isinstance(record, rec.ReasoningDelta):
+                return _replace(state, attempt=(Thinking(text=record.text, request_id=None), attempt)), ()
+        elif isinstance(record, (rec.Usage, rec.ToolCompleted)):
             single = (
-                usage_event(cast(rec.Usage, record), state.settings.model)
-                if kind is rec.Usage
-                else tool_result(cast(rec.ToolCompleted, record))
+                usage_event(record, state.settings.model) if isinstance(record, rec.Usage) else tool_result(record)
             )
             stream, line = stamp(state.stream, single)
-            return msgspec.structs.replace(state, stream=stream), (line,)
+            return _replace(state, stream=stream), (line,)
     out = _Out(state)
     changes: dict[str, Any] = {}
     if held is not None and not (isinstance(record, rec.ApprovalRequired) and record.call_id == held.call_id):
@@ -300,6 +296,9 @@ def read_line(state: SeamState, number: int, line: bytes) -> tuple[SeamState, tu
         _map(state, out, record, number, line, changes)
     return out.finish(state, **changes)
 
+
+_replace = msgspec.structs.replace
+"""Bound once: the hot paths of :func:`read_line` replace the state on every line."""
 
 _BUFFERED = (rec.TextDelta, rec.ReasoningDelta, rec.Warning, rec.ToolArgumentsDelta)
 """The records an open attempt buffers (spec 40 §5)."""
