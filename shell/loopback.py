@@ -22,6 +22,8 @@ import httpx
 from returns.result import Failure
 
 from metaharness.pure.environment import loopback_custody_token
+from metaharness.pure.events import Event
+from metaharness.pure.jsonline import compact
 from metaharness.pure.loopback import (
     MAX_HEAD,
     MAX_RETRY_BODY,
@@ -33,6 +35,8 @@ from metaharness.pure.loopback import (
     admit_request,
     bad_gateway,
     forward_headers,
+    loopback_expired,
+    loopback_refused,
     read_head,
     relay_headers,
     retry_after_401,
@@ -125,6 +129,19 @@ class LoopbackProxy:
                 return None
             self._reported = True
             return self.expired
+
+    def wind_up(self, scratch: str) -> tuple[Event, ...]:
+        """At a run's wind-up (spec 50 §6): the one ``auth.expired`` when not yet handed over, then
+        ``LOOPBACK_REFUSED`` when a request was refused; the counters are written to
+        ``<scratch>/loopback.json`` for ``--retain-dir``."""
+        expired = self.take_expired()
+        refused = loopback_refused(self.counters)
+        with open(os.path.join(scratch, "loopback.json"), "wb") as handle:
+            handle.write(compact(self.counters))
+        return (
+            *(() if expired is None else (loopback_expired(expired),)),
+            *(() if refused is None else (refused,)),
+        )
 
     def stop(self) -> None:
         """Stop listening, close the upstream client and the alert pipe."""

@@ -43,12 +43,10 @@ from metaharness.pure.environment import (
 from metaharness.pure.events import Event, Transcript, WarningRaised
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
 from metaharness.pure.hermetic import MEMORY_SHAPES, MemoryWalk, VerdictFacts, memory_walk
-from metaharness.pure.jsonline import compact
 from metaharness.pure.loopback import (
     SYMBOLIC_PORT,
     loopback_expired,
     loopback_placeholder,
-    loopback_refused,
     upstream_root,
 )
 from metaharness.pure.options import RunOptions
@@ -288,14 +286,7 @@ def late_events(
 ) -> tuple[Event, ...]:
     """The wind-up's own events: the proxy's one ``auth.expired`` and ``LOOPBACK_REFUSED``, then the
     ``--retain-dir`` copies (``loopback.json`` among them) and any ``RETAIN_FAILED``."""
-    events: list[Event] = []
-    if proxy is not None:
-        events += expired_events(proxy)
-        refused = loopback_refused(proxy.counters)
-        if refused is not None:
-            events.append(refused)
-        with open(os.path.join(launch.scratch, "loopback.json"), "wb") as handle:
-            handle.write(compact(proxy.counters))
+    events = () if proxy is None else proxy.wind_up(launch.scratch)
     return (*events, *retain_copies(options.retain_dir, run_id, retained_files(launch)))
 
 

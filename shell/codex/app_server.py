@@ -272,7 +272,7 @@ def drive_app_server(
         while True:
             now = time.monotonic()
             waits = [next_poll - now]
-            waits += [start + state.desk.deadline_ms / 1000 - now for start in state.armed.values()]
+            waits += [at - now for at in (state.deadlines.next_at(),) if at is not None]
             waits += [at - now for at in (term_at, kill_at) if at is not None]
             try:
                 kind, item = events.get(timeout=max(0.0, min(waits)))

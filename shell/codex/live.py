@@ -67,7 +67,7 @@ from metaharness.pure.run_stages import closing_reason, no_terminal_record
 from metaharness.shell.child_process import GRACE_S, SignalQueue, keep_tail, kill_group, pump_lines, wait_status
 from metaharness.shell.codex.rollout import POLL_INTERVAL_S, QUIET_POLLS_AFTER_EXIT, RolloutTail
 from metaharness.shell.hook_channel import HookChannel
-from metaharness.shell.steering import steering_command
+from metaharness.shell.steering import Deadlines, steering_command
 
 """``interrupt``, ``halt`` and a signal SIGTERM the group, then SIGKILL it 5 s later (spec 50 §1)."""
 
@@ -118,7 +118,7 @@ class _Run:
         self.write_event = write_event
         self.keys: dict[str, str] = {}
         self.names: dict[str, str] = {}
-        self.armed: dict[str, float] = {}
+        self.deadlines = Deadlines(desk.deadline_ms)
         self.unanswered: set[str] = set()
         self.census = ZERO_CENSUS
         self.channel = HookChannel.create(launch.scratch)
@@ -143,9 +143,9 @@ class _Run:
                 if key is not None and not self.channel.answer(key, answer_body(effect.decision)):
                     self.unanswered.add(effect.call_id)
             elif isinstance(effect, Arm):
-                self.armed[effect.call_id] = time.monotonic()
+                self.deadlines.arm(effect.call_id)
             elif isinstance(effect, Disarm):
-                self.armed.pop(effect.call_id, None)
+                self.deadlines.disarm(effect.call_id)
 
     def outputs(self, outputs: tuple[Output, ...]) -> None:
         ended = False
@@ -206,9 +206,7 @@ class _Run:
                 if problem is not None:
                     self.emit(command_refused(command.id, problem.code, problem.message))
                     return None
-            start = self.armed.get(command.call_id)
-            latency = None if start is None else int((time.monotonic() - start) * 1000)
-            self.desk, effects = decide(self.desk, command, latency)
+            self.desk, effects = decide(self.desk, command, self.deadlines.latency_ms(command))
             self.perform(effects)
             return None
         if isinstance(command, Interrupt | Halt):
@@ -219,12 +217,9 @@ class _Run:
         return None
 
     def expire_due(self) -> None:
-        now = time.monotonic()
-        for call_id, start in list(self.armed.items()):
-            if now >= start + self.desk.deadline_ms / 1000:
-                self.armed.pop(call_id, None)
-                self.desk, effects = expire(self.desk, call_id, int((now - start) * 1000))
-                self.perform(effects)
+        for call_id, waited in self.deadlines.take_due():
+            self.desk, effects = expire(self.desk, call_id, waited)
+            self.perform(effects)
 
 
 def drive_codex(
@@ -277,7 +272,7 @@ def drive_codex(
         while True:
             now = time.monotonic()
             waits = [next_poll - now]
-            waits += [start + state.desk.deadline_ms / 1000 - now for start in state.armed.values()]
+            waits += [at - now for at in (state.deadlines.next_at(),) if at is not None]
             if kill_at is not None:
                 waits.append(kill_at - now)
             try:

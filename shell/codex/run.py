@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import subprocess
 import sys
 import tempfile
 from functools import partial
@@ -30,16 +29,14 @@ from metaharness.pure.events import Event, Transcript
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
 from metaharness.pure.hermetic import MEMORY_SHAPES, VerdictFacts, memory_walk
 from metaharness.pure.hook_channel import HOOK_TIMEOUT_S
-from metaharness.pure.jsonline import compact
 from metaharness.pure.loopback import (
     SYMBOLIC_PORT,
-    loopback_expired,
     loopback_placeholder,
-    loopback_refused,
     upstream_root,
 )
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
+from metaharness.pure.run_stages import strict_version_refusal
 from metaharness.shell.codex.app_server import drive_app_server, place_catalogue, read_codex_catalogue
 from metaharness.shell.codex.live import drive_codex
 from metaharness.shell.context_files import load_context_files
@@ -48,29 +45,24 @@ from metaharness.shell.facts import (
     directory_identity,
     gather_memory_facts,
     gather_program_candidates,
+    probe_stdout,
     readable_regular_file,
 )
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.loopback import LoopbackProxy
 from metaharness.shell.refusals import refuse
-from metaharness.shell.staging import EarlySignal, Refused, take
+from metaharness.shell.staging import EarlySignal, Refused, stderr_line, take, unusable_directory
 from metaharness.shell.wind_up import RunAudit, retain_copies
 
-
-def _steering_refusal(line: str) -> None:
-    sys.stderr.write(line + "\n")
-    sys.stderr.flush()
+VERSION_PROBE_S = 30
 
 
 def _declared_inputs(options: RunOptions) -> Result[tuple[str | None, Frame | None], Refusal]:
     """Stage 6 (spec 10 §4.5): ``cwd-unusable``, ``retain-dir-unusable``, then the frame."""
     cwd = os.path.abspath(options.cwd) if options.cwd is not None else None
-    if cwd is not None and not os.path.isdir(cwd):
-        return Failure(Refusal("cwd-unusable", f"--cwd {options.cwd} is not an existing directory"))
-    if options.retain_dir is not None and not os.path.isdir(options.retain_dir):
-        return Failure(
-            Refusal("retain-dir-unusable", f"--retain-dir {options.retain_dir} is not an existing directory")
-        )
+    unusable = unusable_directory(options)
+    if unusable is not None:
+        return Failure(unusable)
     frame: Frame | None = None
     if options.frame is not None:
         loaded = read_frame_file(options.frame)
@@ -198,39 +190,22 @@ def materialise(launch: CodexLaunch, plugin_dirs: tuple[str, ...] = ()) -> None:
         os.chmod(copy, 0o600)
 
 
-def probe_version(launch: CodexLaunch) -> Result[str, Refusal]:
-    """``codex --version`` in the constructed environment; the first token starting with a digit
-    (spec 50 §7)."""
-    try:
-        done = subprocess.run(
-            [launch.program, "--version"],
-            env=launch.environment.as_dict(),
-            cwd=launch.cwd,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=30,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return Failure(Refusal("version-unreadable", f"{launch.program} --version could not be run: {error}"))
-    token = version_token(done.stdout.decode(errors="replace"))
-    if token is None:
-        return Failure(Refusal("version-unreadable", f"{launch.program} --version printed no version"))
-    return Success(token)
+def probe_version(launch: CodexLaunch) -> str | None:
+    """``codex --version`` in the constructed environment: the first token starting with a digit
+    (spec 50 §7), or ``None`` when it could not be run or printed none."""
+    banner = probe_stdout([launch.program, "--version"], launch.environment.as_dict(), timeout_s=VERSION_PROBE_S,
+                          cwd=launch.cwd)  # fmt: skip
+    return None if banner is None else version_token(banner)
 
 
 def strict_version(launch: CodexLaunch) -> Result[str, Refusal]:
-    """``--strict-version`` (spec 50 §7): the probed version must be on the pin (``version-off-pin``
-    naming both, ``version-unreadable``)."""
-    probed = probe_version(launch)
-    if isinstance(probed, Failure) or probed.unwrap() in PINS:
-        return probed
-    return Failure(
-        Refusal(
-            "version-off-pin",
-            f"{launch.program} reports {probed.unwrap()}; the adapter is pinned to {', '.join(PINS)}",
-        )
-    )
+    """``--strict-version`` (spec 50 §7): the probed version, or ``version-unreadable`` /
+    ``version-off-pin`` naming both versions."""
+    version = probe_version(launch)
+    refusal = strict_version_refusal(launch.program, version, PINS)
+    if refusal is not None:
+        return Failure(refusal)
+    return Success(str(version))
 
 
 def retained_files(launch: CodexLaunch) -> tuple[tuple[str, str], ...]:
@@ -258,15 +233,7 @@ def verdict_facts(options: RunOptions, launch: CodexLaunch) -> VerdictFacts:
 def late_events(options: RunOptions, run: str, launch: CodexLaunch, proxy: LoopbackProxy | None) -> tuple[Event, ...]:
     """The wind-up's own events (spec 50 §6, spec 10 §4.2): the proxy's one ``auth.expired`` and
     ``LOOPBACK_REFUSED``, then the ``--retain-dir`` copy and any ``RETAIN_FAILED``."""
-    events: list[Event] = []
-    if proxy is not None:
-        if proxy.expired is not None:
-            events.append(loopback_expired(proxy.expired))
-        refused = loopback_refused(proxy.counters)
-        if refused is not None:
-            events.append(refused)
-        with open(os.path.join(launch.scratch, "loopback.json"), "wb") as handle:
-            handle.write(compact(proxy.counters))
+    events = () if proxy is None else proxy.wind_up(launch.scratch)
     return (*events, *retain_copies(options.retain_dir, run, retained_files(launch)))
 
 
@@ -348,7 +315,7 @@ def run_codex(options: RunOptions) -> int:
                 run=run,
                 write_event=audit.write_event,
                 commands=sys.stdin.buffer,
-                on_steering_refusal=_steering_refusal,
+                on_steering_refusal=stderr_line,
                 late_events=lambda: late_events(options, run, launch, proxy),
             )
         except OSError as error:
