@@ -92,7 +92,7 @@ def test_the_child_writes_the_record_and_asks_the_hook_once(tmp_path) -> None:  
     hook.write_text('#!/bin/sh\ncat > "$0.in"\nprintf answered\n')
     hook.chmod(0o700)
     done = subprocess.run(
-        [sys.executable, "-m", "metaharness.shell.claude.conformance_child", str(record), str(request), str(hook),
+        [sys.executable, "-m", "metaharness.shell.conformance_child", "claude", str(record), str(request), str(hook),
          str(tmp_path / "answer")],
         capture_output=True, check=True,
     )  # fmt: skip

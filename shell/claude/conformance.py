@@ -1,6 +1,6 @@
 """``metaharness conformance claude``: the nine vectors of spec 50 §9 read from the packaged
 ``vectors/claude/`` files; C3 runs the live loop against the scripted child
-(``metaharness.shell.claude.conformance_child``)."""
+(``metaharness.shell.conformance_child``)."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def run_exchange(frame_file: str) -> tuple[bytes, bytes]:
             with open(path, "wb") as handle:
                 handle.write(vector_bytes(name))
         hook = os.path.join(scratch, HOOK_PROGRAM)
-        child = ("-m", "metaharness.shell.claude.conformance_child", record, request, hook, answer)
+        child = ("-m", "metaharness.shell.conformance_child", "claude", record, request, hook, answer)
         launch = msgspec.structs.replace(planned, program=sys.executable, args=child, cwd=scratch)
         channel = materialise(launch, ())
         session, opening = open_session(

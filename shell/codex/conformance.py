@@ -1,6 +1,6 @@
 """``metaharness conformance codex``: the nine vectors of spec 50 §9 read from the packaged
 ``vectors/codex/`` files; C3 runs the live loop against the scripted child
-(``metaharness.shell.codex.conformance_child``)."""
+(``metaharness.shell.conformance_child``)."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def run_exchange(frame_file: str) -> tuple[bytes, bytes]:
             with open(path, "wb") as handle:
                 handle.write(vector_bytes(name))
         hook = os.path.join(scratch, HOOK_PROGRAM)
-        child = ("-m", "metaharness.shell.codex.conformance_child", record, request, hook, answer)
+        child = ("-m", "metaharness.shell.conformance_child", "codex", record, request, hook, answer)
         launch = msgspec.structs.replace(planned, program=sys.executable, args=child, cwd=scratch)
         materialise(launch)
         lines: list[bytes] = []
