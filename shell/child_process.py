@@ -41,6 +41,26 @@ def pump_lines(stream: IO[bytes], kind: str, events: queue.Queue[tuple[str, Any]
     events.put((kind, None))
 
 
+def pump_fd(fd: int, kind: str, events: queue.Queue[tuple[str, Any]]) -> None:
+    """Each line read from a raw descriptor (metaharness's own stdin) as ``(kind, line)``, then
+    ``(kind, None)``: no buffered reader's lock is held at interpreter shutdown."""
+    pending = b""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            break
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            events.put((kind, line + b"\n"))
+    if pending:
+        events.put((kind, pending))
+    events.put((kind, None))
+
+
 class SignalQueue:
     """SIGINT and SIGTERM sent to metaharness, turned into ``("signal", number)`` queue events while
     the child runs (installed only on the main thread); ``restore`` puts the previous handlers back."""

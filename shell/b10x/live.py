@@ -8,7 +8,6 @@ this module only moves bytes and signals in the order the seam's effects say.
 
 from __future__ import annotations
 
-import os
 import queue
 import signal
 import subprocess
@@ -34,7 +33,15 @@ from metaharness.pure.b10x.seam import (
     wind_up,
 )
 from metaharness.pure.events import Process, StreamClosed, WarningRaised
-from metaharness.shell.child_process import GRACE_S, SignalQueue, keep_tail, kill_group, pump_lines, wait_status
+from metaharness.shell.child_process import (
+    GRACE_S,
+    SignalQueue,
+    keep_tail,
+    kill_group,
+    pump_fd,
+    pump_lines,
+    wait_status,
+)
 from metaharness.shell.steering import Deadlines, steering_command
 
 
@@ -44,25 +51,6 @@ class LoopOutcome(msgspec.Struct, frozen=True):
     state: SeamState
     reason: str
     process: Process
-
-
-def _pump_fd(fd: int, kind: str, events: queue.Queue[tuple[str, Any]]) -> None:
-    """Lines from a raw descriptor: no buffered reader's lock is held at interpreter shutdown."""
-    pending = b""
-    while True:
-        try:
-            chunk = os.read(fd, 65536)
-        except OSError:
-            chunk = b""
-        if not chunk:
-            break
-        pending += chunk
-        *lines, pending = pending.split(b"\n")
-        for line in lines:
-            events.put((kind, line + b"\n"))
-    if pending:
-        events.put((kind, pending))
-    events.put((kind, None))
 
 
 def drive_loop(
@@ -111,7 +99,7 @@ def drive_loop(
     stderr_thread = threading.Thread(target=keep_tail, args=(child.stderr, tail), daemon=True)
     stderr_thread.start()
     if commands is not None:
-        threading.Thread(target=_pump_fd, args=(commands, "command", events), daemon=True).start()
+        threading.Thread(target=pump_fd, args=(commands, "command", events), daemon=True).start()
     deadlines = Deadlines(settings.deadline_ms)
 
     def perform(effects: tuple[Effect, ...]) -> None:

@@ -57,7 +57,7 @@ from metaharness.pure.hook_channel import HookCall
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import closing_reason, no_terminal_record
 from metaharness.shell.catalogue_file import read_back_scratch_copy, read_catalogue, write_scratch_copy
-from metaharness.shell.child_process import GRACE_S, SignalQueue, keep_tail, kill_group, pump_lines
+from metaharness.shell.child_process import GRACE_S, SignalQueue, keep_tail, kill_group, pump_fd, pump_lines
 from metaharness.shell.codex.live import LiveOutcome, _Run, _wait_child, _watch_doorbell
 from metaharness.shell.codex.rollout import POLL_INTERVAL_S, QUIET_POLLS_AFTER_EXIT, RolloutTail
 
@@ -199,7 +199,7 @@ def drive_app_server(
     catalogue: Catalogue,
     model: str | None,
     write_event: Callable[[bytes], None],
-    commands: IO[bytes] | None,
+    commands: int | None,
     on_steering_refusal: Callable[[str], None],
     late_events: Callable[[], tuple[Event, ...]] = tuple,
 ) -> LiveOutcome:
@@ -259,7 +259,7 @@ def drive_app_server(
     threading.Thread(target=_wait_child, args=(child, events), daemon=True).start()
     threading.Thread(target=_watch_doorbell, args=(state.channel.fileno(), events, drained, stop), daemon=True).start()
     if commands is not None:
-        threading.Thread(target=pump_lines, args=(commands, "command", events), daemon=True).start()
+        threading.Thread(target=pump_fd, args=(commands, "command", events), daemon=True).start()
     state.steps(first)
     rollout_tail = RolloutTail(launch.sessions_dir, launch.rollout_copy)
     halted = killed = False

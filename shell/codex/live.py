@@ -16,7 +16,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
-from typing import IO, Any
+from typing import Any
 
 import msgspec
 
@@ -64,7 +64,7 @@ from metaharness.pure.events import (
 from metaharness.pure.hook_channel import HOOK_GAVE_UP, read_hook_request
 from metaharness.pure.readings import Emitted
 from metaharness.pure.run_stages import closing_reason, no_terminal_record
-from metaharness.shell.child_process import GRACE_S, SignalQueue, keep_tail, kill_group, pump_lines, wait_status
+from metaharness.shell.child_process import GRACE_S, SignalQueue, keep_tail, kill_group, pump_fd, wait_status
 from metaharness.shell.codex.rollout import POLL_INTERVAL_S, QUIET_POLLS_AFTER_EXIT, RolloutTail
 from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.steering import Deadlines, steering_command
@@ -229,7 +229,7 @@ def drive_codex(
     rollout: RolloutLaunch,
     run: str,
     write_event: Callable[[bytes], None],
-    commands: IO[bytes] | None,
+    commands: int | None,
     on_steering_refusal: Callable[[str], None],
     process_known: bool = True,
     late_events: Callable[[], tuple[Event, ...]] = tuple,
@@ -261,7 +261,7 @@ def drive_codex(
     threading.Thread(target=_wait_child, args=(child, events), daemon=True).start()
     threading.Thread(target=_watch_doorbell, args=(state.channel.fileno(), events, drained, stop), daemon=True).start()
     if commands is not None:
-        threading.Thread(target=pump_lines, args=(commands, "command", events), daemon=True).start()
+        threading.Thread(target=pump_fd, args=(commands, "command", events), daemon=True).start()
     rollout_tail = RolloutTail(launch.sessions_dir, launch.rollout_copy)
     halted = killed = False
     kill_at: float | None = None

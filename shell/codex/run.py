@@ -314,7 +314,7 @@ def run_codex(options: RunOptions) -> int:
                 rollout=rollout,
                 run=run,
                 write_event=audit.write_event,
-                commands=sys.stdin.buffer,
+                commands=sys.stdin.fileno() if sys.stdin is not None else None,
                 on_steering_refusal=stderr_line,
                 late_events=lambda: late_events(options, run, launch, proxy),
             )
