@@ -45,11 +45,11 @@ def start_hook(program: Path, request: bytes = REQUEST) -> subprocess.Popen[byte
 def finish(hook: subprocess.Popen[bytes]) -> tuple[int, bytes]:
     assert hook.stdout is not None
     out = hook.stdout.read()
-    return hook.wait(timeout=10), out
+    return hook.wait(timeout=60), out
 
 
 def wait_key(channel: HookChannel) -> str:
-    ready, _, _ = select.select([channel], [], [], 10)
+    ready, _, _ = select.select([channel], [], [], 60)
     assert ready, "the doorbell never rang"
     keys = channel.ring()
     assert len(keys) == 1
@@ -102,7 +102,7 @@ def test_concurrent_hooks_each_get_their_own_answer(tmp_path: Path) -> None:
     try:
         hooks = [start_hook(program, REQUEST.replace(b"toolu_1", f"toolu_{i}".encode())) for i in range(4)]
         keys: list[str] = []
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60
         while len(keys) < 4 and time.monotonic() < deadline:
             select.select([channel], [], [], 1)
             keys += channel.ring()
@@ -123,7 +123,7 @@ def test_a_gone_metaharness_costs_a_deny_within_the_doorbell_timeout(tmp_path: P
     started = time.monotonic()
     hook = start_hook(program)
     assert finish(hook) == (0, deny_answer(NO_ANSWER_REASON))
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 30, "the deny came from the doorbell timeout, not the 60 s hook budget"
 
 
 def test_a_missing_channel_is_a_deny_and_never_a_non_zero_exit(tmp_path: Path) -> None:
