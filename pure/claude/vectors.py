@@ -4,8 +4,8 @@ C1 plans a launch from fixed inputs and compares the fixture; C2 replays a retai
 exchange runs in the shell (``metaharness.shell.claude.conformance``) and is judged here; C4 reads the
 captured banner. Vector 4 (the catalogue launch) is synthetic. Records
 were captured from the pinned CLI against the project's emulator on the endpoint route
-(``provider_emulated``), see ``vectors/claude/README.md``. The verdict shape and byte comparison are
-the codex vectors' (``metaharness.pure.codex.vectors``).
+(``provider_emulated``), see ``vectors/claude/README.md``. The verdict shape, the fixture and byte
+comparisons and the contract line are every vendor's (``metaharness.pure.conformance``).
 """
 
 from __future__ import annotations
