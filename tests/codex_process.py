@@ -4,27 +4,15 @@ end-to-end tests share (spec 20 §2.3, spec 50 §4)."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
-from metaharness.pure.environment import path_floor
+from vendor_cli import PINS, pinned_cli
+
 from metaharness.pure.events import read_event
 from metaharness.pure.frames import frame_document, seal_frame
 
-PINNED = "0.171.0"
-
-
-def _pinned_codex() -> str | None:
-    found = shutil.which("codex", path=path_floor(dict(os.environ)))
-    if found is None:
-        return None
-    done = subprocess.run([found, "--version"], capture_output=True, text=True, check=False)
-    return found if PINNED in done.stdout.split() else None
-
-
-CODEX = _pinned_codex()
+PINNED = PINS["codex"]
+CODEX = pinned_cli("codex")
 """The ``codex`` on the child's PATH floor (``$HOME/.local/bin`` first) when it is the pin, else None."""
 
 

@@ -10,16 +10,14 @@ the canary can see a loaded shape, so an empty result is evidence and not a blin
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 from emulator_process import running_emulator
+from vendor_cli import pinned_cli
 
 from metaharness.pure.claude.launch import CANARY_LOADED, PINS
-from metaharness.pure.environment import path_floor
 
 SHAPES = {
     "CLAUDE.md": "CLAUDE.md",
@@ -30,22 +28,14 @@ SHAPES = {
 }
 
 
-def _pinned_claude() -> str | None:
-    found = shutil.which("claude", path=path_floor(dict(os.environ)))
-    if found is None:
-        return None
-    done = subprocess.run([found, "--version"], capture_output=True, text=True, check=False)
-    return found if PINS[0] in done.stdout.split() else None
-
-
 pytestmark = pytest.mark.skipif(
-    _pinned_claude() is None, reason=f"the pinned Claude Code {PINS[0]} is not installed (vendors/install.sh)"
+    pinned_cli("claude") is None, reason=f"the pinned Claude Code {PINS[0]} is not installed (vendors/install.sh)"
 )
 
 
 def canary(tmp_path: Path, sources_off: bool) -> dict[str, bool]:
     """Which planted strings reached a request body, per shape (and ``$HOME`` for the home file)."""
-    program = _pinned_claude()
+    program = pinned_cli("claude")
     assert program is not None
     above = tmp_path / "above"
     work = above / "work"

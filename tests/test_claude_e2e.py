@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -21,26 +20,17 @@ from typing import Any
 
 import pytest
 from emulator_process import running_emulator
+from vendor_cli import PINS, pinned_cli
 
-from metaharness.pure.environment import path_floor
 from metaharness.pure.events import read_event
 from metaharness.pure.frames import frame_document, seal_frame
 
-PINNED = "2.1.332"
 NOTE = "written by the emulator\n"
 
 
-def _pinned_claude() -> str | None:
-    found = shutil.which("claude", path=path_floor(dict(os.environ)))
-    if found is None:
-        return None
-    done = subprocess.run([found, "--version"], capture_output=True, text=True, check=False)
-    return found if PINNED in done.stdout.split() else None
-
-
 pytestmark = pytest.mark.skipif(
-    _pinned_claude() is None,
-    reason=f"the pinned Claude Code {PINNED} is not installed on the child's PATH (vendors/install.sh)",
+    pinned_cli("claude") is None,
+    reason=f"the pinned Claude Code {PINS['claude']} is not installed on the child's PATH (vendors/install.sh)",
 )
 
 

@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from emulator_process import running_emulator
+from vendor_cli import pinned_cli
 
-from metaharness.pure.environment import path_floor
 from metaharness.pure.events import read_event
 from metaharness.pure.frames import frame_document, seal_frame
 
@@ -30,15 +28,7 @@ def metaharness(*args: str, cwd: Path | None = None) -> subprocess.CompletedProc
     )
 
 
-def pinned_codex() -> bool:
-    found = shutil.which("codex", path=path_floor(dict(os.environ)))
-    if found is None:
-        return False
-    done = subprocess.run([found, "--version"], capture_output=True, text=True, check=False)
-    return PINNED in done.stdout.split()
-
-
-needs_codex = pytest.mark.skipif(not pinned_codex(), reason=f"the pinned Codex CLI {PINNED} is not installed")
+needs_codex = pytest.mark.skipif(pinned_cli("codex") is None, reason=f"the pinned Codex CLI {PINNED} is not installed")
 
 
 def events_of(stdout: bytes) -> list[dict]:

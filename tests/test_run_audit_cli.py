@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from emulator_process import running_emulator
 from governed_b10x import LOOP, METAHARNESS
+from vendor_cli import pinned_cli
 
 from metaharness.pure.environment import path_floor
 from metaharness.pure.events import read_event
@@ -29,18 +30,10 @@ SCENARIO = {"b10x": "flat-tool", "claude": "claude-write", "codex": "codex-patch
 TRANSCRIPT = {"b10x": "loop.jsonl", "claude": "transcript.jsonl", "codex": "rollout.jsonl"}
 
 
-def pinned(kind: str) -> bool:
-    found = shutil.which(kind, path=path_floor(dict(os.environ)))
-    if found is None:
-        return False
-    done = subprocess.run([found, "--version"], capture_output=True, text=True, check=False)
-    return PINNED[kind] in done.stdout.split()
-
-
 KINDS = [
     pytest.param("b10x"),
     *(
-        pytest.param(kind, marks=pytest.mark.skipif(not pinned(kind), reason=f"the pinned {kind} is not installed"))
+        pytest.param(kind, marks=pytest.mark.skipif(pinned_cli(kind) is None, reason=f"the pinned {kind} is not installed"))
         for kind in ("claude", "codex")
     ),
 ]
