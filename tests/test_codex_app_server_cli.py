@@ -70,14 +70,22 @@ def test_metaharness_run_codex_with_a_catalogue_writes_what_the_frame_allows(emu
 def test_metaharness_run_codex_with_a_catalogue_denies_what_the_frame_does_not_admit(emulator: str, tmp_path: Path):
     work = tmp_path / "work"
     work.mkdir()
+    retained = tmp_path / "retained"
+    retained.mkdir()
+    frame = sealed_frame(tmp_path, ["file.read"])
     events, code, stderr = cli_run(
-        emulator, tmp_path, "--cwd", str(work), "--frame", sealed_frame(tmp_path, ["file.read"])
+        emulator, tmp_path, "--cwd", str(work), "--frame", frame, "--retain-dir", str(retained)
     )
     assert code == 0, stderr
     decision = decided(events, owned_call(events)["call_id"])
     assert decision["decided_by"] == "frame" and decision["decision"]["decision"] == "deny"
     assert not (work / "note.md").exists()
     assert census(events)["by_seam"] == {"owned_tool": 1}
+    (kept,) = retained.iterdir()
+    copy = scratch_copy(load_catalogue(json.dumps(CATALOGUE).encode(), "tools.json").unwrap())
+    assert (kept / "catalogue.json").read_bytes() == copy
+    conversation = [json.loads(line) for line in (kept / "rollout.stdout.jsonl").read_bytes().splitlines()]
+    assert any(message.get("method") == "item/tool/call" for message in conversation)
 
 
 def test_metaharness_run_codex_refuses_a_reserved_entry_name_before_the_spawn(tmp_path: Path):

@@ -210,8 +210,8 @@ def strict_version(launch: CodexLaunch) -> Result[str, Refusal]:
 
 def retained_files(launch: CodexLaunch) -> tuple[tuple[str, str], ...]:
     """What ``--retain-dir`` keeps of a codex run: the rollout copies, the hook requests,
-    ``loopback.json`` and the generated config, never a credential (spec 10 §4.2)."""
-    names = ("rollout.jsonl", "rollout.stdout.jsonl", "loopback.json", "hooks", "hook-channel")
+    ``loopback.json``, the catalogue copy and the generated config, never a credential (spec 10 §4.2)."""
+    names = ("rollout.jsonl", "rollout.stdout.jsonl", "loopback.json", "catalogue.json", "hooks", "hook-channel")
     return (
         *((os.path.join(launch.scratch, name), name) for name in names),
         (os.path.join(launch.codex_home, "config.toml"), os.path.join("codex-home", "config.toml")),
