@@ -25,6 +25,7 @@ from metaharness.pure.codex.app_server import (
     read_catalogue_server_line,
     read_server_line,
 )
+from metaharness.pure.codex.doctor import APP_SERVER_FLAGS, SENT_FLAGS, codex_doctor_report
 from metaharness.pure.emulator.answer import answer_request
 from metaharness.pure.events import Abstain, Allow, Deny, Replace
 from metaharness.pure.frames import Operation
@@ -440,3 +441,11 @@ def test_the_catalogue_scenario_is_done_after_a_result_and_a_side_request_withou
     side, output = completed_output("codex-catalogue-write", responses_body([{"type": "function", "name": "wait"}]))
     assert side is True
     assert [part["text"] for o in output if o["type"] == "message" for part in o["content"]] == ["emulated"]
+
+
+def test_doctor_checks_the_app_server_flags_against_app_server_help():
+    assert APP_SERVER_FLAGS == ("--strict-config", "--listen")
+    exec_help = "Options:\n" + "\n".join(f"  {flag}" for flag in SENT_FLAGS)
+    report = codex_doctor_report("/b/codex", "0.171.0", exec_help, "Options:\n  --strict-config\n  --stdio\n")
+    assert report.lines[1:] == ("codex: the adapter sends app-server --listen and the binary does not declare it",)
+    assert report.exit_code == 1

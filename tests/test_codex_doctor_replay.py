@@ -12,14 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from metaharness.pure.codex.doctor import SENT_FLAGS, codex_doctor_report, version_token
+from metaharness.pure.codex.doctor import APP_SERVER_FLAGS, SENT_FLAGS, codex_doctor_report, version_token
 from metaharness.pure.environment import path_floor
 
 HELP = "Options:\n" + "\n".join(f"  {flag}" for flag in SENT_FLAGS)
+APP_SERVER_HELP = "Options:\n" + "\n".join(f"  {flag}" for flag in APP_SERVER_FLAGS)
 
 
 def test_on_pin_with_every_flag_declared_exits_zero():
-    report = codex_doctor_report("/home/op/.local/bin/codex", "0.171.0", HELP)
+    report = codex_doctor_report("/home/op/.local/bin/codex", "0.171.0", HELP, APP_SERVER_HELP)
     assert report.lines == (
         "codex: /home/op/.local/bin/codex 0.171.0 — on the adapter's pin (0.171.0)",
         "codex: every flag the adapter sends is one the binary declares",
@@ -28,12 +29,12 @@ def test_on_pin_with_every_flag_declared_exits_zero():
 
 
 def test_off_pin_or_a_missing_flag_exits_one_naming_it():
-    off = codex_doctor_report("/b/codex", "0.172.0", HELP)
+    off = codex_doctor_report("/b/codex", "0.172.0", HELP, APP_SERVER_HELP)
     assert off.lines[0].endswith(
         "OFF the adapter's pin (0.171.0). A run is unverified rather than refused; --strict-version refuses it."
     )
     assert off.exit_code == 1
-    missing = codex_doctor_report("/b/codex", "0.171.0", HELP.replace("--dangerously-bypass-hook-trust", ""))
+    missing = codex_doctor_report("/b/codex", "0.171.0", HELP.replace("--dangerously-bypass-hook-trust", ""), APP_SERVER_HELP)
     assert missing.lines[1:] == (
         "codex: the adapter sends --dangerously-bypass-hook-trust and the binary does not declare it",
     )

@@ -1,10 +1,12 @@
 """``doctor codex``: the binary the spawn would run, its version against the pin, and every flag the
-launch emits checked against ``codex exec --help`` (spec 50 §7, spec 10 §7)."""
+launches emit checked against ``codex exec --help`` and ``codex app-server --help`` (spec 50 §7, spec
+10 §7)."""
 
 from __future__ import annotations
 
 import posixpath
 
+from metaharness.pure.codex.app_server import app_server_args
 from metaharness.pure.codex.launch import PINS
 from metaharness.pure.doctor import DoctorReport, declared_flags
 
@@ -18,15 +20,20 @@ SENT_FLAGS = (
 )
 """Every flag the ``codex exec`` launch of spec 50 §4 can emit, in argv order."""
 
+APP_SERVER_FLAGS = tuple(
+    arg for arg in app_server_args()[app_server_args().index("app-server") + 1 :] if arg[:2] == "--"
+)
+"""The flags a catalogue run passes after ``app-server`` (spec 50 §4), in argv order."""
+
 
 def version_token(banner: str) -> str | None:
     """The first whitespace-separated token starting with a digit (``codex-cli 0.171.0`` → ``0.171.0``)."""
     return next((word for word in banner.split() if word[:1].isdigit()), None)
 
 
-def codex_doctor_report(program: str, version: str, exec_help: str) -> DoctorReport:
-    """The version line, then one line per flag fault or the all-declared line; exit 0 on the pin
-    without a fault, else 1."""
+def codex_doctor_report(program: str, version: str, exec_help: str, app_server_help: str) -> DoctorReport:
+    """The version line, then one line per flag fault (the exec flags, then the app-server flags) or
+    the all-declared line; exit 0 on the pin without a fault, else 1."""
     pins = ", ".join(PINS)
     on_pin = version in PINS
     first = (
@@ -37,10 +44,18 @@ def codex_doctor_report(program: str, version: str, exec_help: str) -> DoctorRep
     )
     name = posixpath.basename(program)
     declared = declared_flags(exec_help)
-    faults = tuple(
-        f"{name}: the adapter sends {flag} and the binary does not declare it"
-        for flag in SENT_FLAGS
-        if flag not in declared
+    served = declared_flags(app_server_help)
+    faults = (
+        *(
+            f"{name}: the adapter sends {flag} and the binary does not declare it"
+            for flag in SENT_FLAGS
+            if flag not in declared
+        ),
+        *(
+            f"{name}: the adapter sends app-server {flag} and the binary does not declare it"
+            for flag in APP_SERVER_FLAGS
+            if flag not in served
+        ),
     )
     lines = (first, *faults) if faults else (first, f"{name}: every flag the adapter sends is one the binary declares")
     return DoctorReport(lines, 0 if on_pin and not faults else 1)

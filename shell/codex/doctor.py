@@ -36,7 +36,9 @@ def doctor_codex() -> int:
         version = version_token(banner) if banner is not None else None
         if version is None:
             return refuse(Refusal("version-unreadable", f"{resolved} --version gave no version"))
-        report = codex_doctor_report(resolved, version, probe_stdout([resolved, "exec", "--help"], env, timeout_s=PROBE_S) or "")
+        exec_help = probe_stdout([resolved, "exec", "--help"], env, timeout_s=PROBE_S) or ""
+        app_server_help = probe_stdout([resolved, "app-server", "--help"], env, timeout_s=PROBE_S) or ""
+        report = codex_doctor_report(resolved, version, exec_help, app_server_help)
     sys.stdout.write("".join(line + "\n" for line in report.lines))
     sys.stdout.flush()
     return report.exit_code
