@@ -7,6 +7,7 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
+from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import ChildEnvironment
 from metaharness.pure.events import ContextFile
 from metaharness.pure.jsonline import canonical
@@ -14,6 +15,21 @@ from metaharness.pure.scratch import ScratchFile
 
 Tier = Literal["C1", "C2", "C3", "C4"]
 Status = Literal["pass", "FAIL", "warn"]
+
+CALLER = {"HOME": "/operator"}
+"""The fixed inputs every vendor vector plans from (spec 50 §9): the caller, the scratch root, the run
+id, the endpoint route, the loopback port and placeholder, the task and one context file."""
+SCRATCH = "/scratch/run"
+RUN = "golden"
+ENDPOINT = "http://127.0.0.1:41237"
+LOOPBACK_PORT = "41237"
+LOOPBACK_PLACEHOLDER = "mh-run-golden-000000000000000000000000"
+PROMPT = "run the check"
+BRIEF = ContextFileRead(
+    "docs/brief.md",
+    b"# Brief\n\nShip the parser.\n",
+    "74608a6e8df25f2add98a17f8dbb04af6f4f81a7d12de2cb9d68aed2a29d1793",
+)
 
 
 class Outcome(msgspec.Struct, frozen=True):

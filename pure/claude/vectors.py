@@ -19,28 +19,23 @@ from metaharness.pure.catalogue import load_catalogue
 from metaharness.pure.claude.launch import PINS, ClaudeRunSpec, plan_claude_launch
 from metaharness.pure.claude.replay import replay_claude, replay_facts
 from metaharness.pure.conformance import (
+    BRIEF,
+    CALLER,
+    ENDPOINT,
+    LOOPBACK_PLACEHOLDER,
+    LOOPBACK_PORT,
+    PROMPT,
+    RUN,
+    SCRATCH,
     Outcome,
     first_difference,
     fixture_outcome,
     launch_fixture,
     provider_contract_line,
 )
-from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
 
 PROGRAM = "/opt/vendor/bin/claude"
-CALLER = {"HOME": "/operator"}
-SCRATCH = "/scratch/run"
-RUN = "golden"
-ENDPOINT = "http://127.0.0.1:41237"
-LOOPBACK_PORT = "41237"
-LOOPBACK_PLACEHOLDER = "mh-run-golden-000000000000000000000000"
-PROMPT = "run the check"
-BRIEF = ContextFileRead(
-    "docs/brief.md",
-    b"# Brief\n\nShip the parser.\n",
-    "74608a6e8df25f2add98a17f8dbb04af6f4f81a7d12de2cb9d68aed2a29d1793",
-)
 ENDPOINT_ROUTE = EnvironmentDeclaration(kind="claude", credentials="none", model_endpoint=ENDPOINT)
 INTERPRETER = "/usr/bin/python3"
 TOOLS_YAML = (

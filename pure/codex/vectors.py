@@ -16,29 +16,24 @@ from returns.result import Failure
 from metaharness.pure.codex.launch import PINS, CodexRunSpec, plan_codex_launch
 from metaharness.pure.codex.replay import replay_launch, replay_rollout
 from metaharness.pure.conformance import (
+    BRIEF,
+    CALLER,
+    ENDPOINT,
+    LOOPBACK_PLACEHOLDER,
+    LOOPBACK_PORT,
+    PROMPT,
+    RUN,
+    SCRATCH,
     Outcome,
     first_difference,
     fixture_outcome,
     launch_fixture,
     provider_contract_line,
 )
-from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
 from metaharness.pure.hermetic import MemoryWalk
 
 PROGRAM = "/opt/vendor/bin/codex"
-CALLER = {"HOME": "/operator"}
-SCRATCH = "/scratch/run"
-RUN = "golden"
-ENDPOINT = "http://127.0.0.1:41237"
-LOOPBACK_PORT = "41237"
-LOOPBACK_PLACEHOLDER = "mh-run-golden-000000000000000000000000"
-PROMPT = "run the check"
-BRIEF = ContextFileRead(
-    "docs/brief.md",
-    b"# Brief\n\nShip the parser.\n",
-    "74608a6e8df25f2add98a17f8dbb04af6f4f81a7d12de2cb9d68aed2a29d1793",
-)
 
 
 LAUNCH_VECTORS: tuple[tuple[str, str, CodexRunSpec], ...] = (

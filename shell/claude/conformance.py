@@ -16,20 +16,17 @@ from metaharness.pure.claude.replay import replay_facts
 from metaharness.pure.claude.session import open_session
 from metaharness.pure.claude.vectors import (
     BANNER,
-    CALLER,
     ENDPOINT_ROUTE,
     HOOK_RECORD,
     HOOK_REQUEST,
     HOOK_VECTORS,
     LAUNCH_VECTORS,
-    PROMPT,
     RECORD_VECTORS,
-    RUN,
     check_banner,
     check_launch,
     check_replay,
 )
-from metaharness.pure.conformance import Outcome, check_exchange
+from metaharness.pure.conformance import CALLER, PROMPT, RUN, Outcome, check_exchange
 from metaharness.pure.environment import ProgramCandidate
 from metaharness.pure.frames import load_frame
 from metaharness.pure.hook_channel import HOOK_PROGRAM

@@ -15,20 +15,16 @@ from metaharness.pure.codex.launch import CodexRunSpec, plan_codex_launch
 from metaharness.pure.codex.replay import replay_launch
 from metaharness.pure.codex.vectors import (
     BANNER,
-    CALLER,
-    ENDPOINT,
     HOOK_RECORD,
     HOOK_REQUEST,
     HOOK_VECTORS,
     LAUNCH_VECTORS,
-    PROMPT,
     RECORD_VECTORS,
-    RUN,
     check_banner,
     check_launch,
     check_replay,
 )
-from metaharness.pure.conformance import Outcome, check_exchange
+from metaharness.pure.conformance import CALLER, ENDPOINT, PROMPT, RUN, Outcome, check_exchange
 from metaharness.pure.decisions import open_desk
 from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
 from metaharness.pure.frames import load_frame
