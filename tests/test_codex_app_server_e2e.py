@@ -51,7 +51,12 @@ CATALOGUE = {
 
 
 def catalogue_run(
-    root: str, tmp_path: Path, decisions: str, frame: str | None, budget_ms: int = HOOK_TIMEOUT_S * 1000
+    root: str,
+    tmp_path: Path,
+    decisions: str,
+    frame: str | None,
+    budget_ms: int = HOOK_TIMEOUT_S * 1000,
+    placed: bool = True,
 ) -> tuple[list[dict], LiveOutcome, Path]:
     work = tmp_path / "work"
     work.mkdir()
@@ -73,7 +78,8 @@ def catalogue_run(
     catalogue = read_codex_catalogue(str(source)).unwrap()
     launch, planned_frame = plan_run(options, str(scratch), catalogue=catalogue).unwrap()
     materialise(launch)
-    place_catalogue(launch, catalogue, str(source), proxy_started=False, probed=False).unwrap()
+    if placed:
+        place_catalogue(launch, catalogue, str(source), proxy_started=False, probed=False).unwrap()
     lines: list[bytes] = []
     rollout = RolloutLaunch(
         program=launch.program,
@@ -167,4 +173,17 @@ def test_an_unanswered_asked_call_is_denied_by_the_deadline_and_nothing_is_writt
     decision = decided(events, call["call_id"])
     assert decision["decided_by"] == "deadline" and decision["latency_ms"] >= 5000
     assert not (work / "note.md").exists()
+    assert outcome.reason == "completed"
+
+
+@pytest.mark.parametrize("emulator", ["codex-catalogue-write"], indirect=True)
+def test_an_allowed_call_whose_catalogue_server_is_gone_is_answered_as_a_failure_at_once(emulator: str, tmp_path: Path):
+    """No scratch copy: ``mcp-serve`` refuses at start (catalogue-unreadable), so the allowed call is
+    answered as a failure instead of leaving the app-server waiting."""
+    events, outcome, work = catalogue_run(emulator, tmp_path, "observe", None, placed=False)
+    call = owned_call(events)
+    assert decided(events, call["call_id"])["decision"] == {"decision": "allow"}
+    assert not (work / "note.md").exists()
+    (result,) = [e for e in of(events, "tool.result") if e["call_id"] != call["call_id"]]
+    assert any("the catalogue server ended before it answered" in item["text"] for item in result["content"])
     assert outcome.reason == "completed"

@@ -105,6 +105,7 @@ class _AppServerRun(_Run):
         self.owned: set[str] = set()
         self.server_in: IO[bytes] | None = None
         self.catalogue_in: IO[bytes] | None = None
+        self.catalogue_gone = False
         self.finished = False
 
     def perform(self, effects: tuple[Effect, ...]) -> None:
@@ -133,7 +134,8 @@ class _AppServerRun(_Run):
             if isinstance(step, Send):
                 _write(self.server_in, step.line)
             elif isinstance(step, Perform):
-                _write(self.catalogue_in, step.line)
+                if self.catalogue_gone or not _write(self.catalogue_in, step.line):
+                    self.catalogue_line(None)
             elif isinstance(step, Decide):
                 self.owned.add(step.call_id)
                 call = HookCall(key="", call_id=step.call_id, name=step.tool, input=step.arguments, correlated=True)
@@ -155,22 +157,27 @@ class _AppServerRun(_Run):
         self.steps(steps)
 
     def catalogue_line(self, line: bytes | None) -> None:
+        """A line of the catalogue server's answers; ``None`` when it has ended, after which every call
+        sent to it, and every later one, is answered as a failure."""
         if line is None:
+            self.catalogue_gone = True
             self.session, steps = catalogue_server_gone(self.session)
         else:
             self.session, steps = read_catalogue_server_line(self.session, line)
         self.steps(steps)
 
 
-def _write(stream: IO[bytes] | None, line: bytes) -> None:
-    """Write one line to a child's stdin; a child that has gone is not an error of the run."""
+def _write(stream: IO[bytes] | None, line: bytes) -> bool:
+    """Write one line to a child's stdin; whether it was written (a child that has gone is not an
+    error of the run)."""
     if stream is None or stream.closed:
-        return
+        return False
     try:
         stream.write(line)
         stream.flush()
     except (BrokenPipeError, OSError):
-        pass
+        return False
+    return True
 
 
 def _close(stream: IO[bytes] | None) -> None:
