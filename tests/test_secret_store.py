@@ -89,7 +89,7 @@ class SecretService:
                 raise
 
     def _await_service(self) -> None:
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             answer = subprocess.run(
                 ["dbus-send", "--session", "--print-reply", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
@@ -99,7 +99,7 @@ class SecretService:
             if "boolean true" in answer.stdout:
                 return
             time.sleep(0.05)
-        raise AssertionError("gnome-keyring-daemon did not take org.freedesktop.secrets within 15 s")
+        raise AssertionError("gnome-keyring-daemon did not take org.freedesktop.secrets within 60 s")
 
     def store(self, value: str | bytes, **attributes: str) -> None:
         pairs = [part for pair in attributes.items() for part in pair]
