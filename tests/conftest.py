@@ -35,4 +35,4 @@ def emulator(request: pytest.FixtureRequest) -> Iterator[str]:
     root = announcement["base_url"].removesuffix("/v1")
     yield root
     process.terminate()
-    process.wait(timeout=10)
+    process.wait(timeout=60)

@@ -24,4 +24,4 @@ def running_emulator(*args: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
-        process.wait(timeout=10)
+        process.wait(timeout=60)

@@ -30,7 +30,7 @@ class Emulator:
 
     def stop(self) -> None:
         self.process.send_signal(signal.SIGTERM)
-        self.process.wait(timeout=10)
+        self.process.wait(timeout=60)
 
 
 def run(home: Path, args: list[str], stdin: bytes = b"", cwd: Path | None = None, timeout: float = 90) -> subprocess.CompletedProcess[bytes]:

@@ -28,7 +28,7 @@ def emulator(scenario: str, record: Path) -> Iterator[str]:
         yield json.loads(process.stdout.readline())["base_url"]
     finally:
         process.send_signal(signal.SIGTERM)
-        process.wait(timeout=10)
+        process.wait(timeout=60)
 
 
 class Run:

@@ -32,10 +32,10 @@ def test_announces_a_loopback_base_url_and_exits_zero_on_sigterm() -> None:
         port = int(base_url.rsplit(":", 1)[1].split("/")[0])
         assert port > 0
         process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=10) == 0
+        assert process.wait(timeout=60) == 0
     with emulator() as (_, process):
         process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=10) == 0
+        assert process.wait(timeout=60) == 0
 
 
 def test_the_announcement_line_is_exactly_base_url_and_scenario() -> None:
@@ -43,7 +43,7 @@ def test_the_announcement_line_is_exactly_base_url_and_scenario() -> None:
     assert process.stdout is not None
     line = process.stdout.readline()
     process.send_signal(signal.SIGTERM)
-    process.wait(timeout=10)
+    process.wait(timeout=60)
     port = json.loads(line)["base_url"].split(":")[2].split("/")[0]
     assert line == b'{"base_url":"http://127.0.0.1:%s/v1","scenario":"cold"}\n' % port.encode()
 

@@ -162,7 +162,7 @@ def test_oauth_token_pointer_is_reread_and_sent_as_bearer(tmp_path: Path) -> Non
         )
     finally:
         emulator.send_signal(signal.SIGTERM)
-        emulator.wait(timeout=10)
+        emulator.wait(timeout=60)
     assert done.returncode == 0, done.stderr
     [request] = [json.loads(line) for line in record.read_text().splitlines()]
     assert request["credential_header"] == "authorization" and request["credential_length"] == len(SECRET)
@@ -183,7 +183,7 @@ def test_sessions_are_private_resumable_and_wire_bound(tmp_path: Path) -> None:
         other = harness(*common, "--wire", "anthropic-messages", "--resume", "latest", "--input", "three")
     finally:
         emulator.send_signal(signal.SIGTERM)
-        emulator.wait(timeout=10)
+        emulator.wait(timeout=60)
     written = json.loads(first.stdout.splitlines()[-1])
     assert written["kind"] == "session" and json.loads(first.stdout.splitlines()[-2])["kind"] == "finished"
     path = Path(written["path"])

@@ -114,7 +114,7 @@ def test_sigterm_cancels_like_sigint(workspace: Path, tmp_path: Path) -> None:
         process = _start(base_url, workspace)
         _read_until(process, "turn-started")
         process.send_signal(signal.SIGTERM)
-        out, _ = process.communicate(timeout=10)
+        out, _ = process.communicate(timeout=60)
     assert json.loads(out.splitlines()[-1])["stop"] == {"kind": "cancelled", "reason": "the caller cancelled"}
     assert process.returncode == 2
 
@@ -139,7 +139,7 @@ def test_cancel_while_the_caller_is_asked(workspace: Path, tmp_path: Path) -> No
         process = _start(base_url, workspace, "--approve", "caller")
         _read_until(process, "approval-required")
         process.send_signal(signal.SIGINT)
-        out, _ = process.communicate(timeout=10)
+        out, _ = process.communicate(timeout=60)
     rest = [json.loads(line) for line in out.splitlines()]
     assert rest == [
         {"kind": "approval-resolved", "call_id": "call_b10x_001", "approved": False},
