@@ -5,8 +5,8 @@ The scratch root holds ``hooks/pretooluse``, a POSIX ``sh`` program with its pat
 copies its stdin to ``requests/<key>.json``, makes the wake FIFO ``responses/<key>.wake`` and holds it
 open, rings the doorbell with ``<key>\\n`` and blocks until metaharness writes one line to the wake FIFO
 (or its backstop passes), then prints ``responses/<key>.json``. This module renders that program,
-reads a request as a call and builds the shared ``PreToolUse`` answer envelope; the shell
-(``metaharness.shell.hook_channel``) makes the files and does the waiting. Both the claude and the
+reads a request as a call and builds the shared ``PreToolUse`` answer envelope; the shell's hook
+channel makes the files and does the waiting. Both the claude and the
 codex arms use it; each renders its own answer bodies from :func:`pretooluse_answer`.
 """
 

@@ -4,7 +4,7 @@ The child holds a per-run placeholder; the proxy on ``127.0.0.1`` checks it, swa
 read per request from custody and forwards to the upstream. This module decides everything that does
 not touch a socket or a file: the placeholder's spelling, reading a request head, whether a request
 is admitted, the forwarded and relayed header lists, the proxy's own answers in the vendor's shape,
-the counters and their ``LOOPBACK_REFUSED`` warning. ``metaharness.shell.loopback`` runs it.
+the counters and their ``LOOPBACK_REFUSED`` warning. The shell's loopback proxy runs it.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The nine codex conformance vectors (spec 50 §9, spec 10 §6): their inputs and their checks.
 
 C1 plans a launch from fixed inputs and compares the fixture; C2 replays a retained rollout; C3's
-exchange runs in the shell (``metaharness.shell.codex.conformance``) and is judged here; C4 reads the
+exchange runs in the shell's codex conformance runner and is judged here; C4 reads the
 captured banner. Records were captured from the pinned CLI against the project's emulator on the
 endpoint route (``provider_emulated``), see ``vectors/codex/README.md``.
 """
