@@ -10,10 +10,18 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
+import sys
 from collections.abc import Sequence
 
 from metaharness.pure.environment import ProgramCandidate, program_candidates
 from metaharness.pure.hermetic import DirectoryIdentity
+
+
+def own_cli(interpreter: str = sys.executable) -> tuple[str, ...]:
+    """The argv that starts this package's own CLI: ``<interpreter> -m metaharness.shell``, the Python
+    running metaharness by default, or nothing when that interpreter cannot be named (spec 50 §3, §4
+    "Owned surface and --catalogue")."""
+    return (interpreter, "-m", "metaharness.shell") if interpreter else ()
 
 
 def caller_environment() -> dict[str, str]:

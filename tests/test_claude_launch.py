@@ -22,6 +22,7 @@ from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
 from metaharness.pure.hermetic import MemoryHit, MemoryWalk
 from metaharness.pure.jsonline import sha256_hex
+from metaharness.shell.facts import own_cli
 
 CALLER = {"HOME": "/operator", "SHELL": "/bin/zsh", "ANTHROPIC_API_KEY": "sk-caller", "GIT_DIR": "/x"}
 PROGRAM = {"/operator/.local/bin/claude": ProgramCandidate(True, True)}
@@ -219,7 +220,7 @@ WRITE_CATALOGUE = b"""{"format":"metaharness.catalogue/1","entries":[
 
 def test_a_catalogue_run_serves_the_copy_through_this_builds_mcp_serve() -> None:
     catalogue = load_catalogue(WRITE_CATALOGUE, "tools.json").unwrap()
-    launch = plan(spec(catalogue=catalogue, interpreter="/venv/bin/python")).unwrap()
+    launch = plan(spec(catalogue=catalogue, own_cli=own_cli("/venv/bin/python"))).unwrap()
     files = {f.path: f.data for f in launch.files}
     assert json.loads(files["/scratch/run/mcp-config.json"]) == {
         "mcpServers": {"metaharness": {"type": "stdio", "command": "/venv/bin/python", "args": [
@@ -234,4 +235,4 @@ def test_a_catalogue_run_serves_the_copy_through_this_builds_mcp_serve() -> None
 
 def test_a_catalogue_run_without_an_interpreter_is_tool_server_missing() -> None:
     catalogue = load_catalogue(WRITE_CATALOGUE, "tools.json").unwrap()
-    assert code(plan(spec(catalogue=catalogue, interpreter=""))) == "tool-server-missing"
+    assert code(plan(spec(catalogue=catalogue, own_cli=own_cli("")))) == "tool-server-missing"

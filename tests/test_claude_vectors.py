@@ -10,6 +10,7 @@ import sys
 import msgspec
 
 from metaharness.pure.claude.vectors import (
+    INTERPRETER,
     LAUNCH_VECTORS,
     check_banner,
     check_launch,
@@ -18,6 +19,7 @@ from metaharness.pure.claude.vectors import (
 )
 from metaharness.pure.conformance import check_exchange
 from metaharness.shell.claude.conformance import claude_outcomes, vector_bytes
+from metaharness.shell.facts import own_cli
 
 
 def test_every_vector_passes() -> None:
@@ -61,7 +63,7 @@ def test_a_tampered_launch_fixture_fails() -> None:
     vector, fixture, spec = LAUNCH_VECTORS[0]
     document = json.loads(vector_bytes(fixture))
     document["args"][4] = "--quiet"
-    outcome = check_launch(vector, spec, msgspec.json.encode(document))
+    outcome = check_launch(vector, spec, msgspec.json.encode(document), own_cli(INTERPRETER))
     assert (outcome.status, outcome.detail) == ("FAIL", "args differ from the fixture")
 
 

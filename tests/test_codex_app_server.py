@@ -30,6 +30,7 @@ from metaharness.pure.emulator.answer import answer_request
 from metaharness.pure.events import Abstain, Allow, Deny, Replace
 from metaharness.pure.frames import Operation
 from metaharness.shell.codex.app_server import place_catalogue, read_codex_catalogue
+from metaharness.shell.facts import own_cli
 
 DOCUMENT: dict[str, Any] = {
     "format": "metaharness.catalogue/1",
@@ -315,7 +316,8 @@ def test_the_argv_of_the_server_and_of_the_catalogue_server():
         "--listen",
         "stdio://",
     )
-    assert catalogue_server_args("/s", "/s/work", CATALOGUE) == (
+    assert catalogue_server_args(own_cli("/py"), "/s", "/s/work", CATALOGUE) == (
+        "/py",
         "-m",
         "metaharness.shell",
         "mcp-serve",
@@ -326,7 +328,7 @@ def test_the_argv_of_the_server_and_of_the_catalogue_server():
         "--writable",
     )
     read_only = load_catalogue(json.dumps({**DOCUMENT, "entries": DOCUMENT["entries"][:1]}).encode(), "t").unwrap()
-    assert catalogue_server_args("/s", "/w", read_only)[-1] == "/w"
+    assert catalogue_server_args(own_cli("/py"), "/s", "/w", read_only)[-1] == "/w"
 
 
 def test_an_item_tool_call_resolves_through_the_catalogue():

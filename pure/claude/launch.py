@@ -104,8 +104,9 @@ class ClaudeRunSpec(msgspec.Struct, frozen=True, kw_only=True):
     planned ``--plugin-dir`` copies (``metaharness.pure.claude.plugins``); ``environment`` carries credentials, actor,
     endpoint and the loopback port and placeholder (the port may still be symbolic, spec 10 §4.5
     stage 8); ``frame_digest`` the sealed frame's digest (row H10); ``catalogue`` the checked
-    catalogue of a ``--tool-surface owned --catalogue`` run and ``interpreter`` the absolute path of
-    the Python running metaharness, which serves it (spec 50 §3 "Owned surface and --catalogue").
+    catalogue of a ``--tool-surface owned --catalogue`` run and ``own_cli`` the argv the shell gathered
+    that starts this build's own CLI, interpreter first, which serves it (spec 50 §3 "Owned surface and
+    --catalogue").
     """
 
     prompt: str
@@ -121,7 +122,7 @@ class ClaudeRunSpec(msgspec.Struct, frozen=True, kw_only=True):
     plugins: tuple[PluginCopy, ...] = ()
     frame_digest: str | None = None
     catalogue: Catalogue | None = None
-    interpreter: str | None = None
+    own_cli: tuple[str, ...] = ()
 
 
 class ClaudeLaunch(msgspec.Struct, frozen=True, kw_only=True):
@@ -252,10 +253,10 @@ def arguments(spec: ClaudeRunSpec, scratch: str, turn: str, context_block: str |
 def mcp_config(spec: ClaudeRunSpec, scratch: str, cwd: str) -> dict[str, object]:
     """``mcp-config.json``: exactly one server, ``metaharness``, this build's ``mcp-serve`` over the
     scratch catalogue copy, ``--writable`` exactly when an entry writes (spec 50 §3, spec 30 §10.3)."""
-    assert spec.catalogue is not None and spec.interpreter
-    served = ["-m", "metaharness.shell", "mcp-serve", "--catalogue", posixpath.join(scratch, CATALOGUE_FILE)]
+    assert spec.catalogue is not None and spec.own_cli
+    served = [*spec.own_cli[1:], "mcp-serve", "--catalogue", posixpath.join(scratch, CATALOGUE_FILE)]
     served += ["--workspace", cwd] + (["--writable"] if needs_writable(spec.catalogue) else [])
-    return {"mcpServers": {MCP_SERVER: {"type": "stdio", "command": spec.interpreter, "args": served}}}
+    return {"mcpServers": {MCP_SERVER: {"type": "stdio", "command": spec.own_cli[0], "args": served}}}
 
 
 def workdir_mode(spec: ClaudeRunSpec) -> WorkdirMode:
@@ -347,7 +348,7 @@ def plan_claude_launch(
     program = resolve_program(PROGRAM, path_floor(caller_env), program_facts)
     if isinstance(program, Failure):
         return program
-    if spec.catalogue is not None and not spec.interpreter:
+    if spec.catalogue is not None and not spec.own_cli:
         return Failure(
             Refusal(
                 "tool-server-missing",

@@ -1,7 +1,7 @@
 """The nine claude conformance vectors (spec 50 §9, spec 10 §6): their inputs and their checks.
 
 C1 plans a launch from fixed inputs and compares the fixture; C2 replays a retained transcript; C3's
-exchange runs in the shell (``metaharness.shell.claude.conformance``) and is judged here; C4 reads the
+exchange runs in the shell's claude conformance runner and is judged here; C4 reads the
 captured banner. Vector 4 (the catalogue launch) is synthetic. Records
 were captured from the pinned CLI against the project's emulator on the endpoint route
 (``provider_emulated``), see ``vectors/claude/README.md``. The verdict shape, the fixture and byte
@@ -38,6 +38,7 @@ from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidat
 PROGRAM = "/opt/vendor/bin/claude"
 ENDPOINT_ROUTE = EnvironmentDeclaration(kind="claude", credentials="none", model_endpoint=ENDPOINT)
 INTERPRETER = "/usr/bin/python3"
+"""The Python a C1 catalogue launch serves its catalogue under; the shell names its own CLI with it."""
 TOOLS_YAML = (
     b"format: metaharness.catalogue/1\n"
     b"entries:\n"
@@ -81,7 +82,6 @@ LAUNCH_VECTORS: tuple[tuple[str, str, ClaudeRunSpec], ...] = (
             decisions="observe",
             environment=ENDPOINT_ROUTE,
             catalogue=load_catalogue(TOOLS_YAML, "tools.yaml").unwrap(),
-            interpreter=INTERPRETER,
         ),
     ),
 )
@@ -103,19 +103,19 @@ HOOK_REQUEST = "hook/request.json"
 BANNER = "golden/version.txt"
 
 
-def planned_fixture(spec: ClaudeRunSpec) -> dict[str, Any] | str:
-    """The C1 fixture of a vector's launch (the program is the vector's input, not a PATH hit), or the
-    refusal that stopped it."""
+def planned_fixture(spec: ClaudeRunSpec, own_cli: tuple[str, ...]) -> dict[str, Any] | str:
+    """The C1 fixture of a vector's launch (the program is the vector's input, not a PATH hit; ``own_cli``
+    the shell's argv for this build's CLI under :data:`INTERPRETER`), or the refusal that stopped it."""
     facts = {f"{CALLER['HOME']}/.local/bin/claude": ProgramCandidate(regular=True, executable=True)}
-    planned = plan_claude_launch(spec, CALLER, SCRATCH, facts)
+    planned = plan_claude_launch(msgspec.structs.replace(spec, own_cli=own_cli), CALLER, SCRATCH, facts)
     if isinstance(planned, Failure):
         return planned.failure().line()
     return launch_fixture(msgspec.structs.replace(planned.unwrap(), program=PROGRAM))
 
 
-def check_launch(vector: str, spec: ClaudeRunSpec, fixture: bytes) -> Outcome:
+def check_launch(vector: str, spec: ClaudeRunSpec, fixture: bytes, own_cli: tuple[str, ...]) -> Outcome:
     """C1: the planned launch equals the fixture, compared as parsed JSON."""
-    return fixture_outcome(vector, planned_fixture(spec), fixture)
+    return fixture_outcome(vector, planned_fixture(spec, own_cli), fixture)
 
 
 def replay_record(stem: str, record: bytes) -> bytes:

@@ -120,10 +120,11 @@ def app_server_args() -> tuple[str, ...]:
     return ("--dangerously-bypass-hook-trust", "app-server", "--strict-config", "--listen", "stdio://")
 
 
-def catalogue_server_args(scratch: str, cwd: str, catalogue: Catalogue) -> tuple[str, ...]:
-    """The interpreter's arguments for ``mcp-serve --catalogue <scratch>/catalogue.json --workspace
-    <cwd> [--writable]``, ``--writable`` exactly when an entry writes (spec 50 §4, spec 30 §10.3)."""
-    served = ("-m", "metaharness.shell", "mcp-serve", "--catalogue", posixpath.join(scratch, CATALOGUE_COPY))
+def catalogue_server_args(own_cli: tuple[str, ...], scratch: str, cwd: str, catalogue: Catalogue) -> tuple[str, ...]:
+    """``<own_cli> mcp-serve --catalogue <scratch>/catalogue.json --workspace <cwd> [--writable]``, where
+    ``own_cli`` is the argv the shell gathered that starts this build's own CLI, ``--writable`` exactly
+    when an entry writes (spec 50 §4, spec 30 §10.3)."""
+    served = (*own_cli, "mcp-serve", "--catalogue", posixpath.join(scratch, CATALOGUE_COPY))
     return (*served, "--workspace", cwd, *(("--writable",) if needs_writable(catalogue) else ()))
 
 

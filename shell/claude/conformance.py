@@ -20,6 +20,7 @@ from metaharness.pure.claude.vectors import (
     HOOK_RECORD,
     HOOK_REQUEST,
     HOOK_VECTORS,
+    INTERPRETER,
     LAUNCH_VECTORS,
     RECORD_VECTORS,
     check_banner,
@@ -32,6 +33,7 @@ from metaharness.pure.frames import load_frame
 from metaharness.pure.hook_channel import HOOK_PROGRAM
 from metaharness.shell.claude.live import drive_claude
 from metaharness.shell.claude.run import materialise
+from metaharness.shell.facts import own_cli
 
 
 def vector_bytes(name: str) -> bytes:
@@ -78,7 +80,8 @@ def run_exchange(frame_file: str) -> tuple[bytes, bytes]:
 
 def claude_outcomes() -> tuple[Outcome, ...]:
     """Every claude vector's outcome, in the order of spec 50 §9."""
-    outcomes = [check_launch(vector, spec, vector_bytes(fixture)) for vector, fixture, spec in LAUNCH_VECTORS]
+    served = own_cli(INTERPRETER)
+    outcomes = [check_launch(vector, spec, vector_bytes(fixture), served) for vector, fixture, spec in LAUNCH_VECTORS]
     outcomes += [
         check_replay(vector, stem, vector_bytes(f"{stem}.jsonl"), vector_bytes(f"{stem}.expected.jsonl"))
         for vector, stem in RECORD_VECTORS

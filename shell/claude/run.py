@@ -60,6 +60,7 @@ from metaharness.shell.facts import (
     directory_identity,
     gather_memory_facts,
     gather_program_candidates,
+    own_cli,
     probe_stdout,
     readable_regular_file,
 )
@@ -249,7 +250,7 @@ def plan(
         plugins=plugins,
         frame_digest=None if frame is None else frame.digest,
         catalogue=catalogue,
-        interpreter=sys.executable if catalogue is not None else None,
+        own_cli=own_cli() if catalogue is not None else (),
     )
     candidates = gather_program_candidates(PROGRAM, path_floor(caller_env))
     return take(

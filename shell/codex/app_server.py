@@ -60,6 +60,7 @@ from metaharness.shell.catalogue_file import read_back_scratch_copy, read_catalo
 from metaharness.shell.child_process import GRACE_S, SignalQueue, keep_tail, kill_group, pump_fd, pump_lines
 from metaharness.shell.codex.live import LiveOutcome, _Run, _wait_child, _watch_doorbell
 from metaharness.shell.codex.rollout import POLL_INTERVAL_S, QUIET_POLLS_AFTER_EXIT, RolloutTail
+from metaharness.shell.facts import own_cli
 
 CATALOGUE_SERVER_LOG = "catalogue-server.stderr"
 """The catalogue server's stderr, kept in the scratch root."""
@@ -227,7 +228,7 @@ def drive_app_server(
     drained = threading.Event()
     with open(os.path.join(launch.scratch, CATALOGUE_SERVER_LOG), "wb") as log:
         served = subprocess.Popen(
-            [sys.executable, *catalogue_server_args(launch.scratch, launch.cwd, catalogue)],
+            list(catalogue_server_args(own_cli(), launch.scratch, launch.cwd, catalogue)),
             cwd=launch.cwd,
             env=launch.environment.as_dict(),
             stdin=subprocess.PIPE,
