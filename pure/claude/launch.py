@@ -35,10 +35,10 @@ from metaharness.pure.hermetic import (
     LaunchFacts,
     MemoryWalk,
     RowAttestation,
-    WorkdirMode,
     attest,
     governing_documents,
     memory_row,
+    workdir_mode,
 )
 from metaharness.pure.hook_channel import (
     CHANNEL_DIR,
@@ -259,13 +259,6 @@ def mcp_config(spec: ClaudeRunSpec, scratch: str, cwd: str) -> dict[str, object]
     return {"mcpServers": {MCP_SERVER: {"type": "stdio", "command": spec.own_cli[0], "args": served}}}
 
 
-def workdir_mode(spec: ClaudeRunSpec) -> WorkdirMode:
-    """``scratch`` without ``--cwd``, ``copy`` with ``--cwd --scratch-cwd``, else ``operator`` (spec 30 §4)."""
-    if spec.cwd is None:
-        return "scratch"
-    return "copy" if spec.scratch_cwd else "operator"
-
-
 def ambient_extras(spec: ClaudeRunSpec, managed_settings_present: bool) -> tuple[str, ...]:
     """What reaches a Claude Code child that no row controls, beyond the shared entries (spec 30 §3,
     spec 50 §1–§3): the ``@builtin`` plugins, that an allow grants under observe, a managed settings
@@ -298,7 +291,7 @@ def attestation(
             mode=spec.hermetic,
             decisions=spec.decisions,
             scratch=scratch,
-            workdir_mode=workdir_mode(spec),
+            workdir_mode=workdir_mode(spec.cwd, spec.scratch_cwd),
             workdir=cwd,
             h3_how=environment.h3_how(),
             h4_how=environment.posture.h4_how,
@@ -342,7 +335,7 @@ def plan_claude_launch(
         return posture
     cwd = spec.cwd if spec.cwd is not None else posixpath.join(scratch, "work")
     walk = walk if walk is not None else MemoryWalk(start=posixpath.dirname(scratch), hits=(), root_names=())
-    memory = memory_row("claude", workdir_mode(spec), walk, CANARY_LOADED.get(PINS[0]))
+    memory = memory_row("claude", workdir_mode(spec.cwd, spec.scratch_cwd), walk, CANARY_LOADED.get(PINS[0]))
     if isinstance(memory, Failure):
         return memory
     program = resolve_program(PROGRAM, path_floor(caller_env), program_facts)

@@ -37,10 +37,10 @@ from metaharness.pure.hermetic import (
     LaunchFacts,
     MemoryWalk,
     RowAttestation,
-    WorkdirMode,
     attest,
     governing_documents,
     memory_row,
+    workdir_mode,
 )
 from metaharness.pure.hook_channel import (
     CHANNEL_DIR,
@@ -249,13 +249,6 @@ def check_arguments(args: tuple[str, ...]) -> Result[tuple[str, ...], Refusal]:
     return Success(args)
 
 
-def workdir_mode(spec: CodexRunSpec) -> WorkdirMode:
-    """Which of the three working directories of spec 30 §4 the run uses."""
-    if spec.cwd is None:
-        return "scratch"
-    return "copy" if spec.scratch_cwd else "operator"
-
-
 def attestation(
     spec: CodexRunSpec, scratch: str, cwd: str, environment: ChildEnvironment, memory: RowAttestation, walk: MemoryWalk
 ) -> Hermetic:
@@ -266,7 +259,7 @@ def attestation(
             mode=spec.hermetic,
             decisions=spec.decisions,
             scratch=scratch,
-            workdir_mode=workdir_mode(spec),
+            workdir_mode=workdir_mode(spec.cwd, spec.scratch_cwd),
             workdir=cwd,
             h3_how=environment.h3_how(),
             h4_how=environment.posture.h4_how,
@@ -320,7 +313,7 @@ def plan_codex_launch(
         return posture
     cwd = spec.cwd if spec.cwd is not None else posixpath.join(scratch, "work")
     walk = walk if walk is not None else MemoryWalk(start=posixpath.dirname(scratch), hits=(), root_names=())
-    memory = memory_row("codex", workdir_mode(spec), walk)
+    memory = memory_row("codex", workdir_mode(spec.cwd, spec.scratch_cwd), walk)
     if isinstance(memory, Failure):
         return memory
     program = resolve_program(PROGRAM, path_floor(caller_env), program_facts)
