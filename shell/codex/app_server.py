@@ -48,16 +48,22 @@ from metaharness.pure.codex.app_server import (
     read_server_line,
 )
 from metaharness.pure.codex.launch import CodexLaunch
-from metaharness.pure.codex.replay import stop_word
-from metaharness.pure.codex.rollout import RolloutLaunch, session_ended
-from metaharness.pure.correlation import Output, Present, on_hook_call, on_stream_end
+from metaharness.pure.codex.rollout import RolloutLaunch
+from metaharness.pure.correlation import Output, Present, on_hook_call
 from metaharness.pure.decisions import Answer, Desk, Effect, present
-from metaharness.pure.events import Event, Exited, Process, Signaled, closing_marker
+from metaharness.pure.events import Event
 from metaharness.pure.hook_channel import HookCall
 from metaharness.pure.refusal import Refusal
-from metaharness.pure.run_stages import closing_reason, no_terminal_record
 from metaharness.shell.catalogue_file import read_back_scratch_copy, read_catalogue, write_scratch_copy
-from metaharness.shell.child_process import GRACE_S, SignalQueue, keep_tail, kill_group, pump_fd, pump_lines
+from metaharness.shell.child_process import (
+    GRACE_S,
+    SignalQueue,
+    keep_tail,
+    kill_group,
+    pump_fd,
+    pump_lines,
+    wait_status,
+)
 from metaharness.shell.codex.live import LiveOutcome, _Run, _wait_child, _watch_doorbell
 from metaharness.shell.codex.rollout import POLL_INTERVAL_S, QUIET_POLLS_AFTER_EXIT, RolloutTail
 from metaharness.shell.facts import own_cli
@@ -324,18 +330,12 @@ def drive_app_server(
             state.expire_due()
             if now >= next_poll:
                 next_poll = now + POLL_INTERVAL_S
-                state.ring()
-                lines = rollout_tail.poll()
-                for number, raw in lines:
-                    state.record(number, raw)
+                fresh = state.take_rollout(rollout_tail)
                 if exit_code is not None:
-                    quiet = 0 if lines else quiet + 1
+                    quiet = 0 if fresh else quiet + 1
                     if quiet >= QUIET_POLLS_AFTER_EXIT:
                         break
-        state.ring()
-        state.correlator, outputs = on_stream_end(state.correlator)
-        state.outputs(outputs)
-        state.abandon("the stream ended")
+        state.end_stream()
         stderr_thread.join(timeout=GRACE_S)
         server_thread.join(timeout=GRACE_S)
     finally:
@@ -350,17 +350,8 @@ def drive_app_server(
     server_thread.join(timeout=GRACE_S)
     stdout_copy.close()
     code = exit_code if exit_code is not None else child.wait()
-    process: Process = Signaled(signal=-code) if code < 0 else Exited(code=code)
-    ended = session_ended(state.reader, state.census)
-    if ended is not None:
-        state.emit(ended, state.reader.last_complete_at)
-    elif not halted:
-        state.emit(no_terminal_record(bytes(tail)))
-    for payload in late_events():
-        state.emit(payload)
-    reason = closing_reason(halted=halted, killed=killed, stop=stop_word(ended), budget_stops=())
-    state.emit(closing_marker(state.stream, reason, process))
-    state.channel.close()
+    process = wait_status(code)
+    reason = state.close(halted=halted, killed=killed, tail=bytes(tail), late_events=late_events, process=process)
     return LiveOutcome(reason, process, state.stream.written)
 
 

@@ -221,6 +221,39 @@ class _Run:
             self.desk, effects = expire(self.desk, call_id, waited)
             self.perform(effects)
 
+    def take_rollout(self, rollout_tail: RolloutTail) -> bool:
+        """One poll: the doorbell, then each new rollout line as a record; whether any line came."""
+        self.ring()
+        lines = rollout_tail.poll()
+        for number, raw in lines:
+            self.record(number, raw)
+        return bool(lines)
+
+    def end_stream(self) -> None:
+        """The rollout is read to its end: the last rings, the correlator's stream end, and every call
+        still open abandoned."""
+        self.ring()
+        self.correlator, outputs = on_stream_end(self.correlator)
+        self.outputs(outputs)
+        self.abandon("the stream ended")
+
+    def close(
+        self, *, halted: bool, killed: bool, tail: bytes, late_events: Callable[[], tuple[Event, ...]], process: Process
+    ) -> str:
+        """The closing records in the order of spec 20 §4: the session's end (or the no-terminal-record
+        warning), the wind-up's late events, the ``stream.closed`` marker; returns its reason."""
+        ended = session_ended(self.reader, self.census)
+        if ended is not None:
+            self.emit(ended, self.reader.last_complete_at)
+        elif not halted:
+            self.emit(no_terminal_record(tail))
+        for payload in late_events():
+            self.emit(payload)
+        reason = closing_reason(halted=halted, killed=killed, stop=stop_word(ended), budget_stops=())
+        self.emit(closing_marker(self.stream, reason, process))
+        self.channel.close()
+        return reason
+
 
 def drive_codex(
     *,
@@ -305,18 +338,12 @@ def drive_codex(
             state.expire_due()
             if now >= next_poll:
                 next_poll = now + POLL_INTERVAL_S
-                state.ring()
-                lines = rollout_tail.poll()
-                for number, raw in lines:
-                    state.record(number, raw)
+                fresh = state.take_rollout(rollout_tail)
                 if exit_code is not None:
-                    quiet = 0 if lines else quiet + 1
+                    quiet = 0 if fresh else quiet + 1
                     if quiet >= QUIET_POLLS_AFTER_EXIT:
                         break
-        state.ring()
-        state.correlator, outputs = on_stream_end(state.correlator)
-        state.outputs(outputs)
-        state.abandon("the stream ended")
+        state.end_stream()
         stderr_thread.join(timeout=GRACE_S)
     finally:
         stop.set()
@@ -326,14 +353,6 @@ def drive_codex(
     kill_group(child.pid, signal.SIGKILL)
     code = exit_code if exit_code is not None else child.wait()
     process = wait_status(code)
-    ended = session_ended(state.reader, state.census)
-    if ended is not None:
-        state.emit(ended, state.reader.last_complete_at)
-    elif not halted:
-        state.emit(no_terminal_record(bytes(tail)))
-    for payload in late_events():
-        state.emit(payload)
-    reason = closing_reason(halted=halted, killed=killed, stop=stop_word(ended), budget_stops=())
-    state.emit(closing_marker(state.stream, reason, process if process_known else wait_status(code, known=False)))
-    state.channel.close()
+    marked = process if process_known else wait_status(code, known=False)
+    reason = state.close(halted=halted, killed=killed, tail=bytes(tail), late_events=late_events, process=marked)
     return LiveOutcome(reason, process, state.stream.written)
