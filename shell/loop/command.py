@@ -1,0 +1,433 @@
+"""``b10x-harness``'s commands (spec 60 §1), imported once ``--version`` is ruled out.
+
+``run`` parses every declared flag, refuses before start with one reason (``refused`` under
+``--json``, exit 1), then drives the loop; exit 0 on ``completed``, 2 on another stop, 1 on a loop
+error, 130 on a second signal.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import click
+from returns.result import Failure, Result
+
+from metaharness.pure.loop import budget
+from metaharness.pure.loop.approval import needs_approval
+from metaharness.pure.loop.catalogue import publish
+from metaharness.pure.loop.instruction import PROJECT_FILES, ContextFile, InstructionFacts, render_instruction
+from metaharness.pure.loop.plan import NOT_BUILT, RunFlags, RunPlan, not_built, plan_run
+from metaharness.pure.loop.record import (
+    Finished,
+    Rates,
+    SessionWritten,
+    Started,
+    WarningLine,
+    encode_line,
+    refused_line,
+)
+from metaharness.pure.wires import anthropic_messages, openai_responses
+from metaharness.pure.wires.neutral import Item, Sampling, UserText
+from metaharness.shell.loop.approver import AllApprover, Approver, CallerApprover, DenyApprover, PromptApprover
+from metaharness.shell.loop.cancel import CancelToken
+from metaharness.shell.loop.credentials import CredentialSource, read_credential
+from metaharness.shell.loop.runner import Loop, LoopError, Recorder, stderr_error
+from metaharness.shell.loop.session import SessionFile, load_session, save_session, session_dir, session_id
+from metaharness.shell.loop_cli import VERSION_FLAGS, print_version, version
+
+CONTEXT_CAP = 256 * 1024
+ENDPOINT_PATHS = {
+    openai_responses.WIRE: openai_responses.ENDPOINT_PATH,
+    anthropic_messages.WIRE: anthropic_messages.ENDPOINT_PATH,
+}
+NO_TERMINAL = "no terminal to ask; calls above the ceiling will be refused — pass --yes or --approve-up-to"
+
+
+class Refused(Exception):
+    """Refused before start: one reason."""
+
+
+def _not_built_options() -> list[click.Option]:
+    options = []
+    for flag in NOT_BUILT:
+        if flag == "--substrate-embedded":
+            options.append(click.Option([flag], is_flag=True, default=False, help="declared; not built here"))
+        else:
+            options.append(click.Option([flag], multiple=True, help="declared; not built here"))
+    return options
+
+
+def _answer_version(ctx: click.Context, given: bool) -> None:
+    """``-V``/``--version``: declared here so ``--help`` lists it; the entry answers it before parsing."""
+    if given:
+        print_version()
+        ctx.exit(0)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    *VERSION_FLAGS,
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=lambda ctx, _param, given: _answer_version(ctx, given),
+    help="print the version and exit",
+)
+def cli() -> None:
+    """The b10x loop: one model, one workspace, a published toolset."""
+
+
+@cli.command("run", context_settings={"ignore_unknown_options": False})
+@click.option("--input", "input_text", help="first user item, verbatim (may be empty)")
+@click.option("--base-url", help="http(s) endpoint base; one trailing / trimmed")
+@click.option("--model", help="model name, verbatim")
+@click.option("--wire", default="openai-responses", show_default=True, help="openai-responses | anthropic-messages")
+@click.option("--workspace", default=".", show_default=True, help="existing directory, canonicalised once")
+@click.option("--json", "json_mode", is_flag=True, help="write the record on stdout")
+@click.option("--quiet", is_flag=True, help="no plain-mode progress")
+@click.option("--execution-path", default="direct", show_default=True, help="direct | metaharness")
+@click.option("--context", multiple=True, help="reference file (repeatable)")
+@click.option("--no-project-instructions", is_flag=True, help="skip AGENTS.md / CLAUDE.md")
+@click.option("--approve", default="auto", show_default=True, help="auto | prompt | deny | all | caller")
+@click.option("--approve-up-to", default="low", show_default=True, help="low | medium | high | destructive")
+@click.option("--yes", is_flag=True, help="--approve all")
+@click.option("--allow-program", multiple=True, help="exact argv[0] run may start (repeatable)")
+@click.option("--write-scope", multiple=True, help="GLOB=allowed|partial-only|denied (repeatable)")
+@click.option("--scope-announce", default="stated", show_default=True, help="stated | silent")
+@click.option("--api-key-file", help="API key file, read once")
+@click.option("--api-key-env", help="API key environment variable, read once")
+@click.option("--api-key-secret", help="Secret Service key: the item with service=b10x-harness, name=NAME; read once")
+@click.option("--oauth-token-file", help="OAuth token file, re-read per attempt")
+@click.option("--oauth-token-env", help="OAuth token environment variable")
+@click.option("--oauth-token-pointer", help="RFC 6901 pointer into the OAuth JSON document")
+@click.option("--temperature", type=float)
+@click.option("--top-p", type=float)
+@click.option("--reasoning-effort")
+@click.option("--max-output-tokens-per-turn", type=int)
+@click.option("--max-turns", type=int)
+@click.option("--max-output-tokens", type=int)
+@click.option("--max-duration-ms", type=int)
+@click.option("--prices", help="prices JSON file")
+@click.option("--max-cost-microunits", type=int)
+@click.option("--no-session", is_flag=True, help="write no session file")
+@click.option("--session-dir", help="session directory")
+@click.option("--resume", help="session id or latest")
+@click.pass_context
+def run_command(ctx: click.Context, **values: Any) -> None:
+    """Run the loop once."""
+    given = tuple(flag for flag in NOT_BUILT if values.get(flag.lstrip("-").replace("-", "_")) not in (None, (), False))
+    flags = RunFlags(
+        input=values["input_text"],
+        base_url=values["base_url"],
+        model=values["model"],
+        wire=values["wire"],
+        workspace=values["workspace"],
+        json=values["json_mode"],
+        quiet=values["quiet"],
+        execution_path=values["execution_path"],
+        context=values["context"],
+        no_project_instructions=values["no_project_instructions"],
+        approve=values["approve"],
+        approve_up_to=values["approve_up_to"],
+        yes=values["yes"],
+        allow_program=values["allow_program"],
+        write_scope=values["write_scope"],
+        scope_announce=values["scope_announce"],
+        api_key_file=values["api_key_file"],
+        api_key_env=values["api_key_env"],
+        api_key_secret=values["api_key_secret"],
+        oauth_token_file=values["oauth_token_file"],
+        oauth_token_env=values["oauth_token_env"],
+        oauth_token_pointer=values["oauth_token_pointer"],
+        temperature=values["temperature"],
+        top_p=values["top_p"],
+        reasoning_effort=values["reasoning_effort"],
+        max_output_tokens_per_turn=values["max_output_tokens_per_turn"],
+        max_turns=values["max_turns"],
+        max_output_tokens=values["max_output_tokens"],
+        max_duration_ms=values["max_duration_ms"],
+        prices=values["prices"],
+        max_cost_microunits=values["max_cost_microunits"],
+        no_session=values["no_session"],
+        session_dir=values["session_dir"],
+        resume=values["resume"],
+        given_not_built=given,
+    )
+    ctx.exit(start(flags))
+
+
+@cli.command(
+    "app-server", context_settings={"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []}
+)
+@click.pass_context
+def app_server_command(ctx: click.Context) -> None:
+    """The JSON-RPC app-server bridge (spec 60 §9): declared, refused by name in this stage."""
+    ctx.exit(_refuse(False, not_built("app-server")))
+
+
+for _option in _not_built_options():
+    run_command.params.append(_option)
+
+
+def _refuse(json_mode: bool, reason: str) -> int:
+    if json_mode:
+        sys.stdout.buffer.write(encode_line(refused_line(reason)))
+        sys.stdout.buffer.flush()
+    stderr_error(reason)
+    return 1
+
+
+def _clock() -> tuple[str, int]:
+    """The instruction's clock: ``SOURCE_DATE_EPOCH`` fixes it."""
+    fixed = os.environ.get("SOURCE_DATE_EPOCH", "")
+    seconds = int(fixed) if fixed.isdigit() else int(time.time())
+    moment = datetime.datetime.fromtimestamp(seconds, tz=datetime.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ"), seconds
+
+
+def _context_files(paths: Sequence[str]) -> tuple[ContextFile, ...]:
+    files = []
+    for path in paths:
+        if not os.path.isfile(path):
+            raise Refused(f"--context {path} is not a regular file")
+        with open(path, "rb") as handle:
+            raw = handle.read(CONTEXT_CAP + 1)
+        if len(raw) > CONTEXT_CAP:
+            raise Refused(f"--context {path} is over the {CONTEXT_CAP} byte bound")
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise Refused(f"--context {path} is not UTF-8") from None
+        files.append(ContextFile(path, raw))
+    return tuple(files)
+
+
+def _project_files(root: str) -> tuple[tuple[str, str], ...]:
+    found = []
+    for name in PROJECT_FILES:
+        path = os.path.join(root, name)
+        if os.path.isfile(path):
+            with open(path, "rb") as handle:
+                found.append((name, handle.read().decode("utf-8", errors="replace")))
+    return tuple(found)
+
+
+def _approver(plan: RunPlan, cancel: CancelToken, needs_asking: bool) -> Approver:
+    mode = plan.approve
+    if mode == "all":
+        return AllApprover()
+    if mode == "deny":
+        return DenyApprover(plan.ceiling)
+    if mode == "caller":
+        return CallerApprover(sys.stdin.buffer, cancel)
+    terminal = None
+    if mode == "prompt" or (sys.stdin.isatty() and sys.stderr.isatty()):
+        try:
+            terminal = (open("/dev/tty", encoding="utf-8"), open("/dev/tty", "w", encoding="utf-8"))  # noqa: SIM115
+        except OSError:
+            terminal = None
+    if terminal is not None:
+        return PromptApprover(terminal[0], terminal[1], cancel)
+    if mode == "prompt":
+        raise Refused("--approve prompt needs a terminal, and /dev/tty cannot be opened")
+    if needs_asking:
+        sys.stderr.write(NO_TERMINAL + "\n")
+        sys.stderr.flush()
+    return DenyApprover(plan.ceiling)
+
+
+def _prices(plan: RunPlan) -> budget.Prices | None:
+    path = plan.flags.prices
+    if path is None:
+        if plan.flags.max_cost_microunits is not None:
+            raise Refused("--max-cost-microunits needs --prices")
+        return None
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as error:
+        raise Refused(f"--prices {path} cannot be read: {error.strerror}") from None
+    parsed = budget.parse_prices(raw, path)
+    if isinstance(parsed, Failure):
+        raise Refused(parsed.failure())
+    prices = parsed.unwrap()
+    if plan.flags.max_cost_microunits is not None and plan.model not in prices.models:
+        raise Refused(f"--max-cost-microunits needs a price for `{plan.model}` in --prices {path}")
+    return prices
+
+
+def _resolve_session(plan: RunPlan, root: str) -> tuple[str | None, SessionFile | None]:
+    if plan.flags.no_session:
+        return None, None
+    directory = session_dir(plan.flags.session_dir, os.environ)
+    if isinstance(directory, Failure):
+        raise Refused(directory.failure())
+    if plan.flags.resume is None:
+        return directory.unwrap(), None
+    loaded = load_session(directory.unwrap(), plan.flags.resume)
+    if isinstance(loaded, Failure):
+        raise Refused(loaded.failure())
+    session = loaded.unwrap()
+    if session.wire != plan.wire:
+        raise Refused(f"session {session.id} was recorded on `{session.wire}`; pass --wire {session.wire} to resume it")
+    if session.workspace != root:
+        sys.stderr.write(f"session {session.id} was recorded in {session.workspace}, not {root}\n")
+    return directory.unwrap(), session
+
+
+def start(flags: RunFlags) -> int:
+    """Refuse before start or run the loop; the exit code (spec 60 §1.2)."""
+    started_at = time.monotonic()
+    start_nanos = time.time_ns()
+    planned: Result[RunPlan, str] = plan_run(flags)
+    if isinstance(planned, Failure):
+        return _refuse(flags.json, planned.failure())
+    plan = planned.unwrap()
+    cancel = CancelToken(flags.max_duration_ms, started_at)
+    cancel.install()
+    try:
+        if not os.path.isdir(flags.workspace):
+            raise Refused(f"--workspace {flags.workspace} is not a directory")
+        root = os.path.realpath(flags.workspace)
+        first = None
+        if plan.credential is not None:
+            read = read_credential(plan.credential, os.environ)
+            if isinstance(read, Failure):
+                raise Refused(read.failure())
+            first = read.unwrap()
+        credential = CredentialSource(plan.credential, first)
+        del first
+        contexts = _context_files(flags.context)
+        prices = _prices(plan)
+        directory, resumed = _resolve_session(plan, root)
+        workspace_writable = os.access(root, os.W_OK)
+        publication = publish(workspace_writable, plan.programs)
+        asks = any(needs_approval(entry.risk, plan.ceiling) for entry in publication.published)
+        approver = _approver(plan, cancel, asks)
+    except Refused as refusal:
+        return _refuse(flags.json, str(refusal))
+    captured_at, _ = _clock()
+    instruction = render_instruction(
+        InstructionFacts(
+            tools=publication.names(),
+            programs=plan.programs,
+            scope_rules=plan.scope_rules,
+            scope_stated=flags.scope_announce == "stated",
+            via_metaharness=flags.execution_path == "metaharness",
+            context_files=contexts,
+            project_files=() if flags.no_project_instructions else _project_files(root),
+            workspace=root,
+            platform=sys.platform,
+            captured_at=captured_at,
+        )
+    )
+    recorder = Recorder(flags.json, flags.quiet, sys.stdout.buffer, sys.stderr)
+    recorder.write(
+        Started(
+            model=plan.model,
+            workspace=root,
+            published_tools=publication.names(),
+            operations=tuple(e.operation for e in publication.published),
+            withheld=publication.withheld,
+            skills=(),
+            agents=(),
+            profiles=(),
+            context=instruction.manifest,
+            toolchains=(),
+            mcp=(),
+            credential_source=plan.credential.record_name if plan.credential is not None else "none",
+        )
+    )
+    if prices is not None:
+        recorder.write(Rates(source=prices.source, as_of=prices.as_of))
+        if plan.model not in prices.models:
+            recorder.write(
+                WarningLine(code="unpriced-model", message=f"no price is known for `{plan.model}`; no cost is reported")
+            )
+    items: list[Item] = list(resumed.items) if resumed is not None else []
+    items.append(UserText(plan.input))
+    ident = resumed.id if resumed is not None else session_id(start_nanos, os.getpid())
+    loop = Loop(
+        wire=plan.wire,
+        model=plan.model,
+        instruction=instruction.text,
+        publication=publication,
+        scope_rules=plan.scope_rules,
+        root=root,
+        approver=approver,
+        ceiling=plan.ceiling,
+        sampling=Sampling(flags.temperature, flags.top_p, flags.reasoning_effort, flags.max_output_tokens_per_turn),
+        limits=budget.Limits(
+            flags.max_turns, flags.max_output_tokens, flags.max_duration_ms, flags.max_cost_microunits
+        ),
+        prices=prices,
+        items=items,
+        session_key=f"b10x-{os.getpid():x}-{start_nanos:x}",
+        url=plan.base_url + ENDPOINT_PATHS[plan.wire],
+        user_agent=f"b10x-harness/{version()}",
+        credential=credential,
+        cancel=cancel,
+        recorder=recorder,
+    )
+    try:
+        stop = loop.run()
+    except LoopError as error:
+        _save(directory, ident, plan, root, loop, resumed, recorder, start_nanos)
+        stderr_error(str(error))
+        return 1
+    recorder.write(Finished(stop=stop, turns=loop.spent.turns))
+    _save(directory, ident, plan, root, loop, resumed, recorder, start_nanos)
+    return 0 if isinstance(stop, budget.Completed) else 2
+
+
+def _save(
+    directory: str | None,
+    ident: str,
+    plan: RunPlan,
+    root: str,
+    loop: Loop,
+    resumed: SessionFile | None,
+    recorder: Recorder,
+    start_nanos: int,
+) -> None:
+    if directory is None:
+        return
+    now = int(time.time())
+    session = SessionFile(
+        version=1,
+        id=ident,
+        wire=plan.wire,
+        model=plan.model,
+        base_url=plan.base_url,
+        workspace=root,
+        created_unix=resumed.created_unix if resumed is not None else start_nanos // 1_000_000_000,
+        updated_unix=now,
+        turns=(resumed.turns if resumed is not None else 0) + loop.spent.turns,
+        items=tuple(loop.items),
+        usage=(resumed.usage if resumed is not None else ()) + tuple(loop.usages),
+    )
+    try:
+        path = save_session(directory, session)
+    except OSError as error:
+        sys.stderr.write(f"session {ident} could not be written: {error.strerror}\n")
+        return
+    if recorder.json_mode:
+        recorder.write(SessionWritten(id=ident, path=path))
+
+
+def run_cli(args: list[str]) -> int:
+    """Parse ``args`` and run; parse errors are exit 1 with ``error: <reason>`` (and ``refused`` under ``--json``)."""
+    try:
+        code = cli.main(args=args, prog_name="b10x-harness", standalone_mode=False)
+    except click.exceptions.Exit as done:
+        code = done.exit_code
+    except click.ClickException as error:
+        code = _refuse("--json" in args, error.format_message())
+    except click.exceptions.Abort:
+        code = 130
+    return code if isinstance(code, int) else 0

@@ -1,0 +1,53 @@
+"""``b10x-harness --version`` starts light: metaharness probes ``<program> --version`` beside every
+spawn (spec 40 §3.3), so the answer comes from the installed metadata before the command line, the
+wires, the tools or the HTTP client are imported."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HARNESS = str(Path(sys.executable).parent / "b10x-harness")
+HEAVY = ("httpx", "httpcore", "click", "msgspec", "returns", "metaharness.pure.wires", "metaharness.pure.loop",
+         "metaharness.shell.loop")  # fmt: skip
+
+
+def imported_by(*args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """Run the installed ``b10x-harness *args`` with ``PYTHONPROFILEIMPORTTIME``; the modules it imported."""
+    done = subprocess.run(
+        [HARNESS, *args], capture_output=True, text=True, check=False, timeout=60, stdin=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPROFILEIMPORTTIME": "1"},
+    )  # fmt: skip
+    modules = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    return done, modules
+
+
+def heavy(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY))
+
+
+@pytest.mark.parametrize("flag", ["--version", "-V"])
+def test_version_imports_no_http_client_wire_or_command_line(flag: str) -> None:
+    done, modules = imported_by(flag)
+    assert done.returncode == 0
+    assert done.stdout == f"b10x-harness {importlib.metadata.version('metaharness')}\n"
+    assert "importlib.metadata" in modules and "metaharness.shell.loop_cli" in modules
+    assert heavy(modules) == []
+
+
+def test_help_still_lists_the_version_option() -> None:
+    done, modules = imported_by("--help")
+    assert done.returncode == 0 and "-V, --version" in done.stdout
+    assert "click" in modules
+
+
+def test_run_imports_the_loop() -> None:
+    """The measurement above can fail: ``run`` does import the command line, the loop and the HTTP client."""
+    done, modules = imported_by("run", "--json", "--model", "m")
+    assert done.returncode == 1 and '"kind":"refused"' in done.stdout
+    assert {"click", "httpx", "metaharness.shell.loop.command", "metaharness.pure.wires.neutral"} <= modules
