@@ -16,9 +16,22 @@ import sys
 import time
 from typing import IO, Any
 
+from metaharness.pure.hook_channel import HOOK_PROGRAM
+
 ROLLOUT = "sessions/2026/11/30/rollout-2026-11-30T00-00-00-golden.jsonl"
 SETTLE_S = 0.1
 """A pause after the announcing line, so the run reads it (codex: its 25 ms poll) before the hook rings."""
+
+
+def stage_scripted_child(kind: str, scratch: str, record: bytes, request: bytes) -> tuple[tuple[str, ...], str]:
+    """The run's half of C3: writes the captured record and hook request into ``scratch``; returns this
+    module's invocation after the interpreter and the path its hook answer is written to."""
+    record_path, request_path, answer = (os.path.join(scratch, name) for name in ("record.jsonl", "request.json", "answer"))
+    for path, data in ((record_path, record), (request_path, request)):
+        with open(path, "wb") as handle:
+            handle.write(data)
+    hook = os.path.join(scratch, HOOK_PROGRAM)
+    return ("-m", "metaharness.shell.conformance_child", kind, record_path, request_path, hook, answer), answer
 
 
 def announces_call(kind: str, line: bytes) -> bool:

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 from importlib.resources import files
@@ -30,9 +29,9 @@ from metaharness.pure.claude.vectors import (
 from metaharness.pure.conformance import CALLER, PROMPT, RUN, Outcome, check_exchange
 from metaharness.pure.environment import ProgramCandidate
 from metaharness.pure.frames import load_frame
-from metaharness.pure.hook_channel import HOOK_PROGRAM
 from metaharness.shell.claude.live import drive_claude
 from metaharness.shell.claude.run import materialise
+from metaharness.shell.conformance_child import stage_scripted_child
 from metaharness.shell.facts import own_cli
 
 
@@ -50,12 +49,7 @@ def run_exchange(frame_file: str) -> tuple[bytes, bytes]:
         spec = ClaudeRunSpec(prompt=PROMPT, decisions="frame", environment=ENDPOINT_ROUTE, frame_digest=frame.digest)
         facts = {f"{CALLER['HOME']}/.local/bin/claude": ProgramCandidate(regular=True, executable=True)}
         planned = plan_claude_launch(spec, CALLER, scratch, facts).unwrap()
-        record, request, answer = (os.path.join(scratch, name) for name in ("record.jsonl", "request.json", "answer"))
-        for path, name in ((record, HOOK_RECORD), (request, HOOK_REQUEST)):
-            with open(path, "wb") as handle:
-                handle.write(vector_bytes(name))
-        hook = os.path.join(scratch, HOOK_PROGRAM)
-        child = ("-m", "metaharness.shell.conformance_child", "claude", record, request, hook, answer)
+        child, answer = stage_scripted_child("claude", scratch, vector_bytes(HOOK_RECORD), vector_bytes(HOOK_REQUEST))
         launch = msgspec.structs.replace(planned, program=sys.executable, args=child, cwd=scratch)
         channel = materialise(launch, ())
         session, opening = open_session(

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 from importlib.resources import files
@@ -28,9 +27,10 @@ from metaharness.pure.conformance import CALLER, ENDPOINT, PROMPT, RUN, Outcome,
 from metaharness.pure.decisions import open_desk
 from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
 from metaharness.pure.frames import load_frame
-from metaharness.pure.hook_channel import HOOK_PROGRAM, HOOK_TIMEOUT_S
+from metaharness.pure.hook_channel import HOOK_TIMEOUT_S
 from metaharness.shell.codex.live import drive_codex
 from metaharness.shell.codex.run import materialise
+from metaharness.shell.conformance_child import stage_scripted_child
 
 
 def vector_bytes(name: str) -> bytes:
@@ -51,12 +51,7 @@ def run_exchange(frame_file: str) -> tuple[bytes, bytes]:
         )
         facts = {f"{CALLER['HOME']}/.local/bin/codex": ProgramCandidate(regular=True, executable=True)}
         planned = plan_codex_launch(spec, CALLER, scratch, facts).unwrap()
-        record, request, answer = (os.path.join(scratch, name) for name in ("record.jsonl", "request.json", "answer"))
-        for path, name in ((record, HOOK_RECORD), (request, HOOK_REQUEST)):
-            with open(path, "wb") as handle:
-                handle.write(vector_bytes(name))
-        hook = os.path.join(scratch, HOOK_PROGRAM)
-        child = ("-m", "metaharness.shell.conformance_child", "codex", record, request, hook, answer)
+        child, answer = stage_scripted_child("codex", scratch, vector_bytes(HOOK_RECORD), vector_bytes(HOOK_REQUEST))
         launch = msgspec.structs.replace(planned, program=sys.executable, args=child, cwd=scratch)
         materialise(launch)
         lines: list[bytes] = []
