@@ -27,7 +27,7 @@ from metaharness.pure.loop.plan import RunFlags
 from metaharness.pure.wires import openai_responses
 from metaharness.pure.wires.neutral import TurnRequest, UserText
 from metaharness.pure.wires.sse import frame_sse
-from metaharness.shell import loop_cli
+from metaharness.shell.loop import command
 
 EMULATOR = str(Path(sys.executable).parent / "b10x-emulator")
 TURNS = 200
@@ -52,7 +52,7 @@ def _loop_seconds_per_run(base_url: str, workspace: str) -> float:
     for _ in range(TURNS):
         sys.stdout = io.TextIOWrapper(io.BytesIO())
         begin = time.perf_counter()
-        code = loop_cli.start(flags)
+        code = command.start(flags)
         timings.append(time.perf_counter() - begin)
         sys.stdout = real_stdout
         assert code == 0
