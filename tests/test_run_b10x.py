@@ -11,7 +11,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -129,22 +129,45 @@ def decide(decision: dict) -> bytes:
     )
 
 
-def ask(home: Path, base_url: str, work: Path, command: bytes) -> list[dict]:
+def steered(
+    home: Path, decisions: str, base_url: str, work: Path, at: str, act: Callable[[subprocess.Popen[bytes]], None]
+) -> tuple[list[dict], int]:
+    """A b10x run under ``decisions``, ``act`` done to metaharness at each event named ``at``; the
+    events and the exit code."""
     env = {"HOME": str(home), "PATH": os.environ["PATH"]}
     child = subprocess.Popen(
-        [str(METAHARNESS), "run", "b10x", "--decisions", "ask", *common(base_url, work)],
+        [str(METAHARNESS), "run", "b10x", "--decisions", decisions, *common(base_url, work)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-    )
+    )  # fmt: skip
     assert child.stdin is not None and child.stdout is not None
     lines: list[bytes] = []
     for line in iter(child.stdout.readline, b""):
         lines.append(line)
-        if b'"event":"tool.requested"' in line:
-            child.stdin.write(command)
-            child.stdin.flush()
+        if f'"event":"{at}"'.encode() in line:
+            act(child)
     child.wait(timeout=60)
-    assert child.returncode == 0
-    return stream(subprocess.CompletedProcess([], 0, b"".join(lines), b""))
+    return stream(subprocess.CompletedProcess([], 0, b"".join(lines), b"")), child.returncode
+
+
+def send(command: bytes) -> Callable[[subprocess.Popen[bytes]], None]:
+    """The act of writing ``command`` to metaharness's stdin."""
+
+    def write(child: subprocess.Popen[bytes]) -> None:
+        assert child.stdin is not None
+        child.stdin.write(command)
+        child.stdin.flush()
+
+    return write
+
+
+def sigterm(child: subprocess.Popen[bytes]) -> None:
+    child.send_signal(signal.SIGTERM)
+
+
+def ask(home: Path, base_url: str, work: Path, command: bytes) -> list[dict]:
+    events, code = steered(home, "ask", base_url, work, "tool.requested", send(command))
+    assert code == 0
+    return events
 
 
 @pytest.mark.parametrize("emulator", ["flat-write"], indirect=True)
@@ -237,42 +260,18 @@ def test_loop_dying_without_finished_exits_3(home: Path, emulator: Emulator, tmp
 
 @pytest.mark.parametrize("emulator", ["slow"], indirect=True)
 def test_sigterm_to_metaharness_ends_the_run_killed(home: Path, emulator: Emulator, tmp_path: Path) -> None:
-    env = {"HOME": str(home), "PATH": os.environ["PATH"]}
-    child = subprocess.Popen(
-        [str(METAHARNESS), "run", "b10x", "--decisions", "observe", *common(emulator.base_url, workspace(tmp_path))],
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-    )
-    assert child.stdout is not None
-    lines = []
-    for line in iter(child.stdout.readline, b""):
-        lines.append(line)
-        if b'"event":"turn.started"' in line:
-            child.send_signal(signal.SIGTERM)
-    child.wait(timeout=30)
-    assert child.returncode == 3
-    events = stream(subprocess.CompletedProcess([], 0, b"".join(lines), b""))
+    events, code = steered(home, "observe", emulator.base_url, workspace(tmp_path), "turn.started", sigterm)
+    assert code == 3
     assert events[-1]["reason"] == "killed"
 
 
 @pytest.mark.parametrize("emulator", ["slow"], indirect=True)
 def test_interrupt_command_cancels_the_loop(home: Path, emulator: Emulator, tmp_path: Path) -> None:
-    env = {"HOME": str(home), "PATH": os.environ["PATH"]}
-    child = subprocess.Popen(
-        [str(METAHARNESS), "run", "b10x", "--decisions", "observe", *common(emulator.base_url, workspace(tmp_path))],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-    )
-    assert child.stdin is not None and child.stdout is not None
-    lines = []
-    for line in iter(child.stdout.readline, b""):
-        lines.append(line)
-        if b'"event":"turn.started"' in line:
-            child.stdin.write(b'{"format":"metaharness.command/1","id":"i1","command":"interrupt","reason":"enough"}\n')
-            child.stdin.flush()
-    child.wait(timeout=30)
-    events = stream(subprocess.CompletedProcess([], 0, b"".join(lines), b""))
+    command = b'{"format":"metaharness.command/1","id":"i1","command":"interrupt","reason":"enough"}\n'
+    events, code = steered(home, "observe", emulator.base_url, workspace(tmp_path), "turn.started", send(command))
     assert of(events, "command.result")[0]["outcome"] == {"result": "ok", "applies_at": None}
     assert of(events, "session.ended")[0]["subtype"] == "cancelled"
-    assert events[-1]["reason"] == "error" and child.returncode == 3
+    assert events[-1]["reason"] == "error" and code == 3
 
 
 @pytest.mark.parametrize("emulator", ["flat-tool"], indirect=True)
@@ -294,24 +293,12 @@ def test_audited_run_of_the_project_loop_exits_1_on_h9(home: Path, emulator: Emu
 
 @pytest.mark.parametrize("emulator", ["slow"], indirect=True)
 def test_halt_kills_the_loop_and_closes_steer_halt(home: Path, emulator: Emulator, tmp_path: Path) -> None:
-    env = {"HOME": str(home), "PATH": os.environ["PATH"]}
-    child = subprocess.Popen(
-        [str(METAHARNESS), "run", "b10x", "--decisions", "observe", *common(emulator.base_url, workspace(tmp_path))],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-    )
-    assert child.stdin is not None and child.stdout is not None
-    lines = []
-    for line in iter(child.stdout.readline, b""):
-        lines.append(line)
-        if b'"event":"turn.started"' in line:
-            child.stdin.write(b'{"format":"metaharness.command/1","id":"h1","command":"halt","reason":"enough"}\n')
-            child.stdin.flush()
-    child.wait(timeout=30)
-    events = stream(subprocess.CompletedProcess([], 0, b"".join(lines), b""))
+    command = b'{"format":"metaharness.command/1","id":"h1","command":"halt","reason":"enough"}\n'
+    events, code = steered(home, "observe", emulator.base_url, workspace(tmp_path), "turn.started", send(command))
     assert of(events, "command.result")[0]["id"] == "h1"
     assert not [e for e in events if e.get("code") == "NO_TERMINAL_RECORD"]
     assert events[-1]["reason"] == "steer-halt" and events[-1]["process"] == {"kind": "signaled", "signal": 9}
-    assert child.returncode == 3
+    assert code == 3
 
 
 @pytest.mark.parametrize("emulator", ["flat-tool"], indirect=True)
@@ -330,23 +317,11 @@ def test_retain_dir_keeps_the_record(home: Path, emulator: Emulator, tmp_path: P
 @pytest.mark.parametrize("emulator", ["flat-write"], indirect=True)
 def test_sigterm_while_a_call_waits_abandons_it_first(home: Path, emulator: Emulator, tmp_path: Path) -> None:
     work = workspace(tmp_path)
-    env = {"HOME": str(home), "PATH": os.environ["PATH"]}
-    child = subprocess.Popen(
-        [str(METAHARNESS), "run", "b10x", "--decisions", "ask", *common(emulator.base_url, work)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-    )
-    assert child.stdout is not None
-    lines = []
-    for line in iter(child.stdout.readline, b""):
-        lines.append(line)
-        if b'"event":"tool.requested"' in line:
-            child.send_signal(signal.SIGTERM)
-    child.wait(timeout=30)
-    events = stream(subprocess.CompletedProcess([], 0, b"".join(lines), b""))
+    events, code = steered(home, "ask", emulator.base_url, work, "tool.requested", sigterm)
     decided = of(events, "tool.decided")[0]
     assert (decided["decided_by"], decided["decision"]["reason"]) == (
         "adapter", "the run was interrupted before this call was decided, so nothing ran"
     )
     assert any(e.get("code") == "PENDING_CALL_ABANDONED" for e in events)
-    assert events[-1]["reason"] == "killed" and child.returncode == 3
+    assert events[-1]["reason"] == "killed" and code == 3
     assert not (work / "note.md").exists()
