@@ -11,11 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from codex_process import sealed_frame
 from emulator_process import running_emulator
 from vendor_cli import pinned_cli
 
 from metaharness.pure.events import read_event
-from metaharness.pure.frames import frame_document, seal_frame
 
 PINNED = "0.171.0"
 SCRIPT = str(Path(sys.executable).with_name("metaharness"))
@@ -79,24 +79,6 @@ def test_doctor_codex_reports_the_pinned_binary() -> None:
     assert done.returncode == 0, done.stderr
     first = done.stdout.decode().splitlines()[0]
     assert first.startswith("codex: ") and first.endswith(f"{PINNED} — on the adapter's pin ({PINNED})")
-
-
-def sealed_frame(directory: Path, operations: list[str]) -> str:
-    raw = {
-        "format": "metaharness.frame/1",
-        "workflow": {"id": "development/default", "version": "1"},
-        "node": {"id": "implement"},
-        "step": {"workflow": "development/default", "state": "implement", "index": 0, "attempt": 1},
-        "prior": [],
-        "obligations": [],
-        "reaching": [],
-        "next": [],
-        "handoff": {"handoff": "none"},
-        "operations": [{"op": op} for op in operations],
-    }
-    path = directory / "step.frame.json"
-    path.write_bytes(frame_document(seal_frame(raw).unwrap()))
-    return str(path)
 
 
 @needs_codex
