@@ -496,7 +496,7 @@ def _copy_within(catalogue: Catalogue, cap: int) -> bytes | None:
 def scratch_copy(catalogue: Catalogue) -> bytes:
     """``<scratch>/catalogue.json`` (spec 30 §10.5): the checked catalogue as one line of JSON with
     separators ``, `` and ``: ``, ``"`` and ``\\`` escaped, every character YAML refuses raw or reads
-    as a line break written ``\\uXXXX`` (lowercase hex), nothing else escaped, then ``\\n``. Only
+    as a line break written ``\\u`` and four lowercase hex digits, nothing else escaped, then ``\\n``. Only
     for a catalogue ``load_catalogue`` accepted, whose copy is known to fit."""
     copy = _copy_within(catalogue, CATALOGUE_CAP)
     if copy is None:

@@ -67,6 +67,10 @@ def backstop_seconds(hook_timeout_s: int = HOOK_TIMEOUT_S) -> int:
     return hook_timeout_s - BACKSTOP_MARGIN_S
 
 
+MKTEMP_SUFFIX = "X" * 8
+"""The template tail ``mktemp`` replaces with random characters: the pending request's key."""
+
+
 def render_hook_program(scratch: str, hook_timeout_s: int = HOOK_TIMEOUT_S) -> str:
     """The text of ``hooks/pretooluse`` for a scratch root (spec 50 §2), mode 0700 when written.
 
@@ -82,7 +86,7 @@ def render_hook_program(scratch: str, hook_timeout_s: int = HOOK_TIMEOUT_S) -> s
         "umask 077\n"
         f"channel={shell_quote(channel)}\n"
         f"deny() {{ printf '%s' {deny}; exit 0; }}\n"
-        'pending=$(mktemp "$channel/requests/.pending.XXXXXXXX" 2>/dev/null) || deny\n'
+        f'pending=$(mktemp "$channel/requests/.pending.{MKTEMP_SUFFIX}" 2>/dev/null) || deny\n'
         'key=${pending##*/.pending.}\n'
         'cat >"$pending" || deny\n'
         'mkfifo "$channel/responses/$key.wake" 2>/dev/null || deny\n'

@@ -172,7 +172,7 @@ def provider_block(declaration: EnvironmentDeclaration) -> ProviderBlock | None:
 
 
 def _toml_string(text: str) -> str:
-    """A TOML basic string with ``\\`` and ``"`` escaped (spec 50 §4), control characters as ``\\uXXXX``."""
+    """A TOML basic string with ``\\`` and ``"`` escaped (spec 50 §4), control characters as ``\\u`` and four hex digits."""
     escaped = text.replace("\\", "\\\\").replace('"', '\\"')
     escaped = "".join(c if c >= " " and c != "\x7f" else f"\\u{ord(c):04x}" for c in escaped)
     return f'"{escaped}"'
