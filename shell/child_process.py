@@ -8,6 +8,7 @@ import os
 import queue
 import signal
 import threading
+import time
 from typing import IO, Any
 
 from metaharness.pure.events import Exited, Process, Signaled, UnknownProcess
@@ -25,6 +26,43 @@ def kill_group(pid: int, number: int) -> None:
         os.killpg(pid, number)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+class GroupStop:
+    """How a live loop stops its child's group (spec 10 §4.10): ``terminate`` sends SIGTERM and
+    schedules SIGKILL ``GRACE_S`` later (``due`` sends it); ``halt`` and a signal are remembered for the
+    closing reason, and a second signal kills at once."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.halted = False
+        self.killed = False
+        self.kill_at: float | None = None
+
+    def terminate(self) -> None:
+        """SIGTERM the group now, SIGKILL it ``GRACE_S`` from now."""
+        kill_group(self.pid, signal.SIGTERM)
+        self.kill_at = time.monotonic() + GRACE_S
+
+    def control(self, control: str) -> None:
+        """An ``interrupt`` or ``halt`` command took effect: end the child."""
+        self.halted = self.halted or control == "halt"
+        self.terminate()
+
+    def second_signal(self) -> bool:
+        """A signal arrived: a second one SIGKILLs the group at once (True); the first is remembered
+        (False) and the caller abandons pending calls before it calls ``terminate``."""
+        if self.killed:
+            kill_group(self.pid, signal.SIGKILL)
+            return True
+        self.killed = True
+        return False
+
+    def due(self, now: float) -> None:
+        """Send the scheduled SIGKILL once its time has come."""
+        if self.kill_at is not None and now >= self.kill_at:
+            kill_group(self.pid, signal.SIGKILL)
+            self.kill_at = None
 
 
 def keep_tail(stream: IO[bytes], tail: bytearray) -> None:

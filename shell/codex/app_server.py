@@ -57,6 +57,7 @@ from metaharness.pure.refusal import Refusal
 from metaharness.shell.catalogue_file import read_back_scratch_copy, read_catalogue, write_scratch_copy
 from metaharness.shell.child_process import (
     GRACE_S,
+    GroupStop,
     SignalQueue,
     keep_tail,
     kill_group,
@@ -276,9 +277,8 @@ def drive_app_server(
         threading.Thread(target=pump_fd, args=(commands, "command", events), daemon=True).start()
     state.steps(first)
     rollout_tail = RolloutTail(launch.sessions_dir, launch.rollout_copy)
-    halted = killed = False
+    group = GroupStop(child.pid)
     term_at: float | None = None
-    kill_at: float | None = None
     exit_code: int | None = None
     quiet = 0
     next_poll = time.monotonic()
@@ -287,7 +287,7 @@ def drive_app_server(
             now = time.monotonic()
             waits = [next_poll - now]
             waits += [at - now for at in (state.deadlines.next_at(),) if at is not None]
-            waits += [at - now for at in (term_at, kill_at) if at is not None]
+            waits += [at - now for at in (term_at, group.kill_at) if at is not None]
             try:
                 kind, item = events.get(timeout=max(0.0, min(waits)))
             except queue.Empty:
@@ -306,27 +306,20 @@ def drive_app_server(
             elif kind == "command" and item is not None:
                 control = state.command(item, on_steering_refusal)
                 if control is not None:
-                    halted = halted or control == "halt"
-                    kill_group(child.pid, signal.SIGTERM)
-                    kill_at = time.monotonic() + GRACE_S
+                    group.control(control)
             elif kind == "signal":
-                if killed:
-                    kill_group(child.pid, signal.SIGKILL)
+                if group.second_signal():
                     continue
-                killed = True
                 state.abandon("the run was interrupted")
-                kill_group(child.pid, signal.SIGTERM)
-                kill_at = time.monotonic() + GRACE_S
-            if state.finished and term_at is None and kill_at is None:
+                group.terminate()
+            if state.finished and term_at is None and group.kill_at is None:
                 _close(child.stdin)
                 term_at = time.monotonic() + GRACE_S
             now = time.monotonic()
             if term_at is not None and now >= term_at:
-                kill_group(child.pid, signal.SIGTERM)
-                term_at, kill_at = None, now + GRACE_S
-            if kill_at is not None and now >= kill_at:
-                kill_group(child.pid, signal.SIGKILL)
-                kill_at = None
+                term_at = None
+                group.terminate()
+            group.due(now)
             state.expire_due()
             if now >= next_poll:
                 next_poll = now + POLL_INTERVAL_S
@@ -351,7 +344,7 @@ def drive_app_server(
     stdout_copy.close()
     code = exit_code if exit_code is not None else child.wait()
     process = wait_status(code)
-    reason = state.close(halted=halted, killed=killed, tail=bytes(tail), late_events=late_events, process=process)
+    reason = state.close(halted=group.halted, killed=group.killed, tail=bytes(tail), late_events=late_events, process=process)
     return LiveOutcome(reason, process, state.stream.written)
 
 

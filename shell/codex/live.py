@@ -64,7 +64,15 @@ from metaharness.pure.events import (
 from metaharness.pure.hook_channel import HOOK_GAVE_UP, read_hook_request
 from metaharness.pure.readings import Emitted
 from metaharness.pure.run_stages import closing_reason, no_terminal_record
-from metaharness.shell.child_process import GRACE_S, SignalQueue, keep_tail, kill_group, pump_fd, wait_status
+from metaharness.shell.child_process import (
+    GRACE_S,
+    GroupStop,
+    SignalQueue,
+    keep_tail,
+    kill_group,
+    pump_fd,
+    wait_status,
+)
 from metaharness.shell.codex.rollout import POLL_INTERVAL_S, QUIET_POLLS_AFTER_EXIT, RolloutTail
 from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.steering import Deadlines, steering_command
@@ -296,8 +304,7 @@ def drive_codex(
     if commands is not None:
         threading.Thread(target=pump_fd, args=(commands, "command", events), daemon=True).start()
     rollout_tail = RolloutTail(launch.sessions_dir, launch.rollout_copy)
-    halted = killed = False
-    kill_at: float | None = None
+    group = GroupStop(child.pid)
     exit_code: int | None = None
     quiet = 0
     next_poll = time.monotonic()
@@ -306,8 +313,8 @@ def drive_codex(
             now = time.monotonic()
             waits = [next_poll - now]
             waits += [at - now for at in (state.deadlines.next_at(),) if at is not None]
-            if kill_at is not None:
-                waits.append(kill_at - now)
+            if group.kill_at is not None:
+                waits.append(group.kill_at - now)
             try:
                 kind, item = events.get(timeout=max(0.0, min(waits)))
             except queue.Empty:
@@ -320,21 +327,14 @@ def drive_codex(
             elif kind == "command" and item is not None:
                 control = state.command(item, on_steering_refusal)
                 if control is not None:
-                    halted = halted or control == "halt"
-                    kill_group(child.pid, signal.SIGTERM)
-                    kill_at = time.monotonic() + GRACE_S
+                    group.control(control)
             elif kind == "signal":
-                if killed:
-                    kill_group(child.pid, signal.SIGKILL)
+                if group.second_signal():
                     continue
-                killed = True
                 state.abandon("the run was interrupted")
-                kill_group(child.pid, signal.SIGTERM)
-                kill_at = time.monotonic() + GRACE_S
+                group.terminate()
             now = time.monotonic()
-            if kill_at is not None and now >= kill_at:
-                kill_group(child.pid, signal.SIGKILL)
-                kill_at = None
+            group.due(now)
             state.expire_due()
             if now >= next_poll:
                 next_poll = now + POLL_INTERVAL_S
@@ -354,5 +354,5 @@ def drive_codex(
     code = exit_code if exit_code is not None else child.wait()
     process = wait_status(code)
     marked = process if process_known else wait_status(code, known=False)
-    reason = state.close(halted=halted, killed=killed, tail=bytes(tail), late_events=late_events, process=marked)
+    reason = state.close(halted=group.halted, killed=group.killed, tail=bytes(tail), late_events=late_events, process=marked)
     return LiveOutcome(reason, process, state.stream.written)
