@@ -48,9 +48,13 @@ class Launch:
 
 def child_environment(home: Path, program: str, **extra: str) -> dict[str, str]:
     """A constructed environment (spec 50 §1): no inherited credential or proxy, the vendor's bin
-    directory and node on PATH, a throwaway HOME."""
+    directory and node on PATH, a throwaway HOME and its own TMPDIR beside it, as a governed run's child has
+    (Codex 0.171.0's bubblewrap sandbox, used when ``bwrap`` is installed, fails every write and command of a
+    child that has no TMPDIR)."""
     path = os.pathsep.join(dict.fromkeys([str(Path(program).parent), "/usr/local/bin", "/usr/bin", "/bin"]))
-    return {"PATH": path, "HOME": str(home), "LANG": "C.UTF-8", **extra}
+    tmp = home.parent / "tmp"
+    tmp.mkdir(exist_ok=True)
+    return {"PATH": path, "HOME": str(home), "TMPDIR": str(tmp), "LANG": "C.UTF-8", **extra}
 
 
 def launch(tmp_path: Path, scenario: str, argv: list[str], environment: dict[str, str],
