@@ -196,19 +196,22 @@ def project_stream(
     )
 
 
-def project_record(kind: str, name: str, record: bytes) -> Result[TraceDocument, Refusal]:
-    """``project --from KIND``: the retained record mapped as ``replay`` maps it with its
-    defaults (spec 10 §10), then projected with the vendor format as source and the digest over the
-    record's bytes (spec 10 §9)."""
+def replay_stream(kind: str, name: str, record: bytes) -> bytes:
+    """A retained vendor record of ``kind`` mapped into ``metaharness.event/1`` as ``replay`` maps it
+    with its defaults (spec 10 §10), ``name`` being the record's path as given."""
     if kind == "claude":
         facts = replay_facts(decisions="observe", hermetic="off", transcript_path=name, harness_version=None, model=None)
-        replayed = replay_claude(record, facts, "replay")[0]
-    elif kind == "codex":
+        return replay_claude(record, facts, "replay")[0]
+    if kind == "codex":
         launch = replay_launch(decisions="observe", hermetic="off", transcript_path=name)
-        replayed = replay_rollout(record, launch, "replay")[0]
-    else:
-        replayed = replay_b10x(replay_settings(transcript_path=name), record).stream
-    return project_stream(name, replayed, source=VENDOR_SOURCES[kind], record=record)
+        return replay_rollout(record, launch, "replay")[0]
+    return replay_b10x(replay_settings(transcript_path=name), record).stream
+
+
+def project_record(kind: str, name: str, record: bytes) -> Result[TraceDocument, Refusal]:
+    """``project --from KIND``: the record mapped by :func:`replay_stream`, then projected with the
+    vendor format as source and the digest over the record's bytes (spec 10 §9)."""
+    return project_stream(name, replay_stream(kind, name, record), source=VENDOR_SOURCES[kind], record=record)
 
 
 def document_text(document: TraceDocument) -> str:
