@@ -82,9 +82,9 @@ class Note(msgspec.Struct, frozen=True, tag="note"):
 
 
 class CallMark(msgspec.Struct, frozen=True, tag="call"):
-    """A call's place in the run's order."""
+    """A call's place in the run's order: ``index`` into :attr:`ViewState.calls`."""
 
-    call_id: str
+    index: int
 
 
 Entry: TypeAlias = Note | CallMark
@@ -161,6 +161,16 @@ def _note_of(payload: Event) -> Note | None:
     return None
 
 
+def launch_frame(hermetic: Hermetic) -> str | None:
+    """The digest of the frame the run was launched under, as row H10 names its governing documents
+    (``frame <digest>``, then the others, joined by ``, ``)."""
+    for entry in hermetic.imposed:
+        if entry.row == "H10":
+            named = [piece.removeprefix("frame ") for piece in entry.how.split(", ") if piece.startswith("frame ")]
+            return named[0] if named else None
+    return None
+
+
 def fold_view(state: ViewState, item: EventLine | Malformed, now: float) -> ViewState:
     """The state after one more line; ``now`` is the reader's clock reading (seconds) at its arrival."""
     if isinstance(item, Malformed):
@@ -173,11 +183,12 @@ def fold_view(state: ViewState, item: EventLine | Malformed, now: float) -> View
     changes: dict[str, Any] = {"events": state.events + 1, "last_event": name, "run": state.run or item.run}
     if isinstance(payload, SessionStarted) and state.started is None:
         changes["started"] = payload
+        changes["frame_digest"] = state.frame_digest or launch_frame(payload.hermetic)
     elif isinstance(payload, TurnStarted | StepEntered) and payload.frame_digest is not None:
         changes["frame_digest"] = payload.frame_digest
     elif isinstance(payload, ToolRequested):
         changes["calls"] = (*state.calls, CallView(requested=payload, requested_at=now))
-        changes["timeline"] = (*state.timeline, CallMark(payload.call_id))
+        changes["timeline"] = (*state.timeline, CallMark(len(state.calls)))
     elif isinstance(payload, ToolDecided):
         changes["census"] = count_decision(state.census, payload)
         if call_of(state, payload.call_id) is not None:
@@ -377,7 +388,7 @@ def header_fields(state: ViewState) -> tuple[tuple[str, str], ...]:
         ("model", (started.model if started is not None else None) or unknown),
         ("directory", (started.cwd if started is not None else None) or unknown),
         ("decisions", hermetic.decisions if hermetic is not None else unknown),
-        ("frame", state.frame_digest[:SHORT_DIGEST] if state.frame_digest is not None else "none stated yet"),
+        ("frame", state.frame_digest[:SHORT_DIGEST] if state.frame_digest is not None else "none in force"),
         ("confinement", confinement_text(hermetic)),
         ("hermetic", hermetic.mode if hermetic is not None else unknown),
     )

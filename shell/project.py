@@ -14,9 +14,9 @@ from metaharness.pure.projection import (
     document_text,
     project_record,
     project_stream,
-    viewer_page,
 )
 from metaharness.pure.refusal import Refusal
+from metaharness.pure.run_page import run_page
 from metaharness.shell.refusals import refuse
 
 
@@ -51,7 +51,7 @@ def run_project(
         sys.stdout.buffer.write(document_text(documents[0]).encode("utf-8"))
         sys.stdout.buffer.flush()
     writes = ([(out, document_text(documents[0]))] if out is not None else []) + (
-        [(html, viewer_page(documents))] if html is not None else []
+        [(html, run_page(documents))] if html is not None else []
     )
     for path, text in writes:
         failed = _write(path, text)

@@ -34,7 +34,7 @@ EXPECTED = [
     "warning UNVERIFIED_TIER: this run's decisions travel on the b10x caller seam and the call tier is declared unverified: the loop asks only about calls above its approval ceiling (low), so reads run unasked",
     "run b10x-30700 · b10x 0.1.0 · model b10x-emulated",
     "  directory /tmp/rec/ws",
-    "  decisions ask · frame none stated yet · hermetic off",
+    "  decisions ask · frame none in force · hermetic off",
     "  confinement not attested",
     "warning COVERAGE_GAP: the caller seam cannot decide file_read, dir_list, search, find: the loop runs them unasked below its approval ceiling",
     "turn 1",
