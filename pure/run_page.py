@@ -27,6 +27,7 @@ from metaharness.pure.run_view import (
     completeness_line,
     decision_why,
     decision_word,
+    entries,
     final_census,
     fold_view,
     header_fields,
@@ -185,7 +186,7 @@ def _spine(state: ViewState) -> tuple[list[list[Note]], list[CallView]]:
     """The notes before each call (and after the last, as one more group) and the calls in order."""
     groups: list[list[Note]] = [[]]
     calls: list[CallView] = []
-    for entry in state.timeline:
+    for entry in entries(state):
         if isinstance(entry, CallMark):
             calls.append(state.calls[entry.index])
             groups.append([])

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any, TypeAlias
 
 import msgspec
+from immutables import Map
 
 from metaharness.pure.audit_report import census_lines, child_exit_text, withheld_line
 from metaharness.pure.census import ZERO_CENSUS, count_decision
@@ -82,7 +83,8 @@ class Note(msgspec.Struct, frozen=True, tag="note"):
 
 
 class CallMark(msgspec.Struct, frozen=True, tag="call"):
-    """A call's place in the run's order: ``index`` into :attr:`ViewState.calls`."""
+    """A call's place in the run's order: ``index`` into :attr:`ViewState.calls` (0-based, in the order
+    the calls were presented)."""
 
     index: int
 
@@ -92,19 +94,37 @@ Entry: TypeAlias = Note | CallMark
 
 class ViewState(msgspec.Struct, frozen=True, kw_only=True):
     """Everything the view has read so far; ``last_event`` is the name of the last line read (``""``
-    for a malformed one), which closes a run of text or thinking."""
+    for a malformed one), which closes a run of text or thinking. ``calls`` and ``timeline`` are keyed
+    by position (persistent maps, so a fold step copies nothing); ``latest`` maps a call id to the
+    position of its latest presentation."""
 
     run: str | None = None
     started: SessionStarted | None = None
     frame_digest: str | None = None
-    calls: tuple[CallView, ...] = ()
-    timeline: tuple[Entry, ...] = ()
+    calls: Map[int, CallView] = Map()
+    latest: Map[str, int] = Map()
+    timeline: Map[int, Entry] = Map()
     census: Census = ZERO_CENSUS
     ended: SessionEnded | None = None
     closings: tuple[tuple[int, StreamClosed], ...] = ()
     events: int = 0
     malformed: int = 0
     last_event: str = ""
+
+
+def all_calls(state: ViewState) -> list[CallView]:
+    """Every call, in the order presented."""
+    return [state.calls[index] for index in range(len(state.calls))]
+
+
+def entries(state: ViewState) -> list[Entry]:
+    """The timeline in order."""
+    return [state.timeline[index] for index in range(len(state.timeline))]
+
+
+def last_entry(state: ViewState) -> Entry | None:
+    """The timeline's last entry."""
+    return state.timeline[len(state.timeline) - 1] if state.timeline else None
 
 
 def _input_text(value: Any) -> str:
@@ -118,29 +138,28 @@ def shortened(text: str, limit: int) -> str:
 
 def call_of(state: ViewState, call_id: str) -> CallView | None:
     """The latest call presented under ``call_id``."""
-    return next((call for call in reversed(state.calls) if call.requested.call_id == call_id), None)
+    index = state.latest.get(call_id)
+    return None if index is None else state.calls[index]
 
 
-def _replace_call(state: ViewState, call_id: str, **changes: Any) -> tuple[CallView, ...]:
-    calls = list(state.calls)
-    for index in range(len(calls) - 1, -1, -1):
-        if calls[index].requested.call_id == call_id:
-            calls[index] = msgspec.structs.replace(calls[index], **changes)
-            break
-    return tuple(calls)
+def _replace_call(state: ViewState, call_id: str, **changes: Any) -> Map[int, CallView]:
+    index = state.latest.get(call_id)
+    if index is None:
+        return state.calls
+    return state.calls.set(index, msgspec.structs.replace(state.calls[index], **changes))
 
 
-def _noted(state: ViewState, note: Note) -> tuple[Entry, ...]:
+def _noted(state: ViewState, note: Note) -> Map[int, Entry]:
     """The timeline with ``note`` added; text or thinking continuing a run of the same kind is joined."""
-    last = state.timeline[-1] if state.timeline else None
+    last = last_entry(state)
     if (
         note.kind in ("text", "thinking")
         and isinstance(last, Note)
         and last.kind == note.kind
         and state.last_event == note.kind
     ):
-        return (*state.timeline[:-1], Note(note.kind, note.label, last.text + note.text))
-    return (*state.timeline, note)
+        return state.timeline.set(len(state.timeline) - 1, Note(note.kind, note.label, last.text + note.text))
+    return state.timeline.set(len(state.timeline), note)
 
 
 def _note_of(payload: Event) -> Note | None:
@@ -176,7 +195,8 @@ def fold_view(state: ViewState, item: EventLine | Malformed, now: float) -> View
     if isinstance(item, Malformed):
         shown = Note("malformed", f"line {item.number}", f"{item.detail}: {shortened(item.text, MALFORMED_CHARACTERS)}")
         return msgspec.structs.replace(
-            state, timeline=(*state.timeline, shown), malformed=state.malformed + 1, last_event=""
+            state, timeline=state.timeline.set(len(state.timeline), shown), malformed=state.malformed + 1,
+            last_event="",
         )
     payload = item.payload
     name = event_name(payload)
@@ -187,13 +207,14 @@ def fold_view(state: ViewState, item: EventLine | Malformed, now: float) -> View
     elif isinstance(payload, TurnStarted | StepEntered) and payload.frame_digest is not None:
         changes["frame_digest"] = payload.frame_digest
     elif isinstance(payload, ToolRequested):
-        changes["calls"] = (*state.calls, CallView(requested=payload, requested_at=now))
-        changes["timeline"] = (*state.timeline, CallMark(len(state.calls)))
+        index = len(state.calls)
+        changes["calls"] = state.calls.set(index, CallView(requested=payload, requested_at=now))
+        changes["latest"] = state.latest.set(payload.call_id, index)
+        changes["timeline"] = state.timeline.set(len(state.timeline), CallMark(index))
     elif isinstance(payload, ToolDecided):
         changes["census"] = count_decision(state.census, payload)
-        if call_of(state, payload.call_id) is not None:
-            changes["calls"] = _replace_call(state, payload.call_id, decided=payload)
-    elif isinstance(payload, ToolResult) and call_of(state, payload.call_id) is not None:
+        changes["calls"] = _replace_call(state, payload.call_id, decided=payload)
+    elif isinstance(payload, ToolResult):
         changes["calls"] = _replace_call(state, payload.call_id, result=payload)
     elif isinstance(payload, SessionEnded):
         changes["ended"] = payload
@@ -442,7 +463,7 @@ def _note_line(note: Note) -> str:
 
 def open_note(state: ViewState) -> Note | None:
     """The text or thinking still streaming: the last entry, when the last line read continued it."""
-    last = state.timeline[-1] if state.timeline else None
+    last = last_entry(state)
     if isinstance(last, Note) and last.kind in ("text", "thinking") and state.last_event == last.kind:
         return last
     return None
@@ -457,7 +478,7 @@ def plain_lines(before: ViewState, after: ViewState, item: EventLine | Malformed
     if opened is not None and not continues:
         lines.append(_note_line(opened))
     if isinstance(item, Malformed):
-        last = after.timeline[-1]
+        last = last_entry(after)
         return (*lines, _note_line(last)) if isinstance(last, Note) else tuple(lines)
     payload = item.payload
     if isinstance(payload, SessionStarted) and before.started is None:

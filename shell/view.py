@@ -38,9 +38,11 @@ from metaharness.pure.run_view import (
     Malformed,
     Note,
     ViewState,
+    all_calls,
     call_of,
     closing_lines,
     fold_view,
+    last_entry,
     open_note,
     plain_lines,
     stop_text,
@@ -102,7 +104,7 @@ class TerminalScreen:
             self.console.print(view_screen.note(opened))
         self.state = after
         if isinstance(item, Malformed):
-            last = after.timeline[-1]
+            last = last_entry(after)
             if isinstance(last, Note):
                 self.console.print(view_screen.note(last))
             return
@@ -117,8 +119,8 @@ class TerminalScreen:
             self.console.print(turn_text(payload), style="dim")
         elif isinstance(payload, SessionEnded):
             self.console.print(f"session ended: {stop_text(after)}", style="bold")
-        elif not isinstance(payload, Text | Thinking | StreamClosed) and after.timeline != before.timeline:
-            last = after.timeline[-1]
+        elif not isinstance(payload, Text | Thinking | StreamClosed) and len(after.timeline) > len(before.timeline):
+            last = last_entry(after)
             if isinstance(last, Note):
                 self.console.print(view_screen.note(last))
         self.live.refresh()
@@ -128,7 +130,7 @@ class TerminalScreen:
         opened = open_note(state)
         if opened is not None:
             self.console.print(view_screen.note(opened))
-        for call in state.calls:
+        for call in all_calls(state):
             if call.result is None:
                 self.console.print(view_screen.call_line(call))
         self.console.print(view_screen.closing(state))

@@ -16,6 +16,7 @@ from metaharness.pure.run_view import (
     Note,
     Parts,
     ViewState,
+    all_calls,
     call_parts,
     completeness_line,
     final_census,
@@ -87,7 +88,7 @@ def call_line(call: CallView, now: float | None = None) -> Text:
 
 def in_flight(state: ViewState, opened: Note | None, now: float) -> RenderableType:
     """The part redrawn in place: every call without its result yet, then the text still streaming."""
-    lines: list[RenderableType] = [call_line(call, now) for call in state.calls if call.result is None]
+    lines: list[RenderableType] = [call_line(call, now) for call in all_calls(state) if call.result is None]
     if opened is not None:
         lines.append(note(opened))
     return Group(*lines)

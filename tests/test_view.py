@@ -16,7 +16,9 @@ from metaharness.pure.events import read_event
 from metaharness.pure.run_view import (
     Malformed,
     ViewState,
+    all_calls,
     call_parts,
+    entries,
     fold_lines,
     fold_view,
     hermetic_rows,
@@ -152,14 +154,14 @@ def test_an_asked_call_counts_down_until_it_is_decided() -> None:
     state = ViewState()
     for line in lines[:7]:
         state = fold_view(state, read_event(line).unwrap(), 100.0)
-    call = state.calls[0]
+    call = all_calls(state)[0]
     assert remaining_ms(call, 100.0) == 25000
     assert remaining_ms(call, 112.5) == 12500
     assert remaining_ms(call, 200.0) == 0
     assert plain(call_parts(call, 112.5)).endswith("→ asks the embedder — answer due, 12s left")
     state = fold_view(state, read_event(lines[7]).unwrap(), 101.0)
-    assert remaining_ms(state.calls[0], 101.0) is None
-    assert plain(call_parts(state.calls[0], 101.0)).endswith(
+    assert remaining_ms(all_calls(state)[0], 101.0) is None
+    assert plain(call_parts(all_calls(state)[0], 101.0)).endswith(
         "→ deny by embedder on control_request, 0ms: notes are written in the next step"
     )
 
@@ -173,7 +175,7 @@ def test_text_deltas_join_until_another_line_and_codes_are_shown_as_they_come() 
     ]
     state = fold_lines([read_event(_line(seq, p)).unwrap() for seq, p in enumerate(payloads, 1)]
                        + [Malformed(5, "{", "not a JSON object: truncated")])
-    assert [(e.kind, e.label, e.text) for e in state.timeline] == [  # type: ignore[union-attr]
+    assert [(e.kind, e.label, e.text) for e in entries(state)] == [  # type: ignore[union-attr]
         ("text", "text", "that is what"),
         ("warning", "RUN_TIMEOUT", "a code this build never names"),
         ("text", "text", "!"),
