@@ -85,10 +85,11 @@ class TraceDocument(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def check_projection_request(
-    inputs: int, *, target: str, out: str | None, html_out: str | None, source: str | None
+    inputs: int, *, target: str, out: str | None, html_out: str | None, source: str | None, reports: int = 0
 ) -> Result[None, Refusal]:
     """The refusals ``project`` makes before reading anything (spec 10 §9): a ``--to`` other than
-    ``trace-ir``; three or more inputs, two without ``--html`` or two with ``--out``."""
+    ``trace-ir``; three or more inputs, two without ``--html`` or two with ``--out``; a ``--report``
+    without ``--html`` (it feeds only the page) or more reports than inputs."""
     if target not in TARGETS:
         return Failure(
             Refusal("projection-target-unknown", f"--to {target}: the only projection target is trace-ir")
@@ -105,6 +106,12 @@ def check_projection_request(
                 "viewer-column-count",
                 f"--out {out} is given with two inputs: --out takes one run's document, two runs make --html's page",
             )
+        )
+    if reports and html_out is None:
+        return Failure(Refusal("report-without-html", "--report FILE feeds the run page and needs --html FILE"))
+    if reports > inputs:
+        return Failure(
+            Refusal("viewer-column-count", f"--report is given {reports} times for {inputs} input(s): one per run at most")
         )
     return Success(None)
 

@@ -213,6 +213,18 @@ def test_project_verb_one_input_to_stdout_and_files(tmp_path: Path) -> None:
     assert (tmp_path / "page.html").read_text(encoding="utf-8") == page_of(data)
 
 
+def test_project_verb_shows_each_runs_audited_lines_from_its_report(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_bytes(stream("b10x-1", RUN_A))
+    (tmp_path / "b.jsonl").write_bytes(stream("b10x-2", RUN_A[:2]))
+    (tmp_path / "a.txt").write_text("hermetic verdict …\n  H3   ok  …\nchild exit: 0\ncontrol verdict: unk\n"
+                                    "audit verdict: no verdict (exit 3)\n")
+    result = metaharness("a.jsonl", "b.jsonl", "--html", "page.html", "--report", "a.txt", cwd=tmp_path)
+    assert result.returncode == 0 and result.stderr == b""
+    page = (tmp_path / "page.html").read_text(encoding="utf-8")
+    assert page.count('<pre class="audited">') == 1
+    assert '<pre class="audited">child exit: 0\ncontrol verdict: unk\naudit verdict: no verdict (exit 3)</pre>' in page
+
+
 def test_project_verb_two_inputs_write_the_page(tmp_path: Path) -> None:
     (tmp_path / "a.jsonl").write_bytes(stream("b10x-1", RUN_A))
     (tmp_path / "b.jsonl").write_bytes(stream("b10x-2", RUN_A[:2]))
@@ -231,11 +243,15 @@ def test_project_verb_two_inputs_write_the_page(tmp_path: Path) -> None:
         (["a.jsonl", "a.jsonl", "--html", "p.html", "--out", "d.json"], "viewer-column-count"),
         (["missing.jsonl"], "projection-unreadable"),
         (["bad.jsonl"], "projection-unreadable"),
+        (["a.jsonl", "--report", "stderr.txt"], "report-without-html"),
+        (["a.jsonl", "--html", "p.html", "--report", "stderr.txt", "--report", "stderr.txt"], "viewer-column-count"),
+        (["a.jsonl", "--html", "p.html", "--report", "missing.txt"], "projection-unreadable"),
     ],
 )
 def test_project_refusals(tmp_path: Path, args: list[str], code: str) -> None:
     (tmp_path / "a.jsonl").write_bytes(stream("b10x-1", RUN_A))
     (tmp_path / "bad.jsonl").write_bytes(stream("b10x-1", RUN_A) + b"[1]\n")
+    (tmp_path / "stderr.txt").write_text("child exit: 0\n")
     result = metaharness(*args, cwd=tmp_path)
     assert result.returncode == 2
     assert result.stdout == b""
