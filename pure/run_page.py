@@ -29,7 +29,7 @@ from metaharness.pure.run_view import (
     decision_word,
     entries,
     final_census,
-    fold_view,
+    fold_lines,
     header_fields,
     hermetic_rows,
     implied_exit,
@@ -79,11 +79,11 @@ def _escape(value: object) -> str:
 
 def document_state(document: TraceDocument) -> ViewState:
     """The view's fold over a ``trace-ir/1`` document's nodes, read at clock reading zero."""
-    state = ViewState()
-    for node in document.nodes:
-        payload = msgspec.convert({"event": node.event, **node.data}, type=EVENT_TYPES[node.event])
-        state = fold_view(state, EventLine(seq=node.seq, run=document.run, payload=payload), 0.0)
-    return state
+    return fold_lines([
+        EventLine(seq=node.seq, run=document.run,
+                  payload=msgspec.convert({"event": node.event, **node.data}, type=EVENT_TYPES[node.event]))
+        for node in document.nodes
+    ])  # fmt: skip
 
 
 def audited_lines(report: str) -> tuple[str, ...]:

@@ -374,27 +374,21 @@ def hermetic_rows(hermetic: Hermetic | None) -> tuple[HermeticRow, ...]:
     named = [(entry.row, "imposed", entry.how) for entry in hermetic.imposed]
     named += [(entry.row, "declared", entry.how) for entry in hermetic.declared]
     named += [(why.row, "unavailable", why.why) for why in hermetic.unavailable]
-    known = {row: (position, control, severity) for position, (row, control, _, severity) in enumerate(ROWS)}
-    ordered = sorted(
-        enumerate(named), key=lambda item: (known.get(item[1][0], (len(ROWS),))[0], item[0])
+    order = {row: position for position, (row, *_) in enumerate(ROWS)}
+    described = {row: (control, severity) for row, control, _, severity in ROWS}
+    return tuple(
+        HermeticRow(row=row, control=described.get(row, ("", ""))[0], severity=described.get(row, ("", ""))[1],
+                    state=state, verdict=_STATE_VERDICTS[state], text=text)
+        for row, state, text in sorted(named, key=lambda entry: order.get(entry[0], len(ROWS)))
     )
-    rows = []
-    for _, (row, state, text) in ordered:
-        _, control, severity = known.get(row, (0, "", ""))
-        rows.append(HermeticRow(row=row, control=control, severity=severity, state=state,
-                                verdict=_STATE_VERDICTS[state], text=text))
-    return tuple(rows)
-
-
-def _row_text(hermetic: Hermetic, row: str) -> str | None:
-    return next((f"{entry.state}: {entry.text}" for entry in hermetic_rows(hermetic) if entry.row == row), None)
 
 
 def confinement_text(hermetic: Hermetic | None) -> str:
     """What the attestation says of the child's view of the filesystem (row H12)."""
     if hermetic is None:
         return "not stated"
-    return _row_text(hermetic, "H12") or "not attested"
+    stated = [f"{row.state}: {row.text}" for row in hermetic_rows(hermetic) if row.row == "H12"]
+    return stated[0] if stated else "not attested"
 
 
 def header_fields(state: ViewState) -> tuple[tuple[str, str], ...]:
