@@ -1,12 +1,11 @@
 """The ``project`` verb as pure functions: a ``metaharness.event/1`` stream read into the
-``trace-ir/1`` document, and one or two documents laid side by side as the viewer page (spec 10 §9).
+``trace-ir/1`` document (spec 10 §9); the page of ``--html`` is ``metaharness.pure.run_page``.
 
 No clock and no randomness: the same input bytes give the same document and page bytes.
 """
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
@@ -25,7 +24,6 @@ TRACE_FORMAT = "trace-ir/1"
 EVENT_SOURCE = "metaharness.event/1"
 TARGETS = ("trace-ir",)
 UNK_REASON = "no trace-ir/1 family"
-SUMMARY_CHARACTERS = 200
 _FRAMING_KEYS = frozenset({"format", "seq", "run", "at", "event"})
 
 VENDOR_SOURCES: Mapping[str, str] = MappingProxyType(
@@ -87,10 +85,11 @@ class TraceDocument(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def check_projection_request(
-    inputs: int, *, target: str, out: str | None, html_out: str | None, source: str | None
+    inputs: int, *, target: str, out: str | None, html_out: str | None, source: str | None, reports: int = 0
 ) -> Result[None, Refusal]:
     """The refusals ``project`` makes before reading anything (spec 10 §9): a ``--to`` other than
-    ``trace-ir``; three or more inputs, two without ``--html`` or two with ``--out``."""
+    ``trace-ir``; three or more inputs, two without ``--html`` or two with ``--out``; a ``--report``
+    without ``--html`` (it feeds only the page) or more reports than inputs."""
     if target not in TARGETS:
         return Failure(
             Refusal("projection-target-unknown", f"--to {target}: the only projection target is trace-ir")
@@ -107,6 +106,12 @@ def check_projection_request(
                 "viewer-column-count",
                 f"--out {out} is given with two inputs: --out takes one run's document, two runs make --html's page",
             )
+        )
+    if reports and html_out is None:
+        return Failure(Refusal("report-without-html", "--report FILE feeds the run page and needs --html FILE"))
+    if reports > inputs:
+        return Failure(
+            Refusal("viewer-column-count", f"--report is given {reports} times for {inputs} input(s): one per run at most")
         )
     return Success(None)
 
@@ -196,114 +201,24 @@ def project_stream(
     )
 
 
-def project_record(kind: str, name: str, record: bytes) -> Result[TraceDocument, Refusal]:
-    """``project --from KIND``: the retained record mapped as ``replay`` maps it with its
-    defaults (spec 10 §10), then projected with the vendor format as source and the digest over the
-    record's bytes (spec 10 §9)."""
+def replay_stream(kind: str, name: str, record: bytes) -> bytes:
+    """A retained vendor record of ``kind`` mapped into ``metaharness.event/1`` as ``replay`` maps it
+    with its defaults (spec 10 §10), ``name`` being the record's path as given."""
     if kind == "claude":
         facts = replay_facts(decisions="observe", hermetic="off", transcript_path=name, harness_version=None, model=None)
-        replayed = replay_claude(record, facts, "replay")[0]
-    elif kind == "codex":
+        return replay_claude(record, facts, "replay")[0]
+    if kind == "codex":
         launch = replay_launch(decisions="observe", hermetic="off", transcript_path=name)
-        replayed = replay_rollout(record, launch, "replay")[0]
-    else:
-        replayed = replay_b10x(replay_settings(transcript_path=name), record).stream
-    return project_stream(name, replayed, source=VENDOR_SOURCES[kind], record=record)
+        return replay_rollout(record, launch, "replay")[0]
+    return replay_b10x(replay_settings(transcript_path=name), record).stream
+
+
+def project_record(kind: str, name: str, record: bytes) -> Result[TraceDocument, Refusal]:
+    """``project --from KIND``: the record mapped by :func:`replay_stream`, then projected with the
+    vendor format as source and the digest over the record's bytes (spec 10 §9)."""
+    return project_stream(name, replay_stream(kind, name, record), source=VENDOR_SOURCES[kind], record=record)
 
 
 def document_text(document: TraceDocument) -> str:
     """The document as written: 2-space indent, keys in order, a trailing newline (spec 10 §9)."""
     return msgspec.json.format(compact(document), indent=2).decode("utf-8") + "\n"
-
-
-def _first(text: object) -> str:
-    return text[:SUMMARY_CHARACTERS] if isinstance(text, str) else ""
-
-
-def _json(value: object) -> str:
-    return compact(value).decode("utf-8")
-
-
-def node_summary(node: TraceNode) -> str:
-    """A cell's summary line (spec 10 §9), not yet escaped."""
-    data = node.data
-    if node.family in ("assistant_text", "assistant_thinking"):
-        return _first(data.get("text"))
-    if node.family == "tool_call":
-        return f"{data.get('name')} {node.call_id} {_json(data.get('input'))}"
-    if node.family == "tool_result":
-        return f"{node.call_id} is_error={_json(data.get('is_error'))}"
-    if node.family == "session_start":
-        return f"{data.get('adapter')} {_json(data.get('harness_version'))} {_json(data.get('model'))}"
-    if node.family == "stream_closed":
-        return f"{data.get('reason')} events={_json(data.get('events'))}"
-    if node.family == "unk":
-        return f"{node.event}: {node.reason}"
-    return ""
-
-
-_STYLE = (
-    "body{font-family:sans-serif;margin:1em}"
-    "table{border-collapse:collapse;width:100%}"
-    "th,td{border:1px solid #ccc;padding:4px;vertical-align:top;text-align:left}"
-    "td.i{width:3em;color:#666}"
-    ".seq{color:#666}.family{font-style:italic;color:#444}"
-    ".summary{font-family:monospace;white-space:pre-wrap;word-break:break-all}"
-    ".f-session_start,.f-stream_closed{background:#eef}"
-    ".f-tool_call{background:#ffe}.f-tool_result{background:#efe}"
-    ".f-unk{background:#fee}"
-)
-
-
-def _escape(value: object) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def _header(document: TraceDocument) -> str:
-    hermetic = document.metaharness.hermetic
-    mode = hermetic.get("mode") if isinstance(hermetic, dict) else None
-    rows = (
-        ("run", document.run),
-        ("source", document.metaharness.source),
-        ("transcript digest", document.transcript_digest),
-        ("hermetic mode", mode if mode is not None else "not stated"),
-        ("stream", document.metaharness.stream_complete),
-    )
-    items = "".join(f"<dt>{_escape(key)}</dt><dd>{_escape(value)}</dd>" for key, value in rows)
-    return f'<section class="run"><h2>{_escape(document.run)}</h2><dl>{items}</dl></section>\n'
-
-
-def _cell(node: TraceNode | None) -> str:
-    if node is None:
-        return "<td></td>"
-    return (
-        f'<td class="f-{_escape(node.family)}"><span class="seq">{node.seq}</span> '
-        f'<span class="event">{_escape(node.event)}</span> '
-        f'<span class="family">{_escape(node.family)}</span>'
-        f'<div class="summary">{_escape(node_summary(node))}</div></td>'
-    )
-
-
-def viewer_page(documents: Sequence[TraceDocument]) -> str:
-    """The self-contained HTML5 page of one or two runs side by side: a header per run, then one row
-    per node index with one column per run, a shorter run leaving empty cells (spec 10 §9)."""
-    title = " | ".join(document.run for document in documents)
-    heads = "".join(f"<th>{_escape(document.run)}</th>" for document in documents)
-    length = max(len(document.nodes) for document in documents)
-    rows = "".join(
-        f'<tr><td class="i">{index}</td>'
-        + "".join(_cell(document.nodes[index] if index < len(document.nodes) else None) for document in documents)
-        + "</tr>\n"
-        for index in range(length)
-    )
-    return (
-        "<!DOCTYPE html>\n"
-        '<html lang="en">\n'
-        '<head>\n<meta charset="utf-8">\n'
-        f"<title>trace-ir/1: {_escape(title)}</title>\n"
-        f"<style>{_STYLE}</style>\n"
-        "</head>\n<body>\n"
-        + "".join(_header(document) for document in documents)
-        + f'<table>\n<thead><tr><th>index</th>{heads}</tr></thead>\n<tbody>\n{rows}</tbody>\n</table>\n'
-        "</body>\n</html>\n"
-    )

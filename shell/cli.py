@@ -267,13 +267,17 @@ def audit(**_values: Any) -> int:
 @click.argument("events", nargs=-1, required=True, metavar="EVENTS [EVENTS]")
 @click.option("--to", "target", metavar="FORMAT", default="trace-ir", show_default=True, help="Only trace-ir.")
 @click.option("--out", metavar="FILE", help="Write the trace-ir/1 document here instead of stdout.")
-@click.option("--html", metavar="FILE", help="Also write the viewer page here (required with two inputs).")
+@click.option("--html", metavar="FILE", help="Also write the run page here (required with two inputs).")
 @click.option("--from", "source", type=_KIND, help="Each input is a retained vendor record of KIND.")
-def project(events: tuple[str, ...], target: str, out: str | None, html: str | None, source: str | None) -> int:
-    """Project one or two event streams into trace-ir/1 and the viewer page."""
+@click.option("--report", "reports", multiple=True, metavar="FILE", help="A run's stderr, for its audited lines.")
+def project(
+    events: tuple[str, ...], target: str, out: str | None, html: str | None, source: str | None,
+    reports: tuple[str, ...],
+) -> int:
+    """Project one or two event streams into trace-ir/1 and the run page."""
     from metaharness.shell.project import run_project
 
-    return run_project(events, target=target, out=out, html=html, source=source)
+    return run_project(events, target=target, out=out, html=html, source=source, reports=reports)
 
 
 @cli.command("mcp-serve", context_settings=_CONTEXT)

@@ -14,9 +14,9 @@ from metaharness.pure.projection import (
     document_text,
     project_record,
     project_stream,
-    viewer_page,
 )
 from metaharness.pure.refusal import Refusal
+from metaharness.pure.run_page import audited_lines, run_page
 from metaharness.shell.refusals import refuse
 
 
@@ -29,29 +29,45 @@ def _write(path: str, text: str) -> Refusal | None:
     return None
 
 
+def _read(path: str) -> bytes | Refusal:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as error:
+        return Refusal("projection-unreadable", f"{path}: cannot be read: {error.strerror or error}")
+
+
 def run_project(
-    inputs: Sequence[str], *, target: str, out: str | None, html: str | None, source: str | None
+    inputs: Sequence[str], *, target: str, out: str | None, html: str | None, source: str | None,
+    reports: Sequence[str] = (),
 ) -> int:
-    """Project ``inputs`` (one or two event files) by spec 10 §9; exit 0 when written, else 2."""
-    checked = check_projection_request(len(inputs), target=target, out=out, html_out=html, source=source)
+    """Project ``inputs`` (one or two event files) by spec 10 §9, the i-th ``reports`` file (a run's
+    stderr) giving the i-th run's audited lines on the page; exit 0 when written, else 2."""
+    checked = check_projection_request(
+        len(inputs), target=target, out=out, html_out=html, source=source, reports=len(reports)
+    )
     if isinstance(checked, Failure):
         return refuse(checked.failure())
     documents: list[TraceDocument] = []
     for path in inputs:
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read()
-        except OSError as error:
-            return refuse(Refusal("projection-unreadable", f"{path}: cannot be read: {error.strerror or error}"))
+        data = _read(path)
+        if isinstance(data, Refusal):
+            return refuse(data)
         projected = project_stream(path, data) if source is None else project_record(source, path, data)
         if isinstance(projected, Failure):
             return refuse(projected.failure())
         documents.append(projected.unwrap())
+    audits: list[tuple[str, ...]] = []
+    for path in reports:
+        report = _read(path)
+        if isinstance(report, Refusal):
+            return refuse(report)
+        audits.append(audited_lines(report.decode("utf-8", errors="replace")))
     if len(documents) == 1 and out is None:
         sys.stdout.buffer.write(document_text(documents[0]).encode("utf-8"))
         sys.stdout.buffer.flush()
     writes = ([(out, document_text(documents[0]))] if out is not None else []) + (
-        [(html, viewer_page(documents))] if html is not None else []
+        [(html, run_page(documents, audits))] if html is not None else []
     )
     for path, text in writes:
         failed = _write(path, text)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +16,8 @@ from project_verb import metaharness
 from returns.result import Failure
 from shared_tree import ABSENT, SPEC_EXAMPLE, spec_example_stream
 
-from metaharness.pure.projection import document_text, project_stream, viewer_page
+from metaharness.pure.projection import document_text, project_stream
+from metaharness.pure.run_page import run_page
 
 HERMETIC = {
     "mode": "strict",
@@ -197,35 +197,7 @@ def test_a_run_differing_from_the_first_lines_is_refused() -> None:
 
 
 def page_of(*runs: bytes) -> str:
-    return viewer_page([project_stream(f"{i}.jsonl", data).unwrap() for i, data in enumerate(runs)])
-
-
-def test_page_is_self_contained_escaped_and_byte_stable() -> None:
-    run_a = stream("b10x-1", RUN_A)
-    run_b = stream("claude-<2>", [started("claude-<2>", adapter="claude", model=None)])
-    page = page_of(run_a, run_b)
-    assert page == page_of(run_a, run_b)
-    assert page.startswith("<!DOCTYPE html>")
-    assert "<script" not in page.lower()
-    assert not re.search(r"""(src|href)\s*=""", page)
-    assert "&lt;script&gt;go&lt;/script&gt;" in page
-    assert "alert" not in page
-    assert "claude-&lt;2&gt;" in page and "claude-<2>" not in page
-    assert "Reading &lt;the&gt; file &amp; more " in page
-    assert "x" * 201 not in page
-    rows = re.findall(r"<tr><td class=\"i\">(\d+)</td>(.*?)</tr>", page)
-    assert [int(index) for index, _ in rows] == list(range(8))
-    assert all(cells.count("<td") == 2 for _, cells in rows)
-    assert not rows[1][1].endswith("<td></td>")
-    assert all(cells.endswith("<td></td>") for _, cells in rows[2:])
-    assert 'class="f-tool_call"' in rows[3][1]
-    assert "file_read c1 {&quot;path&quot;:&quot;a.md&quot;}" in rows[3][1]
-    assert "c1 is_error=false" in rows[5][1]
-    assert "b10x &quot;0.22.0&quot; &quot;b10x-emulated&quot;" in rows[0][1]
-    assert "completed events=7" in rows[7][1]
-    assert "tool.decided: no trace-ir/1 family" in rows[4][1]
-    for header in ("b10x-1", "metaharness.event/1", hashlib.sha256(run_a).hexdigest(), "strict", "complete"):
-        assert f"<dd>{header}</dd>" in page
+    return run_page([project_stream(f"{i}.jsonl", data).unwrap() for i, data in enumerate(runs)])
 
 
 def test_project_verb_one_input_to_stdout_and_files(tmp_path: Path) -> None:
@@ -241,13 +213,25 @@ def test_project_verb_one_input_to_stdout_and_files(tmp_path: Path) -> None:
     assert (tmp_path / "page.html").read_text(encoding="utf-8") == page_of(data)
 
 
+def test_project_verb_shows_each_runs_audited_lines_from_its_report(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_bytes(stream("b10x-1", RUN_A))
+    (tmp_path / "b.jsonl").write_bytes(stream("b10x-2", RUN_A[:2]))
+    (tmp_path / "a.txt").write_text("hermetic verdict …\n  H3   ok  …\nchild exit: 0\ncontrol verdict: unk\n"
+                                    "audit verdict: no verdict (exit 3)\n")
+    result = metaharness("a.jsonl", "b.jsonl", "--html", "page.html", "--report", "a.txt", cwd=tmp_path)
+    assert result.returncode == 0 and result.stderr == b""
+    page = (tmp_path / "page.html").read_text(encoding="utf-8")
+    assert page.count('<pre class="audited">') == 1
+    assert '<pre class="audited">child exit: 0\ncontrol verdict: unk\naudit verdict: no verdict (exit 3)</pre>' in page
+
+
 def test_project_verb_two_inputs_write_the_page(tmp_path: Path) -> None:
     (tmp_path / "a.jsonl").write_bytes(stream("b10x-1", RUN_A))
     (tmp_path / "b.jsonl").write_bytes(stream("b10x-2", RUN_A[:2]))
     result = metaharness("a.jsonl", "b.jsonl", "--html", "page.html", cwd=tmp_path)
     assert result.returncode == 0 and result.stdout == b""
     page = (tmp_path / "page.html").read_text(encoding="utf-8")
-    assert "<th>b10x-1</th><th>b10x-2</th>" in page
+    assert '<th class="k">#</th><th>b10x-1</th><th>b10x-2</th>' in page
 
 
 @pytest.mark.parametrize(
@@ -259,11 +243,15 @@ def test_project_verb_two_inputs_write_the_page(tmp_path: Path) -> None:
         (["a.jsonl", "a.jsonl", "--html", "p.html", "--out", "d.json"], "viewer-column-count"),
         (["missing.jsonl"], "projection-unreadable"),
         (["bad.jsonl"], "projection-unreadable"),
+        (["a.jsonl", "--report", "stderr.txt"], "report-without-html"),
+        (["a.jsonl", "--html", "p.html", "--report", "stderr.txt", "--report", "stderr.txt"], "viewer-column-count"),
+        (["a.jsonl", "--html", "p.html", "--report", "missing.txt"], "projection-unreadable"),
     ],
 )
 def test_project_refusals(tmp_path: Path, args: list[str], code: str) -> None:
     (tmp_path / "a.jsonl").write_bytes(stream("b10x-1", RUN_A))
     (tmp_path / "bad.jsonl").write_bytes(stream("b10x-1", RUN_A) + b"[1]\n")
+    (tmp_path / "stderr.txt").write_text("child exit: 0\n")
     result = metaharness(*args, cwd=tmp_path)
     assert result.returncode == 2
     assert result.stdout == b""

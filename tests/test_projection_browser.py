@@ -1,15 +1,15 @@
-"""``metaharness project A B --html`` loaded in headless Debian Chromium (spec 10 §9): what the browser
-parsed (``--dump-dom``), what it fetched (``--log-net-log``) and what it painted (``--screenshot``).
+"""The run page of ``metaharness project A B --html`` loaded in headless Debian Chromium (docs/view.md):
+what the browser parsed (``--dump-dom``), what it fetched (``--log-net-log``) and what it painted
+(``--screenshot``, kept in the test's temporary directory for a person to look at).
 
-A is spec 20 §10's example stream; B is a live ``metaharness run b10x`` of the real ``b10x-harness``
-against the real emulator, whose one allowed program is markup, so the ``run`` call's input carries
-it into the page. Each page gets one browser launch; a control page shows the script and request
-detectors fire.
+A and B are the same task run live against the real emulator under the example frame, whose subject
+rule denies the write of ``note.md``: A by the real Claude Code (pinned), B by the real ``b10x-harness``.
+A third run's one allowed program is markup, so its ``run`` call's input carries it into a page. Each
+page gets one browser launch; a control page shows the script and request detectors fire.
 """
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
@@ -21,17 +21,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from governed_b10x import LOOP, Emulator, common, run, stream, workspace
+from emulator_process import running_emulator
+from governed_b10x import LOOP, METAHARNESS, Emulator, common, run, stream, workspace
 from PIL import Image
 from project_verb import metaharness
-from shared_tree import ABSENT, SPEC_EXAMPLE, spec_example_stream
+from vendor_cli import PINS, pinned_cli
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_FLAGS = (
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 )
-WINDOW = (1280, 1000)
+WINDOW = (1280, 2400)
+FRAME = Path(__file__).resolve().parents[1] / "examples" / "step.frame.json"
+REASON = ("file:note.md falls under the subject rule file:**, which does not admit file.write; a refusal is the "
+          "answer, not an obstacle")
 MARKUP = "<img src=x onerror=document.title='ran'><script>alert(1)"
 """The live run's allowed program: no ``/`` (the loop refuses one), an element with a handler and an
 unclosed script, each of which would act if the page let it through unescaped."""
@@ -39,7 +43,6 @@ unclosed script, each of which would act if the page let it through unescaped.""
 pytestmark = [
     pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is absent (scripts/test installs the "
                        "Debian chromium package where apt-get is available)"),
-    pytest.mark.skipif(not SPEC_EXAMPLE.exists(), reason=ABSENT),
 ]
 
 VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"})
@@ -128,13 +131,54 @@ def render(page: Path, scratch: Path) -> Rendered:
 @dataclass
 class Pair:
     inputs: list[Path]
-    documents: list[dict[str, Any]]
+    events: list[list[dict[str, Any]]]
     rendered: Rendered
+
+
+def _live_runs(base: Path) -> list[bytes]:
+    """The same task under the example frame: Claude Code, then b10x-harness, each in its own copy."""
+    home = base / "home"
+    (home / ".local" / "bin").mkdir(parents=True)
+    (home / ".local" / "bin" / "b10x-harness").symlink_to(LOOP)
+    for arm in ("claude", "b10x"):
+        (base / arm).mkdir()
+    task = ["-p", "write the note", "--decisions", "frame", "--frame", str(FRAME)]
+    with running_emulator("--scenario", "claude-write") as (base_url, _process):
+        claude = subprocess.run(
+            [str(METAHARNESS), "run", "claude", "--credentials", "none",
+             "--model-endpoint", base_url.removesuffix("/v1"), "--cwd", str(base / "claude"), *task],
+            stdin=subprocess.DEVNULL, capture_output=True, check=False, timeout=120,
+        )  # fmt: skip
+    assert claude.returncode == 0, claude.stderr
+    emulator = Emulator("flat-write")
+    try:
+        b10x = run(home, [*task, "--model", "b10x-emulated", "--model-endpoint", emulator.base_url,
+                          "--cwd", str(base / "b10x")])  # fmt: skip
+    finally:
+        emulator.stop()
+    assert b10x.returncode == 0, b10x.stderr
+    return [claude.stdout, b10x.stdout]
 
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory: pytest.TempPathFactory) -> Pair:
+    if pinned_cli("claude") is None:
+        pytest.skip(f"the pinned Claude Code {PINS['claude']} is not installed on the child's PATH (vendors/install.sh)")
     base = tmp_path_factory.mktemp("browser")
+    inputs = [base / "claude.jsonl", base / "b10x.jsonl"]
+    for path, data in zip(inputs, _live_runs(base), strict=True):
+        path.write_bytes(data)
+    events = [stream(subprocess.CompletedProcess([], 0, path.read_bytes(), b"")) for path in inputs]
+    written = metaharness(inputs[0].name, inputs[1].name, "--html", "page.html", cwd=base)
+    assert written.returncode == 0 and written.stdout == b"" and written.stderr == b"", written.stderr
+    rendered = render(base / "page.html", base / "chromium")
+    rendered.screenshot.save(base / "page.png")
+    return Pair(inputs, events, rendered)
+
+
+@pytest.fixture(scope="module")
+def markup(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict[str, Any]], Rendered]:
+    base = tmp_path_factory.mktemp("markup")
     home = base / "home"
     (home / ".local" / "bin").mkdir(parents=True)
     (home / ".local" / "bin" / "b10x-harness").symlink_to(LOOP)
@@ -144,18 +188,10 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Pair:
     finally:
         emulator.stop()
     assert done.returncode == 0, done.stderr
-    stream(done)
-    inputs = [base / "example.jsonl", base / "live.jsonl"]
-    inputs[0].write_bytes(spec_example_stream())
-    inputs[1].write_bytes(done.stdout)
-    documents = []
-    for path in inputs:
-        projected = metaharness(path.name, cwd=base)
-        assert projected.returncode == 0, projected.stderr
-        documents.append(json.loads(projected.stdout))
-    written = metaharness(inputs[0].name, inputs[1].name, "--html", "page.html", cwd=base)
-    assert written.returncode == 0 and written.stdout == b"" and written.stderr == b"", written.stderr
-    return Pair(inputs, documents, render(base / "page.html", base / "chromium"))
+    (base / "live.jsonl").write_bytes(done.stdout)
+    written = metaharness("live.jsonl", "--html", "page.html", cwd=base)
+    assert written.returncode == 0, written.stderr
+    return stream(done), render(base / "page.html", base / "chromium")
 
 
 def test_the_detectors_see_a_script_run_and_a_request_made(tmp_path: Path) -> None:
@@ -171,58 +207,78 @@ def test_the_detectors_see_a_script_run_and_a_request_made(tmp_path: Path) -> No
     assert rendered.page_requests == ["http://127.0.0.1:9/probe.png"]
 
 
-def test_a_header_per_run(pair: Pair) -> None:
-    sections = [s for s in pair.rendered.dom.all("section") if s.attrs.get("class") == "run"]
-    assert [s.all("h2")[0].text() for s in sections] == [doc["run"] for doc in pair.documents]
-    assert pair.documents[0]["run"] == "b10x-48213" and pair.documents[1]["run"].startswith("b10x-")
-    for section, path, doc in zip(sections, pair.inputs, pair.documents, strict=True):
-        terms = [dt.text() for dt in section.all("dt")]
-        values = [dd.text() for dd in section.all("dd")]
-        assert dict(zip(terms, values, strict=True)) == {
-            "run": doc["run"],
-            "source": "metaharness.event/1",
-            "transcript digest": hashlib.sha256(path.read_bytes()).hexdigest(),
-            "hermetic mode": "off",
-            "stream": "complete",
-        }
-    assert pair.rendered.dom.all("title")[0].text() == f"trace-ir/1: {pair.documents[0]['run']} | {pair.documents[1]['run']}"
+def _classes(element: Element) -> list[str]:
+    return (element.attrs.get("class") or "").split()
 
 
-def test_one_row_per_node_index_one_column_per_run(pair: Pair) -> None:
-    table = pair.rendered.dom.all("table")
-    assert len(table) == 1
-    heads = [th.text() for th in table[0].all("thead")[0].all("th")]
-    assert heads == ["index", *(doc["run"] for doc in pair.documents)]
-    rows = table[0].all("tbody")[0].elements("tr")
-    lengths = [len(doc["nodes"]) for doc in pair.documents]
-    assert lengths == [15, 12]
-    assert len(rows) == max(lengths)
-    for index, row in enumerate(rows):
-        cells = row.elements("td")
-        assert len(cells) == 1 + len(pair.documents)
-        assert cells[0].text() == str(index)
-        for cell, doc in zip(cells[1:], pair.documents, strict=True):
-            if index >= len(doc["nodes"]):
-                assert (cell.attrs, cell.children) == ({}, []), f"row {index}: a shorter run leaves an empty cell"
-                continue
-            node = doc["nodes"][index]
-            assert cell.attrs["class"] == f"f-{node['family']}"
-            spans = {span.attrs["class"]: span.text() for span in cell.elements("span")}
-            assert spans == {"seq": str(node["seq"]), "event": node["event"], "family": node["family"]}
-    live = [row.elements("td")[2] for row in rows[:lengths[1]]]
-    assert [cell.attrs["class"] for cell in live].count("f-tool_call") == 1
-    closed = rows[lengths[0] - 1].elements("td")[1].all("div")[0].text()
-    assert closed == "completed events=14"
+def _by_class(root: Element, tag: str, name: str) -> list[Element]:
+    return [element for element in root.all(tag) if name in _classes(element)]
 
 
-def test_markup_in_an_event_stays_text(pair: Pair) -> None:
-    dom = pair.rendered.dom
-    call = next(node for node in pair.documents[1]["nodes"] if node["family"] == "tool_call")
-    assert call["data"]["input"] == {"argv": [MARKUP]}
-    summaries = [div.text() for div in dom.all("div") if div.attrs.get("class") == "summary"]
-    assert f'run {call["call_id"]} {{"argv":["{MARKUP}"]}}' in summaries
-    assert not dom.all("img") and not dom.all("script")
-    assert dom.all("title")[0].text().startswith("trace-ir/1: ")
+def test_a_summary_per_run_with_the_governance_facts(pair: Pair) -> None:
+    sections = _by_class(pair.rendered.dom, "section", "run")
+    runs = [events[0]["run"] for events in pair.events]
+    assert [section.all("h2")[0].text() for section in sections] == runs
+    assert runs[0].startswith("claude-") and runs[1].startswith("b10x-")
+    digest = json.loads(FRAME.read_text())["digest"]
+    for section, events, kind in zip(sections, pair.events, ("claude", "b10x"), strict=True):
+        summary = dict(zip((dt.text() for dt in section.all("dt")), (dd.text() for dd in section.all("dd")), strict=True))
+        started = next(e for e in events if e["event"] == "session.started")
+        assert (summary["kind"], summary["decisions"], summary["frame"]) == (kind, "frame", digest)
+        assert (summary["version"], summary["model"], summary["directory"]) == (
+            started["harness_version"], started["model"], started["cwd"])
+        assert summary["stream"] == f"complete — {len(events) - 1} event(s) before the marker, reason completed"
+        assert (summary["child exit"], summary["exit"]) == ("0", "0 (as an unaudited run)")
+        census = _by_class(section, "pre", "census")[0].text()
+        assert census.startswith("decision census: allowed=0 denied=1 replaced=0 abstained=0\n")
+
+
+def test_the_hermetic_table_shows_each_attested_row_coloured_by_verdict(pair: Pair) -> None:
+    for section, events in zip(_by_class(pair.rendered.dom, "section", "rows"), pair.events, strict=True):
+        hermetic = next(e for e in events if e["event"] == "session.started")["hermetic"]
+        states = {entry["row"]: state for state in ("imposed", "declared", "unavailable") for entry in hermetic[state]}
+        table = _by_class(section, "table", "hermetic")[0]
+        shown = {}
+        for row in table.all("tbody")[0].elements("tr"):
+            cells = {(_classes(td) or [""])[0]: td.text() for td in row.elements("td")}
+            shown[cells["row"]] = cells["state"]
+            assert _classes(row) == [f"v-{cells['verdict']}"]
+            assert cells["verdict"] == {"imposed": "ok", "declared": "unk", "unavailable": "gap"}[cells["state"]]
+        assert shown == states
+        assert "gap" in [c for row in table.all("tr") for c in _classes(row) for c in [c.removeprefix("v-")]]
+
+
+def test_the_calls_are_aligned_by_call_with_the_deny_and_its_reason(pair: Pair) -> None:
+    table = _by_class(pair.rendered.dom, "table", "calls")[0]
+    heads = [th.text() for th in table.all("thead")[0].all("th")]
+    assert heads == ["#", *(events[0]["run"] for events in pair.events)]
+    calls = [row for row in table.all("tbody")[0].elements("tr") if "call" in _classes(row)]
+    requested = [[e for e in events if e["event"] == "tool.requested"] for events in pair.events]
+    assert [len(r) for r in requested] == [1, 1] and len(calls) == 1
+    row = calls[0]
+    assert _classes(row) == ["call", "differs"] and row.attrs["id"] == "call-1"
+    assert row.elements("td")[0].text() == "call 1 ≠ tool"
+    for cell, name in zip(row.elements("td")[1:], ("Write", "file_write"), strict=True):
+        assert _by_class(cell, "span", "name")[0].text() == name
+        decision = _by_class(cell, "div", "decision")[0]
+        assert _classes(decision) == ["decision", "d-deny"]
+        assert _by_class(decision, "span", "word")[0].text() == "deny"
+        assert _by_class(decision, "span", "by")[0].text() == "frame"
+        assert _by_class(decision, "div", "why")[0].text() == REASON
+        assert _by_class(cell, "div", "result")[0].text().startswith("error")
+    notes = [div.text() for div in _by_class(table, "div", "note")]
+    assert "emulated work is done" in notes and "that is what the tool said" in notes
+    assert any(note.startswith("COVERAGE_GAP") for note in notes)
+
+
+def test_markup_in_an_event_stays_text(markup: tuple[list[dict[str, Any]], Rendered]) -> None:
+    events, rendered = markup
+    call = next(e for e in events if e["event"] == "tool.requested")
+    assert call["input"] == {"argv": [MARKUP]}
+    inputs = [code.text() for code in rendered.dom.all("code") if "input" in _classes(code)]
+    assert inputs == [json.dumps(call["input"], separators=(",", ":"))]
+    assert not rendered.dom.all("img") and not rendered.dom.all("script")
+    assert rendered.dom.all("title")[0].text() == f"metaharness run: {events[0]['run']}"
 
 
 def test_no_script_no_external_resource_no_request(pair: Pair) -> None:
@@ -237,7 +293,7 @@ def test_no_script_no_external_resource_no_request(pair: Pair) -> None:
     assert pair.rendered.page_requests == []
 
 
-def test_the_page_paints_a_non_blank_image(pair: Pair) -> None:
+def test_the_page_paints_its_verdict_and_decision_colours(pair: Pair) -> None:
     shot = pair.rendered.screenshot
     assert shot.size == WINDOW
     colours = shot.getcolors(maxcolors=1 << 16)
@@ -245,5 +301,7 @@ def test_the_page_paints_a_non_blank_image(pair: Pair) -> None:
     assert len(colours) > 50, "text is antialiased into many shades"
     painted = sum(count for count, colour in colours if colour != (255, 255, 255))
     assert 0.02 < painted / (WINDOW[0] * WINDOW[1]) < 0.9
-    tints = {colour for count, colour in colours if count > 500 and len(set(colour)) > 1}
-    assert len(tints) >= 3, f"the family classes paint cell backgrounds: {sorted(tints)}"
+    counts = {colour: count for count, colour in colours}
+    for name, colour in (("ok", (0xD9, 0xF2, 0xD9)), ("gap", (0xF8, 0xD0, 0xD0)), ("differs", (0xFF, 0xD8, 0xA8)),
+                         ("deny", (0xFD, 0xE8, 0xE8))):
+        assert counts.get(colour, 0) > 300, f"the {name} background is painted"

@@ -1,0 +1,190 @@
+"""The ``metaharness-view`` console script: a ``metaharness.event/1`` stream read from a file or stdin
+and shown as it arrives (docs/view.md).
+
+On a terminal the calls in flight are redrawn in place (``rich``'s live display) and everything
+settled is printed above them; otherwise one plain line per event that matters. A malformed line is
+shown and skipped. Exit 0 when the stream ended with ``stream.closed``, 1 when it did not, 2 on a
+refusal.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from typing import IO, NoReturn
+
+import click
+from returns.result import Failure
+from rich.console import Console
+from rich.live import Live
+
+from metaharness.pure.events import (
+    EventLine,
+    SessionEnded,
+    SessionStarted,
+    StreamClosed,
+    Text,
+    Thinking,
+    ToolResult,
+    TurnStarted,
+    event_name,
+    read_event,
+)
+from metaharness.pure.options import KINDS
+from metaharness.pure.projection import replay_stream
+from metaharness.pure.refusal import Refusal
+from metaharness.pure.run_view import (
+    Malformed,
+    Note,
+    ViewState,
+    all_calls,
+    call_of,
+    closing_lines,
+    fold_view,
+    last_entry,
+    open_note,
+    plain_lines,
+    stop_text,
+    turn_text,
+    view_exit,
+)
+from metaharness.shell import view_screen
+from metaharness.shell.refusals import refuse
+
+REFRESHES_PER_SECOND = 4
+
+
+def read_lines(lines: Iterator[bytes]) -> Iterator[EventLine | Malformed]:
+    """Each line read as an event, or as a malformed line naming why."""
+    for number, raw in enumerate(lines, start=1):
+        line = raw[:-1] if raw.endswith(b"\n") else raw
+        read = read_event(line)
+        if isinstance(read, Failure):
+            yield Malformed(number, line.decode("utf-8", errors="replace"), read.failure())
+        else:
+            yield read.unwrap()
+
+
+class PlainScreen:
+    """One plain line per event that matters; no cursor movement."""
+
+    def __init__(self, out: IO[bytes]) -> None:
+        self.out = out
+
+    def _write(self, lines: tuple[str, ...]) -> None:
+        self.out.write("".join(line + "\n" for line in lines).encode("utf-8"))
+        self.out.flush()
+
+    def show(self, before: ViewState, after: ViewState, item: EventLine | Malformed) -> None:
+        self._write(plain_lines(before, after, item))
+
+    def close(self, state: ViewState) -> None:
+        self._write(closing_lines(state))
+
+
+class TerminalScreen:
+    """Calls in flight and streaming text redrawn in place; settled lines printed above them."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.state = ViewState()
+        self.live = Live(
+            get_renderable=self._in_flight, console=console, refresh_per_second=REFRESHES_PER_SECOND,
+            transient=True, redirect_stdout=False, redirect_stderr=False,
+        )  # fmt: skip
+        self.live.start()
+
+    def _in_flight(self) -> view_screen.RenderableType:
+        return view_screen.in_flight(self.state, open_note(self.state), time.monotonic())
+
+    def show(self, before: ViewState, after: ViewState, item: EventLine | Malformed) -> None:
+        opened = open_note(before)
+        if opened is not None and (isinstance(item, Malformed) or event_name(item.payload) != opened.kind):
+            self.console.print(view_screen.note(opened))
+        self.state = after
+        if isinstance(item, Malformed):
+            last = last_entry(after)
+            if isinstance(last, Note):
+                self.console.print(view_screen.note(last))
+            return
+        payload = item.payload
+        if isinstance(payload, SessionStarted) and before.started is None:
+            self.console.print(view_screen.header(after))
+        elif isinstance(payload, ToolResult):
+            call = call_of(after, payload.call_id)
+            if call is not None:
+                self.console.print(view_screen.call_line(call))
+        elif isinstance(payload, TurnStarted):
+            self.console.print(turn_text(payload), style="dim")
+        elif isinstance(payload, SessionEnded):
+            self.console.print(f"session ended: {stop_text(after)}", style="bold")
+        elif not isinstance(payload, Text | Thinking | StreamClosed) and len(after.timeline) > len(before.timeline):
+            last = last_entry(after)
+            if isinstance(last, Note):
+                self.console.print(view_screen.note(last))
+        self.live.refresh()
+
+    def close(self, state: ViewState) -> None:
+        self.live.stop()
+        opened = open_note(state)
+        if opened is not None:
+            self.console.print(view_screen.note(opened))
+        for call in all_calls(state):
+            if call.result is None:
+                self.console.print(view_screen.call_line(call))
+        self.console.print(view_screen.closing(state))
+
+
+def _source(path: str, kind: str | None) -> Iterator[bytes] | Refusal:
+    if kind is None and path == "-":
+        return iter(sys.stdin.buffer.readline, b"")
+    try:
+        if path == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(path, "rb") as handle:
+                data = handle.read()
+    except OSError as error:
+        return Refusal("view-unreadable", f"{path}: cannot be read: {error.strerror or error}")
+    stream = data if kind is None else replay_stream(kind, path, data)
+    return iter(stream.splitlines(keepends=True))
+
+
+def view(path: str, kind: str | None) -> int:
+    """Show the stream at ``path`` (``-``: stdin), or the record of ``kind`` mapped as ``replay`` maps it."""
+    lines = _source(path, kind)
+    if isinstance(lines, Refusal):
+        return refuse(lines)
+    screen: PlainScreen | TerminalScreen = (
+        TerminalScreen(Console(highlight=False)) if sys.stdout.isatty() else PlainScreen(sys.stdout.buffer)
+    )
+    state = ViewState()
+    try:
+        for item in read_lines(lines):
+            after = fold_view(state, item, time.monotonic())
+            screen.show(state, after, item)
+            state = after
+    finally:
+        screen.close(state)
+    return view_exit(state)
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("events", default="-", metavar="[EVENTS|-]")
+@click.option("--from", "kind", type=click.Choice(KINDS), help="EVENTS is a retained vendor record of KIND.")
+def _command(events: str, kind: str | None) -> int:
+    """Show a metaharness.event/1 stream (a file, or stdin) as a person reads it."""
+    return view(events, kind)
+
+
+def main() -> NoReturn:
+    """The ``metaharness-view`` console script: parse errors are ``usage`` refusals, never a traceback."""
+    try:
+        result = _command.main(sys.argv[1:], prog_name="metaharness-view", standalone_mode=False)
+        code = result if isinstance(result, int) else 0
+    except click.exceptions.ClickException as error:
+        code = refuse(Refusal("usage", error.format_message()))
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        code = refuse(Refusal("signalled", "SIGINT arrived before the stream ended"))
+    sys.exit(code)
