@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SEARCHED = ("pure", "shell", "tests", "properties", "benchmarks", "docs", "vectors", "scripts", "README.md")
+SEARCHED = ("pure", "shell", "tests", "properties", "benchmarks", "docs", "vectors", "scripts", "vendors", "README.md")
 THIS_FILE = Path(__file__).resolve()
 SECTION_SIGN = "\N{SECTION SIGN}"
 PUBLIC_STANDARD = re.compile(r"\b(?:RFC|POSIX|ISO)\s*[\d.:-]*\s*$")
@@ -31,7 +31,9 @@ def text_files() -> list[Path]:
             found += [
                 sub
                 for sub in sorted(path.rglob("*"))
-                if sub.is_file() and "__pycache__" not in sub.parts and sub.suffix not in {".pyc", ".sse", ".body"}
+                if sub.is_file()
+                and not {"__pycache__", "node_modules"} & set(sub.parts)
+                and sub.suffix not in {".pyc", ".sse", ".body"}
             ]
     return [path for path in found if path.resolve() != THIS_FILE]
 
