@@ -145,3 +145,21 @@ def test_anchors_follow_github() -> None:
     assert anchor_of("`mcp-serve`") == "mcp-serve"
     assert anchor_of("1. Write the document") == "1-write-the-document"
     assert anchor_of("Catalogue (app-server)") == "catalogue-app-server"
+
+
+POINTER = re.compile(r"\bdocs/([A-Za-z0-9_/-]+\.md)#([a-z0-9_-]+)")
+
+
+def test_every_pointer_from_the_code_into_docs_lands_on_a_heading() -> None:
+    """A docstring or comment that names ``docs/<page>.md#<anchor>`` names a heading that page has."""
+    broken = []
+    for path in text_files():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue
+        for page, anchor in POINTER.findall(text):
+            target = ROOT / "docs" / page
+            if target.exists() and anchor not in anchors(target):
+                broken.append(f"{path.relative_to(ROOT)}: docs/{page}#{anchor}")
+    assert broken == []
