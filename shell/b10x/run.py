@@ -28,6 +28,7 @@ from metaharness.pure.b10x.launch import (
     version_token,
     workspace_of,
 )
+from metaharness.pure.b10x.loop_flags import loop_flag_refusal, tier_flags
 from metaharness.pure.b10x.seam import SeamSettings, unverified_tier, version_off_pin
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import credential_posture
@@ -44,6 +45,7 @@ from metaharness.shell.facts import (
     directory_identity,
     gather_memory_facts,
     gather_program_candidates,
+    probe_stdout,
 )
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.refusals import refuse
@@ -144,6 +146,15 @@ class VersionProbe:
         return version_token(out.decode("utf-8", "replace"))
 
 
+def loop_help(launch: B10xLaunch) -> str | None:
+    """``<program> run --help`` beside the version probe, with the same environment, cwd and limit;
+    ``None`` when it could not be read. Read only when the run passes a flag a loop may declare
+    without building."""
+    return probe_stdout(
+        [launch.program, "run", "--help"], launch.environment.as_dict(), timeout_s=VERSION_PROBE_S, cwd=launch.scratch
+    )
+
+
 def plan_warnings(options: RunOptions, launch: B10xLaunch, version: str | None) -> tuple[WarningRaised, ...]:
     """``VERSION_OFF_PIN`` from the probe, then ``UNVERIFIED_TIER`` under frame and ask (spec 40 §3.3, §8)."""
     found = version_off_pin(launch.program, version, (PIN,))
@@ -210,6 +221,11 @@ def run_b10x(options: RunOptions) -> int:
             launch = take(plan_b10x_launch(options, facts))
             materialise(launch)
             probe = VersionProbe(launch)
+            flags = tier_flags(options)
+            if flags:
+                refusal = loop_flag_refusal(flags, launch.program, probe.version(), loop_help(launch))
+                if refusal is not None:
+                    raise Refused(refusal)
             if options.strict_version:
                 refusal = strict_version_refusal(launch.program, probe.version(), (PIN,))
                 if refusal is not None:
