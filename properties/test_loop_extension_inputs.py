@@ -36,7 +36,7 @@ METHODS = st.sampled_from(["initialize", "thread/start", "turn/start", "turn/int
 
 @given(st.binary(max_size=200))
 def test_no_line_of_bytes_raises_and_every_answer_is_one_line(raw: bytes) -> None:
-    bridge, steps = read_client_line(Bridge(version="1"), raw)
+    _, steps = read_client_line(Bridge(version="1"), raw)
     for step in steps:
         assert isinstance(step, (Send, Answered, BeginTurn))
         if isinstance(step, Send):
