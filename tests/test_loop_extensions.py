@@ -26,9 +26,10 @@ def skill(directory: Path, name: str, description: str, body: str) -> None:
     (directory / name / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {description}\n---\n{body}")
 
 
-def plugin(root: Path, name: str) -> Path:
-    """A plugin directory ``root/name`` with one skill ``planning`` and one agent ``reviewer``."""
-    directory = root / name
+def plugin(root: Path, name: str, directory_name: str | None = None) -> Path:
+    """A plugin directory ``root/<directory_name or name>`` named ``name`` with one skill ``planning``
+    and one agent ``reviewer``."""
+    directory = root / (directory_name or name)
     (directory / ".claude-plugin").mkdir(parents=True)
     (directory / ".claude-plugin" / "plugin.json").write_text(json.dumps({"name": name}))
     skill(directory / "skills", "planning", "Plan before you write.", "Write the plan first, then the code.\n")

@@ -34,7 +34,8 @@ def invocations(home: Path) -> list[str]:
 
 
 def test_a_governed_run_offers_and_loads_the_plugin_skill_and_h1a_reads_ok(home: Path, tmp_path: Path) -> None:
-    source = plugin(tmp_path / "plugins", "guide")
+    """The plugin's directory is not named as the plugin: H1a reads the name its plugin.json gives."""
+    source = plugin(tmp_path / "plugins", "guide", directory_name="guide-checkout")
     record = tmp_path / "record.jsonl"
     work = workspace(tmp_path)
     with running_emulator("--scenario", "skill-load", "--record", str(record), "--record-bodies") as (url, _):

@@ -35,6 +35,7 @@ from metaharness.pure.environment import credential_posture
 from metaharness.pure.events import Transcript, WarningRaised
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
 from metaharness.pure.hermetic import MEMORY_SHAPES, MemoryWalk, VerdictFacts, memory_walk
+from metaharness.pure.loop.skills import plugin_name
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import strict_version_refusal
@@ -48,6 +49,7 @@ from metaharness.shell.facts import (
     probe_stdout,
 )
 from metaharness.shell.frame_file import read_frame_file
+from metaharness.shell.loop.extensions import PLUGIN_MANIFEST
 from metaharness.shell.refusals import refuse
 from metaharness.shell.staging import EarlySignal, Refused, is_directory, stderr_line, take, unusable_directory
 from metaharness.shell.wind_up import RunAudit, retain_copies
@@ -179,11 +181,24 @@ def memory_facts(options: RunOptions) -> MemoryWalk:
     return memory_walk(start, found)
 
 
+def declared_plugin_name(copy: str) -> str:
+    """The name the loop qualifies a plugin's skills and agents with: its scratch copy's
+    ``.claude-plugin/plugin.json`` ``name``, else the copy's directory name."""
+    manifest = os.path.join(copy, PLUGIN_MANIFEST)
+    try:
+        with open(manifest, "rb") as handle:
+            raw = handle.read()
+    except OSError:
+        return os.path.basename(copy)
+    return plugin_name(manifest, raw).value_or(os.path.basename(copy))
+
+
 def verdict_facts(options: RunOptions, launch: B10xLaunch) -> VerdictFacts:
-    """What the rows of a b10x run are read against (spec 30 §2.1, spec 40 §9)."""
+    """What the rows of a b10x run are read against (spec 30 §2.1, spec 40 §9): H1a compares the
+    ``<plugin>:`` prefixes of the loop's skills and agents with the declared plugins' names."""
     return VerdictFacts(
         kind="b10x",
-        declared_plugins=tuple(os.path.basename(p.copy) for p in launch.plugin_copies),
+        declared_plugins=tuple(declared_plugin_name(p.copy) for p in launch.plugin_copies),
         declared_key=options.credentials == "api-key",
         planned_cwd=directory_identity(launch.cwd),
         pins=(PIN,),
