@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from emulator_process import running_emulator
 from governed_b10x import LOOP, common, run, stream, workspace
-from test_loop_extensions import hook_program, hooks_file, plugin
+from loop_extensions import hook_program, hooks_file, plugin
 
 
 @pytest.fixture
