@@ -18,6 +18,8 @@ AGENT_KEYS = ("name", "description", "tools")
 AGENT_TOOLS = ("Read", "Grep", "Glob", "Bash", "Write", "Edit", "LS")
 SKILLS_HEADING = "Skills available to you; load one with the skill tool before you follow it:"
 FENCE = "---"
+PLUGIN_MANIFEST = ".claude-plugin/plugin.json"
+"""Where a plugin directory names itself."""
 
 
 class Skill(msgspec.Struct, frozen=True):

@@ -35,7 +35,7 @@ from metaharness.pure.environment import credential_posture
 from metaharness.pure.events import Transcript, WarningRaised
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
 from metaharness.pure.hermetic import MEMORY_SHAPES, MemoryWalk, VerdictFacts, memory_walk
-from metaharness.pure.loop.skills import plugin_name
+from metaharness.pure.loop.skills import PLUGIN_MANIFEST, plugin_name
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import strict_version_refusal
@@ -49,7 +49,6 @@ from metaharness.shell.facts import (
     probe_stdout,
 )
 from metaharness.shell.frame_file import read_frame_file
-from metaharness.shell.loop.extensions import PLUGIN_MANIFEST
 from metaharness.shell.refusals import refuse
 from metaharness.shell.staging import EarlySignal, Refused, is_directory, stderr_line, take, unusable_directory
 from metaharness.shell.wind_up import RunAudit, retain_copies

@@ -13,6 +13,7 @@ from returns.result import Failure, Result, Success
 
 from metaharness.pure.loop.skills import (
     FILE_CAP,
+    PLUGIN_MANIFEST,
     Agent,
     Loaded,
     Skill,
@@ -22,7 +23,6 @@ from metaharness.pure.loop.skills import (
     plugin_name,
 )
 
-PLUGIN_MANIFEST = os.path.join(".claude-plugin", "plugin.json")
 T = TypeVar("T")
 
 
