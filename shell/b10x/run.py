@@ -46,7 +46,6 @@ from metaharness.shell.facts import (
     directory_identity,
     gather_memory_facts,
     gather_program_candidates,
-    probe_stdout,
 )
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.refusals import refuse
@@ -117,14 +116,14 @@ def materialise(launch: B10xLaunch) -> None:
         shutil.copytree(plugin.source, plugin.copy, symlinks=True)
 
 
-class VersionProbe:
-    """``<program> --version`` with the child's environment, the scratch config home and a 10 s limit
+class LaunchProbe:
+    """``<program> *args`` with the child's environment, the scratch config home and a 10 s limit
     (spec 40 §3.3), started at once and read when its answer is needed."""
 
-    def __init__(self, launch: B10xLaunch) -> None:
+    def __init__(self, launch: B10xLaunch, *args: str) -> None:
         try:
             self.process: subprocess.Popen[bytes] | None = subprocess.Popen(
-                [launch.program, "--version"],
+                [launch.program, *args],
                 env=launch.environment.as_dict(),
                 cwd=launch.scratch,
                 stdin=subprocess.DEVNULL,
@@ -134,8 +133,8 @@ class VersionProbe:
         except OSError:
             self.process = None
 
-    def version(self) -> str | None:
-        """The version token, or ``None`` when the probe could not run, timed out or named none."""
+    def stdout(self) -> str | None:
+        """What it printed, or ``None`` when it could not run or timed out."""
         if self.process is None:
             return None
         try:
@@ -144,16 +143,19 @@ class VersionProbe:
             self.process.kill()
             self.process.communicate()
             return None
-        return version_token(out.decode("utf-8", "replace"))
+        return out.decode("utf-8", "replace")
 
 
-def loop_help(launch: B10xLaunch) -> str | None:
-    """``<program> run --help`` beside the version probe, with the same environment, cwd and limit;
-    ``None`` when it could not be read. Read only when the run passes a flag a loop may declare
-    without building."""
-    return probe_stdout(
-        [launch.program, "run", "--help"], launch.environment.as_dict(), timeout_s=VERSION_PROBE_S, cwd=launch.scratch
-    )
+class VersionProbe(LaunchProbe):
+    """``<program> --version``."""
+
+    def __init__(self, launch: B10xLaunch) -> None:
+        super().__init__(launch, "--version")
+
+    def version(self) -> str | None:
+        """The version token, or ``None`` when the probe could not run, timed out or named none."""
+        banner = self.stdout()
+        return version_token(banner) if banner is not None else None
 
 
 def plan_warnings(options: RunOptions, launch: B10xLaunch, version: str | None) -> tuple[WarningRaised, ...]:
@@ -237,7 +239,8 @@ def run_b10x(options: RunOptions) -> int:
             probe = VersionProbe(launch)
             flags = tier_flags(options)
             if flags:
-                refusal = loop_flag_refusal(flags, launch.program, probe.version(), loop_help(launch))
+                help_probe = LaunchProbe(launch, "run", "--help")
+                refusal = loop_flag_refusal(flags, launch.program, probe.version(), help_probe.stdout())
                 if refusal is not None:
                     raise Refused(refusal)
             if options.strict_version:
