@@ -2,7 +2,8 @@
 
 ``run`` parses every declared flag, refuses before start with one reason (``refused`` under
 ``--json``, exit 1), then drives the loop; exit 0 on ``completed``, 2 on another stop, 1 on a loop
-error, 130 on a second signal.
+error, 130 on a second signal. ``app-server`` validates the same way and serves the loop over stdio
+JSON-RPC (docs/loop-extensions.md).
 """
 
 from __future__ import annotations
