@@ -533,7 +533,8 @@ def check_prompt_text(options: RunOptions) -> Result[RunOptions, Refusal]:
 def check_run_options(
     options: RunOptions, facts: AuditFacts, not_built: Mapping[str, str] = NOT_BUILT
 ) -> Result[RunOptions, Refusal]:
-    """The task's text, then stages 2–4 of spec 10 §4.5 in order; the first refusal is the one reported."""
+    """The task's text, then stages 2–4 (audit pairing, kind carriage, option pairing) in order; the first
+    refusal is the one reported."""
     return (
         check_prompt_text(options)
         .bind(lambda _options: check_audit_pairing(options, facts))

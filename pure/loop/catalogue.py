@@ -79,8 +79,8 @@ _PROPERTIES: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {
 
 
 def schema_of(name: str, programs: tuple[str, ...], skills: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The input schema of an entry (``additionalProperties:false``; spec 60 §5.1); ``skill`` takes one
-    of the loaded skill names."""
+    """The input schema of an entry (``additionalProperties:false``); ``skill`` takes one of the loaded
+    skill names (docs/loop-extensions.md)."""
     properties: dict[str, Any]
     required: tuple[str, ...]
     if name == SKILL.name:
@@ -121,8 +121,8 @@ class Publication(msgspec.Struct, frozen=True):
 
 
 def publish(root_writable: bool, programs: tuple[str, ...], skills: tuple[str, ...] = ()) -> Publication:
-    """Reads always; writes when the root is writable; ``run`` with at least one program (spec 60 §5.1);
-    ``skill`` last, with at least one loaded skill."""
+    """Reads always; writes when the root is writable; ``run`` with at least one program; ``skill``
+    last, with at least one loaded skill (docs/loop-extensions.md)."""
     published: list[Entry] = []
     withheld: list[Withheld] = []
     for entry in CATALOGUE:

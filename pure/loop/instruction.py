@@ -67,7 +67,7 @@ def escape_reference(text: str) -> str:
 
 def render_instruction(facts: InstructionFacts) -> Instruction:
     """Parts in order: harness lines (with the skill lines after the tools, docs/loop-extensions.md),
-    reference files, project instructions, environment (spec 60 §6)."""
+    reference files, project instructions, environment."""
     harness = [IDENTITY, f"The tools this run has: {_ticked(facts.tools)}."]
     if facts.programs:
         harness.append(f"Programs `run` may start: {_ticked(facts.programs)}.")

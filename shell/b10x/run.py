@@ -117,8 +117,8 @@ def materialise(launch: B10xLaunch) -> None:
 
 
 class LaunchProbe:
-    """``<program> *args`` with the child's environment, the scratch config home and a 10 s limit
-    (spec 40 §3.3), started at once and read when its answer is needed."""
+    """``<program> *args`` with the child's environment, the scratch config home and a 10 s limit,
+    started at once and read when its answer is needed."""
 
     def __init__(self, launch: B10xLaunch, *args: str) -> None:
         try:
@@ -195,8 +195,8 @@ def declared_plugin_name(copy: str) -> str:
 
 
 def verdict_facts(options: RunOptions, launch: B10xLaunch) -> VerdictFacts:
-    """What the rows of a b10x run are read against (spec 30 §2.1, spec 40 §9): H1a compares the
-    ``<plugin>:`` prefixes of the loop's skills and agents with the declared plugins' names."""
+    """What the rows of a b10x run are read against: H1a compares the ``<plugin>:`` prefixes of the
+    loop's skills and agents with the declared plugins' names (docs/loop-extensions.md)."""
     return VerdictFacts(
         kind="b10x",
         declared_plugins=tuple(declared_plugin_name(p.copy) for p in launch.plugin_copies),
