@@ -309,3 +309,13 @@ def test_app_server_refuses_before_serving_like_run(tmp_path: Path) -> None:
     done = subprocess.run([HARNESS, "app-server", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
                            "--api-key-env", "EMPTY_KEY"], capture_output=True, timeout=WAIT_S, check=False, env=env)
     assert (done.returncode, done.stderr) == (1, b"error: the credential at --api-key-env EMPTY_KEY is empty\n")
+
+
+def test_a_budget_stop_ends_the_turn_failed_with_its_stop(tmp_path: Path) -> None:
+    with served("bridge-tool", "anthropic-messages", tmp_path, "--max-turns", "1") as (client, _):
+        client.open()
+        turn_id = client.turn(10)
+        seen = answer_calls(client)
+        assert client.close() == 0
+    assert seen[-1]["params"]["turn"] == {"id": turn_id, "status": "failed",
+                                          "error": {"message": 'the turn stopped: {"kind":"max-turns","limit":1}'}}

@@ -234,3 +234,14 @@ def test_run_help_names_the_declared_but_not_built_flags() -> None:
                     "--substrate --substrate-embedded --cgroup-root --output-schema --delegate")
     for flag in ("--hooks", "--plugin-dir", "--skills-dir", "--agents-dir"):
         assert flag in done.stdout and flag not in line
+
+
+def test_a_blocked_call_is_never_asked_about(tmp_path: Path) -> None:
+    """Before-call hooks run after the gates and before the approver: a blocked write is not asked."""
+    block = hook_program(tmp_path, "block", "print(json.dumps({'reason': 'no writes'}))\nsys.exit(2)\n")
+    hooks = hooks_file(tmp_path, [{"on": "before-call", "tools": ["file_write"], "command": [sys.executable, block]}])
+    work = workspace(tmp_path)
+    run = harness("hooked-calls", "openai-responses", work, "--hooks", hooks, "--approve", "caller")
+    assert run.code == 0, run.stderr
+    assert "approval-required" not in run.kinds() and not (work / "note.md").exists()
+    assert [line["failed"] for line in run.lines if line["kind"] == "tool-completed"] == [False, True]
