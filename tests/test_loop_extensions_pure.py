@@ -14,6 +14,7 @@ from metaharness.pure.loop.hooks import (
     Proceed,
     after_call_note,
     before_call_verdict,
+    parse_hooks,
     stop_verdict,
     with_notes,
 )
@@ -80,3 +81,10 @@ def test_tool_answers_and_turn_statuses() -> None:
     assert turn_status(budget.Cancelled("the caller cancelled"), None) == ("interrupted", None)
     assert turn_status(budget.MaxTurns(1), None) == ("failed", 'the turn stopped: {"kind":"max-turns","limit":1}')
     assert turn_status(None, "boom") == ("failed", "boom")
+
+
+def test_the_hooks_file_version_is_the_integer_1() -> None:
+    assert parse_hooks("h", b'{"version":1,"hooks":[{"on":"stop","command":["x"]}]}').unwrap() == (
+        Hook("stop", None, ("x",)),)
+    for version in (b"true", b"1.0", b'"1"'):
+        assert parse_hooks("h", b'{"version":' + version + b',"hooks":[]}').failure().startswith("--hooks h must be")

@@ -64,7 +64,8 @@ def parse_hooks(label: str, raw: bytes) -> Result[tuple[Hook, ...], str]:
         document = msgspec.json.decode(raw)
     except (msgspec.DecodeError, UnicodeDecodeError):
         return Failure(f"--hooks {label} is not JSON")
-    if not isinstance(document, dict) or set(document) != {"version", "hooks"} or document["version"] != 1:
+    shaped = isinstance(document, dict) and set(document) == {"version", "hooks"}
+    if not shaped or type(document["version"]) is not int or document["version"] != 1:
         return Failure(f'--hooks {label} must be {{"version":1,"hooks":[…]}} with no other key')
     if not isinstance(document["hooks"], list):
         return Failure(f"--hooks {label}: `hooks` must be a list")
