@@ -319,3 +319,18 @@ def test_a_budget_stop_ends_the_turn_failed_with_its_stop(tmp_path: Path) -> Non
         assert client.close() == 0
     assert seen[-1]["params"]["turn"] == {"id": turn_id, "status": "failed",
                                           "error": {"message": 'the turn stopped: {"kind":"max-turns","limit":1}'}}
+
+
+@pytest.mark.parametrize(("wire", "header"), [("openai-responses", "authorization"), ("anthropic-messages", "x-api-key")])
+def test_the_credential_is_presented_on_the_wire_and_never_enters_the_protocol(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wire: str, header: str
+) -> None:
+    monkeypatch.setenv("BRIDGE_KEY", "sk-bridge-secret")
+    with served("bridge-tool", wire, tmp_path, "--api-key-env", "BRIDGE_KEY") as (client, record):
+        client.open()
+        client.turn(10)
+        seen = answer_calls(client)
+        assert client.close() == 0
+    assert "sk-bridge-secret" not in json.dumps(seen)
+    assert {(r["credential_header"], r["credential_length"]) for r in requests_of(record)} == {
+        (header, len("sk-bridge-secret"))}
