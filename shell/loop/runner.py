@@ -367,7 +367,6 @@ class Loop:
             return f"the result is {len(reply)} bytes, over the {RESULT_CAP} byte bound; narrow the request", True
         return reply.decode("utf-8"), False
 
-
     def _hook_failed(self, message: str) -> None:
         self.recorder.write(WarningLine(code="hook-failed", message=message))
 
