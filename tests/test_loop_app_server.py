@@ -142,6 +142,11 @@ def test_two_turns_with_a_dynamic_tool(tmp_path: Path, wire: str) -> None:
                        and m["params"]["item"]["type"] == "agentMessage")
         assert message["params"]["item"]["text"] == "the client tool answered"
         assert any(m.get("method") == "thread/tokenUsage/updated" for m in seen)
+        tool_item = next(m for m in seen if m.get("method") == "item/completed"
+                         and m["params"]["item"]["type"] == "dynamicToolCall")["params"]["item"]
+        assert tool_item == {"type": "dynamicToolCall", "id": asked[0]["params"]["callId"], "tool": "lookup",
+                             "arguments": {"word": "from the emulator"}, "status": "completed", "success": True,
+                             "contentItems": [{"type": "inputText", "text": "looked up: a word"}]}
         assert seen[-1] == {"method": "turn/completed",
                             "params": {"threadId": THREAD, "turn": {"id": turn_id, "status": "completed"}}}
     usage = [m for m in turns[1][1] if m.get("method") == "thread/tokenUsage/updated"][-1]["params"]["tokenUsage"]

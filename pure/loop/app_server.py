@@ -305,7 +305,13 @@ class TurnItems(msgspec.Struct, frozen=True, kw_only=True):
     message_text: str = ""
     messages: int = 0
     calls: tuple[tuple[str, str, Any], ...] = ()
+    results: tuple[tuple[str, str], ...] = ()
     total: tuple[int, int, int] = (0, 0, 0)
+
+
+def with_result(items: TurnItems, call_id: str, text: str) -> TurnItems:
+    """The result text of call ``call_id``, for its ``item/completed`` ``contentItems``."""
+    return msgspec.structs.replace(items, results=(*items.results, (call_id, text)))
 
 
 def _close_message(items: TurnItems) -> tuple[TurnItems, tuple[bytes, ...]]:
@@ -323,7 +329,8 @@ def _breakdown(input_tokens: int, cached: int, output: int) -> dict[str, int]:
 
 def notify(items: TurnItems, line: RecordLine) -> tuple[TurnItems, tuple[bytes, ...]]:
     """The notifications one record line of the turn becomes: text streams an ``agentMessage`` item;
-    a call of a registered tool is a ``dynamicToolCall`` item; usage is ``thread/tokenUsage/updated``."""
+    a call is a ``dynamicToolCall`` item (completed with the client's ``contentItems`` when it answered);
+    usage is ``thread/tokenUsage/updated``."""
     where = {"threadId": items.thread_id, "turnId": items.turn_id}
     if isinstance(line, TextDelta):
         opened: tuple[bytes, ...] = ()
@@ -356,6 +363,9 @@ def notify(items: TurnItems, line: RecordLine) -> tuple[TurnItems, tuple[bytes, 
             return items, ()
         done: dict[str, Any] = {"type": "dynamicToolCall", "id": call[0], "tool": call[1], "arguments": call[2],
                                 "status": "failed" if line.failed else "completed", "success": not line.failed}
+        text = next((t for c, t in items.results if c == line.call_id), None)
+        if text is not None:
+            done["contentItems"] = [{"type": "inputText", "text": text}]
         return items, (notification("item/completed", {**where, "item": done}),)
     return items, ()
 

@@ -37,6 +37,7 @@ from metaharness.pure.loop.app_server import (
     turn_completed,
     turn_status,
     unanswered_text,
+    with_result,
 )
 from metaharness.pure.loop.catalogue import publish
 from metaharness.pure.loop.gates import unpublished_warning
@@ -180,6 +181,10 @@ class BridgeRecorder(Recorder):
         for each in lines:
             self.connection.send(each)
 
+    def answered(self, call_id: str, text: str) -> None:
+        """The client's answer to ``call_id``, shown on its ``item/completed``."""
+        self.items = with_result(self.items, call_id, text)
+
     def end(self) -> None:
         self.items, lines = end_items(self.items)
         for each in lines:
@@ -189,10 +194,13 @@ class BridgeRecorder(Recorder):
 class BridgeLoop(Loop):
     """The loop with the client's tools: a registered call goes to the client, any other is unpublished."""
 
-    def __init__(self, *, tools: tuple[DynamicTool, ...], connection: Connection, **settings: object) -> None:
-        super().__init__(**settings)  # type: ignore[arg-type]
+    def __init__(
+        self, *, tools: tuple[DynamicTool, ...], connection: Connection, recorder: BridgeRecorder, **settings: object
+    ) -> None:
+        super().__init__(recorder=recorder, **settings)  # type: ignore[arg-type]
         self.tools = {tool.name: tool for tool in tools}
         self.connection = connection
+        self.notifications = recorder
 
     def _request(self) -> TurnRequest:
         specs = tuple(tool.spec() for tool in self.tools.values())
@@ -209,6 +217,7 @@ class BridgeLoop(Loop):
             self._result(call, "the run was cancelled while this call ran", True)
             return self._interrupt_stop()
         text, success = answer
+        self.notifications.answered(call.call_id, text)
         self._result(call, text, not success)
         return None
 
