@@ -245,3 +245,19 @@ def test_a_blocked_call_is_never_asked_about(tmp_path: Path) -> None:
     assert run.code == 0, run.stderr
     assert "approval-required" not in run.kinds() and not (work / "note.md").exists()
     assert [line["failed"] for line in run.lines if line["kind"] == "tool-completed"] == [False, True]
+
+
+def test_an_unreadable_hooks_file_or_a_missing_directory_refuses(tmp_path: Path) -> None:
+    work = workspace(tmp_path)
+    run = harness("text", "openai-responses", work, "--hooks", str(tmp_path / "absent.json"))
+    assert run.code == 1 and run.lines[0]["reason"] == f"--hooks {tmp_path / 'absent.json'} cannot be read: No such file or directory"
+    for flag in ("--skills-dir", "--agents-dir", "--plugin-dir"):
+        run = harness("text", "openai-responses", work, flag, str(tmp_path / "absent"))
+        assert run.code == 1 and run.lines[0]["reason"] == f"{flag} {tmp_path / 'absent'} is not a directory"
+        assert not run.requests
+
+
+def test_app_server_refuses_a_tool_answer_timeout_below_1() -> None:
+    done = subprocess.run([HARNESS, "app-server", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
+                           "--tool-answer-timeout-ms", "0"], capture_output=True, timeout=60, check=False)
+    assert (done.returncode, done.stderr) == (1, b"error: --tool-answer-timeout-ms must be at least 1; got 0\n")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from metaharness.pure.b10x.loop_flags import loop_flag_refusal, not_built_flags
 from metaharness.pure.loop import budget
 from metaharness.pure.loop.app_server import Answered, read_tool_answer, turn_status, unanswered_text
 from metaharness.pure.loop.hooks import (
@@ -88,3 +89,22 @@ def test_the_hooks_file_version_is_the_integer_1() -> None:
         Hook("stop", None, ("x",)),)
     for version in (b"true", b"1.0", b'"1"'):
         assert parse_hooks("h", b'{"version":' + version + b',"hooks":[]}').failure().startswith("--hooks h must be")
+
+
+def test_loop_flag_refusals_name_the_flag_and_the_loop() -> None:
+    help_text = "  --hooks TEXT\n  --toolchain TEXT\n\n  Declared but not built in this implementation: --toolchain\n"
+    program = "/home/op/.local/bin/b10x-harness"
+    assert loop_flag_refusal(("--hooks",), program, "0.1.0", help_text) is None
+    built = loop_flag_refusal(("--hooks", "--toolchain"), program, "0.1.0", help_text)
+    assert built is not None and built.line() == (
+        "metaharness: not-built: --toolchain is not built in this build: b10x-harness 0.1.0 at "
+        "/home/op/.local/bin/b10x-harness declares --toolchain but does not build it, so the loop would refuse "
+        "the run at start")
+    undeclared = loop_flag_refusal(("--plugin-dir",), program, None, help_text)
+    assert undeclared is not None and undeclared.message == (
+        "--plugin-dir is not built in this build: b10x-harness (version unreadable) at "
+        "/home/op/.local/bin/b10x-harness does not declare --plugin-dir")
+    unread = loop_flag_refusal(("--hooks",), program, "0.1.0", None)
+    assert unread is not None and "gave no `run --help`" in unread.message
+    assert loop_flag_refusal((), program, "0.1.0", None) is None
+    assert not_built_flags(help_text) == {"--toolchain"}
