@@ -4,6 +4,7 @@ loop against the real emulator (docs/loop-extensions.md)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -261,3 +262,14 @@ def test_app_server_refuses_a_tool_answer_timeout_below_1() -> None:
     done = subprocess.run([HARNESS, "app-server", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
                            "--tool-answer-timeout-ms", "0"], capture_output=True, timeout=60, check=False)
     assert (done.returncode, done.stderr) == (1, b"error: --tool-answer-timeout-ms must be at least 1; got 0\n")
+
+
+def test_run_help_imports_no_http_client_or_loop() -> None:
+    """metaharness reads ``run --help`` before the spawn when a run passes an extension flag, so the
+    help answers without importing the loop's runner, the bridge or the HTTP client."""
+    done = subprocess.run([HARNESS, "run", "--help"], capture_output=True, text=True, timeout=60, check=False,
+                          env={**os.environ, "PYTHONPROFILEIMPORTTIME": "1"})
+    modules = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert done.returncode == 0 and "metaharness.shell.loop.command" in modules
+    assert not {m for m in modules if m.split(".")[0] in ("httpx", "httpcore")}
+    assert not modules & {"metaharness.shell.loop.runner", "metaharness.shell.loop.app_server"}

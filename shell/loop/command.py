@@ -1,4 +1,6 @@
-"""``b10x-harness``'s commands (spec 60 §1), imported once ``--version`` is ruled out.
+"""``b10x-harness``'s commands (spec 60 §1), imported once ``--version`` is ruled out. The loop and
+its HTTP client are imported only when a command runs, so ``run --help`` (which metaharness reads
+before the spawn) stays light.
 
 ``run`` parses every declared flag, refuses before start with one reason (``refused`` under
 ``--json``, exit 1), then drives the loop; exit 0 on ``completed``, 2 on another stop, 1 on a loop
@@ -13,7 +15,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from returns.result import Failure, Result
@@ -37,14 +39,15 @@ from metaharness.pure.loop.record import (
 from metaharness.pure.loop.skills import Loaded
 from metaharness.pure.wires import anthropic_messages, openai_responses
 from metaharness.pure.wires.neutral import Item, Sampling, UserText
-from metaharness.shell.loop.app_server import Connection, Server, TurnCancel
 from metaharness.shell.loop.approver import AllApprover, Approver, CallerApprover, DenyApprover, PromptApprover
 from metaharness.shell.loop.cancel import CancelToken
 from metaharness.shell.loop.credentials import CredentialSource, read_credential
 from metaharness.shell.loop.extensions import load_extensions
-from metaharness.shell.loop.runner import Loop, LoopError, Recorder, stderr_error
 from metaharness.shell.loop.session import SessionFile, load_session, save_session, session_dir, session_id
 from metaharness.shell.loop_cli import VERSION_FLAGS, print_version, version
+
+if TYPE_CHECKING:
+    from metaharness.shell.loop.runner import Loop, Recorder
 
 CONTEXT_CAP = 256 * 1024
 ENDPOINT_PATHS = {
@@ -209,6 +212,8 @@ for _option in _not_built_options():
 
 
 def _refuse(json_mode: bool, reason: str) -> int:
+    from metaharness.shell.loop.runner import stderr_error
+
     if json_mode:
         sys.stdout.buffer.write(encode_line(refused_line(reason)))
         sys.stdout.buffer.flush()
@@ -337,6 +342,8 @@ def _resolve_session(plan: RunPlan, root: str) -> tuple[str | None, SessionFile 
 
 def start(flags: RunFlags) -> int:
     """Refuse before start or run the loop; the exit code (spec 60 §1.2)."""
+    from metaharness.shell.loop.runner import Loop, LoopError, Recorder, stderr_error
+
     started_at = time.monotonic()
     start_nanos = time.time_ns()
     planned: Result[RunPlan, str] = plan_run(flags)
@@ -525,6 +532,8 @@ def serve_app_server(values: dict[str, Any]) -> int:
         resume=None,
         given_not_built=(),
     )
+    from metaharness.shell.loop.app_server import Connection, Server, TurnCancel
+
     planned = plan_run(flags)
     if isinstance(planned, Failure):
         return _refuse(False, planned.failure())
