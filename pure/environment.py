@@ -228,7 +228,7 @@ def _api_key_posture(
         )
     names = {"claude": ("ANTHROPIC_API_KEY",), "codex": ("OPENAI_API_KEY", "CODEX_API_KEY"), "b10x": ("OPENAI_API_KEY",)}
     for name in names[kind]:
-        if name in caller_env:
+        if caller_env.get(name):
             arguments = ("--api-key-env", name) if kind == "b10x" else ()
             return Success(
                 CredentialPosture(
@@ -240,6 +240,14 @@ def _api_key_posture(
                 )
             )
     wanted = " or ".join(names[kind])
+    empty = [name for name in names[kind] if name in caller_env]
+    if empty:
+        return Failure(
+            Refusal(
+                "api-key-missing",
+                f"--credentials api-key on {kind}: {' and '.join(empty)} is empty in the caller's environment",
+            )
+        )
     return Failure(
         Refusal("api-key-missing", f"--credentials api-key on {kind}: the caller's environment has no {wanted}")
     )

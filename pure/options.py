@@ -510,12 +510,34 @@ def check_option_pairing(options: RunOptions) -> Result[RunOptions, Refusal]:
     return Success(options)
 
 
+def check_prompt_text(options: RunOptions) -> Result[RunOptions, Refusal]:
+    """``prompt-not-utf8``: the task must be UTF-8 text. The command line hands undecodable bytes over
+    as lone surrogates; no harness can be given them as a task, so the run is refused before anything
+    starts."""
+    prompt = options.prompt
+    if prompt is None:
+        return Success(options)
+    try:
+        prompt.encode("utf-8")
+    except UnicodeEncodeError as error:
+        return Failure(
+            Refusal(
+                "prompt-not-utf8",
+                f"-p/--prompt is not UTF-8 text: the byte at position {error.start} does not decode; "
+                "pass the task as UTF-8",
+            )
+        )
+    return Success(options)
+
+
 def check_run_options(
     options: RunOptions, facts: AuditFacts, not_built: Mapping[str, str] = NOT_BUILT
 ) -> Result[RunOptions, Refusal]:
-    """Stages 2–4 of spec 10 §4.5 in order; the first refusal is the one reported."""
+    """The task's text, then stages 2–4 (audit pairing, kind carriage, option pairing) in order; the first
+    refusal is the one reported."""
     return (
-        check_audit_pairing(options, facts)
+        check_prompt_text(options)
+        .bind(lambda _options: check_audit_pairing(options, facts))
         .bind(lambda _pairing: check_kind_carriage(options, not_built))
         .bind(check_option_pairing)
     )

@@ -18,10 +18,10 @@ EMULATOR = str(BIN / "b10x-emulator")
 
 
 @contextmanager
-def emulator(scenario: str, record: Path) -> Iterator[str]:
-    """``b10x-emulator --scenario scenario --record record``: yields its base URL, SIGTERM after."""
+def emulator(scenario: str, record: Path, *options: str) -> Iterator[str]:
+    """``b10x-emulator --scenario scenario --record record *options``: yields its base URL, SIGTERM after."""
     process = subprocess.Popen(
-        [EMULATOR, "--scenario", scenario, "--record", str(record)], stdout=subprocess.PIPE, text=True
+        [EMULATOR, "--scenario", scenario, "--record", str(record), *options], stdout=subprocess.PIPE, text=True
     )
     try:
         assert process.stdout is not None
@@ -49,11 +49,19 @@ class Run:
 
 
 def harness(
-    scenario: str, wire: str, workspace: Path, *extra: str, stdin: bytes = b"", timeout: float = 60
+    scenario: str,
+    wire: str,
+    workspace: Path,
+    *extra: str,
+    stdin: bytes = b"",
+    timeout: float = 60,
+    record_bodies: bool = False,
 ) -> Run:
-    """``b10x-harness run --json --no-session`` in ``workspace`` against the emulator playing ``scenario``."""
+    """``b10x-harness run --json --no-session`` in ``workspace`` against the emulator playing ``scenario``
+    (recording request bodies when ``record_bodies``)."""
     record = workspace.parent / f"{scenario}-{wire}.record.jsonl"
-    with emulator(scenario, record) as base_url:
+    record.unlink(missing_ok=True)
+    with emulator(scenario, record, *(("--record-bodies",) if record_bodies else ())) as base_url:
         argv = [HARNESS, "run", "--json", "--no-session", "--workspace", str(workspace), "--base-url", base_url]
         argv += ["--model", "b10x-emulated", "--wire", wire, *extra, "--input", "go"]
         done = subprocess.run(argv, input=stdin, capture_output=True, timeout=timeout, check=False)

@@ -36,9 +36,14 @@ def test_project_loop_is_off_pin_by_design(tmp_path: Path) -> None:
     done = doctor(tmp_path)
     assert done.returncode == 1
     program = tmp_path / ".local" / "bin" / "b10x-harness"
-    first, second = done.stdout.splitlines()
+    first, second, *declared_only = done.stdout.splitlines()
     assert first.startswith(f"b10x: {program} ") and "OFF the adapter's pin (0.22.0)" in first
     assert second == "b10x-harness: every flag the adapter sends is one the binary declares"
+    assert declared_only == [
+        f"b10x-harness: the binary declares {flag} but does not build it; a run that would send it is refused "
+        "before the spawn"
+        for flag in ("--toolchain", "--driver", "--substrate", "--substrate-embedded", "--cgroup-root")
+    ]
 
 
 def test_on_pin_with_every_flag_exits_0(tmp_path: Path) -> None:

@@ -14,7 +14,12 @@ import pytest
 
 from metaharness.pure.emulator.answer import Answer, answer_request
 from metaharness.pure.emulator.record import record_line
-from metaharness.pure.emulator.scenarios import LOOP_SCENARIOS, SCENARIO_NAMES, VENDOR_SCENARIOS
+from metaharness.pure.emulator.scenarios import (
+    EXTENSION_SCENARIOS,
+    LOOP_SCENARIOS,
+    SCENARIO_NAMES,
+    VENDOR_SCENARIOS,
+)
 
 CATALOGUE = ["file_read", "dir_list", "search", "find", "file_write", "file_edit"]
 WIRES = ("responses", "messages")
@@ -424,7 +429,8 @@ def test_every_scenario_is_named_once() -> None:
     assert set(LOOP_SCENARIOS) == {
         "text", "flat-tool", "flat-write", "flat-edit", "flat-run", "unpublished-tool", "reasoning",
         "bad-arguments", "unauthorized", "cold", "cold-once", "slow", "malformed", "truncated", "failed",
-        "fails-after-turn", "incomplete", "no-usage", "unknown-events"}
+        "fails-after-turn", "incomplete", "no-usage", "unknown-events"} | set(EXTENSION_SCENARIOS)
+    assert set(EXTENSION_SCENARIOS) == {"skill-load", "hooked-calls", "bridge-tool", "bridge-unregistered"}
     assert set(VENDOR_SCENARIOS) == {
         "claude-write", "claude-read", "claude-bash", "codex-shell", "codex-patch", "codex-catalogue-write"}
 

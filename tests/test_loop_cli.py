@@ -198,12 +198,6 @@ def test_sessions_are_private_resumable_and_wire_bound(tmp_path: Path) -> None:
     )
 
 
-def test_app_server_is_refused_by_name() -> None:
-    done = harness("app-server", "--base-url", "http://127.0.0.1:9/v1", "--model", "m")
-    assert (done.returncode, done.stdout) == (1, "")
-    assert done.stderr == "error: `app-server` is declared but not built in this implementation\n"
-
-
 def _refusal_cases(tmp: Path) -> list[tuple[list[str], str]]:
     binary = tmp / "binary.txt"
     binary.write_bytes(b"\xff\xfe")

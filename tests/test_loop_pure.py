@@ -369,7 +369,7 @@ def test_plan_trims_one_slash_and_defaults() -> None:
         ({"base_url": None}, "--base-url is required"),
         ({"model": None}, "--model is required"),
         ({"input": None}, "--input is required"),
-        ({"given_not_built": ("--hooks",)}, "`--hooks` is declared but not built in this implementation"),
+        ({"given_not_built": ("--driver",)}, "`--driver` is declared but not built in this implementation"),
         ({"api_key_env": "A", "api_key_secret": "k"}, "the credential sources are mutually exclusive: --api-key-env and --api-key-secret"),
         ({"api_key_secret": ""}, "--api-key-secret must not be empty"),
         ({"base_url": "ftp://x"}, "--base-url must be an http:// or https:// URL; got `ftp://x`"),

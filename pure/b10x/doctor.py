@@ -6,6 +6,7 @@ from __future__ import annotations
 import posixpath
 
 from metaharness.pure.b10x.launch import PIN
+from metaharness.pure.b10x.loop_flags import not_built_flags
 from metaharness.pure.doctor import DoctorReport, declared_flags
 
 SENT_FLAGS = (
@@ -55,5 +56,12 @@ def doctor_report(program: str, version: str, help_text: str) -> DoctorReport:
         f"{name}: the adapter sends {flag} and the binary does not declare it" for flag in SENT_FLAGS if flag not in declared
     )
     lines = (first, *faults) if faults else (first, f"{name}: every flag the adapter sends is one the binary declares")
-    return DoctorReport(lines, 0 if version == PIN and not faults else 1)
+    unbuilt = not_built_flags(help_text)
+    declared_only = tuple(
+        f"{name}: the binary declares {flag} but does not build it; a run that would send it is refused before "
+        "the spawn"
+        for flag in SENT_FLAGS
+        if flag in unbuilt
+    )
+    return DoctorReport((*lines, *declared_only), 0 if version == PIN and not faults else 1)
 

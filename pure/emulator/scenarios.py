@@ -171,3 +171,64 @@ def decide(scenario: str, view: RequestView, n: int) -> Decision:
     if scenario in VENDOR_SCENARIOS:
         return _vendor(VENDOR_SCENARIOS[scenario], view)
     return Decision(LOOP_SCENARIOS[scenario](view, n))
+
+
+# ---- Scenarios of the loop's extensions: skills, hooks and the app-server bridge (docs/loop-extensions.md).
+
+
+def _skill_load(view: RequestView, n: int) -> Outcome:
+    """``skill`` with the first skill name the offered ``skill`` lists; then text."""
+    if view.tool_results:
+        return Reply(text="the skill is loaded")
+    offered = next((tool for tool in view.tools if tool.name == "skill"), None)
+    name = _first_enum(offered.schema) if offered is not None else None
+    if name is None:
+        return Reply(text="no skill was offered")
+    return Reply(call=_call("skill", {"name": name}))
+
+
+def _hooked_calls(view: RequestView, n: int) -> Outcome:
+    """``file_read`` of README.md, then ``file_write`` of note.md, then text: two calls for hooks to judge."""
+    if view.tool_results == 0:
+        return READ_README
+    if view.tool_results == 1:
+        return Reply(call=_call("file_write", {"path": "note.md", "text": "written past the hooks\n"}))
+    return Reply(text="the hooks have had their say")
+
+
+def _user_spoke_last(view: RequestView) -> bool:
+    return bool(view.item_kinds) and view.item_kinds[-1] in ("message:user", "user:text")
+
+
+def _bridge_tool(view: RequestView, n: int) -> Outcome:
+    """Each user turn: the first offered tool, every required string property ``from the emulator``;
+    once its result is in, text."""
+    if not _user_spoke_last(view):
+        return Reply(text="the client tool answered")
+    if not view.tools:
+        return Reply(text="no tool was offered")
+    tool = view.tools[0]
+    schema: dict[str, Any] = tool.schema if isinstance(tool.schema, dict) else {}
+    properties = schema.get("properties")
+    required = schema.get("required")
+    arguments = {name: "from the emulator" for name in (required if isinstance(required, list) else ())
+                 if isinstance(properties, dict) and isinstance(properties.get(name), dict)
+                 and properties[name].get("type") == "string"}
+    return Reply(call=_call(tool.name, arguments))
+
+
+def _bridge_unregistered(view: RequestView, n: int) -> Outcome:
+    """Each user turn: a call of ``unregistered_tool``, which no client registers; then text."""
+    if not _user_spoke_last(view):
+        return Reply(text="I see, that tool is not registered.")
+    return Reply(call=_call("unregistered_tool", {}))
+
+
+EXTENSION_SCENARIOS: dict[str, Callable[[RequestView, int], Outcome]] = {
+    "skill-load": _skill_load,
+    "hooked-calls": _hooked_calls,
+    "bridge-tool": _bridge_tool,
+    "bridge-unregistered": _bridge_unregistered,
+}
+LOOP_SCENARIOS.update(EXTENSION_SCENARIOS)
+SCENARIO_NAMES = (*SCENARIO_NAMES, *EXTENSION_SCENARIOS)

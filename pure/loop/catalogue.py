@@ -47,6 +47,8 @@ CATALOGUE: tuple[Entry, ...] = (
     Entry("run", "shell", "high", "Run one allowed program with arguments in the workspace root. Not a shell."),
 )
 BY_NAME: dict[str, Entry] = {entry.name: entry for entry in CATALOGUE}
+SKILL = Entry("skill", "skill.load", "low", "Load one of the listed skills by name; returns its instructions.")
+"""The loop's own tool, published after the catalogue when at least one skill was loaded."""
 
 _PROPERTIES: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {
     "file_read": (
@@ -76,10 +78,16 @@ _PROPERTIES: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {
 }
 
 
-def schema_of(name: str, programs: tuple[str, ...]) -> dict[str, Any]:
-    """The input schema of an entry (``additionalProperties:false``; spec 60 §5.1)."""
-    if name == "run":
-        properties: dict[str, Any] = {
+def schema_of(name: str, programs: tuple[str, ...], skills: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The input schema of an entry (``additionalProperties:false``); ``skill`` takes one of the loaded
+    skill names (docs/loop-extensions.md)."""
+    properties: dict[str, Any]
+    required: tuple[str, ...]
+    if name == SKILL.name:
+        properties = {"name": {"type": "string", "enum": list(skills)}}
+        required = ("name",)
+    elif name == "run":
+        properties = {
             "argv": {
                 "type": "array",
                 "items": {"type": "string"},
@@ -87,7 +95,7 @@ def schema_of(name: str, programs: tuple[str, ...]) -> dict[str, Any]:
                 "prefixItems": [{"type": "string", "enum": list(programs)}],
             }
         }
-        required: tuple[str, ...] = ("argv",)
+        required = ("argv",)
     else:
         properties, required = _PROPERTIES[name]
     return {"type": "object", "properties": properties, "required": list(required), "additionalProperties": False}
@@ -99,18 +107,22 @@ class Publication(msgspec.Struct, frozen=True):
     published: tuple[Entry, ...]
     withheld: tuple[Withheld, ...]
     programs: tuple[str, ...]
+    skills: tuple[str, ...] = ()
 
     def specs(self) -> tuple[ToolSpec, ...]:
         """The tools as the model sees them, in catalogue order."""
-        return tuple(ToolSpec(e.name, e.description, schema_of(e.name, self.programs)) for e in self.published)
+        return tuple(
+            ToolSpec(e.name, e.description, schema_of(e.name, self.programs, self.skills)) for e in self.published
+        )
 
     def names(self) -> tuple[str, ...]:
         """Published names in catalogue order."""
         return tuple(e.name for e in self.published)
 
 
-def publish(root_writable: bool, programs: tuple[str, ...]) -> Publication:
-    """Reads always; writes when the root is writable; ``run`` with at least one program (spec 60 §5.1)."""
+def publish(root_writable: bool, programs: tuple[str, ...], skills: tuple[str, ...] = ()) -> Publication:
+    """Reads always; writes when the root is writable; ``run`` with at least one program; ``skill``
+    last, with at least one loaded skill (docs/loop-extensions.md)."""
     published: list[Entry] = []
     withheld: list[Withheld] = []
     for entry in CATALOGUE:
@@ -120,12 +132,14 @@ def publish(root_writable: bool, programs: tuple[str, ...]) -> Publication:
             withheld.append(Withheld(entry.name, "no program was allowed; pass --allow-program"))
         else:
             published.append(entry)
-    return Publication(tuple(published), tuple(withheld), programs)
+    if skills:
+        published.append(SKILL)
+    return Publication(tuple(published), tuple(withheld), programs, skills)
 
 
 def subjects_of(name: str, arguments: Any) -> tuple[str, ...]:
     """Subjects from the arguments as spelled; an omitted path is ``.`` (spec 60 §5.1)."""
-    if not isinstance(arguments, dict):
+    if not isinstance(arguments, dict) or name == SKILL.name:
         return ()
     if name == "run":
         argv = arguments.get("argv")
@@ -136,11 +150,13 @@ def subjects_of(name: str, arguments: Any) -> tuple[str, ...]:
     return (f"file:{path}",) if isinstance(path, str) else ()
 
 
-def check_arguments(name: str, arguments: Any) -> str | None:
+def check_arguments(name: str, arguments: Any, skills: tuple[str, ...] = ()) -> str | None:
     """The schema refusal text for ``arguments``, or ``None`` when they fit (spec 60 §4.2, gate 3)."""
     prefix = f"`{name}` arguments:"
     if not isinstance(arguments, dict):
         return f"{prefix} must be an object"
+    if name == SKILL.name:
+        return _skill_problem(prefix, arguments, skills)
     if name == "run":
         properties: dict[str, Any] = {"argv": None}
         required: tuple[str, ...] = ("argv",)
@@ -155,6 +171,17 @@ def check_arguments(name: str, arguments: Any) -> str | None:
         problem = _argv_problem(value) if name == "run" else _value_problem(properties[field], value)
         if problem is not None:
             return f"{prefix} `{field}` must be {problem}"
+    return None
+
+
+def _skill_problem(prefix: str, arguments: dict[str, Any], skills: tuple[str, ...]) -> str | None:
+    if "name" not in arguments:
+        return f"{prefix} `name` is required"
+    extra = next((field for field in arguments if field != "name"), None)
+    if extra is not None:
+        return f"{prefix} `{extra}` is not allowed"
+    if arguments["name"] not in skills:
+        return f"{prefix} `name` must be one of " + ", ".join(f"`{skill}`" for skill in skills)
     return None
 
 

@@ -9,6 +9,7 @@ import msgspec
 from metaharness.pure.jsonline import compact
 from metaharness.pure.loop.catalogue import (
     ARGUMENTS_CAP,
+    SKILL,
     Entry,
     Publication,
     check_arguments,
@@ -19,7 +20,8 @@ from metaharness.pure.loop.record import ToolRequested
 
 
 class Admitted(msgspec.Struct, frozen=True):
-    """A call that passed gates 1–4 lexically; ``relative`` is its confined path (``None`` for ``run``)."""
+    """A call that passed gates 1–4 lexically; ``relative`` is its confined path (``None`` for ``run`` and
+    ``skill``)."""
 
     entry: Entry
     relative: str | None
@@ -73,9 +75,11 @@ def admit_call(
     size = len(compact(arguments))
     if size > ARGUMENTS_CAP:
         return GateRefusal(None, f"the arguments are {size} bytes, over the {ARGUMENTS_CAP} byte bound")
-    problem = check_arguments(name, arguments)
+    problem = check_arguments(name, arguments, publication.skills)
     if problem is not None:
         return GateRefusal(None, problem)
+    if name == SKILL.name:
+        return Admitted(entry, None)
     if name == "run":
         program = arguments["argv"][0]
         if program not in publication.programs:

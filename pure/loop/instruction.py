@@ -7,6 +7,7 @@ import msgspec
 from metaharness.pure.jsonline import sha256_hex
 from metaharness.pure.loop.paths import ScopeRule
 from metaharness.pure.loop.record import ContextEntry
+from metaharness.pure.loop.skills import Skill, skill_lines
 
 IDENTITY = (
     "You are b10x-harness, a coding agent working in one workspace. Everything you can do is one of the tools "
@@ -41,6 +42,7 @@ class InstructionFacts(msgspec.Struct, frozen=True):
     workspace: str
     platform: str
     captured_at: str
+    skills: tuple[Skill, ...] = ()
 
 
 class Instruction(msgspec.Struct, frozen=True):
@@ -64,13 +66,15 @@ def escape_reference(text: str) -> str:
 
 
 def render_instruction(facts: InstructionFacts) -> Instruction:
-    """Parts in order: harness lines, reference files, project instructions, environment (spec 60 §6)."""
+    """Parts in order: harness lines (with the skill lines after the tools, docs/loop-extensions.md),
+    reference files, project instructions, environment."""
     harness = [IDENTITY, f"The tools this run has: {_ticked(facts.tools)}."]
     if facts.programs:
         harness.append(f"Programs `run` may start: {_ticked(facts.programs)}.")
     if facts.scope_rules and facts.scope_stated:
         rules = (*facts.scope_rules, ScopeRule(".git/**", "denied"))
         harness.append("Write scope: " + "; ".join(f"`{r.glob}` {r.scope}" for r in rules) + ".")
+    harness.extend(skill_lines(facts.skills))
     if facts.via_metaharness:
         harness.append(METAHARNESS)
     harness_text = _lines(*harness)

@@ -13,19 +13,18 @@ from metaharness.pure.loop.paths import ScopeRule, parse_scope_rule
 
 WIRES = ("openai-responses", "anthropic-messages")
 NOT_BUILT = (
-    "--hooks",
     "--toolchain",
     "--toolchain-spec",
     "--driver",
     "--substrate",
     "--substrate-embedded",
     "--cgroup-root",
-    "--plugin-dir",
-    "--skills-dir",
-    "--agents-dir",
     "--output-schema",
     "--delegate",
 )
+NOT_BUILT_HEADING = "Declared but not built in this implementation:"
+"""The ``run --help`` line that names the declared flags this loop refuses at start, so a caller
+reading the help (metaharness's probe and ``doctor b10x``) can refuse them before the spawn."""
 
 
 def not_built(flag: str) -> str:
@@ -70,6 +69,10 @@ class RunFlags(msgspec.Struct, frozen=True, kw_only=True):
     no_session: bool
     session_dir: str | None
     resume: str | None
+    skills_dir: tuple[str, ...] = ()
+    agents_dir: tuple[str, ...] = ()
+    plugin_dir: tuple[str, ...] = ()
+    hooks: str | None = None
     given_not_built: tuple[str, ...]
 
 
@@ -113,6 +116,8 @@ def plan_run(flags: RunFlags) -> Result[RunPlan, str]:
             return Failure(not_built(flag))
     if flags.input is None:
         return Failure("--input is required")
+    if not _is_text(flags.input):
+        return Failure("--input is not UTF-8 text; pass the task as UTF-8")
     if flags.base_url is None:
         return Failure("--base-url is required")
     if flags.model is None:
@@ -168,6 +173,15 @@ def plan_run(flags: RunFlags) -> Result[RunPlan, str]:
             flags=flags,
         )
     )
+
+
+def _is_text(value: str) -> bool:
+    """Whether ``value`` is UTF-8 text: the command line hands undecodable bytes over as lone surrogates."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _base_url(url: str) -> Result[str, str]:

@@ -28,12 +28,14 @@ from metaharness.pure.b10x.launch import (
     version_token,
     workspace_of,
 )
+from metaharness.pure.b10x.loop_flags import loop_flag_refusal, tier_flags
 from metaharness.pure.b10x.seam import SeamSettings, unverified_tier, version_off_pin
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import credential_posture
 from metaharness.pure.events import Transcript, WarningRaised
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
 from metaharness.pure.hermetic import MEMORY_SHAPES, MemoryWalk, VerdictFacts, memory_walk
+from metaharness.pure.loop.skills import PLUGIN_MANIFEST, plugin_name
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import strict_version_refusal
@@ -114,14 +116,14 @@ def materialise(launch: B10xLaunch) -> None:
         shutil.copytree(plugin.source, plugin.copy, symlinks=True)
 
 
-class VersionProbe:
-    """``<program> --version`` with the child's environment, the scratch config home and a 10 s limit
-    (spec 40 §3.3), started at once and read when its answer is needed."""
+class LaunchProbe:
+    """``<program> *args`` with the child's environment, the scratch config home and a 10 s limit,
+    started at once and read when its answer is needed."""
 
-    def __init__(self, launch: B10xLaunch) -> None:
+    def __init__(self, launch: B10xLaunch, *args: str) -> None:
         try:
             self.process: subprocess.Popen[bytes] | None = subprocess.Popen(
-                [launch.program, "--version"],
+                [launch.program, *args],
                 env=launch.environment.as_dict(),
                 cwd=launch.scratch,
                 stdin=subprocess.DEVNULL,
@@ -131,8 +133,8 @@ class VersionProbe:
         except OSError:
             self.process = None
 
-    def version(self) -> str | None:
-        """The version token, or ``None`` when the probe could not run, timed out or named none."""
+    def stdout(self) -> str | None:
+        """What it printed, or ``None`` when it could not run or timed out."""
         if self.process is None:
             return None
         try:
@@ -141,7 +143,19 @@ class VersionProbe:
             self.process.kill()
             self.process.communicate()
             return None
-        return version_token(out.decode("utf-8", "replace"))
+        return out.decode("utf-8", "replace")
+
+
+class VersionProbe(LaunchProbe):
+    """``<program> --version``."""
+
+    def __init__(self, launch: B10xLaunch) -> None:
+        super().__init__(launch, "--version")
+
+    def version(self) -> str | None:
+        """The version token, or ``None`` when the probe could not run, timed out or named none."""
+        banner = self.stdout()
+        return version_token(banner) if banner is not None else None
 
 
 def plan_warnings(options: RunOptions, launch: B10xLaunch, version: str | None) -> tuple[WarningRaised, ...]:
@@ -168,11 +182,24 @@ def memory_facts(options: RunOptions) -> MemoryWalk:
     return memory_walk(start, found)
 
 
+def declared_plugin_name(copy: str) -> str:
+    """The name the loop qualifies a plugin's skills and agents with: its scratch copy's
+    ``.claude-plugin/plugin.json`` ``name``, else the copy's directory name."""
+    manifest = os.path.join(copy, PLUGIN_MANIFEST)
+    try:
+        with open(manifest, "rb") as handle:
+            raw = handle.read()
+    except OSError:
+        return os.path.basename(copy)
+    return plugin_name(manifest, raw).value_or(os.path.basename(copy))
+
+
 def verdict_facts(options: RunOptions, launch: B10xLaunch) -> VerdictFacts:
-    """What the rows of a b10x run are read against (spec 30 §2.1, spec 40 §9)."""
+    """What the rows of a b10x run are read against: H1a compares the ``<plugin>:`` prefixes of the
+    loop's skills and agents with the declared plugins' names (docs/loop-extensions.md)."""
     return VerdictFacts(
         kind="b10x",
-        declared_plugins=tuple(os.path.basename(p.copy) for p in launch.plugin_copies),
+        declared_plugins=tuple(declared_plugin_name(p.copy) for p in launch.plugin_copies),
         declared_key=options.credentials == "api-key",
         planned_cwd=directory_identity(launch.cwd),
         pins=(PIN,),
@@ -210,6 +237,12 @@ def run_b10x(options: RunOptions) -> int:
             launch = take(plan_b10x_launch(options, facts))
             materialise(launch)
             probe = VersionProbe(launch)
+            flags = tier_flags(options)
+            if flags:
+                help_probe = LaunchProbe(launch, "run", "--help")
+                refusal = loop_flag_refusal(flags, launch.program, probe.version(), help_probe.stdout())
+                if refusal is not None:
+                    raise Refused(refusal)
             if options.strict_version:
                 refusal = strict_version_refusal(launch.program, probe.version(), (PIN,))
                 if refusal is not None:

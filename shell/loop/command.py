@@ -1,8 +1,11 @@
-"""``b10x-harness``'s commands (spec 60 §1), imported once ``--version`` is ruled out.
+"""``b10x-harness``'s commands (spec 60 §1), imported once ``--version`` is ruled out. The loop and
+its HTTP client are imported only when a command runs, so ``run --help`` (which metaharness reads
+before the spawn) stays light.
 
 ``run`` parses every declared flag, refuses before start with one reason (``refused`` under
 ``--json``, exit 1), then drives the loop; exit 0 on ``completed``, 2 on another stop, 1 on a loop
-error, 130 on a second signal.
+error, 130 on a second signal. ``app-server`` validates the same way and serves the loop over stdio
+JSON-RPC (docs/loop-extensions.md).
 """
 
 from __future__ import annotations
@@ -12,16 +15,18 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from returns.result import Failure, Result
 
 from metaharness.pure.loop import budget
+from metaharness.pure.loop.app_server import TOOL_ANSWER_TIMEOUT_MS
 from metaharness.pure.loop.approval import needs_approval
 from metaharness.pure.loop.catalogue import publish
+from metaharness.pure.loop.hooks import Hook, parse_hooks
 from metaharness.pure.loop.instruction import PROJECT_FILES, ContextFile, InstructionFacts, render_instruction
-from metaharness.pure.loop.plan import NOT_BUILT, RunFlags, RunPlan, not_built, plan_run
+from metaharness.pure.loop.plan import NOT_BUILT, NOT_BUILT_HEADING, RunFlags, RunPlan, plan_run
 from metaharness.pure.loop.record import (
     Finished,
     Rates,
@@ -31,14 +36,18 @@ from metaharness.pure.loop.record import (
     encode_line,
     refused_line,
 )
+from metaharness.pure.loop.skills import Loaded
 from metaharness.pure.wires import anthropic_messages, openai_responses
 from metaharness.pure.wires.neutral import Item, Sampling, UserText
 from metaharness.shell.loop.approver import AllApprover, Approver, CallerApprover, DenyApprover, PromptApprover
 from metaharness.shell.loop.cancel import CancelToken
 from metaharness.shell.loop.credentials import CredentialSource, read_credential
-from metaharness.shell.loop.runner import Loop, LoopError, Recorder, stderr_error
+from metaharness.shell.loop.extensions import load_extensions
 from metaharness.shell.loop.session import SessionFile, load_session, save_session, session_dir, session_id
 from metaharness.shell.loop_cli import VERSION_FLAGS, print_version, version
+
+if TYPE_CHECKING:
+    from metaharness.shell.loop.runner import Loop, Recorder
 
 CONTEXT_CAP = 256 * 1024
 ENDPOINT_PATHS = {
@@ -82,7 +91,11 @@ def cli() -> None:
     """The b10x loop: one model, one workspace, a published toolset."""
 
 
-@cli.command("run", context_settings={"ignore_unknown_options": False})
+@cli.command(
+    "run",
+    context_settings={"ignore_unknown_options": False},
+    epilog="\b\n" + NOT_BUILT_HEADING + " " + " ".join(NOT_BUILT),
+)
 @click.option("--input", "input_text", help="first user item, verbatim (may be empty)")
 @click.option("--base-url", help="http(s) endpoint base; one trailing / trimmed")
 @click.option("--model", help="model name, verbatim")
@@ -117,6 +130,10 @@ def cli() -> None:
 @click.option("--no-session", is_flag=True, help="write no session file")
 @click.option("--session-dir", help="session directory")
 @click.option("--resume", help="session id or latest")
+@click.option("--skills-dir", multiple=True, help="directory of <name>/SKILL.md skills (repeatable)")
+@click.option("--agents-dir", multiple=True, help="directory of <name>.md agents (repeatable)")
+@click.option("--plugin-dir", multiple=True, help="plugin directory: its skills/ and agents/, names qualified (repeatable)")
+@click.option("--hooks", help="hooks JSON file: before-call, after-call and stop programs")
 @click.pass_context
 def run_command(ctx: click.Context, **values: Any) -> None:
     """Run the loop once."""
@@ -156,18 +173,38 @@ def run_command(ctx: click.Context, **values: Any) -> None:
         no_session=values["no_session"],
         session_dir=values["session_dir"],
         resume=values["resume"],
+        skills_dir=values["skills_dir"],
+        agents_dir=values["agents_dir"],
+        plugin_dir=values["plugin_dir"],
+        hooks=values["hooks"],
         given_not_built=given,
     )
     ctx.exit(start(flags))
 
 
-@cli.command(
-    "app-server", context_settings={"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []}
+@cli.command("app-server")
+@click.option("--base-url", help="http(s) endpoint base; one trailing / trimmed")
+@click.option("--model", help="model name, verbatim")
+@click.option("--wire", default="openai-responses", show_default=True, help="openai-responses | anthropic-messages")
+@click.option("--api-key-file", help="API key file, read once")
+@click.option("--api-key-env", help="API key environment variable, read once")
+@click.option("--api-key-secret", help="Secret Service key: the item with service=b10x-harness, name=NAME; read once")
+@click.option("--oauth-token-file", help="OAuth token file, re-read per attempt")
+@click.option("--oauth-token-env", help="OAuth token environment variable")
+@click.option("--oauth-token-pointer", help="RFC 6901 pointer into the OAuth JSON document")
+@click.option("--max-turns", type=int, help="model turns per turn/start")
+@click.option("--max-output-tokens", type=int, help="output tokens per turn/start")
+@click.option(
+    "--tool-answer-timeout-ms",
+    type=int,
+    default=TOOL_ANSWER_TIMEOUT_MS,
+    show_default=True,
+    help="how long a call waits for the client's item/tool/call answer",
 )
 @click.pass_context
-def app_server_command(ctx: click.Context) -> None:
-    """The JSON-RPC app-server bridge (spec 60 §9): declared, refused by name in this stage."""
-    ctx.exit(_refuse(False, not_built("app-server")))
+def app_server_command(ctx: click.Context, **values: Any) -> None:
+    """Serve the loop over one JSON-RPC connection on stdio, the client's dynamic tools its only tools."""
+    ctx.exit(serve_app_server(values))
 
 
 for _option in _not_built_options():
@@ -175,6 +212,8 @@ for _option in _not_built_options():
 
 
 def _refuse(json_mode: bool, reason: str) -> int:
+    from metaharness.shell.loop.runner import stderr_error
+
     if json_mode:
         sys.stdout.buffer.write(encode_line(refused_line(reason)))
         sys.stdout.buffer.flush()
@@ -205,6 +244,27 @@ def _context_files(paths: Sequence[str]) -> tuple[ContextFile, ...]:
             raise Refused(f"--context {path} is not UTF-8") from None
         files.append(ContextFile(path, raw))
     return tuple(files)
+
+
+def _extensions(flags: RunFlags) -> Loaded:
+    loaded = load_extensions(flags.skills_dir, flags.agents_dir, flags.plugin_dir)
+    if isinstance(loaded, Failure):
+        raise Refused(loaded.failure())
+    return loaded.unwrap()
+
+
+def _hooks(path: str | None) -> tuple[Hook, ...]:
+    if path is None:
+        return ()
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as error:
+        raise Refused(f"--hooks {path} cannot be read: {error.strerror or error}") from None
+    parsed = parse_hooks(path, raw)
+    if isinstance(parsed, Failure):
+        raise Refused(parsed.failure())
+    return parsed.unwrap()
 
 
 def _project_files(root: str) -> tuple[tuple[str, str], ...]:
@@ -282,6 +342,8 @@ def _resolve_session(plan: RunPlan, root: str) -> tuple[str | None, SessionFile 
 
 def start(flags: RunFlags) -> int:
     """Refuse before start or run the loop; the exit code (spec 60 §1.2)."""
+    from metaharness.shell.loop.runner import Loop, LoopError, Recorder, stderr_error
+
     started_at = time.monotonic()
     start_nanos = time.time_ns()
     planned: Result[RunPlan, str] = plan_run(flags)
@@ -303,10 +365,12 @@ def start(flags: RunFlags) -> int:
         credential = CredentialSource(plan.credential, first)
         del first
         contexts = _context_files(flags.context)
+        loaded = _extensions(flags)
+        hooks = _hooks(flags.hooks)
         prices = _prices(plan)
         directory, resumed = _resolve_session(plan, root)
         workspace_writable = os.access(root, os.W_OK)
-        publication = publish(workspace_writable, plan.programs)
+        publication = publish(workspace_writable, plan.programs, tuple(skill.name for skill in loaded.skills))
         asks = any(needs_approval(entry.risk, plan.ceiling) for entry in publication.published)
         approver = _approver(plan, cancel, asks)
     except Refused as refusal:
@@ -324,6 +388,7 @@ def start(flags: RunFlags) -> int:
             workspace=root,
             platform=sys.platform,
             captured_at=captured_at,
+            skills=loaded.skills,
         )
     )
     recorder = Recorder(flags.json, flags.quiet, sys.stdout.buffer, sys.stderr)
@@ -334,8 +399,8 @@ def start(flags: RunFlags) -> int:
             published_tools=publication.names(),
             operations=tuple(e.operation for e in publication.published),
             withheld=publication.withheld,
-            skills=(),
-            agents=(),
+            skills=tuple(skill.name for skill in loaded.skills),
+            agents=tuple(agent.name for agent in loaded.agents),
             profiles=(),
             context=instruction.manifest,
             toolchains=(),
@@ -349,6 +414,8 @@ def start(flags: RunFlags) -> int:
             recorder.write(
                 WarningLine(code="unpriced-model", message=f"no price is known for `{plan.model}`; no cost is reported")
             )
+    for message in loaded.shadowed:
+        recorder.write(WarningLine(code="skill-shadowed", message=message))
     items: list[Item] = list(resumed.items) if resumed is not None else []
     items.append(UserText(plan.input))
     ident = resumed.id if resumed is not None else session_id(start_nanos, os.getpid())
@@ -373,6 +440,8 @@ def start(flags: RunFlags) -> int:
         credential=credential,
         cancel=cancel,
         recorder=recorder,
+        skills=loaded.skills,
+        hooks=hooks,
     )
     try:
         stop = loop.run()
@@ -418,6 +487,81 @@ def _save(
         return
     if recorder.json_mode:
         recorder.write(SessionWritten(id=ident, path=path))
+
+
+def serve_app_server(values: dict[str, Any]) -> int:
+    """Validate like ``run`` (endpoint, model, wire, credentials, bounds), read the credential, then serve.
+    A served connection ends the process at once: the reader thread may still hold stdin, which an
+    orderly interpreter shutdown would wait on."""
+    if values["tool_answer_timeout_ms"] < 1:
+        return _refuse(False, f"--tool-answer-timeout-ms must be at least 1; got {values['tool_answer_timeout_ms']}")
+    flags = RunFlags(
+        input="",
+        base_url=values["base_url"],
+        model=values["model"],
+        wire=values["wire"],
+        workspace=".",
+        json=False,
+        quiet=True,
+        execution_path="direct",
+        context=(),
+        no_project_instructions=True,
+        approve="all",
+        approve_up_to="destructive",
+        yes=True,
+        allow_program=(),
+        write_scope=(),
+        scope_announce="stated",
+        api_key_file=values["api_key_file"],
+        api_key_env=values["api_key_env"],
+        api_key_secret=values["api_key_secret"],
+        oauth_token_file=values["oauth_token_file"],
+        oauth_token_env=values["oauth_token_env"],
+        oauth_token_pointer=values["oauth_token_pointer"],
+        temperature=None,
+        top_p=None,
+        reasoning_effort=None,
+        max_output_tokens_per_turn=None,
+        max_turns=values["max_turns"],
+        max_output_tokens=values["max_output_tokens"],
+        max_duration_ms=None,
+        prices=None,
+        max_cost_microunits=None,
+        no_session=True,
+        session_dir=None,
+        resume=None,
+        given_not_built=(),
+    )
+    from metaharness.shell.loop.app_server import Connection, Server, TurnCancel
+
+    planned = plan_run(flags)
+    if isinstance(planned, Failure):
+        return _refuse(False, planned.failure())
+    plan = planned.unwrap()
+    first = None
+    if plan.credential is not None:
+        read = read_credential(plan.credential, os.environ)
+        if isinstance(read, Failure):
+            return _refuse(False, read.failure())
+        first = read.unwrap()
+    cancel = TurnCancel()
+    connection = Connection(version(), sys.stdout.buffer, cancel, values["tool_answer_timeout_ms"])
+    captured_at, _ = _clock()
+    server = Server(
+        wire=plan.wire,
+        model=plan.model,
+        url=plan.base_url + ENDPOINT_PATHS[plan.wire],
+        user_agent=f"b10x-harness/{version()}",
+        credential=CredentialSource(plan.credential, first),
+        limits=budget.Limits(flags.max_turns, flags.max_output_tokens, None, None),
+        captured_at=captured_at,
+        connection=connection,
+    )
+    del first
+    code = server.serve(sys.stdin.buffer)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def run_cli(args: list[str]) -> int:

@@ -6,13 +6,27 @@ import sys
 from functools import partial
 from typing import Any, BinaryIO, TextIO
 
+import msgspec
 from returns.result import Failure
 
 from metaharness.pure.jsonline import compact
 from metaharness.pure.loop import budget
 from metaharness.pure.loop.approval import needs_approval, not_approved
-from metaharness.pure.loop.catalogue import RESULT_CAP, Publication
+from metaharness.pure.loop.catalogue import RESULT_CAP, SKILL, Publication
 from metaharness.pure.loop.gates import Admitted, GateRefusal, admit_call, announce_call
+from metaharness.pure.loop.hooks import (
+    STOP_CONTINUATIONS,
+    Block,
+    Hook,
+    after_call_note,
+    before_call_verdict,
+    blocked_text,
+    call_document,
+    exhausted_message,
+    stop_document,
+    stop_verdict,
+    with_notes,
+)
 from metaharness.pure.loop.paths import ScopeRule
 from metaharness.pure.loop.record import (
     ApprovalRequired,
@@ -31,6 +45,7 @@ from metaharness.pure.loop.record import (
     encode_line,
     usage_line,
 )
+from metaharness.pure.loop.skills import Skill
 from metaharness.pure.wires import anthropic_messages, openai_responses
 from metaharness.pure.wires.anthropic_messages import CredentialKind
 from metaharness.pure.wires.neutral import (
@@ -46,12 +61,14 @@ from metaharness.pure.wires.neutral import (
     ToolResult,
     TurnRequest,
     Usage,
+    UserText,
     WireError,
 )
 from metaharness.pure.wires.retry import loop_pause_ms, may_retry_in_loop
 from metaharness.shell.loop.approver import Approver
 from metaharness.shell.loop.cancel import CancelToken
 from metaharness.shell.loop.credentials import CredentialSource
+from metaharness.shell.loop.hooks import HookRunner
 from metaharness.shell.loop.tools import PathRefused, ToolFailure, Workspace
 from metaharness.shell.loop.transport import ModelCall, make_client
 
@@ -113,6 +130,8 @@ class Loop:
         credential: CredentialSource,
         cancel: CancelToken,
         recorder: Recorder,
+        skills: tuple[Skill, ...] = (),
+        hooks: tuple[Hook, ...] = (),
     ) -> None:
         self.wire = wire
         self.model = model
@@ -133,6 +152,10 @@ class Loop:
         self.spent = budget.Spent()
         self.usages: list[Usage] = []
         self.workspace = Workspace(root, credential.hidden_variables(), cancel)
+        self.skills = {skill.name: skill.body for skill in skills}
+        self.hooks = hooks
+        self.hook_runner = HookRunner(root, credential.hidden_variables(), cancel)
+        self.continuations = 0
         self.client = make_client(url)
         self.call = ModelCall(self.client, wire, url, user_agent, cancel, self._transport_retry)
 
@@ -168,7 +191,12 @@ class Loop:
                 self._unrun(calls, stop)
                 return stop
             if not calls:
-                return budget.stop_without_calls(outcome.stop)
+                stop = budget.stop_without_calls(outcome.stop)
+                reason = self._stop_hooks(stop)
+                if reason is None:
+                    return stop
+                self.items.append(UserText(reason))
+                continue
             for index, call in enumerate(calls):
                 stop = budget.stop_between_calls(self.limits, self.cancel.cancelled, self.cancel.elapsed_ms())
                 if stop is not None:
@@ -272,6 +300,10 @@ class Loop:
             self._refuse(call, code, text, text)
             return None
         name = admitted.entry.name
+        blocked = self._before_call_hooks(call, name)
+        if blocked is not None:
+            self._result(call, blocked, True)
+            return None
         if needs_approval(admitted.entry.risk, self.ceiling):
             self.recorder.write(ApprovalRequired(call_id=call.call_id, name=name))
             verdict = self.approver.decide(call.call_id, name, _summary(name, call.arguments))
@@ -289,7 +321,7 @@ class Loop:
             self._result(call, budget.unrun_text(stop), True)
             return stop
         output, failed = self._execute(admitted, call)
-        self._result(call, output, failed)
+        self._result(call, self._after_call_hooks(call, name, output), failed)
         if self.cancel.stopping() and failed and name == "run":
             return self._interrupt_stop()
         return None
@@ -315,6 +347,8 @@ class Loop:
     def _execute(self, admitted: Admitted, call: ToolCall) -> tuple[str, bool]:
         arguments = call.arguments
         name = admitted.entry.name
+        if name == SKILL.name:
+            return self.skills[arguments["name"]], False
         try:
             if name == "run":
                 reply = self.workspace.run(arguments["argv"])
@@ -332,6 +366,56 @@ class Loop:
         if len(reply) > RESULT_CAP:
             return f"the result is {len(reply)} bytes, over the {RESULT_CAP} byte bound; narrow the request", True
         return reply.decode("utf-8"), False
+
+    def _hook_failed(self, message: str) -> None:
+        self.recorder.write(WarningLine(code="hook-failed", message=message))
+
+    def _before_call_hooks(self, call: ToolCall, name: str) -> str | None:
+        """The blocked-call text of the first before-call hook that blocks, else ``None``."""
+        for hook in self.hooks:
+            if not hook.applies("before-call", name):
+                continue
+            ended = self.hook_runner.run(hook, call_document("before-call", call.call_id, name, call.arguments))
+            verdict = before_call_verdict(hook, ended)
+            if isinstance(verdict, Block):
+                if verdict.failure is not None:
+                    self._hook_failed(verdict.failure)
+                return blocked_text(name, verdict.reason)
+        return None
+
+    def _after_call_hooks(self, call: ToolCall, name: str, output: str) -> str:
+        """``output`` with the notes of the after-call hooks, within the result bound."""
+        notes: list[str] = []
+        for hook in self.hooks:
+            if not hook.applies("after-call", name):
+                continue
+            ended = self.hook_runner.run(hook, call_document("after-call", call.call_id, name, call.arguments))
+            note, failure = after_call_note(hook, ended)
+            if failure is not None:
+                self._hook_failed(failure)
+            elif note is not None:
+                notes.append(note)
+        noted = with_notes(output, tuple(notes))
+        return noted if len(noted.encode()) <= RESULT_CAP else output
+
+    def _stop_hooks(self, stop: budget.StopObject) -> str | None:
+        """The reason to continue with when a stop hook asks to and continuations remain, else ``None``."""
+        for hook in self.hooks:
+            if not hook.applies("stop", None):
+                continue
+            ended = self.hook_runner.run(hook, stop_document(msgspec.to_builtins(stop), self.spent.turns))
+            reason, failure = stop_verdict(hook, ended)
+            if failure is not None:
+                self._hook_failed(failure)
+                continue
+            if reason is None:
+                continue
+            if self.continuations >= STOP_CONTINUATIONS:
+                self.recorder.write(WarningLine(code="stop-hook-exhausted", message=exhausted_message()))
+                return None
+            self.continuations += 1
+            return reason
+        return None
 
 
 def _summary(name: str, arguments: Any) -> str:
