@@ -20,8 +20,8 @@ from metaharness.pure import decisions as desk_
 from metaharness.pure.b10x import records as rec
 from metaharness.pure.census import count_decision
 from metaharness.pure.commands import (
-    Command,
     Halt,
+    Steering,
     ToolDecide,
     check_supported,
     check_well_formed,
@@ -743,7 +743,7 @@ Control: TypeAlias = Literal["interrupt", "halt"] | None
 
 
 def take_command(
-    state: SeamState, command: Command, latency_ms: int | None
+    state: SeamState, command: Steering, latency_ms: int | None
 ) -> tuple[SeamState, tuple[Effect, ...], Control]:
     """Steps 2–4 of spec 20 §5 for one framed command, and the control the shell applies after the
     effects: ``tool.decide`` decides a pending call (its ``tool.decided`` before its

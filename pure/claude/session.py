@@ -24,7 +24,7 @@ from msgspec import UNSET, UnsetType
 from returns.result import Failure
 
 from metaharness.pure.census import ZERO_CENSUS, count_decision
-from metaharness.pure.claude.rendering import resolve_claude_call
+from metaharness.pure.claude.rendering import is_describing_question, resolve_claude_call
 from metaharness.pure.claude.seam import (
     BUDGET_WORDS,
     RecordState,
@@ -34,8 +34,8 @@ from metaharness.pure.claude.seam import (
     terminal_stop,
 )
 from metaharness.pure.commands import (
-    Command,
     Halt,
+    Steering,
     ToolDecide,
     check_supported,
     check_well_formed,
@@ -199,11 +199,15 @@ def answered(session: Session, delivered: bool) -> tuple[Session, tuple[Effect, 
 
 
 def _present(session: Session, call: HookCall) -> tuple[Session, tuple[DeskEmit | Answer | Arm | Disarm, ...]]:
-    """Hand a hook call to the decision desk on seam ``hook``; its key waits for the answer."""
-    operations, subjects = resolve_claude_call(call.name, call.input, session.record.cwd, session.facts.catalogue)
+    """Hand a hook call to the decision desk on seam ``hook``, or ``owned_tool`` on a catalogue run
+    (spec 50 §2 (a)); its key waits for the answer. ``ToolSearch`` is a describing question
+    (``metaharness.pure.claude.rendering``)."""
+    catalogue = session.facts.catalogue
+    operations, subjects = resolve_claude_call(call.name, call.input, session.record.cwd, catalogue)
     presented = PresentedCall(
-        call_id=call.call_id, name=call.name, input=call.input, seam="hook", operations=operations, subjects=subjects
-    )
+        call_id=call.call_id, name=call.name, input=call.input, seam="hook" if catalogue is None else "owned_tool",
+        operations=operations, subjects=subjects, catalogue_question=is_describing_question(call.name, catalogue),
+    )  # fmt: skip
     session = msgspec.structs.replace(session, waiting=(*session.waiting, (call.call_id, call.key)))
     desk, effects = present(session.desk, presented)
     return msgspec.structs.replace(session, desk=desk), effects
@@ -238,7 +242,7 @@ def hook_request(session: Session, key: str, raw: bytes | None) -> tuple[Session
 
 
 def take_command(
-    session: Session, command: Command, latency_ms: int | None
+    session: Session, command: Steering, latency_ms: int | None
 ) -> tuple[Session, tuple[Effect, ...], Control]:
     """Steps 2–4 of spec 20 §5 for one framed command and the control the shell applies after the
     effects: ``tool.decide`` goes to the desk; ``interrupt`` and ``halt`` abandon pending calls first

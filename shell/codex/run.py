@@ -23,6 +23,7 @@ from metaharness.pure.codex.doctor import version_token
 from metaharness.pure.codex.launch import PINS, PROGRAM, CodexLaunch, CodexRunSpec, plan_codex_launch
 from metaharness.pure.codex.rollout import RolloutLaunch
 from metaharness.pure.commands import control_unsupported, start_time_refusals
+from metaharness.pure.context import ContextFileRead
 from metaharness.pure.decisions import open_desk
 from metaharness.pure.environment import EnvironmentDeclaration, loopback_custody_token, operator_login_file, path_floor
 from metaharness.pure.events import Event, Transcript
@@ -57,12 +58,19 @@ from metaharness.shell.wind_up import RunAudit, retain_copies
 VERSION_PROBE_S = 30
 
 
-def _declared_inputs(options: RunOptions) -> Result[tuple[str | None, Frame | None], Refusal]:
-    """Stage 6 (spec 10 §4.5): ``cwd-unusable``, ``retain-dir-unusable``, then the frame."""
+def _declared_inputs(
+    options: RunOptions,
+) -> Result[tuple[str | None, tuple[ContextFileRead, ...], Frame | None], Refusal]:
+    """Stage 6 (spec 10 §4.5) without the catalogue: ``cwd-unusable``, ``retain-dir-unusable``, the
+    ``--context`` refusals, then the frame and ``observe-with-frame``; :func:`_start` reads the
+    catalogue between the context files and the frame, as claude and b10x do."""
     cwd = os.path.abspath(options.cwd) if options.cwd is not None else None
     unusable = unusable_directory(options)
     if unusable is not None:
         return Failure(unusable)
+    context = load_context_files(cwd, options.context)
+    if isinstance(context, Failure):
+        return context
     frame: Frame | None = None
     if options.frame is not None:
         loaded = read_frame_file(options.frame)
@@ -72,7 +80,16 @@ def _declared_inputs(options: RunOptions) -> Result[tuple[str | None, Frame | No
     beside = refuse_frame_beside_observe(options.decisions, options.frame)
     if isinstance(beside, Failure):
         return beside
-    return Success((cwd, frame))
+    return Success((cwd, context.unwrap(), frame))
+
+
+def _inputs_before_catalogue(options: RunOptions) -> Result[None, Refusal]:
+    """The stage-6 checks that come before the catalogue file's: the directories and the context files."""
+    unusable = unusable_directory(options)
+    if unusable is not None:
+        return Failure(unusable)
+    cwd = os.path.abspath(options.cwd) if options.cwd is not None else None
+    return load_context_files(cwd, options.context).map(lambda _: None)
 
 
 def custody_stage(options: RunOptions, caller_env: dict[str, str]) -> Result[str | None, Refusal]:
@@ -103,10 +120,7 @@ def plan_run(
     inputs = _declared_inputs(options)
     if isinstance(inputs, Failure):
         return inputs
-    cwd, frame = inputs.unwrap()
-    context = load_context_files(cwd, options.context)
-    if isinstance(context, Failure):
-        return context
+    cwd, context, frame = inputs.unwrap()
     unusable = next((d for d in options.plugin_dir if not _usable_plugin_dir(d)), None)
     if unusable is not None:
         return Failure(
@@ -137,7 +151,7 @@ def plan_run(
             loopback_port=loopback[2] if loopback is not None else None,
             loopback_placeholder=loopback[1] if loopback is not None else None,
         ),
-        context=context.unwrap(),
+        context=context,
         frame_digest=frame.digest if frame is not None else None,
         catalogue=catalogue,
     )
@@ -246,7 +260,11 @@ def _start(
     if isinstance(custody, Failure):
         return custody
     path = custody.unwrap()
-    read = read_codex_catalogue(options.catalogue) if options.catalogue is not None else Success(None)
+    read = (
+        _inputs_before_catalogue(options).bind(lambda _: read_codex_catalogue(options.catalogue or ""))
+        if options.catalogue is not None
+        else Success(None)
+    )
     if isinstance(read, Failure):
         return read
     catalogue = read.unwrap()
