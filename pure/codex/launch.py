@@ -15,6 +15,7 @@ import msgspec
 from returns.result import Failure, Result, Success
 
 from metaharness.pure.catalogue import Catalogue, scratch_copy
+from metaharness.pure.codex.skills import skill_ambient, skills_h2_why
 from metaharness.pure.context import (
     ContextFileRead,
     check_argument_sizes,
@@ -250,9 +251,16 @@ def check_arguments(args: tuple[str, ...]) -> Result[tuple[str, ...], Refusal]:
 
 
 def attestation(
-    spec: CodexRunSpec, scratch: str, cwd: str, environment: ChildEnvironment, memory: RowAttestation, walk: MemoryWalk
+    spec: CodexRunSpec,
+    scratch: str,
+    cwd: str,
+    environment: ChildEnvironment,
+    memory: RowAttestation,
+    walk: MemoryWalk,
+    skills: tuple[str, ...] = (),
 ) -> Hermetic:
-    """``session.started.hermetic`` for a codex launch (spec 30 §3, spec 50 §5)."""
+    """``session.started.hermetic`` for a codex launch (spec 30 §3, spec 50 §5); ``skills`` are the
+    ``SKILL.md`` files found under the pinned Codex's skill roots (``metaharness.pure.codex.skills``)."""
     return attest(
         LaunchFacts(
             kind="codex",
@@ -271,6 +279,8 @@ def attestation(
                 context=[(item.path, item.sha256) for item in spec.context],
             ),
             root_memory_names=walk.root_names,
+            extra_ambient=skill_ambient(skills),
+            h2_unavailable=skills_h2_why(skills),
         )
     )
 
@@ -300,9 +310,11 @@ def plan_codex_launch(
     upstream: str | None = None,
     *,
     walk: MemoryWalk | None = None,
+    skills: tuple[str, ...] = (),
 ) -> Result[CodexLaunch, Refusal]:
     """The codex launch, or its refusal (spec 50 §1 "Order", §4; spec 10 §4.5 stages 5, 7 and 8).
-    ``walk`` is the memory walk the shell gathered (spec 30 §5); none means nothing was found.
+    ``walk`` is the memory walk the shell gathered (spec 30 §5); none means nothing was found;
+    ``skills`` the ``SKILL.md`` files the shell found under the skill roots.
 
     Refusals in order: the stage-5 credential ones, ``memory-ancestor-found``, ``program-not-found``,
     ``denied-environment``, ``denied-argument``, ``shadowed``, ``argument-too-long``.
@@ -362,7 +374,7 @@ def plan_codex_launch(
         user_turn=turn,
         context_files=context_record(spec.context, CONTEXT_CHANNEL) or (),
         credential_file=posture.unwrap().credential_file,
-        hermetic=attestation(spec, scratch, cwd, environment.unwrap(), memory.unwrap(), walk),
+        hermetic=attestation(spec, scratch, cwd, environment.unwrap(), memory.unwrap(), walk, skills),
         sessions_dir=posixpath.join(codex_home, "sessions"),
         rollout_copy=posixpath.join(scratch, "rollout.jsonl"),
         stdout_copy=posixpath.join(scratch, "rollout.stdout.jsonl"),

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from metaharness.pure.codex.rendering import resolve_call
-from metaharness.pure.decisions import PresentedCall
-from metaharness.pure.events import Decision, Deny, Replace
+from metaharness.pure.decisions import Desk, PresentedCall
+from metaharness.pure.events import Decision, Deny, Replace, ToolResult
 from metaharness.pure.hook_channel import HookCall, deny_answer, pretooluse_answer
 from metaharness.pure.refusal import Refusal
 
@@ -44,3 +46,10 @@ def check_replacement(name: str, input: Any) -> Refusal | None:
             f"a replacement input for {name} must be an object holding a string command, which is what codex runs",
         )
     return None
+
+
+def denied_result(desk: Desk, result: ToolResult) -> ToolResult:
+    """A call the desk denied ran nothing, so its result is an error (``is_error:true``, as Claude
+    Code records it), where the rollout's output line alone leaves it unknown."""
+    denied = any(isinstance(record.decision, Deny) for record in desk.calls.get(result.call_id, ()))
+    return msgspec.structs.replace(result, is_error=True) if denied and result.is_error is None else result

@@ -25,7 +25,7 @@ from metaharness.pure.census import ZERO_CENSUS, count_decision
 from metaharness.pure.codex.launch import CodexLaunch
 from metaharness.pure.codex.replay import stop_word
 from metaharness.pure.codex.rollout import RolloutLaunch, RolloutReader, read_rollout_line, session_ended
-from metaharness.pure.codex.seam import answer_body, check_replacement, presented_call
+from metaharness.pure.codex.seam import answer_body, check_replacement, denied_result, presented_call
 from metaharness.pure.commands import (
     Halt,
     Interrupt,
@@ -56,6 +56,7 @@ from metaharness.pure.events import (
     Replace,
     Stream,
     ToolDecided,
+    ToolResult,
     TurnEnded,
     WarningRaised,
     closing_marker,
@@ -132,6 +133,8 @@ class _Run:
         self.channel = HookChannel.create(launch.scratch)
 
     def emit(self, payload: Event, at: Any = msgspec.UNSET) -> None:
+        if isinstance(payload, ToolResult):
+            payload = denied_result(self.desk, payload)
         if isinstance(payload, ToolDecided):
             if payload.call_id in self.unanswered:
                 self.unanswered.discard(payload.call_id)

@@ -22,6 +22,7 @@ from metaharness.pure.catalogue import Catalogue
 from metaharness.pure.codex.doctor import version_token
 from metaharness.pure.codex.launch import PINS, PROGRAM, CodexLaunch, CodexRunSpec, plan_codex_launch
 from metaharness.pure.codex.rollout import RolloutLaunch
+from metaharness.pure.codex.skills import SKILL_FILE, skill_roots
 from metaharness.pure.commands import control_unsupported, start_time_refusals
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.decisions import open_desk
@@ -165,8 +166,33 @@ def plan_run(
         custody_path=loopback[0] if loopback is not None else None,
         upstream=upstream_root("codex", options.model_endpoint) if loopback is not None else None,
         walk=walk,
+        skills=found_skills(caller_env.get("HOME"), cwd),
     )
     return launch.map(lambda planned: (planned, frame))
+
+
+def found_skills(home: str | None, cwd: str | None) -> tuple[str, ...]:
+    """The ``SKILL.md`` files under the pinned Codex's skill roots for a run in ``cwd`` (``None``: the
+    scratch work directory), sorted within each root."""
+    start = os.path.realpath(cwd) if cwd is not None else None
+    found: list[str] = []
+    for root in skill_roots(home, start, _repository_root(start)):
+        try:
+            names = sorted(os.listdir(root))
+        except OSError:
+            continue
+        found += [os.path.join(root, name, SKILL_FILE) for name in names]
+    return tuple(path for path in found if os.path.isfile(path))
+
+
+def _repository_root(directory: str | None) -> str | None:
+    """The nearest of ``directory`` and its ancestors that holds ``.git``, or ``None``."""
+    while directory is not None:
+        if os.path.exists(os.path.join(directory, ".git")):
+            return directory
+        parent = os.path.dirname(directory)
+        directory = None if parent == directory else parent
+    return None
 
 
 def _usable_plugin_dir(directory: str) -> bool:
