@@ -168,7 +168,8 @@ def test_a_hook_answer_nobody_read_is_a_deny_by_deadline() -> None:
     assert (decided["decided_by"], decided["decision"]) == ("deadline", {"decision": "deny", "reason": HOOK_GAVE_UP})
     run.line(RESULT)
     run.close()
-    assert run.lines[-2]["census"]["by_decider"] == {"deadline": 1}
+    assert run.lines[-3]["census"]["by_decider"] == {"deadline": 1}
+    assert run.lines[-2]["code"] == "RESULT_UNOBSERVED"
 
 
 def test_ask_waits_for_the_embedder_and_a_late_decide_is_too_late() -> None:
@@ -234,7 +235,7 @@ def test_stream_end_abandons_and_closes_without_a_terminal_record() -> None:
     run.hook("K1")
     assert run.close() == "error"
     codes = [line.get("code") for line in run.lines if line["event"] == "warning"]
-    assert codes == ["PENDING_CALL_ABANDONED", "NO_TERMINAL_RECORD"]
+    assert codes == ["PENDING_CALL_ABANDONED", "RESULT_UNOBSERVED", "NO_TERMINAL_RECORD"]
     assert run.lines[-1]["event"] == "stream.closed"
 
 

@@ -120,7 +120,8 @@ def test_stage_six_checks_context_before_catalogue_before_frame(tmp_path: Path):
 
     def refused(*parts: str) -> str:
         argv = [metaharness, "run", "codex", "-p", "p", "--credentials", "none", "--cwd", str(work)]
-        done = subprocess.run(argv + [word for part in parts for word in bad[part]], capture_output=True, timeout=60)
+        argv += [word for part in parts for word in bad[part]]
+        done = subprocess.run(argv, capture_output=True, timeout=60, check=False)
         assert done.returncode == 2 and done.stdout == b""
         return done.stderr.decode().split(":")[1].strip()
 

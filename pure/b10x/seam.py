@@ -55,6 +55,7 @@ from metaharness.pure.events import (
     WarningRaised,
     Withheld,
     closing_marker,
+    result_unobserved,
     stamp,
     stamp_each,
 )
@@ -722,10 +723,13 @@ def wind_up(
     warnings: tuple[WarningRaised, ...] = (),
 ) -> tuple[SeamState, tuple[Effect, ...]]:
     """Close the stream (spec 20 §4, spec 40 §5.1): pending calls abandoned by the end of the stream,
-    ``NO_TERMINAL_RECORD`` when no ``finished`` was read (not after a ``halt``), the wind-up's own
+    ``RESULT_UNOBSERVED`` naming the calls that never got a result, ``NO_TERMINAL_RECORD`` when no ``finished`` was read (not after a ``halt``), the wind-up's own
     ``warnings`` (``RETAIN_FAILED``), then ``stream.closed``."""
     state, abandoned = abandon_pending(state, "the stream ended")
     out = _Out(state)
+    unobserved = result_unobserved(out.stream)
+    if unobserved is not None:
+        out.emit(unobserved)
     if state.stop is None and not halted:
         out.emit(no_terminal_record(stderr_tail))
     for item in warnings:

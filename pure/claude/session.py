@@ -66,6 +66,7 @@ from metaharness.pure.events import (
     ToolDecided,
     WarningRaised,
     closing_marker,
+    result_unobserved,
     stamp,
 )
 from metaharness.pure.frames import Frame
@@ -294,10 +295,11 @@ def wind_up(
     process: Process,
     late: tuple[Event, ...] = (),
 ) -> tuple[Session, tuple[Effect, ...], str]:
-    """Close the stream after :func:`end_of_record` (spec 20 §4, spec 10 §4.10): ``NO_TERMINAL_RECORD``
-    when no ``result`` was read (not after a ``halt``), the wind-up's own events (the loopback proxy's
+    """Close the stream after :func:`end_of_record` (spec 20 §4, spec 10 §4.10): ``RESULT_UNOBSERVED``
+    naming the calls that never got a result, ``NO_TERMINAL_RECORD`` when no ``result`` was read (not after a ``halt``), the wind-up's own events (the loopback proxy's
     ``auth.expired``, ``LOOPBACK_REFUSED``, ``RETAIN_FAILED``), then ``stream.closed``; and its reason."""
-    extra: list[Item] = []
+    unobserved = result_unobserved(session.stream)
+    extra: list[Item] = [] if unobserved is None else [DeskEmit(unobserved)]
     if session.ended is None and not halted:
         extra.append(DeskEmit(no_terminal_record(stderr_tail)))
     extra += [DeskEmit(event) for event in late]

@@ -60,6 +60,7 @@ from metaharness.pure.events import (
     TurnEnded,
     WarningRaised,
     closing_marker,
+    result_unobserved,
     stamp,
 )
 from metaharness.pure.hook_channel import HOOK_GAVE_UP, read_hook_request
@@ -251,12 +252,16 @@ class _Run:
     def close(
         self, *, halted: bool, killed: bool, tail: bytes, late_events: Callable[[], tuple[Event, ...]], process: Process
     ) -> str:
-        """The closing records in the order of spec 20 §4: the session's end (or the no-terminal-record
-        warning), the wind-up's late events, the ``stream.closed`` marker; returns its reason."""
+        """The closing records in the order of spec 20 §4: the session's end, ``RESULT_UNOBSERVED`` for
+        the calls that never got a result, the no-terminal-record warning, the wind-up's late events,
+        the ``stream.closed`` marker; returns its reason."""
         ended = session_ended(self.reader, self.census)
         if ended is not None:
             self.emit(ended, self.reader.last_complete_at)
-        elif not halted:
+        unobserved = result_unobserved(self.stream)
+        if unobserved is not None:
+            self.emit(unobserved)
+        if ended is None and not halted:
             self.emit(no_terminal_record(tail))
         for payload in late_events():
             self.emit(payload)
