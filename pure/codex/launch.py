@@ -124,6 +124,9 @@ class CodexConfig(msgspec.Struct, frozen=True, kw_only=True):
     provider: ProviderBlock | None
     hook_commands: tuple[str, ...]
     hook_timeout: int
+    view_image: bool = True
+    """False on a catalogue run: the app-server never runs the hook, so ``view_image``, which reads
+    any local image, is switched off there (``[features] view_image = false``; docs/vendor-facts.md)."""
 
 
 class CodexLaunch(msgspec.Struct, frozen=True, kw_only=True):
@@ -198,6 +201,8 @@ def render_config(config: CodexConfig) -> str:
         lines.append('wire_api = "responses"')
         if config.provider.env_key is not None:
             lines.append(f"env_key = {_toml_string(config.provider.env_key)}")
+    if not config.view_image:
+        lines += ["", "[features]", "view_image = false"]
     lines += ["", "[mcp_servers]", "", "[[hooks.PreToolUse]]"]
     for command in config.hook_commands:
         lines += [
@@ -348,6 +353,7 @@ def plan_codex_launch(
             provider=provider_block(declaration),
             hook_commands=(hook_command,),
             hook_timeout=HOOK_TIMEOUT_S,
+            view_image=spec.catalogue is None,
         ),
         hook_command,
     )

@@ -352,6 +352,7 @@ def run_codex(options: RunOptions) -> int:
             drive_codex if catalogue is None else partial(drive_app_server, catalogue=catalogue, model=options.model)
         )
         try:
+            audit.limits.arm()
             outcome = drive(
                 launch=launch,
                 desk=desk,
@@ -360,7 +361,7 @@ def run_codex(options: RunOptions) -> int:
                 write_event=audit.write_event,
                 commands=sys.stdin.fileno() if sys.stdin is not None else None,
                 on_steering_refusal=stderr_line,
-                late_events=lambda: late_events(options, run, launch, proxy),
+                late_events=lambda: (*audit.limits.late_events(), *late_events(options, run, launch, proxy)),
             )
         except OSError as error:
             return refuse(Refusal("spawn-failed", f"{launch.program} could not be started: {error}"))
