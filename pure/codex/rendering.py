@@ -19,8 +19,11 @@ _COMPOUND = (";", "&", "|", "<", ">", "(", ")", "`", "$(", "\n")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 
-HOOK_NAMES: Mapping[str, str] = MappingProxyType({"exec_command": "Bash"})
-"""The tools Codex 0.171.0 offers the model under one name and its hook under another."""
+HOOK_NAMES: Mapping[str, str] = MappingProxyType(
+    {"exec_command": "Bash", "spawn_agent": "collaborationspawn_agent", "wait_agent": "collaborationwait_agent"}
+)
+"""The tools Codex 0.171.0 offers the model under one name and its hook under another (a tool of the
+``collaboration`` namespace reaches the hook as the namespace and the name run together)."""
 
 CODEX_NO_OPERATION: Mapping[str, str] = MappingProxyType(
     {
@@ -35,7 +38,7 @@ CODEX_NO_OPERATION: Mapping[str, str] = MappingProxyType(
         "create_goal": "records the session's goal",
         "get_goal": "reads the session's goal",
         "update_goal": "updates the session's goal",
-        "spawn_agent": "starts a sub-agent, whose own calls reach the hook",
+        "spawn_agent": "starts a sub-agent in its own thread and rollout; its own calls reach the hook",
         "followup_task": "gives a sub-agent more work",
         "send_message": "messages a sub-agent",
         "wait_agent": "waits for a sub-agent",

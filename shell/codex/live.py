@@ -9,6 +9,7 @@ seam's; this module only moves bytes, timers and signals in the order their effe
 
 from __future__ import annotations
 
+import os
 import queue
 import select
 import signal
@@ -24,7 +25,13 @@ from metaharness.pure.capabilities import HONOURED_COMMANDS
 from metaharness.pure.census import ZERO_CENSUS, count_decision
 from metaharness.pure.codex.launch import CodexLaunch
 from metaharness.pure.codex.replay import stop_word
-from metaharness.pure.codex.rollout import RolloutLaunch, RolloutReader, read_rollout_line, session_ended
+from metaharness.pure.codex.rollout import (
+    RolloutLaunch,
+    RolloutReader,
+    read_rollout_line,
+    read_sub_agent_line,
+    session_ended,
+)
 from metaharness.pure.codex.seam import answer_body, check_replacement, denied_result, presented_call
 from metaharness.pure.commands import (
     Halt,
@@ -75,9 +82,12 @@ from metaharness.shell.child_process import (
     pump_fd,
     wait_status,
 )
-from metaharness.shell.codex.rollout import POLL_INTERVAL_S, QUIET_POLLS_AFTER_EXIT, RolloutTail
+from metaharness.shell.codex.rollout import POLL_INTERVAL_S, QUIET_POLLS_AFTER_EXIT, RolloutTail, SubAgentRollouts
 from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.steering import Deadlines, steering_command
+
+SUB_AGENT_COPIES = "sub-agents"
+"""The scratch directory holding the copies of the sub-agents' rollouts."""
 
 """``interrupt``, ``halt`` and a signal SIGTERM the group, then SIGKILL it 5 s later (spec 50 §1)."""
 
@@ -132,6 +142,8 @@ class _Run:
         self.unanswered: set[str] = set()
         self.census = ZERO_CENSUS
         self.channel = HookChannel.create(launch.scratch)
+        self.sub_agents = SubAgentRollouts(launch.sessions_dir, os.path.join(launch.scratch, SUB_AGENT_COPIES))
+        self.sub_readers: dict[str, RolloutReader] = {}
 
     def emit(self, payload: Event, at: Any = msgspec.UNSET) -> None:
         if isinstance(payload, ToolResult):
@@ -234,12 +246,20 @@ class _Run:
             self.perform(effects)
 
     def take_rollout(self, rollout_tail: RolloutTail) -> bool:
-        """One poll: the doorbell, then each new rollout line as a record; whether any line came."""
+        """One poll: the doorbell, then each new rollout line as a record, then each new line of a
+        sub-agent's rollout (its calls and their results); whether any line came."""
         self.ring()
         lines = rollout_tail.poll()
         for number, raw in lines:
             self.record(number, raw)
-        return bool(lines)
+        sub_lines = self.sub_agents.poll(rollout_tail.path)
+        for path, number, raw in sub_lines:
+            self.ring()
+            reader = self.sub_readers.get(path, RolloutReader(launch=self.reader.launch))
+            self.sub_readers[path], readings = read_sub_agent_line(reader, raw, number)
+            self.correlator, outputs = on_readings(self.correlator, readings)
+            self.outputs(outputs)
+        return bool(lines or sub_lines)
 
     def end_stream(self) -> None:
         """The rollout is read to its end: the last rings, the correlator's stream end, and every call
@@ -268,6 +288,7 @@ class _Run:
         reason = closing_reason(halted=halted, killed=killed, stop=stop_word(ended), budget_stops=())
         self.emit(closing_marker(self.stream, reason, process))
         self.channel.close()
+        self.sub_agents.close()
         return reason
 
 

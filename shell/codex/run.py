@@ -40,7 +40,7 @@ from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import strict_version_refusal
 from metaharness.shell.codex.app_server import drive_app_server, place_catalogue, read_codex_catalogue
-from metaharness.shell.codex.live import drive_codex
+from metaharness.shell.codex.live import SUB_AGENT_COPIES, drive_codex
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
     caller_environment,
@@ -249,9 +249,10 @@ def strict_version(launch: CodexLaunch) -> Result[str, Refusal]:
 
 
 def retained_files(launch: CodexLaunch) -> tuple[tuple[str, str], ...]:
-    """What ``--retain-dir`` keeps of a codex run: the rollout copies, the hook requests,
+    """What ``--retain-dir`` keeps of a codex run: the rollout copies (the sub-agents' too), the hook requests,
     ``loopback.json``, the catalogue copy and the generated config, never a credential (spec 10 §4.2)."""
-    names = ("rollout.jsonl", "rollout.stdout.jsonl", "loopback.json", "catalogue.json", "hooks", "hook-channel")
+    names = ("rollout.jsonl", "rollout.stdout.jsonl", SUB_AGENT_COPIES, "loopback.json", "catalogue.json", "hooks",
+             "hook-channel")
     return (
         *((os.path.join(launch.scratch, name), name) for name in names),
         (os.path.join(launch.codex_home, "config.toml"), os.path.join("codex-home", "config.toml")),
