@@ -75,3 +75,11 @@ def test_shell_sleep_calls_the_long_command_once() -> None:
     first = decide("shell-sleep", read_request(MESSAGES_WIRE, messages(["Bash"])), 1).outcome.call
     assert first is not None and json.loads(first.arguments)["command"] == SLEEP_COMMAND
     assert decide("shell-sleep", read_request(MESSAGES_WIRE, messages(["Bash"], results=1)), 2).outcome.call is None
+
+
+def test_codex_workdir_runs_its_line_below_the_stated_directory() -> None:
+    body = responses()
+    body["input"].insert(1, {"type": "message", "role": "developer",
+                             "content": [{"type": "input_text", "text": "Working directory: /w"}]})  # fmt: skip
+    call = decide("codex-workdir", read_request(RESPONSES_WIRE, body), 1).outcome.call
+    assert call is not None and call.name == "exec" and '"workdir":"/w/sub"' in call.arguments

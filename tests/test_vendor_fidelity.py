@@ -221,3 +221,13 @@ def test_app_server_spawn_agent_is_a_coverage_gap_and_the_sub_agent_calls_are_in
     offered = {name for view in run.requests() for tool in view.tools for name in (tool.name, *tool.nested)}
     assert "spawn_agent" in offered and "view_image" not in offered
     assert "RESULT_UNOBSERVED" not in warnings(events) and code == 0, err
+
+
+@needs_codex
+def test_codex_shell_call_in_another_directory_keeps_its_workdir(tmp_path: Path):
+    run = Run(tmp_path, "codex")
+    (run.work / "sub").mkdir()
+    events, code, err = run.finish("codex-workdir", "--decisions", "observe")
+    (call,) = of(events, "tool.requested", name="Bash")
+    assert call["input"] == {"command": "pwd", "workdir": str(run.work / "sub")} and call["subjects"] == ["proc:pwd"]
+    assert code == 0, err

@@ -259,10 +259,22 @@ def _shell_sleep(view: RequestView, n: int) -> Decision:
     return Decision(Reply(call=call), side=False)
 
 
+def _codex_workdir(view: RequestView, n: int) -> Decision:
+    """One shell line run in the ``sub`` directory below the stated working directory, then text."""
+    side = _side(view)
+    if side is not None:
+        return side
+    call = _offered_call(view, "exec_command", {"cmd": "pwd", "workdir": _in_directory(view, "sub")})
+    if view.tool_results or call is None:
+        return Decision(Reply(text="emulated work is done"), side=False)
+    return Decision(Reply(call=call), side=False)
+
+
 FIDELITY_SCENARIOS: dict[str, Callable[[RequestView, int], Decision]] = {
     "claude-agent": _claude_agent,
     "codex-spawn-agent": _codex_spawn_agent,
     "shell-sleep": _shell_sleep,
+    "codex-workdir": _codex_workdir,
 }
 
 SCENARIO_NAMES: tuple[str, ...] = (*LOOP_SCENARIOS, *VENDOR_SCENARIOS, *FIDELITY_SCENARIOS)

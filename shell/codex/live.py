@@ -61,6 +61,7 @@ from metaharness.pure.events import (
     Event,
     Process,
     Replace,
+    SessionStarted,
     Stream,
     ToolDecided,
     ToolResult,
@@ -144,10 +145,13 @@ class _Run:
         self.channel = HookChannel.create(launch.scratch)
         self.sub_agents = SubAgentRollouts(launch.sessions_dir, os.path.join(launch.scratch, SUB_AGENT_COPIES))
         self.sub_readers: dict[str, RolloutReader] = {}
+        self.session_cwd: str | None = None
 
     def emit(self, payload: Event, at: Any = msgspec.UNSET) -> None:
         if isinstance(payload, ToolResult):
             payload = denied_result(self.desk, payload)
+        if isinstance(payload, SessionStarted):
+            self.session_cwd = payload.cwd
         if isinstance(payload, ToolDecided):
             if payload.call_id in self.unanswered:
                 self.unanswered.discard(payload.call_id)
@@ -179,7 +183,7 @@ class _Run:
                 ended = ended or isinstance(output.payload, TurnEnded)
             else:
                 self.names[output.call.call_id] = output.call.name
-                self.desk, effects = present(self.desk, presented_call(output.call))
+                self.desk, effects = present(self.desk, presented_call(output.call, self.session_cwd))
                 self.perform(effects)
         if ended:
             self.abandon("the turn ended")
