@@ -20,7 +20,7 @@ from metaharness.pure.b10x.seam import (
     unverified_tier,
     wind_up,
 )
-from metaharness.pure.commands import ToolDecide
+from metaharness.pure.commands import ToolDecide, read_command, unreadable_command
 from metaharness.pure.events import Abstain, Allow, Deny, Replace, UnknownProcess, read_event
 from metaharness.pure.frames import seal_frame
 
@@ -227,6 +227,17 @@ def test_ask_presents_then_embedder_decides() -> None:
     assert events(effects[0])[0]["message"] == (
         "the loop resolved call_b10x_001 as approved=false and metaharness answered allow"
     )
+
+
+def test_a_reasonless_deny_is_answered_malformed_and_the_call_stays_open() -> None:
+    state, _ = _ask_state()
+    line = b'{"format":"metaharness.command/1","id":"d1","command":"tool.decide","call_id":"call_b10x_001","decision":{"decision":"deny"}}'
+    unreadable = unreadable_command(line, read_command(line).failure())
+    assert unreadable is not None
+    state, effects, _ = take_command(state, unreadable, None)
+    (refused,) = events(b"".join(e for e in effects if isinstance(e, bytes)))
+    assert (refused["id"], refused["outcome"]["refused"]["code"]) == ("d1", "MALFORMED")
+    assert not [e for e in effects if isinstance(e, Answer)] and state.desk.pending_call_ids() == ("call_b10x_001",)
 
 
 def test_ask_deadline_denies() -> None:

@@ -125,10 +125,11 @@ def test_claude_agent_outside_the_frame_is_denied_by_operation_not_as_uncovered(
     assert of(events, "tool.result", call_id=agent["call_id"])[0]["is_error"] is True
 
 
-@needs_claude
-def test_a_reasonless_deny_is_answered_malformed_and_the_call_stays_open(tmp_path: Path):
-    run = Run(tmp_path, "claude")
-    process, emulator = run.start("claude-write", "--decisions", "ask")
+@pytest.mark.parametrize(("kind", "scenario"), [
+    pytest.param("claude", "claude-write", marks=needs_claude), pytest.param("codex", "codex-patch", marks=needs_codex)])
+def test_a_reasonless_deny_is_answered_malformed_and_the_call_stays_open(kind: str, scenario: str, tmp_path: Path):
+    run = Run(tmp_path, kind)
+    process, emulator = run.start(scenario, "--decisions", "ask")
     assert process.stdin is not None and process.stdout is not None
     try:
         lines: list[bytes] = []
