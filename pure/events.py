@@ -9,7 +9,7 @@ refuses a line with the messages of §2.3 and ignores unknown fields.
 from __future__ import annotations
 
 import functools
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias, cast
 
 import msgspec
 from msgspec import UNSET, Struct, UnsetType
@@ -522,11 +522,17 @@ class Stream(Struct, frozen=True):
 
 
 def _unended(unended: tuple[str, ...], payload: Event) -> tuple[str, ...]:
-    if isinstance(payload, ToolRequested) and payload.call_id not in unended:
-        return (*unended, payload.call_id)
-    if isinstance(payload, ToolResult) and payload.call_id in unended:
-        return tuple(call_id for call_id in unended if call_id != payload.call_id)
+    kind = type(payload)
+    if kind is ToolRequested:
+        call_id = cast(ToolRequested, payload).call_id
+        return unended if call_id in unended else (*unended, call_id)
+    if kind is ToolResult:
+        call_id = cast(ToolResult, payload).call_id
+        return tuple(open_id for open_id in unended if open_id != call_id) if call_id in unended else unended
     return unended
+
+
+_CALL_EVENTS = (ToolRequested, ToolResult)
 
 
 def result_unobserved(stream: Stream) -> WarningRaised | None:
@@ -582,7 +588,8 @@ def stamp_each(stream: Stream, payloads: list[Event]) -> tuple[Stream, list[byte
     ]
     unended = stream.unended
     for payload in payloads:
-        unended = _unended(unended, payload)
+        if type(payload) in _CALL_EVENTS:
+            unended = _unended(unended, payload)
     return Stream(stream.run, stream.written + len(lines), unended), lines
 
 
