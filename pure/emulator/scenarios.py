@@ -159,6 +159,7 @@ VENDOR_SCENARIOS: dict[str, tuple[Candidate, ...]] = {
     "codex-catalogue-write": (("write_note", lambda v: {"path": "note.md", "text": EMULATED_NOTE}),),
 }
 
+SCENARIO_NAMES: tuple[str, ...] = (*LOOP_SCENARIOS, *VENDOR_SCENARIOS)
 
 
 def _vendor(candidates: tuple[Candidate, ...], view: RequestView) -> Decision:
@@ -276,5 +277,4 @@ FIDELITY_SCENARIOS: dict[str, Callable[[RequestView, int], Decision]] = {
     "shell-sleep": _shell_sleep,
     "codex-workdir": _codex_workdir,
 }
-
-SCENARIO_NAMES: tuple[str, ...] = (*LOOP_SCENARIOS, *VENDOR_SCENARIOS, *FIDELITY_SCENARIOS)
+SCENARIO_NAMES = (*SCENARIO_NAMES, *FIDELITY_SCENARIOS)
