@@ -18,9 +18,9 @@ RETRY_S = 0.05
 
 class RunLimits:
     """One run's timeout and its stdout: ``arm`` starts the timer just before the live loop; a lost
-    stdout (``lost``) or the timer stops the run by SIGTERM while it is live; ``late_events`` ends
-    the live part and gives ``RUN_TIMEOUT`` when the timer fired; ``refusal`` is ``stdout-closed``
-    once stdout was lost."""
+    stdout (``wrote(False)``) or the timer stops the run by SIGTERM, once, while it is live;
+    ``late_events`` ends the live part and gives ``RUN_TIMEOUT`` when the timer stopped it;
+    ``refusal`` is ``stdout-closed`` once stdout was lost."""
 
     def __init__(self, timeout_s: float | None) -> None:
         self.timeout_s = timeout_s
