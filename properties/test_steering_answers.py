@@ -1,6 +1,6 @@
 """A steering line that framing refuses is answered whenever it carries a string ``id``: the
 ``command.result`` is ``MALFORMED`` with the framing error and names that id; without one, only the
-stderr line is written (spec 20 §5 step 1). And every ``--timeout`` value reads as the seconds it
+stderr line is written. And every ``--timeout`` value reads as the seconds it
 spells, or is refused with a message naming it."""
 
 from __future__ import annotations

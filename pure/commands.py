@@ -127,7 +127,7 @@ def read_command(line: bytes) -> Result[Command, str]:
 class UnreadableCommand(Struct, frozen=True):
     """A steering line that failed framing but is a JSON object with a string ``id``: silence is not
     an answer to it, so it is refused ``MALFORMED`` with the framing error, and a call it meant to
-    decide stays open for a corrected answer (spec 20 §5 step 1)."""
+    decide stays open for a corrected answer."""
 
     id: str
     error: str
@@ -195,9 +195,9 @@ class WellFormed(Struct, frozen=True):
 
 
 def check_well_formed(command: Steering) -> Result[WellFormed, CommandResult]:
-    """Well-formedness (spec 20 §5 step 2): ``MALFORMED`` for a line that failed framing but carries
+    """Well-formedness: ``MALFORMED`` for a line that failed framing but carries
     an ``id`` (its framing error), for a deny whose reason is empty after trimming, and for a
-    ``frame.set`` frame that fails §6.3 (the digest message for check 7, else the load message)."""
+    ``frame.set`` frame that fails to load (the digest message for check 7, else the load message)."""
     if isinstance(command, UnreadableCommand):
         return Failure(command_refused(command.id, "MALFORMED", command.error))
     if isinstance(command, ToolDecide) and isinstance(command.decision, Deny) and not command.decision.reason.strip():

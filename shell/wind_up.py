@@ -54,7 +54,7 @@ class RunAudit:
             self.payloads.append(read_event(line).unwrap().payload)
 
     def exit_code(self, planned: VerdictFacts, transcript: str, reason: str) -> int:
-        """The exit of spec 10 §2: the refusal ``stdout-closed`` when the stream's reader went away;
+        """The run's exit: the refusal ``stdout-closed`` when the stream's reader went away;
         unaudited from the closing ``reason``; else the report on stderr
         (the rows against ``planned`` with the record's cwd, the auditor over ``transcript`` unless
         the run was interrupted) and the audited exit of §4.9."""

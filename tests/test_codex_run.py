@@ -110,7 +110,7 @@ def test_strict_version_refuses_an_off_pin_binary_naming_both_versions(tmp_path:
 
 
 def test_stage_six_checks_context_before_catalogue_before_frame(tmp_path: Path):
-    """Spec 10 §4.5's order, as claude and b10x check it: the context files, then the catalogue file,
+    """Stage 6's order, as claude and b10x check it: the context files, then the catalogue file,
     then the frame; the first refusal that applies is the one reported."""
     work = tmp_path / "work"
     work.mkdir()

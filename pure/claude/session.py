@@ -201,7 +201,7 @@ def answered(session: Session, delivered: bool) -> tuple[Session, tuple[Effect, 
 
 def _present(session: Session, call: HookCall) -> tuple[Session, tuple[DeskEmit | Answer | Arm | Disarm, ...]]:
     """Hand a hook call to the decision desk on seam ``hook``, or ``owned_tool`` on a catalogue run
-    (spec 50 §2 (a)); its key waits for the answer. ``ToolSearch`` is a describing question
+    (a catalogue entry is the owned tool); its key waits for the answer. ``ToolSearch`` is a describing question
     (``metaharness.pure.claude.rendering``)."""
     catalogue = session.facts.catalogue
     operations, subjects = resolve_claude_call(call.name, call.input, session.record.cwd, catalogue)
@@ -295,7 +295,7 @@ def wind_up(
     process: Process,
     late: tuple[Event, ...] = (),
 ) -> tuple[Session, tuple[Effect, ...], str]:
-    """Close the stream after :func:`end_of_record` (spec 20 §4, spec 10 §4.10): ``RESULT_UNOBSERVED``
+    """Close the stream after :func:`end_of_record`: ``RESULT_UNOBSERVED``
     naming the calls that never got a result, ``NO_TERMINAL_RECORD`` when no ``result`` was read (not after a ``halt``), the wind-up's own events (the loopback proxy's
     ``auth.expired``, ``LOOPBACK_REFUSED``, ``RETAIN_FAILED``), then ``stream.closed``; and its reason."""
     unobserved = result_unobserved(session.stream)

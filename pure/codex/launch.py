@@ -264,7 +264,7 @@ def attestation(
     walk: MemoryWalk,
     skills: tuple[str, ...] = (),
 ) -> Hermetic:
-    """``session.started.hermetic`` for a codex launch (spec 30 §3, spec 50 §5); ``skills`` are the
+    """``session.started.hermetic`` for a codex launch; ``skills`` are the
     ``SKILL.md`` files found under the pinned Codex's skill roots (``metaharness.pure.codex.skills``)."""
     return attest(
         LaunchFacts(
@@ -318,7 +318,7 @@ def plan_codex_launch(
     skills: tuple[str, ...] = (),
 ) -> Result[CodexLaunch, Refusal]:
     """The codex launch, or its refusal (spec 50 §1 "Order", §4; spec 10 §4.5 stages 5, 7 and 8).
-    ``walk`` is the memory walk the shell gathered (spec 30 §5); none means nothing was found;
+    ``walk`` is the memory walk the shell gathered; none means nothing was found;
     ``skills`` the ``SKILL.md`` files the shell found under the skill roots.
 
     Refusals in order: the stage-5 credential ones, ``memory-ancestor-found``, ``program-not-found``,

@@ -122,7 +122,7 @@ def _in_directory(view: RequestView, name: str) -> str:
 
 def _offered_call(view: RequestView, name: str, arguments: Arguments) -> Call | None:
     """The call of tool ``name`` as the request offers it: a ``custom`` tool takes the freeform
-    input (spec 60 §8.5), a function takes a JSON object (a freeform input as ``{"input":…}``) and
+    input, a function takes a JSON object (a freeform input as ``{"input":…}``) and
     names any namespace but the default one it was offered in; a
     tool only a code-mode host declares (Codex's ``exec``) is called through that host with a
     one-line script; not offered at all, ``None``."""

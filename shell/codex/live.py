@@ -276,7 +276,7 @@ class _Run:
     def close(
         self, *, halted: bool, killed: bool, tail: bytes, late_events: Callable[[], tuple[Event, ...]], process: Process
     ) -> str:
-        """The closing records in the order of spec 20 §4: the session's end, ``RESULT_UNOBSERVED`` for
+        """The closing records in order: the session's end, ``RESULT_UNOBSERVED`` for
         the calls that never got a result, the no-terminal-record warning, the wind-up's late events,
         the ``stream.closed`` marker; returns its reason."""
         ended = session_ended(self.reader, self.census)

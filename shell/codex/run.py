@@ -62,7 +62,7 @@ VERSION_PROBE_S = 30
 def _declared_inputs(
     options: RunOptions,
 ) -> Result[tuple[str | None, tuple[ContextFileRead, ...], Frame | None], Refusal]:
-    """Stage 6 (spec 10 §4.5) without the catalogue: ``cwd-unusable``, ``retain-dir-unusable``, the
+    """Stage 6 without the catalogue: ``cwd-unusable``, ``retain-dir-unusable``, the
     ``--context`` refusals, then the frame and ``observe-with-frame``; :func:`_start` reads the
     catalogue between the context files and the frame, as claude and b10x do."""
     cwd = os.path.abspath(options.cwd) if options.cwd is not None else None
