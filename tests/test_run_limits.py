@@ -97,15 +97,17 @@ def sleeping_commands() -> list[int]:
     return found
 
 
-@pytest.mark.skipif(pinned_cli("claude") is None, reason="the pinned Claude Code is not installed")
-def test_a_closed_stdout_stops_the_child_and_ends_with_a_named_refusal(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", [
+    pytest.param("claude", marks=pytest.mark.skipif(pinned_cli("claude") is None, reason="no pinned claude")),
+    pytest.param("codex", marks=pytest.mark.skipif(pinned_cli("codex") is None, reason="no pinned codex"))])
+def test_a_closed_stdout_stops_the_child_and_ends_with_a_named_refusal(kind: str, tmp_path: Path) -> None:
     """``metaharness run … | head -1``: the reader takes one line and goes; the next line written
     stops the run, and the child's long shell command dies with its group."""
     work = tmp_path / "work"
     work.mkdir()
-    env = home_with(tmp_path, program_links("claude"))
+    env = home_with(tmp_path, program_links(kind))
     with running_emulator("--scenario", "shell-sleep") as (base_url, _):
-        argv = kind_run("claude", base_url.removesuffix("/v1"), work, env, "--decisions", "observe")
+        argv = kind_run(kind, base_url.removesuffix("/v1"), work, env, "--decisions", "observe")
         process = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE)  # fmt: skip
         assert process.stdout is not None and process.stderr is not None
