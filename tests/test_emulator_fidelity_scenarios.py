@@ -83,3 +83,9 @@ def test_codex_workdir_runs_its_line_below_the_stated_directory() -> None:
                              "content": [{"type": "input_text", "text": "Working directory: /w"}]})  # fmt: skip
     call = decide("codex-workdir", read_request(RESPONSES_WIRE, body), 1).outcome.call
     assert call is not None and call.name == "exec" and '"workdir":"/w/sub"' in call.arguments
+
+
+def test_claude_tool_search_loads_web_fetch_then_calls_it() -> None:
+    calls = [decide("claude-tool-search", read_request(MESSAGES_WIRE, messages(["ToolSearch"], results=r)), r + 1)
+             for r in range(3)]  # fmt: skip
+    assert [d.outcome.call.name if d.outcome.call else None for d in calls] == ["ToolSearch", "WebFetch", None]

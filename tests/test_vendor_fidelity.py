@@ -232,3 +232,17 @@ def test_codex_shell_call_in_another_directory_keeps_its_workdir(tmp_path: Path)
     (call,) = of(events, "tool.requested", name="Bash")
     assert call["input"] == {"command": "pwd", "workdir": str(run.work / "sub")} and call["subjects"] == ["proc:pwd"]
     assert code == 0, err
+
+
+@needs_claude
+def test_tool_search_is_admitted_so_a_deferred_tool_is_decided_by_what_it_does(tmp_path: Path):
+    run = Run(tmp_path, "claude")
+    events, code, err = run.finish("claude-tool-search", "--frame", run.frame("file.read"))
+    (search,) = of(events, "tool.requested", name="ToolSearch")
+    assert "operations" not in search and search["seam"] == "hook"
+    assert of(events, "tool.decided", call_id=search["call_id"])[0]["decision"] == {"decision": "allow"}
+    (fetch,) = of(events, "tool.requested", name="WebFetch")
+    assert fetch["operations"] == ["web.read"]
+    reason = of(events, "tool.decided", call_id=fetch["call_id"])[0]["decision"]["reason"]
+    assert reason.startswith('this step admits ["file.read"] and WebFetch is web.read')
+    assert "UNCOVERED_TOOL" not in warnings(events) and code == 0, err

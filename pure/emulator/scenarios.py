@@ -271,10 +271,24 @@ def _codex_workdir(view: RequestView, n: int) -> Decision:
     return Decision(Reply(call=call), side=False)
 
 
+def _claude_tool_search(view: RequestView, n: int) -> Decision:
+    """``ToolSearch`` loads the deferred ``WebFetch``, then ``WebFetch`` is called, then text."""
+    side = _side(view)
+    if side is not None:
+        return side
+    if view.tool_results == 0:
+        return Decision(Reply(call=_call("ToolSearch", {"query": "select:WebFetch", "max_results": 1})), side=False)
+    if view.tool_results == 1:
+        fetch = {"url": "http://127.0.0.1:9/", "prompt": "Summarise the page"}
+        return Decision(Reply(call=_call("WebFetch", fetch)), side=False)
+    return Decision(Reply(text="emulated work is done"), side=False)
+
+
 FIDELITY_SCENARIOS: dict[str, Callable[[RequestView, int], Decision]] = {
     "claude-agent": _claude_agent,
     "codex-spawn-agent": _codex_spawn_agent,
     "shell-sleep": _shell_sleep,
     "codex-workdir": _codex_workdir,
+    "claude-tool-search": _claude_tool_search,
 }
 SCENARIO_NAMES = (*SCENARIO_NAMES, *FIDELITY_SCENARIOS)
