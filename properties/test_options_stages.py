@@ -61,6 +61,7 @@ VALUES: dict[str, st.SearchStrategy[Any]] = {
     "auditor": st.sampled_from(["auditor", "auditor check", "'", "/opt/auditor --x"]),
     "strict-version": st.just(True),
     "retain-dir": st.just("/tmp/retain"),
+    "timeout": st.sampled_from([0.5, 600.0]),
     "hooks": st.just("hooks.json"),
     "driver": st.just("driver"),
     "toolchain": st.just("stable"),

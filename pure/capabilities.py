@@ -95,17 +95,17 @@ CLAUDE_RENDERING: Mapping[str, str] = MappingProxyType(
         "file.read": "Read",
         "file.write": "Write",
         "file.edit": "Edit",
-        "dir.list": "Glob",
-        "search": "Grep",
         "shell": "Bash",
         "web.read": "WebFetch",
         "skill.load": "Skill",
-        "subagent.spawn": "Task",
-        "task.todo": "TodoWrite",
+        "subagent.spawn": "Agent",
         "mcp.call": MCP_CALL_TEMPLATE,
     }
 )
-"""Claude Code's tool for each operation (spec 50 §3)."""
+"""Claude Code's tool for each operation, as the pinned 2.1.332 names it in its API tool list and its
+hook's ``tool_name`` (the subagent tool is ``Agent``; only the ``init`` record says ``Task``). It
+offers no ``Glob``, ``Grep`` or ``TodoWrite``, so ``dir.list``, ``search`` and ``task.todo`` render to
+nothing (docs/vendor-facts.md)."""
 
 CODEX_RENDERING: Mapping[str, str] = MappingProxyType(
     {"file.write": "apply_patch", "file.edit": "apply_patch", "shell": "Bash", "mcp.call": MCP_CALL_TEMPLATE}

@@ -124,6 +124,27 @@ def read_command(line: bytes) -> Result[Command, str]:
     return Success(command)
 
 
+class UnreadableCommand(Struct, frozen=True):
+    """A steering line that failed framing but is a JSON object with a string ``id``: silence is not
+    an answer to it, so it is refused ``MALFORMED`` with the framing error, and a call it meant to
+    decide stays open for a corrected answer."""
+
+    id: str
+    error: str
+
+
+Steering: TypeAlias = Command | UnreadableCommand
+"""What one steering line yields past framing: a command, or a line that must still be answered."""
+
+
+def unreadable_command(line: bytes, error: str) -> UnreadableCommand | None:
+    """The line that failed framing with ``error``, when it is a JSON object with a string ``id``."""
+    decoded = decode_json(line)
+    raw = decoded.unwrap() if not isinstance(decoded, Failure) else None
+    command_id = raw.get("id") if isinstance(raw, dict) else None
+    return UnreadableCommand(command_id, error) if isinstance(command_id, str) else None
+
+
 def steering_refusal(error: str) -> str:
     """The stderr line for a line that is not a command (spec 20 §5 step 1), without its newline."""
     return f"metaharness: the steering line was refused: {error}"
@@ -173,10 +194,12 @@ class WellFormed(Struct, frozen=True):
     frame: Frame | None = None
 
 
-def check_well_formed(command: Command) -> Result[WellFormed, CommandResult]:
-    """Well-formedness (spec 20 §5 step 2): ``MALFORMED`` for a deny whose reason is empty after
-    trimming, and for a ``frame.set`` frame that fails §6.3 (the digest message for check 7, else the
-    load message)."""
+def check_well_formed(command: Steering) -> Result[WellFormed, CommandResult]:
+    """Well-formedness: ``MALFORMED`` for a line that failed framing but carries
+    an ``id`` (its framing error), for a deny whose reason is empty after trimming, and for a
+    ``frame.set`` frame that fails to load (the digest message for check 7, else the load message)."""
+    if isinstance(command, UnreadableCommand):
+        return Failure(command_refused(command.id, "MALFORMED", command.error))
     if isinstance(command, ToolDecide) and isinstance(command.decision, Deny) and not command.decision.reason.strip():
         return Failure(command_refused(command.id, "MALFORMED", EMPTY_DENY_REASON))
     if isinstance(command, FrameSet):

@@ -9,7 +9,7 @@ refuses a line with the messages of §2.3 and ignores unknown fields.
 from __future__ import annotations
 
 import functools
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias, cast
 
 import msgspec
 from msgspec import UNSET, Struct, UnsetType
@@ -512,10 +512,39 @@ class EventLine(Struct, frozen=True, kw_only=True):
 
 
 class Stream(Struct, frozen=True):
-    """How many lines a run's stream has written; ``stamp`` is the one place ``seq`` is assigned."""
+    """How many lines a run's stream has written; ``stamp`` is the one place ``seq`` is assigned.
+    ``unended`` holds the calls written with a ``tool.requested`` and no ``tool.result`` yet, in
+    the order they were requested (``result_unobserved`` names them at session end)."""
 
     run: str
     written: int = 0
+    unended: tuple[str, ...] = ()
+
+
+def _unended(unended: tuple[str, ...], payload: Event) -> tuple[str, ...]:
+    kind = type(payload)
+    if kind is ToolRequested:
+        call_id = cast(ToolRequested, payload).call_id
+        return unended if call_id in unended else (*unended, call_id)
+    if kind is ToolResult:
+        call_id = cast(ToolResult, payload).call_id
+        return tuple(open_id for open_id in unended if open_id != call_id) if call_id in unended else unended
+    return unended
+
+
+_CALL_EVENTS = (ToolRequested, ToolResult)
+
+
+def result_unobserved(stream: Stream) -> WarningRaised | None:
+    """``RESULT_UNOBSERVED`` at session end, naming every call that got a ``tool.requested`` and never
+    a ``tool.result``; ``None`` when every call ended."""
+    if not stream.unended:
+        return None
+    return WarningRaised(
+        code="RESULT_UNOBSERVED",
+        message=f"no result was observed for {', '.join(stream.unended)}: the harness recorded no outcome for "
+        "these calls, so whether they ran is unknown",
+    )
 
 
 def _sorted_maps(payload: Event) -> Event:
@@ -547,7 +576,7 @@ def encode_event(seq: int, run: str, payload: Event, at: str | UnsetType = UNSET
 def stamp(stream: Stream, payload: Event, at: str | UnsetType = UNSET) -> tuple[Stream, bytes]:
     """Number the next line of ``stream`` and encode it (spec 20 §2.1: 1, then +1 per line, no gaps)."""
     seq = stream.written + 1
-    return Stream(stream.run, seq), encode_event(seq, stream.run, payload, at)
+    return Stream(stream.run, seq, _unended(stream.unended, payload)), encode_event(seq, stream.run, payload, at)
 
 
 def stamp_each(stream: Stream, payloads: list[Event]) -> tuple[Stream, list[bytes]]:
@@ -557,7 +586,11 @@ def stamp_each(stream: Stream, payloads: list[Event]) -> tuple[Stream, list[byte
         template % (seq, b"", compact(payload if type(payload) is not SessionEnded else _sorted_maps(payload))[1:])
         for seq, payload in enumerate(payloads, start=stream.written + 1)
     ]
-    return Stream(stream.run, stream.written + len(lines)), lines
+    unended = stream.unended
+    for payload in payloads:
+        if type(payload) in _CALL_EVENTS:
+            unended = _unended(unended, payload)
+    return Stream(stream.run, stream.written + len(lines), unended), lines
 
 
 def closing_marker(stream: Stream, reason: str, process: Process) -> StreamClosed:

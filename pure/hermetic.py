@@ -92,7 +92,7 @@ class LaunchFacts(msgspec.Struct, frozen=True):
     ``governing`` names each governing document and how it was pinned (H10); ``mcp_servers`` the
     launch's MCP set (claude ``["metaharness"]`` on an owned-surface or catalogue run); ``hooks`` the
     b10x ``--hooks`` file; ``extra_ambient`` what else reaches the child (e.g. claude's allow grants
-    under observe).
+    under observe); ``h2_unavailable`` why settings sources reach the child after all (codex skills).
     """
 
     kind: Kind
@@ -111,6 +111,7 @@ class LaunchFacts(msgspec.Struct, frozen=True):
     installed_plugins: tuple[InstalledPlugin, ...] = ()
     root_memory_names: tuple[str, ...] = ()
     extra_ambient: tuple[str, ...] = ()
+    h2_unavailable: str | None = None
 
 
 class RowVerdict(msgspec.Struct, frozen=True):
@@ -278,7 +279,9 @@ def _kind_rows(facts: LaunchFacts) -> tuple[RowAttestation, ...]:
         return (
             RowAttestation("H1a", "imposed", f"CODEX_HOME={scratch}/codex-home"),
             RowAttestation("H1b", "imposed", "fresh CODEX_HOME"),
-            RowAttestation("H2", "imposed", "only the scratch config.toml; no project trust"),
+            RowAttestation("H2", "imposed", "only the scratch config.toml; no project trust")
+            if facts.h2_unavailable is None
+            else RowAttestation("H2", "unavailable", facts.h2_unavailable),
             RowAttestation("H5", "imposed", "[mcp_servers] empty"),
             RowAttestation(
                 "H8",

@@ -107,6 +107,7 @@ class HookCall(msgspec.Struct, frozen=True):
     ``call_id`` is the request's ``tool_use_id``, or ``hook:<key>`` when it has none or does not
     parse; ``name`` is ``tool_name`` or ``""`` (so no frame admits a call it cannot read);
     ``input`` is ``tool_input`` (``None`` when absent). ``correlated`` says the id came from the request.
+    ``cwd`` is the request's ``cwd``: on Codex 0.171.0 the directory the call runs in.
     """
 
     key: str
@@ -114,6 +115,7 @@ class HookCall(msgspec.Struct, frozen=True):
     name: str
     input: Any
     correlated: bool
+    cwd: str | None = None
 
 
 def read_hook_request(key: str, raw: bytes) -> HookCall:
@@ -127,9 +129,10 @@ def read_hook_request(key: str, raw: bytes) -> HookCall:
     tool_use_id = document.get("tool_use_id")
     name = document.get("tool_name")
     name = name if isinstance(name, str) else ""
+    cwd = document.get("cwd") if isinstance(document.get("cwd"), str) else None
     if isinstance(tool_use_id, str) and tool_use_id:
-        return HookCall(key, tool_use_id, name, document.get("tool_input"), True)
-    return HookCall(key, f"hook:{key}", name, document.get("tool_input"), False)
+        return HookCall(key, tool_use_id, name, document.get("tool_input"), True, cwd)
+    return HookCall(key, f"hook:{key}", name, document.get("tool_input"), False, cwd)
 
 
 def doorbell_keys(pending: bytes, received: bytes) -> tuple[tuple[str, ...], bytes]:

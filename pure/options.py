@@ -55,6 +55,7 @@ RUN_OPTION_ORDER: tuple[str, ...] = (
     "auditor",
     "strict-version",
     "retain-dir",
+    "timeout",
     "hooks",
     "driver",
     "toolchain",
@@ -105,6 +106,7 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
     auditor_args: tuple[str, ...] = ()
     strict_version: bool = False
     retain_dir: str | None = None
+    timeout: float | None = None
     hooks: str | None = None
     driver: str | None = None
     toolchain: str | None = None

@@ -27,6 +27,7 @@ from metaharness.pure.options import (
     split_command_words,
 )
 from metaharness.pure.refusal import Refusal
+from metaharness.pure.run_limits import parse_duration
 from metaharness.shell.refusals import refuse
 
 AUDIT_NOT_BUILT = Refusal(
@@ -54,6 +55,20 @@ class _WriteScope(click.ParamType):
         if not equals or not glob or scope not in WRITE_SCOPES:
             self.fail(f"{value!r} is not GLOB=SCOPE with SCOPE one of {', '.join(WRITE_SCOPES)}", param, ctx)
         return (glob, scope)
+
+
+class _Duration(click.ParamType):
+    """Seconds (``600``) or a number with a unit (``90s``, ``10m``, ``1h``), above zero."""
+
+    name = "DURATION"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, float):
+            return value
+        parsed = parse_duration(str(value))
+        if isinstance(parsed, Failure):
+            self.fail(parsed.failure(), param, ctx)
+        return parsed.unwrap()
 
 
 class _MarketplacePlugin(click.ParamType):
@@ -160,6 +175,7 @@ def _given(ctx: click.Context) -> frozenset[str]:
 @click.option("--auditor", metavar="PREFIX", help="The auditor's argv prefix.")
 @click.option("--strict-version", is_flag=True, help="Refuse an off-pin binary before the spawn.")
 @click.option("--retain-dir", metavar="DIR", help="Copy the raw record and generated files to DIR/<run id>/.")
+@click.option("--timeout", type=_Duration(), help="Stop the run as on SIGTERM after DURATION (600, 10m, 1h).")
 @click.option("--hooks", metavar="FILE", help="b10x: loop --hooks.")
 @click.option("--driver", metavar="PATH", help="b10x: loop --driver.")
 @click.option("--toolchain", metavar="NAME", help="b10x: loop --toolchain.")
@@ -206,6 +222,7 @@ def run(ctx: click.Context, **values: Any) -> int:
         auditor_args=ctx.meta["trailing_words"],
         strict_version=values["strict_version"],
         retain_dir=values["retain_dir"],
+        timeout=values["timeout"],
         hooks=values["hooks"],
         driver=values["driver"],
         toolchain=values["toolchain"],

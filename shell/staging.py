@@ -62,13 +62,14 @@ class EarlySignal:
             signal.signal(number, handler)  # type: ignore[arg-type]
 
 
-def write_event(line: bytes) -> None:
-    """One event line to stdout, flushed; a reader that went away is not an error of the run."""
+def write_event(line: bytes) -> bool:
+    """One event line to stdout, flushed; false when its reader went away (the caller stops the run)."""
     try:
         sys.stdout.buffer.write(line)
         sys.stdout.buffer.flush()
     except (BrokenPipeError, ValueError):
-        pass
+        return False
+    return True
 
 
 def stderr_line(text: str) -> None:

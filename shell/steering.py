@@ -8,15 +8,17 @@ from collections.abc import Callable
 
 from returns.result import Failure
 
-from metaharness.pure.commands import Command, read_command, steering_refusal
+from metaharness.pure.commands import Steering, read_command, steering_refusal, unreadable_command
 
 
-def steering_command(line: bytes, on_refusal: Callable[[str], None]) -> Command | None:
-    """One ``metaharness.command/1`` line read, or ``None`` after its refusal was reported on stderr."""
-    framed = read_command(line.rstrip(b"\r\n"))
+def steering_command(line: bytes, on_refusal: Callable[[str], None]) -> Steering | None:
+    """One ``metaharness.command/1`` line read; a line framing refuses is reported on stderr and is
+    ``None``, or, when it carries a string ``id``, still answered as an :class:`UnreadableCommand`."""
+    stripped = line.rstrip(b"\r\n")
+    framed = read_command(stripped)
     if isinstance(framed, Failure):
         on_refusal(steering_refusal(framed.failure()))
-        return None
+        return unreadable_command(stripped, framed.failure())
     return framed.unwrap()
 
 

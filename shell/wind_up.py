@@ -28,6 +28,8 @@ from metaharness.pure.run_stages import unaudited_exit
 from metaharness.shell.auditor import gather_audit_facts
 from metaharness.shell.auditor_invocation import audit_baseline, run_auditor
 from metaharness.shell.facts import directory_identity
+from metaharness.shell.refusals import refuse
+from metaharness.shell.run_limits import RunLimits
 from metaharness.shell.staging import take, write_event
 
 
@@ -42,17 +44,23 @@ class RunAudit:
         self.baseline = audit_baseline(options, pairing)
         self.reporting = options.audited() or options.hermetic == "on"
         self.payloads: list[Event] = []
+        self.limits = RunLimits(options.timeout)
 
     def write_event(self, line: bytes) -> None:
-        """One event line to stdout, its payload kept when the run reports."""
-        write_event(line)
+        """One event line to stdout, its payload kept when the run reports; a closed stdout stops the
+        run (``metaharness.shell.run_limits``)."""
+        self.limits.wrote(write_event(line))
         if self.reporting:
             self.payloads.append(read_event(line).unwrap().payload)
 
     def exit_code(self, planned: VerdictFacts, transcript: str, reason: str) -> int:
-        """The exit of spec 10 §2: unaudited from the closing ``reason``; else the report on stderr
+        """The run's exit: the refusal ``stdout-closed`` when the stream's reader went away;
+        unaudited from the closing ``reason``; else the report on stderr
         (the rows against ``planned`` with the record's cwd, the auditor over ``transcript`` unless
         the run was interrupted) and the audited exit of §4.9."""
+        lost = self.limits.refusal()
+        if lost is not None:
+            return refuse(lost)
         if not self.reporting:
             return unaudited_exit(reason)
         started = next((p for p in self.payloads if isinstance(p, SessionStarted)), None)

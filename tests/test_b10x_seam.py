@@ -20,7 +20,7 @@ from metaharness.pure.b10x.seam import (
     unverified_tier,
     wind_up,
 )
-from metaharness.pure.commands import ToolDecide
+from metaharness.pure.commands import ToolDecide, read_command, unreadable_command
 from metaharness.pure.events import Abstain, Allow, Deny, Replace, UnknownProcess, read_event
 from metaharness.pure.frames import seal_frame
 
@@ -122,9 +122,11 @@ def test_held_call_released_unasked_on_seam_none() -> None:
         b'{"kind":"tool-requested","call_id":"c2","name":"dir_list","arguments":{}}',
     ]
     got = events(replay_b10x(replay_settings(decisions="frame", frame=frame(), transcript_path="r"), b"\n".join(lines)).stream)
-    assert [e["event"] for e in got] == ["tool.requested", "tool.result", "tool.requested", "warning", "stream.closed"]
+    assert [e["event"] for e in got] == ["tool.requested", "tool.result", "tool.requested", "warning", "warning",
+                                         "stream.closed"]  # fmt: skip
     assert got[0]["seam"] == "none" and got[2]["subjects"] == ["file:."]
-    assert got[3]["code"] == "NO_TERMINAL_RECORD"
+    assert got[3]["code"] == "RESULT_UNOBSERVED" and "c2" in got[3]["message"] and "c1" not in got[3]["message"]
+    assert got[4]["code"] == "NO_TERMINAL_RECORD"
 
 
 def test_turn_retried_discards_the_interrupted_attempts_deltas() -> None:
@@ -227,6 +229,17 @@ def test_ask_presents_then_embedder_decides() -> None:
     )
 
 
+def test_a_reasonless_deny_is_answered_malformed_and_the_call_stays_open() -> None:
+    state, _ = _ask_state()
+    line = b'{"format":"metaharness.command/1","id":"d1","command":"tool.decide","call_id":"call_b10x_001","decision":{"decision":"deny"}}'
+    unreadable = unreadable_command(line, read_command(line).failure())
+    assert unreadable is not None
+    state, effects, _ = take_command(state, unreadable, None)
+    (refused,) = events(b"".join(e for e in effects if isinstance(e, bytes)))
+    assert (refused["id"], refused["outcome"]["refused"]["code"]) == ("d1", "MALFORMED")
+    assert not [e for e in effects if isinstance(e, Answer)] and state.desk.pending_call_ids() == ("call_b10x_001",)
+
+
 def test_ask_deadline_denies() -> None:
     state, _ = _ask_state()
     state, effects = expire(state, "call_b10x_001", 25003)
@@ -258,9 +271,10 @@ def test_stream_end_abandons_a_pending_call() -> None:
         b'{"call_id":"call_b10x_001","decision":"deny","reason":"the stream ended before this call was decided, so nothing ran"}\n',
     )
     got = events(b"".join(e for e in effects if isinstance(e, bytes)))
-    assert [e["event"] for e in got] == ["tool.decided", "warning", "warning", "stream.closed"]
+    assert [e["event"] for e in got] == ["tool.decided", "warning", "warning", "warning", "stream.closed"]
     assert got[1]["message"] == "call_b10x_001 was never decided by the embedder"
-    assert got[2]["code"] == "NO_TERMINAL_RECORD" and got[3]["reason"] == "error"
+    assert got[2]["code"] == "RESULT_UNOBSERVED" and "call_b10x_001" in got[2]["message"]
+    assert got[3]["code"] == "NO_TERMINAL_RECORD" and got[4]["reason"] == "error"
 
 
 def test_interrupt_abandons_with_its_reason() -> None:

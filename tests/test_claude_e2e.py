@@ -429,9 +429,10 @@ def test_a_catalogue_run_offers_only_the_entries_and_a_frame_allow_performs_the_
     assert [s["name"] for s in started["mcp_servers"]] == ["metaharness"]
     requested = of(events, "tool.requested")
     assert [(r["name"], r["operations"], r["subjects"], r["seam"]) for r in requested] == [
-        ("mcp__metaharness__file_write", ["file.write"], ["file:note.md"], "hook")
+        ("mcp__metaharness__file_write", ["file.write"], ["file:note.md"], "owned_tool")
     ]
-    assert [(d["decided_by"], d["decision"]) for d in of(events, "tool.decided")] == [("frame", {"decision": "allow"})]
+    decided = of(events, "tool.decided")
+    assert [(d["decided_by"], d["decision"], d["seam"]) for d in decided] == [("frame", {"decision": "allow"}, "owned_tool")]
     assert code == 0
 
 

@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
+
+from metaharness.pure.catalogue import load_catalogue
 from metaharness.pure.claude.replay import replay_facts
 from metaharness.pure.claude.session import (
     Effect,
@@ -20,7 +23,7 @@ from metaharness.pure.claude.session import (
     take_command,
     wind_up,
 )
-from metaharness.pure.commands import read_command
+from metaharness.pure.commands import read_command, unreadable_command
 from metaharness.pure.decisions import Arm
 from metaharness.pure.events import Exited
 from metaharness.pure.frames import Frame, seal_frame
@@ -38,6 +41,11 @@ RESULT_BLOCK = compact(
 )
 TEXT = compact({"type": "assistant", "message": {"id": "m2", "content": [{"type": "text", "text": "done"}]}})
 RESULT = compact({"type": "result", "subtype": "success", "is_error": False})
+CATALOGUE_TEXT = compact(
+    {"format": "metaharness.catalogue/1", "entries": [{"name": "write_note", "description": "Write a note.",
+     "performs": "file_write", "input": {"path": {"type": "string", "required": True},
+     "text": {"type": "string", "required": True}}}]}
+)  # fmt: skip
 REQUEST = compact({"tool_use_id": "toolu_1", "tool_name": "Write", "tool_input": {"file_path": "/w/note.md", "content": "x"}})
 
 
@@ -52,9 +60,11 @@ def frame(*operations: str) -> Frame:
 class Harness:
     """Drives a session as the shell does: hook answers are delivered (or lost) and resumed."""
 
-    def __init__(self, mode: str = "frame", frame_in_force: Frame | None = None, delivered: bool = True) -> None:
+    def __init__(
+        self, mode: str = "frame", frame_in_force: Frame | None = None, delivered: bool = True, facts: Any = FACTS
+    ) -> None:
         self.session: Session
-        self.session, effects = open_session(FACTS, "golden", mode, frame_in_force)  # type: ignore[arg-type]
+        self.session, effects = open_session(facts, "golden", mode, frame_in_force)  # type: ignore[arg-type]
         self.delivered = delivered
         self.lines: list[dict[str, Any]] = []
         self.answers: list[tuple[tuple[str, ...], bytes]] = []
@@ -158,7 +168,8 @@ def test_a_hook_answer_nobody_read_is_a_deny_by_deadline() -> None:
     assert (decided["decided_by"], decided["decision"]) == ("deadline", {"decision": "deny", "reason": HOOK_GAVE_UP})
     run.line(RESULT)
     run.close()
-    assert run.lines[-2]["census"]["by_decider"] == {"deadline": 1}
+    assert run.lines[-3]["census"]["by_decider"] == {"deadline": 1}
+    assert run.lines[-2]["code"] == "RESULT_UNOBSERVED"
 
 
 def test_ask_waits_for_the_embedder_and_a_late_decide_is_too_late() -> None:
@@ -224,7 +235,7 @@ def test_stream_end_abandons_and_closes_without_a_terminal_record() -> None:
     run.hook("K1")
     assert run.close() == "error"
     codes = [line.get("code") for line in run.lines if line["event"] == "warning"]
-    assert codes == ["PENDING_CALL_ABANDONED", "NO_TERMINAL_RECORD"]
+    assert codes == ["PENDING_CALL_ABANDONED", "RESULT_UNOBSERVED", "NO_TERMINAL_RECORD"]
     assert run.lines[-1]["event"] == "stream.closed"
 
 
@@ -252,3 +263,43 @@ def test_an_unparseable_request_is_a_call_no_frame_admits() -> None:
     assert run.lines[-3]["call_id"] == "hook:K9" and run.lines[-3]["name"] == ""
     assert run.lines[-2]["code"] == "UNCOVERED_TOOL"
     assert run.lines[-1]["decision"]["decision"] == "deny"
+
+
+def test_a_reasonless_deny_is_answered_malformed_and_the_call_stays_open() -> None:
+    run = Harness(mode="ask")
+    run.line(INIT)
+    run.hook("K1")
+    line = b'{"format":"metaharness.command/1","id":"d1","command":"tool.decide","call_id":"toolu_1","decision":{"decision":"deny"}}'
+    run.session, effects, _ = take_command(run.session, unreadable_command(line, read_command(line).failure()), 7)
+    run.perform(effects)
+    assert run.lines[-1]["event"] == "command.result" and run.lines[-1]["outcome"]["refused"]["code"] == "MALFORMED"
+    assert run.answers == [] and run.session.desk.pending_call_ids() == ("toolu_1",)
+    run.command('{"format":"metaharness.command/1","id":"d2","command":"tool.decide","call_id":"toolu_1",'
+                '"decision":{"decision":"deny","reason":"not now"}}')  # fmt: skip
+    assert run.events()[-2:] == ["tool.decided", "command.result"] and len(run.answers) == 1
+
+
+def test_an_api_failure_reported_as_success_closes_as_error() -> None:
+    run = Harness(mode="observe")
+    run.line(INIT)
+    run.line(compact({"type": "result", "subtype": "success", "is_error": True, "api_error_status": 500}))
+    assert run.close() == "error"
+
+
+def test_a_catalogue_call_is_decided_on_the_owned_tool_seam() -> None:
+    catalogue = load_catalogue(CATALOGUE_TEXT, "tools.json").unwrap()
+    run = Harness(frame_in_force=frame("file.write"), facts=msgspec.structs.replace(FACTS, catalogue=catalogue))
+    run.line(INIT)
+    run.hook("K1", compact({"tool_use_id": "toolu_1", "tool_name": "mcp__metaharness__write_note",
+                            "tool_input": {"path": "note.md", "text": "x"}}))  # fmt: skip
+    requested, decided = run.lines[-2:]
+    assert requested["seam"] == decided["seam"] == "owned_tool" and decided["decision"] == {"decision": "allow"}
+
+
+def test_tool_search_is_admitted_by_every_frame_and_loads_nothing_itself() -> None:
+    run = Harness(frame_in_force=frame("file.read"))
+    run.line(INIT)
+    run.hook("K1", compact({"tool_use_id": "toolu_s", "tool_name": "ToolSearch", "tool_input": {"query": "select:WebFetch"}}))
+    requested, decided = run.lines[-2:]
+    assert "operations" not in requested and decided["decision"] == {"decision": "allow"}
+    assert "UNCOVERED_TOOL" not in [line.get("code") for line in run.lines]

@@ -34,9 +34,9 @@ SPEC: dict[str, dict[str, Any]] = {
         "commands": COMMANDS,
         "decision_modes": {"frame": "delivered", "ask": "delivered", "observe": "delivered"},
         "rendering": {
-            "file.read": "Read", "file.write": "Write", "file.edit": "Edit", "dir.list": "Glob",
-            "search": "Grep", "shell": "Bash", "web.read": "WebFetch", "skill.load": "Skill",
-            "subagent.spawn": "Task", "task.todo": "TodoWrite", "mcp.call": "mcp__<server>__<tool>",
+            "file.read": "Read", "file.write": "Write", "file.edit": "Edit", "dir.list": None,
+            "search": None, "shell": "Bash", "web.read": "WebFetch", "skill.load": "Skill",
+            "subagent.spawn": "Agent", "task.todo": None, "mcp.call": "mcp__<server>__<tool>",
         },
         "mcp_servers": [],
     },

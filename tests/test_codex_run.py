@@ -4,6 +4,8 @@ read under loopback (spec 10 §4.5, spec 50 §1, §4, §6)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import msgspec
@@ -105,3 +107,24 @@ def test_strict_version_refuses_an_off_pin_binary_naming_both_versions(tmp_path:
     assert "reports 0.160.0" in off.message and "pinned to 0.171.0" in off.message
     assert strict_version(_launch_with_program(tmp_path, "codex-cli 0.171.0")).unwrap() == "0.171.0"
     assert strict_version(_launch_with_program(tmp_path, "codex-cli")).failure().code == "version-unreadable"
+
+
+def test_stage_six_checks_context_before_catalogue_before_frame(tmp_path: Path):
+    """Stage 6's order, as claude and b10x check it: the context files, then the catalogue file,
+    then the frame; the first refusal that applies is the one reported."""
+    work = tmp_path / "work"
+    work.mkdir()
+    metaharness = str(Path(sys.executable).with_name("metaharness"))
+    bad = {"context": ["--context", "absent.md"], "catalogue": ["--tool-surface", "owned", "--catalogue",
+           str(tmp_path / "absent.json")], "frame": ["--decisions", "frame", "--frame", str(tmp_path / "none.json")]}  # fmt: skip
+
+    def refused(*parts: str) -> str:
+        argv = [metaharness, "run", "codex", "-p", "p", "--credentials", "none", "--cwd", str(work)]
+        argv += [word for part in parts for word in bad[part]]
+        done = subprocess.run(argv, capture_output=True, timeout=60, check=False)
+        assert done.returncode == 2 and done.stdout == b""
+        return done.stderr.decode().split(":")[1].strip()
+
+    assert refused("frame", "catalogue", "context").startswith("context-")
+    assert refused("frame", "catalogue") == "catalogue-unreadable"
+    assert refused("frame") == "frame-unreadable"

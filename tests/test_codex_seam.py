@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import json
 
+import msgspec
+
 from metaharness.pure.census import ZERO_CENSUS
 from metaharness.pure.codex.rendering import resolve_call, shell_subjects
 from metaharness.pure.codex.replay import replay_rollout
-from metaharness.pure.codex.rollout import RolloutLaunch, RolloutReader, read_rollout_line, session_ended
-from metaharness.pure.codex.seam import answer_body, check_replacement
+from metaharness.pure.codex.rollout import (
+    RolloutLaunch,
+    RolloutReader,
+    read_rollout_line,
+    read_sub_agent_line,
+    session_ended,
+)
+from metaharness.pure.codex.seam import answer_body, check_replacement, denied_result, presented_call
 from metaharness.pure.correlation import Correlator, Present, on_hook_call, on_readings, on_stream_end
+from metaharness.pure.decisions import PresentedCall, open_desk, present
 from metaharness.pure.events import (
     Abstain,
     Allow,
@@ -21,7 +30,7 @@ from metaharness.pure.events import (
     Transcript,
     read_event,
 )
-from metaharness.pure.frames import Operation
+from metaharness.pure.frames import Operation, seal_frame
 from metaharness.pure.hook_channel import HookCall
 from metaharness.pure.readings import Emitted
 
@@ -344,3 +353,43 @@ def test_tool_requested_from_a_custom_call_keeps_the_raw_patch():
     result = per_line[0][0].result
     assert isinstance(result, ToolResult) and result.bytes == len(b'{"a":1}')
     assert not isinstance(per_line[0][0], Emitted)
+
+
+def test_a_hook_call_in_another_directory_keeps_it_as_workdir() -> None:
+    call = HookCall("k", "c1", "Bash", {"command": "pwd"}, True, "/w/sub")
+    assert presented_call(call, "/w").input == {"command": "pwd", "workdir": "/w/sub"}
+    assert presented_call(call, "/w/sub").input == {"command": "pwd"}
+    assert presented_call(call, None).input == {"command": "pwd"}
+    given = HookCall("k", "c1", "Bash", {"command": "pwd", "workdir": "x"}, True, "/w/sub")
+    assert presented_call(given, "/w").input == {"command": "pwd", "workdir": "x"}
+
+
+def test_a_denied_call_result_is_an_error() -> None:
+    frame = seal_frame(
+        {"format": "metaharness.frame/1", "workflow": {"id": "w", "version": "1"}, "node": {"id": "n"},
+         "step": {"workflow": "w", "state": "s", "index": 0, "attempt": 1}, "prior": [], "obligations": [],
+         "reaching": [], "next": [], "handoff": {"handoff": "none"}, "operations": [{"op": "file.read"}]}
+    ).unwrap()  # fmt: skip
+    desk, _ = present(open_desk("frame", frame), PresentedCall(call_id="c1", name="Bash", input={}, seam="hook",
+                                                               operations=(Operation("shell"),)))  # fmt: skip
+    result = ToolResult(exit_code=None, outcome_source=None, call_id="c1", is_error=None, content="blocked", bytes=7,
+                        tool_use_result=None)  # fmt: skip
+    assert denied_result(desk, result).is_error is True
+    other = msgspec.structs.replace(result, call_id="c2")
+    assert denied_result(desk, other).is_error is None
+
+
+def test_a_sub_agent_rollout_yields_only_its_calls_and_results() -> None:
+    reader = RolloutReader(launch=LAUNCH)
+    lines = [
+        {"type": "session_meta", "payload": {"id": "s", "cwd": "/w", "cli_version": "0.171.0"}},
+        {"type": "event_msg", "payload": {"type": "task_started"}},
+        {"type": "response_item", "payload": {"type": "function_call", "call_id": "c9", "name": "exec_command", "arguments": "{}"}},
+        {"type": "response_item", "payload": {"type": "function_call_output", "call_id": "c9", "output": "ok"}},
+        {"type": "event_msg", "payload": {"type": "agent_message", "message": "done"}},
+    ]  # fmt: skip
+    kinds = []
+    for number, line in enumerate(lines, start=1):
+        reader, readings = read_sub_agent_line(reader, json.dumps(line).encode(), number)
+        kinds += [type(reading).__name__ for reading in readings]
+    assert kinds == ["Announced", "Finished"]

@@ -18,6 +18,7 @@ from metaharness.pure.commands import (
     PermissionSet,
     Steer,
     ToolDecide,
+    UnreadableCommand,
     check_supported,
     check_well_formed,
     command_ok,
@@ -29,6 +30,7 @@ from metaharness.pure.commands import (
     steering_refusal,
     too_late,
     unknown_call,
+    unreadable_command,
     unsupported_control,
 )
 from metaharness.pure.events import Allow, Deny, Replace, Stream, stamp
@@ -203,3 +205,17 @@ def test_start_time_refusals_name_each_refused_command() -> None:
 
 def test_the_seven_commands_in_spec_order() -> None:
     assert COMMAND_NAMES == ("tool.decide", "frame.set", "message.inject", "steer", "permission.set", "interrupt", "halt")
+
+
+def test_a_line_framing_refuses_with_an_id_is_still_answered_malformed() -> None:
+    line = b'{"format":"metaharness.command/1","id":"d1","command":"tool.decide","call_id":"c","decision":{"decision":"deny"}}'
+    error = read_command(line).failure()
+    unreadable = unreadable_command(line, error)
+    assert unreadable == UnreadableCommand("d1", error)
+    refused = check_well_formed(unreadable).failure()
+    assert refused.id == "d1" and refused.outcome.refused.code == "MALFORMED" and refused.outcome.refused.reason == error
+
+
+@pytest.mark.parametrize("line", [b"{oops", b"[1]", b'{"id":7,"command":"halt"}', b'{"command":"halt"}'])
+def test_a_line_without_a_string_id_gets_only_the_stderr_line(line: bytes) -> None:
+    assert unreadable_command(line, "whatever") is None

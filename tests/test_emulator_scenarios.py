@@ -16,6 +16,7 @@ from metaharness.pure.emulator.answer import Answer, answer_request
 from metaharness.pure.emulator.record import record_line
 from metaharness.pure.emulator.scenarios import (
     EXTENSION_SCENARIOS,
+    FIDELITY_SCENARIOS,
     LOOP_SCENARIOS,
     SCENARIO_NAMES,
     VENDOR_SCENARIOS,
@@ -425,7 +426,8 @@ def test_record_line_names_the_credential_header_never_its_value() -> None:
 
 
 def test_every_scenario_is_named_once() -> None:
-    assert len(set(SCENARIO_NAMES)) == len(SCENARIO_NAMES) == len(LOOP_SCENARIOS) + len(VENDOR_SCENARIOS)
+    assert len(set(SCENARIO_NAMES)) == len(SCENARIO_NAMES) == (
+        len(LOOP_SCENARIOS) + len(VENDOR_SCENARIOS) + len(FIDELITY_SCENARIOS))
     assert set(LOOP_SCENARIOS) == {
         "text", "flat-tool", "flat-write", "flat-edit", "flat-run", "unpublished-tool", "reasoning",
         "bad-arguments", "unauthorized", "cold", "cold-once", "slow", "malformed", "truncated", "failed",

@@ -20,8 +20,8 @@ from metaharness.pure import decisions as desk_
 from metaharness.pure.b10x import records as rec
 from metaharness.pure.census import count_decision
 from metaharness.pure.commands import (
-    Command,
     Halt,
+    Steering,
     ToolDecide,
     check_supported,
     check_well_formed,
@@ -55,6 +55,7 @@ from metaharness.pure.events import (
     WarningRaised,
     Withheld,
     closing_marker,
+    result_unobserved,
     stamp,
     stamp_each,
 )
@@ -722,10 +723,13 @@ def wind_up(
     warnings: tuple[WarningRaised, ...] = (),
 ) -> tuple[SeamState, tuple[Effect, ...]]:
     """Close the stream (spec 20 §4, spec 40 §5.1): pending calls abandoned by the end of the stream,
-    ``NO_TERMINAL_RECORD`` when no ``finished`` was read (not after a ``halt``), the wind-up's own
+    ``RESULT_UNOBSERVED`` naming the calls that never got a result, ``NO_TERMINAL_RECORD`` when no ``finished`` was read (not after a ``halt``), the wind-up's own
     ``warnings`` (``RETAIN_FAILED``), then ``stream.closed``."""
     state, abandoned = abandon_pending(state, "the stream ended")
     out = _Out(state)
+    unobserved = result_unobserved(out.stream)
+    if unobserved is not None:
+        out.emit(unobserved)
     if state.stop is None and not halted:
         out.emit(no_terminal_record(stderr_tail))
     for item in warnings:
@@ -743,7 +747,7 @@ Control: TypeAlias = Literal["interrupt", "halt"] | None
 
 
 def take_command(
-    state: SeamState, command: Command, latency_ms: int | None
+    state: SeamState, command: Steering, latency_ms: int | None
 ) -> tuple[SeamState, tuple[Effect, ...], Control]:
     """Steps 2–4 of spec 20 §5 for one framed command, and the control the shell applies after the
     effects: ``tool.decide`` decides a pending call (its ``tool.decided`` before its

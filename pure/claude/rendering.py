@@ -10,6 +10,8 @@ catalogue gives operation and subjects; any other tool has no operation.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from metaharness.pure.capabilities import CLAUDE_RENDERING
@@ -17,7 +19,6 @@ from metaharness.pure.catalogue import Catalogue, resolve_catalogue_call
 from metaharness.pure.frames import MCP_CALL, OPERATION_NAMES, Operation
 
 _FILE_TOOLS = frozenset({"Read", "Write", "Edit"})
-_PATH_TOOLS = frozenset({"Glob", "Grep"})
 _COMPOUND = (";", "&", "|", "<", ">", "(", ")", "`", "$(", "\n")
 
 
@@ -53,14 +54,11 @@ def shell_program(command: str) -> str:
 
 def claude_subjects(tool: str, call_input: Any, cwd: str | None) -> tuple[str, ...]:
     """The subjects of a Claude Code call (spec 50 §3): ``file:<file_path>`` for Read/Write/Edit,
-    ``file:<path>`` (``file:.`` without one) for Glob/Grep, ``proc:<program>`` for Bash; none else."""
+    ``proc:<program>`` for Bash; none else."""
     arguments = call_input if isinstance(call_input, dict) else {}
     if tool in _FILE_TOOLS:
         path = arguments.get("file_path")
         return (f"file:{_under_cwd(path, cwd)}",) if isinstance(path, str) else ()
-    if tool in _PATH_TOOLS:
-        path = arguments.get("path")
-        return (f"file:{_under_cwd(path, cwd)}" if isinstance(path, str) and path else "file:.",)
     if tool == "Bash":
         command = arguments.get("command")
         return (f"proc:{shell_program(command)}",) if isinstance(command, str) else ()
@@ -68,6 +66,40 @@ def claude_subjects(tool: str, call_input: Any, cwd: str | None) -> tuple[str, .
 
 
 CATALOGUE_PREFIX = "mcp__metaharness__"
+
+DESCRIBING_TOOL = "ToolSearch"
+"""Claude Code 2.1.332's tool that loads a deferred tool's schema (``WebFetch``, ``NotebookEdit``, …)
+and performs nothing itself. It is a describing question: every frame admits it, as the owned
+surface's ``tool_search``, and the deferred tool it loads is decided when it is called."""
+
+CLAUDE_NO_OPERATION: Mapping[str, str] = MappingProxyType(
+    {
+        DESCRIBING_TOOL: "loads a deferred tool's schema and performs nothing; every frame admits it",
+        "DeferredToolPlaceholder": "a placeholder that keeps deferred loading on; the model is told never to call it",
+        "ListAgents": "lists the agents the session can message",
+        "SendMessage": "messages another agent or session",
+        "ReportFindings": "reports review findings to the host's interface",
+        "ScheduleWakeup": "schedules the next iteration of /loop",
+        "Workflow": "runs a script that spawns agents in the background",
+        "CronCreate": "schedules a prompt",
+        "CronDelete": "removes a scheduled prompt",
+        "CronList": "lists scheduled prompts",
+        "EnterWorktree": "moves the session into a git worktree",
+        "ExitWorktree": "leaves a git worktree",
+        "Monitor": "watches a background task's output",
+        "TaskStop": "stops a background task",
+        "NotebookEdit": "edits a Jupyter notebook's cells",
+        "WebSearch": "searches the web",
+    }
+)
+"""Each tool the pinned Claude Code offers (its API tool list and the deferred tools named beside it)
+that no operation renders to, and what it does; a frame never admits one but ``ToolSearch``
+(docs/vendor-facts.md)."""
+
+
+def is_describing_question(tool: str, catalogue: Catalogue | None) -> bool:
+    """A native run's ``ToolSearch`` call: admitted by every frame though it has no operation."""
+    return catalogue is None and tool == DESCRIBING_TOOL
 
 
 def resolve_claude_call(

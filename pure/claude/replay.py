@@ -21,6 +21,7 @@ from metaharness.pure.events import (
     Transcript,
     UnknownProcess,
     closing_marker,
+    result_unobserved,
     stamp,
 )
 from metaharness.pure.readings import Emitted
@@ -83,6 +84,10 @@ def replay_claude(record: bytes, facts: SessionFacts, run: str) -> tuple[bytes, 
     correlator, outputs = on_stream_end(correlator)
     stream, seen = _written(stream, outputs, out)
     ended = ended or seen
+    unobserved = result_unobserved(stream)
+    if unobserved is not None:
+        stream, line = stamp(stream, unobserved)
+        out.extend(line)
     reason = closing_reason(halted=False, killed=False, stop=terminal_stop(ended), budget_stops=BUDGET_WORDS)
     stream, line = stamp(stream, closing_marker(stream, reason, UnknownProcess()))
     out.extend(line)

@@ -464,11 +464,15 @@ def map_record(
 
 def terminal_stop(ended: SessionEnded | None) -> str | None:
     """The terminal record's stop word for ``metaharness.pure.run_stages.closing_reason`` (spec 20 §4):
-    a budget word among ``subtype``, ``stop_reason``, ``terminal_reason``; else ``completed`` when
-    ``is_error`` is false or ``subtype`` is ``success``; else ``error``; ``None`` with no ``result``."""
+    a budget word among ``subtype``, ``stop_reason``, ``terminal_reason``; else ``error`` when
+    ``is_error`` is true, whatever the subtype (Claude Code ends a failed API call ``is_error:true,
+    subtype:"success"``); else ``completed`` when ``is_error`` is false or ``subtype`` is ``success``;
+    else ``error``; ``None`` with no ``result``."""
     if ended is None:
         return None
     words = [w for w in (ended.subtype, ended.stop_reason, ended.terminal_reason) if w in BUDGET_WORDS]
     if words:
         return words[0]
+    if ended.is_error is True:
+        return "error"
     return "completed" if ended.is_error is False or ended.subtype == "success" else "error"

@@ -24,7 +24,7 @@ from msgspec import UNSET, UnsetType
 from returns.result import Failure
 
 from metaharness.pure.census import ZERO_CENSUS, count_decision
-from metaharness.pure.claude.rendering import resolve_claude_call
+from metaharness.pure.claude.rendering import is_describing_question, resolve_claude_call
 from metaharness.pure.claude.seam import (
     BUDGET_WORDS,
     RecordState,
@@ -34,8 +34,8 @@ from metaharness.pure.claude.seam import (
     terminal_stop,
 )
 from metaharness.pure.commands import (
-    Command,
     Halt,
+    Steering,
     ToolDecide,
     check_supported,
     check_well_formed,
@@ -66,6 +66,7 @@ from metaharness.pure.events import (
     ToolDecided,
     WarningRaised,
     closing_marker,
+    result_unobserved,
     stamp,
 )
 from metaharness.pure.frames import Frame
@@ -199,11 +200,15 @@ def answered(session: Session, delivered: bool) -> tuple[Session, tuple[Effect, 
 
 
 def _present(session: Session, call: HookCall) -> tuple[Session, tuple[DeskEmit | Answer | Arm | Disarm, ...]]:
-    """Hand a hook call to the decision desk on seam ``hook``; its key waits for the answer."""
-    operations, subjects = resolve_claude_call(call.name, call.input, session.record.cwd, session.facts.catalogue)
+    """Hand a hook call to the decision desk on seam ``hook``, or ``owned_tool`` on a catalogue run
+    (a catalogue entry is the owned tool); its key waits for the answer. ``ToolSearch`` is a describing question
+    (``metaharness.pure.claude.rendering``)."""
+    catalogue = session.facts.catalogue
+    operations, subjects = resolve_claude_call(call.name, call.input, session.record.cwd, catalogue)
     presented = PresentedCall(
-        call_id=call.call_id, name=call.name, input=call.input, seam="hook", operations=operations, subjects=subjects
-    )
+        call_id=call.call_id, name=call.name, input=call.input, seam="hook" if catalogue is None else "owned_tool",
+        operations=operations, subjects=subjects, catalogue_question=is_describing_question(call.name, catalogue),
+    )  # fmt: skip
     session = msgspec.structs.replace(session, waiting=(*session.waiting, (call.call_id, call.key)))
     desk, effects = present(session.desk, presented)
     return msgspec.structs.replace(session, desk=desk), effects
@@ -238,7 +243,7 @@ def hook_request(session: Session, key: str, raw: bytes | None) -> tuple[Session
 
 
 def take_command(
-    session: Session, command: Command, latency_ms: int | None
+    session: Session, command: Steering, latency_ms: int | None
 ) -> tuple[Session, tuple[Effect, ...], Control]:
     """Steps 2–4 of spec 20 §5 for one framed command and the control the shell applies after the
     effects: ``tool.decide`` goes to the desk; ``interrupt`` and ``halt`` abandon pending calls first
@@ -290,10 +295,11 @@ def wind_up(
     process: Process,
     late: tuple[Event, ...] = (),
 ) -> tuple[Session, tuple[Effect, ...], str]:
-    """Close the stream after :func:`end_of_record` (spec 20 §4, spec 10 §4.10): ``NO_TERMINAL_RECORD``
-    when no ``result`` was read (not after a ``halt``), the wind-up's own events (the loopback proxy's
+    """Close the stream after :func:`end_of_record`: ``RESULT_UNOBSERVED``
+    naming the calls that never got a result, ``NO_TERMINAL_RECORD`` when no ``result`` was read (not after a ``halt``), the wind-up's own events (the loopback proxy's
     ``auth.expired``, ``LOOPBACK_REFUSED``, ``RETAIN_FAILED``), then ``stream.closed``; and its reason."""
-    extra: list[Item] = []
+    unobserved = result_unobserved(session.stream)
+    extra: list[Item] = [] if unobserved is None else [DeskEmit(unobserved)]
     if session.ended is None and not halted:
         extra.append(DeskEmit(no_terminal_record(stderr_tail)))
     extra += [DeskEmit(event) for event in late]

@@ -15,6 +15,7 @@ import msgspec
 from returns.result import Failure, Result, Success
 
 from metaharness.pure.catalogue import Catalogue, scratch_copy
+from metaharness.pure.codex.skills import skill_ambient, skills_h2_why
 from metaharness.pure.context import (
     ContextFileRead,
     check_argument_sizes,
@@ -123,6 +124,9 @@ class CodexConfig(msgspec.Struct, frozen=True, kw_only=True):
     provider: ProviderBlock | None
     hook_commands: tuple[str, ...]
     hook_timeout: int
+    view_image: bool = True
+    """False on a catalogue run: the app-server never runs the hook, so ``view_image``, which reads
+    any local image, is switched off there (``[features] view_image = false``; docs/vendor-facts.md)."""
 
 
 class CodexLaunch(msgspec.Struct, frozen=True, kw_only=True):
@@ -197,6 +201,8 @@ def render_config(config: CodexConfig) -> str:
         lines.append('wire_api = "responses"')
         if config.provider.env_key is not None:
             lines.append(f"env_key = {_toml_string(config.provider.env_key)}")
+    if not config.view_image:
+        lines += ["", "[features]", "view_image = false"]
     lines += ["", "[mcp_servers]", "", "[[hooks.PreToolUse]]"]
     for command in config.hook_commands:
         lines += [
@@ -250,9 +256,16 @@ def check_arguments(args: tuple[str, ...]) -> Result[tuple[str, ...], Refusal]:
 
 
 def attestation(
-    spec: CodexRunSpec, scratch: str, cwd: str, environment: ChildEnvironment, memory: RowAttestation, walk: MemoryWalk
+    spec: CodexRunSpec,
+    scratch: str,
+    cwd: str,
+    environment: ChildEnvironment,
+    memory: RowAttestation,
+    walk: MemoryWalk,
+    skills: tuple[str, ...] = (),
 ) -> Hermetic:
-    """``session.started.hermetic`` for a codex launch (spec 30 §3, spec 50 §5)."""
+    """``session.started.hermetic`` for a codex launch; ``skills`` are the
+    ``SKILL.md`` files found under the pinned Codex's skill roots (``metaharness.pure.codex.skills``)."""
     return attest(
         LaunchFacts(
             kind="codex",
@@ -271,6 +284,8 @@ def attestation(
                 context=[(item.path, item.sha256) for item in spec.context],
             ),
             root_memory_names=walk.root_names,
+            extra_ambient=skill_ambient(skills),
+            h2_unavailable=skills_h2_why(skills),
         )
     )
 
@@ -300,9 +315,11 @@ def plan_codex_launch(
     upstream: str | None = None,
     *,
     walk: MemoryWalk | None = None,
+    skills: tuple[str, ...] = (),
 ) -> Result[CodexLaunch, Refusal]:
     """The codex launch, or its refusal (spec 50 §1 "Order", §4; spec 10 §4.5 stages 5, 7 and 8).
-    ``walk`` is the memory walk the shell gathered (spec 30 §5); none means nothing was found.
+    ``walk`` is the memory walk the shell gathered; none means nothing was found;
+    ``skills`` the ``SKILL.md`` files the shell found under the skill roots.
 
     Refusals in order: the stage-5 credential ones, ``memory-ancestor-found``, ``program-not-found``,
     ``denied-environment``, ``denied-argument``, ``shadowed``, ``argument-too-long``.
@@ -336,6 +353,7 @@ def plan_codex_launch(
             provider=provider_block(declaration),
             hook_commands=(hook_command,),
             hook_timeout=HOOK_TIMEOUT_S,
+            view_image=spec.catalogue is None,
         ),
         hook_command,
     )
@@ -362,7 +380,7 @@ def plan_codex_launch(
         user_turn=turn,
         context_files=context_record(spec.context, CONTEXT_CHANNEL) or (),
         credential_file=posture.unwrap().credential_file,
-        hermetic=attestation(spec, scratch, cwd, environment.unwrap(), memory.unwrap(), walk),
+        hermetic=attestation(spec, scratch, cwd, environment.unwrap(), memory.unwrap(), walk, skills),
         sessions_dir=posixpath.join(codex_home, "sessions"),
         rollout_copy=posixpath.join(scratch, "rollout.jsonl"),
         stdout_copy=posixpath.join(scratch, "rollout.stdout.jsonl"),

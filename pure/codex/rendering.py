@@ -8,6 +8,8 @@ is ``mcp.call``; any other name resolves to no operation.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from metaharness.pure.frames import Operation
@@ -15,6 +17,41 @@ from metaharness.pure.frames import Operation
 PATCH_HEADER = re.compile(r"^\*\*\* (Add File|Delete File|Update File|Move to): (.*)$", re.MULTILINE)
 _COMPOUND = (";", "&", "|", "<", ">", "(", ")", "`", "$(", "\n")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
+HOOK_NAMES: Mapping[str, str] = MappingProxyType(
+    {"exec_command": "Bash", "spawn_agent": "collaborationspawn_agent", "wait_agent": "collaborationwait_agent"}
+)
+"""The tools Codex 0.171.0 offers the model under one name and its hook under another (a tool of the
+``collaboration`` namespace reaches the hook as the namespace and the name run together)."""
+
+CODEX_NO_OPERATION: Mapping[str, str] = MappingProxyType(
+    {
+        "exec": "code mode's host: it runs a script whose nested tool calls reach the hook themselves",
+        "wait": "code mode: waits for a running script",
+        "write_stdin": "writes to a command session exec_command already started",
+        "request_user_input": "asks the user a question",
+        "request_user_input_async": "asks the user a question without waiting",
+        "send_message_to_user_async": "messages the user",
+        "sleep": "waits",
+        "clock__curr_time": "reads the clock",
+        "create_goal": "records the session's goal",
+        "get_goal": "reads the session's goal",
+        "update_goal": "updates the session's goal",
+        "spawn_agent": "starts a sub-agent in its own thread and rollout; its own calls reach the hook",
+        "followup_task": "gives a sub-agent more work",
+        "send_message": "messages a sub-agent",
+        "wait_agent": "waits for a sub-agent",
+        "interrupt_agent": "interrupts a sub-agent",
+        "list_agents": "lists the sub-agents",
+        "list_mcp_resources": "lists MCP resources (no MCP server is configured)",
+        "list_mcp_resource_templates": "lists MCP resource templates (no MCP server is configured)",
+        "read_mcp_resource": "reads an MCP resource (no MCP server is configured)",
+        "view_image": "attaches a local image file to the conversation",
+    }
+)
+"""Each tool the pinned Codex offers the model (top level and nested in code mode's ``exec``) that no
+operation renders to, and what it does; a frame never admits one (docs/vendor-facts.md)."""
 
 
 def shell_subjects(command: str) -> tuple[str, ...]:

@@ -11,7 +11,16 @@ from metaharness.pure.census import ZERO_CENSUS
 from metaharness.pure.codex.launch import PINS, PROGRAM
 from metaharness.pure.codex.rollout import RolloutLaunch, RolloutReader, read_rollout_line, session_ended
 from metaharness.pure.correlation import Correlator, on_readings, on_stream_end
-from metaharness.pure.events import Hermetic, SessionEnded, Stream, Transcript, UnknownProcess, closing_marker, stamp
+from metaharness.pure.events import (
+    Hermetic,
+    SessionEnded,
+    Stream,
+    Transcript,
+    UnknownProcess,
+    closing_marker,
+    result_unobserved,
+    stamp,
+)
 from metaharness.pure.readings import Emitted
 from metaharness.pure.run_stages import closing_reason
 
@@ -78,6 +87,10 @@ def replay_rollout(record: bytes, launch: RolloutLaunch, run: str) -> tuple[byte
     ended = session_ended(reader, ZERO_CENSUS)
     if ended is not None:
         stream = _written(stream, (Emitted(ended, reader.last_complete_at),), out)
+    unobserved = result_unobserved(stream)
+    if unobserved is not None:
+        stream, line = stamp(stream, unobserved)
+        out.extend(line)
     reason = closing_reason(halted=False, killed=False, stop=stop_word(ended), budget_stops=())
     stream, line = stamp(stream, closing_marker(stream, reason, UnknownProcess()))
     out.extend(line)

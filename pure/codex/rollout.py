@@ -429,3 +429,13 @@ def session_ended(reader: RolloutReader, census: Census) -> SessionEnded | None:
         model_usage=None,
         census=census,
     )
+
+
+def read_sub_agent_line(
+    reader: RolloutReader, raw: bytes, source_line: int
+) -> tuple[RolloutReader, tuple[Reading, ...]]:
+    """One line of a sub-agent's rollout: only the calls it announces and their results reach this
+    session's stream (its session, turns, text and usage are the sub-agent's own), so every call the
+    provider was answered with appears, on the seam that delivered it or none."""
+    reader, readings = read_rollout_line(reader, raw, source_line)
+    return reader, tuple(reading for reading in readings if isinstance(reading, Announced | Finished))

@@ -9,18 +9,26 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from metaharness.pure.codex.rendering import resolve_call
-from metaharness.pure.decisions import PresentedCall
-from metaharness.pure.events import Decision, Deny, Replace
+from metaharness.pure.decisions import Desk, PresentedCall
+from metaharness.pure.events import Decision, Deny, Replace, ToolResult
 from metaharness.pure.hook_channel import HookCall, deny_answer, pretooluse_answer
 from metaharness.pure.refusal import Refusal
 
 
-def presented_call(call: HookCall) -> PresentedCall:
-    """A call the hook delivered, for the decision desk: the seam's name and input, seam ``hook``."""
+def presented_call(call: HookCall, session_cwd: str | None = None) -> PresentedCall:
+    """A call the hook delivered, for the decision desk: the seam's name and input, seam ``hook``.
+    Codex 0.171.0 gives the hook a shell call's ``workdir`` only as the request's ``cwd``; when that
+    is not the session's directory the input keeps it as ``workdir``, so a call that ran elsewhere
+    never reads as if it ran here."""
     operations, subjects = resolve_call(call.name, call.input)
+    elsewhere = call.cwd is not None and session_cwd is not None and call.cwd != session_cwd
+    keeps = elsewhere and isinstance(call.input, dict) and "workdir" not in call.input
+    presented = {**call.input, "workdir": call.cwd} if keeps else call.input
     return PresentedCall(
-        call_id=call.call_id, name=call.name, input=call.input, seam="hook", operations=operations, subjects=subjects
+        call_id=call.call_id, name=call.name, input=presented, seam="hook", operations=operations, subjects=subjects
     )
 
 
@@ -44,3 +52,10 @@ def check_replacement(name: str, input: Any) -> Refusal | None:
             f"a replacement input for {name} must be an object holding a string command, which is what codex runs",
         )
     return None
+
+
+def denied_result(desk: Desk, result: ToolResult) -> ToolResult:
+    """A call the desk denied ran nothing, so its result is an error (``is_error:true``, as Claude
+    Code records it), where the rollout's output line alone leaves it unknown."""
+    denied = any(isinstance(record.decision, Deny) for record in desk.calls.get(result.call_id, ()))
+    return msgspec.structs.replace(result, is_error=True) if denied and result.is_error is None else result

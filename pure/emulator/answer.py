@@ -147,10 +147,12 @@ def _label(reply: Reply, streamed: bool) -> str:
     return f"call:{reply.call.name}" if reply.call is not None else "text"
 
 
-def render(outcome: Reply | ProviderError, view: RequestView, n: int) -> Answer:
-    """The scenario's outcome on the request's wire, streamed when the request asks for a stream."""
+def render(outcome: Reply | ProviderError, view: RequestView, n: int, call_number: int | None = None) -> Answer:
+    """The scenario's outcome on the request's wire, streamed when the request asks for a stream; its
+    call is numbered R + 1 unless the scenario numbers it (``call_number``)."""
     wire = messages if view.wire == MESSAGES_WIRE else responses
-    ids = Ids(n=n, call=view.tool_results + 1, model=view.model or DEFAULT_MODEL)
+    call = call_number if call_number is not None else view.tool_results + 1
+    ids = Ids(n=n, call=call, model=view.model or DEFAULT_MODEL)
     streamed = view.stream is True
     if isinstance(outcome, ProviderError):
         if outcome.streamed and streamed:
@@ -184,4 +186,4 @@ def answer_request(scenario: str, method: str, path: str, headers: Headers, raw:
     if not answered:
         return Exchange(_json_answer(200, {"input_tokens": 42}), body)
     decision = decide(scenario, body.view, n)
-    return Exchange(render(decision.outcome, body.view, n), body, decision.side)
+    return Exchange(render(decision.outcome, body.view, n, decision.call_number), body, decision.side)

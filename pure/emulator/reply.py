@@ -12,11 +12,14 @@ Effect = Literal["none", "slow", "malformed", "truncated"]
 
 class Call(msgspec.Struct, frozen=True):
     """One tool call: ``arguments`` is the raw argument text (JSON, or anything under
-    ``bad-arguments``); ``custom`` makes it a Responses ``custom_tool_call`` whose input is that text."""
+    ``bad-arguments``); ``custom`` makes it a Responses ``custom_tool_call`` whose input is that text;
+    ``namespace`` names the Responses tool namespace a function was offered in (Codex's
+    ``collaboration``), which the call must name."""
 
     name: str
     arguments: str
     custom: bool = False
+    namespace: str | None = None
 
 
 class Reasoning(msgspec.Struct, frozen=True):

@@ -27,13 +27,15 @@ _RESULT_ITEMS = frozenset({"function_call_output", "custom_tool_call_output"})
 
 class OfferedTool(msgspec.Struct, frozen=True):
     """One tool definition of the request: its name (the ``type`` when unnamed), the definition's
-    ``type`` (``None`` on Messages client tools), its schema (``parameters``/``input_schema``) and,
-    for a code-mode host (Codex's ``exec``), the nested tools its description declares."""
+    ``type`` (``None`` on Messages client tools), its schema (``parameters``/``input_schema``), for a
+    code-mode host (Codex's ``exec``) the nested tools its description declares, and the Responses
+    namespace it was offered in (Codex's ``collaboration``, never ``functions``, the default one)."""
 
     name: str
     kind: str | None
     schema: Any
     nested: tuple[str, ...] = ()
+    namespace: str | None = None
 
 
 class RequestView(msgspec.Struct, frozen=True, kw_only=True):
@@ -87,13 +89,15 @@ def read_request(wire: str | None, body: Any) -> RequestView:
     )
 
 
-def _definitions(tools: Any) -> Iterator[dict[str, Any]]:
-    """Tool definitions, a ``namespace`` definition's members in its place."""
+def _definitions(tools: Any, namespace: str | None = None) -> Iterator[tuple[dict[str, Any], str | None]]:
+    """Tool definitions, each with the ``namespace`` it was offered in: a namespace definition's
+    members in its place."""
     for tool in tools if isinstance(tools, list) else ():
         if isinstance(tool, dict) and tool.get("type") == "namespace" and isinstance(tool.get("tools"), list):
-            yield from _definitions(tool["tools"])
+            name = tool.get("name")
+            yield from _definitions(tool["tools"], name if isinstance(name, str) else None)
         elif isinstance(tool, dict):
-            yield tool
+            yield tool, namespace
 
 
 def _listed(value: Any) -> list[Any]:
@@ -105,7 +109,7 @@ def _offered_tools(fields: dict[str, Any]) -> Iterator[OfferedTool]:
     added = [tool for item in _listed(fields.get("input"))
              if isinstance(item, dict) and item.get("type") == "additional_tools"
              for tool in _listed(item.get("tools"))]
-    for tool in _definitions([*_listed(fields.get("tools")), *added]):
+    for tool, namespace in _definitions([*_listed(fields.get("tools")), *added]):
         kind = tool.get("type") if isinstance(tool.get("type"), str) else None
         name = tool.get("name") if isinstance(tool.get("name"), str) else kind
         if name is None:
@@ -113,7 +117,7 @@ def _offered_tools(fields: dict[str, Any]) -> Iterator[OfferedTool]:
         description = tool.get("description")
         nested = tuple(_NESTED_TOOL.findall(description)) if kind == "custom" and isinstance(description, str) else ()
         yield OfferedTool(name=name, kind=kind, schema=tool.get("parameters", tool.get("input_schema")),
-                          nested=nested)
+                          nested=nested, namespace=namespace)
 
 
 def _blocks(content: Any) -> list[dict[str, Any]]:

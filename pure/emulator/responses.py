@@ -84,8 +84,9 @@ def _call_item(call: Call, ids: Ids) -> dict[str, Any]:
     if call.custom:
         return {"id": ids.call_id("fc"), "type": "custom_tool_call", "status": "completed",
                 "call_id": ids.call_id("call"), "name": call.name, "input": call.arguments}
-    return {"id": ids.call_id("fc"), "type": "function_call", "status": "completed",
+    item = {"id": ids.call_id("fc"), "type": "function_call", "status": "completed",
             "arguments": call.arguments, "call_id": ids.call_id("call"), "name": call.name}
+    return item if call.namespace is None else {**item, "namespace": call.namespace}
 
 
 def output_items(reply: Reply, ids: Ids) -> list[dict[str, Any]]:

@@ -17,10 +17,12 @@ Outcome: TypeAlias = Reply | ProviderError
 
 class Decision(msgspec.Struct, frozen=True):
     """A scenario's answer, and whether it treats the request as a side request (vendor scenarios
-    only; ``None`` for loop scenarios)."""
+    only; ``None`` for loop scenarios); ``call_number`` numbers its call instead of R + 1, so a
+    sub-agent's calls never reuse its parent's ids."""
 
     outcome: Outcome
     side: bool | None = None
+    call_number: int | None = None
 
 
 def _call(name: str, arguments: dict[str, Any]) -> Call:
@@ -103,6 +105,9 @@ LOOP_SCENARIOS: dict[str, Callable[[RequestView, int], Outcome]] = {
 EMULATED_NOTE = "written by the emulator\n"
 PATCH = "*** Begin Patch\n*** Add File: note.md\n+written by the emulator\n*** End Patch\n"
 
+DEFAULT_NAMESPACE = "functions"
+"""The Responses namespace whose functions are called by their bare name."""
+
 Arguments: TypeAlias = dict[str, Any] | str
 """A candidate's arguments: a JSON object, or a freeform input (``apply_patch``)."""
 Candidate: TypeAlias = tuple[str, Callable[[RequestView], Arguments]]
@@ -117,7 +122,8 @@ def _in_directory(view: RequestView, name: str) -> str:
 
 def _offered_call(view: RequestView, name: str, arguments: Arguments) -> Call | None:
     """The call of tool ``name`` as the request offers it: a ``custom`` tool takes the freeform
-    input (spec 60 §8.5), a function takes a JSON object (a freeform input as ``{"input":…}``); a
+    input, a function takes a JSON object (a freeform input as ``{"input":…}``) and
+    names any namespace but the default one it was offered in; a
     tool only a code-mode host declares (Codex's ``exec``) is called through that host with a
     one-line script; not offered at all, ``None``."""
     for tool in view.tools:
@@ -125,7 +131,9 @@ def _offered_call(view: RequestView, name: str, arguments: Arguments) -> Call | 
             return Call(name=name, arguments=arguments if isinstance(arguments, str) else compact(arguments).decode(),
                         custom=True)
         if tool.name == name:
-            return _call(name, arguments if isinstance(arguments, dict) else {"input": arguments})
+            call = _call(name, arguments if isinstance(arguments, dict) else {"input": arguments})
+            named = tool.namespace not in (None, DEFAULT_NAMESPACE)
+            return msgspec.structs.replace(call, namespace=tool.namespace) if named else call
     host = next((tool for tool in view.tools if name in tool.nested), None)
     if host is None:
         return None
@@ -170,6 +178,8 @@ def decide(scenario: str, view: RequestView, n: int) -> Decision:
     """What ``scenario`` answers to the request ``view``, the ``n``-th POST (spec 60 §8.2)."""
     if scenario in VENDOR_SCENARIOS:
         return _vendor(VENDOR_SCENARIOS[scenario], view)
+    if scenario in FIDELITY_SCENARIOS:
+        return FIDELITY_SCENARIOS[scenario](view, n)
     return Decision(LOOP_SCENARIOS[scenario](view, n))
 
 
@@ -232,3 +242,114 @@ EXTENSION_SCENARIOS: dict[str, Callable[[RequestView, int], Outcome]] = {
 }
 LOOP_SCENARIOS.update(EXTENSION_SCENARIOS)
 SCENARIO_NAMES = (*SCENARIO_NAMES, *EXTENSION_SCENARIOS)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Vendor-fidelity scenarios (docs/vendor-facts.md): each scripts one thing the pinned CLIs do that an
+# adapter must govern or report. A request that offers no tool is a side request (text ``emulated``).
+
+SUB_AGENT_TASK = "print one line from the sub-agent"
+SUB_AGENT_LINE = "echo from-the-sub-agent"
+SUB_AGENT_CALLS = 101
+"""The number of a sub-agent's first call (its id ``…_b10x_101``)."""
+SLEEP_COMMAND = "sleep 37.25 && echo slept"
+"""A command that outlives any test that stops its run (its odd duration names it among processes)."""
+
+
+def _offered(view: RequestView, name: str) -> bool:
+    return any(tool.name == name or name in tool.nested for tool in view.tools)
+
+
+def _side(view: RequestView) -> Decision | None:
+    return Decision(Reply(text="emulated"), side=True) if not view.tools else None
+
+
+def _sub_agent_call(view: RequestView) -> Call | None:
+    """A sub-agent's own call: the shell line through whatever the request offers for it."""
+    return (_offered_call(view, "Bash", {"command": SUB_AGENT_LINE, "description": "Print a line"})
+            or _offered_call(view, "exec_command", {"cmd": SUB_AGENT_LINE}))
+
+
+def _claude_agent(view: RequestView, n: int) -> Decision:
+    """The main thread (``Agent`` offered) spawns an ``Explore`` sub-agent, then ends; the sub-agent
+    (offered no ``Agent``) runs one shell line, then ends."""
+    side = _side(view)
+    if side is not None:
+        return side
+    if _offered(view, "Agent"):
+        if view.tool_results:
+            return Decision(Reply(text="emulated work is done"), side=False)
+        spawn = {"description": "Print a line", "prompt": SUB_AGENT_TASK, "subagent_type": "Explore"}
+        return Decision(Reply(call=_call("Agent", spawn)), side=False)
+    return _sub_agent(view)
+
+
+def _sub_agent(view: RequestView) -> Decision:
+    """A sub-agent's turn: one shell line, numbered from 101, then text."""
+    call = None if view.tool_results else _sub_agent_call(view)
+    if call is None:
+        return Decision(Reply(text="the sub-agent is done"), side=False)
+    return Decision(Reply(call=call), side=False, call_number=SUB_AGENT_CALLS + view.tool_results)
+
+
+def _codex_spawn_agent(view: RequestView, n: int) -> Decision:
+    """The main thread spawns a sub-agent with no parent history, waits for it, then ends; the
+    sub-agent (whose task arrives as an ``agent_message`` input item at Codex 0.171.0) runs one shell
+    line, then ends."""
+    side = _side(view)
+    if side is not None:
+        return side
+    if "agent_message" not in view.item_kinds:
+        if view.tool_results == 0:
+            spawn = {"task_name": "print_line", "message": SUB_AGENT_TASK, "fork_turns": "none"}
+            return Decision(Reply(call=_offered_call(view, "spawn_agent", spawn)), side=False)
+        if view.tool_results == 1:
+            return Decision(Reply(call=_offered_call(view, "wait_agent", {"timeout_ms": 30000})), side=False)
+        return Decision(Reply(text="emulated work is done"), side=False)
+    return _sub_agent(view)
+
+
+def _shell_sleep(view: RequestView, n: int) -> Decision:
+    """One shell call that sleeps far longer than any test waits, then ends."""
+    side = _side(view)
+    if side is not None:
+        return side
+    call = (_offered_call(view, "Bash", {"command": SLEEP_COMMAND, "description": "Sleep"})
+            or _offered_call(view, "exec_command", {"cmd": SLEEP_COMMAND}))
+    if view.tool_results or call is None:
+        return Decision(Reply(text="emulated work is done"), side=False)
+    return Decision(Reply(call=call), side=False)
+
+
+def _codex_workdir(view: RequestView, n: int) -> Decision:
+    """One shell line run in the ``sub`` directory below the stated working directory, then text."""
+    side = _side(view)
+    if side is not None:
+        return side
+    call = _offered_call(view, "exec_command", {"cmd": "pwd", "workdir": _in_directory(view, "sub")})
+    if view.tool_results or call is None:
+        return Decision(Reply(text="emulated work is done"), side=False)
+    return Decision(Reply(call=call), side=False)
+
+
+def _claude_tool_search(view: RequestView, n: int) -> Decision:
+    """``ToolSearch`` loads the deferred ``WebFetch``, then ``WebFetch`` is called, then text."""
+    side = _side(view)
+    if side is not None:
+        return side
+    if view.tool_results == 0:
+        return Decision(Reply(call=_call("ToolSearch", {"query": "select:WebFetch", "max_results": 1})), side=False)
+    if view.tool_results == 1:
+        fetch = {"url": "http://127.0.0.1:9/", "prompt": "Summarise the page"}
+        return Decision(Reply(call=_call("WebFetch", fetch)), side=False)
+    return Decision(Reply(text="emulated work is done"), side=False)
+
+
+FIDELITY_SCENARIOS: dict[str, Callable[[RequestView, int], Decision]] = {
+    "claude-agent": _claude_agent,
+    "codex-spawn-agent": _codex_spawn_agent,
+    "shell-sleep": _shell_sleep,
+    "codex-workdir": _codex_workdir,
+    "claude-tool-search": _claude_tool_search,
+}
+SCENARIO_NAMES = (*SCENARIO_NAMES, *FIDELITY_SCENARIOS)

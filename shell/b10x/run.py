@@ -268,6 +268,7 @@ def run_b10x(options: RunOptions) -> int:
 
     try:
         with open(launch.transcript_path, "wb") as transcript:
+            audit.limits.arm()
             outcome = drive_loop(
                 argv=launch.argv,
                 env=launch.environment.as_dict(),
@@ -278,7 +279,9 @@ def run_b10x(options: RunOptions) -> int:
                 transcript=transcript,
                 commands=sys.stdin.fileno(),
                 on_steering_refusal=stderr_line,
-                retain=lambda: retain_copies(options.retain_dir, run_id, retained_files(launch)),
+                retain=lambda: (
+                    *audit.limits.late_events(), *retain_copies(options.retain_dir, run_id, retained_files(launch))
+                ),
             )
     except OSError as error:
         shutil.rmtree(launch.scratch, ignore_errors=True)

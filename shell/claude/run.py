@@ -361,11 +361,12 @@ def run_claude(options: RunOptions) -> int:
         audit.write_event(line)
     try:
         with open(launch.transcript_path, "wb") as transcript:
+            audit.limits.arm()
             outcome = drive_claude(
                 argv=launch.argv, env=launch.environment.as_dict(), cwd=launch.cwd, session=session,
                 channel=channel, write_event=audit.write_event, transcript=transcript,
                 commands=sys.stdin.fileno() if sys.stdin is not None else None,
-                on_steering_refusal=stderr_line, late_events=lambda: late_events(options, run_id, launch, proxy),
+                on_steering_refusal=stderr_line, late_events=lambda: (*audit.limits.late_events(), *late_events(options, run_id, launch, proxy)),
                 alerts=None if proxy is None else (proxy.alert_fd, lambda: expired_events(proxy)),
             )  # fmt: skip
         return audit.exit_code(verdict_facts(options, launch, plugins), launch.transcript_path, outcome.reason)

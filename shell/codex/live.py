@@ -9,6 +9,7 @@ seam's; this module only moves bytes, timers and signals in the order their effe
 
 from __future__ import annotations
 
+import os
 import queue
 import select
 import signal
@@ -24,8 +25,14 @@ from metaharness.pure.capabilities import HONOURED_COMMANDS
 from metaharness.pure.census import ZERO_CENSUS, count_decision
 from metaharness.pure.codex.launch import CodexLaunch
 from metaharness.pure.codex.replay import stop_word
-from metaharness.pure.codex.rollout import RolloutLaunch, RolloutReader, read_rollout_line, session_ended
-from metaharness.pure.codex.seam import answer_body, check_replacement, presented_call
+from metaharness.pure.codex.rollout import (
+    RolloutLaunch,
+    RolloutReader,
+    read_rollout_line,
+    read_sub_agent_line,
+    session_ended,
+)
+from metaharness.pure.codex.seam import answer_body, check_replacement, denied_result, presented_call
 from metaharness.pure.commands import (
     Halt,
     Interrupt,
@@ -54,11 +61,14 @@ from metaharness.pure.events import (
     Event,
     Process,
     Replace,
+    SessionStarted,
     Stream,
     ToolDecided,
+    ToolResult,
     TurnEnded,
     WarningRaised,
     closing_marker,
+    result_unobserved,
     stamp,
 )
 from metaharness.pure.hook_channel import HOOK_GAVE_UP, read_hook_request
@@ -73,9 +83,12 @@ from metaharness.shell.child_process import (
     pump_fd,
     wait_status,
 )
-from metaharness.shell.codex.rollout import POLL_INTERVAL_S, QUIET_POLLS_AFTER_EXIT, RolloutTail
+from metaharness.shell.codex.rollout import POLL_INTERVAL_S, QUIET_POLLS_AFTER_EXIT, RolloutTail, SubAgentRollouts
 from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.steering import Deadlines, steering_command
+
+SUB_AGENT_COPIES = "sub-agents"
+"""The scratch directory holding the copies of the sub-agents' rollouts."""
 
 """``interrupt``, ``halt`` and a signal SIGTERM the group, then SIGKILL it 5 s later (spec 50 §1)."""
 
@@ -130,8 +143,15 @@ class _Run:
         self.unanswered: set[str] = set()
         self.census = ZERO_CENSUS
         self.channel = HookChannel.create(launch.scratch)
+        self.sub_agents = SubAgentRollouts(launch.sessions_dir, os.path.join(launch.scratch, SUB_AGENT_COPIES))
+        self.sub_readers: dict[str, RolloutReader] = {}
+        self.session_cwd: str | None = None
 
     def emit(self, payload: Event, at: Any = msgspec.UNSET) -> None:
+        if isinstance(payload, ToolResult):
+            payload = denied_result(self.desk, payload)
+        if isinstance(payload, SessionStarted):
+            self.session_cwd = payload.cwd
         if isinstance(payload, ToolDecided):
             if payload.call_id in self.unanswered:
                 self.unanswered.discard(payload.call_id)
@@ -163,7 +183,7 @@ class _Run:
                 ended = ended or isinstance(output.payload, TurnEnded)
             else:
                 self.names[output.call.call_id] = output.call.name
-                self.desk, effects = present(self.desk, presented_call(output.call))
+                self.desk, effects = present(self.desk, presented_call(output.call, self.session_cwd))
                 self.perform(effects)
         if ended:
             self.abandon("the turn ended")
@@ -230,12 +250,20 @@ class _Run:
             self.perform(effects)
 
     def take_rollout(self, rollout_tail: RolloutTail) -> bool:
-        """One poll: the doorbell, then each new rollout line as a record; whether any line came."""
+        """One poll: the doorbell, then each new rollout line as a record, then each new line of a
+        sub-agent's rollout (its calls and their results); whether any line came."""
         self.ring()
         lines = rollout_tail.poll()
         for number, raw in lines:
             self.record(number, raw)
-        return bool(lines)
+        sub_lines = self.sub_agents.poll(rollout_tail.path)
+        for path, number, raw in sub_lines:
+            self.ring()
+            reader = self.sub_readers.get(path, RolloutReader(launch=self.reader.launch))
+            self.sub_readers[path], readings = read_sub_agent_line(reader, raw, number)
+            self.correlator, outputs = on_readings(self.correlator, readings)
+            self.outputs(outputs)
+        return bool(lines or sub_lines)
 
     def end_stream(self) -> None:
         """The rollout is read to its end: the last rings, the correlator's stream end, and every call
@@ -248,18 +276,23 @@ class _Run:
     def close(
         self, *, halted: bool, killed: bool, tail: bytes, late_events: Callable[[], tuple[Event, ...]], process: Process
     ) -> str:
-        """The closing records in the order of spec 20 §4: the session's end (or the no-terminal-record
-        warning), the wind-up's late events, the ``stream.closed`` marker; returns its reason."""
+        """The closing records in order: the session's end, ``RESULT_UNOBSERVED`` for
+        the calls that never got a result, the no-terminal-record warning, the wind-up's late events,
+        the ``stream.closed`` marker; returns its reason."""
         ended = session_ended(self.reader, self.census)
         if ended is not None:
             self.emit(ended, self.reader.last_complete_at)
-        elif not halted:
+        unobserved = result_unobserved(self.stream)
+        if unobserved is not None:
+            self.emit(unobserved)
+        if ended is None and not halted:
             self.emit(no_terminal_record(tail))
         for payload in late_events():
             self.emit(payload)
         reason = closing_reason(halted=halted, killed=killed, stop=stop_word(ended), budget_stops=())
         self.emit(closing_marker(self.stream, reason, process))
         self.channel.close()
+        self.sub_agents.close()
         return reason
 
 

@@ -17,21 +17,26 @@ QUIET_POLLS_AFTER_EXIT = 2
 """Reading stops two quiet polls after the child exits (spec 50 §4)."""
 
 
-class RolloutTail:
-    """The rollout of one run: found under ``sessions_dir``, read line by line, copied to ``copy_path``."""
+def rollout_files(sessions_dir: str) -> list[str]:
+    """Every ``rollout-*.jsonl`` under ``sessions_dir/YYYY/MM/DD``."""
+    return glob.glob(os.path.join(sessions_dir, "[0-9]*", "[0-9]*", "[0-9]*", "rollout-*.jsonl"))
 
-    def __init__(self, sessions_dir: str, copy_path: str) -> None:
+
+class RolloutTail:
+    """The rollout of one run: found under ``sessions_dir`` (or the given ``path``), read line by line,
+    copied to ``copy_path``."""
+
+    def __init__(self, sessions_dir: str, copy_path: str, path: str | None = None) -> None:
         self.sessions_dir = sessions_dir
         self.copy_path = copy_path
-        self.path: str | None = None
+        self.path = path
         self._offset = 0
         self._partial = b""
         self._lines = 0
         self._copy = open(copy_path, "ab")  # noqa: SIM115 - held for the run, closed by close()
 
     def _find(self) -> str | None:
-        pattern = os.path.join(self.sessions_dir, "[0-9]*", "[0-9]*", "[0-9]*", "rollout-*.jsonl")
-        found = glob.glob(pattern)
+        found = rollout_files(self.sessions_dir)
         return max(found, key=lambda p: (os.path.getmtime(p), p)) if found else None
 
     def poll(self) -> tuple[tuple[int, bytes], ...]:
@@ -61,3 +66,28 @@ class RolloutTail:
     def close(self) -> None:
         """Close the retained copy."""
         self._copy.close()
+
+
+class SubAgentRollouts:
+    """The rollouts a run's sub-agents write beside the main one (Codex 0.171.0 gives each spawned
+    agent its own thread and file): each one found once the main rollout is known is tailed like it
+    and copied to ``copy_dir/<its name>``."""
+
+    def __init__(self, sessions_dir: str, copy_dir: str) -> None:
+        self.sessions_dir = sessions_dir
+        self.copy_dir = copy_dir
+        self.tails: dict[str, RolloutTail] = {}
+
+    def poll(self, main: str | None) -> tuple[tuple[str, int, bytes], ...]:
+        """Each sub-agent rollout's new complete lines as (its path, line number, line)."""
+        if main is None:
+            return ()
+        for path in sorted(set(rollout_files(self.sessions_dir)) - {main} - set(self.tails)):
+            os.makedirs(self.copy_dir, mode=0o700, exist_ok=True)
+            self.tails[path] = RolloutTail(self.sessions_dir, os.path.join(self.copy_dir, os.path.basename(path)), path)
+        return tuple((path, number, raw) for path, tail in self.tails.items() for number, raw in tail.poll())
+
+    def close(self) -> None:
+        """Close every retained copy."""
+        for tail in self.tails.values():
+            tail.close()

@@ -22,7 +22,9 @@ from metaharness.pure.catalogue import Catalogue
 from metaharness.pure.codex.doctor import version_token
 from metaharness.pure.codex.launch import PINS, PROGRAM, CodexLaunch, CodexRunSpec, plan_codex_launch
 from metaharness.pure.codex.rollout import RolloutLaunch
+from metaharness.pure.codex.skills import SKILL_FILE, skill_roots
 from metaharness.pure.commands import control_unsupported, start_time_refusals
+from metaharness.pure.context import ContextFileRead
 from metaharness.pure.decisions import open_desk
 from metaharness.pure.environment import EnvironmentDeclaration, loopback_custody_token, operator_login_file, path_floor
 from metaharness.pure.events import Event, Transcript
@@ -38,7 +40,7 @@ from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import strict_version_refusal
 from metaharness.shell.codex.app_server import drive_app_server, place_catalogue, read_codex_catalogue
-from metaharness.shell.codex.live import drive_codex
+from metaharness.shell.codex.live import SUB_AGENT_COPIES, drive_codex
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
     caller_environment,
@@ -57,12 +59,19 @@ from metaharness.shell.wind_up import RunAudit, retain_copies
 VERSION_PROBE_S = 30
 
 
-def _declared_inputs(options: RunOptions) -> Result[tuple[str | None, Frame | None], Refusal]:
-    """Stage 6 (spec 10 §4.5): ``cwd-unusable``, ``retain-dir-unusable``, then the frame."""
+def _declared_inputs(
+    options: RunOptions,
+) -> Result[tuple[str | None, tuple[ContextFileRead, ...], Frame | None], Refusal]:
+    """Stage 6 without the catalogue: ``cwd-unusable``, ``retain-dir-unusable``, the
+    ``--context`` refusals, then the frame and ``observe-with-frame``; :func:`_start` reads the
+    catalogue between the context files and the frame, as claude and b10x do."""
     cwd = os.path.abspath(options.cwd) if options.cwd is not None else None
     unusable = unusable_directory(options)
     if unusable is not None:
         return Failure(unusable)
+    context = load_context_files(cwd, options.context)
+    if isinstance(context, Failure):
+        return context
     frame: Frame | None = None
     if options.frame is not None:
         loaded = read_frame_file(options.frame)
@@ -72,7 +81,16 @@ def _declared_inputs(options: RunOptions) -> Result[tuple[str | None, Frame | No
     beside = refuse_frame_beside_observe(options.decisions, options.frame)
     if isinstance(beside, Failure):
         return beside
-    return Success((cwd, frame))
+    return Success((cwd, context.unwrap(), frame))
+
+
+def _inputs_before_catalogue(options: RunOptions) -> Result[None, Refusal]:
+    """The stage-6 checks that come before the catalogue file's: the directories and the context files."""
+    unusable = unusable_directory(options)
+    if unusable is not None:
+        return Failure(unusable)
+    cwd = os.path.abspath(options.cwd) if options.cwd is not None else None
+    return load_context_files(cwd, options.context).map(lambda _: None)
 
 
 def custody_stage(options: RunOptions, caller_env: dict[str, str]) -> Result[str | None, Refusal]:
@@ -103,10 +121,7 @@ def plan_run(
     inputs = _declared_inputs(options)
     if isinstance(inputs, Failure):
         return inputs
-    cwd, frame = inputs.unwrap()
-    context = load_context_files(cwd, options.context)
-    if isinstance(context, Failure):
-        return context
+    cwd, context, frame = inputs.unwrap()
     unusable = next((d for d in options.plugin_dir if not _usable_plugin_dir(d)), None)
     if unusable is not None:
         return Failure(
@@ -137,7 +152,7 @@ def plan_run(
             loopback_port=loopback[2] if loopback is not None else None,
             loopback_placeholder=loopback[1] if loopback is not None else None,
         ),
-        context=context.unwrap(),
+        context=context,
         frame_digest=frame.digest if frame is not None else None,
         catalogue=catalogue,
     )
@@ -151,8 +166,33 @@ def plan_run(
         custody_path=loopback[0] if loopback is not None else None,
         upstream=upstream_root("codex", options.model_endpoint) if loopback is not None else None,
         walk=walk,
+        skills=found_skills(caller_env.get("HOME"), cwd),
     )
     return launch.map(lambda planned: (planned, frame))
+
+
+def found_skills(home: str | None, cwd: str | None) -> tuple[str, ...]:
+    """The ``SKILL.md`` files under the pinned Codex's skill roots for a run in ``cwd`` (``None``: the
+    scratch work directory), sorted within each root."""
+    start = os.path.realpath(cwd) if cwd is not None else None
+    found: list[str] = []
+    for root in skill_roots(home, start, _repository_root(start)):
+        try:
+            names = sorted(os.listdir(root))
+        except OSError:
+            continue
+        found += [os.path.join(root, name, SKILL_FILE) for name in names]
+    return tuple(path for path in found if os.path.isfile(path))
+
+
+def _repository_root(directory: str | None) -> str | None:
+    """The nearest of ``directory`` and its ancestors that holds ``.git``, or ``None``."""
+    while directory is not None:
+        if os.path.exists(os.path.join(directory, ".git")):
+            return directory
+        parent = os.path.dirname(directory)
+        directory = None if parent == directory else parent
+    return None
 
 
 def _usable_plugin_dir(directory: str) -> bool:
@@ -209,9 +249,10 @@ def strict_version(launch: CodexLaunch) -> Result[str, Refusal]:
 
 
 def retained_files(launch: CodexLaunch) -> tuple[tuple[str, str], ...]:
-    """What ``--retain-dir`` keeps of a codex run: the rollout copies, the hook requests,
+    """What ``--retain-dir`` keeps of a codex run: the rollout copies (the sub-agents' too), the hook requests,
     ``loopback.json``, the catalogue copy and the generated config, never a credential (spec 10 §4.2)."""
-    names = ("rollout.jsonl", "rollout.stdout.jsonl", "loopback.json", "catalogue.json", "hooks", "hook-channel")
+    names = ("rollout.jsonl", "rollout.stdout.jsonl", SUB_AGENT_COPIES, "loopback.json", "catalogue.json", "hooks",
+             "hook-channel")
     return (
         *((os.path.join(launch.scratch, name), name) for name in names),
         (os.path.join(launch.codex_home, "config.toml"), os.path.join("codex-home", "config.toml")),
@@ -246,7 +287,11 @@ def _start(
     if isinstance(custody, Failure):
         return custody
     path = custody.unwrap()
-    read = read_codex_catalogue(options.catalogue) if options.catalogue is not None else Success(None)
+    read = (
+        _inputs_before_catalogue(options).bind(lambda _: read_codex_catalogue(options.catalogue or ""))
+        if options.catalogue is not None
+        else Success(None)
+    )
     if isinstance(read, Failure):
         return read
     catalogue = read.unwrap()
@@ -308,6 +353,7 @@ def run_codex(options: RunOptions) -> int:
             drive_codex if catalogue is None else partial(drive_app_server, catalogue=catalogue, model=options.model)
         )
         try:
+            audit.limits.arm()
             outcome = drive(
                 launch=launch,
                 desk=desk,
@@ -316,7 +362,7 @@ def run_codex(options: RunOptions) -> int:
                 write_event=audit.write_event,
                 commands=sys.stdin.fileno() if sys.stdin is not None else None,
                 on_steering_refusal=stderr_line,
-                late_events=lambda: late_events(options, run, launch, proxy),
+                late_events=lambda: (*audit.limits.late_events(), *late_events(options, run, launch, proxy)),
             )
         except OSError as error:
             return refuse(Refusal("spawn-failed", f"{launch.program} could not be started: {error}"))

@@ -1,0 +1,47 @@
+"""``run --timeout DURATION`` and a closed stdout: the two ways a run ends that neither a command
+nor a signal from outside gave (docs/cli.md "Ending a run").
+
+Both stop the run as SIGTERM does (pending calls abandoned, the child's group stopped, the wind-up
+as usual), so a timed-out run closes ``killed`` after a ``warning{RUN_TIMEOUT}`` and exits 3, and a
+run whose stdout was closed ends with the refusal ``stdout-closed`` on stderr and exit 2.
+"""
+
+from __future__ import annotations
+
+import re
+
+from returns.result import Failure, Result, Success
+
+from metaharness.pure.events import WarningRaised
+from metaharness.pure.refusal import Refusal
+
+_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)([smh]?)")
+_UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600}
+
+
+def parse_duration(text: str) -> Result[float, str]:
+    """Seconds from ``600``, ``1.5``, ``90s``, ``10m`` or ``1h``; a duration must be above zero."""
+    matched = _DURATION.fullmatch(text.strip())
+    if matched is None:
+        return Failure(f"{text!r} is not a duration: seconds (600) or a number with s, m or h (10m, 1h)")
+    seconds = float(matched.group(1)) * _UNIT_SECONDS[matched.group(2)]
+    if seconds <= 0:
+        return Failure(f"{text!r} is not a duration above zero")
+    return Success(seconds)
+
+
+def run_timeout(seconds: float) -> WarningRaised:
+    """``RUN_TIMEOUT``: the run's ``--timeout`` expired and the run was stopped as on SIGTERM."""
+    return WarningRaised(
+        code="RUN_TIMEOUT",
+        message=f"the run's --timeout of {seconds:g}s expired, so metaharness stopped it as it stops a run on SIGTERM",
+    )
+
+
+def stdout_closed(lines_written: int) -> Refusal:
+    """The refusal for a run whose event stream's reader closed stdout after ``lines_written`` lines."""
+    return Refusal(
+        "stdout-closed",
+        f"the event stream's reader closed stdout after {lines_written} line(s), so metaharness stopped the "
+        "harness as on SIGTERM and the rest of the stream was lost",
+    )
