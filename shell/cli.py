@@ -42,7 +42,7 @@ _KIND = click.Choice(KINDS)
 _CONTEXT = {"help_option_names": ["-h", "--help"]}
 
 
-class _WriteScope(click.ParamType):
+class _WriteScope(click.ParamType[tuple[str, str], Any]):
     """``GLOB=SCOPE`` with SCOPE one of ``allowed``, ``partial-only``, ``denied`` (spec 10 §4.2)."""
 
     name = "GLOB=SCOPE"
@@ -56,7 +56,7 @@ class _WriteScope(click.ParamType):
         return (glob, scope)
 
 
-class _MarketplacePlugin(click.ParamType):
+class _MarketplacePlugin(click.ParamType[str, Any]):
     """``REPO@NAME@PIN``: exactly three non-empty segments (spec 10 §4.2)."""
 
     name = "REPO@NAME@PIN"
@@ -170,7 +170,7 @@ def _given(ctx: click.Context) -> frozenset[str]:
 @click.option("--substrate-embedded", is_flag=True, help="b10x: loop --substrate-embedded.")
 @click.option("--cgroup-root", metavar="DIR", help="b10x: loop --cgroup-root.")
 @click.pass_context
-def run(ctx: click.Context, **values: Any) -> int:
+def run(ctx: click.Context, /, **values: Any) -> int:
     """Launch a harness of KIND under governance; words after -- are appended to the auditor's argv."""
     from metaharness.shell.auditor import gather_audit_facts
     from metaharness.shell.run import execute_run

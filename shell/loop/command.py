@@ -118,7 +118,7 @@ def cli() -> None:
 @click.option("--session-dir", help="session directory")
 @click.option("--resume", help="session id or latest")
 @click.pass_context
-def run_command(ctx: click.Context, **values: Any) -> None:
+def run_command(ctx: click.Context, /, **values: Any) -> None:
     """Run the loop once."""
     given = tuple(flag for flag in NOT_BUILT if values.get(flag.lstrip("-").replace("-", "_")) not in (None, (), False))
     flags = RunFlags(
