@@ -246,6 +246,16 @@ def test_cold_once_retries_once_and_completes(wire: str, workspace: Path) -> Non
     assert run.lines[-1] == {"kind": "finished", "stop": {"kind": "completed"}, "turns": 1}
 
 
+def test_the_retry_wait_is_slept_in_real_time(workspace: Path) -> None:
+    """The one retry test on the real clock: without the testing knob the one-second backoff is waited out."""
+    started = time.monotonic()
+    run = harness("cold-once", "anthropic-messages", workspace, real_waits=True)
+    assert time.monotonic() - started >= 1.0
+    (warning,) = [line["message"] for line in run.lines if line["kind"] == "warning"]
+    assert warning.startswith("attempt 1 of 4 failed before answering and is being retried after 1000 ms: ")
+    assert run.lines[-1] == {"kind": "finished", "stop": {"kind": "completed"}, "turns": 1}
+
+
 @pytest.mark.parametrize("wire", WIRES)
 def test_truncated_is_retried_by_the_loop_three_times(wire: str, workspace: Path) -> None:
     run = harness("truncated", wire, workspace)
