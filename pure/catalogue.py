@@ -206,11 +206,8 @@ def parse_document(text: str) -> Result[tuple[Any, str | None], str]:
     """The document's value and its first duplicate key (spec 30 §10.1 loading): JSON when the text
     is valid JSON, else one YAML 1.1 document under the safe loader; the failure is the parser's."""
     duplicates = _Duplicates()
-    return (
-        _json_value(text, duplicates)
-        .map(lambda value: (value, duplicates.first))
-        .lash(lambda _: _yaml_document(text))
-    )
+    json_document = _json_value(text, duplicates).map(lambda value: (value, duplicates.first))
+    return json_document.lash(lambda _: _yaml_document(text))
 
 
 def _yaml_document(text: str) -> Result[tuple[Any, str | None], str]:
@@ -270,9 +267,7 @@ def _text(mapping: dict[Any, Any], key: str, where: str) -> Result[str, str]:
 
 def _field(name: Any, spec: Any, where: str) -> Result[Field, str]:
     if not isinstance(name, str) or _FIELD_NAME.fullmatch(name) is None:
-        return Failure(
-            f"{where}: input field {_key_text(name)} is not a name matching ^[A-Za-z_][A-Za-z0-9_]{{0,63}}$"
-        )
+        return Failure(f"{where}: input field {_key_text(name)} is not a name matching ^[A-Za-z_][A-Za-z0-9_]{{0,63}}$")
     at = f"{where}: input field `{name}`"
     if not isinstance(spec, dict):
         return Failure(f"{at} must be a mapping of type, required and description, not {_kind(spec)}")
@@ -323,7 +318,9 @@ def _entry(raw: Any, index: int, seen: dict[int, Result[tuple[Field, ...], str]]
     no_input: Result[tuple[Field, ...], str] = Success(())
     return Result.do(
         CatalogueEntry(published, description, performs, fields)
-        for _ in _exact_keys(raw, ("name", "description", "performs", "input"), ("name", "description", "performs"), where)
+        for _ in _exact_keys(
+            raw, ("name", "description", "performs", "input"), ("name", "description", "performs"), where
+        )
         for published in _entry_name(name, where)
         for description in _text(raw, "description", where)
         for performs in _text(raw, "performs", where)
@@ -353,7 +350,9 @@ def _entries(raw_entries: Any) -> Result[Catalogue, str]:
 
     return each(
         enumerate(raw_entries, start=1),
-        lambda numbered: _entry(numbered[1], numbered[0], seen).bind(lambda entry: first_of_its_name(numbered[0], entry)),
+        lambda numbered: _entry(numbered[1], numbered[0], seen).bind(
+            lambda entry: first_of_its_name(numbered[0], entry)
+        ),
     ).map(Catalogue)
 
 
@@ -375,7 +374,9 @@ def check_catalogue_text(text: str, source: str) -> Result[Catalogue, Refusal]:
     ``catalogue-malformed``), on text whose BOM is already dropped (spec 30 §10.1, §10.4)."""
     return (
         parse_document(text)
-        .alt(lambda detail: Refusal("catalogue-not-tool-contract", f"{source} parses as neither JSON nor YAML: {detail}"))
+        .alt(
+            lambda detail: Refusal("catalogue-not-tool-contract", f"{source} parses as neither JSON nor YAML: {detail}")
+        )
         .bind(lambda parsed: _tool_contract(parsed[0], parsed[1], source))
     )
 

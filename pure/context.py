@@ -16,6 +16,7 @@ from returns.result import Failure, Result, Success
 from metaharness.pure.events import ContextFile
 from metaharness.pure.jsonline import sha256_hex
 from metaharness.pure.refusal import Refusal
+from metaharness.pure.results import each
 
 MAX_CONTEXT_FILES = 16
 MAX_CONTEXT_BYTES = 65_536
@@ -188,12 +189,15 @@ def admit_context_files(
         return Failure(
             Refusal("context-needs-cwd", f"--context {paths[0]} needs --cwd: context paths are relative to that tree")
         )
-    admitted: list[ContextFileRead] = []
-    for path, opening in zip(paths, openings, strict=True):
-        checked = _admit_one(path, opening, git)
-        if isinstance(checked, Failure):
-            return checked
-        admitted.append(checked.unwrap())
+    return each(zip(paths, openings, strict=True), lambda pair: _admit_one(pair[0], pair[1], git)).bind(
+        lambda admitted: _within_bounds(paths, admitted)
+    )
+
+
+def _within_bounds(
+    paths: Sequence[str], admitted: tuple[ContextFileRead, ...]
+) -> Result[tuple[ContextFileRead, ...], Refusal]:
+    """Checks 7 and 8: no more files than the limit, no more bytes of content and rendered path."""
     if len(admitted) > MAX_CONTEXT_FILES:
         return Failure(
             Refusal(
@@ -212,13 +216,16 @@ def admit_context_files(
                 f"{MAX_CONTEXT_BYTES}: {each}",
             )
         )
-    return Success(tuple(admitted))
+    return Success(admitted)
 
 
 def _admit_one(path: str, opening: ContextOpening, git: GitIndexFacts) -> Result[ContextFileRead, Refusal]:
-    components = context_components(path)
-    if isinstance(components, Failure):
-        return components
+    return context_components(path).bind(lambda components: _admit_opened(path, components, opening, git))
+
+
+def _admit_opened(
+    path: str, components: tuple[str, ...], opening: ContextOpening, git: GitIndexFacts
+) -> Result[ContextFileRead, Refusal]:
     if isinstance(opening, ContextSymlink):
         return Failure(
             Refusal("context-symlink", f"--context {path}: {opening.component} is a symbolic link, which is not followed")
@@ -232,7 +239,7 @@ def _admit_one(path: str, opening: ContextOpening, git: GitIndexFacts) -> Result
         return Failure(
             Refusal("context-not-utf8", f"--context {path}: the content is not UTF-8 text (byte {error.start})")
         )
-    if not tracked(components.unwrap(), git):
+    if not tracked(components, git):
         return Failure(
             Refusal("context-untracked", f"--context {path}: git's index does not name this file in the tree")
         )

@@ -17,7 +17,9 @@ _Read = TypeVar("_Read")
 _Error = TypeVar("_Error")
 
 
-def each(values: Iterable[_Value], read: Callable[[_Value], Result[_Read, _Error]]) -> Result[tuple[_Read, ...], _Error]:
+def each(
+    values: Iterable[_Value], read: Callable[[_Value], Result[_Read, _Error]]
+) -> Result[tuple[_Read, ...], _Error]:
     """``read`` over ``values`` in order: every value read, or the first failure (the values after it
     are not read)."""
     done: list[_Read] = []
