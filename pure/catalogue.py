@@ -222,8 +222,8 @@ def _yaml_document(text: str) -> Result[tuple[Any, str | None], str]:
 # Checking
 
 
-# Each reader returns the value read or the text of the first §10.1 rule that failed, naming the entry
-# and the key.
+# Each reader returns the value read or the text of the first rule of the catalogue document
+# (docs/hermetic.md#catalogue-document) that failed, naming the entry and the key.
 
 
 def _kind(value: Any) -> str:
@@ -382,7 +382,7 @@ def check_catalogue_text(text: str, source: str) -> Result[Catalogue, Refusal]:
 
 
 def _tool_contract(value: Any, duplicate: str | None, source: str) -> Result[Catalogue, Refusal]:
-    """A parsed document tagged as a tool contract, without a duplicate key, checked by §10.1."""
+    """A parsed document tagged as a tool contract, without a duplicate key, checked entry by entry."""
     if not isinstance(value, dict):
         return Failure(
             Refusal(

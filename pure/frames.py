@@ -147,8 +147,8 @@ def operation_set(operations: tuple[Operation, ...]) -> tuple[Operation, ...]:
     return tuple(sorted(set(operations), key=Operation.sort_key))
 
 
-# Check 6, the shape of §6.1: each reader returns the value read or the detail of the first fault, in
-# the document's reading order; unknown fields are refused at every level.
+# Check 6, the typed shape (docs/frames.md#4-fields): each reader returns the value read or the detail of
+# the first fault, in the document's reading order; unknown fields are refused at every level.
 
 _Part = TypeVar("_Part")
 
@@ -321,7 +321,7 @@ _OPTIONAL = ("format", "subjects", "entities", "digest")
 
 
 def _shape(raw: dict[str, Any], digest_required: bool) -> Result[Frame, str]:
-    """Check 6: the typed shape of §6.1, the detail of its first fault otherwise."""
+    """Check 6: the typed shape of a frame, the detail of its first fault otherwise."""
     return Result.do(
         Frame(
             workflow=workflow,

@@ -1,6 +1,6 @@
 """The import package ``src/metaharness`` links the top-level ``pure/``, ``shell/`` and ``vectors/``
 folders: an editable install imports them where they are, and a plain wheel ships all three, the
-conformance vectors included (docs/DEVELOPING.md "Layout")."""
+conformance vectors included (docs/DEVELOPING.md#layout)."""
 
 from __future__ import annotations
 

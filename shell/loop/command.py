@@ -46,7 +46,7 @@ ENDPOINT_PATHS = {
     anthropic_messages.WIRE: anthropic_messages.ENDPOINT_PATH,
 }
 RETRY_WAIT_SCALE = "B10X_HARNESS_TESTING_RETRY_WAIT_SCALE"
-"""A hidden testing knob (docs/DEVELOPING.md "Timers in tests"): a non-negative factor every retry wait is
+"""A hidden testing knob (docs/DEVELOPING.md#timers-in-tests): a non-negative factor every retry wait is
 slept at, so end-to-end tests of retries do not wait on the real backoff. The waits the run reports are
 the policy's, unscaled."""
 NO_TERMINAL = "no terminal to ask; calls above the ceiling will be refused — pass --yes or --approve-up-to"
