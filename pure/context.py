@@ -16,7 +16,6 @@ from returns.result import Failure, Result, Success
 from metaharness.pure.events import ContextFile
 from metaharness.pure.jsonline import sha256_hex
 from metaharness.pure.refusal import Refusal
-from metaharness.pure.results import each
 
 MAX_CONTEXT_FILES = 16
 MAX_CONTEXT_BYTES = 65_536
@@ -189,15 +188,12 @@ def admit_context_files(
         return Failure(
             Refusal("context-needs-cwd", f"--context {paths[0]} needs --cwd: context paths are relative to that tree")
         )
-    return each(zip(paths, openings, strict=True), lambda pair: _admit_one(pair[0], pair[1], git)).bind(
-        lambda admitted: _within_bounds(paths, admitted)
-    )
-
-
-def _within_bounds(
-    paths: Sequence[str], admitted: tuple[ContextFileRead, ...]
-) -> Result[tuple[ContextFileRead, ...], Refusal]:
-    """Checks 7 and 8: no more files than the limit, no more bytes of content and rendered path."""
+    admitted: list[ContextFileRead] = []
+    for path, opening in zip(paths, openings, strict=True):
+        checked = _admit_one(path, opening, git)
+        if isinstance(checked, Failure):
+            return checked
+        admitted.append(checked.unwrap())
     if len(admitted) > MAX_CONTEXT_FILES:
         return Failure(
             Refusal(
@@ -216,16 +212,13 @@ def _within_bounds(
                 f"{MAX_CONTEXT_BYTES}: {each}",
             )
         )
-    return Success(admitted)
+    return Success(tuple(admitted))
 
 
 def _admit_one(path: str, opening: ContextOpening, git: GitIndexFacts) -> Result[ContextFileRead, Refusal]:
-    return context_components(path).bind(lambda components: _admit_opened(path, components, opening, git))
-
-
-def _admit_opened(
-    path: str, components: tuple[str, ...], opening: ContextOpening, git: GitIndexFacts
-) -> Result[ContextFileRead, Refusal]:
+    components = context_components(path)
+    if isinstance(components, Failure):
+        return components
     if isinstance(opening, ContextSymlink):
         return Failure(
             Refusal("context-symlink", f"--context {path}: {opening.component} is a symbolic link, which is not followed")
@@ -239,7 +232,7 @@ def _admit_opened(
         return Failure(
             Refusal("context-not-utf8", f"--context {path}: the content is not UTF-8 text (byte {error.start})")
         )
-    if not tracked(components, git):
+    if not tracked(components.unwrap(), git):
         return Failure(
             Refusal("context-untracked", f"--context {path}: git's index does not name this file in the tree")
         )

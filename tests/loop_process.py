@@ -19,7 +19,7 @@ BIN = Path(sys.executable).parent
 HARNESS = str(BIN / "b10x-harness")
 EMULATOR = str(BIN / "b10x-emulator")
 SHORT_RETRY_WAITS = {**os.environ, RETRY_WAIT_SCALE: "0.01"}
-"""The environment of a run whose retry waits are slept at 1/100 (the loop's hidden testing knob)."""
+"""The environment ``harness`` runs the loop in: its retry waits slept at 1/100 (the loop's hidden testing knob)."""
 
 
 @contextmanager
@@ -54,17 +54,14 @@ class Run:
 
 
 def harness(
-    scenario: str, wire: str, workspace: Path, *extra: str, stdin: bytes = b"", timeout: float = 60,
-    real_waits: bool = False,
-) -> Run:  # fmt: skip
-    """``b10x-harness run --json --no-session`` in ``workspace`` against the emulator playing ``scenario``;
-    its retry waits are short unless ``real_waits``."""
+    scenario: str, wire: str, workspace: Path, *extra: str, stdin: bytes = b"", timeout: float = 60
+) -> Run:
+    """``b10x-harness run --json --no-session`` in ``workspace`` against the emulator playing ``scenario``."""
     record = workspace.parent / f"{scenario}-{wire}.record.jsonl"
     with emulator(scenario, record) as base_url:
         argv = [HARNESS, "run", "--json", "--no-session", "--workspace", str(workspace), "--base-url", base_url]
         argv += ["--model", "b10x-emulated", "--wire", wire, *extra, "--input", "go"]
-        env = None if real_waits else SHORT_RETRY_WAITS
-        done = subprocess.run(argv, input=stdin, capture_output=True, env=env, timeout=timeout, check=False)
+        done = subprocess.run(argv, input=stdin, capture_output=True, env=SHORT_RETRY_WAITS, timeout=timeout, check=False)
     lines = [json.loads(line) for line in done.stdout.decode().splitlines()]
     requests = [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
     return Run(lines, done.returncode, done.stderr.decode(), requests)

@@ -10,7 +10,6 @@ from returns.result import Failure, Result, Success
 
 from metaharness.pure.loop.approval import CEILINGS, MODES
 from metaharness.pure.loop.paths import ScopeRule, parse_scope_rule
-from metaharness.pure.results import each
 
 WIRES = ("openai-responses", "anthropic-messages")
 NOT_BUILT = (
@@ -137,9 +136,12 @@ def plan_run(flags: RunFlags) -> Result[RunPlan, str]:
     for program in flags.allow_program:
         if not program or "/" in program:
             return Failure(f"--allow-program takes a program name without `/`; got `{program}`")
-    rules = each(flags.write_scope, parse_scope_rule)
-    if isinstance(rules, Failure):
-        return rules
+    rules: list[ScopeRule] = []
+    for text in flags.write_scope:
+        rule = parse_scope_rule(text)
+        if isinstance(rule, Failure):
+            return Failure(rule.failure())
+        rules.append(rule.unwrap())
     if flags.scope_announce not in ("stated", "silent"):
         return Failure(f"--scope-announce must be stated or silent; got `{flags.scope_announce}`")
     credential = _credential(flags)
@@ -152,22 +154,19 @@ def plan_run(flags: RunFlags) -> Result[RunPlan, str]:
         return Failure("--reasoning-effort must not be empty")
     if flags.resume is not None and flags.no_session:
         return Failure("--resume conflicts with --no-session")
-    return Result.do(
+    return Success(
         RunPlan(
             input=flags.input,
-            base_url=base_url,
+            base_url=base.unwrap(),
             model=flags.model,
             wire=flags.wire,
             approve=approve,
             ceiling=flags.approve_up_to,
             programs=tuple(dict.fromkeys(flags.allow_program)),
-            scope_rules=scope_rules,
-            credential=chosen,
+            scope_rules=tuple(rules),
+            credential=credential.unwrap(),
             flags=flags,
         )
-        for base_url in base
-        for scope_rules in rules
-        for chosen in credential
     )
 
 
