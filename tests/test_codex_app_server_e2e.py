@@ -24,9 +24,12 @@ from metaharness.shell.codex.app_server import drive_app_server, place_catalogue
 from metaharness.shell.codex.live import LiveOutcome
 from metaharness.shell.codex.run import materialise, plan_run
 
-pytestmark = pytest.mark.skipif(
-    CODEX is None, reason="the pinned Codex CLI 0.171.0 is not installed on the child's PATH (vendors/install.sh)"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        CODEX is None, reason="the pinned Codex CLI 0.171.0 is not installed on the child's PATH (vendors/install.sh)"
+    ),
+    pytest.mark.usefixtures("own_home"),
+]
 
 CATALOGUE = {
     "format": "metaharness.catalogue/1",

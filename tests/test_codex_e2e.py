@@ -25,10 +25,13 @@ from metaharness.pure.options import RunOptions
 from metaharness.shell.codex.live import drive_codex
 from metaharness.shell.codex.run import materialise, plan_run
 
-pytestmark = pytest.mark.skipif(
-    CODEX is None,
-    reason=f"the pinned Codex CLI {PINNED} is not installed on the child's PATH (vendors/install.sh)",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        CODEX is None,
+        reason=f"the pinned Codex CLI {PINNED} is not installed on the child's PATH (vendors/install.sh)",
+    ),
+    pytest.mark.usefixtures("own_home"),
+]
 
 DRIVER = """
 import json, sys
