@@ -236,10 +236,19 @@ def recheck_audit(
     another sha256 → ``spec-unreadable`` and an auditor program moved or changed →
     ``auditor-not-invokable``. ``spec_sha256``/``auditor_sha256`` are the files' digests now
     (``None`` when unreadable)."""
-    pairing = check_audit_pairing(options, facts)
-    if isinstance(pairing, Failure):
-        return pairing
-    checked = pairing.unwrap()
+    return check_audit_pairing(options, facts).bind(
+        lambda checked: _unchanged_since_baseline(options, checked, baseline, spec_sha256, auditor_sha256)
+    )
+
+
+def _unchanged_since_baseline(
+    options: RunOptions,
+    checked: AuditPairing,
+    baseline: AuditBaseline,
+    spec_sha256: str | None,
+    auditor_sha256: str | None,
+) -> Result[AuditPairing, Refusal]:
+    """The spec and the auditor program are the ones the baseline recorded."""
     if spec_sha256 != baseline.spec_sha256:
         return Failure(
             Refusal(

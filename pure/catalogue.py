@@ -21,6 +21,7 @@ from returns.result import Failure, Result, Success
 from metaharness.pure.frames import Operation
 from metaharness.pure.loop.catalogue import subjects_of
 from metaharness.pure.refusal import Refusal
+from metaharness.pure.results import each
 
 CATALOGUE_FORMAT = "metaharness.catalogue/1"
 CATALOGUE_CAP = 4 * 1024 * 1024
@@ -152,12 +153,8 @@ class _Duplicates:
             self.first = repr(key) if not isinstance(key, str) else f"`{key}`"
 
 
-class _NotJson(Exception):
-    pass
-
-
-def _json_value(text: str, duplicates: _Duplicates) -> Any:
-    """RFC 8259 JSON (no NaN or Infinity), recording duplicate keys."""
+def _json_value(text: str, duplicates: _Duplicates) -> Result[Any, None]:
+    """RFC 8259 JSON (no NaN or Infinity), recording duplicate keys; a ``Failure`` when the text is not that."""
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
         mapping: dict[str, Any] = {}
@@ -167,13 +164,12 @@ def _json_value(text: str, duplicates: _Duplicates) -> Any:
             mapping[key] = value
         return mapping
 
-    def constant(name: str) -> Any:
-        raise _NotJson(name)
-
+    constants: list[str] = []
     try:
-        return json.loads(text, object_pairs_hook=pairs, parse_constant=constant)
-    except (ValueError, _NotJson, RecursionError):
-        raise _NotJson from None
+        value = json.loads(text, object_pairs_hook=pairs, parse_constant=constants.append)
+    except (ValueError, RecursionError):
+        return Failure(None)
+    return Failure(None) if constants else Success(value)
 
 
 _FAST_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -210,10 +206,13 @@ def parse_document(text: str) -> Result[tuple[Any, str | None], str]:
     """The document's value and its first duplicate key (spec 30 §10.1 loading): JSON when the text
     is valid JSON, else one YAML 1.1 document under the safe loader; the failure is the parser's."""
     duplicates = _Duplicates()
-    try:
-        return Success((_json_value(text, duplicates), duplicates.first))
-    except _NotJson:
-        duplicates = _Duplicates()
+    json_document = _json_value(text, duplicates).map(lambda value: (value, duplicates.first))
+    return json_document.lash(lambda _: _yaml_document(text))
+
+
+def _yaml_document(text: str) -> Result[tuple[Any, str | None], str]:
+    """One YAML 1.1 document and its first duplicate key, or the loader's complaint on one line."""
+    duplicates = _Duplicates()
     try:
         return Success((_yaml_value(text, duplicates), duplicates.first))
     except (yaml.YAMLError, RecursionError, TypeError, ValueError, OverflowError) as error:
@@ -223,8 +222,8 @@ def parse_document(text: str) -> Result[tuple[Any, str | None], str]:
 # Checking
 
 
-class _Malformed(Exception):
-    """A §10.1 rule failed; the text names the entry and the key."""
+# Each reader returns the value read or the text of the first rule of the catalogue document
+# (docs/hermetic.md#catalogue-document) that failed, naming the entry and the key.
 
 
 def _kind(value: Any) -> str:
@@ -247,87 +246,114 @@ def _key_text(key: Any) -> str:
     return f"`{key}`" if isinstance(key, str) else f"{_kind(key)} key {key!r}"
 
 
-def _exact_keys(mapping: dict[Any, Any], allowed: tuple[str, ...], required: tuple[str, ...], where: str) -> None:
-    for key in mapping:
-        if not isinstance(key, str) or key not in allowed:
-            raise _Malformed(f"{where} has the key {_key_text(key)}; its keys are {', '.join(allowed)}")
-    for key in required:
-        if key not in mapping:
-            raise _Malformed(f"{where} has no `{key}`")
+def _exact_keys(
+    mapping: dict[Any, Any], allowed: tuple[str, ...], required: tuple[str, ...], where: str
+) -> Result[dict[Any, Any], str]:
+    stray = [key for key in mapping if not isinstance(key, str) or key not in allowed]
+    if stray:
+        return Failure(f"{where} has the key {_key_text(stray[0])}; its keys are {', '.join(allowed)}")
+    missing = [key for key in required if key not in mapping]
+    if missing:
+        return Failure(f"{where} has no `{missing[0]}`")
+    return Success(mapping)
 
 
-def _text(mapping: dict[Any, Any], key: str, where: str) -> str:
+def _text(mapping: dict[Any, Any], key: str, where: str) -> Result[str, str]:
     value = mapping[key]
     if not isinstance(value, str) or not value:
-        raise _Malformed(f"{where}: `{key}` must be a non-empty string, not {_kind(value) if value != '' else 'empty'}")
-    return value
+        return Failure(f"{where}: `{key}` must be a non-empty string, not {_kind(value) if value != '' else 'empty'}")
+    return Success(value)
 
 
-def _field(name: Any, spec: Any, where: str) -> Field:
+def _field(name: Any, spec: Any, where: str) -> Result[Field, str]:
     if not isinstance(name, str) or _FIELD_NAME.fullmatch(name) is None:
-        raise _Malformed(
-            f"{where}: input field {_key_text(name)} is not a name matching ^[A-Za-z_][A-Za-z0-9_]{{0,63}}$"
-        )
+        return Failure(f"{where}: input field {_key_text(name)} is not a name matching ^[A-Za-z_][A-Za-z0-9_]{{0,63}}$")
     at = f"{where}: input field `{name}`"
     if not isinstance(spec, dict):
-        raise _Malformed(f"{at} must be a mapping of type, required and description, not {_kind(spec)}")
-    _exact_keys(spec, ("type", "required", "description"), ("type",), at)
+        return Failure(f"{at} must be a mapping of type, required and description, not {_kind(spec)}")
+    return _exact_keys(spec, ("type", "required", "description"), ("type",), at).bind(
+        lambda _: _field_parts(name, spec, at)
+    )
+
+
+def _field_parts(name: str, spec: dict[Any, Any], at: str) -> Result[Field, str]:
     kind = spec["type"]
     if not isinstance(kind, str) or kind not in FIELD_TYPES:
         shown = f"`{kind}`" if isinstance(kind, str) else _kind(kind)
-        raise _Malformed(f"{at}: `type` is {shown}, not one of {', '.join(FIELD_TYPES)}")
+        return Failure(f"{at}: `type` is {shown}, not one of {', '.join(FIELD_TYPES)}")
     required = spec.get("required", False)
     if not isinstance(required, bool):
-        raise _Malformed(f"{at}: `required` must be a boolean, not {_kind(required)}")
+        return Failure(f"{at}: `required` must be a boolean, not {_kind(required)}")
     description = spec.get("description")
     if description is not None and not isinstance(description, str):
-        raise _Malformed(f"{at}: `description` must be a string, not {_kind(description)}")
-    return Field(name, kind, required, description)
+        return Failure(f"{at}: `description` must be a string, not {_kind(description)}")
+    return Success(Field(name, kind, required, description))
 
 
-def _fields(raw: Any, where: str, seen: dict[int, tuple[Field, ...]]) -> tuple[Field, ...]:
+def _fields(raw: Any, where: str, seen: dict[int, Result[tuple[Field, ...], str]]) -> Result[tuple[Field, ...], str]:
+    """An entry's ``input``; a mapping a YAML alias repeats is read once."""
     if not isinstance(raw, dict):
-        raise _Malformed(f"{where}: `input` must be a mapping of field names, not {_kind(raw)}")
+        return Failure(f"{where}: `input` must be a mapping of field names, not {_kind(raw)}")
     known = seen.get(id(raw))
     if known is None:
-        known = tuple(_field(name, spec, where) for name, spec in raw.items())
+        known = each(raw.items(), lambda item: _field(item[0], item[1], where))
         seen[id(raw)] = known
     return known
 
 
-def _entry(raw: Any, index: int, seen: dict[int, tuple[Field, ...]]) -> CatalogueEntry:
+def _entry_name(name: Any, where: str) -> Result[str, str]:
+    if not isinstance(name, str) or _ENTRY_NAME.fullmatch(name) is None:
+        shown = f"`{name}`" if isinstance(name, str) else _kind(name)
+        return Failure(f"{where}: `name` is {shown}, not a name matching ^[A-Za-z0-9_-]{{1,64}}$")
+    return Success(name)
+
+
+def _entry(raw: Any, index: int, seen: dict[int, Result[tuple[Field, ...], str]]) -> Result[CatalogueEntry, str]:
     where = f"entry {index}"
     if not isinstance(raw, dict):
-        raise _Malformed(f"{where} must be a mapping, not {_kind(raw)}")
+        return Failure(f"{where} must be a mapping, not {_kind(raw)}")
     name = raw.get("name")
     if isinstance(name, str) and _ENTRY_NAME.fullmatch(name) is not None:
         where = f"entry {index} (`{name}`)"
-    _exact_keys(raw, ("name", "description", "performs", "input"), ("name", "description", "performs"), where)
-    if not isinstance(name, str) or _ENTRY_NAME.fullmatch(name) is None:
-        shown = f"`{name}`" if isinstance(name, str) else _kind(name)
-        raise _Malformed(f"{where}: `name` is {shown}, not a name matching ^[A-Za-z0-9_-]{{1,64}}$")
-    description = _text(raw, "description", where)
-    performs = _text(raw, "performs", where)
-    fields = _fields(raw["input"], where, seen) if "input" in raw else ()
-    return CatalogueEntry(name, description, performs, fields)
+    no_input: Result[tuple[Field, ...], str] = Success(())
+    return Result.do(
+        CatalogueEntry(published, description, performs, fields)
+        for _ in _exact_keys(
+            raw, ("name", "description", "performs", "input"), ("name", "description", "performs"), where
+        )
+        for published in _entry_name(name, where)
+        for description in _text(raw, "description", where)
+        for performs in _text(raw, "performs", where)
+        for fields in (_fields(raw["input"], where, seen) if "input" in raw else no_input)
+    )
 
 
-def _checked(value: dict[Any, Any]) -> Catalogue:
-    _exact_keys(value, ("format", "entries"), ("entries",), "the top level")
-    raw_entries = value["entries"]
+def _checked(value: dict[Any, Any]) -> Result[Catalogue, str]:
+    return _exact_keys(value, ("format", "entries"), ("entries",), "the top level").bind(
+        lambda _: _entries(value["entries"])
+    )
+
+
+def _entries(raw_entries: Any) -> Result[Catalogue, str]:
+    """The entries in order, each published under a name no earlier entry has."""
     if not isinstance(raw_entries, list) or not raw_entries:
         shown = "an empty list" if raw_entries == [] else _kind(raw_entries)
-        raise _Malformed(f"`entries` must be a non-empty list of entries, not {shown}")
-    seen: dict[int, tuple[Field, ...]] = {}
+        return Failure(f"`entries` must be a non-empty list of entries, not {shown}")
+    seen: dict[int, Result[tuple[Field, ...], str]] = {}
     names: set[str] = set()
-    entries: list[CatalogueEntry] = []
-    for index, raw in enumerate(raw_entries, start=1):
-        entry = _entry(raw, index, seen)
+
+    def first_of_its_name(index: int, entry: CatalogueEntry) -> Result[CatalogueEntry, str]:
         if entry.name in names:
-            raise _Malformed(f"entry {index} is published under `{entry.name}`, the name of an earlier entry")
+            return Failure(f"entry {index} is published under `{entry.name}`, the name of an earlier entry")
         names.add(entry.name)
-        entries.append(entry)
-    return Catalogue(tuple(entries))
+        return Success(entry)
+
+    return each(
+        enumerate(raw_entries, start=1),
+        lambda numbered: _entry(numbered[1], numbered[0], seen).bind(
+            lambda entry: first_of_its_name(numbered[0], entry)
+        ),
+    ).map(Catalogue)
 
 
 def _decoded(data: bytes, source: str) -> Result[str, Refusal]:
@@ -346,12 +372,17 @@ def _decoded(data: bytes, source: str) -> Result[str, Refusal]:
 def check_catalogue_text(text: str, source: str) -> Result[Catalogue, Refusal]:
     """The tag check, then the duplicate-key and §10.1 rules (``catalogue-not-tool-contract``,
     ``catalogue-malformed``), on text whose BOM is already dropped (spec 30 §10.1, §10.4)."""
-    parsed = parse_document(text)
-    if isinstance(parsed, Failure):
-        return Failure(
-            Refusal("catalogue-not-tool-contract", f"{source} parses as neither JSON nor YAML: {parsed.failure()}")
+    return (
+        parse_document(text)
+        .alt(
+            lambda detail: Refusal("catalogue-not-tool-contract", f"{source} parses as neither JSON nor YAML: {detail}")
         )
-    value, duplicate = parsed.unwrap()
+        .bind(lambda parsed: _tool_contract(parsed[0], parsed[1], source))
+    )
+
+
+def _tool_contract(value: Any, duplicate: str | None, source: str) -> Result[Catalogue, Refusal]:
+    """A parsed document tagged as a tool contract, without a duplicate key, checked entry by entry."""
     if not isinstance(value, dict):
         return Failure(
             Refusal(
@@ -371,10 +402,7 @@ def check_catalogue_text(text: str, source: str) -> Result[Catalogue, Refusal]:
         return Failure(Refusal("catalogue-not-tool-contract", f"{source} has format {shown}, not {CATALOGUE_FORMAT}"))
     if duplicate is not None:
         return Failure(Refusal("catalogue-malformed", f"{source} has the mapping key {duplicate} twice in one mapping"))
-    try:
-        return Success(_checked(value))
-    except _Malformed as malformed:
-        return Failure(Refusal("catalogue-malformed", f"{source}: {malformed}"))
+    return _checked(value).alt(lambda detail: Refusal("catalogue-malformed", f"{source}: {detail}"))
 
 
 def load_catalogue(data: bytes, source: str) -> Result[Catalogue, Refusal]:

@@ -103,10 +103,11 @@ def _tag_text(tag: object) -> str:
 def read_command(line: bytes) -> Result[Command, str]:
     """Framing (spec 20 §5 step 1) of one stdin line: the §2.3 refusals with ``command`` for
     ``event``; unknown fields are ignored."""
-    decoded = decode_json(line)
-    if isinstance(decoded, Failure):
-        return Failure(f"not a JSON object: {decoded.failure()}")
-    raw = decoded.unwrap()
+    return decode_json(line).alt(lambda detail: f"not a JSON object: {detail}").bind(_command_of)
+
+
+def _command_of(raw: Any) -> Result[Command, str]:
+    """A decoded line as a command: an object with the format tag, a known name and that command's shape."""
     if not isinstance(raw, dict):
         return Failure("not a JSON object: the document is JSON but not an object")
     if "format" not in raw:
@@ -203,11 +204,15 @@ def check_well_formed(command: Steering) -> Result[WellFormed, CommandResult]:
     if isinstance(command, ToolDecide) and isinstance(command.decision, Deny) and not command.decision.reason.strip():
         return Failure(command_refused(command.id, "MALFORMED", EMPTY_DENY_REASON))
     if isinstance(command, FrameSet):
-        loaded = frame_from_object(command.frame, format_required=False)
-        if isinstance(loaded, Failure):
-            fault = loaded.failure()
-            return Failure(command_refused(command.id, "MALFORMED", MUTATED_FRAME if fault.check == 7 else fault.message))
-        return Success(WellFormed(command, loaded.unwrap()))
+        return (
+            frame_from_object(command.frame, format_required=False)
+            .map(lambda frame: WellFormed(command, frame))
+            .alt(
+                lambda fault: command_refused(
+                    command.id, "MALFORMED", MUTATED_FRAME if fault.check == 7 else fault.message
+                )
+            )
+        )
     return Success(WellFormed(command))
 
 

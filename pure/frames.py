@@ -9,8 +9,8 @@ failure is a ``FrameFault`` naming its check; ``frame_refusal`` turns it into th
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, TypeAlias
+from collections.abc import Callable, Mapping
+from typing import Any, TypeAlias, TypeVar
 
 import msgspec
 from msgspec import Struct
@@ -19,6 +19,7 @@ from returns.result import Failure, Result, Success
 from metaharness.pure.events import StepRef
 from metaharness.pure.jsonline import canonical, compact, sha256_hex
 from metaharness.pure.refusal import Refusal
+from metaharness.pure.results import each
 
 FRAME_FORMAT = "metaharness.frame/1"
 
@@ -141,25 +142,29 @@ class FrameFault(Struct, frozen=True):
     message: str
 
 
-class _NotAFrame(Exception):
-    """Raised inside the shape reader only; ``frame_from_object`` returns it as check 6."""
-
-
 def operation_set(operations: tuple[Operation, ...]) -> tuple[Operation, ...]:
     """Duplicates removed, sorted by (``op``, ``server``, ``tool``) (spec 20 §6.2 step 3)."""
     return tuple(sorted(set(operations), key=Operation.sort_key))
 
 
-def _fields(value: Any, path: str, required: tuple[str, ...], optional: tuple[str, ...] = ()) -> dict[str, Any]:
+# Check 6, the typed shape (docs/frames.md#4-fields): each reader returns the value read or the detail of
+# the first fault, in the document's reading order; unknown fields are refused at every level.
+
+_Part = TypeVar("_Part")
+
+
+def _fields(
+    value: Any, path: str, required: tuple[str, ...], optional: tuple[str, ...] = ()
+) -> Result[dict[str, Any], str]:
     if not isinstance(value, dict):
-        raise _NotAFrame(f"{path} must be an object")
-    for key in value:
-        if key not in required and key not in optional:
-            raise _NotAFrame(f'unknown field "{key}"')
-    for key in required:
-        if key not in value:
-            raise _NotAFrame(f'missing field "{_join(path, key)}"')
-    return value
+        return Failure(f"{path} must be an object")
+    unknown = [key for key in value if key not in required and key not in optional]
+    if unknown:
+        return Failure(f'unknown field "{unknown[0]}"')
+    missing = [key for key in required if key not in value]
+    if missing:
+        return Failure(f'missing field "{_join(path, missing[0])}"')
+    return Success(value)
 
 
 def _join(path: str, key: str) -> str:
@@ -170,136 +175,188 @@ def _is_digest(value: Any) -> bool:
     return isinstance(value, str) and len(value) == 64 and set(value) <= _HEX
 
 
-def _text(value: Any, path: str) -> str:
-    if not isinstance(value, str):
-        raise _NotAFrame(f"{path} must be a string")
-    return value
+def _text(value: Any, path: str) -> Result[str, str]:
+    return Success(value) if isinstance(value, str) else Failure(f"{path} must be a string")
 
 
-def _optional_text(value: Any, path: str) -> str | None:
-    return None if value is None else _text(value, path)
+def _optional_text(value: Any, path: str) -> Result[str | None, str]:
+    return Success(None) if value is None else _text(value, path)
 
 
-def _counter(value: Any, path: str) -> int:
+def _counter(value: Any, path: str) -> Result[int, str]:
     if type(value) is not int or not 0 <= value <= _UINT32_MAX:
-        raise _NotAFrame(f"{path} must be an integer from 0 to {_UINT32_MAX}")
-    return value
+        return Failure(f"{path} must be an integer from 0 to {_UINT32_MAX}")
+    return Success(value)
 
 
-def _items(value: Any, path: str) -> list[Any]:
+def _listed(value: Any, path: str, read: Callable[[Any, str], Result[_Part, str]]) -> Result[tuple[_Part, ...], str]:
+    """A list whose items each read at ``path[n]``."""
     if not isinstance(value, list):
-        raise _NotAFrame(f"{path} must be a list")
-    return value
+        return Failure(f"{path} must be a list")
+    return each(range(len(value)), lambda n: read(value[n], f"{path}[{n}]"))
 
 
-def _operation(value: Any, path: str) -> Operation:
-    raw = _fields(value, path, ("op",), ("server", "tool"))
-    name = _text(raw["op"], f"{path}.op")
-    if name not in OPERATION_NAMES:
-        raise _NotAFrame(f'{path}.op is "{name}", which is not an operation of the vocabulary')
-    if name != MCP_CALL:
-        _fields(raw, path, ("op",))
-        return Operation(name)
-    _fields(raw, path, ("op", "server", "tool"))
-    return Operation(name, _text(raw["server"], f"{path}.server"), _text(raw["tool"], f"{path}.tool"))
-
-
-def _operations(value: Any, path: str) -> tuple[Operation, ...]:
-    return operation_set(tuple(_operation(item, f"{path}[{n}]") for n, item in enumerate(_items(value, path))))
-
-
-def _handoff(value: Any) -> Handoff:
-    raw = _fields(value, "handoff", ("handoff",), ("name", "kind", "schema"))
-    kind = raw["handoff"]
-    if kind == "none":
-        _fields(raw, "handoff", ("handoff",))
-        return NoHandoff()
-    if kind == "artifact":
-        _fields(raw, "handoff", ("handoff", "name"), ("kind",))
-        return ArtifactHandoff(_text(raw["name"], "handoff.name"), _optional_text(raw.get("kind"), "handoff.kind"))
-    if kind == "structured_answer":
-        _fields(raw, "handoff", ("handoff", "schema"))
-        return StructuredAnswerHandoff(_text(raw["schema"], "handoff.schema"))
-    raise _NotAFrame('handoff.handoff must be "none", "artifact" or "structured_answer"')
-
-
-def _asks(value: Any, path: str) -> tuple[Ask, ...]:
-    asks = []
-    for n, item in enumerate(_items(value, path)):
-        raw = _fields(item, f"{path}[{n}]", ("text",), ("asked_by",))
-        asks.append(Ask(_text(raw["text"], f"{path}[{n}].text"), _optional_text(raw.get("asked_by"), f"{path}[{n}].asked_by")))
-    return tuple(asks)
-
-
-def _priors(value: Any) -> tuple[Prior, ...]:
-    priors = []
-    for n, item in enumerate(_items(value, "prior")):
-        raw = _fields(item, f"prior[{n}]", ("text",), ("source",))
-        priors.append(Prior(_text(raw["text"], f"prior[{n}].text"), _optional_text(raw.get("source"), f"prior[{n}].source")))
-    return tuple(priors)
-
-
-def _nodes(value: Any, path: str) -> tuple[FrameNode, ...]:
-    return tuple(
-        FrameNode(_text(_fields(item, f"{path}[{n}]", ("id",))["id"], f"{path}[{n}].id"))
-        for n, item in enumerate(_items(value, path))
+def _operation(value: Any, path: str) -> Result[Operation, str]:
+    return Result.do(
+        operation
+        for raw in _fields(value, path, ("op",), ("server", "tool"))
+        for name in _text(raw["op"], f"{path}.op")
+        for operation in _named_operation(raw, name, path)
     )
 
 
-def _subjects(value: Any) -> tuple[SubjectRule, ...] | None:
-    if value is None:
-        return None
-    rules = []
-    for n, item in enumerate(_items(value, "subjects")):
-        raw = _fields(item, f"subjects[{n}]", ("subject", "operations"))
-        rules.append(
-            SubjectRule(
-                _text(raw["subject"], f"subjects[{n}].subject"),
-                _operations(raw["operations"], f"subjects[{n}].operations"),
+def _named_operation(raw: dict[str, Any], name: str, path: str) -> Result[Operation, str]:
+    if name not in OPERATION_NAMES:
+        return Failure(f'{path}.op is "{name}", which is not an operation of the vocabulary')
+    if name != MCP_CALL:
+        return _fields(raw, path, ("op",)).map(lambda _: Operation(name))
+    return Result.do(
+        Operation(name, server, tool)
+        for _ in _fields(raw, path, ("op", "server", "tool"))
+        for server in _text(raw["server"], f"{path}.server")
+        for tool in _text(raw["tool"], f"{path}.tool")
+    )
+
+
+def _operations(value: Any, path: str) -> Result[tuple[Operation, ...], str]:
+    return _listed(value, path, _operation).map(operation_set)
+
+
+def _handoff(value: Any) -> Result[Handoff, str]:
+    return _fields(value, "handoff", ("handoff",), ("name", "kind", "schema")).bind(_handoff_of_its_kind)
+
+
+def _handoff_of_its_kind(raw: dict[str, Any]) -> Result[Handoff, str]:
+    match raw["handoff"]:
+        case "none":
+            return _fields(raw, "handoff", ("handoff",)).map(lambda _: NoHandoff())
+        case "artifact":
+            return Result.do(
+                ArtifactHandoff(name, kind)
+                for _ in _fields(raw, "handoff", ("handoff", "name"), ("kind",))
+                for name in _text(raw["name"], "handoff.name")
+                for kind in _optional_text(raw.get("kind"), "handoff.kind")
             )
-        )
-    return tuple(rules)
+        case "structured_answer":
+            return Result.do(
+                StructuredAnswerHandoff(schema)
+                for _ in _fields(raw, "handoff", ("handoff", "schema"))
+                for schema in _text(raw["schema"], "handoff.schema")
+            )
+    return Failure('handoff.handoff must be "none", "artifact" or "structured_answer"')
 
 
-def _entities(value: Any) -> Entities | None:
+def _ask(value: Any, path: str) -> Result[Ask, str]:
+    return Result.do(
+        Ask(text, asked_by)
+        for raw in _fields(value, path, ("text",), ("asked_by",))
+        for text in _text(raw["text"], f"{path}.text")
+        for asked_by in _optional_text(raw.get("asked_by"), f"{path}.asked_by")
+    )
+
+
+def _prior(value: Any, path: str) -> Result[Prior, str]:
+    return Result.do(
+        Prior(text, source)
+        for raw in _fields(value, path, ("text",), ("source",))
+        for text in _text(raw["text"], f"{path}.text")
+        for source in _optional_text(raw.get("source"), f"{path}.source")
+    )
+
+
+def _node(value: Any, path: str) -> Result[FrameNode, str]:
+    return _fields(value, path, ("id",)).bind(lambda raw: _text(raw["id"], f"{path}.id")).map(FrameNode)
+
+
+def _subject_rule(value: Any, path: str) -> Result[SubjectRule, str]:
+    return Result.do(
+        SubjectRule(subject, operations)
+        for raw in _fields(value, path, ("subject", "operations"))
+        for subject in _text(raw["subject"], f"{path}.subject")
+        for operations in _operations(raw["operations"], f"{path}.operations")
+    )
+
+
+def _subjects(value: Any) -> Result[tuple[SubjectRule, ...] | None, str]:
+    return Success(None) if value is None else _listed(value, "subjects", _subject_rule)
+
+
+def _entities(value: Any) -> Result[Entities | None, str]:
     if value is None:
-        return None
-    raw = _fields(value, "entities", ("source", "members"))
-    members = tuple(_text(m, f"entities.members[{n}]") for n, m in enumerate(_items(raw["members"], "entities.members")))
-    return Entities(_text(raw["source"], "entities.source"), members)
+        return Success(None)
+    return Result.do(
+        Entities(source, members)
+        for raw in _fields(value, "entities", ("source", "members"))
+        for members in _listed(raw["members"], "entities.members", _text)
+        for source in _text(raw["source"], "entities.source")
+    )
+
+
+def _workflow(raw: dict[str, Any]) -> Result[FrameWorkflow, str]:
+    return Result.do(
+        FrameWorkflow(workflow_id, version)
+        for workflow_id in _text(raw["id"], "workflow.id")
+        for version in _text(raw["version"], "workflow.version")
+    )
+
+
+def _step(raw: dict[str, Any]) -> Result[StepRef, str]:
+    return Result.do(
+        StepRef(workflow=workflow, state=state, index=index, attempt=attempt)
+        for workflow in _text(raw["workflow"], "step.workflow")
+        for state in _text(raw["state"], "step.state")
+        for index in _counter(raw["index"], "step.index")
+        for attempt in _counter(raw["attempt"], "step.attempt")
+    )
+
+
+def _digest(value: Any, required: bool) -> Result[str, str]:
+    if required and not _is_digest(value):
+        return Failure("digest must be 64 lowercase hex characters")
+    return Success(value if isinstance(value, str) else "")
 
 
 _REQUIRED = ("workflow", "node", "step", "prior", "obligations", "reaching", "next", "handoff", "operations")
 _OPTIONAL = ("format", "subjects", "entities", "digest")
 
 
-def _shape(raw: dict[str, Any], digest_required: bool) -> Frame:
-    """Check 6: the typed shape of §6.1, refusing unknown fields at every level."""
-    _fields(raw, "the frame", _REQUIRED + (("digest",) if digest_required else ()), _OPTIONAL)
-    workflow = _fields(raw["workflow"], "workflow", ("id", "version"))
-    step = _fields(raw["step"], "step", ("workflow", "state", "index", "attempt"))
-    digest = raw.get("digest", "")
-    if digest_required and not _is_digest(digest):
-        raise _NotAFrame("digest must be 64 lowercase hex characters")
-    return Frame(
-        workflow=FrameWorkflow(_text(workflow["id"], "workflow.id"), _text(workflow["version"], "workflow.version")),
-        node=FrameNode(_text(_fields(raw["node"], "node", ("id",))["id"], "node.id")),
-        step=StepRef(
-            workflow=_text(step["workflow"], "step.workflow"),
-            state=_text(step["state"], "step.state"),
-            index=_counter(step["index"], "step.index"),
-            attempt=_counter(step["attempt"], "step.attempt"),
-        ),
-        prior=_priors(raw["prior"]),
-        obligations=_asks(raw["obligations"], "obligations"),
-        reaching=_asks(raw["reaching"], "reaching"),
-        next=_nodes(raw["next"], "next"),
-        handoff=_handoff(raw["handoff"]),
-        operations=_operations(raw["operations"], "operations"),
-        subjects=_subjects(raw.get("subjects")),
-        entities=_entities(raw.get("entities")),
-        digest=digest if isinstance(digest, str) else "",
+def _shape(raw: dict[str, Any], digest_required: bool) -> Result[Frame, str]:
+    """Check 6: the typed shape of a frame, the detail of its first fault otherwise."""
+    return Result.do(
+        Frame(
+            workflow=workflow,
+            node=node,
+            step=step,
+            prior=prior,
+            obligations=obligations,
+            reaching=reaching,
+            next=next_nodes,
+            handoff=handoff,
+            operations=operations,
+            subjects=subjects,
+            entities=entities,
+            digest=digest,
+        )
+        for _ in _fields(raw, "the frame", _REQUIRED + (("digest",) if digest_required else ()), _OPTIONAL)
+        for workflow_fields in _fields(raw["workflow"], "workflow", ("id", "version"))
+        for step_fields in _fields(raw["step"], "step", ("workflow", "state", "index", "attempt"))
+        for digest in _digest(raw.get("digest", ""), digest_required)
+        for workflow in _workflow(workflow_fields)
+        for node in _node(raw["node"], "node")
+        for step in _step(step_fields)
+        for prior in _listed(raw["prior"], "prior", _prior)
+        for obligations in _listed(raw["obligations"], "obligations", _ask)
+        for reaching in _listed(raw["reaching"], "reaching", _ask)
+        for next_nodes in _listed(raw["next"], "next", _node)
+        for handoff in _handoff(raw["handoff"])
+        for operations in _operations(raw["operations"], "operations")
+        for subjects in _subjects(raw.get("subjects"))
+        for entities in _entities(raw.get("entities"))
     )
+
+
+def _not_a_frame(detail: str) -> FrameFault:
+    return FrameFault(6, f"not a frame: {detail}")
 
 
 def canonical_frame_bytes(frame: Frame) -> bytes:
@@ -331,10 +388,11 @@ def frame_from_object(raw: Any, *, format_required: bool = True) -> Result[Frame
         return Failure(FrameFault(4, f'no format tag, expected "{FRAME_FORMAT}"'))
     if "format" in raw and raw["format"] != FRAME_FORMAT:
         return Failure(FrameFault(5, f'unknown format tag "{_tag_text(raw["format"])}", expected "{FRAME_FORMAT}"'))
-    try:
-        frame = _shape(raw, digest_required=True)
-    except _NotAFrame as fault:
-        return Failure(FrameFault(6, f"not a frame: {fault}"))
+    return _shape(raw, digest_required=True).alt(_not_a_frame).bind(_sealed)
+
+
+def _sealed(frame: Frame) -> Result[Frame, FrameFault]:
+    """Check 7: the stated digest is the digest of the contents."""
     computed = frame_digest(frame)
     if computed != frame.digest:
         return Failure(
@@ -383,11 +441,11 @@ def seal_frame(raw: Mapping[str, Any]) -> Result[Frame, FrameFault]:
     """A frame document with its digest computed (spec 20 §6.2), for tools and tests; any stated
     ``digest`` is ignored and the shape is checked as on load."""
     unsealed = {key: value for key, value in raw.items() if key != "digest"}
-    try:
-        frame = _shape(unsealed, digest_required=False)
-    except _NotAFrame as fault:
-        return Failure(FrameFault(6, f"not a frame: {fault}"))
-    return Success(msgspec.structs.replace(frame, digest=frame_digest(frame)))
+    return (
+        _shape(unsealed, digest_required=False)
+        .map(lambda frame: msgspec.structs.replace(frame, digest=frame_digest(frame)))
+        .alt(_not_a_frame)
+    )
 
 
 def frame_document(frame: Frame) -> bytes:

@@ -43,7 +43,7 @@ _KIND = click.Choice(KINDS)
 _CONTEXT = {"help_option_names": ["-h", "--help"]}
 
 
-class _WriteScope(click.ParamType):
+class _WriteScope(click.ParamType[tuple[str, str], Any]):
     """``GLOB=SCOPE`` with SCOPE one of ``allowed``, ``partial-only``, ``denied`` (spec 10 §4.2)."""
 
     name = "GLOB=SCOPE"
@@ -57,12 +57,12 @@ class _WriteScope(click.ParamType):
         return (glob, scope)
 
 
-class _Duration(click.ParamType):
+class _Duration(click.ParamType[float, Any]):
     """Seconds (``600``) or a number with a unit (``90s``, ``10m``, ``1h``), above zero."""
 
     name = "DURATION"
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
         if isinstance(value, float):
             return value
         parsed = parse_duration(str(value))
@@ -71,7 +71,7 @@ class _Duration(click.ParamType):
         return parsed.unwrap()
 
 
-class _MarketplacePlugin(click.ParamType):
+class _MarketplacePlugin(click.ParamType[str, Any]):
     """``REPO@NAME@PIN``: exactly three non-empty segments (spec 10 §4.2)."""
 
     name = "REPO@NAME@PIN"
@@ -186,7 +186,7 @@ def _given(ctx: click.Context) -> frozenset[str]:
 @click.option("--substrate-embedded", is_flag=True, help="b10x: loop --substrate-embedded.")
 @click.option("--cgroup-root", metavar="DIR", help="b10x: loop --cgroup-root.")
 @click.pass_context
-def run(ctx: click.Context, **values: Any) -> int:
+def run(ctx: click.Context, /, **values: Any) -> int:
     """Launch a harness of KIND under governance; words after -- are appended to the auditor's argv."""
     from metaharness.shell.auditor import gather_audit_facts
     from metaharness.shell.run import execute_run

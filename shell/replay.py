@@ -14,6 +14,7 @@ from returns.result import Failure
 
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
 from metaharness.pure.options import _FRAME_REQUIRED as FRAME_REQUIRED_MESSAGE
+from metaharness.pure.options import DecisionMode, HermeticMode
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import unaudited_exit
 from metaharness.shell.frame_file import read_frame_file
@@ -38,12 +39,12 @@ def _frame(kind: str, decisions: str, frame: str | None) -> Frame | None | Refus
 
 
 def _replayed(
-    kind: str, data: bytes, run_id: str, decisions: str, frame: Frame | None, hermetic: str,
+    kind: str, data: bytes, run_id: str, decisions: DecisionMode, frame: Frame | None, hermetic: HermeticMode,
     harness_version: str | None, model: str | None, transcript_path: str,
 ) -> tuple[bytes, str, bytes]:  # fmt: skip
     """The kind's pure replay: the stream, its closing reason, and the b10x caller-seam lines."""
-    mode = "frame" if decisions == "frame" else "observe"
-    attested = hermetic if hermetic in ("on", "strict") else "off"
+    mode: DecisionMode = "frame" if decisions == "frame" else "observe"
+    attested: HermeticMode = hermetic if hermetic in ("on", "strict") else "off"
     if kind == "claude":
         from metaharness.pure.claude.replay import replay_claude, replay_facts
 
@@ -71,9 +72,9 @@ def run_replay(
     kind: str,
     record: str,
     run_id: str,
-    decisions: str,
+    decisions: DecisionMode,
     frame: str | None,
-    hermetic: str,
+    hermetic: HermeticMode,
     harness_version: str | None,
     model: str | None,
     transcript_path: str | None,

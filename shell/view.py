@@ -16,7 +16,7 @@ from typing import IO, NoReturn
 
 import click
 from returns.result import Failure
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.live import Live
 
 from metaharness.pure.events import (
@@ -95,7 +95,7 @@ class TerminalScreen:
         )  # fmt: skip
         self.live.start()
 
-    def _in_flight(self) -> view_screen.RenderableType:
+    def _in_flight(self) -> RenderableType:
         return view_screen.in_flight(self.state, open_note(self.state), time.monotonic())
 
     def show(self, before: ViewState, after: ViewState, item: EventLine | Malformed) -> None:

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from vendor_cli import home_linking_the_clis
 
 
 @pytest.fixture
@@ -19,6 +20,15 @@ def workspace(tmp_path: Path) -> Path:
     root.mkdir()
     (root / "README.md").write_text("hello harness\n")
     return root
+
+
+@pytest.fixture
+def own_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``HOME``, for the test and every process it starts, is ``tmp_path/own-home`` linking the pinned
+    vendor CLIs: tests run in parallel and none writes the caller's HOME."""
+    home = home_linking_the_clis(tmp_path / "own-home")
+    monkeypatch.setenv("HOME", str(home))
+    return home
 
 
 @pytest.fixture

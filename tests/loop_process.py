@@ -4,6 +4,7 @@ records every request it answers (spec 60 §8)."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -12,9 +13,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from metaharness.shell.loop.command import RETRY_WAIT_SCALE
+
 BIN = Path(sys.executable).parent
 HARNESS = str(BIN / "b10x-harness")
 EMULATOR = str(BIN / "b10x-emulator")
+SHORT_RETRY_WAITS = {**os.environ, RETRY_WAIT_SCALE: "0.01"}
+"""The environment ``harness`` runs the loop in: its retry waits slept at 1/100 (the loop's hidden testing knob)."""
 
 
 @contextmanager
@@ -64,7 +69,7 @@ def harness(
     with emulator(scenario, record, *(("--record-bodies",) if record_bodies else ())) as base_url:
         argv = [HARNESS, "run", "--json", "--no-session", "--workspace", str(workspace), "--base-url", base_url]
         argv += ["--model", "b10x-emulated", "--wire", wire, *extra, "--input", "go"]
-        done = subprocess.run(argv, input=stdin, capture_output=True, timeout=timeout, check=False)
+        done = subprocess.run(argv, input=stdin, capture_output=True, env=SHORT_RETRY_WAITS, timeout=timeout, check=False)
     lines = [json.loads(line) for line in done.stdout.decode().splitlines()]
     requests = [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
     return Run(lines, done.returncode, done.stderr.decode(), requests)

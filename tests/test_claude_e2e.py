@@ -28,10 +28,13 @@ from metaharness.pure.frames import frame_document, seal_frame
 NOTE = "written by the emulator\n"
 
 
-pytestmark = pytest.mark.skipif(
-    pinned_cli("claude") is None,
-    reason=f"the pinned Claude Code {PINS['claude']} is not installed on the child's PATH (vendors/install.sh)",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        pinned_cli("claude") is None,
+        reason=f"the pinned Claude Code {PINS['claude']} is not installed on the child's PATH (vendors/install.sh)",
+    ),
+    pytest.mark.usefixtures("own_home"),
+]
 
 
 @pytest.fixture

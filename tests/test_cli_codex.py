@@ -29,6 +29,7 @@ def metaharness(*args: str, cwd: Path | None = None) -> subprocess.CompletedProc
 
 
 needs_codex = pytest.mark.skipif(pinned_cli("codex") is None, reason=f"the pinned Codex CLI {PINNED} is not installed")
+pytestmark = pytest.mark.usefixtures("own_home")
 
 
 def events_of(stdout: bytes) -> list[dict]:

@@ -15,9 +15,12 @@ from codex_process import CODEX, census, decided, of, sealed_frame, well_formed
 from metaharness.pure.catalogue import load_catalogue, scratch_copy
 from metaharness.pure.jsonline import sha256_hex
 
-pytestmark = pytest.mark.skipif(
-    CODEX is None, reason="the pinned Codex CLI 0.171.0 is not installed on the child's PATH (vendors/install.sh)"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        CODEX is None, reason="the pinned Codex CLI 0.171.0 is not installed on the child's PATH (vendors/install.sh)"
+    ),
+    pytest.mark.usefixtures("own_home"),
+]
 
 CATALOGUE = {
     "format": "metaharness.catalogue/1",

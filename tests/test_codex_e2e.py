@@ -25,10 +25,13 @@ from metaharness.pure.options import RunOptions
 from metaharness.shell.codex.live import drive_codex
 from metaharness.shell.codex.run import materialise, plan_run
 
-pytestmark = pytest.mark.skipif(
-    CODEX is None,
-    reason=f"the pinned Codex CLI {PINNED} is not installed on the child's PATH (vendors/install.sh)",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        CODEX is None,
+        reason=f"the pinned Codex CLI {PINNED} is not installed on the child's PATH (vendors/install.sh)",
+    ),
+    pytest.mark.usefixtures("own_home"),
+]
 
 DRIVER = """
 import json, sys
@@ -186,7 +189,7 @@ def test_ask_allow_from_the_embedder_writes_the_note(emulator: str, tmp_path: Pa
 
 @pytest.mark.parametrize("emulator", ["codex-patch"], indirect=True)
 def test_ask_unanswered_is_denied_by_the_deadline_and_the_patch_never_runs(emulator: str, tmp_path: Path):
-    """The live loop in-process with a desk whose vendor budget is 10 s (deadline 5 s), so the real
+    """The live loop in-process with a desk whose vendor budget is 4 s (deadline 2 s, half of it), so the real
     hook waits on a real FIFO until metaharness's own deadline denies the call."""
     work = tmp_path / "work"
     work.mkdir()
@@ -206,7 +209,7 @@ def test_ask_unanswered_is_denied_by_the_deadline_and_the_patch_never_runs(emula
     )
     outcome = drive_codex(
         launch=launch,
-        desk=open_desk("ask", frame, 10_000),
+        desk=open_desk("ask", frame, 4_000),
         rollout=rollout,
         run="codex-deadline",
         write_event=lines.append,
@@ -215,12 +218,12 @@ def test_ask_unanswered_is_denied_by_the_deadline_and_the_patch_never_runs(emula
     )
     events = well_formed(lines)
     call = hook_call(events, "apply_patch")
-    assert call["decision_required"] is True and call["deadline_ms"] == 5000
+    assert call["decision_required"] is True and call["deadline_ms"] == 2000
     decision = decided(events, call["call_id"])
-    assert decision["decided_by"] == "deadline" and decision["latency_ms"] >= 5000
+    assert decision["decided_by"] == "deadline" and decision["latency_ms"] >= 2000
     assert decision["decision"]["reason"] == (
-        "metaharness's own 5000ms decision deadline expired before an answer arrived; it is strictly less than "
-        "the vendor's 10000ms timeout so the refusal is metaharness's and not an ambiguity"
+        "metaharness's own 2000ms decision deadline expired before an answer arrived; it is strictly less than "
+        "the vendor's 4000ms timeout so the refusal is metaharness's and not an ambiguity"
     )
     assert not (work / "note.md").exists()
     assert outcome.reason == "completed" and outcome.process == Exited(code=0)

@@ -246,6 +246,21 @@ def test_cold_once_retries_once_and_completes(wire: str, workspace: Path) -> Non
     assert run.lines[-1] == {"kind": "finished", "stop": {"kind": "completed"}, "turns": 1}
 
 
+def test_the_retry_wait_is_slept_in_real_time(workspace: Path) -> None:
+    """The one retry test on the real clock: without the testing knob the one-second backoff is waited out."""
+    with emulator("cold-once", workspace.parent / "cold-once.record.jsonl") as base_url:
+        argv = [HARNESS, "run", "--json", "--no-session", "--workspace", str(workspace), "--base-url", base_url]
+        argv += ["--model", "b10x-emulated", "--wire", "anthropic-messages", "--input", "go"]
+        started = time.monotonic()
+        done = subprocess.run(argv, capture_output=True, timeout=60, check=False)
+        waited = time.monotonic() - started
+    lines = [json.loads(line) for line in done.stdout.decode().splitlines()]
+    (warning,) = [line["message"] for line in lines if line["kind"] == "warning"]
+    assert warning.startswith("attempt 1 of 4 failed before answering and is being retried after 1000 ms: ")
+    assert lines[-1] == {"kind": "finished", "stop": {"kind": "completed"}, "turns": 1}
+    assert waited >= 1.0
+
+
 @pytest.mark.parametrize("wire", WIRES)
 def test_truncated_is_retried_by_the_loop_three_times(wire: str, workspace: Path) -> None:
     run = harness("truncated", wire, workspace)

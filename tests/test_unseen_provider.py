@@ -7,7 +7,6 @@ with the wires or the emulator and answers in every framing variant real service
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from loop_process import SHORT_RETRY_WAITS
 from providers.unseen import FINAL, NOTE, REFUSED, STYLES, Provider, Style, running_provider
 
 HARNESS = str(Path(sys.executable).parent / "b10x-harness")
@@ -35,7 +35,8 @@ def argv(provider: Provider, wire: str, workspace: Path, *extra: str) -> list[st
 
 
 def environment() -> dict[str, str]:
-    return {**os.environ, "UNSEEN_KEY": KEY}
+    """The caller's environment with the key, retry waits short (the loop's testing knob)."""
+    return {**SHORT_RETRY_WAITS, "UNSEEN_KEY": KEY}
 
 
 class Done:

@@ -7,7 +7,9 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 from functools import cache
+from pathlib import Path
 
 from metaharness.pure.environment import path_floor
 
@@ -17,9 +19,24 @@ PINS = {"claude": "2.1.332", "codex": "0.171.0"}
 @cache
 def pinned_cli(kind: str) -> str | None:
     """The path of the pinned ``kind`` CLI on the child's PATH floor, or None when it is absent or
-    answers another version."""
+    answers another version. The probe runs under a throwaway HOME (``codex --version`` writes below
+    its home), so it leaves nothing in the caller's."""
     found = shutil.which(kind, path=path_floor(dict(os.environ)))
     if found is None:
         return None
-    done = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=60, check=False)
+    with tempfile.TemporaryDirectory() as home:
+        env = {**os.environ, "HOME": home, "CODEX_HOME": home}
+        done = subprocess.run([found, "--version"], capture_output=True, text=True, env=env, timeout=60, check=False)
     return found if PINS[kind] in done.stdout.split() else None
+
+
+def home_linking_the_clis(home: Path) -> Path:
+    """A HOME of a test's own whose ``.local/bin`` links each pinned CLI that is installed: a run under it
+    finds them on its PATH floor as under the caller's HOME, and what a CLI writes below HOME (Claude
+    Code's MCP logs under ``.cache``, Codex's ``.codex/tmp``) lands in the test's tree, not the caller's."""
+    (home / ".local" / "bin").mkdir(parents=True)
+    for kind in PINS:
+        found = pinned_cli(kind)
+        if found is not None:
+            (home / ".local" / "bin" / kind).symlink_to(found)
+    return home

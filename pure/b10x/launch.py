@@ -23,6 +23,7 @@ from metaharness.pure.context import (
 )
 from metaharness.pure.environment import (
     ChildEnvironment,
+    CredentialPosture,
     EnvironmentDeclaration,
     ProgramCandidate,
     child_environment,
@@ -162,16 +163,19 @@ def plan_b10x_launch(options: RunOptions, facts: B10xLaunchFacts) -> Result[B10x
     ``argument-too-long`` (stage 8). Nothing is started or written.
     """
     declaration = environment_declaration(options, facts.caller_cwd)
-    posture = credential_posture(declaration, facts.caller_env, credential_file_present=False)
-    if isinstance(posture, Failure):
-        return posture
-    if facts.frame is not None:
-        admissible = check_frame_admissible(facts.frame)
-        if isinstance(admissible, Failure):
-            return admissible
-    environment = child_environment(declaration, facts.caller_env, facts.scratch, posture.unwrap())
-    if isinstance(environment, Failure):
-        return environment
+    return Result.do(
+        launch
+        for posture in credential_posture(declaration, facts.caller_env, credential_file_present=False)
+        for _ in (Success(None) if facts.frame is None else check_frame_admissible(facts.frame))
+        for environment in child_environment(declaration, facts.caller_env, facts.scratch, posture)
+        for launch in _measured_launch(options, facts, posture, environment)
+    )
+
+
+def _measured_launch(
+    options: RunOptions, facts: B10xLaunchFacts, posture: CredentialPosture, environment: ChildEnvironment
+) -> Result[B10xLaunch, Refusal]:
+    """The launch once its credential and environment are settled, or ``argument-too-long``."""
     scratch = facts.scratch
     workspace = workspace_of(options, facts.caller_cwd, scratch)
     plugins = tuple(
@@ -179,12 +183,11 @@ def plan_b10x_launch(options: RunOptions, facts: B10xLaunchFacts) -> Result[B10x
         for k, source in enumerate(options.plugin_dir, start=1)
     )
     files = plan_context_copies(scratch, facts.context)
-    args = _arguments(options, facts.caller_cwd, workspace, posture.unwrap().loop_arguments, plugins, files)
-    built = environment.unwrap()
+    args = _arguments(options, facts.caller_cwd, workspace, posture.loop_arguments, plugins, files)
     launch = B10xLaunch(
         program=facts.program,
         args=args,
-        environment=built,
+        environment=environment,
         cwd=workspace,
         scratch=scratch,
         directories=_directories(options, scratch, files),
@@ -193,7 +196,7 @@ def plan_b10x_launch(options: RunOptions, facts: B10xLaunchFacts) -> Result[B10x
         context_files=context_record(facts.context, CONTEXT_CHANNEL) or (),
         transcript_path=posixpath.join(scratch, "loop.jsonl"),
         answers_on_stdin=options.decisions != "observe",
-        attestation=launch_attestation(options, facts, workspace, built, plugins),
+        attestation=launch_attestation(options, facts, workspace, environment, plugins),
     )
     measured = check_argument_sizes(launch.argv, launch.environment.strings(), facts.context, len(launch.argv) - 1)
     return measured.map(lambda _: launch)

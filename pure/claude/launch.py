@@ -330,17 +330,48 @@ def plan_claude_launch(
     nothing was found.
     """
     declaration = msgspec.structs.replace(spec.environment, kind="claude")
-    posture = credential_posture(declaration, caller_env, credential_file_present, custody_path, upstream)
-    if isinstance(posture, Failure):
-        return posture
     cwd = spec.cwd if spec.cwd is not None else posixpath.join(scratch, "work")
     walk = walk if walk is not None else MemoryWalk(start=posixpath.dirname(scratch), hits=(), root_names=())
-    memory = memory_row("claude", workdir_mode(spec.cwd, spec.scratch_cwd), walk, CANARY_LOADED.get(PINS[0]))
-    if isinstance(memory, Failure):
-        return memory
-    program = resolve_program(PROGRAM, path_floor(caller_env), program_facts)
-    if isinstance(program, Failure):
-        return program
+    return Result.do(
+        ClaudeLaunch(
+            program=program,
+            args=args,
+            environment=environment,
+            cwd=cwd,
+            scratch=scratch,
+            claude_home=posixpath.join(scratch, "claude-home"),
+            directories=_directories(spec, scratch),
+            files=_scratch_files(spec, scratch, cwd, compact(settings)),
+            fifos=(posixpath.join(scratch, CHANNEL_DIR, "doorbell"),),
+            settings=compact(settings),
+            user_turn=user_turn(spec),
+            context_files=context_record(spec.context, CONTEXT_CHANNEL) or (),
+            credential_file=posture.credential_file,
+            transcript_path=posixpath.join(scratch, TRANSCRIPT_FILE),
+            hermetic=attestation(spec, scratch, cwd, environment, memory, walk, managed_settings_present),
+            ambient_warnings=tuple(
+                f"the task holds {token}, which Claude Code reads as a file no tool call, hook or record shows"
+                for token in ambient_mentions(spec.prompt)
+            ),
+        )
+        for posture in credential_posture(declaration, caller_env, credential_file_present, custody_path, upstream)
+        for memory in memory_row("claude", workdir_mode(spec.cwd, spec.scratch_cwd), walk, CANARY_LOADED.get(PINS[0]))
+        for program in resolve_program(PROGRAM, path_floor(caller_env), program_facts)
+        for _ in _catalogue_server_startable(spec)
+        for environment in child_environment(declaration, caller_env, scratch, posture)
+        for args in check_arguments(arguments(spec, scratch, user_turn(spec), _context_block(spec)))
+        for settings in check_shadowing(settings_document(scratch), scratch)
+        for _ in check_argument_sizes((program, *args), environment.strings(), spec.context, prompt_index=2)
+    )
+
+
+def _context_block(spec: ClaudeRunSpec) -> str | None:
+    """The ``--context`` files rendered for the user turn, ``None`` without any."""
+    return render_context_block(spec.context) if spec.context else None
+
+
+def _catalogue_server_startable(spec: ClaudeRunSpec) -> Result[None, Refusal]:
+    """``tool-server-missing``: a catalogue run needs this package's own CLI to start ``mcp-serve``."""
     if spec.catalogue is not None and not spec.own_cli:
         return Failure(
             Refusal(
@@ -349,24 +380,14 @@ def plan_claude_launch(
                 "(mcp-serve) cannot be started for --tool-surface owned",
             )
         )
-    environment = child_environment(declaration, caller_env, scratch, posture.unwrap())
-    if isinstance(environment, Failure):
-        return environment
-    turn = user_turn(spec)
-    block = render_context_block(spec.context) if spec.context else None
-    args = check_arguments(arguments(spec, scratch, turn, block))
-    if isinstance(args, Failure):
-        return args
-    settings = check_shadowing(settings_document(scratch), scratch)
-    if isinstance(settings, Failure):
-        return settings
-    argv = (program.unwrap(), *args.unwrap())
-    fits = check_argument_sizes(argv, environment.unwrap().strings(), spec.context, prompt_index=2)
-    if isinstance(fits, Failure):
-        return fits
-    settings_bytes = compact(settings.unwrap())
+    return Success(None)
+
+
+def _scratch_files(spec: ClaudeRunSpec, scratch: str, cwd: str, settings: bytes) -> tuple[ScratchFile, ...]:
+    """The generated scratch files in path order: the settings, the hook program, and on a catalogue
+    run the MCP configuration and the catalogue's scratch copy."""
     files: tuple[ScratchFile, ...] = (
-        ScratchFile(posixpath.join(scratch, SETTINGS_FILE), settings_bytes),
+        ScratchFile(posixpath.join(scratch, SETTINGS_FILE), settings),
         ScratchFile(posixpath.join(scratch, HOOK_PROGRAM), render_hook_program(scratch).encode(), 0o700),
     )
     if spec.catalogue is not None:
@@ -374,31 +395,7 @@ def plan_claude_launch(
             ScratchFile(posixpath.join(scratch, MCP_CONFIG_FILE), compact(mcp_config(spec, scratch, cwd))),
             ScratchFile(posixpath.join(scratch, CATALOGUE_FILE), scratch_copy(spec.catalogue)),
         )
-    return Success(
-        ClaudeLaunch(
-            program=program.unwrap(),
-            args=args.unwrap(),
-            environment=environment.unwrap(),
-            cwd=cwd,
-            scratch=scratch,
-            claude_home=posixpath.join(scratch, "claude-home"),
-            directories=_directories(spec, scratch),
-            files=tuple(sorted(files, key=lambda f: f.path)),
-            fifos=(posixpath.join(scratch, CHANNEL_DIR, "doorbell"),),
-            settings=settings_bytes,
-            user_turn=turn,
-            context_files=context_record(spec.context, CONTEXT_CHANNEL) or (),
-            credential_file=posture.unwrap().credential_file,
-            transcript_path=posixpath.join(scratch, TRANSCRIPT_FILE),
-            hermetic=attestation(
-                spec, scratch, cwd, environment.unwrap(), memory.unwrap(), walk, managed_settings_present
-            ),
-            ambient_warnings=tuple(
-                f"the task holds {token}, which Claude Code reads as a file no tool call, hook or record shows"
-                for token in ambient_mentions(spec.prompt)
-            ),
-        )
-    )
+    return tuple(sorted(files, key=lambda f: f.path))
 
 
 def _directories(spec: ClaudeRunSpec, scratch: str) -> tuple[str, ...]:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import io
 import os
 import sys
 import tempfile
@@ -68,14 +67,14 @@ def run_c3(vector: Vector, banner: bytes) -> Verdict:
         with open(record_path, "wb") as handle:
             handle.write(record)
         open(capture_path, "wb").close()
-        stream = io.BytesIO()
+        stream = bytearray()
         drive_loop(
             argv=[sys.executable, "-c", SCRIPTED_CHILD, record_path, capture_path],
             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
             cwd=scratch,
             settings=c3_settings(vector, banner, loaded.unwrap()),
             opening=lambda settings: (settings, ()),
-            write_event=stream.write,
+            write_event=stream.extend,
             transcript=None,
             commands=None,
             on_steering_refusal=lambda _line: None,
@@ -86,7 +85,7 @@ def run_c3(vector: Vector, banner: bytes) -> Verdict:
     stdin_verdict = compare_lines(vector, wanted_stdin, captured, "stdin line")
     if stdin_verdict.outcome != "pass":
         return stdin_verdict
-    return compare_lines(vector, expected, stream.getvalue())
+    return compare_lines(vector, expected, bytes(stream))
 
 
 def run_vector(vector: Vector, banner: bytes) -> Verdict:

@@ -140,6 +140,7 @@ def drive_claude(
     number = 0
     halted = killed = False
     kill_at: float | None = None
+    chunk: bytes | None
     record_open = True
     stderr_open = True
     try:

@@ -167,12 +167,12 @@ def materialise(launch: ClaudeLaunch, plugins: tuple[PluginCopy, ...]) -> HookCh
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(item.data)
     for plugin in plugins:
-        for item in plugin.files:
-            path = os.path.join(launch.scratch, "plugins", plugin.name, item.path)
+        for copied in plugin.files:
+            path = os.path.join(launch.scratch, "plugins", plugin.name, copied.path)
             os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, item.mode & 0o700 or 0o600)
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, copied.mode & 0o700 or 0o600)
             with os.fdopen(descriptor, "wb") as handle:
-                handle.write(item.data)
+                handle.write(copied.data)
     if launch.credential_file is not None:
         shutil.copyfile(launch.credential_file, os.path.join(launch.claude_home, ".credentials.json"))
         os.chmod(os.path.join(launch.claude_home, ".credentials.json"), 0o600)

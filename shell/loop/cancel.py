@@ -22,10 +22,11 @@ class Interrupted(BaseException):
 class CancelToken:
     """Set by a signal or the deadline; polled between events, calls and backoff slices."""
 
-    def __init__(self, deadline_ms: int | None, started: float) -> None:
+    def __init__(self, deadline_ms: int | None, started: float, wait_scale: float = 1.0) -> None:
         self.cancelled = False
         self.deadline_ms = deadline_ms
         self.started = started
+        self.wait_scale = wait_scale
         self._blocking = 0
         self._deadline_bound = 0
 
@@ -83,8 +84,9 @@ class CancelToken:
             self._deadline_bound -= bounded_by_deadline
 
     def sleep(self, seconds: float) -> bool:
-        """A cancellable pause in slices of at most 25 ms; ``False`` when interrupted."""
-        end = time.monotonic() + seconds
+        """A cancellable pause of ``seconds`` times ``wait_scale``, in slices of at most 25 ms; ``False`` when
+        interrupted."""
+        end = time.monotonic() + seconds * self.wait_scale
         while True:
             if self.stopping():
                 return False

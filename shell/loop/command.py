@@ -54,6 +54,10 @@ ENDPOINT_PATHS = {
     openai_responses.WIRE: openai_responses.ENDPOINT_PATH,
     anthropic_messages.WIRE: anthropic_messages.ENDPOINT_PATH,
 }
+RETRY_WAIT_SCALE = "B10X_HARNESS_TESTING_RETRY_WAIT_SCALE"
+"""A hidden testing knob (docs/DEVELOPING.md#timers-in-tests): a non-negative factor every retry wait is
+slept at, so end-to-end tests of retries do not wait on the real backoff. The waits the run reports are
+the policy's, unscaled."""
 NO_TERMINAL = "no terminal to ask; calls above the ceiling will be refused — pass --yes or --approve-up-to"
 
 
@@ -135,7 +139,7 @@ def cli() -> None:
 @click.option("--plugin-dir", multiple=True, help="plugin directory: its skills/ and agents/, names qualified (repeatable)")
 @click.option("--hooks", help="hooks JSON file: before-call, after-call and stop programs")
 @click.pass_context
-def run_command(ctx: click.Context, **values: Any) -> None:
+def run_command(ctx: click.Context, /, **values: Any) -> None:
     """Run the loop once."""
     given = tuple(flag for flag in NOT_BUILT if values.get(flag.lstrip("-").replace("-", "_")) not in (None, (), False))
     flags = RunFlags(
@@ -202,7 +206,7 @@ def run_command(ctx: click.Context, **values: Any) -> None:
     help="how long a call waits for the client's item/tool/call answer",
 )
 @click.pass_context
-def app_server_command(ctx: click.Context, **values: Any) -> None:
+def app_server_command(ctx: click.Context, /, **values: Any) -> None:
     """Serve the loop over one JSON-RPC connection on stdio, the client's dynamic tools its only tools."""
     ctx.exit(serve_app_server(values))
 
@@ -340,6 +344,15 @@ def _resolve_session(plan: RunPlan, root: str) -> tuple[str | None, SessionFile 
     return directory.unwrap(), session
 
 
+def _retry_wait_scale(value: str | None) -> float:
+    """The testing knob's factor; 1 (the real waits) when it is unset or not a non-negative number."""
+    try:
+        scale = float(value) if value is not None else 1.0
+    except ValueError:
+        return 1.0
+    return scale if scale >= 0 else 1.0
+
+
 def start(flags: RunFlags) -> int:
     """Refuse before start or run the loop; the exit code (spec 60 §1.2)."""
     from metaharness.shell.loop.runner import Loop, LoopError, Recorder, stderr_error
@@ -350,7 +363,7 @@ def start(flags: RunFlags) -> int:
     if isinstance(planned, Failure):
         return _refuse(flags.json, planned.failure())
     plan = planned.unwrap()
-    cancel = CancelToken(flags.max_duration_ms, started_at)
+    cancel = CancelToken(flags.max_duration_ms, started_at, _retry_wait_scale(os.environ.get(RETRY_WAIT_SCALE)))
     cancel.install()
     try:
         if not os.path.isdir(flags.workspace):
