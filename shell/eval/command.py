@@ -76,15 +76,11 @@ def _read_plan(path: Path, only: tuple[str, ...]) -> Plan:
     return plan
 
 
-def _prepare_out(out: Path, resume: bool) -> None:
+def _check_out(out: Path, resume: bool) -> None:
     if out.exists() and not out.is_dir():
         raise Refused(Refusal("out-not-a-directory", f"{out} exists and is not a directory"))
     if out.is_dir() and any(out.iterdir()) and not resume:
         raise Refused(Refusal("out-not-empty", f"{out} is not empty; --resume runs only what is missing there"))
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise Refused(Refusal("out-unwritable", f"{out}: {error.strerror or error}")) from None
 
 
 def _write_run(out: Path, outcome: Outcome) -> RunResult:
@@ -158,8 +154,12 @@ def evaluate(plan_path: str, out_dir: str, jobs: int, ray_address: str | None, r
         raise Refused(ray)
     path, out = Path(plan_path), Path(out_dir)
     plan = _read_plan(path, only)
-    _prepare_out(out, resume)
+    _check_out(out, resume)
     pending, results = _pending(plan, path.parent, out, resume)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise Refused(Refusal("out-unwritable", f"{out}: {error.strerror or error}")) from None
     outcomes: Iterator[Outcome] = (
         run_on_ray(ray, ray_address, pending, jobs) if ray is not None and ray_address is not None else run_locally(pending, jobs)
     )
