@@ -117,8 +117,11 @@ def _exit_code(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
-def govern_run(inputs: RunInputs, attempts: int = 1, grace: float = GRACE_SECONDS) -> RunOutput:
-    """Run ``inputs`` once as a governed run and return its files; ``attempts`` is recorded."""
+def govern_run(
+    inputs: RunInputs, attempts: int = 1, grace: float = GRACE_SECONDS, program: tuple[str, ...] = ()
+) -> RunOutput:
+    """Run ``inputs`` once as a governed run and return its files; ``attempts`` is recorded.
+    ``program`` is the argv prefix of ``metaharness`` (this package's own CLI when empty)."""
     root = Path(tempfile.mkdtemp(prefix="metaharness-eval-"))
     try:
         copy = root / "workspace"
@@ -127,7 +130,7 @@ def govern_run(inputs: RunInputs, attempts: int = 1, grace: float = GRACE_SECOND
         arm = Arm(id=inputs.arm, kind=inputs.kind, options=inputs.options)
         context = [word for path in inputs.context for word in ("--context", path)]
         argv = [
-            *own_cli(), "run", inputs.kind, *run_words(arm, _shipped_words(inputs, root / "inputs")),
+            *(program or own_cli()), "run", inputs.kind, *run_words(arm, _shipped_words(inputs, root / "inputs")),
             "-p", inputs.prompt, "--cwd", str(copy), "--scratch-cwd", *context,
         ]
         stdout_path, stderr_path = root / "events.jsonl", root / "stderr.txt"
