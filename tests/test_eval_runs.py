@@ -62,6 +62,8 @@ def local_out(world: tuple[Path, dict[str, str]]) -> tuple[Path, str, str, int]:
 
 @pytest.fixture(scope="module")
 def ray_address(world: tuple[Path, dict[str, str]]) -> Iterator[str]:
+    """One local Ray cluster for this module's Ray tests."""
+    pytest.importorskip("ray", reason="the ray extra is not installed (pip install -e '.[test,ray]')")
     root, _ = world
     with ray_cluster(root / "home") as address:
         yield address
