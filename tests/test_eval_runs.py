@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import shutil
 import signal
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -16,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from eval_world import (
+    EVAL,
     TASKS,
     arms,
     emulators,
@@ -190,3 +193,31 @@ def test_a_run_past_its_timeout_is_timed_out_and_exits_3(world: tuple[Path, dict
     assert done.stdout.splitlines()[1].split() == ["answer", "0/1", "timed-out"]
     events = (root / "timed-out" / "runs" / "answer" / "slow" / "1" / "events.jsonl").read_text().splitlines()
     assert json.loads(events[-1])["event"] == "stream.closed" and json.loads(events[-1])["reason"] != "completed"
+
+
+def test_a_terminal_gets_a_progress_bar(world: tuple[Path, dict[str, str]]) -> None:
+    """stderr on a real pty: the rich bar with done/planned and the running count, no per-run lines."""
+    root, _ = world
+    controller, terminal = pty.openpty()
+    (root / "tmp").mkdir(exist_ok=True)
+    process = subprocess.Popen(
+        [str(EVAL), "plan.yaml", "--out", "on-a-terminal", "--only", "with-brief", "--only", "b10x"],
+        cwd=root, stdout=subprocess.PIPE, stderr=terminal, stdin=subprocess.DEVNULL,
+        env={"HOME": str(root / "home"), "PATH": os.environ["PATH"], "TMPDIR": str(root / "tmp"), "TERM": "xterm"},
+    )
+    os.close(terminal)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(controller, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+    stdout, _ = process.communicate(timeout=120)
+    os.close(controller)
+    assert process.returncode == 0, shown
+    text = shown.decode(errors="replace")
+    assert "1/1" in text and "running" in text and "━" in text and "[1/1]" not in text
+    assert stdout.decode().splitlines()[-1] == "b10x: 2 pass / 0 fail"

@@ -163,7 +163,7 @@ def evaluate(plan_path: str, out_dir: str, jobs: int, ray_address: str | None, r
     outcomes: Iterator[Outcome] = (
         run_on_ray(ray, ray_address, pending, jobs) if ray is not None and ray_address is not None else run_locally(pending, jobs)
     )
-    with Progress(planned=len(pending)) as progress:
+    with Progress(planned=len(pending), jobs=jobs) as progress:
         for outcome in outcomes:
             result = _write_run(out, outcome)
             if outcome.output is None:
