@@ -87,15 +87,16 @@ def driver_rss_mb(root: Path, env: dict[str, str], plan: str) -> float:
     return int(rss) / 1024
 
 
-def ray_cluster(env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
-    """``ray start --head --block`` on loopback with the benchmark's HOME; (process, address)."""
+def ray_cluster(env: dict[str, str], temp: Path) -> tuple[subprocess.Popen[str], str]:
+    """``ray start --head --block`` on loopback with the benchmark's HOME, its files in ``temp``;
+    (process, address)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     process = subprocess.Popen(
         [str(BIN / "ray"), "start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--port", str(port),
          "--num-cpus", "2", "--include-dashboard=false", "--disable-usage-stats",
-         "--temp-dir", tempfile.mkdtemp(prefix="ray-", dir="/tmp")],
+         "--temp-dir", str(temp)],
         env={**os.environ, "HOME": env["HOME"]}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     assert process.stdout is not None
@@ -120,7 +121,7 @@ def main() -> None:
             one = timed(root, env, plan, "--jobs", "1")
             two = timed(root, env, plan, "--jobs", "2")
             print(f"{runs} b10x runs: --jobs 1 {one:.1f} s, --jobs 2 {two:.1f} s: throughput {one / two:.2f}x (aim >= 1.7x)")
-            cluster, address = ray_cluster(env)
+            cluster, address = ray_cluster(env, root / "ray")
             try:
                 cold = timed(root, env, plan, "--jobs", "2", "--ray", address)
                 on_ray = timed(root, env, plan, "--jobs", "2", "--ray", address)

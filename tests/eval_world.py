@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -186,3 +187,4 @@ def ray_cluster(home: Path) -> Iterator[str]:
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=120)
+        shutil.rmtree(temp, ignore_errors=True)

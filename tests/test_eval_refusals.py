@@ -114,3 +114,9 @@ def test_an_out_path_that_is_a_file(root: Path) -> None:
     (root / "plan.yaml").write_text(yaml.safe_dump(plan()))
     done = run_eval(root, "plan.yaml", "--out", "a-file")
     assert done.returncode == 2 and done.stderr == "metaharness-eval: out-not-a-directory: a-file exists and is not a directory\n"
+
+
+def test_jobs_below_one(root: Path) -> None:
+    (root / "plan.yaml").write_text(yaml.safe_dump(plan()))
+    done = run_eval(root, "plan.yaml", "--out", "out", "--jobs", "0")
+    assert done.returncode == 2 and done.stderr == "metaharness-eval: usage: --jobs 0: at least 1\n"

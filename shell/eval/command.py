@@ -8,12 +8,13 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import click
+import msgspec
 from returns.result import Failure
 
-from metaharness.pure.eval.plan import Arm, OptionShape, Plan, chosen_plan, plan_runs, read_plan, run_words
+from metaharness.pure.eval.plan import Arm, OptionShape, Plan, Task, chosen_plan, plan_runs, read_plan, run_words
 from metaharness.pure.eval.report import RUN_PAGE, report_page, run_directory
 from metaharness.pure.eval.results import RunResult, batch_exit, lost_result, read_result, result_document, result_table
 from metaharness.pure.projection import project_stream, viewer_page
@@ -103,9 +104,7 @@ def _write_run(out: Path, outcome: Outcome) -> RunResult:
     else:
         page.write_text(viewer_page([projected.unwrap()]), encoding="utf-8")
     (directory / "result.json").write_bytes(output.result)
-    read = read_result(output.result)
-    assert read is not None, "a run's own result.json is complete"
-    return read
+    return msgspec.json.decode(output.result, type=RunResult)
 
 
 def _pending(plan: Plan, plan_dir: Path, out: Path, resume: bool) -> tuple[list[PendingRun], dict[tuple[str, str, int], RunResult]]:
@@ -134,7 +133,7 @@ def _pending(plan: Plan, plan_dir: Path, out: Path, resume: bool) -> tuple[list[
                 done[identity] = complete
                 continue
 
-        def pack(task: Any = task, arm: Arm = arm, repeat: int = repeat) -> RunInputs:
+        def pack(task: Task = task, arm: Arm = arm, repeat: int = repeat) -> RunInputs:
             return RunInputs(
                 task=task.id, arm=arm.id, repeat=repeat, kind=arm.kind, options=arm.options, prompt=task.prompt,
                 context=task.context, timeout=task.timeout, checks=task.checks,
