@@ -120,10 +120,10 @@ def test_ray_gives_the_same_summary(
     assert (root / "on-ray" / "runs" / "with-brief" / "codex" / "1" / "page.html").is_file()
 
 
-def _kill_first_worker_running_a_run(stop: threading.Event, killed: list[int]) -> None:
-    """SIGKILL the Ray worker whose child is a governed run, once, as soon as one is seen."""
-    deadline = time.monotonic() + 60
-    while not stop.is_set() and time.monotonic() < deadline:
+def _kill_workers_running_a_run(stop: threading.Event, killed: list[int], times: int) -> None:
+    """SIGKILL each Ray worker seen with a governed run as its child, up to ``times`` workers."""
+    deadline = time.monotonic() + 120
+    while not stop.is_set() and time.monotonic() < deadline and len(killed) < times:
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit():
                 continue
@@ -133,32 +133,53 @@ def _kill_first_worker_running_a_run(stop: threading.Event, killed: list[int]) -
                 parent_words = Path(f"/proc/{parent}/cmdline").read_bytes()
             except (OSError, ValueError, IndexError):
                 continue
-            if b"metaharness.shell" in words and b"run" in words and parent_words.startswith(b"ray::"):
+            if b"metaharness.shell" in words and b"run" in words and parent_words.startswith(b"ray::") and parent not in killed:
                 os.kill(parent, signal.SIGKILL)
                 killed.append(parent)
-                return
+                break
         stop.wait(0.05)
+
+
+def slow_plan(root: Path, urls: dict[str, str], name: str) -> str:
+    """One b10x run against the emulator's ``slow`` scenario (about four seconds of streamed text)."""
+    slow = {"slow": {"kind": "b10x", "model": "b10x-emulated", "model-endpoint": urls["slow"], "decisions": "observe"}}
+    task = {"id": "answer", "prompt": "Say something", "workspace": {"git": "repo", "ref": "HEAD"},
+            "checks": [{"id": "completed", "event": {"event": "stream.closed", "reason": "completed"}}]}
+    write_plan(root, slow, [task], name=name)
+    return name
+
+
+def killing(root: Path, plan: str, out: str, address: str, times: int) -> tuple[subprocess.CompletedProcess[str], list[int]]:
+    stop, killed = threading.Event(), []
+    killer = threading.Thread(target=_kill_workers_running_a_run, args=(stop, killed, times))
+    killer.start()
+    try:
+        done = run_eval(root, plan, "--out", out, "--jobs", "1", "--ray", address)
+    finally:
+        stop.set()
+        killer.join()
+    return done, killed
 
 
 def test_a_killed_worker_is_retried_and_its_run_finishes(world: tuple[Path, dict[str, str]], ray_address: str) -> None:
     root, urls = world
-    slow = {"slow": {"kind": "b10x", "model": "b10x-emulated", "model-endpoint": urls["slow"], "decisions": "observe"}}
-    task = {"id": "answer", "prompt": "Say something", "workspace": {"git": "repo", "ref": "HEAD"},
-            "checks": [{"id": "completed", "event": {"event": "stream.closed", "reason": "completed"}}]}
-    write_plan(root, slow, [task], name="slow.yaml")
-    stop, killed = threading.Event(), []
-    killer = threading.Thread(target=_kill_first_worker_running_a_run, args=(stop, killed))
-    killer.start()
-    try:
-        done = run_eval(root, "slow.yaml", "--out", "killed", "--jobs", "1", "--ray", ray_address)
-    finally:
-        stop.set()
-        killer.join()
-    assert killed, "no Ray worker was seen running a governed run"
+    done, killed = killing(root, slow_plan(root, urls, "slow.yaml"), "killed", ray_address, times=1)
+    assert len(killed) == 1, "no Ray worker was seen running a governed run"
     assert done.returncode == 0, done.stderr
     (result,) = summary(root / "killed")
     assert (result["state"], result["attempts"], result["checks"][0]["passed"]) == ("finished", 2, True)
     assert "attempt 2" in done.stderr
+
+
+def test_a_run_whose_worker_dies_twice_is_lost_not_missing(world: tuple[Path, dict[str, str]], ray_address: str) -> None:
+    root, urls = world
+    done, killed = killing(root, slow_plan(root, urls, "slow.yaml"), "lost", ray_address, times=2)
+    assert len(killed) == 2
+    assert done.returncode == 3, done.stderr
+    (result,) = summary(root / "lost")
+    assert (result["state"], result["attempts"], result["checks"], result["exit"]) == ("lost", 2, [], None)
+    assert "metaharness-eval: answer/slow/1 lost: " in done.stderr
+    assert done.stdout.splitlines()[1].split() == ["answer", "0/0", "lost"]
 
 
 def test_resume_runs_only_what_is_missing(

@@ -5,7 +5,9 @@ bytes of those runs only (docs/eval.md "Executors")."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
@@ -65,7 +67,13 @@ def ray_module() -> Any | Refusal:
 
 def run_on_ray(ray: Any, address: str, pending: Iterable[PendingRun], jobs: int) -> Iterator[Outcome]:
     """Each run as one Ray task (one CPU) on the cluster at ``address``, its inputs shipped by value;
-    a task whose worker died is submitted once more, then the run is lost."""
+    a task whose worker died is submitted once more, then the run is lost. What Ray prints for the
+    driver (a worker's death) goes to stderr: stdout is the table's."""
+    with contextlib.redirect_stdout(sys.stderr):
+        yield from _ray_outcomes(ray, address, pending, jobs)
+
+
+def _ray_outcomes(ray: Any, address: str, pending: Iterable[PendingRun], jobs: int) -> Iterator[Outcome]:
     ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR, configure_logging=False)
     remote = ray.remote(num_cpus=1, max_retries=0)(govern_run)
     in_flight: dict[Any, tuple[PendingRun, Any, int]] = {}
