@@ -41,11 +41,14 @@ class RunOutput(msgspec.Struct, frozen=True):
     diff: bytes
 
 
+_LIBC = ctypes.CDLL(None, use_errno=True)
+"""Loaded here, in the parent: the child between fork and exec only calls into it (no dlopen there)."""
+
+
 def _die_with_parent() -> None:
     """In the child before exec: SIGTERM it when the thread that started it dies (a worker killed
     mid-run takes its run with it rather than leaving it orphaned)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _unpack(archive: bytes, into: Path) -> None:
