@@ -120,3 +120,11 @@ def test_jobs_below_one(root: Path) -> None:
     (root / "plan.yaml").write_text(yaml.safe_dump(plan()))
     done = run_eval(root, "plan.yaml", "--out", "out", "--jobs", "0")
     assert done.returncode == 2 and done.stderr == "metaharness-eval: usage: --jobs 0: at least 1\n"
+
+
+def test_a_ray_address_nobody_answers(root: Path) -> None:
+    pytest.importorskip("ray", reason="the ray extra is not installed (pip install -e '.[test,ray]')")
+    (root / "plan.yaml").write_text(yaml.safe_dump(plan()))
+    done = run_eval(root, "plan.yaml", "--out", "out", "--ray", "127.0.0.1:9")
+    assert done.returncode == 2
+    assert done.stderr.startswith("metaharness-eval: ray-unreachable: --ray 127.0.0.1:9: no Ray cluster answers there (")

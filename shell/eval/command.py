@@ -19,7 +19,7 @@ from metaharness.pure.eval.report import RUN_PAGE, report_page, run_directory
 from metaharness.pure.eval.results import RunResult, batch_exit, lost_result, read_result, result_document, result_table
 from metaharness.pure.projection import project_stream, viewer_page
 from metaharness.pure.refusal import Refusal
-from metaharness.shell.eval.executors import Outcome, PendingRun, ray_module, run_locally, run_on_ray
+from metaharness.shell.eval.executors import Outcome, PendingRun, ray_module, ray_reachable, run_locally, run_on_ray
 from metaharness.shell.eval.packing import RunInputs, resolve_workspace, ship_arm, workspace_archive
 from metaharness.shell.eval.progress import Progress
 
@@ -151,6 +151,9 @@ def evaluate(plan_path: str, out_dir: str, jobs: int, ray_address: str | None, r
     ray = ray_module() if ray_address is not None else None
     if isinstance(ray, Refusal):
         raise Refused(ray)
+    unreachable = ray_reachable(ray_address) if ray_address is not None else None
+    if unreachable is not None:
+        raise Refused(unreachable)
     path, out = Path(plan_path), Path(out_dir)
     plan = _read_plan(path, only)
     _check_out(out, resume)

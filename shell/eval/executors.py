@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import socket
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -63,6 +64,19 @@ def ray_module() -> Any | Refusal:
     except ImportError:
         return Refusal("ray-unavailable", "--ray needs the ray package: pip install 'metaharness[ray]'")
     return ray
+
+
+def ray_reachable(address: str) -> Refusal | None:
+    """``ray-unreachable`` when ``address`` is ``HOST:PORT`` and nothing accepts a connection there
+    (``ray.init`` would wait for it for minutes); ``auto`` is left to Ray."""
+    host, colon, port = address.rpartition(":")
+    if address == "auto" or not colon or not port.isdigit():
+        return None
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=10).close()
+    except OSError as error:
+        return Refusal("ray-unreachable", f"--ray {address}: no Ray cluster answers there ({error.strerror or error})")
+    return None
 
 
 def run_on_ray(ray: Any, address: str, pending: Iterable[PendingRun], jobs: int) -> Iterator[Outcome]:
