@@ -162,12 +162,13 @@ def _free_port() -> int:
 
 
 @contextmanager
-def ray_cluster(home: Path) -> Iterator[str]:
-    """``ray start --head --block`` on 127.0.0.1 with HOME ``home`` (so its workers find the loop);
-    yields its address; stopped by SIGTERM to that one process, which stops what it started."""
+def ray_cluster(home: Path, scratch: Path) -> Iterator[str]:
+    """``ray start --head --block`` on 127.0.0.1 with HOME ``home`` (so its workers find the loop)
+    and TMPDIR ``scratch`` (where a killed worker's run directory stays); yields its address;
+    stopped by SIGTERM to that one process, which stops what it started."""
     temp = tempfile.mkdtemp(prefix="ray-", dir="/tmp")
     port = _free_port()
-    env = {**os.environ, "HOME": str(home), "RAY_USAGE_STATS_ENABLED": "0"}
+    env = {**os.environ, "HOME": str(home), "TMPDIR": str(scratch), "RAY_USAGE_STATS_ENABLED": "0"}
     process = subprocess.Popen(
         [
             str(VENV_BIN / "ray"), "start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--port", str(port),

@@ -68,7 +68,8 @@ def ray_address(world: tuple[Path, dict[str, str]]) -> Iterator[str]:
     """One local Ray cluster for this module's Ray tests."""
     pytest.importorskip("ray", reason="the ray extra is not installed (pip install -e '.[test,ray]')")
     root, _ = world
-    with ray_cluster(root / "home") as address:
+    (root / "ray-tmp").mkdir()
+    with ray_cluster(root / "home", root / "ray-tmp") as address:
         yield address
 
 
