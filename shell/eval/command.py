@@ -1,0 +1,222 @@
+"""The ``metaharness-eval`` console script: read and check the plan, refuse before any run starts,
+carry out the runs locally or on Ray, write each run's directory as it finishes, then the summary,
+the report and the table (docs/eval.md)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import NoReturn
+
+import click
+import msgspec
+from returns.result import Failure
+
+from metaharness.pure.eval.plan import Arm, OptionShape, Plan, Task, chosen_plan, plan_runs, read_plan, run_words
+from metaharness.pure.eval.report import RUN_PAGE, report_page, run_directory
+from metaharness.pure.eval.results import RunResult, batch_exit, lost_result, read_result, result_document, result_table
+from metaharness.pure.projection import project_stream
+from metaharness.pure.refusal import Refusal
+from metaharness.pure.run_page import audited_lines, run_page
+from metaharness.shell.eval.executors import Outcome, PendingRun, ray_module, ray_reachable, run_locally, run_on_ray
+from metaharness.shell.eval.packing import RunInputs, resolve_workspace, ship_arm, workspace_archive
+from metaharness.shell.eval.progress import Progress
+
+PROGRAM = "metaharness-eval"
+REFUSAL_EXIT = 2
+
+
+class Refused(Exception):
+    """A refusal raised inside the driver and turned into its one line at the top."""
+
+    def __init__(self, refusal: Refusal) -> None:
+        super().__init__(refusal.message)
+        self.refusal = refusal
+
+
+def refusal_line(refusal: Refusal) -> str:
+    return f"{PROGRAM}: {refusal.code}: {' '.join(refusal.message.splitlines())}"
+
+
+def run_option_table() -> tuple[click.Command, dict[str, OptionShape]]:
+    """The real ``metaharness run`` command and its options by long name."""
+    from metaharness.shell.cli import cli
+
+    command = cli.commands["run"]
+    table = {
+        next(flag for flag in param.opts if flag.startswith("--"))[2:]: OptionShape(flag=param.is_flag, multiple=param.multiple)
+        for param in command.params
+        if isinstance(param, click.Option)
+    }
+    return command, table
+
+
+def _check_arm_values(command: click.Command, arm: Arm) -> None:
+    """The arm's words parsed by the ``run`` command itself, so a value it would refuse (a choice
+    it lacks, a number below its range) is refused here before any run."""
+    words = [arm.kind, *run_words(arm, {}), "-p", "prompt"]
+    try:
+        command.make_context("run", words, resilient_parsing=False)
+    except click.ClickException as error:
+        raise Refused(Refusal("plan-option-invalid", f"arms.{arm.id}: {error.format_message()}")) from None
+
+
+def _read_plan(path: Path, only: tuple[str, ...]) -> Plan:
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise Refused(Refusal("plan-unreadable", f"{path}: {error.strerror or error}")) from None
+    command, table = run_option_table()
+    read = read_plan(data, table).bind(lambda plan: chosen_plan(plan, only))
+    if isinstance(read, Failure):
+        raise Refused(read.failure())
+    plan = read.unwrap()
+    for arm in plan.arms:
+        _check_arm_values(command, arm)
+    return plan
+
+
+def _check_out(out: Path, resume: bool) -> None:
+    if out.exists() and not out.is_dir():
+        raise Refused(Refusal("out-not-a-directory", f"{out} exists and is not a directory"))
+    if out.is_dir() and any(out.iterdir()) and not resume:
+        raise Refused(Refusal("out-not-empty", f"{out} is not empty; --resume runs only what is missing there"))
+
+
+def _write_run(out: Path, outcome: Outcome) -> RunResult:
+    """The run's files under ``runs/<task>/<arm>/<n>/`` and its page; its result."""
+    task, arm, repeat = outcome.identity
+    directory = out / run_directory(task, arm, repeat)
+    directory.mkdir(parents=True, exist_ok=True)
+    if outcome.output is None:
+        result = lost_result(outcome.identity, outcome.attempts)
+        (directory / "result.json").write_bytes(result_document(result))
+        return result
+    output = outcome.output
+    (directory / "events.jsonl").write_bytes(output.events)
+    (directory / "stderr.txt").write_bytes(output.stderr)
+    (directory / "diff.patch").write_bytes(output.diff)
+    projected = project_stream(str(directory / "events.jsonl"), output.events)
+    page = directory / RUN_PAGE
+    if isinstance(projected, Failure):
+        page.unlink(missing_ok=True)
+    else:
+        audits = (audited_lines(output.stderr.decode("utf-8", "replace")),)
+        page.write_text(run_page([projected.unwrap()], audits), encoding="utf-8")
+    (directory / "result.json").write_bytes(output.result)
+    return msgspec.json.decode(output.result, type=RunResult)
+
+
+def _pending(plan: Plan, plan_dir: Path, out: Path, resume: bool) -> tuple[list[PendingRun], dict[tuple[str, str, int], RunResult]]:
+    """The runs still to do, packers bound; and with ``--resume`` the results already complete.
+    Every workspace and shipped file is checked here, before any run starts."""
+    commits = {}
+    for task in plan.tasks:
+        commit = resolve_workspace(plan_dir, task)
+        if isinstance(commit, Refusal):
+            raise Refused(commit)
+        commits[task.id] = commit
+    shipped = {}
+    for arm in plan.arms:
+        files = ship_arm(plan_dir, arm)
+        if isinstance(files, Refusal):
+            raise Refused(files)
+        shipped[arm.id] = files
+    done: dict[tuple[str, str, int], RunResult] = {}
+    pending = []
+    for task, arm, repeat in plan_runs(plan):
+        identity = (task.id, arm.id, repeat)
+        if resume:
+            existing = out / run_directory(*identity) / "result.json"
+            complete = read_result(existing.read_bytes()) if existing.is_file() else None
+            if complete is not None:
+                done[identity] = complete
+                continue
+
+        def pack(task: Task = task, arm: Arm = arm, repeat: int = repeat) -> RunInputs:
+            return RunInputs(
+                task=task.id, arm=arm.id, repeat=repeat, kind=arm.kind, options=arm.options, prompt=task.prompt,
+                context=task.context, timeout=task.timeout, checks=task.checks,
+                commit=commits[task.id], workspace=workspace_archive(plan_dir, task, commits[task.id]), shipped=shipped[arm.id],
+            )
+
+        pending.append(PendingRun(identity=identity, pack=pack))
+    return pending, done
+
+
+def evaluate(plan_path: str, out_dir: str, jobs: int, ray_address: str | None, resume: bool, only: tuple[str, ...]) -> int:
+    """The whole command; a refusal is raised as ``Refused`` before any run starts."""
+    if jobs < 1:
+        raise Refused(Refusal("usage", f"--jobs {jobs}: at least 1"))
+    ray = ray_module() if ray_address is not None else None
+    if isinstance(ray, Refusal):
+        raise Refused(ray)
+    unreachable = ray_reachable(ray_address) if ray_address is not None else None
+    if unreachable is not None:
+        raise Refused(unreachable)
+    path, out = Path(plan_path), Path(out_dir)
+    plan = _read_plan(path, only)
+    _check_out(out, resume)
+    pending, results = _pending(plan, path.parent, out, resume)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise Refused(Refusal("out-unwritable", f"{out}: {error.strerror or error}")) from None
+    outcomes: Iterator[Outcome] = (
+        run_on_ray(ray, ray_address, pending, jobs) if ray is not None and ray_address is not None else run_locally(pending, jobs)
+    )
+    with Progress(planned=len(pending), jobs=jobs) as progress:
+        for outcome in outcomes:
+            result = _write_run(out, outcome)
+            if outcome.output is None:
+                sys.stderr.write(f"{PROGRAM}: {'/'.join(map(str, outcome.identity))} lost: {outcome.error}\n")
+            results[outcome.identity] = result
+            progress.finished(result)
+    ordered = [results[(task.id, arm.id, repeat)] for task, arm, repeat in plan_runs(plan)]
+    (out / "summary.jsonl").write_bytes(b"".join(result_document(result) + b"\n" for result in ordered))
+    paged = {identity for identity in results if (out / run_directory(*identity) / RUN_PAGE).is_file()}
+    tasks, arms = [task.id for task in plan.tasks], [arm.id for arm in plan.arms]
+    (out / "report.html").write_text(report_page(ordered, tasks, arms, paged), encoding="utf-8")
+    sys.stdout.write(result_table(ordered, tasks, arms))
+    sys.stdout.flush()
+    return batch_exit(ordered)
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("plan", metavar="PLAN")
+@click.option("--out", "out_dir", required=True, metavar="DIR", help="Where the runs, the summary and the report go.")
+@click.option("--jobs", type=int, default=os.cpu_count() or 1, show_default="the CPU count", help="Runs at once.")
+@click.option("--ray", "ray_address", metavar="ADDRESS", help="Run on this Ray cluster (auto: RAY_ADDRESS or local).")
+@click.option("--resume", is_flag=True, help="Run only what has no complete result.json in DIR.")
+@click.option("--only", multiple=True, metavar="TASK_OR_ARM", help="Only these tasks or arms (repeatable).")
+def eval_command(plan: str, out_dir: str, jobs: int, ray_address: str | None, resume: bool, only: tuple[str, ...]) -> int:
+    """Run every task of PLAN on every arm, governed, and score them side by side."""
+    return evaluate(plan, out_dir, jobs, ray_address, resume, only)
+
+
+def run_eval_cli(args: Sequence[str]) -> int:
+    """The command over ``args``: its exit, or 2 with one refusal line."""
+    try:
+        result = eval_command.main(list(args), prog_name=PROGRAM, standalone_mode=False)
+    except Refused as refused:
+        sys.stderr.write(refusal_line(refused.refusal) + "\n")
+        return REFUSAL_EXIT
+    except click.exceptions.ClickException as error:
+        sys.stderr.write(refusal_line(Refusal("usage", error.format_message())) + "\n")
+        return REFUSAL_EXIT
+    return result if isinstance(result, int) else 0
+
+
+def main() -> NoReturn:
+    """The ``metaharness-eval`` console script: never a traceback."""
+    try:
+        code = run_eval_cli(sys.argv[1:])
+    except KeyboardInterrupt:
+        sys.stderr.write(refusal_line(Refusal("signalled", "SIGINT arrived before the evaluation finished")) + "\n")
+        code = REFUSAL_EXIT
+    except Exception as error:  # noqa: BLE001 - never a traceback, whatever failed
+        sys.stderr.write(refusal_line(Refusal("internal-error", f"{type(error).__name__}: {error}")) + "\n")
+        code = 3
+    sys.exit(code)

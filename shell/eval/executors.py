@@ -1,0 +1,120 @@
+"""The two ways the runs of a plan are carried out, with the same results: a local pool of threads
+each waiting on one governed run's process, or Ray tasks on a cluster. Both keep at most ``jobs``
+runs in flight and pack a run's inputs only when it is about to start, so the driver holds the
+bytes of those runs only (docs/eval.md "Executors")."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Any
+
+import msgspec
+
+from metaharness.pure.refusal import Refusal
+from metaharness.shell.eval.governed_run import RunOutput, govern_run
+from metaharness.shell.eval.packing import RunInputs
+
+ATTEMPTS = 2
+"""A run whose worker died is run once more; lost on the second death."""
+
+
+class PendingRun(msgspec.Struct, frozen=True):
+    """A planned run not yet packed: its identity and how to pack its inputs."""
+
+    identity: tuple[str, str, int]
+    pack: Callable[[], RunInputs]
+
+
+class Outcome(msgspec.Struct, frozen=True):
+    """How a run ended for the driver: its files, or None when it was lost (``error`` says why)."""
+
+    identity: tuple[str, str, int]
+    output: RunOutput | None
+    attempts: int
+    error: str
+
+
+def run_locally(pending: Iterable[PendingRun], jobs: int) -> Iterator[Outcome]:
+    """Each run in a pool thread of ``jobs``, outcomes as they finish."""
+
+    def one(run: PendingRun) -> Outcome:
+        return Outcome(identity=run.identity, output=govern_run(run.pack()), attempts=1, error="")
+
+    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="metaharness-eval") as pool:
+        running: set[Future[Outcome]] = set()
+        for run in pending:
+            if len(running) >= jobs:
+                done, running = wait(running, return_when=FIRST_COMPLETED)
+                yield from (future.result() for future in done)
+            running.add(pool.submit(one, run))
+        while running:
+            done, running = wait(running, return_when=FIRST_COMPLETED)
+            yield from (future.result() for future in done)
+
+
+def ray_module() -> Any | Refusal:
+    """The ``ray`` package, or ``ray-unavailable`` when the extra is not installed."""
+    try:
+        import ray
+    except ImportError:
+        return Refusal("ray-unavailable", "--ray needs the ray package: pip install 'metaharness[ray]'")
+    return ray
+
+
+def ray_reachable(address: str) -> Refusal | None:
+    """``ray-unreachable`` when ``address`` is ``HOST:PORT`` and nothing accepts a connection there
+    (``ray.init`` would wait for it for minutes); ``auto`` is left to Ray."""
+    host, colon, port = address.rpartition(":")
+    if address == "auto" or not colon or not port.isdigit():
+        return None
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=10).close()
+    except OSError as error:
+        return Refusal("ray-unreachable", f"--ray {address}: no Ray cluster answers there ({error.strerror or error})")
+    return None
+
+
+def run_on_ray(ray: Any, address: str, pending: Iterable[PendingRun], jobs: int) -> Iterator[Outcome]:
+    """Each run as one Ray task (one CPU) on the cluster at ``address``, its inputs shipped by value;
+    a task whose worker died is submitted once more, then the run is lost. What Ray prints for the
+    driver (a worker's death) goes to stderr: stdout is the table's."""
+    with contextlib.redirect_stdout(sys.stderr):
+        yield from _ray_outcomes(ray, address, pending, jobs)
+
+
+def _ray_outcomes(ray: Any, address: str, pending: Iterable[PendingRun], jobs: int) -> Iterator[Outcome]:
+    ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR, configure_logging=False)
+    remote = ray.remote(num_cpus=1, max_retries=0)(govern_run)
+    in_flight: dict[Any, tuple[PendingRun, Any, int]] = {}
+
+    def submit(run: PendingRun, inputs: Any, attempt: int) -> None:
+        in_flight[remote.remote(inputs, attempt)] = (run, inputs, attempt)
+
+    def collect() -> Iterator[Outcome]:
+        ready, _ = ray.wait(list(in_flight), num_returns=1)
+        for reference in ready:
+            run, inputs, attempt = in_flight.pop(reference)
+            try:
+                output = ray.get(reference)
+            except ray.exceptions.RayError as error:
+                if attempt < ATTEMPTS:
+                    submit(run, inputs, attempt + 1)
+                    continue
+                yield Outcome(identity=run.identity, output=None, attempts=attempt, error=type(error).__name__)
+                continue
+            yield Outcome(identity=run.identity, output=output, attempts=attempt, error="")
+
+    try:
+        for run in pending:
+            while len(in_flight) >= jobs:
+                yield from collect()
+            submit(run, ray.put(run.pack()), 1)
+        while in_flight:
+            yield from collect()
+    finally:
+        ray.shutdown()

@@ -1,0 +1,167 @@
+"""One governed run on whatever machine runs it: unpack the inputs into a fresh directory, run
+``metaharness run <kind> … --cwd <copy> --scratch-cwd`` with stdin closed, stop it at the task's
+timeout (SIGTERM, then SIGKILL after the grace), score it, and hand back its files as bytes. The
+directory is removed before returning (docs/eval.md "One run")."""
+
+from __future__ import annotations
+
+import ctypes
+import io
+import shutil
+import signal
+import subprocess
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+import msgspec
+
+from metaharness.pure.eval.checks import RunFacts, file_paths
+from metaharness.pure.eval.plan import Arm, run_words
+from metaharness.pure.eval.results import decode_events, report_verdicts, result_document, run_result
+from metaharness.shell.eval.packing import RunInputs
+from metaharness.shell.facts import own_cli
+
+GRACE_SECONDS = 10.0
+"""How long a timed-out run has between SIGTERM and SIGKILL."""
+_PR_SET_PDEATHSIG = 1
+_GIT_SETTINGS = (
+    "-c", "user.name=metaharness-eval", "-c", "user.email=metaharness-eval@localhost", "-c", "core.hooksPath=/dev/null",
+    "-c", "commit.gpgsign=false", "-c", "core.autocrlf=false",
+)
+
+
+class RunOutput(msgspec.Struct, frozen=True):
+    """The run's files for the out directory: ``result.json``, the stream, stderr and the diff."""
+
+    result: bytes
+    events: bytes
+    stderr: bytes
+    diff: bytes
+
+
+_LIBC = ctypes.CDLL(None, use_errno=True)
+"""Loaded here, in the parent: the child between fork and exec only calls into it (no dlopen there)."""
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM it when the thread that started it dies (a worker killed
+    mid-run takes its run with it rather than leaving it orphaned)."""
+    _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def _unpack(archive: bytes, into: Path) -> None:
+    into.mkdir(parents=True)
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r") as opened:
+        opened.extractall(into, filter="data")
+
+
+def _baseline(copy: Path, commit: str) -> list[str]:
+    """The unpacked copy made a git repository whose one commit is the task's ref, so the run sees a
+    tracked tree (``--context`` names tracked files) and the diff has a base; returns the git argv."""
+    git = ["git", "-C", str(copy), *_GIT_SETTINGS]
+    for words in (["init", "-q"], ["add", "-A", "-f"], ["commit", "-q", "--allow-empty", "-m", f"metaharness-eval: {commit}"]):
+        subprocess.run([*git, *words], stdin=subprocess.DEVNULL, capture_output=True, check=True)
+    return git
+
+
+def _diff(git: list[str]) -> bytes:
+    """The copy's changes against its first commit (the ref), new files included, binary-safe."""
+    subprocess.run([*git, "add", "-A", "-f"], stdin=subprocess.DEVNULL, capture_output=True, check=False)
+    base = subprocess.run([*git, "rev-list", "--max-parents=0", "HEAD"], capture_output=True, check=False)
+    roots = base.stdout.split()
+    done = subprocess.run(
+        [*git, "diff", "--cached", "--binary", "--no-color", "--no-ext-diff", *(roots[-1:] or [b"HEAD"])],
+        stdin=subprocess.DEVNULL, capture_output=True, check=False,
+    )
+    return done.stdout
+
+
+def _shipped_words(inputs: RunInputs, staging: Path) -> dict[str, tuple[str, ...]]:
+    """Each shipped path written under ``staging``; the option words naming where it now is."""
+    words: dict[str, tuple[str, ...]] = {}
+    for number, shipped in enumerate(inputs.shipped):
+        target = staging / str(number) / shipped.name
+        if shipped.directory:
+            _unpack(shipped.data, target)
+        else:
+            target.parent.mkdir(parents=True)
+            target.write_bytes(shipped.data)
+        words[shipped.option] = (*words.get(shipped.option, ()), str(target))
+    return words
+
+
+def _file_facts(copy: Path, paths: tuple[str, ...]) -> dict[str, bytes | None]:
+    facts: dict[str, bytes | None] = {}
+    for path in paths:
+        target = copy / path
+        facts[path] = target.read_bytes() if target.is_file() else None
+    return facts
+
+
+def _wait(process: subprocess.Popen[bytes], timeout: float, grace: float) -> bool:
+    """Wait for the run; past ``timeout`` SIGTERM it, past the grace SIGKILL. True when it timed out."""
+    try:
+        process.wait(timeout=timeout)
+        return False
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    return True
+
+
+def _exit_code(returncode: int) -> int:
+    """The shell's reading of a wait status: a signal N is 128 + N."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def govern_run(
+    inputs: RunInputs, attempts: int = 1, grace: float = GRACE_SECONDS, program: tuple[str, ...] = ()
+) -> RunOutput:
+    """Run ``inputs`` once as a governed run and return its files; ``attempts`` is recorded.
+    ``program`` is the argv prefix of ``metaharness`` (this package's own CLI when empty)."""
+    root = Path(tempfile.mkdtemp(prefix="metaharness-eval-"))
+    try:
+        copy = root / "workspace"
+        _unpack(inputs.workspace, copy)
+        git = _baseline(copy, inputs.commit)
+        arm = Arm(id=inputs.arm, kind=inputs.kind, options=inputs.options)
+        context = [word for path in inputs.context for word in ("--context", path)]
+        argv = [
+            *(program or own_cli()), "run", inputs.kind, *run_words(arm, _shipped_words(inputs, root / "inputs")),
+            "-p", inputs.prompt, "--cwd", str(copy), "--scratch-cwd", *context,
+        ]
+        stdout_path, stderr_path = root / "events.jsonl", root / "stderr.txt"
+        started = time.monotonic()
+        with open(stdout_path, "wb") as stdout, open(stderr_path, "wb") as stderr:
+            try:
+                process = subprocess.Popen(
+                    argv, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, preexec_fn=_die_with_parent  # noqa: PLW1509 - prctl only
+                )
+            except OSError as error:
+                stderr.write(f"metaharness-eval: failed-to-start: {argv[0]}: {error.strerror or error}\n".encode())
+                process = None
+            timed_out = process is not None and _wait(process, inputs.timeout, grace)
+        duration_ms = int((time.monotonic() - started) * 1000)
+        events, errors = stdout_path.read_bytes(), stderr_path.read_bytes()
+        control, audit = report_verdicts(errors)
+        facts = RunFacts(
+            events=decode_events(events),
+            exit=_exit_code(process.returncode) if process is not None else None,
+            control=control,
+            audit=audit,
+            files=_file_facts(copy, file_paths(inputs.checks)),
+        )
+        result = run_result(
+            (inputs.task, inputs.arm, inputs.repeat), inputs.checks, facts,
+            timed_out=timed_out, duration_ms=duration_ms, attempts=attempts,
+        )
+        return RunOutput(result=result_document(result), events=events, stderr=errors, diff=_diff(git))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+

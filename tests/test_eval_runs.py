@@ -1,0 +1,245 @@
+"""``metaharness-eval`` end to end: 3 tasks × 2 arms (the project's loop and the pinned Codex CLI,
+each against a real ``b10x-emulator``) run as real governed processes, locally and on a real Ray
+cluster this module starts on loopback; the summaries agree, a killed Ray worker's run is retried
+and finishes, ``--resume`` runs only what is missing, a task past its timeout is ``timed-out``."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from eval_world import (
+    EVAL,
+    TASKS,
+    arms,
+    emulators,
+    make_world,
+    ray_cluster,
+    run_eval,
+    summary,
+    without_timings,
+    write_plan,
+)
+from vendor_cli import PINS, pinned_cli
+
+pytestmark = pytest.mark.skipif(
+    pinned_cli("codex") is None, reason=f"the pinned Codex CLI {PINS['codex']} is not installed (vendors/install.sh)"
+)
+
+TABLE = (
+    "task          b10x  codex\n"
+    "write-note    4/4   3/4\n"
+    "leave-readme  2/3   1/3\n"
+    "with-brief    2/2   2/2\n"
+    "\n"
+    "b10x: 8 pass / 1 fail\n"
+    "codex: 6 pass / 3 fail\n"
+)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, str]]]:
+    """The workspace, HOME and frames, and emulators for both arms and for a slow b10x run."""
+    root = make_world(tmp_path_factory.mktemp("eval"))
+    with emulators("flat-write", "codex-patch", "slow") as urls:
+        write_plan(root, arms(urls), TASKS)
+        yield root, urls
+
+
+@pytest.fixture(scope="module")
+def local_out(world: tuple[Path, dict[str, str]]) -> tuple[Path, str, str, int]:
+    """The plan run once with the local executor: (out dir, stdout, stderr, exit)."""
+    root, _ = world
+    done = run_eval(root, "plan.yaml", "--out", "local", "--jobs", "2")
+    return root / "local", done.stdout, done.stderr, done.returncode
+
+
+@pytest.fixture(scope="module")
+def ray_address(world: tuple[Path, dict[str, str]]) -> Iterator[str]:
+    """One local Ray cluster for this module's Ray tests."""
+    pytest.importorskip("ray", reason="the ray extra is not installed (pip install -e '.[test,ray]')")
+    root, _ = world
+    (root / "ray-tmp").mkdir()
+    with ray_cluster(root / "home", root / "ray-tmp") as address:
+        yield address
+
+
+def test_local_run_scores_every_cell(local_out: tuple[Path, str, str, int]) -> None:
+    out, stdout, stderr, code = local_out
+    assert code == 1, stderr
+    assert stdout == TABLE
+    results = summary(out)
+    assert [(r["task"], r["arm"], r["repeat"]) for r in results] == [
+        (task, arm, 1) for task in ("write-note", "leave-readme", "with-brief") for arm in ("b10x", "codex")
+    ]
+    assert {r["state"] for r in results} == {"finished"} and {r["attempts"] for r in results} == {1}
+    codex_note = next(r for r in results if (r["task"], r["arm"]) == ("write-note", "codex"))
+    assert codex_note["checks"][2] == {
+        "id": "note-by-harness", "passed": False, "reason": 'note.md does not contain "harness"'
+    }
+    assert codex_note["census"]["allowed"] == 1 and codex_note["census"]["by_seam"] == {"hook": 1}
+    assert len(stderr.splitlines()) == 6 and all(" checks, " in line for line in stderr.splitlines())
+
+
+def test_each_run_keeps_its_stream_stderr_diff_result_and_page(
+    world: tuple[Path, dict[str, str]], local_out: tuple[Path, str, str, int]
+) -> None:
+    root, _ = world
+    out = local_out[0]
+    run = out / "runs" / "write-note" / "b10x" / "1"
+    events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
+    assert events[-1]["event"] == "stream.closed" and events[-1]["reason"] == "completed"
+    started = next(e for e in events if e["event"] == "session.started")
+    assert started["cwd"].startswith(str(root / "tmp"))
+    assert (run / "diff.patch").read_text().startswith("diff --git a/note.md b/note.md\nnew file mode 100644\n")
+    assert "+written by the harness" in (run / "diff.patch").read_text()
+    assert json.loads((run / "result.json").read_text()) == summary(out)[0]
+    assert "<!DOCTYPE html>" in (run / "page.html").read_text() and (run / "stderr.txt").exists()
+    assert not list((root / "tmp").iterdir()), "every workspace copy is removed after its run"
+    report = (out / "report.html").read_text()
+    assert '<a href="runs/write-note/codex/1/page.html">' in report and "<script" not in report
+    assert "note-by-harness: note.md does not contain &quot;harness&quot;" in report
+
+
+def test_ray_gives_the_same_summary(
+    world: tuple[Path, dict[str, str]], local_out: tuple[Path, str, str, int], ray_address: str
+) -> None:
+    root, _ = world
+    done = run_eval(root, "plan.yaml", "--out", "on-ray", "--jobs", "2", "--ray", ray_address)
+    assert done.returncode == 1, done.stderr
+    assert done.stdout == TABLE
+    assert without_timings(summary(root / "on-ray")) == without_timings(summary(local_out[0]))
+    assert (root / "on-ray" / "runs" / "with-brief" / "codex" / "1" / "page.html").is_file()
+
+
+def _kill_workers_running_a_run(stop: threading.Event, killed: list[int], times: int) -> None:
+    """SIGKILL each Ray worker seen with a governed run as its child, up to ``times`` workers."""
+    deadline = time.monotonic() + 120
+    while not stop.is_set() and time.monotonic() < deadline and len(killed) < times:
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                words = (entry / "cmdline").read_bytes().split(b"\0")
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                parent_words = Path(f"/proc/{parent}/cmdline").read_bytes()
+            except (OSError, ValueError, IndexError):
+                continue
+            if b"metaharness.shell" in words and b"run" in words and parent_words.startswith(b"ray::") and parent not in killed:
+                os.kill(parent, signal.SIGKILL)
+                killed.append(parent)
+                break
+        stop.wait(0.05)
+
+
+def slow_plan(root: Path, urls: dict[str, str], name: str) -> str:
+    """One b10x run against the emulator's ``slow`` scenario (about four seconds of streamed text)."""
+    slow = {"slow": {"kind": "b10x", "model": "b10x-emulated", "model-endpoint": urls["slow"], "decisions": "observe"}}
+    task = {"id": "answer", "prompt": "Say something", "workspace": {"git": "repo", "ref": "HEAD"},
+            "checks": [{"id": "completed", "event": {"event": "stream.closed", "reason": "completed"}}]}
+    write_plan(root, slow, [task], name=name)
+    return name
+
+
+def killing(root: Path, plan: str, out: str, address: str, times: int) -> tuple[subprocess.CompletedProcess[str], list[int]]:
+    stop, killed = threading.Event(), []
+    killer = threading.Thread(target=_kill_workers_running_a_run, args=(stop, killed, times))
+    killer.start()
+    try:
+        done = run_eval(root, plan, "--out", out, "--jobs", "1", "--ray", address)
+    finally:
+        stop.set()
+        killer.join()
+    return done, killed
+
+
+def test_a_killed_worker_is_retried_and_its_run_finishes(world: tuple[Path, dict[str, str]], ray_address: str) -> None:
+    root, urls = world
+    done, killed = killing(root, slow_plan(root, urls, "slow.yaml"), "killed", ray_address, times=1)
+    assert len(killed) == 1, "no Ray worker was seen running a governed run"
+    assert done.returncode == 0, done.stderr
+    (result,) = summary(root / "killed")
+    assert (result["state"], result["attempts"], result["checks"][0]["passed"]) == ("finished", 2, True)
+    assert "attempt 2" in done.stderr
+
+
+def test_a_run_whose_worker_dies_twice_is_lost_not_missing(world: tuple[Path, dict[str, str]], ray_address: str) -> None:
+    root, urls = world
+    done, killed = killing(root, slow_plan(root, urls, "slow.yaml"), "lost", ray_address, times=2)
+    assert len(killed) == 2
+    assert done.returncode == 3, done.stderr
+    (result,) = summary(root / "lost")
+    assert (result["state"], result["attempts"], result["checks"], result["exit"]) == ("lost", 2, [], None)
+    assert "metaharness-eval: answer/slow/1 lost: " in done.stderr
+    assert done.stdout.splitlines()[1].split() == ["answer", "0/0", "lost"]
+
+
+def test_resume_runs_only_what_is_missing(
+    world: tuple[Path, dict[str, str]], local_out: tuple[Path, str, str, int]
+) -> None:
+    root, _ = world
+    resumed = root / "resumed"
+    shutil.copytree(local_out[0], resumed)
+    (resumed / "runs" / "leave-readme" / "codex" / "1" / "result.json").unlink()
+    (resumed / "runs" / "with-brief" / "b10x" / "1" / "result.json").write_text('{"task": "with-brief"')
+    refused = run_eval(root, "plan.yaml", "--out", "resumed")
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("metaharness-eval: out-not-empty: ") and refused.stderr.count("\n") == 1
+    done = run_eval(root, "plan.yaml", "--out", "resumed", "--resume")
+    assert done.returncode == 1 and done.stdout == TABLE
+    assert sorted(line.split(":")[0].split("] ")[1] for line in done.stderr.splitlines()) == [
+        "leave-readme codex #1", "with-brief b10x #1"
+    ]
+    assert without_timings(summary(resumed)) == without_timings(summary(local_out[0]))
+
+
+def test_a_run_past_its_timeout_is_timed_out_and_exits_3(world: tuple[Path, dict[str, str]]) -> None:
+    root, urls = world
+    slow = {"slow": {"kind": "b10x", "model": "b10x-emulated", "model-endpoint": urls["slow"], "decisions": "observe"}}
+    task = {"id": "answer", "prompt": "Say something", "workspace": {"git": "repo", "ref": "HEAD"}, "timeout": 1,
+            "checks": [{"id": "finished", "exit": 0}]}
+    write_plan(root, slow, [task], name="timeout.yaml")
+    done = run_eval(root, "timeout.yaml", "--out", "timed-out")
+    assert done.returncode == 3, done.stderr
+    (result,) = summary(root / "timed-out")
+    assert result["state"] == "timed-out" and result["duration_ms"] < 10_000
+    assert done.stdout.splitlines()[1].split() == ["answer", "0/1", "timed-out"]
+    events = (root / "timed-out" / "runs" / "answer" / "slow" / "1" / "events.jsonl").read_text().splitlines()
+    assert json.loads(events[-1])["event"] == "stream.closed" and json.loads(events[-1])["reason"] != "completed"
+
+
+def test_a_terminal_gets_a_progress_bar(world: tuple[Path, dict[str, str]]) -> None:
+    """stderr on a real pty: the rich bar with done/planned and the running count, no per-run lines."""
+    root, _ = world
+    controller, terminal = pty.openpty()
+    (root / "tmp").mkdir(exist_ok=True)
+    process = subprocess.Popen(
+        [str(EVAL), "plan.yaml", "--out", "on-a-terminal", "--only", "with-brief", "--only", "b10x"],
+        cwd=root, stdout=subprocess.PIPE, stderr=terminal, stdin=subprocess.DEVNULL,
+        env={"HOME": str(root / "home"), "PATH": os.environ["PATH"], "TMPDIR": str(root / "tmp"), "TERM": "xterm"},
+    )
+    os.close(terminal)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(controller, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+    stdout, _ = process.communicate(timeout=120)
+    os.close(controller)
+    assert process.returncode == 0, shown
+    text = shown.decode(errors="replace")
+    assert "1/1" in text and "running" in text and "━" in text and "[1/1]" not in text
+    assert stdout.decode().splitlines()[-1] == "b10x: 2 pass / 0 fail"
