@@ -2,7 +2,8 @@
 "``--catalogue``: the app-server"; design amendment a66).
 
 The server runs in its own process group with pipes for stdin and stdout; every line it writes is
-kept in ``rollout.stdout.jsonl`` and folded into the pure session (``metaharness.pure.codex.app_server``).
+kept in ``rollout.stdout.jsonl`` and folded into the pure session (``metaharness.pure.codex.session``,
+its conversation ``metaharness.pure.codex.app_server``).
 Each ``item/tool/call`` goes through the codex correlator after the rollout lines already written
 (so ``session.started`` precedes it) and is presented to the decision desk on seam ``owned_tool``; a
 call the desk lets through is performed by a ``metaharness mcp-serve --catalogue`` child over the
@@ -19,7 +20,6 @@ import os
 import queue
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -28,31 +28,13 @@ from typing import IO, Any
 from returns.result import Result
 
 from metaharness.pure.catalogue import Catalogue, check_codex_names
-from metaharness.pure.codex.app_server import (
-    CATALOGUE_COPY,
-    Decide,
-    Note,
-    Perform,
-    Send,
-    Session,
-    Step,
-    TurnCompleted,
-    Warn,
-    answer_decision,
-    app_server_args,
-    catalogue_server_args,
-    catalogue_server_gone,
-    open_session,
-    presented_tool_call,
-    read_catalogue_server_line,
-    read_server_line,
-)
+from metaharness.pure.codex.app_server import CATALOGUE_COPY, app_server_args, catalogue_server_args
+from metaharness.pure.codex.app_server import open_session as open_conversation
 from metaharness.pure.codex.launch import CodexLaunch
 from metaharness.pure.codex.rollout import RolloutLaunch
-from metaharness.pure.correlation import Output, Present, on_hook_call
-from metaharness.pure.decisions import Answer, Desk, Effect, present
+from metaharness.pure.codex.session import open_session, read_catalogue_server, read_server
+from metaharness.pure.decisions import Desk
 from metaharness.pure.events import Event
-from metaharness.pure.hook_channel import HookCall
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.catalogue_file import read_back_scratch_copy, read_catalogue, write_scratch_copy
 from metaharness.shell.child_process import (
@@ -65,7 +47,7 @@ from metaharness.shell.child_process import (
     pump_lines,
     wait_status,
 )
-from metaharness.shell.codex.live import LiveOutcome, _Run, _wait_child, _watch_doorbell
+from metaharness.shell.codex.live import CodexLoop, LiveOutcome, _wait_child, _watch_doorbell
 from metaharness.shell.codex.rollout import POLL_INTERVAL_S, QUIET_POLLS_AFTER_EXIT, RolloutTail
 from metaharness.shell.facts import own_cli
 
@@ -91,101 +73,6 @@ def place_catalogue(
     happened += ["the vendor binary had been run with --version"] if probed else []
     said = happened[0] if len(happened) == 1 else ", ".join(happened[:-1]) + " and " + happened[-1]
     return read_back_scratch_copy(path, catalogue, source, said)
-
-
-class _AppServerRun(_Run):
-    """The codex live run plus the app-server session: calls the server asks for are presented on
-    seam ``owned_tool`` and their decisions answered through the session."""
-
-    def __init__(
-        self,
-        launch: CodexLaunch,
-        desk: Desk,
-        rollout: RolloutLaunch,
-        run: str,
-        write_event: Callable[[bytes], None],
-        catalogue: Catalogue,
-        session: Session,
-    ) -> None:
-        super().__init__(launch, desk, rollout, run, write_event)
-        self.catalogue = catalogue
-        self.session = session
-        self.owned: set[str] = set()
-        self.server_in: IO[bytes] | None = None
-        self.catalogue_in: IO[bytes] | None = None
-        self.catalogue_gone = False
-        self.finished = False
-
-    def perform(self, effects: tuple[Effect, ...]) -> None:
-        for effect in effects:
-            if isinstance(effect, Answer) and effect.call_id in self.owned:
-                self.session, steps = answer_decision(self.session, effect.call_id, effect.decision)
-                self.steps(steps)
-            else:
-                super().perform((effect,))
-
-    def outputs(self, outputs: tuple[Output, ...]) -> None:
-        for output in outputs:
-            if isinstance(output, Present) and output.call.call_id in self.owned:
-                call = output.call
-                self.names[call.call_id] = call.name
-                self.desk, effects = present(
-                    self.desk, presented_tool_call(self.catalogue, call.call_id, call.name, call.input)
-                )
-                self.perform(effects)
-            else:
-                super().outputs((output,))
-
-    def steps(self, steps: tuple[Step, ...]) -> None:
-        """Carry out what the session said, in order."""
-        for step in steps:
-            if isinstance(step, Send):
-                _write(self.server_in, step.line)
-            elif isinstance(step, Perform):
-                if self.catalogue_gone or not _write(self.catalogue_in, step.line):
-                    self.catalogue_line(None)
-            elif isinstance(step, Decide):
-                self.owned.add(step.call_id)
-                call = HookCall(key="", call_id=step.call_id, name=step.tool, input=step.arguments, correlated=True)
-                self.correlator, outputs = on_hook_call(self.correlator, call)
-                self.outputs(outputs)
-            elif isinstance(step, Warn):
-                self.emit(step.warning)
-            elif isinstance(step, Note):
-                sys.stderr.write(f"metaharness: {step.text}\n")
-                sys.stderr.flush()
-            elif isinstance(step, TurnCompleted):
-                self.finished = True
-        if self.session.phase == "failed":
-            self.finished = True
-
-    def server_line(self, line: bytes) -> None:
-        self.ring()
-        self.session, steps = read_server_line(self.session, line)
-        self.steps(steps)
-
-    def catalogue_line(self, line: bytes | None) -> None:
-        """A line of the catalogue server's answers; ``None`` when it has ended, after which every call
-        sent to it, and every later one, is answered as a failure."""
-        if line is None:
-            self.catalogue_gone = True
-            self.session, steps = catalogue_server_gone(self.session)
-        else:
-            self.session, steps = read_catalogue_server_line(self.session, line)
-        self.steps(steps)
-
-
-def _write(stream: IO[bytes] | None, line: bytes) -> bool:
-    """Write one line to a child's stdin; whether it was written (a child that has gone is not an
-    error of the run)."""
-    if stream is None or stream.closed:
-        return False
-    try:
-        stream.write(line)
-        stream.flush()
-    except (BrokenPipeError, OSError):
-        return False
-    return True
 
 
 def _close(stream: IO[bytes] | None) -> None:
@@ -221,7 +108,7 @@ def drive_app_server(
     """Start the catalogue server and ``codex app-server``, hold the conversation, map the rollout
     and decide every call until the turn completes and the server ends, then wind the stream up
     (spec 20 §4, spec 10 §4.10). Raises ``OSError`` when a spawn itself fails."""
-    session, first = open_session(
+    conversation, opening = open_conversation(
         version=importlib.metadata.version("metaharness"),
         cwd=launch.cwd,
         model=model,
@@ -229,7 +116,8 @@ def drive_app_server(
         catalogue=catalogue,
         user_turn=launch.user_turn,
     )
-    state = _AppServerRun(launch, desk, rollout, run, write_event, catalogue, session)
+    session, opened = open_session(desk, rollout, run, catalogue, conversation, opening)
+    state = CodexLoop(launch, session, write_event)
     events: queue.Queue[tuple[str, Any]] = queue.Queue()
     stop = threading.Event()
     drained = threading.Event()
@@ -275,7 +163,7 @@ def drive_app_server(
     threading.Thread(target=_watch_doorbell, args=(state.channel.fileno(), events, drained, stop), daemon=True).start()
     if commands is not None:
         threading.Thread(target=pump_fd, args=(commands, "command", events), daemon=True).start()
-    state.steps(first)
+    state.perform(opened)
     rollout_tail = RolloutTail(launch.sessions_dir, launch.rollout_copy)
     group = GroupStop(child.pid)
     term_at: float | None = None
@@ -300,9 +188,10 @@ def drive_app_server(
             elif kind == "server" and item is not None:
                 for number, raw in rollout_tail.poll():
                     state.record(number, raw)
-                state.server_line(item)
+                state.ring()
+                state.step(read_server(state.session, item))
             elif kind == "catalogue":
-                state.catalogue_line(item)
+                state.step(read_catalogue_server(state.session, item))
             elif kind == "command" and item is not None:
                 control = state.command(item, on_steering_refusal)
                 if control is not None:
@@ -312,7 +201,7 @@ def drive_app_server(
                     continue
                 state.abandon("the run was interrupted")
                 group.terminate()
-            if state.finished and term_at is None and group.kill_at is None:
+            if state.session.finished and term_at is None and group.kill_at is None:
                 _close(child.stdin)
                 term_at = time.monotonic() + GRACE_S
             now = time.monotonic()
@@ -345,7 +234,7 @@ def drive_app_server(
     code = exit_code if exit_code is not None else child.wait()
     process = wait_status(code)
     reason = state.close(halted=group.halted, killed=group.killed, tail=bytes(tail), late_events=late_events, process=process)
-    return LiveOutcome(reason, process, state.stream.written)
+    return LiveOutcome(reason, process, state.session.stream.written)
 
 
 def _stop_catalogue_server(served: subprocess.Popen[bytes]) -> None:
