@@ -68,6 +68,7 @@ from metaharness.pure.run_stages import (
     decision_deadline,
     no_terminal_record,
 )
+from metaharness.pure.stop import KILL, Stop, StopPolicy
 
 ADAPTER = "b10x"
 ADAPTER_CLASS = "direct_provider"
@@ -744,6 +745,10 @@ HONOURED = frozenset({"tool.decide", "interrupt", "halt"})
 """The commands the b10x adapter honours (spec 40 §8); the rest are ``UNSUPPORTED_CONTROL``."""
 
 Control: TypeAlias = Literal["interrupt", "halt"] | None
+
+STOP_POLICY = StopPolicy(interrupt=Stop("SIGINT", "child"), halt=KILL)
+"""``interrupt`` is SIGINT to the loop alone (it ends its turn and the run); ``halt`` kills the group at
+once; a signal is SIGTERM to the group, SIGKILL 5 s later or at the next signal."""
 
 
 def take_command(

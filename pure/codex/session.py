@@ -67,10 +67,14 @@ from metaharness.pure.events import (
 from metaharness.pure.hook_channel import HOOK_GAVE_UP, HookCall, read_hook_request
 from metaharness.pure.readings import Emitted, Reading
 from metaharness.pure.run_stages import closing_reason, no_terminal_record
+from metaharness.pure.stop import GROUP_POLICY
 
 ADAPTER = "codex"
 
 Control: TypeAlias = Literal["interrupt", "halt"] | None
+
+STOP_POLICY = GROUP_POLICY
+"""Every stop is SIGTERM to the group, SIGKILL 5 s later (or at a second signal)."""
 
 
 class HookAnswer(msgspec.Struct, frozen=True):

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
-import queue
 import signal
 import subprocess
-import threading
 import time
 from collections.abc import Callable
-from typing import IO, Any
+from functools import partial
+from typing import IO
 
 from returns.result import Result
 
@@ -32,24 +31,21 @@ from metaharness.pure.codex.app_server import CATALOGUE_COPY, app_server_args, c
 from metaharness.pure.codex.app_server import open_session as open_conversation
 from metaharness.pure.codex.launch import CodexLaunch
 from metaharness.pure.codex.rollout import RolloutLaunch
-from metaharness.pure.codex.session import open_session, read_catalogue_server, read_server
+from metaharness.pure.codex.session import STOP_POLICY, open_session, read_catalogue_server, read_server
 from metaharness.pure.decisions import Desk
 from metaharness.pure.events import Event
 from metaharness.pure.refusal import Refusal
+from metaharness.pure.stop import GRACE_S, TERMINATE
 from metaharness.shell.catalogue_file import read_back_scratch_copy, read_catalogue, write_scratch_copy
 from metaharness.shell.child_process import (
-    GRACE_S,
-    GroupStop,
-    SignalQueue,
-    keep_tail,
+    ChildStop,
     kill_group,
-    pump_fd,
-    pump_lines,
     wait_status,
 )
-from metaharness.shell.codex.live import CodexLoop, LiveOutcome, _wait_child, _watch_doorbell
-from metaharness.shell.codex.rollout import POLL_INTERVAL_S, QUIET_POLLS_AFTER_EXIT, RolloutTail
+from metaharness.shell.codex.live import CodexLoop, LiveOutcome
+from metaharness.shell.codex.rollout import RolloutTail
 from metaharness.shell.facts import own_cli
+from metaharness.shell.live_engine import Engine, cut_lines, read_rest
 
 CATALOGUE_SERVER_LOG = "catalogue-server.stderr"
 """The catalogue server's stderr, kept in the scratch root."""
@@ -83,13 +79,48 @@ def _close(stream: IO[bytes] | None) -> None:
             pass
 
 
-def _copy_lines(stream: IO[bytes], copy: IO[bytes], kind: str, events: queue.Queue[tuple[str, Any]]) -> None:
-    """Each line the server writes is copied (``rollout.stdout.jsonl``) before it is queued."""
-    for line in iter(stream.readline, b""):
-        copy.write(line)
-        copy.flush()
-        events.put((kind, line))
-    events.put((kind, None))
+class _Conversation:
+    """The app-server's and the catalogue server's pipes as the engine's handlers see them: each chunk
+    the server writes is copied (``rollout.stdout.jsonl``) before its lines are read; once the
+    session is finished the server's stdin is closed and its group is stopped ``GRACE_S`` later."""
+
+    def __init__(self, state: CodexLoop, child: subprocess.Popen[bytes], copy: IO[bytes], tail: RolloutTail) -> None:
+        self.state = state
+        self.child = child
+        self.copy = copy
+        self.rollout_tail = tail
+        self.pending = bytearray()
+        self.term_at: float | None = None
+        self.ending = False
+
+    def server(self, chunk: bytes) -> None:
+        self.copy.write(chunk)
+        self.copy.flush()
+        for line in cut_lines(self.pending, chunk):
+            self.server_line(line)
+
+    def server_line(self, line: bytes) -> None:
+        """A line of the server's: the rollout's new lines first, then the doorbell, then the line."""
+        for number, raw in self.rollout_tail.poll():
+            self.state.record(number, raw)
+        self.state.ring()
+        self.state.step(read_server(self.state.session, line))
+        if self.state.session.finished and not self.ending and self.state.stopper.kill_at is None:
+            self.ending = True
+            _close(self.child.stdin)
+            self.term_at = time.monotonic() + GRACE_S
+
+    def server_end(self) -> None:
+        if self.pending:
+            self.server_line(bytes(self.pending))
+            self.pending.clear()
+
+    def catalogue(self, line: bytes | None) -> None:
+        self.state.step(read_catalogue_server(self.state.session, line))
+
+    def terminate(self) -> None:
+        self.term_at = None
+        self.state.stopper.send(TERMINATE)
 
 
 def drive_app_server(
@@ -118,9 +149,6 @@ def drive_app_server(
     )
     session, opened = open_session(desk, rollout, run, catalogue, conversation, opening)
     state = CodexLoop(launch, session, write_event)
-    events: queue.Queue[tuple[str, Any]] = queue.Queue()
-    stop = threading.Event()
-    drained = threading.Event()
     with open(os.path.join(launch.scratch, CATALOGUE_SERVER_LOG), "wb") as log:
         served = subprocess.Popen(
             list(catalogue_server_args(own_cli(), launch.scratch, launch.cwd, catalogue)),
@@ -148,92 +176,36 @@ def drive_app_server(
         raise
     assert child.stdin is not None and child.stdout is not None and child.stderr is not None
     state.server_in = child.stdin
-    stdout_copy = open(launch.stdout_copy, "wb")  # noqa: SIM115 - closed at wind-up, after the pump ends
-    signals = SignalQueue(events)
-    signals.install()
-    tail = bytearray()
-    stderr_thread = threading.Thread(target=keep_tail, args=(child.stderr, tail), daemon=True)
-    stderr_thread.start()
-    server_thread = threading.Thread(
-        target=_copy_lines, args=(child.stdout, stdout_copy, "server", events), daemon=True
-    )
-    server_thread.start()
-    threading.Thread(target=pump_lines, args=(served.stdout, "catalogue", events), daemon=True).start()
-    threading.Thread(target=_wait_child, args=(child, events), daemon=True).start()
-    threading.Thread(target=_watch_doorbell, args=(state.channel.fileno(), events, drained, stop), daemon=True).start()
-    if commands is not None:
-        threading.Thread(target=pump_fd, args=(commands, "command", events), daemon=True).start()
-    state.perform(opened)
+    state.stopper = ChildStop(child.pid, STOP_POLICY)
+    stdout_copy = open(launch.stdout_copy, "wb")  # noqa: SIM115 - closed at wind-up, after the last copy
     rollout_tail = RolloutTail(launch.sessions_dir, launch.rollout_copy)
-    group = GroupStop(child.pid)
-    term_at: float | None = None
-    exit_code: int | None = None
-    quiet = 0
-    next_poll = time.monotonic()
+    pipes = _Conversation(state, child, stdout_copy, rollout_tail)
+    engine = Engine()
     try:
-        while True:
-            now = time.monotonic()
-            waits = [next_poll - now]
-            waits += [at - now for at in (state.deadlines.next_at(),) if at is not None]
-            waits += [at - now for at in (term_at, group.kill_at) if at is not None]
-            try:
-                kind, item = events.get(timeout=max(0.0, min(waits)))
-            except queue.Empty:
-                kind, item = "tick", None
-            if kind == "ring":
-                state.ring()
-                drained.set()
-            elif kind == "exited":
-                exit_code = item
-            elif kind == "server" and item is not None:
-                for number, raw in rollout_tail.poll():
-                    state.record(number, raw)
-                state.ring()
-                state.step(read_server(state.session, item))
-            elif kind == "catalogue":
-                state.step(read_catalogue_server(state.session, item))
-            elif kind == "command" and item is not None:
-                control = state.command(item, on_steering_refusal)
-                if control is not None:
-                    group.control(control)
-            elif kind == "signal":
-                if group.second_signal():
-                    continue
-                state.abandon("the run was interrupted")
-                group.terminate()
-            if state.session.finished and term_at is None and group.kill_at is None:
-                _close(child.stdin)
-                term_at = time.monotonic() + GRACE_S
-            now = time.monotonic()
-            if term_at is not None and now >= term_at:
-                term_at = None
-                group.terminate()
-            group.due(now)
-            state.expire_due()
-            if now >= next_poll:
-                next_poll = now + POLL_INTERVAL_S
-                fresh = state.take_rollout(rollout_tail)
-                if exit_code is not None:
-                    quiet = 0 if fresh else quiet + 1
-                    if quiet >= QUIET_POLLS_AFTER_EXIT:
-                        break
+        state.watch(engine, child, commands, on_steering_refusal)
+        engine.on_chunks(child.stdout.fileno(), pipes.server, pipes.server_end)
+        engine.on_lines(served.stdout.fileno(), pipes.catalogue, partial(pipes.catalogue, None))
+        engine.timer(lambda: pipes.term_at, pipes.terminate)
+        engine.timer(lambda: state.next_poll, partial(state.poll, rollout_tail))
+        state.perform(opened)
+        engine.run(until=lambda: state.rollout_ended)
         state.end_stream()
-        stderr_thread.join(timeout=GRACE_S)
-        server_thread.join(timeout=GRACE_S)
+        state.stderr(read_rest(child.stderr.fileno(), GRACE_S))
     finally:
-        stop.set()
-        drained.set()
-        signals.restore()
+        engine.close()
         rollout_tail.close()
         _close(child.stdin)
         _close(served.stdin)
         _stop_catalogue_server(served)
     kill_group(child.pid, signal.SIGKILL)
-    server_thread.join(timeout=GRACE_S)
+    stdout_copy.write(read_rest(child.stdout.fileno(), GRACE_S))
     stdout_copy.close()
-    code = exit_code if exit_code is not None else child.wait()
+    code = state.exit_code if state.exit_code is not None else child.wait()
     process = wait_status(code)
-    reason = state.close(halted=group.halted, killed=group.killed, tail=bytes(tail), late_events=late_events, process=process)
+    stopper = state.stopper
+    reason = state.close(
+        halted=stopper.halted, killed=stopper.killed, tail=bytes(state.tail), late_events=late_events, process=process
+    )
     return LiveOutcome(reason, process, state.session.stream.written)
 
 

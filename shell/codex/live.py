@@ -10,15 +10,13 @@ bytes, timers and signals in the order its effects say.
 from __future__ import annotations
 
 import os
-import queue
-import select
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
-from typing import IO, Any
+from functools import partial
+from typing import IO
 
 import msgspec
 
@@ -26,6 +24,7 @@ from metaharness.pure.codex.app_server import Note, Perform, Send
 from metaharness.pure.codex.launch import CodexLaunch
 from metaharness.pure.codex.rollout import RolloutLaunch
 from metaharness.pure.codex.session import (
+    STOP_POLICY,
     Control,
     Effect,
     HookAnswer,
@@ -43,17 +42,16 @@ from metaharness.pure.codex.session import (
 )
 from metaharness.pure.decisions import AbandonCause, Arm, Desk, Disarm
 from metaharness.pure.events import Event, Process
+from metaharness.pure.stop import GRACE_S
 from metaharness.shell.child_process import (
-    GRACE_S,
-    GroupStop,
-    SignalQueue,
-    keep_tail,
+    STDERR_KEPT,
+    ChildStop,
     kill_group,
-    pump_fd,
     wait_status,
 )
 from metaharness.shell.codex.rollout import POLL_INTERVAL_S, QUIET_POLLS_AFTER_EXIT, RolloutTail, SubAgentRollouts
 from metaharness.shell.hook_channel import HookChannel
+from metaharness.shell.live_engine import Engine, read_rest
 from metaharness.shell.steering import Deadlines, steering_command
 
 SUB_AGENT_COPIES = "sub-agents"
@@ -70,25 +68,6 @@ class LiveOutcome(msgspec.Struct, frozen=True):
     events: int
 
 
-def _watch_doorbell(
-    fd: int, events: queue.Queue[tuple[str, Any]], drained: threading.Event, stop: threading.Event
-) -> None:
-    """Wake the loop when the doorbell is readable; wait until the loop has drained it."""
-    while not stop.is_set():
-        try:
-            readable, _, _ = select.select([fd], [], [], 0.2)
-        except (OSError, ValueError):
-            return
-        if readable:
-            drained.clear()
-            events.put(("ring", None))
-            drained.wait(1.0)
-
-
-def _wait_child(child: subprocess.Popen[bytes], events: queue.Queue[tuple[str, Any]]) -> None:
-    events.put(("exited", child.wait()))
-
-
 class CodexLoop:
     """What the live loop keeps beside the pure session (``metaharness.pure.codex.session``): the hook
     channel, the deadline timers, the sub-agents' rollouts and the children's stdins; it performs the
@@ -102,6 +81,12 @@ class CodexLoop:
         self.sub_agents = SubAgentRollouts(launch.sessions_dir, os.path.join(launch.scratch, SUB_AGENT_COPIES))
         self.server_in: IO[bytes] | None = None
         self.catalogue_in: IO[bytes] | None = None
+        self.stopper: ChildStop
+        self.tail = bytearray()
+        self.exit_code: int | None = None
+        self.next_poll = time.monotonic()
+        self.quiet = 0
+        self.rollout_ended = False
 
     def perform(self, effects: tuple[Effect, ...]) -> None:
         """The session's effects in order; a hook answer or a performed call resumes the session with
@@ -147,6 +132,47 @@ class CodexLoop:
         self.session, effects, control = take_command(self.session, command, self.deadlines.latency_ms(command))
         self.perform(effects)
         return control
+
+    def command_line(self, line: bytes, on_steering_refusal: Callable[[str], None]) -> None:
+        """A command line; an ``interrupt`` or ``halt`` that took effect stops the child."""
+        control = self.command(line, on_steering_refusal)
+        if control is not None:
+            self.stopper.take(control)
+
+    def signalled(self, _number: int) -> None:
+        """A signal: the first abandons every pending call, then the stop policy ends the child."""
+        if not self.stopper.killed:
+            self.step(abandon_pending(self.session, "the run was interrupted"))
+        self.stopper.take("signal")
+
+    def stderr(self, chunk: bytes) -> None:
+        self.tail.extend(chunk)
+        del self.tail[:-STDERR_KEPT]
+
+    def exited(self, child: subprocess.Popen[bytes]) -> None:
+        self.exit_code = child.wait()
+
+    def poll(self, rollout_tail: RolloutTail) -> None:
+        """The rollout's poll, every ``POLL_INTERVAL_S``; once the child has exited, the rollout has
+        ended after ``QUIET_POLLS_AFTER_EXIT`` polls that found nothing new."""
+        self.next_poll = time.monotonic() + POLL_INTERVAL_S
+        fresh = self.take_rollout(rollout_tail)
+        if self.exit_code is not None:
+            self.quiet = 0 if fresh else self.quiet + 1
+            self.rollout_ended = self.quiet >= QUIET_POLLS_AFTER_EXIT
+
+    def watch(self, engine: Engine, child: subprocess.Popen[bytes], commands: int | None,
+              on_steering_refusal: Callable[[str], None]) -> None:  # fmt: skip
+        """The sources every codex run watches, the doorbell first, and its timers."""
+        assert child.stderr is not None
+        engine.on_ready(self.channel.fileno(), self.ring)
+        engine.on_signal(self.signalled)
+        if commands is not None:
+            engine.on_lines(commands, partial(self.command_line, on_steering_refusal=on_steering_refusal), lambda: None)
+        engine.on_chunks(child.stderr.fileno(), self.stderr, lambda: None)
+        engine.on_exit(child.pid, partial(self.exited, child))
+        engine.timer(lambda: self.stopper.kill_at, lambda: self.stopper.due(time.monotonic()))
+        engine.timer(self.deadlines.next_at, self.expire_due)
 
     def abandon(self, why: AbandonCause) -> None:
         self.step(abandon_pending(self.session, why))
@@ -216,9 +242,6 @@ def drive_codex(
     ``process_known`` false writes ``process`` unknown, as conformance C3 does (spec 50 §9);
     ``late_events`` are the wind-up's own events (loopback, retain), written before the marker."""
     state = CodexLoop(launch, open_session(desk, rollout, run)[0], write_event)
-    events: queue.Queue[tuple[str, Any]] = queue.Queue()
-    stop = threading.Event()
-    drained = threading.Event()
     with open(launch.stdout_copy, "wb") as stdout_copy:
         child = subprocess.Popen(
             list(launch.argv),
@@ -230,65 +253,24 @@ def drive_codex(
             start_new_session=True,
         )
     assert child.stderr is not None
-    signals = SignalQueue(events)
-    signals.install()
-    tail = bytearray()
-    stderr_thread = threading.Thread(target=keep_tail, args=(child.stderr, tail), daemon=True)
-    stderr_thread.start()
-    threading.Thread(target=_wait_child, args=(child, events), daemon=True).start()
-    threading.Thread(target=_watch_doorbell, args=(state.channel.fileno(), events, drained, stop), daemon=True).start()
-    if commands is not None:
-        threading.Thread(target=pump_fd, args=(commands, "command", events), daemon=True).start()
+    state.stopper = ChildStop(child.pid, STOP_POLICY)
     rollout_tail = RolloutTail(launch.sessions_dir, launch.rollout_copy)
-    group = GroupStop(child.pid)
-    exit_code: int | None = None
-    quiet = 0
-    next_poll = time.monotonic()
+    engine = Engine()
     try:
-        while True:
-            now = time.monotonic()
-            waits = [next_poll - now]
-            waits += [at - now for at in (state.deadlines.next_at(),) if at is not None]
-            if group.kill_at is not None:
-                waits.append(group.kill_at - now)
-            try:
-                kind, item = events.get(timeout=max(0.0, min(waits)))
-            except queue.Empty:
-                kind, item = "tick", None
-            if kind == "ring":
-                state.ring()
-                drained.set()
-            elif kind == "exited":
-                exit_code = item
-            elif kind == "command" and item is not None:
-                control = state.command(item, on_steering_refusal)
-                if control is not None:
-                    group.control(control)
-            elif kind == "signal":
-                if group.second_signal():
-                    continue
-                state.abandon("the run was interrupted")
-                group.terminate()
-            now = time.monotonic()
-            group.due(now)
-            state.expire_due()
-            if now >= next_poll:
-                next_poll = now + POLL_INTERVAL_S
-                fresh = state.take_rollout(rollout_tail)
-                if exit_code is not None:
-                    quiet = 0 if fresh else quiet + 1
-                    if quiet >= QUIET_POLLS_AFTER_EXIT:
-                        break
+        state.watch(engine, child, commands, on_steering_refusal)
+        engine.timer(lambda: state.next_poll, partial(state.poll, rollout_tail))
+        engine.run(until=lambda: state.rollout_ended)
         state.end_stream()
-        stderr_thread.join(timeout=GRACE_S)
+        state.stderr(read_rest(child.stderr.fileno(), GRACE_S))
     finally:
-        stop.set()
-        drained.set()
-        signals.restore()
+        engine.close()
         rollout_tail.close()
     kill_group(child.pid, signal.SIGKILL)
-    code = exit_code if exit_code is not None else child.wait()
+    code = state.exit_code if state.exit_code is not None else child.wait()
     process = wait_status(code)
     marked = process if process_known else wait_status(code, known=False)
-    reason = state.close(halted=group.halted, killed=group.killed, tail=bytes(tail), late_events=late_events, process=marked)
+    stopper = state.stopper
+    reason = state.close(
+        halted=stopper.halted, killed=stopper.killed, tail=bytes(state.tail), late_events=late_events, process=marked
+    )
     return LiveOutcome(reason, process, state.session.stream.written)
