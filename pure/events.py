@@ -47,6 +47,17 @@ class Census(_Value, frozen=True, kw_only=True):
     abstained: int
     by_seam: dict[str, int]
     by_decider: dict[str, int]
+    bypassed: int | UnsetType = UNSET
+    """Calls metaharness denied whose result was not an error (``DECISION_BYPASSED``); written only
+    when there was one."""
+
+
+class RouteTraffic(_Value, frozen=True, kw_only=True):
+    """What crossed the model route of a confined run: requests forwarded and their bytes."""
+
+    requests: int
+    bytes_up: int
+    bytes_down: int
 
 
 class Allow(Struct, frozen=True, tag_field="decision", tag="allow"):
@@ -299,6 +310,8 @@ class SessionEnded(_Event, frozen=True, tag="session.ended", kw_only=True):
     usage: Usage | None
     model_usage: dict[str, Usage] | None
     census: Census
+    route: RouteTraffic | UnsetType = UNSET
+    """The model route's traffic under confinement; absent under ``--confine off``."""
 
 
 class StepEntered(_Event, frozen=True, tag="step.entered", kw_only=True):
