@@ -34,10 +34,14 @@ BRIDGE_PORT = 47100
 ROUTE_SOCKET = "route.sock"
 """The route proxy's Unix socket under the scratch root, the one thing of the outside in the view."""
 INIT_MODULE = "metaharness.shell.confine_init"
-FIXED_FLAGS = ("--unshare-all", "--die-with-parent", "--cap-drop", "ALL")
+FIXED_FLAGS = ("--unshare-all", "--unshare-user", "--die-with-parent", "--cap-drop", "ALL")
 """The bwrap flags every confined launch carries; never ``--share-net``. Not ``--new-session``: the
 child is already spawned in a session of its own with no terminal descriptor, and the run loop's
 group signals must reach the view's init."""
+ROOT_STAND_IN = 1000
+"""The user and group a root caller's child runs as inside the view (mapped to root outside): the
+vendors' own sandboxes map their user in a nested namespace, and mapping user 0 needs a capability the
+view drops."""
 UNCONFINED_VIEW = "--confine off: the child sees the caller's filesystem"
 UNCONFINED_NETWORK = "--confine off: the child sees the caller's network"
 CLAUDE_WIRE = ("/v1/messages", "/v1/messages/count_tokens")
@@ -84,6 +88,7 @@ class ConfinementFacts(msgspec.Struct, frozen=True, kw_only=True):
     cwd: str
     command: tuple[str, ...]
     route: ModelRoute | None = None
+    caller_uid: int = 0
 
 
 class Mount(msgspec.Struct, frozen=True):
@@ -108,6 +113,7 @@ class Confinement(msgspec.Struct, frozen=True, kw_only=True):
     writable: tuple[str, ...]
     route: ModelRoute | None
     socket: str | None
+    identity: tuple[str, ...] = ()
 
 
 def _inside(path: str, root: str) -> bool:
@@ -245,7 +251,8 @@ def plan_confinement(facts: ConfinementFacts) -> Result[Confinement, Refusal]:
     mounts += [Mount("proc", "/proc"), Mount("dev", "/dev"), Mount("tmpfs", "/tmp"), Mount("tmpfs", "/dev/shm")]
     if facts.home:
         mounts.append(Mount("tmpfs", facts.home))
-    closure = tuple(dict.fromkeys(posixpath.normpath(path) for path in facts.closure))
+    named = tuple(dict.fromkeys(posixpath.normpath(path) for path in facts.closure))
+    closure = tuple(path for path in named if not any(path != other and _inside(path, other) for other in named))
     mounts += [Mount("ro-bind", path, path) for path in (*closure, *facts.reads)]
     writable = tuple(dict.fromkeys(posixpath.normpath(path) for path in facts.writable))
     mounts += [Mount("bind", path, path) for path in writable]
@@ -266,13 +273,14 @@ def plan_confinement(facts: ConfinementFacts) -> Result[Confinement, Refusal]:
             writable=writable,
             route=facts.route,
             socket=socket,
+            identity=("--uid", str(ROOT_STAND_IN), "--gid", str(ROOT_STAND_IN)) if facts.caller_uid == 0 else (),
         )
     )
 
 
 def render_bwrap(confinement: Confinement, info_fd: int | None = None) -> tuple[str, ...]:
     """The ``bwrap`` argv of a planned view; ``info_fd`` is where bwrap writes the sandbox's pid."""
-    argv: list[str] = [confinement.bwrap, *FIXED_FLAGS]
+    argv: list[str] = [confinement.bwrap, *FIXED_FLAGS, *confinement.identity]
     if info_fd is not None:
         argv += ["--info-fd", str(info_fd)]
     for mount in confinement.mounts:
@@ -331,3 +339,14 @@ def confined_hermetic(hermetic: Hermetic, confinement: Confinement | None, loopb
                RowHow(row="H13", how=_h13(confinement)))  # fmt: skip
     ambient = tuple(entry for entry in hermetic.ambient_inputs if entry != "the network is not isolated")
     return msgspec.structs.replace(hermetic, imposed=imposed, ambient_inputs=ambient)
+
+
+def pointed_at_bridge(kind: Kind, variables: Sequence[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    """The child's environment with the vendor's API replaced by the bridge (claude ``api-key`` and
+    ``operator-login``: ``ANTHROPIC_BASE_URL``; codex: ``OPENAI_BASE_URL``), sorted by key."""
+    name, url = (
+        ("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{BRIDGE_PORT}")
+        if kind == "claude"
+        else ("OPENAI_BASE_URL", f"http://127.0.0.1:{BRIDGE_PORT}/v1")
+    )
+    return tuple(sorted({**dict(variables), name: url}.items()))

@@ -152,10 +152,23 @@ def _venv_homes(path: str) -> dict[str, str | None]:
     return found
 
 
+def _link_directories(path: str) -> tuple[str, ...]:
+    """The directory of each symbolic link on the way from ``path`` to its real file (at most 40 hops),
+    so the path the record names resolves inside the view."""
+    directories: list[str] = []
+    while os.path.islink(path) and len(directories) < 40:
+        directory = os.path.dirname(path)
+        directories.append(os.path.realpath(directory))
+        path = os.path.join(directory, os.readlink(path))
+    return tuple(directories)
+
+
 def _roots(path: str) -> tuple[str, ...]:
-    """The install roots of ``path`` as named and of its real path."""
+    """The install roots of ``path`` as named and of its real path, and the directories of the links
+    between them."""
     real = os.path.realpath(path)
-    return (*install_root(path, _venv_homes(path)), *install_root(real, _venv_homes(real)))
+    named = install_root(path, _venv_homes(path))
+    return (*named, *install_root(real, _venv_homes(real)), *_link_directories(path))
 
 
 def _first_line(path: str) -> bytes:
@@ -270,6 +283,7 @@ def confine(
         cwd=cwd,
         command=tuple(command),
         route=prepared.route,
+        caller_uid=os.getuid(),
     )
     return plan_confinement(facts).map(ConfinedSpawn)
 

@@ -67,6 +67,7 @@ from metaharness.shell.child_process import (
 )
 from metaharness.shell.codex.live import LiveOutcome, _Run, _wait_child, _watch_doorbell
 from metaharness.shell.codex.rollout import POLL_INTERVAL_S, QUIET_POLLS_AFTER_EXIT, RolloutTail
+from metaharness.shell.confinement import ConfinedSpawn
 from metaharness.shell.facts import own_cli
 
 CATALOGUE_SERVER_LOG = "catalogue-server.stderr"
@@ -217,10 +218,12 @@ def drive_app_server(
     commands: int | None,
     on_steering_refusal: Callable[[str], None],
     late_events: Callable[[], tuple[Event, ...]] = tuple,
+    confined: ConfinedSpawn | None = None,
 ) -> LiveOutcome:
     """Start the catalogue server and ``codex app-server``, hold the conversation, map the rollout
     and decide every call until the turn completes and the server ends, then wind the stream up
-    (spec 20 §4, spec 10 §4.10). Raises ``OSError`` when a spawn itself fails."""
+    (spec 20 §4, spec 10 §4.10); ``confined`` runs the app-server in its view. Raises ``OSError``
+    when a spawn itself fails."""
     session, first = open_session(
         version=importlib.metadata.version("metaharness"),
         cwd=launch.cwd,
@@ -246,14 +249,17 @@ def drive_app_server(
     state.catalogue_in = served.stdin
     try:
         child = subprocess.Popen(
-            [launch.program, *app_server_args()],
+            [launch.program, *app_server_args()] if confined is None else confined.argv,
             cwd=launch.cwd,
             env=launch.environment.as_dict(),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            pass_fds=() if confined is None else confined.pass_fds,
         )
+        if confined is not None:
+            confined.spawned()
     except OSError:
         _close(served.stdin)
         served.wait()

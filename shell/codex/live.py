@@ -74,6 +74,7 @@ from metaharness.shell.child_process import (
     wait_status,
 )
 from metaharness.shell.codex.rollout import POLL_INTERVAL_S, QUIET_POLLS_AFTER_EXIT, RolloutTail
+from metaharness.shell.confinement import ConfinedSpawn
 from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.steering import Deadlines, steering_command
 
@@ -274,8 +275,9 @@ def drive_codex(
     on_steering_refusal: Callable[[str], None],
     process_known: bool = True,
     late_events: Callable[[], tuple[Event, ...]] = tuple,
+    confined: ConfinedSpawn | None = None,
 ) -> LiveOutcome:
-    """Spawn ``codex exec``, map its rollout and decide its hook calls until it ends, then wind the
+    """Spawn ``codex exec`` (in ``confined``'s view when given), map its rollout and decide its hook calls until it ends, then wind the
     stream up (spec 20 §4, spec 10 §4.10). Raises ``OSError`` when the spawn itself fails.
     ``process_known`` false writes ``process`` unknown, as conformance C3 does (spec 50 §9);
     ``late_events`` are the wind-up's own events (loopback, retain), written before the marker."""
@@ -285,14 +287,17 @@ def drive_codex(
     drained = threading.Event()
     with open(launch.stdout_copy, "wb") as stdout_copy:
         child = subprocess.Popen(
-            list(launch.argv),
+            list(launch.argv) if confined is None else confined.argv,
             cwd=launch.cwd,
             env=launch.environment.as_dict(),
             stdin=subprocess.DEVNULL,
             stdout=stdout_copy,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            pass_fds=() if confined is None else confined.pass_fds,
         )
+    if confined is not None:
+        confined.spawned()
     assert child.stderr is not None
     signals = SignalQueue(events)
     signals.install()
