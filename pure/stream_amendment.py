@@ -1,8 +1,8 @@
 """What metaharness adds to a run's stream as it is written, on every kind (docs/confinement.md).
 
 A call metaharness denied whose ``tool.result`` is not an error was let through by something else
-(a forged hook-channel answer): right after that result a ``warning{DECISION_BYPASSED}`` naming the
-call is written, later lines are renumbered, ``session.ended.census`` counts it under ``bypassed``
+(a forged hook-channel answer): right after the later of the two lines a ``warning{DECISION_BYPASSED}``
+naming the call is written, later lines are renumbered, ``session.ended.census`` counts it under ``bypassed``
 and ``stream.closed.events`` counts the added lines. A confined run's ``session.ended`` carries its
 model route's traffic as ``route``. Lines nothing concerns pass through byte for byte.
 """
@@ -29,9 +29,11 @@ _CONCERNED = (b'"event":"tool.decided"', b'"event":"tool.result"', b'"event":"se
 
 
 class Amendment(msgspec.Struct, frozen=True):
-    """The amender's state: the calls metaharness denied, how many lines it added, how many bypasses."""
+    """The amender's state: the calls metaharness denied, the calls whose result was not an error, how
+    many lines it added, how many bypasses."""
 
     denied: frozenset[str] = frozenset()
+    succeeded: frozenset[str] = frozenset()
     added: int = 0
     bypassed: int = 0
 
@@ -54,12 +56,18 @@ def amend(state: Amendment, line: bytes, route: RouteTraffic | None = None) -> t
     event = read.unwrap()
     payload = event.payload
     seq = event.seq + state.added
+    bypassed = False
     if isinstance(payload, ToolDecided) and isinstance(payload.decision, Deny):
+        bypassed = payload.call_id in state.succeeded
         state = msgspec.structs.replace(state, denied=state.denied | {payload.call_id})
-    if isinstance(payload, ToolResult) and payload.call_id in state.denied and payload.is_error is False:
+    if isinstance(payload, ToolResult) and payload.is_error is False:
+        bypassed = payload.call_id in state.denied
+        state = msgspec.structs.replace(state, succeeded=state.succeeded | {payload.call_id})
+    if bypassed:
+        call = payload.call_id  # type: ignore[union-attr]
         renumbered = line if state.added == 0 else encode_event(seq, event.run, payload, event.at)
-        warning = encode_event(seq + 1, event.run, decision_bypassed(payload.call_id))
-        state = Amendment(state.denied - {payload.call_id}, state.added + 1, state.bypassed + 1)
+        warning = encode_event(seq + 1, event.run, decision_bypassed(call))
+        state = Amendment(state.denied - {call}, state.succeeded - {call}, state.added + 1, state.bypassed + 1)
         return state, (renumbered, warning)
     if isinstance(payload, SessionEnded) and (state.bypassed or route is not None):
         census = payload.census if not state.bypassed else msgspec.structs.replace(payload.census, bypassed=state.bypassed)
