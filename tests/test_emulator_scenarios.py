@@ -14,7 +14,7 @@ import pytest
 
 from metaharness.pure.emulator.answer import Answer, answer_request
 from metaharness.pure.emulator.record import record_line
-from metaharness.pure.emulator.scenarios import LOOP_SCENARIOS, SCENARIO_NAMES, VENDOR_SCENARIOS
+from metaharness.pure.emulator.scenarios import LOOP_SCENARIOS, SCENARIO_NAMES, STEP_SHELLS, VENDOR_SCENARIOS
 
 CATALOGUE = ["file_read", "dir_list", "search", "find", "file_write", "file_edit"]
 WIRES = ("responses", "messages")
@@ -420,7 +420,7 @@ def test_record_line_names_the_credential_header_never_its_value() -> None:
 
 
 def test_every_scenario_is_named_once() -> None:
-    assert len(set(SCENARIO_NAMES)) == len(SCENARIO_NAMES) == len(LOOP_SCENARIOS) + len(VENDOR_SCENARIOS)
+    assert len(set(SCENARIO_NAMES)) == len(SCENARIO_NAMES) == len(LOOP_SCENARIOS) + len(VENDOR_SCENARIOS) + len(STEP_SHELLS)
     assert set(LOOP_SCENARIOS) == {
         "text", "flat-tool", "flat-write", "flat-edit", "flat-run", "unpublished-tool", "reasoning",
         "bad-arguments", "unauthorized", "cold", "cold-once", "slow", "malformed", "truncated", "failed",
