@@ -56,15 +56,14 @@ def amend(state: Amendment, line: bytes, route: RouteTraffic | None = None) -> t
     event = read.unwrap()
     payload = event.payload
     seq = event.seq + state.added
-    bypassed = False
+    call: str | None = None
     if isinstance(payload, ToolDecided) and isinstance(payload.decision, Deny):
-        bypassed = payload.call_id in state.succeeded
+        call = payload.call_id if payload.call_id in state.succeeded else None
         state = msgspec.structs.replace(state, denied=state.denied | {payload.call_id})
     if isinstance(payload, ToolResult) and payload.is_error is False:
-        bypassed = payload.call_id in state.denied
+        call = payload.call_id if payload.call_id in state.denied else None
         state = msgspec.structs.replace(state, succeeded=state.succeeded | {payload.call_id})
-    if bypassed:
-        call = payload.call_id  # type: ignore[union-attr]
+    if call is not None:
         renumbered = line if state.added == 0 else encode_event(seq, event.run, payload, event.at)
         warning = encode_event(seq + 1, event.run, decision_bypassed(call))
         state = Amendment(state.denied - {call}, state.succeeded - {call}, state.added + 1, state.bypassed + 1)
