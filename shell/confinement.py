@@ -38,8 +38,9 @@ from metaharness.pure.confinement import (
     plan_confinement,
     render_bwrap,
     shebang_interpreter,
+    view_lines,
 )
-from metaharness.pure.environment import loopback_custody_token, operator_login_file, path_directories
+from metaharness.pure.environment import loopback_custody_token, operator_login_file, path_directories, path_floor
 from metaharness.pure.hermetic import Verdict
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
@@ -303,3 +304,27 @@ def start_route(kind: str, prepared: Prepared, scratch: str, placeholder: str | 
         proxy.stop()
         raise
     return proxy
+
+
+def doctor_lines(kind: str, program: str, caller_env: dict[str, str]) -> tuple[str, ...]:
+    """The view a run of ``kind`` would build around ``program`` (scratch paths shown as ``<scratch>``),
+    or why confinement is unavailable."""
+    found = substrate()
+    if isinstance(found, Failure):
+        return (f"confinement: unavailable: {found.failure().message}",)
+    bwrap, version = found.unwrap()
+    home = caller_env.get("HOME") or None
+    scratch = "<scratch>"
+    config = {"claude": "claude-home", "codex": "codex-home", "b10x": "config"}[kind]
+    writable = [f"{scratch}/work", f"{scratch}/{config}"]
+    writable += [] if kind == "b10x" else [f"{scratch}/tmp", f"{scratch}/hook-channel"]
+    facts = ConfinementFacts(
+        bwrap=bwrap, bwrap_version=version, system=system_entries(), home=home,
+        hidden=hidden_trees(home, custody_files(caller_env)), closure=closure(program, path_floor(caller_env)),
+        writable=tuple(writable), interpreter=sys.executable, scratch=scratch, cwd=f"{scratch}/work",
+        command=(program,), route=ModelRoute("<the model endpoint>", ()), caller_uid=os.getuid(),
+    )  # fmt: skip
+    planned = plan_confinement(facts)
+    if isinstance(planned, Failure):
+        return (f"confinement: unavailable: {planned.failure().message}",)
+    return view_lines(planned.unwrap())
