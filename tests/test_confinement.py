@@ -188,3 +188,13 @@ def test_a_bypassed_decision_is_warned_counted_and_renumbered() -> None:
     assert lines[3].payload.census.bypassed == 1
     assert lines[3].payload.route == RouteTraffic(requests=2, bytes_up=3, bytes_down=4)
     assert lines[4].payload.events == 4
+
+
+def test_a_successful_result_before_the_deny_is_a_bypass_too() -> None:
+    payloads = [result("c2", False),
+                ToolDecided(call_id="c2", decision=Deny(reason="late"), decided_by="embedder", seam="hook", latency_ms=9),
+                ended()]  # fmt: skip
+    lines = [read_event(line).unwrap() for line in written(payloads)]
+    assert [line.seq for line in lines] == [1, 2, 3, 4]
+    assert lines[2].payload.code == "DECISION_BYPASSED" and lines[3].payload.census.bypassed == 1
+    assert "route" not in lines[3].payload.__struct_fields__ or lines[3].payload.route is msgspec.UNSET

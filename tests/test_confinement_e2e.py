@@ -267,3 +267,40 @@ def test_a_forged_channel_answer_is_reported_decision_bypassed(kind: str, emulat
     assert of(events, "session.ended")[0]["census"]["bypassed"] == 1
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     assert "control verdict: gap" in err.decode() and process.returncode == 1
+
+
+def test_the_project_loop_sees_only_its_view_and_reaches_only_the_model_route(tmp_path: Path) -> None:
+    """b10x: the loop's ``run`` tool starts a probe inside the view; the credential file is not there,
+    writes outside the grant leave nothing, an outside loopback port is unreachable, and the model route
+    carried every request."""
+    home = caller_home(tmp_path, "claude")
+    (home / ".local" / "bin" / "b10x-harness").symlink_to(Path(sys.executable).parent / "b10x-harness")
+    listener = _Listener()
+    marker = f"confine-{os.getpid()}-b10x"
+    probe = home / ".local" / "bin" / "probe"
+    probe.write_text(
+        "#!/bin/sh\n"
+        f"cat {home}/.claude/.credentials.json 2>&1\n"
+        + "".join(f"echo x > {target}/{marker} 2>/dev/null && echo wrote {target}\n" for target in ("/tmp", home, "/etc"))
+        + f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {listener.port}), 3)\" 2>/dev/null"
+        " || echo unreachable\n"
+    )
+    probe.chmod(0o755)
+    record = tmp_path / "emulator.jsonl"
+    with running_emulator("--scenario", "flat-run", "--record", str(record), "--record-bodies") as (base_url, _):
+        argv = [sys.executable, "-m", "metaharness.shell", "run", "b10x", "--decisions", "observe", "--model",
+                "b10x-emulated", "--model-endpoint", base_url, "--allow-program", "probe", "-p", "probe",
+                "--hermetic", "on"]  # fmt: skip
+        done = subprocess.run(argv, capture_output=True, env={**os.environ, "HOME": str(home)}, timeout=120,
+                              stdin=subprocess.DEVNULL, check=False)  # fmt: skip
+    listener.socket.close()
+    assert done.returncode == 0, done.stderr
+    bodies = record.read_text()
+    assert "No such file or directory" in bodies and "unreachable" in bodies and "wrote /tmp" in bodies
+    assert TOKEN not in bodies and listener.accepted == 0
+    for outside in (Path("/tmp") / marker, home / marker, Path("/etc") / marker):
+        assert not outside.exists(), outside
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert of(events, "session.ended")[0]["route"]["requests"] == len(record.read_text().splitlines())
+    report = done.stderr.decode()
+    assert "  H12  ok  gating   effect" in report and "  H13  ok  gating   effect" in report
