@@ -20,6 +20,7 @@ import msgspec
 from returns.result import Failure, Result, Success
 
 from metaharness.pure.events import Hermetic, RowHow, RowWhy
+from metaharness.pure.hermetic import ROWS, MemoryWalk
 from metaharness.pure.loopback import UPSTREAMS
 from metaharness.pure.refusal import Refusal
 
@@ -44,6 +45,7 @@ vendors' own sandboxes map their user in a nested namespace, and mapping user 0 
 view drops."""
 UNCONFINED_VIEW = "--confine off: the child sees the caller's filesystem"
 UNCONFINED_NETWORK = "--confine off: the child sees the caller's network"
+ROW_ORDER = tuple(row for row, *_ in ROWS)
 CLAUDE_WIRE = ("/v1/messages", "/v1/messages/count_tokens")
 CODEX_WIRE = ("/v1/responses",)
 
@@ -325,20 +327,57 @@ def _reworded(entries: tuple[RowHow, ...], extra: Mapping[str, str]) -> tuple[Ro
     return tuple(RowHow(row=entry.row, how=entry.how + extra.get(entry.row, "")) for entry in entries)
 
 
-def confined_hermetic(hermetic: Hermetic, confinement: Confinement | None, loopback: bool) -> Hermetic:
+def in_view(path: str, confinement: Confinement) -> bool:
+    """Whether ``path`` lies under one of the view's binds."""
+    return any(
+        mount.operation in ("bind", "ro-bind") and _inside(path, mount.destination) for mount in confinement.mounts
+    )
+
+
+def _memory_row(memory: MemoryWalk, confinement: Confinement) -> RowHow | None:
+    """Row H11 imposed when every memory file the walk found above the child's directory is outside the
+    view; ``None`` when one is inside it (the row keeps its words)."""
+    if any(in_view(hit.path, confinement) for hit in memory.hits):
+        return None
+    found = ", ".join(hit.path for hit in memory.hits)
+    above = f"the ancestor walk from {memory.start} found {found}, not in the view" if found else (
+        f"the ancestor walk from {memory.start} found no memory file")  # fmt: skip
+    return RowHow(row="H11", how=above + "; memory files in the child's own tree are its ambient inputs")
+
+
+def confined_hermetic(
+    hermetic: Hermetic,
+    confinement: Confinement | None,
+    loopback: bool,
+    kind: Kind,
+    memory: MemoryWalk | None = None,
+) -> Hermetic:
     """The attestation with rows H12 and H13: imposed with the view's words when confined (H6 under
-    loopback and H8 then say what the view holds, and the network is no longer an ambient input),
-    ``unavailable`` under ``--confine off``."""
+    loopback, H8, codex's H7 under ``--cwd`` then say what the view holds; an unavailable H11 whose memory
+    files above the child's directory are all outside the view is imposed; the network is no longer an
+    ambient input), ``unavailable`` under ``--confine off``."""
     if confinement is None:
         unavailable = (*hermetic.unavailable, RowWhy(row="H12", why=UNCONFINED_VIEW), RowWhy(row="H13", why=UNCONFINED_NETWORK))
         return msgspec.structs.replace(hermetic, unavailable=unavailable)
     extra = {"H8": "; the hook program and settings are read-only in the child's view"}
     if loopback:
         extra["H6"] = "; the custody file is outside the child's view"
-    imposed = (*_reworded(hermetic.imposed, extra), RowHow(row="H12", how=_h12(confinement)),
-               RowHow(row="H13", how=_h13(confinement)))  # fmt: skip
+    grant = "; in the view that grant is the tree, a private /tmp and TMPDIR" if kind == "codex" else ""
+    unavailable = tuple(
+        RowWhy(row=entry.row, why=entry.why + (grant if entry.row == "H7" else "")) for entry in hermetic.unavailable
+    )
+    memory_row = None
+    if memory is not None and any(entry.row == "H11" for entry in unavailable):
+        memory_row = _memory_row(memory, confinement)
+    if memory_row is not None:
+        unavailable = tuple(entry for entry in unavailable if entry.row != "H11")
+    imposed = sorted(
+        (*_reworded(hermetic.imposed, extra), *((memory_row,) if memory_row else ()),
+         RowHow(row="H12", how=_h12(confinement)), RowHow(row="H13", how=_h13(confinement))),
+        key=lambda entry: ROW_ORDER.index(entry.row),
+    )  # fmt: skip
     ambient = tuple(entry for entry in hermetic.ambient_inputs if entry != "the network is not isolated")
-    return msgspec.structs.replace(hermetic, imposed=imposed, ambient_inputs=ambient)
+    return msgspec.structs.replace(hermetic, imposed=tuple(imposed), unavailable=unavailable, ambient_inputs=ambient)
 
 
 def pointed_at_bridge(kind: Kind, variables: Sequence[tuple[str, str]]) -> tuple[tuple[str, str], ...]:

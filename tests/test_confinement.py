@@ -29,6 +29,7 @@ from metaharness.pure.events import (
     Hermetic,
     RouteTraffic,
     RowHow,
+    RowWhy,
     SessionEnded,
     StreamClosed,
     ToolDecided,
@@ -36,6 +37,7 @@ from metaharness.pure.events import (
     encode_event,
     read_event,
 )
+from metaharness.pure.hermetic import MemoryHit, MemoryWalk
 from metaharness.pure.stream_amendment import Amendment, amend
 
 
@@ -129,7 +131,7 @@ def test_the_attestation_gains_h12_and_h13() -> None:
         installed_plugins=(),
     )  # fmt: skip
     confinement = plan_confinement(view(ModelRoute("http://e:1", CLAUDE_WIRE))).unwrap()
-    confined = confined_hermetic(hermetic, confinement, loopback=True)
+    confined = confined_hermetic(hermetic, confinement, loopback=True, kind="claude")
     how = {entry.row: entry.how for entry in confined.imposed}
     assert how["H6"].endswith("; the custody file is outside the child's view")
     assert how["H8"].endswith("; the hook program and settings are read-only in the child's view")
@@ -137,7 +139,7 @@ def test_the_attestation_gains_h12_and_h13() -> None:
     assert how["H12"].endswith("; the caller's home and /tmp hidden")
     assert how["H13"] == "own network namespace; the model route to http://e:1 through /tmp/metaharness-x/route.sock"
     assert confined.ambient_inputs == ("the git status",)
-    off = confined_hermetic(hermetic, None, loopback=True)
+    off = confined_hermetic(hermetic, None, loopback=True, kind="claude")
     assert [(why.row, why.why) for why in off.unavailable] == [
         ("H12", "--confine off: the child sees the caller's filesystem"),
         ("H13", "--confine off: the child sees the caller's network"),
@@ -198,3 +200,23 @@ def test_a_successful_result_before_the_deny_is_a_bypass_too() -> None:
     assert [line.seq for line in lines] == [1, 2, 3, 4]
     assert lines[2].payload.code == "DECISION_BYPASSED" and lines[3].payload.census.bypassed == 1
     assert "route" not in lines[3].payload.__struct_fields__ or lines[3].payload.route is msgspec.UNSET
+
+
+def test_h7_on_codex_and_h11_under_cwd_in_the_view() -> None:
+    hermetic = Hermetic(
+        mode="off", decisions="frame", imposed=(), declared=(), ambient_inputs=(), installed_plugins=(),
+        unavailable=(RowWhy(row="H7", why="the child runs in /home/op/repo"), RowWhy(row="H11", why="discoverable")),
+    )  # fmt: skip
+    confinement = plan_confinement(view()).unwrap()
+    above = MemoryWalk(start="/home/op/repo", hits=(MemoryHit("/home/op/AGENTS.md", "AGENTS.md"),), root_names=())
+    confined = confined_hermetic(hermetic, confinement, loopback=False, kind="codex", memory=above)
+    assert [(why.row, why.why) for why in confined.unavailable] == [
+        ("H7", "the child runs in /home/op/repo; in the view that grant is the tree, a private /tmp and TMPDIR")
+    ]
+    (h11,) = [entry for entry in confined.imposed if entry.row == "H11"]
+    assert h11.how.startswith("the ancestor walk from /home/op/repo found /home/op/AGENTS.md, not in the view")
+    assert [entry.row for entry in confined.imposed] == ["H11", "H12", "H13"]
+    bound = MemoryWalk(start="/home/op/repo", hits=(MemoryHit("/opt/node_modules/AGENTS.md", "AGENTS.md"),),
+                       root_names=())  # fmt: skip
+    kept = confined_hermetic(hermetic, confinement, loopback=False, kind="claude", memory=bound)
+    assert [why.row for why in kept.unavailable] == ["H7", "H11"] and kept.unavailable[0].why.endswith("/home/op/repo")

@@ -182,7 +182,7 @@ def verdict_facts(options: RunOptions, launch: B10xLaunch) -> VerdictFacts:
 
 
 def confined_launch(
-    options: RunOptions, prepared: Prepared | None, launch: B10xLaunch
+    prepared: Prepared | None, launch: B10xLaunch, walk: MemoryWalk
 ) -> tuple[B10xLaunch, ConfinedSpawn | None]:
     """The launch with rows H12 and H13, and its view when confined (``confine-read-exposes``)."""
     spawn = None
@@ -195,7 +195,8 @@ def confined_launch(
                 governing=(*(copy.destination for copy in launch.files), *(p.copy for p in launch.plugin_copies)),
             )
         )  # fmt: skip
-    hermetic = confined_hermetic(launch.attestation, None if spawn is None else spawn.confinement, loopback=False)
+    confinement = None if spawn is None else spawn.confinement
+    hermetic = confined_hermetic(launch.attestation, confinement, loopback=False, kind="b10x", memory=walk)
     return msgspec.structs.replace(launch, attestation=hermetic), spawn
 
 
@@ -239,7 +240,7 @@ def run_b10x(options: RunOptions) -> int:
             materialise(launch)
             if prepared is not None:
                 proxy = start_route("b10x", prepared, scratch, None)
-            launch, spawn = confined_launch(options, prepared, launch)
+            launch, spawn = confined_launch(prepared, launch, walk)
             probe = VersionProbe(launch)
             if options.strict_version:
                 refusal = strict_version_refusal(launch.program, probe.version(), (PIN,))

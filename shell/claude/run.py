@@ -314,7 +314,7 @@ def routed(
 
 
 def confined_launch(
-    prepared: Prepared | None, launch: ClaudeLaunch, plugins: tuple[PluginCopy, ...]
+    prepared: Prepared | None, launch: ClaudeLaunch, plugins: tuple[PluginCopy, ...], walk: MemoryWalk
 ) -> tuple[ClaudeLaunch, ConfinedSpawn | None]:
     """The launch with rows H12 and H13, and its view when confined: writable the child's directory,
     the config home, TMPDIR and the hook channel; the generated files and plugin copies read-only."""
@@ -333,8 +333,8 @@ def confined_launch(
             )
         )  # fmt: skip
     confinement = None if spawn is None else spawn.confinement
-    hermetic = confined_hermetic(launch.hermetic, confinement, loopback=launch.environment.posture.h6_how.startswith(
-        "the child held a per-run placeholder"))  # fmt: skip
+    loopback = launch.environment.posture.h6_how.startswith("the child held a per-run placeholder")
+    hermetic = confined_hermetic(launch.hermetic, confinement, loopback, "claude", walk)
     return msgspec.structs.replace(launch, hermetic=hermetic), spawn
 
 
@@ -393,7 +393,7 @@ def run_claude(options: RunOptions) -> int:
                     )
                     launch = msgspec.structs.replace(launch, environment=environment)
             channel = materialise(launch, plugins)
-            launch, spawn = confined_launch(prepared, launch, plugins)
+            launch, spawn = confined_launch(prepared, launch, plugins, walk)
             if options.strict_version:
                 strict_version(launch)
             if catalogue is not None:

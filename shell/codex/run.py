@@ -305,8 +305,9 @@ def confined_launch(
     copy and the plugin copies read-only."""
     loopback = launch.environment.posture.h6_how.startswith("the child held a per-run placeholder")
     if prepared is None:
-        return Success((msgspec.structs.replace(launch, hermetic=confined_hermetic(launch.hermetic, None, loopback)),
-                        None))  # fmt: skip
+        return Success((msgspec.structs.replace(launch, hermetic=confined_hermetic(launch.hermetic, None, loopback,
+                                                                                  "codex")), None))  # fmt: skip
+    walk = memory_walk(*gather_memory_facts(launch.cwd, MEMORY_SHAPES["codex"]))
     scratch = launch.scratch
     names = (os.path.basename(os.path.normpath(source)) for source in plugin_dirs)
     credential = [os.path.join(launch.codex_home, "auth.json")] if launch.credential_file else []
@@ -319,7 +320,9 @@ def confined_launch(
     )  # fmt: skip
     return spawned.map(
         lambda spawn: (
-            msgspec.structs.replace(launch, hermetic=confined_hermetic(launch.hermetic, spawn.confinement, loopback)),
+            msgspec.structs.replace(
+                launch, hermetic=confined_hermetic(launch.hermetic, spawn.confinement, loopback, "codex", walk)
+            ),
             spawn,
         )
     )
