@@ -70,7 +70,8 @@ class ConfinementFacts(msgspec.Struct, frozen=True, kw_only=True):
     """What a confined launch is planned over, gathered by the shell.
 
     ``closure``: the program's install roots, the PATH entries holding its link and metaharness's
-    own roots (the bridge runs inside); ``reads``: ``--confine-read``; ``writable``: the child's
+    own roots (the bridge runs inside); ``reads``: ``--confine-read``; ``sockets``: Unix sockets of the
+    outside the child may connect to (the session bus of b10x ``--api-key-secret``); ``writable``: the child's
     directory, its config home, its TMPDIR and the hook channel directory; ``governing``: every file
     metaharness wrote into them (re-bound read-only); ``hidden``: the caller's home root and every
     custody file's directory; ``command``: the harness argv.
@@ -91,6 +92,7 @@ class ConfinementFacts(msgspec.Struct, frozen=True, kw_only=True):
     command: tuple[str, ...]
     route: ModelRoute | None = None
     caller_uid: int = 0
+    sockets: tuple[str, ...] = ()
 
 
 class Mount(msgspec.Struct, frozen=True):
@@ -237,7 +239,7 @@ def plan_confinement(facts: ConfinementFacts) -> Result[Confinement, Refusal]:
     ``/dev``, fresh ``/tmp`` and ``/dev/shm``, the caller's home as an empty tmpfs, the closure and the
     declared reads read-only, the four writable kinds, the governing files read-only again, the route
     socket. Refuses ``confine-read-exposes`` when a bound path would expose a hidden tree."""
-    bound = (*facts.closure, *facts.reads, *facts.writable, *facts.governing)
+    bound = (*facts.closure, *facts.reads, *facts.writable, *facts.governing, *facts.sockets)
     for path in bound:
         tree = exposes(path, facts.home, facts.hidden)
         if tree is not None:
@@ -258,7 +260,7 @@ def plan_confinement(facts: ConfinementFacts) -> Result[Confinement, Refusal]:
     mounts += [Mount("ro-bind", path, path) for path in (*closure, *facts.reads)]
     writable = tuple(dict.fromkeys(posixpath.normpath(path) for path in facts.writable))
     mounts += [Mount("bind", path, path) for path in writable]
-    mounts += [Mount("ro-bind", path, path) for path in dict.fromkeys(facts.governing)]
+    mounts += [Mount("ro-bind", path, path) for path in dict.fromkeys((*facts.governing, *facts.sockets))]
     socket = posixpath.join(facts.scratch, ROUTE_SOCKET) if facts.route is not None else None
     init = [facts.interpreter, "-m", INIT_MODULE]
     if socket is not None:

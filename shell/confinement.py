@@ -267,8 +267,9 @@ def confine(
     cwd: str,
     writable: Sequence[str],
     governing: Sequence[str],
+    sockets: Sequence[str] = (),
 ) -> Result[ConfinedSpawn, Refusal]:
-    """Plan the view for ``command`` over the gathered facts."""
+    """Plan the view for ``command`` over the gathered facts; ``sockets`` that exist are bound."""
     facts = ConfinementFacts(
         bwrap=prepared.bwrap,
         bwrap_version=prepared.bwrap_version,
@@ -285,6 +286,7 @@ def confine(
         command=tuple(command),
         route=prepared.route,
         caller_uid=os.getuid(),
+        sockets=tuple(path for path in sockets if os.path.exists(path)),
     )
     return plan_confinement(facts).map(ConfinedSpawn)
 

@@ -21,8 +21,8 @@ import socket
 import socketserver
 import ssl
 import threading
+from typing import TYPE_CHECKING
 
-import httpx
 from returns.result import Failure
 
 from metaharness.pure.environment import loopback_custody_token
@@ -50,6 +50,9 @@ from metaharness.pure.loopback import (
     upstream_url,
     verbatim_headers,
 )
+
+if TYPE_CHECKING:
+    import httpx
 
 CHILD_READ_S = 60
 UPSTREAM_CONNECT_S = 30
@@ -88,8 +91,11 @@ class _Handler(socketserver.BaseRequestHandler):
         connection.settimeout(CHILD_READ_S)
         try:
             proxy.serve(connection)
-        except (OSError, httpx.HTTPError):
+        except OSError:
             pass
+        except Exception as error:
+            if type(error).__module__.split(".")[0] != "httpx":
+                raise
 
 
 class RouteProxy:
@@ -116,13 +122,27 @@ class RouteProxy:
         self.expired: str | None = None
         self._reported = False
         self.alert_fd, self._alert_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        self._server: _Server | None = None
+        self._server: _Server | _UnixServer | None = None
+        self._stopped = threading.Event()
+        self._client_ready = threading.Event()
+        threading.Thread(target=self._build_client, daemon=True).start()
+
+    def upstream_failed(self, error: Exception) -> bool:
+        """Whether ``error`` is the upstream client's own (it ends that one connection)."""
+        return self._client_ready.is_set() and isinstance(error, self._httpx.HTTPError)
+
+    def _build_client(self) -> None:
+        """The upstream client (``httpx``, the system trust store), built beside the run's start-up."""
+        import httpx
+
+        self._httpx = httpx
         self._client = httpx.Client(
             verify=ssl.create_default_context(),
             timeout=httpx.Timeout(UPSTREAM_IDLE_S, connect=UPSTREAM_CONNECT_S),
             follow_redirects=False,
         )
         self._client.headers.clear()
+        self._client_ready.set()
 
     @property
     def counters(self) -> LoopbackCounters:
@@ -160,8 +180,14 @@ class RouteProxy:
             self.port = 0
         server.proxy = self
         self._server = server
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self._serving = threading.Thread(target=self._serve, args=(server,), daemon=True)
+        self._serving.start()
         return self.port
+
+    def _serve(self, server: _Server | _UnixServer) -> None:
+        """Accept until :meth:`stop` shuts the listening socket (no polling interval)."""
+        while not self._stopped.is_set():
+            server.handle_request()
 
     def take_expired(self) -> str | None:
         """The ``auth.expired`` detail, the first time it is asked for after it was set; else ``None``."""
@@ -190,9 +216,15 @@ class RouteProxy:
 
     def stop(self) -> None:
         """Stop listening, close the upstream client and the alert pipe."""
+        self._stopped.set()
         if self._server is not None:
-            self._server.shutdown()
+            try:
+                self._server.socket.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            self._serving.join()
             self._server.server_close()
+        self._client_ready.wait()
         self._client.close()
         for descriptor in (self.alert_fd, self._alert_write):
             os.close(descriptor)
@@ -275,12 +307,13 @@ class RouteProxy:
             if token is None
             else forward_headers(head, self.upstream, token, len(body))
         )
+        self._client_ready.wait()
         request = self._client.build_request(
             head.method, upstream_url(self.upstream, head.target), headers=list(headers), content=body
         )
         try:
             return self._client.send(request, stream=True)
-        except httpx.HTTPError:
+        except self._httpx.HTTPError:
             return None
 
     @staticmethod

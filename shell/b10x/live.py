@@ -14,7 +14,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import msgspec
 
@@ -42,8 +42,10 @@ from metaharness.shell.child_process import (
     pump_lines,
     wait_status,
 )
-from metaharness.shell.confinement import ConfinedSpawn
 from metaharness.shell.steering import Deadlines, steering_command
+
+if TYPE_CHECKING:
+    from metaharness.shell.confinement import ConfinedSpawn
 
 
 class LoopOutcome(msgspec.Struct, frozen=True):

@@ -181,6 +181,21 @@ def verdict_facts(options: RunOptions, launch: B10xLaunch) -> VerdictFacts:
     )
 
 
+def session_bus(launch: B10xLaunch) -> tuple[str, ...]:
+    """The session bus socket when the loop reads its key from the secret store (``--api-key-secret``):
+    each ``unix:path=`` of ``DBUS_SESSION_BUS_ADDRESS``, else ``$XDG_RUNTIME_DIR/bus``."""
+    if "--api-key-secret" not in launch.args:
+        return ()
+    environment = launch.environment.as_dict()
+    paths = tuple(
+        value.partition("path=")[2].split(",")[0]
+        for value in environment.get("DBUS_SESSION_BUS_ADDRESS", "").split(";")
+        if value.startswith("unix:") and "path=" in value
+    )
+    runtime = environment.get("XDG_RUNTIME_DIR")
+    return paths or ((os.path.join(runtime, "bus"),) if runtime else ())
+
+
 def confined_launch(
     prepared: Prepared | None, launch: B10xLaunch, walk: MemoryWalk
 ) -> tuple[B10xLaunch, ConfinedSpawn | None]:
@@ -193,6 +208,7 @@ def confined_launch(
                 scratch=launch.scratch, cwd=launch.cwd,
                 writable=(launch.cwd, os.path.join(launch.scratch, "config")),
                 governing=(*(copy.destination for copy in launch.files), *(p.copy for p in launch.plugin_copies)),
+                sockets=session_bus(launch),
             )
         )  # fmt: skip
     confinement = None if spawn is None else spawn.confinement

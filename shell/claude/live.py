@@ -17,7 +17,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import msgspec
 
@@ -38,9 +38,11 @@ from metaharness.pure.claude.session import (
 from metaharness.pure.decisions import Arm, Disarm
 from metaharness.pure.events import Event, Process
 from metaharness.shell.child_process import GRACE_S, STDERR_KEPT, kill_group, wait_status
-from metaharness.shell.confinement import ConfinedSpawn
 from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.steering import Deadlines, steering_command
+
+if TYPE_CHECKING:
+    from metaharness.shell.confinement import ConfinedSpawn
 
 
 class RunOutcome(msgspec.Struct, frozen=True):

@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from returns.result import Result
 
@@ -67,11 +67,13 @@ from metaharness.shell.child_process import (
 )
 from metaharness.shell.codex.live import LiveOutcome, _Run, _wait_child, _watch_doorbell
 from metaharness.shell.codex.rollout import POLL_INTERVAL_S, QUIET_POLLS_AFTER_EXIT, RolloutTail
-from metaharness.shell.confinement import ConfinedSpawn
 from metaharness.shell.facts import own_cli
 
 CATALOGUE_SERVER_LOG = "catalogue-server.stderr"
 """The catalogue server's stderr, kept in the scratch root."""
+
+if TYPE_CHECKING:
+    from metaharness.shell.confinement import ConfinedSpawn
 
 
 def read_codex_catalogue(path: str) -> Result[Catalogue, Refusal]:

@@ -16,7 +16,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -74,11 +74,13 @@ from metaharness.shell.child_process import (
     wait_status,
 )
 from metaharness.shell.codex.rollout import POLL_INTERVAL_S, QUIET_POLLS_AFTER_EXIT, RolloutTail
-from metaharness.shell.confinement import ConfinedSpawn
 from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.steering import Deadlines, steering_command
 
 """``interrupt``, ``halt`` and a signal SIGTERM the group, then SIGKILL it 5 s later (spec 50 §1)."""
+
+if TYPE_CHECKING:
+    from metaharness.shell.confinement import ConfinedSpawn
 
 
 class LiveOutcome(msgspec.Struct, frozen=True):
