@@ -2,7 +2,8 @@
 
 Every payload is a frozen struct tagged by its event name; ``stamp`` is the one place a ``seq`` is
 assigned, ``encode_event`` writes the exact bytes of §1–§2 (framing keys first, payload fields in the
-order of §2.5, explicit nulls, the five omittable keys left out when ``UNSET``), and ``read_event``
+order of §2.5, explicit nulls, the five omittable keys, ``session.ended.route`` and
+``census.bypassed`` left out when ``UNSET``), and ``read_event``
 refuses a line with the messages of §2.3 and ignores unknown fields.
 """
 

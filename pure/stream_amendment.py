@@ -2,7 +2,7 @@
 
 A call metaharness denied whose ``tool.result`` is not an error was let through by something else
 (a forged hook-channel answer): right after the later of the two lines a ``warning{DECISION_BYPASSED}``
-naming the call is written, later lines are renumbered, ``session.ended.census`` counts it under ``bypassed``
+naming the call is written (a call id presented again starts afresh), later lines are renumbered, ``session.ended.census`` counts it under ``bypassed``
 and ``stream.closed.events`` counts the added lines. A confined run's ``session.ended`` carries its
 model route's traffic as ``route``. Lines nothing concerns pass through byte for byte.
 """
@@ -18,13 +18,14 @@ from metaharness.pure.events import (
     SessionEnded,
     StreamClosed,
     ToolDecided,
+    ToolRequested,
     ToolResult,
     WarningRaised,
     encode_event,
     read_event,
 )
 
-_CONCERNED = (b'"event":"tool.decided"', b'"event":"tool.result"', b'"event":"session.ended"',
+_CONCERNED = (b'"event":"tool.requested"', b'"event":"tool.decided"', b'"event":"tool.result"', b'"event":"session.ended"',
               b'"event":"stream.closed"')  # fmt: skip
 
 
@@ -57,6 +58,9 @@ def amend(state: Amendment, line: bytes, route: RouteTraffic | None = None) -> t
     payload = event.payload
     seq = event.seq + state.added
     call: str | None = None
+    if isinstance(payload, ToolRequested):
+        fresh = {payload.call_id}
+        state = msgspec.structs.replace(state, denied=state.denied - fresh, succeeded=state.succeeded - fresh)
     if isinstance(payload, ToolDecided) and isinstance(payload.decision, Deny):
         call = payload.call_id if payload.call_id in state.succeeded else None
         state = msgspec.structs.replace(state, denied=state.denied | {payload.call_id})

@@ -33,6 +33,7 @@ from metaharness.pure.events import (
     SessionEnded,
     StreamClosed,
     ToolDecided,
+    ToolRequested,
     ToolResult,
     encode_event,
     read_event,
@@ -220,3 +221,14 @@ def test_h7_on_codex_and_h11_under_cwd_in_the_view() -> None:
                        root_names=())  # fmt: skip
     kept = confined_hermetic(hermetic, confinement, loopback=False, kind="claude", memory=bound)
     assert [why.row for why in kept.unavailable] == ["H7", "H11"] and kept.unavailable[0].why.endswith("/home/op/repo")
+
+
+def test_a_call_id_presented_again_starts_afresh() -> None:
+    def requested(call: str) -> ToolRequested:
+        return ToolRequested(call_id=call, name="file_write", input={}, decision_required=True, deadline_ms=None,
+                             seam="caller")  # fmt: skip
+
+    payloads = [requested("call_0"), result("call_0", False), requested("call_0"),
+                ToolDecided(call_id="call_0", decision=Deny(reason="mutated"), decided_by="adapter", seam="caller",
+                            latency_ms=0), ended()]  # fmt: skip
+    assert written(payloads) == [encode_event(seq, "r", p) for seq, p in enumerate(payloads, start=1)]
