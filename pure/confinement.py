@@ -42,7 +42,8 @@ group signals must reach the view's init."""
 ROOT_STAND_IN = 1000
 """The user and group a root caller's child runs as inside the view (mapped to root outside): the
 vendors' own sandboxes map their user in a nested namespace, and mapping user 0 needs a capability the
-view drops."""
+view drops. Not when the view binds a socket of the outside: its peer (the session bus) authenticates
+the user the child names, which must then be the caller's own."""
 UNCONFINED_VIEW = "--confine off: the child sees the caller's filesystem"
 UNCONFINED_NETWORK = "--confine off: the child sees the caller's network"
 ROW_ORDER = tuple(row for row, *_ in ROWS)
@@ -277,7 +278,11 @@ def plan_confinement(facts: ConfinementFacts) -> Result[Confinement, Refusal]:
             writable=writable,
             route=facts.route,
             socket=socket,
-            identity=("--uid", str(ROOT_STAND_IN), "--gid", str(ROOT_STAND_IN)) if facts.caller_uid == 0 else (),
+            identity=(
+                ("--uid", str(ROOT_STAND_IN), "--gid", str(ROOT_STAND_IN))
+                if facts.caller_uid == 0 and not facts.sockets
+                else ()
+            ),
         )
     )
 
