@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import signal
 import socket
-import subprocess
 import sys
 import threading
 
@@ -85,10 +84,10 @@ def main(argv: list[str]) -> int:
         bridge(int(options[options.index("--bridge") + 1]), options[options.index("--socket") + 1])
     for number in FORWARDED:
         signal.signal(number, lambda received, _frame: _forward(received))
-    child = subprocess.Popen(command, process_group=0)
-    _harness.append(child.pid)
-    code = child.wait()
-    return 128 - code if code < 0 else code
+    pid = os.posix_spawnp(command[0], command, os.environ, setpgroup=0)
+    _harness.append(pid)
+    _, status = os.waitpid(pid, 0)
+    return 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
 
 
 if __name__ == "__main__":
