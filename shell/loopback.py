@@ -22,6 +22,7 @@ import socketserver
 import ssl
 import threading
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from returns.result import Failure
 
@@ -125,7 +126,11 @@ class RouteProxy:
         self._server: _Server | _UnixServer | None = None
         self._stopped = threading.Event()
         self._client_ready = threading.Event()
-        threading.Thread(target=self._build_client, daemon=True).start()
+        self._plain = custody is None and urlsplit(upstream).scheme == "http"
+        if self._plain:
+            self._client_ready.set()
+        else:
+            threading.Thread(target=self._build_client, daemon=True).start()
 
     def upstream_failed(self, error: Exception) -> bool:
         """Whether ``error`` is the upstream client's own (it ends that one connection)."""
@@ -224,8 +229,9 @@ class RouteProxy:
                 pass
             self._serving.join()
             self._server.server_close()
-        self._client_ready.wait()
-        self._client.close()
+        if not self._plain:
+            self._client_ready.wait()
+            self._client.close()
         for descriptor in (self.alert_fd, self._alert_write):
             os.close(descriptor)
 
@@ -261,6 +267,9 @@ class RouteProxy:
         self._forward(connection, head, body[:admitted])
 
     def _forward(self, connection: socket.socket, head: RequestHead, body: bytes) -> None:
+        if self._plain:
+            self._pass_through(connection, head, body)
+            return
         if self.custody is None:
             response = self._send(head, body, None)
             if response is None:
@@ -300,6 +309,27 @@ class RouteProxy:
                          tuple(response.headers.multi_items()))  # fmt: skip
             return
         self._count_route(len(body), self._relay(connection, response))
+
+    def _pass_through(self, connection: socket.socket, head: RequestHead, body: bytes) -> None:
+        """A verbatim route to a plain-HTTP upstream: the request as the child sent it (``Host`` and
+        ``Content-Length`` set, ``Connection: close``), the answer relayed byte for byte as it arrives."""
+        parts = urlsplit(self.upstream)
+        lines = f"{head.method} {head.target} HTTP/1.1\r\n" + "".join(
+            f"{key}: {value}\r\n" for key, value in verbatim_headers(head, self.upstream, len(body))
+        )
+        try:
+            upstream = socket.create_connection((parts.hostname, parts.port or 80), timeout=UPSTREAM_CONNECT_S)
+        except OSError:
+            self._answer(connection, bad_gateway(self.kind, f"the upstream {self.upstream} could not be reached"))
+            return
+        relayed = 0
+        with upstream:
+            upstream.settimeout(UPSTREAM_IDLE_S)
+            upstream.sendall(lines.encode("latin-1") + b"\r\n" + body)
+            while chunk := upstream.recv(RELAY_CHUNK):
+                connection.sendall(chunk)
+                relayed += len(chunk)
+        self._count_route(len(body), relayed)
 
     def _send(self, head: RequestHead, body: bytes, token: str | None) -> httpx.Response | None:
         headers = (

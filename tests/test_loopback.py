@@ -224,3 +224,62 @@ def test_request_heads_and_upstreams() -> None:
     assert upstream_root("claude", None) == "https://api.anthropic.com"
     assert upstream_root("codex", "http://127.0.0.1:9/") == "http://127.0.0.1:9"
     assert retry_after_401("a", "b") and not retry_after_401("a", "a") and not retry_after_401("a", None)
+
+
+class _Recording(http.server.BaseHTTPRequestHandler):
+    """An upstream that records each request's path, headers and body and echoes the body."""
+
+    seen: ClassVar[list[tuple[str, dict[str, str], bytes]]] = []
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        type(self).seen.append((self.path, dict(self.headers), body))
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST
+
+    def log_message(self, *_: object) -> None:
+        pass
+
+
+def unix_post(path: str, raw: bytes) -> bytes:
+    with socket.socket(socket.AF_UNIX) as connection:
+        connection.connect(path)
+        connection.sendall(raw)
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+    return answer
+
+
+def test_a_verbatim_route_on_a_socket_passes_the_wire_unchanged_and_refuses_the_rest(tmp_path: Path) -> None:
+    handler = type("Handler", (_Recording,), {"seen": []})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    running = RouteProxy("claude", None, None, f"http://127.0.0.1:{server.server_address[1]}", CLAUDE_WIRE)
+    running.start(str(tmp_path / "route.sock"))
+    try:
+        body = b'{"model":"m"}'
+        head = (b"POST /v1/messages?beta=true HTTP/1.1\r\nHost: 127.0.0.1:47100\r\nx-api-key: the-callers-key\r\n"
+                b"anthropic-version: 2023-06-01\r\nContent-Length: %d\r\n\r\n" % len(body))  # fmt: skip
+        answer = unix_post(str(tmp_path / "route.sock"), head + body)
+        assert answer.startswith((b"HTTP/1.0 200", b"HTTP/1.1 200"))
+        assert answer.endswith(body)
+        refused = unix_post(str(tmp_path / "route.sock"), b"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert refused.startswith(b"HTTP/1.1 403 Forbidden") and b"GET /v1/models" in refused
+        unix_post(str(tmp_path / "route.sock"), b"POST /v1/files HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+    finally:
+        events = running.wind_up(str(tmp_path))
+        running.stop()
+        server.shutdown()
+    ((path, headers, seen_body),) = handler.seen
+    assert path == "/v1/messages?beta=true" and seen_body == body
+    assert headers["x-api-key"] == "the-callers-key" and headers["anthropic-version"] == "2023-06-01"
+    assert headers["Host"] == f"127.0.0.1:{server.server_address[1]}"
+    (warning,) = events
+    assert warning.code == "ROUTE_REFUSED" and warning.message.endswith(": GET /v1/models, POST /v1/files")
+    assert running.route.requests == 1 and running.route.bytes_up == len(body) and running.route.bytes_down >= len(body)
+    assert not (tmp_path / "loopback.json").exists()
