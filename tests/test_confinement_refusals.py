@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-HIDDEN = ("/usr/bin/bwrap", "--bind", "/", "/", "--ro-bind", "/dev/null", "/usr/bin/bwrap", "--")
+HIDDEN = ("/usr/bin/bwrap", "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--ro-bind", "/dev/null", "/usr/bin/bwrap",
+          "--")  # fmt: skip
 """An outer view in which ``/usr/bin/bwrap`` is not an executable."""
 CAPLESS = ("/usr/bin/bwrap", "--bind", "/", "/", "--cap-drop", "ALL", "--")
 """An outer view in which a root caller holds no capability, so a user namespace cannot map it."""
@@ -79,3 +80,13 @@ def test_a_read_that_exposes_a_hidden_tree_is_refused(tmp_path: Path, read: str)
     line = refused(metaharness(tmp_path, words, home=home), "confine-read-exposes")
     assert "which the view hides" in line
     no_scratch(tmp_path)
+
+
+def test_doctor_says_why_confinement_is_unavailable(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".local" / "bin").mkdir(parents=True)
+    (home / ".local" / "bin" / "b10x-harness").symlink_to(Path(sys.executable).parent / "b10x-harness")
+    done = metaharness(tmp_path, ["doctor", "b10x"], HIDDEN, home=home)
+    assert done.stdout.decode().splitlines()[-1] == (
+        "confinement: unavailable: bwrap not found on /usr/bin:/bin; install bubblewrap or pass --confine off"
+    )
