@@ -20,7 +20,7 @@ from returns.result import Failure, Result, Success
 
 from metaharness.pure.capabilities import HONOURED_COMMANDS
 from metaharness.pure.catalogue import Catalogue
-from metaharness.pure.codex.app_server import app_server_args
+from metaharness.pure.codex.app_server import CATALOGUE_COPY, app_server_args, catalogue_server_args
 from metaharness.pure.codex.doctor import version_token
 from metaharness.pure.codex.launch import PINS, PROGRAM, CodexLaunch, CodexRunSpec, plan_codex_launch
 from metaharness.pure.codex.rollout import RolloutLaunch
@@ -49,6 +49,7 @@ from metaharness.shell.facts import (
     directory_identity,
     gather_memory_facts,
     gather_program_candidates,
+    own_cli,
     probe_stdout,
     readable_regular_file,
 )
@@ -298,34 +299,44 @@ def _at_bridge(launch: CodexLaunch) -> CodexLaunch:
 
 
 def confined_launch(
-    prepared: Prepared | None, launch: CodexLaunch, command: tuple[str, ...], plugin_dirs: tuple[str, ...]
-) -> Result[tuple[CodexLaunch, ConfinedSpawn | None], Refusal]:
+    prepared: Prepared | None,
+    launch: CodexLaunch,
+    command: tuple[str, ...],
+    plugin_dirs: tuple[str, ...],
+    server: tuple[str, ...] = (),
+) -> Result[tuple[CodexLaunch, ConfinedSpawn | None, ConfinedSpawn | None], Refusal]:
     """The launch with rows H12 and H13, and the view of ``command`` when confined: writable the
     child's directory, CODEX_HOME, TMPDIR and the hook channel; the generated files, the credential
-    copy and the plugin copies read-only."""
+    copy and the plugin copies read-only. A catalogue ``server`` argv gets a view of its own, without
+    the route."""
     loopback = launch.environment.posture.h6_how.startswith("the child held a per-run placeholder")
     if prepared is None:
         return Success((msgspec.structs.replace(launch, hermetic=confined_hermetic(launch.hermetic, None, loopback,
-                                                                                  "codex")), None))  # fmt: skip
+                                                                                  "codex")), None, None))  # fmt: skip
     walk = memory_walk(*gather_memory_facts(launch.cwd, MEMORY_SHAPES["codex"]))
     scratch = launch.scratch
     names = (os.path.basename(os.path.normpath(source)) for source in plugin_dirs)
     credential = [os.path.join(launch.codex_home, "auth.json")] if launch.credential_file else []
-    spawned = confine(
-        prepared, program=launch.program, command=command, child_path=launch.environment.as_dict()["PATH"],
-        scratch=scratch, cwd=launch.cwd,
-        writable=(launch.cwd, launch.codex_home, os.path.join(scratch, "tmp"), os.path.join(scratch, "hook-channel")),
-        governing=(*(item.path for item in launch.files), *credential,
-                   *(os.path.join(launch.codex_home, "plugins", name) for name in names)),
-    )  # fmt: skip
-    return spawned.map(
-        lambda spawn: (
-            msgspec.structs.replace(
-                launch, hermetic=confined_hermetic(launch.hermetic, spawn.confinement, loopback, "codex", walk)
-            ),
-            spawn,
-        )
-    )
+    def view(argv: tuple[str, ...], route: Prepared) -> Result[ConfinedSpawn, Refusal]:
+        return confine(
+            route, program=launch.program, command=argv, child_path=launch.environment.as_dict()["PATH"],
+            scratch=scratch, cwd=launch.cwd,
+            writable=(launch.cwd, launch.codex_home, os.path.join(scratch, "tmp"), os.path.join(scratch, "hook-channel")),
+            governing=(*(item.path for item in launch.files), *credential, *plugins,
+                       os.path.join(scratch, CATALOGUE_COPY)),
+        )  # fmt: skip
+
+    plugins = tuple(os.path.join(launch.codex_home, "plugins", name) for name in names)
+    spawned = view(command, prepared)
+    if isinstance(spawned, Failure):
+        return spawned
+    spawn = spawned.unwrap()
+    served = view(server, msgspec.structs.replace(prepared, route=None)) if server else None
+    if isinstance(served, Failure):
+        return served
+    hermetic = confined_hermetic(launch.hermetic, spawn.confinement, loopback, "codex", walk)
+    return Success((msgspec.structs.replace(launch, hermetic=hermetic), spawn,
+                    None if served is None else served.unwrap()))  # fmt: skip
 
 
 def run_codex(options: RunOptions) -> int:
@@ -355,7 +366,9 @@ def run_codex(options: RunOptions) -> int:
                     )
                     take(placed)
                 command = launch.argv if catalogue is None else (launch.program, *app_server_args())
-                launch, spawn = take(confined_launch(prepared, launch, command, options.plugin_dir))
+                server = () if catalogue is None else catalogue_server_args(own_cli(), launch.scratch, launch.cwd,
+                                                                           catalogue)  # fmt: skip
+                launch, spawn, spawn_server = take(confined_launch(prepared, launch, command, options.plugin_dir, server))
                 early.check()
             except Refused as refused:
                 return refuse(refused.refusal)
@@ -371,7 +384,9 @@ def run_codex(options: RunOptions) -> int:
             audit.route = lambda: proxy.route
         desk = open_desk(options.decisions, frame, HOOK_TIMEOUT_S * 1000)
         drive = (
-            drive_codex if catalogue is None else partial(drive_app_server, catalogue=catalogue, model=options.model)
+            drive_codex
+            if catalogue is None
+            else partial(drive_app_server, catalogue=catalogue, model=options.model, confined_server=spawn_server)
         )
         try:
             outcome = drive(
