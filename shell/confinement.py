@@ -268,8 +268,10 @@ def confine(
     writable: Sequence[str],
     governing: Sequence[str],
     sockets: Sequence[str] = (),
+    inputs: Sequence[str] = (),
 ) -> Result[ConfinedSpawn, Refusal]:
-    """Plan the view for ``command`` over the gathered facts; ``sockets`` that exist are bound."""
+    """Plan the view for ``command`` over the gathered facts; ``sockets`` that exist are bound, and so
+    are the declared ``inputs`` the harness reads itself (read-only, beside ``--confine-read``)."""
     facts = ConfinementFacts(
         bwrap=prepared.bwrap,
         bwrap_version=prepared.bwrap_version,
@@ -277,7 +279,7 @@ def confine(
         home=prepared.home,
         hidden=prepared.hidden,
         closure=closure(program, child_path),
-        reads=prepared.reads,
+        reads=(*prepared.reads, *inputs),
         writable=tuple(writable),
         governing=tuple(path for path in governing if os.path.lexists(path)),
         interpreter=sys.executable,

@@ -304,3 +304,26 @@ def test_the_project_loop_sees_only_its_view_and_reaches_only_the_model_route(tm
     assert of(events, "session.ended")[0]["route"]["requests"] == len(record.read_text().splitlines())
     report = done.stderr.decode()
     assert "  H12  ok  gating   effect" in report and "  H13  ok  gating   effect" in report
+
+
+def test_the_files_the_loop_reads_itself_are_bound_into_its_view(tmp_path: Path) -> None:
+    """b10x ``--prices FILE`` (a path outside the child's tree) is read by the loop inside the view."""
+    home = tmp_path / "home"
+    (home / ".local" / "bin").mkdir(parents=True)
+    (home / ".local" / "bin" / "b10x-harness").symlink_to(Path(sys.executable).parent / "b10x-harness")
+    prices = tmp_path / "declared" / "prices.json"
+    prices.parent.mkdir()
+    prices.write_text(json.dumps({"source": "confined", "as_of": "2026-12-01", "models": {}}))
+    (tmp_path / "kept").mkdir()
+    with running_emulator("--scenario", "text") as (base_url, _):
+        argv = [sys.executable, "-m", "metaharness.shell", "run", "b10x", "--decisions", "observe", "--model",
+                "b10x-emulated", "--model-endpoint", base_url, "--prices", str(prices), "-p", "hello",
+                "--retain-dir", str(tmp_path / "kept")]  # fmt: skip
+        done = subprocess.run(argv, capture_output=True, env={**os.environ, "HOME": str(home)}, timeout=120,
+                              stdin=subprocess.DEVNULL, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (kept,) = (tmp_path / "kept").iterdir()
+    record = [json.loads(line) for line in (kept / "loop.jsonl").read_text().splitlines()]
+    assert {"kind": "rates", "source": "confined", "as_of": "2026-12-01"} in record
+    started = next(e for e in map(json.loads, done.stdout.splitlines()) if e["event"] == "session.started")
+    assert any(row["row"] == "H12" for row in started["hermetic"]["imposed"])

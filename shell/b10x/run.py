@@ -181,6 +181,15 @@ def verdict_facts(options: RunOptions, launch: B10xLaunch) -> VerdictFacts:
     )
 
 
+DECLARED_FILES = ("--hooks", "--driver", "--prices", "--substrate", "--oauth-token-file")
+"""The loop's options naming a file it reads (or a socket it dials) itself; each is bound into the view."""
+
+
+def declared_files(launch: B10xLaunch) -> tuple[str, ...]:
+    """The paths the loop's argv names after one of :data:`DECLARED_FILES`."""
+    return tuple(value for flag, value in zip(launch.args, launch.args[1:], strict=False) if flag in DECLARED_FILES)
+
+
 def session_bus(launch: B10xLaunch) -> tuple[str, ...]:
     """The session bus socket when the loop reads its key from the secret store (``--api-key-secret``):
     each ``unix:path=`` of ``DBUS_SESSION_BUS_ADDRESS``, else ``$XDG_RUNTIME_DIR/bus``."""
@@ -208,7 +217,7 @@ def confined_launch(
                 scratch=launch.scratch, cwd=launch.cwd,
                 writable=(launch.cwd, os.path.join(launch.scratch, "config")),
                 governing=(*(copy.destination for copy in launch.files), *(p.copy for p in launch.plugin_copies)),
-                sockets=session_bus(launch),
+                sockets=session_bus(launch), inputs=declared_files(launch),
             )
         )  # fmt: skip
     confinement = None if spawn is None else spawn.confinement
