@@ -41,7 +41,7 @@ def facts(closure: list[str], reads: list[str], writable: list[str], governing: 
         bwrap_version="0.8.0",
         system=(SystemEntry("/usr"), SystemEntry("/bin", "usr/bin"), SystemEntry("/etc")),
         home=HOME,
-        hidden=hidden_trees(HOME, CUSTODY),
+        hidden=hidden_trees(CUSTODY),
         closure=tuple(closure),
         reads=tuple(reads),
         writable=tuple(writable),
@@ -93,7 +93,7 @@ def test_every_file_metaharness_wrote_is_read_only_in_the_view(writable: list[st
 
 @given(PATHS)
 def test_a_read_is_refused_exactly_when_it_exposes_a_hidden_tree(read: str) -> None:
-    checked = check_confine_reads((read,), HOME, hidden_trees(HOME, CUSTODY))
+    checked = check_confine_reads((read,), HOME, hidden_trees(CUSTODY))
     exposing = inside(HOME, read) or any(
         inside(read, tree) or inside(tree, read) for tree in ("/home/op/.claude", "/home/op/.codex")
     )

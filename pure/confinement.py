@@ -146,7 +146,7 @@ def check_confine_reads(reads: Sequence[str], home: str | None, hidden: Sequence
     return Success(tuple(posixpath.normpath(read) for read in reads))
 
 
-def hidden_trees(home: str | None, custody_files: Sequence[str]) -> tuple[str, ...]:
+def hidden_trees(custody_files: Sequence[str]) -> tuple[str, ...]:
     """The custody files' directories (the caller's home root is hidden separately)."""
     return tuple(sorted({posixpath.dirname(posixpath.normpath(path)) for path in custody_files}))
 
@@ -228,7 +228,7 @@ def _origin(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
-def bridge_url(route: ModelRoute, endpoint: str | None) -> str:
+def bridge_url(endpoint: str | None) -> str:
     """What the child is pointed at in place of ``endpoint``: the bridge on ``127.0.0.1`` with the
     endpoint's own path kept."""
     path = urlsplit(endpoint).path.rstrip("/") if endpoint else ""

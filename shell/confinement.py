@@ -24,6 +24,7 @@ import metaharness.pure
 import metaharness.shell
 import metaharness.vectors
 from metaharness.pure.confinement import (
+    ROUTE_SOCKET,
     SUBSTRATE_PATH,
     SYSTEM_ROOTS,
     Confinement,
@@ -120,7 +121,7 @@ def prepare(options: RunOptions, caller_env: dict[str, str], custody: str | None
     if isinstance(route, Failure):
         return route.failure()
     home = caller_env.get("HOME") or None
-    hidden = hidden_trees(home, custody_files(caller_env))
+    hidden = hidden_trees(custody_files(caller_env))
     reads = check_confine_reads(options.confine_read, home, hidden)
     if isinstance(reads, Failure):
         return reads.failure()
@@ -303,7 +304,7 @@ def start_route(kind: str, prepared: Prepared, scratch: str, placeholder: str | 
     proxy = RouteProxy(shape, placeholder if route.custody is not None else None, route.custody, route.upstream,
                        route.paths)  # fmt: skip
     try:
-        proxy.start(os.path.join(scratch, "route.sock"))
+        proxy.start(os.path.join(scratch, ROUTE_SOCKET))
     except OSError:
         proxy.stop()
         raise
@@ -324,7 +325,7 @@ def doctor_lines(kind: str, program: str, caller_env: dict[str, str]) -> tuple[s
     writable += [] if kind == "b10x" else [f"{scratch}/tmp", f"{scratch}/hook-channel"]
     facts = ConfinementFacts(
         bwrap=bwrap, bwrap_version=version, system=system_entries(), home=home,
-        hidden=hidden_trees(home, custody_files(caller_env)), closure=closure(program, path_floor(caller_env)),
+        hidden=hidden_trees(custody_files(caller_env)), closure=closure(program, path_floor(caller_env)),
         writable=tuple(writable), interpreter=sys.executable, scratch=scratch, cwd=f"{scratch}/work",
         command=(program,), route=ModelRoute("<the model endpoint>", ()), caller_uid=os.getuid(),
     )  # fmt: skip

@@ -72,7 +72,7 @@ def test_a_chatgpt_plan_login_on_codex_has_no_route() -> None:
 def test_the_b10x_anthropic_wire_asks_for_messages() -> None:
     route = model_route("b10x", "none", "http://h:1/api", None, False, "anthropic-messages").unwrap()
     assert route == ModelRoute("http://h:1", ("/api/messages",))
-    assert bridge_url(route, "http://h:1/api") == f"http://127.0.0.1:{BRIDGE_PORT}/api"
+    assert bridge_url("http://h:1/api") == f"http://127.0.0.1:{BRIDGE_PORT}/api"
 
 
 def test_install_roots_and_interpreters() -> None:

@@ -259,7 +259,7 @@ def run_b10x(options: RunOptions) -> int:
             )
             route = None if prepared is None else prepared.route
             planned = options if route is None else msgspec.structs.replace(
-                options, model_endpoint=bridge_url(route, options.model_endpoint)
+                options, model_endpoint=bridge_url(options.model_endpoint)
             )
             launch = take(plan_b10x_launch(planned, facts))
             materialise(launch)

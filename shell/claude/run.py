@@ -309,7 +309,7 @@ def routed(
         port = str(BRIDGE_PORT) if prepared is not None else str(proxy.port)
         return msgspec.structs.replace(declaration, loopback_port=port)
     if prepared is not None and prepared.route is not None and options.model_endpoint is not None:
-        return msgspec.structs.replace(declaration, model_endpoint=bridge_url(prepared.route, options.model_endpoint))
+        return msgspec.structs.replace(declaration, model_endpoint=bridge_url(options.model_endpoint))
     return declaration
 
 

@@ -281,7 +281,7 @@ def _start(options: RunOptions, run: str, scratch: str) -> Result[Started, Refus
         port = str(BRIDGE_PORT) if prepared is not None else str(proxy.port)
         replanned = plan_run(options, scratch, (loopback[0], loopback[1], port), catalogue)
     elif route is not None and options.model_endpoint is not None:
-        pointed = msgspec.structs.replace(options, model_endpoint=bridge_url(route, options.model_endpoint))
+        pointed = msgspec.structs.replace(options, model_endpoint=bridge_url(options.model_endpoint))
         replanned = plan_run(pointed, scratch, None, catalogue)
     else:
         replanned = planned.map(lambda done: (_at_bridge(done[0]), done[1]))
