@@ -16,6 +16,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -99,6 +100,7 @@ def route(requests: int) -> None:
         proxy.stop()
         process.terminate()
         process.wait()
+        shutil.rmtree(scratch, ignore_errors=True)
     plain, through = statistics.median(direct), statistics.median(routed)
     print(f"2. a model request: direct {plain * 1000:.2f} ms, through bridge + route proxy {through * 1000:.2f} ms "
           f"median over {requests}: {through / plain:.2f}x, +{(through - plain) * 1000:.2f} ms")  # fmt: skip
