@@ -94,6 +94,18 @@ def test_a_request_without_the_placeholder_is_refused_and_nothing_is_forwarded(
     assert warning is not None and warning.code == "LOOPBACK_REFUSED"
 
 
+@pytest.mark.parametrize(("method", "path"), [("GET", "/v1/models"), ("POST", "/v1/files"), ("POST", "/echo-headers")])
+def test_a_request_off_the_wire_is_refused_even_with_the_placeholder_and_carries_no_token(
+    proxy: RouteProxy, emulator: tuple[str, Path], tmp_path: Path, method: str, path: str
+) -> None:
+    response = httpx.request(method, f"http://127.0.0.1:{proxy.port}{path}", headers={"x-api-key": PLACEHOLDER})
+    assert response.status_code == 403 and f"{method} {path}" in response.json()["error"]["message"]
+    assert not emulator[1].exists() or emulator[1].read_text() == ""
+    assert proxy.counters == LoopbackCounters()
+    (warning,) = proxy.wind_up(str(tmp_path))
+    assert warning.code == "ROUTE_REFUSED" and warning.message.endswith(f": {method} {path}")
+
+
 def test_a_chunked_body_is_answered_400(proxy: RouteProxy) -> None:
     with socket.create_connection(("127.0.0.1", proxy.port)) as connection:
         connection.sendall(
