@@ -1,4 +1,5 @@
-"""``metaharness doctor <KIND>``: the binary the spawn would run, its pin and its flags (spec 10 §7)."""
+"""``metaharness doctor <KIND>``: the binary the spawn would run, its pin and its flags (spec 10 §7), and
+the confinement a run would apply (docs/confinement.md)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import sys
 
 from returns.result import Failure
 
+from metaharness.pure.b10x.launch import PROGRAM as B10X_PROGRAM
+from metaharness.pure.environment import path_floor
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.facts import caller_environment, gather_program_candidates, probe_stdout
 from metaharness.shell.refusals import refuse
@@ -14,7 +17,23 @@ PROBE_S = 10
 
 
 def run_doctor(kind: str) -> int:
-    """Resolve, probe and flag-check ``kind``'s binary; the exit of spec 10 §7."""
+    """Resolve, probe and flag-check ``kind``'s binary, then print the confinement a run would apply;
+    the exit of spec 10 §7."""
+    code = _binary_doctor(kind)
+    if code != 2:
+        from metaharness.shell.confinement import doctor_lines
+
+        caller_env = caller_environment()
+        name = B10X_PROGRAM if kind == "b10x" else kind
+        found = [path for path, fact in gather_program_candidates(name, path_floor(caller_env)).items() if fact.regular]
+        if found:
+            sys.stdout.write("".join(line + "\n" for line in doctor_lines(kind, found[0], caller_env)))
+            sys.stdout.flush()
+    return code
+
+
+def _binary_doctor(kind: str) -> int:
+    """The binary's part of ``doctor``: resolve, probe, flag-check."""
     if kind == "claude":
         from metaharness.shell.claude.doctor import run_claude_doctor
 

@@ -13,7 +13,7 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import msgspec
 
@@ -38,6 +38,9 @@ from metaharness.shell.child_process import STDERR_KEPT, ChildStop, kill_group, 
 from metaharness.shell.live_engine import Engine, read_rest
 from metaharness.shell.steering import Deadlines, steering_command
 
+if TYPE_CHECKING:
+    from metaharness.shell.confinement import ConfinedSpawn
+
 
 class LoopOutcome(msgspec.Struct, frozen=True):
     """How a driven loop ended: the seam's final state, the closing reason and the child's status."""
@@ -61,6 +64,7 @@ def drive_loop(
     answers_copy: IO[bytes] | None = None,
     retain: Callable[[], tuple[WarningRaised, ...]] | None = None,
     process_known: bool = True,
+    confined: ConfinedSpawn | None = None,
 ) -> LoopOutcome:
     """Spawn the loop, read its record through the seam until it ends, and wind the stream up.
 
@@ -72,20 +76,24 @@ def drive_loop(
     ``commands`` is the descriptor of metaharness's own stdin (``None``: no commands); ``answers_copy`` receives each
     answer line too (conformance C3); ``retain`` runs once the child is reaped and returns its
     ``RETAIN_FAILED`` warnings; ``process_known`` false records ``process`` unknown (conformance C3,
-    whose scripted child is not the harness). Raises ``OSError`` when the spawn itself fails.
+    whose scripted child is not the harness); ``confined`` runs ``argv`` in its view instead. Raises
+    ``OSError`` when the spawn itself fails.
     """
     answering = settings.mode != "observe"
     child = subprocess.Popen(
-        list(argv),
+        list(argv) if confined is None else confined.argv,
         cwd=cwd,
         env=dict(env),
         stdin=subprocess.PIPE if answering else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
+        pass_fds=() if confined is None else confined.pass_fds,
     )
+    if confined is not None:
+        confined.spawned()
     assert child.stdout is not None and child.stderr is not None
-    loop = _Loop(child, settings, write_event, transcript, answers_copy)
+    loop = _Loop(child, settings, write_event, transcript, answers_copy, partial(_signal_child, child, confined))
     engine = Engine()
     try:
         engine.on_signal(loop.signalled)
@@ -135,6 +143,7 @@ class _Loop:
         write_event: Callable[[bytes], None],
         transcript: IO[bytes] | None,
         answers_copy: IO[bytes] | None,
+        signal_child: Callable[[int], None],
     ) -> None:
         self.child = child
         self.state: SeamState
@@ -142,7 +151,7 @@ class _Loop:
         self.transcript = transcript
         self.answers_copy = answers_copy
         self.deadlines = Deadlines(settings.deadline_ms)
-        self.stopper = ChildStop(child.pid, STOP_POLICY, partial(_signal_child, child))
+        self.stopper = ChildStop(child.pid, STOP_POLICY, signal_child)
         self.number = 0
         self.tail = bytearray()
         self.open = {"record", "stderr"}
@@ -200,10 +209,14 @@ class _Loop:
         del self.tail[:-STDERR_KEPT]
 
 
-def _signal_child(child: subprocess.Popen[bytes], number: int) -> None:
-    """Signal the loop alone; one already gone is not an error."""
+def _signal_child(child: subprocess.Popen[bytes], confined: ConfinedSpawn | None, number: int) -> None:
+    """Signal the loop alone (in a confined view, the view's init, which forwards it); one already
+    gone is not an error."""
     try:
-        child.send_signal(number)
+        if confined is None:
+            child.send_signal(number)
+        else:
+            confined.signal(child.pid, number)
     except ProcessLookupError:
         pass
 

@@ -17,7 +17,7 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import msgspec
 
@@ -43,6 +43,9 @@ from metaharness.shell.child_process import STDERR_KEPT, ChildStop, kill_group, 
 from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.live_engine import Engine
 from metaharness.shell.steering import Deadlines, steering_command
+
+if TYPE_CHECKING:
+    from metaharness.shell.confinement import ConfinedSpawn
 
 
 class RunOutcome(msgspec.Struct, frozen=True):
@@ -144,6 +147,7 @@ def drive_claude(
     late_events: Callable[[], tuple[Event, ...]] = lambda: (),
     process_known: bool = True,
     alerts: tuple[int, Callable[[], tuple[Event, ...]]] | None = None,
+    confined: ConfinedSpawn | None = None,
 ) -> RunOutcome:
     """Spawn Claude Code, read its record and its hooks through the session until it ends, wind up.
 
@@ -151,18 +155,21 @@ def drive_claude(
     ``alerts`` is a descriptor that becomes readable when events arise outside the record (the loopback
     proxy's ``auth.expired``) and the callable that hands them over; ``process_known`` false writes ``process`` unknown (conformance C3's scripted child, spec 50 §9);
     ``late_events`` runs once the child is reaped (the proxy's ``auth.expired`` and ``LOOPBACK_REFUSED``,
-    ``RETAIN_FAILED``).
+    ``RETAIN_FAILED``); ``confined`` runs ``argv`` in its view instead.
     Raises ``OSError`` when the spawn itself fails.
     """
     child = subprocess.Popen(
-        list(argv),
+        list(argv) if confined is None else confined.argv,
         cwd=cwd,
         env=dict(env),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
+        pass_fds=() if confined is None else confined.pass_fds,
     )
+    if confined is not None:
+        confined.spawned()
     assert child.stdout is not None and child.stderr is not None
     loop = _Loop(session, channel, write_event, ChildStop(child.pid, STOP_POLICY))
     engine = Engine()
