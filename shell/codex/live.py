@@ -57,8 +57,6 @@ from metaharness.shell.steering import Deadlines, steering_command
 SUB_AGENT_COPIES = "sub-agents"
 """The scratch directory holding the copies of the sub-agents' rollouts."""
 
-"""``interrupt``, ``halt`` and a signal SIGTERM the group, then SIGKILL it 5 s later (spec 50 §1)."""
-
 if TYPE_CHECKING:
     from metaharness.shell.confinement import ConfinedSpawn
 
@@ -164,8 +162,13 @@ class CodexLoop:
             self.quiet = 0 if fresh else self.quiet + 1
             self.rollout_ended = self.quiet >= QUIET_POLLS_AFTER_EXIT
 
-    def watch(self, engine: Engine, child: subprocess.Popen[bytes], commands: int | None,
-              on_steering_refusal: Callable[[str], None]) -> None:  # fmt: skip
+    def watch(
+        self,
+        engine: Engine,
+        child: subprocess.Popen[bytes],
+        commands: int | None,
+        on_steering_refusal: Callable[[str], None],
+    ) -> None:
         """The sources every codex run watches, the doorbell first, and its timers."""
         assert child.stderr is not None
         engine.on_ready(self.channel.fileno(), self.ring)
