@@ -82,7 +82,7 @@ def test_list_scenarios_prints_the_json_list() -> None:
     done = run("--list-scenarios")
     assert done.returncode == 0
     names = json.loads(done.stdout)
-    assert names[0] == "text" and "codex-patch" in names and "flat-tool" in names and "codex-catalogue-write" in names and len(names) == 25
+    assert names[0] == "text" and "codex-patch" in names and "flat-tool" in names and "codex-catalogue-write" in names and len(names) == 27
 
 
 def test_a_streamed_turn_over_the_socket_is_close_delimited_sse() -> None:

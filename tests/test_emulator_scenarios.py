@@ -426,7 +426,8 @@ def test_every_scenario_is_named_once() -> None:
         "bad-arguments", "unauthorized", "cold", "cold-once", "slow", "malformed", "truncated", "failed",
         "fails-after-turn", "incomplete", "no-usage", "unknown-events"}
     assert set(VENDOR_SCENARIOS) == {
-        "claude-write", "claude-read", "claude-bash", "codex-shell", "codex-patch", "codex-catalogue-write"}
+        "claude-write", "claude-write-through-link", "claude-read", "claude-bash", "codex-shell", "codex-patch",
+        "codex-patch-padded", "codex-catalogue-write"}
 
 
 def codex_code_mode_body(results: int = 0) -> dict[str, Any]:

@@ -9,18 +9,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from metaharness.pure.codex.rendering import resolve_call
+from metaharness.pure.codex.rendering import resolve_call, unreadable_patch
 from metaharness.pure.decisions import PresentedCall
 from metaharness.pure.events import Decision, Deny, Replace
 from metaharness.pure.hook_channel import HookCall, deny_answer, pretooluse_answer
 from metaharness.pure.refusal import Refusal
+from metaharness.pure.subjects import TreeFacts, resolve_subjects
 
 
-def presented_call(call: HookCall) -> PresentedCall:
-    """A call the hook delivered, for the decision desk: the seam's name and input, seam ``hook``."""
+def presented_call(call: HookCall, tree: TreeFacts) -> PresentedCall:
+    """A call the hook delivered, for the decision desk: the seam's name and input, seam ``hook``,
+    its ``file:`` subjects resolved against the child's ``tree``."""
     operations, subjects = resolve_call(call.name, call.input)
     return PresentedCall(
-        call_id=call.call_id, name=call.name, input=call.input, seam="hook", operations=operations, subjects=subjects
+        call_id=call.call_id,
+        name=call.name,
+        input=call.input,
+        seam="hook",
+        operations=operations,
+        subjects=resolve_subjects(subjects, tree.cwd, tree.links),
+        unreadable=unreadable_patch(call.name, call.input),
     )
 
 

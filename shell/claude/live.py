@@ -31,6 +31,7 @@ from metaharness.pure.claude.session import (
     expire,
     hook_request,
     read_line,
+    request_subjects,
     take_command,
     wind_up,
     write_events,
@@ -40,6 +41,7 @@ from metaharness.pure.events import Event, Process
 from metaharness.shell.child_process import GRACE_S, STDERR_KEPT, kill_group, wait_status
 from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.steering import Deadlines, steering_command
+from metaharness.shell.tree_links import tree_facts
 
 
 class RunOutcome(msgspec.Struct, frozen=True):
@@ -53,9 +55,10 @@ class RunOutcome(msgspec.Struct, frozen=True):
 class _Loop:
     """The state the readiness loop keeps beside the pure session: timers, buffers, flags."""
 
-    def __init__(self, session: Session, channel: HookChannel, write_event: Callable[[bytes], None]) -> None:
+    def __init__(self, session: Session, channel: HookChannel, write_event: Callable[[bytes], None], cwd: str) -> None:
         self.session = session
         self.channel = channel
+        self.cwd = cwd
         self.write_event = write_event
         self.deadlines = Deadlines(session.desk.deadline_ms)
 
@@ -76,7 +79,9 @@ class _Loop:
 
     def drain_doorbell(self) -> None:
         for key in self.channel.ring():
-            self.session, effects = hook_request(self.session, key, self.channel.request(key))
+            raw = self.channel.request(key)
+            tree = tree_facts(request_subjects(self.session, key, raw), self.cwd) if raw is not None else None
+            self.session, effects = hook_request(self.session, key, raw, tree)
             self.perform(effects)
 
     def expire_due(self) -> None:
@@ -119,7 +124,7 @@ def drive_claude(
         start_new_session=True,
     )
     assert child.stdout is not None and child.stderr is not None
-    loop = _Loop(session, channel, write_event)
+    loop = _Loop(session, channel, write_event, cwd)
     wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     previous = {n: signal.signal(n, lambda _n, _f: os.write(wake_write, b"s")) for n in (signal.SIGINT, signal.SIGTERM)}
     selector = selectors.PollSelector()

@@ -23,6 +23,7 @@ import msgspec
 from metaharness.pure.capabilities import HONOURED_COMMANDS
 from metaharness.pure.census import ZERO_CENSUS, count_decision
 from metaharness.pure.codex.launch import CodexLaunch
+from metaharness.pure.codex.rendering import resolve_call
 from metaharness.pure.codex.replay import stop_word
 from metaharness.pure.codex.rollout import RolloutLaunch, RolloutReader, read_rollout_line, session_ended
 from metaharness.pure.codex.seam import answer_body, check_replacement, presented_call
@@ -76,6 +77,7 @@ from metaharness.shell.child_process import (
 from metaharness.shell.codex.rollout import POLL_INTERVAL_S, QUIET_POLLS_AFTER_EXIT, RolloutTail
 from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.steering import Deadlines, steering_command
+from metaharness.shell.tree_links import tree_facts
 
 """``interrupt``, ``halt`` and a signal SIGTERM the group, then SIGKILL it 5 s later (spec 50 §1)."""
 
@@ -163,7 +165,8 @@ class _Run:
                 ended = ended or isinstance(output.payload, TurnEnded)
             else:
                 self.names[output.call.call_id] = output.call.name
-                self.desk, effects = present(self.desk, presented_call(output.call))
+                tree = tree_facts(resolve_call(output.call.name, output.call.input)[1], self.launch.cwd)
+                self.desk, effects = present(self.desk, presented_call(output.call, tree))
                 self.perform(effects)
         if ended:
             self.abandon("the turn ended")
