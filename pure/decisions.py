@@ -80,8 +80,8 @@ class PresentedCall(Struct, frozen=True, kw_only=True):
     """A call the harness presented on ``seam``: its id, tool name and input as presented, the
     operations it resolved to and the subjects read from its own arguments. ``catalogue_question``
     marks a listing or describing question on an owned surface (spec 20 §8.3 step 1); ``unreadable``
-    says why metaharness cannot tell what the call would touch (a patch Codex reads otherwise), and
-    such a call is denied by ``adapter`` in every mode."""
+    says why metaharness cannot tell what the call would do (a patch it cannot read as Codex does, a
+    question under another name than the announcement), and such a call is denied by ``adapter``."""
 
     call_id: str
     name: str

@@ -27,6 +27,7 @@ from metaharness.pure.b10x.seam import (
     abandon_pending,
     end_of_record,
     expire,
+    line_subjects,
     open_seam,
     read_line,
     take_command,
@@ -43,6 +44,7 @@ from metaharness.shell.child_process import (
     wait_status,
 )
 from metaharness.shell.steering import Deadlines, steering_command
+from metaharness.shell.tree_links import tree_facts
 
 
 class LoopOutcome(msgspec.Struct, frozen=True):
@@ -147,7 +149,8 @@ def drive_loop(
                     transcript.flush()
                 number += 1
                 line = item[:-1] if item.endswith(b"\n") else item
-                state, effects = read_line(state, number, line)
+                subjects = line_subjects(line) if b"tool-requested" in line else ()
+                state, effects = read_line(state, number, line, tree_facts(subjects, cwd) if subjects else None)
                 perform(effects)
             elif kind == "command" and item is not None:
                 command = steering_command(item, on_steering_refusal)
