@@ -16,6 +16,7 @@ import msgspec
 from msgspec import Struct
 from returns.result import Failure, Result, Success
 
+from metaharness.pure.bounds import decode_bounded
 from metaharness.pure.events import StepRef
 from metaharness.pure.jsonline import canonical, compact, sha256_hex
 from metaharness.pure.refusal import Refusal
@@ -350,7 +351,7 @@ def frame_from_object(raw: Any, *, format_required: bool = True) -> Result[Frame
 def decode_json(data: bytes) -> Result[Any, str]:
     """Decode one JSON document, or the parser's detail (a leading byte-order mark is not JSON)."""
     try:
-        return Success(msgspec.json.decode(data))
+        return Success(decode_bounded(data))
     except (msgspec.DecodeError, RecursionError) as error:
         return Failure(str(error))
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import msgspec
 
+from metaharness.pure.bounds import decode_bounded
 from metaharness.pure.jsonline import compact
 
 HOOK_TIMEOUT_S = 60
@@ -119,7 +120,7 @@ class HookCall(msgspec.Struct, frozen=True):
 def read_hook_request(key: str, raw: bytes) -> HookCall:
     """Read ``requests/<key>.json`` (``tool_use_id``, ``tool_name``, ``tool_input``) as a call (spec 50 §2)."""
     try:
-        document = msgspec.json.decode(raw)
+        document = decode_bounded(raw)
     except msgspec.DecodeError:
         document = None
     if not isinstance(document, dict):

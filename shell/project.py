@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from returns.result import Failure
 
+from metaharness.pure.bounds import INPUT_FILE_LIMIT
 from metaharness.pure.projection import (
     TraceDocument,
     check_projection_request,
@@ -17,6 +18,7 @@ from metaharness.pure.projection import (
     viewer_page,
 )
 from metaharness.pure.refusal import Refusal
+from metaharness.shell.bounded_reads import read_regular
 from metaharness.shell.refusals import refuse
 
 
@@ -39,8 +41,7 @@ def run_project(
     documents: list[TraceDocument] = []
     for path in inputs:
         try:
-            with open(path, "rb") as handle:
-                data = handle.read()
+            data = read_regular(path, INPUT_FILE_LIMIT)
         except OSError as error:
             return refuse(Refusal("projection-unreadable", f"{path}: cannot be read: {error.strerror or error}"))
         projected = project_stream(path, data) if source is None else project_record(source, path, data)

@@ -12,6 +12,8 @@ from typing import Any, TypeAlias
 import msgspec
 from msgspec import Struct
 
+from metaharness.pure.bounds import too_deep
+
 
 class _Record(Struct, frozen=True, kw_only=True, tag_field="kind", forbid_unknown_fields=False):
     """One record line; the tag is its ``kind``."""
@@ -168,7 +170,10 @@ _ANY = msgspec.json.Decoder()
 
 def read_record(line: bytes) -> Record | str | None:
     """The typed record of one line; else its ``kind`` when it is an object with a string ``kind``
-    (an unknown or malformed record); else ``None`` (not a JSON object, or no string ``kind``)."""
+    (an unknown or malformed record); else ``None`` (not a JSON object, no string ``kind``, or nested
+    past ``JSON_DEPTH_LIMIT``)."""
+    if too_deep(line):
+        return None
     try:
         return _DECODER.decode(line)
     except msgspec.DecodeError:

@@ -15,6 +15,7 @@ import posixpath
 import msgspec
 from returns.result import Failure, Result, Success
 
+from metaharness.pure.bounds import decode_bounded
 from metaharness.pure.events import InstalledPlugin
 from metaharness.pure.refusal import Refusal
 
@@ -69,7 +70,7 @@ def _manifest(files: tuple[PluginFile, ...]) -> dict[str, object]:
     if found is None:
         return {}
     try:
-        document = msgspec.json.decode(found)
+        document = decode_bounded(found)
     except msgspec.DecodeError:
         return {}
     return document if isinstance(document, dict) else {}

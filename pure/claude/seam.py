@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from metaharness.pure.bounds import decode_bounded
 from metaharness.pure.catalogue import Catalogue
 from metaharness.pure.census import ZERO_CENSUS
 from metaharness.pure.claude.rendering import resolve_claude_call
@@ -434,7 +435,7 @@ def map_record(
     if not raw.strip():
         return state, ()
     try:
-        record = msgspec.json.decode(raw)
+        record = decode_bounded(raw)
     except msgspec.DecodeError:
         record = None
     if not isinstance(record, dict):

@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from metaharness.pure.bounds import decode_bounded
 from metaharness.pure.codex.rendering import operation_names, resolve_call
 from metaharness.pure.events import (
     AuthExpired,
@@ -165,7 +166,7 @@ def _call_input(payload: dict[str, Any]) -> Any:
     if not isinstance(raw, str):
         return raw
     try:
-        return msgspec.json.decode(raw)
+        return decode_bounded(raw)
     except msgspec.DecodeError:
         return raw
 
@@ -285,7 +286,7 @@ def read_rollout_line(reader: RolloutReader, raw: bytes, source_line: int) -> tu
     if not raw.strip():
         return reader, ()
     try:
-        line = msgspec.json.decode(raw)
+        line = decode_bounded(raw)
     except msgspec.DecodeError:
         return reader, (Emitted(_opaque(raw, source_line)),)
     if not isinstance(line, dict):

@@ -21,6 +21,7 @@ from typing import IO
 
 import msgspec
 
+from metaharness.pure.bounds import COMMAND_LINE_LIMIT, RECORD_LINE_LIMIT
 from metaharness.pure.claude.session import (
     Effect,
     HookAnswer,
@@ -38,6 +39,7 @@ from metaharness.pure.claude.session import (
 )
 from metaharness.pure.decisions import Arm, Disarm
 from metaharness.pure.events import Event, Process
+from metaharness.shell.bounded_reads import LineCutter
 from metaharness.shell.child_process import GRACE_S, STDERR_KEPT, kill_group, wait_status
 from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.steering import Deadlines, steering_command
@@ -139,8 +141,8 @@ def drive_claude(
         selector.register(commands, selectors.EVENT_READ, "command")
     if alerts is not None:
         selector.register(alerts[0], selectors.EVENT_READ, "alert")
-    record_buffer = bytearray()
-    command_buffer = bytearray()
+    record_cutter = LineCutter(RECORD_LINE_LIMIT)
+    command_cutter = LineCutter(COMMAND_LINE_LIMIT)
     tail = bytearray()
     number = 0
     halted = killed = False
@@ -173,11 +175,9 @@ def drive_claude(
                 if not chunk:
                     selector.unregister(commands)
                     commands = None
-                command_buffer.extend(chunk)
-                while b"\n" in command_buffer or (commands is None and command_buffer):
-                    line, _, rest = bytes(command_buffer).partition(b"\n")
-                    command_buffer[:] = rest
-                    command = steering_command(line, on_steering_refusal)
+                command_lines = command_cutter.feed(chunk) if commands is not None else [command_cutter.rest()]
+                for line in filter(None, command_lines):
+                    command = steering_command(line.removesuffix(b"\n"), on_steering_refusal)
                     if command is None:
                         continue
                     loop.session, effects, control = take_command(loop.session, command, loop.deadlines.latency_ms(command))
@@ -202,12 +202,9 @@ def drive_claude(
                 elif not chunk:
                     selector.unregister(stdout_fd)
                     record_open = False
-                    if record_buffer:
-                        chunk = b"\n"
-                record_buffer.extend(chunk)
-                while b"\n" in record_buffer:
-                    line, _, rest = bytes(record_buffer).partition(b"\n")
-                    record_buffer[:] = rest
+                record_lines = record_cutter.feed(chunk) if record_open else [record_cutter.rest()]
+                for line in filter(None, record_lines):
+                    line = line.removesuffix(b"\n")
                     transcript.write(line + b"\n")
                     transcript.flush()
                     loop.drain_doorbell()

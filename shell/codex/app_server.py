@@ -27,6 +27,7 @@ from typing import IO, Any
 
 from returns.result import Result
 
+from metaharness.pure.bounds import RECORD_LINE_LIMIT
 from metaharness.pure.catalogue import Catalogue, check_codex_names
 from metaharness.pure.codex.app_server import (
     CATALOGUE_COPY,
@@ -54,6 +55,7 @@ from metaharness.pure.decisions import Answer, Desk, Effect, present
 from metaharness.pure.events import Event
 from metaharness.pure.hook_channel import HookCall
 from metaharness.pure.refusal import Refusal
+from metaharness.shell.bounded_reads import bounded_lines
 from metaharness.shell.catalogue_file import read_back_scratch_copy, read_catalogue, write_scratch_copy
 from metaharness.shell.child_process import (
     GRACE_S,
@@ -198,7 +200,7 @@ def _close(stream: IO[bytes] | None) -> None:
 
 def _copy_lines(stream: IO[bytes], copy: IO[bytes], kind: str, events: queue.Queue[tuple[str, Any]]) -> None:
     """Each line the server writes is copied (``rollout.stdout.jsonl``) before it is queued."""
-    for line in iter(stream.readline, b""):
+    for line in bounded_lines(stream, RECORD_LINE_LIMIT):
         copy.write(line)
         copy.flush()
         events.put((kind, line))

@@ -1,0 +1,69 @@
+"""The bounds on what a harness, a model or an embedder can make metaharness read: every input has a
+named size bound applied before its bytes are held, and every JSON value a nesting bound checked before
+it is decoded, so no input of any size or depth raises.
+
+A line past its size bound is read as its first bytes only, which no reader parses, so it takes the
+reader's named outcome for an unreadable line (an ``opaque`` record, a ``MALFORMED`` command, a refused
+request); a value nested past ``JSON_DEPTH_LIMIT`` takes the same outcome.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+
+JSON_DEPTH_LIMIT = 128
+"""Arrays and objects nested in one JSON value; deeper is refused before decoding (Python's own
+recursion would fail somewhere past ~900, in the decoder or in any later walk of the value)."""
+
+RECORD_LINE_LIMIT = 16 * 1024 * 1024
+"""Bytes of one record line (transcript, rollout, loop record) kept; the rest of the line is skipped."""
+
+HOOK_REQUEST_LIMIT = 16 * 1024 * 1024
+"""Bytes of one hook request file read; a longer request is refused as unreadable."""
+
+COMMAND_LINE_LIMIT = 4 * 1024 * 1024
+"""Bytes of one ``metaharness.command/1`` line on stdin (and of one ``mcp-serve`` message) kept."""
+
+FRAME_FILE_LIMIT = 4 * 1024 * 1024
+"""Bytes of a ``--frame`` document (or a ``frame.set`` body) read; a larger one is refused."""
+
+INPUT_FILE_LIMIT = 256 * 1024 * 1024
+"""Bytes of a ``replay`` or ``project --from`` input read; a larger one is refused before it is read."""
+
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_INNERMOST = re.compile(rb"\[\]")
+_BRACKETS_ONLY = bytes.maketrans(b"{}", b"[]")
+_NOT_BRACKETS = bytes(byte for byte in range(256) if byte not in b"[]{}")
+
+
+def _nesting_exceeds(brackets: bytes, limit: int) -> bool:
+    for peeled in range(limit + 1):
+        inner = _INNERMOST.sub(b"", brackets)
+        if inner == brackets:
+            return peeled + brackets.count(b"[") > limit
+        brackets = inner
+    return True
+
+
+def too_deep(raw: bytes, limit: int = JSON_DEPTH_LIMIT) -> bool:
+    """Whether the JSON text ``raw`` nests arrays and objects more than ``limit`` deep (brackets inside
+    strings do not count; an opener never closed counts as open to the end). At once when ``raw``
+    holds at most ``limit`` openers; else linear in ``raw`` for each level peeled, strings set aside
+    only when counting their brackets too would exceed the limit."""
+    if raw.count(b"[") + raw.count(b"{") <= limit:
+        return False
+    if not _nesting_exceeds(raw.translate(_BRACKETS_ONLY, _NOT_BRACKETS), limit):
+        return False
+    return _nesting_exceeds(_STRING.sub(b"", raw).translate(_BRACKETS_ONLY, _NOT_BRACKETS), limit)
+
+
+def decode_bounded(raw: bytes | str) -> Any:
+    """``msgspec.json.decode(raw)``, a value nested past ``JSON_DEPTH_LIMIT`` refused with the
+    decoder's own error, so every caller's outcome for an unreadable document applies to it."""
+    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+    if too_deep(data):
+        raise msgspec.DecodeError(f"JSON nested deeper than {JSON_DEPTH_LIMIT} arrays and objects")
+    return msgspec.json.decode(raw)

@@ -1,0 +1,86 @@
+"""Hostile inputs through real processes: a record line nested 100,000 deep or past its size bound, a
+steering line nested as deep, a ``tools/call`` to ``mcp-serve`` nested as deep, and ``replay`` of such a
+record each take the reader's named outcome, and the run still closes its stream."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from governed_b10x import stream
+from stand_in import records_body, stand_in
+
+from metaharness.pure.bounds import RECORD_LINE_LIMIT
+
+DEEP = b"[" * 100_000 + b"]" * 100_000
+CLAUDE_RECORD = (Path(__file__).parent.parent / "vectors" / "claude" / "record" / "bash.jsonl").read_bytes().splitlines()
+B10X_OPENING = [b'{"kind":"started","model":"m","workspace":"."}', b'{"kind":"turn-started","turn":1}']
+B10X_FINISHED = b'{"kind":"finished","stop":"end_turn","turns":1}'
+
+
+def metaharness(home: Path, args: list[str], stdin: bytes = b"", cwd: Path | None = None) -> subprocess.CompletedProcess[bytes]:
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin"}
+    return subprocess.run(
+        [sys.executable, "-m", "metaharness.shell", *args], input=stdin, env=env, cwd=cwd, capture_output=True,
+        timeout=120, check=False,
+    )  # fmt: skip
+
+
+def opaque_lines(events: list[dict]) -> list[int]:
+    return [e["source_line"] for e in events if e["event"] == "opaque"]
+
+
+def test_claude_records_nested_deep_and_past_the_bound_are_opaque(tmp_path: Path) -> None:
+    huge = b'{"type":"assistant","message":{"content":"' + b"x" * (RECORD_LINE_LIMIT + 4096) + b'"}}'
+    deep = b'{"type":"assistant","message":' + DEEP + b"}"
+    stand_in(tmp_path, "claude", records_body([CLAUDE_RECORD[0], deep, huge, *CLAUDE_RECORD[1:]]))
+    args = ["run", "claude", "--credentials", "none", "--model-endpoint", "http://127.0.0.1:9", "-p", "hi"]
+    done = metaharness(tmp_path, [*args, "--decisions", "observe"])
+    events = stream(done)
+    assert done.returncode == 0, done.stderr
+    assert opaque_lines(events) == [2, 3]
+    assert events[-1]["reason"] == "completed"
+
+
+def test_b10x_records_nested_deep_and_past_the_bound_are_opaque(tmp_path: Path) -> None:
+    deep = b'{"kind":"tool-requested","call_id":"c1","name":"file_read","arguments":' + DEEP + b"}"
+    huge = b'{"kind":"text-delta","text":"' + b"y" * (RECORD_LINE_LIMIT + 4096) + b'"}'
+    stand_in(tmp_path, "b10x-harness", records_body([*B10X_OPENING, deep, huge, B10X_FINISHED]))
+    done = metaharness(tmp_path, ["run", "b10x", "-p", "hi", "--model", "m", "--model-endpoint", "http://127.0.0.1:9",
+                                  "--decisions", "observe"])  # fmt: skip
+    events = stream(done)
+    assert opaque_lines(events) == [3, 4]
+    assert not [e for e in events if e["event"] == "tool.requested"]
+
+
+def test_a_steering_line_nested_deep_is_refused_and_the_next_command_still_acts(tmp_path: Path) -> None:
+    stand_in(tmp_path, "b10x-harness", records_body(B10X_OPENING) + "import time\ntime.sleep(120)\n")
+    deep = b'{"format":"metaharness.command/1","id":"k1","command":"halt","x":' + DEEP + b"}\n"
+    halt = b'{"format":"metaharness.command/1","id":"k2","command":"halt","reason":"enough"}\n'
+    done = metaharness(tmp_path, ["run", "b10x", "-p", "hi", "--model", "m", "--model-endpoint", "http://127.0.0.1:9",
+                                  "--decisions", "observe"], stdin=deep + halt)  # fmt: skip
+    events = stream(done)
+    assert "JSON nested deeper than 128" in done.stderr.decode()
+    assert [e["id"] for e in events if e["event"] == "command.result"] == ["k2"]
+    assert events[-1]["reason"] == "steer-halt"
+
+
+def test_mcp_serve_answers_around_a_deep_tools_call(tmp_path: Path) -> None:
+    call = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"tool_search","arguments":' + DEEP + b"}}\n"
+    ping = b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n'
+    done = subprocess.run(
+        [sys.executable, "-m", "metaharness.shell", "mcp-serve", "--workspace", str(tmp_path)],
+        input=call + ping, capture_output=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0
+    assert [json.loads(line)["id"] for line in done.stdout.splitlines()] == [2]
+    assert "skipped a line that is not JSON: JSON nested deeper than 128" in done.stderr.decode()
+
+
+def test_replay_maps_a_deep_record_line_as_opaque(tmp_path: Path) -> None:
+    record = tmp_path / "loop.jsonl"
+    record.write_bytes(b"\n".join([*B10X_OPENING, DEEP, B10X_FINISHED]) + b"\n")
+    done = metaharness(tmp_path, ["replay", "b10x", str(record)])
+    assert opaque_lines(stream(done)) == [3]
