@@ -33,6 +33,13 @@ FRAME_FILE_LIMIT = 4 * 1024 * 1024
 INPUT_FILE_LIMIT = 256 * 1024 * 1024
 """Bytes of a ``replay`` or ``project --from`` input read; a larger one is refused before it is read."""
 
+GIT_INDEX_LIMIT = 256 * 1024 * 1024
+"""Bytes of git's index read for ``--context``; a larger index (or one that is no regular file) counts
+as no index, so the files are untracked."""
+
+GIT_SMALL_FILE_LIMIT = 1024 * 1024
+"""Bytes of a gitfile, ``commondir`` or git ``config`` read; a larger one (or no regular file) is ignored."""
+
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
 _INNERMOST = re.compile(rb"\[\]")
 _BRACKETS_ONLY = bytes.maketrans(b"{}", b"[]")
