@@ -30,8 +30,9 @@ COMMAND_LINE_LIMIT = 4 * 1024 * 1024
 FRAME_FILE_LIMIT = 4 * 1024 * 1024
 """Bytes of a ``--frame`` document (or a ``frame.set`` body) read; a larger one is refused."""
 
-INPUT_FILE_LIMIT = 256 * 1024 * 1024
-"""Bytes of a ``replay`` or ``project --from`` input read; a larger one is refused before it is read."""
+INPUT_FILE_LIMIT = 128 * 1024 * 1024
+"""Bytes of a ``replay`` or ``project`` input read (a file or a pipe); a larger one is refused unread past
+that."""
 
 GIT_INDEX_LIMIT = 256 * 1024 * 1024
 """Bytes of git's index read for ``--context``; a larger index (or one that is no regular file) counts

@@ -100,11 +100,16 @@ class InputTooLarge(OSError):
     """A file past the bound its reader applies; nothing past the bound was read."""
 
 
-def read_regular(path: str, limit: int) -> bytes:
-    """The bytes of the regular file ``path`` (see :func:`open_regular`), at most ``limit`` of them:
-    a larger file raises :class:`InputTooLarge` with no more than ``limit + 1`` bytes ever held."""
-    with open_regular(path) as handle:
-        data = handle.read(limit + 1)
+def read_bounded(handle: IO[bytes], limit: int) -> bytes:
+    """What ``handle`` holds to its end, at most ``limit`` bytes: more raises :class:`InputTooLarge`
+    with no more than ``limit + 1`` bytes ever held."""
+    data = handle.read(limit + 1)
     if len(data) > limit:
         raise InputTooLarge(f"larger than {limit} bytes")
     return data
+
+
+def read_regular(path: str, limit: int) -> bytes:
+    """The bytes of the regular file ``path`` (see :func:`open_regular`), at most ``limit`` of them."""
+    with open_regular(path) as handle:
+        return read_bounded(handle, limit)

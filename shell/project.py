@@ -18,7 +18,7 @@ from metaharness.pure.projection import (
     viewer_page,
 )
 from metaharness.pure.refusal import Refusal
-from metaharness.shell.bounded_reads import read_regular
+from metaharness.shell.bounded_reads import read_bounded
 from metaharness.shell.refusals import refuse
 
 
@@ -41,7 +41,8 @@ def run_project(
     documents: list[TraceDocument] = []
     for path in inputs:
         try:
-            data = read_regular(path, INPUT_FILE_LIMIT)
+            with open(path, "rb") as handle:
+                data = read_bounded(handle, INPUT_FILE_LIMIT)
         except OSError as error:
             return refuse(Refusal("projection-unreadable", f"{path}: cannot be read: {error.strerror or error}"))
         projected = project_stream(path, data) if source is None else project_record(source, path, data)

@@ -17,7 +17,7 @@ from metaharness.pure.frames import Frame, refuse_frame_beside_observe
 from metaharness.pure.options import _FRAME_REQUIRED as FRAME_REQUIRED_MESSAGE
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import unaudited_exit
-from metaharness.shell.bounded_reads import read_regular
+from metaharness.shell.bounded_reads import read_bounded
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.refusals import refuse
 
@@ -87,7 +87,8 @@ def run_replay(
     if isinstance(loaded, Refusal):
         return refuse(loaded)
     try:
-        data = read_regular(record, INPUT_FILE_LIMIT)
+        with open(record, "rb") as handle:
+            data = read_bounded(handle, INPUT_FILE_LIMIT)
     except OSError as error:
         return refuse(Refusal("record-unreadable", f"{record} could not be read: {error.strerror or error}"))
     path = transcript_path if transcript_path is not None else record
