@@ -34,6 +34,7 @@ from metaharness.pure.b10x.seam import (
     wind_up,
 )
 from metaharness.pure.events import Process, StreamClosed, WarningRaised
+from metaharness.shell.child_end import PIPE_DRAIN_S, watch_exit
 from metaharness.shell.child_process import (
     GRACE_S,
     SignalQueue,
@@ -43,6 +44,7 @@ from metaharness.shell.child_process import (
     pump_lines,
     wait_status,
 )
+from metaharness.shell.run_signals import listening
 from metaharness.shell.steering import Deadlines, steering_command
 from metaharness.shell.tree_links import tree_facts
 
@@ -96,12 +98,14 @@ def drive_loop(
     assert child.stdout is not None and child.stderr is not None
     signals = SignalQueue(events)
     signals.install()
+    listening(child.pid, lambda number: events.put(("signal", number)))
     tail = bytearray()
     threading.Thread(target=pump_lines, args=(child.stdout, "record", events), daemon=True).start()
     stderr_thread = threading.Thread(target=keep_tail, args=(child.stderr, tail), daemon=True)
     stderr_thread.start()
     if commands is not None:
         threading.Thread(target=pump_fd, args=(commands, "command", events), daemon=True).start()
+    watch_exit(child, events)
     deadlines = Deadlines(settings.deadline_ms)
 
     def perform(effects: tuple[Effect, ...]) -> None:
@@ -128,12 +132,15 @@ def drive_loop(
     number = 0
     halted = killed = False
     kill_at: float | None = None
+    drained_at: float | None = None
     try:
         while True:
-            waits = [at for at in (deadlines.next_at(), kill_at) if at is not None]
+            waits = [at for at in (deadlines.next_at(), kill_at, drained_at) if at is not None]
             try:
                 kind, item = events.get(timeout=max(0.0, min(waits) - time.monotonic()) if waits else None)
             except queue.Empty:
+                if drained_at is not None and time.monotonic() >= drained_at:
+                    break
                 if kill_at is not None and time.monotonic() >= kill_at:
                     kill_group(child.pid, signal.SIGKILL)
                     kill_at = None
@@ -141,7 +148,10 @@ def drive_loop(
                     state, effects = expire(state, call_id, waited)
                     perform(effects)
                 continue
-            if kind == "record":
+            if kind == "exited":
+                drained_at = time.monotonic() + PIPE_DRAIN_S
+                kill_at = None
+            elif kind == "record":
                 if item is None:
                     break
                 if transcript is not None:
@@ -187,7 +197,7 @@ def drive_loop(
             except OSError:
                 pass
     code = child.wait()
-    stderr_thread.join(timeout=GRACE_S)
+    stderr_thread.join(timeout=PIPE_DRAIN_S)
     kill_group(child.pid, signal.SIGKILL)
     process = wait_status(code, process_known)
     late = retain() if retain is not None else ()

@@ -40,8 +40,10 @@ from metaharness.pure.claude.session import (
 from metaharness.pure.decisions import Arm, Disarm
 from metaharness.pure.events import Event, Process
 from metaharness.shell.bounded_reads import LineCutter
+from metaharness.shell.child_end import PIPE_DRAIN_S, end_descendants
 from metaharness.shell.child_process import GRACE_S, STDERR_KEPT, kill_group, wait_status
 from metaharness.shell.hook_channel import HookChannel
+from metaharness.shell.run_signals import listening
 from metaharness.shell.steering import Deadlines, steering_command
 from metaharness.shell.tree_links import tree_facts
 
@@ -129,6 +131,7 @@ def drive_claude(
     loop = _Loop(session, channel, write_event, cwd)
     wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     previous = {n: signal.signal(n, lambda _n, _f: os.write(wake_write, b"s")) for n in (signal.SIGINT, signal.SIGTERM)}
+    listening(child.pid, lambda _number: os.write(wake_write, b"s"))
     selector = selectors.PollSelector()
     stdout_fd, stderr_fd = child.stdout.fileno(), child.stderr.fileno()
     for descriptor in (stdout_fd, stderr_fd):
@@ -137,6 +140,8 @@ def drive_claude(
     selector.register(stdout_fd, selectors.EVENT_READ, "record")
     selector.register(stderr_fd, selectors.EVENT_READ, "stderr")
     selector.register(wake_read, selectors.EVENT_READ, "signal")
+    exit_fd = os.pidfd_open(child.pid)
+    selector.register(exit_fd, selectors.EVENT_READ, "exited")
     if commands is not None:
         selector.register(commands, selectors.EVENT_READ, "command")
     if alerts is not None:
@@ -149,11 +154,16 @@ def drive_claude(
     kill_at: float | None = None
     record_open = True
     stderr_open = True
+    drained_at: float | None = None
     try:
-        while record_open or stderr_open:
-            timeouts = [t for t in (loop.deadlines.next_at(), kill_at) if t is not None]
+        while (record_open or stderr_open) and (drained_at is None or time.monotonic() < drained_at):
+            timeouts = [t for t in (loop.deadlines.next_at(), kill_at, drained_at) if t is not None]
             timeout = max(0.0, min(timeouts) - time.monotonic()) if timeouts else None
             ready = {key.data for key, _ in selector.select(timeout)}
+            if "exited" in ready:
+                selector.unregister(exit_fd)
+                kill_group(child.pid, signal.SIGKILL)
+                drained_at = time.monotonic() + PIPE_DRAIN_S
             if "doorbell" in ready:
                 loop.drain_doorbell()
             if "alert" in ready and alerts is not None:
@@ -225,7 +235,9 @@ def drive_claude(
         selector.close()
         os.close(wake_read)
         os.close(wake_write)
+        os.close(exit_fd)
     kill_group(child.pid, signal.SIGKILL)
+    end_descendants()
     process = wait_status(code, process_known)
     loop.session, effects, reason = wind_up(
         loop.session, stderr_tail=bytes(tail), halted=halted, killed=killed and not halted, process=process,

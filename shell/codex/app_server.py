@@ -57,6 +57,7 @@ from metaharness.pure.hook_channel import HookCall
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.bounded_reads import bounded_lines
 from metaharness.shell.catalogue_file import read_back_scratch_copy, read_catalogue, write_scratch_copy
+from metaharness.shell.child_end import end_descendants
 from metaharness.shell.child_process import (
     GRACE_S,
     GroupStop,
@@ -70,6 +71,7 @@ from metaharness.shell.child_process import (
 from metaharness.shell.codex.live import LiveOutcome, _Run, _wait_child, _watch_doorbell
 from metaharness.shell.codex.rollout import POLL_INTERVAL_S, QUIET_POLLS_AFTER_EXIT, RolloutTail
 from metaharness.shell.facts import own_cli
+from metaharness.shell.run_signals import listening
 
 CATALOGUE_SERVER_LOG = "catalogue-server.stderr"
 """The catalogue server's stderr, kept in the scratch root."""
@@ -265,6 +267,7 @@ def drive_app_server(
     stdout_copy = open(launch.stdout_copy, "wb")  # noqa: SIM115 - closed at wind-up, after the pump ends
     signals = SignalQueue(events)
     signals.install()
+    listening(child.pid, lambda number: events.put(("signal", number)))
     tail = bytearray()
     stderr_thread = threading.Thread(target=keep_tail, args=(child.stderr, tail), daemon=True)
     stderr_thread.start()
@@ -342,6 +345,7 @@ def drive_app_server(
         _close(served.stdin)
         _stop_catalogue_server(served)
     kill_group(child.pid, signal.SIGKILL)
+    end_descendants()
     server_thread.join(timeout=GRACE_S)
     stdout_copy.close()
     code = exit_code if exit_code is not None else child.wait()

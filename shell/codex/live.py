@@ -65,8 +65,8 @@ from metaharness.pure.events import (
 from metaharness.pure.hook_channel import HOOK_GAVE_UP, read_hook_request
 from metaharness.pure.readings import Emitted
 from metaharness.pure.run_stages import closing_reason, no_terminal_record
+from metaharness.shell.child_end import PIPE_DRAIN_S, end_descendants
 from metaharness.shell.child_process import (
-    GRACE_S,
     GroupStop,
     SignalQueue,
     keep_tail,
@@ -76,6 +76,7 @@ from metaharness.shell.child_process import (
 )
 from metaharness.shell.codex.rollout import POLL_INTERVAL_S, QUIET_POLLS_AFTER_EXIT, RolloutTail
 from metaharness.shell.hook_channel import HookChannel
+from metaharness.shell.run_signals import listening
 from metaharness.shell.steering import Deadlines, steering_command
 from metaharness.shell.tree_links import tree_facts
 
@@ -299,6 +300,7 @@ def drive_codex(
     assert child.stderr is not None
     signals = SignalQueue(events)
     signals.install()
+    listening(child.pid, lambda number: events.put(("signal", number)))
     tail = bytearray()
     stderr_thread = threading.Thread(target=keep_tail, args=(child.stderr, tail), daemon=True)
     stderr_thread.start()
@@ -327,6 +329,7 @@ def drive_codex(
                 drained.set()
             elif kind == "exited":
                 exit_code = item
+                kill_group(child.pid, signal.SIGKILL)
             elif kind == "command" and item is not None:
                 control = state.command(item, on_steering_refusal)
                 if control is not None:
@@ -347,13 +350,14 @@ def drive_codex(
                     if quiet >= QUIET_POLLS_AFTER_EXIT:
                         break
         state.end_stream()
-        stderr_thread.join(timeout=GRACE_S)
+        stderr_thread.join(timeout=PIPE_DRAIN_S)
     finally:
         stop.set()
         drained.set()
         signals.restore()
         rollout_tail.close()
     kill_group(child.pid, signal.SIGKILL)
+    end_descendants()
     code = exit_code if exit_code is not None else child.wait()
     process = wait_status(code)
     marked = process if process_known else wait_status(code, known=False)

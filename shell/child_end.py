@@ -1,0 +1,79 @@
+"""A run's child ends when it exits, not when its pipes close: a grandchild that keeps the child's
+stdout or stderr open (in the child's process group, or one that left it with ``setsid``) must not
+keep the run waiting. Once the child has exited its group is sent SIGKILL (docs/cli.md, "Wind-up and
+signals"), and what is still in its pipes is read for at most ``PIPE_DRAIN_S``; a run started by the
+entry point adopts its orphans and ends every one left (:func:`end_descendants`)."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import queue
+import signal
+import subprocess
+import threading
+from typing import Any
+
+from metaharness.shell.child_process import kill_group
+
+PIPE_DRAIN_S = 2.0
+"""How long the child's pipes are still read after it exited, its group killed, before they count
+as ended."""
+
+
+def watch_exit(child: subprocess.Popen[bytes], events: queue.Queue[tuple[str, Any]]) -> None:
+    """Put ``("exited", status)`` on ``events`` once ``child`` exits, after SIGKILL to its group."""
+
+    def wait() -> None:
+        status = child.wait()
+        kill_group(child.pid, signal.SIGKILL)
+        end_descendants()
+        events.put(("exited", status))
+
+    threading.Thread(target=wait, daemon=True).start()
+
+
+_PR_SET_CHILD_SUBREAPER = 36
+_adopting = False
+
+
+def adopt_orphans() -> None:
+    """Make this process its descendants' subreaper (Linux ``PR_SET_CHILD_SUBREAPER``): a grandchild
+    whose parent exits, even one that called ``setsid``, becomes this process's child, so
+    :func:`end_descendants` can end it. Only a process started by the entry point calls this."""
+    global _adopting
+    libc = ctypes.CDLL(None, use_errno=True)
+    _adopting = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+
+
+def _children() -> list[int]:
+    mine = os.getpid()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == mine:
+            found.append(int(entry))
+    return found
+
+
+def end_descendants() -> None:
+    """Once the child is reaped and its group killed: SIGKILL and reap every process left whose parent
+    is now this one (the adopted orphans), until none is left; nothing when not adopting."""
+    if not _adopting:
+        return
+    for _ in range(100):
+        children = _children()
+        if not children:
+            return
+        for pid in children:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
