@@ -11,10 +11,18 @@ import os
 import queue
 import signal
 import subprocess
+import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from metaharness.pure.events import Stream, UnknownProcess, closing_marker, stamp
+from metaharness.pure.refusal import Refusal
+from metaharness.pure.run_stages import unaudited_exit
 from metaharness.shell.child_process import kill_group
+from metaharness.shell.run_signals import spawned_group
+
+if TYPE_CHECKING:
+    from metaharness.shell.wind_up import RunAudit
 
 PIPE_DRAIN_S = 2.0
 """How long the child's pipes are still read after it exited, its group killed, before they count
@@ -77,3 +85,19 @@ def end_descendants() -> None:
                 os.waitpid(pid, 0)
             except (ProcessLookupError, ChildProcessError):
                 pass
+
+
+def end_unexpectedly(audit: RunAudit, run_id: str, error: Exception) -> int:
+    """A live run met an exception nothing expected: the child's group (and every orphan) is killed,
+    the stream closed ``error`` unless it already was, the ``internal-error`` line written, and the run
+    exits as an unaudited run that did not complete; the caller still removes the scratch root."""
+    group = spawned_group()
+    if group is not None:
+        kill_group(group, signal.SIGKILL)
+    end_descendants()
+    if not audit.closed:
+        stream = Stream(run_id, audit.written)
+        audit.write_event(stamp(stream, closing_marker(stream, "error", UnknownProcess()))[1])
+    sys.stderr.write(Refusal("internal-error", f"{type(error).__name__}: {error}").line() + "\n")
+    sys.stderr.flush()
+    return unaudited_exit("error")

@@ -80,3 +80,8 @@ def listening(group: int, listen: Callable[[int], None]) -> None:
     _group = group
     for number in take_held():
         listen(number)
+
+
+def spawned_group() -> int | None:
+    """The process group of the run's child once a live loop listens, else ``None``."""
+    return _group

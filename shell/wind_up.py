@@ -30,6 +30,9 @@ from metaharness.shell.auditor_invocation import audit_baseline, run_auditor
 from metaharness.shell.facts import directory_identity
 from metaharness.shell.staging import take, write_event
 
+CLOSING_EVENT = b'"event":"stream.closed"'
+"""How the one serialiser writes the closing event's name (``metaharness.pure.jsonline.compact``)."""
+
 
 class RunAudit:
     """What a run keeps for its report: the spec's and the auditor's digests recorded at start
@@ -42,10 +45,15 @@ class RunAudit:
         self.baseline = audit_baseline(options, pairing)
         self.reporting = options.audited() or options.hermetic == "on"
         self.payloads: list[Event] = []
+        self.written = 0
+        self.closed = False
 
     def write_event(self, line: bytes) -> None:
-        """One event line to stdout, its payload kept when the run reports."""
+        """One event line to stdout, its payload kept when the run reports; the lines are counted and
+        a closing ``stream.closed`` noted (``metaharness.shell.child_end.end_unexpectedly``)."""
         write_event(line)
+        self.written += 1
+        self.closed = self.closed or CLOSING_EVENT in line
         if self.reporting:
             self.payloads.append(read_event(line).unwrap().payload)
 

@@ -58,3 +58,39 @@ def test_grandchildren_holding_the_pipes_neither_hold_the_run_nor_outlive_it(tmp
     holders = [int(line) for line in pids_file.read_text().split()]
     assert len(holders) == 2 and not [pid for pid in holders if alive(pid)]
     assert not [entry for entry in os.listdir(tmp_path) if entry.startswith("metaharness-")]
+
+
+FAILING_RUN = """
+import sys
+import metaharness.shell.b10x.live as live
+real_read_line = live.read_line
+
+
+def read_line(state, number, line, tree=None):
+    if number == 2:
+        raise RuntimeError("a fault injected into the seam")
+    return real_read_line(state, number, line, tree)
+
+
+live.read_line = read_line
+from metaharness.shell.entry import main
+sys.argv = ["metaharness", *sys.argv[1:]]
+main()
+"""
+
+
+def test_an_unexpected_exception_stops_the_child_closes_the_stream_and_removes_scratch(tmp_path: Path) -> None:
+    stand_in(tmp_path, "b10x-harness", records_body([*B10X_RECORD[:1], b'{"kind":"turn-started","turn":1}'])
+             + "import os, time\nopen('pid', 'w').write(str(os.getpid()))\ntime.sleep(300)\n")  # fmt: skip
+    work = tmp_path / "ws"
+    work.mkdir()
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path)}
+    args = ["run", "b10x", "-p", "hi", "--model", "m", "--model-endpoint", "http://127.0.0.1:9", "--cwd", str(work)]
+    done = subprocess.run([sys.executable, "-c", FAILING_RUN, *args, "--decisions", "observe"], env=env,
+                          capture_output=True, timeout=60, check=False)  # fmt: skip
+    events = stream(done)
+    assert done.returncode == 3
+    assert done.stderr.decode() == "metaharness: internal-error: RuntimeError: a fault injected into the seam\n"
+    assert events[-1]["reason"] == "error" and events[-1]["process"] == {"kind": "unknown"}
+    assert not alive(int((work / "pid").read_text()))
+    assert not [entry for entry in os.listdir(tmp_path) if entry.startswith("metaharness-")]

@@ -38,6 +38,7 @@ from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import strict_version_refusal
 from metaharness.shell.b10x.live import drive_loop
+from metaharness.shell.child_end import end_unexpectedly
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
     caller_environment,
@@ -47,6 +48,7 @@ from metaharness.shell.facts import (
 )
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.refusals import refuse
+from metaharness.shell.run_signals import spawned_group
 from metaharness.shell.staging import EarlySignal, Refused, is_directory, stderr_line, take, unusable_directory
 from metaharness.shell.wind_up import RunAudit, retain_copies
 
@@ -249,7 +251,12 @@ def run_b10x(options: RunOptions) -> int:
             )
     except OSError as error:
         shutil.rmtree(launch.scratch, ignore_errors=True)
+        if spawned_group() is not None:
+            return end_unexpectedly(audit, run_id, error)
         return refuse(Refusal("spawn-failed", f"{launch.program} could not be started: {error.strerror or error}"))
+    except Exception as error:  # noqa: BLE001 - the child is stopped and the stream closed whatever failed
+        shutil.rmtree(launch.scratch, ignore_errors=True)
+        return end_unexpectedly(audit, run_id, error)
     try:
         return audit.exit_code(verdict_facts(options, launch), launch.transcript_path, outcome.reason)
     finally:

@@ -53,6 +53,7 @@ from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import strict_version_refusal
 from metaharness.shell.catalogue_file import read_back_scratch_copy, read_catalogue
+from metaharness.shell.child_end import end_unexpectedly
 from metaharness.shell.claude.live import drive_claude
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
@@ -68,6 +69,7 @@ from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.loopback import LoopbackProxy
 from metaharness.shell.refusals import refuse
+from metaharness.shell.run_signals import spawned_group
 from metaharness.shell.staging import EarlySignal, Refused, is_directory, stderr_line, take, unusable_directory
 from metaharness.shell.wind_up import RunAudit, retain_copies
 
@@ -370,7 +372,11 @@ def run_claude(options: RunOptions) -> int:
             )  # fmt: skip
         return audit.exit_code(verdict_facts(options, launch, plugins), launch.transcript_path, outcome.reason)
     except OSError as error:
+        if spawned_group() is not None:
+            return end_unexpectedly(audit, run_id, error)
         return refuse(Refusal("spawn-failed", f"{launch.program} could not be started: {error.strerror or error}"))
+    except Exception as error:  # noqa: BLE001 - the child is stopped and the stream closed whatever failed
+        return end_unexpectedly(audit, run_id, error)
     finally:
         channel.close()
         if proxy is not None:

@@ -37,6 +37,7 @@ from metaharness.pure.loopback import (
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import strict_version_refusal
+from metaharness.shell.child_end import end_unexpectedly
 from metaharness.shell.codex.app_server import drive_app_server, place_catalogue, read_codex_catalogue
 from metaharness.shell.codex.live import drive_codex
 from metaharness.shell.context_files import load_context_files
@@ -51,6 +52,7 @@ from metaharness.shell.facts import (
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.loopback import LoopbackProxy
 from metaharness.shell.refusals import refuse
+from metaharness.shell.run_signals import spawned_group
 from metaharness.shell.staging import EarlySignal, Refused, stderr_line, take, unusable_directory
 from metaharness.shell.wind_up import RunAudit, retain_copies
 
@@ -319,7 +321,11 @@ def run_codex(options: RunOptions) -> int:
                 late_events=lambda: late_events(options, run, launch, proxy),
             )
         except OSError as error:
+            if spawned_group() is not None:
+                return end_unexpectedly(audit, run, error)
             return refuse(Refusal("spawn-failed", f"{launch.program} could not be started: {error}"))
+        except Exception as error:  # noqa: BLE001 - the child is stopped and the stream closed whatever failed
+            return end_unexpectedly(audit, run, error)
         return audit.exit_code(verdict_facts(options, launch), launch.rollout_copy, outcome.reason)
     finally:
         if proxy is not None:
