@@ -9,6 +9,7 @@ request); a value nested past ``JSON_DEPTH_LIMIT`` takes the same outcome.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -75,3 +76,30 @@ def decode_bounded(raw: bytes | str) -> Any:
     if too_deep(data):
         raise msgspec.DecodeError(f"JSON nested deeper than {JSON_DEPTH_LIMIT} arrays and objects")
     return msgspec.json.decode(raw)
+
+
+class _Duplicate(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _unique_pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+    mapping: dict[str, Any] = {}
+    for key, value in items:
+        if key in mapping:
+            raise _Duplicate(key)
+        mapping[key] = value
+    return mapping
+
+
+def first_duplicate_key(raw: bytes | str) -> str | None:
+    """The first key that appears twice in one object of the JSON text ``raw`` (which the decoder has
+    already read, so it is JSON nested within ``JSON_DEPTH_LIMIT``), or ``None``: a decoder keeps only
+    the last copy of such a key, so a document that holds two is refused rather than half-read."""
+    try:
+        json.loads(raw, object_pairs_hook=_unique_pairs)
+    except _Duplicate as duplicate:
+        return duplicate.key
+    except ValueError:
+        return None
+    return None

@@ -13,6 +13,7 @@ import pytest
 from stand_in import records_body, stand_in
 
 from metaharness.pure.bounds import FRAME_FILE_LIMIT
+from metaharness.pure.frames import frame_document, seal_frame
 
 
 @pytest.fixture
@@ -92,4 +93,21 @@ def test_a_frame_past_its_bound_is_refused_unread(tree: Path) -> None:
     assert done.returncode == 2
     assert done.stderr == (
         f"metaharness: frame-unreadable: frame {frame}: could not be read: larger than {FRAME_FILE_LIMIT} bytes\n"
+    )
+
+
+def test_a_frame_holding_a_key_twice_is_refused(tree: Path) -> None:
+    raw = {
+        "format": "metaharness.frame/1", "workflow": {"id": "w", "version": "1"}, "node": {"id": "n"},
+        "step": {"workflow": "w", "state": "s", "index": 0, "attempt": 0}, "prior": [], "obligations": [],
+        "reaching": [], "next": [], "handoff": {"handoff": "none"},
+        "operations": [{"op": "file.read"}, {"op": "dir.list"}, {"op": "search"}],
+    }  # fmt: skip
+    sealed = frame_document(seal_frame(raw).unwrap())
+    frame = tree / "frame.json"
+    frame.write_bytes(b'{"operations":[{"op":"file.write"}],' + sealed[1:])
+    done = run_b10x(tree, "--model", "m", "--decisions", "frame", "--frame", str(frame))
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"metaharness: frame-invalid: frame {frame}: not a JSON object: the key 'operations' appears twice in one object\n"
     )
