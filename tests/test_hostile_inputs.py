@@ -84,3 +84,27 @@ def test_replay_maps_a_deep_record_line_as_opaque(tmp_path: Path) -> None:
     record.write_bytes(b"\n".join([*B10X_OPENING, DEEP, B10X_FINISHED]) + b"\n")
     done = metaharness(tmp_path, ["replay", "b10x", str(record)])
     assert opaque_lines(stream(done)) == [3]
+
+
+def test_negative_costs_and_counts_from_a_loop_record_do_not_pass_through(tmp_path: Path) -> None:
+    lines = [*B10X_OPENING, b'{"kind":"usage","input_tokens":-40,"output_tokens":3}', b'{"kind":"cost","micro_usd":-5}',
+             b'{"kind":"cost","micro_usd":1234}', b'{"kind":"finished","stop":"end_turn","turns":-3}']  # fmt: skip
+    stand_in(tmp_path, "b10x-harness", records_body(lines))
+    done = metaharness(tmp_path, ["run", "b10x", "-p", "hi", "--model", "m", "--model-endpoint", "http://127.0.0.1:9",
+                                  "--decisions", "observe"])  # fmt: skip
+    events = stream(done)
+    assert opaque_lines(events) == [3, 4]
+    ended = next(e for e in events if e["event"] == "session.ended")
+    assert ended["total_cost_usd"] == 0.001234 and ended["num_turns"] is None
+
+
+def test_negative_costs_and_counts_from_a_claude_result_do_not_pass_through(tmp_path: Path) -> None:
+    result = json.loads(CLAUDE_RECORD[-1])
+    result.update(num_turns=-2, total_cost_usd=-1.5, duration_ms=-9)
+    result["usage"]["output_tokens"] = -12
+    stand_in(tmp_path, "claude", records_body([*CLAUDE_RECORD[:-1], json.dumps(result).encode()]))
+    args = ["run", "claude", "--credentials", "none", "--model-endpoint", "http://127.0.0.1:9", "-p", "hi"]
+    events = stream(metaharness(tmp_path, [*args, "--decisions", "observe"]))
+    ended = next(e for e in events if e["event"] == "session.ended")
+    assert ended["num_turns"] is None and ended["total_cost_usd"] is None and ended["duration_ms"] is None
+    assert ended["usage"]["output_tokens"] is None

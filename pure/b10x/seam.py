@@ -61,6 +61,7 @@ from metaharness.pure.events import (
 from metaharness.pure.frames import Frame, Operation
 from metaharness.pure.jsonline import compact, sha256_hex
 from metaharness.pure.options import DecisionMode
+from metaharness.pure.readings import stated_count
 from metaharness.pure.run_stages import (
     VENDOR_BUDGET_MS,
     closing_reason,
@@ -569,9 +570,8 @@ def session_ended(
     state: SeamState, changes: dict[str, Any], record: rec.Finished, stop: str, census: Census
 ) -> SessionEnded:
     """``session.ended`` from ``finished`` (spec 40 §5.3)."""
-    turns = record.turns
-    if turns is None and isinstance(record.stop, dict) and isinstance(record.stop.get("turns"), int):
-        turns = record.stop["turns"]
+    stated = record.stop.get("turns") if isinstance(record.stop, dict) else None
+    turns = stated_count(record.turns) if record.turns is not None else stated_count(stated)
     answered = changes.get("answered", state.answered)
     text = answered.decode() if answered is not None else "".join(chained(changes.get("turn_text", state.turn_text)))
     final = FinalAnswer(text=text, turn_id=None) if stop == "completed" and text else None
