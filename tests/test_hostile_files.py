@@ -111,3 +111,22 @@ def test_a_frame_holding_a_key_twice_is_refused(tree: Path) -> None:
     assert done.stderr == (
         f"metaharness: frame-invalid: frame {frame}: not a JSON object: the key 'operations' appears twice in one object\n"
     )
+
+
+def test_a_fifo_inside_a_plugin_dir_is_refused_by_name(tmp_path: Path) -> None:
+    plugin = tmp_path / "plug"
+    (plugin / ".claude-plugin").mkdir(parents=True)
+    (plugin / ".claude-plugin" / "plugin.json").write_text('{"name":"p"}')
+    os.mkfifo(plugin / "pipe")
+    (tmp_path / "tmp").mkdir()
+    stand_in(tmp_path / "home", "claude", records_body([]))
+    env = {"HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path / "tmp")}
+    argv = [sys.executable, "-m", "metaharness.shell", "run", "claude", "--credentials", "none", "-p", "hi"]
+    argv += ["--model-endpoint", "http://127.0.0.1:9", "--decisions", "observe", "--plugin-dir", str(plugin)]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (
+        f"metaharness: plugin-dir-unusable: --plugin-dir {plugin} holds pipe, which is not a regular file, "
+        "a directory or a link\n"
+    )
+    assert not os.listdir(tmp_path / "tmp")

@@ -39,6 +39,8 @@ class PluginTree(msgspec.Struct, frozen=True):
     is_symlink: bool
     files: tuple[PluginFile, ...] = ()
     symlinks: tuple[str, ...] = ()
+    special: tuple[str, ...] = ()
+    """Entries that are neither a directory, a regular file nor a link (a FIFO, a socket, a device)."""
 
 
 class PluginCopy(msgspec.Struct, frozen=True):
@@ -97,6 +99,8 @@ def plan_plugins(trees: tuple[PluginTree, ...]) -> Result[tuple[PluginCopy, ...]
             return _unusable(tree.source, "is a symbolic link; name the directory it points to")
         if not tree.is_directory:
             return _unusable(tree.source, "is missing or not a directory (an archive is not unpacked)")
+        if tree.special:
+            return _unusable(tree.source, f"holds {tree.special[0]}, which is not a regular file, a directory or a link")
         if not tree.files:
             return _unusable(tree.source, "holds no readable regular file")
         name = plugin_name(tree)
