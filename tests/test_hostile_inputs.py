@@ -13,6 +13,7 @@ from governed_b10x import stream
 from stand_in import records_body, stand_in
 
 from metaharness.pure.bounds import RECORD_LINE_LIMIT
+from metaharness.pure.hook_channel import UNREADABLE_REQUEST
 
 DEEP = b"[" * 100_000 + b"]" * 100_000
 CLAUDE_RECORD = (Path(__file__).parent.parent / "vectors" / "claude" / "record" / "bash.jsonl").read_bytes().splitlines()
@@ -108,3 +109,37 @@ def test_negative_costs_and_counts_from_a_claude_result_do_not_pass_through(tmp_
     ended = next(e for e in events if e["event"] == "session.ended")
     assert ended["num_turns"] is None and ended["total_cost_usd"] is None and ended["duration_ms"] is None
     assert ended["usage"]["output_tokens"] is None
+
+
+HOOK_CALLER = """
+import json, os, subprocess
+scratch = os.path.dirname(sys.argv[sys.argv.index("--settings") + 1])
+record = {record!r}
+out = sys.stdout.buffer
+for number, line in enumerate(record):
+    out.write(line + b"\\n")
+    out.flush()
+    if number == 1:
+        request = {request!r}
+        done = subprocess.run([os.path.join(scratch, "hooks", "pretooluse")], input=request, capture_output=True)
+        open("hook-answer", "wb").write(done.stdout)
+"""
+
+
+def test_a_hook_request_nested_deep_is_answered_and_the_run_closes(tmp_path: Path) -> None:
+    vectors = Path(__file__).parent.parent / "vectors" / "claude" / "hook"
+    request = json.loads((vectors / "request.json").read_bytes())
+    request["tool_input"] = {"command": "echo emulated"}
+    deep = json.dumps(request).encode().replace(b'{"command": "echo emulated"}', DEEP)
+    record = (vectors / "record.jsonl").read_bytes().splitlines()
+    stand_in(tmp_path, "claude", HOOK_CALLER.format(record=record, request=deep))
+    work = tmp_path / "ws"
+    work.mkdir()
+    args = ["run", "claude", "--credentials", "none", "--model-endpoint", "http://127.0.0.1:9", "-p", "hi"]
+    done = metaharness(tmp_path, [*args, "--decisions", "ask", "--cwd", str(work)])
+    events = stream(done)
+    assert b"internal-error" not in done.stderr
+    assert events[-1]["event"] == "stream.closed"
+    unreadable = next(e for e in events if e["event"] == "tool.decided")
+    assert unreadable["decided_by"] == "adapter" and unreadable["decision"]["reason"] == UNREADABLE_REQUEST
+    assert b'"permissionDecision":"deny"' in (work / "hook-answer").read_bytes()

@@ -69,7 +69,7 @@ from metaharness.pure.events import (
     stamp,
 )
 from metaharness.pure.frames import Frame
-from metaharness.pure.hook_channel import HOOK_GAVE_UP, HOOK_TIMEOUT_S, HookCall, read_hook_request
+from metaharness.pure.hook_channel import HOOK_GAVE_UP, HOOK_TIMEOUT_S, HookCall, read_hook_request, request_unreadable
 from metaharness.pure.options import DecisionMode
 from metaharness.pure.readings import Emitted
 from metaharness.pure.run_stages import closing_reason, no_terminal_record
@@ -206,8 +206,9 @@ def _present(session: Session, call: HookCall) -> tuple[Session, tuple[DeskEmit 
     if session.tree is not None:
         subjects = resolve_subjects(subjects, session.tree.cwd, session.tree.links)
     presented = PresentedCall(
-        call_id=call.call_id, name=call.name, input=call.input, seam="hook", operations=operations, subjects=subjects
-    )
+        call_id=call.call_id, name=call.name, input=call.input, seam="hook", operations=operations, subjects=subjects,
+        unreadable=request_unreadable(call),
+    )  # fmt: skip
     session = msgspec.structs.replace(session, waiting=(*session.waiting, (call.call_id, call.key)))
     desk, effects = present(session.desk, presented)
     return msgspec.structs.replace(session, desk=desk), effects

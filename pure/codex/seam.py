@@ -12,7 +12,7 @@ from typing import Any
 from metaharness.pure.codex.rendering import resolve_call, unreadable_patch
 from metaharness.pure.decisions import PresentedCall
 from metaharness.pure.events import Decision, Deny, Replace
-from metaharness.pure.hook_channel import HookCall, deny_answer, pretooluse_answer
+from metaharness.pure.hook_channel import HookCall, deny_answer, pretooluse_answer, request_unreadable
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.subjects import TreeFacts, resolve_subjects
 
@@ -28,7 +28,7 @@ def presented_call(call: HookCall, tree: TreeFacts) -> PresentedCall:
         seam="hook",
         operations=operations,
         subjects=resolve_subjects(subjects, tree.cwd, tree.links),
-        unreadable=unreadable_patch(call.name, call.input),
+        unreadable=request_unreadable(call) or unreadable_patch(call.name, call.input),
     )
 
 
