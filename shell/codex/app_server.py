@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from typing import IO, Any
 
+import msgspec
 from returns.result import Result
 
 from metaharness.pure.bounds import RECORD_LINE_LIMIT
@@ -72,6 +73,7 @@ from metaharness.shell.codex.live import LiveOutcome, _Run, _wait_child, _watch_
 from metaharness.shell.codex.rollout import POLL_INTERVAL_S, QUIET_POLLS_AFTER_EXIT, RolloutTail
 from metaharness.shell.facts import own_cli
 from metaharness.shell.run_signals import listening
+from metaharness.shell.tree_links import real_subjects
 
 CATALOGUE_SERVER_LOG = "catalogue-server.stderr"
 """The catalogue server's stderr, kept in the scratch root."""
@@ -133,9 +135,9 @@ class _AppServerRun(_Run):
             if isinstance(output, Present) and output.call.call_id in self.owned:
                 call = output.call
                 self.names[call.call_id] = call.name
-                self.desk, effects = present(
-                    self.desk, presented_tool_call(self.catalogue, call.call_id, call.name, call.input)
-                )
+                presented = presented_tool_call(self.catalogue, call.call_id, call.name, call.input)
+                real = real_subjects(presented.subjects, self.launch.cwd)
+                self.desk, effects = present(self.desk, msgspec.structs.replace(presented, subjects=real))
                 self.perform(effects)
             else:
                 super().outputs((output,))
