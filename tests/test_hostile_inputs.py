@@ -143,3 +143,25 @@ def test_a_hook_request_nested_deep_is_answered_and_the_run_closes(tmp_path: Pat
     unreadable = next(e for e in events if e["event"] == "tool.decided")
     assert unreadable["decided_by"] == "adapter" and unreadable["decision"]["reason"] == UNREADABLE_REQUEST
     assert b'"permissionDecision":"deny"' in (work / "hook-answer").read_bytes()
+
+
+ROLLOUT_WRITER = """
+import os
+path = os.path.join(os.environ["CODEX_HOME"], "sessions", "2026", "11", "30", "rollout-2026-11-30T00-00-00-x.jsonl")
+os.makedirs(os.path.dirname(path))
+with open(path, "wb") as rollout:
+    for line in {lines!r}:
+        rollout.write(line + b"\\n")
+"""
+
+
+def test_codex_rollout_lines_nested_deep_and_past_the_bound_are_opaque(tmp_path: Path) -> None:
+    record = (Path(__file__).parent.parent / "vectors" / "codex" / "record" / "patch.jsonl").read_bytes().splitlines()
+    deep = b'{"timestamp":"2026-11-30T01:32:00.302Z","type":"event_msg","payload":' + DEEP + b"}"
+    huge = b'{"timestamp":"2026-11-30T01:32:00.302Z","type":"event_msg","payload":"' + b"z" * (RECORD_LINE_LIMIT + 1) + b'"}'
+    stand_in(tmp_path, "codex", ROLLOUT_WRITER.format(lines=[*record[:2], deep, huge, *record[2:]]))
+    args = ["run", "codex", "--credentials", "none", "--model-endpoint", "http://127.0.0.1:9", "-p", "hi"]
+    done = metaharness(tmp_path, [*args, "--decisions", "observe"])
+    events = stream(done)
+    assert opaque_lines(events)[:2] == [3, 4]
+    assert events[-1]["reason"] == "completed", done.stderr
