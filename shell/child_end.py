@@ -35,7 +35,7 @@ def watch_exit(child: subprocess.Popen[bytes], events: queue.Queue[tuple[str, An
     def wait() -> None:
         status = child.wait()
         kill_group(child.pid, signal.SIGKILL)
-        end_descendants()
+        end_descendants(child.pid)
         events.put(("exited", status))
 
     threading.Thread(target=wait, daemon=True).start()
@@ -70,13 +70,14 @@ def _children() -> list[int]:
     return found
 
 
-def end_descendants() -> None:
-    """Once the child is reaped and its group killed: SIGKILL and reap every process left whose parent
-    is now this one (the adopted orphans), until none is left; nothing when not adopting."""
+def end_descendants(child: int | None) -> None:
+    """Once the child's group is killed: SIGKILL and reap every process left whose parent is now this
+    one (the adopted orphans) but ``child`` itself, which its own waiter reaps, until none is left;
+    nothing when not adopting."""
     if not _adopting:
         return
     for _ in range(100):
-        children = _children()
+        children = [pid for pid in _children() if pid != child]
         if not children:
             return
         for pid in children:
@@ -94,7 +95,7 @@ def end_unexpectedly(audit: RunAudit, run_id: str, error: Exception) -> int:
     group = spawned_group()
     if group is not None:
         kill_group(group, signal.SIGKILL)
-    end_descendants()
+    end_descendants(None)
     if not audit.closed:
         stream = Stream(run_id, audit.written)
         audit.write_event(stamp(stream, closing_marker(stream, "error", UnknownProcess()))[1])

@@ -237,7 +237,7 @@ def drive_claude(
         os.close(wake_write)
         os.close(exit_fd)
     kill_group(child.pid, signal.SIGKILL)
-    end_descendants()
+    end_descendants(child.pid)
     process = wait_status(code, process_known)
     loop.session, effects, reason = wind_up(
         loop.session, stderr_tail=bytes(tail), halted=halted, killed=killed and not halted, process=process,

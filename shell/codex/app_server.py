@@ -347,7 +347,7 @@ def drive_app_server(
         _close(served.stdin)
         _stop_catalogue_server(served)
     kill_group(child.pid, signal.SIGKILL)
-    end_descendants()
+    end_descendants(child.pid)
     server_thread.join(timeout=GRACE_S)
     stdout_copy.close()
     code = exit_code if exit_code is not None else child.wait()

@@ -357,7 +357,7 @@ def drive_codex(
         signals.restore()
         rollout_tail.close()
     kill_group(child.pid, signal.SIGKILL)
-    end_descendants()
+    end_descendants(child.pid)
     code = exit_code if exit_code is not None else child.wait()
     process = wait_status(code)
     marked = process if process_known else wait_status(code, known=False)
