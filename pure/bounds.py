@@ -35,6 +35,10 @@ INPUT_FILE_LIMIT = 128 * 1024 * 1024
 """Bytes of a ``replay`` or ``project`` input read (a file or a pipe); a larger one is refused unread past
 that."""
 
+CREDENTIAL_FILE_LIMIT = 1024 * 1024
+"""Bytes of a custody credential file (``auth.json``, ``.credentials.json``) read; a larger one is
+unreadable."""
+
 GIT_INDEX_LIMIT = 256 * 1024 * 1024
 """Bytes of git's index read for ``--context``; a larger index (or one that is no regular file) counts
 as no index, so the files are untracked."""

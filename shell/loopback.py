@@ -21,6 +21,7 @@ import threading
 import httpx
 from returns.result import Failure
 
+from metaharness.pure.bounds import CREDENTIAL_FILE_LIMIT
 from metaharness.pure.environment import loopback_custody_token
 from metaharness.pure.events import Event
 from metaharness.pure.jsonline import compact
@@ -42,6 +43,7 @@ from metaharness.pure.loopback import (
     retry_after_401,
     upstream_url,
 )
+from metaharness.shell.bounded_reads import read_regular
 
 CHILD_READ_S = 60
 UPSTREAM_CONNECT_S = 30
@@ -54,8 +56,7 @@ def read_custody(kind: Kind, path: str) -> str | None:
     try:
         with open(f"{path}.mh-lock", "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            with open(path, "rb") as handle:
-                data = handle.read()
+            data = read_regular(path, CREDENTIAL_FILE_LIMIT)
     except OSError:
         return None
     token = loopback_custody_token(kind, data)

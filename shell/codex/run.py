@@ -17,6 +17,7 @@ from functools import partial
 
 from returns.result import Failure, Result, Success
 
+from metaharness.pure.bounds import CREDENTIAL_FILE_LIMIT
 from metaharness.pure.capabilities import HONOURED_COMMANDS
 from metaharness.pure.catalogue import Catalogue
 from metaharness.pure.codex.doctor import version_token
@@ -37,6 +38,7 @@ from metaharness.pure.loopback import (
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import strict_version_refusal
+from metaharness.shell.bounded_reads import read_regular
 from metaharness.shell.child_end import end_unexpectedly
 from metaharness.shell.codex.app_server import drive_app_server, place_catalogue, read_codex_catalogue
 from metaharness.shell.codex.live import drive_codex
@@ -84,8 +86,7 @@ def custody_stage(options: RunOptions, caller_env: dict[str, str]) -> Result[str
         return Success(None)
     custody = operator_login_file("codex", caller_env)
     try:
-        with open(custody or "", "rb") as handle:
-            data = handle.read()
+        data = read_regular(custody or "", CREDENTIAL_FILE_LIMIT)
     except OSError as error:
         return Failure(Refusal("loopback-custody-unreadable", f"{custody}: {error.strerror or error}"))
     return loopback_custody_token("codex", data).map(lambda _: custody)
