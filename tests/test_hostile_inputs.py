@@ -1,5 +1,5 @@
 """Hostile inputs through real processes: a record line nested 100,000 deep or past its size bound, a
-steering line nested as deep, a ``tools/call`` to ``mcp-serve`` nested as deep, and ``replay`` of such a
+steering line nested as deep or past its bound, a ``tools/call`` to ``mcp-serve`` nested as deep, and ``replay`` of such a
 record each take the reader's named outcome, and the run still closes its stream."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 from governed_b10x import stream
 from stand_in import records_body, stand_in
 
-from metaharness.pure.bounds import RECORD_LINE_LIMIT
+from metaharness.pure.bounds import COMMAND_LINE_LIMIT, RECORD_LINE_LIMIT
 from metaharness.pure.hook_channel import UNREADABLE_REQUEST
 
 DEEP = b"[" * 100_000 + b"]" * 100_000
@@ -56,14 +56,17 @@ def test_b10x_records_nested_deep_and_past_the_bound_are_opaque(tmp_path: Path) 
     assert not [e for e in events if e["event"] == "tool.requested"]
 
 
-def test_a_steering_line_nested_deep_is_refused_and_the_next_command_still_acts(tmp_path: Path) -> None:
+def test_steering_lines_nested_deep_or_past_the_bound_are_refused_and_the_next_command_still_acts(tmp_path: Path) -> None:
     stand_in(tmp_path, "b10x-harness", records_body(B10X_OPENING) + "import time\ntime.sleep(120)\n")
     deep = b'{"format":"metaharness.command/1","id":"k1","command":"halt","x":' + DEEP + b"}\n"
+    huge = b'{"format":"metaharness.command/1","id":"k3","command":"halt","reason":"' + b"w" * COMMAND_LINE_LIMIT + b'"}\n'
     halt = b'{"format":"metaharness.command/1","id":"k2","command":"halt","reason":"enough"}\n'
     done = metaharness(tmp_path, ["run", "b10x", "-p", "hi", "--model", "m", "--model-endpoint", "http://127.0.0.1:9",
-                                  "--decisions", "observe"], stdin=deep + halt)  # fmt: skip
+                                  "--decisions", "observe"], stdin=deep + huge + halt)  # fmt: skip
     events = stream(done)
-    assert "JSON nested deeper than 128" in done.stderr.decode()
+    refusals = done.stderr.decode().splitlines()
+    assert len(refusals) == 2 and "JSON nested deeper than 128" in refusals[0]
+    assert refusals[1].startswith("metaharness: the steering line was refused: not a JSON object: ")
     assert [e["id"] for e in events if e["event"] == "command.result"] == ["k2"]
     assert events[-1]["reason"] == "steer-halt"
 
