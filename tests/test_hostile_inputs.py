@@ -1,6 +1,7 @@
-"""Hostile inputs through real processes: a record line nested 100,000 deep or past its size bound, a
-steering line nested as deep or past its bound, a ``tools/call`` to ``mcp-serve`` nested as deep, and ``replay`` of such a
-record each take the reader's named outcome, and the run still closes its stream."""
+"""Hostile inputs through real processes and stand-in harnesses: record lines (claude, codex, b10x)
+nested 100,000 deep or past their size bound, steering lines likewise, a hook request nested deep, a
+``tools/call`` to ``mcp-serve`` nested deep, ``replay`` of such a record, and negative costs and counts
+each take the reader's named outcome, and the run still closes its stream."""
 
 from __future__ import annotations
 
