@@ -42,7 +42,7 @@ def patch_text(input: Any) -> str | None:
 def patch_resolution(patch: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """``file.edit`` iff every hunk is an update without a move, else ``file.write``; subjects
     ``file:<path>`` for every hunk path and move target, in order, as the pinned Codex parses the patch
-    (``metaharness.pure.codex.patch``); a patch it would not apply has no subject (spec 50 §4)."""
+    (``metaharness.pure.codex.patch``); a patch it would not apply has no subject."""
     hunks = parse_patch(patch).value_or(())
     edit = bool(hunks) and all(hunk.kind == "update" and hunk.move_to is None for hunk in hunks)
     paths = (path for hunk in hunks for path in (hunk.path, hunk.move_to) if path is not None)

@@ -134,13 +134,11 @@ def drive_loop(
     kill_at: float | None = None
     drained_at: float | None = None
     try:
-        while True:
+        while drained_at is None or time.monotonic() < drained_at:
             waits = [at for at in (deadlines.next_at(), kill_at, drained_at) if at is not None]
             try:
                 kind, item = events.get(timeout=max(0.0, min(waits) - time.monotonic()) if waits else None)
             except queue.Empty:
-                if drained_at is not None and time.monotonic() >= drained_at:
-                    break
                 if kill_at is not None and time.monotonic() >= kill_at:
                     kill_group(child.pid, signal.SIGKILL)
                     kill_at = None
