@@ -29,7 +29,7 @@ documents = st.builds(
     depth=st.integers(0, 20000),
     opener=st.sampled_from((b"[", b'{"a":', b'{"kind":"tool-requested","call_id":"c","name":"x","arguments":')),
     closer=st.sampled_from((b"]", b"}")),
-    inner=st.sampled_from((b"1", b'"[[[["', b"", b"null")),
+    inner=st.sampled_from((b"1", b'"[[[["', b"", b"null", b'"\\"\\"[[\\', b'"\\\\"')),
     closed=st.booleans(),
 )
 

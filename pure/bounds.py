@@ -46,7 +46,9 @@ as no index, so the files are untracked."""
 GIT_SMALL_FILE_LIMIT = 1024 * 1024
 """Bytes of a gitfile, ``commondir`` or git ``config`` read; a larger one (or no regular file) is ignored."""
 
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*+(?:"|\\?\Z)', re.DOTALL)
+"""A JSON string, or an unterminated one to the end of the text: every match attempt from a quote
+succeeds without backtracking, so setting strings aside is linear however the quotes are escaped."""
 _INNERMOST = re.compile(rb"\[\]")
 _BRACKETS_ONLY = bytes.maketrans(b"{}", b"[]")
 _NOT_BRACKETS = bytes(byte for byte in range(256) if byte not in b"[]{}")
