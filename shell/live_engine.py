@@ -20,20 +20,11 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
+from metaharness.shell.bounded_reads import LineCutter
+
 Handler = Callable[[], None]
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
-def cut_lines(pending: bytearray, chunk: bytes) -> list[bytes]:
-    """Append ``chunk`` to ``pending`` and take every complete line out of it, each with its ``\\n``."""
-    pending.extend(chunk)
-    end = pending.rfind(b"\n")
-    if end < 0:
-        return []
-    whole = bytes(pending[: end + 1])
-    del pending[: end + 1]
-    return whole.splitlines(keepends=True)
 
 
 class Engine:
@@ -86,19 +77,19 @@ class Engine:
 
         self.on_ready(fd, ready)
 
-    def on_lines(self, fd: int, on_line: Callable[[bytes], None], on_end: Handler) -> None:
-        """Each line ``fd`` holds to ``on_line`` with its ``\\n`` (the last one as it ended); at its end
-        it is forgotten and ``on_end`` called."""
-        pending = bytearray()
+    def on_lines(self, fd: int, limit: int, on_line: Callable[[bytes], None], on_end: Handler) -> None:
+        """Each line ``fd`` holds, cut to ``limit`` bytes (``metaharness.shell.bounded_reads``), to
+        ``on_line`` with its ``\\n`` (the last one as it ended); at its end it is forgotten and
+        ``on_end`` called."""
+        cutter = LineCutter(limit)
 
         def chunk(data: bytes) -> None:
-            for line in cut_lines(pending, data):
+            for line in cutter.feed(data):
                 on_line(line)
 
         def end() -> None:
-            if pending:
-                rest = bytes(pending)
-                pending.clear()
+            rest = cutter.rest()
+            if rest:
                 on_line(rest)
             on_end()
 

@@ -15,6 +15,7 @@ from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidat
 from metaharness.pure.frames import seal_frame
 from metaharness.shell.codex.live import CodexLoop
 from metaharness.shell.codex.run import materialise
+from metaharness.shell.tree_links import tree_facts
 
 FRAME = seal_frame(
     {
@@ -45,7 +46,7 @@ def live_run(tmp_path: Path) -> tuple[CodexLoop, list[bytes]]:
     materialise(launch)
     lines: list[bytes] = []
     rollout = replay_launch(decisions="frame", hermetic="off", transcript_path="r.jsonl")
-    session, _ = open_session(open_desk("frame", FRAME, 60_000), rollout, "codex-test")
+    session, _ = open_session(open_desk("frame", FRAME, 60_000), rollout, "codex-test", tree_facts((), launch.cwd))
     return CodexLoop(launch, session, lines.append), lines
 
 

@@ -21,6 +21,8 @@ from metaharness.pure.codex.session import (
     read_catalogue_server,
     read_line,
     read_server,
+    request_subjects,
+    server_line_subjects,
     take_command,
     wind_up,
 )
@@ -30,7 +32,9 @@ from metaharness.pure.events import Exited
 from metaharness.pure.frames import Frame, seal_frame
 from metaharness.pure.hook_channel import HOOK_GAVE_UP
 from metaharness.pure.jsonline import compact
+from metaharness.pure.subjects import TreeFacts
 
+TREE = TreeFacts("/w", {})
 ROLLOUT = replay_launch(decisions="frame", hermetic="off", transcript_path="rollout.jsonl")
 TURN = "turn-1"
 
@@ -74,9 +78,9 @@ class Harness:
             conversation, opening = app_server.open_session(
                 version="1", cwd="/w", model=None, sandbox="read-only", catalogue=CATALOGUE, user_turn="go"
             )
-            self.session, effects = open_session(desk, ROLLOUT, "golden", CATALOGUE, conversation, opening)
+            self.session, effects = open_session(desk, ROLLOUT, "golden", TREE, CATALOGUE, conversation, opening)
         else:
-            self.session, effects = open_session(desk, ROLLOUT, "golden")
+            self.session, effects = open_session(desk, ROLLOUT, "golden", TREE)
         self.delivered = True
         self.lines: list[dict[str, Any]] = []
         self.hook_answers: list[tuple[str, bytes]] = []
@@ -246,3 +250,26 @@ def test_a_call_the_catalogue_server_cannot_take_is_answered_as_a_failure() -> N
     assert run.sent[-1]["id"] == 7 and run.sent[-1]["result"]["success"] is False
     assert run.session.catalogued is not None and run.session.catalogued.catalogue_gone
     assert not run.session.finished
+
+
+def test_an_owned_call_s_subjects_resolve_through_the_links_the_shell_found() -> None:
+    run = Harness(frame_in_force=frame("file.read"), catalogue=True)
+    open_thread(run)
+    line = compact({"id": 7, "method": "item/tool/call",
+                    "params": {"callId": "o1", "tool": "read_note", "arguments": {"path": "n.md"}}})  # fmt: skip
+    assert server_line_subjects(run.session, line) == ("file:n.md",)
+    tree = TreeFacts("/w", {"/w/n.md": "/elsewhere/n.md"})
+    run.session, effects = read_server(run.session, line, tree)
+    run.perform(effects)
+    requested = next(event for event in run.lines if event["event"] == "tool.requested")
+    assert requested["subjects"] == ["file:/elsewhere/n.md"]
+
+
+def test_a_hook_call_s_subjects_resolve_through_the_links_the_shell_found() -> None:
+    patch = "*** Begin Patch\n*** Add File: notes/a.md\n+x\n*** End Patch\n"
+    raw = compact({"tool_use_id": "c1", "tool_name": "apply_patch", "tool_input": {"command": patch}, "cwd": "/w"})
+    assert request_subjects("K1", raw) == ("file:notes/a.md",)
+    run = Harness(frame_in_force=frame("file.write"))
+    run.session, effects = hook_request(run.session, "K1", raw, TreeFacts("/w", {"/w/notes": "/w/docs"}))
+    run.perform(effects)
+    assert run.lines[0]["subjects"] == ["file:docs/a.md"]

@@ -10,32 +10,25 @@ import subprocess
 import sys
 import time
 
-from metaharness.shell.live_engine import Engine, cut_lines, read_rest
+from metaharness.shell.live_engine import Engine, read_rest
 
 
-def test_cut_lines_keeps_the_partial_tail_for_the_next_chunk() -> None:
-    pending = bytearray()
-    assert cut_lines(pending, b"a\nb") == [b"a\n"]
-    assert cut_lines(pending, b"c\r\nd\n") == [b"bc\r\n", b"d\n"]
-    assert cut_lines(pending, b"e") == [] and pending == b"e"
-
-
-def test_lines_arrive_in_order_and_the_unterminated_last_one_at_the_end() -> None:
+def test_lines_arrive_in_order_cut_to_their_bound_and_the_unterminated_last_one_at_the_end() -> None:
     read, write = os.pipe()
-    os.write(write, b"one\ntw")
+    os.write(write, b"one\n" + b"x" * 20 + b"\ntw")
     seen: list[bytes] = []
     ended: list[bool] = []
     engine = Engine()
     try:
-        engine.on_lines(read, seen.append, lambda: ended.append(True))
-        engine.run(until=lambda: seen == [b"one\n"])
+        engine.on_lines(read, 8, seen.append, lambda: ended.append(True))
+        engine.run(until=lambda: len(seen) == 2)
         os.write(write, b"o\nthree")
         os.close(write)
         engine.run(until=lambda: bool(ended))
     finally:
         engine.close()
         os.close(read)
-    assert seen == [b"one\n", b"two\n", b"three"]
+    assert seen == [b"one\n", b"x" * 8, b"two\n", b"three"]
 
 
 def test_ready_sources_are_handled_in_the_order_they_were_added() -> None:
@@ -44,8 +37,8 @@ def test_ready_sources_are_handled_in_the_order_they_were_added() -> None:
     order: list[str] = []
     engine = Engine()
     try:
-        engine.on_lines(second_read, lambda _line: order.append("second"), lambda: None)
-        engine.on_lines(first_read, lambda _line: order.append("first"), lambda: None)
+        engine.on_lines(second_read, 64, lambda _line: order.append("second"), lambda: None)
+        engine.on_lines(first_read, 64, lambda _line: order.append("first"), lambda: None)
         os.write(first_write, b"x\n")
         os.write(second_write, b"y\n")
         engine.run(until=lambda: len(order) == 2)

@@ -30,6 +30,7 @@ from metaharness.pure.catalogue import Catalogue
 from metaharness.pure.census import ZERO_CENSUS, count_decision
 from metaharness.pure.codex import app_server
 from metaharness.pure.codex.app_server import Decide, Note, Perform, Send, Step, TurnCompleted, Warn
+from metaharness.pure.codex.rendering import resolve_call
 from metaharness.pure.codex.replay import stop_word
 from metaharness.pure.codex.rollout import RolloutLaunch, RolloutReader, read_rollout_line, read_sub_agent_line
 from metaharness.pure.codex.rollout import session_ended as rollout_session_ended
@@ -68,6 +69,7 @@ from metaharness.pure.hook_channel import HOOK_GAVE_UP, HookCall, read_hook_requ
 from metaharness.pure.readings import Emitted, Reading
 from metaharness.pure.run_stages import closing_reason, no_terminal_record
 from metaharness.pure.stop import GROUP_POLICY
+from metaharness.pure.subjects import TreeFacts, resolve_subjects
 
 ADAPTER = "codex"
 
@@ -110,7 +112,8 @@ class Catalogued(msgspec.Struct, frozen=True, kw_only=True):
 
 class Session(msgspec.Struct, frozen=True, kw_only=True):
     """One codex run's state between inputs. ``keys`` maps a call to the hook key that delivered it,
-    ``names`` a call to its tool; ``unanswered`` are the calls whose hook had gone when answered."""
+    ``names`` a call to its tool; ``unanswered`` are the calls whose hook had gone when answered;
+    ``tree`` is what the shell found of the links the calls' subjects pass through."""
 
     stream: Stream
     desk: Desk
@@ -122,6 +125,7 @@ class Session(msgspec.Struct, frozen=True, kw_only=True):
     names: tuple[tuple[str, str], ...] = ()
     unanswered: frozenset[str] = frozenset()
     session_cwd: str | None = None
+    tree: TreeFacts
     catalogued: Catalogued | None = None
     queued: tuple[Item, ...] = ()
     suspended: HookAnswer | Perform | None = None
@@ -134,14 +138,17 @@ class Session(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def open_session(
-    desk: Desk, rollout: RolloutLaunch, run: str, catalogue: Catalogue | None = None, conversation: app_server.Session | None = None,
-    opening: tuple[Step, ...] = (),
+    desk: Desk, rollout: RolloutLaunch, run: str, tree: TreeFacts, catalogue: Catalogue | None = None,
+    conversation: app_server.Session | None = None, opening: tuple[Step, ...] = (),
 ) -> tuple[Session, tuple[Effect, ...]]:  # fmt: skip
-    """A run's session; on a catalogue run the conversation and its ``opening`` steps (``initialize``)."""
+    """A run's session over the child's ``tree`` (its real working directory, no links looked at yet);
+    on a catalogue run the conversation and its ``opening`` steps (``initialize``)."""
     catalogued = None
     if catalogue is not None and conversation is not None:
         catalogued = Catalogued(catalogue=catalogue, conversation=conversation)
-    session = Session(stream=Stream(run), desk=desk, reader=RolloutReader(launch=rollout), catalogued=catalogued)
+    session = Session(
+        stream=Stream(run), desk=desk, reader=RolloutReader(launch=rollout), tree=tree, catalogued=catalogued
+    )
     return _work(session, opening)
 
 
@@ -173,10 +180,12 @@ def _present(session: Session, call: HookCall) -> tuple[Session, tuple[Item, ...
     else on seam ``hook``."""
     session = msgspec.structs.replace(session, names=(*session.names, (call.call_id, call.name)))
     part = session.catalogued
+    tree = session.tree
     if part is not None and call.call_id in part.owned:
         presented = app_server.presented_tool_call(part.catalogue, call.call_id, call.name, call.input)
+        presented = msgspec.structs.replace(presented, subjects=resolve_subjects(presented.subjects, tree.cwd, tree.links))
     else:
-        presented = presented_call(call, session.session_cwd)
+        presented = presented_call(call, tree, session.session_cwd)
     desk, effects = present(session.desk, presented)
     return msgspec.structs.replace(session, desk=desk), effects
 
@@ -277,8 +286,41 @@ def delivered(session: Session, written: bool) -> tuple[Session, tuple[Effect, .
     return _work(session, queued)
 
 
-def hook_request(session: Session, key: str, raw: bytes | None) -> tuple[Session, tuple[Effect, ...]]:
-    """A key the doorbell rang, with its request file's bytes (``None``: missing → ``COVERAGE_GAP``)."""
+def request_subjects(key: str, raw: bytes) -> tuple[str, ...]:
+    """The subjects a hook request's call names as spelled, so the shell can look up their links."""
+    call = read_hook_request(key, raw)
+    return resolve_call(call.name, call.input)[1]
+
+
+def server_line_subjects(session: Session, line: bytes) -> tuple[str, ...]:
+    """The subjects an ``item/tool/call`` on this line of the app-server's names as spelled (none for
+    any other line), so the shell can look up their links."""
+    part = session.catalogued
+    try:
+        message = msgspec.json.decode(line)
+    except (msgspec.DecodeError, ValueError):
+        return ()
+    if part is None or not isinstance(message, dict) or message.get("method") != "item/tool/call":
+        return ()
+    params = message.get("params")
+    if not isinstance(params, dict):
+        return ()
+    tool = params.get("tool")
+    if not isinstance(tool, str):
+        return ()
+    return app_server.presented_tool_call(part.catalogue, "", tool, params.get("arguments")).subjects
+
+
+def _looked_at(session: Session, tree: TreeFacts | None) -> Session:
+    return session if tree is None else msgspec.structs.replace(session, tree=session.tree.merged(tree))
+
+
+def hook_request(
+    session: Session, key: str, raw: bytes | None, tree: TreeFacts | None = None
+) -> tuple[Session, tuple[Effect, ...]]:
+    """A key the doorbell rang, with its request file's bytes (``None``: missing → ``COVERAGE_GAP``)
+    and the links its subjects pass through, laid over what the session knew of the tree."""
+    session = _looked_at(session, tree)
     if raw is None:
         warning = WarningRaised(
             code="COVERAGE_GAP",
@@ -311,8 +353,10 @@ def read_sub_agent(session: Session, path: str, number: int, raw: bytes) -> tupl
     return _readings(msgspec.structs.replace(session, sub_readers=sub_readers), readings)
 
 
-def read_server(session: Session, line: bytes) -> tuple[Session, tuple[Effect, ...]]:
-    """One line the app-server wrote, through the conversation."""
+def read_server(session: Session, line: bytes, tree: TreeFacts | None = None) -> tuple[Session, tuple[Effect, ...]]:
+    """One line the app-server wrote, through the conversation, with the links the subjects of a call
+    it asks for pass through."""
+    session = _looked_at(session, tree)
     part = session.catalogued
     assert part is not None
     conversation, steps = app_server.read_server_line(part.conversation, line)

@@ -27,16 +27,20 @@ from metaharness.pure.b10x.seam import (
     abandon_pending,
     end_of_record,
     expire,
+    line_subjects,
     open_seam,
     read_line,
     take_command,
     wind_up,
 )
+from metaharness.pure.bounds import COMMAND_LINE_LIMIT, RECORD_LINE_LIMIT
 from metaharness.pure.events import Process, StreamClosed, WarningRaised
-from metaharness.pure.stop import GRACE_S
+from metaharness.shell.child_end import PIPE_DRAIN_S, end_descendants
 from metaharness.shell.child_process import STDERR_KEPT, ChildStop, kill_group, wait_status
 from metaharness.shell.live_engine import Engine, read_rest
+from metaharness.shell.run_signals import listening
 from metaharness.shell.steering import Deadlines, steering_command
+from metaharness.shell.tree_links import tree_facts
 
 if TYPE_CHECKING:
     from metaharness.shell.confinement import ConfinedSpawn
@@ -93,16 +97,20 @@ def drive_loop(
     if confined is not None:
         confined.spawned()
     assert child.stdout is not None and child.stderr is not None
-    loop = _Loop(child, settings, write_event, transcript, answers_copy, partial(_signal_child, child, confined))
+    loop = _Loop(child, settings, write_event, transcript, answers_copy, partial(_signal_child, child, confined), cwd)
     engine = Engine()
     try:
         engine.on_signal(loop.signalled)
+        listening(child.pid, engine.signal)
         if commands is not None:
-            engine.on_lines(commands, partial(loop.command, on_steering_refusal=on_steering_refusal), lambda: None)
+            on_command = partial(loop.command, on_steering_refusal=on_steering_refusal)
+            engine.on_lines(commands, COMMAND_LINE_LIMIT, on_command, lambda: None)
         engine.on_chunks(child.stderr.fileno(), loop.stderr, partial(loop.open.discard, "stderr"))
-        engine.on_lines(child.stdout.fileno(), loop.record, partial(loop.open.discard, "record"))
+        engine.on_lines(child.stdout.fileno(), RECORD_LINE_LIMIT, loop.record, partial(loop.open.discard, "record"))
+        engine.on_exit(child.pid, loop.exited)
         engine.timer(lambda: loop.stopper.kill_at, lambda: loop.stopper.due(time.monotonic()))
         engine.timer(loop.deadlines.next_at, loop.expire_due)
+        engine.timer(lambda: loop.drained_at, partial(loop.open.discard, "record"))
         loop.state, effects = open_seam(*opening(settings))
         loop.perform(effects)
         engine.run(until=lambda: "record" not in loop.open)
@@ -119,7 +127,7 @@ def drive_loop(
                 pass
     code = child.wait()
     if "stderr" in loop.open:
-        loop.stderr(read_rest(child.stderr.fileno(), GRACE_S))
+        loop.stderr(read_rest(child.stderr.fileno(), PIPE_DRAIN_S))
     kill_group(child.pid, signal.SIGKILL)
     process = wait_status(code, process_known)
     late = retain() if retain is not None else ()
@@ -144,6 +152,7 @@ class _Loop:
         transcript: IO[bytes] | None,
         answers_copy: IO[bytes] | None,
         signal_child: Callable[[int], None],
+        cwd: str,
     ) -> None:
         self.child = child
         self.state: SeamState
@@ -152,6 +161,8 @@ class _Loop:
         self.answers_copy = answers_copy
         self.deadlines = Deadlines(settings.deadline_ms)
         self.stopper = ChildStop(child.pid, STOP_POLICY, signal_child)
+        self.cwd = cwd
+        self.drained_at: float | None = None
         self.number = 0
         self.tail = bytearray()
         self.open = {"record", "stderr"}
@@ -180,8 +191,18 @@ class _Loop:
             self.transcript.write(item)
             self.transcript.flush()
         self.number += 1
-        self.state, effects = read_line(self.state, self.number, item.removesuffix(b"\n"))
+        line = item.removesuffix(b"\n")
+        subjects = line_subjects(line) if b"tool-requested" in line else ()
+        self.state, effects = read_line(self.state, self.number, line, tree_facts(subjects, self.cwd) if subjects else None)
         self.perform(effects)
+
+    def exited(self) -> None:
+        """The child exited: its group is killed (and every orphan ended); its pipes are read for at
+        most ``PIPE_DRAIN_S``, and a SIGKILL still due is not sent."""
+        kill_group(self.child.pid, signal.SIGKILL)
+        end_descendants(self.child.pid)
+        self.drained_at = time.monotonic() + PIPE_DRAIN_S
+        self.stopper.kill_at = None
 
     def command(self, line: bytes, on_steering_refusal: Callable[[str], None]) -> None:
         command = steering_command(line, on_steering_refusal)

@@ -21,6 +21,7 @@ from typing import IO, TYPE_CHECKING
 
 import msgspec
 
+from metaharness.pure.bounds import COMMAND_LINE_LIMIT, RECORD_LINE_LIMIT
 from metaharness.pure.claude.session import (
     STOP_POLICY,
     Effect,
@@ -32,6 +33,7 @@ from metaharness.pure.claude.session import (
     expire,
     hook_request,
     read_line,
+    request_subjects,
     take_command,
     wind_up,
     write_events,
@@ -39,10 +41,13 @@ from metaharness.pure.claude.session import (
 from metaharness.pure.decisions import Arm, Disarm
 from metaharness.pure.events import Event, Process
 from metaharness.pure.stop import GRACE_S
+from metaharness.shell.child_end import PIPE_DRAIN_S, end_descendants
 from metaharness.shell.child_process import STDERR_KEPT, ChildStop, kill_group, wait_status
 from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.live_engine import Engine
+from metaharness.shell.run_signals import listening
 from metaharness.shell.steering import Deadlines, steering_command
+from metaharness.shell.tree_links import tree_facts
 
 if TYPE_CHECKING:
     from metaharness.shell.confinement import ConfinedSpawn
@@ -61,16 +66,18 @@ class _Loop:
     the stop, the record's line count and the stderr tail."""
 
     def __init__(
-        self, session: Session, channel: HookChannel, write_event: Callable[[bytes], None], stopper: ChildStop
+        self, session: Session, channel: HookChannel, write_event: Callable[[bytes], None], stopper: ChildStop, cwd: str
     ) -> None:
         self.session = session
         self.channel = channel
+        self.cwd = cwd
         self.write_event = write_event
         self.deadlines = Deadlines(session.desk.deadline_ms)
         self.stopper = stopper
         self.number = 0
         self.tail = bytearray()
         self.open = {"record", "stderr"}
+        self.drained_at: float | None = None
 
     def perform(self, effects: tuple[Effect, ...]) -> None:
         for effect in effects:
@@ -89,8 +96,18 @@ class _Loop:
 
     def drain_doorbell(self) -> None:
         for key in self.channel.ring():
-            self.session, effects = hook_request(self.session, key, self.channel.request(key))
+            raw = self.channel.request(key)
+            tree = tree_facts(request_subjects(self.session, key, raw), self.cwd) if raw is not None else None
+            self.session, effects = hook_request(self.session, key, raw, tree)
             self.perform(effects)
+
+    def exited(self, pid: int) -> None:
+        """The child exited: its group is killed and its pipes are read for at most ``PIPE_DRAIN_S``."""
+        kill_group(pid, signal.SIGKILL)
+        self.drained_at = time.monotonic() + PIPE_DRAIN_S
+
+    def drained(self) -> None:
+        self.open.clear()
 
     def expire_due(self) -> None:
         for call_id, waited in self.deadlines.take_due():
@@ -171,18 +188,23 @@ def drive_claude(
     if confined is not None:
         confined.spawned()
     assert child.stdout is not None and child.stderr is not None
-    loop = _Loop(session, channel, write_event, ChildStop(child.pid, STOP_POLICY))
+    loop = _Loop(session, channel, write_event, ChildStop(child.pid, STOP_POLICY), cwd)
     engine = Engine()
     try:
+        engine.on_exit(child.pid, partial(loop.exited, child.pid))
         engine.on_ready(channel.fileno(), loop.drain_doorbell)
         if alerts is not None:
             engine.on_ready(alerts[0], partial(loop.alert, alerts[0], alerts[1]))
         engine.on_signal(loop.signalled)
+        listening(child.pid, engine.signal)
         if commands is not None:
-            engine.on_lines(commands, partial(loop.command, on_steering_refusal=on_steering_refusal), lambda: None)
+            on_command = partial(loop.command, on_steering_refusal=on_steering_refusal)
+            engine.on_lines(commands, COMMAND_LINE_LIMIT, on_command, lambda: None)
         engine.on_chunks(child.stderr.fileno(), loop.stderr, partial(loop.open.discard, "stderr"))
-        engine.on_lines(child.stdout.fileno(), partial(loop.record, transcript=transcript), partial(loop.open.discard, "record"))
+        on_record = partial(loop.record, transcript=transcript)
+        engine.on_lines(child.stdout.fileno(), RECORD_LINE_LIMIT, on_record, partial(loop.open.discard, "record"))
         engine.timer(lambda: loop.stopper.kill_at, lambda: loop.stopper.due(time.monotonic()))
+        engine.timer(lambda: loop.drained_at, loop.drained)
         engine.timer(loop.deadlines.next_at, loop.expire_due)
         engine.run(until=lambda: not loop.open)
         loop.drain_doorbell()
@@ -192,6 +214,7 @@ def drive_claude(
     finally:
         engine.close()
     kill_group(child.pid, signal.SIGKILL)
+    end_descendants(child.pid)
     process = wait_status(code, process_known)
     stopper = loop.stopper
     loop.session, effects, reason = wind_up(

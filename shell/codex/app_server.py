@@ -26,17 +26,26 @@ from typing import IO, TYPE_CHECKING
 
 from returns.result import Result
 
+from metaharness.pure.bounds import RECORD_LINE_LIMIT
 from metaharness.pure.catalogue import Catalogue, check_codex_names
 from metaharness.pure.codex.app_server import CATALOGUE_COPY, app_server_args, catalogue_server_args
 from metaharness.pure.codex.app_server import open_session as open_conversation
 from metaharness.pure.codex.launch import CodexLaunch
 from metaharness.pure.codex.rollout import RolloutLaunch
-from metaharness.pure.codex.session import STOP_POLICY, open_session, read_catalogue_server, read_server
+from metaharness.pure.codex.session import (
+    STOP_POLICY,
+    open_session,
+    read_catalogue_server,
+    read_server,
+    server_line_subjects,
+)
 from metaharness.pure.decisions import Desk
 from metaharness.pure.events import Event
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.stop import GRACE_S, TERMINATE
+from metaharness.shell.bounded_reads import LineCutter
 from metaharness.shell.catalogue_file import read_back_scratch_copy, read_catalogue, write_scratch_copy
+from metaharness.shell.child_end import end_descendants
 from metaharness.shell.child_process import (
     ChildStop,
     kill_group,
@@ -45,7 +54,8 @@ from metaharness.shell.child_process import (
 from metaharness.shell.codex.live import CodexLoop, LiveOutcome
 from metaharness.shell.codex.rollout import RolloutTail
 from metaharness.shell.facts import own_cli
-from metaharness.shell.live_engine import Engine, cut_lines, read_rest
+from metaharness.shell.live_engine import Engine, read_rest
+from metaharness.shell.tree_links import tree_facts
 
 CATALOGUE_SERVER_LOG = "catalogue-server.stderr"
 """The catalogue server's stderr, kept in the scratch root."""
@@ -83,40 +93,51 @@ def _close(stream: IO[bytes] | None) -> None:
 
 
 class _Conversation:
-    """The app-server's and the catalogue server's pipes as the engine's handlers see them: each chunk
-    the server writes is copied (``rollout.stdout.jsonl``) before its lines are read; once the
-    session is finished the server's stdin is closed and its group is stopped ``GRACE_S`` later."""
+    """The app-server's and the catalogue server's pipes as the engine's handlers see them: each line
+    the server writes (cut to ``RECORD_LINE_LIMIT``) is copied (``rollout.stdout.jsonl``) before it is
+    read; once the session is finished the server's stdin is closed and its group is stopped
+    ``GRACE_S`` later."""
 
     def __init__(self, state: CodexLoop, child: subprocess.Popen[bytes], copy: IO[bytes], tail: RolloutTail) -> None:
         self.state = state
         self.child = child
         self.copy = copy
         self.rollout_tail = tail
-        self.pending = bytearray()
+        self.cutter = LineCutter(RECORD_LINE_LIMIT)
         self.term_at: float | None = None
         self.ending = False
 
     def server(self, chunk: bytes) -> None:
-        self.copy.write(chunk)
-        self.copy.flush()
-        for line in cut_lines(self.pending, chunk):
+        for line in self.cutter.feed(chunk):
             self.server_line(line)
 
     def server_line(self, line: bytes) -> None:
-        """A line of the server's: the rollout's new lines first, then the doorbell, then the line."""
+        """A line of the server's: copied, then the rollout's new lines, then the doorbell, then the line."""
+        self.keep(line)
         for number, raw in self.rollout_tail.poll():
             self.state.record(number, raw)
         self.state.ring()
-        self.state.step(read_server(self.state.session, line))
+        subjects = server_line_subjects(self.state.session, line)
+        tree = tree_facts(subjects, self.state.cwd) if subjects else None
+        self.state.step(read_server(self.state.session, line, tree))
         if self.state.session.finished and not self.ending and self.state.stopper.kill_at is None:
             self.ending = True
             _close(self.child.stdin)
             self.term_at = time.monotonic() + GRACE_S
 
     def server_end(self) -> None:
-        if self.pending:
-            self.server_line(bytes(self.pending))
-            self.pending.clear()
+        rest = self.cutter.rest()
+        if rest:
+            self.server_line(rest)
+
+    def keep(self, line: bytes) -> None:
+        self.copy.write(line)
+        self.copy.flush()
+
+    def keep_rest(self, fd: int) -> None:
+        """Once the run has ended: what the server still writes within ``GRACE_S`` is copied, not read."""
+        for line in (*self.cutter.feed(read_rest(fd, GRACE_S)), self.cutter.rest()):
+            self.keep(line)
 
     def catalogue(self, line: bytes | None) -> None:
         self.state.step(read_catalogue_server(self.state.session, line))
@@ -153,7 +174,7 @@ def drive_app_server(
         catalogue=catalogue,
         user_turn=launch.user_turn,
     )
-    session, opened = open_session(desk, rollout, run, catalogue, conversation, opening)
+    session, opened = open_session(desk, rollout, run, tree_facts((), launch.cwd), catalogue, conversation, opening)
     state = CodexLoop(launch, session, write_event)
     with open(os.path.join(launch.scratch, CATALOGUE_SERVER_LOG), "wb") as log:
         served = subprocess.Popen(
@@ -198,7 +219,7 @@ def drive_app_server(
     try:
         state.watch(engine, child, commands, on_steering_refusal)
         engine.on_chunks(child.stdout.fileno(), pipes.server, pipes.server_end)
-        engine.on_lines(served.stdout.fileno(), pipes.catalogue, partial(pipes.catalogue, None))
+        engine.on_lines(served.stdout.fileno(), RECORD_LINE_LIMIT, pipes.catalogue, partial(pipes.catalogue, None))
         engine.timer(lambda: pipes.term_at, pipes.terminate)
         engine.timer(lambda: state.next_poll, partial(state.poll, rollout_tail))
         state.perform(opened)
@@ -212,7 +233,8 @@ def drive_app_server(
         _close(served.stdin)
         _stop_catalogue_server(served)
     kill_group(child.pid, signal.SIGKILL)
-    stdout_copy.write(read_rest(child.stdout.fileno(), GRACE_S))
+    end_descendants(child.pid)
+    pipes.keep_rest(child.stdout.fileno())
     stdout_copy.close()
     code = state.exit_code if state.exit_code is not None else child.wait()
     process = wait_status(code)

@@ -20,6 +20,7 @@ from typing import IO, TYPE_CHECKING
 
 import msgspec
 
+from metaharness.pure.bounds import COMMAND_LINE_LIMIT
 from metaharness.pure.codex.app_server import Note, Perform, Send
 from metaharness.pure.codex.launch import CodexLaunch
 from metaharness.pure.codex.rollout import RolloutLaunch
@@ -37,12 +38,13 @@ from metaharness.pure.codex.session import (
     open_session,
     read_line,
     read_sub_agent,
+    request_subjects,
     take_command,
     wind_up,
 )
 from metaharness.pure.decisions import AbandonCause, Arm, Desk, Disarm
 from metaharness.pure.events import Event, Process
-from metaharness.pure.stop import GRACE_S
+from metaharness.shell.child_end import PIPE_DRAIN_S, end_descendants
 from metaharness.shell.child_process import (
     STDERR_KEPT,
     ChildStop,
@@ -52,7 +54,9 @@ from metaharness.shell.child_process import (
 from metaharness.shell.codex.rollout import POLL_INTERVAL_S, QUIET_POLLS_AFTER_EXIT, RolloutTail, SubAgentRollouts
 from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.live_engine import Engine, read_rest
+from metaharness.shell.run_signals import listening
 from metaharness.shell.steering import Deadlines, steering_command
+from metaharness.shell.tree_links import tree_facts
 
 SUB_AGENT_COPIES = "sub-agents"
 """The scratch directory holding the copies of the sub-agents' rollouts."""
@@ -75,6 +79,7 @@ class CodexLoop:
     session's effects in order."""
 
     def __init__(self, launch: CodexLaunch, session: Session, write_event: Callable[[bytes], None]) -> None:
+        self.cwd = launch.cwd
         self.session = session
         self.write_event = write_event
         self.deadlines = Deadlines(session.desk.deadline_ms)
@@ -119,7 +124,9 @@ class CodexLoop:
     def ring(self) -> None:
         """Drain the doorbell: each key's request is a call the hook delivered."""
         for key in self.channel.ring():
-            self.step(hook_request(self.session, key, self.channel.request(key)))
+            raw = self.channel.request(key)
+            tree = tree_facts(request_subjects(key, raw), self.cwd) if raw is not None else None
+            self.step(hook_request(self.session, key, raw, tree))
 
     def record(self, number: int, raw: bytes) -> None:
         self.ring()
@@ -150,7 +157,10 @@ class CodexLoop:
         self.tail.extend(chunk)
         del self.tail[:-STDERR_KEPT]
 
-    def exited(self, child: subprocess.Popen[bytes]) -> None:
+    def exited(self, child: subprocess.Popen[bytes], kill: bool) -> None:
+        """The child exited (``kill``: its group is killed then); the rollout is read until it is quiet."""
+        if kill:
+            kill_group(child.pid, signal.SIGKILL)
         self.exit_code = child.wait()
 
     def poll(self, rollout_tail: RolloutTail) -> None:
@@ -173,10 +183,11 @@ class CodexLoop:
         assert child.stderr is not None
         engine.on_ready(self.channel.fileno(), self.ring)
         engine.on_signal(self.signalled)
+        listening(child.pid, engine.signal)
         if commands is not None:
-            engine.on_lines(commands, partial(self.command_line, on_steering_refusal=on_steering_refusal), lambda: None)
+            on_command = partial(self.command_line, on_steering_refusal=on_steering_refusal)
+            engine.on_lines(commands, COMMAND_LINE_LIMIT, on_command, lambda: None)
         engine.on_chunks(child.stderr.fileno(), self.stderr, lambda: None)
-        engine.on_exit(child.pid, partial(self.exited, child))
         engine.timer(lambda: self.stopper.kill_at, lambda: self.stopper.due(time.monotonic()))
         engine.timer(self.deadlines.next_at, self.expire_due)
 
@@ -248,7 +259,7 @@ def drive_codex(
     stream up (spec 20 §4, spec 10 §4.10). Raises ``OSError`` when the spawn itself fails.
     ``process_known`` false writes ``process`` unknown, as conformance C3 does (spec 50 §9);
     ``late_events`` are the wind-up's own events (loopback, retain), written before the marker."""
-    state = CodexLoop(launch, open_session(desk, rollout, run)[0], write_event)
+    state = CodexLoop(launch, open_session(desk, rollout, run, tree_facts((), launch.cwd))[0], write_event)
     with open(launch.stdout_copy, "wb") as stdout_copy:
         child = subprocess.Popen(
             list(launch.argv) if confined is None else confined.argv,
@@ -268,14 +279,16 @@ def drive_codex(
     engine = Engine()
     try:
         state.watch(engine, child, commands, on_steering_refusal)
+        engine.on_exit(child.pid, partial(state.exited, child, True))
         engine.timer(lambda: state.next_poll, partial(state.poll, rollout_tail))
         engine.run(until=lambda: state.rollout_ended)
         state.end_stream()
-        state.stderr(read_rest(child.stderr.fileno(), GRACE_S))
+        state.stderr(read_rest(child.stderr.fileno(), PIPE_DRAIN_S))
     finally:
         engine.close()
         rollout_tail.close()
     kill_group(child.pid, signal.SIGKILL)
+    end_descendants(child.pid)
     code = state.exit_code if state.exit_code is not None else child.wait()
     process = wait_status(code)
     marked = process if process_known else wait_status(code, known=False)
