@@ -218,6 +218,7 @@ def drive_app_server(
     engine = Engine()
     try:
         state.watch(engine, child, commands, on_steering_refusal)
+        engine.on_exit(child.pid, partial(state.exited, child, False))
         engine.on_chunks(child.stdout.fileno(), pipes.server, pipes.server_end)
         engine.on_lines(served.stdout.fileno(), RECORD_LINE_LIMIT, pipes.catalogue, partial(pipes.catalogue, None))
         engine.timer(lambda: pipes.term_at, pipes.terminate)
