@@ -176,39 +176,9 @@ def drive_app_server(
     )
     session, opened = open_session(desk, rollout, run, tree_facts((), launch.cwd), catalogue, conversation, opening)
     state = CodexLoop(launch, session, write_event)
-    with open(os.path.join(launch.scratch, CATALOGUE_SERVER_LOG), "wb") as log:
-        served = subprocess.Popen(
-            list(catalogue_server_args(own_cli(), launch.scratch, launch.cwd, catalogue))
-            if confined_server is None
-            else confined_server.argv,
-            cwd=launch.cwd,
-            env=launch.environment.as_dict(),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=log,
-            pass_fds=() if confined_server is None else confined_server.pass_fds,
-        )
-    if confined_server is not None:
-        confined_server.spawned()
+    served, child = _spawn_servers(launch, catalogue, confined, confined_server)
     assert served.stdin is not None and served.stdout is not None
     state.catalogue_in = served.stdin
-    try:
-        child = subprocess.Popen(
-            [launch.program, *app_server_args()] if confined is None else confined.argv,
-            cwd=launch.cwd,
-            env=launch.environment.as_dict(),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            pass_fds=() if confined is None else confined.pass_fds,
-        )
-        if confined is not None:
-            confined.spawned()
-    except OSError:
-        _close(served.stdin)
-        served.wait()
-        raise
     assert child.stdin is not None and child.stdout is not None and child.stderr is not None
     state.server_in = child.stdin
     state.stopper = ChildStop(child.pid, STOP_POLICY)
@@ -244,6 +214,45 @@ def drive_app_server(
         halted=stopper.halted, killed=stopper.killed, tail=bytes(state.tail), late_events=late_events, process=process
     )
     return LiveOutcome(reason, process, state.session.stream.written)
+
+
+def _spawn_servers(
+    launch: CodexLaunch, catalogue: Catalogue, confined: ConfinedSpawn | None, confined_server: ConfinedSpawn | None
+) -> tuple[subprocess.Popen[bytes], subprocess.Popen[bytes]]:
+    """The catalogue server, then ``codex app-server`` in its own process group, each in its view
+    when confined; a failed second spawn ends the first and raises ``OSError``."""
+    with open(os.path.join(launch.scratch, CATALOGUE_SERVER_LOG), "wb") as log:
+        served = subprocess.Popen(
+            list(catalogue_server_args(own_cli(), launch.scratch, launch.cwd, catalogue))
+            if confined_server is None
+            else confined_server.argv,
+            cwd=launch.cwd,
+            env=launch.environment.as_dict(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            pass_fds=() if confined_server is None else confined_server.pass_fds,
+        )
+    if confined_server is not None:
+        confined_server.spawned()
+    try:
+        child = subprocess.Popen(
+            [launch.program, *app_server_args()] if confined is None else confined.argv,
+            cwd=launch.cwd,
+            env=launch.environment.as_dict(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            pass_fds=() if confined is None else confined.pass_fds,
+        )
+        if confined is not None:
+            confined.spawned()
+    except OSError:
+        _close(served.stdin)
+        served.wait()
+        raise
+    return served, child
 
 
 def _stop_catalogue_server(served: subprocess.Popen[bytes]) -> None:
