@@ -2,42 +2,10 @@
 
 from __future__ import annotations
 
-import sys
-
-from returns.result import Failure
-
-from metaharness.pure.refusal import Refusal
-from metaharness.shell.facts import caller_environment, gather_program_candidates, probe_stdout
-from metaharness.shell.refusals import refuse
-
-PROBE_S = 10
+from metaharness.pure.adapters import Kind
+from metaharness.shell.adapters import live_adapter_of
 
 
-def run_doctor(kind: str) -> int:
+def run_doctor(kind: Kind) -> int:
     """Resolve, probe and flag-check ``kind``'s binary; the exit of spec 10 §7."""
-    if kind == "claude":
-        from metaharness.shell.claude.doctor import run_claude_doctor
-
-        return run_claude_doctor()
-    if kind == "codex":
-        from metaharness.shell.codex.doctor import doctor_codex
-
-        return doctor_codex()
-    from metaharness.pure.b10x.doctor import doctor_report
-    from metaharness.pure.b10x.launch import PROGRAM, child_path, resolve_b10x_program, version_token
-
-    caller_env = caller_environment()
-    path = child_path(caller_env)
-    program = resolve_b10x_program(caller_env, gather_program_candidates(PROGRAM, path))
-    if isinstance(program, Failure):
-        return refuse(program.failure())
-    resolved = program.unwrap()
-    env = {"PATH": path}
-    banner = probe_stdout([resolved, "--version"], env, timeout_s=PROBE_S)
-    version = version_token(banner) if banner is not None else None
-    if version is None:
-        return refuse(Refusal("version-unreadable", f"{resolved} --version gave no version"))
-    report = doctor_report(resolved, version, probe_stdout([resolved, "run", "--help"], env, timeout_s=PROBE_S) or "")
-    sys.stdout.write("".join(line + "\n" for line in report.lines))
-    sys.stdout.flush()
-    return report.exit_code
+    return live_adapter_of(kind).doctor()

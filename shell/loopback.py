@@ -21,6 +21,7 @@ import threading
 import httpx
 from returns.result import Failure
 
+from metaharness.pure.adapters import LoopbackKind
 from metaharness.pure.environment import loopback_custody_token
 from metaharness.pure.events import Event
 from metaharness.pure.jsonline import compact
@@ -28,7 +29,6 @@ from metaharness.pure.loopback import (
     MAX_HEAD,
     MAX_RETRY_BODY,
     RELAY_CHUNK,
-    Kind,
     LoopbackCounters,
     ProxyAnswer,
     RequestHead,
@@ -48,7 +48,7 @@ UPSTREAM_CONNECT_S = 30
 UPSTREAM_IDLE_S = 300
 
 
-def read_custody(kind: Kind, path: str) -> str | None:
+def read_custody(kind: LoopbackKind, path: str) -> str | None:
     """The real token in ``path``, read under an exclusive ``flock`` on ``<path>.mh-lock``; ``None``
     when it cannot be read or holds no usable token. Nothing is kept."""
     try:
@@ -85,7 +85,7 @@ class LoopbackProxy:
     ``alert_fd`` becomes readable when ``expired`` is first set, so a run loop can write its
     ``auth.expired`` as it happens; :meth:`take_expired` hands the detail over once."""
 
-    def __init__(self, kind: Kind, placeholder: str, custody: str, upstream: str) -> None:
+    def __init__(self, kind: LoopbackKind, placeholder: str, custody: str, upstream: str) -> None:
         self.kind = kind
         self.placeholder = placeholder
         self.custody = custody

@@ -47,7 +47,6 @@ from metaharness.pure.options import DecisionMode, RunOptions
 from metaharness.pure.refusal import Refusal
 
 PROGRAM = "b10x-harness"
-PIN = "0.22.0"
 CONTEXT_CHANNEL = "loop-context"
 
 class B10xLaunchFacts(msgspec.Struct, frozen=True, kw_only=True):

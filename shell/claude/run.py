@@ -17,13 +17,13 @@ import tempfile
 import msgspec
 
 from metaharness.pure.catalogue import Catalogue
+from metaharness.pure.claude.adapter import PINS
 from metaharness.pure.claude.doctor import version_token
 from metaharness.pure.claude.launch import (
     CANARY_LOADED,
     CATALOGUE_FILE,
     MANAGED_SETTINGS,
     MCP_SERVER,
-    PINS,
     PROGRAM,
     ClaudeLaunch,
     ClaudeRunSpec,
