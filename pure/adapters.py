@@ -7,7 +7,7 @@ type error. Shared modules look a kind up here and never name one (``tests/test_
 
 from __future__ import annotations
 
-from typing import Literal, assert_never
+from typing import Literal, assert_never, get_args
 
 from metaharness.pure.adapter import Adapter, Loopback
 from metaharness.pure.b10x.adapter import ADAPTER as B10X
@@ -17,7 +17,7 @@ from metaharness.pure.codex.adapter import ADAPTER as CODEX
 from metaharness.pure.codex.adapter import LOOPBACK as CODEX_LOOPBACK
 
 Kind = Literal["claude", "codex", "b10x"]
-KINDS: tuple[Kind, ...] = ("claude", "codex", "b10x")
+KINDS: tuple[Kind, ...] = get_args(Kind)
 """The kinds in the order the CLI lists them."""
 
 LoopbackKind = Literal["claude", "codex"]

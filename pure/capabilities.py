@@ -68,7 +68,7 @@ class Descriptor(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def descriptor(kind: Kind) -> Descriptor:
-    """The kind's descriptor, from its adapter's pins and descriptor facts (spec 40 §8, spec 50 §3–§4)."""
+    """The kind's descriptor, from its adapter's pins and descriptor facts (docs/adapters/common.md#descriptor)."""
     adapter = adapter_of(kind)
     facts = adapter.descriptor
     commands = {

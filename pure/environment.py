@@ -128,7 +128,7 @@ def program_candidates(name: str, path: str) -> tuple[str, ...]:
 def operator_login_file(kind: Kind, caller_env: Mapping[str, str]) -> str | None:
     """The caller's credential file under operator-login (the kind's adapter names it: claude
     ``.credentials.json`` in ``$CLAUDE_CONFIG_DIR`` else ``~/.claude``; codex ``~/.codex/auth.json``);
-    ``None`` when the caller's environment cannot name it, and always on b10x (spec 30 §8)."""
+    ``None`` when the caller's environment cannot name it, and always on b10x (docs/hermetic.md#credentials)."""
     return adapter_of(kind).credentials.operator_login_file(caller_env)
 
 
@@ -374,7 +374,7 @@ def _denied_row(declaration: EnvironmentDeclaration, environment: ChildEnvironme
 
 
 def _declared_keys(declaration: EnvironmentDeclaration) -> frozenset[str]:
-    """Exactly the keys a declared-keys-only child holds (spec 40 §3.2)."""
+    """Exactly the keys a declared-keys-only child holds (docs/hermetic.md#environment-floor)."""
     adapter = adapter_of(declaration.kind)
     allowed = {"PATH", adapter.floor.config_home[0]}
     if declaration.actor is not None:

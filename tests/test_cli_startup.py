@@ -10,9 +10,10 @@ import sys
 
 import pytest
 
-HEAVY = ("httpx", "yaml", "metaharness.shell.b10x", "metaharness.shell.claude", "metaharness.shell.codex",
-         "metaharness.shell.loop", "metaharness.pure.b10x", "metaharness.pure.claude", "metaharness.pure.codex",
-         "metaharness.pure.wires", "metaharness.shell.run", "metaharness.shell.mcp_serve")  # fmt: skip
+from metaharness.pure.adapters import KINDS
+
+HEAVY = ("httpx", "yaml", *(f"metaharness.{side}.{kind}" for side in ("pure", "shell") for kind in KINDS),
+         "metaharness.shell.loop", "metaharness.pure.wires", "metaharness.shell.run", "metaharness.shell.mcp_serve")  # fmt: skip
 
 
 def imported_by(*args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
@@ -25,7 +26,7 @@ def imported_by(*args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]
     return done, modules
 
 
-LIGHT = frozenset(f"metaharness.pure.{kind}{part}" for kind in ("b10x", "claude", "codex") for part in ("", ".adapter"))
+LIGHT = frozenset(f"metaharness.pure.{kind}{part}" for kind in KINDS for part in ("", ".adapter"))
 """Each kind's package and its adapter value, which the descriptor is read from."""
 
 
@@ -33,7 +34,7 @@ def heavy(modules: set[str]) -> list[str]:
     return sorted(m for m in modules if m not in LIGHT and any(m == h or m.startswith(h + ".") for h in HEAVY))
 
 
-@pytest.mark.parametrize("kind", ["b10x", "claude", "codex"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_capabilities_imports_no_adapter_http_client_or_yaml(kind: str) -> None:
     done, modules = imported_by("capabilities", kind)
     assert done.returncode == 0 and done.stdout.startswith("{"), done.stderr[-400:]

@@ -1,5 +1,5 @@
 """``metaharness doctor b10x``: resolve ``b10x-harness`` as the spawn does, probe its version and
-check its ``run`` flags (spec 10 §7)."""
+check its ``run`` flags (docs/adapters/common.md#doctor)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ PROBE_S = 10
 
 
 def doctor_b10x() -> int:
-    """Print the doctor lines for ``b10x-harness``; the exit of spec 10 §7."""
+    """Print the doctor lines for ``b10x-harness``; 0 on the pin without a fault, 1 off pin or with a fault, 2 when it cannot be found or run."""
     caller_env = caller_environment()
     path = child_path(caller_env)
     program = resolve_b10x_program(caller_env, gather_program_candidates(PROGRAM, path))
