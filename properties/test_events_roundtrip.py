@@ -28,8 +28,10 @@ OMITTABLE = {
     ("session.started", "context_files"),
     ("tool.requested", "operations"),
     ("tool.requested", "subjects"),
+    ("session.ended", "route"),
 }
-"""The payload keys of spec 20 §2.2 that are omitted instead of nulled (``at`` is the fifth, a framing key)."""
+"""The payload keys of spec 20 §2.2 that are omitted instead of nulled (``at`` is the fifth, a framing key),
+and a confined run's ``session.ended.route`` (docs/confinement.md)."""
 
 TEXT = st.text(max_size=12)
 INTS = st.integers(-(2**63), 2**63 - 1)

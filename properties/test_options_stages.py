@@ -71,9 +71,11 @@ VALUES: dict[str, st.SearchStrategy[Any]] = {
     "substrate": st.just("/run/sub.sock"),
     "substrate-embedded": st.just(True),
     "cgroup-root": st.just("/sys/fs/cgroup/x"),
+    "confine": st.sampled_from(["on", "off"]),
+    "confine-read": st.just(("/opt/toolchain",)),
 }
 DEFAULTS = {"decisions": "frame", "credentials": "operator-login", "tool-surface": "native", "hermetic": "off",
-            "scope-announce": "stated"}
+            "scope-announce": "stated", "confine": "on"}
 
 
 @st.composite

@@ -143,6 +143,29 @@ class Memory(msgspec.Struct, frozen=True, kw_only=True):
     nothing_found_suffix: str
 
 
+class VendorRoute(msgspec.Struct, frozen=True, kw_only=True):
+    """How a confined child reaches the vendor's API through the bridge (docs/confinement.md): the API's
+    root, the wire's own request paths, the variable that points the child at the bridge and the path
+    the bridge's URL ends in, and whether operator-login is routable only when the login file holds an
+    API key."""
+
+    upstream: str
+    wire_paths: tuple[str, ...]
+    base_url_variable: str
+    base_url_path: str
+    login_needs_api_key: bool
+
+
+class ConfinementShape(msgspec.Struct, frozen=True, kw_only=True):
+    """The kind under ``--confine``: its vendor route (``None``: the kind talks to its own
+    ``--model-endpoint``), what the view adds to row H7's grant, and the scratch directories besides
+    ``work`` that are writable in the view."""
+
+    vendor_route: VendorRoute | None
+    view_grant: str
+    writable: tuple[str, ...]
+
+
 class HermeticShape(msgspec.Struct, frozen=True, kw_only=True):
     """The kind's rows of the attestation and what their verdicts read (docs/hermetic.md)."""
 
@@ -183,6 +206,8 @@ class Adapter(msgspec.Struct, frozen=True, kw_only=True):
     """One kind, as every shared module sees it."""
 
     kind: str
+    program: str
+    """The binary the spawn runs, resolved on the child's PATH (``doctor`` names it too)."""
     pins: tuple[str, ...]
     descriptor: DescriptorFacts
     not_carried: Mapping[str, str]
@@ -195,6 +220,7 @@ class Adapter(msgspec.Struct, frozen=True, kw_only=True):
     credentials: CredentialCarriage
     loopback: Loopback | None
     hermetic: HermeticShape
+    confinement: ConfinementShape
     record_source: str
     """The vendor format ``project --from KIND`` names as the document's source."""
     replay: Callable[[bytes, ReplayRequest], Replayed]

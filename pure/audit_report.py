@@ -26,7 +26,7 @@ from metaharness.pure.events import (
     UnknownProcess,
     Withheld,
 )
-from metaharness.pure.hermetic import RowVerdict, VerdictFacts, control_verdict, row_verdicts
+from metaharness.pure.hermetic import RowVerdict, Verdict, VerdictFacts, control_verdict, row_verdicts
 from metaharness.pure.jsonline import compact
 from metaharness.pure.options import AuditFacts, AuditPairing, RunOptions, check_audit_pairing
 from metaharness.pure.refusal import Refusal
@@ -114,9 +114,10 @@ def report_facts(
 def census_lines(census: Census) -> tuple[str, ...]:
     """Section (b) and (c): the census line, the non-zero seams and deciders in the spec's order,
     then the zero-census line when nothing was allowed, denied or replaced."""
+    bypassed = f" bypassed={census.bypassed}" if census.bypassed else ""
     lines = [
         (f"decision census: allowed={census.allowed} denied={census.denied} replaced={census.replaced} "
-        f"abstained={census.abstained}")
+        f"abstained={census.abstained}{bypassed}")
     ]
     lines += [f"  by seam    {seam}: {count}" for seam, count in _ordered(census.by_seam, SEAM_ORDER)]
     lines += [f"  by decider {decider}: {count}" for decider, count in _ordered(census.by_decider, DECIDER_ORDER)]
@@ -160,13 +161,19 @@ def child_exit_text(process: Process) -> str:
     return "unknown"
 
 
+def run_control(facts: ReportFacts) -> Verdict:
+    """The control verdict: ``gap`` when a denied call was bypassed (the census counts it), else the
+    gating rows' verdict."""
+    return "gap" if facts.census.bypassed else control_verdict(facts.rows)
+
+
 def audited_exit(facts: ReportFacts) -> int:
     """The exit of an audited run (spec 10 §4.9), in order: a post-session refusal → 2; a gating
     gap or auditor exit 1 → 1; no terminal record, a stream not closed ``completed``, a gating unk
     or auditor exit 3 → 3; else 0. Advisory rows never change it."""
     if facts.refusal is not None:
         return 2
-    control = control_verdict(facts.rows)
+    control = run_control(facts)
     auditor_exit = facts.auditor.exit_code if facts.auditor is not None else None
     if control == "gap" or auditor_exit == 1:
         return 1
@@ -192,7 +199,7 @@ def audit_report(facts: ReportFacts) -> str:
             lines.append(facts.refusal.line())
         lines += [
             f"child exit: {child_exit_text(facts.process)}",
-            f"control verdict: {control_verdict(facts.rows)}",
+            f"control verdict: {run_control(facts)}",
             f"audit verdict: {_AUDIT_VERDICTS[audited_exit(facts)]}",
         ]
     return "".join(line + "\n" for line in lines)

@@ -2,7 +2,8 @@
 
 Every payload is a frozen struct tagged by its event name; ``stamp`` is the one place a ``seq`` is
 assigned, ``encode_event`` writes the exact bytes of §1–§2 (framing keys first, payload fields in the
-order of §2.5, explicit nulls, the five omittable keys left out when ``UNSET``), and ``read_event``
+order of §2.5, explicit nulls, the five omittable keys, ``session.ended.route`` and
+``census.bypassed`` left out when ``UNSET``), and ``read_event``
 refuses a line with the messages of §2.3 and ignores unknown fields.
 """
 
@@ -47,6 +48,17 @@ class Census(_Value, frozen=True, kw_only=True):
     abstained: int
     by_seam: dict[str, int]
     by_decider: dict[str, int]
+    bypassed: int | UnsetType = UNSET
+    """Calls metaharness denied whose result was not an error (``DECISION_BYPASSED``); written only
+    when there was one."""
+
+
+class RouteTraffic(_Value, frozen=True, kw_only=True):
+    """What crossed the model route of a confined run: requests forwarded and their bytes."""
+
+    requests: int
+    bytes_up: int
+    bytes_down: int
 
 
 class Allow(Struct, frozen=True, tag_field="decision", tag="allow"):
@@ -299,6 +311,8 @@ class SessionEnded(_Event, frozen=True, tag="session.ended", kw_only=True):
     usage: Usage | None
     model_usage: dict[str, Usage] | None
     census: Census
+    route: RouteTraffic | UnsetType = UNSET
+    """The model route's traffic under confinement; absent under ``--confine off``."""
 
 
 class StepEntered(_Event, frozen=True, tag="step.entered", kw_only=True):

@@ -2,7 +2,7 @@
 
 :func:`memory_walk` and :func:`memory_row` decide the ancestor walk over the shell's lstat facts;
 :func:`attest` builds ``session.started.hermetic`` from what the launch did; :func:`row_verdicts`
-reads the twelve rows back from the ``session.started`` facts (ok | gap | unk, never ok without
+reads the fourteen rows back from the ``session.started`` facts (ok | gap | unk, never ok without
 evidence).
 
 Calling order in a run: the shell gathers ``gather_memory_facts(start, MEMORY_SHAPES[kind])``
@@ -41,8 +41,10 @@ ROWS: tuple[tuple[str, str, str, str], ...] = (
     ("H9", "the vendor version is the pinned one", "record", "gating"),
     ("H10", "governing documents cannot move under the run", "record", "gating"),
     ("H11", "no memory file outside the copied tree is discoverable", "launch", "gating"),
+    ("H12", "the child sees only its own tree and the declared reads", "effect", "gating"),
+    ("H13", "the network is the model route only", "effect", "gating"),
 )
-"""The twelve rows (spec 30 §2): id, control (exact report text), assertion, severity."""
+"""The fourteen rows (spec 30 §2, docs/confinement.md): id, control (exact report text), assertion, severity."""
 
 MEMORY_SHAPES: Mapping[str, tuple[str, ...]] = {kind: adapter_of(kind).hermetic.memory.shapes for kind in KINDS}
 """The memory shapes the walk looks for, per kind (spec 30 §5.1); ``*.md`` means any entry directly there."""
@@ -135,7 +137,9 @@ class VerdictFacts(msgspec.Struct, frozen=True):
     the run ran under ``--credentials api-key``; ``launch_mcp_servers``: the launch's MCP set;
     ``planned_cwd``/``record_cwd``: the two directories as the shell found them (``None`` when there
     is no planned cwd or the record names none); ``pins``: the adapter's pinned versions;
-    ``canary_versions``: the claude versions with a memory canary entry.
+    ``canary_versions``: the claude versions with a memory canary entry; ``namespaces``: the effect
+    check of rows H12 and H13 (``ok``: the child's mount and network namespaces differ from
+    metaharness's own, ``gap``: one is shared, ``unk``: not read before the child ended).
     """
 
     kind: Kind
@@ -146,6 +150,7 @@ class VerdictFacts(msgspec.Struct, frozen=True):
     record_cwd: DirectoryIdentity | None = None
     pins: tuple[str, ...] = ()
     canary_versions: tuple[str, ...] = ()
+    namespaces: Verdict = "unk"
 
 
 def workdir_mode(cwd: str | None, scratch_cwd: bool) -> WorkdirMode:
@@ -308,7 +313,7 @@ def _listed(names: Sequence[str]) -> str:
 
 
 def row_verdicts(started: SessionStarted | None, facts: VerdictFacts) -> tuple[RowVerdict, ...]:
-    """The twelve rows' verdicts from the ``session.started`` facts (spec 30 §2.1); with no opening
+    """The fourteen rows' verdicts from the ``session.started`` facts (spec 30 §2.1); with no opening
     record every row is ``unk`` (``no opening record``)."""
     rows: list[RowVerdict] = []
     for row, control, assertion, severity in ROWS:
@@ -329,6 +334,8 @@ def _decide(row: str, started: SessionStarted, facts: VerdictFacts) -> tuple[Ver
         return verdict, detail
     if row == "H7":
         return _workdir_verdict(entry, started, facts)
+    if row in ("H12", "H13"):
+        return _confinement_verdict(entry, facts.namespaces)
     deciders = {"H1a": _plugins_verdict, "H1b": _output_style_verdict, "H4": _key_verdict, "H5": _mcp_verdict,
                 "H9": _version_verdict, "H10": _governing_verdict}
     verdict, detail = deciders[row](started, facts)
@@ -343,6 +350,17 @@ def _launch_row(entry: RowAttestation | None) -> tuple[Verdict, str]:
     if entry.state == "declared":
         return "unk", f"declared by the embedder, not imposed: {entry.text}"
     return "ok", f"metaharness imposed it: {entry.text}"
+
+
+def _confinement_verdict(entry: RowAttestation | None, namespaces: Verdict) -> tuple[Verdict, str]:
+    verdict, detail = _launch_row(entry)
+    if verdict != "ok":
+        return verdict, detail
+    if namespaces == "ok":
+        return "ok", f"{detail}; the child's mount and network namespaces differ from metaharness's own"
+    if namespaces == "gap":
+        return "gap", f"{detail}; but the child shares a mount or network namespace with metaharness"
+    return "unk", f"{detail}; the child ended before its namespaces were read"
 
 
 def _plugins_verdict(started: SessionStarted, facts: VerdictFacts) -> tuple[Verdict, str]:

@@ -111,9 +111,10 @@ def bad_gateway(kind: LoopbackKind, why: str) -> ProxyAnswer:
     return ProxyAnswer(502, "Bad Gateway", _error_body(kind, "api_error", f"metaharness's loopback proxy: {why}", "api_error"))
 
 
-def admit_request(kind: LoopbackKind, head: RequestHead, placeholder: str) -> ProxyAnswer | int:
+def admit_request(kind: LoopbackKind, head: RequestHead, placeholder: str | None) -> ProxyAnswer | int:
     """The request's body length, or the proxy's own answer: a chunked body → 400; over 32 MiB → 413;
-    no placeholder as ``Authorization: Bearer`` or ``x-api-key`` (constant-time compare) → 401."""
+    under loopback (a ``placeholder``) no placeholder as ``Authorization: Bearer`` or ``x-api-key``
+    (constant-time compare) → 401."""
     encoding = head.header("transfer-encoding")
     if encoding is not None and "chunked" in encoding.lower():
         message = "a chunked request body is not forwarded; send it with a Content-Length"
@@ -126,7 +127,7 @@ def admit_request(kind: LoopbackKind, head: RequestHead, placeholder: str) -> Pr
     if length > MAX_BODY:
         message = "the request body is over 32 MiB"
         return ProxyAnswer(413, "Payload Too Large", _error_body(kind, "request_too_large", message, "too_large"))
-    if not carries_placeholder(head, placeholder):
+    if placeholder is not None and not carries_placeholder(head, placeholder):
         return refusal_401(kind)
     return length
 
@@ -204,4 +205,35 @@ def loopback_refused(counters: LoopbackCounters) -> WarningRaised | None:
         code="LOOPBACK_REFUSED",
         message=f"the loopback credential proxy refused {counters.refused} request(s) that did not carry this run's "
         "placeholder, and forwarded none of them",
+    )
+
+
+def on_the_wire(head: RequestHead, paths: Sequence[str]) -> bool:
+    """Whether a request is the wire's own: ``POST`` to one of ``paths`` (the query is not compared)."""
+    return head.method == "POST" and head.target.partition("?")[0] in paths
+
+
+def off_the_wire(kind: LoopbackKind, head: RequestHead) -> ProxyAnswer:
+    """The route proxy's 403 for a request that is not the wire's: nothing was sent upstream."""
+    path = head.target.partition("?")[0]
+    message = f"metaharness's route proxy forwards only the wire's own requests, and {head.method} {path} is not one"
+    return ProxyAnswer(403, "Forbidden", _error_body(kind, "permission_error", message, "route_refused"))
+
+
+def verbatim_headers(head: RequestHead, upstream: str, body_length: int) -> Headers:
+    """The headers a verbatim route sends upstream: the child's own, hop-by-hop dropped, ``Host``,
+    ``Content-Length`` and ``Connection: close`` set; credentials the child holds pass unchanged."""
+    dropped = HOP_BY_HOP | frozenset({"host", "content-length"}) | _connection_named(head.headers)
+    kept = tuple((key, value) for key, value in head.headers if key.lower() not in dropped)
+    return (("Host", urlsplit(upstream).netloc), *kept, ("Content-Length", str(body_length)), ("Connection", "close"))
+
+
+def route_refused(refused: Sequence[str]) -> WarningRaised | None:
+    """``ROUTE_REFUSED`` at wind-up naming each refused ``METHOD path`` once, in first-seen order."""
+    if not refused:
+        return None
+    named = ", ".join(dict.fromkeys(refused))
+    return WarningRaised(
+        code="ROUTE_REFUSED",
+        message=f"the route proxy refused requests that are not the model wire's and sent none upstream: {named}",
     )

@@ -66,6 +66,8 @@ RUN_OPTION_ORDER: tuple[str, ...] = (
     "substrate",
     "substrate-embedded",
     "cgroup-root",
+    "confine",
+    "confine-read",
 )
 """The named options of ``run`` in the order of spec 10 §4.2's table (``-- AUDITOR_ARGS`` aside)."""
 
@@ -117,6 +119,8 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
     substrate: str | None = None
     substrate_embedded: bool = False
     cgroup_root: str | None = None
+    confine: Literal["on", "off"] = "on"
+    confine_read: tuple[str, ...] = ()
     given: frozenset[str] = frozenset()
 
     def audited(self) -> bool:

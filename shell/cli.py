@@ -185,6 +185,9 @@ def _given(ctx: click.Context) -> frozenset[str]:
 @click.option("--substrate", metavar="SOCKET", help="b10x: loop --substrate.")
 @click.option("--substrate-embedded", is_flag=True, help="b10x: loop --substrate-embedded.")
 @click.option("--cgroup-root", metavar="DIR", help="b10x: loop --cgroup-root.")
+@click.option("--confine", type=click.Choice(("on", "off")), default="on", show_default=True,
+              help="Run the child in a bubblewrap view whose one way out is the model route.")  # fmt: skip
+@click.option("--confine-read", multiple=True, metavar="DIR", help="A directory the view binds read-only (repeatable).")
 @click.pass_context
 def run(ctx: click.Context, /, **values: Any) -> int:
     """Launch a harness of KIND under governance; words after -- are appended to the auditor's argv."""
@@ -232,6 +235,8 @@ def run(ctx: click.Context, /, **values: Any) -> int:
         substrate=values["substrate"],
         substrate_embedded=values["substrate_embedded"],
         cgroup_root=values["cgroup_root"],
+        confine=values["confine"],
+        confine_read=tuple(values["confine_read"]),
         given=_given(ctx),
     )
     checked = check_run_options(options, gather_audit_facts(options, os.environ.get("PATH", "")))

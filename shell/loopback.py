@@ -1,7 +1,11 @@
-"""The per-run loopback credential proxy, kind-agnostic (spec 50 §6 "Loopback proxy").
+"""The per-run route proxy, kind-agnostic: the loopback credential proxy (spec 50 §6 "Loopback proxy")
+generalised to every credential mode (docs/confinement.md).
 
-:class:`LoopbackProxy` listens on ``127.0.0.1:0`` (plain HTTP, a new port per run) once every plan
-check has passed. One request per connection, ``Connection: close`` on both legs. A request must carry
+:class:`RouteProxy` listens on ``127.0.0.1:0`` (plain HTTP, a new port per run) or, for a confined
+child, on the Unix socket its bridge forwards to, once every plan check has passed. Only the wire's
+own requests pass (``POST`` to the wire's paths); anything else is answered 403, sent nowhere and
+named in one ``ROUTE_REFUSED``. Without custody it forwards each request verbatim. With custody
+(loopback) one request per connection, ``Connection: close`` on both legs. A request must carry
 the run's placeholder; the real token is read from custody for every request under an exclusive
 ``flock`` on ``<file>.mh-lock`` — never cached, logged, written or handed to the child — and attached
 on the way to the upstream (``httpx``, TLS with the system trust store). The response head is flushed
@@ -17,13 +21,14 @@ import socket
 import socketserver
 import ssl
 import threading
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
-import httpx
 from returns.result import Failure
 
 from metaharness.pure.adapters import LoopbackKind
 from metaharness.pure.environment import loopback_custody_token
-from metaharness.pure.events import Event
+from metaharness.pure.events import Event, RouteTraffic
 from metaharness.pure.jsonline import compact
 from metaharness.pure.loopback import (
     MAX_HEAD,
@@ -37,11 +42,18 @@ from metaharness.pure.loopback import (
     forward_headers,
     loopback_expired,
     loopback_refused,
+    off_the_wire,
+    on_the_wire,
     read_head,
     relay_headers,
     retry_after_401,
+    route_refused,
     upstream_url,
+    verbatim_headers,
 )
+
+if TYPE_CHECKING:
+    import httpx
 
 CHILD_READ_S = 60
 UPSTREAM_CONNECT_S = 30
@@ -65,7 +77,12 @@ def read_custody(kind: LoopbackKind, path: str) -> str | None:
 class _Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = False
-    proxy: LoopbackProxy
+    proxy: RouteProxy
+
+
+class _UnixServer(socketserver.ThreadingUnixStreamServer):
+    daemon_threads = True
+    proxy: RouteProxy
 
 
 class _Handler(socketserver.BaseRequestHandler):
@@ -75,52 +92,107 @@ class _Handler(socketserver.BaseRequestHandler):
         connection.settimeout(CHILD_READ_S)
         try:
             proxy.serve(connection)
-        except (OSError, httpx.HTTPError):
+        except OSError:
             pass
+        except Exception as error:
+            if type(error).__module__.split(".")[0] != "httpx":
+                raise
 
 
-class LoopbackProxy:
+class RouteProxy:
     """One run's proxy: ``start`` binds and returns the port, ``stop`` closes it, ``counters`` and
     ``expired`` report what happened (``expired``: the detail of the one ``auth.expired``, or ``None``).
     ``alert_fd`` becomes readable when ``expired`` is first set, so a run loop can write its
-    ``auth.expired`` as it happens; :meth:`take_expired` hands the detail over once."""
+    ``auth.expired`` as it happens; :meth:`take_expired` hands the detail over once.
 
-    def __init__(self, kind: LoopbackKind, placeholder: str, custody: str, upstream: str) -> None:
+    ``custody`` and ``placeholder`` are the loopback facts (``None``: forward verbatim); ``paths`` are
+    the wire's own request paths; ``route`` counts what was forwarded."""
+
+    def __init__(
+        self, kind: LoopbackKind, placeholder: str | None, custody: str | None, upstream: str, paths: tuple[str, ...]
+    ) -> None:
         self.kind = kind
         self.placeholder = placeholder
         self.custody = custody
         self.upstream = upstream
+        self.paths = paths
         self._lock = threading.Lock()
         self._counters = LoopbackCounters()
+        self._route = RouteTraffic(requests=0, bytes_up=0, bytes_down=0)
+        self._off_wire: list[str] = []
         self.expired: str | None = None
         self._reported = False
         self.alert_fd, self._alert_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        self._server: _Server | None = None
+        self._server: _Server | _UnixServer | None = None
+        self._stopped = threading.Event()
+        self._client_ready = threading.Event()
+        self._plain = custody is None and urlsplit(upstream).scheme == "http"
+        if self._plain:
+            self._client_ready.set()
+        else:
+            threading.Thread(target=self._build_client, daemon=True).start()
+
+    def upstream_failed(self, error: Exception) -> bool:
+        """Whether ``error`` is the upstream client's own (it ends that one connection)."""
+        return self._client_ready.is_set() and isinstance(error, self._httpx.HTTPError)
+
+    def _build_client(self) -> None:
+        """The upstream client (``httpx``, the system trust store), built beside the run's start-up."""
+        import httpx
+
+        self._httpx = httpx
         self._client = httpx.Client(
             verify=ssl.create_default_context(),
             timeout=httpx.Timeout(UPSTREAM_IDLE_S, connect=UPSTREAM_CONNECT_S),
             follow_redirects=False,
         )
         self._client.headers.clear()
+        self._client_ready.set()
 
     @property
     def counters(self) -> LoopbackCounters:
         with self._lock:
             return self._counters
 
+    @property
+    def route(self) -> RouteTraffic:
+        with self._lock:
+            return self._route
+
+    def _count_route(self, up: int, down: int) -> None:
+        with self._lock:
+            self._route = RouteTraffic(
+                requests=self._route.requests + 1,
+                bytes_up=self._route.bytes_up + up,
+                bytes_down=self._route.bytes_down + down,
+            )
+
     def _count(self, **bump: int) -> None:
         with self._lock:
             values = {name: getattr(self._counters, name) + bump.get(name, 0) for name in self._counters.__struct_fields__}
             self._counters = LoopbackCounters(**values)
 
-    def start(self) -> int:
-        """Listen on ``127.0.0.1:0`` and serve in a daemon thread; returns the port."""
-        server = _Server(("127.0.0.1", 0), _Handler)
+    def start(self, socket_path: str | None = None) -> int:
+        """Listen on ``127.0.0.1:0`` (or on the Unix socket ``socket_path``, mode 0600) and serve in a
+        daemon thread; returns the port (0 on a Unix socket)."""
+        server: _Server | _UnixServer
+        if socket_path is None:
+            server = _Server(("127.0.0.1", 0), _Handler)
+            self.port: int = server.server_address[1]
+        else:
+            server = _UnixServer(socket_path, _Handler)
+            os.chmod(socket_path, 0o600)
+            self.port = 0
         server.proxy = self
         self._server = server
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        self.port: int = server.server_address[1]
+        self._serving = threading.Thread(target=self._serve, args=(server,), daemon=True)
+        self._serving.start()
         return self.port
+
+    def _serve(self, server: _Server | _UnixServer) -> None:
+        """Accept until :meth:`stop` shuts the listening socket (no polling interval)."""
+        while not self._stopped.is_set():
+            server.handle_request()
 
     def take_expired(self) -> str | None:
         """The ``auth.expired`` detail, the first time it is asked for after it was set; else ``None``."""
@@ -132,23 +204,34 @@ class LoopbackProxy:
 
     def wind_up(self, scratch: str) -> tuple[Event, ...]:
         """At a run's wind-up (spec 50 §6): the one ``auth.expired`` when not yet handed over, then
-        ``LOOPBACK_REFUSED`` when a request was refused; the counters are written to
-        ``<scratch>/loopback.json`` for ``--retain-dir``."""
+        ``LOOPBACK_REFUSED`` when a request was refused, then ``ROUTE_REFUSED`` when one was off the
+        wire; under loopback the counters are written to ``<scratch>/loopback.json`` for ``--retain-dir``."""
         expired = self.take_expired()
         refused = loopback_refused(self.counters)
-        with open(os.path.join(scratch, "loopback.json"), "wb") as handle:
-            handle.write(compact(self.counters))
+        if self.custody is not None:
+            with open(os.path.join(scratch, "loopback.json"), "wb") as handle:
+                handle.write(compact(self.counters))
+        with self._lock:
+            off_wire = route_refused(self._off_wire)
         return (
             *(() if expired is None else (loopback_expired(expired),)),
             *(() if refused is None else (refused,)),
+            *(() if off_wire is None else (off_wire,)),
         )
 
     def stop(self) -> None:
         """Stop listening, close the upstream client and the alert pipe."""
+        self._stopped.set()
         if self._server is not None:
-            self._server.shutdown()
+            try:
+                self._server.socket.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            self._serving.join()
             self._server.server_close()
-        self._client.close()
+        if not self._plain:
+            self._client_ready.wait()
+            self._client.close()
         for descriptor in (self.alert_fd, self._alert_write):
             os.close(descriptor)
 
@@ -165,6 +248,11 @@ class LoopbackProxy:
         if head is None:
             self._answer(connection, ProxyAnswer(400, "Bad Request", b""))
             return
+        if not on_the_wire(head, self.paths):
+            with self._lock:
+                self._off_wire.append(f"{head.method} {head.target.partition('?')[0]}")
+            self._answer(connection, off_the_wire(self.kind, head))
+            return
         admitted = admit_request(self.kind, head, self.placeholder)
         if isinstance(admitted, ProxyAnswer):
             if admitted.refused:
@@ -179,6 +267,16 @@ class LoopbackProxy:
         self._forward(connection, head, body[:admitted])
 
     def _forward(self, connection: socket.socket, head: RequestHead, body: bytes) -> None:
+        if self._plain:
+            self._pass_through(connection, head, body)
+            return
+        if self.custody is None:
+            response = self._send(head, body, None)
+            if response is None:
+                self._answer(connection, bad_gateway(self.kind, f"the upstream {self.upstream} could not be reached"))
+                return
+            self._count_route(len(body), self._relay(connection, response))
+            return
         token = read_custody(self.kind, self.custody)
         if token is None:
             self._answer(connection, bad_gateway(self.kind, f"the custody file {self.custody} could not be read"))
@@ -197,7 +295,7 @@ class LoopbackProxy:
                 if retried is None:
                     self._answer(connection, bad_gateway(self.kind, f"the upstream {self.upstream} could not be reached"))
                     return
-                self._relay(connection, retried)
+                self._count_route(len(body), self._relay(connection, retried))
                 return
             self._count(refresh_failed=1)
             with self._lock:
@@ -210,18 +308,42 @@ class LoopbackProxy:
             self._answer(connection, ProxyAnswer(401, response.reason_phrase or "Unauthorized", held),
                          tuple(response.headers.multi_items()))  # fmt: skip
             return
-        self._relay(connection, response)
+        self._count_route(len(body), self._relay(connection, response))
 
-    def _send(self, head: RequestHead, body: bytes, token: str) -> httpx.Response | None:
+    def _pass_through(self, connection: socket.socket, head: RequestHead, body: bytes) -> None:
+        """A verbatim route to a plain-HTTP upstream: the request as the child sent it (``Host`` and
+        ``Content-Length`` set, ``Connection: close``), the answer relayed byte for byte as it arrives."""
+        parts = urlsplit(self.upstream)
+        lines = f"{head.method} {head.target} HTTP/1.1\r\n" + "".join(
+            f"{key}: {value}\r\n" for key, value in verbatim_headers(head, self.upstream, len(body))
+        )
+        try:
+            upstream = socket.create_connection((parts.hostname, parts.port or 80), timeout=UPSTREAM_CONNECT_S)
+        except OSError:
+            self._answer(connection, bad_gateway(self.kind, f"the upstream {self.upstream} could not be reached"))
+            return
+        relayed = 0
+        with upstream:
+            upstream.settimeout(UPSTREAM_IDLE_S)
+            upstream.sendall(lines.encode("latin-1") + b"\r\n" + body)
+            while chunk := upstream.recv(RELAY_CHUNK):
+                connection.sendall(chunk)
+                relayed += len(chunk)
+        self._count_route(len(body), relayed)
+
+    def _send(self, head: RequestHead, body: bytes, token: str | None) -> httpx.Response | None:
+        headers = (
+            verbatim_headers(head, self.upstream, len(body))
+            if token is None
+            else forward_headers(head, self.upstream, token, len(body))
+        )
+        self._client_ready.wait()
         request = self._client.build_request(
-            head.method,
-            upstream_url(self.upstream, head.target),
-            headers=list(forward_headers(head, self.upstream, token, len(body))),
-            content=body,
+            head.method, upstream_url(self.upstream, head.target), headers=list(headers), content=body
         )
         try:
             return self._client.send(request, stream=True)
-        except httpx.HTTPError:
+        except self._httpx.HTTPError:
             return None
 
     @staticmethod
@@ -235,7 +357,9 @@ class LoopbackProxy:
         return held[:MAX_RETRY_BODY]
 
     @staticmethod
-    def _relay(connection: socket.socket, response: httpx.Response) -> None:
+    def _relay(connection: socket.socket, response: httpx.Response) -> int:
+        """Relay the response head and body; returns the body bytes relayed."""
+        relayed = 0
         try:
             head = f"HTTP/1.1 {response.status_code} {response.reason_phrase}\r\n"
             for key, value in relay_headers(tuple(response.headers.multi_items())):
@@ -243,8 +367,10 @@ class LoopbackProxy:
             connection.sendall(head.encode("latin-1") + b"\r\n")
             for chunk in response.iter_raw(RELAY_CHUNK):
                 connection.sendall(chunk)
+                relayed += len(chunk)
         finally:
             response.close()
+        return relayed
 
     @staticmethod
     def _answer(

@@ -14,17 +14,18 @@ import os
 import shutil
 import stat
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import msgspec
 from returns.result import Failure
 
 from metaharness.pure.audit_report import AuditorOutcome, audit_report, audited_exit, report_facts
-from metaharness.pure.events import Event, SessionStarted, WarningRaised, read_event
+from metaharness.pure.events import Event, RouteTraffic, SessionStarted, WarningRaised, read_event
 from metaharness.pure.hermetic import VerdictFacts
 from metaharness.pure.options import RunOptions, check_audit_pairing
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import unaudited_exit
+from metaharness.pure.stream_amendment import Amendment, amend
 from metaharness.shell.auditor import gather_audit_facts
 from metaharness.shell.auditor_invocation import audit_baseline, run_auditor
 from metaharness.shell.facts import directory_identity
@@ -45,13 +46,18 @@ class RunAudit:
         self.reporting = options.audited() or options.hermetic == "on"
         self.payloads: list[Event] = []
         self.limits = RunLimits(options.timeout)
+        self.amendment = Amendment()
+        self.route: Callable[[], RouteTraffic] | None = None
 
     def write_event(self, line: bytes) -> None:
-        """One event line to stdout, its payload kept when the run reports; a closed stdout stops the
-        run (``metaharness.shell.run_limits``)."""
-        self.limits.wrote(write_event(line))
-        if self.reporting:
-            self.payloads.append(read_event(line).unwrap().payload)
+        """One event line to stdout, amended (``DECISION_BYPASSED``, a confined run's ``route``), its
+        payload kept when the run reports; a closed stdout stops the run (``metaharness.shell.run_limits``)."""
+        ending = self.route is not None and b'"event":"session.ended"' in line
+        self.amendment, lines = amend(self.amendment, line, self.route() if ending and self.route else None)
+        for written in lines:
+            self.limits.wrote(write_event(written))
+            if self.reporting:
+                self.payloads.append(read_event(written).unwrap().payload)
 
     def exit_code(self, planned: VerdictFacts, transcript: str, reason: str) -> int:
         """The run's exit: the refusal ``stdout-closed`` when the stream's reader went away;

@@ -76,7 +76,7 @@ def test_a_silent_record_ends_with_the_three_closing_lines_of_an_unk() -> None:
     assert lines[1] == (
         "  H1a  unk gating   record config home is scratch — plugins are exactly the declared set — d"
     )
-    assert lines[13:16] == [
+    assert lines[15:18] == [
         "decision census: allowed=0 denied=0 replaced=0 abstained=0",
         ("  nothing was adjudicated: a census of zero cannot distinguish enforcement holding from nothing being "
         "attempted"),
@@ -86,7 +86,7 @@ def test_a_silent_record_ends_with_the_three_closing_lines_of_an_unk() -> None:
 
 def test_hermetic_on_prints_only_the_verdict_section() -> None:
     report = audit_report(facts(audited=False))
-    assert len(report.splitlines()) == 13 and "child exit" not in report and "census" not in report
+    assert len(report.splitlines()) == 15 and "child exit" not in report and "census" not in report
 
 
 def test_census_lines_in_the_spec_order_with_non_zero_counts_only() -> None:

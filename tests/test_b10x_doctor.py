@@ -36,7 +36,8 @@ def test_project_loop_is_off_pin_by_design(tmp_path: Path) -> None:
     done = doctor(tmp_path)
     assert done.returncode == 1
     program = tmp_path / ".local" / "bin" / "b10x-harness"
-    first, second, *declared_only = done.stdout.splitlines()
+    head, _, tail = done.stdout.partition("confinement: ")
+    first, second, *declared_only = head.splitlines()
     assert first.startswith(f"b10x: {program} ") and "OFF the adapter's pin (0.22.0)" in first
     assert second == "b10x-harness: every flag the adapter sends is one the binary declares"
     assert declared_only == [
@@ -44,13 +45,18 @@ def test_project_loop_is_off_pin_by_design(tmp_path: Path) -> None:
         "before the spawn"
         for flag in ("--toolchain", "--driver", "--substrate", "--substrate-embedded", "--cgroup-root")
     ]
+    view = tail.splitlines()
+    assert view[0].startswith("/usr/bin/bwrap (")
+    assert f"  ro {tmp_path}/.local/bin" in view and f"  tmpfs {tmp_path}" in view
+    assert "  rw <scratch>/work" in view and "  rw <scratch>/config" in view
+    assert not any(line.startswith("  rw ") and "<scratch>" not in line for line in view)
 
 
 def test_on_pin_with_every_flag_exits_0(tmp_path: Path) -> None:
     program = fake(tmp_path, "b10x-harness 0.22.0\\n", SENT_FLAGS)
     done = doctor(tmp_path)
     assert done.returncode == 0, done.stderr
-    assert done.stdout == (
+    assert done.stdout.partition("confinement: ")[0] == (
         f"b10x: {program} 0.22.0 — on the adapter's pin (0.22.0)\n"
         "b10x-harness: every flag the adapter sends is one the binary declares\n"
     )
@@ -60,7 +66,7 @@ def test_a_missing_flag_is_a_fault(tmp_path: Path) -> None:
     fake(tmp_path, "b10x-harness 0.22.0\\n", tuple(f for f in SENT_FLAGS if f not in ("--context", "--wire")))
     done = doctor(tmp_path)
     assert done.returncode == 1
-    assert done.stdout.splitlines()[1:] == [
+    assert done.stdout.partition("confinement: ")[0].splitlines()[1:] == [
         "b10x-harness: the adapter sends --wire and the binary does not declare it",
         "b10x-harness: the adapter sends --context and the binary does not declare it",
     ]

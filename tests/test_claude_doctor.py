@@ -38,7 +38,7 @@ def test_on_pin_with_every_flag(tmp_path: Path) -> None:
     stand_in(tmp_path, "2.1.332 (Claude Code)", FULL_HELP)
     done = doctor(tmp_path)
     program = tmp_path / ".local" / "bin" / "claude"
-    assert done.stdout == (
+    assert done.stdout.partition("confinement: ")[0] == (
         f"claude: {program} 2.1.332 — on the adapter's pin (2.1.332)\n"
         "claude: every flag the adapter sends is one the binary declares\n"
     )
@@ -48,7 +48,7 @@ def test_on_pin_with_every_flag(tmp_path: Path) -> None:
 def test_off_pin_and_flag_faults_exit_1(tmp_path: Path) -> None:
     stand_in(tmp_path, "2.1.300 (Claude Code)", FULL_HELP.replace("--tools", "--toolz"), hides_max_turns=True)
     done = doctor(tmp_path)
-    lines = done.stdout.splitlines()
+    lines = done.stdout.partition("confinement: ")[0].splitlines()
     assert "OFF the adapter's pin (2.1.332)" in lines[0]
     assert lines[1:] == [
         "claude: the adapter sends --tools and the binary does not declare it",
@@ -89,4 +89,4 @@ def test_the_installed_binary_when_pinned() -> None:
                           text=True, check=False)  # fmt: skip
     if done.returncode == 2:
         pytest.skip(f"the pinned Claude Code is not installed on the child's PATH: {done.stderr.strip()}")
-    assert done.stdout.splitlines()[-1].endswith("every flag the adapter sends is one the binary declares")
+    assert done.stdout.partition("confinement: ")[0].splitlines()[-1].endswith("every flag the adapter sends is one the binary declares")

@@ -19,6 +19,7 @@ from metaharness.pure.emulator.scenarios import (
     FIDELITY_SCENARIOS,
     LOOP_SCENARIOS,
     SCENARIO_NAMES,
+    STEP_SHELLS,
     VENDOR_SCENARIOS,
 )
 
@@ -427,7 +428,7 @@ def test_record_line_names_the_credential_header_never_its_value() -> None:
 
 def test_every_scenario_is_named_once() -> None:
     assert len(set(SCENARIO_NAMES)) == len(SCENARIO_NAMES) == (
-        len(LOOP_SCENARIOS) + len(VENDOR_SCENARIOS) + len(FIDELITY_SCENARIOS))
+        len(LOOP_SCENARIOS) + len(VENDOR_SCENARIOS) + len(FIDELITY_SCENARIOS) + len(STEP_SHELLS))
     assert set(LOOP_SCENARIOS) == {
         "text", "flat-tool", "flat-write", "flat-edit", "flat-run", "unpublished-tool", "reasoning",
         "bad-arguments", "unauthorized", "cold", "cold-once", "slow", "malformed", "truncated", "failed",

@@ -15,6 +15,8 @@ import httpx
 import pytest
 from emulator_process import running_emulator
 
+from metaharness.pure.claude.adapter import WIRE_PATHS as CLAUDE_WIRE
+from metaharness.pure.codex.adapter import WIRE_PATHS as CODEX_WIRE
 from metaharness.pure.loopback import (
     LoopbackCounters,
     RequestHead,
@@ -26,7 +28,7 @@ from metaharness.pure.loopback import (
     retry_after_401,
     upstream_root,
 )
-from metaharness.shell.loopback import LoopbackProxy
+from metaharness.shell.loopback import RouteProxy
 
 TOKEN = "sk-ant-oat01-the-real-token-0123456789"
 PLACEHOLDER = "mh-run-claude-1-00112233445566778899aabb"
@@ -47,19 +49,19 @@ def emulator(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 
 
 @pytest.fixture
-def proxy(tmp_path: Path, emulator: tuple[str, Path]) -> Iterator[LoopbackProxy]:
-    running = LoopbackProxy("claude", PLACEHOLDER, str(custody(tmp_path)), emulator[0])
+def proxy(tmp_path: Path, emulator: tuple[str, Path]) -> Iterator[RouteProxy]:
+    running = RouteProxy("claude", PLACEHOLDER, str(custody(tmp_path)), emulator[0], CLAUDE_WIRE)
     running.start()
     yield running
     running.stop()
 
 
-def url(proxy: LoopbackProxy) -> str:
+def url(proxy: RouteProxy) -> str:
     return f"http://127.0.0.1:{proxy.port}/v1/messages?beta=true"
 
 
 def test_a_request_with_the_placeholder_reaches_upstream_with_the_real_token(
-    proxy: LoopbackProxy, emulator: tuple[str, Path]
+    proxy: RouteProxy, emulator: tuple[str, Path]
 ) -> None:
     headers = {"Authorization": f"Bearer {PLACEHOLDER}", "anthropic-version": "2023-06-01", "anthropic-beta": "b1"}
     with httpx.stream("POST", url(proxy), json=BODY, headers=headers) as response:
@@ -74,14 +76,14 @@ def test_a_request_with_the_placeholder_reaches_upstream_with_the_real_token(
     assert proxy.counters == LoopbackCounters(forwarded=1)
 
 
-def test_the_placeholder_also_arrives_as_x_api_key(proxy: LoopbackProxy) -> None:
+def test_the_placeholder_also_arrives_as_x_api_key(proxy: RouteProxy) -> None:
     response = httpx.post(url(proxy), json={**BODY, "stream": False}, headers={"x-api-key": PLACEHOLDER})
     assert response.status_code == 200 and response.json()["type"] == "message"
 
 
 @pytest.mark.parametrize("offered", [None, "Bearer wrong", f"Bearer {PLACEHOLDER}x", "Basic " + PLACEHOLDER])
 def test_a_request_without_the_placeholder_is_refused_and_nothing_is_forwarded(
-    proxy: LoopbackProxy, emulator: tuple[str, Path], offered: str | None
+    proxy: RouteProxy, emulator: tuple[str, Path], offered: str | None
 ) -> None:
     headers = {} if offered is None else {"Authorization": offered}
     response = httpx.post(url(proxy), json=BODY, headers=headers)
@@ -93,7 +95,19 @@ def test_a_request_without_the_placeholder_is_refused_and_nothing_is_forwarded(
     assert warning is not None and warning.code == "LOOPBACK_REFUSED"
 
 
-def test_a_chunked_body_is_answered_400(proxy: LoopbackProxy) -> None:
+@pytest.mark.parametrize(("method", "path"), [("GET", "/v1/models"), ("POST", "/v1/files"), ("POST", "/echo-headers")])
+def test_a_request_off_the_wire_is_refused_even_with_the_placeholder_and_carries_no_token(
+    proxy: RouteProxy, emulator: tuple[str, Path], tmp_path: Path, method: str, path: str
+) -> None:
+    response = httpx.request(method, f"http://127.0.0.1:{proxy.port}{path}", headers={"x-api-key": PLACEHOLDER})
+    assert response.status_code == 403 and f"{method} {path}" in response.json()["error"]["message"]
+    assert not emulator[1].exists() or emulator[1].read_text() == ""
+    assert proxy.counters == LoopbackCounters()
+    (warning,) = proxy.wind_up(str(tmp_path))
+    assert warning.code == "ROUTE_REFUSED" and warning.message.endswith(f": {method} {path}")
+
+
+def test_a_chunked_body_is_answered_400(proxy: RouteProxy) -> None:
     with socket.create_connection(("127.0.0.1", proxy.port)) as connection:
         connection.sendall(
             b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + PLACEHOLDER.encode()
@@ -104,7 +118,7 @@ def test_a_chunked_body_is_answered_400(proxy: LoopbackProxy) -> None:
     assert proxy.counters == LoopbackCounters()
 
 
-def test_a_body_over_32_mib_is_answered_413(proxy: LoopbackProxy) -> None:
+def test_a_body_over_32_mib_is_answered_413(proxy: RouteProxy) -> None:
     with socket.create_connection(("127.0.0.1", proxy.port)) as connection:
         connection.sendall(
             b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nx-api-key: " + PLACEHOLDER.encode()
@@ -114,7 +128,7 @@ def test_a_body_over_32_mib_is_answered_413(proxy: LoopbackProxy) -> None:
 
 
 def test_unreadable_custody_is_a_502_api_error(tmp_path: Path, emulator: tuple[str, Path]) -> None:
-    running = LoopbackProxy("claude", PLACEHOLDER, str(tmp_path / "gone.json"), emulator[0])
+    running = RouteProxy("claude", PLACEHOLDER, str(tmp_path / "gone.json"), emulator[0], CLAUDE_WIRE)
     running.start()
     try:
         response = httpx.post(url(running), json=BODY, headers={"x-api-key": PLACEHOLDER})
@@ -127,10 +141,12 @@ def test_an_unreachable_upstream_is_a_502(tmp_path: Path) -> None:
     with socket.socket() as unused:
         unused.bind(("127.0.0.1", 0))
         port = unused.getsockname()[1]
-    running = LoopbackProxy("codex", PLACEHOLDER, str(custody(tmp_path)), f"http://127.0.0.1:{port}")
+    running = RouteProxy("codex", PLACEHOLDER, str(custody(tmp_path)), f"http://127.0.0.1:{port}", CODEX_WIRE)
     running.start()
     try:
-        response = httpx.post(url(running), json=BODY, headers={"Authorization": f"Bearer {PLACEHOLDER}"})
+        response = httpx.post(
+            f"http://127.0.0.1:{running.port}/v1/responses", json=BODY, headers={"Authorization": f"Bearer {PLACEHOLDER}"}
+        )
         assert response.status_code == 502 and response.json()["error"]["type"] == "api_error"
     finally:
         running.stop()
@@ -167,7 +183,8 @@ def test_an_upstream_401_retries_once_only_with_a_changed_token(tmp_path: Path, 
     handler = type("Handler", (_Rotating,), {"seen": [], "custody": custody(tmp_path), "rotate": rotate})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    running = LoopbackProxy("claude", PLACEHOLDER, str(tmp_path / ".credentials.json"), f"http://127.0.0.1:{server.server_address[1]}")
+    upstream = f"http://127.0.0.1:{server.server_address[1]}"
+    running = RouteProxy("claude", PLACEHOLDER, str(tmp_path / ".credentials.json"), upstream, CLAUDE_WIRE)
     running.start()
     alert = os.dup(running.alert_fd)
     try:
@@ -220,3 +237,62 @@ def test_request_heads_and_upstreams() -> None:
     assert upstream_root("claude", None) == "https://api.anthropic.com"
     assert upstream_root("codex", "http://127.0.0.1:9/") == "http://127.0.0.1:9"
     assert retry_after_401("a", "b") and not retry_after_401("a", "a") and not retry_after_401("a", None)
+
+
+class _Recording(http.server.BaseHTTPRequestHandler):
+    """An upstream that records each request's path, headers and body and echoes the body."""
+
+    seen: ClassVar[list[tuple[str, dict[str, str], bytes]]] = []
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        type(self).seen.append((self.path, dict(self.headers), body))
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST
+
+    def log_message(self, *_: object) -> None:
+        pass
+
+
+def unix_post(path: str, raw: bytes) -> bytes:
+    with socket.socket(socket.AF_UNIX) as connection:
+        connection.connect(path)
+        connection.sendall(raw)
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+    return answer
+
+
+def test_a_verbatim_route_on_a_socket_passes_the_wire_unchanged_and_refuses_the_rest(tmp_path: Path) -> None:
+    handler = type("Handler", (_Recording,), {"seen": []})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    running = RouteProxy("claude", None, None, f"http://127.0.0.1:{server.server_address[1]}", CLAUDE_WIRE)
+    running.start(str(tmp_path / "route.sock"))
+    try:
+        body = b'{"model":"m"}'
+        head = (b"POST /v1/messages?beta=true HTTP/1.1\r\nHost: 127.0.0.1:47100\r\nx-api-key: the-callers-key\r\n"
+                b"anthropic-version: 2023-06-01\r\nContent-Length: %d\r\n\r\n" % len(body))  # fmt: skip
+        answer = unix_post(str(tmp_path / "route.sock"), head + body)
+        assert answer.startswith((b"HTTP/1.0 200", b"HTTP/1.1 200"))
+        assert answer.endswith(body)
+        refused = unix_post(str(tmp_path / "route.sock"), b"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert refused.startswith(b"HTTP/1.1 403 Forbidden") and b"GET /v1/models" in refused
+        unix_post(str(tmp_path / "route.sock"), b"POST /v1/files HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+    finally:
+        events = running.wind_up(str(tmp_path))
+        running.stop()
+        server.shutdown()
+    ((path, headers, seen_body),) = handler.seen
+    assert path == "/v1/messages?beta=true" and seen_body == body
+    assert headers["x-api-key"] == "the-callers-key" and headers["anthropic-version"] == "2023-06-01"
+    assert headers["Host"] == f"127.0.0.1:{server.server_address[1]}"
+    (warning,) = events
+    assert warning.code == "ROUTE_REFUSED" and warning.message.endswith(": GET /v1/models, POST /v1/files")
+    assert running.route.requests == 1 and running.route.bytes_up == len(body) and running.route.bytes_down >= len(body)
+    assert not (tmp_path / "loopback.json").exists()

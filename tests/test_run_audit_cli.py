@@ -229,7 +229,8 @@ def test_an_auditor_without_verdict_rows_is_refused_after_the_session(home: Path
 
 
 def test_a_spec_changed_during_the_session_is_refused_at_audit_time(home: Path, tmp_path: Path) -> None:
-    """The stand-in rewrites the spec while it runs; the re-check after the session sees another sha256."""
+    """The stand-in rewrites the spec while it runs (unconfined: a confined child cannot reach it); the
+    re-check after the session sees another sha256."""
     stand_in_claude(home, silent=False)
     spec = tmp_path / "spec.md"
     spec.write_text("# spec\n")
@@ -238,7 +239,7 @@ def test_a_spec_changed_during_the_session_is_refused_at_audit_time(home: Path, 
     auditor = auditor_script(tmp_path, 0, [{"row": "A1", "verdict": "ok", "detail": "fine"}])
     done = metaharness(
         home, "run", "claude", "-p", "hi", "--credentials", "none", "--decisions", "observe", "--audit",
-        "--spec", str(spec), "--auditor", str(auditor),
+        "--spec", str(spec), "--auditor", str(auditor), "--confine", "off",
     )  # fmt: skip
     assert any(line.startswith("metaharness: spec-unreadable: ") for line in done.stderr.decode().splitlines())
     assert not (tmp_path / "auditor.argv").exists()

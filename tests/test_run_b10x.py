@@ -283,11 +283,15 @@ def test_audited_run_of_the_project_loop_exits_1_on_h9(home: Path, emulator: Emu
     assert done.returncode == 1, done.stderr
     events = stream(done)
     hermetic = of(events, "session.started")[0]["hermetic"]
-    assert [row["row"] for row in hermetic["imposed"]] == ["H1a", "H2", "H3", "H4", "H5", "H6", "H7", "H8", "H10", "H11"]
+    assert [row["row"] for row in hermetic["imposed"]] == [
+        "H1a", "H2", "H3", "H4", "H5", "H6", "H7", "H8", "H10", "H11", "H12", "H13"
+    ]  # fmt: skip
     assert hermetic["unavailable"] == [{"row": "H9", "why": "the version is read from the launch's --version probe"}]
     report = done.stderr.decode().splitlines()
     assert report[0].startswith("hermetic verdict")
     assert any(line.startswith("  H9   gap gating") for line in report)
+    assert any(line.startswith("  H12  ok  gating   effect") for line in report), report
+    assert any(line.startswith("  H13  ok  gating   effect") for line in report), report
     assert report[-3:] == ["child exit: 0", "control verdict: gap", "audit verdict: gap (exit 1)"]
 
 

@@ -357,7 +357,7 @@ def test_metaharness_run_forwards_only_the_bus_variables_and_the_loop_reads_the_
     with running_emulator("--scenario", "flat-write", "--record", str(record)) as (base_url, _):
         done = metaharness(
             home, store.env, "--credentials", "api-key", "--api-key-secret", "openai",
-            "--model-endpoint", base_url,
+            "--model-endpoint", base_url, "--confine", "off",
         )
     assert done.returncode == 0, done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines()]
@@ -379,6 +379,28 @@ def test_metaharness_run_forwards_only_the_bus_variables_and_the_loop_reads_the_
     for secret in (KEY.encode(), DECOY.encode()):
         for place in (done.stdout, done.stderr, every_byte(dump), record.read_bytes()):
             assert secret not in place
+
+
+@needs_service
+def test_a_confined_loop_reads_its_key_over_the_session_bus_bound_into_its_view(
+    store: SecretService, tmp_path: Path
+) -> None:
+    """The wrapper above dumps outside the view, so that test runs unconfined; confined, the loop itself
+    reaches the store through the bus socket bound into the view and the key reaches the provider."""
+    home = tmp_path / "home"
+    (home / ".local" / "bin").mkdir(parents=True)
+    (home / ".local" / "bin" / "b10x-harness").symlink_to(HARNESS)
+    record = tmp_path / "record.jsonl"
+    with running_emulator("--scenario", "flat-write", "--record", str(record)) as (base_url, _):
+        done = metaharness(
+            home, store.env, "--credentials", "api-key", "--api-key-secret", "openai", "--model-endpoint", base_url,
+            "--hermetic", "on",
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    requests = [json.loads(line) for line in record.read_text().splitlines()]
+    assert [r["credential_length"] for r in requests] == [len(KEY), len(KEY)]
+    report = done.stderr.decode()
+    assert "  H12  ok  gating   effect" in report and "  H13  ok  gating   effect" in report
 
 
 @needs_service

@@ -11,6 +11,7 @@ from returns.result import Result
 
 from metaharness.pure.adapter import (
     Adapter,
+    ConfinementShape,
     CredentialCarriage,
     DescriptorFacts,
     EnvironmentFloor,
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from metaharness.pure.options import DecisionMode
 
 KIND = "b10x"
+PROGRAM = "b10x-harness"
 PIN = "0.22.0"
 
 RENDERING: Mapping[str, str] = MappingProxyType(
@@ -87,6 +89,7 @@ def admit_frame(frame: Frame) -> Result[Frame, Refusal]:
 
 ADAPTER = Adapter(
     kind=KIND,
+    program=PROGRAM,
     pins=(PIN,),
     descriptor=DescriptorFacts(
         adapter_class="direct_provider",
@@ -143,6 +146,7 @@ ADAPTER = Adapter(
         plugins_from_skills=True,
         no_output_style="the loop has no output style",
     ),
+    confinement=ConfinementShape(vendor_route=None, view_grant="", writable=("config",)),
     record_source="b10x-harness.record",
     replay=replay,
     admit_frame=admit_frame,

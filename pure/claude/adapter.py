@@ -18,6 +18,7 @@ from metaharness.pure.adapter import (
     VENDOR_SCOPE,
     VENDOR_SCOPE_OPTIONS,
     Adapter,
+    ConfinementShape,
     CredentialCarriage,
     DescriptorFacts,
     EnvironmentFloor,
@@ -30,6 +31,7 @@ from metaharness.pure.adapter import (
     RowText,
     RunRules,
     Variables,
+    VendorRoute,
 )
 from metaharness.pure.jsonline import compact
 from metaharness.pure.refusal import Refusal
@@ -38,7 +40,11 @@ if TYPE_CHECKING:
     from metaharness.pure.options import DecisionMode
 
 KIND = "claude"
+PROGRAM = "claude"
 PINS = ("2.1.332",)
+UPSTREAM = "https://api.anthropic.com"
+WIRE_PATHS = ("/v1/messages", "/v1/messages/count_tokens")
+"""The Messages API's own request paths, the only ones a route forwards."""
 
 RENDERING: Mapping[str, str] = MappingProxyType(
     {
@@ -123,7 +129,7 @@ def replay(record: bytes, request: ReplayRequest) -> Replayed:
 
 
 LOOPBACK = Loopback(
-    upstream="https://api.anthropic.com",
+    upstream=UPSTREAM,
     custody_token=custody_token,
     child_variables=lambda port, placeholder: _gateway(placeholder, f"http://127.0.0.1:{port}"),
     error_body=error_body,
@@ -134,6 +140,7 @@ LOOPBACK = Loopback(
 
 ADAPTER = Adapter(
     kind=KIND,
+    program=PROGRAM,
     pins=PINS,
     descriptor=DescriptorFacts(
         adapter_class="harness",
@@ -185,6 +192,14 @@ ADAPTER = Adapter(
         vendor_ambient=True,
         plugins_from_skills=False,
         no_output_style=None,
+    ),
+    confinement=ConfinementShape(
+        vendor_route=VendorRoute(
+            upstream=UPSTREAM, wire_paths=WIRE_PATHS, base_url_variable="ANTHROPIC_BASE_URL", base_url_path="",
+            login_needs_api_key=False,
+        ),
+        view_grant="",
+        writable=("claude-home", "tmp", "hook-channel"),
     ),
     record_source="claude.stream-json",
     replay=replay,

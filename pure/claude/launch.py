@@ -18,7 +18,7 @@ import msgspec
 from returns.result import Failure, Result, Success
 
 from metaharness.pure.catalogue import Catalogue, needs_writable, scratch_copy
-from metaharness.pure.claude.adapter import PINS
+from metaharness.pure.claude.adapter import PINS, PROGRAM
 from metaharness.pure.claude.plugins import PluginCopy
 from metaharness.pure.context import ContextFileRead, check_argument_sizes, context_record, render_context_block
 from metaharness.pure.environment import (
@@ -54,7 +54,6 @@ from metaharness.pure.jsonline import compact, sha256_hex
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.scratch import ScratchFile
 
-PROGRAM = "claude"
 CONTEXT_CHANNEL = "append-system-prompt"
 SETTINGS_SCHEMA = "https://json.schemastore.org/claude-code-settings.json"
 SETTINGS_FILE = "claude-settings.json"

@@ -17,6 +17,7 @@ from metaharness.pure.adapter import (
     VENDOR_SCOPE,
     VENDOR_SCOPE_OPTIONS,
     Adapter,
+    ConfinementShape,
     CredentialCarriage,
     DescriptorFacts,
     EnvironmentFloor,
@@ -28,12 +29,17 @@ from metaharness.pure.adapter import (
     ReplayRequest,
     RowText,
     RunRules,
+    VendorRoute,
 )
 from metaharness.pure.jsonline import compact
 from metaharness.pure.refusal import Refusal
 
 KIND = "codex"
+PROGRAM = "codex"
 PINS = ("0.171.0",)
+UPSTREAM = "https://api.openai.com"
+WIRE_PATHS = ("/v1/responses",)
+"""The Responses API's own request path, the only one a route forwards."""
 LOOPBACK_KEY_VARIABLE = "METAHARNESS_LOOPBACK_KEY"
 """The variable the codex child reads its loopback placeholder from (the provider's ``env_key``)."""
 
@@ -103,7 +109,7 @@ def replay(record: bytes, request: ReplayRequest) -> Replayed:
 
 
 LOOPBACK = Loopback(
-    upstream="https://api.openai.com",
+    upstream=UPSTREAM,
     custody_token=custody_token,
     child_variables=lambda port, placeholder: ((LOOPBACK_KEY_VARIABLE, placeholder),),
     error_body=error_body,
@@ -114,6 +120,7 @@ LOOPBACK = Loopback(
 
 ADAPTER = Adapter(
     kind=KIND,
+    program=PROGRAM,
     pins=PINS,
     descriptor=DescriptorFacts(
         adapter_class="harness",
@@ -167,6 +174,14 @@ ADAPTER = Adapter(
         vendor_ambient=True,
         plugins_from_skills=False,
         no_output_style=None,
+    ),
+    confinement=ConfinementShape(
+        vendor_route=VendorRoute(
+            upstream=UPSTREAM, wire_paths=WIRE_PATHS, base_url_variable="OPENAI_BASE_URL", base_url_path="/v1",
+            login_needs_api_key=True,
+        ),
+        view_grant="; in the view that grant is the tree, a private /tmp and TMPDIR",
+        writable=("codex-home", "tmp", "hook-channel"),
     ),
     record_source="codex.rollout",
     replay=replay,

@@ -15,7 +15,7 @@ import msgspec
 from returns.result import Failure, Result, Success
 
 from metaharness.pure.catalogue import Catalogue, scratch_copy
-from metaharness.pure.codex.adapter import LOOPBACK_KEY_VARIABLE
+from metaharness.pure.codex.adapter import LOOPBACK_KEY_VARIABLE, PROGRAM
 from metaharness.pure.codex.skills import skill_ambient, skills_h2_why
 from metaharness.pure.context import (
     ContextFileRead,
@@ -56,7 +56,6 @@ from metaharness.pure.jsonline import sha256_hex
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.scratch import ScratchFile
 
-PROGRAM = "codex"
 CONTEXT_CHANNEL = "user-turn"
 ENDPOINT_PROVIDER = "metaharness_endpoint"
 LOOPBACK_PROVIDER = "metaharness_loopback"

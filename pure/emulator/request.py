@@ -50,6 +50,7 @@ class RequestView(msgspec.Struct, frozen=True, kw_only=True):
     instruction_text: str | None
     system_cache_control: Any
     first_user_text: str | None
+    task_steps: tuple[str, ...] = ()
     working_directory: str | None
     item_kinds: tuple[str, ...]
     output_bound: int | None
@@ -147,6 +148,7 @@ def _read_messages(fields: dict[str, Any]) -> dict[str, Any]:
         fields.get("messages"), list) else []
     kinds: list[str] = []
     message_texts: list[str] = []
+    user_texts: list[str] = []
     first_user: str | None = None
     results = reasoning = 0
     for message in messages:
@@ -159,6 +161,7 @@ def _read_messages(fields: dict[str, Any]) -> dict[str, Any]:
             reasoning += kind in _REASONING_BLOCKS
         texts = _texts([b for b in blocks if b.get("type") == "text"])
         message_texts.extend(texts)
+        user_texts.extend(texts if role == "user" else [])
         if role == "user" and first_user is None and texts:
             first_user = texts[0]
     system_texts = _texts(system)
@@ -169,9 +172,15 @@ def _read_messages(fields: dict[str, Any]) -> dict[str, Any]:
         "instruction_text": "\n".join(system_texts) if system_texts else None,
         "system_cache_control": cache_control,
         "first_user_text": first_user,
+        "task_steps": _task_steps(user_texts),
         "working_directory": _working_directory(system_texts + message_texts),
         "item_kinds": tuple(kinds),
     }
+
+
+def _task_steps(texts: list[str]) -> tuple[str, ...]:
+    """Each line of the conversation's texts that begins ``$ ``, without it, in order."""
+    return tuple(line[2:] for text in texts for line in text.splitlines() if line.startswith("$ "))
 
 
 def _item_texts(item: dict[str, Any]) -> list[str]:
@@ -185,6 +194,7 @@ def _read_responses(fields: dict[str, Any]) -> dict[str, Any]:
     instructions = [fields["instructions"]] if isinstance(fields.get("instructions"), str) else []
     kinds: list[str] = []
     texts: list[str] = []
+    user_texts: list[str] = []
     first_user: str | None = None
     results = reasoning = 0
     for item in items:
@@ -200,14 +210,16 @@ def _read_responses(fields: dict[str, Any]) -> dict[str, Any]:
         texts.extend(item_texts)
         if role in ("developer", "system"):
             instructions.extend(item_texts)
-        elif role == "user" and first_user is None and item_texts:
-            first_user = item_texts[0]
+        elif role == "user":
+            user_texts.extend(item_texts)
+            first_user = item_texts[0] if first_user is None and item_texts else first_user
     return {
         "tool_results": results,
         "replayed_reasoning": reasoning,
         "instruction_text": "\n".join(instructions) if instructions else None,
         "system_cache_control": None,
         "first_user_text": first_user,
+        "task_steps": _task_steps(user_texts),
         "working_directory": _working_directory(instructions + texts),
         "item_kinds": tuple(kinds),
     }

@@ -159,7 +159,28 @@ VENDOR_SCENARIOS: dict[str, tuple[Candidate, ...]] = {
     "codex-catalogue-write": (("write_note", lambda v: {"path": "note.md", "text": EMULATED_NOTE}),),
 }
 
-SCENARIO_NAMES: tuple[str, ...] = (*LOOP_SCENARIOS, *VENDOR_SCENARIOS)
+STEP_SHELLS: dict[str, tuple[tuple[str, Callable[[str], Arguments]], ...]] = {
+    "claude-bash-steps": (("Bash", lambda line: {"command": line, "description": "A step the task names"}),),
+    "codex-shell-steps": (
+        ("exec_command", lambda line: {"cmd": line}),
+        ("shell_command", lambda line: {"command": line}),
+        ("shell", lambda line: {"command": ["/bin/sh", "-c", line]}),
+    ),
+}
+"""Scenarios whose shell commands the task names: each line of the user's texts that begins ``$ `` is
+one call, in order, the next one once the previous result came back; then ``emulated work is done``."""
+
+SCENARIO_NAMES: tuple[str, ...] = (*LOOP_SCENARIOS, *VENDOR_SCENARIOS, *STEP_SHELLS)
+
+
+def _stepped(candidates: tuple[tuple[str, Callable[[str], Arguments]], ...], view: RequestView) -> Decision:
+    steps = view.task_steps
+    if view.tool_results >= len(steps):
+        return Decision(Reply(text="emulated work is done"), side=not steps)
+    line = steps[view.tool_results]
+    calls = (_offered_call(view, name, arguments(line)) for name, arguments in candidates)
+    call = next((c for c in calls if c is not None), None)
+    return Decision(Reply(text="emulated"), side=True) if call is None else Decision(Reply(call=call), side=False)
 
 
 def _vendor(candidates: tuple[Candidate, ...], view: RequestView) -> Decision:
@@ -180,6 +201,8 @@ def decide(scenario: str, view: RequestView, n: int) -> Decision:
         return _vendor(VENDOR_SCENARIOS[scenario], view)
     if scenario in FIDELITY_SCENARIOS:
         return FIDELITY_SCENARIOS[scenario](view, n)
+    if scenario in STEP_SHELLS:
+        return _stepped(STEP_SHELLS[scenario], view)
     return Decision(LOOP_SCENARIOS[scenario](view, n))
 
 

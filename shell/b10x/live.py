@@ -14,7 +14,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import msgspec
 
@@ -44,6 +44,9 @@ from metaharness.shell.child_process import (
 )
 from metaharness.shell.steering import Deadlines, steering_command
 
+if TYPE_CHECKING:
+    from metaharness.shell.confinement import ConfinedSpawn
+
 
 class LoopOutcome(msgspec.Struct, frozen=True):
     """How a driven loop ended: the seam's final state, the closing reason and the child's status."""
@@ -67,6 +70,7 @@ def drive_loop(
     answers_copy: IO[bytes] | None = None,
     retain: Callable[[], tuple[WarningRaised, ...]] | None = None,
     process_known: bool = True,
+    confined: ConfinedSpawn | None = None,
 ) -> LoopOutcome:
     """Spawn the loop, read its record through the seam until it ends, and wind the stream up.
 
@@ -78,19 +82,23 @@ def drive_loop(
     ``commands`` is the descriptor of metaharness's own stdin (``None``: no commands); ``answers_copy`` receives each
     answer line too (conformance C3); ``retain`` runs once the child is reaped and returns its
     ``RETAIN_FAILED`` warnings; ``process_known`` false records ``process`` unknown (conformance C3,
-    whose scripted child is not the harness). Raises ``OSError`` when the spawn itself fails.
+    whose scripted child is not the harness); ``confined`` runs ``argv`` in its view instead. Raises
+    ``OSError`` when the spawn itself fails.
     """
     events: queue.Queue[tuple[str, Any]] = queue.Queue()
     answering = settings.mode != "observe"
     child = subprocess.Popen(
-        list(argv),
+        list(argv) if confined is None else confined.argv,
         cwd=cwd,
         env=dict(env),
         stdin=subprocess.PIPE if answering else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
+        pass_fds=() if confined is None else confined.pass_fds,
     )
+    if confined is not None:
+        confined.spawned()
     assert child.stdout is not None and child.stderr is not None
     signals = SignalQueue(events)
     signals.install()
@@ -157,7 +165,10 @@ def drive_loop(
                 perform(effects)
                 if control == "interrupt":
                     try:
-                        child.send_signal(signal.SIGINT)
+                        if confined is None:
+                            child.send_signal(signal.SIGINT)
+                        else:
+                            confined.signal(child.pid, signal.SIGINT)
                     except ProcessLookupError:
                         pass
                 elif control == "halt":

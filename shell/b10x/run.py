@@ -15,9 +15,8 @@ import tempfile
 
 import msgspec
 
-from metaharness.pure.b10x.adapter import PIN
+from metaharness.pure.b10x.adapter import PIN, PROGRAM
 from metaharness.pure.b10x.launch import (
-    PROGRAM,
     B10xLaunch,
     B10xLaunchFacts,
     check_frame_admissible,
@@ -30,6 +29,7 @@ from metaharness.pure.b10x.launch import (
 )
 from metaharness.pure.b10x.loop_flags import loop_flag_refusal, tier_flags
 from metaharness.pure.b10x.seam import SeamSettings, unverified_tier, version_off_pin
+from metaharness.pure.confinement import bridge_url, confined_hermetic
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import credential_posture
 from metaharness.pure.events import Transcript, WarningRaised
@@ -40,6 +40,7 @@ from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import strict_version_refusal
 from metaharness.shell.b10x.live import drive_loop
+from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare, start_route
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
     caller_environment,
@@ -206,16 +207,64 @@ def verdict_facts(options: RunOptions, launch: B10xLaunch) -> VerdictFacts:
     )
 
 
+DECLARED_FILES = ("--hooks", "--driver", "--prices", "--substrate", "--oauth-token-file")
+"""The loop's options naming a file it reads (or a socket it dials) itself; each is bound into the view."""
+
+
+def declared_files(launch: B10xLaunch) -> tuple[str, ...]:
+    """The paths the loop's argv names after one of :data:`DECLARED_FILES`."""
+    return tuple(value for flag, value in zip(launch.args, launch.args[1:], strict=False) if flag in DECLARED_FILES)
+
+
+def session_bus(launch: B10xLaunch) -> tuple[str, ...]:
+    """The session bus socket when the loop reads its key from the secret store (``--api-key-secret``):
+    each ``unix:path=`` of ``DBUS_SESSION_BUS_ADDRESS``, else ``$XDG_RUNTIME_DIR/bus``."""
+    if "--api-key-secret" not in launch.args:
+        return ()
+    environment = launch.environment.as_dict()
+    paths = tuple(
+        value.partition("path=")[2].split(",")[0]
+        for value in environment.get("DBUS_SESSION_BUS_ADDRESS", "").split(";")
+        if value.startswith("unix:") and "path=" in value
+    )
+    runtime = environment.get("XDG_RUNTIME_DIR")
+    return paths or ((os.path.join(runtime, "bus"),) if runtime else ())
+
+
+def confined_launch(
+    prepared: Prepared | None, launch: B10xLaunch, walk: MemoryWalk
+) -> tuple[B10xLaunch, ConfinedSpawn | None]:
+    """The launch with rows H12 and H13, and its view when confined (``confine-read-exposes``)."""
+    spawn = None
+    if prepared is not None:
+        spawn = take(
+            confine(
+                prepared, program=launch.program, command=launch.argv, child_path=launch.environment.as_dict()["PATH"],
+                scratch=launch.scratch, cwd=launch.cwd,
+                writable=(launch.cwd, os.path.join(launch.scratch, "config")),
+                governing=(*(copy.destination for copy in launch.files), *(p.copy for p in launch.plugin_copies)),
+                sockets=session_bus(launch), inputs=declared_files(launch),
+            )
+        )  # fmt: skip
+    confinement = None if spawn is None else spawn.confinement
+    hermetic = confined_hermetic(launch.attestation, confinement, loopback=False, kind="b10x", memory=walk)
+    return msgspec.structs.replace(launch, attestation=hermetic), spawn
+
+
 def run_b10x(options: RunOptions) -> int:
     """Run ``options`` (through stages 1–4) from stage 5 on; the exit code of spec 10 §2."""
     run_id = f"b10x-{os.getpid()}"
     caller_env = caller_environment()
     caller_cwd = os.getcwd()
     scratch: str | None = None
+    proxy = None
     with EarlySignal() as early:
         try:
             declaration = environment_declaration(options, caller_cwd)
             take(credential_posture(declaration, caller_env, credential_file_present=False))
+            prepared = prepare(options, caller_env, None)
+            if isinstance(prepared, Refusal):
+                raise Refused(prepared)
             early.check()
             context, frame = declared_inputs(options, caller_cwd)
             tree_checks(options)
@@ -234,8 +283,15 @@ def run_b10x(options: RunOptions) -> int:
                 frame=frame,
                 memory=walk,
             )
-            launch = take(plan_b10x_launch(options, facts))
+            route = None if prepared is None else prepared.route
+            planned = options if route is None else msgspec.structs.replace(
+                options, model_endpoint=bridge_url(options.model_endpoint)
+            )
+            launch = take(plan_b10x_launch(planned, facts))
             materialise(launch)
+            if prepared is not None:
+                proxy = start_route("b10x", prepared, scratch, None)
+            launch, spawn = confined_launch(prepared, launch, walk)
             probe = VersionProbe(launch)
             flags = tier_flags(options)
             if flags:
@@ -249,9 +305,13 @@ def run_b10x(options: RunOptions) -> int:
                     raise Refused(refusal)
             early.check()
         except Refused as refused:
+            if proxy is not None:
+                proxy.stop()
             if scratch is not None:
                 shutil.rmtree(scratch, ignore_errors=True)
             return refuse(refused.refusal)
+    if proxy is not None:
+        audit.route = lambda: proxy.route
     settings = SeamSettings(
         run=run_id,
         mode=options.decisions,
@@ -266,11 +326,17 @@ def run_b10x(options: RunOptions) -> int:
         version = probe.version()
         return msgspec.structs.replace(settings, harness_version=version), plan_warnings(options, launch, version)
 
+    def retained() -> tuple[WarningRaised, ...]:
+        routed = () if proxy is None else proxy.wind_up(launch.scratch)
+        warnings = tuple(event for event in routed if isinstance(event, WarningRaised))
+        return (*warnings, *retain_copies(options.retain_dir, run_id, retained_files(launch)))
+
     try:
         with open(launch.transcript_path, "wb") as transcript:
             audit.limits.arm()
             outcome = drive_loop(
                 argv=launch.argv,
+                confined=spawn,
                 env=launch.environment.as_dict(),
                 cwd=launch.cwd,
                 settings=settings,
@@ -279,14 +345,18 @@ def run_b10x(options: RunOptions) -> int:
                 transcript=transcript,
                 commands=sys.stdin.fileno(),
                 on_steering_refusal=stderr_line,
-                retain=lambda: (
-                    *audit.limits.late_events(), *retain_copies(options.retain_dir, run_id, retained_files(launch))
-                ),
+                retain=lambda: (*audit.limits.late_events(), *retained()),
             )
     except OSError as error:
+        if proxy is not None:
+            proxy.stop()
         shutil.rmtree(launch.scratch, ignore_errors=True)
         return refuse(Refusal("spawn-failed", f"{launch.program} could not be started: {error.strerror or error}"))
     try:
-        return audit.exit_code(verdict_facts(options, launch), launch.transcript_path, outcome.reason)
+        namespaces = "unk" if spawn is None else spawn.namespaces()
+        facts_of_rows = msgspec.structs.replace(verdict_facts(options, launch), namespaces=namespaces)
+        return audit.exit_code(facts_of_rows, launch.transcript_path, outcome.reason)
     finally:
+        if proxy is not None:
+            proxy.stop()
         shutil.rmtree(launch.scratch, ignore_errors=True)

@@ -17,7 +17,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import msgspec
 
@@ -40,6 +40,9 @@ from metaharness.pure.events import Event, Process
 from metaharness.shell.child_process import GRACE_S, STDERR_KEPT, kill_group, wait_status
 from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.steering import Deadlines, steering_command
+
+if TYPE_CHECKING:
+    from metaharness.shell.confinement import ConfinedSpawn
 
 
 class RunOutcome(msgspec.Struct, frozen=True):
@@ -99,6 +102,7 @@ def drive_claude(
     late_events: Callable[[], tuple[Event, ...]] = lambda: (),
     process_known: bool = True,
     alerts: tuple[int, Callable[[], tuple[Event, ...]]] | None = None,
+    confined: ConfinedSpawn | None = None,
 ) -> RunOutcome:
     """Spawn Claude Code, read its record and its hooks through the session until it ends, wind up.
 
@@ -106,18 +110,21 @@ def drive_claude(
     ``alerts`` is a descriptor that becomes readable when events arise outside the record (the loopback
     proxy's ``auth.expired``) and the callable that hands them over; ``process_known`` false writes ``process`` unknown (conformance C3's scripted child, spec 50 §9);
     ``late_events`` runs once the child is reaped (the proxy's ``auth.expired`` and ``LOOPBACK_REFUSED``,
-    ``RETAIN_FAILED``).
+    ``RETAIN_FAILED``); ``confined`` runs ``argv`` in its view instead.
     Raises ``OSError`` when the spawn itself fails.
     """
     child = subprocess.Popen(
-        list(argv),
+        list(argv) if confined is None else confined.argv,
         cwd=cwd,
         env=dict(env),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
+        pass_fds=() if confined is None else confined.pass_fds,
     )
+    if confined is not None:
+        confined.spawned()
     assert child.stdout is not None and child.stderr is not None
     loop = _Loop(session, channel, write_event)
     wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)

@@ -17,14 +17,13 @@ import tempfile
 import msgspec
 
 from metaharness.pure.catalogue import Catalogue
-from metaharness.pure.claude.adapter import PINS
+from metaharness.pure.claude.adapter import PINS, PROGRAM, WIRE_PATHS
 from metaharness.pure.claude.doctor import version_token
 from metaharness.pure.claude.launch import (
     CANARY_LOADED,
     CATALOGUE_FILE,
     MANAGED_SETTINGS,
     MCP_SERVER,
-    PROGRAM,
     ClaudeLaunch,
     ClaudeRunSpec,
     plan_claude_launch,
@@ -32,6 +31,7 @@ from metaharness.pure.claude.launch import (
 from metaharness.pure.claude.plugins import PluginCopy, PluginFile, PluginTree, plan_plugins
 from metaharness.pure.claude.seam import SessionFacts
 from metaharness.pure.claude.session import open_session
+from metaharness.pure.confinement import BRIDGE_PORT, bridge_url, confined_hermetic, pointed_at_bridge
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import (
     EnvironmentDeclaration,
@@ -54,6 +54,7 @@ from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import strict_version_refusal
 from metaharness.shell.catalogue_file import read_back_scratch_copy, read_catalogue
 from metaharness.shell.claude.live import drive_claude
+from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare, start_route
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
     caller_environment,
@@ -66,7 +67,7 @@ from metaharness.shell.facts import (
 )
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.hook_channel import HookChannel
-from metaharness.shell.loopback import LoopbackProxy
+from metaharness.shell.loopback import RouteProxy
 from metaharness.shell.refusals import refuse
 from metaharness.shell.staging import EarlySignal, Refused, is_directory, stderr_line, take, unusable_directory
 from metaharness.shell.wind_up import RunAudit, retain_copies
@@ -263,10 +264,17 @@ def plan(
     )  # fmt: skip
 
 
-def start_proxy(options: RunOptions, placeholder: str, custody: str) -> LoopbackProxy:
-    """Stage 9 (a): the loopback proxy listens (``loopback-not-started`` when it cannot)."""
-    proxy = LoopbackProxy("claude", placeholder, custody, upstream_root("claude", options.model_endpoint))
+def start_proxy(
+    options: RunOptions, placeholder: str | None, custody: str | None, prepared: Prepared | None, scratch: str
+) -> RouteProxy | None:
+    """Stage 9 (a): the route proxy listens, on the view's socket when confined, else on ``127.0.0.1``
+    under loopback (``loopback-not-started`` when it cannot)."""
     try:
+        if prepared is not None:
+            return start_route("claude", prepared, scratch, placeholder)
+        if custody is None:
+            return None
+        proxy = RouteProxy("claude", placeholder, custody, upstream_root("claude", options.model_endpoint), WIRE_PATHS)
         proxy.start()
     except OSError as error:
         proxy.stop()
@@ -276,19 +284,57 @@ def start_proxy(options: RunOptions, placeholder: str, custody: str) -> Loopback
     return proxy
 
 
-def expired_events(proxy: LoopbackProxy) -> tuple[Event, ...]:
+def expired_events(proxy: RouteProxy) -> tuple[Event, ...]:
     """The proxy's one ``auth.expired`` (spec 50 §6), when it is due and not yet written."""
     detail = proxy.take_expired()
     return () if detail is None else (loopback_expired(detail),)
 
 
 def late_events(
-    options: RunOptions, run_id: str, launch: ClaudeLaunch, proxy: LoopbackProxy | None
+    options: RunOptions, run_id: str, launch: ClaudeLaunch, proxy: RouteProxy | None
 ) -> tuple[Event, ...]:
     """The wind-up's own events: the proxy's one ``auth.expired`` and ``LOOPBACK_REFUSED``, then the
     ``--retain-dir`` copies (``loopback.json`` among them) and any ``RETAIN_FAILED``."""
     events = () if proxy is None else proxy.wind_up(launch.scratch)
     return (*events, *retain_copies(options.retain_dir, run_id, retained_files(launch)))
+
+
+def routed(
+    options: RunOptions, declaration: EnvironmentDeclaration, prepared: Prepared | None, proxy: RouteProxy
+) -> EnvironmentDeclaration:
+    """The declaration pointed at the route: the loopback port (the bridge's when confined), or the
+    bridge in place of ``--model-endpoint``."""
+    if declaration.loopback_placeholder is not None:
+        port = str(BRIDGE_PORT) if prepared is not None else str(proxy.port)
+        return msgspec.structs.replace(declaration, loopback_port=port)
+    if prepared is not None and prepared.route is not None and options.model_endpoint is not None:
+        return msgspec.structs.replace(declaration, model_endpoint=bridge_url(options.model_endpoint))
+    return declaration
+
+
+def confined_launch(
+    prepared: Prepared | None, launch: ClaudeLaunch, plugins: tuple[PluginCopy, ...], walk: MemoryWalk
+) -> tuple[ClaudeLaunch, ConfinedSpawn | None]:
+    """The launch with rows H12 and H13, and its view when confined: writable the child's directory,
+    the config home, TMPDIR and the hook channel; the generated files and plugin copies read-only."""
+    spawn = None
+    if prepared is not None:
+        scratch = launch.scratch
+        credential = [os.path.join(launch.claude_home, ".credentials.json")] if launch.credential_file else []
+        spawn = take(
+            confine(
+                prepared, program=launch.program, command=launch.argv, child_path=launch.environment.as_dict()["PATH"],
+                scratch=scratch, cwd=launch.cwd,
+                writable=(launch.cwd, launch.claude_home, os.path.join(scratch, "tmp"),
+                          os.path.join(scratch, "hook-channel")),
+                governing=(*(item.path for item in launch.files), *credential,
+                           *(os.path.join(scratch, "plugins", plugin.name) for plugin in plugins)),
+            )
+        )  # fmt: skip
+    confinement = None if spawn is None else spawn.confinement
+    loopback = launch.environment.posture.h6_how.startswith("the child held a per-run placeholder")
+    hermetic = confined_hermetic(launch.hermetic, confinement, loopback, "claude", walk)
+    return msgspec.structs.replace(launch, hermetic=hermetic), spawn
 
 
 def run_claude(options: RunOptions) -> int:
@@ -307,11 +353,14 @@ def run_claude(options: RunOptions) -> int:
     caller_env = caller_environment()
     caller_cwd = os.getcwd()
     scratch: str | None = None
-    proxy: LoopbackProxy | None = None
+    proxy: RouteProxy | None = None
     with EarlySignal() as early:
         try:
             audit = RunAudit(options)
             custody = credentials_stage(options, caller_env)
+            prepared = prepare(options, caller_env, custody)
+            if isinstance(prepared, Refusal):
+                raise Refused(prepared)
             early.check()
             context, catalogue, frame = declared_inputs(options)
             walk, plugins = tree_checks(options)
@@ -319,6 +368,7 @@ def run_claude(options: RunOptions) -> int:
             scratch = tempfile.mkdtemp(prefix="metaharness-")
             declaration = declaration_of(options)
             upstream = upstream_root("claude", options.model_endpoint) if custody is not None else None
+            placeholder: str | None = None
             if custody is not None:
                 placeholder = loopback_placeholder(run_id, secrets.token_bytes(12))
                 declaration = msgspec.structs.replace(
@@ -333,10 +383,16 @@ def run_claude(options: RunOptions) -> int:
                 )  # fmt: skip
 
             launch = planned(declaration, scratch)
-            if custody is not None:
-                proxy = start_proxy(options, placeholder, custody)
-                launch = planned(msgspec.structs.replace(declaration, loopback_port=str(proxy.port)), scratch)
+            proxy = start_proxy(options, placeholder, custody, prepared, scratch)
+            if proxy is not None:
+                launch = planned(routed(options, declaration, prepared, proxy), scratch)
+                if prepared is not None and custody is None and options.model_endpoint is None:
+                    environment = msgspec.structs.replace(
+                        launch.environment, variables=pointed_at_bridge("claude", launch.environment.variables)
+                    )
+                    launch = msgspec.structs.replace(launch, environment=environment)
             channel = materialise(launch, plugins)
+            launch, spawn = confined_launch(prepared, launch, plugins, walk)
             if options.strict_version:
                 strict_version(launch)
             if catalogue is not None:
@@ -348,6 +404,8 @@ def run_claude(options: RunOptions) -> int:
             if scratch is not None:
                 shutil.rmtree(scratch, ignore_errors=True)
             return refuse(refused.refusal)
+    if proxy is not None and spawn is not None:
+        audit.route = lambda: proxy.route
     facts_of_session = SessionFacts(
         transcript=Transcript(path=launch.transcript_path, digest=None, bytes=None),
         hermetic=launch.hermetic,
@@ -363,13 +421,15 @@ def run_claude(options: RunOptions) -> int:
         with open(launch.transcript_path, "wb") as transcript:
             audit.limits.arm()
             outcome = drive_claude(
-                argv=launch.argv, env=launch.environment.as_dict(), cwd=launch.cwd, session=session,
+                argv=launch.argv, confined=spawn, env=launch.environment.as_dict(), cwd=launch.cwd, session=session,
                 channel=channel, write_event=audit.write_event, transcript=transcript,
                 commands=sys.stdin.fileno() if sys.stdin is not None else None,
                 on_steering_refusal=stderr_line, late_events=lambda: (*audit.limits.late_events(), *late_events(options, run_id, launch, proxy)),
                 alerts=None if proxy is None else (proxy.alert_fd, lambda: expired_events(proxy)),
             )  # fmt: skip
-        return audit.exit_code(verdict_facts(options, launch, plugins), launch.transcript_path, outcome.reason)
+        namespaces = "unk" if spawn is None else spawn.namespaces()
+        facts_of_rows = msgspec.structs.replace(verdict_facts(options, launch, plugins), namespaces=namespaces)
+        return audit.exit_code(facts_of_rows, launch.transcript_path, outcome.reason)
     except OSError as error:
         return refuse(Refusal("spawn-failed", f"{launch.program} could not be started: {error.strerror or error}"))
     finally:

@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from returns.result import Result
 
@@ -71,6 +71,9 @@ from metaharness.shell.facts import own_cli
 
 CATALOGUE_SERVER_LOG = "catalogue-server.stderr"
 """The catalogue server's stderr, kept in the scratch root."""
+
+if TYPE_CHECKING:
+    from metaharness.shell.confinement import ConfinedSpawn
 
 
 def read_codex_catalogue(path: str) -> Result[Catalogue, Refusal]:
@@ -217,10 +220,13 @@ def drive_app_server(
     commands: int | None,
     on_steering_refusal: Callable[[str], None],
     late_events: Callable[[], tuple[Event, ...]] = tuple,
+    confined: ConfinedSpawn | None = None,
+    confined_server: ConfinedSpawn | None = None,
 ) -> LiveOutcome:
     """Start the catalogue server and ``codex app-server``, hold the conversation, map the rollout
     and decide every call until the turn completes and the server ends, then wind the stream up
-    (spec 20 §4, spec 10 §4.10). Raises ``OSError`` when a spawn itself fails."""
+    (spec 20 §4, spec 10 §4.10); ``confined`` runs the app-server in its view and ``confined_server``
+    the catalogue server in one of its own. Raises ``OSError`` when a spawn itself fails."""
     session, first = open_session(
         version=importlib.metadata.version("metaharness"),
         cwd=launch.cwd,
@@ -235,25 +241,33 @@ def drive_app_server(
     drained = threading.Event()
     with open(os.path.join(launch.scratch, CATALOGUE_SERVER_LOG), "wb") as log:
         served = subprocess.Popen(
-            list(catalogue_server_args(own_cli(), launch.scratch, launch.cwd, catalogue)),
+            list(catalogue_server_args(own_cli(), launch.scratch, launch.cwd, catalogue))
+            if confined_server is None
+            else confined_server.argv,
             cwd=launch.cwd,
             env=launch.environment.as_dict(),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=log,
+            pass_fds=() if confined_server is None else confined_server.pass_fds,
         )
+    if confined_server is not None:
+        confined_server.spawned()
     assert served.stdin is not None and served.stdout is not None
     state.catalogue_in = served.stdin
     try:
         child = subprocess.Popen(
-            [launch.program, *app_server_args()],
+            [launch.program, *app_server_args()] if confined is None else confined.argv,
             cwd=launch.cwd,
             env=launch.environment.as_dict(),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            pass_fds=() if confined is None else confined.pass_fds,
         )
+        if confined is not None:
+            confined.spawned()
     except OSError:
         _close(served.stdin)
         served.wait()

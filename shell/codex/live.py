@@ -17,7 +17,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -91,6 +91,9 @@ SUB_AGENT_COPIES = "sub-agents"
 """The scratch directory holding the copies of the sub-agents' rollouts."""
 
 """``interrupt``, ``halt`` and a signal SIGTERM the group, then SIGKILL it 5 s later (spec 50 §1)."""
+
+if TYPE_CHECKING:
+    from metaharness.shell.confinement import ConfinedSpawn
 
 
 class LiveOutcome(msgspec.Struct, frozen=True):
@@ -307,8 +310,9 @@ def drive_codex(
     on_steering_refusal: Callable[[str], None],
     process_known: bool = True,
     late_events: Callable[[], tuple[Event, ...]] = tuple,
+    confined: ConfinedSpawn | None = None,
 ) -> LiveOutcome:
-    """Spawn ``codex exec``, map its rollout and decide its hook calls until it ends, then wind the
+    """Spawn ``codex exec`` (in ``confined``'s view when given), map its rollout and decide its hook calls until it ends, then wind the
     stream up (spec 20 §4, spec 10 §4.10). Raises ``OSError`` when the spawn itself fails.
     ``process_known`` false writes ``process`` unknown, as conformance C3 does (spec 50 §9);
     ``late_events`` are the wind-up's own events (loopback, retain), written before the marker."""
@@ -318,14 +322,17 @@ def drive_codex(
     drained = threading.Event()
     with open(launch.stdout_copy, "wb") as stdout_copy:
         child = subprocess.Popen(
-            list(launch.argv),
+            list(launch.argv) if confined is None else confined.argv,
             cwd=launch.cwd,
             env=launch.environment.as_dict(),
             stdin=subprocess.DEVNULL,
             stdout=stdout_copy,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            pass_fds=() if confined is None else confined.pass_fds,
         )
+    if confined is not None:
+        confined.spawned()
     assert child.stderr is not None
     signals = SignalQueue(events)
     signals.install()

@@ -15,16 +15,19 @@ import sys
 import tempfile
 from functools import partial
 
+import msgspec
 from returns.result import Failure, Result, Success
 
 from metaharness.pure.capabilities import HONOURED_COMMANDS
 from metaharness.pure.catalogue import Catalogue
-from metaharness.pure.codex.adapter import PINS
+from metaharness.pure.codex.adapter import PINS, PROGRAM, WIRE_PATHS
+from metaharness.pure.codex.app_server import CATALOGUE_COPY, app_server_args, catalogue_server_args
 from metaharness.pure.codex.doctor import version_token
-from metaharness.pure.codex.launch import PROGRAM, CodexLaunch, CodexRunSpec, plan_codex_launch
+from metaharness.pure.codex.launch import CodexLaunch, CodexRunSpec, plan_codex_launch
 from metaharness.pure.codex.rollout import RolloutLaunch
 from metaharness.pure.codex.skills import SKILL_FILE, skill_roots
 from metaharness.pure.commands import control_unsupported, start_time_refusals
+from metaharness.pure.confinement import BRIDGE_PORT, bridge_url, confined_hermetic, pointed_at_bridge
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.decisions import open_desk
 from metaharness.pure.environment import EnvironmentDeclaration, loopback_custody_token, operator_login_file, path_floor
@@ -42,17 +45,19 @@ from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import strict_version_refusal
 from metaharness.shell.codex.app_server import drive_app_server, place_catalogue, read_codex_catalogue
 from metaharness.shell.codex.live import SUB_AGENT_COPIES, drive_codex
+from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare, start_route
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
     caller_environment,
     directory_identity,
     gather_memory_facts,
     gather_program_candidates,
+    own_cli,
     probe_stdout,
     readable_regular_file,
 )
 from metaharness.shell.frame_file import read_frame_file
-from metaharness.shell.loopback import LoopbackProxy
+from metaharness.shell.loopback import RouteProxy
 from metaharness.shell.refusals import refuse
 from metaharness.shell.staging import EarlySignal, Refused, stderr_line, take, unusable_directory
 from metaharness.shell.wind_up import RunAudit, retain_copies
@@ -272,22 +277,28 @@ def verdict_facts(options: RunOptions, launch: CodexLaunch) -> VerdictFacts:
     )
 
 
-def late_events(options: RunOptions, run: str, launch: CodexLaunch, proxy: LoopbackProxy | None) -> tuple[Event, ...]:
+def late_events(options: RunOptions, run: str, launch: CodexLaunch, proxy: RouteProxy | None) -> tuple[Event, ...]:
     """The wind-up's own events (spec 50 §6, spec 10 §4.2): the proxy's one ``auth.expired`` and
     ``LOOPBACK_REFUSED``, then the ``--retain-dir`` copy and any ``RETAIN_FAILED``."""
     events = () if proxy is None else proxy.wind_up(launch.scratch)
     return (*events, *retain_copies(options.retain_dir, run, retained_files(launch)))
 
 
-def _start(
-    options: RunOptions, run: str, scratch: str
-) -> Result[tuple[CodexLaunch, Frame | None, LoopbackProxy | None, Catalogue | None], Refusal]:
-    """Stages 5–9 (c): plan, start any loopback proxy and re-plan with its port, write the scratch
-    tree, probe under ``--strict-version``; the catalogue is read and checked after the credentials."""
-    custody = custody_stage(options, caller_environment())
+Started = tuple[CodexLaunch, Frame | None, RouteProxy | None, Catalogue | None, Prepared | None]
+
+
+def _start(options: RunOptions, run: str, scratch: str) -> Result[Started, Refusal]:
+    """Stages 5–9 (c): plan, start the route proxy (loopback, or any route of a confined run) and
+    re-plan pointed at it, write the scratch tree, probe under ``--strict-version``; the catalogue is
+    read and checked after the credentials and the confinement's refusals."""
+    caller_env = caller_environment()
+    custody = custody_stage(options, caller_env)
     if isinstance(custody, Failure):
         return custody
     path = custody.unwrap()
+    prepared = prepare(options, caller_env, path)
+    if isinstance(prepared, Refusal):
+        return Failure(prepared)
     read = (
         _inputs_before_catalogue(options).bind(lambda _: read_codex_catalogue(options.catalogue or ""))
         if options.catalogue is not None
@@ -298,25 +309,87 @@ def _start(
     catalogue = read.unwrap()
     loopback = None if path is None else (path, loopback_placeholder(run, secrets.token_bytes(12)), SYMBOLIC_PORT)
     planned = plan_run(options, scratch, loopback, catalogue)
-    if isinstance(planned, Failure) or loopback is None:
-        return planned.map(lambda done: (*done, None, catalogue))
-    proxy = LoopbackProxy("codex", loopback[1], loopback[0], upstream_root("codex", options.model_endpoint))
+    route = None if prepared is None else prepared.route
+    if isinstance(planned, Failure) or (loopback is None and route is None):
+        return planned.map(lambda done: (*done, None, catalogue, prepared))
     try:
-        port = proxy.start()
+        if prepared is not None:
+            proxy = start_route("codex", prepared, scratch, None if loopback is None else loopback[1])
+        else:
+            assert loopback is not None
+            proxy = RouteProxy("codex", loopback[1], loopback[0], upstream_root("codex", options.model_endpoint),
+                               WIRE_PATHS)  # fmt: skip
+            proxy.start()
     except OSError as error:
-        proxy.stop()
-        return Failure(Refusal("loopback-not-started", f"the loopback proxy could not listen on 127.0.0.1: {error}"))
-    replanned = plan_run(options, scratch, (loopback[0], loopback[1], str(port)), catalogue)
+        return Failure(Refusal("loopback-not-started", f"the route proxy could not listen: {error}"))
+    assert proxy is not None
+    if loopback is not None:
+        port = str(BRIDGE_PORT) if prepared is not None else str(proxy.port)
+        replanned = plan_run(options, scratch, (loopback[0], loopback[1], port), catalogue)
+    elif route is not None and options.model_endpoint is not None:
+        pointed = msgspec.structs.replace(options, model_endpoint=bridge_url(options.model_endpoint))
+        replanned = plan_run(pointed, scratch, None, catalogue)
+    else:
+        replanned = planned.map(lambda done: (_at_bridge(done[0]), done[1]))
     if isinstance(replanned, Failure):
         proxy.stop()
-    return replanned.map(lambda done: (*done, proxy, catalogue))
+    return replanned.map(lambda done: (*done, proxy, catalogue, prepared))
+
+
+def _at_bridge(launch: CodexLaunch) -> CodexLaunch:
+    """A codex launch on the vendor's API pointed at the bridge instead (``OPENAI_BASE_URL``)."""
+    environment = msgspec.structs.replace(
+        launch.environment, variables=pointed_at_bridge("codex", launch.environment.variables)
+    )
+    return msgspec.structs.replace(launch, environment=environment)
+
+
+def confined_launch(
+    prepared: Prepared | None,
+    launch: CodexLaunch,
+    command: tuple[str, ...],
+    plugin_dirs: tuple[str, ...],
+    server: tuple[str, ...] = (),
+) -> Result[tuple[CodexLaunch, ConfinedSpawn | None, ConfinedSpawn | None], Refusal]:
+    """The launch with rows H12 and H13, and the view of ``command`` when confined: writable the
+    child's directory, CODEX_HOME, TMPDIR and the hook channel; the generated files, the credential
+    copy and the plugin copies read-only. A catalogue ``server`` argv gets a view of its own, without
+    the route."""
+    loopback = launch.environment.posture.h6_how.startswith("the child held a per-run placeholder")
+    if prepared is None:
+        return Success((msgspec.structs.replace(launch, hermetic=confined_hermetic(launch.hermetic, None, loopback,
+                                                                                  "codex")), None, None))  # fmt: skip
+    walk = memory_walk(*gather_memory_facts(launch.cwd, MEMORY_SHAPES["codex"]))
+    scratch = launch.scratch
+    names = (os.path.basename(os.path.normpath(source)) for source in plugin_dirs)
+    credential = [os.path.join(launch.codex_home, "auth.json")] if launch.credential_file else []
+    def view(argv: tuple[str, ...], route: Prepared) -> Result[ConfinedSpawn, Refusal]:
+        return confine(
+            route, program=launch.program, command=argv, child_path=launch.environment.as_dict()["PATH"],
+            scratch=scratch, cwd=launch.cwd,
+            writable=(launch.cwd, launch.codex_home, os.path.join(scratch, "tmp"), os.path.join(scratch, "hook-channel")),
+            governing=(*(item.path for item in launch.files), *credential, *plugins,
+                       os.path.join(scratch, CATALOGUE_COPY)),
+        )  # fmt: skip
+
+    plugins = tuple(os.path.join(launch.codex_home, "plugins", name) for name in names)
+    spawned = view(command, prepared)
+    if isinstance(spawned, Failure):
+        return spawned
+    spawn = spawned.unwrap()
+    served = view(server, msgspec.structs.replace(prepared, route=None)) if server else None
+    if isinstance(served, Failure):
+        return served
+    hermetic = confined_hermetic(launch.hermetic, spawn.confinement, loopback, "codex", walk)
+    return Success((msgspec.structs.replace(launch, hermetic=hermetic), spawn,
+                    None if served is None else served.unwrap()))  # fmt: skip
 
 
 def run_codex(options: RunOptions) -> int:
     """Run ``options`` (kind ``codex``, through stages 1–4) from stage 5 on; the exit of spec 10 §2."""
     run = f"codex-{os.getpid()}"
     scratch = tempfile.mkdtemp(prefix="metaharness-codex-")
-    proxy: LoopbackProxy | None = None
+    proxy: RouteProxy | None = None
     try:
         with EarlySignal() as early:
             try:
@@ -324,7 +397,7 @@ def run_codex(options: RunOptions) -> int:
                 started = _start(options, run, scratch)
                 if isinstance(started, Failure):
                     return refuse(started.failure())
-                launch, frame, proxy, catalogue = started.unwrap()
+                launch, frame, proxy, catalogue, prepared = started.unwrap()
                 early.check()
                 materialise(launch, options.plugin_dir)
                 if options.strict_version:
@@ -338,6 +411,10 @@ def run_codex(options: RunOptions) -> int:
                         probed=options.strict_version,
                     )
                     take(placed)
+                command = launch.argv if catalogue is None else (launch.program, *app_server_args())
+                server = () if catalogue is None else catalogue_server_args(own_cli(), launch.scratch, launch.cwd,
+                                                                           catalogue)  # fmt: skip
+                launch, spawn, spawn_server = take(confined_launch(prepared, launch, command, options.plugin_dir, server))
                 early.check()
             except Refused as refused:
                 return refuse(refused.refusal)
@@ -349,9 +426,13 @@ def run_codex(options: RunOptions) -> int:
             context_files=launch.context_files,
             frame_digest=frame.digest if frame is not None else None,
         )
+        if proxy is not None and spawn is not None:
+            audit.route = lambda: proxy.route
         desk = open_desk(options.decisions, frame, HOOK_TIMEOUT_S * 1000)
         drive = (
-            drive_codex if catalogue is None else partial(drive_app_server, catalogue=catalogue, model=options.model)
+            drive_codex
+            if catalogue is None
+            else partial(drive_app_server, catalogue=catalogue, model=options.model, confined_server=spawn_server)
         )
         try:
             audit.limits.arm()
@@ -364,10 +445,13 @@ def run_codex(options: RunOptions) -> int:
                 commands=sys.stdin.fileno() if sys.stdin is not None else None,
                 on_steering_refusal=stderr_line,
                 late_events=lambda: (*audit.limits.late_events(), *late_events(options, run, launch, proxy)),
+                confined=spawn,
             )
         except OSError as error:
             return refuse(Refusal("spawn-failed", f"{launch.program} could not be started: {error}"))
-        return audit.exit_code(verdict_facts(options, launch), launch.rollout_copy, outcome.reason)
+        namespaces = "unk" if spawn is None else spawn.namespaces()
+        facts_of_rows = msgspec.structs.replace(verdict_facts(options, launch), namespaces=namespaces)
+        return audit.exit_code(facts_of_rows, launch.rollout_copy, outcome.reason)
     finally:
         if proxy is not None:
             proxy.stop()

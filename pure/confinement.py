@@ -1,0 +1,392 @@
+"""Confinement: the view a governed child runs in and its one way out, planned over facts (docs/confinement.md).
+
+:func:`plan_confinement` turns the gathered facts (the substrate, the system directories, the
+program's closure, the writable directories, the files metaharness wrote, the model route) into an
+ordered list of mounts and the command bubblewrap runs; :func:`render_bwrap` spells that as the
+``bwrap`` argv. :func:`model_route` decides where the child's model traffic goes and
+:func:`check_confine_reads` refuses a ``--confine-read`` that would expose a hidden tree.
+:func:`confined_hermetic` adds rows H12 and H13 to a launch's attestation and words H6 and H8 for the
+view.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping, Sequence
+from typing import Literal
+from urllib.parse import urlsplit
+
+import msgspec
+from returns.result import Failure, Result, Success
+
+from metaharness.pure.adapters import Kind, adapter_of
+from metaharness.pure.events import Hermetic, RowHow, RowWhy
+from metaharness.pure.hermetic import ROWS, MemoryWalk
+from metaharness.pure.refusal import Refusal
+
+SYSTEM_ROOTS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/sys")
+"""The system directories bound read-only when they exist; a symbolic link among them is recreated."""
+SUBSTRATE_PATH = "/usr/bin:/bin"
+"""Where ``bwrap`` is looked for."""
+BRIDGE_PORT = 47100
+"""The port the bridge listens on inside the child's own network namespace (nothing else listens there)."""
+ROUTE_SOCKET = "route.sock"
+"""The route proxy's Unix socket under the scratch root, the one thing of the outside in the view."""
+INIT_MODULE = "metaharness.shell.confine_init"
+FIXED_FLAGS = ("--unshare-all", "--unshare-user", "--die-with-parent", "--cap-drop", "ALL")
+"""The bwrap flags every confined launch carries; never ``--share-net``. Not ``--new-session``: the
+child is already spawned in a session of its own with no terminal descriptor, and the run loop's
+group signals must reach the view's init."""
+ROOT_STAND_IN = 1000
+"""The user and group a root caller's child runs as inside the view (mapped to root outside): the
+vendors' own sandboxes map their user in a nested namespace, and mapping user 0 needs a capability the
+view drops. Not when the view binds a socket of the outside: its peer (the session bus) authenticates
+the user the child names, which must then be the caller's own."""
+UNCONFINED_VIEW = "--confine off: the child sees the caller's filesystem"
+UNCONFINED_NETWORK = "--confine off: the child sees the caller's network"
+ROW_ORDER = tuple(row for row, *_ in ROWS)
+
+
+class SystemEntry(msgspec.Struct, frozen=True):
+    """One of :data:`SYSTEM_ROOTS` as found: its path and, for a symbolic link, its target."""
+
+    path: str
+    link: str | None = None
+
+
+class ModelRoute(msgspec.Struct, frozen=True):
+    """The model route: where requests go (``upstream``), the paths the wire may ask for as the child
+    sends them (``paths``, each ``POST``), and the custody file whose token is attached (loopback)."""
+
+    upstream: str
+    paths: tuple[str, ...]
+    custody: str | None = None
+
+
+class ConfinementFacts(msgspec.Struct, frozen=True, kw_only=True):
+    """What a confined launch is planned over, gathered by the shell.
+
+    ``closure``: the program's install roots, the PATH entries holding its link and metaharness's
+    own roots (the bridge runs inside); ``reads``: ``--confine-read``; ``sockets``: Unix sockets of the
+    outside the child may connect to (the session bus of b10x ``--api-key-secret``); ``writable``: the child's
+    directory, its config home, its TMPDIR and the hook channel directory; ``governing``: every file
+    metaharness wrote into them (re-bound read-only); ``hidden``: the caller's home root and every
+    custody file's directory; ``command``: the harness argv.
+    """
+
+    bwrap: str
+    bwrap_version: str
+    system: tuple[SystemEntry, ...]
+    home: str | None
+    hidden: tuple[str, ...]
+    closure: tuple[str, ...]
+    reads: tuple[str, ...] = ()
+    writable: tuple[str, ...]
+    governing: tuple[str, ...] = ()
+    interpreter: str
+    scratch: str
+    cwd: str
+    command: tuple[str, ...]
+    route: ModelRoute | None = None
+    caller_uid: int = 0
+    sockets: tuple[str, ...] = ()
+
+
+class Mount(msgspec.Struct, frozen=True):
+    """One bwrap operation: ``ro-bind``/``bind`` ``source`` at ``destination``, ``symlink`` (``source`` is
+    the target), ``tmpfs``, ``proc`` or ``dev`` at ``destination``."""
+
+    operation: Literal["ro-bind", "bind", "symlink", "tmpfs", "proc", "dev"]
+    destination: str
+    source: str | None = None
+
+
+class Confinement(msgspec.Struct, frozen=True, kw_only=True):
+    """A planned view: the substrate, the mounts in order, the directory, the command bwrap runs (the
+    init and the harness after it) and the route."""
+
+    bwrap: str
+    bwrap_version: str
+    mounts: tuple[Mount, ...]
+    chdir: str
+    command: tuple[str, ...]
+    closure: tuple[str, ...]
+    writable: tuple[str, ...]
+    route: ModelRoute | None
+    socket: str | None
+    identity: tuple[str, ...] = ()
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def exposes(path: str, home: str | None, hidden: Sequence[str]) -> str | None:
+    """The hidden tree ``path`` would expose, or ``None``: it is or contains the caller's home root, or it
+    is, contains or lies inside a custody file's directory."""
+    normal = posixpath.normpath(path)
+    if home and _inside(posixpath.normpath(home), normal):
+        return home
+    return next((tree for tree in hidden if _inside(normal, tree) or _inside(tree, normal)), None)
+
+
+def check_confine_reads(reads: Sequence[str], home: str | None, hidden: Sequence[str]) -> Result[tuple[str, ...], Refusal]:
+    """Each ``--confine-read DIR`` normalised, or ``confine-read-exposes`` naming the first that exposes a
+    hidden tree."""
+    for read in reads:
+        tree = exposes(read, home, hidden)
+        if tree is not None:
+            return Failure(
+                Refusal("confine-read-exposes", f"--confine-read {read} would expose {tree}, which the view hides")
+            )
+    return Success(tuple(posixpath.normpath(read) for read in reads))
+
+
+def hidden_trees(custody_files: Sequence[str]) -> tuple[str, ...]:
+    """The custody files' directories (the caller's home root is hidden separately)."""
+    return tuple(sorted({posixpath.dirname(posixpath.normpath(path)) for path in custody_files}))
+
+
+def install_root(real_path: str, venv_homes: Mapping[str, str | None]) -> tuple[str, ...]:
+    """The install roots of one real path: its nearest ancestor named ``node_modules``; else its nearest
+    ancestor holding ``pyvenv.cfg`` (``venv_homes`` maps each such ancestor to its ``home`` key) plus
+    the base interpreter's prefix; else the file itself."""
+    directory = posixpath.dirname(real_path)
+    while directory != "/":
+        if posixpath.basename(directory) == "node_modules":
+            return (directory,)
+        directory = posixpath.dirname(directory)
+    directory = posixpath.dirname(real_path)
+    while directory != "/":
+        if directory in venv_homes:
+            home = venv_homes[directory]
+            return (directory, posixpath.dirname(home.rstrip("/"))) if home else (directory,)
+        directory = posixpath.dirname(directory)
+    return (real_path,)
+
+
+def shebang_interpreter(first_line: bytes) -> tuple[str, ...]:
+    """The interpreter a script's first line names: ``("/path",)``, ``("env", NAME)`` for
+    ``/usr/bin/env NAME``, or ``()`` when it is not a script."""
+    if not first_line.startswith(b"#!"):
+        return ()
+    words = first_line[2:].decode("utf-8", "replace").split()
+    if not words:
+        return ()
+    if posixpath.basename(words[0]) == "env" and len(words) > 1:
+        return ("env", words[-1])
+    return (words[0],)
+
+
+def model_route(
+    kind: Kind,
+    credentials: str,
+    endpoint: str | None,
+    custody: str | None,
+    login_is_api_key: bool,
+    wire: str | None = None,
+) -> Result[ModelRoute | None, Refusal]:
+    """The model route of a confined launch, or ``confine-route-unavailable``.
+
+    loopback: the custody token attached on the way to the endpoint or the vendor's API; an endpoint
+    (``none`` with ``--model-endpoint``, b10x): forwarded verbatim to it; claude ``api-key`` and
+    ``operator-login``, codex ``api-key`` (and an ``auth.json`` holding a key): the vendor's API;
+    codex's ChatGPT-plan login cannot be pointed at the bridge; ``none`` without an endpoint has none.
+    """
+    route = adapter_of(kind).confinement.vendor_route
+    if route is None:
+        if endpoint is None:
+            return Success(None)
+        prefix = urlsplit(endpoint).path.rstrip("/")
+        tail = "/messages" if wire == "anthropic-messages" else "/responses"
+        return Success(ModelRoute(_origin(endpoint), (prefix + tail,)))
+    wire_paths = route.wire_paths
+    if credentials == "loopback":
+        root = endpoint.rstrip("/") if endpoint else route.upstream
+        return Success(ModelRoute(root, wire_paths, custody))
+    if endpoint is not None:
+        prefix = urlsplit(endpoint).path.rstrip("/")
+        return Success(ModelRoute(_origin(endpoint), tuple(prefix + path for path in wire_paths)))
+    if credentials == "none":
+        return Success(None)
+    if route.login_needs_api_key and credentials == "operator-login" and not login_is_api_key:
+        return Failure(
+            Refusal(
+                "confine-route-unavailable",
+                f"--credentials operator-login on {kind} with a ChatGPT-plan login cannot be pointed at the model "
+                "route; pass --confine off or --credentials loopback",
+            )
+        )
+    return Success(ModelRoute(route.upstream, wire_paths))
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def bridge_url(endpoint: str | None) -> str:
+    """What the child is pointed at in place of ``endpoint``: the bridge on ``127.0.0.1`` with the
+    endpoint's own path kept."""
+    path = urlsplit(endpoint).path.rstrip("/") if endpoint else ""
+    return f"http://127.0.0.1:{BRIDGE_PORT}{path}"
+
+
+def plan_confinement(facts: ConfinementFacts) -> Result[Confinement, Refusal]:
+    """The view, in order (a later mount over an earlier one wins): the read-only system, ``/proc``,
+    ``/dev``, fresh ``/tmp`` and ``/dev/shm``, the caller's home as an empty tmpfs, the closure and the
+    declared reads read-only, the four writable kinds, the governing files read-only again, the route
+    socket. Refuses ``confine-read-exposes`` when a bound path would expose a hidden tree."""
+    bound = (*facts.closure, *facts.reads, *facts.writable, *facts.governing, *facts.sockets)
+    for path in bound:
+        tree = exposes(path, facts.home, facts.hidden)
+        if tree is not None:
+            return Failure(
+                Refusal("confine-read-exposes", f"the view would bind {path}, which exposes {tree}, a hidden tree")
+            )
+    mounts: list[Mount] = []
+    for entry in facts.system:
+        if entry.link is not None:
+            mounts.append(Mount("symlink", entry.path, entry.link))
+        else:
+            mounts.append(Mount("ro-bind", entry.path, entry.path))
+    mounts += [Mount("proc", "/proc"), Mount("dev", "/dev"), Mount("tmpfs", "/tmp"), Mount("tmpfs", "/dev/shm")]
+    if facts.home:
+        mounts.append(Mount("tmpfs", facts.home))
+    named = tuple(dict.fromkeys(posixpath.normpath(path) for path in facts.closure))
+    closure = tuple(path for path in named if not any(path != other and _inside(path, other) for other in named))
+    mounts += [Mount("ro-bind", path, path) for path in (*closure, *facts.reads)]
+    writable = tuple(dict.fromkeys(posixpath.normpath(path) for path in facts.writable))
+    mounts += [Mount("bind", path, path) for path in writable]
+    mounts += [Mount("ro-bind", path, path) for path in dict.fromkeys((*facts.governing, *facts.sockets))]
+    socket = posixpath.join(facts.scratch, ROUTE_SOCKET) if facts.route is not None else None
+    init = [facts.interpreter, "-m", INIT_MODULE]
+    if socket is not None:
+        mounts.append(Mount("ro-bind", socket, socket))
+        init += ["--bridge", str(BRIDGE_PORT), "--socket", socket]
+    return Success(
+        Confinement(
+            bwrap=facts.bwrap,
+            bwrap_version=facts.bwrap_version,
+            mounts=tuple(mounts),
+            chdir=facts.cwd,
+            command=(*init, "--", *facts.command),
+            closure=closure,
+            writable=writable,
+            route=facts.route,
+            socket=socket,
+            identity=(
+                ("--uid", str(ROOT_STAND_IN), "--gid", str(ROOT_STAND_IN))
+                if facts.caller_uid == 0 and not facts.sockets
+                else ()
+            ),
+        )
+    )
+
+
+def render_bwrap(confinement: Confinement, info_fd: int | None = None) -> tuple[str, ...]:
+    """The ``bwrap`` argv of a planned view; ``info_fd`` is where bwrap writes the sandbox's pid."""
+    argv: list[str] = [confinement.bwrap, *FIXED_FLAGS, *confinement.identity]
+    if info_fd is not None:
+        argv += ["--info-fd", str(info_fd)]
+    for mount in confinement.mounts:
+        if mount.operation in ("ro-bind", "bind"):
+            argv += [f"--{mount.operation}", mount.source or mount.destination, mount.destination]
+        elif mount.operation == "symlink":
+            argv += ["--symlink", mount.source or "", mount.destination]
+        else:
+            argv += [f"--{mount.operation}", mount.destination]
+    return (*argv, "--chdir", confinement.chdir, "--", *confinement.command)
+
+
+def view_lines(confinement: Confinement) -> tuple[str, ...]:
+    """The view as ``doctor`` prints it: the substrate, each mount with its mode, the route."""
+    lines = [f"confinement: {confinement.bwrap} ({confinement.bwrap_version})"]
+    for mount in confinement.mounts:
+        if mount.operation == "symlink":
+            lines.append(f"  symlink {mount.destination} -> {mount.source}")
+        elif mount.operation in ("ro-bind", "bind"):
+            lines.append(f"  {'ro' if mount.operation == 'ro-bind' else 'rw'} {mount.destination}")
+        else:
+            lines.append(f"  {mount.operation} {mount.destination}")
+    route = confinement.route
+    lines.append(f"  network: {'model route to ' + route.upstream if route is not None else 'no route'}")
+    return tuple(lines)
+
+
+def _h12(confinement: Confinement) -> str:
+    return (
+        f"bwrap {confinement.bwrap_version}: read-only system, program closure {', '.join(confinement.closure)}, "
+        f"writable {', '.join(confinement.writable)}; the caller's home and /tmp hidden"
+    )
+
+
+def _h13(confinement: Confinement) -> str:
+    if confinement.route is None or confinement.socket is None:
+        return "own network namespace; no route"
+    return f"own network namespace; the model route to {confinement.route.upstream} through {confinement.socket}"
+
+
+def _reworded(entries: tuple[RowHow, ...], extra: Mapping[str, str]) -> tuple[RowHow, ...]:
+    return tuple(RowHow(row=entry.row, how=entry.how + extra.get(entry.row, "")) for entry in entries)
+
+
+def in_view(path: str, confinement: Confinement) -> bool:
+    """Whether ``path`` lies under one of the view's binds."""
+    return any(
+        mount.operation in ("bind", "ro-bind") and _inside(path, mount.destination) for mount in confinement.mounts
+    )
+
+
+def _memory_row(memory: MemoryWalk, confinement: Confinement) -> RowHow | None:
+    """Row H11 imposed when every memory file the walk found above the child's directory is outside the
+    view; ``None`` when one is inside it (the row keeps its words)."""
+    if any(in_view(hit.path, confinement) for hit in memory.hits):
+        return None
+    found = ", ".join(hit.path for hit in memory.hits)
+    above = f"the ancestor walk from {memory.start} found {found}, not in the view" if found else (
+        f"the ancestor walk from {memory.start} found no memory file")  # fmt: skip
+    return RowHow(row="H11", how=above + "; memory files in the child's own tree are its ambient inputs")
+
+
+def confined_hermetic(
+    hermetic: Hermetic,
+    confinement: Confinement | None,
+    loopback: bool,
+    kind: Kind,
+    memory: MemoryWalk | None = None,
+) -> Hermetic:
+    """The attestation with rows H12 and H13: imposed with the view's words when confined (H6 under
+    loopback, H8, codex's H7 under ``--cwd`` then say what the view holds; an unavailable H11 whose memory
+    files above the child's directory are all outside the view is imposed; the network is no longer an
+    ambient input), ``unavailable`` under ``--confine off``."""
+    if confinement is None:
+        unavailable = (*hermetic.unavailable, RowWhy(row="H12", why=UNCONFINED_VIEW), RowWhy(row="H13", why=UNCONFINED_NETWORK))
+        return msgspec.structs.replace(hermetic, unavailable=unavailable)
+    extra = {"H8": "; the hook program and settings are read-only in the child's view"}
+    if loopback:
+        extra["H6"] = "; the custody file is outside the child's view"
+    grant = adapter_of(kind).confinement.view_grant
+    unavailable = tuple(
+        RowWhy(row=entry.row, why=entry.why + (grant if entry.row == "H7" else "")) for entry in hermetic.unavailable
+    )
+    memory_row = None
+    if memory is not None and any(entry.row == "H11" for entry in unavailable):
+        memory_row = _memory_row(memory, confinement)
+    if memory_row is not None:
+        unavailable = tuple(entry for entry in unavailable if entry.row != "H11")
+    imposed = sorted(
+        (*_reworded(hermetic.imposed, extra), *((memory_row,) if memory_row else ()),
+         RowHow(row="H12", how=_h12(confinement)), RowHow(row="H13", how=_h13(confinement))),
+        key=lambda entry: ROW_ORDER.index(entry.row),
+    )  # fmt: skip
+    ambient = tuple(entry for entry in hermetic.ambient_inputs if entry != "the network is not isolated")
+    return msgspec.structs.replace(hermetic, imposed=tuple(imposed), unavailable=unavailable, ambient_inputs=ambient)
+
+
+def pointed_at_bridge(kind: Kind, variables: Sequence[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    """The child's environment with the vendor's API replaced by the bridge (claude ``api-key`` and
+    ``operator-login``: ``ANTHROPIC_BASE_URL``; codex: ``OPENAI_BASE_URL``), sorted by key."""
+    route = adapter_of(kind).confinement.vendor_route
+    pointed = {} if route is None else {route.base_url_variable: f"http://127.0.0.1:{BRIDGE_PORT}{route.base_url_path}"}
+    return tuple(sorted({**dict(variables), **pointed}.items()))

@@ -1,0 +1,100 @@
+"""The confined child's init and bridge: ``python -m metaharness.shell.confine_init [--bridge PORT --socket
+PATH] -- ARGV…`` runs inside the view (docs/confinement.md).
+
+With ``--bridge`` it listens on ``127.0.0.1:PORT`` in the view's own network namespace and joins each
+connection to the route proxy's Unix socket ``PATH``, the view's one way out. It spawns ``ARGV`` with
+its own standard streams, environment and directory in a process group of its own, forwards SIGINT,
+SIGTERM and SIGHUP to that group and exits with its status (128+N for a signal). It writes nothing to stdout.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import threading
+
+CHUNK = 65536
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _pump(source: socket.socket, sink: socket.socket) -> None:
+    try:
+        while chunk := source.recv(CHUNK):
+            sink.sendall(chunk)
+    except OSError:
+        pass
+    finally:
+        try:
+            sink.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+
+def _join(client: socket.socket, path: str) -> None:
+    upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        upstream.connect(path)
+    except OSError:
+        client.close()
+        upstream.close()
+        return
+    back = threading.Thread(target=_pump, args=(upstream, client), daemon=True)
+    back.start()
+    _pump(client, upstream)
+    back.join()
+    client.close()
+    upstream.close()
+
+
+def _serve(listener: socket.socket, path: str) -> None:
+    while True:
+        client, _ = listener.accept()
+        threading.Thread(target=_join, args=(client, path), daemon=True).start()
+
+
+def bridge(port: int, path: str) -> socket.socket:
+    """Listen on ``127.0.0.1:port`` and join every connection to the Unix socket ``path``."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", port))
+    listener.listen(64)
+    threading.Thread(target=_serve, args=(listener, path), daemon=True).start()
+    return listener
+
+
+_harness: list[int] = []
+
+
+def _forward(number: int) -> None:
+    """Pass a signal on to the harness's process group (before the harness started: nothing)."""
+    for pid in _harness:
+        try:
+            os.killpg(pid, number)
+        except ProcessLookupError:
+            pass
+
+
+def main(argv: list[str]) -> int:
+    """Start the bridge when asked, then the harness; its exit status."""
+    split = argv.index("--")
+    options, command = argv[:split], argv[split + 1 :]
+    if "--bridge" in options:
+        bridge(int(options[options.index("--bridge") + 1]), options[options.index("--socket") + 1])
+    for number in FORWARDED:
+        signal.signal(number, lambda received, _frame: _forward(received))
+    pid = os.posix_spawnp(command[0], command, os.environ, setpgroup=0)
+    _harness.append(pid)
+    _, status = os.waitpid(pid, 0)
+    return 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+
+
+if __name__ == "__main__":
+    try:
+        status = main(sys.argv[1:])
+    except OSError as error:
+        sys.stderr.write(f"metaharness confine_init: {error}\n")
+        status = 127
+    sys.stdout.flush()
+    os._exit(status)

@@ -1,0 +1,234 @@
+"""The confinement planner's decisions and the stream amendment, as pure functions (docs/confinement.md)."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+from returns.result import Failure, Success
+
+from metaharness.pure.claude.adapter import WIRE_PATHS as CLAUDE_WIRE
+from metaharness.pure.codex.adapter import WIRE_PATHS as CODEX_WIRE
+from metaharness.pure.confinement import (
+    BRIDGE_PORT,
+    ConfinementFacts,
+    ModelRoute,
+    SystemEntry,
+    bridge_url,
+    confined_hermetic,
+    install_root,
+    model_route,
+    plan_confinement,
+    pointed_at_bridge,
+    render_bwrap,
+    shebang_interpreter,
+)
+from metaharness.pure.events import (
+    Census,
+    Deny,
+    Exited,
+    Hermetic,
+    RouteTraffic,
+    RowHow,
+    RowWhy,
+    SessionEnded,
+    StreamClosed,
+    ToolDecided,
+    ToolRequested,
+    ToolResult,
+    encode_event,
+    read_event,
+)
+from metaharness.pure.hermetic import MemoryHit, MemoryWalk
+from metaharness.pure.stream_amendment import Amendment, amend
+
+
+@pytest.mark.parametrize(
+    ("kind", "credentials", "endpoint", "expected"),
+    [
+        ("claude", "loopback", None, ModelRoute("https://api.anthropic.com", CLAUDE_WIRE, "/c")),
+        ("codex", "loopback", "http://127.0.0.1:9/", ModelRoute("http://127.0.0.1:9", CODEX_WIRE, "/c")),
+        ("claude", "none", "http://gw:8/base", ModelRoute("http://gw:8", ("/base/v1/messages", "/base/v1/messages/count_tokens"))),
+        ("codex", "none", "http://127.0.0.1:9", ModelRoute("http://127.0.0.1:9", CODEX_WIRE)),
+        ("claude", "api-key", None, ModelRoute("https://api.anthropic.com", CLAUDE_WIRE)),
+        ("claude", "operator-login", None, ModelRoute("https://api.anthropic.com", CLAUDE_WIRE)),
+        ("codex", "api-key", None, ModelRoute("https://api.openai.com", CODEX_WIRE)),
+        ("b10x", "none", "http://127.0.0.1:9/v1", ModelRoute("http://127.0.0.1:9", ("/v1/responses",))),
+        ("claude", "none", None, None),
+        ("codex", "none", None, None),
+    ],
+)  # fmt: skip
+def test_the_model_route_of_each_credential_mode(kind, credentials, endpoint, expected) -> None:
+    assert model_route(kind, credentials, endpoint, "/c" if credentials == "loopback" else None, False) == Success(expected)
+
+
+def test_a_chatgpt_plan_login_on_codex_has_no_route() -> None:
+    refused = model_route("codex", "operator-login", None, None, login_is_api_key=False)
+    assert isinstance(refused, Failure) and refused.failure().code == "confine-route-unavailable"
+    assert refused.failure().message.endswith("; pass --confine off or --credentials loopback")
+    keyed = model_route("codex", "operator-login", None, None, login_is_api_key=True)
+    assert keyed == Success(ModelRoute("https://api.openai.com", CODEX_WIRE))
+
+
+def test_the_b10x_anthropic_wire_asks_for_messages() -> None:
+    route = model_route("b10x", "none", "http://h:1/api", None, False, "anthropic-messages").unwrap()
+    assert route == ModelRoute("http://h:1", ("/api/messages",))
+    assert bridge_url("http://h:1/api") == f"http://127.0.0.1:{BRIDGE_PORT}/api"
+
+
+def test_install_roots_and_interpreters() -> None:
+    assert install_root("/opt/vendors/node_modules/@openai/codex/bin/codex.js", {}) == ("/opt/vendors/node_modules",)
+    venv = {"/opt/venv": "/usr/local/python/3.11/bin"}
+    assert install_root("/opt/venv/bin/b10x-harness", venv) == ("/opt/venv", "/usr/local/python/3.11")
+    assert install_root("/usr/bin/node", {}) == ("/usr/bin/node",)
+    assert shebang_interpreter(b"#!/usr/bin/env node\n") == ("env", "node")
+    assert shebang_interpreter(b"#!/opt/venv/bin/python3\n") == ("/opt/venv/bin/python3",)
+    assert shebang_interpreter(b"\x7fELF") == ()
+
+
+def view(route: ModelRoute | None = None, caller_uid: int = 1000) -> ConfinementFacts:
+    scratch = "/tmp/metaharness-x"
+    return ConfinementFacts(
+        bwrap="/usr/bin/bwrap", bwrap_version="0.8.0",
+        system=(SystemEntry("/usr"), SystemEntry("/bin", "usr/bin")), home="/home/op", hidden=("/home/op/.claude",),
+        closure=("/opt/node_modules", "/opt/node_modules/.bin", "/home/op/.local/bin"),
+        writable=(f"{scratch}/work", f"{scratch}/tmp"), governing=(f"{scratch}/hooks/pretooluse",),
+        interpreter="/opt/venv/bin/python", scratch=scratch, cwd=f"{scratch}/work", command=("claude", "-p", "x"),
+        route=route, caller_uid=caller_uid,
+    )  # fmt: skip
+
+
+def test_the_rendered_view_in_order() -> None:
+    argv = render_bwrap(plan_confinement(view(ModelRoute("http://e:1", CLAUDE_WIRE))).unwrap(), info_fd=5)
+    assert argv[:8] == ("/usr/bin/bwrap", "--unshare-all", "--unshare-user", "--die-with-parent", "--cap-drop", "ALL",
+                        "--info-fd", "5")  # fmt: skip
+    text = " ".join(argv)
+    assert text.index("--ro-bind /usr /usr") < text.index("--symlink usr/bin /bin") < text.index("--tmpfs /tmp")
+    assert text.index("--tmpfs /tmp") < text.index("--tmpfs /home/op") < text.index("--ro-bind /opt/node_modules")
+    assert "/opt/node_modules/.bin" not in text
+    assert text.index("--bind /tmp/metaharness-x/work") < text.index("--ro-bind /tmp/metaharness-x/hooks/pretooluse")
+    assert argv[argv.index("--chdir") + 3 :] == (
+        "/opt/venv/bin/python", "-m", "metaharness.shell.confine_init", "--bridge", str(BRIDGE_PORT), "--socket",
+        "/tmp/metaharness-x/route.sock", "--", "claude", "-p", "x",
+    )  # fmt: skip
+    assert "--uid" not in argv
+    assert render_bwrap(plan_confinement(view(caller_uid=0)).unwrap())[6:10] == ("--uid", "1000", "--gid", "1000")
+
+
+def test_no_route_means_no_bridge_and_no_socket() -> None:
+    argv = render_bwrap(plan_confinement(view()).unwrap())
+    assert "--bridge" not in argv and not any(word.endswith("route.sock") for word in argv)
+
+
+def test_a_closure_root_that_exposes_a_custody_tree_is_refused() -> None:
+    refused = plan_confinement(msgspec.structs.replace(view(), closure=("/home/op",)))
+    assert isinstance(refused, Failure) and refused.failure().code == "confine-read-exposes"
+
+
+def test_the_attestation_gains_h12_and_h13() -> None:
+    hermetic = Hermetic(
+        mode="off", decisions="frame",
+        imposed=(RowHow(row="H6", how="the child held a per-run placeholder"), RowHow(row="H8", how="hook")),
+        declared=(), unavailable=(), ambient_inputs=("the git status", "the network is not isolated"),
+        installed_plugins=(),
+    )  # fmt: skip
+    confinement = plan_confinement(view(ModelRoute("http://e:1", CLAUDE_WIRE))).unwrap()
+    confined = confined_hermetic(hermetic, confinement, loopback=True, kind="claude")
+    how = {entry.row: entry.how for entry in confined.imposed}
+    assert how["H6"].endswith("; the custody file is outside the child's view")
+    assert how["H8"].endswith("; the hook program and settings are read-only in the child's view")
+    assert how["H12"].startswith("bwrap 0.8.0: read-only system, program closure /opt/node_modules, /home/op/.local/bin")
+    assert how["H12"].endswith("; the caller's home and /tmp hidden")
+    assert how["H13"] == "own network namespace; the model route to http://e:1 through /tmp/metaharness-x/route.sock"
+    assert confined.ambient_inputs == ("the git status",)
+    off = confined_hermetic(hermetic, None, loopback=True, kind="claude")
+    assert [(why.row, why.why) for why in off.unavailable] == [
+        ("H12", "--confine off: the child sees the caller's filesystem"),
+        ("H13", "--confine off: the child sees the caller's network"),
+    ]
+
+
+def test_the_bridge_replaces_the_vendor_api() -> None:
+    assert pointed_at_bridge("claude", (("PATH", "/bin"),)) == (
+        ("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{BRIDGE_PORT}"), ("PATH", "/bin"),
+    )  # fmt: skip
+    assert dict(pointed_at_bridge("codex", ()))["OPENAI_BASE_URL"] == f"http://127.0.0.1:{BRIDGE_PORT}/v1"
+
+
+CENSUS = Census(allowed=0, denied=1, replaced=0, abstained=0, by_seam={"hook": 1}, by_decider={"frame": 1})
+
+
+def ended() -> SessionEnded:
+    fields = {name: None for name in SessionEnded.__struct_fields__ if name not in ("census", "route")}
+    return SessionEnded(**fields, census=CENSUS)
+
+
+def result(call: str, is_error: bool) -> ToolResult:
+    return ToolResult(exit_code=None, outcome_source=None, call_id=call, is_error=is_error, content=None, bytes=None,
+                      tool_use_result=None)  # fmt: skip
+
+
+def written(payloads: list, route: RouteTraffic | None = None) -> list[bytes]:
+    state, out = Amendment(), []
+    for seq, payload in enumerate(payloads, start=1):
+        state, lines = amend(state, encode_event(seq, "r", payload), route)
+        out += lines
+    return out
+
+
+def test_a_denied_call_with_an_error_result_passes_through_byte_for_byte() -> None:
+    payloads = [ToolDecided(call_id="c1", decision=Deny(reason="no"), decided_by="frame", seam="hook", latency_ms=1),
+                result("c1", True), ended(), StreamClosed(events=3, reason="completed", run_id="r", process=Exited(code=0))]  # fmt: skip
+    assert written(payloads) == [encode_event(seq, "r", p) for seq, p in enumerate(payloads, start=1)]
+
+
+def test_a_bypassed_decision_is_warned_counted_and_renumbered() -> None:
+    payloads = [ToolDecided(call_id="c1", decision=Deny(reason="no"), decided_by="frame", seam="hook", latency_ms=1),
+                result("c1", False), ended(), StreamClosed(events=3, reason="completed", run_id="r", process=Exited(code=0))]  # fmt: skip
+    lines = [read_event(line).unwrap() for line in written(payloads, RouteTraffic(requests=2, bytes_up=3, bytes_down=4))]
+    assert [line.seq for line in lines] == [1, 2, 3, 4, 5]
+    warning = lines[2].payload
+    assert warning.code == "DECISION_BYPASSED" and "c1" in warning.message
+    assert lines[3].payload.census.bypassed == 1
+    assert lines[3].payload.route == RouteTraffic(requests=2, bytes_up=3, bytes_down=4)
+    assert lines[4].payload.events == 4
+
+
+def test_a_successful_result_before_the_deny_is_a_bypass_too() -> None:
+    payloads = [result("c2", False),
+                ToolDecided(call_id="c2", decision=Deny(reason="late"), decided_by="embedder", seam="hook", latency_ms=9),
+                ended()]  # fmt: skip
+    lines = [read_event(line).unwrap() for line in written(payloads)]
+    assert [line.seq for line in lines] == [1, 2, 3, 4]
+    assert lines[2].payload.code == "DECISION_BYPASSED" and lines[3].payload.census.bypassed == 1
+    assert "route" not in lines[3].payload.__struct_fields__ or lines[3].payload.route is msgspec.UNSET
+
+
+def test_h7_on_codex_and_h11_under_cwd_in_the_view() -> None:
+    hermetic = Hermetic(
+        mode="off", decisions="frame", imposed=(), declared=(), ambient_inputs=(), installed_plugins=(),
+        unavailable=(RowWhy(row="H7", why="the child runs in /home/op/repo"), RowWhy(row="H11", why="discoverable")),
+    )  # fmt: skip
+    confinement = plan_confinement(view()).unwrap()
+    above = MemoryWalk(start="/home/op/repo", hits=(MemoryHit("/home/op/AGENTS.md", "AGENTS.md"),), root_names=())
+    confined = confined_hermetic(hermetic, confinement, loopback=False, kind="codex", memory=above)
+    assert [(why.row, why.why) for why in confined.unavailable] == [
+        ("H7", "the child runs in /home/op/repo; in the view that grant is the tree, a private /tmp and TMPDIR")
+    ]
+    (h11,) = [entry for entry in confined.imposed if entry.row == "H11"]
+    assert h11.how.startswith("the ancestor walk from /home/op/repo found /home/op/AGENTS.md, not in the view")
+    assert [entry.row for entry in confined.imposed] == ["H11", "H12", "H13"]
+    bound = MemoryWalk(start="/home/op/repo", hits=(MemoryHit("/opt/node_modules/AGENTS.md", "AGENTS.md"),),
+                       root_names=())  # fmt: skip
+    kept = confined_hermetic(hermetic, confinement, loopback=False, kind="claude", memory=bound)
+    assert [why.row for why in kept.unavailable] == ["H7", "H11"] and kept.unavailable[0].why.endswith("/home/op/repo")
+
+
+def test_a_call_id_presented_again_starts_afresh() -> None:
+    def requested(call: str) -> ToolRequested:
+        return ToolRequested(call_id=call, name="file_write", input={}, decision_required=True, deadline_ms=None,
+                             seam="caller")  # fmt: skip
+
+    payloads = [requested("call_0"), result("call_0", False), requested("call_0"),
+                ToolDecided(call_id="call_0", decision=Deny(reason="mutated"), decided_by="adapter", seam="caller",
+                            latency_ms=0), ended()]  # fmt: skip
+    assert written(payloads) == [encode_event(seq, "r", p) for seq, p in enumerate(payloads, start=1)]

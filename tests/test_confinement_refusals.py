@@ -1,0 +1,92 @@
+"""The confinement refusals, each named, each before any scratch file (docs/confinement.md):
+``confine-unavailable`` (bwrap missing; its trial failing where the kernel will not map a user),
+``confine-route-unavailable`` (codex's ChatGPT-plan login), ``confine-read-exposes``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HIDDEN = ("/usr/bin/bwrap", "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--ro-bind", "/dev/null", "/usr/bin/bwrap",
+          "--")  # fmt: skip
+"""An outer view in which ``/usr/bin/bwrap`` is not an executable."""
+CAPLESS = ("/usr/bin/bwrap", "--bind", "/", "/", "--cap-drop", "ALL", "--")
+"""An outer view in which a root caller holds no capability, so a user namespace cannot map it."""
+B10X = ["run", "b10x", "--decisions", "observe", "--model", "m", "--model-endpoint", "http://127.0.0.1:9/v1", "-p", "x"]
+
+
+def metaharness(
+    tmp_path: Path, words: list[str], outer: tuple[str, ...] = (), home: Path | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """``metaharness WORDS`` with a fresh TMPDIR (so a scratch root would show), optionally inside an
+    outer bwrap ``outer`` that changes what the run finds."""
+    scratch_parent = tmp_path / "tmpdir"
+    scratch_parent.mkdir(exist_ok=True)
+    env = {**os.environ, "TMPDIR": str(scratch_parent), **({"HOME": str(home)} if home else {})}
+    argv = [*outer, sys.executable, "-m", "metaharness.shell", *words]
+    return subprocess.run(argv, capture_output=True, env=env, timeout=60, stdin=subprocess.DEVNULL, check=False)
+
+
+def refused(done: subprocess.CompletedProcess[bytes], code: str) -> str:
+    lines = done.stderr.decode().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith(f"metaharness: {code}: "), lines
+    assert done.stdout == b""
+    return lines[0]
+
+
+def no_scratch(tmp_path: Path) -> None:
+    assert list((tmp_path / "tmpdir").iterdir()) == []
+
+
+def test_bwrap_missing_is_confine_unavailable(tmp_path: Path) -> None:
+    line = refused(metaharness(tmp_path, B10X, HIDDEN), "confine-unavailable")
+    assert line.endswith("bwrap not found on /usr/bin:/bin; install bubblewrap or pass --confine off")
+    no_scratch(tmp_path)
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="a root caller without capabilities cannot map its user")
+def test_a_failing_trial_is_confine_unavailable_naming_its_exit_and_first_line(tmp_path: Path) -> None:
+    line = refused(metaharness(tmp_path, B10X, CAPLESS), "confine-unavailable")
+    assert "the bwrap trial exited 1: bwrap: " in line and line.endswith("; install bubblewrap or pass --confine off")
+    no_scratch(tmp_path)
+
+
+def test_confine_off_needs_no_substrate(tmp_path: Path) -> None:
+    done = metaharness(tmp_path, [*B10X, "--confine", "off", "--cwd", "/nonexistent"], HIDDEN)
+    refused(done, "cwd-unusable")
+
+
+def test_a_chatgpt_plan_login_on_codex_is_confine_route_unavailable(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".codex").mkdir(parents=True)
+    (home / ".codex" / "auth.json").write_text(json.dumps({"tokens": {"access_token": "chatgpt-plan"}}))
+    line = refused(metaharness(tmp_path, ["run", "codex", "-p", "x", "--decisions", "observe"], home=home),
+                   "confine-route-unavailable")  # fmt: skip
+    assert "operator-login on codex" in line and line.endswith("; pass --confine off or --credentials loopback")
+    no_scratch(tmp_path)
+
+
+@pytest.mark.parametrize("read", ["{home}", "{home}/.claude", "{home}/.codex/sub", "/"])
+def test_a_read_that_exposes_a_hidden_tree_is_refused(tmp_path: Path, read: str) -> None:
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".claude" / ".credentials.json").write_text("{}")
+    words = [*B10X, "--confine-read", read.format(home=home)]
+    line = refused(metaharness(tmp_path, words, home=home), "confine-read-exposes")
+    assert "which the view hides" in line
+    no_scratch(tmp_path)
+
+
+def test_doctor_says_why_confinement_is_unavailable(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".local" / "bin").mkdir(parents=True)
+    (home / ".local" / "bin" / "b10x-harness").symlink_to(Path(sys.executable).parent / "b10x-harness")
+    done = metaharness(tmp_path, ["doctor", "b10x"], HIDDEN, home=home)
+    assert done.stdout.decode().splitlines()[-1] == (
+        "confinement: unavailable: bwrap not found on /usr/bin:/bin; install bubblewrap or pass --confine off"
+    )
