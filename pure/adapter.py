@@ -1,10 +1,10 @@
 """The adapter contract: everything a shared module needs to know about one kind, as one frozen value.
 
 Each kind defines its ``Adapter`` in ``pure/<kind>/adapter.py``; ``metaharness.pure.adapters`` collects
-them, and the shared modules (options, environment, hermetic, capabilities, loopback, projection,
-replay) look a kind up there instead of naming it. A kind's module here imports nothing but leaf
-modules, so every shared module can consult the registry at import time; what needs the kind's heavy
-stages (its replay) imports them when called. See ``docs/DEVELOPING.md`` "Adding a fourth kind".
+them, and the shared modules (options, environment, hermetic, capabilities, loopback, confinement,
+projection, replay) look a kind up there instead of naming it. A kind's adapter module imports nothing
+but leaf modules, so every shared module can consult the registry at import time; what needs the
+kind's heavy stages (its replay, its frame check) imports them when called. See ``docs/DEVELOPING.md`` "Adding a fourth kind".
 """
 
 from __future__ import annotations
