@@ -153,7 +153,8 @@ def credential_posture(
 
     ``credential_file_present`` is the shell's fact that :func:`operator_login_file` names a readable
     regular file; ``custody_path`` and ``upstream`` name the loopback custody file and upstream for
-    row H6. Refusals: ``api-key-missing``, ``subscription-token-env-unset``, ``credential-file-missing``.
+    row H6. Refusals: ``api-key-missing``, ``subscription-token-env-unset``, ``credential-file-missing``,
+    ``credentials-not-carried`` (loopback on a kind without a loopback proxy, as stage 3 words it).
     """
     kind = declaration.kind
     reads_none = adapter_of(kind).credentials.operator_login_reads_none
@@ -174,7 +175,7 @@ def credential_posture(
             )
         )
     if mode == "loopback":
-        return Success(_loopback_posture(declaration, custody_path, upstream))
+        return _loopback_posture(declaration, custody_path, upstream)
     return _none_posture(declaration, caller_env)
 
 
@@ -224,18 +225,25 @@ def _api_key_posture(
 
 def _loopback_posture(
     declaration: EnvironmentDeclaration, custody_path: str | None, upstream: str | None
-) -> CredentialPosture:
+) -> Result[CredentialPosture, Refusal]:
+    """A kind without a loopback proxy refuses it as stage 3 does (``credentials-not-carried``)."""
+    adapter = adapter_of(declaration.kind)
+    if adapter.loopback is None:
+        reason = adapter.not_carried_values[("credentials", "loopback")]
+        return Failure(
+            Refusal("credentials-not-carried", f"--credentials loopback is not carried on {adapter.kind}: {reason}")
+        )
     port = declaration.loopback_port or "00000"
     placeholder = declaration.loopback_placeholder or ""
-    loopback = adapter_of(declaration.kind).loopback
-    variables = () if loopback is None else loopback.child_variables(port, placeholder)
-    return CredentialPosture(
-        variables,
-        None,
-        (),
-        "no key variable is in the child's environment; it holds a per-run placeholder",
-        "the child held a per-run placeholder and no credential file; the token was read per request from "
-        f"{custody_path} and attached on the way to {upstream}",
+    return Success(
+        CredentialPosture(
+            adapter.loopback.child_variables(port, placeholder),
+            None,
+            (),
+            "no key variable is in the child's environment; it holds a per-run placeholder",
+            "the child held a per-run placeholder and no credential file; the token was read per request from "
+            f"{custody_path} and attached on the way to {upstream}",
+        )
     )
 
 
