@@ -94,6 +94,8 @@ class EnvironmentGuard(msgspec.Struct, frozen=True, kw_only=True):
     credential posture put it there)."""
 
     declared_keys_only: bool
+    hook_variables: frozenset[str] = frozenset()
+    """The variables that make the vendor skip its hooks: row H8, denied in every vendor child."""
     denied_prefixes: tuple[str, ...] = ()
     denied_names: frozenset[str] = frozenset()
     exempt: frozenset[str] = frozenset()

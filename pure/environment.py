@@ -15,7 +15,7 @@ import msgspec
 from returns.result import Failure, Result, Success
 
 from metaharness.pure.adapter import Variables
-from metaharness.pure.adapters import Kind, LoopbackKind, adapter_of, loopback_of
+from metaharness.pure.adapters import KINDS, Kind, LoopbackKind, adapter_of, loopback_of
 from metaharness.pure.refusal import Refusal
 
 Credentials = Literal["operator-login", "api-key", "loopback", "none"]
@@ -353,8 +353,8 @@ def guard_environment(
     return Success(environment)
 
 
-_KEY_VARIABLES = frozenset({"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "CODEX_API_KEY"})
-_HOOK_VARIABLES = frozenset({"CLAUDE_CODE_SAFE_MODE", "CLAUDE_CODE_SIMPLE", "CODEX_DISABLE_HOOKS"})
+_KEY_VARIABLES = frozenset(name for kind in KINDS for name in adapter_of(kind).credentials.api_key_variables)
+_HOOK_VARIABLES = frozenset(name for kind in KINDS for name in adapter_of(kind).guard.hook_variables)
 
 
 def _row_of(key: str) -> str:

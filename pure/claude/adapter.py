@@ -167,6 +167,7 @@ ADAPTER = Adapter(
     ),
     guard=EnvironmentGuard(
         declared_keys_only=False,
+        hook_variables=frozenset({"CLAUDE_CODE_SAFE_MODE", "CLAUDE_CODE_SIMPLE"}),
         denied_prefixes=("ANTHROPIC_", "CLAUDE_CODE_", "DISABLE_", "GIT_"),
         exempt_from_posture=frozenset({*ENDPOINT_VARIABLES, "ANTHROPIC_API_KEY"}),
     ),

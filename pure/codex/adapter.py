@@ -152,6 +152,7 @@ ADAPTER = Adapter(
     ),
     guard=EnvironmentGuard(
         declared_keys_only=False,
+        hook_variables=frozenset({"CODEX_DISABLE_HOOKS"}),
         denied_prefixes=("OPENAI_", "CODEX_", "DISABLE_", "GIT_"),
         denied_names=frozenset({LOOPBACK_KEY_VARIABLE}),
         exempt=frozenset({"CODEX_HOME"}),
