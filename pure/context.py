@@ -24,9 +24,11 @@ INTRODUCTION = "The files below were declared for this run. They are reference d
 
 
 class ContextRead(msgspec.Struct, frozen=True):
-    """The opened object was a regular file and these are the bytes read from it, once."""
+    """The opened object was a regular file and these are the bytes read from it, once; ``more`` says
+    the file held more and reading stopped past ``MAX_CONTEXT_BYTES`` (it is refused as too large)."""
 
     data: bytes
+    more: bool = False
 
 
 class ContextSymlink(msgspec.Struct, frozen=True):
@@ -65,6 +67,7 @@ class ContextFileRead(msgspec.Struct, frozen=True):
     path: str
     data: bytes
     sha256: str
+    more: bool = False
 
     @property
     def size(self) -> int:
@@ -204,15 +207,24 @@ def admit_context_files(
         )
     total = sum(file.size + len(rendered_path(file.path).encode("utf-8")) for file in admitted)
     if total > MAX_CONTEXT_BYTES:
-        each = ", ".join(f"{file.path} {file.size} bytes" for file in admitted)
+        each = ", ".join(
+            f"{file.path} more than {MAX_CONTEXT_BYTES} bytes" if file.more else f"{file.path} {file.size} bytes"
+            for file in admitted
+        )
         return Failure(
             Refusal(
                 "context-too-large",
-                f"the --context files add {total} bytes of content and rendered path, past the limit of "
+                f"the --context files add {'at least ' if any(file.more for file in admitted) else ''}{total} bytes "
+                "of content and rendered path, past the limit of "
                 f"{MAX_CONTEXT_BYTES}: {each}",
             )
         )
     return Success(tuple(admitted))
+
+
+def _names_a_directory(path: str) -> bool:
+    """The path ends in ``/`` or in a ``.`` component, which only a directory satisfies."""
+    return path.endswith("/") or path.rsplit("/", 1)[-1] == "." and "/" in path
 
 
 def _admit_one(path: str, opening: ContextOpening, git: GitIndexFacts) -> Result[ContextFileRead, Refusal]:
@@ -226,17 +238,23 @@ def _admit_one(path: str, opening: ContextOpening, git: GitIndexFacts) -> Result
     if not isinstance(opening, ContextRead):
         detail = opening.detail if isinstance(opening, ContextNotRegular) else "was not opened"
         return Failure(Refusal("context-not-regular", f"--context {path}: {detail}"))
+    if _names_a_directory(path):
+        walked = "/".join(components.unwrap())
+        return Failure(
+            Refusal("context-not-regular", f"--context {path}: the path names a directory and {walked} is a regular file")
+        )
     try:
         opening.data.decode("utf-8")
     except UnicodeDecodeError as error:
-        return Failure(
-            Refusal("context-not-utf8", f"--context {path}: the content is not UTF-8 text (byte {error.start})")
-        )
+        if not (opening.more and error.reason == "unexpected end of data"):
+            return Failure(
+                Refusal("context-not-utf8", f"--context {path}: the content is not UTF-8 text (byte {error.start})")
+            )
     if not tracked(components.unwrap(), git):
         return Failure(
             Refusal("context-untracked", f"--context {path}: git's index does not name this file in the tree")
         )
-    return Success(ContextFileRead(path, opening.data, sha256_hex(opening.data)))
+    return Success(ContextFileRead(path, opening.data, sha256_hex(opening.data), more=opening.more))
 
 
 def smallest_free_n(closing: str, texts: Sequence[str]) -> int:

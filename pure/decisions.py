@@ -79,7 +79,9 @@ MUTATED_DENY = "this call id was already presented with a different input"
 class PresentedCall(Struct, frozen=True, kw_only=True):
     """A call the harness presented on ``seam``: its id, tool name and input as presented, the
     operations it resolved to and the subjects read from its own arguments. ``catalogue_question``
-    marks a listing or describing question on an owned surface (spec 20 §8.3 step 1)."""
+    marks a listing or describing question on an owned surface (spec 20 §8.3 step 1); ``unreadable``
+    says why metaharness cannot tell what the call would do (a patch it cannot read as Codex does, a
+    question under another name than the announcement), and such a call is denied by ``adapter``."""
 
     call_id: str
     name: str
@@ -88,6 +90,7 @@ class PresentedCall(Struct, frozen=True, kw_only=True):
     operations: tuple[Operation, ...] = ()
     subjects: tuple[str, ...] = ()
     catalogue_question: bool = False
+    unreadable: str | None = None
 
 
 class CallRecord(Struct, frozen=True, kw_only=True):
@@ -264,7 +267,10 @@ def _mutated(desk: Desk, call: PresentedCall, digest: str) -> Step:
 
 
 def _fresh(desk: Desk, call: PresentedCall, record: CallRecord) -> Step:
-    """A new call on a deciding seam, decided by mode (spec 20 §8.2)."""
+    """A new call on a deciding seam, decided by mode (spec 20 §8.2); an unreadable one is denied."""
+    if call.unreadable is not None:
+        new, decided = _closed(desk, record, Deny(call.unreadable), "adapter", None, call.seam)
+        return new, (_requested(call, False, None), *decided)
     if desk.mode == "observe":
         new, decided = _closed(desk, record, Allow(), "observe", None, call.seam)
         return new, (_requested(call, False, None), *decided)

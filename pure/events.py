@@ -16,6 +16,7 @@ import msgspec
 from msgspec import UNSET, Struct, UnsetType
 from returns.result import Failure, Result, Success
 
+from metaharness.pure.bounds import decode_bounded
 from metaharness.pure.jsonline import compact
 
 EVENT_FORMAT = "metaharness.event/1"
@@ -623,7 +624,7 @@ def _tag_text(tag: object) -> str:
 def read_event(line: bytes | str) -> Result[EventLine, str]:
     """Read one event line, refusing with the messages of spec 20 §2.3; unknown fields are ignored."""
     try:
-        raw = msgspec.json.decode(line)
+        raw = decode_bounded(line)
     except (msgspec.DecodeError, RecursionError, UnicodeEncodeError) as error:
         return _not_object(str(error))
     if not isinstance(raw, dict):

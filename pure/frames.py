@@ -16,6 +16,7 @@ import msgspec
 from msgspec import Struct
 from returns.result import Failure, Result, Success
 
+from metaharness.pure.bounds import decode_bounded, first_duplicate_key
 from metaharness.pure.events import StepRef
 from metaharness.pure.jsonline import canonical, compact, sha256_hex
 from metaharness.pure.refusal import Refusal
@@ -406,11 +407,16 @@ def _sealed(frame: Frame) -> Result[Frame, FrameFault]:
 
 
 def decode_json(data: bytes) -> Result[Any, str]:
-    """Decode one JSON document, or the parser's detail (a leading byte-order mark is not JSON)."""
+    """Decode one JSON document, or the parser's detail (a leading byte-order mark is not JSON; nor is
+    an object holding one key twice, whose first copy a decoder would silently drop)."""
     try:
-        return Success(msgspec.json.decode(data))
+        value = decode_bounded(data)
     except (msgspec.DecodeError, RecursionError) as error:
         return Failure(str(error))
+    duplicate = first_duplicate_key(data)
+    if duplicate is not None:
+        return Failure(f"the key {duplicate!r} appears twice in one object")
+    return Success(value)
 
 
 def load_frame(data: bytes) -> Result[Frame, FrameFault]:

@@ -16,6 +16,7 @@ from typing import Any
 
 import msgspec
 
+from metaharness.pure.bounds import decode_bounded
 from metaharness.pure.jsonline import compact
 
 HOOK_TIMEOUT_S = 60
@@ -118,10 +119,23 @@ class HookCall(msgspec.Struct, frozen=True):
     cwd: str | None = None
 
 
+UNREADABLE_REQUEST = (
+    "metaharness could not read this hook request as a JSON object naming a tool, so it cannot tell what "
+    "the call would do"
+)
+"""The deny reason, by ``adapter``, of a hook call whose request names no tool."""
+
+
+def request_unreadable(call: HookCall) -> str | None:
+    """``UNREADABLE_REQUEST`` for a call whose request named no tool (unreadable, nested too deep, cut
+    at its bound), else ``None``."""
+    return UNREADABLE_REQUEST if not call.name else None
+
+
 def read_hook_request(key: str, raw: bytes) -> HookCall:
     """Read ``requests/<key>.json`` (``tool_use_id``, ``tool_name``, ``tool_input``) as a call (spec 50 §2)."""
     try:
-        document = msgspec.json.decode(raw)
+        document = decode_bounded(raw)
     except msgspec.DecodeError:
         document = None
     if not isinstance(document, dict):

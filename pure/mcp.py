@@ -12,6 +12,7 @@ from typing import Any
 
 import msgspec
 
+from metaharness.pure.bounds import decode_bounded
 from metaharness.pure.catalogue import (
     WRITE_ENTRIES,
     Catalogue,
@@ -105,7 +106,7 @@ def performed_answer(request_id: Any, outcome: bytes | str) -> Answer:
 def request_id_of(line: bytes) -> Any:
     """The ``id`` of a line, for an answer to a fault; ``None`` when it has none."""
     try:
-        message = msgspec.json.decode(line)
+        message = decode_bounded(line)
     except (msgspec.DecodeError, ValueError):
         return None
     return message.get("id") if isinstance(message, dict) else None
@@ -114,7 +115,7 @@ def request_id_of(line: bytes) -> Any:
 def read_line(server: Server, line: bytes) -> Step:
     """One stdin line to its step by spec 30 §12.1."""
     try:
-        message = msgspec.json.decode(line)
+        message = decode_bounded(line)
     except (msgspec.DecodeError, ValueError) as error:
         return Note(f"skipped a line that is not JSON: {error}")
     if isinstance(message, list):

@@ -490,14 +490,32 @@ def check_prompt_text(options: RunOptions) -> Result[RunOptions, Refusal]:
     return Success(options)
 
 
+STREAM_WORDS = ("model", "actor", "effort")
+"""Options whose text the event stream carries as given, so it must be UTF-8."""
+
+
+def check_stream_words(options: RunOptions) -> Result[RunOptions, Refusal]:
+    """``argument-not-utf8`` for an option of ``STREAM_WORDS`` whose bytes are not UTF-8 (they arrive
+    as surrogates), which no event could carry."""
+    for name in STREAM_WORDS:
+        value = getattr(options, name)
+        if isinstance(value, str) and not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return Failure(Refusal("argument-not-utf8", f"--{name} is not UTF-8 text, so no event could carry it"))
+    return Success(options)
+
+
 def check_run_options(
     options: RunOptions, facts: AuditFacts, not_built: Mapping[str, str] = NOT_BUILT
 ) -> Result[RunOptions, Refusal]:
-    """The task's text, then stages 2–4 (audit pairing, kind carriage, option pairing) in order; the first
-    refusal is the one reported."""
+    """The task's text and the UTF-8 check of the stream's words, then stages 2–4 (audit pairing, kind
+    carriage, option pairing) in order; the first refusal is the one reported."""
     return (
         check_prompt_text(options)
-        .bind(lambda _options: check_audit_pairing(options, facts))
+        .bind(check_stream_words)
+        .bind(lambda _words: check_audit_pairing(options, facts))
         .bind(lambda _pairing: check_kind_carriage(options, not_built))
         .bind(check_option_pairing)
     )

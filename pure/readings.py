@@ -7,6 +7,9 @@ The codex rollout reader and the claude stream-json reader both yield these; the
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import msgspec
 from msgspec import UNSET, UnsetType
 
@@ -38,3 +41,22 @@ class Finished(msgspec.Struct, frozen=True):
 
 
 Reading = Emitted | Announced | Finished
+
+
+def stated_count(value: Any) -> int | None:
+    """A count a record states (tokens, turns, milliseconds): an integer ≥ 0, else unknown (``None``),
+    so a negative one never passes into an event."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
+
+
+def stated_amount(value: Any) -> float | None:
+    """An amount a record states (dollars, a utilisation): a finite number ≥ 0, else unknown."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) and number >= 0 else None

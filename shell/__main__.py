@@ -1,5 +1,5 @@
 """``python -m metaharness.shell`` runs the same CLI as the ``metaharness`` console script."""
 
-from metaharness.shell.cli import main
+from metaharness.shell.entry import main
 
 main()

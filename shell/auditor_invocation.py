@@ -4,24 +4,26 @@ metaharness's own environment and working directory, its stderr relayed."""
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 
 from returns.result import Failure, Result
 
 from metaharness.pure.audit_report import AuditBaseline, AuditorOutcome, auditor_outcome, recheck_audit
-from metaharness.pure.jsonline import sha256_hex
 from metaharness.pure.options import AuditPairing, RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.auditor import gather_audit_facts
+from metaharness.shell.bounded_reads import open_regular
 
 
 def file_sha256(path: str | None) -> str | None:
-    """The sha256 of a file's bytes, or ``None`` when it cannot be read."""
+    """The sha256 of a file's bytes, read in chunks, or ``None`` when it cannot be read or is no regular
+    file (a FIFO is never waited on)."""
     if path is None:
         return None
     try:
-        with open(path, "rb") as handle:
-            return sha256_hex(handle.read())
+        with open_regular(path) as handle:
+            return hashlib.file_digest(handle, "sha256").hexdigest()
     except OSError:
         return None
 

@@ -11,7 +11,9 @@ import threading
 import time
 from typing import IO, Any
 
+from metaharness.pure.bounds import COMMAND_LINE_LIMIT, RECORD_LINE_LIMIT
 from metaharness.pure.events import Exited, Process, Signaled, UnknownProcess
+from metaharness.shell.bounded_reads import bounded_lines, descriptor_lines
 
 STDERR_KEPT = 64 * 1024
 """The last 64 KiB of the child's stderr are kept for ``NO_TERMINAL_RECORD``."""
@@ -73,29 +75,19 @@ def keep_tail(stream: IO[bytes], tail: bytearray) -> None:
 
 
 def pump_lines(stream: IO[bytes], kind: str, events: queue.Queue[tuple[str, Any]]) -> None:
-    """Each line of ``stream`` as ``(kind, line)``, then ``(kind, None)`` at its end."""
-    for line in iter(stream.readline, b""):
+    """Each record line of ``stream`` (cut to ``RECORD_LINE_LIMIT``) as ``(kind, line)``, then
+    ``(kind, None)`` at its end."""
+    for line in bounded_lines(stream, RECORD_LINE_LIMIT):
         events.put((kind, line))
     events.put((kind, None))
 
 
 def pump_fd(fd: int, kind: str, events: queue.Queue[tuple[str, Any]]) -> None:
-    """Each line read from a raw descriptor (metaharness's own stdin) as ``(kind, line)``, then
-    ``(kind, None)``: no buffered reader's lock is held at interpreter shutdown."""
-    pending = b""
-    while True:
-        try:
-            chunk = os.read(fd, 65536)
-        except OSError:
-            chunk = b""
-        if not chunk:
-            break
-        pending += chunk
-        *lines, pending = pending.split(b"\n")
-        for line in lines:
-            events.put((kind, line + b"\n"))
-    if pending:
-        events.put((kind, pending))
+    """Each command line read from a raw descriptor (metaharness's own stdin, cut to
+    ``COMMAND_LINE_LIMIT``) as ``(kind, line)``, then ``(kind, None)``: no buffered reader's lock is
+    held at interpreter shutdown."""
+    for line in descriptor_lines(fd, COMMAND_LINE_LIMIT):
+        events.put((kind, line))
     events.put((kind, None))
 
 

@@ -9,6 +9,7 @@ no usage dump), and any unexpected exception is turned into such a line rather t
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -29,6 +30,7 @@ from metaharness.pure.options import (
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_limits import parse_duration
 from metaharness.shell.refusals import refuse
+from metaharness.shell.run_signals import release_signals
 
 AUDIT_NOT_BUILT = Refusal(
     "audit-not-built",
@@ -348,7 +350,13 @@ def run_cli(args: Sequence[str]) -> int:
 
 
 def main() -> NoReturn:
-    """The ``metaharness`` console script: never a traceback, every failure a refusal line."""
+    """The ``metaharness`` console script: never a traceback, every failure a refusal line. ``run``
+    keeps the signals held since start-up for its own stages; any other verb gets the defaults back,
+    after refusing ``signalled`` when one arrived during start-up."""
+    if sys.argv[1:2] != ["run"]:
+        held = release_signals()
+        if held:
+            sys.exit(refuse(Refusal("signalled", f"{signal.Signals(held[0]).name} arrived before metaharness finished")))
     try:
         code = run_cli(sys.argv[1:])
     except Exception as error:  # noqa: BLE001 - spec 10 §1: never a traceback, whatever failed

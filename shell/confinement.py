@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import msgspec
 from returns.result import Failure, Result, Success
 
+import metaharness
 import metaharness.pure
 import metaharness.shell
 import metaharness.vectors
@@ -207,8 +208,12 @@ def closure(program: str, child_path: str) -> tuple[str, ...]:
 
 @functools.cache
 def own_roots() -> tuple[str, ...]:
-    """Where this metaharness runs from: its interpreter's roots and its packages' directories."""
-    packages = (*metaharness.pure.__path__, *metaharness.shell.__path__, *metaharness.vectors.__path__)
+    """Where this metaharness runs from: its interpreter's roots and its packages' directories (the
+    ``metaharness`` package itself too: under an editable install it is ``src/metaharness``, whose links name
+    the top-level halves)."""
+    packages = (
+        *metaharness.__path__, *metaharness.pure.__path__, *metaharness.shell.__path__, *metaharness.vectors.__path__
+    )
     return (*_roots(sys.executable), *(os.path.realpath(path) for path in packages))
 
 

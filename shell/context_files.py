@@ -15,7 +15,9 @@ from collections.abc import Sequence
 
 from returns.result import Failure, Result
 
+from metaharness.pure.bounds import GIT_INDEX_LIMIT, GIT_SMALL_FILE_LIMIT
 from metaharness.pure.context import (
+    MAX_CONTEXT_BYTES,
     ContextFileRead,
     ContextNotRegular,
     ContextOpening,
@@ -27,6 +29,7 @@ from metaharness.pure.context import (
     context_components,
 )
 from metaharness.pure.refusal import Refusal
+from metaharness.shell.bounded_reads import read_regular
 
 _DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
@@ -83,9 +86,11 @@ def _read_last(directory: int, name: str, shown: str) -> ContextOpening:
         if not stat.S_ISREG(opened.st_mode):
             return ContextNotRegular(component=shown, detail=f"{shown} {_describe(opened.st_mode)}")
         chunks: list[bytes] = []
-        while chunk := os.read(handle, 1 << 16):
+        held = 0
+        while held <= MAX_CONTEXT_BYTES and (chunk := os.read(handle, MAX_CONTEXT_BYTES + 1 - held)):
             chunks.append(chunk)
-        return ContextRead(data=b"".join(chunks))
+            held += len(chunk)
+        return ContextRead(data=b"".join(chunks), more=held > MAX_CONTEXT_BYTES)
     finally:
         os.close(handle)
 
@@ -135,13 +140,12 @@ def gather_git_index(cwd: str) -> GitIndexFacts:
 
 def _gitfile_target(top: str, gitfile: str) -> str | None:
     try:
-        with open(gitfile, "rb") as handle:
-            first = handle.readline().rstrip(b"\r\n").decode("utf-8", "surrogateescape")
+        first = read_regular(gitfile, GIT_SMALL_FILE_LIMIT).split(b"\n")[0].rstrip(b"\r")
     except OSError:
         return None
-    if not first.startswith("gitdir:"):
+    if not first.startswith(b"gitdir:"):
         return None
-    return os.path.join(top, first[len("gitdir:") :].strip())
+    return os.path.join(top, first[len(b"gitdir:") :].decode("utf-8", "surrogateescape").strip())
 
 
 def _index_facts(real: str, top: str, git_directory: str | None) -> GitIndexFacts:
@@ -150,8 +154,7 @@ def _index_facts(real: str, top: str, git_directory: str | None) -> GitIndexFact
     if git_directory is None:
         return GitIndexFacts(prefix=prefix, index=None)
     try:
-        with open(os.path.join(git_directory, "index"), "rb") as handle:
-            index = handle.read()
+        index: bytes | None = read_regular(os.path.join(git_directory, "index"), GIT_INDEX_LIMIT)
     except OSError:
         index = None
     return GitIndexFacts(prefix=prefix, index=index, hash_size=_hash_size(git_directory))
@@ -162,13 +165,12 @@ def _hash_size(git_directory: str) -> int:
     in its common directory)."""
     common = git_directory
     try:
-        with open(os.path.join(git_directory, "commondir"), encoding="utf-8") as handle:
-            common = os.path.join(git_directory, handle.read().strip())
+        named = read_regular(os.path.join(git_directory, "commondir"), GIT_SMALL_FILE_LIMIT)
+        common = os.path.join(git_directory, named.decode("utf-8", "surrogateescape").strip())
     except OSError:
         pass
     try:
-        with open(os.path.join(common, "config"), encoding="utf-8", errors="replace") as handle:
-            config = handle.read()
+        config = read_regular(os.path.join(common, "config"), GIT_SMALL_FILE_LIMIT).decode("utf-8", "replace")
     except OSError:
         return 20
     return 32 if re.search(r"^\s*objectformat\s*=\s*sha256\s*$", config, re.IGNORECASE | re.MULTILINE) else 20

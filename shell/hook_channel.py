@@ -15,6 +15,7 @@ from __future__ import annotations
 import errno
 import os
 
+from metaharness.pure.bounds import HOOK_REQUEST_LIMIT
 from metaharness.pure.hook_channel import (
     DOORBELL,
     HOOK_PROGRAM,
@@ -23,6 +24,7 @@ from metaharness.pure.hook_channel import (
     doorbell_keys,
     is_channel_key,
 )
+from metaharness.shell.bounded_reads import open_regular
 
 
 class HookChannel:
@@ -68,10 +70,11 @@ class HookChannel:
         return tuple(key for key in keys if is_channel_key(key))
 
     def request(self, key: str) -> bytes | None:
-        """The bytes of ``requests/<key>.json``, or ``None`` when it is missing (a ``COVERAGE_GAP``)."""
+        """The bytes of ``requests/<key>.json``, or ``None`` when it is missing or not a regular file (a
+        ``COVERAGE_GAP``); past ``HOOK_REQUEST_LIMIT`` only that many bytes, which no reader parses."""
         try:
-            with open(os.path.join(self._requests, f"{key}.json"), "rb") as handle:
-                return handle.read()
+            with open_regular(os.path.join(self._requests, f"{key}.json")) as handle:
+                return handle.read(HOOK_REQUEST_LIMIT + 1)[:HOOK_REQUEST_LIMIT]
         except OSError:
             return None
 

@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 from returns.result import Failure
 
 from metaharness.pure.adapters import LoopbackKind
+from metaharness.pure.bounds import CREDENTIAL_FILE_LIMIT
 from metaharness.pure.environment import loopback_custody_token
 from metaharness.pure.events import Event, RouteTraffic
 from metaharness.pure.jsonline import compact
@@ -51,6 +52,7 @@ from metaharness.pure.loopback import (
     upstream_url,
     verbatim_headers,
 )
+from metaharness.shell.bounded_reads import read_regular
 
 if TYPE_CHECKING:
     import httpx
@@ -66,8 +68,7 @@ def read_custody(kind: LoopbackKind, path: str) -> str | None:
     try:
         with open(f"{path}.mh-lock", "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            with open(path, "rb") as handle:
-                data = handle.read()
+            data = read_regular(path, CREDENTIAL_FILE_LIMIT)
     except OSError:
         return None
     token = loopback_custody_token(kind, data)

@@ -7,6 +7,7 @@ import sys
 import time
 from typing import Any, BinaryIO, TextIO
 
+from metaharness.pure.bounds import COMMAND_LINE_LIMIT
 from metaharness.pure.loop.catalogue import RESULT_CAP, Publication
 from metaharness.pure.loop.gates import GateRefusal, admit_call
 from metaharness.pure.mcp import (
@@ -20,6 +21,7 @@ from metaharness.pure.mcp import (
     read_line,
     request_id_of,
 )
+from metaharness.shell.bounded_reads import bounded_lines
 from metaharness.shell.loop.cancel import CancelToken
 from metaharness.shell.loop.tools import PathRefused, ToolFailure, Workspace
 
@@ -52,7 +54,7 @@ def serve_stdio(
     server: Server, workspace: Workspace, publication: Publication, stdin: BinaryIO, stdout: BinaryIO, stderr: TextIO
 ) -> int:
     """Answer every request line until end of file on ``stdin``, then exit 0."""
-    for line in stdin:
+    for line in bounded_lines(stdin, COMMAND_LINE_LIMIT):
         try:
             step = read_line(server, line)
             if isinstance(step, Perform):

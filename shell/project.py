@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from returns.result import Failure
 
 from metaharness.pure.adapters import Kind
+from metaharness.pure.bounds import INPUT_FILE_LIMIT
 from metaharness.pure.projection import (
     TraceDocument,
     check_projection_request,
@@ -18,6 +19,7 @@ from metaharness.pure.projection import (
 )
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_page import audited_lines, run_page
+from metaharness.shell.bounded_reads import read_bounded
 from metaharness.shell.refusals import refuse
 
 
@@ -33,7 +35,7 @@ def _write(path: str, text: str) -> Refusal | None:
 def _read(path: str) -> bytes | Refusal:
     try:
         with open(path, "rb") as handle:
-            return handle.read()
+            return read_bounded(handle, INPUT_FILE_LIMIT)
     except OSError as error:
         return Refusal("projection-unreadable", f"{path}: cannot be read: {error.strerror or error}")
 

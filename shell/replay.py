@@ -14,10 +14,12 @@ from returns.result import Failure
 
 from metaharness.pure.adapter import Adapter, ReplayRequest
 from metaharness.pure.adapters import Kind, adapter_of
+from metaharness.pure.bounds import INPUT_FILE_LIMIT
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
 from metaharness.pure.options import DecisionMode, HermeticMode
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import unaudited_exit
+from metaharness.shell.bounded_reads import read_bounded
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.refusals import refuse
 
@@ -59,7 +61,7 @@ def run_replay(
         return refuse(loaded)
     try:
         with open(record, "rb") as handle:
-            data = handle.read()
+            data = read_bounded(handle, INPUT_FILE_LIMIT)
     except OSError as error:
         return refuse(Refusal("record-unreadable", f"{record} could not be read: {error.strerror or error}"))
     path = transcript_path if transcript_path is not None else record

@@ -19,6 +19,8 @@ from returns.result import Failure, Result
 
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
+from metaharness.shell.child_end import adopt_orphans
+from metaharness.shell.run_signals import hold_late, holding, take_held
 
 T = TypeVar("T")
 
@@ -38,19 +40,23 @@ def take(result: Result[T, Refusal]) -> T:
 
 
 class EarlySignal:
-    """A SIGINT or SIGTERM that arrives before the spawn stops the run as a refusal (spec 10 §4.10)."""
+    """A SIGINT or SIGTERM that arrives before the spawn (or was held since start-up) stops the run as
+    a refusal (spec 10 §4.10); leaving, it hands over to ``metaharness.shell.run_signals``' late
+    handler when the process holds its signals."""
 
     def __init__(self) -> None:
         self.name: str | None = None
         self.previous: dict[int, object] = {}
 
     def __enter__(self) -> Self:
-        for number in (signal.SIGINT, signal.SIGTERM):
+        for number in (int(signal.SIGINT), int(signal.SIGTERM)):
             self.previous[number] = signal.signal(number, self._note)
+        for number in take_held():
+            self._note(number, None)
         return self
 
     def _note(self, number: int, _frame: object) -> None:
-        self.name = signal.Signals(number).name
+        self.name = self.name or signal.Signals(number).name
 
     def check(self) -> None:
         """Raise ``signalled`` when a signal arrived since the guard was entered."""
@@ -58,6 +64,10 @@ class EarlySignal:
             raise Refused(Refusal("signalled", f"{self.name} arrived before the harness was started"))
 
     def __exit__(self, *_exc: object) -> None:
+        if holding():
+            hold_late()
+            adopt_orphans()
+            return
         for number, handler in self.previous.items():
             signal.signal(number, handler)  # type: ignore[arg-type]
 

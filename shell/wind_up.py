@@ -33,6 +33,9 @@ from metaharness.shell.refusals import refuse
 from metaharness.shell.run_limits import RunLimits
 from metaharness.shell.staging import take, write_event
 
+CLOSING_EVENT = b'"event":"stream.closed"'
+"""How the one serialiser writes the closing event's name (``metaharness.pure.jsonline.compact``)."""
+
 
 class RunAudit:
     """What a run keeps for its report: the spec's and the auditor's digests recorded at start
@@ -48,14 +51,20 @@ class RunAudit:
         self.limits = RunLimits(options.timeout)
         self.amendment = Amendment()
         self.route: Callable[[], RouteTraffic] | None = None
+        self.written = 0
+        self.closed = False
 
     def write_event(self, line: bytes) -> None:
         """One event line to stdout, amended (``DECISION_BYPASSED``, a confined run's ``route``), its
-        payload kept when the run reports; a closed stdout stops the run (``metaharness.shell.run_limits``)."""
+        payload kept when the run reports; the lines are counted and a closing ``stream.closed`` noted
+        (``metaharness.shell.child_end.end_unexpectedly``); a closed stdout stops the run
+        (``metaharness.shell.run_limits``)."""
         ending = self.route is not None and b'"event":"session.ended"' in line
         self.amendment, lines = amend(self.amendment, line, self.route() if ending and self.route else None)
         for written in lines:
             self.limits.wrote(write_event(written))
+            self.written += 1
+            self.closed = self.closed or CLOSING_EVENT in written
             if self.reporting:
                 self.payloads.append(read_event(written).unwrap().payload)
 
@@ -86,26 +95,52 @@ class RunAudit:
         return audited_exit(facts) if self.options.audited() else unaudited_exit(facts.stream_reason)
 
 
-def _fifos(directory: str, names: list[str]) -> list[str]:
-    return [name for name in names if stat.S_ISFIFO(os.lstat(os.path.join(directory, name)).st_mode)]
+_RETAINED_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_SOURCE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def _retain_file(source: str, destination: str) -> None:
+    """Copy the regular file ``source`` (never through a link, never a FIFO or device) to a new
+    ``destination`` readable by its owner only."""
+    descriptor = os.open(source, _SOURCE_FLAGS)
+    with os.fdopen(descriptor, "rb") as reading:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return
+        os.makedirs(os.path.dirname(destination), mode=0o700, exist_ok=True)
+        with os.fdopen(os.open(destination, _RETAINED_FLAGS, 0o600), "wb") as writing:
+            shutil.copyfileobj(reading, writing)
+
+
+def _retain(source: str, destination: str) -> None:
+    """A regular file copied, a directory's regular files copied at their places; links (at the top or
+    inside), FIFOs, devices and absent sources are skipped."""
+    try:
+        status = os.lstat(source)
+    except FileNotFoundError:
+        return
+    if stat.S_ISREG(status.st_mode):
+        _retain_file(source, destination)
+    elif stat.S_ISDIR(status.st_mode):
+        for folder, _directories, names in os.walk(source, followlinks=False):
+            for name in names:
+                path = os.path.join(folder, name)
+                if stat.S_ISREG(os.lstat(path).st_mode):
+                    _retain_file(path, os.path.join(destination, os.path.relpath(path, source)))
 
 
 def retain_copies(retain_dir: str | None, run_id: str, copies: Sequence[tuple[str, str]]) -> tuple[WarningRaised, ...]:
     """``--retain-dir`` (spec 10 §4.2): each (source, path under ``DIR/<run id>/``) copied, a directory
-    with its tree (FIFOs skipped), a source that does not exist skipped; the first failure is one
-    ``RETAIN_FAILED`` naming the target and the error. The kind chooses the sources, never a credential."""
+    with its tree; the first failure is one ``RETAIN_FAILED`` naming the target and the error. The kind
+    chooses the sources, never a credential. ``DIR/<run id>`` is created new (0700) or not at all, so an
+    earlier run's directory under the same id, or a link planted there, is never written through; no
+    link is followed on either side, and every copy is readable by its owner only (0600)."""
     if retain_dir is None:
         return ()
     target = os.path.join(retain_dir, run_id)
     try:
-        os.makedirs(target, exist_ok=True)
+        os.mkdir(target, 0o700)
         for source, kept in copies:
-            destination = os.path.join(target, kept)
-            if os.path.isdir(source):
-                shutil.copytree(source, destination, dirs_exist_ok=True, ignore=_fifos)
-            elif os.path.exists(source):
-                os.makedirs(os.path.dirname(destination), exist_ok=True)
-                shutil.copy2(source, destination)
+            _retain(source, os.path.join(target, kept))
     except OSError as error:
         return (WarningRaised(code="RETAIN_FAILED", message=f"{target}: {error.strerror or error}"),)
     return ()

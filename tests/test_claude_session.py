@@ -27,7 +27,7 @@ from metaharness.pure.commands import read_command, unreadable_command
 from metaharness.pure.decisions import Arm
 from metaharness.pure.events import Exited
 from metaharness.pure.frames import Frame, seal_frame
-from metaharness.pure.hook_channel import HOOK_GAVE_UP
+from metaharness.pure.hook_channel import HOOK_GAVE_UP, UNREADABLE_REQUEST
 from metaharness.pure.jsonline import compact
 
 FACTS = replay_facts(decisions="frame", hermetic="off", transcript_path="t.jsonl", harness_version=None, model=None)
@@ -256,13 +256,13 @@ def test_unsupported_commands_and_missing_requests() -> None:
     assert run.lines[-1]["code"] == "COVERAGE_GAP" and "GONE" in run.lines[-1]["message"]
 
 
-def test_an_unparseable_request_is_a_call_no_frame_admits() -> None:
+def test_an_unparseable_request_is_a_call_denied_at_once_by_the_adapter() -> None:
     run = Harness(frame_in_force=frame("file.read", "file.write", "shell"))
     run.line(INIT)
     run.hook("K9", b"{broken")
-    assert run.lines[-3]["call_id"] == "hook:K9" and run.lines[-3]["name"] == ""
-    assert run.lines[-2]["code"] == "UNCOVERED_TOOL"
-    assert run.lines[-1]["decision"]["decision"] == "deny"
+    assert run.lines[-2]["call_id"] == "hook:K9" and run.lines[-2]["name"] == ""
+    assert run.lines[-1]["decided_by"] == "adapter"
+    assert run.lines[-1]["decision"] == {"decision": "deny", "reason": UNREADABLE_REQUEST}
 
 
 def test_a_reasonless_deny_is_answered_malformed_and_the_call_stays_open() -> None:

@@ -326,7 +326,7 @@ def test_resolution_of_bash_apply_patch_and_mcp():
     assert resolve_call("apply_patch", {"command": add}) == ((Operation("file.write"),), ("file:note.md",))
     update = "*** Begin Patch\n*** Update File: a.py\n@@\n-x\n+y\n*** End Patch\n"
     assert resolve_call("apply_patch", update) == ((Operation("file.edit"),), ("file:a.py",))
-    moved = "*** Begin Patch\n*** Update File: a.py\n*** Move to: b.py\n*** End Patch\n"
+    moved = "*** Begin Patch\n*** Update File: a.py\n*** Move to: b.py\n@@\n-x\n+y\n*** End Patch\n"
     assert resolve_call("apply_patch", {"command": moved}) == ((Operation("file.write"),), ("file:a.py", "file:b.py"))
     assert resolve_call("mcp__docs__search", {}) == ((Operation("mcp.call", "docs", "search"),), ())
     assert resolve_call("exec_command", {"cmd": "ls"}) == ((), ())

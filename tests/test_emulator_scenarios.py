@@ -435,7 +435,8 @@ def test_every_scenario_is_named_once() -> None:
         "fails-after-turn", "incomplete", "no-usage", "unknown-events"} | set(EXTENSION_SCENARIOS)
     assert set(EXTENSION_SCENARIOS) == {"skill-load", "hooked-calls", "bridge-tool", "bridge-unregistered"}
     assert set(VENDOR_SCENARIOS) == {
-        "claude-write", "claude-read", "claude-bash", "codex-shell", "codex-patch", "codex-catalogue-write"}
+        "claude-write", "claude-write-through-link", "claude-read", "claude-bash", "codex-shell", "codex-patch",
+        "codex-patch-padded", "codex-catalogue-write"}
 
 
 def codex_code_mode_body(results: int = 0) -> dict[str, Any]:

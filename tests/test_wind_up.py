@@ -1,9 +1,11 @@
 """``--retain-dir`` copies as every kind makes them (spec 10 §4.2): files and trees under
-``DIR/<run id>/``, FIFOs and absent sources skipped, a failure one ``RETAIN_FAILED`` naming the target."""
+``DIR/<run id>/``, FIFOs, links and absent sources skipped, a failure one ``RETAIN_FAILED`` naming the target;
+an existing ``DIR/<run id>`` (an earlier run under the same id, a planted link) is never written into."""
 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from metaharness.shell.wind_up import retain_copies
@@ -34,3 +36,35 @@ def test_no_retain_dir_copies_nothing_and_a_failed_copy_is_one_warning(tmp_path:
     (tmp_path / "run-1").write_text("a file where the run's directory goes")
     (warning,) = retain_copies(str(tmp_path), "run-1", [(str(tmp_path / "run-1"), "x")])
     assert warning.code == "RETAIN_FAILED" and warning.message.startswith(f"{tmp_path / 'run-1'}: ")
+
+
+def test_no_link_is_followed_no_earlier_run_is_overwritten_and_copies_are_private(tmp_path: Path) -> None:
+    scratch = tmp_path / "scratch"
+    (scratch / "tree").mkdir(parents=True)
+    (scratch / "record.jsonl").write_text("line\n")
+    (scratch / "record.jsonl").chmod(0o644)
+    secret = tmp_path / "secret"
+    secret.write_text("not the run's\n")
+    (scratch / "planted.jsonl").symlink_to(secret)
+    (scratch / "tree" / "inner").symlink_to(secret)
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    copies = [
+        (str(scratch / "record.jsonl"), "loop.jsonl"),
+        (str(scratch / "planted.jsonl"), "planted.jsonl"),
+        (str(scratch / "tree"), "tree"),
+    ]
+    assert retain_copies(str(kept), "run-1", copies) == ()
+    run = kept / "run-1"
+    assert sorted(str(p.relative_to(run)) for p in run.rglob("*")) == ["loop.jsonl"]
+    assert stat.S_IMODE(run.stat().st_mode) == 0o700 and stat.S_IMODE((run / "loop.jsonl").stat().st_mode) == 0o600
+
+    (warning,) = retain_copies(str(kept), "run-1", [(str(secret), "loop.jsonl")])
+    assert warning.code == "RETAIN_FAILED" and warning.message == f"{run}: File exists"
+    assert (run / "loop.jsonl").read_text() == "line\n"
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (kept / "run-2").symlink_to(elsewhere)
+    (warning,) = retain_copies(str(kept), "run-2", [(str(scratch / "record.jsonl"), "loop.jsonl")])
+    assert warning.code == "RETAIN_FAILED" and not os.listdir(elsewhere)

@@ -7,10 +7,16 @@ these shapes is ``opaque`` to the seam.
 
 from __future__ import annotations
 
-from typing import Any, TypeAlias
+from typing import Annotated, Any, TypeAlias
 
 import msgspec
-from msgspec import Struct
+from msgspec import Meta, Struct
+
+from metaharness.pure.bounds import too_deep
+
+Count: TypeAlias = Annotated[int, Meta(ge=0)]
+"""A count or amount a record states (tokens, turns, micro-dollars): a record stating a negative one
+does not read as its kind and is ``opaque``."""
 
 
 class _Record(Struct, frozen=True, kw_only=True, tag_field="kind", forbid_unknown_fields=False):
@@ -47,7 +53,7 @@ class Rates(_Record, frozen=True, tag="rates"):
 
 
 class TurnStarted(_Record, frozen=True, tag="turn-started"):
-    turn: int
+    turn: Count
 
 
 class TextDelta(_Record, frozen=True, tag="text-delta"):
@@ -63,29 +69,29 @@ class ToolArgumentsDelta(_Record, frozen=True, tag="tool-arguments-delta"):
 
 
 class TurnRetried(_Record, frozen=True, tag="turn-retried"):
-    turn: int
-    attempt: int
+    turn: Count
+    attempt: Count
     reason: str
 
 
 class Compacted(_Record, frozen=True, tag="compacted"):
-    elided_results: int | None = None
-    elided_bytes: int | None = None
-    summarised_items: int | None = None
-    bytes_before: int | None = None
-    bytes_after: int | None = None
+    elided_results: Count | None = None
+    elided_bytes: Count | None = None
+    summarised_items: Count | None = None
+    bytes_before: Count | None = None
+    bytes_after: Count | None = None
 
 
 class Usage(_Record, frozen=True, tag="usage"):
     model: str | None = None
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cached_input_tokens: int | None = None
-    cache_creation_input_tokens: int | None = None
+    input_tokens: Count | None = None
+    output_tokens: Count | None = None
+    cached_input_tokens: Count | None = None
+    cache_creation_input_tokens: Count | None = None
 
 
 class Cost(_Record, frozen=True, tag="cost"):
-    micro_usd: int
+    micro_usd: Count
 
 
 class ToolRequested(_Record, frozen=True, tag="tool-requested"):
@@ -168,7 +174,10 @@ _ANY = msgspec.json.Decoder()
 
 def read_record(line: bytes) -> Record | str | None:
     """The typed record of one line; else its ``kind`` when it is an object with a string ``kind``
-    (an unknown or malformed record); else ``None`` (not a JSON object, or no string ``kind``)."""
+    (an unknown or malformed record); else ``None`` (not a JSON object, no string ``kind``, or nested
+    past ``JSON_DEPTH_LIMIT``)."""
+    if too_deep(line):
+        return None
     try:
         return _DECODER.decode(line)
     except msgspec.DecodeError:

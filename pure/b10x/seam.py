@@ -62,12 +62,14 @@ from metaharness.pure.events import (
 from metaharness.pure.frames import Frame, Operation
 from metaharness.pure.jsonline import compact, sha256_hex
 from metaharness.pure.options import DecisionMode
+from metaharness.pure.readings import stated_count
 from metaharness.pure.run_stages import (
     VENDOR_BUDGET_MS,
     closing_reason,
     decision_deadline,
     no_terminal_record,
 )
+from metaharness.pure.subjects import TreeFacts, resolve_subjects
 
 ADAPTER = "b10x"
 ADAPTER_CLASS = "direct_provider"
@@ -101,6 +103,10 @@ REPLACE_REASON = (
     "carry one, so the call is refused; nothing ran"
 )
 UNEXPECTED_REASON = "metaharness held no announcement of this call, so it cannot decide it; nothing ran"
+NAME_MISMATCH_REASON = (
+    "the loop asks approval for this call under another tool name than it announced, so metaharness cannot "
+    "tell which call it would approve"
+)
 UNVERIFIED_TIER_MESSAGE = (
     "this run's decisions travel on the b10x caller seam and the call tier is declared unverified: the loop "
     "asks only about calls above its approval ceiling (low), so reads run unasked"
@@ -185,6 +191,8 @@ class SeamState(Struct, frozen=True, kw_only=True):
     desk: Desk
     answers: Map[str, bool] = Map()
     """Each answered call's id and whether the line written was allow."""
+    tree: TreeFacts | None = None
+    """The child's working directory and the links its calls' subjects pass through (live runs)."""
 
 
 class _Out:
@@ -265,8 +273,20 @@ def unverified_tier() -> WarningRaised:
     return warning("UNVERIFIED_TIER", UNVERIFIED_TIER_MESSAGE)
 
 
-def read_line(state: SeamState, number: int, line: bytes) -> tuple[SeamState, tuple[Effect, ...]]:
-    """Map record line ``number`` (1-based, blank lines counted), its terminator already stripped."""
+def line_subjects(line: bytes) -> tuple[str, ...]:
+    """The subjects a ``tool-requested`` line's call names as spelled (none for any other line), so the
+    shell can look up the links they pass through before the line is read."""
+    record = rec.read_record(line)
+    return call_operations(record.name, record.arguments)[1] if isinstance(record, rec.ToolRequested) else ()
+
+
+def read_line(
+    state: SeamState, number: int, line: bytes, tree: TreeFacts | None = None
+) -> tuple[SeamState, tuple[Effect, ...]]:
+    """Map record line ``number`` (1-based, blank lines counted), its terminator already stripped;
+    ``tree`` holds the links the line's subjects pass through, laid over what the state knew."""
+    if tree is not None:
+        state = _replace(state, tree=tree if state.tree is None else state.tree.merged(tree))
     record = rec.read_record(line)
     if record is None and not line.strip():
         return state, ()
@@ -397,7 +417,7 @@ def _map(
     elif isinstance(record, rec.ToolRequested):
         held = Held(record.call_id, record.name, record.arguments)
         if settings.mode == "observe":
-            out.step(desk_.present(out.desk, presented_call(held, "none")))
+            out.step(desk_.present(out.desk, presented_call(held, "none", state.tree)))
         else:
             changes["held"] = held
     elif isinstance(record, rec.ApprovalRequired):
@@ -551,9 +571,8 @@ def session_ended(
     state: SeamState, changes: dict[str, Any], record: rec.Finished, stop: str, census: Census
 ) -> SessionEnded:
     """``session.ended`` from ``finished`` (spec 40 §5.3)."""
-    turns = record.turns
-    if turns is None and isinstance(record.stop, dict) and isinstance(record.stop.get("turns"), int):
-        turns = record.stop["turns"]
+    stated = record.stop.get("turns") if isinstance(record.stop, dict) else None
+    turns = stated_count(record.turns) if record.turns is not None else stated_count(stated)
     answered = changes.get("answered", state.answered)
     text = answered.decode() if answered is not None else "".join(chained(changes.get("turn_text", state.turn_text)))
     final = FinalAnswer(text=text, turn_id=None) if stop == "completed" and text else None
@@ -601,9 +620,12 @@ def call_operations(name: str, arguments: Any) -> tuple[tuple[str, ...], tuple[s
     return (), ()
 
 
-def presented_call(held: Held, seam: str) -> PresentedCall:
-    """A loop call as the desk is shown it: operations and subjects from its own arguments (§5.4)."""
+def presented_call(held: Held, seam: str, tree: TreeFacts | None = None) -> PresentedCall:
+    """A loop call as the desk is shown it: operations and subjects from its own arguments (§5.4),
+    ``file:`` subjects resolved against the child's ``tree`` when the run has one."""
     operations, subjects = call_operations(held.name, held.arguments)
+    if tree is not None:
+        subjects = resolve_subjects(subjects, tree.cwd, tree.links)
     return PresentedCall(
         call_id=held.call_id,
         name=held.name,
@@ -617,7 +639,7 @@ def presented_call(held: Held, seam: str) -> PresentedCall:
 def _release(state: SeamState, out: _Out, held: Held, changes: dict[str, Any]) -> None:
     """A held call the loop did not ask about: recorded on seam ``none``, never decided (spec 40 §5)."""
     _flush(state, out, changes)
-    out.step(desk_.present(out.desk, presented_call(held, "none")))
+    out.step(desk_.present(out.desk, presented_call(held, "none", state.tree)))
     changes["held"] = None
 
 
@@ -669,7 +691,16 @@ def _question(state: SeamState, out: _Out, record: rec.ApprovalRequired, changes
         )
         return
     changes["held"] = None
-    out.step(desk_.present(out.desk, presented_call(held, "control_request")))
+    call = presented_call(held, "control_request", state.tree)
+    if record.name and record.name != held.name:
+        out.emit(
+            warning(
+                "approval-name-mismatch",
+                f"the loop announced {held.call_id} as {held.name} and asks approval for it as {record.name}",
+            )
+        )
+        call = msgspec.structs.replace(call, unreadable=NAME_MISMATCH_REASON)
+    out.step(desk_.present(out.desk, call))
 
 
 def expire(state: SeamState, call_id: str, elapsed_ms: int) -> tuple[SeamState, tuple[Effect, ...]]:

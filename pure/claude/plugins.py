@@ -15,6 +15,7 @@ import posixpath
 import msgspec
 from returns.result import Failure, Result, Success
 
+from metaharness.pure.bounds import decode_bounded
 from metaharness.pure.events import InstalledPlugin
 from metaharness.pure.refusal import Refusal
 
@@ -38,6 +39,8 @@ class PluginTree(msgspec.Struct, frozen=True):
     is_symlink: bool
     files: tuple[PluginFile, ...] = ()
     symlinks: tuple[str, ...] = ()
+    special: tuple[str, ...] = ()
+    """Entries that are neither a directory, a regular file nor a link (a FIFO, a socket, a device)."""
 
 
 class PluginCopy(msgspec.Struct, frozen=True):
@@ -69,7 +72,7 @@ def _manifest(files: tuple[PluginFile, ...]) -> dict[str, object]:
     if found is None:
         return {}
     try:
-        document = msgspec.json.decode(found)
+        document = decode_bounded(found)
     except msgspec.DecodeError:
         return {}
     return document if isinstance(document, dict) else {}
@@ -96,6 +99,8 @@ def plan_plugins(trees: tuple[PluginTree, ...]) -> Result[tuple[PluginCopy, ...]
             return _unusable(tree.source, "is a symbolic link; name the directory it points to")
         if not tree.is_directory:
             return _unusable(tree.source, "is missing or not a directory (an archive is not unpacked)")
+        if tree.special:
+            return _unusable(tree.source, f"holds {tree.special[0]}, which is not a regular file, a directory or a link")
         if not tree.files:
             return _unusable(tree.source, "holds no readable regular file")
         name = plugin_name(tree)

@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from metaharness.pure.bounds import decode_bounded
 from metaharness.pure.catalogue import Catalogue
 from metaharness.pure.census import ZERO_CENSUS
 from metaharness.pure.claude.adapter import PINS
@@ -49,7 +50,7 @@ from metaharness.pure.events import (
 )
 from metaharness.pure.hook_channel import deny_answer, pretooluse_answer
 from metaharness.pure.jsonline import compact, sha256_hex
-from metaharness.pure.readings import Announced, Emitted, Finished
+from metaharness.pure.readings import Announced, Emitted, Finished, stated_amount, stated_count
 
 BUDGET_WORDS = frozenset({"budget-exhausted", "error_max_turns", "error_max_budget_usd"})
 """The terminal words that close a claude stream ``budget`` (spec 20 §4)."""
@@ -109,12 +110,6 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _float(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    return float(value) if isinstance(value, (int, float)) else None
-
-
 def _bool(value: Any) -> bool | None:
     return value if isinstance(value, bool) else None
 
@@ -149,12 +144,12 @@ def usage_of(raw: Any) -> Usage:
     details = usage.get("output_tokens_details")
     iterations = usage.get("iterations")
     return Usage(
-        input_tokens=_int(usage.get("input_tokens")),
-        output_tokens=_int(usage.get("output_tokens")),
-        cache_read_input_tokens=_int(usage.get("cache_read_input_tokens")),
-        cache_creation_input_tokens=_int(usage.get("cache_creation_input_tokens")),
+        input_tokens=stated_count(usage.get("input_tokens")),
+        output_tokens=stated_count(usage.get("output_tokens")),
+        cache_read_input_tokens=stated_count(usage.get("cache_read_input_tokens")),
+        cache_creation_input_tokens=stated_count(usage.get("cache_creation_input_tokens")),
         service_tier=_text(usage.get("service_tier")),
-        thinking_tokens=_int(details.get("thinking_tokens")) if isinstance(details, dict) else None,
+        thinking_tokens=stated_count(details.get("thinking_tokens")) if isinstance(details, dict) else None,
         iterations=len(iterations) if isinstance(iterations, list) else None,
         speed=_text(usage.get("speed")),
         cost_usd=None,
@@ -165,15 +160,15 @@ def model_usage_of(raw: Any) -> Usage:
     """One ``modelUsage`` entry as Usage (``costUSD`` → ``cost_usd``, camel-case counts copied)."""
     usage = raw if isinstance(raw, dict) else {}
     return Usage(
-        input_tokens=_int(usage.get("inputTokens")),
-        output_tokens=_int(usage.get("outputTokens")),
-        cache_read_input_tokens=_int(usage.get("cacheReadInputTokens")),
-        cache_creation_input_tokens=_int(usage.get("cacheCreationInputTokens")),
+        input_tokens=stated_count(usage.get("inputTokens")),
+        output_tokens=stated_count(usage.get("outputTokens")),
+        cache_read_input_tokens=stated_count(usage.get("cacheReadInputTokens")),
+        cache_creation_input_tokens=stated_count(usage.get("cacheCreationInputTokens")),
         service_tier=None,
-        thinking_tokens=_int(usage.get("thinkingTokens")),
+        thinking_tokens=stated_count(usage.get("thinkingTokens")),
         iterations=None,
         speed=None,
-        cost_usd=_float(usage.get("costUSD")),
+        cost_usd=stated_amount(usage.get("costUSD")),
     )
 
 
@@ -230,12 +225,12 @@ def session_ended(record: dict[str, Any]) -> SessionEnded:
         stop_reason=_text(record.get("stop_reason")),
         terminal_reason=_text(record.get("terminal_reason")),
         api_error_status=str(api_status) if isinstance(api_status, (str, int)) else None,
-        num_turns=_int(record.get("num_turns")),
-        duration_ms=_int(record.get("duration_ms")),
-        duration_api_ms=_int(record.get("duration_api_ms")),
-        ttft_ms=_int(record.get("ttft_ms")),
-        time_to_request_ms=_int(record.get("time_to_request_ms")),
-        total_cost_usd=_float(record.get("total_cost_usd")),
+        num_turns=stated_count(record.get("num_turns")),
+        duration_ms=stated_count(record.get("duration_ms")),
+        duration_api_ms=stated_count(record.get("duration_api_ms")),
+        ttft_ms=stated_count(record.get("ttft_ms")),
+        time_to_request_ms=stated_count(record.get("time_to_request_ms")),
+        total_cost_usd=stated_amount(record.get("total_cost_usd")),
         permission_denials=tuple(
             PermissionDenial(
                 tool_name=_text(d.get("tool_name")), tool_use_id=_text(d.get("tool_use_id")), tool_input=d.get("tool_input")
@@ -245,7 +240,7 @@ def session_ended(record: dict[str, Any]) -> SessionEnded:
         )
         if isinstance(denials, list)
         else None,
-        subagents_spawned=_int(stats.get("spawned")) if isinstance(stats, dict) else None,
+        subagents_spawned=stated_count(stats.get("spawned")) if isinstance(stats, dict) else None,
         usage=usage_of(record["usage"]) if isinstance(record.get("usage"), dict) else None,
         model_usage={str(k): model_usage_of(v) for k, v in model_usage.items()}
         if isinstance(model_usage, dict)
@@ -381,8 +376,8 @@ def _rate_limit(record: dict[str, Any]) -> RateLimit:
         info=RateLimitInfo(
             status=_text(info.get("status")),
             window=_text(info.get("rateLimitType")),
-            resets_at=_int(info.get("resetsAt")),
-            utilization=_float(info.get("utilization")),
+            resets_at=stated_count(info.get("resetsAt")),
+            utilization=stated_amount(info.get("utilization")),
             using_overage=_bool(info.get("isUsingOverage")),
         )
     )
@@ -411,7 +406,7 @@ def _system(
         if started.harness_version is not None and started.harness_version not in PINS:
             items.append(Emitted(version_off_pin(started.harness_version), at))
         return state, [*items, Emitted(started, at)]
-    if subtype == "thinking_tokens" and _int(record.get("estimated_tokens")) is not None:
+    if subtype == "thinking_tokens" and stated_count(record.get("estimated_tokens")) is not None:
         estimate = ThinkingEstimate(
             estimate=record["estimated_tokens"], delta=_int(record.get("estimated_tokens_delta"))
         )
@@ -434,7 +429,7 @@ def map_record(
     if not raw.strip():
         return state, ()
     try:
-        record = msgspec.json.decode(raw)
+        record = decode_bounded(raw)
     except msgspec.DecodeError:
         record = None
     if not isinstance(record, dict):

@@ -70,10 +70,11 @@ from metaharness.pure.events import (
     stamp,
 )
 from metaharness.pure.frames import Frame
-from metaharness.pure.hook_channel import HOOK_GAVE_UP, HOOK_TIMEOUT_S, HookCall, read_hook_request
+from metaharness.pure.hook_channel import HOOK_GAVE_UP, HOOK_TIMEOUT_S, HookCall, read_hook_request, request_unreadable
 from metaharness.pure.options import DecisionMode
 from metaharness.pure.readings import Emitted
 from metaharness.pure.run_stages import closing_reason, no_terminal_record
+from metaharness.pure.subjects import TreeFacts, resolve_subjects
 
 ADAPTER = "claude"
 HONOURED = frozenset({"tool.decide", "interrupt", "halt"})
@@ -111,6 +112,7 @@ class Session(msgspec.Struct, frozen=True, kw_only=True):
     queued: tuple[Item, ...] = ()
     answering: str | None = None
     ended: SessionEnded | None = None
+    tree: TreeFacts | None = None
 
 
 def open_session(
@@ -205,9 +207,12 @@ def _present(session: Session, call: HookCall) -> tuple[Session, tuple[DeskEmit 
     (``metaharness.pure.claude.rendering``)."""
     catalogue = session.facts.catalogue
     operations, subjects = resolve_claude_call(call.name, call.input, session.record.cwd, catalogue)
+    if session.tree is not None:
+        subjects = resolve_subjects(subjects, session.tree.cwd, session.tree.links)
     presented = PresentedCall(
         call_id=call.call_id, name=call.name, input=call.input, seam="hook" if catalogue is None else "owned_tool",
         operations=operations, subjects=subjects, catalogue_question=is_describing_question(call.name, catalogue),
+        unreadable=request_unreadable(call),
     )  # fmt: skip
     session = msgspec.structs.replace(session, waiting=(*session.waiting, (call.call_id, call.key)))
     desk, effects = present(session.desk, presented)
@@ -229,8 +234,19 @@ def read_line(session: Session, number: int, raw: bytes) -> tuple[Session, tuple
     return _emit_all(msgspec.structs.replace(session, record=record, correlator=correlator), tuple(released))
 
 
-def hook_request(session: Session, key: str, raw: bytes | None) -> tuple[Session, tuple[Effect, ...]]:
-    """A key the doorbell rang, with its request file's bytes (``None``: missing → ``COVERAGE_GAP``)."""
+def request_subjects(session: Session, key: str, raw: bytes) -> tuple[str, ...]:
+    """The subjects a hook request's call names as spelled, so the shell can look up their links."""
+    call = read_hook_request(key, raw)
+    return resolve_claude_call(call.name, call.input, session.record.cwd, session.facts.catalogue)[1]
+
+
+def hook_request(
+    session: Session, key: str, raw: bytes | None, tree: TreeFacts | None = None
+) -> tuple[Session, tuple[Effect, ...]]:
+    """A key the doorbell rang, with its request file's bytes (``None``: missing → ``COVERAGE_GAP``)
+    and the links its subjects pass through, laid over what the session knew of the tree."""
+    if tree is not None:
+        session = msgspec.structs.replace(session, tree=tree if session.tree is None else session.tree.merged(tree))
     if raw is None:
         warning = WarningRaised(
             code="COVERAGE_GAP",

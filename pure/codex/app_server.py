@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from metaharness.pure.bounds import decode_bounded
 from metaharness.pure.catalogue import Catalogue, input_schema, needs_writable, resolve_catalogue_call
 from metaharness.pure.decisions import PresentedCall
 from metaharness.pure.events import Decision, Deny, Replace, WarningRaised
@@ -186,7 +187,7 @@ def read_server_line(session: Session, line: bytes) -> tuple[Session, tuple[Step
     """One line of the server's stdout: a response to the client's request, a request of the
     server's, or a notification. A line that is not a JSON object is noted and otherwise ignored."""
     try:
-        message = msgspec.json.decode(line)
+        message = decode_bounded(line)
     except (msgspec.DecodeError, ValueError):
         return session, (Note(f"codex app-server wrote a line that is not JSON ({len(line)} bytes)"),)
     if not isinstance(message, dict):
@@ -314,7 +315,7 @@ def read_catalogue_server_line(session: Session, line: bytes) -> tuple[Session, 
     """The catalogue server's answer to a ``tools/call``: its text items joined, ``success`` false on
     ``isError`` or a JSON-RPC error (spec 50 §4). Anything else is noted and ignored."""
     try:
-        message = msgspec.json.decode(line)
+        message = decode_bounded(line)
     except (msgspec.DecodeError, ValueError):
         return session, (Note(f"the catalogue server wrote a line that is not JSON ({len(line)} bytes)"),)
     number = message.get("id") if isinstance(message, dict) else None

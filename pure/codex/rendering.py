@@ -12,9 +12,11 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from returns.pipeline import is_successful
+
+from metaharness.pure.codex.patch import parse_patch
 from metaharness.pure.frames import Operation
 
-PATCH_HEADER = re.compile(r"^\*\*\* (Add File|Delete File|Update File|Move to): (.*)$", re.MULTILINE)
 _COMPOUND = (";", "&", "|", "<", ">", "(", ")", "`", "$(", "\n")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
@@ -75,13 +77,30 @@ def patch_text(input: Any) -> str | None:
 
 
 def patch_resolution(patch: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """``file.edit`` iff every header is ``*** Update File:`` and there is no ``*** Move to:``, else
-    ``file.write``; subjects ``file:<path>`` for every header path and move target, in order
-    (spec 50 §4, design choice)."""
-    headers = PATCH_HEADER.findall(patch)
-    edit = bool(headers) and all(kind == "Update File" for kind, _ in headers)
-    subjects = tuple(dict.fromkeys(f"file:{path.strip()}" for _, path in headers))
-    return ("file.edit",) if edit else ("file.write",), subjects
+    """``file.edit`` iff every hunk is an update without a move, else ``file.write``; subjects
+    ``file:<path>`` for every hunk path and move target, in order, as the pinned Codex parses the patch
+    (``metaharness.pure.codex.patch``); a patch it would not apply has no subject."""
+    hunks = parse_patch(patch).value_or(())
+    edit = bool(hunks) and all(hunk.kind == "update" and hunk.move_to is None for hunk in hunks)
+    paths = (path for hunk in hunks for path in (hunk.path, hunk.move_to) if path is not None)
+    return ("file.edit",) if edit else ("file.write",), tuple(dict.fromkeys(f"file:{path}" for path in paths))
+
+
+def unreadable_patch(name: str, input: Any) -> str | None:
+    """Why an ``apply_patch`` call is denied by ``adapter`` before any frame sees it: its input holds no
+    patch, or a patch the pinned Codex would not parse; ``None`` for every other call."""
+    if name != "apply_patch":
+        return None
+    patch = patch_text(input)
+    if patch is None:
+        return "this apply_patch call carries no patch text, so metaharness cannot tell what it would touch"
+    parsed = parse_patch(patch)
+    if is_successful(parsed):
+        return None
+    return (
+        f"this patch cannot be read the way Codex reads it ({parsed.failure()}), "
+        "so metaharness cannot tell what it would touch"
+    )
 
 
 def resolve_call(name: str, input: Any) -> tuple[tuple[Operation, ...], tuple[str, ...]]:

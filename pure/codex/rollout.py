@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from metaharness.pure.bounds import decode_bounded
 from metaharness.pure.codex.rendering import operation_names, resolve_call
 from metaharness.pure.events import (
     AuthExpired,
@@ -38,7 +39,7 @@ from metaharness.pure.events import (
     WarningRaised,
 )
 from metaharness.pure.jsonline import compact, sha256_hex
-from metaharness.pure.readings import Announced, Emitted, Finished, Reading
+from metaharness.pure.readings import Announced, Emitted, Finished, Reading, stated_count
 
 EXPIRY_PHRASES = ("session has expired", "session expired", "failed to refresh access token", "please run /login")
 """The claude expiry phrases an ``event_msg``/``error`` is searched for (spec 50 §3, §4)."""
@@ -126,12 +127,12 @@ def size_of(content: Any) -> int | None:
 def codex_usage(total: dict[str, Any]) -> Usage:
     """``usage`` from ``info.total_token_usage`` (spec 50 §4 ``token_count``)."""
     return Usage(
-        input_tokens=_int(total.get("input_tokens")),
-        output_tokens=_int(total.get("output_tokens")),
-        cache_read_input_tokens=_int(total.get("cached_input_tokens")),
-        cache_creation_input_tokens=_int(total.get("cache_write_input_tokens")),
+        input_tokens=stated_count(total.get("input_tokens")),
+        output_tokens=stated_count(total.get("output_tokens")),
+        cache_read_input_tokens=stated_count(total.get("cached_input_tokens")),
+        cache_creation_input_tokens=stated_count(total.get("cache_write_input_tokens")),
         service_tier=None,
-        thinking_tokens=_int(total.get("reasoning_output_tokens")),
+        thinking_tokens=stated_count(total.get("reasoning_output_tokens")),
         iterations=None,
         speed=None,
         cost_usd=None,
@@ -144,7 +145,7 @@ def _rate_limit(limits: dict[str, Any]) -> RateLimit:
         info=RateLimitInfo(
             status=_str(limits.get("rate_limit_reached_type")),
             window=_str(limits.get("limit_name")) or _str(limits.get("limit_id")),
-            resets_at=_int(primary.get("resets_at")),
+            resets_at=stated_count(primary.get("resets_at")),
             utilization=_float(primary.get("used_percent")),
             using_overage=None,
         )
@@ -165,7 +166,7 @@ def _call_input(payload: dict[str, Any]) -> Any:
     if not isinstance(raw, str):
         return raw
     try:
-        return msgspec.json.decode(raw)
+        return decode_bounded(raw)
     except msgspec.DecodeError:
         return raw
 
@@ -285,7 +286,7 @@ def read_rollout_line(reader: RolloutReader, raw: bytes, source_line: int) -> tu
     if not raw.strip():
         return reader, ()
     try:
-        line = msgspec.json.decode(raw)
+        line = decode_bounded(raw)
     except msgspec.DecodeError:
         return reader, (Emitted(_opaque(raw, source_line)),)
     if not isinstance(line, dict):
@@ -418,9 +419,9 @@ def session_ended(reader: RolloutReader, census: Census) -> SessionEnded | None:
         terminal_reason=None,
         api_error_status=None,
         num_turns=reader.turns,
-        duration_ms=_int(complete.get("duration_ms")),
+        duration_ms=stated_count(complete.get("duration_ms")),
         duration_api_ms=None,
-        ttft_ms=_int(complete.get("time_to_first_token_ms")),
+        ttft_ms=stated_count(complete.get("time_to_first_token_ms")),
         time_to_request_ms=None,
         total_cost_usd=None,
         permission_denials=None,

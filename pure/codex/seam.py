@@ -11,24 +11,31 @@ from typing import Any
 
 import msgspec
 
-from metaharness.pure.codex.rendering import resolve_call
+from metaharness.pure.codex.rendering import resolve_call, unreadable_patch
 from metaharness.pure.decisions import Desk, PresentedCall
 from metaharness.pure.events import Decision, Deny, Replace, ToolResult
-from metaharness.pure.hook_channel import HookCall, deny_answer, pretooluse_answer
+from metaharness.pure.hook_channel import HookCall, deny_answer, pretooluse_answer, request_unreadable
 from metaharness.pure.refusal import Refusal
+from metaharness.pure.subjects import TreeFacts, resolve_subjects
 
 
-def presented_call(call: HookCall, session_cwd: str | None = None) -> PresentedCall:
-    """A call the hook delivered, for the decision desk: the seam's name and input, seam ``hook``.
-    Codex 0.171.0 gives the hook a shell call's ``workdir`` only as the request's ``cwd``; when that
-    is not the session's directory the input keeps it as ``workdir``, so a call that ran elsewhere
-    never reads as if it ran here."""
+def presented_call(call: HookCall, tree: TreeFacts, session_cwd: str | None = None) -> PresentedCall:
+    """A call the hook delivered, for the decision desk: the seam's name and input, seam ``hook``, its
+    ``file:`` subjects resolved against the child's ``tree``. Codex 0.171.0 gives the hook a shell call's
+    ``workdir`` only as the request's ``cwd``; when that is not the session's directory the input keeps it
+    as ``workdir``, so a call that ran elsewhere never reads as if it ran here."""
     operations, subjects = resolve_call(call.name, call.input)
     elsewhere = call.cwd is not None and session_cwd is not None and call.cwd != session_cwd
     keeps = elsewhere and isinstance(call.input, dict) and "workdir" not in call.input
     presented = {**call.input, "workdir": call.cwd} if keeps else call.input
     return PresentedCall(
-        call_id=call.call_id, name=call.name, input=presented, seam="hook", operations=operations, subjects=subjects
+        call_id=call.call_id,
+        name=call.name,
+        input=presented,
+        seam="hook",
+        operations=operations,
+        subjects=resolve_subjects(subjects, tree.cwd, tree.links),
+        unreadable=request_unreadable(call) or unreadable_patch(call.name, call.input),
     )
 
 

@@ -104,6 +104,11 @@ LOOP_SCENARIOS: dict[str, Callable[[RequestView, int], Outcome]] = {
 
 EMULATED_NOTE = "written by the emulator\n"
 PATCH = "*** Begin Patch\n*** Add File: note.md\n+written by the emulator\n*** End Patch\n"
+PADDED_PATCH = (
+    "*** Begin Patch\n*** Add File: src/ok.md\n+written by the emulator\n"
+    " *** Add File: note.md\n+written by the emulator\n *** Delete File: README.md\n*** End Patch\n"
+)
+"""A patch whose second and third headers are indented: the pinned Codex applies all three."""
 
 DEFAULT_NAMESPACE = "functions"
 """The Responses namespace whose functions are called by their bare name."""
@@ -145,6 +150,9 @@ VENDOR_SCENARIOS: dict[str, tuple[Candidate, ...]] = {
         ("Write", lambda v: {"file_path": _in_directory(v, "note.md"), "content": EMULATED_NOTE}),
         ("mcp__metaharness__file_write", lambda v: {"path": "note.md", "text": EMULATED_NOTE}),
     ),
+    "claude-write-through-link": (
+        ("Write", lambda v: {"file_path": _in_directory(v, "src/up/note.md"), "content": EMULATED_NOTE}),
+    ),
     "claude-read": (
         ("Read", lambda v: {"file_path": _in_directory(v, "README.md")}),
         ("mcp__metaharness__file_read", lambda v: {"path": "README.md"}),
@@ -156,6 +164,7 @@ VENDOR_SCENARIOS: dict[str, tuple[Candidate, ...]] = {
         ("shell", lambda v: {"command": ["echo", "emulated"]}),
     ),
     "codex-patch": (("apply_patch", lambda v: PATCH),),
+    "codex-patch-padded": (("apply_patch", lambda v: PADDED_PATCH),),
     "codex-catalogue-write": (("write_note", lambda v: {"path": "note.md", "text": EMULATED_NOTE}),),
 }
 

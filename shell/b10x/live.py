@@ -27,12 +27,14 @@ from metaharness.pure.b10x.seam import (
     abandon_pending,
     end_of_record,
     expire,
+    line_subjects,
     open_seam,
     read_line,
     take_command,
     wind_up,
 )
 from metaharness.pure.events import Process, StreamClosed, WarningRaised
+from metaharness.shell.child_end import PIPE_DRAIN_S, watch_exit
 from metaharness.shell.child_process import (
     GRACE_S,
     SignalQueue,
@@ -42,7 +44,9 @@ from metaharness.shell.child_process import (
     pump_lines,
     wait_status,
 )
+from metaharness.shell.run_signals import listening
 from metaharness.shell.steering import Deadlines, steering_command
+from metaharness.shell.tree_links import tree_facts
 
 if TYPE_CHECKING:
     from metaharness.shell.confinement import ConfinedSpawn
@@ -102,12 +106,14 @@ def drive_loop(
     assert child.stdout is not None and child.stderr is not None
     signals = SignalQueue(events)
     signals.install()
+    listening(child.pid, lambda number: events.put(("signal", number)))
     tail = bytearray()
     threading.Thread(target=pump_lines, args=(child.stdout, "record", events), daemon=True).start()
     stderr_thread = threading.Thread(target=keep_tail, args=(child.stderr, tail), daemon=True)
     stderr_thread.start()
     if commands is not None:
         threading.Thread(target=pump_fd, args=(commands, "command", events), daemon=True).start()
+    watch_exit(child, events)
     deadlines = Deadlines(settings.deadline_ms)
 
     def perform(effects: tuple[Effect, ...]) -> None:
@@ -134,9 +140,10 @@ def drive_loop(
     number = 0
     halted = killed = False
     kill_at: float | None = None
+    drained_at: float | None = None
     try:
-        while True:
-            waits = [at for at in (deadlines.next_at(), kill_at) if at is not None]
+        while drained_at is None or time.monotonic() < drained_at:
+            waits = [at for at in (deadlines.next_at(), kill_at, drained_at) if at is not None]
             try:
                 kind, item = events.get(timeout=max(0.0, min(waits) - time.monotonic()) if waits else None)
             except queue.Empty:
@@ -147,7 +154,10 @@ def drive_loop(
                     state, effects = expire(state, call_id, waited)
                     perform(effects)
                 continue
-            if kind == "record":
+            if kind == "exited":
+                drained_at = time.monotonic() + PIPE_DRAIN_S
+                kill_at = None
+            elif kind == "record":
                 if item is None:
                     break
                 if transcript is not None:
@@ -155,7 +165,8 @@ def drive_loop(
                     transcript.flush()
                 number += 1
                 line = item[:-1] if item.endswith(b"\n") else item
-                state, effects = read_line(state, number, line)
+                subjects = line_subjects(line) if b"tool-requested" in line else ()
+                state, effects = read_line(state, number, line, tree_facts(subjects, cwd) if subjects else None)
                 perform(effects)
             elif kind == "command" and item is not None:
                 command = steering_command(item, on_steering_refusal)
@@ -195,7 +206,7 @@ def drive_loop(
             except OSError:
                 pass
     code = child.wait()
-    stderr_thread.join(timeout=GRACE_S)
+    stderr_thread.join(timeout=PIPE_DRAIN_S)
     kill_group(child.pid, signal.SIGKILL)
     process = wait_status(code, process_known)
     late = retain() if retain is not None else ()

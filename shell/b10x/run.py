@@ -40,6 +40,7 @@ from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import strict_version_refusal
 from metaharness.shell.b10x.live import drive_loop
+from metaharness.shell.child_end import end_unexpectedly
 from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare, start_route
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
@@ -50,6 +51,7 @@ from metaharness.shell.facts import (
 )
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.refusals import refuse
+from metaharness.shell.run_signals import spawned_group
 from metaharness.shell.staging import EarlySignal, Refused, is_directory, stderr_line, take, unusable_directory
 from metaharness.shell.wind_up import RunAudit, retain_copies
 
@@ -351,7 +353,12 @@ def run_b10x(options: RunOptions) -> int:
         if proxy is not None:
             proxy.stop()
         shutil.rmtree(launch.scratch, ignore_errors=True)
+        if spawned_group() is not None:
+            return end_unexpectedly(audit, run_id, error)
         return refuse(Refusal("spawn-failed", f"{launch.program} could not be started: {error.strerror or error}"))
+    except Exception as error:  # noqa: BLE001 - the child is stopped and the stream closed whatever failed
+        shutil.rmtree(launch.scratch, ignore_errors=True)
+        return end_unexpectedly(audit, run_id, error)
     try:
         namespaces = "unk" if spawn is None else spawn.namespaces()
         facts_of_rows = msgspec.structs.replace(verdict_facts(options, launch), namespaces=namespaces)

@@ -21,6 +21,7 @@ from typing import IO, TYPE_CHECKING
 
 import msgspec
 
+from metaharness.pure.bounds import COMMAND_LINE_LIMIT, RECORD_LINE_LIMIT
 from metaharness.pure.claude.session import (
     Effect,
     HookAnswer,
@@ -31,15 +32,20 @@ from metaharness.pure.claude.session import (
     expire,
     hook_request,
     read_line,
+    request_subjects,
     take_command,
     wind_up,
     write_events,
 )
 from metaharness.pure.decisions import Arm, Disarm
 from metaharness.pure.events import Event, Process
+from metaharness.shell.bounded_reads import LineCutter
+from metaharness.shell.child_end import PIPE_DRAIN_S, end_descendants
 from metaharness.shell.child_process import GRACE_S, STDERR_KEPT, kill_group, wait_status
 from metaharness.shell.hook_channel import HookChannel
+from metaharness.shell.run_signals import listening
 from metaharness.shell.steering import Deadlines, steering_command
+from metaharness.shell.tree_links import tree_facts
 
 if TYPE_CHECKING:
     from metaharness.shell.confinement import ConfinedSpawn
@@ -56,9 +62,10 @@ class RunOutcome(msgspec.Struct, frozen=True):
 class _Loop:
     """The state the readiness loop keeps beside the pure session: timers, buffers, flags."""
 
-    def __init__(self, session: Session, channel: HookChannel, write_event: Callable[[bytes], None]) -> None:
+    def __init__(self, session: Session, channel: HookChannel, write_event: Callable[[bytes], None], cwd: str) -> None:
         self.session = session
         self.channel = channel
+        self.cwd = cwd
         self.write_event = write_event
         self.deadlines = Deadlines(session.desk.deadline_ms)
 
@@ -79,7 +86,9 @@ class _Loop:
 
     def drain_doorbell(self) -> None:
         for key in self.channel.ring():
-            self.session, effects = hook_request(self.session, key, self.channel.request(key))
+            raw = self.channel.request(key)
+            tree = tree_facts(request_subjects(self.session, key, raw), self.cwd) if raw is not None else None
+            self.session, effects = hook_request(self.session, key, raw, tree)
             self.perform(effects)
 
     def expire_due(self) -> None:
@@ -126,9 +135,13 @@ def drive_claude(
     if confined is not None:
         confined.spawned()
     assert child.stdout is not None and child.stderr is not None
-    loop = _Loop(session, channel, write_event)
+    loop = _Loop(session, channel, write_event, cwd)
     wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     previous = {n: signal.signal(n, lambda _n, _f: os.write(wake_write, b"s")) for n in (signal.SIGINT, signal.SIGTERM)}
+    def wake(_number: int) -> None:
+        os.write(wake_write, b"s")
+
+    listening(child.pid, wake)
     selector = selectors.PollSelector()
     stdout_fd, stderr_fd = child.stdout.fileno(), child.stderr.fileno()
     for descriptor in (stdout_fd, stderr_fd):
@@ -137,12 +150,14 @@ def drive_claude(
     selector.register(stdout_fd, selectors.EVENT_READ, "record")
     selector.register(stderr_fd, selectors.EVENT_READ, "stderr")
     selector.register(wake_read, selectors.EVENT_READ, "signal")
+    exit_fd = os.pidfd_open(child.pid)
+    selector.register(exit_fd, selectors.EVENT_READ, "exited")
     if commands is not None:
         selector.register(commands, selectors.EVENT_READ, "command")
     if alerts is not None:
         selector.register(alerts[0], selectors.EVENT_READ, "alert")
-    record_buffer = bytearray()
-    command_buffer = bytearray()
+    record_cutter = LineCutter(RECORD_LINE_LIMIT)
+    command_cutter = LineCutter(COMMAND_LINE_LIMIT)
     tail = bytearray()
     number = 0
     halted = killed = False
@@ -150,11 +165,16 @@ def drive_claude(
     chunk: bytes | None
     record_open = True
     stderr_open = True
+    drained_at: float | None = None
     try:
-        while record_open or stderr_open:
-            timeouts = [t for t in (loop.deadlines.next_at(), kill_at) if t is not None]
+        while (record_open or stderr_open) and (drained_at is None or time.monotonic() < drained_at):
+            timeouts = [t for t in (loop.deadlines.next_at(), kill_at, drained_at) if t is not None]
             timeout = max(0.0, min(timeouts) - time.monotonic()) if timeouts else None
             ready = {key.data for key, _ in selector.select(timeout)}
+            if "exited" in ready:
+                selector.unregister(exit_fd)
+                kill_group(child.pid, signal.SIGKILL)
+                drained_at = time.monotonic() + PIPE_DRAIN_S
             if "doorbell" in ready:
                 loop.drain_doorbell()
             if "alert" in ready and alerts is not None:
@@ -176,11 +196,9 @@ def drive_claude(
                 if not chunk:
                     selector.unregister(commands)
                     commands = None
-                command_buffer.extend(chunk)
-                while b"\n" in command_buffer or (commands is None and command_buffer):
-                    line, _, rest = bytes(command_buffer).partition(b"\n")
-                    command_buffer[:] = rest
-                    command = steering_command(line, on_steering_refusal)
+                command_lines = command_cutter.feed(chunk) if commands is not None else [command_cutter.rest()]
+                for line in filter(None, command_lines):
+                    command = steering_command(line.removesuffix(b"\n"), on_steering_refusal)
                     if command is None:
                         continue
                     loop.session, effects, control = take_command(loop.session, command, loop.deadlines.latency_ms(command))
@@ -205,12 +223,9 @@ def drive_claude(
                 elif not chunk:
                     selector.unregister(stdout_fd)
                     record_open = False
-                    if record_buffer:
-                        chunk = b"\n"
-                record_buffer.extend(chunk)
-                while b"\n" in record_buffer:
-                    line, _, rest = bytes(record_buffer).partition(b"\n")
-                    record_buffer[:] = rest
+                record_lines = record_cutter.feed(chunk) if record_open else [record_cutter.rest()]
+                for line in filter(None, record_lines):
+                    line = line.removesuffix(b"\n")
                     transcript.write(line + b"\n")
                     transcript.flush()
                     loop.drain_doorbell()
@@ -231,7 +246,9 @@ def drive_claude(
         selector.close()
         os.close(wake_read)
         os.close(wake_write)
+        os.close(exit_fd)
     kill_group(child.pid, signal.SIGKILL)
+    end_descendants(child.pid)
     process = wait_status(code, process_known)
     loop.session, effects, reason = wind_up(
         loop.session, stderr_tail=bytes(tail), halted=halted, killed=killed and not halted, process=process,

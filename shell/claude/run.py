@@ -52,7 +52,9 @@ from metaharness.pure.loopback import (
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import strict_version_refusal
+from metaharness.shell.bounded_reads import open_regular
 from metaharness.shell.catalogue_file import read_back_scratch_copy, read_catalogue
+from metaharness.shell.child_end import end_unexpectedly
 from metaharness.shell.claude.live import drive_claude
 from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare, start_route
 from metaharness.shell.context_files import load_context_files
@@ -69,6 +71,7 @@ from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.loopback import RouteProxy
 from metaharness.shell.refusals import refuse
+from metaharness.shell.run_signals import spawned_group
 from metaharness.shell.staging import EarlySignal, Refused, is_directory, stderr_line, take, unusable_directory
 from metaharness.shell.wind_up import RunAudit, retain_copies
 
@@ -127,12 +130,13 @@ def read_back(options: RunOptions, launch: ClaudeLaunch, catalogue: Catalogue, p
 
 
 def plugin_tree(source: str) -> PluginTree:
-    """What is at one ``--plugin-dir``: its readable regular files (bytes and mode) and the symlinks
-    inside it, found without following any link."""
+    """What is at one ``--plugin-dir``: its readable regular files (bytes and mode), the symlinks and
+    the entries of other kinds inside it, found without following any link or opening a FIFO."""
     if os.path.islink(source) or not is_directory(source):
         return PluginTree(source=source, is_directory=is_directory(source), is_symlink=os.path.islink(source))
     files: list[PluginFile] = []
     links: list[str] = []
+    special: list[str] = []
     for base, directories, names in os.walk(source, followlinks=False):
         for name in sorted(directories + names):
             path = os.path.join(base, name)
@@ -141,9 +145,17 @@ def plugin_tree(source: str) -> PluginTree:
             if stat.S_ISLNK(status.st_mode):
                 links.append(relative)
             elif stat.S_ISREG(status.st_mode) and os.access(path, os.R_OK):
-                with open(path, "rb") as handle:
-                    files.append(PluginFile(relative, handle.read(), stat.S_IMODE(status.st_mode)))
-    return PluginTree(source=source, is_directory=True, is_symlink=False, files=tuple(files), symlinks=tuple(links))
+                try:
+                    with open_regular(path) as handle:
+                        files.append(PluginFile(relative, handle.read(), stat.S_IMODE(status.st_mode)))
+                except OSError:
+                    special.append(relative)
+            elif not stat.S_ISDIR(status.st_mode) and not stat.S_ISREG(status.st_mode):
+                special.append(relative)
+    return PluginTree(
+        source=source, is_directory=True, is_symlink=False, files=tuple(files), symlinks=tuple(links),
+        special=tuple(special),
+    )  # fmt: skip
 
 
 def tree_checks(options: RunOptions) -> tuple[MemoryWalk, tuple[PluginCopy, ...]]:
@@ -431,7 +443,11 @@ def run_claude(options: RunOptions) -> int:
         facts_of_rows = msgspec.structs.replace(verdict_facts(options, launch, plugins), namespaces=namespaces)
         return audit.exit_code(facts_of_rows, launch.transcript_path, outcome.reason)
     except OSError as error:
+        if spawned_group() is not None:
+            return end_unexpectedly(audit, run_id, error)
         return refuse(Refusal("spawn-failed", f"{launch.program} could not be started: {error.strerror or error}"))
+    except Exception as error:  # noqa: BLE001 - the child is stopped and the stream closed whatever failed
+        return end_unexpectedly(audit, run_id, error)
     finally:
         channel.close()
         if proxy is not None:

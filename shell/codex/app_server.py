@@ -25,8 +25,10 @@ import time
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
 
+import msgspec
 from returns.result import Result
 
+from metaharness.pure.bounds import RECORD_LINE_LIMIT
 from metaharness.pure.catalogue import Catalogue, check_codex_names
 from metaharness.pure.codex.app_server import (
     CATALOGUE_COPY,
@@ -54,7 +56,9 @@ from metaharness.pure.decisions import Answer, Desk, Effect, present
 from metaharness.pure.events import Event
 from metaharness.pure.hook_channel import HookCall
 from metaharness.pure.refusal import Refusal
+from metaharness.shell.bounded_reads import bounded_lines
 from metaharness.shell.catalogue_file import read_back_scratch_copy, read_catalogue, write_scratch_copy
+from metaharness.shell.child_end import end_descendants
 from metaharness.shell.child_process import (
     GRACE_S,
     GroupStop,
@@ -68,6 +72,8 @@ from metaharness.shell.child_process import (
 from metaharness.shell.codex.live import LiveOutcome, _Run, _wait_child, _watch_doorbell
 from metaharness.shell.codex.rollout import POLL_INTERVAL_S, QUIET_POLLS_AFTER_EXIT, RolloutTail
 from metaharness.shell.facts import own_cli
+from metaharness.shell.run_signals import listening
+from metaharness.shell.tree_links import real_subjects
 
 CATALOGUE_SERVER_LOG = "catalogue-server.stderr"
 """The catalogue server's stderr, kept in the scratch root."""
@@ -132,9 +138,9 @@ class _AppServerRun(_Run):
             if isinstance(output, Present) and output.call.call_id in self.owned:
                 call = output.call
                 self.names[call.call_id] = call.name
-                self.desk, effects = present(
-                    self.desk, presented_tool_call(self.catalogue, call.call_id, call.name, call.input)
-                )
+                presented = presented_tool_call(self.catalogue, call.call_id, call.name, call.input)
+                real = real_subjects(presented.subjects, self.launch.cwd)
+                self.desk, effects = present(self.desk, msgspec.structs.replace(presented, subjects=real))
                 self.perform(effects)
             else:
                 super().outputs((output,))
@@ -201,7 +207,7 @@ def _close(stream: IO[bytes] | None) -> None:
 
 def _copy_lines(stream: IO[bytes], copy: IO[bytes], kind: str, events: queue.Queue[tuple[str, Any]]) -> None:
     """Each line the server writes is copied (``rollout.stdout.jsonl``) before it is queued."""
-    for line in iter(stream.readline, b""):
+    for line in bounded_lines(stream, RECORD_LINE_LIMIT):
         copy.write(line)
         copy.flush()
         events.put((kind, line))
@@ -277,6 +283,7 @@ def drive_app_server(
     stdout_copy = open(launch.stdout_copy, "wb")  # noqa: SIM115 - closed at wind-up, after the pump ends
     signals = SignalQueue(events)
     signals.install()
+    listening(child.pid, lambda number: events.put(("signal", number)))
     tail = bytearray()
     stderr_thread = threading.Thread(target=keep_tail, args=(child.stderr, tail), daemon=True)
     stderr_thread.start()
@@ -354,6 +361,7 @@ def drive_app_server(
         _close(served.stdin)
         _stop_catalogue_server(served)
     kill_group(child.pid, signal.SIGKILL)
+    end_descendants(child.pid)
     server_thread.join(timeout=GRACE_S)
     stdout_copy.close()
     code = exit_code if exit_code is not None else child.wait()

@@ -24,6 +24,7 @@ import msgspec
 from metaharness.pure.capabilities import HONOURED_COMMANDS
 from metaharness.pure.census import ZERO_CENSUS, count_decision
 from metaharness.pure.codex.launch import CodexLaunch
+from metaharness.pure.codex.rendering import resolve_call
 from metaharness.pure.codex.replay import stop_word
 from metaharness.pure.codex.rollout import (
     RolloutLaunch,
@@ -74,8 +75,8 @@ from metaharness.pure.events import (
 from metaharness.pure.hook_channel import HOOK_GAVE_UP, read_hook_request
 from metaharness.pure.readings import Emitted
 from metaharness.pure.run_stages import closing_reason, no_terminal_record
+from metaharness.shell.child_end import PIPE_DRAIN_S, end_descendants
 from metaharness.shell.child_process import (
-    GRACE_S,
     GroupStop,
     SignalQueue,
     keep_tail,
@@ -85,7 +86,9 @@ from metaharness.shell.child_process import (
 )
 from metaharness.shell.codex.rollout import POLL_INTERVAL_S, QUIET_POLLS_AFTER_EXIT, RolloutTail, SubAgentRollouts
 from metaharness.shell.hook_channel import HookChannel
+from metaharness.shell.run_signals import listening
 from metaharness.shell.steering import Deadlines, steering_command
+from metaharness.shell.tree_links import tree_facts
 
 SUB_AGENT_COPIES = "sub-agents"
 """The scratch directory holding the copies of the sub-agents' rollouts."""
@@ -186,7 +189,8 @@ class _Run:
                 ended = ended or isinstance(output.payload, TurnEnded)
             else:
                 self.names[output.call.call_id] = output.call.name
-                self.desk, effects = present(self.desk, presented_call(output.call, self.session_cwd))
+                tree = tree_facts(resolve_call(output.call.name, output.call.input)[1], self.launch.cwd)
+                self.desk, effects = present(self.desk, presented_call(output.call, tree, self.session_cwd))
                 self.perform(effects)
         if ended:
             self.abandon("the turn ended")
@@ -336,6 +340,7 @@ def drive_codex(
     assert child.stderr is not None
     signals = SignalQueue(events)
     signals.install()
+    listening(child.pid, lambda number: events.put(("signal", number)))
     tail = bytearray()
     stderr_thread = threading.Thread(target=keep_tail, args=(child.stderr, tail), daemon=True)
     stderr_thread.start()
@@ -364,6 +369,7 @@ def drive_codex(
                 drained.set()
             elif kind == "exited":
                 exit_code = item
+                kill_group(child.pid, signal.SIGKILL)
             elif kind == "command" and item is not None:
                 control = state.command(item, on_steering_refusal)
                 if control is not None:
@@ -384,13 +390,14 @@ def drive_codex(
                     if quiet >= QUIET_POLLS_AFTER_EXIT:
                         break
         state.end_stream()
-        stderr_thread.join(timeout=GRACE_S)
+        stderr_thread.join(timeout=PIPE_DRAIN_S)
     finally:
         stop.set()
         drained.set()
         signals.restore()
         rollout_tail.close()
     kill_group(child.pid, signal.SIGKILL)
+    end_descendants(child.pid)
     code = exit_code if exit_code is not None else child.wait()
     process = wait_status(code)
     marked = process if process_known else wait_status(code, known=False)

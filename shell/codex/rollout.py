@@ -10,11 +10,17 @@ from __future__ import annotations
 import glob
 import os
 
+from metaharness.pure.bounds import RECORD_LINE_LIMIT
+from metaharness.shell.bounded_reads import LineCutter, open_regular
+
 POLL_INTERVAL_S = 0.025
 """How often the rollout is polled: every 25 ms (spec 50 §4)."""
 
 QUIET_POLLS_AFTER_EXIT = 2
 """Reading stops two quiet polls after the child exits (spec 50 §4)."""
+
+READ_CHUNK = 1024 * 1024
+"""Bytes read from the rollout at a time, each cut into lines before the next is read."""
 
 
 def rollout_files(sessions_dir: str) -> list[str]:
@@ -31,7 +37,7 @@ class RolloutTail:
         self.copy_path = copy_path
         self.path = path
         self._offset = 0
-        self._partial = b""
+        self._cutter = LineCutter(RECORD_LINE_LIMIT)
         self._lines = 0
         self._copy = open(copy_path, "ab")  # noqa: SIM115 - held for the run, closed by close()
 
@@ -46,20 +52,19 @@ class RolloutTail:
             self.path = self._find()
             if self.path is None:
                 return ()
-        try:
-            with open(self.path, "rb") as handle:
-                handle.seek(self._offset)
-                data = handle.read()
-        except OSError:
-            return ()
-        self._offset += len(data)
-        data = self._partial + data
-        *complete, self._partial = data.split(b"\n")
         lines: list[tuple[int, bytes]] = []
-        for raw in complete:
-            self._copy.write(raw + b"\n")
-            self._lines += 1
-            lines.append((self._lines, raw[:-1] if raw.endswith(b"\r") else raw))
+        try:
+            with open_regular(self.path) as handle:
+                handle.seek(self._offset)
+                for chunk in iter(lambda: handle.read(READ_CHUNK), b""):
+                    self._offset += len(chunk)
+                    for line in self._cutter.feed(chunk):
+                        raw = line.removesuffix(b"\n")
+                        self._copy.write(raw + b"\n")
+                        self._lines += 1
+                        lines.append((self._lines, raw.removesuffix(b"\r")))
+        except OSError:
+            pass
         self._copy.flush()
         return tuple(lines)
 

@@ -18,6 +18,7 @@ from functools import partial
 import msgspec
 from returns.result import Failure, Result, Success
 
+from metaharness.pure.bounds import CREDENTIAL_FILE_LIMIT
 from metaharness.pure.capabilities import HONOURED_COMMANDS
 from metaharness.pure.catalogue import Catalogue
 from metaharness.pure.codex.adapter import PINS, PROGRAM, WIRE_PATHS
@@ -43,6 +44,8 @@ from metaharness.pure.loopback import (
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import strict_version_refusal
+from metaharness.shell.bounded_reads import read_regular
+from metaharness.shell.child_end import end_unexpectedly
 from metaharness.shell.codex.app_server import drive_app_server, place_catalogue, read_codex_catalogue
 from metaharness.shell.codex.live import SUB_AGENT_COPIES, drive_codex
 from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare, start_route
@@ -59,6 +62,7 @@ from metaharness.shell.facts import (
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.loopback import RouteProxy
 from metaharness.shell.refusals import refuse
+from metaharness.shell.run_signals import spawned_group
 from metaharness.shell.staging import EarlySignal, Refused, stderr_line, take, unusable_directory
 from metaharness.shell.wind_up import RunAudit, retain_copies
 
@@ -106,8 +110,7 @@ def custody_stage(options: RunOptions, caller_env: dict[str, str]) -> Result[str
         return Success(None)
     custody = operator_login_file("codex", caller_env)
     try:
-        with open(custody or "", "rb") as handle:
-            data = handle.read()
+        data = read_regular(custody or "", CREDENTIAL_FILE_LIMIT)
     except OSError as error:
         return Failure(Refusal("loopback-custody-unreadable", f"{custody}: {error.strerror or error}"))
     return loopback_custody_token("codex", data).map(lambda _: custody)
@@ -448,7 +451,11 @@ def run_codex(options: RunOptions) -> int:
                 confined=spawn,
             )
         except OSError as error:
+            if spawned_group() is not None:
+                return end_unexpectedly(audit, run, error)
             return refuse(Refusal("spawn-failed", f"{launch.program} could not be started: {error}"))
+        except Exception as error:  # noqa: BLE001 - the child is stopped and the stream closed whatever failed
+            return end_unexpectedly(audit, run, error)
         namespaces = "unk" if spawn is None else spawn.namespaces()
         facts_of_rows = msgspec.structs.replace(verdict_facts(options, launch), namespaces=namespaces)
         return audit.exit_code(facts_of_rows, launch.rollout_copy, outcome.reason)

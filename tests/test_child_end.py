@@ -1,0 +1,96 @@
+"""The child's end is its own exit, not its pipes': stand-in harnesses leave grandchildren holding
+their stdout and stderr (one in the child's group, one that called ``setsid``), and the run still
+closes its stream promptly with no process left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from governed_b10x import stream
+from stand_in import records_body, stand_in
+
+CLAUDE_RECORD = (Path(__file__).parent.parent / "vectors" / "claude" / "record" / "bash.jsonl").read_bytes().splitlines()
+B10X_RECORD = [b'{"kind":"started","model":"m","workspace":"."}', b'{"kind":"finished","stop":"end_turn","turns":1}']
+
+LEAVE_GRANDCHILDREN = """
+import os, subprocess
+pids = open("pids", "w")
+for detach in (False, True):
+    holder = subprocess.Popen(["sleep", "300"], start_new_session=detach)
+    pids.write(f"{holder.pid}\\n")
+pids.close()
+"""
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.parametrize("kind", ["b10x", "claude"])
+def test_grandchildren_holding_the_pipes_neither_hold_the_run_nor_outlive_it(tmp_path: Path, kind: str) -> None:
+    name, record = ("b10x-harness", B10X_RECORD) if kind == "b10x" else ("claude", CLAUDE_RECORD)
+    stand_in(tmp_path, name, LEAVE_GRANDCHILDREN + records_body(record))
+    work = tmp_path / "ws"
+    work.mkdir()
+    pids_file = work / "pids"
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path)}
+    args = ["-p", "hi", "--model-endpoint", "http://127.0.0.1:9", "--decisions", "observe", "--cwd", str(work)]
+    args += ["--model", "m"] if kind == "b10x" else ["--credentials", "none"]
+    started = time.monotonic()
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("metaharness")), "run", kind, *args],
+        env=env, capture_output=True, timeout=60, check=False,
+    )  # fmt: skip
+    took = time.monotonic() - started
+    events = stream(done)
+    assert events[-1]["event"] == "stream.closed" and json.dumps(events[-1]["process"]) == '{"kind": "exited", "code": 0}'
+    assert took < 30, f"the run waited {took:.1f} s on its grandchildren's pipes"
+    holders = [int(line) for line in pids_file.read_text().split()]
+    assert len(holders) == 2 and not [pid for pid in holders if alive(pid)]
+    assert not [entry for entry in os.listdir(tmp_path) if entry.startswith("metaharness-")]
+
+
+FAILING_RUN = """
+import sys
+import metaharness.shell.b10x.live as live
+real_read_line = live.read_line
+
+
+def read_line(state, number, line, tree=None):
+    if number == 2:
+        raise RuntimeError("a fault injected into the seam")
+    return real_read_line(state, number, line, tree)
+
+
+live.read_line = read_line
+from metaharness.shell.entry import main
+sys.argv = ["metaharness", *sys.argv[1:]]
+main()
+"""
+
+
+def test_an_unexpected_exception_stops_the_child_closes_the_stream_and_removes_scratch(tmp_path: Path) -> None:
+    stand_in(tmp_path, "b10x-harness", records_body([*B10X_RECORD[:1], b'{"kind":"turn-started","turn":1}'])
+             + "import os, time\nopen('pid', 'w').write(str(os.getpid()))\ntime.sleep(300)\n")  # fmt: skip
+    work = tmp_path / "ws"
+    work.mkdir()
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path)}
+    args = ["run", "b10x", "-p", "hi", "--model", "m", "--model-endpoint", "http://127.0.0.1:9", "--cwd", str(work)]
+    done = subprocess.run([sys.executable, "-c", FAILING_RUN, *args, "--decisions", "observe"], env=env,
+                          capture_output=True, timeout=60, check=False)  # fmt: skip
+    events = stream(done)
+    assert done.returncode == 3
+    assert done.stderr.decode() == "metaharness: internal-error: RuntimeError: a fault injected into the seam\n"
+    assert events[-1]["reason"] == "error" and events[-1]["process"] == {"kind": "unknown"}
+    assert not alive(int((work / "pid").read_text()))
+    assert not [entry for entry in os.listdir(tmp_path) if entry.startswith("metaharness-")]

@@ -1,0 +1,171 @@
+"""Hostile inputs through real processes and stand-in harnesses: record lines (claude, codex, b10x)
+nested 100,000 deep or past their size bound, steering lines likewise, a hook request nested deep, a
+``tools/call`` to ``mcp-serve`` nested deep, ``replay`` of such a record, and negative costs and counts
+each take the reader's named outcome, and the run still closes its stream."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from governed_b10x import stream
+from stand_in import records_body, stand_in
+
+from metaharness.pure.bounds import COMMAND_LINE_LIMIT, RECORD_LINE_LIMIT
+from metaharness.pure.hook_channel import UNREADABLE_REQUEST
+
+DEEP = b"[" * 100_000 + b"]" * 100_000
+CLAUDE_RECORD = (Path(__file__).parent.parent / "vectors" / "claude" / "record" / "bash.jsonl").read_bytes().splitlines()
+B10X_OPENING = [b'{"kind":"started","model":"m","workspace":"."}', b'{"kind":"turn-started","turn":1}']
+B10X_FINISHED = b'{"kind":"finished","stop":"end_turn","turns":1}'
+
+
+def metaharness(home: Path, args: list[str], stdin: bytes = b"", cwd: Path | None = None) -> subprocess.CompletedProcess[bytes]:
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin"}
+    return subprocess.run(
+        [sys.executable, "-m", "metaharness.shell", *args], input=stdin, env=env, cwd=cwd, capture_output=True,
+        timeout=120, check=False,
+    )  # fmt: skip
+
+
+def opaque_lines(events: list[dict]) -> list[int]:
+    return [e["source_line"] for e in events if e["event"] == "opaque"]
+
+
+def test_claude_records_nested_deep_and_past_the_bound_are_opaque(tmp_path: Path) -> None:
+    huge = b'{"type":"assistant","message":{"content":"' + b"x" * (RECORD_LINE_LIMIT + 4096) + b'"}}'
+    deep = b'{"type":"assistant","message":' + DEEP + b"}"
+    stand_in(tmp_path, "claude", records_body([CLAUDE_RECORD[0], deep, huge, *CLAUDE_RECORD[1:]]))
+    args = ["run", "claude", "--credentials", "none", "--model-endpoint", "http://127.0.0.1:9", "-p", "hi"]
+    done = metaharness(tmp_path, [*args, "--decisions", "observe"])
+    events = stream(done)
+    assert done.returncode == 0, done.stderr
+    assert opaque_lines(events) == [2, 3]
+    assert events[-1]["reason"] == "completed"
+
+
+def test_b10x_records_nested_deep_and_past_the_bound_are_opaque(tmp_path: Path) -> None:
+    deep = b'{"kind":"tool-requested","call_id":"c1","name":"file_read","arguments":' + DEEP + b"}"
+    huge = b'{"kind":"text-delta","text":"' + b"y" * (RECORD_LINE_LIMIT + 4096) + b'"}'
+    stand_in(tmp_path, "b10x-harness", records_body([*B10X_OPENING, deep, huge, B10X_FINISHED]))
+    done = metaharness(tmp_path, ["run", "b10x", "-p", "hi", "--model", "m", "--model-endpoint", "http://127.0.0.1:9",
+                                  "--decisions", "observe"])  # fmt: skip
+    events = stream(done)
+    assert opaque_lines(events) == [3, 4]
+    assert not [e for e in events if e["event"] == "tool.requested"]
+
+
+def test_steering_lines_nested_deep_or_past_the_bound_are_refused_and_the_next_command_still_acts(tmp_path: Path) -> None:
+    stand_in(tmp_path, "b10x-harness", records_body(B10X_OPENING) + "import time\ntime.sleep(120)\n")
+    deep = b'{"format":"metaharness.command/1","id":"k1","command":"halt","x":' + DEEP + b"}\n"
+    huge = b'{"format":"metaharness.command/1","id":"k3","command":"halt","reason":"' + b"w" * COMMAND_LINE_LIMIT + b'"}\n'
+    halt = b'{"format":"metaharness.command/1","id":"k2","command":"halt","reason":"enough"}\n'
+    done = metaharness(tmp_path, ["run", "b10x", "-p", "hi", "--model", "m", "--model-endpoint", "http://127.0.0.1:9",
+                                  "--decisions", "observe"], stdin=deep + huge + halt)  # fmt: skip
+    events = stream(done)
+    refusals = done.stderr.decode().splitlines()
+    assert len(refusals) == 2 and "JSON nested deeper than 128" in refusals[0]
+    assert refusals[1].startswith("metaharness: the steering line was refused: not a JSON object: ")
+    assert [e["id"] for e in events if e["event"] == "command.result"] == ["k2"]
+    assert events[-1]["reason"] == "steer-halt"
+
+
+def test_mcp_serve_answers_around_a_deep_tools_call(tmp_path: Path) -> None:
+    call = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"tool_search","arguments":' + DEEP + b"}}\n"
+    ping = b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n'
+    done = subprocess.run(
+        [sys.executable, "-m", "metaharness.shell", "mcp-serve", "--workspace", str(tmp_path)],
+        input=call + ping, capture_output=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0
+    assert [json.loads(line)["id"] for line in done.stdout.splitlines()] == [2]
+    assert "skipped a line that is not JSON: JSON nested deeper than 128" in done.stderr.decode()
+
+
+def test_replay_maps_a_deep_record_line_as_opaque(tmp_path: Path) -> None:
+    record = tmp_path / "loop.jsonl"
+    record.write_bytes(b"\n".join([*B10X_OPENING, DEEP, B10X_FINISHED]) + b"\n")
+    done = metaharness(tmp_path, ["replay", "b10x", str(record)])
+    assert opaque_lines(stream(done)) == [3]
+
+
+def test_negative_costs_and_counts_from_a_loop_record_do_not_pass_through(tmp_path: Path) -> None:
+    lines = [*B10X_OPENING, b'{"kind":"usage","input_tokens":-40,"output_tokens":3}', b'{"kind":"cost","micro_usd":-5}',
+             b'{"kind":"cost","micro_usd":1234}', b'{"kind":"finished","stop":"end_turn","turns":-3}']  # fmt: skip
+    stand_in(tmp_path, "b10x-harness", records_body(lines))
+    done = metaharness(tmp_path, ["run", "b10x", "-p", "hi", "--model", "m", "--model-endpoint", "http://127.0.0.1:9",
+                                  "--decisions", "observe"])  # fmt: skip
+    events = stream(done)
+    assert opaque_lines(events) == [3, 4]
+    ended = next(e for e in events if e["event"] == "session.ended")
+    assert ended["total_cost_usd"] == 0.001234 and ended["num_turns"] is None
+
+
+def test_negative_costs_and_counts_from_a_claude_result_do_not_pass_through(tmp_path: Path) -> None:
+    result = json.loads(CLAUDE_RECORD[-1])
+    result.update(num_turns=-2, total_cost_usd=-1.5, duration_ms=-9)
+    result["usage"]["output_tokens"] = -12
+    stand_in(tmp_path, "claude", records_body([*CLAUDE_RECORD[:-1], json.dumps(result).encode()]))
+    args = ["run", "claude", "--credentials", "none", "--model-endpoint", "http://127.0.0.1:9", "-p", "hi"]
+    events = stream(metaharness(tmp_path, [*args, "--decisions", "observe"]))
+    ended = next(e for e in events if e["event"] == "session.ended")
+    assert ended["num_turns"] is None and ended["total_cost_usd"] is None and ended["duration_ms"] is None
+    assert ended["usage"]["output_tokens"] is None
+
+
+HOOK_CALLER = """
+import json, os, subprocess
+scratch = os.path.dirname(sys.argv[sys.argv.index("--settings") + 1])
+record = {record!r}
+out = sys.stdout.buffer
+for number, line in enumerate(record):
+    out.write(line + b"\\n")
+    out.flush()
+    if number == 1:
+        request = {request!r}
+        done = subprocess.run([os.path.join(scratch, "hooks", "pretooluse")], input=request, capture_output=True)
+        open("hook-answer", "wb").write(done.stdout)
+"""
+
+
+def test_a_hook_request_nested_deep_is_answered_and_the_run_closes(tmp_path: Path) -> None:
+    vectors = Path(__file__).parent.parent / "vectors" / "claude" / "hook"
+    request = json.loads((vectors / "request.json").read_bytes())
+    request["tool_input"] = {"command": "echo emulated"}
+    deep = json.dumps(request).encode().replace(b'{"command": "echo emulated"}', DEEP)
+    record = (vectors / "record.jsonl").read_bytes().splitlines()
+    stand_in(tmp_path, "claude", HOOK_CALLER.format(record=record, request=deep))
+    work = tmp_path / "ws"
+    work.mkdir()
+    args = ["run", "claude", "--credentials", "none", "--model-endpoint", "http://127.0.0.1:9", "-p", "hi"]
+    done = metaharness(tmp_path, [*args, "--decisions", "ask", "--cwd", str(work)])
+    events = stream(done)
+    assert b"internal-error" not in done.stderr
+    assert events[-1]["event"] == "stream.closed"
+    unreadable = next(e for e in events if e["event"] == "tool.decided")
+    assert unreadable["decided_by"] == "adapter" and unreadable["decision"]["reason"] == UNREADABLE_REQUEST
+    assert b'"permissionDecision":"deny"' in (work / "hook-answer").read_bytes()
+
+
+ROLLOUT_WRITER = """
+import os
+path = os.path.join(os.environ["CODEX_HOME"], "sessions", "2026", "11", "30", "rollout-2026-11-30T00-00-00-x.jsonl")
+os.makedirs(os.path.dirname(path))
+with open(path, "wb") as rollout:
+    for line in {lines!r}:
+        rollout.write(line + b"\\n")
+"""
+
+
+def test_codex_rollout_lines_nested_deep_and_past_the_bound_are_opaque(tmp_path: Path) -> None:
+    record = (Path(__file__).parent.parent / "vectors" / "codex" / "record" / "patch.jsonl").read_bytes().splitlines()
+    deep = b'{"timestamp":"2026-11-30T01:32:00.302Z","type":"event_msg","payload":' + DEEP + b"}"
+    huge = b'{"timestamp":"2026-11-30T01:32:00.302Z","type":"event_msg","payload":"' + b"z" * (RECORD_LINE_LIMIT + 1) + b'"}'
+    stand_in(tmp_path, "codex", ROLLOUT_WRITER.format(lines=[*record[:2], deep, huge, *record[2:]]))
+    args = ["run", "codex", "--credentials", "none", "--model-endpoint", "http://127.0.0.1:9", "-p", "hi"]
+    done = metaharness(tmp_path, [*args, "--decisions", "observe"])
+    events = stream(done)
+    assert opaque_lines(events)[:2] == [3, 4]
+    assert events[-1]["reason"] == "completed", done.stderr
