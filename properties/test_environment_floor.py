@@ -127,7 +127,7 @@ def test_b10x_child_holds_exactly_the_keys_its_declaration_puts_there(
     posture = credential_posture(declaration, caller, False)
     key_missing = declaration.credentials == "api-key" and declaration.api_key_secret is None
     token_missing = declaration.subscription_token_env not in (None, *caller)
-    if key_missing and "OPENAI_API_KEY" not in caller:
+    if key_missing and not caller.get("OPENAI_API_KEY"):
         assert posture.failure().code == "api-key-missing"
         return
     if token_missing:

@@ -21,10 +21,10 @@ from typing import Literal
 import msgspec
 from returns.result import Failure, Result, Success
 
+from metaharness.pure.adapters import KINDS, Kind, adapter_of
 from metaharness.pure.events import Hermetic, InstalledPlugin, RowHow, RowWhy, SessionStarted
 from metaharness.pure.refusal import Refusal
 
-Kind = Literal["claude", "codex", "b10x"]
 Verdict = Literal["ok", "gap", "unk"]
 WorkdirMode = Literal["scratch", "operator", "copy"]
 
@@ -46,11 +46,7 @@ ROWS: tuple[tuple[str, str, str, str], ...] = (
 )
 """The fourteen rows (spec 30 §2, docs/confinement.md): id, control (exact report text), assertion, severity."""
 
-MEMORY_SHAPES: Mapping[str, tuple[str, ...]] = {
-    "claude": ("CLAUDE.md", "CLAUDE.local.md", ".claude/CLAUDE.md", ".claude/rules/*.md", "AGENTS.md"),
-    "codex": ("CLAUDE.md", "AGENTS.md"),
-    "b10x": ("CLAUDE.md", "AGENTS.md"),
-}
+MEMORY_SHAPES: Mapping[str, tuple[str, ...]] = {kind: adapter_of(kind).hermetic.memory.shapes for kind in KINDS}
 """The memory shapes the walk looks for, per kind (spec 30 §5.1); ``*.md`` means any entry directly there."""
 
 
@@ -221,7 +217,8 @@ def memory_row(
         return Success(RowAttestation("H11", "unavailable", why + (f": {', '.join(named)}" if named else "")))
     nothing = f"the ancestor walk from {walk.start} found no memory file"
     found_text = f"the ancestor walk from {walk.start} found {found}"
-    if kind == "claude":
+    memory = adapter_of(kind).hermetic.memory
+    if memory.canary:
         loaded = [hit for hit in walk.hits if loaded_shapes is None or hit.shape in loaded_shapes]
         base = '--setting-sources "" and the fresh scratch config home, held to the memory canary; '
         if not loaded:
@@ -232,18 +229,10 @@ def memory_row(
             return Failure(Refusal("memory-ancestor-found", f"the ancestor walk from {walk.start} found {loaded_text}"))
         return Success(RowAttestation("H11", "unavailable", f"the ancestor walk from {walk.start} found {loaded_text}"))
     if not walk.hits:
-        suffix = "; HOME is also absent from the child" if kind == "b10x" else ""
-        return Success(RowAttestation("H11", "imposed", nothing + suffix))
-    if kind == "codex" and workdir_mode == "scratch":
+        return Success(RowAttestation("H11", "imposed", nothing + memory.nothing_found_suffix))
+    if memory.refused_in_scratch and workdir_mode == "scratch":
         return Failure(Refusal("memory-ancestor-found", found_text))
     return Success(RowAttestation("H11", "unavailable", found_text))
-
-
-_GRANT_IN_WORDS = {
-    "claude": "; Claude Code's tools act on that tree",
-    "codex": '; the codex sandbox is sandbox_mode = "workspace-write" on that tree, with no writable_roots',
-    "b10x": "",
-}
 
 
 def _workdir_row(facts: LaunchFacts) -> RowAttestation:
@@ -260,49 +249,13 @@ def _workdir_row(facts: LaunchFacts) -> RowAttestation:
         "H7",
         "unavailable",
         f"the child runs in {facts.workdir}, which metaharness did not create, and can write to it"
-        + _GRANT_IN_WORDS[facts.kind],
+        + adapter_of(facts.kind).hermetic.grant_in_words,
     )
 
 
 def _kind_rows(facts: LaunchFacts) -> tuple[RowAttestation, ...]:
-    scratch = facts.scratch
-    servers = "[" + ", ".join(facts.mcp_servers) + "]"
-    if facts.kind == "claude":
-        return (
-            RowAttestation("H1a", "imposed", f"CLAUDE_CONFIG_DIR={scratch}/claude-home; plugins only as named copies"),
-            RowAttestation("H1b", "imposed", "fresh config home"),
-            RowAttestation("H2", "imposed", '--setting-sources "", the settings file outside the home'),
-            RowAttestation("H5", "imposed", f"--strict-mcp-config with {servers}"),
-            RowAttestation(
-                "H8",
-                "imposed",
-                "no --bare/--safe-mode, no CLAUDE_CODE_SAFE_MODE/CLAUDE_CODE_SIMPLE; PreToolUse hook in the settings",
-            ),
-            RowAttestation("H9", "unavailable", "the version is read from the opening record"),
-        )
-    if facts.kind == "codex":
-        return (
-            RowAttestation("H1a", "imposed", f"CODEX_HOME={scratch}/codex-home"),
-            RowAttestation("H1b", "imposed", "fresh CODEX_HOME"),
-            RowAttestation("H2", "imposed", "only the scratch config.toml; no project trust")
-            if facts.h2_unavailable is None
-            else RowAttestation("H2", "unavailable", facts.h2_unavailable),
-            RowAttestation("H5", "imposed", "[mcp_servers] empty"),
-            RowAttestation(
-                "H8",
-                "imposed",
-                "PreToolUse hook in config.toml, --dangerously-bypass-hook-trust, no CODEX_DISABLE_HOOKS",
-            ),
-            RowAttestation("H9", "unavailable", "the version is read from the opening record"),
-        )
-    hooks = f"hooks named by --hooks {facts.hooks}" if facts.hooks is not None else "no hooks"
-    return (
-        RowAttestation("H1a", "imposed", "plugins arrive only as named --plugin-dir copies"),
-        RowAttestation("H2", "imposed", f"XDG_CONFIG_HOME={scratch}/config holds no profile"),
-        RowAttestation("H5", "imposed", "no --mcp-profile; mcp_servers stated []"),
-        RowAttestation("H8", "imposed", f"{hooks}; no ambient discovery"),
-        RowAttestation("H9", "unavailable", "the version is read from the launch's --version probe"),
-    )
+    rows = adapter_of(facts.kind).hermetic.launch_rows(facts.scratch, facts.mcp_servers, facts.h2_unavailable, facts.hooks)
+    return tuple(RowAttestation(row, state, text) for row, state, text in rows)
 
 
 def attest(facts: LaunchFacts) -> Hermetic:
@@ -319,7 +272,7 @@ def attest(facts: LaunchFacts) -> Hermetic:
     }
     ordered = [rows[row] for row, *_ in ROWS if row in rows]
     ambient: list[str] = []
-    if facts.kind != "b10x":
+    if adapter_of(facts.kind).hermetic.vendor_ambient:
         ambient += ["the git status in the vendor's system prompt", "the network is not isolated"]
     ambient += [f"memory file at the working directory's root: {name}" for name in facts.root_memory_names]
     ambient += facts.extra_ambient
@@ -375,7 +328,8 @@ def _decide(row: str, started: SessionStarted, facts: VerdictFacts) -> tuple[Ver
         return _launch_row(entry)
     if row == "H11":
         verdict, detail = _launch_row(entry)
-        if verdict == "ok" and facts.kind == "claude" and started.harness_version not in facts.canary_versions:
+        canary = adapter_of(facts.kind).hermetic.memory.canary
+        if verdict == "ok" and canary and started.harness_version not in facts.canary_versions:
             return "unk", f"{detail}; version {started.harness_version} has no memory canary entry"
         return verdict, detail
     if row == "H7":
@@ -411,7 +365,7 @@ def _confinement_verdict(entry: RowAttestation | None, namespaces: Verdict) -> t
 
 def _plugins_verdict(started: SessionStarted, facts: VerdictFacts) -> tuple[Verdict, str]:
     declared = sorted(facts.declared_plugins)
-    if facts.kind == "b10x":
+    if adapter_of(facts.kind).hermetic.plugins_from_skills:
         if started.skills is None and started.agents is None:
             return "unk", "the record is silent"
         if not declared:
@@ -433,8 +387,9 @@ def _plugins_verdict(started: SessionStarted, facts: VerdictFacts) -> tuple[Verd
 
 
 def _output_style_verdict(started: SessionStarted, facts: VerdictFacts) -> tuple[Verdict, str]:
-    if facts.kind == "b10x":
-        return "ok", "the loop has no output style"
+    no_output_style = adapter_of(facts.kind).hermetic.no_output_style
+    if no_output_style is not None:
+        return "ok", no_output_style
     style = started.output_style
     if style is None:
         return "unk", "the record is silent"

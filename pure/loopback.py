@@ -12,15 +12,13 @@ from __future__ import annotations
 import hmac
 import re
 from collections.abc import Sequence
-from typing import Literal
 from urllib.parse import urlsplit
 
 import msgspec
 
+from metaharness.pure.adapters import LoopbackKind, loopback_of
 from metaharness.pure.events import AuthExpired, WarningRaised
-from metaharness.pure.jsonline import compact
 
-Kind = Literal["claude", "codex"]
 Headers = tuple[tuple[str, str], ...]
 
 MAX_BODY = 32 * 1024 * 1024
@@ -32,9 +30,6 @@ RELAY_CHUNK = 16 * 1024
 """The response body is relayed in flushed chunks of at most 16 KiB, never parsed (spec 50 §6)."""
 SYMBOLIC_PORT = "00000"
 """The port a loopback launch is planned and measured with before the proxy listens (spec 10 §4.5 stage 8)."""
-
-UPSTREAMS = {"claude": "https://api.anthropic.com", "codex": "https://api.openai.com"}
-"""The upstream when no ``--model-endpoint`` names one (spec 50 §6)."""
 
 HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "trailers",
@@ -49,9 +44,9 @@ def loopback_placeholder(run_id: str, random_bytes: bytes) -> str:
     return f"mh-run-{_UNSAFE_RUN_CHARACTERS.sub('-', run_id)}-{random_bytes.hex()}"
 
 
-def upstream_root(kind: Kind, endpoint: str | None) -> str:
+def upstream_root(kind: LoopbackKind, endpoint: str | None) -> str:
     """The endpoint root (trailing ``/`` removed) when one was given, else the vendor's API (spec 50 §6)."""
-    return endpoint.rstrip("/") if endpoint else UPSTREAMS[kind]
+    return endpoint.rstrip("/") if endpoint else loopback_of(kind).upstream
 
 
 class RequestHead(msgspec.Struct, frozen=True):
@@ -99,27 +94,24 @@ def read_head(raw: bytes) -> RequestHead | None:
     return RequestHead(parts[0], parts[1], tuple(headers))
 
 
-def _error_body(kind: Kind, error_type: str, message: str, code: str | None = None) -> bytes:
-    if kind == "claude":
-        return compact({"type": "error", "error": {"type": error_type, "message": message}})
-    return compact({"error": {"type": error_type, "code": code, "message": message}})
+def _error_body(kind: LoopbackKind, error_type: str, message: str, code: str | None = None) -> bytes:
+    return loopback_of(kind).error_body(error_type, message, code)
 
 
-def refusal_401(kind: Kind) -> ProxyAnswer:
+def refusal_401(kind: LoopbackKind) -> ProxyAnswer:
     """The proxy's own 401 in the vendor's shape (spec 50 §6): claude ``authentication_error``,
     codex ``invalid_request_error``/``invalid_api_key``."""
     message = "the request did not carry this run's loopback placeholder, so metaharness forwarded nothing"
-    if kind == "claude":
-        return ProxyAnswer(401, "Unauthorized", _error_body(kind, "authentication_error", message))
-    return ProxyAnswer(401, "Unauthorized", _error_body(kind, "invalid_request_error", message, "invalid_api_key"))
+    error_type, code = loopback_of(kind).unauthorized
+    return ProxyAnswer(401, "Unauthorized", _error_body(kind, error_type, message, code))
 
 
-def bad_gateway(kind: Kind, why: str) -> ProxyAnswer:
+def bad_gateway(kind: LoopbackKind, why: str) -> ProxyAnswer:
     """502 ``api_error`` for a custody failure or an unreachable upstream (spec 50 §6)."""
     return ProxyAnswer(502, "Bad Gateway", _error_body(kind, "api_error", f"metaharness's loopback proxy: {why}", "api_error"))
 
 
-def admit_request(kind: Kind, head: RequestHead, placeholder: str | None) -> ProxyAnswer | int:
+def admit_request(kind: LoopbackKind, head: RequestHead, placeholder: str | None) -> ProxyAnswer | int:
     """The request's body length, or the proxy's own answer: a chunked body → 400; over 32 MiB → 413;
     under loopback (a ``placeholder``) no placeholder as ``Authorization: Bearer`` or ``x-api-key``
     (constant-time compare) → 401."""
@@ -221,7 +213,7 @@ def on_the_wire(head: RequestHead, paths: Sequence[str]) -> bool:
     return head.method == "POST" and head.target.partition("?")[0] in paths
 
 
-def off_the_wire(kind: Kind, head: RequestHead) -> ProxyAnswer:
+def off_the_wire(kind: LoopbackKind, head: RequestHead) -> ProxyAnswer:
     """The route proxy's 403 for a request that is not the wire's: nothing was sent upstream."""
     path = head.target.partition("?")[0]
     message = f"metaharness's route proxy forwards only the wire's own requests, and {head.method} {path} is not one"

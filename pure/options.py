@@ -17,10 +17,11 @@ from urllib.parse import urlsplit
 import msgspec
 from returns.result import Failure, Result, Success
 
-from metaharness.pure.environment import Credentials, Kind, ProgramCandidate, resolve_program
+from metaharness.pure.adapter import RunRules
+from metaharness.pure.adapters import Kind, adapter_of
+from metaharness.pure.environment import Credentials, ProgramCandidate, resolve_program
 from metaharness.pure.refusal import Refusal
 
-KINDS: tuple[Kind, ...] = ("claude", "codex", "b10x")
 DecisionMode = Literal["frame", "ask", "observe"]
 HermeticMode = Literal["off", "on", "strict"]
 HERMETIC_MODES: tuple[HermeticMode, ...] = ("off", "on", "strict")
@@ -248,49 +249,6 @@ def check_audit_pairing(options: RunOptions, facts: AuditFacts) -> Result[AuditP
     return Success(AuditPairing(audited=options.audited(), auditor_words=words, auditor_program=program))
 
 
-_VENDOR_SCOPE = (
-    "a vendor arm's scope travels sealed in Frame.subjects, and a flag would be a second, unsealed copy of it"
-)
-_LOOP_ONLY = "it reaches the b10x loop only"
-_LOOP_OPTIONS = (
-    "hooks",
-    "driver",
-    "toolchain",
-    "prices",
-    "substrate",
-    "substrate-embedded",
-    "cgroup-root",
-    "model-wire",
-    "subscription-token-file",
-    "subscription-token-env",
-    "subscription-token-pointer",
-    "api-key-secret",
-)
-
-NOT_CARRIED: Mapping[str, Mapping[str, str]] = MappingProxyType(
-    {
-        **{name: {"claude": _VENDOR_SCOPE, "codex": _VENDOR_SCOPE} for name in ("write-scope", "scope-announce")},
-        **{name: {"claude": _LOOP_ONLY, "codex": _LOOP_ONLY} for name in _LOOP_OPTIONS},
-        "allow-program": {"codex": "codex publishes no run tool metaharness could narrow"},
-        "max-turns": {"codex": "codex exec has no turn ceiling to carry it"},
-        "effort": {"b10x": "the b10x launch carries no effort setting"},
-        "plugin": {
-            "codex": "marketplace plugins are resolved for Claude Code only",
-            "b10x": "marketplace plugins are resolved for Claude Code only",
-        },
-        "catalogue": {"b10x": "on this arm the loop's published toolset is the policy"},
-    }
-)
-"""Spec 10 §4.3: option (given, whatever its value) → kind → the fixed reason it is not carried."""
-
-NOT_CARRIED_VALUES: Mapping[tuple[str, str], Mapping[str, str]] = MappingProxyType(
-    {
-        ("tool-surface", "owned"): {"b10x": "the loop publishes its own toolset"},
-        ("credentials", "loopback"): {"b10x": "the loop reads its credential itself"},
-    }
-)
-"""Spec 10 §4.3's value-specific rows: (option, value) → kind → reason; only that value is refused."""
-
 NOT_BUILT: Mapping[str, str] = MappingProxyType(
     {
         "--plugin": "marketplace plugin resolution (spec 30 §3) has not landed",
@@ -307,12 +265,12 @@ def _option_value(options: RunOptions, name: str) -> object:
 
 def _not_carried(options: RunOptions, name: str) -> Refusal | None:
     if name in options.given:
-        reason = NOT_CARRIED.get(name, {}).get(options.kind)
+        reason = adapter_of(options.kind).not_carried.get(name)
         if reason is not None:
             return Refusal(f"{name}-not-carried", f"--{name} is not carried on {options.kind}: {reason}")
     value = _option_value(options, name)
     if isinstance(value, str):
-        reason = NOT_CARRIED_VALUES.get((name, value), {}).get(options.kind)
+        reason = adapter_of(options.kind).not_carried_values.get((name, value))
         if reason is not None:
             return Refusal(
                 f"{name}-not-carried", f"--{name} {value} is not carried on {options.kind}: {reason}"
@@ -369,15 +327,10 @@ def _endpoint_problem(options: RunOptions) -> str | None:
     endpoint = options.model_endpoint
     if endpoint is None:
         return None
-    if options.kind == "b10x":
-        return None if endpoint.startswith(("http://", "https://")) else "it does not begin http:// or https://"
-    return gateway_root_problem(endpoint)
+    if adapter_of(options.kind).run_rules.endpoint_route:
+        return gateway_root_problem(endpoint)
+    return None if endpoint.startswith(("http://", "https://")) else "it does not begin http:// or https://"
 
-
-_FRAME_REQUIRED = (
-    "--decisions frame (the default) without --frame on b10x: with nothing to decide from, every write "
-    "would be refused — pass --decisions observe for the arm that decides nothing, or name a frame"
-)
 
 PairingRule = tuple[str, Callable[[RunOptions], str | None]]
 
@@ -386,8 +339,12 @@ def _when(condition: bool, message: str) -> str | None:
     return message if condition else None
 
 
-def _vendor(options: RunOptions) -> bool:
-    return options.kind in ("claude", "codex")
+def _rules(options: RunOptions) -> RunRules:
+    return adapter_of(options.kind).run_rules
+
+
+def _endpoint_route(options: RunOptions) -> bool:
+    return _rules(options).endpoint_route
 
 
 def _token_source(options: RunOptions) -> bool:
@@ -401,24 +358,21 @@ PAIRING_RULES: tuple[PairingRule, ...] = (
     ),
     (
         "frame-required",
-        lambda o: _when(o.kind == "b10x" and o.decisions == "frame" and o.frame is None, _FRAME_REQUIRED),
+        lambda o: (
+            _rules(o).frame_required if o.decisions == "frame" and o.frame is None else None
+        ),
     ),
     (
         "prompt-required",
-        lambda o: _when(_vendor(o) and o.prompt is None, f"{o.kind} needs the task as -p/--prompt TEXT"),
+        lambda o: _when(_rules(o).prompt_required and o.prompt is None, f"{o.kind} needs the task as -p/--prompt TEXT"),
     ),
     (
         "model-endpoint-required",
-        lambda o: _when(
-            o.kind == "b10x" and o.model_endpoint is None,
-            "b10x needs --model-endpoint URL: the loop talks to the model provider itself",
-        ),
+        lambda o: _rules(o).model_endpoint_required if o.model_endpoint is None else None,
     ),
     (
         "model-required",
-        lambda o: _when(
-            o.kind == "b10x" and o.model is None, "b10x needs --model NAME: the loop has no default model"
-        ),
+        lambda o: _rules(o).model_required if o.model is None else None,
     ),
     (
         "model-endpoint-malformed",
@@ -431,7 +385,7 @@ PAIRING_RULES: tuple[PairingRule, ...] = (
     (
         "endpoint-with-credential",
         lambda o: _when(
-            _vendor(o) and o.model_endpoint is not None and o.credentials in ("operator-login", "api-key"),
+            _endpoint_route(o) and o.model_endpoint is not None and o.credentials in ("operator-login", "api-key"),
             f"--model-endpoint {o.model_endpoint} is given with --credentials {o.credentials}; "
             "the endpoint route takes --credentials none, or loopback to make it the proxy's upstream",
         ),
@@ -475,23 +429,23 @@ PAIRING_RULES: tuple[PairingRule, ...] = (
     (
         "allow-program-needs-owned-surface",
         lambda o: _when(
-            o.kind == "claude" and bool(o.allow_program) and o.tool_surface == "native",
+            _rules(o).allow_program_needs_owned_surface and bool(o.allow_program) and o.tool_surface == "native",
             f"--allow-program {' '.join(o.allow_program)} needs --tool-surface owned "
-            "on claude: the native surface has no run tool metaharness serves",
+            f"on {o.kind}: the native surface has no run tool metaharness serves",
         ),
     ),
     (
         "tool-surface-owned-needs-catalogue",
         lambda o: _when(
-            o.kind == "codex" and o.tool_surface == "owned" and o.catalogue is None,
-            "--tool-surface owned on codex needs --catalogue: codex carries the owned surface only as "
+            _rules(o).owned_surface_needs_catalogue and o.tool_surface == "owned" and o.catalogue is None,
+            f"--tool-surface owned on {o.kind} needs --catalogue: {o.kind} carries the owned surface only as "
             "a catalogue through app-server",
         ),
     ),
     (
         "catalogue-needs-owned-surface",
         lambda o: _when(
-            _vendor(o) and o.catalogue is not None and o.tool_surface == "native",
+            _endpoint_route(o) and o.catalogue is not None and o.tool_surface == "native",
             f"--catalogue {o.catalogue} is given beside --tool-surface native",
         ),
     ),

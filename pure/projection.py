@@ -13,9 +13,8 @@ from typing import Any
 import msgspec
 from returns.result import Failure, Result, Success
 
-from metaharness.pure.b10x.replay import replay_b10x, replay_settings
-from metaharness.pure.claude.replay import replay_claude, replay_facts
-from metaharness.pure.codex.replay import replay_launch, replay_rollout
+from metaharness.pure.adapter import ReplayRequest
+from metaharness.pure.adapters import Kind, adapter_of
 from metaharness.pure.events import read_event
 from metaharness.pure.jsonline import compact, sha256_hex
 from metaharness.pure.refusal import Refusal
@@ -25,11 +24,6 @@ EVENT_SOURCE = "metaharness.event/1"
 TARGETS = ("trace-ir",)
 UNK_REASON = "no trace-ir/1 family"
 _FRAMING_KEYS = frozenset({"format", "seq", "run", "at", "event"})
-
-VENDOR_SOURCES: Mapping[str, str] = MappingProxyType(
-    {"b10x": "b10x-harness.record", "claude": "claude.stream-json", "codex": "codex.rollout"}
-)
-"""``--from KIND``: the vendor format a document names as its source (spec 10 §9)."""
 
 FAMILIES: Mapping[str, str] = MappingProxyType(
     {
@@ -201,22 +195,16 @@ def project_stream(
     )
 
 
-def replay_stream(kind: str, name: str, record: bytes) -> bytes:
+def replay_stream(kind: Kind, name: str, record: bytes) -> bytes:
     """A retained vendor record of ``kind`` mapped into ``metaharness.event/1`` as ``replay`` maps it
     with its defaults (spec 10 §10), ``name`` being the record's path as given."""
-    if kind == "claude":
-        facts = replay_facts(decisions="observe", hermetic="off", transcript_path=name, harness_version=None, model=None)
-        return replay_claude(record, facts, "replay")[0]
-    if kind == "codex":
-        launch = replay_launch(decisions="observe", hermetic="off", transcript_path=name)
-        return replay_rollout(record, launch, "replay")[0]
-    return replay_b10x(replay_settings(transcript_path=name), record).stream
+    return adapter_of(kind).replay(record, ReplayRequest(transcript_path=name)).stream
 
 
-def project_record(kind: str, name: str, record: bytes) -> Result[TraceDocument, Refusal]:
+def project_record(kind: Kind, name: str, record: bytes) -> Result[TraceDocument, Refusal]:
     """``project --from KIND``: the record mapped by :func:`replay_stream`, then projected with the
     vendor format as source and the digest over the record's bytes (spec 10 §9)."""
-    return project_stream(name, replay_stream(kind, name, record), source=VENDOR_SOURCES[kind], record=record)
+    return project_stream(name, replay_stream(kind, name, record), source=adapter_of(kind).record_source, record=record)
 
 
 def document_text(document: TraceDocument) -> str:

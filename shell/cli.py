@@ -18,10 +18,10 @@ import click
 from click.core import ParameterSource
 from returns.result import Failure
 
+from metaharness.pure.adapters import KINDS, Kind
 from metaharness.pure.capabilities import descriptor_json, descriptor_lines
 from metaharness.pure.options import (
     HERMETIC_MODES,
-    KINDS,
     WRITE_SCOPES,
     RunOptions,
     check_run_options,
@@ -250,7 +250,7 @@ def run(ctx: click.Context, /, **values: Any) -> int:
 @cli.command(context_settings=_CONTEXT)
 @click.argument("kind", type=_KIND)
 @click.option("--render", is_flag=True, help="One line per operation instead of the JSON descriptor.")
-def capabilities(kind: str, render: bool) -> int:
+def capabilities(kind: Kind, render: bool) -> int:
     """Print the adapter's capabilities descriptor for KIND (no model, network or credential)."""
     text = descriptor_lines(kind) if render else descriptor_json(kind)
     sys.stdout.buffer.write(text.encode("utf-8"))
@@ -261,7 +261,7 @@ def capabilities(kind: str, render: bool) -> int:
 @cli.command(context_settings=_CONTEXT)
 @click.argument("kind", type=_KIND)
 @click.option("--contract", is_flag=True, help="Print only the compact contract_result line.")
-def conformance(kind: str, contract: bool) -> int:
+def conformance(kind: Kind, contract: bool) -> int:
     """Run KIND's deterministic conformance vectors."""
     from metaharness.shell.conformance import run_conformance
 
@@ -270,7 +270,7 @@ def conformance(kind: str, contract: bool) -> int:
 
 @cli.command(context_settings=_CONTEXT)
 @click.argument("kind", type=_KIND)
-def doctor(kind: str) -> int:
+def doctor(kind: Kind) -> int:
     """Resolve KIND's binary as the spawn will and check its version and flags."""
     from metaharness.shell.doctor import run_doctor
 
@@ -295,7 +295,7 @@ def audit(**_values: Any) -> int:
 @click.option("--from", "source", type=_KIND, help="Each input is a retained vendor record of KIND.")
 @click.option("--report", "reports", multiple=True, metavar="FILE", help="A run's stderr, for its audited lines.")
 def project(
-    events: tuple[str, ...], target: str, out: str | None, html: str | None, source: str | None,
+    events: tuple[str, ...], target: str, out: str | None, html: str | None, source: Kind | None,
     reports: tuple[str, ...],
 ) -> int:
     """Project one or two event streams into trace-ir/1 and the run page."""

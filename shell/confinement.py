@@ -24,13 +24,13 @@ import metaharness
 import metaharness.pure
 import metaharness.shell
 import metaharness.vectors
+from metaharness.pure.adapters import KINDS, Kind, adapter_of, route_dialect
 from metaharness.pure.confinement import (
     ROUTE_SOCKET,
     SUBSTRATE_PATH,
     SYSTEM_ROOTS,
     Confinement,
     ConfinementFacts,
-    Kind,
     ModelRoute,
     SystemEntry,
     check_confine_reads,
@@ -42,9 +42,8 @@ from metaharness.pure.confinement import (
     shebang_interpreter,
     view_lines,
 )
-from metaharness.pure.environment import loopback_custody_token, operator_login_file, path_directories, path_floor
+from metaharness.pure.environment import operator_login_file, path_directories, path_floor
 from metaharness.pure.hermetic import Verdict
-from metaharness.pure.loopback import Kind as WireShape
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.loopback import RouteProxy
@@ -92,19 +91,23 @@ def substrate() -> Result[tuple[str, str], Refusal]:
     return Success((found, words[-1] if words else "unknown"))
 
 
-def _codex_login_is_api_key(caller_env: dict[str, str]) -> bool:
-    path = operator_login_file("codex", caller_env)
+def _login_is_api_key(kind: Kind, caller_env: dict[str, str]) -> bool:
+    """Whether the caller's operator-login file for ``kind`` holds an API key."""
+    loopback = adapter_of(kind).loopback
+    path = operator_login_file(kind, caller_env)
+    if loopback is None or path is None:
+        return False
     try:
-        with open(path or "", "rb") as handle:
+        with open(path, "rb") as handle:
             data = handle.read()
     except OSError:
         return False
-    return isinstance(loopback_custody_token("codex", data), Success)
+    return isinstance(loopback.custody_token(data), Success)
 
 
 def custody_files(caller_env: dict[str, str]) -> tuple[str, ...]:
     """Every custody file a run could name: the caller's claude and codex login files."""
-    return tuple(path for kind in ("claude", "codex") if (path := operator_login_file(kind, caller_env)) is not None)
+    return tuple(path for kind in KINDS if (path := operator_login_file(kind, caller_env)) is not None)
 
 
 def prepare(options: RunOptions, caller_env: dict[str, str], custody: str | None) -> Prepared | Refusal | None:
@@ -117,7 +120,7 @@ def prepare(options: RunOptions, caller_env: dict[str, str], custody: str | None
     bwrap, version = found.unwrap()
     kind: Kind = options.kind
     route = model_route(
-        kind, options.credentials, options.model_endpoint, custody, _codex_login_is_api_key(caller_env),
+        kind, options.credentials, options.model_endpoint, custody, _login_is_api_key(kind, caller_env),
         options.model_wire,
     )  # fmt: skip
     if isinstance(route, Failure):
@@ -300,13 +303,13 @@ def confine(
     return plan_confinement(facts).map(ConfinedSpawn)
 
 
-def start_route(kind: str, prepared: Prepared, scratch: str, placeholder: str | None) -> RouteProxy | None:
+def start_route(kind: Kind, prepared: Prepared, scratch: str, placeholder: str | None) -> RouteProxy | None:
     """The route proxy on ``<scratch>/route.sock`` when the view has a route (raises ``OSError`` when it
     cannot listen)."""
     route = prepared.route
     if route is None:
         return None
-    shape: WireShape = "claude" if kind == "claude" or route.paths[0].endswith("/messages") else "codex"
+    shape = route_dialect(kind, route.paths[0])
     proxy = RouteProxy(shape, placeholder if route.custody is not None else None, route.custody, route.upstream,
                        route.paths)  # fmt: skip
     try:
@@ -317,7 +320,7 @@ def start_route(kind: str, prepared: Prepared, scratch: str, placeholder: str | 
     return proxy
 
 
-def doctor_lines(kind: str, program: str, caller_env: dict[str, str]) -> tuple[str, ...]:
+def doctor_lines(kind: Kind, program: str, caller_env: dict[str, str]) -> tuple[str, ...]:
     """The view a run of ``kind`` would build around ``program`` (scratch paths shown as ``<scratch>``),
     or why confinement is unavailable."""
     found = substrate()
@@ -326,9 +329,7 @@ def doctor_lines(kind: str, program: str, caller_env: dict[str, str]) -> tuple[s
     bwrap, version = found.unwrap()
     home = caller_env.get("HOME") or None
     scratch = "<scratch>"
-    config = {"claude": "claude-home", "codex": "codex-home", "b10x": "config"}[kind]
-    writable = [f"{scratch}/work", f"{scratch}/{config}"]
-    writable += [] if kind == "b10x" else [f"{scratch}/tmp", f"{scratch}/hook-channel"]
+    writable = [f"{scratch}/work", *(f"{scratch}/{name}" for name in adapter_of(kind).confinement.writable)]
     facts = ConfinementFacts(
         bwrap=bwrap, bwrap_version=version, system=system_entries(), home=home,
         hidden=hidden_trees(custody_files(caller_env)), closure=closure(program, path_floor(caller_env)),

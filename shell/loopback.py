@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 from returns.result import Failure
 
+from metaharness.pure.adapters import LoopbackKind
 from metaharness.pure.bounds import CREDENTIAL_FILE_LIMIT
 from metaharness.pure.environment import loopback_custody_token
 from metaharness.pure.events import Event, RouteTraffic
@@ -34,7 +35,6 @@ from metaharness.pure.loopback import (
     MAX_HEAD,
     MAX_RETRY_BODY,
     RELAY_CHUNK,
-    Kind,
     LoopbackCounters,
     ProxyAnswer,
     RequestHead,
@@ -62,7 +62,7 @@ UPSTREAM_CONNECT_S = 30
 UPSTREAM_IDLE_S = 300
 
 
-def read_custody(kind: Kind, path: str) -> str | None:
+def read_custody(kind: LoopbackKind, path: str) -> str | None:
     """The real token in ``path``, read under an exclusive ``flock`` on ``<path>.mh-lock``; ``None``
     when it cannot be read or holds no usable token. Nothing is kept."""
     try:
@@ -110,7 +110,7 @@ class RouteProxy:
     the wire's own request paths; ``route`` counts what was forwarded."""
 
     def __init__(
-        self, kind: Kind, placeholder: str | None, custody: str | None, upstream: str, paths: tuple[str, ...]
+        self, kind: LoopbackKind, placeholder: str | None, custody: str | None, upstream: str, paths: tuple[str, ...]
     ) -> None:
         self.kind = kind
         self.placeholder = placeholder

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from returns.result import Failure
 
+from metaharness.pure.adapters import Kind
 from metaharness.pure.bounds import INPUT_FILE_LIMIT
 from metaharness.pure.projection import (
     TraceDocument,
@@ -40,7 +41,7 @@ def _read(path: str) -> bytes | Refusal:
 
 
 def run_project(
-    inputs: Sequence[str], *, target: str, out: str | None, html: str | None, source: str | None,
+    inputs: Sequence[str], *, target: str, out: str | None, html: str | None, source: Kind | None,
     reports: Sequence[str] = (),
 ) -> int:
     """Project ``inputs`` (one or two event files) by spec 10 §9, the i-th ``reports`` file (a run's

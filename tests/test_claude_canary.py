@@ -17,7 +17,8 @@ import pytest
 from emulator_process import running_emulator
 from vendor_cli import pinned_cli
 
-from metaharness.pure.claude.launch import CANARY_LOADED, PINS
+from metaharness.pure.claude.adapter import PINS
+from metaharness.pure.claude.launch import CANARY_LOADED
 
 SHAPES = {
     "CLAUDE.md": "CLAUDE.md",

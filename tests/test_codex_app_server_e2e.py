@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from codex_process import CODEX, census, decided, of, sealed_frame, well_formed
 
-from metaharness.pure.codex.launch import PINS
+from metaharness.pure.codex.adapter import PINS
 from metaharness.pure.codex.rollout import RolloutLaunch
 from metaharness.pure.decisions import open_desk
 from metaharness.pure.events import Exited, Transcript

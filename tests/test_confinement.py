@@ -6,10 +6,10 @@ import msgspec
 import pytest
 from returns.result import Failure, Success
 
+from metaharness.pure.claude.adapter import WIRE_PATHS as CLAUDE_WIRE
+from metaharness.pure.codex.adapter import WIRE_PATHS as CODEX_WIRE
 from metaharness.pure.confinement import (
     BRIDGE_PORT,
-    CLAUDE_WIRE,
-    CODEX_WIRE,
     ConfinementFacts,
     ModelRoute,
     SystemEntry,
@@ -62,10 +62,10 @@ def test_the_model_route_of_each_credential_mode(kind, credentials, endpoint, ex
 
 
 def test_a_chatgpt_plan_login_on_codex_has_no_route() -> None:
-    refused = model_route("codex", "operator-login", None, None, codex_login_is_api_key=False)
+    refused = model_route("codex", "operator-login", None, None, login_is_api_key=False)
     assert isinstance(refused, Failure) and refused.failure().code == "confine-route-unavailable"
     assert refused.failure().message.endswith("; pass --confine off or --credentials loopback")
-    keyed = model_route("codex", "operator-login", None, None, codex_login_is_api_key=True)
+    keyed = model_route("codex", "operator-login", None, None, login_is_api_key=True)
     assert keyed == Success(ModelRoute("https://api.openai.com", CODEX_WIRE))
 
 

@@ -11,9 +11,10 @@ import tempfile
 from functools import cache
 from pathlib import Path
 
+from metaharness.pure.adapters import adapter_of
 from metaharness.pure.environment import path_floor
 
-PINS = {"claude": "2.1.332", "codex": "0.171.0"}
+PINS = {kind: adapter_of(kind).pins[0] for kind in ("claude", "codex")}
 
 
 @cache

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 import msgspec
 from returns.result import Failure, Result, Success
 
+from metaharness.pure.b10x.adapter import PROGRAM
 from metaharness.pure.context import (
     ContextCopy,
     ContextFileRead,
@@ -46,8 +47,6 @@ from metaharness.pure.jsonline import sha256_hex
 from metaharness.pure.options import DecisionMode, RunOptions
 from metaharness.pure.refusal import Refusal
 
-PROGRAM = "b10x-harness"
-PIN = "0.22.0"
 CONTEXT_CHANNEL = "loop-context"
 
 class B10xLaunchFacts(msgspec.Struct, frozen=True, kw_only=True):

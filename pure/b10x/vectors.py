@@ -13,9 +13,8 @@ from typing import Literal
 import msgspec
 from returns.result import Failure
 
+from metaharness.pure.b10x.adapter import PIN, PROGRAM
 from metaharness.pure.b10x.launch import (
-    PIN,
-    PROGRAM,
     B10xLaunchFacts,
     check_frame_admissible,
     launch_fixture,

@@ -18,6 +18,7 @@ import msgspec
 from returns.result import Failure, Result, Success
 
 from metaharness.pure.catalogue import Catalogue, needs_writable, scratch_copy
+from metaharness.pure.claude.adapter import PINS, PROGRAM
 from metaharness.pure.claude.plugins import PluginCopy
 from metaharness.pure.context import ContextFileRead, check_argument_sizes, context_record, render_context_block
 from metaharness.pure.environment import (
@@ -53,8 +54,6 @@ from metaharness.pure.jsonline import compact, sha256_hex
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.scratch import ScratchFile
 
-PROGRAM = "claude"
-PINS = ("2.1.332",)
 CONTEXT_CHANNEL = "append-system-prompt"
 SETTINGS_SCHEMA = "https://json.schemastore.org/claude-code-settings.json"
 SETTINGS_FILE = "claude-settings.json"
@@ -85,7 +84,7 @@ DENIED_ARGUMENTS = (
 """Flags a claude launch must never carry (spec 50 §3 "Refusals"): each drops the hook, changes what
 an abstain means or shadows the hook."""
 
-CANARY_LOADED: Mapping[str, frozenset[str]] = {"2.1.332": frozenset()}
+CANARY_LOADED: Mapping[str, frozenset[str]] = {PINS[0]: frozenset()}
 """Per pin, the memory shapes the canary showed loaded (spec 30 §5.3); a version without an entry
 counts every shape as loaded. At 2.1.332, driven against the emulator with ``--setting-sources ""``
 and a fresh config home, no shape above the cwd and not ``$HOME/.claude/CLAUDE.md`` reached a request

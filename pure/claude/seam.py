@@ -17,6 +17,7 @@ from msgspec import UNSET, UnsetType
 from metaharness.pure.bounds import decode_bounded
 from metaharness.pure.catalogue import Catalogue
 from metaharness.pure.census import ZERO_CENSUS
+from metaharness.pure.claude.adapter import PINS
 from metaharness.pure.claude.rendering import resolve_claude_call
 from metaharness.pure.events import (
     Abstain,
@@ -51,7 +52,6 @@ from metaharness.pure.hook_channel import deny_answer, pretooluse_answer
 from metaharness.pure.jsonline import compact, sha256_hex
 from metaharness.pure.readings import Announced, Emitted, Finished, stated_amount, stated_count
 
-PINS = ("2.1.332",)
 BUDGET_WORDS = frozenset({"budget-exhausted", "error_max_turns", "error_max_budget_usd"})
 """The terminal words that close a claude stream ``budget`` (spec 20 §4)."""
 

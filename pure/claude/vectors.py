@@ -16,7 +16,8 @@ import msgspec
 from returns.result import Failure
 
 from metaharness.pure.catalogue import load_catalogue
-from metaharness.pure.claude.launch import PINS, ClaudeRunSpec, plan_claude_launch
+from metaharness.pure.claude.adapter import PINS
+from metaharness.pure.claude.launch import ClaudeRunSpec, plan_claude_launch
 from metaharness.pure.claude.replay import replay_claude, replay_facts
 from metaharness.pure.conformance import (
     BRIEF,

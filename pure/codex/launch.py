@@ -15,6 +15,7 @@ import msgspec
 from returns.result import Failure, Result, Success
 
 from metaharness.pure.catalogue import Catalogue, scratch_copy
+from metaharness.pure.codex.adapter import LOOPBACK_KEY_VARIABLE, PROGRAM
 from metaharness.pure.codex.skills import skill_ambient, skills_h2_why
 from metaharness.pure.context import (
     ContextFileRead,
@@ -23,7 +24,6 @@ from metaharness.pure.context import (
     render_context_block,
 )
 from metaharness.pure.environment import (
-    LOOPBACK_KEY_VARIABLE,
     ChildEnvironment,
     EnvironmentDeclaration,
     ProgramCandidate,
@@ -56,8 +56,6 @@ from metaharness.pure.jsonline import sha256_hex
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.scratch import ScratchFile
 
-PROGRAM = "codex"
-PINS = ("0.171.0",)
 CONTEXT_CHANNEL = "user-turn"
 ENDPOINT_PROVIDER = "metaharness_endpoint"
 LOOPBACK_PROVIDER = "metaharness_loopback"

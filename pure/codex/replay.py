@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from metaharness.pure.census import ZERO_CENSUS
-from metaharness.pure.codex.launch import PINS, PROGRAM
+from metaharness.pure.codex.adapter import PINS, PROGRAM
 from metaharness.pure.codex.rollout import RolloutLaunch, RolloutReader, read_rollout_line, session_ended
 from metaharness.pure.correlation import Correlator, on_readings, on_stream_end
 from metaharness.pure.events import (

@@ -15,9 +15,8 @@ import tempfile
 
 import msgspec
 
+from metaharness.pure.b10x.adapter import PIN, PROGRAM
 from metaharness.pure.b10x.launch import (
-    PIN,
-    PROGRAM,
     B10xLaunch,
     B10xLaunchFacts,
     check_frame_admissible,

@@ -17,14 +17,13 @@ import tempfile
 import msgspec
 
 from metaharness.pure.catalogue import Catalogue
+from metaharness.pure.claude.adapter import PINS, PROGRAM, WIRE_PATHS
 from metaharness.pure.claude.doctor import version_token
 from metaharness.pure.claude.launch import (
     CANARY_LOADED,
     CATALOGUE_FILE,
     MANAGED_SETTINGS,
     MCP_SERVER,
-    PINS,
-    PROGRAM,
     ClaudeLaunch,
     ClaudeRunSpec,
     plan_claude_launch,
@@ -32,7 +31,7 @@ from metaharness.pure.claude.launch import (
 from metaharness.pure.claude.plugins import PluginCopy, PluginFile, PluginTree, plan_plugins
 from metaharness.pure.claude.seam import SessionFacts
 from metaharness.pure.claude.session import open_session
-from metaharness.pure.confinement import BRIDGE_PORT, CLAUDE_WIRE, bridge_url, confined_hermetic, pointed_at_bridge
+from metaharness.pure.confinement import BRIDGE_PORT, bridge_url, confined_hermetic, pointed_at_bridge
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import (
     EnvironmentDeclaration,
@@ -287,7 +286,7 @@ def start_proxy(
             return start_route("claude", prepared, scratch, placeholder)
         if custody is None:
             return None
-        proxy = RouteProxy("claude", placeholder, custody, upstream_root("claude", options.model_endpoint), CLAUDE_WIRE)
+        proxy = RouteProxy("claude", placeholder, custody, upstream_root("claude", options.model_endpoint), WIRE_PATHS)
         proxy.start()
     except OSError as error:
         proxy.stop()

@@ -21,13 +21,14 @@ from returns.result import Failure, Result, Success
 from metaharness.pure.bounds import CREDENTIAL_FILE_LIMIT
 from metaharness.pure.capabilities import HONOURED_COMMANDS
 from metaharness.pure.catalogue import Catalogue
+from metaharness.pure.codex.adapter import PINS, PROGRAM, WIRE_PATHS
 from metaharness.pure.codex.app_server import CATALOGUE_COPY, app_server_args, catalogue_server_args
 from metaharness.pure.codex.doctor import version_token
-from metaharness.pure.codex.launch import PINS, PROGRAM, CodexLaunch, CodexRunSpec, plan_codex_launch
+from metaharness.pure.codex.launch import CodexLaunch, CodexRunSpec, plan_codex_launch
 from metaharness.pure.codex.rollout import RolloutLaunch
 from metaharness.pure.codex.skills import SKILL_FILE, skill_roots
 from metaharness.pure.commands import control_unsupported, start_time_refusals
-from metaharness.pure.confinement import BRIDGE_PORT, CODEX_WIRE, bridge_url, confined_hermetic, pointed_at_bridge
+from metaharness.pure.confinement import BRIDGE_PORT, bridge_url, confined_hermetic, pointed_at_bridge
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.decisions import open_desk
 from metaharness.pure.environment import EnvironmentDeclaration, loopback_custody_token, operator_login_file, path_floor
@@ -320,7 +321,7 @@ def _start(options: RunOptions, run: str, scratch: str) -> Result[Started, Refus
         else:
             assert loopback is not None
             proxy = RouteProxy("codex", loopback[1], loopback[0], upstream_root("codex", options.model_endpoint),
-                               CODEX_WIRE)  # fmt: skip
+                               WIRE_PATHS)  # fmt: skip
             proxy.start()
     except OSError as error:
         return Failure(Refusal("loopback-not-started", f"the route proxy could not listen: {error}"))
