@@ -1,5 +1,5 @@
-"""Each adapter's capabilities descriptor, the table a run consults (spec 10 §5, spec 40 §7–§8,
-spec 50 §3–§4).
+"""Each adapter's capabilities descriptor, the table a run consults (docs/adapters/common.md#descriptor,
+docs/adapters/b10x.md#rendering, #capabilities-and-doctor, docs/adapters/claude.md; docs/adapters/codex.md).
 
 ``descriptor_json`` is the exact text of ``metaharness capabilities <KIND>``; ``descriptor_lines`` of
 ``--render``.
@@ -30,7 +30,7 @@ OPERATIONS: tuple[str, ...] = (
     "task.todo",
     "mcp.call",
 )
-"""The eleven operations in vocabulary order (spec 10 §5, spec 20 §7)."""
+"""The eleven operations in vocabulary order (docs/adapters/common.md#descriptor, docs/decisions.md#operations)."""
 
 COMMANDS: tuple[str, ...] = (
     "tool.decide",
@@ -41,22 +41,23 @@ COMMANDS: tuple[str, ...] = (
     "steer",
     "permission.set",
 )
-"""The seven ``metaharness.command/1`` commands (spec 20 §5)."""
+"""The seven ``metaharness.command/1`` commands (docs/events.md#commands)."""
 
 REFUSED_COMMAND: Mapping[str, str] = MappingProxyType({"refused": "UNSUPPORTED_CONTROL"})
 HONOURED_COMMANDS = frozenset({"tool.decide", "interrupt", "halt"})
-"""Every adapter of this version honours these and refuses the rest (spec 40 §8, spec 50 §3)."""
+"""Every adapter of this version honours these and refuses the rest (docs/adapters/b10x.md#capabilities-and-doctor,
+docs/adapters/claude.md)."""
 
 
 class AdapterIdentity(msgspec.Struct, frozen=True):
-    """The adapter's identity; ``id`` before ``class`` (spec 10 §5)."""
+    """The adapter's identity; ``id`` before ``class`` (docs/adapters/common.md#descriptor)."""
 
     id: Kind
     class_: Literal["harness", "direct_provider"] = msgspec.field(name="class")
 
 
 class Descriptor(msgspec.Struct, frozen=True, kw_only=True):
-    """The capabilities descriptor, keys in spec 10 §5's order."""
+    """The capabilities descriptor, keys in docs/adapters/common.md#descriptor's order."""
 
     adapter: AdapterIdentity
     versions_pinned: tuple[str, ...]
@@ -86,12 +87,13 @@ def descriptor(kind: Kind) -> Descriptor:
 
 def descriptor_json(kind: Kind) -> str:
     """``capabilities <KIND>``: the descriptor as ``json.dumps(…, indent=2, ensure_ascii=False)``
-    writes it, then a newline (spec 10 §5)."""
+    writes it, then a newline (docs/adapters/common.md#descriptor)."""
     return msgspec.json.format(compact(descriptor(kind)), indent=2).decode("utf-8") + "\n"
 
 
 def descriptor_lines(kind: Kind) -> str:
-    """``capabilities <KIND> --render``: one line per operation in vocabulary order (spec 10 §5)."""
+    """``capabilities <KIND> --render``: one line per operation in vocabulary order
+    (docs/adapters/common.md#descriptor)."""
     rendering = descriptor(kind).rendering
     return "".join(
         f"{op:<16} -> {rendering[op] if rendering[op] is not None else '(no vendor tool)'}\n"

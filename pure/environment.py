@@ -1,8 +1,10 @@
-"""The child's environment, its credential posture and its guards (spec 30 §7–§8, spec 40 §3.2–§3.3).
+"""The child's environment, its credential posture and its guards (docs/hermetic.md#environment-floor, #credentials,
+docs/adapters/b10x.md#environment, #program-and-version).
 
 Every kind's environment is built from empty out of the declared run facts, the caller's environment
-map and the scratch root; nothing is inherited except as spec 30 §7 lists. Stage-5 credential checks
-(spec 10 §4.5) and the plan-stage guards (``denied-environment``, ``program-not-found``) are values.
+map and the scratch root; nothing is inherited except as docs/hermetic.md#environment-floor lists. Stage-5 credential
+checks (docs/hermetic.md#refusal-order) and the plan-stage guards (``denied-environment``, ``program-not-found``)
+are values.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ SECRET_STORE_VARIABLES = ("DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR")
 
 
 class EnvironmentDeclaration(msgspec.Struct, frozen=True):
-    """The run facts the environment is built from (spec 30 §7–§8).
+    """The run facts the environment is built from (docs/hermetic.md#environment-floor, #credentials).
 
     ``credentials`` is the ``--credentials`` value (on b10x ``operator-login`` reads as ``none``).
     ``model_endpoint`` is ``--model-endpoint`` (claude/codex: the endpoint route under ``none``).
@@ -49,11 +51,11 @@ class EnvironmentDeclaration(msgspec.Struct, frozen=True):
 
 
 class CredentialPosture(msgspec.Struct, frozen=True):
-    """What the declared credential puts in the child (spec 30 §8).
+    """What the declared credential puts in the child (docs/hermetic.md#credentials).
 
     ``variables`` are added to the child's environment; ``credential_file`` is the caller's file to copy
     into the scratch home before every spawn (operator-login on claude/codex), else ``None``;
-    ``loop_arguments`` are the b10x loop's credential flags (spec 40 §3.4 row 10); ``h4_how`` and
+    ``loop_arguments`` are the b10x loop's credential flags (docs/adapters/b10x.md#argv row 10); ``h4_how`` and
     ``h6_how`` are the attestation wording of rows H4 and H6.
     """
 
@@ -75,11 +77,11 @@ class ChildEnvironment(msgspec.Struct, frozen=True):
         return dict(self.variables)
 
     def strings(self) -> tuple[str, ...]:
-        """Each ``KEY=VALUE`` string, in key order (the strings spec 30 §9.4 measures)."""
+        """Each ``KEY=VALUE`` string, in key order (the strings docs/hermetic.md#argument-size measures)."""
         return tuple(f"{key}={value}" for key, value in self.variables)
 
     def h3_how(self) -> str:
-        """Row H3's attestation: the environment's sorted key list (spec 30 §3)."""
+        """Row H3's attestation: the environment's sorted key list (docs/hermetic.md#attestation)."""
         return "environment constructed: " + ", ".join(key for key, _ in self.variables)
 
 
@@ -93,7 +95,7 @@ class ProgramCandidate(msgspec.Struct, frozen=True):
 
 def path_floor(caller_env: Mapping[str, str]) -> str:
     """The PATH floor: ``$HOME/.local/bin:/usr/local/bin:/usr/bin:/bin``, or the last three when the
-    caller has no (or an empty) ``HOME`` (spec 30 §7)."""
+    caller has no (or an empty) ``HOME`` (docs/hermetic.md#environment-floor)."""
     home = caller_env.get("HOME", "")
     return f"{home}/.local/bin:{SYSTEM_PATH}" if home else SYSTEM_PATH
 
@@ -107,7 +109,8 @@ def resolve_program(
     name: str, path: str, facts: Mapping[str, ProgramCandidate]
 ) -> Result[str, Refusal]:
     """The first ``<dir>/<name>`` in PATH order that is an executable regular file, joined and not
-    resolved, so the launch names the file the spawn executes (spec 30 §7, spec 40 §3.3).
+    resolved, so the launch names the file the spawn executes (docs/hermetic.md#environment-floor,
+    docs/adapters/b10x.md#program-and-version).
 
     A name containing ``/`` is its own candidate. ``facts`` maps each candidate path to what the
     shell found; a candidate missing from it does not exist. Not found → ``program-not-found``.
@@ -133,7 +136,7 @@ def operator_login_file(kind: Kind, caller_env: Mapping[str, str]) -> str | None
 
 
 def loopback_custody_token(kind: LoopbackKind, custody: bytes) -> Result[str, Refusal]:
-    """The real token in a loopback custody file, parsed once at stage 5 (spec 50 §6).
+    """The real token in a loopback custody file, parsed once at stage 5 (docs/adapters/common.md#endpoint-route).
 
     claude: ``claudeAiOauth.accessToken``; codex: ``OPENAI_API_KEY`` (class api-key), else
     ``tokens.access_token`` (class chatgpt → ``loopback-chatgpt-login``); the key wins when both
@@ -149,7 +152,8 @@ def credential_posture(
     custody_path: str | None = None,
     upstream: str | None = None,
 ) -> Result[CredentialPosture, Refusal]:
-    """The declared credential's posture, or its stage-5 refusal (spec 30 §8, spec 10 §4.5 stage 5).
+    """The declared credential's posture, or its stage-5 refusal (docs/hermetic.md#credentials,
+    docs/hermetic.md#refusal-order stage 5).
 
     ``credential_file_present`` is the shell's fact that :func:`operator_login_file` names a readable
     regular file; ``custody_path`` and ``upstream`` name the loopback custody file and upstream for
@@ -300,7 +304,8 @@ def child_environment(
     scratch: str,
     posture: CredentialPosture,
 ) -> Result[ChildEnvironment, Refusal]:
-    """The child's environment, built from empty and guarded (spec 30 §7, spec 40 §3.2).
+    """The child's environment, built from empty and guarded (docs/hermetic.md#environment-floor,
+    docs/adapters/b10x.md#environment).
 
     claude/codex: PATH floor, ``HOME USER LOGNAME LANG LC_ALL TERM TZ`` each when the caller has it,
     ``TMPDIR=<scratch>/tmp``, the scratch config home, ``AEP_ACTOR`` with ``--actor``, the posture's
@@ -337,7 +342,8 @@ def child_environment(
 def guard_environment(
     declaration: EnvironmentDeclaration, environment: ChildEnvironment
 ) -> Result[ChildEnvironment, Refusal]:
-    """The ``denied-environment`` guards on a built environment, naming key and row (spec 30 §7).
+    """The ``denied-environment`` guards on a built environment, naming key and row
+    (docs/hermetic.md#environment-floor).
 
     A launch builder that adds variables calls this again on the final environment.
     """
@@ -367,7 +373,8 @@ def _denied_row(declaration: EnvironmentDeclaration, environment: ChildEnvironme
     """The row a key violates, or ``None`` when the kind's guard admits it.
 
     The H8 names are the vendor CLIs' guards; a b10x child admits exactly its declared keys, so a
-    subscription token variable forwarded under one of those names is admitted there (spec 30 §7).
+    subscription token variable forwarded under one of those names is admitted there
+    (docs/hermetic.md#environment-floor).
     """
     guard = adapter_of(declaration.kind).guard
     if guard.declared_keys_only:

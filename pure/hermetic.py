@@ -1,4 +1,6 @@
-"""The hermetic attestation and the verdict of each row (spec 30 §1–§6, spec 40 §9, spec 50 §5).
+"""The hermetic attestation and the verdict of each row (docs/hermetic.md#terms, #rows, #attestation,
+#working-directory, #memory-file-walk, #hermetic-modes, docs/adapters/b10x.md#attestation,
+docs/hermetic.md#attestation).
 
 :func:`memory_walk` and :func:`memory_row` decide the ancestor walk over the shell's lstat facts;
 :func:`attest` builds ``session.started.hermetic`` from what the launch did; :func:`row_verdicts`
@@ -44,10 +46,12 @@ ROWS: tuple[tuple[str, str, str, str], ...] = (
     ("H12", "the child sees only its own tree and the declared reads", "effect", "gating"),
     ("H13", "the network is the model route only", "effect", "gating"),
 )
-"""The fourteen rows (spec 30 §2, docs/confinement.md): id, control (exact report text), assertion, severity."""
+"""The fourteen rows (docs/hermetic.md#rows, docs/confinement.md): id, control (exact report text),
+assertion, severity."""
 
 MEMORY_SHAPES: Mapping[str, tuple[str, ...]] = {kind: adapter_of(kind).hermetic.memory.shapes for kind in KINDS}
-"""The memory shapes the walk looks for, per kind (spec 30 §5.1); ``*.md`` means any entry directly there."""
+"""The memory shapes the walk looks for, per kind (docs/hermetic.md#memory-file-walk); ``*.md`` means any entry
+directly there."""
 
 
 class MemoryHit(msgspec.Struct, frozen=True):
@@ -59,7 +63,7 @@ class MemoryHit(msgspec.Struct, frozen=True):
 
 class MemoryWalk(msgspec.Struct, frozen=True):
     """The walk's outcome: where it started (a real path), the hits above the directory (nearest
-    first) and the shapes at the directory's own root (the tree's own, spec 30 §5.1)."""
+    first) and the shapes at the directory's own root (the tree's own, docs/hermetic.md#memory-file-walk)."""
 
     start: str
     hits: tuple[MemoryHit, ...]
@@ -67,7 +71,7 @@ class MemoryWalk(msgspec.Struct, frozen=True):
 
 
 class RowAttestation(msgspec.Struct, frozen=True):
-    """One row attested in one of the three states (spec 30 §1); ``text`` is the how or the why."""
+    """One row attested in one of the three states (docs/hermetic.md#terms); ``text`` is the how or the why."""
 
     row: str
     state: Literal["imposed", "declared", "unavailable"]
@@ -83,7 +87,8 @@ class DirectoryIdentity(msgspec.Struct, frozen=True):
 
 
 class LaunchFacts(msgspec.Struct, frozen=True):
-    """What the launch did, for :func:`attest` (spec 30 §3–§5, §8).
+    """What the launch did, for :func:`attest` (docs/hermetic.md#attestation, #working-directory,
+    #memory-file-walk, #credentials).
 
     ``workdir`` is the child's directory (``<scratch>/work`` or ``--cwd``); ``h3_how`` is
     ``ChildEnvironment.h3_how()``; ``h4_how``/``h6_how`` come from the credential posture;
@@ -113,7 +118,7 @@ class LaunchFacts(msgspec.Struct, frozen=True):
 
 
 class RowVerdict(msgspec.Struct, frozen=True):
-    """One row of the hermetic verdict (spec 10 §4.8 (a))."""
+    """One row of the hermetic verdict (docs/hermetic.md#audit-report (a))."""
 
     row: str
     verdict: Verdict
@@ -123,7 +128,7 @@ class RowVerdict(msgspec.Struct, frozen=True):
     detail: str
 
     def line(self) -> str:
-        """The report line of spec 10 §4.8 (a)."""
+        """The report line of docs/hermetic.md#audit-report (a)."""
         return (
             f"  {self.row.ljust(4)} {self.verdict.ljust(3)} {self.severity.ljust(8)} {self.assertion.ljust(6)} "
             f"{self.control} — {self.detail}"
@@ -131,7 +136,7 @@ class RowVerdict(msgspec.Struct, frozen=True):
 
 
 class VerdictFacts(msgspec.Struct, frozen=True):
-    """What the verdicts compare the record against (spec 30 §2.1).
+    """What the verdicts compare the record against (docs/hermetic.md#verdicts).
 
     ``declared_plugins``: the ``--plugin-dir`` copy names and ``--plugin`` names; ``declared_key``:
     the run ran under ``--credentials api-key``; ``launch_mcp_servers``: the launch's MCP set;
@@ -154,7 +159,8 @@ class VerdictFacts(msgspec.Struct, frozen=True):
 
 
 def workdir_mode(cwd: str | None, scratch_cwd: bool) -> WorkdirMode:
-    """``scratch`` without ``--cwd``, ``copy`` with ``--cwd --scratch-cwd``, else ``operator`` (spec 30 §4)."""
+    """``scratch`` without ``--cwd``, ``copy`` with ``--cwd --scratch-cwd``, else ``operator``
+    (docs/hermetic.md#working-directory)."""
     if cwd is None:
         return "scratch"
     return "copy" if scratch_cwd else "operator"
@@ -166,7 +172,7 @@ def governing_documents(
     context: Sequence[tuple[str, str]] = (),
     spec_sha256: str | None = None,
 ) -> tuple[str, ...]:
-    """Row H10's names for each governing document and how it was pinned (spec 30 §2.1), in this
+    """Row H10's names for each governing document and how it was pinned (docs/hermetic.md#verdicts), in this
     order: ``frame <digest>``, ``catalogue copy sha256 <hex>``, ``context <path> sha256 <hex>`` per
     ``(path, sha256)``, ``spec sha256 <hex>``."""
     named = [f"frame {frame_digest}"] if frame_digest is not None else []
@@ -182,11 +188,11 @@ def memory_shape_of(name: str) -> str:
 
 
 def memory_walk(start: str, found: Mapping[str, Sequence[str]], scratch_parent: bool = False) -> MemoryWalk:
-    """The ancestor walk of spec 30 §5.1 over lstat facts: ``found`` maps each directory from the
+    """The ancestor walk of docs/hermetic.md#memory-file-walk over lstat facts: ``found`` maps each directory from the
     real path ``start`` up to ``/`` to the memory names ``lstat`` found in it. The directory itself
     is excluded and its names are the tree's own; with ``scratch_parent`` (a metaharness scratch
     root not yet created) ``start`` is the temporary directory the root will be created in and is
-    itself visited (spec 30 §5.2)."""
+    itself visited (docs/hermetic.md#memory-file-walk)."""
     hits: list[MemoryHit] = []
     directory = start if scratch_parent else posixpath.dirname(start)
     remaining = scratch_parent or directory != start
@@ -207,8 +213,8 @@ def memory_row(
     walk: MemoryWalk,
     loaded_shapes: frozenset[str] | None = None,
 ) -> Result[RowAttestation, Refusal]:
-    """Row H11 from the walk (spec 30 §5.2–§5.3), or ``memory-ancestor-found`` for a metaharness
-    scratch directory with a hit (codex; claude for a loaded shape). ``loaded_shapes`` is the claude
+    """Row H11 from the walk (docs/hermetic.md#memory-file-walk, #claudes-memory-canary), or ``memory-ancestor-found``
+    for a metaharness scratch directory with a hit (codex; claude for a loaded shape). ``loaded_shapes`` is the claude
     canary of the pinned version; ``None`` (no canary entry) counts every shape as loaded."""
     found = ", ".join(hit.path for hit in walk.hits)
     if workdir_mode == "operator":
@@ -259,8 +265,9 @@ def _kind_rows(facts: LaunchFacts) -> tuple[RowAttestation, ...]:
 
 
 def attest(facts: LaunchFacts) -> Hermetic:
-    """``session.started.hermetic`` for a launch (spec 30 §3–§5): every row in its one state, in row
-    order, ``declared`` always present, and ``ambient_inputs`` naming what no row controls."""
+    """``session.started.hermetic`` for a launch (docs/hermetic.md#attestation, #working-directory, #memory-file-walk):
+    every row in its one state, in row order, ``declared`` always present, and ``ambient_inputs`` naming what no
+    row controls."""
     rows = {
         **{row.row: row for row in _kind_rows(facts)},
         "H3": RowAttestation("H3", "imposed", facts.h3_how),
@@ -313,7 +320,7 @@ def _listed(names: Sequence[str]) -> str:
 
 
 def row_verdicts(started: SessionStarted | None, facts: VerdictFacts) -> tuple[RowVerdict, ...]:
-    """The fourteen rows' verdicts from the ``session.started`` facts (spec 30 §2.1); with no opening
+    """The fourteen rows' verdicts from the ``session.started`` facts (docs/hermetic.md#verdicts); with no opening
     record every row is ``unk`` (``no opening record``)."""
     rows: list[RowVerdict] = []
     for row, control, assertion, severity in ROWS:
@@ -433,7 +440,7 @@ def _governing_verdict(started: SessionStarted, facts: VerdictFacts) -> tuple[Ve
 
 
 def same_directory(first: DirectoryIdentity, second: DirectoryIdentity) -> bool:
-    """Directories compared as directories (spec 30 §2.1 H7): equal device and inode when both were
+    """Directories compared as directories (docs/hermetic.md#verdicts H7): equal device and inode when both were
     stat'ed, else equal real paths."""
     if None not in (first.device, first.inode, second.device, second.inode):
         return (first.device, first.inode) == (second.device, second.inode)
@@ -459,7 +466,8 @@ def _workdir_verdict(
 
 
 def control_verdict(rows: Sequence[RowVerdict]) -> Verdict:
-    """Over gating rows only: ``gap`` if any is gap, else ``unk`` if any is unk, else ``ok`` (spec 10 §4.8 (f))."""
+    """Over gating rows only: ``gap`` if any is gap, else ``unk`` if any is unk, else ``ok``
+    (docs/hermetic.md#audit-report (f))."""
     gating = [row.verdict for row in rows if row.severity == "gating"]
     if "gap" in gating:
         return "gap"

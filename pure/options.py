@@ -1,9 +1,9 @@
 """The options of ``metaharness run`` as one frozen value, and the refusal stages 2–4 over it
-(spec 10 §4.2–§4.5, §4.7).
+(docs/cli.md#run; docs/hermetic.md#refusal-order, #auditor).
 
-``RunOptions`` holds every option of spec 10 §4.2 plus ``given``, the names of the options that
-appeared on the command line whatever their value (spec 10 §1). The stage functions decide over it
-and over facts the shell gathered; each returns the first refusal of its stage in the spec's order.
+``RunOptions`` holds every option of docs/cli.md#run plus ``given``, the names of the options that
+appeared on the command line whatever their value (docs/cli.md). The stage functions decide over it
+and over facts the shell gathered; each returns the first refusal of its stage in the documented order.
 """
 
 from __future__ import annotations
@@ -69,11 +69,11 @@ RUN_OPTION_ORDER: tuple[str, ...] = (
     "confine",
     "confine-read",
 )
-"""The named options of ``run`` in the order of spec 10 §4.2's table (``-- AUDITOR_ARGS`` aside)."""
+"""The named options of ``run`` in the order of docs/cli.md#run's table (``-- AUDITOR_ARGS`` aside)."""
 
 
 class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
-    """Every option of ``metaharness run`` after parsing (spec 10 §4.2), defaults filled in.
+    """Every option of ``metaharness run`` after parsing (docs/cli.md#run), defaults filled in.
 
     ``write_scope`` keeps the ``GLOB=SCOPE`` pairs in command-line order; ``auditor_args`` are the
     words after ``--``; ``given`` names (without dashes) the options that appeared on the command line.
@@ -124,7 +124,7 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
     given: frozenset[str] = frozenset()
 
     def audited(self) -> bool:
-        """Whether the run asks for an audit: ``--audit``, or ``--hermetic strict`` (spec 10 §4.7)."""
+        """Whether the run asks for an audit: ``--audit``, or ``--hermetic strict`` (docs/hermetic.md#auditor)."""
         return self.audit or self.hermetic == "strict"
 
 
@@ -134,11 +134,11 @@ def split_command_words(
     optional: Mapping[str, tuple[frozenset[str], str]],
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Split a verb's words into its option words and the words after the first ``--`` that is not an
-    option's value (spec 10 §3, ``-- AUDITOR_ARGS…``).
+    option's value (docs/cli.md#verbs, ``-- AUDITOR_ARGS…``).
 
     ``valued`` names the options that take the next word as their value. An option in ``optional``
     takes the next word only when it is one of its values, else it is bare and reads as its bare
-    value; either way it is rewritten ``--option=VALUE`` (spec 10 §4.2, ``--hermetic``).
+    value; either way it is rewritten ``--option=VALUE`` (docs/cli.md#run, ``--hermetic``).
     """
     out: list[str] = []
     index = 0
@@ -163,7 +163,7 @@ def split_command_words(
 
 def split_auditor_prefix(prefix: str) -> tuple[str, ...]:
     """The words of ``--auditor PREFIX`` by POSIX shell word rules; none when it cannot be split
-    (spec 10 §4.7 check 5)."""
+    (docs/hermetic.md#auditor check 5)."""
     try:
         return tuple(shlex.split(prefix, posix=True))
     except ValueError:
@@ -171,7 +171,7 @@ def split_auditor_prefix(prefix: str) -> tuple[str, ...]:
 
 
 class AuditFacts(msgspec.Struct, frozen=True, kw_only=True):
-    """What the shell found for stage 2 (spec 10 §4.7): whether ``--spec`` is a readable regular
+    """What the shell found for stage 2 (docs/hermetic.md#auditor): whether ``--spec`` is a readable regular
     file, the PATH ``run`` was started with, and the candidates for the auditor's first word
     (``metaharness.pure.environment.program_candidates``)."""
 
@@ -197,7 +197,7 @@ def _supplied_word(word: str) -> bool:
 
 
 def check_audit_pairing(options: RunOptions, facts: AuditFacts) -> Result[AuditPairing, Refusal]:
-    """Stage 2, audit pairing: checks 1–6 of spec 10 §4.7 in order, the first that matches refused."""
+    """Stage 2, audit pairing: checks 1–6 of docs/hermetic.md#auditor in order, the first that matches refused."""
     if options.spec is not None and options.auditor is None:
         return Failure(Refusal("spec-without-auditor", f"--spec {options.spec} is given without --auditor"))
     if options.auditor is not None and options.spec is None:
@@ -251,10 +251,10 @@ def check_audit_pairing(options: RunOptions, facts: AuditFacts) -> Result[AuditP
 
 NOT_BUILT: Mapping[str, str] = MappingProxyType(
     {
-        "--plugin": "marketplace plugin resolution (spec 30 §3) has not landed",
+        "--plugin": "marketplace plugin resolution (docs/adapters/claude.md#plugins) has not landed",
     }
 )
-"""What ``run`` declares but this build does not perform (spec 10 §1 ``not-built``): a kind name, an
+"""What ``run`` declares but this build does not perform (docs/cli.md ``not-built``): a kind name, an
 ``--option`` on every kind, or ``--option on KIND`` → what it waits for. Later work shrinks this one
 value."""
 
@@ -285,8 +285,8 @@ def _not_built(subject: str, waits_for: str) -> Refusal:
 def check_kind_carriage(
     options: RunOptions, not_built: Mapping[str, str] = NOT_BUILT
 ) -> Result[RunOptions, Refusal]:
-    """Stage 3, kind carriage: the first option the kind does not carry in spec 10 §4.2's table order
-    (§4.3); then ``not-built`` for the kind, then for a given option this build does not perform on any
+    """Stage 3, kind carriage: the first option the kind does not carry in docs/cli.md#run's table order
+    (docs/cli.md#run); then ``not-built`` for the kind, then for a given option this build does not perform on any
     kind or on this one."""
     for name in RUN_OPTION_ORDER:
         refusal = _not_carried(options, name)
@@ -304,7 +304,7 @@ def check_kind_carriage(
 
 def gateway_root_problem(url: str) -> str | None:
     """Why ``url`` is not a gateway root ``http(s)://host[:port]`` with no path (a lone ``/`` is
-    allowed and removed by the launch), or ``None`` when it is one (spec 50 §6)."""
+    allowed and removed by the launch), or ``None`` when it is one (docs/adapters/common.md#endpoint-route)."""
     try:
         parts = urlsplit(url)
         port_valid = parts.port is None or parts.port > 0
@@ -458,11 +458,11 @@ PAIRING_RULES: tuple[PairingRule, ...] = (
         ),
     ),
 )
-"""Spec 10 §4.4's pairing refusals in that table's order: code → the message when it applies."""
+"""docs/hermetic.md#refusal-order's pairing refusals in that table's order: code → the message when it applies."""
 
 
 def check_option_pairing(options: RunOptions) -> Result[RunOptions, Refusal]:
-    """Stage 4, option pairing: the first rule of spec 10 §4.4 that applies, in that table's order."""
+    """Stage 4, option pairing: the first rule of docs/hermetic.md#refusal-order that applies, in that table's order."""
     for code, rule in PAIRING_RULES:
         message = rule(options)
         if message is not None:
@@ -524,7 +524,7 @@ def check_run_options(
 def check_serve_pairing(
     *, writable: bool, allow_program: tuple[str, ...], catalogue: str | None
 ) -> Result[None, Refusal]:
-    """``mcp-serve``'s option pairing (spec 10 §11): ``--allow-program`` needs ``--writable``, and a
+    """``mcp-serve``'s option pairing (docs/hermetic.md#mcp-serve): ``--allow-program`` needs ``--writable``, and a
     catalogue publishes no run tool for ``--allow-program`` to narrow."""
     if allow_program and not writable:
         return Failure(

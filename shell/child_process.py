@@ -1,6 +1,7 @@
-"""What every kind's live loop does with its child process and its own signals (spec 10 §4.10, spec 40
-§3.5, spec 50 §1 "Processes"): the group signalled, stderr's tail kept, lines pumped into a queue,
-SIGINT and SIGTERM turned into queue events, and the wait status read as ``process``."""
+"""What every kind's live loop does with its child process and its own signals (docs/events.md#wind-up-and-signals,
+docs/adapters/b10x.md#process-wiring, docs/adapters/common.md#vendor-launch-order): the group signalled, stderr's tail
+kept, lines pumped into a queue, SIGINT and SIGTERM turned into queue events, and the wait status read
+as ``process``."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def kill_group(pid: int, number: int) -> None:
 
 
 class GroupStop:
-    """How a live loop stops its child's group (spec 10 §4.10): ``terminate`` sends SIGTERM and
+    """How a live loop stops its child's group (docs/events.md#wind-up-and-signals): ``terminate`` sends SIGTERM and
     schedules SIGKILL ``GRACE_S`` later (``due`` sends it); ``halt`` and a signal are remembered for the
     closing reason, and a second signal kills at once."""
 

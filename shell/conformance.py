@@ -1,7 +1,8 @@
-"""``metaharness conformance <KIND> [--contract]``: the kind's deterministic vectors (spec 10 §6).
+"""``metaharness conformance <KIND> [--contract]``: the kind's deterministic vectors
+(docs/adapters/common.md#conformance).
 
-Each kind's shell module runs its vectors; this one prints them the one way spec 10 §6 says: one line
-per vector and the summary, or under ``--contract`` only the contract line, with every vector that did
+Each kind's shell module runs its vectors; this one prints them the one way docs/adapters/common.md#conformance says:
+one line per vector and the summary, or under ``--contract`` only the contract line, with every vector that did
 not pass on stderr.
 """
 
@@ -31,7 +32,7 @@ def print_vectors(results: Sequence[tuple[str, str]], summary: str, contract: by
 
 def run_conformance(kind: Kind, contract: bool) -> int:
     """Run ``kind``'s vectors and print their lines (or the ``--contract`` line); the exit of
-    spec 10 §6: 0 when none failed, 1 when one did, 2 when a vector cannot be loaded."""
+    docs/adapters/common.md#conformance: 0 when none failed, 1 when one did, 2 when a vector cannot be loaded."""
     report = live_adapter_of(kind).vectors()
     if isinstance(report, Refusal):
         return refuse(report)

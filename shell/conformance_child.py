@@ -1,5 +1,5 @@
-"""The scripted child of conformance C3 (spec 50 §9), for claude and codex: it writes a captured record
-line by line where the vendor writes it (Claude Code: its stdout; codex: a rollout under
+"""The scripted child of conformance C3 (docs/adapters/common.md#conformance), for claude and codex: it writes a
+captured record line by line where the vendor writes it (Claude Code: its stdout; codex: a rollout under
 ``$CODEX_HOME/sessions/``) and, once the line announcing the call is written, runs the scratch
 ``hooks/pretooluse`` program with the captured hook request on its stdin, exactly as the vendor does,
 keeping the bytes the hook printed; then it writes the rest.

@@ -1,5 +1,5 @@
-"""``metaharness doctor <KIND>``: the binary the spawn would run, its pin and its flags (spec 10 §7), and
-the confinement a run would apply (docs/confinement.md)."""
+"""``metaharness doctor <KIND>``: the binary the spawn would run, its pin and its flags
+(docs/adapters/common.md#doctor), and the confinement a run would apply (docs/confinement.md)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from metaharness.shell.facts import caller_environment, gather_program_candidate
 
 def run_doctor(kind: Kind) -> int:
     """Resolve, probe and flag-check ``kind``'s binary, then print the confinement a run would apply;
-    the exit of spec 10 §7."""
+    the exit of docs/adapters/common.md#doctor."""
     code = live_adapter_of(kind).doctor()
     if code != 2:
         from metaharness.shell.confinement import doctor_lines

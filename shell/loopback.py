@@ -1,4 +1,4 @@
-"""The per-run route proxy, kind-agnostic: the loopback credential proxy (spec 50 §6 "Loopback proxy")
+"""The per-run route proxy, kind-agnostic: the loopback credential proxy (docs/adapters/common.md#loopback-proxy)
 generalised to every credential mode (docs/confinement.md).
 
 :class:`RouteProxy` listens on ``127.0.0.1:0`` (plain HTTP, a new port per run) or, for a confined
@@ -204,8 +204,8 @@ class RouteProxy:
             return self.expired
 
     def wind_up(self, scratch: str) -> tuple[Event, ...]:
-        """At a run's wind-up (spec 50 §6): the one ``auth.expired`` when not yet handed over, then
-        ``LOOPBACK_REFUSED`` when a request was refused, then ``ROUTE_REFUSED`` when one was off the
+        """At a run's wind-up (docs/adapters/common.md#endpoint-route): the one ``auth.expired`` when not yet handed
+        over, then ``LOOPBACK_REFUSED`` when a request was refused, then ``ROUTE_REFUSED`` when one was off the
         wire; under loopback the counters are written to ``<scratch>/loopback.json`` for ``--retain-dir``."""
         expired = self.take_expired()
         refused = loopback_refused(self.counters)

@@ -1,4 +1,4 @@
-"""``metaharness replay <KIND> <RECORD>``: a retained vendor record mapped offline (spec 10 §10).
+"""``metaharness replay <KIND> <RECORD>``: a retained vendor record mapped offline (docs/events.md#replay).
 
 One path for every kind: the frame is loaded and refused as on ``run`` (``frame-required`` on b10x,
 ``observe-with-frame``, the frame file's refusals, b10x's ``frame-inadmissible``), the record is read
@@ -54,7 +54,7 @@ def run_replay(
     answers: str | None,
 ) -> int:
     """Map ``record`` of ``kind`` into ``metaharness.event/1`` on stdout with the options of
-    spec 10 §10; exit 0 when the stream closed ``completed``, else 3."""
+    docs/events.md#replay; exit 0 when the stream closed ``completed``, else 3."""
     adapter = adapter_of(kind)
     loaded = _frame(adapter, decisions, frame)
     if isinstance(loaded, Refusal):

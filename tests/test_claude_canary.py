@@ -1,4 +1,5 @@
-"""The memory canary of the pinned Claude Code (spec 30 §5.3, spec 50 §3 "Memory walk", §8).
+"""The memory canary of the pinned Claude Code (docs/hermetic.md#claudes-memory-canary,
+docs/adapters/claude.md#memory-walk; docs/adapters/common.md#pin-move-checks).
 
 A distinct string is planted in every memory shape above the working directory and in
 ``$HOME/.claude/CLAUDE.md``; the real binary is driven against the emulator (recording request

@@ -1,6 +1,6 @@
 """``metaharness capabilities`` starts light: the CLI imports a verb's modules only when that verb runs,
 so the descriptor is printed without the HTTP client, YAML, the adapters' shells or their record
-readers (spec 10 §5: no model, no network, no credential). The registry's entries, each kind's
+readers (docs/adapters/common.md#descriptor: no model, no network, no credential). The registry's entries, each kind's
 ``pure/<kind>/adapter.py``, are plain values and the descriptor is read from them."""
 
 from __future__ import annotations

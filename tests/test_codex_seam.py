@@ -1,4 +1,5 @@
-"""The codex rollout mapping and the one-``tool.requested``-per-call correlator (spec 50 §2, §4)."""
+"""The codex rollout mapping and the one-``tool.requested``-per-call correlator
+(docs/adapters/common.md#vendor-decisions; docs/adapters/codex.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The loopback credential proxy on real sockets (spec 50 §6 "Loopback proxy", spec 30 §8)."""
+"""The loopback credential proxy on real sockets (docs/adapters/common.md#loopback-proxy,
+docs/hermetic.md#credentials)."""
 
 from __future__ import annotations
 

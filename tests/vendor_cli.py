@@ -1,6 +1,7 @@
 """The pinned vendor CLIs as a run's child finds them: the first ``claude`` or ``codex`` on the PATH
 floor (``$HOME/.local/bin`` first, where ``vendors/install.sh`` links them) whose ``--version`` names
-the pin of ``vendors/package-lock.json`` (spec 30 §7, spec 50 §7). Each is probed once per session."""
+the pin of ``vendors/package-lock.json`` (docs/hermetic.md#environment-floor, docs/adapters/common.md#pins). Each is
+probed once per session."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""``metaharness run b10x``: stages 5–9 of spec 10 §4.5, the live loop and the wind-up (spec 40).
+"""``metaharness run b10x``: stages 5–9 of docs/hermetic.md#refusal-order, the live loop and the wind-up
+(docs/adapters/b10x.md).
 
-Facts are gathered here and handed to the pure stages in the order of spec 10 §4.5; the first refusal
+Facts are gathered here and handed to the pure stages in the order of docs/hermetic.md#refusal-order; the first refusal
 stops the run before anything starts (the scratch root, once created, is removed again).
 """
 
@@ -66,8 +67,9 @@ def _readable_file(path: str) -> bool:
 
 
 def declared_inputs(options: RunOptions, caller_cwd: str) -> tuple[tuple[ContextFileRead, ...], Frame | None]:
-    """Stage 6 (spec 10 §4.5): ``cwd-unusable``, ``retain-dir-unusable``, ``substrate-embedded-workspace``,
-    the ``--context`` refusals, the frame's refusals, ``observe-with-frame``, ``frame-inadmissible``."""
+    """Stage 6 (docs/hermetic.md#refusal-order): ``cwd-unusable``, ``retain-dir-unusable``,
+    ``substrate-embedded-workspace``, the ``--context`` refusals, the frame's refusals, ``observe-with-frame``,
+    ``frame-inadmissible``."""
     unusable = unusable_directory(options)
     if unusable is not None:
         raise Refused(unusable)
@@ -91,7 +93,7 @@ def declared_inputs(options: RunOptions, caller_cwd: str) -> tuple[tuple[Context
 
 
 def tree_checks(options: RunOptions) -> None:
-    """Stage 7 (spec 10 §4.5): ``plugin-dir-unusable``, then ``input-unreadable`` for ``--hooks``,
+    """Stage 7 (docs/hermetic.md#refusal-order): ``plugin-dir-unusable``, then ``input-unreadable`` for ``--hooks``,
     ``--prices``, ``--driver`` and ``--subscription-token-file``."""
     for directory in options.plugin_dir:
         if not is_directory(directory):
@@ -107,7 +109,8 @@ def tree_checks(options: RunOptions) -> None:
 
 
 def materialise(launch: B10xLaunch) -> None:
-    """Write the scratch tree (spec 40 §3.1): directories 0700, context copies 0600, plugin copies."""
+    """Write the scratch tree (docs/adapters/b10x.md#scratch-layout): directories 0700, context copies 0600,
+    plugin copies."""
     for directory in launch.directories:
         os.makedirs(directory, mode=0o700, exist_ok=True)
     for copy in launch.files:
@@ -162,7 +165,8 @@ class VersionProbe(LaunchProbe):
 
 
 def plan_warnings(options: RunOptions, launch: B10xLaunch, version: str | None) -> tuple[WarningRaised, ...]:
-    """``VERSION_OFF_PIN`` from the probe, then ``UNVERIFIED_TIER`` under frame and ask (spec 40 §3.3, §8)."""
+    """``VERSION_OFF_PIN`` from the probe, then ``UNVERIFIED_TIER`` under frame and ask
+    (docs/adapters/b10x.md#program-and-version, #capabilities-and-doctor)."""
     found = version_off_pin(launch.program, version, (PIN,))
     warnings = (found,) if found is not None else ()
     return warnings + ((unverified_tier(),) if options.decisions != "observe" else ())
@@ -170,14 +174,14 @@ def plan_warnings(options: RunOptions, launch: B10xLaunch, version: str | None) 
 
 def retained_files(launch: B10xLaunch) -> tuple[tuple[str, str], ...]:
     """What ``--retain-dir`` keeps of a b10x run: the raw record as ``loop.jsonl`` and the generated
-    files at their places under the scratch root (spec 10 §4.2)."""
+    files at their places under the scratch root (docs/cli.md#run)."""
     generated = tuple((copy.destination, os.path.relpath(copy.destination, launch.scratch)) for copy in launch.files)
     return ((launch.transcript_path, "loop.jsonl"), *generated)
 
 
 def memory_facts(options: RunOptions) -> MemoryWalk:
-    """The ancestor walk's facts (spec 30 §5.1): from the temporary directory the scratch root will be
-    created in, or from ``--cwd``."""
+    """The ancestor walk's facts (docs/hermetic.md#memory-file-walk): from the temporary directory the scratch root will
+    be created in, or from ``--cwd``."""
     if options.cwd is None:
         start, found = gather_memory_facts(tempfile.gettempdir(), MEMORY_SHAPES["b10x"])
         return memory_walk(start, found, scratch_parent=True)
@@ -254,7 +258,7 @@ def confined_launch(
 
 
 def run_b10x(options: RunOptions) -> int:
-    """Run ``options`` (through stages 1–4) from stage 5 on; the exit code of spec 10 §2."""
+    """Run ``options`` (through stages 1–4) from stage 5 on; the exit code of docs/hermetic.md#exit-codes."""
     run_id = f"b10x-{os.getpid()}"
     caller_env = caller_environment()
     caller_cwd = os.getcwd()

@@ -1,6 +1,6 @@
-"""``metaharness doctor claude`` (spec 50 §7, spec 10 §7): resolve ``claude`` on the child's PATH as
-the spawn does, probe ``--version`` and ``--help`` in the constructed environment with a scratch config
-home, and check ``--max-turns`` by acceptance."""
+"""``metaharness doctor claude`` (docs/adapters/common.md#pins, docs/adapters/common.md#doctor): resolve ``claude`` on
+the child's PATH as the spawn does, probe ``--version`` and ``--help`` in the constructed environment with a scratch
+config home, and check ``--max-turns`` by acceptance."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """``metaharness doctor codex``: resolve ``codex`` as the spawn does, probe it in the constructed
-environment with a scratch config home, check its exec flags (spec 50 §7, spec 10 §7)."""
+environment with a scratch config home, check its exec flags (docs/adapters/common.md#pins,
+docs/adapters/common.md#doctor)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The live run loop of a codex run (spec 50 §1 "Processes", §2, §4; spec 10 §4.10).
+"""The live run loop of a codex run (docs/adapters/common.md#vendor-launch-order, #vendor-decisions;
+docs/adapters/codex.md; docs/events.md#wind-up-and-signals).
 
 ``codex exec`` runs in its own process group with stdin ``/dev/null``; its ``--json`` stdout is kept
 in ``rollout.stdout.jsonl`` and not parsed. The record is the rollout file, polled every 25 ms; the
@@ -93,7 +94,8 @@ from metaharness.shell.tree_links import tree_facts
 SUB_AGENT_COPIES = "sub-agents"
 """The scratch directory holding the copies of the sub-agents' rollouts."""
 
-"""``interrupt``, ``halt`` and a signal SIGTERM the group, then SIGKILL it 5 s later (spec 50 §1)."""
+"""``interrupt``, ``halt`` and a signal SIGTERM the group, then SIGKILL it 5 s later
+(docs/adapters/common.md#vendor-launch-order)."""
 
 if TYPE_CHECKING:
     from metaharness.shell.confinement import ConfinedSpawn
@@ -168,7 +170,8 @@ class _Run:
 
     def perform(self, effects: tuple[Effect, ...]) -> None:
         """The desk's effects in order; an answer no hook was waiting for (its backstop denied first)
-        turns the call's ``tool.decided`` into a deny by ``deadline`` saying so (spec 50 §2)."""
+        turns the call's ``tool.decided`` into a deny by ``deadline`` saying so
+        (docs/adapters/common.md#vendor-decisions)."""
         for effect in effects:
             if isinstance(effect, Emit):
                 self.emit(effect.event)
@@ -200,7 +203,8 @@ class _Run:
         self.perform(effects)
 
     def ring(self) -> None:
-        """Drain the doorbell: each key's request is a call the hook delivered (spec 50 §2)."""
+        """Drain the doorbell: each key's request is a call the hook delivered
+        (docs/adapters/common.md#vendor-decisions)."""
         for key in self.channel.ring():
             raw = self.channel.request(key)
             if raw is None:
@@ -224,7 +228,7 @@ class _Run:
         self.outputs(outputs)
 
     def command(self, line: bytes, on_steering_refusal: Callable[[str], None]) -> str | None:
-        """One ``metaharness.command/1`` line in the order of spec 20 §5; returns ``interrupt`` or
+        """One ``metaharness.command/1`` line in the order of docs/events.md#commands; returns ``interrupt`` or
         ``halt`` when the child must be stopped."""
         command = steering_command(line, on_steering_refusal)
         if command is None:
@@ -317,9 +321,10 @@ def drive_codex(
     confined: ConfinedSpawn | None = None,
 ) -> LiveOutcome:
     """Spawn ``codex exec`` (in ``confined``'s view when given), map its rollout and decide its hook calls until it ends, then wind the
-    stream up (spec 20 §4, spec 10 §4.10). Raises ``OSError`` when the spawn itself fails.
-    ``process_known`` false writes ``process`` unknown, as conformance C3 does (spec 50 §9);
-    ``late_events`` are the wind-up's own events (loopback, retain), written before the marker."""
+    stream up (docs/events.md#stream-ending, docs/events.md#wind-up-and-signals). Raises ``OSError`` when the spawn
+    itself fails. ``process_known`` false writes ``process`` unknown, as conformance C3 does
+    (docs/adapters/codex.md#conformance-vectors); ``late_events`` are the wind-up's own events (loopback, retain),
+    written before the marker."""
     state = _Run(launch, desk, rollout, run, write_event)
     events: queue.Queue[tuple[str, Any]] = queue.Queue()
     stop = threading.Event()
