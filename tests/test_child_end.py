@@ -2,7 +2,7 @@
 their stdout and stderr (one in the child's group, one that called ``setsid``), and the run still
 closes its stream promptly with no process left behind, unconfined (the run adopts and ends them) and
 confined (the view's pid namespace ends with it). A pid the stand-in writes is one of its own pid
-namespace, so what is left is found on the host by a marker on the processes' command lines."""
+namespace, so what is left is found on the host by a word on the processes' command lines."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from governed_b10x import stream
-from stand_in import records_body, stand_in
+from stand_in import live_processes_naming, records_body, stand_in
 
 CLAUDE_RECORD = (Path(__file__).parent.parent / "vectors" / "claude" / "record" / "bash.jsonl").read_bytes().splitlines()
 B10X_RECORD = [b'{"kind":"started","model":"m","workspace":"."}', b'{"kind":"finished","stop":"end_turn","turns":1}']
@@ -33,24 +33,6 @@ for detach in (False, True):
     pids.write(f"{{holder.pid}}\\n")
 pids.close()
 """
-
-
-def live_holders(marker: str) -> list[int]:
-    """The host pids of the live (not zombie) processes whose command line carries ``marker``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                words = handle.read().split(b"\0")
-            with open(f"/proc/{entry}/stat") as handle:
-                state = handle.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if marker.encode() in words and state != "Z":
-            found.append(int(entry))
-    return found
 
 
 @pytest.mark.parametrize("confine", ["on", "off"])
@@ -76,7 +58,7 @@ def test_grandchildren_holding_the_pipes_neither_hold_the_run_nor_outlive_it(tmp
     assert events[-1]["event"] == "stream.closed" and json.dumps(events[-1]["process"]) == '{"kind": "exited", "code": 0}'
     assert took < 30, f"the run waited {took:.1f} s on its grandchildren's pipes"
     assert len(pids_file.read_text().split()) == 2
-    assert not live_holders(marker)
+    assert not live_processes_naming(marker)
     assert not [entry for entry in os.listdir(tmp_path) if entry.startswith("metaharness-")]
 
 
@@ -114,5 +96,5 @@ def test_an_unexpected_exception_stops_the_child_closes_the_stream_and_removes_s
     assert done.returncode == 3
     assert done.stderr.decode() == "metaharness: internal-error: RuntimeError: a fault injected into the seam\n"
     assert events[-1]["reason"] == "error" and events[-1]["process"] == {"kind": "unknown"}
-    assert not live_holders(str(program))
+    assert not live_processes_naming(str(program))
     assert not [entry for entry in os.listdir(tmp_path) if entry.startswith("metaharness-")]
