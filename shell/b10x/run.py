@@ -314,7 +314,11 @@ def run_b10x(options: RunOptions) -> int:
             launch = take(plan_b10x_launch(planned, facts))
             materialise(launch)
             if prepared is not None:
-                proxy = start_route("b10x", prepared, scratch, None)
+                try:
+                    proxy = start_route("b10x", prepared, scratch, None)
+                except OSError as error:
+                    reason = error.strerror or error
+                    raise Refused(Refusal("loopback-not-started", f"the route proxy could not listen: {reason}")) from None
             launch, spawn = confined_launch(prepared, launch, walk)
             probe = VersionProbe(launch)
             flags = tier_flags(options)
