@@ -111,13 +111,13 @@ main()
 """metaharness with a fault injected where the route proxy listens."""
 
 
-@pytest.mark.parametrize("kind", ["b10x", "claude"])
+@pytest.mark.parametrize("kind", ["b10x", "claude", "codex"])
 def test_a_route_proxy_that_cannot_listen_is_loopback_not_started_and_leaves_no_scratch(tmp_path: Path, kind: str) -> None:
     home = tmp_path / "home"
-    stand_in(home, "b10x-harness" if kind == "b10x" else "claude", records_body([]))
+    stand_in(home, "b10x-harness" if kind == "b10x" else kind, records_body([]))
     scratch_parent = tmp_path / "tmpdir"
     scratch_parent.mkdir()
-    words = B10X if kind == "b10x" else ["run", "claude", "--decisions", "observe", "--credentials", "none",
+    words = B10X if kind == "b10x" else ["run", kind, "--decisions", "observe", "--credentials", "none",
                                          "--model-endpoint", "http://127.0.0.1:9", "-p", "x"]  # fmt: skip
     env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "TMPDIR": str(scratch_parent)}
     done = subprocess.run([sys.executable, "-c", ROUTE_WILL_NOT_LISTEN, *words], capture_output=True, env=env,

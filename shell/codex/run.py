@@ -325,7 +325,7 @@ def _start(options: RunOptions, run: str, scratch: str) -> Result[Started, Refus
                                WIRE_PATHS)  # fmt: skip
             proxy.start()
     except OSError as error:
-        return Failure(Refusal("loopback-not-started", f"the route proxy could not listen: {error}"))
+        return Failure(Refusal("loopback-not-started", f"the route proxy could not listen: {error.strerror or error}"))
     assert proxy is not None
     if loopback is not None:
         port = str(BRIDGE_PORT) if prepared is not None else str(proxy.port)
