@@ -178,6 +178,13 @@ def shebang_interpreter(first_line: bytes) -> tuple[str, ...]:
     return (words[0],)
 
 
+def named_paths(argv: Sequence[str]) -> tuple[str, ...]:
+    """The words after a program's name that are absolute paths: what a program started from the view
+    is handed to read (an interpreter's script, a policy file), bound read-only beside the program's
+    own closure when they exist."""
+    return tuple(posixpath.normpath(word) for word in argv[1:] if word.startswith("/"))
+
+
 def model_route(
     kind: Kind,
     credentials: str,

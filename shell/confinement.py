@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -37,6 +38,7 @@ from metaharness.pure.confinement import (
     hidden_trees,
     install_root,
     model_route,
+    named_paths,
     plan_confinement,
     render_bwrap,
     shebang_interpreter,
@@ -204,6 +206,17 @@ def closure(program: str, child_path: str) -> tuple[str, ...]:
     if directory in path_directories(child_path):
         roots.append(directory)
     return (*roots, *own_roots())
+
+
+def program_reads(argv: Sequence[str], child_path: str) -> tuple[str, ...]:
+    """What the view must hold for ``argv`` started inside it (a b10x hook): its program's closure (a
+    bare name looked up on ``child_path``; a relative one lies in the child's own directory) and the
+    existing files its later words name by absolute path."""
+    named = tuple(path for path in named_paths(argv) if os.path.exists(path))
+    program = argv[0] if "/" in argv[0] else shutil.which(argv[0], path=child_path)
+    if program is None or not program.startswith("/") or not os.path.exists(program):
+        return named
+    return (*closure(program, child_path), *named)
 
 
 @functools.cache

@@ -53,6 +53,7 @@ from metaharness.pure.loopback import (
     verbatim_headers,
 )
 from metaharness.shell.bounded_reads import read_regular
+from metaharness.shell.unix_address import unix_address
 
 if TYPE_CHECKING:
     import httpx
@@ -181,7 +182,8 @@ class RouteProxy:
             server = _Server(("127.0.0.1", 0), _Handler)
             self.port: int = server.server_address[1]
         else:
-            server = _UnixServer(socket_path, _Handler)
+            with unix_address(socket_path) as address:
+                server = _UnixServer(address, _Handler)
             os.chmod(socket_path, 0o600)
             self.port = 0
         server.proxy = self

@@ -17,6 +17,7 @@ from metaharness.pure.confinement import (
     confined_hermetic,
     install_root,
     model_route,
+    named_paths,
     plan_confinement,
     pointed_at_bridge,
     render_bwrap,
@@ -83,6 +84,13 @@ def test_install_roots_and_interpreters() -> None:
     assert shebang_interpreter(b"#!/usr/bin/env node\n") == ("env", "node")
     assert shebang_interpreter(b"#!/opt/venv/bin/python3\n") == ("/opt/venv/bin/python3",)
     assert shebang_interpreter(b"\x7fELF") == ()
+
+
+def test_a_started_program_is_handed_the_absolute_paths_after_its_name() -> None:
+    assert named_paths(["/opt/venv/bin/python", "/home/op/hooks/../hooks/check.py", "--strict", "rel/policy.json"]) == (
+        "/home/op/hooks/check.py",
+    )
+    assert named_paths(["/usr/local/bin/policy-check"]) == ()
 
 
 def view(route: ModelRoute | None = None, caller_uid: int = 1000) -> ConfinementFacts:

@@ -30,19 +30,22 @@ from metaharness.pure.b10x.launch import (
 )
 from metaharness.pure.b10x.loop_flags import loop_flag_refusal, tier_flags
 from metaharness.pure.b10x.seam import SeamSettings, unverified_tier, version_off_pin
+from metaharness.pure.bounds import HOOKS_FILE_LIMIT
 from metaharness.pure.confinement import bridge_url, confined_hermetic
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import credential_posture
 from metaharness.pure.events import Transcript, WarningRaised
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
 from metaharness.pure.hermetic import MEMORY_SHAPES, MemoryWalk, VerdictFacts, memory_walk
+from metaharness.pure.loop.hooks import parse_hooks
 from metaharness.pure.loop.skills import PLUGIN_MANIFEST, plugin_name
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import strict_version_refusal
 from metaharness.shell.b10x.live import drive_loop
+from metaharness.shell.bounded_reads import read_regular
 from metaharness.shell.child_end import end_unexpectedly
-from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare, start_route
+from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare, program_reads, start_route
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
     caller_environment,
@@ -222,6 +225,21 @@ def declared_files(launch: B10xLaunch) -> tuple[str, ...]:
     return tuple(value for flag, value in zip(launch.args, launch.args[1:], strict=False) if flag in DECLARED_FILES)
 
 
+def hook_reads(launch: B10xLaunch) -> tuple[str, ...]:
+    """What the view must hold for the ``--hooks`` programs (each command's program closure and the
+    files it names); none when the file cannot be read or parsed, which the loop refuses at start."""
+    child_path = launch.environment.as_dict()["PATH"]
+    reads: list[str] = []
+    for path in (value for flag, value in zip(launch.args, launch.args[1:], strict=False) if flag == "--hooks"):
+        try:
+            raw = read_regular(path, HOOKS_FILE_LIMIT)
+        except OSError:
+            continue
+        for hook in parse_hooks(path, raw).value_or(()):
+            reads += program_reads(hook.command, child_path)
+    return tuple(reads)
+
+
 def session_bus(launch: B10xLaunch) -> tuple[str, ...]:
     """The session bus socket when the loop reads its key from the secret store (``--api-key-secret``):
     each ``unix:path=`` of ``DBUS_SESSION_BUS_ADDRESS``, else ``$XDG_RUNTIME_DIR/bus``."""
@@ -249,7 +267,7 @@ def confined_launch(
                 scratch=launch.scratch, cwd=launch.cwd,
                 writable=(launch.cwd, os.path.join(launch.scratch, "config")),
                 governing=(*(copy.destination for copy in launch.files), *(p.copy for p in launch.plugin_copies)),
-                sockets=session_bus(launch), inputs=declared_files(launch),
+                sockets=session_bus(launch), inputs=(*declared_files(launch), *hook_reads(launch)),
             )
         )  # fmt: skip
     confinement = None if spawn is None else spawn.confinement
@@ -296,7 +314,11 @@ def run_b10x(options: RunOptions) -> int:
             launch = take(plan_b10x_launch(planned, facts))
             materialise(launch)
             if prepared is not None:
-                proxy = start_route("b10x", prepared, scratch, None)
+                try:
+                    proxy = start_route("b10x", prepared, scratch, None)
+                except OSError as error:
+                    reason = error.strerror or error
+                    raise Refused(Refusal("loopback-not-started", f"the route proxy could not listen: {reason}")) from None
             launch, spawn = confined_launch(prepared, launch, walk)
             probe = VersionProbe(launch)
             flags = tier_flags(options)

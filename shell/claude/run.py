@@ -286,12 +286,16 @@ def start_proxy(
 ) -> RouteProxy | None:
     """Stage 9 (a): the route proxy listens, on the view's socket when confined, else on ``127.0.0.1``
     under loopback (``loopback-not-started`` when it cannot)."""
-    try:
-        if prepared is not None:
+    if prepared is not None:
+        try:
             return start_route("claude", prepared, scratch, placeholder)
-        if custody is None:
-            return None
-        proxy = RouteProxy("claude", placeholder, custody, upstream_root("claude", options.model_endpoint), WIRE_PATHS)
+        except OSError as error:
+            reason = error.strerror or error
+            raise Refused(Refusal("loopback-not-started", f"the route proxy could not listen: {reason}")) from None
+    if custody is None:
+        return None
+    proxy = RouteProxy("claude", placeholder, custody, upstream_root("claude", options.model_endpoint), WIRE_PATHS)
+    try:
         proxy.start()
     except OSError as error:
         proxy.stop()

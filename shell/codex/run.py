@@ -176,17 +176,17 @@ def plan_run(
         custody_path=loopback[0] if loopback is not None else None,
         upstream=upstream_root("codex", options.model_endpoint) if loopback is not None else None,
         walk=walk,
-        skills=found_skills(caller_env.get("HOME"), cwd),
+        skills=found_skills(caller_env.get("HOME"), cwd, confined=options.confine == "on"),
     )
     return launch.map(lambda planned: (planned, frame))
 
 
-def found_skills(home: str | None, cwd: str | None) -> tuple[str, ...]:
+def found_skills(home: str | None, cwd: str | None, confined: bool = False) -> tuple[str, ...]:
     """The ``SKILL.md`` files under the pinned Codex's skill roots for a run in ``cwd`` (``None``: the
-    scratch work directory), sorted within each root."""
+    scratch work directory), sorted within each root; in a ``confined`` view, only the roots it holds."""
     start = os.path.realpath(cwd) if cwd is not None else None
     found: list[str] = []
-    for root in skill_roots(home, start, _repository_root(start)):
+    for root in skill_roots(home, start, _repository_root(start), confined):
         try:
             names = sorted(os.listdir(root))
         except OSError:
@@ -325,7 +325,7 @@ def _start(options: RunOptions, run: str, scratch: str) -> Result[Started, Refus
                                WIRE_PATHS)  # fmt: skip
             proxy.start()
     except OSError as error:
-        return Failure(Refusal("loopback-not-started", f"the route proxy could not listen: {error}"))
+        return Failure(Refusal("loopback-not-started", f"the route proxy could not listen: {error.strerror or error}"))
     assert proxy is not None
     if loopback is not None:
         port = str(BRIDGE_PORT) if prepared is not None else str(proxy.port)
