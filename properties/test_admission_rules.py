@@ -1,4 +1,4 @@
-"""Admission (spec 20 §8.3): a call whose operations are all outside the frame's ``operations`` is never
+"""Admission (docs/decisions.md#admission): a call whose operations are all outside the frame's ``operations`` is never
 allowed, and a subject is judged by the first rule that matches it."""
 
 from __future__ import annotations

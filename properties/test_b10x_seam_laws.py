@@ -1,4 +1,5 @@
-"""Properties of the b10x seam (spec 40 §5–§6, spec 20 §2.1, §4, §8): whatever the record holds."""
+"""Properties of the b10x seam (docs/adapters/b10x.md#reading-the-record, #caller-seam, docs/events.md#framing-keys,
+#stream-ending; docs/decisions.md): whatever the record holds."""
 
 from __future__ import annotations
 
@@ -112,7 +113,8 @@ def test_seq_has_no_gaps_and_one_marker_closes_last(mode: str, record: bytes, ac
 @settings(max_examples=150, deadline=None)
 @given(st.sampled_from(["frame", "ask"]), RECORD, st.lists(ACTION, max_size=25))
 def test_every_asked_call_is_decided_exactly_once(mode: str, record: bytes, actions: list) -> None:
-    """An unexpected question (spec 40 §6) is answered and decided on its own, outside the held call's count."""
+    """An unexpected question (docs/adapters/b10x.md#caller-seam) is answered and decided on its own, outside the
+    held call's count."""
     events, performed = run_seam(mode, record, actions)
     latest: dict[str, str] = {}
     decided_keys: list[tuple[str, str]] = []
@@ -166,8 +168,8 @@ STREAMING_LINE = st.one_of(
 
 
 def buffered_by_a_list(lines: list[bytes]) -> tuple[list[tuple[str, object]], list[object]]:
-    """What spec 40 §5's attempt buffer releases, modelled with a plain list: each event as (name, text or
-    code or call id), and each ``final_answer`` text of a ``finished``."""
+    """What docs/adapters/b10x.md#reading-the-record's attempt buffer releases, modelled with a plain list: each event
+    as (name, text or code or call id), and each ``final_answer`` text of a ``finished``."""
     released: list[tuple[str, object]] = []
     finals: list[object] = []
     attempt: list[tuple[str, object]] | None = None

@@ -1,4 +1,4 @@
-"""The catalogue loader (spec 30 §10): any bytes give a checked catalogue or a named file refusal,
+"""The catalogue loader (docs/hermetic.md#catalogue): any bytes give a checked catalogue or a named file refusal,
 never an exception; a catalogue reads back from its own YAML or JSON, and its scratch copy always
 reads back, with the JSON parser and the YAML loader alike, as the same catalogue."""
 

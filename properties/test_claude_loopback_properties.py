@@ -1,5 +1,5 @@
-"""Properties of the loopback proxy's pure decisions (spec 50 §6): whatever the child sends, the
-forwarded head carries exactly one credential — the real token — and no hop-by-hop header, and only
+"""Properties of the loopback proxy's pure decisions (docs/adapters/common.md#endpoint-route): whatever the child sends,
+the forwarded head carries exactly one credential — the real token — and no hop-by-hop header, and only
 the exact placeholder is admitted."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Properties of the claude seam and session (spec 50 §2–§3, spec 20 §2–§4, §8)."""
+"""Properties of the claude seam and session (docs/adapters/common.md#vendor-decisions; docs/adapters/claude.md,
+docs/events.md#the-twenty-events, #warning-codes, #stream-ending; docs/decisions.md)."""
 
 from __future__ import annotations
 

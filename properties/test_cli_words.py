@@ -1,4 +1,4 @@
-"""Properties of the command-line grammar (spec 10 §1, §4.2): words after the first ``--`` that is not
+"""Properties of the command-line grammar (docs/cli.md#run): words after the first ``--`` that is not
 an option's value are handed on verbatim; ``--hermetic`` takes the next word only when it is a mode;
 and no word sequence makes the CLI raise instead of refusing with one ``usage`` line."""
 

@@ -1,6 +1,6 @@
 """Property: whatever the app-server and the catalogue server write, the codex app-server machine
 never raises, every line it sends is one compact JSON object, every ``item/tool/call`` it asks to
-decide is open in the session, and no call is answered twice (spec 50 §4)."""
+decide is open in the session, and no call is answered twice (docs/adapters/codex.md)."""
 
 from __future__ import annotations
 

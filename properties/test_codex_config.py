@@ -1,5 +1,5 @@
 """Property: the hand-rendered ``config.toml`` parses back to exactly what the launch decided, for any
-effort text, endpoint host and mode (spec 50 §4: strings escape ``\\`` and ``"``)."""
+effort text, endpoint host and mode (docs/adapters/codex.md: strings escape ``\\`` and ``"``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Properties of the codex seam: one presentation per call whatever the interleaving, nothing lost,
-and a well-formed stream for any rollout bytes (spec 50 §2, §4; spec 20 §4)."""
+and a well-formed stream for any rollout bytes (docs/adapters/common.md#vendor-decisions; docs/adapters/codex.md;
+docs/events.md#stream-ending)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Arbitrary bytes given as a command line give a named refusal, never an exception; a command that
-reads passes well-formedness or is refused ``MALFORMED`` (spec 20 §5)."""
+reads passes well-formedness or is refused ``MALFORMED`` (docs/events.md#commands)."""
 
 from __future__ import annotations
 

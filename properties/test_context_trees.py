@@ -1,5 +1,5 @@
-"""Generated trees give the first applicable context refusal of spec 30 §9.3; the smallest-N rule
-never yields a closing line a file contains (spec 30 §9.5)."""
+"""Generated trees give the first applicable context refusal of docs/hermetic.md#context-refusals; the smallest-N rule
+never yields a closing line a file contains (docs/hermetic.md#context-rendering)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Every call presented on a deciding seam gets exactly one ``tool.decided``, whatever the interleaving
-of decide commands, expiries, abandonment, frame changes and repeats (spec 20 §2.5, §8.2–§8.5)."""
+of decide commands, expiries, abandonment, frame changes and repeats (docs/events.md#the-twenty-events;
+docs/decisions.md#modes, #admission, #correlation-and-abandonment, #deadlines)."""
 
 from __future__ import annotations
 
@@ -159,8 +160,9 @@ def test_effects_keep_their_order_and_every_command_is_answered_once(
 
 
 class ReferenceDesk:
-    """The desk as the spec states it, with a flat list of correlation keys scanned on every input
-    (spec 20 §8.2–§8.5): the model the indexed desk must agree with, effect for effect."""
+    """The desk as docs/decisions.md states it, with a flat list of correlation keys scanned on every input
+    (docs/decisions.md#modes, #admission, #correlation-and-abandonment, #deadlines): the model the indexed desk must
+    agree with, effect for effect."""
 
     def __init__(self, mode: Any, frame: Frame | None) -> None:
         self.mode = mode

@@ -1,4 +1,4 @@
-"""Properties of the emulator's answer function (spec 60 §8.2): it is a pure function of (scenario,
+"""Properties of the emulator's answer function (docs/loop.md#answer-function): it is a pure function of (scenario,
 path, body, N), and every stream it renders is valid SSE on its wire."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Property of the emulator's record (spec 60 §8.3): no credential value, cookie or other header
+"""Property of the emulator's record (docs/loop.md#record-file): no credential value, cookie or other header
 value outside the named non-secret ones ever reaches a record line, whatever the request."""
 
 from __future__ import annotations

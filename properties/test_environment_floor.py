@@ -1,4 +1,5 @@
-"""For any parent environment the child's environment is exactly the declared floor (spec 30 §7–§8)."""
+"""For any parent environment the child's environment is exactly the declared floor
+(docs/hermetic.md#environment-floor, #credentials)."""
 
 from __future__ import annotations
 
@@ -47,7 +48,8 @@ CALLERS = st.dictionaries(NAMES, VALUES, max_size=25)
 
 
 def declared_floor(kind: str, caller: dict[str, str], scratch: str) -> dict[str, str]:
-    """The floor of spec 30 §7 for a run declaring nothing but operator-login, written out longhand."""
+    """The floor of docs/hermetic.md#environment-floor for a run declaring nothing but operator-login, written
+    out longhand."""
     floor = {"PATH": path_floor(caller)}
     if kind == "b10x":
         floor["XDG_CONFIG_HOME"] = scratch + "/config"
@@ -104,7 +106,7 @@ def b10x_declarations(draw: st.DrawFn) -> EnvironmentDeclaration:
 
 
 def b10x_oracle(declaration: EnvironmentDeclaration, caller: dict[str, str], scratch: str) -> dict[str, str]:
-    """Spec 40 §3.2's table, written out longhand."""
+    """docs/adapters/b10x.md#environment's table, written out longhand."""
     expected = {"PATH": path_floor(caller), "XDG_CONFIG_HOME": scratch + "/config"}
     if declaration.credentials == "api-key" and declaration.api_key_secret is None:
         expected["OPENAI_API_KEY"] = caller["OPENAI_API_KEY"]
@@ -127,7 +129,7 @@ def test_b10x_child_holds_exactly_the_keys_its_declaration_puts_there(
     posture = credential_posture(declaration, caller, False)
     key_missing = declaration.credentials == "api-key" and declaration.api_key_secret is None
     token_missing = declaration.subscription_token_env not in (None, *caller)
-    if key_missing and "OPENAI_API_KEY" not in caller:
+    if key_missing and not caller.get("OPENAI_API_KEY"):
         assert posture.failure().code == "api-key-missing"
         return
     if token_missing:

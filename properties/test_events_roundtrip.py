@@ -1,5 +1,6 @@
 """Event lines: encode → read is the identity for arbitrary valid payloads, and the encoder's bytes obey
-spec 20 §1–§2 (compact, key order, explicit nulls, exactly the five omittable keys left out)."""
+docs/events.md#serialisation, #the-twenty-events (compact, key order, explicit nulls, exactly the five omittable
+keys left out)."""
 
 from __future__ import annotations
 
@@ -30,8 +31,8 @@ OMITTABLE = {
     ("tool.requested", "subjects"),
     ("session.ended", "route"),
 }
-"""The payload keys of spec 20 §2.2 that are omitted instead of nulled (``at`` is the fifth, a framing key),
-and a confined run's ``session.ended.route`` (docs/confinement.md)."""
+"""The payload keys of docs/events.md#nulls-and-omitted-keys that are omitted instead of nulled (``at`` is the fifth, a
+framing key), and a confined run's ``session.ended.route`` (docs/confinement.md)."""
 
 TEXT = st.text(max_size=12)
 INTS = st.integers(-(2**63), 2**63 - 1)
@@ -150,7 +151,8 @@ def test_arbitrary_payloads_under_a_known_name_read_or_are_malformed(name: str, 
 
 
 def concatenated_line(seq: int, run: str, payload: Any, at: Any) -> bytes:
-    """The line of spec 20 §2.1 put together key by key: the reference the templated encoder must match."""
+    """The line of docs/events.md#framing-keys put together key by key: the reference the templated encoder
+    must match."""
     framing = b'{"format":"metaharness.event/1","seq":' + str(seq).encode() + b',"run":' + msgspec.json.encode(run)
     if at is not UNSET:
         framing += b',"at":' + msgspec.json.encode(at)

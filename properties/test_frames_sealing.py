@@ -1,6 +1,6 @@
-"""Frame digests (spec 20 §6.2–§6.3): unchanged by key order, whitespace and duplicate or reordered
-operations; changed by any change of a sealed field; a mutated frame is always refused with the §6.3
-message; arbitrary bytes or JSON give a named refusal, never an exception."""
+"""Frame digests (docs/frames.md#2-seal-it, #3-what-a-run-does-with-it): unchanged by key order, whitespace and
+duplicate or reordered operations; changed by any change of a sealed field; a mutated frame is always refused with the
+docs/frames.md#3-what-a-run-does-with-it message; arbitrary bytes or JSON give a named refusal, never an exception."""
 
 from __future__ import annotations
 

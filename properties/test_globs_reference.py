@@ -1,4 +1,4 @@
-"""The subject glob matches exactly the strings a reference regex translation matches (spec 20 §7)."""
+"""The subject glob matches exactly the strings a reference regex translation matches (docs/decisions.md#operations)."""
 
 from __future__ import annotations
 

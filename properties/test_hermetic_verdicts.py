@@ -1,4 +1,5 @@
-"""A row is never ok without evidence, and a gap outranks an unk (spec 30 §1, §2.1, spec 10 §4.8)."""
+"""A row is never ok without evidence, and a gap outranks an unk (docs/hermetic.md#terms, #verdicts,
+docs/hermetic.md#audit-report)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Any stdin answer line under ``--approve caller`` yields allow, deny or a named deny, never an exception
-(spec 60 §4.1)."""
+(docs/loop.md#caller-seam)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Path confinement never lets a generated path escape the workspace (spec 60 §5.3)."""
+"""Path confinement never lets a generated path escape the workspace (docs/loop.md#confinement)."""
 
 from __future__ import annotations
 

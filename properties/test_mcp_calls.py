@@ -1,7 +1,7 @@
-"""Any ``tools/call`` arguments, and any line, give a response or silence, never a crash (spec 30
-§11, §12.1): each request line is answered by one JSON-RPC object echoing its id; a call is a result
-(``isError`` false or true) or a JSON-RPC error, and what passes the checks is performed through the
-loop's confined tools in a real workspace."""
+"""Any ``tools/call`` arguments, and any line, give a response or silence, never a crash
+(docs/hermetic.md#calling-a-catalogue-entry, #mcp-wire): each request line is answered by one JSON-RPC object echoing
+its id; a call is a result (``isError`` false or true) or a JSON-RPC error, and what passes the checks is performed
+through the loop's confined tools in a real workspace."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""Properties of ``run``'s refusal stages 2–4 (spec 10 §4.3–§4.5, §4.7): for any option set, the
-refusal reported is the first applicable one in stage order, and an option the kind does not carry is
-refused exactly when it is *given*, whatever its value (§1).
+"""Properties of ``run``'s refusal stages 2–4 (docs/cli.md#run; docs/hermetic.md#refusal-order, #auditor): for any
+option set, the refusal reported is the first applicable one in stage order, and an option the kind does not carry is
+refused exactly when it is *given*, whatever its value (docs/cli.md).
 
-The oracle below restates the spec's tables independently of ``metaharness.pure.options``."""
+The oracle below restates the documented tables independently of ``metaharness.pure.options``."""
 
 from __future__ import annotations
 
@@ -116,10 +116,10 @@ def gateway_root(url: str) -> bool:
 
 
 def applicable(o: RunOptions, facts: AuditFacts) -> list[str]:
-    """Every refusal of stages 2–4 that applies, in stage order, restated from spec 10."""
+    """Every refusal of stages 2–4 that applies, in stage order, restated from docs/cli.md."""
     codes: list[str] = []
     audited = o.audit or o.hermetic == "strict"
-    # stage 2, spec 10 §4.7
+    # stage 2, docs/hermetic.md#auditor
     if o.spec is not None and o.auditor is None:
         codes.append("spec-without-auditor")
     if o.auditor is not None and o.spec is None:
@@ -140,7 +140,7 @@ def applicable(o: RunOptions, facts: AuditFacts) -> list[str]:
         w in ("--spec", "--transcript") or w.startswith(("--spec=", "--transcript=")) for w in o.auditor_args
     ):
         codes.append("auditor-args-unusable")
-    # stage 3, spec 10 §4.3, in §4.2's table order
+    # stage 3, docs/cli.md#run, in docs/cli.md#run's table order
     for name in RUN_OPTION_ORDER:
         if name in o.given and o.kind in REFUSED_ON.get(name, set()):
             codes.append(f"{name}-not-carried")
@@ -148,7 +148,7 @@ def applicable(o: RunOptions, facts: AuditFacts) -> list[str]:
             codes.append("tool-surface-not-carried")
         if name == "credentials" and o.kind == "b10x" and o.credentials == "loopback":
             codes.append("credentials-not-carried")
-    # stage 4, spec 10 §4.4
+    # stage 4, docs/hermetic.md#refusal-order
     vendor = o.kind != "b10x"
     token = o.subscription_token_file is not None or o.subscription_token_env is not None
     endpoint = o.model_endpoint

@@ -1,4 +1,4 @@
-"""Request projection is byte-stable: the same neutral turn gives the same canonical bytes (spec 60 §7.1)."""
+"""Request projection is byte-stable: the same neutral turn gives the same canonical bytes (docs/loop.md#model-port)."""
 
 from __future__ import annotations
 

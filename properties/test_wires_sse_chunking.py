@@ -1,4 +1,4 @@
-"""The SSE framer yields the same frames for every chunking of the same bytes (spec 60 §7.2)."""
+"""The SSE framer yields the same frames for every chunking of the same bytes (docs/loop.md#transport)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
-"""Admission of one call under a frame (spec 20 §8.3), and resolving a call's operations (§7).
+"""Admission of one call under a frame (docs/decisions.md#admission), and resolving a call's operations
+(docs/decisions.md#operations).
 
 ``resolve_operations`` reads an adapter's rendering backwards: a call's operations are those whose
 rendering is the called tool's name (a tool may answer to several). ``admit_call`` is the six steps
-of §8.3 with their exact reasons; it returns the decision (``Allow`` or ``Deny``, decided by
+of docs/decisions.md#admission with their exact reasons; it returns the decision (``Allow`` or ``Deny``, decided by
 ``frame``) and the ``UNCOVERED_TOOL`` warning when the call resolved to no operation.
 """
 
@@ -17,7 +18,8 @@ from metaharness.pure.frames import OPERATION_NAMES, Frame, Operation, SubjectRu
 from metaharness.pure.globs import glob_matches
 
 SUBJECT_BEARING: frozenset[str] = frozenset({"file.read", "file.write", "file.edit", "dir.list", "search", "shell"})
-"""Operations that touch a subject (spec 20 §8.3 step 4: ``file.*``, ``dir.list``, ``search``, ``shell``)."""
+"""Operations that touch a subject (docs/decisions.md#admission step 4: ``file.*``, ``dir.list``,
+``search``, ``shell``)."""
 
 _NOT_AN_OBSTACLE = "a refusal is the answer, not an obstacle"
 
@@ -30,13 +32,13 @@ class Admission(Struct, frozen=True):
 
 
 def resolve_operations(rendering: Mapping[str, str | None], tool: str) -> tuple[Operation, ...]:
-    """The operations whose rendering is ``tool`` (spec 20 §7), in vocabulary order; none when no
+    """The operations whose rendering is ``tool`` (docs/decisions.md#operations), in vocabulary order; none when no
     operation renders to it. ``rendering`` maps each operation name to its tool name or ``None``."""
     return tuple(Operation(name) for name in OPERATION_NAMES if rendering.get(name) == tool)
 
 
 def uncovered_tool_warning(tool: str) -> WarningRaised:
-    """``UNCOVERED_TOOL`` (spec 20 §3): the call resolved to no operation under a frame."""
+    """``UNCOVERED_TOOL`` (docs/events.md#warning-codes): the call resolved to no operation under a frame."""
     return WarningRaised(
         code="UNCOVERED_TOOL",
         message=f"no operation in the v0.1 vocabulary renders to {tool}, so the frame has no way to admit it",
@@ -60,7 +62,7 @@ def admit_call(
     catalogue_question: bool = False,
 ) -> Admission:
     """Decide call ``tool`` (resolved to ``operations``, touching ``subjects``) under ``frame`` by
-    spec 20 §8.3. ``catalogue_question`` marks a listing or describing question on an owned surface,
+    docs/decisions.md#admission. ``catalogue_question`` marks a listing or describing question on an owned surface,
     which step 1 allows although it resolves to no operation."""
     if not operations:
         if catalogue_question:

@@ -1,7 +1,8 @@
-"""The audit report on stderr and the exit of an audited run (spec 10 §4.7–§4.9, spec 30 §6).
+"""The audit report on stderr and the exit of an audited run (docs/hermetic.md#auditor, #audit-report, #audited-exit,
+docs/hermetic.md#hermetic-modes).
 
-``audit_report`` renders the sections (a)–(f) of spec 10 §4.8 from the run's facts; ``audited_exit``
-decides the exit of spec 10 §4.9; ``auditor_outcome`` reads the auditor's exit and stdout;
+``audit_report`` renders the sections (a)–(f) of docs/hermetic.md#audit-report from the run's facts; ``audited_exit``
+decides the exit of docs/hermetic.md#audited-exit; ``auditor_outcome`` reads the auditor's exit and stdout;
 ``recheck_audit`` repeats the audit pairing after the session against what was recorded at start.
 """
 
@@ -40,7 +41,7 @@ NOTHING_ADJUDICATED = (
 
 
 class AuditorRow(msgspec.Struct, frozen=True):
-    """One verdict row the auditor printed on stdout (spec 10 §4.7)."""
+    """One verdict row the auditor printed on stdout (docs/hermetic.md#auditor)."""
 
     row: str
     verdict: Literal["ok", "gap", "unk"]
@@ -56,7 +57,7 @@ class AuditorOutcome(msgspec.Struct, frozen=True):
 
 
 class AuditBaseline(msgspec.Struct, frozen=True):
-    """What was recorded at start (spec 10 §4.7): the spec's sha256 and the auditor program's
+    """What was recorded at start (docs/hermetic.md#auditor): the spec's sha256 and the auditor program's
     resolved path and sha256."""
 
     spec_sha256: str
@@ -93,8 +94,8 @@ def report_facts(
     refusal: Refusal | None = None,
 ) -> ReportFacts:
     """The report's facts read from the run's own stream (the payloads it wrote, ``stream.closed``
-    last): the rows from its ``session.started`` (spec 30 §2.1), the census of ``session.ended``
-    else recomputed (spec 20 §9), ``withheld``, whether a terminal record was read
+    last): the rows from its ``session.started`` (docs/hermetic.md#verdicts), the census of ``session.ended``
+    else recomputed (docs/events.md#census), ``withheld``, whether a terminal record was read
     (``session.ended``), and the closing reason and process."""
     started = next((payload for payload in payloads if isinstance(payload, SessionStarted)), None)
     closed = next((payload for payload in reversed(payloads) if isinstance(payload, StreamClosed)), None)
@@ -112,7 +113,7 @@ def report_facts(
 
 
 def census_lines(census: Census) -> tuple[str, ...]:
-    """Section (b) and (c): the census line, the non-zero seams and deciders in the spec's order,
+    """Section (b) and (c): the census line, the non-zero seams and deciders in the report's order,
     then the zero-census line when nothing was allowed, denied or replaced."""
     bypassed = f" bypassed={census.bypassed}" if census.bypassed else ""
     lines = [
@@ -168,7 +169,7 @@ def run_control(facts: ReportFacts) -> Verdict:
 
 
 def audited_exit(facts: ReportFacts) -> int:
-    """The exit of an audited run (spec 10 §4.9), in order: a post-session refusal → 2; a gating
+    """The exit of an audited run (docs/hermetic.md#audited-exit), in order: a post-session refusal → 2; a gating
     gap or auditor exit 1 → 1; no terminal record, a stream not closed ``completed``, a gating unk
     or auditor exit 3 → 3; else 0. Advisory rows never change it."""
     if facts.refusal is not None:
@@ -186,7 +187,7 @@ _AUDIT_VERDICTS = {0: "ok (exit 0)", 1: "gap (exit 1)", 2: "refused (exit 2)", 3
 
 
 def audit_report(facts: ReportFacts) -> str:
-    """The report of spec 10 §4.8: (a) the hermetic verdict; when audited also (b) the census,
+    """The report of docs/hermetic.md#audit-report: (a) the hermetic verdict; when audited also (b) the census,
     (c) the zero-census line, (d) the withheld line, (e) the auditor line, a post-session refusal
     line, and (f) the three closing lines. Every line ends ``\\n``."""
     lines = [HERMETIC_HEADING, *(row.line() for row in facts.rows)]
@@ -207,7 +208,7 @@ def audit_report(facts: ReportFacts) -> str:
 
 def auditor_rows(stdout: bytes) -> tuple[AuditorRow, ...]:
     """The verdict rows among the auditor's stdout lines: a JSON object with ``row``, ``verdict``
-    (``ok`` | ``gap`` | ``unk``) and ``detail``; other lines are ignored (spec 10 §4.7)."""
+    (``ok`` | ``gap`` | ``unk``) and ``detail``; other lines are ignored (docs/hermetic.md#auditor)."""
     rows: list[AuditorRow] = []
     for line in stdout.splitlines():
         try:
@@ -219,7 +220,7 @@ def auditor_rows(stdout: bytes) -> tuple[AuditorRow, ...]:
 
 def auditor_outcome(words: tuple[str, ...], exit_code: int, stdout: bytes) -> Result[AuditorOutcome, Refusal]:
     """Exit 0 → ok, 1 → gap, 3 → no verdict; any other exit → ``auditor-failed``; 0, 1 or 3 with no
-    verdict row → ``no-verdict-rows`` (spec 10 §4.7)."""
+    verdict row → ``no-verdict-rows`` (docs/hermetic.md#auditor)."""
     rows = auditor_rows(stdout)
     if exit_code not in (0, 1, 3):
         return Failure(
@@ -239,7 +240,7 @@ def recheck_audit(
     spec_sha256: str | None,
     auditor_sha256: str | None,
 ) -> Result[AuditPairing, Refusal]:
-    """The post-session re-check (spec 10 §4.7): checks 1–5 again over fresh facts, then a spec with
+    """The post-session re-check (docs/hermetic.md#auditor): checks 1–5 again over fresh facts, then a spec with
     another sha256 → ``spec-unreadable`` and an auditor program moved or changed →
     ``auditor-not-invokable``. ``spec_sha256``/``auditor_sha256`` are the files' digests now
     (``None`` when unreadable)."""

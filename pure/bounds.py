@@ -35,6 +35,10 @@ INPUT_FILE_LIMIT = 128 * 1024 * 1024
 """Bytes of a ``replay`` or ``project`` input read (a file or a pipe); a larger one is refused unread past
 that."""
 
+HOOKS_FILE_LIMIT = 1024 * 1024
+"""Bytes of a b10x ``--hooks`` file read to find the programs its view must hold; from a larger one none
+are bound (the loop reads the file itself)."""
+
 CREDENTIAL_FILE_LIMIT = 1024 * 1024
 """Bytes of a custody credential file (``auth.json``, ``.credentials.json``) read; a larger one is
 unreadable."""

@@ -1,5 +1,5 @@
-"""Each adapter's capabilities descriptor, the table a run consults (spec 10 §5, spec 40 §7–§8,
-spec 50 §3–§4).
+"""Each adapter's capabilities descriptor, the table a run consults (docs/adapters/common.md#descriptor,
+docs/adapters/b10x.md#rendering, #capabilities-and-doctor, docs/adapters/claude.md; docs/adapters/codex.md).
 
 ``descriptor_json`` is the exact text of ``metaharness capabilities <KIND>``; ``descriptor_lines`` of
 ``--render``.
@@ -13,7 +13,8 @@ from typing import Literal
 
 import msgspec
 
-from metaharness.pure.environment import Kind
+from metaharness.pure.adapter import Status
+from metaharness.pure.adapters import Kind, adapter_of
 from metaharness.pure.jsonline import compact
 
 OPERATIONS: tuple[str, ...] = (
@@ -29,7 +30,7 @@ OPERATIONS: tuple[str, ...] = (
     "task.todo",
     "mcp.call",
 )
-"""The eleven operations in vocabulary order (spec 10 §5, spec 20 §7)."""
+"""The eleven operations in vocabulary order (docs/adapters/common.md#descriptor, docs/decisions.md#operations)."""
 
 COMMANDS: tuple[str, ...] = (
     "tool.decide",
@@ -40,27 +41,25 @@ COMMANDS: tuple[str, ...] = (
     "steer",
     "permission.set",
 )
-"""The seven ``metaharness.command/1`` commands (spec 20 §5)."""
+"""The seven ``metaharness.command/1`` commands (docs/events.md#commands)."""
 
-Status = Literal["delivered", "unverified", "absent"]
 REFUSED_COMMAND: Mapping[str, str] = MappingProxyType({"refused": "UNSUPPORTED_CONTROL"})
 HONOURED_COMMANDS = frozenset({"tool.decide", "interrupt", "halt"})
-"""Every adapter of this version honours these and refuses the rest (spec 40 §8, spec 50 §3)."""
+"""Every adapter of this version honours these and refuses the rest (docs/adapters/b10x.md#capabilities-and-doctor,
+docs/adapters/claude.md)."""
 
-MCP_CALL_TEMPLATE = "mcp__<server>__<tool>"
 
-
-class Adapter(msgspec.Struct, frozen=True):
-    """The adapter's identity; ``id`` before ``class`` (spec 10 §5)."""
+class AdapterIdentity(msgspec.Struct, frozen=True):
+    """The adapter's identity; ``id`` before ``class`` (docs/adapters/common.md#descriptor)."""
 
     id: Kind
     class_: Literal["harness", "direct_provider"] = msgspec.field(name="class")
 
 
 class Descriptor(msgspec.Struct, frozen=True, kw_only=True):
-    """The capabilities descriptor, keys in spec 10 §5's order."""
+    """The capabilities descriptor, keys in docs/adapters/common.md#descriptor's order."""
 
-    adapter: Adapter
+    adapter: AdapterIdentity
     versions_pinned: tuple[str, ...]
     tiers: dict[str, Status]
     commands: dict[str, str | dict[str, str]]
@@ -69,103 +68,33 @@ class Descriptor(msgspec.Struct, frozen=True, kw_only=True):
     mcp_servers: tuple[str, ...] = ()
 
 
-def _descriptor(
-    kind: Kind,
-    adapter_class: Literal["harness", "direct_provider"],
-    pins: tuple[str, ...],
-    tiers: dict[str, Status],
-    modes: dict[str, Status],
-    rendering: Mapping[str, str],
-) -> Descriptor:
+def descriptor(kind: Kind) -> Descriptor:
+    """The kind's descriptor, from its adapter's pins and descriptor facts (docs/adapters/common.md#descriptor)."""
+    adapter = adapter_of(kind)
+    facts = adapter.descriptor
     commands = {
         name: "honoured" if name in HONOURED_COMMANDS else dict(REFUSED_COMMAND) for name in COMMANDS
     }
     return Descriptor(
-        adapter=Adapter(kind, adapter_class),
-        versions_pinned=pins,
-        tiers=dict(sorted(tiers.items())),
+        adapter=AdapterIdentity(kind, facts.adapter_class),
+        versions_pinned=adapter.pins,
+        tiers=dict(sorted(facts.tiers.items())),
         commands=dict(sorted(commands.items())),
-        decision_modes=dict(sorted(modes.items())),
-        rendering={op: rendering.get(op) for op in sorted(OPERATIONS)},
+        decision_modes=dict(sorted(facts.decision_modes.items())),
+        rendering={op: facts.rendering.get(op) for op in sorted(OPERATIONS)},
     )
 
 
-CLAUDE_RENDERING: Mapping[str, str] = MappingProxyType(
-    {
-        "file.read": "Read",
-        "file.write": "Write",
-        "file.edit": "Edit",
-        "shell": "Bash",
-        "web.read": "WebFetch",
-        "skill.load": "Skill",
-        "subagent.spawn": "Agent",
-        "mcp.call": MCP_CALL_TEMPLATE,
-    }
-)
-"""Claude Code's tool for each operation, as the pinned 2.1.332 names it in its API tool list and its
-hook's ``tool_name`` (the subagent tool is ``Agent``; only the ``init`` record says ``Task``). It
-offers no ``Glob``, ``Grep`` or ``TodoWrite``, so ``dir.list``, ``search`` and ``task.todo`` render to
-nothing (docs/vendor-facts.md)."""
-
-CODEX_RENDERING: Mapping[str, str] = MappingProxyType(
-    {"file.write": "apply_patch", "file.edit": "apply_patch", "shell": "Bash", "mcp.call": MCP_CALL_TEMPLATE}
-)
-"""Codex's tool for each operation; the rest render to nothing (spec 50 §4)."""
-
-B10X_RENDERING: Mapping[str, str] = MappingProxyType(
-    {
-        "file.read": "file_read",
-        "file.write": "file_write",
-        "file.edit": "file_edit",
-        "dir.list": "dir_list",
-        "search": "search",
-        "shell": "run",
-    }
-)
-"""The loop's tool for each operation; the rest render to nothing (spec 40 §7)."""
-
-_ALL_DELIVERED: dict[str, Status] = {"ask": "delivered", "frame": "delivered", "observe": "delivered"}
-
-DESCRIPTORS: Mapping[str, Descriptor] = MappingProxyType(
-    {
-        "claude": _descriptor(
-            "claude",
-            "harness",
-            ("2.1.332",),
-            {"registration": "delivered", "call": "delivered", "turn": "unverified", "kill": "delivered"},
-            _ALL_DELIVERED,
-            CLAUDE_RENDERING,
-        ),
-        "codex": _descriptor(
-            "codex",
-            "harness",
-            ("0.171.0",),
-            {"registration": "unverified", "call": "delivered", "turn": "unverified", "kill": "delivered"},
-            _ALL_DELIVERED,
-            CODEX_RENDERING,
-        ),
-        "b10x": _descriptor(
-            "b10x",
-            "direct_provider",
-            ("0.22.0",),
-            {"registration": "unverified", "call": "unverified", "turn": "unverified", "kill": "unverified"},
-            {"frame": "delivered", "ask": "unverified", "observe": "delivered"},
-            B10X_RENDERING,
-        ),
-    }
-)
-"""Each kind's descriptor (spec 40 §8, spec 50 §3–§4)."""
-
-
-def descriptor_json(kind: str) -> str:
+def descriptor_json(kind: Kind) -> str:
     """``capabilities <KIND>``: the descriptor as ``json.dumps(…, indent=2, ensure_ascii=False)``
-    writes it, then a newline (spec 10 §5)."""
-    return msgspec.json.format(compact(DESCRIPTORS[kind]), indent=2).decode("utf-8") + "\n"
+    writes it, then a newline (docs/adapters/common.md#descriptor)."""
+    return msgspec.json.format(compact(descriptor(kind)), indent=2).decode("utf-8") + "\n"
 
 
-def descriptor_lines(kind: str) -> str:
-    """``capabilities <KIND> --render``: one line per operation in vocabulary order (spec 10 §5)."""
-    rendering = DESCRIPTORS[kind].rendering
+def descriptor_lines(kind: Kind) -> str:
+    """``capabilities <KIND> --render``: one line per operation in vocabulary order
+    (docs/adapters/common.md#descriptor)."""
+    rendering = descriptor(kind).rendering
     return "".join(
         f"{op:<16} -> {rendering[op] if rendering[op] is not None else '(no vendor tool)'}\n"
         for op in OPERATIONS

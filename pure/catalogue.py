@@ -1,10 +1,11 @@
-"""The caller's tool contract: ``metaharness.catalogue/1`` (spec 30 §10).
+"""The caller's tool contract: ``metaharness.catalogue/1`` (docs/hermetic.md#catalogue).
 
 ``load_catalogue`` takes a catalogue file's bytes to the checked catalogue or the first refusal of
-§10.4 (``catalogue-unreadable`` for text that is not UTF-8, ``catalogue-not-tool-contract``,
-``catalogue-malformed``); the scratch copy (§10.5) is built and read back in memory as part of it.
-``scratch_copy`` gives the copy's bytes, ``check_copy_read_back`` judges the bytes read back from
-the written copy (``catalogue-copy-differs``), ``check_codex_names`` is codex's reserved-name rule.
+docs/hermetic.md#catalogue-refusals (``catalogue-unreadable`` for text that is not UTF-8,
+``catalogue-not-tool-contract``, ``catalogue-malformed``); the scratch copy (docs/hermetic.md#catalogue-scratch-copy) is
+built and read back in memory as part of it. ``scratch_copy`` gives the copy's bytes, ``check_copy_read_back`` judges
+the bytes read back from the written copy (``catalogue-copy-differs``), ``check_codex_names`` is codex's
+reserved-name rule.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from metaharness.pure.results import each
 
 CATALOGUE_FORMAT = "metaharness.catalogue/1"
 CATALOGUE_CAP = 4 * 1024 * 1024
-"""The byte bound of a catalogue file and of its scratch copy (spec 30 §10.4, 4 MiB)."""
+"""The byte bound of a catalogue file and of its scratch copy (docs/hermetic.md#catalogue-refusals, 4 MiB)."""
 
 FIELD_TYPES = ("string", "integer", "number", "boolean", "array", "object")
 PERFORMED_OPERATIONS: dict[str, str] = {
@@ -36,7 +37,8 @@ PERFORMED_OPERATIONS: dict[str, str] = {
     "file_write": "file.write",
     "file_edit": "file.edit",
 }
-"""The loop entries this build performs under a catalogue and the operation of each (spec 30 §10.2)."""
+"""The loop entries this build performs under a catalogue and the operation of each
+(docs/hermetic.md#what-an-entry-performs)."""
 
 WRITE_ENTRIES = frozenset({"file_write", "file_edit"})
 
@@ -65,7 +67,7 @@ class CatalogueEntry(msgspec.Struct, frozen=True):
 
 
 class Catalogue(msgspec.Struct, frozen=True):
-    """The checked catalogue (spec 30 §10.1): entries in the document's order."""
+    """The checked catalogue (docs/hermetic.md#catalogue-document): entries in the document's order."""
 
     entries: tuple[CatalogueEntry, ...]
 
@@ -80,7 +82,8 @@ class Catalogue(msgspec.Struct, frozen=True):
 
 def operation_of(performs: str) -> str | None:
     """The operation a catalogue entry resolves to, or ``None`` when this build does not perform it
-    (spec 30 §10.2: ``find`` is a search; ``run`` and any other name resolve to no operation)."""
+    (docs/hermetic.md#what-an-entry-performs: ``find`` is a search; ``run`` and any other name resolve to
+    no operation)."""
     return PERFORMED_OPERATIONS.get(performs)
 
 
@@ -88,8 +91,8 @@ def resolve_catalogue_call(
     catalogue: Catalogue, name: str, arguments: Any
 ) -> tuple[tuple[Operation, ...], tuple[str, ...]]:
     """The operations and subjects of a call to entry ``name`` with ``arguments`` as the model wrote
-    them (spec 30 §10.2): the entry's operation and the performing loop entry's subjects (spec 60
-    §5.1); none for a name outside the catalogue or an entry this build does not perform, so a frame
+    them (docs/hermetic.md#what-an-entry-performs): the entry's operation and the performing loop entry's subjects
+    (docs/loop.md#tools); none for a name outside the catalogue or an entry this build does not perform, so a frame
     denies it as ``UNCOVERED_TOOL``."""
     entry = catalogue.entry(name)
     operation = operation_of(entry.performs) if entry is not None else None
@@ -99,12 +102,13 @@ def resolve_catalogue_call(
 
 
 def needs_writable(catalogue: Catalogue) -> bool:
-    """Whether the server is passed ``--writable``: some entry performs a write (spec 30 §10.3)."""
+    """Whether the server is passed ``--writable``: some entry performs a write
+    (docs/hermetic.md#catalogue-delivery)."""
     return any(entry.performs in WRITE_ENTRIES for entry in catalogue.entries)
 
 
 def input_schema(entry: CatalogueEntry) -> dict[str, Any]:
-    """The entry's input schema as served (spec 30 §10.1)."""
+    """The entry's input schema as served (docs/hermetic.md#catalogue-document)."""
     properties: dict[str, Any] = {}
     for field in entry.input:
         prop: dict[str, Any] = {"type": field.type}
@@ -120,8 +124,8 @@ def input_schema(entry: CatalogueEntry) -> dict[str, Any]:
 
 
 def checked_value(catalogue: Catalogue) -> dict[str, Any]:
-    """The checked catalogue as a document: keys in §10.1 order, ``required`` explicit, an absent
-    field description null, an absent ``input`` ``{}``."""
+    """The checked catalogue as a document: keys in docs/hermetic.md#catalogue-document order, ``required`` explicit, an
+    absent field description null, an absent ``input`` ``{}``."""
     return {
         "format": CATALOGUE_FORMAT,
         "entries": [
@@ -203,8 +207,8 @@ def _yaml_value(text: str, duplicates: _Duplicates) -> Any:
 
 
 def parse_document(text: str) -> Result[tuple[Any, str | None], str]:
-    """The document's value and its first duplicate key (spec 30 §10.1 loading): JSON when the text
-    is valid JSON, else one YAML 1.1 document under the safe loader; the failure is the parser's."""
+    """The document's value and its first duplicate key (docs/hermetic.md#catalogue-document loading): JSON when the
+    text is valid JSON, else one YAML 1.1 document under the safe loader; the failure is the parser's."""
     duplicates = _Duplicates()
     json_document = _json_value(text, duplicates).map(lambda value: (value, duplicates.first))
     return json_document.lash(lambda _: _yaml_document(text))
@@ -370,8 +374,9 @@ def _decoded(data: bytes, source: str) -> Result[str, Refusal]:
 
 
 def check_catalogue_text(text: str, source: str) -> Result[Catalogue, Refusal]:
-    """The tag check, then the duplicate-key and §10.1 rules (``catalogue-not-tool-contract``,
-    ``catalogue-malformed``), on text whose BOM is already dropped (spec 30 §10.1, §10.4)."""
+    """The tag check, then the duplicate-key and docs/hermetic.md#catalogue-document rules
+    (``catalogue-not-tool-contract``, ``catalogue-malformed``), on text whose BOM is already dropped
+    (docs/hermetic.md#catalogue-document, #catalogue-refusals)."""
     return (
         parse_document(text)
         .alt(
@@ -406,9 +411,10 @@ def _tool_contract(value: Any, duplicate: str | None, source: str) -> Result[Cat
 
 
 def load_catalogue(data: bytes, source: str) -> Result[Catalogue, Refusal]:
-    """A catalogue file's bytes to the checked catalogue, by spec 30 §10.4 in the table's order: not
-    UTF-8 (``catalogue-unreadable``), not a tool contract, malformed — including a scratch copy that,
-    built in memory, would be past 4 MiB or would not read back as the same catalogue (§10.5)."""
+    """A catalogue file's bytes to the checked catalogue, by docs/hermetic.md#catalogue-refusals in the table's order:
+    not UTF-8 (``catalogue-unreadable``), not a tool contract, malformed — including a scratch copy that,
+    built in memory, would be past 4 MiB or would not read back as the same catalogue
+    (docs/hermetic.md#catalogue-scratch-copy)."""
     return (
         _decoded(data, source)
         .bind(lambda text: check_catalogue_text(text, source))
@@ -418,7 +424,7 @@ def load_catalogue(data: bytes, source: str) -> Result[Catalogue, Refusal]:
 
 def check_codex_names(catalogue: Catalogue, source: str) -> Result[Catalogue, Refusal]:
     """codex only: an entry named ``mcp`` or starting ``mcp__`` is refused, since app-server would
-    refuse it at ``thread/start`` (spec 30 §10.4 ``catalogue-name-reserved``)."""
+    refuse it at ``thread/start`` (docs/hermetic.md#catalogue-refusals ``catalogue-name-reserved``)."""
     for index, entry in enumerate(catalogue.entries, start=1):
         if entry.name == "mcp" or entry.name.startswith("mcp__"):
             return Failure(
@@ -522,8 +528,8 @@ def _copy_within(catalogue: Catalogue, cap: int) -> bytes | None:
 
 
 def scratch_copy(catalogue: Catalogue) -> bytes:
-    """``<scratch>/catalogue.json`` (spec 30 §10.5): the checked catalogue as one line of JSON with
-    separators ``, `` and ``: ``, ``"`` and ``\\`` escaped, every character YAML refuses raw or reads
+    """``<scratch>/catalogue.json`` (docs/hermetic.md#catalogue-scratch-copy): the checked catalogue as one line of JSON
+    with separators ``, `` and ``: ``, ``"`` and ``\\`` escaped, every character YAML refuses raw or reads
     as a line break written ``\\u`` and four lowercase hex digits, nothing else escaped, then ``\\n``. Only
     for a catalogue ``load_catalogue`` accepted, whose copy is known to fit."""
     copy = _copy_within(catalogue, CATALOGUE_CAP)
@@ -543,7 +549,7 @@ def _shape(value: Any) -> Any:
 
 def _read_back_problem(copy: bytes, catalogue: Catalogue) -> str | None:
     """Why ``copy`` does not read back, with the JSON parser and the YAML loader alike, as the
-    checked catalogue; ``None`` when it does (spec 30 §10.5)."""
+    checked catalogue; ``None`` when it does (docs/hermetic.md#catalogue-scratch-copy)."""
     expected = _shape(checked_value(catalogue))
     try:
         text = copy.decode("utf-8")
@@ -595,8 +601,8 @@ def _copy_checked(catalogue: Catalogue, source: str) -> Result[Catalogue, Refusa
 
 def check_copy_read_back(copy: bytes, catalogue: Catalogue, source: str, happened: str) -> Result[None, Refusal]:
     """Stage 9 (d): the bytes read back from the written copy must read as the checked catalogue,
-    else ``catalogue-copy-differs`` in the words of spec 30 §10.4; ``happened`` says what had started
-    by then (``the scratch files had been written and the loopback proxy had started``)."""
+    else ``catalogue-copy-differs`` in the words of docs/hermetic.md#catalogue-refusals; ``happened`` says what had
+    started by then (``the scratch files had been written and the loopback proxy had started``)."""
     if _read_back_problem(copy, catalogue) is None:
         return Success(None)
     return Failure(

@@ -1,4 +1,4 @@
-"""The decision census (spec 20 §9).
+"""The decision census (docs/events.md#census).
 
 ``session.ended.census`` counts every ``tool.decided`` emitted before that line: by the decision's
 kind, and keyed by ``seam`` and ``decided_by`` (keys only with a non-zero count, sorted). Calls that
@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from metaharness.pure.events import Abstain, Allow, Census, Deny, Event, Replace, SessionEnded, ToolDecided
 
 ZERO_CENSUS = Census(allowed=0, denied=0, replaced=0, abstained=0, by_seam={}, by_decider={})
-"""The census of a run with no decision (spec 20 §9)."""
+"""The census of a run with no decision (docs/events.md#census)."""
 
 
 def _bumped(counts: dict[str, int], key: str) -> dict[str, int]:
@@ -21,7 +21,7 @@ def _bumped(counts: dict[str, int], key: str) -> dict[str, int]:
 
 
 def count_decision(census: Census, decided: ToolDecided) -> Census:
-    """``census`` with one more decision counted (spec 20 §9)."""
+    """``census`` with one more decision counted (docs/events.md#census)."""
     decision = decided.decision
     return Census(
         allowed=census.allowed + isinstance(decision, Allow),
@@ -34,7 +34,7 @@ def count_decision(census: Census, decided: ToolDecided) -> Census:
 
 
 def recount_census(payloads: Iterable[Event]) -> Census:
-    """The census recomputed from every ``tool.decided`` among ``payloads`` (spec 20 §9)."""
+    """The census recomputed from every ``tool.decided`` among ``payloads`` (docs/events.md#census)."""
     census = ZERO_CENSUS
     for payload in payloads:
         if isinstance(payload, ToolDecided):
@@ -44,7 +44,7 @@ def recount_census(payloads: Iterable[Event]) -> Census:
 
 def stream_census(payloads: Iterable[Event]) -> Census:
     """A reader's census of a stream: the last ``session.ended``'s own census when the stream has one,
-    else recomputed from all its ``tool.decided`` lines (spec 20 §9)."""
+    else recomputed from all its ``tool.decided`` lines (docs/events.md#census)."""
     events = tuple(payloads)
     ended = [payload for payload in events if isinstance(payload, SessionEnded)]
     return ended[-1].census if ended else recount_census(events)

@@ -1,17 +1,18 @@
-"""The command stream ``metaharness.command/1`` (spec 20 §5).
+"""The command stream ``metaharness.command/1`` (docs/events.md#commands).
 
-A run reads one command per line on stdin and processes each in the order of §5:
+A run reads one command per line on stdin and processes each in the order of docs/events.md#commands:
 
-1. framing — ``read_command`` refuses a line with the §2.3 messages (``command`` for ``event``); the
+1. framing — ``read_command`` refuses a line with the docs/events.md#reading-a-stream messages (``command``
+for ``event``); the
    shell writes ``steering_refusal(error)`` on stderr and nothing on stdout;
 2. well-formedness — ``check_well_formed`` (``MALFORMED``: an empty deny reason, a ``frame.set``
-   frame that fails §6.3);
+   frame that fails docs/frames.md#3-what-a-run-does-with-it);
 3. adapter support — ``check_supported`` (``UNSUPPORTED_CONTROL``);
 4. semantics — the decision desk (``metaharness.pure.decisions``) for ``tool.decide`` and
    ``frame.set``; the adapter for the rest.
 
 The ``command.result`` payloads are built here (``command_ok``, ``command_refused`` and the named
-helpers), as is the start-time refusal of §5 (``start_time_refusals``).
+helpers), as is the start-time refusal of docs/events.md#commands (``start_time_refusals``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ FRAME_SET_APPLIES_AT = "the next turn or step boundary"
 
 
 class _Command(Struct, frozen=True, kw_only=True, tag_field="command", forbid_unknown_fields=False):
-    """A command line's payload; the tag is the command name of spec 20 §5, ``id`` its correlation."""
+    """A command line's payload; the tag is the command name of docs/events.md#commands, ``id`` its correlation."""
 
     id: str
 
@@ -69,7 +70,7 @@ class PermissionSet(_Command, frozen=True, tag="permission.set", kw_only=True):
 
 
 class Interrupt(_Command, frozen=True, tag="interrupt", kw_only=True):
-    """Abandon pending calls (§8.4), then stop the running turn."""
+    """Abandon pending calls (docs/decisions.md#correlation-and-abandonment), then stop the running turn."""
 
     reason: str
 
@@ -86,7 +87,7 @@ COMMAND_TYPES: dict[str, type[Any]] = {
     str(cls.__struct_config__.tag): cls
     for cls in (ToolDecide, FrameSet, MessageInject, Steer, PermissionSet, Interrupt, Halt)
 }
-"""The seven command names of spec 20 §5, in the order the spec lists them, each with its struct."""
+"""The seven command names of docs/events.md#commands, in the order the reference lists them, each with its struct."""
 
 COMMAND_NAMES: tuple[str, ...] = tuple(COMMAND_TYPES)
 
@@ -101,8 +102,8 @@ def _tag_text(tag: object) -> str:
 
 
 def read_command(line: bytes) -> Result[Command, str]:
-    """Framing (spec 20 §5 step 1) of one stdin line: the §2.3 refusals with ``command`` for
-    ``event``; unknown fields are ignored."""
+    """Framing (docs/events.md#commands step 1) of one stdin line: the docs/events.md#reading-a-stream refusals with
+    ``command`` for ``event``; unknown fields are ignored."""
     return decode_json(line).alt(lambda detail: f"not a JSON object: {detail}").bind(_command_of)
 
 
@@ -147,7 +148,7 @@ def unreadable_command(line: bytes, error: str) -> UnreadableCommand | None:
 
 
 def steering_refusal(error: str) -> str:
-    """The stderr line for a line that is not a command (spec 20 §5 step 1), without its newline."""
+    """The stderr line for a line that is not a command (docs/events.md#commands step 1), without its newline."""
     return f"metaharness: the steering line was refused: {error}"
 
 
@@ -157,7 +158,7 @@ def command_ok(command_id: str, applies_at: str | None = None) -> CommandResult:
 
 
 def command_refused(command_id: str, code: str, reason: str) -> CommandResult:
-    """A command refused with an upper-case code and a reason (spec 20 §2.4 CommandOutcome)."""
+    """A command refused with an upper-case code and a reason (docs/events.md#value-shapes CommandOutcome)."""
     return CommandResult(id=command_id, outcome=CommandRefused(refused=RefusedCommand(code=code, reason=reason)))
 
 
@@ -167,17 +168,18 @@ def frame_set_ok(command_id: str) -> CommandResult:
 
 
 def unsupported_control(command_id: str, adapter: str, command: str) -> CommandResult:
-    """``UNSUPPORTED_CONTROL`` (spec 20 §5 step 3)."""
+    """``UNSUPPORTED_CONTROL`` (docs/events.md#commands step 3)."""
     return command_refused(command_id, "UNSUPPORTED_CONTROL", f"the {adapter} adapter cannot honour {command}")
 
 
 def unknown_call(command_id: str, call_id: str) -> CommandResult:
-    """``UNKNOWN_CALL``: a ``tool.decide`` for a call never presented (spec 20 §5 step 4)."""
+    """``UNKNOWN_CALL``: a ``tool.decide`` for a call never presented (docs/events.md#commands step 4)."""
     return command_refused(command_id, "UNKNOWN_CALL", f"{call_id} does not correlate to an open request")
 
 
 def too_late(command_id: str, call_id: str) -> CommandResult:
-    """``TOO_LATE``: a ``tool.decide`` for a call already decided, abandoned or expired (§5 step 4)."""
+    """``TOO_LATE``: a ``tool.decide`` for a call already decided, abandoned or expired (docs/events.md#commands
+    step 4)."""
     return command_refused(command_id, "TOO_LATE", f"{call_id} was decided or its window closed; a decision cannot be replayed")
 
 
@@ -217,7 +219,7 @@ def check_well_formed(command: Steering) -> Result[WellFormed, CommandResult]:
 
 
 def check_supported(command: Command, adapter: str, honoured: Collection[str]) -> Result[Command, CommandResult]:
-    """Adapter support (spec 20 §5 step 3): ``honoured`` is the adapter's set of honoured commands."""
+    """Adapter support (docs/events.md#commands step 3): ``honoured`` is the adapter's set of honoured commands."""
     name = command_name(command)
     if name in honoured:
         return Success(command)
@@ -225,8 +227,9 @@ def check_supported(command: Command, adapter: str, honoured: Collection[str]) -
 
 
 def commands_needed(decisions: str, frame_named: bool) -> tuple[str, ...]:
-    """The commands a run needs (spec 20 §5 start-time refusals): always ``interrupt`` and ``halt``,
-    plus ``tool.decide`` when the mode is ``ask`` or ``observe`` or a frame is named; in §5 order."""
+    """The commands a run needs (docs/events.md#commands start-time refusals): always ``interrupt`` and ``halt``,
+    plus ``tool.decide`` when the mode is ``ask`` or ``observe`` or a frame is named; in
+    docs/events.md#commands order."""
     needs_decide = decisions in ("ask", "observe") or frame_named
     return tuple(name for name in COMMAND_NAMES if name in ("interrupt", "halt") or (needs_decide and name == "tool.decide"))
 
@@ -235,7 +238,7 @@ def start_time_refusals(
     decisions: str, frame_named: bool, adapter: str, honoured: Collection[str]
 ) -> tuple[CommandResult, ...]:
     """One refused ``command.result`` with id ``start/<command>`` per needed command the adapter does
-    not honour (spec 20 §5); empty when the run may start."""
+    not honour (docs/events.md#commands); empty when the run may start."""
     return tuple(
         unsupported_control(f"start/{name}", adapter, name)
         for name in commands_needed(decisions, frame_named)

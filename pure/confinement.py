@@ -19,12 +19,10 @@ from urllib.parse import urlsplit
 import msgspec
 from returns.result import Failure, Result, Success
 
+from metaharness.pure.adapters import Kind, adapter_of
 from metaharness.pure.events import Hermetic, RowHow, RowWhy
 from metaharness.pure.hermetic import ROWS, MemoryWalk
-from metaharness.pure.loopback import UPSTREAMS
 from metaharness.pure.refusal import Refusal
-
-Kind = Literal["claude", "codex", "b10x"]
 
 SYSTEM_ROOTS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/sys")
 """The system directories bound read-only when they exist; a symbolic link among them is recreated."""
@@ -47,8 +45,6 @@ the user the child names, which must then be the caller's own."""
 UNCONFINED_VIEW = "--confine off: the child sees the caller's filesystem"
 UNCONFINED_NETWORK = "--confine off: the child sees the caller's network"
 ROW_ORDER = tuple(row for row, *_ in ROWS)
-CLAUDE_WIRE = ("/v1/messages", "/v1/messages/count_tokens")
-CODEX_WIRE = ("/v1/responses",)
 
 
 class SystemEntry(msgspec.Struct, frozen=True):
@@ -182,12 +178,19 @@ def shebang_interpreter(first_line: bytes) -> tuple[str, ...]:
     return (words[0],)
 
 
+def named_paths(argv: Sequence[str]) -> tuple[str, ...]:
+    """The words after a program's name that are absolute paths: what a program started from the view
+    is handed to read (an interpreter's script, a policy file), bound read-only beside the program's
+    own closure when they exist."""
+    return tuple(posixpath.normpath(word) for word in argv[1:] if word.startswith("/"))
+
+
 def model_route(
     kind: Kind,
     credentials: str,
     endpoint: str | None,
     custody: str | None,
-    codex_login_is_api_key: bool,
+    login_is_api_key: bool,
     wire: str | None = None,
 ) -> Result[ModelRoute | None, Refusal]:
     """The model route of a confined launch, or ``confine-route-unavailable``.
@@ -197,30 +200,31 @@ def model_route(
     ``operator-login``, codex ``api-key`` (and an ``auth.json`` holding a key): the vendor's API;
     codex's ChatGPT-plan login cannot be pointed at the bridge; ``none`` without an endpoint has none.
     """
-    if kind == "b10x":
+    route = adapter_of(kind).confinement.vendor_route
+    if route is None:
         if endpoint is None:
             return Success(None)
         prefix = urlsplit(endpoint).path.rstrip("/")
         tail = "/messages" if wire == "anthropic-messages" else "/responses"
         return Success(ModelRoute(_origin(endpoint), (prefix + tail,)))
-    wire_paths = CLAUDE_WIRE if kind == "claude" else CODEX_WIRE
+    wire_paths = route.wire_paths
     if credentials == "loopback":
-        root = endpoint.rstrip("/") if endpoint else UPSTREAMS[kind]
+        root = endpoint.rstrip("/") if endpoint else route.upstream
         return Success(ModelRoute(root, wire_paths, custody))
     if endpoint is not None:
         prefix = urlsplit(endpoint).path.rstrip("/")
         return Success(ModelRoute(_origin(endpoint), tuple(prefix + path for path in wire_paths)))
     if credentials == "none":
         return Success(None)
-    if kind == "codex" and credentials == "operator-login" and not codex_login_is_api_key:
+    if route.login_needs_api_key and credentials == "operator-login" and not login_is_api_key:
         return Failure(
             Refusal(
                 "confine-route-unavailable",
-                "--credentials operator-login on codex with a ChatGPT-plan login cannot be pointed at the model "
+                f"--credentials operator-login on {kind} with a ChatGPT-plan login cannot be pointed at the model "
                 "route; pass --confine off or --credentials loopback",
             )
         )
-    return Success(ModelRoute(UPSTREAMS[kind], wire_paths))
+    return Success(ModelRoute(route.upstream, wire_paths))
 
 
 def _origin(url: str) -> str:
@@ -369,7 +373,7 @@ def confined_hermetic(
     extra = {"H8": "; the hook program and settings are read-only in the child's view"}
     if loopback:
         extra["H6"] = "; the custody file is outside the child's view"
-    grant = "; in the view that grant is the tree, a private /tmp and TMPDIR" if kind == "codex" else ""
+    grant = adapter_of(kind).confinement.view_grant
     unavailable = tuple(
         RowWhy(row=entry.row, why=entry.why + (grant if entry.row == "H7" else "")) for entry in hermetic.unavailable
     )
@@ -390,9 +394,6 @@ def confined_hermetic(
 def pointed_at_bridge(kind: Kind, variables: Sequence[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
     """The child's environment with the vendor's API replaced by the bridge (claude ``api-key`` and
     ``operator-login``: ``ANTHROPIC_BASE_URL``; codex: ``OPENAI_BASE_URL``), sorted by key."""
-    name, url = (
-        ("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{BRIDGE_PORT}")
-        if kind == "claude"
-        else ("OPENAI_BASE_URL", f"http://127.0.0.1:{BRIDGE_PORT}/v1")
-    )
-    return tuple(sorted({**dict(variables), name: url}.items()))
+    route = adapter_of(kind).confinement.vendor_route
+    pointed = {} if route is None else {route.base_url_variable: f"http://127.0.0.1:{BRIDGE_PORT}{route.base_url_path}"}
+    return tuple(sorted({**dict(variables), **pointed}.items()))

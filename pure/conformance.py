@@ -1,5 +1,5 @@
-"""A conformance vector's outcome and the lines ``conformance <KIND>`` prints (spec 10 §6), shared by
-the claude and codex vectors (spec 50 §9)."""
+"""A conformance vector's outcome and the lines ``conformance <KIND>`` prints (docs/adapters/common.md#conformance),
+shared by the claude and codex vectors (docs/adapters/common.md#conformance)."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ Tier = Literal["C1", "C2", "C3", "C4"]
 Status = Literal["pass", "FAIL", "warn"]
 
 CALLER = {"HOME": "/operator"}
-"""The fixed inputs every vendor vector plans from (spec 50 §9): the caller, the scratch root, the run
-id, the endpoint route, the loopback port and placeholder, the task and one context file."""
+"""The fixed inputs every vendor vector plans from (docs/adapters/common.md#conformance): the caller, the scratch root,
+the run id, the endpoint route, the loopback port and placeholder, the task and one context file."""
 SCRATCH = "/scratch/run"
 RUN = "golden"
 ENDPOINT = "http://127.0.0.1:41237"
@@ -41,7 +41,7 @@ class Outcome(msgspec.Struct, frozen=True):
     detail: str = ""
 
     def line(self) -> str:
-        """``pass C1 c1-launch`` or ``FAIL C2 … — <detail>`` (spec 10 §6)."""
+        """``pass C1 c1-launch`` or ``FAIL C2 … — <detail>`` (docs/adapters/common.md#conformance)."""
         return f"{self.status} {self.tier} {self.id}" + (f" — {self.detail}" if self.detail else "")
 
 
@@ -63,8 +63,9 @@ class VendorLaunch(Protocol):
 
 
 def launch_fixture(launch: VendorLaunch) -> dict[str, object]:
-    """The C1 conformance fixture of a vendor launch (spec 50 §9, shape of spec 40 §10): program, args,
-    env, cwd, files sorted by path as {path, sha256, bytes}, and ``context_files`` when any was declared."""
+    """The C1 conformance fixture of a vendor launch (docs/adapters/common.md#conformance, shape of
+    docs/adapters/b10x.md#conformance-vectors): program, args, env, cwd, files sorted by path as {path, sha256, bytes},
+    and ``context_files`` when any was declared."""
     fixture: dict[str, object] = {
         "program": launch.program,
         "args": list(launch.args),
@@ -108,14 +109,14 @@ def check_exchange(vector: str, answer: bytes, expected_answer: bytes, stream: b
 
 
 def summary_line(outcomes: tuple[Outcome, ...]) -> str:
-    """``<N> vectors, <F> failed — no model, no network, no credential`` (spec 10 §6)."""
+    """``<N> vectors, <F> failed — no model, no network, no credential`` (docs/adapters/common.md#conformance)."""
     failed = sum(outcome.status == "FAIL" for outcome in outcomes)
     return f"{len(outcomes)} vectors, {failed} failed — no model, no network, no credential"
 
 
 def provider_contract_line(provider: str, outcomes: tuple[Outcome, ...]) -> bytes:
     """The ``--contract`` line, keys sorted; ``breaking_changes`` counts failed record-tier vectors
-    (spec 10 §6)."""
+    (docs/adapters/common.md#conformance)."""
     failed = [outcome for outcome in outcomes if outcome.status == "FAIL"]
     document = {
         "breaking_changes": sum(outcome.tier in ("C2", "C3", "C4") for outcome in failed),

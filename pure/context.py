@@ -1,5 +1,5 @@
 """Context files (``--context FILE``): the refusals in order, git's index, the rendered block, the
-b10x scratch copies, the record and the argument-size check (spec 30 §9).
+b10x scratch copies, the record and the argument-size check (docs/hermetic.md#context-files).
 
 The shell opens each path beneath ``--cwd`` without following a link and reads git's index; these
 functions decide over what it gathered.
@@ -52,7 +52,7 @@ ContextOpening = ContextRead | ContextSymlink | ContextNotRegular | ContextUnope
 
 
 class GitIndexFacts(msgspec.Struct, frozen=True):
-    """What the shell found for spec 30 §9.2: ``prefix`` is ``--cwd`` relative to the work tree's top
+    """What the shell found for docs/hermetic.md#context-files: ``prefix`` is ``--cwd`` relative to the work tree's top
     level (``""`` at the top, ``None`` with no repository), ``index`` the bytes of
     ``<git directory>/index`` (``None`` when absent), ``hash_size`` 20 (sha1) or 32 (sha256)."""
 
@@ -81,7 +81,7 @@ class ContextFileRead(msgspec.Struct, frozen=True):
 
 
 class ContextCopy(msgspec.Struct, frozen=True):
-    """One b10x scratch copy to write (mode 0600) and pass as loop ``--context`` (spec 30 §9.6)."""
+    """One b10x scratch copy to write (mode 0600) and pass as loop ``--context`` (docs/hermetic.md#context-on-b10x)."""
 
     destination: str
     data: bytes
@@ -89,9 +89,9 @@ class ContextCopy(msgspec.Struct, frozen=True):
 
 
 def context_components(path: str) -> Result[tuple[str, ...], Refusal]:
-    """The components walked beneath ``--cwd``: empty and ``.`` skipped (spec 30 §9.1); an absolute
-    path, an empty path or a ``..`` component → ``context-path-unsafe`` (spec 30 §9.3 check 2); so is a
-    path that is not UTF-8 (undecodable bytes arrive as surrogates), which could be neither rendered
+    """The components walked beneath ``--cwd``: empty and ``.`` skipped (docs/hermetic.md#context-files); an absolute
+    path, an empty path or a ``..`` component → ``context-path-unsafe`` (docs/hermetic.md#context-refusals check 2); so
+    is a path that is not UTF-8 (undecodable bytes arrive as surrogates), which could be neither rendered
     nor recorded (design choice)."""
     parts = path.split("/")
     components = tuple(part for part in parts if part not in ("", "."))
@@ -164,7 +164,7 @@ def _offset_varint(data: bytes, cursor: int) -> tuple[int, int]:
 
 
 def tracked(components: tuple[str, ...], git: GitIndexFacts) -> bool:
-    """Whether git's index names the file in the tree (spec 30 §9.2): its path relative to the work
+    """Whether git's index names the file in the tree (docs/hermetic.md#context-files): its path relative to the work
     tree's top level is an entry. No repository or no index → untracked."""
     if git.prefix is None or git.index is None:
         return False
@@ -173,7 +173,7 @@ def tracked(components: tuple[str, ...], git: GitIndexFacts) -> bool:
 
 
 def rendered_path(path: str) -> str:
-    """The path as declared in the attribute form of spec 30 §9.5: ``& " < >`` escaped."""
+    """The path as declared in the attribute form of docs/hermetic.md#context-rendering: ``& " < >`` escaped."""
     return path.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
 
 
@@ -183,7 +183,7 @@ def admit_context_files(
     openings: Sequence[ContextOpening],
     git: GitIndexFacts,
 ) -> Result[tuple[ContextFileRead, ...], Refusal]:
-    """The refusals of spec 30 §9.3 in order over the gathered facts: check 1; then per file in
+    """The refusals of docs/hermetic.md#context-refusals in order over the gathered facts: check 1; then per file in
     declaration order 2–6; then 7; then 8. ``openings[i]`` is what the shell found for ``paths[i]``."""
     if not paths:
         return Success(())
@@ -258,7 +258,8 @@ def _admit_one(path: str, opening: ContextOpening, git: GitIndexFacts) -> Result
 
 
 def smallest_free_n(closing: str, texts: Sequence[str]) -> int:
-    """The smallest N ≥ 1 such that no text contains ``closing.format(N)`` anywhere (spec 30 §9.5)."""
+    """The smallest N ≥ 1 such that no text contains ``closing.format(N)`` anywhere
+    (docs/hermetic.md#context-rendering)."""
     n = 1
     while any(closing.format(n) in text for text in texts):
         n += 1
@@ -266,8 +267,8 @@ def smallest_free_n(closing: str, texts: Sequence[str]) -> int:
 
 
 def render_context_block(files: Sequence[ContextFileRead]) -> str:
-    """The block handed to claude and codex (spec 30 §9.5): the introduction, ``<context-files-N>``
-    with the smallest free N over all files, each file between ``<context-file-M …>`` and
+    """The block handed to claude and codex (docs/hermetic.md#context-rendering): the introduction,
+    ``<context-files-N>`` with the smallest free N over all files, each file between ``<context-file-M …>`` and
     ``</context-file-M>`` with its own smallest free M; every line ends ``\\n``."""
     texts = [file.text for file in files]
     wrapper = smallest_free_n("</context-files-{}>", texts)
@@ -285,8 +286,8 @@ def render_context_block(files: Sequence[ContextFileRead]) -> str:
 
 def plan_context_copies(scratch: str, files: Sequence[ContextFileRead]) -> tuple[ContextCopy, ...]:
     """The b10x scratch copies ``<scratch>/context/<k>/<path as declared>``, k 1-based in declaration
-    order, holding exactly the digested bytes (spec 30 §9.6, spec 40 §3.1); each is passed as loop
-    ``--context <destination>`` in this order."""
+    order, holding exactly the digested bytes (docs/hermetic.md#context-on-b10x, docs/adapters/b10x.md#scratch-layout);
+    each is passed as loop ``--context <destination>`` in this order."""
     return tuple(
         ContextCopy(destination=f"{scratch}/context/{k}/{file.path}", data=file.data)
         for k, file in enumerate(files, start=1)
@@ -294,8 +295,8 @@ def plan_context_copies(scratch: str, files: Sequence[ContextFileRead]) -> tuple
 
 
 def context_record(files: Sequence[ContextFileRead], channel: str) -> tuple[ContextFile, ...] | None:
-    """``session.started.context_files`` (spec 30 §9.7): one entry per file in order, or ``None`` when
-    none was declared so the key is omitted. Channels: ``append-system-prompt`` (claude),
+    """``session.started.context_files`` (docs/hermetic.md#context-record): one entry per file in order, or ``None``
+    when none was declared so the key is omitted. Channels: ``append-system-prompt`` (claude),
     ``user-turn`` (codex), ``loop-context`` (b10x)."""
     if not files:
         return None
@@ -310,7 +311,7 @@ def check_argument_sizes(
 ) -> Result[None, Refusal]:
     """Every argv element (argv[0] included), then every ``KEY=VALUE`` string, measured as UTF-8 plus
     its terminating NUL against MAX_ARG_STRLEN; the first past it → ``argument-too-long`` naming the
-    argument, its size and each context file with its size (spec 30 §9.4). ``prompt_index`` is the
+    argument, its size and each context file with its size (docs/hermetic.md#argument-size). ``prompt_index`` is the
     argv position of the task argument."""
     for index, argument in enumerate(argv):
         size = _measured(argument)

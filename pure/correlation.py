@@ -1,5 +1,5 @@
 """One ``tool.requested`` per call: the correlator that merges what a vendor record yields with the
-calls the hook channel delivers (spec 50 §2), for claude and codex alike.
+calls the hook channel delivers (docs/adapters/common.md#vendor-decisions), for claude and codex alike.
 
 * **Record first** — an announced call, and every later reading, is held until the hook delivers the
   same id (the call is then presented on seam ``hook``) or its result or the terminal record arrives
@@ -44,7 +44,7 @@ class Correlator(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def coverage_gap(call_id: str, name: str) -> WarningRaised:
-    """``COVERAGE_GAP`` for a call no seam delivered before it ran (spec 50 §2 (b))."""
+    """``COVERAGE_GAP`` for a call no seam delivered before it ran (docs/adapters/common.md#one-event-per-call (b))."""
     return WarningRaised(
         code="COVERAGE_GAP",
         message=f"{name} call {call_id} reached no decision seam before its result: the hook did not deliver it, "
@@ -120,5 +120,5 @@ def on_hook_call(correlator: Correlator, call: HookCall) -> tuple[Correlator, tu
 
 
 def on_stream_end(correlator: Correlator) -> tuple[Correlator, tuple[Output, ...]]:
-    """At stream end every still-held call takes path (b) of spec 50 §2."""
+    """At stream end every still-held call takes path (b) of docs/adapters/common.md#one-event-per-call."""
     return _drain(msgspec.structs.replace(correlator, held=_resolve(correlator.held, None, "gap")))

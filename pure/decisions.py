@@ -1,5 +1,5 @@
-"""The decision desk: how every adapter's run loop turns presented calls into decisions (spec 20
-§8.2, §8.4, §8.5, §9).
+"""The decision desk: how every adapter's run loop turns presented calls into decisions (docs/decisions.md#modes,
+#correlation-and-abandonment, #deadlines; docs/events.md#census).
 
 The desk is a frozen ``Desk``; each input is a pure function returning the new desk and the
 ``Effect``s to perform **in order**:
@@ -14,25 +14,27 @@ Inputs:
 
 * ``open_desk(mode, frame, vendor_budget_ms)`` — a run's desk (``frame`` is the frame in force).
 * ``present(desk, call)`` — a ``PresentedCall`` arrived on ``call.seam``. Seam ``none`` records it
-  (never decided). On a deciding seam, by mode (§8.2): ``frame`` decides at once by §8.3 (no frame in
-  force: ``abstain`` by ``adapter`` on seam ``none`` plus one ``NO_FRAME_IN_FORCE`` per run); ``ask``
-  lets a frame in force deny first, else presents with ``decision_required:true`` and arms the
-  deadline; ``observe`` allows by ``observe``. Correlation (§8.4) is (``call_id``, request digest):
-  a repeat re-emits ``tool.requested`` and re-answers any earlier decision without deciding again; a
-  changed digest re-emits, warns ``REQUEST_MUTATED`` and, on a deciding seam, denies by ``adapter``.
-* ``decide(desk, command, elapsed_ms)`` — a well-formed, supported ``tool.decide`` (§5 step 4):
+  (never decided). On a deciding seam, by mode (docs/decisions.md#modes): ``frame`` decides at once by
+  docs/decisions.md#admission (no frame in force: ``abstain`` by ``adapter`` on seam ``none`` plus one
+  ``NO_FRAME_IN_FORCE`` per run); ``ask`` lets a frame in force deny first, else presents with
+  ``decision_required:true`` and arms the deadline; ``observe`` allows by ``observe``. Correlation
+  (docs/decisions.md#correlation-and-abandonment) is (``call_id``, request digest): a repeat re-emits ``tool.requested``
+  and re-answers any earlier decision without deciding again; a changed digest re-emits, warns ``REQUEST_MUTATED`` and,
+  on a deciding seam, denies by ``adapter``.
+* ``decide(desk, command, elapsed_ms)`` — a well-formed, supported ``tool.decide`` (docs/events.md#commands step 4):
   decides a pending call by ``embedder`` (``latency_ms`` = ``elapsed_ms`` since arming), then its
   ``command.result`` ok; else ``TOO_LATE`` (decided, abandoned or expired) or ``UNKNOWN_CALL``.
 * ``expire(desk, call_id, elapsed_ms)`` — a call's deadline fired: deny by ``deadline`` with the
-  §8.5 reason; nothing when the call is no longer pending.
+  docs/decisions.md#deadlines reason; nothing when the call is no longer pending.
 * ``abandon(desk, why)`` — a turn ended, the stream ended, ``interrupt`` or ``halt``: every pending
-  call is denied by ``adapter`` (answer first) and warned ``PENDING_CALL_ABANDONED`` (§8.4).
+  call is denied by ``adapter`` (answer first) and warned ``PENDING_CALL_ABANDONED``
+  (docs/decisions.md#correlation-and-abandonment).
 * ``set_frame(desk, command_id, frame)`` — a well-formed ``frame.set``: the frame is staged and
   answered ok with ``applies_at``; ``begin_turn(desk)`` puts a staged frame in force at the next turn
   or step boundary (read ``desk.frame_digest`` for ``turn.started``).
 
 The clock is never read: elapsed times come in as arguments. ``desk.census`` counts every
-``tool.decided`` the desk emitted (spec 20 §9) for ``session.ended``.
+``tool.decided`` the desk emitted (docs/events.md#census) for ``session.ended``.
 
 The desk's state is indexed so each input costs O(log n) in the calls seen so far: correlation keys
 are held in a persistent map by ``call_id`` (a new desk shares every untouched entry with the old
@@ -67,7 +69,7 @@ from metaharness.pure.options import DecisionMode
 from metaharness.pure.run_stages import VENDOR_BUDGET_MS, deadline_reason, decision_deadline
 
 AbandonCause: TypeAlias = Literal["the turn ended", "the stream ended", "the run was interrupted", "the run was halted"]
-"""Why pending calls are abandoned (spec 20 §8.4), as the deny reason begins."""
+"""Why pending calls are abandoned (docs/decisions.md#correlation-and-abandonment), as the deny reason begins."""
 
 NO_FRAME_IN_FORCE = (
     "this run is in frame mode and no frame is in force, so nothing narrowed this call; "
@@ -79,7 +81,7 @@ MUTATED_DENY = "this call id was already presented with a different input"
 class PresentedCall(Struct, frozen=True, kw_only=True):
     """A call the harness presented on ``seam``: its id, tool name and input as presented, the
     operations it resolved to and the subjects read from its own arguments. ``catalogue_question``
-    marks a listing or describing question on an owned surface (spec 20 §8.3 step 1); ``unreadable``
+    marks a listing or describing question on an owned surface (docs/decisions.md#admission step 1); ``unreadable``
     says why metaharness cannot tell what the call would do (a patch it cannot read as Codex does, a
     question under another name than the announcement), and such a call is denied by ``adapter``."""
 
@@ -97,7 +99,7 @@ class CallRecord(Struct, frozen=True, kw_only=True):
     """One correlation key (``call_id``, ``digest``) and where it stands: ``recorded`` (seam ``none``,
     never decided), ``pending`` (waiting for the embedder or the deadline) or ``closed`` with the
     decision the harness was given. A ``call_id`` has at most one pending key: a call becomes pending
-    only while no other digest was presented under its id (spec 20 §8.4)."""
+    only while no other digest was presented under its id (docs/decisions.md#correlation-and-abandonment)."""
 
     call_id: str
     digest: str
@@ -154,7 +156,7 @@ class Desk(Struct, frozen=True, kw_only=True):
 
     @property
     def deadline_ms(self) -> int:
-        """metaharness's own deadline for one decision (spec 20 §8.5)."""
+        """metaharness's own deadline for one decision (docs/decisions.md#deadlines)."""
         return decision_deadline(self.vendor_budget_ms)
 
     @property
@@ -176,7 +178,8 @@ def open_desk(mode: DecisionMode, frame: Frame | None = None, vendor_budget_ms: 
 
 
 def request_digest(call_id: str, name: str, input: Any) -> str:
-    """SHA-256 hex of ``{"call_id","input","name"}`` with keys sorted at every level (spec 20 §8.4)."""
+    """SHA-256 hex of ``{"call_id","input","name"}`` with keys sorted at every level
+    (docs/decisions.md#correlation-and-abandonment)."""
     return sha256_hex(canonical({"call_id": call_id, "input": input, "name": name}))
 
 
@@ -211,7 +214,8 @@ def _recorded(desk: Desk, new: CallRecord) -> Desk:
 def _closed(
     desk: Desk, record: CallRecord, decision: Decision, decided_by: str, latency_ms: int | None, decided_seam: str
 ) -> Step:
-    """Answer the harness, then record ``tool.decided`` and count it (spec 40 §6 step 3, spec 20 §9)."""
+    """Answer the harness, then record ``tool.decided`` and count it (docs/adapters/b10x.md#caller-seam step 3,
+    docs/events.md#census)."""
     decided = ToolDecided(
         call_id=record.call_id, decision=decision, decided_by=decided_by, seam=decided_seam, latency_ms=latency_ms
     )
@@ -221,7 +225,8 @@ def _closed(
 
 
 def present(desk: Desk, call: PresentedCall) -> Step:
-    """A call presented on ``call.seam`` (spec 20 §8.2, §8.4); see the module docstring."""
+    """A call presented on ``call.seam`` (docs/decisions.md#modes, #correlation-and-abandonment); see the
+    module docstring."""
     digest = request_digest(call.call_id, call.name, call.input)
     keys = desk.calls.get(call.call_id, ())
     same = next((r for r in keys if r.digest == digest), None)
@@ -249,7 +254,7 @@ def _repeat(desk: Desk, call: PresentedCall, same: CallRecord) -> Step:
 
 def _mutated(desk: Desk, call: PresentedCall, digest: str) -> Step:
     """Same ``call_id``, different digest: re-emit, warn ``REQUEST_MUTATED`` and, where the seam can
-    carry an answer, deny by ``adapter`` (spec 20 §8.4)."""
+    carry an answer, deny by ``adapter`` (docs/decisions.md#correlation-and-abandonment)."""
     warning = WarningRaised(
         code="REQUEST_MUTATED",
         message=(
@@ -267,7 +272,7 @@ def _mutated(desk: Desk, call: PresentedCall, digest: str) -> Step:
 
 
 def _fresh(desk: Desk, call: PresentedCall, record: CallRecord) -> Step:
-    """A new call on a deciding seam, decided by mode (spec 20 §8.2); an unreadable one is denied."""
+    """A new call on a deciding seam, decided by mode (docs/decisions.md#modes); an unreadable one is denied."""
     if call.unreadable is not None:
         new, decided = _closed(desk, record, Deny(call.unreadable), "adapter", None, call.seam)
         return new, (_requested(call, False, None), *decided)
@@ -307,7 +312,7 @@ def _pending_records(desk: Desk) -> tuple[CallRecord, ...]:
 
 
 def decide(desk: Desk, command: ToolDecide, elapsed_ms: int | None) -> Step:
-    """A well-formed, supported ``tool.decide`` (spec 20 §5 step 4): ``tool.decided`` by ``embedder``
+    """A well-formed, supported ``tool.decide`` (docs/events.md#commands step 4): ``tool.decided`` by ``embedder``
     then ``command.result`` ok for a pending call; ``TOO_LATE`` for a decided, abandoned or expired one;
     ``UNKNOWN_CALL`` for a call never presented on a deciding seam. ``elapsed_ms`` is the time since
     the call's deadline was armed."""
@@ -321,8 +326,8 @@ def decide(desk: Desk, command: ToolDecide, elapsed_ms: int | None) -> Step:
 
 
 def expire(desk: Desk, call_id: str, elapsed_ms: int) -> Step:
-    """``call_id``'s deadline fired ``elapsed_ms`` after arming: deny by ``deadline`` with the §8.5
-    reason; nothing when it was decided meanwhile."""
+    """``call_id``'s deadline fired ``elapsed_ms`` after arming: deny by ``deadline`` with the
+    docs/decisions.md#deadlines reason; nothing when it was decided meanwhile."""
     record = _pending(desk, call_id)
     if record is None:
         return desk, ()
@@ -331,8 +336,8 @@ def expire(desk: Desk, call_id: str, elapsed_ms: int) -> Step:
 
 
 def abandon(desk: Desk, why: AbandonCause) -> Step:
-    """Close every pending call undecided (spec 20 §8.4): its deny by ``adapter`` is handed to the
-    harness first, then ``tool.decided`` and ``PENDING_CALL_ABANDONED``, call by call."""
+    """Close every pending call undecided (docs/decisions.md#correlation-and-abandonment): its deny by ``adapter`` is
+    handed to the harness first, then ``tool.decided`` and ``PENDING_CALL_ABANDONED``, call by call."""
     effects: list[Effect] = []
     reason = f"{why} before this call was decided, so nothing ran"
     for record in _pending_records(desk):
@@ -346,7 +351,7 @@ def abandon(desk: Desk, why: AbandonCause) -> Step:
 
 def set_frame(desk: Desk, command_id: str, frame: Frame) -> Step:
     """A well-formed ``frame.set``: the frame is staged for the next turn or step boundary and the
-    command is answered ok with that ``applies_at`` (spec 20 §5)."""
+    command is answered ok with that ``applies_at`` (docs/events.md#commands)."""
     return msgspec.structs.replace(desk, staged_frame=frame), (Emit(frame_set_ok(command_id)),)
 
 

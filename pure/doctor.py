@@ -1,4 +1,4 @@
-"""What ``doctor <KIND>`` prints and how it reads a help text (spec 10 §7), for every kind."""
+"""What ``doctor <KIND>`` prints and how it reads a help text (docs/adapters/common.md#doctor), for every kind."""
 
 from __future__ import annotations
 

@@ -1,8 +1,10 @@
-"""The child's environment, its credential posture and its guards (spec 30 §7–§8, spec 40 §3.2–§3.3).
+"""The child's environment, its credential posture and its guards (docs/hermetic.md#environment-floor, #credentials,
+docs/adapters/b10x.md#environment, #program-and-version).
 
 Every kind's environment is built from empty out of the declared run facts, the caller's environment
-map and the scratch root; nothing is inherited except as spec 30 §7 lists. Stage-5 credential checks
-(spec 10 §4.5) and the plan-stage guards (``denied-environment``, ``program-not-found``) are values.
+map and the scratch root; nothing is inherited except as docs/hermetic.md#environment-floor lists. Stage-5 credential
+checks (docs/hermetic.md#refusal-order) and the plan-stage guards (``denied-environment``, ``program-not-found``)
+are values.
 """
 
 from __future__ import annotations
@@ -14,23 +16,20 @@ from typing import Literal
 import msgspec
 from returns.result import Failure, Result, Success
 
+from metaharness.pure.adapter import Variables
+from metaharness.pure.adapters import KINDS, Kind, LoopbackKind, adapter_of, loopback_of
 from metaharness.pure.refusal import Refusal
 
-Kind = Literal["claude", "codex", "b10x"]
 Credentials = Literal["operator-login", "api-key", "loopback", "none"]
 
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 CALLER_VARIABLES = ("HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TERM", "TZ")
 TOOLCHAIN_VARIABLES = ("RUSTUP_HOME", "CARGO_HOME")
 SECRET_STORE_VARIABLES = ("DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR")
-ENDPOINT_PLACEHOLDER = "metaharness-model-endpoint"
-LOOPBACK_KEY_VARIABLE = "METAHARNESS_LOOPBACK_KEY"
-
-Variables = tuple[tuple[str, str], ...]
 
 
 class EnvironmentDeclaration(msgspec.Struct, frozen=True):
-    """The run facts the environment is built from (spec 30 §7–§8).
+    """The run facts the environment is built from (docs/hermetic.md#environment-floor, #credentials).
 
     ``credentials`` is the ``--credentials`` value (on b10x ``operator-login`` reads as ``none``).
     ``model_endpoint`` is ``--model-endpoint`` (claude/codex: the endpoint route under ``none``).
@@ -52,11 +51,11 @@ class EnvironmentDeclaration(msgspec.Struct, frozen=True):
 
 
 class CredentialPosture(msgspec.Struct, frozen=True):
-    """What the declared credential puts in the child (spec 30 §8).
+    """What the declared credential puts in the child (docs/hermetic.md#credentials).
 
     ``variables`` are added to the child's environment; ``credential_file`` is the caller's file to copy
     into the scratch home before every spawn (operator-login on claude/codex), else ``None``;
-    ``loop_arguments`` are the b10x loop's credential flags (spec 40 §3.4 row 10); ``h4_how`` and
+    ``loop_arguments`` are the b10x loop's credential flags (docs/adapters/b10x.md#argv row 10); ``h4_how`` and
     ``h6_how`` are the attestation wording of rows H4 and H6.
     """
 
@@ -78,11 +77,11 @@ class ChildEnvironment(msgspec.Struct, frozen=True):
         return dict(self.variables)
 
     def strings(self) -> tuple[str, ...]:
-        """Each ``KEY=VALUE`` string, in key order (the strings spec 30 §9.4 measures)."""
+        """Each ``KEY=VALUE`` string, in key order (the strings docs/hermetic.md#argument-size measures)."""
         return tuple(f"{key}={value}" for key, value in self.variables)
 
     def h3_how(self) -> str:
-        """Row H3's attestation: the environment's sorted key list (spec 30 §3)."""
+        """Row H3's attestation: the environment's sorted key list (docs/hermetic.md#attestation)."""
         return "environment constructed: " + ", ".join(key for key, _ in self.variables)
 
 
@@ -96,7 +95,7 @@ class ProgramCandidate(msgspec.Struct, frozen=True):
 
 def path_floor(caller_env: Mapping[str, str]) -> str:
     """The PATH floor: ``$HOME/.local/bin:/usr/local/bin:/usr/bin:/bin``, or the last three when the
-    caller has no (or an empty) ``HOME`` (spec 30 §7)."""
+    caller has no (or an empty) ``HOME`` (docs/hermetic.md#environment-floor)."""
     home = caller_env.get("HOME", "")
     return f"{home}/.local/bin:{SYSTEM_PATH}" if home else SYSTEM_PATH
 
@@ -110,7 +109,8 @@ def resolve_program(
     name: str, path: str, facts: Mapping[str, ProgramCandidate]
 ) -> Result[str, Refusal]:
     """The first ``<dir>/<name>`` in PATH order that is an executable regular file, joined and not
-    resolved, so the launch names the file the spawn executes (spec 30 §7, spec 40 §3.3).
+    resolved, so the launch names the file the spawn executes (docs/hermetic.md#environment-floor,
+    docs/adapters/b10x.md#program-and-version).
 
     A name containing ``/`` is its own candidate. ``facts`` maps each candidate path to what the
     shell found; a candidate missing from it does not exist. Not found → ``program-not-found``.
@@ -129,50 +129,20 @@ def program_candidates(name: str, path: str) -> tuple[str, ...]:
 
 
 def operator_login_file(kind: Kind, caller_env: Mapping[str, str]) -> str | None:
-    """The caller's credential file under operator-login: claude ``.credentials.json`` in
-    ``$CLAUDE_CONFIG_DIR`` else ``~/.claude``; codex ``~/.codex/auth.json``; ``None`` when the
-    caller's environment cannot name it, and always on b10x (spec 30 §8)."""
-    home = caller_env.get("HOME", "")
-    if kind == "claude":
-        config_dir = caller_env.get("CLAUDE_CONFIG_DIR", "")
-        if config_dir:
-            return posixpath.join(config_dir, ".credentials.json")
-        return posixpath.join(home, ".claude", ".credentials.json") if home else None
-    if kind == "codex":
-        return posixpath.join(home, ".codex", "auth.json") if home else None
-    return None
+    """The caller's credential file under operator-login (the kind's adapter names it: claude
+    ``.credentials.json`` in ``$CLAUDE_CONFIG_DIR`` else ``~/.claude``; codex ``~/.codex/auth.json``);
+    ``None`` when the caller's environment cannot name it, and always on b10x (docs/hermetic.md#credentials)."""
+    return adapter_of(kind).credentials.operator_login_file(caller_env)
 
 
-def loopback_custody_token(kind: Kind, custody: bytes) -> Result[str, Refusal]:
-    """The real token in a loopback custody file, parsed once at stage 5 (spec 50 §6).
+def loopback_custody_token(kind: LoopbackKind, custody: bytes) -> Result[str, Refusal]:
+    """The real token in a loopback custody file, parsed once at stage 5 (docs/adapters/common.md#endpoint-route).
 
     claude: ``claudeAiOauth.accessToken``; codex: ``OPENAI_API_KEY`` (class api-key), else
     ``tokens.access_token`` (class chatgpt → ``loopback-chatgpt-login``); the key wins when both
     exist. Unparseable or without the token → ``loopback-custody-unreadable``.
     """
-    unreadable = Failure(Refusal("loopback-custody-unreadable", f"the {kind} custody file holds no usable token"))
-    try:
-        document = msgspec.json.decode(custody)
-    except msgspec.DecodeError:
-        return unreadable
-    if not isinstance(document, dict):
-        return unreadable
-    if kind == "claude":
-        oauth = document.get("claudeAiOauth")
-        token = oauth.get("accessToken") if isinstance(oauth, dict) else None
-        return Success(token) if isinstance(token, str) and token else unreadable
-    key = document.get("OPENAI_API_KEY")
-    if isinstance(key, str) and key:
-        return Success(key)
-    tokens = document.get("tokens")
-    if isinstance(tokens, dict) and isinstance(tokens.get("access_token"), str):
-        return Failure(
-            Refusal(
-                "loopback-chatgpt-login",
-                "the codex custody file holds a ChatGPT-plan login; loopback carries an API key only",
-            )
-        )
-    return unreadable
+    return loopback_of(kind).custody_token(custody)
 
 
 def credential_posture(
@@ -182,14 +152,17 @@ def credential_posture(
     custody_path: str | None = None,
     upstream: str | None = None,
 ) -> Result[CredentialPosture, Refusal]:
-    """The declared credential's posture, or its stage-5 refusal (spec 30 §8, spec 10 §4.5 stage 5).
+    """The declared credential's posture, or its stage-5 refusal (docs/hermetic.md#credentials,
+    docs/hermetic.md#refusal-order stage 5).
 
     ``credential_file_present`` is the shell's fact that :func:`operator_login_file` names a readable
     regular file; ``custody_path`` and ``upstream`` name the loopback custody file and upstream for
-    row H6. Refusals: ``api-key-missing``, ``subscription-token-env-unset``, ``credential-file-missing``.
+    row H6. Refusals: ``api-key-missing``, ``subscription-token-env-unset``, ``credential-file-missing``,
+    ``credentials-not-carried`` (loopback on a kind without a loopback proxy, as stage 3 words it).
     """
     kind = declaration.kind
-    mode = "none" if kind == "b10x" and declaration.credentials == "operator-login" else declaration.credentials
+    reads_none = adapter_of(kind).credentials.operator_login_reads_none
+    mode = "none" if reads_none and declaration.credentials == "operator-login" else declaration.credentials
     no_key = "no key variable is in the child's environment"
     if mode == "api-key":
         return _api_key_posture(declaration, caller_env)
@@ -206,7 +179,7 @@ def credential_posture(
             )
         )
     if mode == "loopback":
-        return Success(_loopback_posture(declaration, custody_path, upstream))
+        return _loopback_posture(declaration, custody_path, upstream)
     return _none_posture(declaration, caller_env)
 
 
@@ -214,7 +187,8 @@ def _api_key_posture(
     declaration: EnvironmentDeclaration, caller_env: Mapping[str, str]
 ) -> Result[CredentialPosture, Refusal]:
     kind = declaration.kind
-    if kind == "b10x" and declaration.api_key_secret is not None:
+    carried = adapter_of(kind).credentials
+    if carried.api_key_secret_store and declaration.api_key_secret is not None:
         name = declaration.api_key_secret
         variables = tuple((key, caller_env[key]) for key in SECRET_STORE_VARIABLES if key in caller_env)
         return Success(
@@ -226,10 +200,10 @@ def _api_key_posture(
                 f"the loop reads key {name} from the secret store; no key variable is in the child's environment",
             )
         )
-    names = {"claude": ("ANTHROPIC_API_KEY",), "codex": ("OPENAI_API_KEY", "CODEX_API_KEY"), "b10x": ("OPENAI_API_KEY",)}
-    for name in names[kind]:
+    names = carried.api_key_variables
+    for name in names:
         if caller_env.get(name):
-            arguments = ("--api-key-env", name) if kind == "b10x" else ()
+            arguments = ("--api-key-env", name) if carried.api_key_flag else ()
             return Success(
                 CredentialPosture(
                     ((name, caller_env[name]),),
@@ -239,8 +213,8 @@ def _api_key_posture(
                     f"one declared key variable: {name}",
                 )
             )
-    wanted = " or ".join(names[kind])
-    empty = [name for name in names[kind] if name in caller_env]
+    wanted = " or ".join(names)
+    empty = [name for name in names if name in caller_env]
     if empty:
         return Failure(
             Refusal(
@@ -255,25 +229,25 @@ def _api_key_posture(
 
 def _loopback_posture(
     declaration: EnvironmentDeclaration, custody_path: str | None, upstream: str | None
-) -> CredentialPosture:
+) -> Result[CredentialPosture, Refusal]:
+    """A kind without a loopback proxy refuses it as stage 3 does (``credentials-not-carried``)."""
+    adapter = adapter_of(declaration.kind)
+    if adapter.loopback is None:
+        reason = adapter.not_carried_values[("credentials", "loopback")]
+        return Failure(
+            Refusal("credentials-not-carried", f"--credentials loopback is not carried on {adapter.kind}: {reason}")
+        )
     port = declaration.loopback_port or "00000"
     placeholder = declaration.loopback_placeholder or ""
-    variables: Variables
-    if declaration.kind == "claude":
-        variables = (
-            ("ANTHROPIC_AUTH_TOKEN", placeholder),
-            ("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{port}"),
-            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+    return Success(
+        CredentialPosture(
+            adapter.loopback.child_variables(port, placeholder),
+            None,
+            (),
+            "no key variable is in the child's environment; it holds a per-run placeholder",
+            "the child held a per-run placeholder and no credential file; the token was read per request from "
+            f"{custody_path} and attached on the way to {upstream}",
         )
-    else:
-        variables = ((LOOPBACK_KEY_VARIABLE, placeholder),)
-    return CredentialPosture(
-        variables,
-        None,
-        (),
-        "no key variable is in the child's environment; it holds a per-run placeholder",
-        "the child held a per-run placeholder and no credential file; the token was read per request from "
-        f"{custody_path} and attached on the way to {upstream}",
     )
 
 
@@ -281,14 +255,11 @@ def _none_posture(
     declaration: EnvironmentDeclaration, caller_env: Mapping[str, str]
 ) -> Result[CredentialPosture, Refusal]:
     no_key = "no key variable is in the child's environment"
-    if declaration.kind == "claude" and declaration.model_endpoint is not None:
-        variables = (
-            ("ANTHROPIC_AUTH_TOKEN", ENDPOINT_PLACEHOLDER),
-            ("ANTHROPIC_BASE_URL", declaration.model_endpoint.rstrip("/")),
-            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
-        )
+    carried = adapter_of(declaration.kind).credentials
+    if carried.endpoint_variables is not None and declaration.model_endpoint is not None:
+        variables = carried.endpoint_variables(declaration.model_endpoint)
         return Success(CredentialPosture(variables, None, (), no_key, "no credential"))
-    if declaration.kind != "b10x":
+    if not carried.subscription_token:
         return Success(CredentialPosture((), None, (), no_key, "no credential"))
     pointer = (
         ("--oauth-token-pointer", declaration.subscription_token_pointer)
@@ -333,7 +304,8 @@ def child_environment(
     scratch: str,
     posture: CredentialPosture,
 ) -> Result[ChildEnvironment, Refusal]:
-    """The child's environment, built from empty and guarded (spec 30 §7, spec 40 §3.2).
+    """The child's environment, built from empty and guarded (docs/hermetic.md#environment-floor,
+    docs/adapters/b10x.md#environment).
 
     claude/codex: PATH floor, ``HOME USER LOGNAME LANG LC_ALL TERM TZ`` each when the caller has it,
     ``TMPDIR=<scratch>/tmp``, the scratch config home, ``AEP_ACTOR`` with ``--actor``, the posture's
@@ -342,18 +314,16 @@ def child_environment(
     :func:`guard_environment` (``denied-environment``).
     """
     kind = declaration.kind
+    floor = adapter_of(kind).floor
     built: dict[str, str] = {"PATH": path_floor(caller_env)}
-    if kind == "b10x":
-        built["XDG_CONFIG_HOME"] = posixpath.join(scratch, "config")
-        if declaration.toolchain is not None:
-            built.update((key, caller_env[key]) for key in TOOLCHAIN_VARIABLES if key in caller_env)
-    else:
+    if floor.caller_variables:
         built.update((key, caller_env[key]) for key in CALLER_VARIABLES if key in caller_env)
+    if floor.scratch_tmpdir:
         built["TMPDIR"] = posixpath.join(scratch, "tmp")
-        if kind == "claude":
-            built["CLAUDE_CONFIG_DIR"] = posixpath.join(scratch, "claude-home")
-        else:
-            built["CODEX_HOME"] = posixpath.join(scratch, "codex-home")
+    config_variable, config_directory = floor.config_home
+    built[config_variable] = posixpath.join(scratch, config_directory)
+    if floor.toolchain_variables and declaration.toolchain is not None:
+        built.update((key, caller_env[key]) for key in TOOLCHAIN_VARIABLES if key in caller_env)
     if declaration.actor is not None:
         built["AEP_ACTOR"] = declaration.actor
     for key, value in posture.variables:
@@ -372,7 +342,8 @@ def child_environment(
 def guard_environment(
     declaration: EnvironmentDeclaration, environment: ChildEnvironment
 ) -> Result[ChildEnvironment, Refusal]:
-    """The ``denied-environment`` guards on a built environment, naming key and row (spec 30 §7).
+    """The ``denied-environment`` guards on a built environment, naming key and row
+    (docs/hermetic.md#environment-floor).
 
     A launch builder that adds variables calls this again on the final environment.
     """
@@ -388,11 +359,8 @@ def guard_environment(
     return Success(environment)
 
 
-_KEY_VARIABLES = frozenset({"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "CODEX_API_KEY"})
-_HOOK_VARIABLES = frozenset({"CLAUDE_CODE_SAFE_MODE", "CLAUDE_CODE_SIMPLE", "CODEX_DISABLE_HOOKS"})
-_ENDPOINT_VARIABLES = frozenset(
-    {"ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"}
-)
+_KEY_VARIABLES = frozenset(name for kind in KINDS for name in adapter_of(kind).credentials.api_key_variables)
+_HOOK_VARIABLES = frozenset(name for kind in KINDS for name in adapter_of(kind).guard.hook_variables)
 
 
 def _row_of(key: str) -> str:
@@ -405,33 +373,31 @@ def _denied_row(declaration: EnvironmentDeclaration, environment: ChildEnvironme
     """The row a key violates, or ``None`` when the kind's guard admits it.
 
     The H8 names are the vendor CLIs' guards; a b10x child admits exactly its declared keys, so a
-    subscription token variable forwarded under one of those names is admitted there (spec 30 §7).
+    subscription token variable forwarded under one of those names is admitted there
+    (docs/hermetic.md#environment-floor).
     """
-    kind = declaration.kind
-    if kind == "b10x":
-        return None if key in _b10x_allowed_keys(declaration, environment) else _row_of(key)
+    guard = adapter_of(declaration.kind).guard
+    if guard.declared_keys_only:
+        return None if key in _declared_keys(declaration) else _row_of(key)
     if key in _HOOK_VARIABLES:
         return "H8"
     posture_keys = frozenset(name for name, _ in environment.posture.variables)
-    if kind == "claude":
-        exempt = posture_keys & (_ENDPOINT_VARIABLES | {"ANTHROPIC_API_KEY"})
-        denied = key.startswith(("ANTHROPIC_", "CLAUDE_CODE_", "DISABLE_", "GIT_"))
-    else:
-        exempt = frozenset({"CODEX_HOME"}) | (posture_keys & {"OPENAI_API_KEY", "CODEX_API_KEY", LOOPBACK_KEY_VARIABLE})
-        denied = key.startswith(("OPENAI_", "CODEX_", "DISABLE_", "GIT_")) or key == LOOPBACK_KEY_VARIABLE
+    exempt = guard.exempt | (posture_keys & guard.exempt_from_posture)
+    denied = key.startswith(guard.denied_prefixes) or key in guard.denied_names
     denied = denied or key == "SSH_AUTH_SOCK" or key.upper().endswith("_PROXY")
     return _row_of(key) if denied and key not in exempt else None
 
 
-def _b10x_allowed_keys(declaration: EnvironmentDeclaration, environment: ChildEnvironment) -> frozenset[str]:
-    """Exactly the keys spec 40 §3.2 puts in a b10x child."""
-    allowed = {"PATH", "XDG_CONFIG_HOME"}
+def _declared_keys(declaration: EnvironmentDeclaration) -> frozenset[str]:
+    """Exactly the keys a declared-keys-only child holds (docs/hermetic.md#environment-floor)."""
+    adapter = adapter_of(declaration.kind)
+    allowed = {"PATH", adapter.floor.config_home[0]}
     if declaration.actor is not None:
         allowed.add("AEP_ACTOR")
     if declaration.toolchain is not None:
         allowed.update(TOOLCHAIN_VARIABLES)
     if declaration.credentials == "api-key":
-        allowed.update(SECRET_STORE_VARIABLES if declaration.api_key_secret is not None else {"OPENAI_API_KEY"})
+        allowed.update(SECRET_STORE_VARIABLES if declaration.api_key_secret is not None else adapter.credentials.api_key_variables)
     elif declaration.subscription_token_env is not None and declaration.subscription_token_file is None:
         allowed.add(declaration.subscription_token_env)
     return frozenset(allowed)

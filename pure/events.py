@@ -1,10 +1,11 @@
-"""The neutral event stream ``metaharness.event/1`` (spec 20 §1–§4).
+"""The neutral event stream ``metaharness.event/1`` (docs/events.md#serialisation, #the-twenty-events,
+#warning-codes, #stream-ending).
 
 Every payload is a frozen struct tagged by its event name; ``stamp`` is the one place a ``seq`` is
-assigned, ``encode_event`` writes the exact bytes of §1–§2 (framing keys first, payload fields in the
-order of §2.5, explicit nulls, the five omittable keys, ``session.ended.route`` and
-``census.bypassed`` left out when ``UNSET``), and ``read_event``
-refuses a line with the messages of §2.3 and ignores unknown fields.
+assigned, ``encode_event`` writes the exact bytes of docs/events.md#serialisation, #the-twenty-events (framing keys
+first, payload fields in the order of docs/events.md#the-twenty-events, explicit nulls, the five omittable keys,
+``session.ended.route`` and ``census.bypassed`` left out when ``UNSET``), and ``read_event``
+refuses a line with the messages of docs/events.md#reading-a-stream and ignores unknown fields.
 """
 
 from __future__ import annotations
@@ -23,11 +24,11 @@ EVENT_FORMAT = "metaharness.event/1"
 
 
 class _Value(Struct, frozen=True, kw_only=True, forbid_unknown_fields=False):
-    """A shared value shape (spec 20 §2.4): every field is written, nulls explicit."""
+    """A shared value shape (docs/events.md#value-shapes): every field is written, nulls explicit."""
 
 
 class Usage(_Value, frozen=True, kw_only=True):
-    """Token usage of one request or model (spec 20 §2.4); metaharness never computes ``cost_usd``."""
+    """Token usage of one request or model (docs/events.md#value-shapes); metaharness never computes ``cost_usd``."""
 
     input_tokens: int | None
     output_tokens: int | None
@@ -41,7 +42,7 @@ class Usage(_Value, frozen=True, kw_only=True):
 
 
 class Census(_Value, frozen=True, kw_only=True):
-    """Decisions counted by kind, seam and decider (spec 20 §9); the maps hold non-zero counts only."""
+    """Decisions counted by kind, seam and decider (docs/events.md#census); the maps hold non-zero counts only."""
 
     allowed: int
     denied: int
@@ -63,30 +64,30 @@ class RouteTraffic(_Value, frozen=True, kw_only=True):
 
 
 class Allow(Struct, frozen=True, tag_field="decision", tag="allow"):
-    """The call runs; on hook wires it grants (spec 20 §8.1)."""
+    """The call runs; on hook wires it grants (docs/decisions.md#vocabulary)."""
 
 
 class Deny(Struct, frozen=True, tag_field="decision", tag="deny"):
-    """The call is refused; ``reason`` is what the model is told (spec 20 §8.1)."""
+    """The call is refused; ``reason`` is what the model is told (docs/decisions.md#vocabulary)."""
 
     reason: str
 
 
 class Replace(Struct, frozen=True, tag_field="decision", tag="replace"):
-    """The call runs with ``input`` instead (spec 20 §8.1)."""
+    """The call runs with ``input`` instead (docs/decisions.md#vocabulary)."""
 
     input: Any
 
 
 class Abstain(Struct, frozen=True, tag_field="decision", tag="abstain"):
-    """metaharness claims nothing; the harness's own permission pipeline decides (spec 20 §8.1)."""
+    """metaharness claims nothing; the harness's own permission pipeline decides (docs/decisions.md#vocabulary)."""
 
 
 Decision: TypeAlias = Allow | Deny | Replace | Abstain
 
 
 class StepRef(_Value, frozen=True, kw_only=True):
-    """Which workflow step a frame or step event belongs to (spec 20 §2.4)."""
+    """Which workflow step a frame or step event belongs to (docs/events.md#value-shapes)."""
 
     workflow: str
     state: str
@@ -95,17 +96,17 @@ class StepRef(_Value, frozen=True, kw_only=True):
 
 
 class Completed(Struct, frozen=True, tag_field="outcome", tag="completed"):
-    """A step that completed (spec 20 §2.4 StepOutcome)."""
+    """A step that completed (docs/events.md#value-shapes StepOutcome)."""
 
 
 class Failed(Struct, frozen=True, tag_field="outcome", tag="failed"):
-    """A step that failed, and why (spec 20 §2.4 StepOutcome)."""
+    """A step that failed, and why (docs/events.md#value-shapes StepOutcome)."""
 
     reason: str
 
 
 class NoVerdict(Struct, frozen=True, tag_field="outcome", tag="no_verdict"):
-    """A step nobody could judge, and why (spec 20 §2.4 StepOutcome)."""
+    """A step nobody could judge, and why (docs/events.md#value-shapes StepOutcome)."""
 
     reason: str
 
@@ -114,7 +115,7 @@ StepOutcome: TypeAlias = Completed | Failed | NoVerdict
 
 
 class Transcript(_Value, frozen=True, kw_only=True):
-    """Where the retained vendor record is, with its digest and size when known (spec 20 §2.4)."""
+    """Where the retained vendor record is, with its digest and size when known (docs/events.md#value-shapes)."""
 
     path: str | None
     digest: str | None
@@ -122,21 +123,21 @@ class Transcript(_Value, frozen=True, kw_only=True):
 
 
 class RowHow(_Value, frozen=True, kw_only=True):
-    """An ``imposed`` or ``declared`` attestation entry (spec 30 §1)."""
+    """An ``imposed`` or ``declared`` attestation entry (docs/hermetic.md#terms)."""
 
     row: str
     how: str
 
 
 class RowWhy(_Value, frozen=True, kw_only=True):
-    """An ``unavailable`` attestation entry (spec 30 §1)."""
+    """An ``unavailable`` attestation entry (docs/hermetic.md#terms)."""
 
     row: str
     why: str
 
 
 class InstalledPlugin(_Value, frozen=True, kw_only=True):
-    """A plugin copy the launch placed (spec 30 §3)."""
+    """A plugin copy the launch placed (docs/hermetic.md#attestation)."""
 
     name: str
     source: str
@@ -144,7 +145,7 @@ class InstalledPlugin(_Value, frozen=True, kw_only=True):
 
 
 class Hermetic(_Value, frozen=True, kw_only=True):
-    """The attestation block of ``session.started`` (spec 20 §2.4, spec 30 §3)."""
+    """The attestation block of ``session.started`` (docs/events.md#value-shapes, docs/hermetic.md#attestation)."""
 
     mode: Literal["off", "on", "strict"]
     decisions: Literal["frame", "ask", "observe"]
@@ -156,7 +157,7 @@ class Hermetic(_Value, frozen=True, kw_only=True):
 
 
 class ContextFile(_Value, frozen=True, kw_only=True):
-    """One ``--context`` file as it reached the model (spec 20 §2.4, spec 30 §9.7)."""
+    """One ``--context`` file as it reached the model (docs/events.md#value-shapes, docs/hermetic.md#context-record)."""
 
     path: str
     sha256: str
@@ -165,14 +166,14 @@ class ContextFile(_Value, frozen=True, kw_only=True):
 
 
 class Withheld(_Value, frozen=True, kw_only=True):
-    """A tool the machine would not admit, and why (spec 20 §2.5)."""
+    """A tool the machine would not admit, and why (docs/events.md#the-twenty-events)."""
 
     tool: str
     reason: str
 
 
 class Plugin(_Value, frozen=True, kw_only=True):
-    """A plugin the harness reports loaded (spec 20 §2.5)."""
+    """A plugin the harness reports loaded (docs/events.md#the-twenty-events)."""
 
     name: str | None
     source: str | None
@@ -180,21 +181,21 @@ class Plugin(_Value, frozen=True, kw_only=True):
 
 
 class McpServer(_Value, frozen=True, kw_only=True):
-    """An MCP server the harness reports (spec 20 §2.5)."""
+    """An MCP server the harness reports (docs/events.md#the-twenty-events)."""
 
     name: str | None
     status: str | None
 
 
 class FinalAnswer(_Value, frozen=True, kw_only=True):
-    """The run's final answer text (spec 20 §2.5)."""
+    """The run's final answer text (docs/events.md#the-twenty-events)."""
 
     text: str
     turn_id: str | None
 
 
 class ObservedModel(_Value, frozen=True, kw_only=True):
-    """A model the record shows answering (spec 20 §2.5)."""
+    """A model the record shows answering (docs/events.md#the-twenty-events)."""
 
     turn: int | None
     turn_id: str | None
@@ -203,7 +204,7 @@ class ObservedModel(_Value, frozen=True, kw_only=True):
 
 
 class PermissionDenial(_Value, frozen=True, kw_only=True):
-    """A call the vendor reports it denied (spec 20 §2.5)."""
+    """A call the vendor reports it denied (docs/events.md#the-twenty-events)."""
 
     tool_name: str | None
     tool_use_id: str | None
@@ -211,7 +212,7 @@ class PermissionDenial(_Value, frozen=True, kw_only=True):
 
 
 class RateLimitInfo(_Value, frozen=True, kw_only=True):
-    """The vendor's rate-limit report (spec 20 §2.5)."""
+    """The vendor's rate-limit report (docs/events.md#the-twenty-events)."""
 
     status: str | None
     window: str | None
@@ -221,20 +222,20 @@ class RateLimitInfo(_Value, frozen=True, kw_only=True):
 
 
 class RefusedCommand(_Value, frozen=True, kw_only=True):
-    """Why a command was refused: an upper-case code and a reason (spec 20 §5)."""
+    """Why a command was refused: an upper-case code and a reason (docs/events.md#commands)."""
 
     code: str
     reason: str
 
 
 class CommandOk(Struct, frozen=True, tag_field="result", tag="ok"):
-    """A command that took effect, and when it applies (spec 20 §2.4)."""
+    """A command that took effect, and when it applies (docs/events.md#value-shapes)."""
 
     applies_at: str | None
 
 
 class CommandRefused(Struct, frozen=True, tag_field="result", tag="refused"):
-    """A command that was refused (spec 20 §2.4)."""
+    """A command that was refused (docs/events.md#value-shapes)."""
 
     refused: RefusedCommand
 
@@ -243,30 +244,30 @@ CommandOutcome: TypeAlias = CommandOk | CommandRefused
 
 
 class Exited(Struct, frozen=True, tag_field="kind", tag="exited"):
-    """The child exited with ``code`` (spec 20 §2.4 Process)."""
+    """The child exited with ``code`` (docs/events.md#value-shapes Process)."""
 
     code: int
 
 
 class Signaled(Struct, frozen=True, tag_field="kind", tag="signaled"):
-    """The child was ended by ``signal`` (spec 20 §2.4 Process)."""
+    """The child was ended by ``signal`` (docs/events.md#value-shapes Process)."""
 
     signal: int
 
 
 class UnknownProcess(Struct, frozen=True, tag_field="kind", tag="unknown"):
-    """No child ran, or its status could not be read (spec 20 §2.4 Process)."""
+    """No child ran, or its status could not be read (docs/events.md#value-shapes Process)."""
 
 
 Process: TypeAlias = Exited | Signaled | UnknownProcess
 
 
 class _Event(Struct, frozen=True, kw_only=True, tag_field="event", forbid_unknown_fields=False):
-    """An event payload; the tag is the event name of spec 20 §2.5."""
+    """An event payload; the tag is the event name of docs/events.md#the-twenty-events."""
 
 
 class SessionStarted(_Event, frozen=True, tag="session.started", kw_only=True):
-    """The run's opening record (spec 20 §2.5)."""
+    """The run's opening record (docs/events.md#the-twenty-events)."""
 
     adapter: str
     adapter_class: str
@@ -292,7 +293,7 @@ class SessionStarted(_Event, frozen=True, tag="session.started", kw_only=True):
 
 
 class SessionEnded(_Event, frozen=True, tag="session.ended", kw_only=True):
-    """The harness's terminal record, with the decision census (spec 20 §2.5)."""
+    """The harness's terminal record, with the decision census (docs/events.md#the-twenty-events)."""
 
     final_answer: FinalAnswer | None
     observed_models: tuple[ObservedModel, ...] | None
@@ -317,63 +318,63 @@ class SessionEnded(_Event, frozen=True, tag="session.ended", kw_only=True):
 
 
 class StepEntered(_Event, frozen=True, tag="step.entered", kw_only=True):
-    """A workflow step began (spec 20 §2.5; no verb of this version emits it)."""
+    """A workflow step began (docs/events.md#the-twenty-events; no verb of this version emits it)."""
 
     step: StepRef
     frame_digest: str | None
 
 
 class StepLeft(_Event, frozen=True, tag="step.left", kw_only=True):
-    """A workflow step ended (spec 20 §2.5; no verb of this version emits it)."""
+    """A workflow step ended (docs/events.md#the-twenty-events; no verb of this version emits it)."""
 
     step: StepRef
     outcome: StepOutcome
 
 
 class TurnStarted(_Event, frozen=True, tag="turn.started", kw_only=True):
-    """A model turn began under the frame in force (spec 20 §2.5)."""
+    """A model turn began under the frame in force (docs/events.md#the-twenty-events)."""
 
     turn: int
     frame_digest: str | None
 
 
 class TurnEnded(_Event, frozen=True, tag="turn.ended", kw_only=True):
-    """A model turn ended (spec 20 §2.5)."""
+    """A model turn ended (docs/events.md#the-twenty-events)."""
 
     turn: int
     stop_reason: str | None
 
 
 class Text(_Event, frozen=True, tag="text", kw_only=True):
-    """Assistant text (spec 20 §2.5)."""
+    """Assistant text (docs/events.md#the-twenty-events)."""
 
     text: str
     request_id: str | None
 
 
 class Thinking(_Event, frozen=True, tag="thinking", kw_only=True):
-    """Assistant reasoning text (spec 20 §2.5)."""
+    """Assistant reasoning text (docs/events.md#the-twenty-events)."""
 
     text: str
     request_id: str | None
 
 
 class ThinkingEstimate(_Event, frozen=True, tag="thinking.estimate", kw_only=True):
-    """An estimate of reasoning tokens (spec 20 §2.5)."""
+    """An estimate of reasoning tokens (docs/events.md#the-twenty-events)."""
 
     estimate: int
     delta: int | None
 
 
 class Injection(_Event, frozen=True, tag="injection", kw_only=True):
-    """Text placed between turns (spec 20 §2.5)."""
+    """Text placed between turns (docs/events.md#the-twenty-events)."""
 
     text: str
     origin: str | None
 
 
 class ToolRequested(_Event, frozen=True, tag="tool.requested", kw_only=True):
-    """A tool call, written before any decision or effect (spec 20 §2.5)."""
+    """A tool call, written before any decision or effect (docs/events.md#the-twenty-events)."""
 
     call_id: str
     name: str
@@ -386,7 +387,7 @@ class ToolRequested(_Event, frozen=True, tag="tool.requested", kw_only=True):
 
 
 class ToolDecided(_Event, frozen=True, tag="tool.decided", kw_only=True):
-    """Who decided a call, on which seam, and what (spec 20 §2.5, §8)."""
+    """Who decided a call, on which seam, and what (docs/events.md#the-twenty-events; docs/decisions.md)."""
 
     call_id: str
     decision: Decision
@@ -396,7 +397,7 @@ class ToolDecided(_Event, frozen=True, tag="tool.decided", kw_only=True):
 
 
 class ToolResult(_Event, frozen=True, tag="tool.result", kw_only=True):
-    """A call's outcome (spec 20 §2.5)."""
+    """A call's outcome (docs/events.md#the-twenty-events)."""
 
     exit_code: int | None
     outcome_source: str | None
@@ -408,7 +409,7 @@ class ToolResult(_Event, frozen=True, tag="tool.result", kw_only=True):
 
 
 class UsageReported(_Event, frozen=True, tag="usage", kw_only=True):
-    """Token usage of one request (spec 20 §2.5)."""
+    """Token usage of one request (docs/events.md#the-twenty-events)."""
 
     request_id: str | None
     model: str | None
@@ -416,27 +417,27 @@ class UsageReported(_Event, frozen=True, tag="usage", kw_only=True):
 
 
 class RateLimit(_Event, frozen=True, tag="rate_limit", kw_only=True):
-    """A rate-limit report (spec 20 §2.5)."""
+    """A rate-limit report (docs/events.md#the-twenty-events)."""
 
     info: RateLimitInfo
 
 
 class CommandResult(_Event, frozen=True, tag="command.result", kw_only=True):
-    """The one answer to a ``metaharness.command/1`` line (spec 20 §5)."""
+    """The one answer to a ``metaharness.command/1`` line (docs/events.md#commands)."""
 
     id: str
     outcome: CommandOutcome
 
 
 class WarningRaised(_Event, frozen=True, tag="warning", kw_only=True):
-    """A warning with its code (spec 20 §3)."""
+    """A warning with its code (docs/events.md#warning-codes)."""
 
     code: str
     message: str
 
 
 class Opaque(_Event, frozen=True, tag="opaque", kw_only=True):
-    """A record the adapter could not read, never dropped (spec 20 §2.5)."""
+    """A record the adapter could not read, never dropped (docs/events.md#the-twenty-events)."""
 
     vendor_type: str | None
     vendor_subtype: str | None
@@ -445,7 +446,7 @@ class Opaque(_Event, frozen=True, tag="opaque", kw_only=True):
 
 
 class AuthExpired(_Event, frozen=True, tag="auth.expired", kw_only=True):
-    """The vendor reported an expired credential; never ends a run (spec 20 §2.5)."""
+    """The vendor reported an expired credential; never ends a run (docs/events.md#the-twenty-events)."""
 
     credential_source: str | None
     detail: str | None
@@ -453,7 +454,7 @@ class AuthExpired(_Event, frozen=True, tag="auth.expired", kw_only=True):
 
 
 class StreamClosed(_Event, frozen=True, tag="stream.closed", kw_only=True):
-    """The stream's closing marker, written last and once (spec 20 §4)."""
+    """The stream's closing marker, written last and once (docs/events.md#stream-ending)."""
 
     events: int
     reason: str
@@ -509,7 +510,7 @@ EVENT_TYPES: dict[str, type[Any]] = {
         StreamClosed,
     )
 }
-"""The twenty event names of spec 20 §2.5, each with its payload struct."""
+"""The twenty event names of docs/events.md#the-twenty-events, each with its payload struct."""
 
 
 def event_name(payload: Event) -> str:
@@ -518,7 +519,7 @@ def event_name(payload: Event) -> str:
 
 
 class EventLine(Struct, frozen=True, kw_only=True):
-    """One read event line: its framing keys and its payload (spec 20 §2.1)."""
+    """One read event line: its framing keys and its payload (docs/events.md#framing-keys)."""
 
     seq: int
     run: str
@@ -563,7 +564,7 @@ def result_unobserved(stream: Stream) -> WarningRaised | None:
 
 
 def _sorted_maps(payload: Event) -> Event:
-    """Maps keyed by data are written sorted by key (spec 20 §1 rule 4)."""
+    """Maps keyed by data are written sorted by key (docs/events.md#serialisation rule 4)."""
     if type(payload) is not SessionEnded:
         return payload
     census = msgspec.structs.replace(
@@ -577,19 +578,19 @@ def _sorted_maps(payload: Event) -> Event:
 
 @functools.lru_cache(maxsize=64)
 def _line_template(run: str) -> bytes:
-    """One run's line as a ``%`` template (spec 20 §2.1): the framing keys with ``run`` encoded once,
+    """One run's line as a ``%`` template (docs/events.md#framing-keys): the framing keys with ``run`` encoded once,
     then ``seq``, the ``at`` key (or nothing) and the payload's keys after its opening brace."""
     return b'{"format":"metaharness.event/1","seq":%d,"run":' + compact(run).replace(b"%", b"%%") + b"%b,%b\n"
 
 
 def encode_event(seq: int, run: str, payload: Event, at: str | UnsetType = UNSET) -> bytes:
-    """The exact line of spec 20 §1–§2 for one event, ``\\n`` included."""
+    """The exact line of docs/events.md#serialisation, #the-twenty-events for one event, ``\\n`` included."""
     dated = b"" if at is UNSET else b',"at":' + compact(at)
     return _line_template(run) % (seq, dated, compact(_sorted_maps(payload))[1:])
 
 
 def stamp(stream: Stream, payload: Event, at: str | UnsetType = UNSET) -> tuple[Stream, bytes]:
-    """Number the next line of ``stream`` and encode it (spec 20 §2.1: 1, then +1 per line, no gaps)."""
+    """Number the next line of ``stream`` and encode it (docs/events.md#framing-keys: 1, then +1 per line, no gaps)."""
     seq = stream.written + 1
     return Stream(stream.run, seq, _unended(stream.unended, payload)), encode_event(seq, stream.run, payload, at)
 
@@ -609,7 +610,8 @@ def stamp_each(stream: Stream, payloads: list[Event]) -> tuple[Stream, list[byte
 
 
 def closing_marker(stream: Stream, reason: str, process: Process) -> StreamClosed:
-    """The ``stream.closed`` payload for ``stream`` as it stands (spec 20 §4: ``events`` = lines before it)."""
+    """The ``stream.closed`` payload for ``stream`` as it stands (docs/events.md#stream-ending: ``events`` =
+    lines before it)."""
     return StreamClosed(events=stream.written, reason=reason, run_id=stream.run, process=process)
 
 
@@ -622,7 +624,8 @@ def _tag_text(tag: object) -> str:
 
 
 def read_event(line: bytes | str) -> Result[EventLine, str]:
-    """Read one event line, refusing with the messages of spec 20 §2.3; unknown fields are ignored."""
+    """Read one event line, refusing with the messages of docs/events.md#reading-a-stream; unknown fields
+    are ignored."""
     try:
         raw = decode_bounded(line)
     except (msgspec.DecodeError, RecursionError, UnicodeEncodeError) as error:

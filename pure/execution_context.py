@@ -1,5 +1,6 @@
-"""The ``<execution-context>`` block that opens the user turn on claude and codex (spec 10 §4.6,
-spec 50 §1). It grants nothing; it tells the model how the run is held."""
+"""The ``<execution-context>`` block that opens the user turn on claude and codex
+(docs/hermetic.md#execution-context-block, docs/adapters/common.md#vendor-launch-order). It grants nothing; it tells the
+model how the run is held."""
 
 from __future__ import annotations
 
@@ -12,14 +13,16 @@ IMPLICATIONS = {
 
 def workspace_word(cwd: str | None, scratch_cwd: bool) -> str:
     """The block's ``workspace=`` value: ``metaharness-scratch`` without ``--cwd``,
-    ``embedder-scratch-copy`` with ``--cwd --scratch-cwd``, else ``operator-named`` (spec 10 §4.6)."""
+    ``embedder-scratch-copy`` with ``--cwd --scratch-cwd``, else ``operator-named``
+    (docs/hermetic.md#execution-context-block)."""
     if cwd is None:
         return "metaharness-scratch"
     return "embedder-scratch-copy" if scratch_cwd else "operator-named"
 
 
 def execution_context_block(kind: str, workspace: str, hermetic: str, decisions: str) -> str:
-    """The ``<execution-context>`` block of spec 10 §4.6 and spec 50 §1; every line ends ``\\n``."""
+    """The ``<execution-context>`` block of docs/hermetic.md#execution-context-block and
+    docs/adapters/common.md#vendor-launch-order; every line ends ``\\n``."""
     lines = (
         "<execution-context>",
         "execution_path=metaharness-driven",

@@ -1,10 +1,11 @@
-"""The frame document ``metaharness.frame/1`` (spec 20 §6) and the operation vocabulary (§7).
+"""The frame document ``metaharness.frame/1`` (docs/frames.md) and the operation vocabulary
+(docs/decisions.md#operations).
 
-``load_frame`` runs checks 2–7 of §6.3 over a file's bytes; ``frame_from_object`` runs 3–7 over an
-already decoded value (a ``frame.set`` command's ``frame``, whose ``format`` key may be absent). A
+``load_frame`` runs checks 2–7 of docs/frames.md#3-what-a-run-does-with-it over a file's bytes; ``frame_from_object``
+runs 3–7 over an already decoded value (a ``frame.set`` command's ``frame``, whose ``format`` key may be absent). A
 failure is a ``FrameFault`` naming its check; ``frame_refusal`` turns it into the run refusal
 ``frame-invalid`` with the message ``frame <path>: <message>``. ``canonical_frame_bytes`` and
-``frame_digest`` are §6.2; ``seal_frame`` sets the digest of a document for tools and tests.
+``frame_digest`` are docs/frames.md#2-seal-it; ``seal_frame`` sets the digest of a document for tools and tests.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ OPERATION_NAMES: tuple[str, ...] = (
     "task.todo",
     "mcp.call",
 )
-"""The closed operation vocabulary of spec 20 §7, in the order the spec lists it."""
+"""The closed operation vocabulary of docs/decisions.md#operations, in the order the reference lists it."""
 
 MCP_CALL = "mcp.call"
 _UINT32_MAX = 2**32 - 1
@@ -45,7 +46,7 @@ _HEX = frozenset("0123456789abcdef")
 
 
 class Operation(Struct, frozen=True, omit_defaults=True):
-    """An operation (spec 20 §7); ``mcp.call`` carries ``server`` and ``tool`` and equals another only
+    """An operation (docs/decisions.md#operations); ``mcp.call`` carries ``server`` and ``tool`` and equals another only
     when both match. Written ``{"op":…}`` or ``{"op":"mcp.call","server":…,"tool":…}``."""
 
     op: str
@@ -53,50 +54,51 @@ class Operation(Struct, frozen=True, omit_defaults=True):
     tool: str | None = None
 
     def sort_key(self) -> tuple[str, str, str]:
-        """The canonical order of §6.2 step 3: (``op``, ``server``, ``tool``), missing parts as ``""``."""
+        """The canonical order of docs/frames.md#2-seal-it step 3: (``op``, ``server``, ``tool``), missing parts
+        as ``""``."""
         return (self.op, self.server or "", self.tool or "")
 
 
 class FrameWorkflow(Struct, frozen=True):
-    """The workflow a frame belongs to (spec 20 §6.1)."""
+    """The workflow a frame belongs to (docs/frames.md#4-fields)."""
 
     id: str
     version: str
 
 
 class FrameNode(Struct, frozen=True):
-    """A workflow node named by ``node`` or ``next`` (spec 20 §6.1)."""
+    """A workflow node named by ``node`` or ``next`` (docs/frames.md#4-fields)."""
 
     id: str
 
 
 class Prior(Struct, frozen=True):
-    """Something already established, and where it came from (spec 20 §6.1)."""
+    """Something already established, and where it came from (docs/frames.md#4-fields)."""
 
     text: str
     source: str | None
 
 
 class Ask(Struct, frozen=True):
-    """An obligation or a reaching condition, and who asked for it (spec 20 §6.1)."""
+    """An obligation or a reaching condition, and who asked for it (docs/frames.md#4-fields)."""
 
     text: str
     asked_by: str | None
 
 
 class NoHandoff(Struct, frozen=True, tag_field="handoff", tag="none"):
-    """The step hands nothing on (spec 20 §6.1)."""
+    """The step hands nothing on (docs/frames.md#4-fields)."""
 
 
 class ArtifactHandoff(Struct, frozen=True, tag_field="handoff", tag="artifact"):
-    """The step hands on a named artifact (spec 20 §6.1)."""
+    """The step hands on a named artifact (docs/frames.md#4-fields)."""
 
     name: str
     kind: str | None
 
 
 class StructuredAnswerHandoff(Struct, frozen=True, tag_field="handoff", tag="structured_answer"):
-    """The step hands on an answer of a schema (spec 20 §6.1)."""
+    """The step hands on an answer of a schema (docs/frames.md#4-fields)."""
 
     schema: str
 
@@ -105,21 +107,22 @@ Handoff: TypeAlias = NoHandoff | ArtifactHandoff | StructuredAnswerHandoff
 
 
 class SubjectRule(Struct, frozen=True):
-    """A glob over subjects and the operations it admits; rules are ordered, first match wins (§6.1)."""
+    """A glob over subjects and the operations it admits; rules are ordered, first match wins
+    (docs/frames.md#4-fields)."""
 
     subject: str
     operations: tuple[Operation, ...]
 
 
 class Entities(Struct, frozen=True):
-    """The entities a frame names, and where they come from (spec 20 §6.1)."""
+    """The entities a frame names, and where they come from (docs/frames.md#4-fields)."""
 
     source: str
     members: tuple[str, ...]
 
 
 class Frame(Struct, frozen=True, kw_only=True):
-    """A loaded frame (spec 20 §6.1). ``operations`` and each rule's ``operations`` are held as sets in
+    """A loaded frame (docs/frames.md#4-fields). ``operations`` and each rule's ``operations`` are held as sets in
     canonical order; ``subjects`` is ``None`` when absent (an empty tuple scopes everything)."""
 
     workflow: FrameWorkflow
@@ -137,14 +140,15 @@ class Frame(Struct, frozen=True, kw_only=True):
 
 
 class FrameFault(Struct, frozen=True):
-    """Why a frame document was refused: the §6.3 check that failed (2–7) and its message."""
+    """Why a frame document was refused: the docs/frames.md#3-what-a-run-does-with-it check that failed (2–7) and
+    its message."""
 
     check: int
     message: str
 
 
 def operation_set(operations: tuple[Operation, ...]) -> tuple[Operation, ...]:
-    """Duplicates removed, sorted by (``op``, ``server``, ``tool``) (spec 20 §6.2 step 3)."""
+    """Duplicates removed, sorted by (``op``, ``server``, ``tool``) (docs/frames.md#2-seal-it step 3)."""
     return tuple(sorted(set(operations), key=Operation.sort_key))
 
 
@@ -361,7 +365,7 @@ def _not_a_frame(detail: str) -> FrameFault:
 
 
 def canonical_frame_bytes(frame: Frame) -> bytes:
-    """The canonical bytes of spec 20 §6.2: optional fields filled with ``null`` except ``subjects``
+    """The canonical bytes of docs/frames.md#2-seal-it: optional fields filled with ``null`` except ``subjects``
     (kept iff given a list), no ``format`` or ``digest``, operation sets deduplicated and sorted, rules
     never reordered, keys sorted at every level."""
     content = msgspec.to_builtins(frame)
@@ -372,7 +376,7 @@ def canonical_frame_bytes(frame: Frame) -> bytes:
 
 
 def frame_digest(frame: Frame) -> str:
-    """The SHA-256 hex of a frame's canonical bytes (spec 20 §6.2)."""
+    """The SHA-256 hex of a frame's canonical bytes (docs/frames.md#2-seal-it)."""
     return sha256_hex(canonical_frame_bytes(frame))
 
 
@@ -381,7 +385,7 @@ def _tag_text(tag: object) -> str:
 
 
 def frame_from_object(raw: Any, *, format_required: bool = True) -> Result[Frame, FrameFault]:
-    """Checks 3–7 of spec 20 §6.3 over a decoded JSON value. A ``frame.set`` frame passes
+    """Checks 3–7 of docs/frames.md#3-what-a-run-does-with-it over a decoded JSON value. A ``frame.set`` frame passes
     ``format_required=False``: its ``format`` key may be absent and must otherwise be the tag."""
     if not isinstance(raw, dict):
         return Failure(FrameFault(3, "not a JSON object: the document is JSON but not an object"))
@@ -420,7 +424,7 @@ def decode_json(data: bytes) -> Result[Any, str]:
 
 
 def load_frame(data: bytes) -> Result[Frame, FrameFault]:
-    """Checks 2–7 of spec 20 §6.3 over the bytes of a ``--frame`` file."""
+    """Checks 2–7 of docs/frames.md#3-what-a-run-does-with-it over the bytes of a ``--frame`` file."""
     return decode_json(data).alt(lambda detail: FrameFault(2, f"not a JSON object: {detail}")).bind(frame_from_object)
 
 
@@ -430,8 +434,8 @@ def frame_refusal(path: str, fault: FrameFault) -> Refusal:
 
 
 def refuse_frame_beside_observe(decisions: str, frame_path: str | None) -> Result[None, Refusal]:
-    """``observe-with-frame`` (spec 20 §6.3): observe decides nothing, so a frame beside it would be
-    recorded as policy nobody applied."""
+    """``observe-with-frame`` (docs/frames.md#3-what-a-run-does-with-it): observe decides nothing, so a frame beside it
+    would be recorded as policy nobody applied."""
     if decisions == "observe" and frame_path is not None:
         return Failure(
             Refusal(
@@ -444,7 +448,7 @@ def refuse_frame_beside_observe(decisions: str, frame_path: str | None) -> Resul
 
 
 def seal_frame(raw: Mapping[str, Any]) -> Result[Frame, FrameFault]:
-    """A frame document with its digest computed (spec 20 §6.2), for tools and tests; any stated
+    """A frame document with its digest computed (docs/frames.md#2-seal-it), for tools and tests; any stated
     ``digest`` is ignored and the shape is checked as on load."""
     unsealed = {key: value for key, value in raw.items() if key != "digest"}
     return (
@@ -455,8 +459,8 @@ def seal_frame(raw: Mapping[str, Any]) -> Result[Frame, FrameFault]:
 
 
 def frame_document(frame: Frame) -> bytes:
-    """A sealed frame as one compact JSON document: ``format`` first, fields in §6.1 order, ``digest``
-    last; ``subjects`` written only when present."""
+    """A sealed frame as one compact JSON document: ``format`` first, fields in docs/frames.md#4-fields order,
+    ``digest`` last; ``subjects`` written only when present."""
     content = msgspec.to_builtins(frame)
     if frame.subjects is None:
         del content["subjects"]

@@ -1,4 +1,4 @@
-"""Subject globs (spec 20 §7): a pattern matched against the whole subject string.
+"""Subject globs (docs/decisions.md#operations): a pattern matched against the whole subject string.
 
 ``**`` matches any run of characters including ``/``; ``*`` any run without ``/``; ``?`` one
 character other than ``/``; every other character is literal (no classes, no escapes). A pattern is
@@ -49,7 +49,7 @@ def _step(tokens: tuple[str, ...], positions: set[int], char: str) -> set[int]:
 
 
 def glob_matches(pattern: str, subject: str) -> bool:
-    """Whether ``pattern`` matches the whole of ``subject`` (spec 20 §7)."""
+    """Whether ``pattern`` matches the whole of ``subject`` (docs/decisions.md#operations)."""
     tokens = glob_tokens(pattern)
     positions = _closure(tokens, {0})
     for char in subject:

@@ -1,4 +1,6 @@
-"""The hermetic attestation and the verdict of each row (spec 30 §1–§6, spec 40 §9, spec 50 §5).
+"""The hermetic attestation and the verdict of each row (docs/hermetic.md#terms, #rows, #attestation,
+#working-directory, #memory-file-walk, #hermetic-modes, docs/adapters/b10x.md#attestation,
+docs/hermetic.md#attestation).
 
 :func:`memory_walk` and :func:`memory_row` decide the ancestor walk over the shell's lstat facts;
 :func:`attest` builds ``session.started.hermetic`` from what the launch did; :func:`row_verdicts`
@@ -21,10 +23,10 @@ from typing import Literal
 import msgspec
 from returns.result import Failure, Result, Success
 
+from metaharness.pure.adapters import KINDS, Kind, adapter_of
 from metaharness.pure.events import Hermetic, InstalledPlugin, RowHow, RowWhy, SessionStarted
 from metaharness.pure.refusal import Refusal
 
-Kind = Literal["claude", "codex", "b10x"]
 Verdict = Literal["ok", "gap", "unk"]
 WorkdirMode = Literal["scratch", "operator", "copy"]
 
@@ -44,14 +46,12 @@ ROWS: tuple[tuple[str, str, str, str], ...] = (
     ("H12", "the child sees only its own tree and the declared reads", "effect", "gating"),
     ("H13", "the network is the model route only", "effect", "gating"),
 )
-"""The fourteen rows (spec 30 §2, docs/confinement.md): id, control (exact report text), assertion, severity."""
+"""The fourteen rows (docs/hermetic.md#rows, docs/confinement.md): id, control (exact report text),
+assertion, severity."""
 
-MEMORY_SHAPES: Mapping[str, tuple[str, ...]] = {
-    "claude": ("CLAUDE.md", "CLAUDE.local.md", ".claude/CLAUDE.md", ".claude/rules/*.md", "AGENTS.md"),
-    "codex": ("CLAUDE.md", "AGENTS.md"),
-    "b10x": ("CLAUDE.md", "AGENTS.md"),
-}
-"""The memory shapes the walk looks for, per kind (spec 30 §5.1); ``*.md`` means any entry directly there."""
+MEMORY_SHAPES: Mapping[str, tuple[str, ...]] = {kind: adapter_of(kind).hermetic.memory.shapes for kind in KINDS}
+"""The memory shapes the walk looks for, per kind (docs/hermetic.md#memory-file-walk); ``*.md`` means any entry
+directly there."""
 
 
 class MemoryHit(msgspec.Struct, frozen=True):
@@ -63,7 +63,7 @@ class MemoryHit(msgspec.Struct, frozen=True):
 
 class MemoryWalk(msgspec.Struct, frozen=True):
     """The walk's outcome: where it started (a real path), the hits above the directory (nearest
-    first) and the shapes at the directory's own root (the tree's own, spec 30 §5.1)."""
+    first) and the shapes at the directory's own root (the tree's own, docs/hermetic.md#memory-file-walk)."""
 
     start: str
     hits: tuple[MemoryHit, ...]
@@ -71,7 +71,7 @@ class MemoryWalk(msgspec.Struct, frozen=True):
 
 
 class RowAttestation(msgspec.Struct, frozen=True):
-    """One row attested in one of the three states (spec 30 §1); ``text`` is the how or the why."""
+    """One row attested in one of the three states (docs/hermetic.md#terms); ``text`` is the how or the why."""
 
     row: str
     state: Literal["imposed", "declared", "unavailable"]
@@ -87,7 +87,8 @@ class DirectoryIdentity(msgspec.Struct, frozen=True):
 
 
 class LaunchFacts(msgspec.Struct, frozen=True):
-    """What the launch did, for :func:`attest` (spec 30 §3–§5, §8).
+    """What the launch did, for :func:`attest` (docs/hermetic.md#attestation, #working-directory,
+    #memory-file-walk, #credentials).
 
     ``workdir`` is the child's directory (``<scratch>/work`` or ``--cwd``); ``h3_how`` is
     ``ChildEnvironment.h3_how()``; ``h4_how``/``h6_how`` come from the credential posture;
@@ -117,7 +118,7 @@ class LaunchFacts(msgspec.Struct, frozen=True):
 
 
 class RowVerdict(msgspec.Struct, frozen=True):
-    """One row of the hermetic verdict (spec 10 §4.8 (a))."""
+    """One row of the hermetic verdict (docs/hermetic.md#audit-report (a))."""
 
     row: str
     verdict: Verdict
@@ -127,7 +128,7 @@ class RowVerdict(msgspec.Struct, frozen=True):
     detail: str
 
     def line(self) -> str:
-        """The report line of spec 10 §4.8 (a)."""
+        """The report line of docs/hermetic.md#audit-report (a)."""
         return (
             f"  {self.row.ljust(4)} {self.verdict.ljust(3)} {self.severity.ljust(8)} {self.assertion.ljust(6)} "
             f"{self.control} — {self.detail}"
@@ -135,7 +136,7 @@ class RowVerdict(msgspec.Struct, frozen=True):
 
 
 class VerdictFacts(msgspec.Struct, frozen=True):
-    """What the verdicts compare the record against (spec 30 §2.1).
+    """What the verdicts compare the record against (docs/hermetic.md#verdicts).
 
     ``declared_plugins``: the ``--plugin-dir`` copy names and ``--plugin`` names; ``declared_key``:
     the run ran under ``--credentials api-key``; ``launch_mcp_servers``: the launch's MCP set;
@@ -158,7 +159,8 @@ class VerdictFacts(msgspec.Struct, frozen=True):
 
 
 def workdir_mode(cwd: str | None, scratch_cwd: bool) -> WorkdirMode:
-    """``scratch`` without ``--cwd``, ``copy`` with ``--cwd --scratch-cwd``, else ``operator`` (spec 30 §4)."""
+    """``scratch`` without ``--cwd``, ``copy`` with ``--cwd --scratch-cwd``, else ``operator``
+    (docs/hermetic.md#working-directory)."""
     if cwd is None:
         return "scratch"
     return "copy" if scratch_cwd else "operator"
@@ -170,7 +172,7 @@ def governing_documents(
     context: Sequence[tuple[str, str]] = (),
     spec_sha256: str | None = None,
 ) -> tuple[str, ...]:
-    """Row H10's names for each governing document and how it was pinned (spec 30 §2.1), in this
+    """Row H10's names for each governing document and how it was pinned (docs/hermetic.md#verdicts), in this
     order: ``frame <digest>``, ``catalogue copy sha256 <hex>``, ``context <path> sha256 <hex>`` per
     ``(path, sha256)``, ``spec sha256 <hex>``."""
     named = [f"frame {frame_digest}"] if frame_digest is not None else []
@@ -186,11 +188,11 @@ def memory_shape_of(name: str) -> str:
 
 
 def memory_walk(start: str, found: Mapping[str, Sequence[str]], scratch_parent: bool = False) -> MemoryWalk:
-    """The ancestor walk of spec 30 §5.1 over lstat facts: ``found`` maps each directory from the
+    """The ancestor walk of docs/hermetic.md#memory-file-walk over lstat facts: ``found`` maps each directory from the
     real path ``start`` up to ``/`` to the memory names ``lstat`` found in it. The directory itself
     is excluded and its names are the tree's own; with ``scratch_parent`` (a metaharness scratch
     root not yet created) ``start`` is the temporary directory the root will be created in and is
-    itself visited (spec 30 §5.2)."""
+    itself visited (docs/hermetic.md#memory-file-walk)."""
     hits: list[MemoryHit] = []
     directory = start if scratch_parent else posixpath.dirname(start)
     remaining = scratch_parent or directory != start
@@ -211,8 +213,8 @@ def memory_row(
     walk: MemoryWalk,
     loaded_shapes: frozenset[str] | None = None,
 ) -> Result[RowAttestation, Refusal]:
-    """Row H11 from the walk (spec 30 §5.2–§5.3), or ``memory-ancestor-found`` for a metaharness
-    scratch directory with a hit (codex; claude for a loaded shape). ``loaded_shapes`` is the claude
+    """Row H11 from the walk (docs/hermetic.md#memory-file-walk, #claudes-memory-canary), or ``memory-ancestor-found``
+    for a metaharness scratch directory with a hit (codex; claude for a loaded shape). ``loaded_shapes`` is the claude
     canary of the pinned version; ``None`` (no canary entry) counts every shape as loaded."""
     found = ", ".join(hit.path for hit in walk.hits)
     if workdir_mode == "operator":
@@ -221,7 +223,8 @@ def memory_row(
         return Success(RowAttestation("H11", "unavailable", why + (f": {', '.join(named)}" if named else "")))
     nothing = f"the ancestor walk from {walk.start} found no memory file"
     found_text = f"the ancestor walk from {walk.start} found {found}"
-    if kind == "claude":
+    memory = adapter_of(kind).hermetic.memory
+    if memory.canary:
         loaded = [hit for hit in walk.hits if loaded_shapes is None or hit.shape in loaded_shapes]
         base = '--setting-sources "" and the fresh scratch config home, held to the memory canary; '
         if not loaded:
@@ -232,18 +235,10 @@ def memory_row(
             return Failure(Refusal("memory-ancestor-found", f"the ancestor walk from {walk.start} found {loaded_text}"))
         return Success(RowAttestation("H11", "unavailable", f"the ancestor walk from {walk.start} found {loaded_text}"))
     if not walk.hits:
-        suffix = "; HOME is also absent from the child" if kind == "b10x" else ""
-        return Success(RowAttestation("H11", "imposed", nothing + suffix))
-    if kind == "codex" and workdir_mode == "scratch":
+        return Success(RowAttestation("H11", "imposed", nothing + memory.nothing_found_suffix))
+    if memory.refused_in_scratch and workdir_mode == "scratch":
         return Failure(Refusal("memory-ancestor-found", found_text))
     return Success(RowAttestation("H11", "unavailable", found_text))
-
-
-_GRANT_IN_WORDS = {
-    "claude": "; Claude Code's tools act on that tree",
-    "codex": '; the codex sandbox is sandbox_mode = "workspace-write" on that tree, with no writable_roots',
-    "b10x": "",
-}
 
 
 def _workdir_row(facts: LaunchFacts) -> RowAttestation:
@@ -260,54 +255,19 @@ def _workdir_row(facts: LaunchFacts) -> RowAttestation:
         "H7",
         "unavailable",
         f"the child runs in {facts.workdir}, which metaharness did not create, and can write to it"
-        + _GRANT_IN_WORDS[facts.kind],
+        + adapter_of(facts.kind).hermetic.grant_in_words,
     )
 
 
 def _kind_rows(facts: LaunchFacts) -> tuple[RowAttestation, ...]:
-    scratch = facts.scratch
-    servers = "[" + ", ".join(facts.mcp_servers) + "]"
-    if facts.kind == "claude":
-        return (
-            RowAttestation("H1a", "imposed", f"CLAUDE_CONFIG_DIR={scratch}/claude-home; plugins only as named copies"),
-            RowAttestation("H1b", "imposed", "fresh config home"),
-            RowAttestation("H2", "imposed", '--setting-sources "", the settings file outside the home'),
-            RowAttestation("H5", "imposed", f"--strict-mcp-config with {servers}"),
-            RowAttestation(
-                "H8",
-                "imposed",
-                "no --bare/--safe-mode, no CLAUDE_CODE_SAFE_MODE/CLAUDE_CODE_SIMPLE; PreToolUse hook in the settings",
-            ),
-            RowAttestation("H9", "unavailable", "the version is read from the opening record"),
-        )
-    if facts.kind == "codex":
-        return (
-            RowAttestation("H1a", "imposed", f"CODEX_HOME={scratch}/codex-home"),
-            RowAttestation("H1b", "imposed", "fresh CODEX_HOME"),
-            RowAttestation("H2", "imposed", "only the scratch config.toml; no project trust")
-            if facts.h2_unavailable is None
-            else RowAttestation("H2", "unavailable", facts.h2_unavailable),
-            RowAttestation("H5", "imposed", "[mcp_servers] empty"),
-            RowAttestation(
-                "H8",
-                "imposed",
-                "PreToolUse hook in config.toml, --dangerously-bypass-hook-trust, no CODEX_DISABLE_HOOKS",
-            ),
-            RowAttestation("H9", "unavailable", "the version is read from the opening record"),
-        )
-    hooks = f"hooks named by --hooks {facts.hooks}" if facts.hooks is not None else "no hooks"
-    return (
-        RowAttestation("H1a", "imposed", "plugins arrive only as named --plugin-dir copies"),
-        RowAttestation("H2", "imposed", f"XDG_CONFIG_HOME={scratch}/config holds no profile"),
-        RowAttestation("H5", "imposed", "no --mcp-profile; mcp_servers stated []"),
-        RowAttestation("H8", "imposed", f"{hooks}; no ambient discovery"),
-        RowAttestation("H9", "unavailable", "the version is read from the launch's --version probe"),
-    )
+    rows = adapter_of(facts.kind).hermetic.launch_rows(facts.scratch, facts.mcp_servers, facts.h2_unavailable, facts.hooks)
+    return tuple(RowAttestation(row, state, text) for row, state, text in rows)
 
 
 def attest(facts: LaunchFacts) -> Hermetic:
-    """``session.started.hermetic`` for a launch (spec 30 §3–§5): every row in its one state, in row
-    order, ``declared`` always present, and ``ambient_inputs`` naming what no row controls."""
+    """``session.started.hermetic`` for a launch (docs/hermetic.md#attestation, #working-directory, #memory-file-walk):
+    every row in its one state, in row order, ``declared`` always present, and ``ambient_inputs`` naming what no
+    row controls."""
     rows = {
         **{row.row: row for row in _kind_rows(facts)},
         "H3": RowAttestation("H3", "imposed", facts.h3_how),
@@ -319,7 +279,7 @@ def attest(facts: LaunchFacts) -> Hermetic:
     }
     ordered = [rows[row] for row, *_ in ROWS if row in rows]
     ambient: list[str] = []
-    if facts.kind != "b10x":
+    if adapter_of(facts.kind).hermetic.vendor_ambient:
         ambient += ["the git status in the vendor's system prompt", "the network is not isolated"]
     ambient += [f"memory file at the working directory's root: {name}" for name in facts.root_memory_names]
     ambient += facts.extra_ambient
@@ -360,7 +320,7 @@ def _listed(names: Sequence[str]) -> str:
 
 
 def row_verdicts(started: SessionStarted | None, facts: VerdictFacts) -> tuple[RowVerdict, ...]:
-    """The fourteen rows' verdicts from the ``session.started`` facts (spec 30 §2.1); with no opening
+    """The fourteen rows' verdicts from the ``session.started`` facts (docs/hermetic.md#verdicts); with no opening
     record every row is ``unk`` (``no opening record``)."""
     rows: list[RowVerdict] = []
     for row, control, assertion, severity in ROWS:
@@ -375,7 +335,8 @@ def _decide(row: str, started: SessionStarted, facts: VerdictFacts) -> tuple[Ver
         return _launch_row(entry)
     if row == "H11":
         verdict, detail = _launch_row(entry)
-        if verdict == "ok" and facts.kind == "claude" and started.harness_version not in facts.canary_versions:
+        canary = adapter_of(facts.kind).hermetic.memory.canary
+        if verdict == "ok" and canary and started.harness_version not in facts.canary_versions:
             return "unk", f"{detail}; version {started.harness_version} has no memory canary entry"
         return verdict, detail
     if row == "H7":
@@ -411,7 +372,7 @@ def _confinement_verdict(entry: RowAttestation | None, namespaces: Verdict) -> t
 
 def _plugins_verdict(started: SessionStarted, facts: VerdictFacts) -> tuple[Verdict, str]:
     declared = sorted(facts.declared_plugins)
-    if facts.kind == "b10x":
+    if adapter_of(facts.kind).hermetic.plugins_from_skills:
         if started.skills is None and started.agents is None:
             return "unk", "the record is silent"
         if not declared:
@@ -433,8 +394,9 @@ def _plugins_verdict(started: SessionStarted, facts: VerdictFacts) -> tuple[Verd
 
 
 def _output_style_verdict(started: SessionStarted, facts: VerdictFacts) -> tuple[Verdict, str]:
-    if facts.kind == "b10x":
-        return "ok", "the loop has no output style"
+    no_output_style = adapter_of(facts.kind).hermetic.no_output_style
+    if no_output_style is not None:
+        return "ok", no_output_style
     style = started.output_style
     if style is None:
         return "unk", "the record is silent"
@@ -478,7 +440,7 @@ def _governing_verdict(started: SessionStarted, facts: VerdictFacts) -> tuple[Ve
 
 
 def same_directory(first: DirectoryIdentity, second: DirectoryIdentity) -> bool:
-    """Directories compared as directories (spec 30 §2.1 H7): equal device and inode when both were
+    """Directories compared as directories (docs/hermetic.md#verdicts H7): equal device and inode when both were
     stat'ed, else equal real paths."""
     if None not in (first.device, first.inode, second.device, second.inode):
         return (first.device, first.inode) == (second.device, second.inode)
@@ -504,7 +466,8 @@ def _workdir_verdict(
 
 
 def control_verdict(rows: Sequence[RowVerdict]) -> Verdict:
-    """Over gating rows only: ``gap`` if any is gap, else ``unk`` if any is unk, else ``ok`` (spec 10 §4.8 (f))."""
+    """Over gating rows only: ``gap`` if any is gap, else ``unk`` if any is unk, else ``ok``
+    (docs/hermetic.md#audit-report (f))."""
     gating = [row.verdict for row in rows if row.severity == "gating"]
     if "gap" in gating:
         return "gap"

@@ -1,4 +1,4 @@
-"""The event-driven hook channel, kind-agnostic (spec 50 §2 "Hook channel").
+"""The event-driven hook channel, kind-agnostic (docs/adapters/common.md#hook-channel).
 
 The scratch root holds ``hooks/pretooluse``, a POSIX ``sh`` program with its paths baked in, and
 ``hook-channel/`` with ``requests/``, ``responses/`` and the ``doorbell`` FIFO. Per call the program
@@ -20,13 +20,14 @@ from metaharness.pure.bounds import decode_bounded
 from metaharness.pure.jsonline import compact
 
 HOOK_TIMEOUT_S = 60
-"""The ``timeout`` both vendor adapters declare on their hook (spec 50 §2 "Deadlines")."""
+"""The ``timeout`` both vendor adapters declare on their hook (docs/decisions.md#deadlines)."""
 
 BACKSTOP_MARGIN_S = 3
-"""The hook gives up this long before the vendor's timeout: 60 − 3 = 57 s (spec 50 §2)."""
+"""The hook gives up this long before the vendor's timeout: 60 − 3 = 57 s (docs/adapters/common.md#vendor-decisions)."""
 
 DOORBELL_TIMEOUT_S = 2
-"""A metaharness that is gone costs a deny within this long, never a vendor-killed hook (spec 50 §2)."""
+"""A metaharness that is gone costs a deny within this long, never a vendor-killed hook
+(docs/adapters/common.md#vendor-decisions)."""
 
 HOOK_PROGRAM = "hooks/pretooluse"
 CHANNEL_DIR = "hook-channel"
@@ -40,16 +41,18 @@ NO_ANSWER_REASON = (
 """The deny reason the hook program prints on its own (channel missing, doorbell dead, backstop)."""
 
 EMPTY_REASON = "metaharness denied this call and the embedder stated no reason; the call did not run"
-"""The reason a deny with none gets on the wire (spec 50 §2 "Wire bodies")."""
+"""The reason a deny with none gets on the wire (docs/adapters/common.md#answer-bodies)."""
 
 
 def shell_quote(text: str) -> str:
-    """``text`` as one single-quoted POSIX shell word (spec 50 §1: paths in a command string are single-quoted)."""
+    """``text`` as one single-quoted POSIX shell word (docs/adapters/common.md#vendor-launch-order: paths in a command
+    string are single-quoted)."""
     return "'" + text.replace("'", "'\\''") + "'"
 
 
 def pretooluse_answer(**fields: Any) -> bytes:
-    """``E(x)`` of spec 50 §2: ``{"hookSpecificOutput":{"hookEventName":"PreToolUse",x}}``, compact, no newline.
+    """``E(x)`` of docs/adapters/common.md#vendor-decisions:
+    ``{"hookSpecificOutput":{"hookEventName":"PreToolUse",x}}``, compact, no newline.
 
     ``fields`` are written in the order given after ``hookEventName``.
     """
@@ -57,14 +60,16 @@ def pretooluse_answer(**fields: Any) -> bytes:
 
 
 def deny_answer(reason: str) -> bytes:
-    """The deny body both vendors read (spec 50 §2); an empty reason gets :data:`EMPTY_REASON`."""
+    """The deny body both vendors read (docs/adapters/common.md#vendor-decisions); an empty reason gets
+    :data:`EMPTY_REASON`."""
     return pretooluse_answer(
         permissionDecision="deny", permissionDecisionReason=reason if reason.strip() else EMPTY_REASON
     )
 
 
 def backstop_seconds(hook_timeout_s: int = HOOK_TIMEOUT_S) -> int:
-    """How long the hook waits for an answer: the hook timeout − 3 s (spec 50 §2: 57 s)."""
+    """How long the hook waits for an answer: the hook timeout − 3 s (docs/adapters/common.md#vendor-decisions:
+    57 s)."""
     return hook_timeout_s - BACKSTOP_MARGIN_S
 
 
@@ -73,7 +78,8 @@ MKTEMP_SUFFIX = "X" * 8
 
 
 def render_hook_program(scratch: str, hook_timeout_s: int = HOOK_TIMEOUT_S) -> str:
-    """The text of ``hooks/pretooluse`` for a scratch root (spec 50 §2), mode 0700 when written.
+    """The text of ``hooks/pretooluse`` for a scratch root (docs/adapters/common.md#vendor-decisions), mode 0700
+    when written.
 
     It uses only ``mktemp mkfifo cat mv timeout head printf`` and built-ins (``sh -c`` carries the
     doorbell open under ``timeout``, since opening a FIFO nobody reads blocks), parses no JSON and
@@ -103,7 +109,7 @@ def render_hook_program(scratch: str, hook_timeout_s: int = HOOK_TIMEOUT_S) -> s
 
 
 class HookCall(msgspec.Struct, frozen=True):
-    """A hook request read as a call (spec 50 §2).
+    """A hook request read as a call (docs/adapters/common.md#vendor-decisions).
 
     ``call_id`` is the request's ``tool_use_id``, or ``hook:<key>`` when it has none or does not
     parse; ``name`` is ``tool_name`` or ``""`` (so no frame admits a call it cannot read);
@@ -133,7 +139,8 @@ def request_unreadable(call: HookCall) -> str | None:
 
 
 def read_hook_request(key: str, raw: bytes) -> HookCall:
-    """Read ``requests/<key>.json`` (``tool_use_id``, ``tool_name``, ``tool_input``) as a call (spec 50 §2)."""
+    """Read ``requests/<key>.json`` (``tool_use_id``, ``tool_name``, ``tool_input``) as a call
+    (docs/adapters/common.md#vendor-decisions)."""
     try:
         document = decode_bounded(raw)
     except msgspec.DecodeError:
@@ -174,4 +181,4 @@ HOOK_GAVE_UP = (
     "the hook gave up first: its own backstop denied this call before metaharness's answer reached it, "
     "so the call did not run"
 )
-"""The deadline's deny reason when the hook's own backstop answered first (spec 50 §2 "Deadlines")."""
+"""The deadline's deny reason when the hook's own backstop answered first (docs/decisions.md#deadlines)."""

@@ -1,8 +1,9 @@
-"""The one JSON serialiser of the project (spec 20 §1).
+"""The one JSON serialiser of the project (docs/events.md#serialisation).
 
-``compact`` writes one value as spec 20 §1 bytes: no whitespace, ``,`` and ``:`` separators, the
+``compact`` writes one value as docs/events.md#serialisation bytes: no whitespace, ``,`` and ``:`` separators, the
 escaping msgspec and ``json.dumps(ensure_ascii=False)`` share, keys in the order given. ``canonical``
-is the same with object keys sorted at every level (frame digests §6.2, request digests §8.4).
+is the same with object keys sorted at every level (frame digests docs/frames.md#2-seal-it, request digests
+docs/decisions.md#correlation-and-abandonment).
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ _SORTED_ENCODER = msgspec.json.Encoder(order="sorted")
 
 
 def compact(value: Any) -> bytes:
-    """Spec 20 §1 bytes of ``value``, keys in the order given (struct fields in declaration order)."""
+    """docs/events.md#serialisation bytes of ``value``, keys in the order given (struct fields in declaration order)."""
     return _ENCODER.encode(value)
 
 
 def canonical(value: Any) -> bytes:
-    """Spec 20 §1 bytes of ``value`` with object keys sorted by code point at every level."""
+    """docs/events.md#serialisation bytes of ``value`` with object keys sorted by code point at every level."""
     return _SORTED_ENCODER.encode(value)
 
 

@@ -1,4 +1,5 @@
-"""The loopback credential proxy's decisions, kind-agnostic (spec 50 §6 "Loopback proxy", spec 30 §8).
+"""The loopback credential proxy's decisions, kind-agnostic (docs/adapters/common.md#loopback-proxy,
+docs/hermetic.md#credentials).
 
 The child holds a per-run placeholder; the proxy on ``127.0.0.1`` checks it, swaps in the real token
 read per request from custody and forwards to the upstream. This module decides everything that does
@@ -12,29 +13,26 @@ from __future__ import annotations
 import hmac
 import re
 from collections.abc import Sequence
-from typing import Literal
 from urllib.parse import urlsplit
 
 import msgspec
 
+from metaharness.pure.adapters import LoopbackKind, loopback_of
 from metaharness.pure.events import AuthExpired, WarningRaised
-from metaharness.pure.jsonline import compact
 
-Kind = Literal["claude", "codex"]
 Headers = tuple[tuple[str, str], ...]
 
 MAX_BODY = 32 * 1024 * 1024
-"""A request body over 32 MiB is answered 413 (spec 50 §6, design choice)."""
+"""A request body over 32 MiB is answered 413 (docs/adapters/common.md#endpoint-route, design choice)."""
 MAX_HEAD = 64 * 1024
 MAX_RETRY_BODY = 1024 * 1024
-"""An upstream 401 body is buffered up to 1 MiB before the retry decision (spec 50 §6)."""
+"""An upstream 401 body is buffered up to 1 MiB before the retry decision (docs/adapters/common.md#endpoint-route)."""
 RELAY_CHUNK = 16 * 1024
-"""The response body is relayed in flushed chunks of at most 16 KiB, never parsed (spec 50 §6)."""
+"""The response body is relayed in flushed chunks of at most 16 KiB, never parsed
+(docs/adapters/common.md#endpoint-route)."""
 SYMBOLIC_PORT = "00000"
-"""The port a loopback launch is planned and measured with before the proxy listens (spec 10 §4.5 stage 8)."""
-
-UPSTREAMS = {"claude": "https://api.anthropic.com", "codex": "https://api.openai.com"}
-"""The upstream when no ``--model-endpoint`` names one (spec 50 §6)."""
+"""The port a loopback launch is planned and measured with before the proxy listens
+(docs/hermetic.md#refusal-order stage 8)."""
 
 HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "trailers",
@@ -45,13 +43,15 @@ _UNSAFE_RUN_CHARACTERS = re.compile(r"[^A-Za-z0-9_-]")
 
 
 def loopback_placeholder(run_id: str, random_bytes: bytes) -> str:
-    """``mh-run-<run id, characters outside [A-Za-z0-9_-] → ->-<24 hex from 12 random bytes>`` (spec 30 §8)."""
+    """``mh-run-<run id, characters outside [A-Za-z0-9_-] → ->-<24 hex from 12 random bytes>``
+    (docs/hermetic.md#credentials)."""
     return f"mh-run-{_UNSAFE_RUN_CHARACTERS.sub('-', run_id)}-{random_bytes.hex()}"
 
 
-def upstream_root(kind: Kind, endpoint: str | None) -> str:
-    """The endpoint root (trailing ``/`` removed) when one was given, else the vendor's API (spec 50 §6)."""
-    return endpoint.rstrip("/") if endpoint else UPSTREAMS[kind]
+def upstream_root(kind: LoopbackKind, endpoint: str | None) -> str:
+    """The endpoint root (trailing ``/`` removed) when one was given, else the vendor's API
+    (docs/adapters/common.md#endpoint-route)."""
+    return endpoint.rstrip("/") if endpoint else loopback_of(kind).upstream
 
 
 class RequestHead(msgspec.Struct, frozen=True):
@@ -99,27 +99,24 @@ def read_head(raw: bytes) -> RequestHead | None:
     return RequestHead(parts[0], parts[1], tuple(headers))
 
 
-def _error_body(kind: Kind, error_type: str, message: str, code: str | None = None) -> bytes:
-    if kind == "claude":
-        return compact({"type": "error", "error": {"type": error_type, "message": message}})
-    return compact({"error": {"type": error_type, "code": code, "message": message}})
+def _error_body(kind: LoopbackKind, error_type: str, message: str, code: str | None = None) -> bytes:
+    return loopback_of(kind).error_body(error_type, message, code)
 
 
-def refusal_401(kind: Kind) -> ProxyAnswer:
-    """The proxy's own 401 in the vendor's shape (spec 50 §6): claude ``authentication_error``,
-    codex ``invalid_request_error``/``invalid_api_key``."""
+def refusal_401(kind: LoopbackKind) -> ProxyAnswer:
+    """The proxy's own 401 in the vendor's shape (docs/adapters/common.md#endpoint-route): claude
+    ``authentication_error``, codex ``invalid_request_error``/``invalid_api_key``."""
     message = "the request did not carry this run's loopback placeholder, so metaharness forwarded nothing"
-    if kind == "claude":
-        return ProxyAnswer(401, "Unauthorized", _error_body(kind, "authentication_error", message))
-    return ProxyAnswer(401, "Unauthorized", _error_body(kind, "invalid_request_error", message, "invalid_api_key"))
+    error_type, code = loopback_of(kind).unauthorized
+    return ProxyAnswer(401, "Unauthorized", _error_body(kind, error_type, message, code))
 
 
-def bad_gateway(kind: Kind, why: str) -> ProxyAnswer:
-    """502 ``api_error`` for a custody failure or an unreachable upstream (spec 50 §6)."""
+def bad_gateway(kind: LoopbackKind, why: str) -> ProxyAnswer:
+    """502 ``api_error`` for a custody failure or an unreachable upstream (docs/adapters/common.md#endpoint-route)."""
     return ProxyAnswer(502, "Bad Gateway", _error_body(kind, "api_error", f"metaharness's loopback proxy: {why}", "api_error"))
 
 
-def admit_request(kind: Kind, head: RequestHead, placeholder: str | None) -> ProxyAnswer | int:
+def admit_request(kind: LoopbackKind, head: RequestHead, placeholder: str | None) -> ProxyAnswer | int:
     """The request's body length, or the proxy's own answer: a chunked body → 400; over 32 MiB → 413;
     under loopback (a ``placeholder``) no placeholder as ``Authorization: Bearer`` or ``x-api-key``
     (constant-time compare) → 401."""
@@ -157,7 +154,7 @@ def _connection_named(headers: Headers) -> frozenset[str]:
 
 
 def forward_headers(head: RequestHead, upstream: str, token: str, body_length: int) -> Headers:
-    """The headers sent upstream (spec 50 §6): hop-by-hop, ``Host``, ``Content-Length``,
+    """The headers sent upstream (docs/adapters/common.md#endpoint-route): hop-by-hop, ``Host``, ``Content-Length``,
     ``Authorization`` and ``x-api-key`` dropped; ``Host``, ``Authorization: Bearer <token>``, the
     recomputed ``Content-Length`` and ``Connection: close`` set; everything else (``anthropic-version``,
     ``anthropic-beta``) passed through in order."""
@@ -186,7 +183,8 @@ def upstream_url(upstream: str, target: str) -> str:
 
 
 class LoopbackCounters(msgspec.Struct, frozen=True):
-    """``{forwarded, refused, refresh_and_retry, refresh_failed}``, retained as ``loopback.json`` (spec 50 §6)."""
+    """``{forwarded, refused, refresh_and_retry, refresh_failed}``, retained as ``loopback.json``
+    (docs/adapters/common.md#endpoint-route)."""
 
     forwarded: int = 0
     refused: int = 0
@@ -196,17 +194,19 @@ class LoopbackCounters(msgspec.Struct, frozen=True):
 
 def retry_after_401(token_sent: str, token_now: str | None) -> bool:
     """After an upstream 401 custody is read again: a changed token is retried once; a missing or
-    byte-identical one relays the 401 (spec 50 §6)."""
+    byte-identical one relays the 401 (docs/adapters/common.md#endpoint-route)."""
     return token_now is not None and not hmac.compare_digest(token_now.encode(), token_sent.encode())
 
 
 def loopback_expired(detail: str) -> AuthExpired:
-    """The one ``auth.expired`` a run emits when the upstream refused an unchanged token (spec 50 §6)."""
+    """The one ``auth.expired`` a run emits when the upstream refused an unchanged token
+    (docs/adapters/common.md#endpoint-route)."""
     return AuthExpired(credential_source="loopback", detail=detail, source_line=None)
 
 
 def loopback_refused(counters: LoopbackCounters) -> WarningRaised | None:
-    """``LOOPBACK_REFUSED`` at wind-up when the proxy refused at least one request (spec 50 §6)."""
+    """``LOOPBACK_REFUSED`` at wind-up when the proxy refused at least one request
+    (docs/adapters/common.md#endpoint-route)."""
     if counters.refused == 0:
         return None
     return WarningRaised(
@@ -221,7 +221,7 @@ def on_the_wire(head: RequestHead, paths: Sequence[str]) -> bool:
     return head.method == "POST" and head.target.partition("?")[0] in paths
 
 
-def off_the_wire(kind: Kind, head: RequestHead) -> ProxyAnswer:
+def off_the_wire(kind: LoopbackKind, head: RequestHead) -> ProxyAnswer:
     """The route proxy's 403 for a request that is not the wire's: nothing was sent upstream."""
     path = head.target.partition("?")[0]
     message = f"metaharness's route proxy forwards only the wire's own requests, and {head.method} {path} is not one"

@@ -1,8 +1,8 @@
-"""``mcp-serve``'s MCP wire as pure steps (spec 30 §11, §12).
+"""``mcp-serve``'s MCP wire as pure steps (docs/hermetic.md#calling-a-catalogue-entry, #mcp-serve).
 
 ``read_line`` takes one stdin line to what the server does with it: an ``Answer`` (one response
 line), a ``Note`` for stderr (a line that is not JSON), ``Quiet`` (a notification), or ``Perform``
-(a call that passed every check and now needs the loop's tool, spec 60 §5). ``performed_answer``
+(a call that passed every check and now needs the loop's tool, docs/loop.md#tools). ``performed_answer``
 turns what the tool did into the ``tools/call`` response. Nothing here reads or writes.
 """
 
@@ -34,14 +34,14 @@ _EFFECT_OF_RISK = {"low": "read", "medium": "write", "high": "run"}
 
 
 class CatalogueSurface(msgspec.Struct, frozen=True):
-    """A server handed a catalogue (spec 30 §12.3); ``writable`` is ``--writable``."""
+    """A server handed a catalogue (docs/hermetic.md#serving-a-catalogue); ``writable`` is ``--writable``."""
 
     catalogue: Catalogue
     writable: bool
 
 
 class OwnedSurface(msgspec.Struct, frozen=True):
-    """The owned surface's three verbs over the loop's published entries (spec 30 §12.2)."""
+    """The owned surface's three verbs over the loop's published entries (docs/hermetic.md#owned-surface)."""
 
     publication: Publication
 
@@ -86,18 +86,18 @@ def _response(request_id: Any, result: Any) -> Answer:
 
 
 def error_answer(request_id: Any, code: int, message: str) -> Answer:
-    """A JSON-RPC error response, ``{"code", "message"}`` (spec 30 §12.1)."""
+    """A JSON-RPC error response, ``{"code", "message"}`` (docs/hermetic.md#mcp-wire)."""
     return Answer(compact({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}) + b"\n")
 
 
 def tool_answer(request_id: Any, text: str, is_error: bool) -> Answer:
-    """A ``tools/call`` result: one text item and ``isError`` (spec 30 §12.1)."""
+    """A ``tools/call`` result: one text item and ``isError`` (docs/hermetic.md#mcp-wire)."""
     return _response(request_id, {"content": [{"type": "text", "text": text}], "isError": is_error})
 
 
 def performed_answer(request_id: Any, outcome: bytes | str) -> Answer:
     """What the performing entry did: its reply (bytes) as 2-space-indented JSON text with
-    ``isError: false``, or its failure text with ``isError: true`` (spec 30 §11)."""
+    ``isError: false``, or its failure text with ``isError: true`` (docs/hermetic.md#calling-a-catalogue-entry)."""
     if isinstance(outcome, str):
         return tool_answer(request_id, outcome, True)
     return tool_answer(request_id, _indented(outcome), False)
@@ -113,7 +113,7 @@ def request_id_of(line: bytes) -> Any:
 
 
 def read_line(server: Server, line: bytes) -> Step:
-    """One stdin line to its step by spec 30 §12.1."""
+    """One stdin line to its step by docs/hermetic.md#mcp-wire."""
     try:
         message = decode_bounded(line)
     except (msgspec.DecodeError, ValueError) as error:
@@ -172,15 +172,15 @@ def _tools(surface: CatalogueSurface | OwnedSurface) -> list[dict[str, Any]]:
 
 
 def not_a_tool(name: str, names: tuple[str, ...]) -> str:
-    """The answer to a name the run does not have (spec 30 §12.2)."""
+    """The answer to a name the run does not have (docs/hermetic.md#owned-surface)."""
     return f"`{name}` is not a tool this run has; it has: {', '.join(names)}"
 
 
 def check_call_arguments(
     name: str, fields: tuple[tuple[str, bool], ...], arguments: Any
 ) -> tuple[dict[str, Any], None] | tuple[None, str]:
-    """Spec 30 §11 checks 1-3 against ``fields`` (name, required) in order: an object, no key outside
-    the fields, every required field present and not null; then a non-required null is removed.
+    """docs/hermetic.md#calling-a-catalogue-entry checks 1-3 against ``fields`` (name, required) in order: an object, no
+    key outside the fields, every required field present and not null; then a non-required null is removed.
     Gives the arguments to perform, or the ``isError`` text naming the entry and the field."""
     if not isinstance(arguments, dict):
         return None, f"`{name}`: arguments must be an object"
@@ -195,7 +195,8 @@ def check_call_arguments(
 
 
 def _catalogue_call(surface: CatalogueSurface, request_id: Any, name: str, arguments: Any) -> Step:
-    """Spec 30 §11 on a catalogue entry, then the writable check; the rest is the loop entry's."""
+    """docs/hermetic.md#calling-a-catalogue-entry on a catalogue entry, then the writable check; the rest is the
+    loop entry's."""
     entry: CatalogueEntry | None = surface.catalogue.entry(name)
     if entry is None:
         return tool_answer(request_id, not_a_tool(name, surface.catalogue.names()), True)
@@ -215,7 +216,7 @@ def _catalogue_call(surface: CatalogueSurface, request_id: Any, name: str, argum
     return Perform(request_id, entry.performs, checked)
 
 
-# The owned surface (spec 30 §12.2)
+# The owned surface (docs/hermetic.md#owned-surface)
 
 _VERBS: dict[str, tuple[str, dict[str, Any]]] = {
     "tool_search": (
@@ -257,7 +258,7 @@ _VERB_FIELDS: dict[str, tuple[tuple[str, bool], ...]] = {
 
 def owned_operation(name: str) -> str:
     """The operation of a loop entry on the owned surface: the catalogue's mapping (``find`` is a
-    search, spec 30 §10.2), ``run`` a ``shell``."""
+    search, docs/hermetic.md#what-an-entry-performs), ``run`` a ``shell``."""
     return operation_of(name) or BY_NAME[name].operation
 
 

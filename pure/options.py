@@ -1,9 +1,9 @@
 """The options of ``metaharness run`` as one frozen value, and the refusal stages 2–4 over it
-(spec 10 §4.2–§4.5, §4.7).
+(docs/cli.md#run; docs/hermetic.md#refusal-order, #auditor).
 
-``RunOptions`` holds every option of spec 10 §4.2 plus ``given``, the names of the options that
-appeared on the command line whatever their value (spec 10 §1). The stage functions decide over it
-and over facts the shell gathered; each returns the first refusal of its stage in the spec's order.
+``RunOptions`` holds every option of docs/cli.md#run plus ``given``, the names of the options that
+appeared on the command line whatever their value (docs/cli.md). The stage functions decide over it
+and over facts the shell gathered; each returns the first refusal of its stage in the documented order.
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ from urllib.parse import urlsplit
 import msgspec
 from returns.result import Failure, Result, Success
 
-from metaharness.pure.environment import Credentials, Kind, ProgramCandidate, resolve_program
+from metaharness.pure.adapter import RunRules
+from metaharness.pure.adapters import Kind, adapter_of
+from metaharness.pure.environment import Credentials, ProgramCandidate, resolve_program
 from metaharness.pure.refusal import Refusal
 
-KINDS: tuple[Kind, ...] = ("claude", "codex", "b10x")
 DecisionMode = Literal["frame", "ask", "observe"]
 HermeticMode = Literal["off", "on", "strict"]
 HERMETIC_MODES: tuple[HermeticMode, ...] = ("off", "on", "strict")
@@ -68,11 +69,11 @@ RUN_OPTION_ORDER: tuple[str, ...] = (
     "confine",
     "confine-read",
 )
-"""The named options of ``run`` in the order of spec 10 §4.2's table (``-- AUDITOR_ARGS`` aside)."""
+"""The named options of ``run`` in the order of docs/cli.md#run's table (``-- AUDITOR_ARGS`` aside)."""
 
 
 class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
-    """Every option of ``metaharness run`` after parsing (spec 10 §4.2), defaults filled in.
+    """Every option of ``metaharness run`` after parsing (docs/cli.md#run), defaults filled in.
 
     ``write_scope`` keeps the ``GLOB=SCOPE`` pairs in command-line order; ``auditor_args`` are the
     words after ``--``; ``given`` names (without dashes) the options that appeared on the command line.
@@ -123,7 +124,7 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
     given: frozenset[str] = frozenset()
 
     def audited(self) -> bool:
-        """Whether the run asks for an audit: ``--audit``, or ``--hermetic strict`` (spec 10 §4.7)."""
+        """Whether the run asks for an audit: ``--audit``, or ``--hermetic strict`` (docs/hermetic.md#auditor)."""
         return self.audit or self.hermetic == "strict"
 
 
@@ -133,11 +134,11 @@ def split_command_words(
     optional: Mapping[str, tuple[frozenset[str], str]],
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Split a verb's words into its option words and the words after the first ``--`` that is not an
-    option's value (spec 10 §3, ``-- AUDITOR_ARGS…``).
+    option's value (docs/cli.md#verbs, ``-- AUDITOR_ARGS…``).
 
     ``valued`` names the options that take the next word as their value. An option in ``optional``
     takes the next word only when it is one of its values, else it is bare and reads as its bare
-    value; either way it is rewritten ``--option=VALUE`` (spec 10 §4.2, ``--hermetic``).
+    value; either way it is rewritten ``--option=VALUE`` (docs/cli.md#run, ``--hermetic``).
     """
     out: list[str] = []
     index = 0
@@ -162,7 +163,7 @@ def split_command_words(
 
 def split_auditor_prefix(prefix: str) -> tuple[str, ...]:
     """The words of ``--auditor PREFIX`` by POSIX shell word rules; none when it cannot be split
-    (spec 10 §4.7 check 5)."""
+    (docs/hermetic.md#auditor check 5)."""
     try:
         return tuple(shlex.split(prefix, posix=True))
     except ValueError:
@@ -170,7 +171,7 @@ def split_auditor_prefix(prefix: str) -> tuple[str, ...]:
 
 
 class AuditFacts(msgspec.Struct, frozen=True, kw_only=True):
-    """What the shell found for stage 2 (spec 10 §4.7): whether ``--spec`` is a readable regular
+    """What the shell found for stage 2 (docs/hermetic.md#auditor): whether ``--spec`` is a readable regular
     file, the PATH ``run`` was started with, and the candidates for the auditor's first word
     (``metaharness.pure.environment.program_candidates``)."""
 
@@ -196,7 +197,7 @@ def _supplied_word(word: str) -> bool:
 
 
 def check_audit_pairing(options: RunOptions, facts: AuditFacts) -> Result[AuditPairing, Refusal]:
-    """Stage 2, audit pairing: checks 1–6 of spec 10 §4.7 in order, the first that matches refused."""
+    """Stage 2, audit pairing: checks 1–6 of docs/hermetic.md#auditor in order, the first that matches refused."""
     if options.spec is not None and options.auditor is None:
         return Failure(Refusal("spec-without-auditor", f"--spec {options.spec} is given without --auditor"))
     if options.auditor is not None and options.spec is None:
@@ -248,55 +249,12 @@ def check_audit_pairing(options: RunOptions, facts: AuditFacts) -> Result[AuditP
     return Success(AuditPairing(audited=options.audited(), auditor_words=words, auditor_program=program))
 
 
-_VENDOR_SCOPE = (
-    "a vendor arm's scope travels sealed in Frame.subjects, and a flag would be a second, unsealed copy of it"
-)
-_LOOP_ONLY = "it reaches the b10x loop only"
-_LOOP_OPTIONS = (
-    "hooks",
-    "driver",
-    "toolchain",
-    "prices",
-    "substrate",
-    "substrate-embedded",
-    "cgroup-root",
-    "model-wire",
-    "subscription-token-file",
-    "subscription-token-env",
-    "subscription-token-pointer",
-    "api-key-secret",
-)
-
-NOT_CARRIED: Mapping[str, Mapping[str, str]] = MappingProxyType(
-    {
-        **{name: {"claude": _VENDOR_SCOPE, "codex": _VENDOR_SCOPE} for name in ("write-scope", "scope-announce")},
-        **{name: {"claude": _LOOP_ONLY, "codex": _LOOP_ONLY} for name in _LOOP_OPTIONS},
-        "allow-program": {"codex": "codex publishes no run tool metaharness could narrow"},
-        "max-turns": {"codex": "codex exec has no turn ceiling to carry it"},
-        "effort": {"b10x": "the b10x launch carries no effort setting"},
-        "plugin": {
-            "codex": "marketplace plugins are resolved for Claude Code only",
-            "b10x": "marketplace plugins are resolved for Claude Code only",
-        },
-        "catalogue": {"b10x": "on this arm the loop's published toolset is the policy"},
-    }
-)
-"""Spec 10 §4.3: option (given, whatever its value) → kind → the fixed reason it is not carried."""
-
-NOT_CARRIED_VALUES: Mapping[tuple[str, str], Mapping[str, str]] = MappingProxyType(
-    {
-        ("tool-surface", "owned"): {"b10x": "the loop publishes its own toolset"},
-        ("credentials", "loopback"): {"b10x": "the loop reads its credential itself"},
-    }
-)
-"""Spec 10 §4.3's value-specific rows: (option, value) → kind → reason; only that value is refused."""
-
 NOT_BUILT: Mapping[str, str] = MappingProxyType(
     {
-        "--plugin": "marketplace plugin resolution (spec 30 §3) has not landed",
+        "--plugin": "marketplace plugin resolution (docs/adapters/claude.md#plugins) has not landed",
     }
 )
-"""What ``run`` declares but this build does not perform (spec 10 §1 ``not-built``): a kind name, an
+"""What ``run`` declares but this build does not perform (docs/cli.md ``not-built``): a kind name, an
 ``--option`` on every kind, or ``--option on KIND`` → what it waits for. Later work shrinks this one
 value."""
 
@@ -307,12 +265,12 @@ def _option_value(options: RunOptions, name: str) -> object:
 
 def _not_carried(options: RunOptions, name: str) -> Refusal | None:
     if name in options.given:
-        reason = NOT_CARRIED.get(name, {}).get(options.kind)
+        reason = adapter_of(options.kind).not_carried.get(name)
         if reason is not None:
             return Refusal(f"{name}-not-carried", f"--{name} is not carried on {options.kind}: {reason}")
     value = _option_value(options, name)
     if isinstance(value, str):
-        reason = NOT_CARRIED_VALUES.get((name, value), {}).get(options.kind)
+        reason = adapter_of(options.kind).not_carried_values.get((name, value))
         if reason is not None:
             return Refusal(
                 f"{name}-not-carried", f"--{name} {value} is not carried on {options.kind}: {reason}"
@@ -327,8 +285,8 @@ def _not_built(subject: str, waits_for: str) -> Refusal:
 def check_kind_carriage(
     options: RunOptions, not_built: Mapping[str, str] = NOT_BUILT
 ) -> Result[RunOptions, Refusal]:
-    """Stage 3, kind carriage: the first option the kind does not carry in spec 10 §4.2's table order
-    (§4.3); then ``not-built`` for the kind, then for a given option this build does not perform on any
+    """Stage 3, kind carriage: the first option the kind does not carry in docs/cli.md#run's table order
+    (docs/cli.md#run); then ``not-built`` for the kind, then for a given option this build does not perform on any
     kind or on this one."""
     for name in RUN_OPTION_ORDER:
         refusal = _not_carried(options, name)
@@ -346,7 +304,7 @@ def check_kind_carriage(
 
 def gateway_root_problem(url: str) -> str | None:
     """Why ``url`` is not a gateway root ``http(s)://host[:port]`` with no path (a lone ``/`` is
-    allowed and removed by the launch), or ``None`` when it is one (spec 50 §6)."""
+    allowed and removed by the launch), or ``None`` when it is one (docs/adapters/common.md#endpoint-route)."""
     try:
         parts = urlsplit(url)
         port_valid = parts.port is None or parts.port > 0
@@ -369,15 +327,10 @@ def _endpoint_problem(options: RunOptions) -> str | None:
     endpoint = options.model_endpoint
     if endpoint is None:
         return None
-    if options.kind == "b10x":
-        return None if endpoint.startswith(("http://", "https://")) else "it does not begin http:// or https://"
-    return gateway_root_problem(endpoint)
+    if adapter_of(options.kind).run_rules.endpoint_route:
+        return gateway_root_problem(endpoint)
+    return None if endpoint.startswith(("http://", "https://")) else "it does not begin http:// or https://"
 
-
-_FRAME_REQUIRED = (
-    "--decisions frame (the default) without --frame on b10x: with nothing to decide from, every write "
-    "would be refused — pass --decisions observe for the arm that decides nothing, or name a frame"
-)
 
 PairingRule = tuple[str, Callable[[RunOptions], str | None]]
 
@@ -386,8 +339,12 @@ def _when(condition: bool, message: str) -> str | None:
     return message if condition else None
 
 
-def _vendor(options: RunOptions) -> bool:
-    return options.kind in ("claude", "codex")
+def _rules(options: RunOptions) -> RunRules:
+    return adapter_of(options.kind).run_rules
+
+
+def _endpoint_route(options: RunOptions) -> bool:
+    return _rules(options).endpoint_route
 
 
 def _token_source(options: RunOptions) -> bool:
@@ -401,24 +358,21 @@ PAIRING_RULES: tuple[PairingRule, ...] = (
     ),
     (
         "frame-required",
-        lambda o: _when(o.kind == "b10x" and o.decisions == "frame" and o.frame is None, _FRAME_REQUIRED),
+        lambda o: (
+            _rules(o).frame_required if o.decisions == "frame" and o.frame is None else None
+        ),
     ),
     (
         "prompt-required",
-        lambda o: _when(_vendor(o) and o.prompt is None, f"{o.kind} needs the task as -p/--prompt TEXT"),
+        lambda o: _when(_rules(o).prompt_required and o.prompt is None, f"{o.kind} needs the task as -p/--prompt TEXT"),
     ),
     (
         "model-endpoint-required",
-        lambda o: _when(
-            o.kind == "b10x" and o.model_endpoint is None,
-            "b10x needs --model-endpoint URL: the loop talks to the model provider itself",
-        ),
+        lambda o: _rules(o).model_endpoint_required if o.model_endpoint is None else None,
     ),
     (
         "model-required",
-        lambda o: _when(
-            o.kind == "b10x" and o.model is None, "b10x needs --model NAME: the loop has no default model"
-        ),
+        lambda o: _rules(o).model_required if o.model is None else None,
     ),
     (
         "model-endpoint-malformed",
@@ -431,7 +385,7 @@ PAIRING_RULES: tuple[PairingRule, ...] = (
     (
         "endpoint-with-credential",
         lambda o: _when(
-            _vendor(o) and o.model_endpoint is not None and o.credentials in ("operator-login", "api-key"),
+            _endpoint_route(o) and o.model_endpoint is not None and o.credentials in ("operator-login", "api-key"),
             f"--model-endpoint {o.model_endpoint} is given with --credentials {o.credentials}; "
             "the endpoint route takes --credentials none, or loopback to make it the proxy's upstream",
         ),
@@ -475,23 +429,23 @@ PAIRING_RULES: tuple[PairingRule, ...] = (
     (
         "allow-program-needs-owned-surface",
         lambda o: _when(
-            o.kind == "claude" and bool(o.allow_program) and o.tool_surface == "native",
+            _rules(o).allow_program_needs_owned_surface and bool(o.allow_program) and o.tool_surface == "native",
             f"--allow-program {' '.join(o.allow_program)} needs --tool-surface owned "
-            "on claude: the native surface has no run tool metaharness serves",
+            f"on {o.kind}: the native surface has no run tool metaharness serves",
         ),
     ),
     (
         "tool-surface-owned-needs-catalogue",
         lambda o: _when(
-            o.kind == "codex" and o.tool_surface == "owned" and o.catalogue is None,
-            "--tool-surface owned on codex needs --catalogue: codex carries the owned surface only as "
+            _rules(o).owned_surface_needs_catalogue and o.tool_surface == "owned" and o.catalogue is None,
+            f"--tool-surface owned on {o.kind} needs --catalogue: {o.kind} carries the owned surface only as "
             "a catalogue through app-server",
         ),
     ),
     (
         "catalogue-needs-owned-surface",
         lambda o: _when(
-            _vendor(o) and o.catalogue is not None and o.tool_surface == "native",
+            _endpoint_route(o) and o.catalogue is not None and o.tool_surface == "native",
             f"--catalogue {o.catalogue} is given beside --tool-surface native",
         ),
     ),
@@ -504,11 +458,11 @@ PAIRING_RULES: tuple[PairingRule, ...] = (
         ),
     ),
 )
-"""Spec 10 §4.4's pairing refusals in that table's order: code → the message when it applies."""
+"""docs/hermetic.md#refusal-order's pairing refusals in that table's order: code → the message when it applies."""
 
 
 def check_option_pairing(options: RunOptions) -> Result[RunOptions, Refusal]:
-    """Stage 4, option pairing: the first rule of spec 10 §4.4 that applies, in that table's order."""
+    """Stage 4, option pairing: the first rule of docs/hermetic.md#refusal-order that applies, in that table's order."""
     for code, rule in PAIRING_RULES:
         message = rule(options)
         if message is not None:
@@ -570,7 +524,7 @@ def check_run_options(
 def check_serve_pairing(
     *, writable: bool, allow_program: tuple[str, ...], catalogue: str | None
 ) -> Result[None, Refusal]:
-    """``mcp-serve``'s option pairing (spec 10 §11): ``--allow-program`` needs ``--writable``, and a
+    """``mcp-serve``'s option pairing (docs/hermetic.md#mcp-serve): ``--allow-program`` needs ``--writable``, and a
     catalogue publishes no run tool for ``--allow-program`` to narrow."""
     if allow_program and not writable:
         return Failure(

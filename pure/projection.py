@@ -1,5 +1,5 @@
 """The ``project`` verb as pure functions: a ``metaharness.event/1`` stream read into the
-``trace-ir/1`` document (spec 10 §9); the page of ``--html`` is ``metaharness.pure.run_page``.
+``trace-ir/1`` document (docs/cli.md#project); the page of ``--html`` is ``metaharness.pure.run_page``.
 
 No clock and no randomness: the same input bytes give the same document and page bytes.
 """
@@ -13,9 +13,8 @@ from typing import Any
 import msgspec
 from returns.result import Failure, Result, Success
 
-from metaharness.pure.b10x.replay import replay_b10x, replay_settings
-from metaharness.pure.claude.replay import replay_claude, replay_facts
-from metaharness.pure.codex.replay import replay_launch, replay_rollout
+from metaharness.pure.adapter import ReplayRequest
+from metaharness.pure.adapters import Kind, adapter_of
 from metaharness.pure.events import read_event
 from metaharness.pure.jsonline import compact, sha256_hex
 from metaharness.pure.refusal import Refusal
@@ -25,11 +24,6 @@ EVENT_SOURCE = "metaharness.event/1"
 TARGETS = ("trace-ir",)
 UNK_REASON = "no trace-ir/1 family"
 _FRAMING_KEYS = frozenset({"format", "seq", "run", "at", "event"})
-
-VENDOR_SOURCES: Mapping[str, str] = MappingProxyType(
-    {"b10x": "b10x-harness.record", "claude": "claude.stream-json", "codex": "codex.rollout"}
-)
-"""``--from KIND``: the vendor format a document names as its source (spec 10 §9)."""
 
 FAMILIES: Mapping[str, str] = MappingProxyType(
     {
@@ -47,11 +41,11 @@ FAMILIES: Mapping[str, str] = MappingProxyType(
         "stream.closed": "stream_closed",
     }
 )
-"""Event name → trace-ir/1 family (spec 10 §9); every other (control-plane) event is ``unk``."""
+"""Event name → trace-ir/1 family (docs/cli.md#project); every other (control-plane) event is ``unk``."""
 
 
 class TraceNode(msgspec.Struct, frozen=True, kw_only=True):
-    """One event as a node, keys in spec 10 §9's order."""
+    """One event as a node, keys in docs/cli.md#project's order."""
 
     index: int
     seq: int
@@ -64,7 +58,7 @@ class TraceNode(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class TraceSummary(msgspec.Struct, frozen=True, kw_only=True):
-    """The document's ``metaharness`` block (spec 10 §9)."""
+    """The document's ``metaharness`` block (docs/cli.md#project)."""
 
     source: str
     vendor_transcript: Any
@@ -75,7 +69,7 @@ class TraceSummary(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class TraceDocument(msgspec.Struct, frozen=True, kw_only=True):
-    """A ``trace-ir/1`` document (spec 10 §9)."""
+    """A ``trace-ir/1`` document (docs/cli.md#project)."""
 
     format: str
     run: str
@@ -87,7 +81,7 @@ class TraceDocument(msgspec.Struct, frozen=True, kw_only=True):
 def check_projection_request(
     inputs: int, *, target: str, out: str | None, html_out: str | None, source: str | None, reports: int = 0
 ) -> Result[None, Refusal]:
-    """The refusals ``project`` makes before reading anything (spec 10 §9): a ``--to`` other than
+    """The refusals ``project`` makes before reading anything (docs/cli.md#project): a ``--to`` other than
     ``trace-ir``; three or more inputs, two without ``--html`` or two with ``--out``; a ``--report``
     without ``--html`` (it feeds only the page) or more reports than inputs."""
     if target not in TARGETS:
@@ -126,8 +120,8 @@ def _event_lines(data: bytes) -> list[bytes]:
 
 
 def stream_completeness(events: Sequence[str], markers: Sequence[tuple[int, int]]) -> str:
-    """``complete``, ``inconsistent`` or ``truncated`` by spec 20 §4: ``events`` are the event names in
-    order, ``markers`` each ``stream.closed`` as (0-based position, its ``events`` count)."""
+    """``complete``, ``inconsistent`` or ``truncated`` by docs/events.md#stream-ending: ``events`` are the event names
+    in order, ``markers`` each ``stream.closed`` as (0-based position, its ``events`` count)."""
     if not markers:
         return "truncated"
     position, counted = markers[0]
@@ -158,7 +152,7 @@ def project_stream(
     """The ``trace-ir/1`` document of one ``metaharness.event/1`` stream, ``name`` being the file as
     given; ``record`` is the vendor record the stream was mapped from, whose bytes the digest is then
     over. A line that is not an event, or whose ``run`` differs from the first line's, is
-    ``projection-unreadable`` naming the file and its 1-based line (spec 10 §9)."""
+    ``projection-unreadable`` naming the file and its 1-based line (docs/cli.md#project)."""
     nodes: list[TraceNode] = []
     run: str | None = None
     markers: list[tuple[int, int]] = []
@@ -201,24 +195,18 @@ def project_stream(
     )
 
 
-def replay_stream(kind: str, name: str, record: bytes) -> bytes:
+def replay_stream(kind: Kind, name: str, record: bytes) -> bytes:
     """A retained vendor record of ``kind`` mapped into ``metaharness.event/1`` as ``replay`` maps it
-    with its defaults (spec 10 §10), ``name`` being the record's path as given."""
-    if kind == "claude":
-        facts = replay_facts(decisions="observe", hermetic="off", transcript_path=name, harness_version=None, model=None)
-        return replay_claude(record, facts, "replay")[0]
-    if kind == "codex":
-        launch = replay_launch(decisions="observe", hermetic="off", transcript_path=name)
-        return replay_rollout(record, launch, "replay")[0]
-    return replay_b10x(replay_settings(transcript_path=name), record).stream
+    with its defaults (docs/events.md#replay), ``name`` being the record's path as given."""
+    return adapter_of(kind).replay(record, ReplayRequest(transcript_path=name)).stream
 
 
-def project_record(kind: str, name: str, record: bytes) -> Result[TraceDocument, Refusal]:
+def project_record(kind: Kind, name: str, record: bytes) -> Result[TraceDocument, Refusal]:
     """``project --from KIND``: the record mapped by :func:`replay_stream`, then projected with the
-    vendor format as source and the digest over the record's bytes (spec 10 §9)."""
-    return project_stream(name, replay_stream(kind, name, record), source=VENDOR_SOURCES[kind], record=record)
+    vendor format as source and the digest over the record's bytes (docs/cli.md#project)."""
+    return project_stream(name, replay_stream(kind, name, record), source=adapter_of(kind).record_source, record=record)
 
 
 def document_text(document: TraceDocument) -> str:
-    """The document as written: 2-space indent, keys in order, a trailing newline (spec 10 §9)."""
+    """The document as written: 2-space indent, keys in order, a trailing newline (docs/cli.md#project)."""
     return msgspec.json.format(compact(document), indent=2).decode("utf-8") + "\n"

@@ -1,5 +1,6 @@
 """What a vendor record reader yields, line by line, before the correlator decides which seam a call
-is presented on (spec 50 §2): an event as it stands, a call the record announces, a call's result.
+is presented on (docs/adapters/common.md#vendor-decisions): an event as it stands, a call the record announces, a
+call's result.
 
 The codex rollout reader and the claude stream-json reader both yield these; the correlator
 (``metaharness.pure.correlation``) folds them with the hook channel's calls.

@@ -1,4 +1,5 @@
-"""The generic decisions of a run's wind-up and deadline (spec 20 §3, §4, §8.5; spec 10 §2).
+"""The generic decisions of a run's wind-up and deadline (docs/events.md#warning-codes, #stream-ending;
+docs/decisions.md#deadlines; docs/hermetic.md#exit-codes).
 
 Which word closes the stream, the ``NO_TERMINAL_RECORD`` text, metaharness's own decision deadline
 and the exit code of an unaudited run, the ``--strict-version`` refusal: the same for every adapter.
@@ -12,19 +13,19 @@ from metaharness.pure.events import WarningRaised
 from metaharness.pure.refusal import Refusal
 
 VENDOR_BUDGET_MS = 30000
-"""The vendor's budget for one decision when its seam declares none (spec 20 §8.5)."""
+"""The vendor's budget for one decision when its seam declares none (docs/decisions.md#deadlines)."""
 
 STDERR_TAIL_BYTES = 2048
 
 
 def decision_deadline(vendor_budget_ms: int = VENDOR_BUDGET_MS) -> int:
     """metaharness's own deadline: the vendor budget − 5000 ms when it exceeds 5000, else half of it
-    (spec 20 §8.5): 25000 ms by default."""
+    (docs/decisions.md#deadlines): 25000 ms by default."""
     return vendor_budget_ms - 5000 if vendor_budget_ms > 5000 else vendor_budget_ms // 2
 
 
 def deadline_reason(deadline_ms: int, vendor_budget_ms: int) -> str:
-    """The deny reason of an expired deadline (spec 20 §8.5), numbers substituted."""
+    """The deny reason of an expired deadline (docs/decisions.md#deadlines), numbers substituted."""
     return (
         f"metaharness's own {deadline_ms}ms decision deadline expired before an answer arrived; it is strictly "
         f"less than the vendor's {vendor_budget_ms}ms timeout so the refusal is metaharness's and not an ambiguity"
@@ -32,8 +33,8 @@ def deadline_reason(deadline_ms: int, vendor_budget_ms: int) -> str:
 
 
 def closing_reason(*, halted: bool, killed: bool, stop: str | None, budget_stops: Collection[str]) -> str:
-    """``stream.closed.reason`` in the order of spec 20 §4: ``steer-halt``, ``killed``, ``error`` with no
-    terminal record, ``budget`` for a budget stop (always including ``budget-exhausted``),
+    """``stream.closed.reason`` in the order of docs/events.md#stream-ending: ``steer-halt``, ``killed``, ``error`` with
+    no terminal record, ``budget`` for a budget stop (always including ``budget-exhausted``),
     ``completed``, else ``error``. ``stop`` is the terminal record's stop word, ``None`` when none was read."""
     if halted:
         return "steer-halt"
@@ -48,7 +49,7 @@ def closing_reason(*, halted: bool, killed: bool, stop: str | None, budget_stops
 
 def no_terminal_record(stderr_tail: bytes) -> WarningRaised:
     """``NO_TERMINAL_RECORD`` with the last ≤ 2048 bytes of the harness's stderr, decoded lossily
-    (spec 20 §3)."""
+    (docs/events.md#warning-codes)."""
     if not stderr_tail:
         return WarningRaised(
             code="NO_TERMINAL_RECORD",
@@ -63,13 +64,14 @@ def no_terminal_record(stderr_tail: bytes) -> WarningRaised:
 
 def unaudited_exit(reason: str) -> int:
     """The exit of an unaudited run or a replay: 0 when the stream closed ``completed`` (a terminal
-    record was seen), else 3 (spec 10 §2)."""
+    record was seen), else 3 (docs/hermetic.md#exit-codes)."""
     return 0 if reason == "completed" else 3
 
 
 def strict_version_refusal(program: str, version: str | None, pins: tuple[str, ...]) -> Refusal | None:
-    """``--strict-version`` (spec 10 §4.5 stage 9 (c), spec 40 §3.3, spec 50 §7): an unreadable version
-    is ``version-unreadable``, one off the pins ``version-off-pin`` naming both; else nothing."""
+    """``--strict-version`` (docs/hermetic.md#refusal-order stage 9 (c), docs/adapters/b10x.md#program-and-version,
+    docs/adapters/common.md#pins): an unreadable version is ``version-unreadable``, one off the pins ``version-off-pin``
+    naming both; else nothing."""
     if version is None:
         return Refusal("version-unreadable", f"{program} --version gave no version")
     if version not in pins:

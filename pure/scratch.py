@@ -1,4 +1,5 @@
-"""A file a vendor launch writes into its scratch tree (spec 50 §3, §4 "Scratch layout")."""
+"""A file a vendor launch writes into its scratch tree (docs/adapters/claude.md;
+docs/adapters/codex.md#scratch-layout)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from metaharness.pure.jsonline import sha256_hex
 
 
 class ScratchFile(msgspec.Struct, frozen=True):
-    """A file the launch writes into the scratch tree with its mode (spec 50 §3, §4)."""
+    """A file the launch writes into the scratch tree with its mode (docs/adapters/claude.md;
+    docs/adapters/codex.md)."""
 
     path: str
     data: bytes

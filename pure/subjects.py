@@ -1,4 +1,4 @@
-"""A ``file:`` subject names the path a call would really touch (docs/frames.md §1, "subjects").
+"""A ``file:`` subject names the path a call would really touch (docs/decisions.md#subjects).
 
 A spelled path is resolved as the kernel resolves it from the child's working directory: component by
 component, a symbolic link is replaced by its target, ``..`` goes to the parent of what is resolved so

@@ -1,4 +1,4 @@
-"""The auditor's facts: what stage 2 of ``run`` decides over (spec 10 §4.7)."""
+"""The auditor's facts: what stage 2 of ``run`` decides over (docs/hermetic.md#auditor)."""
 
 from __future__ import annotations
 

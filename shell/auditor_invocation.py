@@ -1,4 +1,4 @@
-"""The auditor after the session (spec 10 §4.7): the baseline recorded at start, the re-checks, and
+"""The auditor after the session (docs/hermetic.md#auditor): the baseline recorded at start, the re-checks, and
 the invocation ``<PREFIX words…> --spec <FILE> --transcript <transcript> <AUDITOR_ARGS…>`` with
 metaharness's own environment and working directory, its stderr relayed."""
 

@@ -1,4 +1,5 @@
-"""Reading a catalogue file, and writing and reading back its scratch copy (spec 30 §10.4, §10.5).
+"""Reading a catalogue file, and writing and reading back its scratch copy (docs/hermetic.md#catalogue-refusals,
+#catalogue-scratch-copy).
 
 The file is followed if a symbolic link, must be a regular file of at most 4 MiB, and is read once;
 every decision on its bytes is ``metaharness.pure.catalogue``'s.
@@ -56,13 +57,13 @@ def read_catalogue_bytes(path: str) -> Result[bytes, Refusal]:
 
 
 def read_catalogue(path: str) -> Result[Catalogue, Refusal]:
-    """The checked catalogue of the file at ``path``, or the first file refusal of spec 30 §10.4
+    """The checked catalogue of the file at ``path``, or the first file refusal of docs/hermetic.md#catalogue-refusals
     (``catalogue-unreadable``, ``catalogue-not-tool-contract``, ``catalogue-malformed``)."""
     return read_catalogue_bytes(path).bind(lambda data: load_catalogue(data, path))
 
 
 def write_scratch_copy(catalogue: Catalogue, path: str) -> None:
-    """Write the scratch copy (spec 30 §10.5) to ``path``, mode 0600, replacing nothing."""
+    """Write the scratch copy (docs/hermetic.md#catalogue-scratch-copy) to ``path``, mode 0600, replacing nothing."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     with os.fdopen(fd, "wb") as stream:
         stream.write(scratch_copy(catalogue))
@@ -70,7 +71,7 @@ def write_scratch_copy(catalogue: Catalogue, path: str) -> None:
 
 def read_back_scratch_copy(path: str, catalogue: Catalogue, source: str, happened: str) -> Result[None, Refusal]:
     """Stage 9 (d): the written copy, read back, must be the checked catalogue, else
-    ``catalogue-copy-differs`` naming ``source`` and what ``happened`` by then (spec 30 §10.4)."""
+    ``catalogue-copy-differs`` naming ``source`` and what ``happened`` by then (docs/hermetic.md#catalogue-refusals)."""
     read = read_catalogue_bytes(path)
     if isinstance(read, Failure):
         return Failure(

@@ -1,6 +1,7 @@
-"""What every kind's live loop does with its child process (spec 10 §4.10, spec 40 §3.5, spec 50 §1
-"Processes"): the group signalled, the stops of the kind's policy sent, and the wait status read as
-``process``; the loop itself is ``metaharness.shell.live_engine``."""
+"""What every kind's live loop does with its child process (docs/events.md#wind-up-and-signals,
+docs/adapters/b10x.md#process-wiring, docs/adapters/common.md#vendor-launch-order): the group signalled,
+the stops of the kind's policy sent, and the wait status read as ``process``; the loop itself is
+``metaharness.shell.live_engine``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The ``metaharness`` console script: eight verbs, their options, and the refusal line (spec 10).
+"""The ``metaharness`` console script: eight verbs, their options, and the refusal line (docs/cli.md).
 
 Each verb parses its options with click and hands off to one function, imported only when that verb
 runs (so ``capabilities`` starts without the adapters, the wires or an HTTP client); every refusal is the one
@@ -18,10 +18,10 @@ import click
 from click.core import ParameterSource
 from returns.result import Failure
 
+from metaharness.pure.adapters import KINDS, Kind
 from metaharness.pure.capabilities import descriptor_json, descriptor_lines
 from metaharness.pure.options import (
     HERMETIC_MODES,
-    KINDS,
     WRITE_SCOPES,
     RunOptions,
     check_run_options,
@@ -46,7 +46,7 @@ _CONTEXT = {"help_option_names": ["-h", "--help"]}
 
 
 class _WriteScope(click.ParamType[tuple[str, str], Any]):
-    """``GLOB=SCOPE`` with SCOPE one of ``allowed``, ``partial-only``, ``denied`` (spec 10 §4.2)."""
+    """``GLOB=SCOPE`` with SCOPE one of ``allowed``, ``partial-only``, ``denied`` (docs/cli.md#run)."""
 
     name = "GLOB=SCOPE"
 
@@ -74,7 +74,7 @@ class _Duration(click.ParamType[float, Any]):
 
 
 class _MarketplacePlugin(click.ParamType[str, Any]):
-    """``REPO@NAME@PIN``: exactly three non-empty segments (spec 10 §4.2)."""
+    """``REPO@NAME@PIN``: exactly three non-empty segments (docs/cli.md#run)."""
 
     name = "REPO@NAME@PIN"
 
@@ -87,7 +87,7 @@ class _MarketplacePlugin(click.ParamType[str, Any]):
 
 class _TrailingWordsCommand(click.Command):
     """A verb whose words after ``--`` are handed on verbatim (``-- AUDITOR_ARGS…``, ``-- ARGS…``),
-    and whose ``--hermetic`` takes the next word only when it is exactly a mode (spec 10 §4.2)."""
+    and whose ``--hermetic`` takes the next word only when it is exactly a mode (docs/cli.md#run)."""
 
     def __init__(self, *args: Any, optional_hermetic: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -107,7 +107,7 @@ class _TrailingWordsCommand(click.Command):
 
 
 class _VerbGroup(click.Group):
-    """The verbs in the order of spec 10 §3's table."""
+    """The verbs in the order of docs/cli.md#verbs's table."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(self.commands)
@@ -126,7 +126,7 @@ def cli() -> None:
 
 
 def _given(ctx: click.Context) -> frozenset[str]:
-    """The options that appeared on the command line, named without dashes (spec 10 §1)."""
+    """The options that appeared on the command line, named without dashes (docs/cli.md)."""
     return frozenset(
         next(flag for flag in param.opts if flag.startswith("--"))[2:]
         for param in ctx.command.params
@@ -250,7 +250,7 @@ def run(ctx: click.Context, /, **values: Any) -> int:
 @cli.command(context_settings=_CONTEXT)
 @click.argument("kind", type=_KIND)
 @click.option("--render", is_flag=True, help="One line per operation instead of the JSON descriptor.")
-def capabilities(kind: str, render: bool) -> int:
+def capabilities(kind: Kind, render: bool) -> int:
     """Print the adapter's capabilities descriptor for KIND (no model, network or credential)."""
     text = descriptor_lines(kind) if render else descriptor_json(kind)
     sys.stdout.buffer.write(text.encode("utf-8"))
@@ -261,7 +261,7 @@ def capabilities(kind: str, render: bool) -> int:
 @cli.command(context_settings=_CONTEXT)
 @click.argument("kind", type=_KIND)
 @click.option("--contract", is_flag=True, help="Print only the compact contract_result line.")
-def conformance(kind: str, contract: bool) -> int:
+def conformance(kind: Kind, contract: bool) -> int:
     """Run KIND's deterministic conformance vectors."""
     from metaharness.shell.conformance import run_conformance
 
@@ -270,7 +270,7 @@ def conformance(kind: str, contract: bool) -> int:
 
 @cli.command(context_settings=_CONTEXT)
 @click.argument("kind", type=_KIND)
-def doctor(kind: str) -> int:
+def doctor(kind: Kind) -> int:
     """Resolve KIND's binary as the spawn will and check its version and flags."""
     from metaharness.shell.doctor import run_doctor
 
@@ -295,7 +295,7 @@ def audit(**_values: Any) -> int:
 @click.option("--from", "source", type=_KIND, help="Each input is a retained vendor record of KIND.")
 @click.option("--report", "reports", multiple=True, metavar="FILE", help="A run's stderr, for its audited lines.")
 def project(
-    events: tuple[str, ...], target: str, out: str | None, html: str | None, source: str | None,
+    events: tuple[str, ...], target: str, out: str | None, html: str | None, source: Kind | None,
     reports: tuple[str, ...],
 ) -> int:
     """Project one or two event streams into trace-ir/1 and the run page."""
@@ -359,6 +359,6 @@ def main() -> NoReturn:
             sys.exit(refuse(Refusal("signalled", f"{signal.Signals(held[0]).name} arrived before metaharness finished")))
     try:
         code = run_cli(sys.argv[1:])
-    except Exception as error:  # noqa: BLE001 - spec 10 §1: never a traceback, whatever failed
+    except Exception as error:  # noqa: BLE001 - docs/cli.md: never a traceback, whatever failed
         code = refuse(Refusal("internal-error", f"{type(error).__name__}: {error}"))
     sys.exit(code)

@@ -15,6 +15,8 @@ import socket
 import sys
 import threading
 
+from metaharness.shell.unix_address import unix_address
+
 CHUNK = 65536
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -35,7 +37,8 @@ def _pump(source: socket.socket, sink: socket.socket) -> None:
 def _join(client: socket.socket, path: str) -> None:
     upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        upstream.connect(path)
+        with unix_address(path) as address:
+            upstream.connect(address)
     except OSError:
         client.close()
         upstream.close()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -24,27 +25,27 @@ import metaharness
 import metaharness.pure
 import metaharness.shell
 import metaharness.vectors
+from metaharness.pure.adapters import KINDS, Kind, adapter_of, route_dialect
 from metaharness.pure.confinement import (
     ROUTE_SOCKET,
     SUBSTRATE_PATH,
     SYSTEM_ROOTS,
     Confinement,
     ConfinementFacts,
-    Kind,
     ModelRoute,
     SystemEntry,
     check_confine_reads,
     hidden_trees,
     install_root,
     model_route,
+    named_paths,
     plan_confinement,
     render_bwrap,
     shebang_interpreter,
     view_lines,
 )
-from metaharness.pure.environment import loopback_custody_token, operator_login_file, path_directories, path_floor
+from metaharness.pure.environment import operator_login_file, path_directories, path_floor
 from metaharness.pure.hermetic import Verdict
-from metaharness.pure.loopback import Kind as WireShape
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.loopback import RouteProxy
@@ -92,19 +93,23 @@ def substrate() -> Result[tuple[str, str], Refusal]:
     return Success((found, words[-1] if words else "unknown"))
 
 
-def _codex_login_is_api_key(caller_env: dict[str, str]) -> bool:
-    path = operator_login_file("codex", caller_env)
+def _login_is_api_key(kind: Kind, caller_env: dict[str, str]) -> bool:
+    """Whether the caller's operator-login file for ``kind`` holds an API key."""
+    loopback = adapter_of(kind).loopback
+    path = operator_login_file(kind, caller_env)
+    if loopback is None or path is None:
+        return False
     try:
-        with open(path or "", "rb") as handle:
+        with open(path, "rb") as handle:
             data = handle.read()
     except OSError:
         return False
-    return isinstance(loopback_custody_token("codex", data), Success)
+    return isinstance(loopback.custody_token(data), Success)
 
 
 def custody_files(caller_env: dict[str, str]) -> tuple[str, ...]:
     """Every custody file a run could name: the caller's claude and codex login files."""
-    return tuple(path for kind in ("claude", "codex") if (path := operator_login_file(kind, caller_env)) is not None)
+    return tuple(path for kind in KINDS if (path := operator_login_file(kind, caller_env)) is not None)
 
 
 def prepare(options: RunOptions, caller_env: dict[str, str], custody: str | None) -> Prepared | Refusal | None:
@@ -117,7 +122,7 @@ def prepare(options: RunOptions, caller_env: dict[str, str], custody: str | None
     bwrap, version = found.unwrap()
     kind: Kind = options.kind
     route = model_route(
-        kind, options.credentials, options.model_endpoint, custody, _codex_login_is_api_key(caller_env),
+        kind, options.credentials, options.model_endpoint, custody, _login_is_api_key(kind, caller_env),
         options.model_wire,
     )  # fmt: skip
     if isinstance(route, Failure):
@@ -201,6 +206,17 @@ def closure(program: str, child_path: str) -> tuple[str, ...]:
     if directory in path_directories(child_path):
         roots.append(directory)
     return (*roots, *own_roots())
+
+
+def program_reads(argv: Sequence[str], child_path: str) -> tuple[str, ...]:
+    """What the view must hold for ``argv`` started inside it (a b10x hook): its program's closure (a
+    bare name looked up on ``child_path``; a relative one lies in the child's own directory) and the
+    existing files its later words name by absolute path."""
+    named = tuple(path for path in named_paths(argv) if os.path.exists(path))
+    program = argv[0] if "/" in argv[0] else shutil.which(argv[0], path=child_path)
+    if program is None or not program.startswith("/") or not os.path.exists(program):
+        return named
+    return (*closure(program, child_path), *named)
 
 
 @functools.cache
@@ -300,13 +316,13 @@ def confine(
     return plan_confinement(facts).map(ConfinedSpawn)
 
 
-def start_route(kind: str, prepared: Prepared, scratch: str, placeholder: str | None) -> RouteProxy | None:
+def start_route(kind: Kind, prepared: Prepared, scratch: str, placeholder: str | None) -> RouteProxy | None:
     """The route proxy on ``<scratch>/route.sock`` when the view has a route (raises ``OSError`` when it
     cannot listen)."""
     route = prepared.route
     if route is None:
         return None
-    shape: WireShape = "claude" if kind == "claude" or route.paths[0].endswith("/messages") else "codex"
+    shape = route_dialect(kind, route.paths[0])
     proxy = RouteProxy(shape, placeholder if route.custody is not None else None, route.custody, route.upstream,
                        route.paths)  # fmt: skip
     try:
@@ -317,7 +333,7 @@ def start_route(kind: str, prepared: Prepared, scratch: str, placeholder: str | 
     return proxy
 
 
-def doctor_lines(kind: str, program: str, caller_env: dict[str, str]) -> tuple[str, ...]:
+def doctor_lines(kind: Kind, program: str, caller_env: dict[str, str]) -> tuple[str, ...]:
     """The view a run of ``kind`` would build around ``program`` (scratch paths shown as ``<scratch>``),
     or why confinement is unavailable."""
     found = substrate()
@@ -326,9 +342,7 @@ def doctor_lines(kind: str, program: str, caller_env: dict[str, str]) -> tuple[s
     bwrap, version = found.unwrap()
     home = caller_env.get("HOME") or None
     scratch = "<scratch>"
-    config = {"claude": "claude-home", "codex": "codex-home", "b10x": "config"}[kind]
-    writable = [f"{scratch}/work", f"{scratch}/{config}"]
-    writable += [] if kind == "b10x" else [f"{scratch}/tmp", f"{scratch}/hook-channel"]
+    writable = [f"{scratch}/work", *(f"{scratch}/{name}" for name in adapter_of(kind).confinement.writable)]
     facts = ConfinementFacts(
         bwrap=bwrap, bwrap_version=version, system=system_entries(), home=home,
         hidden=hidden_trees(custody_files(caller_env)), closure=closure(program, path_floor(caller_env)),

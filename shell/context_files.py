@@ -1,4 +1,4 @@
-"""Reading ``--context`` files beneath ``--cwd`` and git's index (spec 30 §9.1–§9.2).
+"""Reading ``--context`` files beneath ``--cwd`` and git's index (docs/hermetic.md#context-files).
 
 Each path is opened with directory handles: ``--cwd`` as a directory, every intermediate component
 with ``O_NOFOLLOW | O_DIRECTORY`` relative to the previous handle, the last with ``O_NOFOLLOW``; the
@@ -36,8 +36,8 @@ _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_C
 
 
 def load_context_files(cwd: str | None, paths: Sequence[str]) -> Result[tuple[ContextFileRead, ...], Refusal]:
-    """Open, read and check every declared path (spec 30 §9.1–§9.3); the admitted files, in
-    declaration order, carry exactly the bytes read and their sha256."""
+    """Open, read and check every declared path (docs/hermetic.md#context-files, #context-refusals); the admitted files,
+    in declaration order, carry exactly the bytes read and their sha256."""
     if cwd is None or not paths:
         return admit_context_files(cwd, paths, (), GitIndexFacts(prefix=None, index=None))
     openings: list[ContextOpening] = []
@@ -49,7 +49,7 @@ def load_context_files(cwd: str | None, paths: Sequence[str]) -> Result[tuple[Co
 
 def open_beneath(cwd: str, components: tuple[str, ...]) -> ContextOpening:
     """Open ``components`` beneath the directory ``cwd`` without following a link at any component,
-    and read the regular file at the end once (spec 30 §9.1)."""
+    and read the regular file at the end once (docs/hermetic.md#context-files)."""
     try:
         handle = os.open(cwd, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as error:
@@ -123,7 +123,7 @@ def _describe(mode: int) -> str:
 def gather_git_index(cwd: str) -> GitIndexFacts:
     """Find the nearest of ``cwd`` and its ancestors holding ``.git`` (a directory, or a gitfile whose
     first line is ``gitdir: <path>``, relative to the file's directory) and read its ``index``
-    (spec 30 §9.2). Nothing is fetched."""
+    (docs/hermetic.md#context-files). Nothing is fetched."""
     real = os.path.realpath(cwd)
     top = real
     while True:

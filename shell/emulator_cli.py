@@ -1,4 +1,4 @@
-"""``b10x-emulator``: the deterministic loopback provider (spec 60 §8). The shell binds, reads
+"""``b10x-emulator``: the deterministic loopback provider (docs/loop.md#emulator). The shell binds, reads
 requests, counts POSTs, sleeps where the answer says, writes bytes and the record; every answer and
 record line is decided by ``metaharness.pure.emulator``."""
 
@@ -42,7 +42,7 @@ class _Emulator(ThreadingHTTPServer):
         self.posts = 0
 
     def count(self, is_post: bool) -> tuple[int, int]:
-        """The request's 1-based sequence number and N, the 1-based count of POSTs (spec 60 §8.2)."""
+        """The request's 1-based sequence number and N, the 1-based count of POSTs (docs/loop.md#answer-function)."""
         with self.lock:
             self.requests += 1
             self.posts += is_post
@@ -60,7 +60,7 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Emulator
 
     def log_message(self, format: str, *args: object) -> None:
-        """No access log: the record file is the log (spec 60 §8.3)."""
+        """No access log: the record file is the log (docs/loop.md#record-file)."""
 
     def _read_body(self) -> bytes:
         """The request body, at most MAX_BODY + 1 bytes (more is a 413 and closes the connection)."""
@@ -126,7 +126,7 @@ class _Handler(BaseHTTPRequestHandler):
 @click.option("--host", default="127.0.0.1", show_default=True, help="A loopback address to bind.")
 @click.option("--list-scenarios", is_flag=True, help="Print the JSON list of scenario names and exit.")
 def main(scenario: str, record_path: str | None, record_bodies: bool, host: str, list_scenarios: bool) -> None:
-    """Serve one emulator scenario on a loopback port until SIGINT or SIGTERM (spec 60 §8)."""
+    """Serve one emulator scenario on a loopback port until SIGINT or SIGTERM (docs/loop.md#emulator)."""
     if list_scenarios:
         sys.stdout.buffer.write(scenario_list())
         return

@@ -1,6 +1,7 @@
 """Gathering the facts the pure stages decide over: the caller's environment, PATH candidates,
-credential files, lstat of memory shapes, stat of directories (spec 30 §5, §7, §8), and what a
-harness binary answers to a probe (``--version``, ``--help``; spec 10 §7, spec 50 §7).
+credential files, lstat of memory shapes, stat of directories (docs/hermetic.md#memory-file-walk, #environment-floor,
+#credentials), and what a harness binary answers to a probe (``--version``, ``--help``; docs/adapters/common.md#doctor,
+docs/adapters/common.md#pins).
 
 Nothing here decides; each function reads the world once and returns plain values or pure structs.
 """
@@ -19,8 +20,8 @@ from metaharness.pure.hermetic import DirectoryIdentity
 
 def own_cli(interpreter: str = sys.executable) -> tuple[str, ...]:
     """The argv that starts this package's own CLI: ``<interpreter> -m metaharness.shell``, the Python
-    running metaharness by default, or nothing when that interpreter cannot be named (spec 50 §3, §4
-    "Owned surface and --catalogue")."""
+    running metaharness by default, or nothing when that interpreter cannot be named (docs/adapters/claude.md;
+    docs/adapters/codex.md)."""
     return (interpreter, "-m", "metaharness.shell") if interpreter else ()
 
 
@@ -31,7 +32,8 @@ def caller_environment() -> dict[str, str]:
 
 def gather_program_candidates(name: str, path: str) -> dict[str, ProgramCandidate]:
     """For each ``<dir>/<name>`` on ``path``: a regular file (symlinks followed) and executable by
-    the caller (spec 30 §7, spec 40 §3.3). Candidates that do not exist are left out."""
+    the caller (docs/hermetic.md#environment-floor, docs/adapters/b10x.md#program-and-version). Candidates that do
+    not exist are left out."""
     found: dict[str, ProgramCandidate] = {}
     for candidate in program_candidates(name, path):
         try:
@@ -55,7 +57,7 @@ def readable_regular_file(path: str | None) -> bool:
 
 
 def existing_shapes(directory: str, shapes: tuple[str, ...]) -> tuple[str, ...]:
-    """The memory shapes under ``directory`` on which ``lstat`` succeeds (spec 30 §5.1). A shape
+    """The memory shapes under ``directory`` on which ``lstat`` succeeds (docs/hermetic.md#memory-file-walk). A shape
     ending ``/*.md`` names every ``*.md`` entry directly in that sub-directory."""
     found: list[str] = []
     for shape in shapes:
@@ -80,7 +82,7 @@ def existing_shapes(directory: str, shapes: tuple[str, ...]) -> tuple[str, ...]:
 def gather_memory_facts(start: str, shapes: tuple[str, ...]) -> tuple[str, dict[str, tuple[str, ...]]]:
     """The real path of ``start`` (symlinks resolved) and, for it and each ancestor up to ``/``, the
     names found there: the facts :func:`metaharness.pure.hermetic.memory_walk` decides over
-    (spec 30 §5.1). ``shapes`` is ``MEMORY_SHAPES[kind]``."""
+    (docs/hermetic.md#memory-file-walk). ``shapes`` is ``MEMORY_SHAPES[kind]``."""
     real = os.path.realpath(start)
     found: dict[str, tuple[str, ...]] = {}
     directory = real
@@ -93,7 +95,7 @@ def gather_memory_facts(start: str, shapes: tuple[str, ...]) -> tuple[str, dict[
 
 
 def directory_identity(path: str) -> DirectoryIdentity:
-    """A directory's real path, with device and inode when it can be stat'ed (spec 30 §2.1 H7:
+    """A directory's real path, with device and inode when it can be stat'ed (docs/hermetic.md#verdicts H7:
     directories are compared as directories, not as spellings)."""
     real = os.path.realpath(path)
     try:

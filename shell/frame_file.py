@@ -1,4 +1,4 @@
-"""Reading a ``--frame FILE`` (spec 20 §6.3 check 1), then the pure checks 2–7."""
+"""Reading a ``--frame FILE`` (docs/frames.md#3-what-a-run-does-with-it check 1), then the pure checks 2–7."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from metaharness.shell.bounded_reads import read_regular
 
 def read_frame_file(path: str) -> Result[Frame, Refusal]:
     """The frame in ``path``: ``frame-unreadable`` when it is not a readable regular file, ``frame-invalid``
-    for checks 2–7, each message ``frame <path>: <message>`` (spec 20 §6.3)."""
+    for checks 2–7, each message ``frame <path>: <message>`` (docs/frames.md#3-what-a-run-does-with-it)."""
     try:
         data = read_regular(path, FRAME_FILE_LIMIT)
     except OSError as error:

@@ -1,4 +1,4 @@
-"""The metaharness side of the event-driven hook channel, kind-agnostic (spec 50 §2 "Hook channel").
+"""The metaharness side of the event-driven hook channel, kind-agnostic (docs/adapters/common.md#hook-channel).
 
 :meth:`HookChannel.create` writes ``hooks/pretooluse`` (rendered by ``metaharness.pure.hook_channel``)
 and makes ``hook-channel/requests/``, ``responses/`` and the ``doorbell`` FIFO before the spawn, then
@@ -42,7 +42,7 @@ class HookChannel:
     @classmethod
     def create(cls, scratch: str) -> HookChannel:
         """Make the channel directories (0700) and the doorbell FIFO (0600) under ``scratch`` and open
-        the doorbell for reading and writing (spec 50 §2)."""
+        the doorbell for reading and writing (docs/adapters/common.md#vendor-decisions)."""
         for directory in (REQUESTS_DIR, RESPONSES_DIR):
             os.makedirs(os.path.join(scratch, directory), mode=0o700, exist_ok=True)
         doorbell = os.path.join(scratch, DOORBELL)
@@ -80,7 +80,7 @@ class HookChannel:
 
     def answer(self, key: str, body: bytes) -> bool:
         """Write ``body`` as ``responses/<key>.json`` (by rename from ``.writing.<key>``; zero bytes
-        abstain) and wake the hook with one ``\\n`` (spec 50 §2).
+        abstain) and wake the hook with one ``\\n`` (docs/adapters/common.md#vendor-decisions).
 
         Returns ``False`` when the wake FIFO has no reader: the hook's backstop already denied.
         """

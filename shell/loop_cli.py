@@ -1,8 +1,8 @@
-"""``b10x-harness``: the loop's command line (spec 60 §1).
+"""``b10x-harness``: the loop's command line (docs/loop.md#command-line).
 
 ``-V``/``--version`` first answers from the installed metadata before the command line, the wires or
-the HTTP client are imported (metaharness probes ``<program> --version`` beside every spawn, spec 40
-§3.3); anything else is parsed and run by :mod:`metaharness.shell.loop.command`.
+the HTTP client are imported (metaharness probes ``<program> --version`` beside every spawn,
+docs/adapters/b10x.md#program-and-version); anything else is parsed and run by :mod:`metaharness.shell.loop.command`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def print_version() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Console script entry: the version at once, or the parsed command's exit code (spec 60 §1.2)."""
+    """Console script entry: the version at once, or the parsed command's exit code (docs/loop.md#loop-exit-codes)."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] and args[0] in VERSION_FLAGS:
         print_version()

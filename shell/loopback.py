@@ -1,4 +1,4 @@
-"""The per-run route proxy, kind-agnostic: the loopback credential proxy (spec 50 §6 "Loopback proxy")
+"""The per-run route proxy, kind-agnostic: the loopback credential proxy (docs/adapters/common.md#loopback-proxy)
 generalised to every credential mode (docs/confinement.md).
 
 :class:`RouteProxy` listens on ``127.0.0.1:0`` (plain HTTP, a new port per run) or, for a confined
@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 from returns.result import Failure
 
+from metaharness.pure.adapters import LoopbackKind
 from metaharness.pure.bounds import CREDENTIAL_FILE_LIMIT
 from metaharness.pure.environment import loopback_custody_token
 from metaharness.pure.events import Event, RouteTraffic
@@ -34,7 +35,6 @@ from metaharness.pure.loopback import (
     MAX_HEAD,
     MAX_RETRY_BODY,
     RELAY_CHUNK,
-    Kind,
     LoopbackCounters,
     ProxyAnswer,
     RequestHead,
@@ -53,6 +53,7 @@ from metaharness.pure.loopback import (
     verbatim_headers,
 )
 from metaharness.shell.bounded_reads import read_regular
+from metaharness.shell.unix_address import unix_address
 
 if TYPE_CHECKING:
     import httpx
@@ -62,7 +63,7 @@ UPSTREAM_CONNECT_S = 30
 UPSTREAM_IDLE_S = 300
 
 
-def read_custody(kind: Kind, path: str) -> str | None:
+def read_custody(kind: LoopbackKind, path: str) -> str | None:
     """The real token in ``path``, read under an exclusive ``flock`` on ``<path>.mh-lock``; ``None``
     when it cannot be read or holds no usable token. Nothing is kept."""
     try:
@@ -110,7 +111,7 @@ class RouteProxy:
     the wire's own request paths; ``route`` counts what was forwarded."""
 
     def __init__(
-        self, kind: Kind, placeholder: str | None, custody: str | None, upstream: str, paths: tuple[str, ...]
+        self, kind: LoopbackKind, placeholder: str | None, custody: str | None, upstream: str, paths: tuple[str, ...]
     ) -> None:
         self.kind = kind
         self.placeholder = placeholder
@@ -181,7 +182,8 @@ class RouteProxy:
             server = _Server(("127.0.0.1", 0), _Handler)
             self.port: int = server.server_address[1]
         else:
-            server = _UnixServer(socket_path, _Handler)
+            with unix_address(socket_path) as address:
+                server = _UnixServer(address, _Handler)
             os.chmod(socket_path, 0o600)
             self.port = 0
         server.proxy = self
@@ -204,8 +206,8 @@ class RouteProxy:
             return self.expired
 
     def wind_up(self, scratch: str) -> tuple[Event, ...]:
-        """At a run's wind-up (spec 50 §6): the one ``auth.expired`` when not yet handed over, then
-        ``LOOPBACK_REFUSED`` when a request was refused, then ``ROUTE_REFUSED`` when one was off the
+        """At a run's wind-up (docs/adapters/common.md#endpoint-route): the one ``auth.expired`` when not yet handed
+        over, then ``LOOPBACK_REFUSED`` when a request was refused, then ``ROUTE_REFUSED`` when one was off the
         wire; under loopback the counters are written to ``<scratch>/loopback.json`` for ``--retain-dir``."""
         expired = self.take_expired()
         refused = loopback_refused(self.counters)

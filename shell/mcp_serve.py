@@ -1,5 +1,5 @@
-"""``metaharness mcp-serve``: the owned tool surface or a catalogue over MCP on stdio (spec 10 §11,
-spec 30 §12). Startup refusals exit 2 with nothing on stdout; end of file on stdin exits 0."""
+"""``metaharness mcp-serve``: the owned tool surface or a catalogue over MCP on stdio (docs/hermetic.md#mcp-serve,
+docs/hermetic.md#mcp-serve). Startup refusals exit 2 with nothing on stdout; end of file on stdin exits 0."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from metaharness.shell.refusals import refuse
 
 
 def serve(*, workspace: str, writable: bool, allow_program: tuple[str, ...], catalogue: str | None) -> int:
-    """Check the pairing and the catalogue file (spec 30 §12 startup refusals), then serve until
+    """Check the pairing and the catalogue file (docs/hermetic.md#mcp-serve startup refusals), then serve until
     end of file. The owned surface publishes the loop's entries (writes with ``--writable``, ``run``
     with ``--writable`` and a program); a catalogue server performs its entries through the same
     entries and publishes no ``run``."""

@@ -1,5 +1,5 @@
-"""The MCP server's stdio loop (spec 30 §12.1): read lines, step the pure wire, perform through the
-loop's confined tools (spec 60 §5), write one flushed answer per request; end of file ends it."""
+"""The MCP server's stdio loop (docs/hermetic.md#mcp-wire): read lines, step the pure wire, perform through the
+loop's confined tools (docs/loop.md#tools), write one flushed answer per request; end of file ends it."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from metaharness.shell.loop.tools import PathRefused, ToolFailure, Workspace
 
 
 def perform_entry(workspace: Workspace, publication: Publication, name: str, arguments: dict[str, Any]) -> bytes | str:
-    """Loop entry ``name`` through the loop's gates 1-4 and 7 (spec 60 §5.2; no approver: the frame
+    """Loop entry ``name`` through the loop's gates 1-4 and 7 (docs/loop.md#gates; no approver: the frame
     or the embedder decided before the call reached the server): its compact reply, or the failure text."""
     admitted = admit_call(name, arguments, publication, (), workspace.root)
     if isinstance(admitted, GateRefusal):
@@ -60,7 +60,7 @@ def serve_stdio(
             if isinstance(step, Perform):
                 outcome = perform_entry(workspace, publication, step.entry, step.arguments)
                 step = performed_answer(step.request_id, outcome)
-        except Exception as error:  # noqa: BLE001 - spec 30 §12.1: a server fault is -32603, never a crash
+        except Exception as error:  # noqa: BLE001 - docs/hermetic.md#mcp-wire: a server fault is -32603, never a crash
             step = error_answer(request_id_of(line), INTERNAL_ERROR, f"server fault: {type(error).__name__}: {error}")
         if isinstance(step, Answer):
             stdout.write(step.line)

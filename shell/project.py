@@ -1,5 +1,5 @@
 """``metaharness project``: read the event files, write the trace-ir/1 document and the page
-(spec 10 §9). The projection itself is ``metaharness.pure.projection``."""
+(docs/cli.md#project). The projection itself is ``metaharness.pure.projection``."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from returns.result import Failure
 
+from metaharness.pure.adapters import Kind
 from metaharness.pure.bounds import INPUT_FILE_LIMIT
 from metaharness.pure.projection import (
     TraceDocument,
@@ -40,10 +41,10 @@ def _read(path: str) -> bytes | Refusal:
 
 
 def run_project(
-    inputs: Sequence[str], *, target: str, out: str | None, html: str | None, source: str | None,
+    inputs: Sequence[str], *, target: str, out: str | None, html: str | None, source: Kind | None,
     reports: Sequence[str] = (),
 ) -> int:
-    """Project ``inputs`` (one or two event files) by spec 10 §9, the i-th ``reports`` file (a run's
+    """Project ``inputs`` (one or two event files) by docs/cli.md#project, the i-th ``reports`` file (a run's
     stderr) giving the i-th run's audited lines on the page; exit 0 when written, else 2."""
     checked = check_projection_request(
         len(inputs), target=target, out=out, html_out=html, source=source, reports=len(reports)

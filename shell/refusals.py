@@ -1,4 +1,4 @@
-"""Performing a refusal: its one stderr line, then exit 2 (spec 10 §1)."""
+"""Performing a refusal: its one stderr line, then exit 2 (docs/cli.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The handoff of ``metaharness run`` after its option stages (spec 10 §4.5).
+"""The handoff of ``metaharness run`` after its option stages (docs/hermetic.md#refusal-order).
 
 The CLI parses (stage 1) and runs the pure stages 2–4 (``metaharness.pure.options.check_run_options``);
 ``execute_run`` takes the checked options from there: stages 5–9, the run itself and its wind-up.
@@ -7,19 +7,10 @@ The CLI parses (stage 1) and runs the pure stages 2–4 (``metaharness.pure.opti
 from __future__ import annotations
 
 from metaharness.pure.options import RunOptions
+from metaharness.shell.adapters import live_adapter_of
 
 
 def execute_run(options: RunOptions) -> int:
     """Run ``options`` (already through stages 1–4) from stage 5 on, returning the exit code of
-    spec 10 §2. Nothing it does may reach stdout but ``metaharness.event/1`` lines."""
-    if options.kind == "b10x":
-        from metaharness.shell.b10x.run import run_b10x
-
-        return run_b10x(options)
-    if options.kind == "claude":
-        from metaharness.shell.claude.run import run_claude
-
-        return run_claude(options)
-    from metaharness.shell.codex.run import run_codex
-
-    return run_codex(options)
+    docs/hermetic.md#exit-codes. Nothing it does may reach stdout but ``metaharness.event/1`` lines."""
+    return live_adapter_of(options.kind).run(options)

@@ -1,4 +1,5 @@
-"""The shell's side of ``run``'s refusal stages, shared by every kind (spec 10 §4.5, §4.10).
+"""The shell's side of ``run``'s refusal stages, shared by every kind (docs/hermetic.md#refusal-order;
+docs/events.md#wind-up-and-signals).
 
 A stage that refuses raises :class:`Refused` (``take`` unwraps a pure stage's ``Result`` or raises
 it); the run catches it once, removes what it had started and prints the refusal line.
@@ -41,7 +42,7 @@ def take(result: Result[T, Refusal]) -> T:
 
 class EarlySignal:
     """A SIGINT or SIGTERM that arrives before the spawn (or was held since start-up) stops the run as
-    a refusal (spec 10 §4.10); leaving, it hands over to ``metaharness.shell.run_signals``' late
+    a refusal (docs/events.md#wind-up-and-signals); leaving, it hands over to ``metaharness.shell.run_signals``' late
     handler when the process holds its signals."""
 
     def __init__(self) -> None:
@@ -97,7 +98,7 @@ def is_directory(path: str) -> bool:
 
 
 def unusable_directory(options: RunOptions) -> Refusal | None:
-    """Stage 6's first checks on every kind (spec 10 §4.5): ``cwd-unusable``, then
+    """Stage 6's first checks on every kind (docs/hermetic.md#refusal-order): ``cwd-unusable``, then
     ``retain-dir-unusable``, for a directory that is missing or is not one."""
     if options.cwd is not None and not is_directory(options.cwd):
         return Refusal("cwd-unusable", f"--cwd {options.cwd} is missing or not a directory")

@@ -1,5 +1,5 @@
 """Steering lines on metaharness's stdin and the deadlines of asked calls, as every kind's live loop
-reads and keeps them (spec 20 §5, §8.5)."""
+reads and keeps them (docs/events.md#commands; docs/decisions.md#deadlines)."""
 
 from __future__ import annotations
 

@@ -19,6 +19,7 @@ from returns.result import Failure
 from rich.console import Console, RenderableType
 from rich.live import Live
 
+from metaharness.pure.adapters import KINDS, Kind
 from metaharness.pure.events import (
     EventLine,
     SessionEnded,
@@ -31,7 +32,6 @@ from metaharness.pure.events import (
     event_name,
     read_event,
 )
-from metaharness.pure.options import KINDS
 from metaharness.pure.projection import replay_stream
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_view import (
@@ -136,7 +136,7 @@ class TerminalScreen:
         self.console.print(view_screen.closing(state))
 
 
-def _source(path: str, kind: str | None) -> Iterator[bytes] | Refusal:
+def _source(path: str, kind: Kind | None) -> Iterator[bytes] | Refusal:
     if kind is None and path == "-":
         return iter(sys.stdin.buffer.readline, b"")
     try:
@@ -151,7 +151,7 @@ def _source(path: str, kind: str | None) -> Iterator[bytes] | Refusal:
     return iter(stream.splitlines(keepends=True))
 
 
-def view(path: str, kind: str | None) -> int:
+def view(path: str, kind: Kind | None) -> int:
     """Show the stream at ``path`` (``-``: stdin), or the record of ``kind`` mapped as ``replay`` maps it."""
     lines = _source(path, kind)
     if isinstance(lines, Refusal):
@@ -173,7 +173,7 @@ def view(path: str, kind: str | None) -> int:
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("events", default="-", metavar="[EVENTS|-]")
 @click.option("--from", "kind", type=click.Choice(KINDS), help="EVENTS is a retained vendor record of KIND.")
-def _command(events: str, kind: str | None) -> int:
+def _command(events: str, kind: Kind | None) -> int:
     """Show a metaharness.event/1 stream (a file, or stdin) as a person reads it."""
     return view(events, kind)
 

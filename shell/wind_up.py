@@ -1,6 +1,7 @@
 """The wind-up every kind's run shares: the audit baseline kept from stage 2, the event writer that
 keeps what the report reads, the report and the audited exit, and the ``--retain-dir`` copies
-(spec 10 §4.2, §4.7–§4.10, spec 30 §2.1, §6).
+(docs/cli.md#run; docs/hermetic.md#auditor, #audit-report, #audited-exit; docs/events.md#wind-up-and-signals,
+docs/hermetic.md#verdicts, #hermetic-modes).
 
 A run builds one :class:`RunAudit` while it stages (its refusals are stage 2's), writes every event
 through :meth:`RunAudit.write_event`, and after the live loop has returned, while the scratch tree
@@ -39,7 +40,7 @@ CLOSING_EVENT = b'"event":"stream.closed"'
 
 class RunAudit:
     """What a run keeps for its report: the spec's and the auditor's digests recorded at start
-    (spec 10 §4.7), and, when the run reports (``--audit``, ``--hermetic strict`` or ``on``), every
+    (docs/hermetic.md#auditor), and, when the run reports (``--audit``, ``--hermetic strict`` or ``on``), every
     payload it wrote. Built in staging: the pairing's refusals raise ``Refused``."""
 
     def __init__(self, options: RunOptions) -> None:
@@ -72,7 +73,7 @@ class RunAudit:
         """The run's exit: the refusal ``stdout-closed`` when the stream's reader went away;
         unaudited from the closing ``reason``; else the report on stderr
         (the rows against ``planned`` with the record's cwd, the auditor over ``transcript`` unless
-        the run was interrupted) and the audited exit of §4.9."""
+        the run was interrupted) and the audited exit of docs/hermetic.md#audited-exit."""
         lost = self.limits.refusal()
         if lost is not None:
             return refuse(lost)
@@ -129,7 +130,7 @@ def _retain(source: str, destination: str) -> None:
 
 
 def retain_copies(retain_dir: str | None, run_id: str, copies: Sequence[tuple[str, str]]) -> tuple[WarningRaised, ...]:
-    """``--retain-dir`` (spec 10 §4.2): each (source, path under ``DIR/<run id>/``) copied, a directory
+    """``--retain-dir`` (docs/cli.md#run): each (source, path under ``DIR/<run id>/``) copied, a directory
     with its tree; the first failure is one ``RETAIN_FAILED`` naming the target and the error. The kind
     chooses the sources, never a credential. ``DIR/<run id>`` is created new (0700) or not at all, so an
     earlier run's directory under the same id, or a link planted there, is never written through; no

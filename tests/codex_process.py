@@ -1,5 +1,5 @@
 """The pinned Codex CLI found as a run's child would find it, and the stream checks the codex
-end-to-end tests share (spec 20 §2.3, spec 50 §4)."""
+end-to-end tests share (docs/events.md#reading-a-stream, docs/adapters/codex.md)."""
 
 from __future__ import annotations
 
@@ -37,8 +37,8 @@ def sealed_frame(tmp_path: Path, operations: list[str], subjects: list[dict] | N
 
 
 def well_formed(raw: list[bytes]) -> list[dict]:
-    """Every line a §2.3-valid event, seq 1.. without gaps, one run id, exactly one ``stream.closed``
-    last with ``events`` = the lines before it, and one ``tool.requested`` per presented call id."""
+    """Every line a valid (docs/events.md#reading-a-stream) event, seq 1.. without gaps, one run id, exactly one
+    ``stream.closed`` last with ``events`` = the lines before it, and one ``tool.requested`` per presented call id."""
     events = []
     for number, line in enumerate(raw, start=1):
         assert line.endswith(b"\n")

@@ -1,5 +1,5 @@
 """Starting ``b10x-emulator`` as a real process for tests: read its one announcement line, yield the
-base URL, stop it with SIGTERM on the way out (spec 60 §8.1)."""
+base URL, stop it with SIGTERM on the way out (docs/loop.md#process-and-routes)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``metaharness run b10x`` run as the installed script against a real ``b10x-emulator`` (spec 40): the
+"""``metaharness run b10x`` run as the installed script against a real ``b10x-emulator`` (docs/adapters/b10x.md): the
 child's PATH is built from the caller's HOME, so callers pass a HOME whose ``.local/bin`` links ``LOOP``."""
 
 from __future__ import annotations

@@ -24,10 +24,11 @@ def plugin(root: Path, name: str, directory_name: str | None = None) -> Path:
     return directory
 
 
-def hook_program(tmp_path: Path, name: str, body: str) -> str:
-    """A Python hook program; it appends the document it read to ``<name>.seen``."""
+def hook_program(tmp_path: Path, name: str, body: str, seen: Path | None = None) -> str:
+    """A Python hook program ``<name>.py``; it appends the document it read to ``<name>.seen`` in ``seen``
+    (beside the program when not given)."""
     path = tmp_path / f"{name}.py"
-    seen = tmp_path / f"{name}.seen"
+    seen = (seen or tmp_path) / f"{name}.seen"
     path.write_text(
         "import json, sys\n"
         "document = sys.stdin.read()\n"

@@ -1,5 +1,5 @@
 """The real ``b10x-harness`` run directly (no metaharness) against a real ``b10x-emulator`` that
-records every request it answers (spec 60 §8)."""
+records every request it answers (docs/loop.md#emulator)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``metaharness project`` run as the installed script (spec 10 §9)."""
+"""``metaharness project`` run as the installed script (docs/cli.md#project)."""
 
 from __future__ import annotations
 

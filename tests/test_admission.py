@@ -1,5 +1,5 @@
-"""Admission under a frame, step by step, with the exact reasons (spec 20 §8.3), and operation
-resolution from an adapter's rendering (spec 20 §7, spec 40 §7)."""
+"""Admission under a frame, step by step, with the exact reasons (docs/decisions.md#admission), and operation
+resolution from an adapter's rendering (docs/decisions.md#operations, docs/adapters/b10x.md#rendering)."""
 
 from __future__ import annotations
 

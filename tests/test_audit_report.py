@@ -1,4 +1,5 @@
-"""The audit report, the audited exit and the auditor after the session (spec 10 §4.7–§4.9)."""
+"""The audit report, the audited exit and the auditor after the session (docs/hermetic.md#auditor,
+#audit-report, #audited-exit)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""``conformance b10x``: the eleven vectors, their data read against spec 40 §10, and the CLI output."""
+"""``conformance b10x``: the eleven vectors, their data read against docs/adapters/b10x.md#conformance-vectors, and
+the CLI output."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""``metaharness doctor b10x`` against the project's loop and scripted binaries (spec 40 §8, spec 10 §7)."""
+"""``metaharness doctor b10x`` against the project's loop and scripted binaries
+(docs/adapters/b10x.md#capabilities-and-doctor, docs/adapters/common.md#doctor)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Planning a b10x launch (spec 40 §3–§4): argv order, constructed environment, scratch files, refusals."""
+"""Planning a b10x launch (docs/adapters/b10x.md#launch, #frame-admissibility): argv order, constructed environment,
+scratch files, refusals."""
 
 from __future__ import annotations
 

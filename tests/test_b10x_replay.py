@@ -1,4 +1,4 @@
-"""``metaharness replay b10x`` end to end: the CLI maps records into well-formed streams (spec 10 §10)."""
+"""``metaharness replay b10x`` end to end: the CLI maps records into well-formed streams (docs/events.md#replay)."""
 
 from __future__ import annotations
 

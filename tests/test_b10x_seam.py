@@ -1,4 +1,5 @@
-"""The b10x seam over hand-written records (spec 40 §5–§6): mapping, holding, attempts, the caller seam."""
+"""The b10x seam over hand-written records (docs/adapters/b10x.md#reading-the-record, #caller-seam): mapping, holding,
+attempts, the caller seam."""
 
 from __future__ import annotations
 
@@ -74,7 +75,7 @@ def frame():
 
 
 def test_spec_example_frame_denies_write_by_subject_rule() -> None:
-    """Spec 20 §10: the write falls under file:** which does not admit file.write."""
+    """docs/events.md#example-stream: the write falls under file:** which does not admit file.write."""
     settings = replay_settings(run="b10x-48213", decisions="frame", frame=frame(), transcript_path="/scratch/run/loop.jsonl")
     outcome = replay_b10x(settings, b"\n".join(FLAT_WRITE) + b"\n")
     got = events(outcome.stream)
@@ -249,7 +250,8 @@ def test_ask_deadline_denies() -> None:
 
 
 def test_shorter_vendor_budget_through_the_library() -> None:
-    """A seam may declare a shorter budget: the deadline is half of one of 5000 ms or less (spec 20 §8.5)."""
+    """A seam may declare a shorter budget: the deadline is half of one of 5000 ms or less
+    (docs/decisions.md#deadlines)."""
     from metaharness.pure.b10x.seam import SeamSettings
 
     settings = msgspec.structs.replace(replay_settings(decisions="ask", transcript_path="r"), vendor_budget_ms=400)

@@ -1,5 +1,6 @@
-"""The tool contract document (spec 30 §10): loading, every refusal of §10.4, the scratch copy of
-§10.5 and its read-back, what an entry performs (§10.2) and the schema it is served with."""
+"""The tool contract document (docs/hermetic.md#catalogue): loading, every refusal of
+docs/hermetic.md#catalogue-refusals, the scratch copy of docs/hermetic.md#catalogue-scratch-copy and its read-back, what
+an entry performs (docs/hermetic.md#what-an-entry-performs) and the schema it is served with."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The memory canary of the pinned Claude Code (spec 30 §5.3, spec 50 §3 "Memory walk", §8).
+"""The memory canary of the pinned Claude Code (docs/hermetic.md#claudes-memory-canary,
+docs/adapters/claude.md#memory-walk; docs/adapters/common.md#pin-move-checks).
 
 A distinct string is planted in every memory shape above the working directory and in
 ``$HOME/.claude/CLAUDE.md``; the real binary is driven against the emulator (recording request
@@ -17,7 +18,8 @@ import pytest
 from emulator_process import running_emulator
 from vendor_cli import pinned_cli
 
-from metaharness.pure.claude.launch import CANARY_LOADED, PINS
+from metaharness.pure.claude.adapter import PINS
+from metaharness.pure.claude.launch import CANARY_LOADED
 
 SHAPES = {
     "CLAUDE.md": "CLAUDE.md",

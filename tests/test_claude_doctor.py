@@ -1,5 +1,5 @@
 """``doctor claude`` and ``run claude --strict-version`` against the real binary and stand-ins on the
-child's PATH (spec 50 §7, spec 10 §7)."""
+child's PATH (docs/adapters/common.md#pins, docs/adapters/common.md#doctor)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """The real Claude Code (pinned 2.1.332) governed through the hook channel, against ``b10x-emulator``
-(spec 50 §2–§3, §6 endpoint route: ``--credentials none --model-endpoint http://127.0.0.1:<port>``).
+(docs/adapters/common.md#vendor-decisions; docs/adapters/claude.md; docs/adapters/common.md#endpoint-route endpoint
+route: ``--credentials none --model-endpoint http://127.0.0.1:<port>``).
 
 Each test starts the emulator with the ``claude-write`` scenario, runs ``metaharness run claude`` as a
 real process with real stdin and stdout in a ``--cwd`` directory, and checks the visible effect (the

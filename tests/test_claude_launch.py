@@ -1,4 +1,6 @@
-"""Planning a Claude Code launch (spec 50 §1, §3, §6; spec 30 §3, §5, §9; spec 10 §4.6)."""
+"""Planning a Claude Code launch (docs/adapters/common.md#vendor-launch-order; docs/adapters/claude.md;
+docs/adapters/common.md#endpoint-route; docs/hermetic.md#attestation, #memory-file-walk, #context-files;
+docs/hermetic.md#execution-context-block)."""
 
 from __future__ import annotations
 

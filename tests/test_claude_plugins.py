@@ -1,4 +1,4 @@
-"""``--plugin-dir`` on claude: checked, named, digested, copied without links (spec 50 §3 "Plugins")."""
+"""``--plugin-dir`` on claude: checked, named, digested, copied without links (docs/adapters/claude.md#plugins)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""``metaharness replay claude RECORD`` end to end (spec 10 §10, spec 50 §2 "replay")."""
+"""``metaharness replay claude RECORD`` end to end (docs/events.md#replay,
+docs/adapters/common.md#one-event-per-call)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""``run claude`` refuses before anything starts, by name, and leaves no scratch root (spec 10 §4.5,
-spec 50 §1, §3, §6)."""
+"""``run claude`` refuses before anything starts, by name, and leaves no scratch root (docs/hermetic.md#refusal-order,
+docs/adapters/common.md#vendor-launch-order; docs/adapters/claude.md; docs/adapters/common.md#endpoint-route)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Claude Code's stream-json record mapping, hook answers and replay (spec 50 §2–§3, spec 10 §10)."""
+"""Claude Code's stream-json record mapping, hook answers and replay (docs/adapters/common.md#vendor-decisions;
+docs/adapters/claude.md, docs/events.md#replay)."""
 
 from __future__ import annotations
 

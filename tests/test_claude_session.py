@@ -1,5 +1,6 @@
 """The pure claude session: exactly one ``tool.requested`` per call, hook answers in stamp order,
-decisions, abandonment and wind-up (spec 50 §2, spec 20 §4, §8)."""
+decisions, abandonment and wind-up (docs/adapters/common.md#vendor-decisions,
+docs/events.md#stream-ending; docs/decisions.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """``conformance claude``: the nine vectors pass on the packaged files, and each tier fails when its
-data is tampered with (spec 50 §9, spec 10 §6)."""
+data is tampered with (docs/adapters/claude.md#conformance-vectors, docs/adapters/common.md#conformance)."""
 
 from __future__ import annotations
 

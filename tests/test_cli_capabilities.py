@@ -1,5 +1,6 @@
-"""``metaharness capabilities <KIND> [--render]``: the exact bytes of spec 10 §5 with the values of
-spec 40 §7–§8 (b10x) and spec 50 §3–§4 (claude, codex)."""
+"""``metaharness capabilities <KIND> [--render]``: the exact bytes of docs/adapters/common.md#descriptor with the values
+of docs/adapters/b10x.md#rendering, #capabilities-and-doctor (b10x) and docs/adapters/claude.md;
+docs/adapters/codex.md (claude, codex)."""
 
 from __future__ import annotations
 
@@ -73,7 +74,8 @@ def capabilities(*args: str) -> subprocess.CompletedProcess[bytes]:
 
 
 def expected_bytes(kind: str) -> bytes:
-    """Spec 10 §5: top-level keys in order, adapter id before class, the name-keyed maps sorted."""
+    """docs/adapters/common.md#descriptor: top-level keys in order, adapter id before class, the name-keyed
+    maps sorted."""
     value = dict(SPEC[kind])
     for key in ("tiers", "commands", "decision_modes", "rendering"):
         value[key] = dict(sorted(value[key].items()))

@@ -1,6 +1,7 @@
 """The codex arm through the ``metaharness`` console script: ``run``, ``replay``, ``conformance``,
-``doctor`` and ``project --from codex`` reach the codex functions (spec 10 §4–§10, spec 50 §4, §7, §9).
-``run`` drives the real Codex CLI against ``b10x-emulator``."""
+``doctor`` and ``project --from codex`` reach the codex functions (docs/cli.md#run; docs/adapters/common.md#descriptor,
+#conformance, #doctor; docs/cli.md#audit, #project; docs/events.md#replay, docs/adapters/common.md#pins;
+docs/adapters/codex.md#conformance-vectors). ``run`` drives the real Codex CLI against ``b10x-emulator``."""
 
 from __future__ import annotations
 

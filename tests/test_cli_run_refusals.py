@@ -1,6 +1,7 @@
-"""``metaharness run``'s refusals before anything starts: stage 2 audit pairing (spec 10 §4.7), stage 3
-kind carriage and ``not-built`` (§4.3, §1), stage 4 option pairing (§4.4), and the ``--hermetic`` and
-``--`` grammar (§4.2). The expected codes and reasons are written out from the spec's tables."""
+"""``metaharness run``'s refusals before anything starts: stage 2 audit pairing (docs/hermetic.md#auditor), stage 3
+kind carriage and ``not-built`` (docs/cli.md#run), stage 4 option pairing (docs/hermetic.md#refusal-order), and the
+``--hermetic`` and ``--`` grammar (docs/cli.md#run). The expected codes and reasons are written out from the
+documented tables."""
 
 from __future__ import annotations
 

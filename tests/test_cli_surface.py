@@ -1,5 +1,6 @@
 """The ``metaharness`` console script as a user meets it: the eight verbs, help, usage refusals, the
-verb that refuses ``audit-not-built``, and the top-level guard (spec 10 §1–§3, §8)."""
+verb that refuses ``audit-not-built``, and the top-level guard (docs/hermetic.md#exit-codes;
+docs/cli.md#verbs, #audit)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The codex app-server conversation as a pure machine (spec 50 §4 "``--catalogue``: the app-server",
-spec 30 §10.3, §11; design amendment a66), and the catalogue's codex stage-6 refusals over real files."""
+"""The codex app-server conversation as a pure machine (docs/adapters/codex.md#catalogue-app-server,
+docs/hermetic.md#catalogue-delivery, #calling-a-catalogue-entry; design amendment a66), and the catalogue's codex
+stage-6 refusals over real files."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """``metaharness run codex --tool-surface owned --catalogue FILE`` as a user runs it: the real
 ``codex app-server`` (pinned 0.171.0) against ``b10x-emulator`` scenario ``codex-catalogue-write``
-(spec 50 §4, spec 30 §10.3, §10.4; design amendment a66)."""
+(docs/adapters/codex.md, docs/hermetic.md#catalogue-delivery, #catalogue-refusals; design amendment a66)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """The real ``codex app-server`` (pinned 0.171.0) serving a catalogue against ``b10x-emulator``
-(spec 50 §4 "``--catalogue``: the app-server", spec 30 §10.3, §11; design amendment a66).
+(docs/adapters/codex.md#catalogue-app-server, docs/hermetic.md#catalogue-delivery, #calling-a-catalogue-entry;
+design amendment a66).
 
 Emulator scenario ``codex-catalogue-write`` calls the catalogue entry ``write_note`` (at the pin,
 through code mode's ``exec``). The run is driven in-process by ``drive_app_server`` over a planned,
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 from codex_process import CODEX, census, decided, of, sealed_frame, well_formed
 
-from metaharness.pure.codex.launch import PINS
+from metaharness.pure.codex.adapter import PINS
 from metaharness.pure.codex.rollout import RolloutLaunch
 from metaharness.pure.decisions import open_desk
 from metaharness.pure.events import Exited, Transcript
@@ -111,7 +112,7 @@ def owned_call(events: list[dict]) -> dict:
 
 def code_mode_gap(events: list[dict]) -> None:
     """At the pin the entry is reached through code mode's ``exec``: that call reaches no seam, is
-    recorded on seam ``none`` and named by a ``COVERAGE_GAP`` (spec 50 §4)."""
+    recorded on seam ``none`` and named by a ``COVERAGE_GAP`` (docs/adapters/codex.md)."""
     (host,) = [e for e in of(events, "tool.requested") if e["name"] == "exec"]
     assert host["seam"] == "none" and host["decision_required"] is False
     assert any(w["code"] == "COVERAGE_GAP" and host["call_id"] in w["message"] for w in of(events, "warning"))
@@ -169,7 +170,7 @@ def test_without_a_frame_the_call_is_abstained_and_the_app_server_conversation_i
 @pytest.mark.parametrize("emulator", ["codex-catalogue-write"], indirect=True)
 def test_an_unanswered_asked_call_is_denied_by_the_deadline_and_nothing_is_written(emulator: str, tmp_path: Path):
     """A desk whose vendor budget is 4 s (deadline 2 s, half of it): the app-server waits on the item/tool/call
-    until metaharness's own deadline denies it (spec 50 §2 "Deadlines" covers item/tool/call)."""
+    until metaharness's own deadline denies it (docs/decisions.md#deadlines covers item/tool/call)."""
     events, outcome, work = catalogue_run(emulator, tmp_path, "ask", None, budget_ms=4_000)
     call = owned_call(events)
     assert call["decision_required"] is True and call["deadline_ms"] == 2000

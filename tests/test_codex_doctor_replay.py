@@ -1,5 +1,5 @@
 """``doctor codex`` and ``replay codex``: the report lines, the flag check, and the replay's refusals
-and exit (spec 50 §7, spec 10 §7, §10)."""
+and exit (docs/adapters/common.md#pins, docs/adapters/common.md#doctor; docs/events.md#replay)."""
 
 from __future__ import annotations
 

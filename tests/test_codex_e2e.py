@@ -1,5 +1,6 @@
 """The real Codex CLI (pinned 0.171.0) governed through the hook seam, against ``b10x-emulator``
-(spec 50 §2, §4, §6 endpoint route: ``--credentials none --model-endpoint http://127.0.0.1:<port>``).
+(docs/adapters/common.md#vendor-decisions; docs/adapters/codex.md; docs/adapters/common.md#endpoint-route endpoint
+route: ``--credentials none --model-endpoint http://127.0.0.1:<port>``).
 
 Each test starts the emulator with a vendor scenario, runs ``run_codex`` in a real subprocess with
 real stdin and stdout, and reads the stream it writes: every stream must be well formed.
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 from codex_process import CODEX, PINNED, census, decided, of, sealed_frame, well_formed
 
-from metaharness.pure.codex.launch import PINS
+from metaharness.pure.codex.adapter import PINS
 from metaharness.pure.codex.rollout import RolloutLaunch
 from metaharness.pure.decisions import open_desk
 from metaharness.pure.events import Exited, Transcript

@@ -1,4 +1,5 @@
-"""The codex launch plan: argv, environment, config.toml, user turn and its refusals (spec 50 §4, §6)."""
+"""The codex launch plan: argv, environment, config.toml, user turn and its refusals (docs/adapters/codex.md;
+docs/adapters/common.md#endpoint-route)."""
 
 from __future__ import annotations
 

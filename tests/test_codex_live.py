@@ -1,5 +1,6 @@
 """The codex live loop's hook handling over a real hook channel (FIFOs in a scratch tree), without a
-vendor: a lost answer, a missing request file, and the census of what was written (spec 50 §2)."""
+vendor: a lost answer, a missing request file, and the census of what was written
+(docs/adapters/common.md#vendor-decisions)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """``run codex`` stages 5–7 over real files: the refusals in order, the plugin copies, the custody
-read under loopback (spec 10 §4.5, spec 50 §1, §4, §6)."""
+read under loopback (docs/hermetic.md#refusal-order, docs/adapters/common.md#vendor-launch-order;
+docs/adapters/codex.md; docs/adapters/common.md#endpoint-route)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The codex rollout mapping and the one-``tool.requested``-per-call correlator (spec 50 §2, §4)."""
+"""The codex rollout mapping and the one-``tool.requested``-per-call correlator
+(docs/adapters/common.md#vendor-decisions; docs/adapters/codex.md)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ from metaharness.pure.events import (
 from metaharness.pure.frames import Operation, seal_frame
 from metaharness.pure.hook_channel import HookCall
 from metaharness.pure.readings import Emitted
+from metaharness.pure.subjects import TreeFacts
 
 HERMETIC = Hermetic(
     mode="off", decisions="observe", imposed=(), declared=(), unavailable=(), ambient_inputs=(), installed_plugins=()
@@ -357,11 +359,12 @@ def test_tool_requested_from_a_custom_call_keeps_the_raw_patch():
 
 def test_a_hook_call_in_another_directory_keeps_it_as_workdir() -> None:
     call = HookCall("k", "c1", "Bash", {"command": "pwd"}, True, "/w/sub")
-    assert presented_call(call, "/w").input == {"command": "pwd", "workdir": "/w/sub"}
-    assert presented_call(call, "/w/sub").input == {"command": "pwd"}
-    assert presented_call(call, None).input == {"command": "pwd"}
+    tree = TreeFacts("/w", {})
+    assert presented_call(call, tree, "/w").input == {"command": "pwd", "workdir": "/w/sub"}
+    assert presented_call(call, tree, "/w/sub").input == {"command": "pwd"}
+    assert presented_call(call, tree, None).input == {"command": "pwd"}
     given = HookCall("k", "c1", "Bash", {"command": "pwd", "workdir": "x"}, True, "/w/sub")
-    assert presented_call(given, "/w").input == {"command": "pwd", "workdir": "x"}
+    assert presented_call(given, tree, "/w").input == {"command": "pwd", "workdir": "x"}
 
 
 def test_a_denied_call_result_is_an_error() -> None:

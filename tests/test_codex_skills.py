@@ -17,6 +17,11 @@ def test_roots_are_home_then_the_cwd_up_to_the_repository_root() -> None:
     assert skill_roots("/h", None, None) == ("/h/.agents/skills",)
 
 
+def test_a_confined_run_reads_only_the_working_directorys_own_root() -> None:
+    assert skill_roots("/h", "/r/a/b", "/r", confined=True) == ("/r/a/b/.agents/skills",)
+    assert skill_roots("/h", None, None, confined=True) == ()
+
+
 def test_found_skills_are_reported_and_make_h2_unavailable(tmp_path: Path) -> None:
     home, repo = tmp_path / "home", tmp_path / "repo"
     cwd = repo / "sub"
@@ -34,3 +39,4 @@ def test_found_skills_are_reported_and_make_h2_unavailable(tmp_path: Path) -> No
     assert why is not None and all(path in why for path in found)
     assert skills_h2_why(()) is None
     assert found_skills(None, None) == ()
+    assert found_skills(str(home), str(cwd), confined=True) == (str(cwd / ".agents/skills/c/SKILL.md"),)

@@ -1,4 +1,5 @@
-"""``conformance codex``: the nine vectors of spec 50 §9 pass, and each check fails on a changed input."""
+"""``conformance codex``: the nine vectors of docs/adapters/codex.md#conformance-vectors pass, and each check fails on
+a changed input."""
 
 from __future__ import annotations
 

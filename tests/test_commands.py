@@ -1,5 +1,5 @@
 """The command stream: framing refusals, well-formedness, adapter support, the command.result
-payloads and the start-time refusal (spec 20 §5)."""
+payloads and the start-time refusal (docs/events.md#commands)."""
 
 from __future__ import annotations
 

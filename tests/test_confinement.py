@@ -6,10 +6,10 @@ import msgspec
 import pytest
 from returns.result import Failure, Success
 
+from metaharness.pure.claude.adapter import WIRE_PATHS as CLAUDE_WIRE
+from metaharness.pure.codex.adapter import WIRE_PATHS as CODEX_WIRE
 from metaharness.pure.confinement import (
     BRIDGE_PORT,
-    CLAUDE_WIRE,
-    CODEX_WIRE,
     ConfinementFacts,
     ModelRoute,
     SystemEntry,
@@ -17,6 +17,7 @@ from metaharness.pure.confinement import (
     confined_hermetic,
     install_root,
     model_route,
+    named_paths,
     plan_confinement,
     pointed_at_bridge,
     render_bwrap,
@@ -62,10 +63,10 @@ def test_the_model_route_of_each_credential_mode(kind, credentials, endpoint, ex
 
 
 def test_a_chatgpt_plan_login_on_codex_has_no_route() -> None:
-    refused = model_route("codex", "operator-login", None, None, codex_login_is_api_key=False)
+    refused = model_route("codex", "operator-login", None, None, login_is_api_key=False)
     assert isinstance(refused, Failure) and refused.failure().code == "confine-route-unavailable"
     assert refused.failure().message.endswith("; pass --confine off or --credentials loopback")
-    keyed = model_route("codex", "operator-login", None, None, codex_login_is_api_key=True)
+    keyed = model_route("codex", "operator-login", None, None, login_is_api_key=True)
     assert keyed == Success(ModelRoute("https://api.openai.com", CODEX_WIRE))
 
 
@@ -83,6 +84,13 @@ def test_install_roots_and_interpreters() -> None:
     assert shebang_interpreter(b"#!/usr/bin/env node\n") == ("env", "node")
     assert shebang_interpreter(b"#!/opt/venv/bin/python3\n") == ("/opt/venv/bin/python3",)
     assert shebang_interpreter(b"\x7fELF") == ()
+
+
+def test_a_started_program_is_handed_the_absolute_paths_after_its_name() -> None:
+    assert named_paths(["/opt/venv/bin/python", "/home/op/hooks/../hooks/check.py", "--strict", "rel/policy.json"]) == (
+        "/home/op/hooks/check.py",
+    )
+    assert named_paths(["/usr/local/bin/policy-check"]) == ()
 
 
 def view(route: ModelRoute | None = None, caller_uid: int = 1000) -> ConfinementFacts:

@@ -327,3 +327,26 @@ def test_the_files_the_loop_reads_itself_are_bound_into_its_view(tmp_path: Path)
     assert {"kind": "rates", "source": "confined", "as_of": "2026-12-01"} in record
     started = next(e for e in map(json.loads, done.stdout.splitlines()) if e["event"] == "session.started")
     assert any(row["row"] == "H12" for row in started["hermetic"]["imposed"])
+
+
+def test_a_route_socket_past_the_unix_address_limit_still_carries_the_model_route(tmp_path: Path) -> None:
+    """b10x under a ``TMPDIR`` so deep that ``<scratch>/route.sock`` is longer than a Unix address holds:
+    the proxy listens and the bridge connects through the directory's descriptor, and every request
+    reaches the model."""
+    home = tmp_path / "home"
+    (home / ".local" / "bin").mkdir(parents=True)
+    (home / ".local" / "bin" / "b10x-harness").symlink_to(Path(sys.executable).parent / "b10x-harness")
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    assert len(os.fsencode(deep / "metaharness-12345678" / "route.sock")) > 107
+    record = tmp_path / "emulator.jsonl"
+    with running_emulator("--scenario", "text", "--record", str(record)) as (base_url, _):
+        argv = [sys.executable, "-m", "metaharness.shell", "run", "b10x", "--decisions", "observe", "--model",
+                "b10x-emulated", "--model-endpoint", base_url, "-p", "hello"]  # fmt: skip
+        env = {**os.environ, "HOME": str(home), "TMPDIR": str(deep)}
+        done = subprocess.run(argv, capture_output=True, env=env, timeout=120, stdin=subprocess.DEVNULL, check=False)
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    requests = len(record.read_text().splitlines())
+    assert requests >= 1 and of(events, "session.ended")[0]["route"]["requests"] == requests
+    assert not os.listdir(deep)

@@ -1,6 +1,7 @@
 """The confinement refusals, each named, each before any scratch file (docs/confinement.md):
 ``confine-unavailable`` (bwrap missing; its trial failing where the kernel will not map a user),
-``confine-route-unavailable`` (codex's ChatGPT-plan login), ``confine-read-exposes``."""
+``confine-route-unavailable`` (codex's ChatGPT-plan login), ``confine-read-exposes``; and, once the
+scratch root exists, a route proxy that cannot listen (``loopback-not-started``, the scratch removed)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from stand_in import records_body, stand_in
 
 HIDDEN = ("/usr/bin/bwrap", "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--ro-bind", "/dev/null", "/usr/bin/bwrap",
           "--")  # fmt: skip
@@ -90,3 +92,37 @@ def test_doctor_says_why_confinement_is_unavailable(tmp_path: Path) -> None:
     assert done.stdout.decode().splitlines()[-1] == (
         "confinement: unavailable: bwrap not found on /usr/bin:/bin; install bubblewrap or pass --confine off"
     )
+
+
+ROUTE_WILL_NOT_LISTEN = """
+import errno, sys
+from metaharness.shell.loopback import RouteProxy
+
+
+def start(self, socket_path=None):
+    raise OSError(errno.EADDRINUSE, "Address already in use")
+
+
+RouteProxy.start = start
+from metaharness.shell.entry import main
+sys.argv = ["metaharness", *sys.argv[1:]]
+main()
+"""
+"""metaharness with a fault injected where the route proxy listens."""
+
+
+@pytest.mark.parametrize("kind", ["b10x", "claude", "codex"])
+def test_a_route_proxy_that_cannot_listen_is_loopback_not_started_and_leaves_no_scratch(tmp_path: Path, kind: str) -> None:
+    home = tmp_path / "home"
+    stand_in(home, "b10x-harness" if kind == "b10x" else kind, records_body([]))
+    scratch_parent = tmp_path / "tmpdir"
+    scratch_parent.mkdir()
+    words = B10X if kind == "b10x" else ["run", kind, "--decisions", "observe", "--credentials", "none",
+                                         "--model-endpoint", "http://127.0.0.1:9", "-p", "x"]  # fmt: skip
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "TMPDIR": str(scratch_parent)}
+    done = subprocess.run([sys.executable, "-c", ROUTE_WILL_NOT_LISTEN, *words], capture_output=True, env=env,
+                          timeout=60, stdin=subprocess.DEVNULL, check=False)  # fmt: skip
+    assert refused(done, "loopback-not-started") == (
+        "metaharness: loopback-not-started: the route proxy could not listen: Address already in use"
+    )
+    assert not os.listdir(scratch_parent)

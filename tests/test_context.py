@@ -1,4 +1,4 @@
-"""Context files against real trees and real git indexes (spec 30 §9)."""
+"""Context files against real trees and real git indexes (docs/hermetic.md#context-files)."""
 
 from __future__ import annotations
 

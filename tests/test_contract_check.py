@@ -1,4 +1,4 @@
-"""The independent contract validator catches what it must (spec 60 §7.8)."""
+"""The independent contract validator catches what it must (docs/loop.md#wire-contracts)."""
 
 from __future__ import annotations
 

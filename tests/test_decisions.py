@@ -1,4 +1,5 @@
-"""The decision desk: modes, correlation, repeats, deadlines and abandonment (spec 20 §8.2–§8.5)."""
+"""The decision desk: modes, correlation, repeats, deadlines and abandonment (docs/decisions.md#modes, #admission,
+#correlation-and-abandonment, #deadlines)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The decision census, counted as the desk decides and recomputed by a reader (spec 20 §9)."""
+"""The decision census, counted as the desk decides and recomputed by a reader (docs/events.md#census)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``b10x-emulator`` as a process over a real loopback socket (spec 60 §8.1, §8.3)."""
+"""``b10x-emulator`` as a process over a real loopback socket (docs/loop.md#process-and-routes, #record-file)."""
 
 from __future__ import annotations
 

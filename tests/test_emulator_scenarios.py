@@ -1,7 +1,8 @@
-"""The emulator's answer function, scenario by scenario on both wires (spec 60 §8.2, §8.4, §8.5).
+"""The emulator's answer function, scenario by scenario on both wires (docs/loop.md#answer-function, #loop-scenarios,
+#vendor-cli-scenarios).
 
-Bodies are shaped as the loop (§7.4, §7.5) and the vendor CLIs send them; streams are read back with
-a plain frame split here, independent of the emulator's renderer and of the loop's decoder.
+Bodies are shaped as the loop (docs/loop.md#openai-responses, #anthropic-messages) and the vendor CLIs send them;
+streams are read back with a plain frame split here, independent of the emulator's renderer and of the loop's decoder.
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ def call_of(stream: list[dict[str, Any]]) -> tuple[str, str, str]:
 
 
 def usage_of(stream: list[dict[str, Any]]) -> dict[str, int] | None:
-    """Neutral usage (spec 60 §7.4, §7.5): input incl. cached, cached, output."""
+    """Neutral usage (docs/loop.md#openai-responses, #anthropic-messages): input incl. cached, cached, output."""
     if stream[-1]["type"] == "[DONE]":
         use = stream[-2]["response"].get("usage")
         if use is None:

@@ -1,4 +1,5 @@
-"""The child's environment floor, credential postures and guards (spec 30 §7–§8, spec 40 §3.2–§3.3)."""
+"""The child's environment floor, credential postures and guards (docs/hermetic.md#environment-floor, #credentials,
+docs/adapters/b10x.md#environment, #program-and-version)."""
 
 from __future__ import annotations
 
@@ -236,8 +237,8 @@ def test_a_credential_that_would_replace_a_floor_variable_is_denied() -> None:
 
 @pytest.mark.parametrize("name", ["CLAUDE_CODE_SAFE_MODE", "CODEX_DISABLE_HOOKS", "OPENAI_API_KEY"])
 def test_b10x_forwards_a_subscription_token_variable_whatever_its_name(name: str) -> None:
-    """Spec 40 §3.2: ``--subscription-token-env NAME`` puts NAME in the b10x child; the H8 names are
-    the vendor CLIs' guards, not the loop's (spec 30 §7)."""
+    """docs/adapters/b10x.md#environment: ``--subscription-token-env NAME`` puts NAME in the b10x child; the H8 names
+    are the vendor CLIs' guards, not the loop's (docs/hermetic.md#environment-floor)."""
     declaration = EnvironmentDeclaration(kind="b10x", subscription_token_env=name)
     caller = {**CALLER, name: "tok"}
     posture = credential_posture(declaration, caller, False).unwrap()

@@ -1,5 +1,5 @@
-"""The event reader refuses what no parser can follow with the §2.3 message, never an exception
-(spec 20 §2.3)."""
+"""The event reader refuses what no parser can follow with the docs/events.md#reading-a-stream message, never an
+exception (docs/events.md#reading-a-stream)."""
 
 from __future__ import annotations
 

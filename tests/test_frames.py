@@ -1,4 +1,5 @@
-"""The frame document: the spec's two example digests, each §6.3 check and its message (spec 20 §6)."""
+"""The frame document: the two example digests of docs/frames.md, each docs/frames.md#3-what-a-run-does-with-it check
+and its message (docs/frames.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """docs/frames.md tells the truth: its example seals to the digests it states, and its sealing
-snippet run as written produces a frame a run loads (spec 20 §6.2)."""
+snippet run as written produces a frame a run loads (docs/frames.md#2-seal-it)."""
 
 from __future__ import annotations
 

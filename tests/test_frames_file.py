@@ -1,4 +1,5 @@
-"""``--frame FILE`` against real files, and its refusal line from the real CLI (spec 20 §6.3)."""
+"""``--frame FILE`` against real files, and its refusal line from the real CLI
+(docs/frames.md#3-what-a-run-does-with-it)."""
 
 from __future__ import annotations
 

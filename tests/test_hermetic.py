@@ -1,4 +1,5 @@
-"""The attestation, the memory walk and the row verdicts (spec 30 §1–§6, spec 40 §9)."""
+"""The attestation, the memory walk and the row verdicts (docs/hermetic.md#terms, #rows, #attestation,
+#working-directory, #memory-file-walk, #hermetic-modes, docs/adapters/b10x.md#attestation)."""
 
 from __future__ import annotations
 

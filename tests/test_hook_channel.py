@@ -1,4 +1,4 @@
-"""The event-driven hook channel with the real ``sh`` hook program (spec 50 §2 "Hook channel")."""
+"""The event-driven hook channel with the real ``sh`` hook program (docs/adapters/common.md#hook-channel)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The caller seam's reading rules (spec 60 §4.1): one line per asking call, never more, never a hang."""
+"""The caller seam's reading rules (docs/loop.md#caller-seam): one line per asking call, never more, never a hang."""
 
 from __future__ import annotations
 

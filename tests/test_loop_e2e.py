@@ -1,5 +1,6 @@
 """End to end: the real ``b10x-harness`` process against the real ``b10x-emulator`` over a loopback socket,
-every loop scenario of spec 60 §8.4 on both wires, the record asserted line by line, the workspace checked."""
+every loop scenario of docs/loop.md#loop-scenarios on both wires, the record asserted line by line, the
+workspace checked."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """End to end controls of the real loop against the real emulator: the metaharness argv shape, budgets,
-prices, write scope, deadline, signals and a cancel while the caller is asked (spec 60 §1–§4, page 40 §3.4)."""
+prices, write scope, deadline, signals and a cancel while the caller is asked (docs/loop.md#command-line, #the-record,
+#the-turn-loop, #approvals, docs/adapters/b10x.md#argv)."""
 
 from __future__ import annotations
 

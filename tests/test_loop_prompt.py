@@ -1,4 +1,4 @@
-"""The terminal prompt on ``/dev/tty`` (spec 60 §4): the real loop under a pseudo-terminal it controls."""
+"""The terminal prompt on ``/dev/tty`` (docs/loop.md#approvals): the real loop under a pseudo-terminal it controls."""
 
 from __future__ import annotations
 

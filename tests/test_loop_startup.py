@@ -1,6 +1,6 @@
 """``b10x-harness --version`` starts light: metaharness probes ``<program> --version`` beside every
-spawn (spec 40 §3.3), so the answer comes from the installed metadata before the command line, the
-wires, the tools or the HTTP client are imported."""
+spawn (docs/adapters/b10x.md#program-and-version), so the answer comes from the installed metadata before the command
+line, the wires, the tools or the HTTP client are imported."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The tools on a real filesystem (spec 60 §5.3, §5.4): replies, confinement, symlinks, atomic writes."""
+"""The tools on a real filesystem (docs/loop.md#confinement, #replies): replies, confinement, symlinks,
+atomic writes."""
 
 from __future__ import annotations
 

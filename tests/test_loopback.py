@@ -1,4 +1,5 @@
-"""The loopback credential proxy on real sockets (spec 50 §6 "Loopback proxy", spec 30 §8)."""
+"""The loopback credential proxy on real sockets (docs/adapters/common.md#loopback-proxy,
+docs/hermetic.md#credentials)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import httpx
 import pytest
 from emulator_process import running_emulator
 
-from metaharness.pure.confinement import CLAUDE_WIRE, CODEX_WIRE
+from metaharness.pure.claude.adapter import WIRE_PATHS as CLAUDE_WIRE
+from metaharness.pure.codex.adapter import WIRE_PATHS as CODEX_WIRE
 from metaharness.pure.loopback import (
     LoopbackCounters,
     RequestHead,

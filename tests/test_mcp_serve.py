@@ -1,5 +1,6 @@
-"""``metaharness mcp-serve`` as a subprocess (spec 10 §11, spec 30 §11-§12): driven by the official
-MCP Python SDK over stdio, and by raw JSON-RPC lines for the wire's errors and the startup refusals."""
+"""``metaharness mcp-serve`` as a subprocess (docs/hermetic.md#mcp-serve, docs/hermetic.md#calling-a-catalogue-entry,
+#mcp-serve): driven by the official MCP Python SDK over stdio, and by raw JSON-RPC lines for the wire's errors and
+the startup refusals."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """``project``: the trace-ir/1 document and the viewer page as pure functions, and the verb through the
-console script (spec 10 §9)."""
+console script (docs/cli.md#project)."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def started(run: str, **extra: Any) -> dict[str, Any]:
 
 
 def stream(run: str, payloads: list[dict[str, Any]], *, close: bool = True, events: int | None = None) -> bytes:
-    """Event lines as spec 20 §1 writes them: framing keys first, compact, one per line."""
+    """Event lines as docs/events.md#serialisation writes them: framing keys first, compact, one per line."""
     lines = []
     for seq, payload in enumerate(payloads, start=1):
         body = {"format": "metaharness.event/1", "seq": seq, "run": run, **payload}

@@ -1,5 +1,7 @@
 """``--hermetic``, ``--audit``, ``--spec``/``--auditor`` and ``--retain-dir`` on every kind, through the
-``metaharness`` console script (spec 10 §4.2, §4.7–§4.10, spec 30 §2, §4, §6): one wind-up for all three.
+``metaharness`` console script (docs/cli.md#run; docs/hermetic.md#auditor, #audit-report, #audited-exit;
+docs/events.md#wind-up-and-signals, docs/hermetic.md#rows, #working-directory, #hermetic-modes): one wind-up for
+all three.
 
 b10x runs the project's loop, claude and codex the pinned vendor CLIs, all against ``b10x-emulator``;
 the auditor and the unk-exit cases use a stand-in ``claude`` (a script on the child's PATH that writes

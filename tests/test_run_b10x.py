@@ -1,4 +1,4 @@
-"""``metaharness run b10x`` end to end: the real ``b10x-harness`` against the real emulator (spec 40).
+"""``metaharness run b10x`` end to end: the real ``b10x-harness`` against the real emulator (docs/adapters/b10x.md).
 
 The child's PATH is built from the caller's HOME, so each test makes a HOME whose ``.local/bin``
 links to the project's own loop.
@@ -276,8 +276,8 @@ def test_interrupt_command_cancels_the_loop(home: Path, emulator: Emulator, tmp_
 
 @pytest.mark.parametrize("emulator", ["flat-tool"], indirect=True)
 def test_audited_run_of_the_project_loop_exits_1_on_h9(home: Path, emulator: Emulator, tmp_path: Path) -> None:
-    """Spec 40 §9: the project's own loop reports its own version, so H9 is a gap and an audited run
-    exits 1."""
+    """docs/adapters/b10x.md#attestation: the project's own loop reports its own version, so H9 is a gap and an audited
+    run exits 1."""
     done = run(home, ["--decisions", "observe", "--audit", "-p", "read", "--model", "b10x-emulated",
                       "--model-endpoint", emulator.base_url])  # fmt: skip
     assert done.returncode == 1, done.stderr
@@ -307,7 +307,7 @@ def test_halt_kills_the_loop_and_closes_steer_halt(home: Path, emulator: Emulato
 
 @pytest.mark.parametrize("emulator", ["flat-tool"], indirect=True)
 def test_retain_dir_keeps_the_record(home: Path, emulator: Emulator, tmp_path: Path) -> None:
-    """--retain-dir copies the raw record to DIR/<run id>/ (spec 10 §4.2)."""
+    """--retain-dir copies the raw record to DIR/<run id>/ (docs/cli.md#run)."""
     retain = tmp_path / "kept"
     retain.mkdir()
     done = run(home, ["--decisions", "observe", "--retain-dir", str(retain), "-p", "read", "--model", "b10x-emulated",

@@ -17,19 +17,23 @@ from loop_extensions import hook_program, hooks_file, plugin
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
-    """A HOME whose ``.local/bin/b10x-harness`` logs each argv to ``home/argv.log`` and runs the loop."""
+    """A HOME whose ``.local/bin/b10x-harness`` logs each argv to ``home/argv.log`` and runs the loop; the
+    loop's own run starts in the confined view, where the caller's home is a throwaway tmpfs, so it logs
+    its argv into its workspace (``argv.log`` in its directory), the one place there it may write."""
     home = tmp_path / "home"
     (home / ".local" / "bin").mkdir(parents=True)
     shim = home / ".local" / "bin" / "b10x-harness"
     shim.write_text(
-        f"#!/bin/sh\nprintf '%s\\n' \"$*\" >> {home / 'argv.log'}\nexec {LOOP} \"$@\"\n"
+        f"#!/bin/sh\nprintf '%s\\n' \"$*\" >> {home / 'argv.log'}\n"
+        'if [ "$1 $2" = "run --execution-path" ]; then printf \'%s\\n\' "$*" >> argv.log; fi\n'
+        f"exec {LOOP} \"$@\"\n"
     )
     shim.chmod(0o755)
     return home
 
 
-def invocations(home: Path) -> list[str]:
-    log = home / "argv.log"
+def invocations(home: Path, log_name: str = "argv.log") -> list[str]:
+    log = home / log_name
     return log.read_text().splitlines() if log.exists() else []
 
 
@@ -53,21 +57,25 @@ def test_a_governed_run_offers_and_loads_the_plugin_skill_and_h1a_reads_ok(home:
     assert requested["name"] == "skill" and requested["input"] == {"name": "guide:planning"}
     report = done.stderr.decode().splitlines()
     assert any(line.startswith("  H1a  ok ") for line in report), report
-    loop_runs = [line for line in invocations(home) if line.startswith("run --execution-path")]
+    assert not [line for line in invocations(home) if line.startswith("run --execution-path")]
+    loop_runs = invocations(work)
     assert len(loop_runs) == 1 and "--plugin-dir" in loop_runs[0] and str(source) not in loop_runs[0]
 
 
 def test_governed_hooks_reach_the_loop_and_block(home: Path, tmp_path: Path) -> None:
-    block = hook_program(tmp_path, "block", "print(json.dumps({'reason': 'not this file'}))\nsys.exit(2)\n")
-    hooks = hooks_file(tmp_path, [{"on": "before-call", "tools": ["file_read"], "command": [sys.executable, block]}])
+    """The hook program and its interpreter are bound into the loop's view; it writes what it read into
+    the workspace, the one place in the view it may write."""
     work = workspace(tmp_path)
+    block = hook_program(tmp_path, "block", "print(json.dumps({'reason': 'not this file'}))\nsys.exit(2)\n", seen=work)
+    hooks = hooks_file(tmp_path, [{"on": "before-call", "tools": ["file_read"], "command": [sys.executable, block]}])
     with running_emulator("--scenario", "flat-tool") as (url, _):
         done = run(home, ["--decisions", "observe", "--hooks", hooks, *common(url, work)])
     assert done.returncode == 0, done.stderr
     events = stream(done)
     result = next(e for e in events if e["event"] == "tool.result")
     assert result["call_id"] == "call_b10x_001" and result["is_error"] is True
-    assert json.loads(Path(block.replace(".py", ".seen")).read_text())["name"] == "file_read"
+    assert json.loads((work / "block.seen").read_text())["name"] == "file_read"
+    assert not any(e["event"] == "warning" and e.get("code") == "hook-failed" for e in events)
 
 
 @pytest.mark.parametrize(

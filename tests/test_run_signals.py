@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from stand_in import records_body, stand_in
+from stand_in import live_processes_naming, records_body, stand_in
 
 METAHARNESS = str(Path(sys.executable).with_name("metaharness"))
 B10X_RECORD = [
@@ -35,14 +35,14 @@ def catches(pid: int, number: int) -> bool:
     return bool(caught >> (number - 1) & 1)
 
 
-def start(tmp_path: Path, body: str) -> tuple[subprocess.Popen[bytes], Path]:
+def start(tmp_path: Path, body: str, *options: str) -> tuple[subprocess.Popen[bytes], Path]:
     work, scratch = tmp_path / "ws", tmp_path / "tmp"
     work.mkdir()
     scratch.mkdir()
     stand_in(tmp_path, "b10x-harness", body)
     env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "TMPDIR": str(scratch)}
     argv = [METAHARNESS, "run", "b10x", "-p", "hi", "--model", "m", "--model-endpoint", "http://127.0.0.1:9"]
-    argv += ["--decisions", "observe", "--cwd", str(work)]
+    argv += ["--decisions", "observe", "--cwd", str(work), *options]
     return subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE), work
 
 
@@ -63,9 +63,17 @@ def test_a_signal_in_the_first_milliseconds_is_the_signalled_refusal(tmp_path: P
     assert not os.listdir(tmp_path / "tmp")
 
 
-def test_a_signal_after_session_ended_while_the_child_lingers_closes_killed(tmp_path: Path) -> None:
-    lingering = records_body(B10X_RECORD) + "import os, time\nopen('pid', 'w').write(str(os.getpid()))\ntime.sleep(300)\n"
-    process, work = start(tmp_path, lingering)
+@pytest.mark.parametrize(
+    ("confine", "ended"),
+    [("off", {"kind": "signaled", "signal": 15}), ("on", {"kind": "exited", "code": 128 + 15})],
+)
+def test_a_signal_after_session_ended_while_the_child_lingers_closes_killed(
+    tmp_path: Path, confine: str, ended: dict[str, object]
+) -> None:
+    """Confined, metaharness's child is the view: its init forwards SIGTERM to the harness and exits
+    128+15 when the harness ends by it."""
+    lingering = records_body(B10X_RECORD) + "import time\nopen('started', 'w').close()\ntime.sleep(300)\n"
+    process, work = start(tmp_path, lingering, "--confine", confine)
     assert process.stdout is not None
     lines = []
     for line in process.stdout:
@@ -73,12 +81,12 @@ def test_a_signal_after_session_ended_while_the_child_lingers_closes_killed(tmp_
         if json.loads(line)["event"] == "session.ended":
             break
     deadline = time.monotonic() + 60
-    while not (work / "pid").exists() and time.monotonic() < deadline:
+    while not (work / "started").exists() and time.monotonic() < deadline:
         time.sleep(0.01)
     process.send_signal(signal.SIGTERM)
     out, err = process.communicate(timeout=60)
     closed = json.loads(out.splitlines()[-1])
     assert closed["event"] == "stream.closed" and closed["reason"] == "killed", err
-    assert closed["process"] == {"kind": "signaled", "signal": 15}
-    assert not Path(f"/proc/{int((work / 'pid').read_text())}").exists()
+    assert closed["process"] == ended
+    assert not live_processes_naming(str(tmp_path / ".local" / "bin" / "b10x-harness"))
     assert not os.listdir(tmp_path / "tmp")

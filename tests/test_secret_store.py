@@ -1,4 +1,5 @@
-"""``--api-key-secret NAME`` against a real freedesktop Secret Service (spec 60 §7.6, spec 30 §8, spec 40 §3.2).
+"""``--api-key-secret NAME`` against a real freedesktop Secret Service (docs/loop.md#credentials,
+docs/hermetic.md#credentials, docs/adapters/b10x.md#environment).
 
 Each fixture starts a private session bus (``dbus-daemon``) and ``gnome-keyring-daemon`` on it with its login
 collection unlocked from a password on stdin; items are stored with libsecret's ``secret-tool`` and locked with

@@ -182,7 +182,8 @@ def test_a_call_id_reused_in_a_later_turn_is_denied_as_mutated_and_nothing_is_wr
     home: Path, wire: str, tmp_path: Path
 ) -> None:
     """A provider numbering calls per response (``call_0`` every turn) presents the write under the read's
-    id: spec 20 §8.4 denies it by adapter with ``REQUEST_MUTATED``, even when the embedder would allow."""
+    id: docs/decisions.md#correlation-and-abandonment denies it by adapter with ``REQUEST_MUTATED``, even when the
+    embedder would allow."""
     work = workspace(tmp_path)
     before = tree(work)
     style = next(s for s in STYLES if s.ids_restart_each_response)

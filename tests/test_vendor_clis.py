@@ -1,6 +1,7 @@
-"""The pinned vendor CLIs against the emulator (spec 60 §8.5, spec 50 §6, §7): the real Claude Code
-over ``/v1/messages`` and the real Codex over ``/v1/responses``, each launched directly with a
-throwaway home and no credential, complete their scenario's tool call in a scratch workspace.
+"""The pinned vendor CLIs against the emulator (docs/loop.md#vendor-cli-scenarios,
+docs/adapters/common.md#endpoint-route, #pins): the real Claude Code over ``/v1/messages`` and the real Codex over
+``/v1/responses``, each launched directly with a throwaway home and no credential, complete their scenario's tool call
+in a scratch workspace.
 
 These tests skip only when a vendor binary is not installed (``vendors/install.sh`` links both into
 ``$HOME/.local/bin``); the lockfile test always runs.
@@ -47,9 +48,9 @@ class Launch:
 
 
 def child_environment(home: Path, program: str, **extra: str) -> dict[str, str]:
-    """A constructed environment (spec 50 §1): no inherited credential or proxy, the vendor's bin
-    directory and node on PATH, a throwaway HOME and its own TMPDIR beside it, as a governed run's child has
-    (Codex 0.171.0's bubblewrap sandbox, used when ``bwrap`` is installed, fails every write and command of a
+    """A constructed environment (docs/adapters/common.md#vendor-launch-order): no inherited credential or proxy, the
+    vendor's bin directory and node on PATH, a throwaway HOME and its own TMPDIR beside it, as a governed run's child
+    has (Codex 0.171.0's bubblewrap sandbox, used when ``bwrap`` is installed, fails every write and command of a
     child that has no TMPDIR)."""
     path = os.pathsep.join(dict.fromkeys([str(Path(program).parent), "/usr/local/bin", "/usr/bin", "/bin"]))
     tmp = home.parent / "tmp"
@@ -75,7 +76,8 @@ def launch(tmp_path: Path, scenario: str, argv: list[str], environment: dict[str
 
 
 def claude(tmp_path: Path, scenario: str, *flags: str) -> Launch:
-    """``claude -p … --output-format stream-json --verbose`` on the endpoint route of spec 50 §6."""
+    """``claude -p … --output-format stream-json --verbose`` on the endpoint route of
+    docs/adapters/common.md#endpoint-route."""
     program = vendor_binary("claude")
     assert program is not None
     home = tmp_path / "home"
@@ -94,7 +96,7 @@ def claude(tmp_path: Path, scenario: str, *flags: str) -> Launch:
 
 def codex(tmp_path: Path, scenario: str, *flags: str) -> Launch:
     """``codex exec --json`` with a scratch ``CODEX_HOME/config.toml`` naming the emulator as a
-    ``responses`` provider with no ``env_key`` (spec 50 §6), so no credential is sent."""
+    ``responses`` provider with no ``env_key`` (docs/adapters/common.md#endpoint-route), so no credential is sent."""
     program = vendor_binary("codex")
     assert program is not None
     home, codex_home = tmp_path / "home", tmp_path / "codex-home"

@@ -170,23 +170,27 @@ def test_an_api_failure_claude_reports_as_success_closes_as_error(tmp_path: Path
 
 
 @needs_codex
-def test_codex_skills_in_home_and_cwd_are_reported_and_make_h2_unavailable(tmp_path: Path):
+@pytest.mark.parametrize("confine", ["on", "off"])
+def test_codex_skills_in_home_and_cwd_are_reported_and_make_h2_unavailable(tmp_path: Path, confine: str):
+    """Unconfined, Codex loads the home and the working directory's skills; confined, the caller's home
+    is an empty tmpfs in its view, so only the working directory's skill is loaded and reported."""
     run = Run(tmp_path, "codex")
-    planted = []
+    planted = {}
     for root, name in ((run.home, "home-skill"), (run.work, "cwd-skill")):
         skill = root / ".agents" / "skills" / name / "SKILL.md"
         skill.parent.mkdir(parents=True)
         skill.write_text(f"---\nname: {name}\ndescription: the planted {name} marker\n---\nbody\n")
-        planted.append(str(skill))
-    events, code, err = run.finish("text", "--decisions", "observe")
+        planted[name] = str(skill)
+    loaded = ["cwd-skill"] if confine == "on" else ["home-skill", "cwd-skill"]
+    events, code, err = run.finish("text", "--decisions", "observe", "--confine", confine)
     hermetic = of(events, "session.started")[0]["hermetic"]
     assert [entry for entry in hermetic["ambient_inputs"] if "SKILL.md" in entry] == [
-        f"codex skill loaded into the model's instructions: {path}" for path in planted]
+        f"codex skill loaded into the model's instructions: {planted[name]}" for name in loaded]
     (h2,) = [row for row in hermetic["unavailable"] if row["row"] == "H2"]
-    assert all(path in h2["why"] for path in planted)
+    assert [name for name, path in planted.items() if path in h2["why"]] == loaded
     assert not [row for row in hermetic["imposed"] if row["row"] == "H2"]
     instructions = " ".join(view.instruction_text or "" for view in run.requests())
-    assert "the planted home-skill marker" in instructions and "the planted cwd-skill marker" in instructions
+    assert [name for name in planted if f"the planted {name} marker" in instructions] == loaded
     assert code == 0, err
 
 

@@ -1,4 +1,4 @@
-"""``--retain-dir`` copies as every kind makes them (spec 10 §4.2): files and trees under
+"""``--retain-dir`` copies as every kind makes them (docs/cli.md#run): files and trees under
 ``DIR/<run id>/``, FIFOs, links and absent sources skipped, a failure one ``RETAIN_FAILED`` naming the target;
 an existing ``DIR/<run id>`` (an earlier run under the same id, a planted link) is never written into."""
 

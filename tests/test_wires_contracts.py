@@ -1,4 +1,4 @@
-"""The production encoder, header builder and decoder against the contract bytes (spec 60 §7.8)."""
+"""The production encoder, header builder and decoder against the contract bytes (docs/loop.md#wire-contracts)."""
 
 from __future__ import annotations
 

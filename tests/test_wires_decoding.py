@@ -1,4 +1,5 @@
-"""Decoder and projection rules beyond the contract streams (spec 60 §7.4, §7.5, §7.6)."""
+"""Decoder and projection rules beyond the contract streams (docs/loop.md#openai-responses,
+#anthropic-messages, #credentials)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Status mapping and the two retry policies (spec 60 §7.2, §7.3)."""
+"""Status mapping and the two retry policies (docs/loop.md#transport, #retry)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The SSE framer (spec 60 §7.2): line endings, data joining, bounds, EOF inside an event."""
+"""The SSE framer (docs/loop.md#transport): line endings, data joining, bounds, EOF inside an event."""
 
 from metaharness.pure.wires import anthropic_messages, openai_responses
 from metaharness.pure.wires.neutral import WireError

@@ -1,6 +1,7 @@
 """The pinned vendor CLIs as a run's child finds them: the first ``claude`` or ``codex`` on the PATH
 floor (``$HOME/.local/bin`` first, where ``vendors/install.sh`` links them) whose ``--version`` names
-the pin of ``vendors/package-lock.json`` (spec 30 §7, spec 50 §7). Each is probed once per session."""
+the pin of ``vendors/package-lock.json`` (docs/hermetic.md#environment-floor, docs/adapters/common.md#pins). Each is
+probed once per session."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ import tempfile
 from functools import cache
 from pathlib import Path
 
+from metaharness.pure.adapters import adapter_of
 from metaharness.pure.environment import path_floor
 
-PINS = {"claude": "2.1.332", "codex": "0.171.0"}
+PINS = {kind: adapter_of(kind).pins[0] for kind in ("claude", "codex")}
 
 
 @cache

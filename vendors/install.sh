@@ -1,6 +1,6 @@
 #!/bin/sh
 # Installs the pinned vendor CLIs from package-lock.json and links `claude` and `codex` into a bin
-# directory (spec 50 §7): `vendors/install.sh [BIN_DIR]`, BIN_DIR defaulting to $HOME/.local/bin.
+# directory (docs/adapters/common.md#pins): `vendors/install.sh [BIN_DIR]`, BIN_DIR defaulting to $HOME/.local/bin.
 # Idempotent: `npm ci` rebuilds node_modules from the lockfile and the links are replaced in place.
 set -eu
 

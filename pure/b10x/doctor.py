@@ -1,11 +1,11 @@
-"""``doctor b10x``: the binary the spawn would run, its version against the pin, its flags (spec 40 §8,
-spec 10 §7)."""
+"""``doctor b10x``: the binary the spawn would run, its version against the pin, its flags
+(docs/adapters/b10x.md#capabilities-and-doctor, docs/adapters/common.md#doctor)."""
 
 from __future__ import annotations
 
 import posixpath
 
-from metaharness.pure.b10x.launch import PIN
+from metaharness.pure.b10x.adapter import PIN
 from metaharness.pure.b10x.loop_flags import not_built_flags
 from metaharness.pure.doctor import DoctorReport, declared_flags
 
@@ -39,7 +39,8 @@ SENT_FLAGS = (
     "--context",
     "--input",
 )
-"""Every flag the launch of spec 40 §3.4 can emit, in the order spec 40 §8 checks them."""
+"""Every flag the launch of docs/adapters/b10x.md#argv can emit, in the order
+docs/adapters/b10x.md#capabilities-and-doctor checks them."""
 
 def doctor_report(program: str, version: str, help_text: str) -> DoctorReport:
     """The version line and the flag lines for ``program`` reporting ``version`` (a readable token)."""

@@ -1,4 +1,5 @@
-"""Planning a b10x launch: scratch layout, the child's environment, the program and the argv (spec 40 §3).
+"""Planning a b10x launch: scratch layout, the child's environment, the program and the argv
+(docs/adapters/b10x.md#launch).
 
 Planning is a pure function of the checked run options and the facts gathered around them (the
 caller's environment and working directory, the scratch root, the PATH facts, the context bytes);
@@ -14,6 +15,7 @@ from collections.abc import Mapping
 import msgspec
 from returns.result import Failure, Result, Success
 
+from metaharness.pure.b10x.adapter import PROGRAM
 from metaharness.pure.context import (
     ContextCopy,
     ContextFileRead,
@@ -46,8 +48,6 @@ from metaharness.pure.jsonline import sha256_hex
 from metaharness.pure.options import DecisionMode, RunOptions
 from metaharness.pure.refusal import Refusal
 
-PROGRAM = "b10x-harness"
-PIN = "0.22.0"
 CONTEXT_CHANNEL = "loop-context"
 
 class B10xLaunchFacts(msgspec.Struct, frozen=True, kw_only=True):
@@ -67,7 +67,7 @@ class B10xLaunchFacts(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class PluginCopy(msgspec.Struct, frozen=True):
-    """An operator plugin directory and the scratch copy the loop is handed instead (spec 10 §4.2)."""
+    """An operator plugin directory and the scratch copy the loop is handed instead (docs/cli.md#run)."""
 
     source: str
     copy: str
@@ -96,7 +96,8 @@ class B10xLaunch(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def child_path(caller_env: Mapping[str, str]) -> str:
-    """The PATH the b10x child gets and the program is resolved on (spec 40 §3.2–§3.3)."""
+    """The PATH the b10x child gets and the program is resolved on (docs/adapters/b10x.md#environment,
+    #program-and-version)."""
     return path_floor(caller_env)
 
 
@@ -104,20 +105,20 @@ def resolve_b10x_program(
     caller_env: Mapping[str, str], program_facts: Mapping[str, ProgramCandidate]
 ) -> Result[str, Refusal]:
     """``b10x-harness`` resolved on the child's PATH at plan time, the joined path unresolved
-    (spec 40 §3.3); ``program_facts`` are the shell's facts for each candidate. ``program-not-found``
-    names the PATH searched."""
+    (docs/adapters/b10x.md#program-and-version); ``program_facts`` are the shell's facts for each candidate.
+    ``program-not-found`` names the PATH searched."""
     return resolve_program(PROGRAM, child_path(caller_env), program_facts)
 
 
 def version_token(banner: str) -> str | None:
     """The first whitespace-separated token of a ``--version`` banner that begins with a digit
-    (spec 40 §3.3: ``b10x-harness 0.1.0`` → ``0.1.0``), else ``None``."""
+    (docs/adapters/b10x.md#program-and-version: ``b10x-harness 0.1.0`` → ``0.1.0``), else ``None``."""
     return next((token for token in banner.split() if token[:1].isdigit()), None)
 
 
 def workspace_of(options: RunOptions, caller_cwd: str, scratch: str) -> str:
     """``--cwd`` made absolute against the caller's working directory, not symlink-resolved; else
-    ``<scratch>/work`` (spec 40 §3.1)."""
+    ``<scratch>/work`` (docs/adapters/b10x.md#scratch-layout)."""
     if options.cwd is None:
         return posixpath.join(scratch, "work")
     return _absolute(options.cwd, caller_cwd)
@@ -128,7 +129,7 @@ def _absolute(path: str, caller_cwd: str) -> str:
 
 
 def approval_arguments(decisions: DecisionMode) -> tuple[str, ...]:
-    """Row 4 of spec 40 §3.4: observe asks about nothing; frame and ask put the ceiling at the floor."""
+    """Row 4 of docs/adapters/b10x.md#argv: observe asks about nothing; frame and ask put the ceiling at the floor."""
     if decisions == "observe":
         return ("--approve-up-to", "high")
     return ("--approve-up-to", "low", "--approve", "caller")
@@ -140,7 +141,8 @@ def plugin_copy_path(scratch: str, position: int, source: str) -> str:
 
 
 def environment_declaration(options: RunOptions, caller_cwd: str) -> EnvironmentDeclaration:
-    """The credential, toolchain and actor declarations of a b10x run (spec 40 §3.2, spec 30 §8)."""
+    """The credential, toolchain and actor declarations of a b10x run (docs/adapters/b10x.md#environment,
+    docs/hermetic.md#credentials)."""
     token_file = options.subscription_token_file
     return EnvironmentDeclaration(
         kind="b10x",
@@ -156,7 +158,8 @@ def environment_declaration(options: RunOptions, caller_cwd: str) -> Environment
 
 
 def plan_b10x_launch(options: RunOptions, facts: B10xLaunchFacts) -> Result[B10xLaunch, Refusal]:
-    """The b10x launch, or the refusal that stops it (spec 40 §3, spec 10 §4.5 stages 5 and 8).
+    """The b10x launch, or the refusal that stops it (docs/adapters/b10x.md#launch,
+    docs/hermetic.md#refusal-order stages 5 and 8).
 
     ``options`` have passed stages 1–4; ``facts`` were gathered around them. Refusals:
     ``api-key-missing``, ``subscription-token-env-unset`` (stage 5), ``denied-environment``,
@@ -209,7 +212,8 @@ def launch_attestation(
     environment: ChildEnvironment,
     plugins: tuple[PluginCopy, ...],
 ) -> Hermetic:
-    """``session.started.hermetic`` for a b10x launch (spec 30 §3, spec 40 §9)."""
+    """``session.started.hermetic`` for a b10x launch (docs/hermetic.md#attestation,
+    docs/adapters/b10x.md#attestation)."""
     mode = workdir_mode(options.cwd, options.scratch_cwd)
     walk = facts.memory
     if walk is None:
@@ -264,7 +268,7 @@ def _arguments(
     plugins: tuple[PluginCopy, ...],
     files: tuple[ContextCopy, ...],
 ) -> tuple[str, ...]:
-    """argv after argv[0], rows 1–13 of spec 40 §3.4 in this exact order."""
+    """argv after argv[0], rows 1–13 of docs/adapters/b10x.md#argv in this exact order."""
     assert options.model is not None and options.model_endpoint is not None, "stage 4 requires both on b10x"
     args: list[str] = ["run", "--execution-path", "metaharness", "--json", *approval_arguments(options.decisions)]
     args += ["--no-session", "--workspace", workspace, "--base-url", options.model_endpoint, "--model", options.model]
@@ -302,8 +306,8 @@ def _arguments(
 
 
 def launch_fixture(launch: B10xLaunch) -> dict[str, object]:
-    """The C1 conformance fixture of a launch (spec 40 §10): program, args, env, cwd, files sorted by
-    path as {path, sha256, bytes}, and ``context_files`` when any was declared."""
+    """The C1 conformance fixture of a launch (docs/adapters/b10x.md#conformance-vectors): program, args, env, cwd,
+    files sorted by path as {path, sha256, bytes}, and ``context_files`` when any was declared."""
     fixture: dict[str, object] = {
         "program": launch.program,
         "args": list(launch.args),
@@ -317,12 +321,13 @@ def launch_fixture(launch: B10xLaunch) -> dict[str, object]:
 
 
 UNASKED_READS = ("file.read", "dir.list", "search")
-"""The reads the loop runs unasked below its lowest ceiling, which a b10x frame must admit (spec 40 §4)."""
+"""The reads the loop runs unasked below its lowest ceiling, which a b10x frame must admit
+(docs/adapters/b10x.md#frame-admissibility)."""
 
 
 def check_frame_admissible(frame: Frame) -> Result[Frame, Refusal]:
-    """``frame-inadmissible`` (spec 40 §4): the frame must admit ``file.read``, ``dir.list`` and
-    ``search`` in its operations and in every subject rule (operations first, then the rules in
+    """``frame-inadmissible`` (docs/adapters/b10x.md#frame-admissibility): the frame must admit ``file.read``,
+    ``dir.list`` and ``search`` in its operations and in every subject rule (operations first, then the rules in
     order), and a frame with ``subjects`` must end in a ``**`` or ``file:**`` rule."""
     where: str | None = None
     missing = _first_missing(frame.operations)

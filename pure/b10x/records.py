@@ -1,4 +1,5 @@
-"""The loop's ``--json`` record kinds as typed structs (spec 60 §2, read by spec 40 §5).
+"""The loop's ``--json`` record kinds as typed structs (docs/loop.md#the-record, read by
+docs/adapters/b10x.md#reading-the-record).
 
 Every field a 0.22.0 record may leave out, and every field an older loop never wrote, has a default, so
 a record of an older or newer loop still reads; unknown fields are ignored. A line that is not one of
@@ -24,7 +25,7 @@ class _Record(Struct, frozen=True, kw_only=True, tag_field="kind", forbid_unknow
 
 
 class WithheldEntry(Struct, frozen=True, kw_only=True, forbid_unknown_fields=False):
-    """An unpublished catalogue entry and why; missing strings read ``""`` (spec 40 §5.2)."""
+    """An unpublished catalogue entry and why; missing strings read ``""`` (docs/adapters/b10x.md#opening-event)."""
 
     tool: str = ""
     reason: str = ""

@@ -1,4 +1,5 @@
-"""``replay b10x``: a retained loop record mapped offline through the live seam (spec 10 §10, spec 40 §5).
+"""``replay b10x``: a retained loop record mapped offline through the live seam (docs/events.md#replay,
+docs/adapters/b10x.md#reading-the-record).
 
 Replay plans no launch, probes nothing and arms no deadline: no plan-time warning, ``transcript``
 ``{path, null, null}``, an empty attestation with the replay's mode, ``process`` unknown.
@@ -25,7 +26,7 @@ class ReplayOutcome(msgspec.Struct, frozen=True):
 
 
 def replay_hermetic(mode: HermeticMode, decisions: DecisionMode) -> Hermetic:
-    """The attestation a replay records (spec 10 §10): the mode and decisions, every list empty."""
+    """The attestation a replay records (docs/events.md#replay): the mode and decisions, every list empty."""
     return Hermetic(
         mode=mode, decisions=decisions, imposed=(), declared=(), unavailable=(), ambient_inputs=(), installed_plugins=()
     )
@@ -41,7 +42,7 @@ def replay_settings(
     model: str | None = None,
     transcript_path: str,
 ) -> SeamSettings:
-    """The seam settings of a replay with the options of spec 10 §10."""
+    """The seam settings of a replay with the options of docs/events.md#replay."""
     return SeamSettings(
         run=run,
         mode=decisions,

@@ -1,4 +1,5 @@
-"""The b10x seam: the loop's ``--json`` record read into ``metaharness.event/1`` (spec 40 §5–§6).
+"""The b10x seam: the loop's ``--json`` record read into ``metaharness.event/1``
+(docs/adapters/b10x.md#reading-the-record, #caller-seam).
 
 One reader serves live runs, ``replay b10x`` and conformance. :func:`open_seam` starts a stream (with
 any plan-time warnings), :func:`read_line` maps one record line, :func:`end_of_record` releases what
@@ -77,13 +78,15 @@ ADAPTER_CLASS = "direct_provider"
 BUDGET_STOPS = frozenset(
     {"max-turns", "max-input-tokens", "max-output-tokens", "max-cost", "deadline", "budget-exhausted"}
 )
-"""The b10x budget words: a stop of one of these kinds closes the stream ``budget`` (spec 40 §5.3)."""
+"""The b10x budget words: a stop of one of these kinds closes the stream ``budget``
+(docs/adapters/b10x.md#closing-event-and-stop-kinds)."""
 
 DELEGATE_KINDS = frozenset({"delegate-started", "delegate-finished", "delegated"})
-"""Records of a delegation: ``opaque``, and ``subagents_spawned`` is then unknown (spec 40 §5.1, §5.3)."""
+"""Records of a delegation: ``opaque``, and ``subagents_spawned`` is then unknown (docs/adapters/b10x.md#record-mapping,
+#closing-event-and-stop-kinds)."""
 
 SEAM_DECIDABLE = ("file_write", "file_edit", "run")
-"""The tools the loop asks about with its ceiling at ``low`` (spec 40 §6)."""
+"""The tools the loop asks about with its ceiling at ``low`` (docs/adapters/b10x.md#caller-seam)."""
 
 _OPERATIONS = {
     "file_read": "file.read",
@@ -93,7 +96,7 @@ _OPERATIONS = {
     "search": "search",
     "run": "shell",
 }
-"""The rendering of spec 40 §7 read backwards: a loop tool's operation."""
+"""The rendering of docs/adapters/b10x.md#rendering read backwards: a loop tool's operation."""
 
 ABSTAIN_REASON = (
     "metaharness abstained on this call and the loop's approval grammar has no word for abstaining, "
@@ -115,14 +118,15 @@ UNVERIFIED_TIER_MESSAGE = (
 
 
 class Answer(Struct, frozen=True):
-    """One answer line for the loop's stdin, ``\\n`` included (spec 40 §6 step 3)."""
+    """One answer line for the loop's stdin, ``\\n`` included (docs/adapters/b10x.md#caller-seam step 3)."""
 
     call_id: str
     line: bytes
 
 
 class Arm(Struct, frozen=True):
-    """Arm the deadline of an asked call now that its ``tool.requested`` line is written (spec 20 §8.5)."""
+    """Arm the deadline of an asked call now that its ``tool.requested`` line is written
+    (docs/decisions.md#deadlines)."""
 
     call_id: str
 
@@ -131,8 +135,8 @@ Effect: TypeAlias = bytes | Answer | Arm
 
 
 class SeamSettings(Struct, frozen=True, kw_only=True):
-    """What a run fixes before its record is read (spec 40 §5.2): the decision mode, ``--model``, the
-    probed (or replay's) harness version, the transcript, the context files, the attestation, the frame
+    """What a run fixes before its record is read (docs/adapters/b10x.md#opening-event): the decision mode, ``--model``,
+    the probed (or replay's) harness version, the transcript, the context files, the attestation, the frame
     in force (its digest; ``frame`` is the loaded document the run decides by) and the deadline."""
 
     run: str
@@ -147,7 +151,7 @@ class SeamSettings(Struct, frozen=True, kw_only=True):
 
     @property
     def deadline_ms(self) -> int:
-        """metaharness's own deadline for one asked call (spec 20 §8.5)."""
+        """metaharness's own deadline for one asked call (docs/decisions.md#deadlines)."""
         return decision_deadline(self.vendor_budget_ms)
 
 
@@ -167,7 +171,8 @@ def chained(chain: Chain) -> list[Any]:
 
 
 class Held(Struct, frozen=True):
-    """A ``tool-requested`` held until the record shows whether the loop asks about it (spec 40 §5)."""
+    """A ``tool-requested`` held until the record shows whether the loop asks about it
+    (docs/adapters/b10x.md#reading-the-record)."""
 
     call_id: str
     name: str
@@ -215,7 +220,7 @@ class _Out:
         self.effects.extend(lines)
 
     def answer(self, call_id: str, decision: Decision) -> None:
-        """The caller-seam line for ``decision`` goes to the loop's stdin (spec 40 §6 step 3)."""
+        """The caller-seam line for ``decision`` goes to the loop's stdin (docs/adapters/b10x.md#caller-seam step 3)."""
         self.effects.append(Answer(call_id, answer_line(call_id, decision)))
         self.answers = self.answers.set(call_id, isinstance(decision, Allow))
 
@@ -240,7 +245,8 @@ def warning(code: str, message: str) -> WarningRaised:
 
 
 def version_off_pin(program: str, found: str | None, pins: tuple[str, ...]) -> WarningRaised | None:
-    """The plan-time ``VERSION_OFF_PIN`` of spec 40 §3.3 (spec 20 §3 wording), or ``None`` on the pin."""
+    """The plan-time ``VERSION_OFF_PIN`` of docs/adapters/b10x.md#program-and-version (docs/events.md#warning-codes
+    wording), or ``None`` on the pin."""
     joined = ", ".join(pins)
     if found is None:
         return warning(
@@ -260,7 +266,8 @@ def open_seam(
     settings: SeamSettings, plan_warnings: tuple[WarningRaised, ...] = ()
 ) -> tuple[SeamState, tuple[Effect, ...]]:
     """A new stream: the plan-time warnings (``VERSION_OFF_PIN`` first), then under frame and ask the
-    ``UNVERIFIED_TIER`` warning (spec 40 §8); replay passes none and gets no ``UNVERIFIED_TIER``."""
+    ``UNVERIFIED_TIER`` warning (docs/adapters/b10x.md#capabilities-and-doctor); replay passes none and gets no
+    ``UNVERIFIED_TIER``."""
     desk = desk_.open_desk(settings.mode, settings.frame, settings.vendor_budget_ms)
     state = SeamState(settings=settings, stream=Stream(settings.run), desk=desk)
     out = _Out(state)
@@ -270,7 +277,8 @@ def open_seam(
 
 
 def unverified_tier() -> WarningRaised:
-    """The ``UNVERIFIED_TIER`` warning a live frame or ask run begins with (spec 40 §8)."""
+    """The ``UNVERIFIED_TIER`` warning a live frame or ask run begins with
+    (docs/adapters/b10x.md#capabilities-and-doctor)."""
     return warning("UNVERIFIED_TIER", UNVERIFIED_TIER_MESSAGE)
 
 
@@ -323,7 +331,7 @@ _replace = msgspec.structs.replace
 """Bound once: the hot paths of :func:`read_line` replace the state on every line."""
 
 _BUFFERED = (rec.TextDelta, rec.ReasoningDelta, rec.Warning, rec.ToolArgumentsDelta)
-"""The records an open attempt buffers (spec 40 §5)."""
+"""The records an open attempt buffers (docs/adapters/b10x.md#reading-the-record)."""
 
 
 def _opaque(line: bytes, number: int, subtype: str | None) -> Opaque:
@@ -331,7 +339,8 @@ def _opaque(line: bytes, number: int, subtype: str | None) -> Opaque:
 
 
 def _buffered(state: SeamState, out: _Out, record: rec.Record, changes: dict[str, Any]) -> None:
-    """Deltas and loop warnings: buffered while an attempt is open, else emitted (spec 40 §5)."""
+    """Deltas and loop warnings: buffered while an attempt is open, else emitted
+    (docs/adapters/b10x.md#reading-the-record)."""
     if isinstance(record, rec.ToolArgumentsDelta):
         return
     payload: Event
@@ -366,7 +375,8 @@ def _flush(state: SeamState, out: _Out, changes: dict[str, Any]) -> None:
 
 
 def _retried(state: SeamState, out: _Out, record: rec.TurnRetried, changes: dict[str, Any]) -> None:
-    """Drop the interrupted attempt's deltas, emit the rest, say so, open a new attempt (spec 40 §5)."""
+    """Drop the interrupted attempt's deltas, emit the rest, say so, open a new attempt
+    (docs/adapters/b10x.md#reading-the-record)."""
     attempt = chained(changes.get("attempt", state.attempt) or ())
     kept = [payload for payload in attempt if not isinstance(payload, Text | Thinking)]
     dropped = len(attempt) - len(kept)
@@ -384,7 +394,7 @@ def _retried(state: SeamState, out: _Out, record: rec.TurnRetried, changes: dict
 def _map(
     state: SeamState, out: _Out, record: rec.Record | str | None, number: int, line: bytes, changes: dict[str, Any]
 ) -> None:
-    """Every record that is not buffered (spec 40 §5.1)."""
+    """Every record that is not buffered (docs/adapters/b10x.md#record-mapping)."""
     settings = state.settings
     if record is None or isinstance(record, str):
         out.emit(_opaque(line, number, record))
@@ -444,7 +454,7 @@ def _map(
 
 
 def _noted(out: _Out, record: rec.Record) -> None:
-    """Records read into a warning, or into nothing (spec 40 §5.1)."""
+    """Records read into a warning, or into nothing (docs/adapters/b10x.md#record-mapping)."""
     if isinstance(record, rec.CredentialRenewed):
         expiry = f"expires_unix {record.expires_unix}" if record.expires_unix is not None else "expiry unknown"
         rotated = "true" if record.refresh_token_rotated else "false"
@@ -480,7 +490,8 @@ def _noted(out: _Out, record: rec.Record) -> None:
 
 
 def _hook(out: _Out, record: rec.HookRan, line: bytes, number: int) -> None:
-    """``hook-ran``: ``block`` and ``failed`` are warnings, ``proceed`` nothing (spec 40 §5.1)."""
+    """``hook-ran``: ``block`` and ``failed`` are warnings, ``proceed`` nothing
+    (docs/adapters/b10x.md#record-mapping)."""
     if record.decision == "block":
         out.emit(warning("hook-refused", record.reason or "a hook refused the call and gave no reason"))
     elif record.decision == "failed":
@@ -490,7 +501,7 @@ def _hook(out: _Out, record: rec.HookRan, line: bytes, number: int) -> None:
 
 
 def session_started(settings: SeamSettings, record: rec.Started) -> SessionStarted:
-    """``session.started`` from the loop's ``started`` (spec 40 §5.2)."""
+    """``session.started`` from the loop's ``started`` (docs/adapters/b10x.md#opening-event)."""
     withheld = (
         None
         if record.withheld is None
@@ -522,7 +533,7 @@ def session_started(settings: SeamSettings, record: rec.Started) -> SessionStart
 
 
 def usage_event(record: rec.Usage, model: str | None) -> UsageReported:
-    """``usage`` from the loop's ``usage``: cached input read as cache reads (spec 40 §5.1)."""
+    """``usage`` from the loop's ``usage``: cached input read as cache reads (docs/adapters/b10x.md#record-mapping)."""
     return UsageReported(
         request_id=None,
         model=record.model if record.model is not None else model,
@@ -541,7 +552,8 @@ def usage_event(record: rec.Usage, model: str | None) -> UsageReported:
 
 
 def tool_result(record: rec.ToolCompleted) -> ToolResult:
-    """``tool.result`` from ``tool-completed``: only whether it failed is known (spec 40 §5.1)."""
+    """``tool.result`` from ``tool-completed``: only whether it failed is known
+    (docs/adapters/b10x.md#record-mapping)."""
     return ToolResult(
         exit_code=None,
         outcome_source=None,
@@ -554,7 +566,8 @@ def tool_result(record: rec.ToolCompleted) -> ToolResult:
 
 
 def stop_kind(stop: Any) -> str:
-    """The stop kind of a ``finished`` record, ``unknown`` when missing (spec 40 §5.3)."""
+    """The stop kind of a ``finished`` record, ``unknown`` when missing
+    (docs/adapters/b10x.md#closing-event-and-stop-kinds)."""
     if isinstance(stop, dict) and isinstance(stop.get("kind"), str):
         return cast(str, stop["kind"])
     return stop if isinstance(stop, str) else "unknown"
@@ -562,7 +575,8 @@ def stop_kind(stop: Any) -> str:
 
 def cost_total(micro_usd: int) -> msgspec.Raw:
     """The micro-dollar sum as a plain decimal: integer part, ``.``, the six-digit remainder with
-    trailing zeros removed, at least one digit (spec 40 §5.3: 1234 → 0.001234, 2500000 → 2.5)."""
+    trailing zeros removed, at least one digit (docs/adapters/b10x.md#closing-event-and-stop-kinds: 1234 →
+    0.001234, 2500000 → 2.5)."""
     whole, remainder = divmod(micro_usd, 1_000_000)
     fraction = f"{remainder:06d}".rstrip("0") or "0"
     return msgspec.Raw(f"{whole}.{fraction}".encode())
@@ -571,7 +585,7 @@ def cost_total(micro_usd: int) -> msgspec.Raw:
 def session_ended(
     state: SeamState, changes: dict[str, Any], record: rec.Finished, stop: str, census: Census
 ) -> SessionEnded:
-    """``session.ended`` from ``finished`` (spec 40 §5.3)."""
+    """``session.ended`` from ``finished`` (docs/adapters/b10x.md#closing-event-and-stop-kinds)."""
     stated = record.stop.get("turns") if isinstance(record.stop, dict) else None
     turns = stated_count(record.turns) if record.turns is not None else stated_count(stated)
     answered = changes.get("answered", state.answered)
@@ -601,7 +615,8 @@ def session_ended(
 
 
 def call_operations(name: str, arguments: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """A call's operations and subjects from the flat entry's own arguments (spec 40 §5.4)."""
+    """A call's operations and subjects from the flat entry's own arguments
+    (docs/adapters/b10x.md#operations-and-subjects)."""
     args = arguments if isinstance(arguments, dict) else {}
     if name == "tool_invoke":
         inner = args.get("name")
@@ -622,8 +637,9 @@ def call_operations(name: str, arguments: Any) -> tuple[tuple[str, ...], tuple[s
 
 
 def presented_call(held: Held, seam: str, tree: TreeFacts | None = None) -> PresentedCall:
-    """A loop call as the desk is shown it: operations and subjects from its own arguments (§5.4),
-    ``file:`` subjects resolved against the child's ``tree`` when the run has one."""
+    """A loop call as the desk is shown it: operations and subjects from its own arguments
+    (docs/adapters/b10x.md#operations-and-subjects), ``file:`` subjects resolved against the child's ``tree`` when
+    the run has one."""
     operations, subjects = call_operations(held.name, held.arguments)
     if tree is not None:
         subjects = resolve_subjects(subjects, tree.cwd, tree.links)
@@ -638,7 +654,8 @@ def presented_call(held: Held, seam: str, tree: TreeFacts | None = None) -> Pres
 
 
 def _release(state: SeamState, out: _Out, held: Held, changes: dict[str, Any]) -> None:
-    """A held call the loop did not ask about: recorded on seam ``none``, never decided (spec 40 §5)."""
+    """A held call the loop did not ask about: recorded on seam ``none``, never decided
+    (docs/adapters/b10x.md#reading-the-record)."""
     _flush(state, out, changes)
     out.step(desk_.present(out.desk, presented_call(held, "none", state.tree)))
     changes["held"] = None
@@ -646,7 +663,7 @@ def _release(state: SeamState, out: _Out, held: Held, changes: dict[str, Any]) -
 
 def end_of_record(state: SeamState) -> tuple[SeamState, tuple[Effect, ...]]:
     """The record ended: a held call is released unasked and an open attempt's buffer is emitted
-    (spec 40 §5). No terminal record is invented."""
+    (docs/adapters/b10x.md#reading-the-record). No terminal record is invented."""
     out = _Out(state)
     changes: dict[str, Any] = {}
     if state.held is not None:
@@ -656,8 +673,8 @@ def end_of_record(state: SeamState) -> tuple[SeamState, tuple[Effect, ...]]:
 
 
 def answer_line(call_id: str, decision: Decision) -> bytes:
-    """The caller-seam answer line, byte-exact (spec 40 §6 step 3): allow, or deny with the reason;
-    abstain and replace are written as a deny that says why."""
+    """The caller-seam answer line, byte-exact (docs/adapters/b10x.md#caller-seam step 3): allow, or deny with the
+    reason; abstain and replace are written as a deny that says why."""
     if isinstance(decision, Allow):
         return compact({"call_id": call_id, "decision": "allow"}) + b"\n"
     if isinstance(decision, Deny):
@@ -671,7 +688,8 @@ def answer_line(call_id: str, decision: Decision) -> bytes:
 
 def _question(state: SeamState, out: _Out, record: rec.ApprovalRequired, changes: dict[str, Any]) -> None:
     """An ``approval-required``: under observe nothing; under frame and ask the held call becomes a
-    question (spec 40 §6 step 2), or an unexpected one is denied (spec 40 §6, unexpected question)."""
+    question (docs/adapters/b10x.md#caller-seam step 2), or an unexpected one is denied
+    (docs/adapters/b10x.md#caller-seam, unexpected question)."""
     settings = state.settings
     if settings.mode == "observe":
         return
@@ -705,7 +723,7 @@ def _question(state: SeamState, out: _Out, record: rec.ApprovalRequired, changes
 
 
 def expire(state: SeamState, call_id: str, elapsed_ms: int) -> tuple[SeamState, tuple[Effect, ...]]:
-    """An asked call's deadline fired: the desk denies it by ``deadline`` (spec 40 §6 step 4)."""
+    """An asked call's deadline fired: the desk denies it by ``deadline`` (docs/adapters/b10x.md#caller-seam step 4)."""
     out = _Out(state)
     out.step(desk_.expire(out.desk, call_id, elapsed_ms))
     return out.finish(state)
@@ -713,7 +731,7 @@ def expire(state: SeamState, call_id: str, elapsed_ms: int) -> tuple[SeamState, 
 
 def abandon_pending(state: SeamState, why: desk_.AbandonCause) -> tuple[SeamState, tuple[Effect, ...]]:
     """Every pending call denied by ``adapter``, its line written first, then ``PENDING_CALL_ABANDONED``
-    (spec 20 §8.4)."""
+    (docs/decisions.md#correlation-and-abandonment)."""
     out = _Out(state)
     out.step(desk_.abandon(out.desk, why))
     return out.finish(state)
@@ -721,7 +739,7 @@ def abandon_pending(state: SeamState, why: desk_.AbandonCause) -> tuple[SeamStat
 
 def _resolved(state: SeamState, out: _Out, record: rec.ApprovalResolved) -> None:
     """``approval-resolved``: observe reads a denial as the approver's; frame and ask check it
-    against the answer written (spec 40 §5.1, §6 step 5)."""
+    against the answer written (docs/adapters/b10x.md#record-mapping, #caller-seam step 5)."""
     verdict = "true" if record.approved else "false"
     if state.settings.mode == "observe":
         if not record.approved:
@@ -754,9 +772,10 @@ def wind_up(
     process: Process,
     warnings: tuple[WarningRaised, ...] = (),
 ) -> tuple[SeamState, tuple[Effect, ...]]:
-    """Close the stream (spec 20 §4, spec 40 §5.1): pending calls abandoned by the end of the stream,
-    ``RESULT_UNOBSERVED`` naming the calls that never got a result, ``NO_TERMINAL_RECORD`` when no ``finished`` was read (not after a ``halt``), the wind-up's own
-    ``warnings`` (``RETAIN_FAILED``), then ``stream.closed``."""
+    """Close the stream (docs/events.md#stream-ending, docs/adapters/b10x.md#record-mapping): pending calls abandoned by
+    the end of the stream, ``RESULT_UNOBSERVED`` naming the calls that never got a result, ``NO_TERMINAL_RECORD`` when
+    no ``finished`` was read (not after a ``halt``), the wind-up's own ``warnings`` (``RETAIN_FAILED``),
+    then ``stream.closed``."""
     state, abandoned = abandon_pending(state, "the stream ended")
     out = _Out(state)
     unobserved = result_unobserved(out.stream)
@@ -773,7 +792,8 @@ def wind_up(
 
 
 HONOURED = frozenset({"tool.decide", "interrupt", "halt"})
-"""The commands the b10x adapter honours (spec 40 §8); the rest are ``UNSUPPORTED_CONTROL``."""
+"""The commands the b10x adapter honours (docs/adapters/b10x.md#capabilities-and-doctor); the rest are
+``UNSUPPORTED_CONTROL``."""
 
 Control: TypeAlias = Literal["interrupt", "halt"] | None
 
@@ -785,10 +805,10 @@ once; a signal is SIGTERM to the group, SIGKILL 5 s later or at the next signal.
 def take_command(
     state: SeamState, command: Steering, latency_ms: int | None
 ) -> tuple[SeamState, tuple[Effect, ...], Control]:
-    """Steps 2–4 of spec 20 §5 for one framed command, and the control the shell applies after the
+    """Steps 2–4 of docs/events.md#commands for one framed command, and the control the shell applies after the
     effects: ``tool.decide`` decides a pending call (its ``tool.decided`` before its
     ``command.result``); ``interrupt`` and ``halt`` abandon pending calls first (their deny lines
-    written before the signal, spec 40 §6). ``latency_ms`` is the elapsed time since the decided
+    written before the signal, docs/adapters/b10x.md#caller-seam). ``latency_ms`` is the elapsed time since the decided
     call's deadline was armed."""
     formed = check_well_formed(command).bind(lambda ok: check_supported(ok.command, ADAPTER, HONOURED))
     if isinstance(formed, Failure):

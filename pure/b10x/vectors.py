@@ -1,4 +1,5 @@
-"""The eleven deterministic conformance vectors of ``conformance b10x`` (spec 40 §10, spec 10 §6).
+"""The eleven deterministic conformance vectors of ``conformance b10x`` (docs/adapters/b10x.md#conformance-vectors,
+docs/adapters/common.md#conformance).
 
 Each vector names its tier, its data under ``vectors/b10x/`` and its fixed inputs; the checks here are
 pure over the loaded bytes (C1 plans a launch, C2 replays a record, C4 reads a banner). C3 needs the
@@ -13,9 +14,8 @@ from typing import Literal
 import msgspec
 from returns.result import Failure
 
+from metaharness.pure.b10x.adapter import PIN, PROGRAM
 from metaharness.pure.b10x.launch import (
-    PIN,
-    PROGRAM,
     B10xLaunchFacts,
     check_frame_admissible,
     launch_fixture,
@@ -111,7 +111,7 @@ VECTORS: tuple[Vector, ...] = (
     ),
     Vector(number=11, id="c4-version-banner", tier="C4", banner="golden/version.txt"),
 )
-"""The vectors in spec 40 §10's order."""
+"""The vectors in docs/adapters/b10x.md#conformance-vectors's order."""
 
 BANNER_VERSION_FILE = "golden/version.txt"
 
@@ -124,13 +124,14 @@ class Verdict(msgspec.Struct, frozen=True):
     detail: str = ""
 
     def line(self) -> str:
-        """``pass C1 c1-launch``, ``FAIL C2 … — <detail>``, ``warn C4 … — <detail>`` (spec 10 §6)."""
+        """``pass C1 c1-launch``, ``FAIL C2 … — <detail>``, ``warn C4 … — <detail>``
+        (docs/adapters/common.md#conformance)."""
         head = f"{self.outcome} {self.vector.tier} {self.vector.id}"
         return head if not self.detail else f"{head} — {self.detail}"
 
 
 def c1_inputs(number: int, frame: Frame | None = None) -> tuple[RunOptions, B10xLaunchFacts]:
-    """The fixed inputs of vectors 1–3 (spec 40 §10 C1)."""
+    """The fixed inputs of vectors 1–3 (docs/adapters/b10x.md#conformance-vectors C1)."""
     options = RunOptions(
         kind="b10x",
         decisions="observe",
@@ -202,8 +203,8 @@ def banner_version(banner: bytes) -> str | None:
 
 
 def c2_settings(vector: Vector, banner: bytes, decisions: Literal["observe", "frame"] = "observe") -> SeamSettings:
-    """The replay of spec 40 §10 C2: run ``golden``, the banner's version, model ``b10x-emulated``, the
-    record's path under ``vectors/b10x/``."""
+    """The replay of docs/adapters/b10x.md#conformance-vectors C2: run ``golden``, the banner's version, model
+    ``b10x-emulated``, the record's path under ``vectors/b10x/``."""
     assert vector.record is not None
     return replay_settings(
         run=RUN_ID, decisions=decisions, harness_version=banner_version(banner), model=MODEL, transcript_path=vector.record
@@ -211,8 +212,8 @@ def c2_settings(vector: Vector, banner: bytes, decisions: Literal["observe", "fr
 
 
 def c3_settings(vector: Vector, banner: bytes, frame: Frame) -> SeamSettings:
-    """The live run of spec 40 §10 C3: decisions ``frame`` with the vector's frame, C2's version and
-    model, the replay's transcript and attestation blocks."""
+    """The live run of docs/adapters/b10x.md#conformance-vectors C3: decisions ``frame`` with the vector's frame, C2's
+    version and model, the replay's transcript and attestation blocks."""
     assert vector.record is not None
     return SeamSettings(
         run=RUN_ID,
@@ -258,7 +259,8 @@ def check_c4(vector: Vector, banner: bytes) -> Verdict:
 
 
 def contract_line(verdicts: tuple[Verdict, ...]) -> bytes:
-    """The ``--contract`` line, keys sorted (spec 10 §6, spec 40 §10)."""
+    """The ``--contract`` line, keys sorted (docs/adapters/common.md#conformance,
+    docs/adapters/b10x.md#conformance-vectors)."""
     failed = [v for v in verdicts if v.outcome == "FAIL"]
     return (
         canonical(

@@ -1,6 +1,6 @@
 """``doctor claude``: the binary the spawn would run, its version against the pin, and every flag the
 launch can emit checked against ``claude --help`` — ``--max-turns``, which the pin hides from its
-help, by acceptance (spec 50 §7, spec 10 §7)."""
+help, by acceptance (docs/adapters/common.md#pins, docs/adapters/common.md#doctor)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import re
 
 import msgspec
 
-from metaharness.pure.claude.launch import PINS
+from metaharness.pure.claude.adapter import PINS
 
 SENT_FLAGS = (
     "-p",
@@ -25,10 +25,10 @@ SENT_FLAGS = (
     "--tools",
     "--mcp-config",
 )
-"""Every flag the launch of spec 50 §3 can emit and ``claude --help`` declares, in argv order."""
+"""Every flag the launch of docs/adapters/claude.md can emit and ``claude --help`` declares, in argv order."""
 
 HIDDEN_FLAGS = ("--max-turns",)
-"""Flags the pin accepts but hides from ``--help``: checked by acceptance (spec 50 §7)."""
+"""Flags the pin accepts but hides from ``--help``: checked by acceptance (docs/adapters/common.md#pins)."""
 
 PROBE_FLAG = "--metaharness-acceptance-probe"
 """An option no Claude Code declares: the parser names the first option it does not know, so a probe
@@ -50,7 +50,8 @@ def declared_flags(help_text: str) -> frozenset[str]:
 
 
 def version_token(banner: str) -> str | None:
-    """The first whitespace-separated token starting with a digit (``2.1.332 (Claude Code)``, spec 50 §7)."""
+    """The first whitespace-separated token starting with a digit (``2.1.332 (Claude Code)``,
+    docs/adapters/common.md#pins)."""
     return next((word for word in banner.split() if word[:1].isdigit()), None)
 
 
@@ -65,7 +66,7 @@ def accepted(flag: str, probe_stderr: str) -> bool:
 
 
 def doctor_report(program: str, version: str, help_text: str, hidden_accepted: dict[str, bool]) -> DoctorReport:
-    """The version line and the flag lines for ``program`` reporting ``version`` (spec 10 §7)."""
+    """The version line and the flag lines for ``program`` reporting ``version`` (docs/adapters/common.md#doctor)."""
     pins = ", ".join(PINS)
     if version in PINS:
         first = f"claude: {program} {version} — on the adapter's pin ({pins})"

@@ -1,6 +1,8 @@
 """Planning a Claude Code launch: scratch layout, settings document with the blocking hook, the exact
-argv, the constructed environment and its guards, the memory rule and the attestation (spec 50 §1–§3,
-§5–§6; spec 30 §3, §5, §7–§9; spec 10 §4.6).
+argv, the constructed environment and its guards, the memory rule and the attestation
+(docs/adapters/common.md#vendor-launch-order, #vendor-decisions; docs/adapters/claude.md; docs/hermetic.md#attestation;
+docs/adapters/common.md#endpoint-route; docs/hermetic.md#attestation, #memory-file-walk, #environment-floor,
+#credentials, #context-files; docs/hermetic.md#execution-context-block).
 
 Planning is a pure function of the run spec, the caller's environment, the scratch root and gathered
 facts (PATH candidates, memory-walk hits, the managed-settings file). Writing the scratch tree,
@@ -18,6 +20,7 @@ import msgspec
 from returns.result import Failure, Result, Success
 
 from metaharness.pure.catalogue import Catalogue, needs_writable, scratch_copy
+from metaharness.pure.claude.adapter import PINS, PROGRAM
 from metaharness.pure.claude.plugins import PluginCopy
 from metaharness.pure.context import ContextFileRead, check_argument_sizes, context_record, render_context_block
 from metaharness.pure.environment import (
@@ -53,8 +56,6 @@ from metaharness.pure.jsonline import compact, sha256_hex
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.scratch import ScratchFile
 
-PROGRAM = "claude"
-PINS = ("2.1.332",)
 CONTEXT_CHANNEL = "append-system-prompt"
 SETTINGS_SCHEMA = "https://json.schemastore.org/claude-code-settings.json"
 SETTINGS_FILE = "claude-settings.json"
@@ -63,10 +64,10 @@ CATALOGUE_FILE = "catalogue.json"
 MCP_SERVER = "metaharness"
 TRANSCRIPT_FILE = "transcript.jsonl"
 MANAGED_SETTINGS = "/etc/claude-code/managed-settings.json"
-"""The vendor's system path for managed settings, read whatever the sources (spec 50 §3)."""
+"""The vendor's system path for managed settings, read whatever the sources (docs/adapters/claude.md)."""
 
 BUILTIN_PLUGINS = ("cc-plugin-agents-md", "cc-plugin-privacy", "cc-plugin-plugin-authoring")
-"""The ``@builtin`` plugins a fresh home reports at 2.1.332 (spec 50 §3 "Plugins")."""
+"""The ``@builtin`` plugins a fresh home reports at 2.1.332 (docs/adapters/claude.md#plugins)."""
 
 DENIED_ARGUMENTS = (
     "--bare",
@@ -82,12 +83,12 @@ DENIED_ARGUMENTS = (
     "--resume",
     "--continue",
 )
-"""Flags a claude launch must never carry (spec 50 §3 "Refusals"): each drops the hook, changes what
+"""Flags a claude launch must never carry (docs/adapters/claude.md#refusals): each drops the hook, changes what
 an abstain means or shadows the hook."""
 
-CANARY_LOADED: Mapping[str, frozenset[str]] = {"2.1.332": frozenset()}
-"""Per pin, the memory shapes the canary showed loaded (spec 30 §5.3); a version without an entry
-counts every shape as loaded. At 2.1.332, driven against the emulator with ``--setting-sources ""``
+CANARY_LOADED: Mapping[str, frozenset[str]] = {PINS[0]: frozenset()}
+"""Per pin, the memory shapes the canary showed loaded (docs/hermetic.md#claudes-memory-canary); a version without an
+entry counts every shape as loaded. At 2.1.332, driven against the emulator with ``--setting-sources ""``
 and a fresh config home, no shape above the cwd and not ``$HOME/.claude/CLAUDE.md`` reached a request
 body, while without ``--setting-sources ""`` the project shapes did (``tests/test_claude_canary.py``
 re-drives both)."""
@@ -97,15 +98,15 @@ HermeticMode = Literal["off", "on", "strict"]
 
 
 class ClaudeRunSpec(msgspec.Struct, frozen=True, kw_only=True):
-    """The run options a claude launch is built from (spec 10 §4.2, spec 50 §3).
+    """The run options a claude launch is built from (docs/cli.md#run, docs/adapters/claude.md).
 
     ``cwd`` is ``--cwd`` already made absolute (``None`` → ``<scratch>/work``); ``context`` the
     admitted ``--context`` files (rendered into ``--append-system-prompt``); ``plugins`` the
     planned ``--plugin-dir`` copies (``metaharness.pure.claude.plugins``); ``environment`` carries credentials, actor,
-    endpoint and the loopback port and placeholder (the port may still be symbolic, spec 10 §4.5
+    endpoint and the loopback port and placeholder (the port may still be symbolic, docs/hermetic.md#refusal-order
     stage 8); ``frame_digest`` the sealed frame's digest (row H10); ``catalogue`` the checked
     catalogue of a ``--tool-surface owned --catalogue`` run and ``own_cli`` the argv the shell gathered
-    that starts this build's own CLI, interpreter first, which serves it (spec 50 §3 "Owned surface and
+    that starts this build's own CLI, interpreter first, which serves it (docs/adapters/claude.md "Owned surface and
     --catalogue").
     """
 
@@ -154,7 +155,8 @@ class ClaudeLaunch(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def user_turn(spec: ClaudeRunSpec) -> str:
-    """The execution-context block, a blank line, then the task unchanged (spec 50 §1 "User turn")."""
+    """The execution-context block, a blank line, then the task unchanged
+    (docs/adapters/common.md#vendor-launch-order)."""
     block = execution_context_block("claude", workspace_word(spec.cwd, spec.scratch_cwd), spec.hermetic, spec.decisions)
     return f"{block}\n{spec.prompt}"
 
@@ -164,17 +166,18 @@ _MENTION = re.compile(r"@\S+")
 
 def ambient_mentions(prompt: str) -> tuple[str, ...]:
     """Each ``@`` followed by a non-space in the task: Claude Code reads it as a file no tool call,
-    hook or record shows (spec 50 §1 "User turn")."""
+    hook or record shows (docs/adapters/common.md#vendor-launch-order)."""
     return tuple(_MENTION.findall(prompt))
 
 
 def hook_command(scratch: str) -> str:
-    """The settings' hook command: the single-quoted absolute hook path (spec 50 §1, §3)."""
+    """The settings' hook command: the single-quoted absolute hook path (docs/adapters/common.md#vendor-launch-order;
+    docs/adapters/claude.md)."""
     return shell_quote(posixpath.join(scratch, HOOK_PROGRAM))
 
 
 def settings_document(scratch: str) -> dict[str, object]:
-    """The ``--settings`` document (spec 50 §3): empty permission lists and the one blocking
+    """The ``--settings`` document (docs/adapters/claude.md): empty permission lists and the one blocking
     ``PreToolUse`` group matching every tool, with no ``async`` or ``asyncRewake`` key."""
     return {
         "$schema": SETTINGS_SCHEMA,
@@ -191,7 +194,7 @@ def settings_document(scratch: str) -> dict[str, object]:
 
 
 def check_shadowing(settings: Mapping[str, object], scratch: str) -> Result[Mapping[str, object], Refusal]:
-    """``shadowed`` (spec 50 §2 "Shadowing guard"): a non-empty ``permissions.allow``/``deny``, or
+    """``shadowed`` (docs/adapters/common.md#one-event-per-call): a non-empty ``permissions.allow``/``deny``, or
     ``hooks`` holding anything but the one ``PreToolUse`` group, would let another layer decide."""
     permissions = settings.get("permissions")
     if not isinstance(permissions, Mapping) or permissions.get("allow") or permissions.get("deny"):
@@ -213,7 +216,7 @@ def check_shadowing(settings: Mapping[str, object], scratch: str) -> Result[Mapp
 
 
 def check_arguments(args: tuple[str, ...]) -> Result[tuple[str, ...], Refusal]:
-    """``denied-argument`` on the built argv, each flag compared by the part before ``=`` (spec 50 §3)."""
+    """``denied-argument`` on the built argv, each flag compared by the part before ``=`` (docs/adapters/claude.md)."""
     values_of = {"-p", "--output-format", "--setting-sources", "--settings", "--append-system-prompt", "--model"}
     values_of |= {"--effort", "--max-turns", "--plugin-dir", "--tools", "--mcp-config"}
     index = 0
@@ -232,7 +235,7 @@ def check_arguments(args: tuple[str, ...]) -> Result[tuple[str, ...], Refusal]:
 
 
 def arguments(spec: ClaudeRunSpec, scratch: str, turn: str, context_block: str | None) -> tuple[str, ...]:
-    """argv after argv[0] in the exact order of spec 50 §3."""
+    """argv after argv[0] in the exact order of docs/adapters/claude.md."""
     args = ["-p", turn, "--output-format", "stream-json", "--verbose", "--strict-mcp-config"]
     args += ["--setting-sources", "", "--settings", posixpath.join(scratch, SETTINGS_FILE)]
     if context_block is not None:
@@ -252,7 +255,8 @@ def arguments(spec: ClaudeRunSpec, scratch: str, turn: str, context_block: str |
 
 def mcp_config(spec: ClaudeRunSpec, scratch: str, cwd: str) -> dict[str, object]:
     """``mcp-config.json``: exactly one server, ``metaharness``, this build's ``mcp-serve`` over the
-    scratch catalogue copy, ``--writable`` exactly when an entry writes (spec 50 §3, spec 30 §10.3)."""
+    scratch catalogue copy, ``--writable`` exactly when an entry writes (docs/adapters/claude.md,
+    docs/hermetic.md#catalogue-delivery)."""
     assert spec.catalogue is not None and spec.own_cli
     served = [*spec.own_cli[1:], "mcp-serve", "--catalogue", posixpath.join(scratch, CATALOGUE_FILE)]
     served += ["--workspace", cwd] + (["--writable"] if needs_writable(spec.catalogue) else [])
@@ -260,9 +264,9 @@ def mcp_config(spec: ClaudeRunSpec, scratch: str, cwd: str) -> dict[str, object]
 
 
 def ambient_extras(spec: ClaudeRunSpec, managed_settings_present: bool) -> tuple[str, ...]:
-    """What reaches a Claude Code child that no row controls, beyond the shared entries (spec 30 §3,
-    spec 50 §1–§3): the ``@builtin`` plugins, that an allow grants under observe, a managed settings
-    file, and each ``@path`` mention in the task."""
+    """What reaches a Claude Code child that no row controls, beyond the shared entries (docs/hermetic.md#attestation,
+    docs/adapters/common.md#vendor-launch-order, #vendor-decisions; docs/adapters/claude.md): the ``@builtin`` plugins,
+    that an allow grants under observe, a managed settings file, and each ``@path`` mention in the task."""
     extras = ["built-in plugins: " + ", ".join(f"{name}@builtin" for name in BUILTIN_PLUGINS)]
     if spec.decisions == "observe":
         extras.append("under observe an allow grants: it bypasses Claude Code's own permission prompt")
@@ -284,7 +288,7 @@ def attestation(
     walk: MemoryWalk,
     managed_settings_present: bool,
 ) -> Hermetic:
-    """``session.started.hermetic`` for a claude launch (spec 30 §3, spec 50 §5)."""
+    """``session.started.hermetic`` for a claude launch (docs/hermetic.md#attestation, docs/hermetic.md#attestation)."""
     return attest(
         LaunchFacts(
             kind="claude",
@@ -322,11 +326,12 @@ def plan_claude_launch(
     walk: MemoryWalk | None = None,
     managed_settings_present: bool = False,
 ) -> Result[ClaudeLaunch, Refusal]:
-    """The claude launch, or its refusal (spec 50 §1 "Order", §3; spec 10 §4.5 stages 5, 7 and 8).
+    """The claude launch, or its refusal (docs/adapters/common.md#vendor-launch-order; docs/adapters/claude.md;
+    docs/hermetic.md#refusal-order stages 5, 7 and 8).
 
     Refusals in order: the stage-5 credential ones, ``memory-ancestor-found``, ``program-not-found``,
     ``denied-environment``, ``denied-argument``, ``shadowed``, ``argument-too-long``. Nothing is
-    started or written. ``walk`` is the memory walk the shell gathered (spec 30 §5); none means
+    started or written. ``walk`` is the memory walk the shell gathered (docs/hermetic.md#memory-file-walk); none means
     nothing was found.
     """
     declaration = msgspec.structs.replace(spec.environment, kind="claude")
@@ -399,7 +404,7 @@ def _scratch_files(spec: ClaudeRunSpec, scratch: str, cwd: str, settings: bytes)
 
 
 def _directories(spec: ClaudeRunSpec, scratch: str) -> tuple[str, ...]:
-    """The scratch directories to create (0700), parents first (spec 50 §3 "Scratch layout")."""
+    """The scratch directories to create (0700), parents first (docs/adapters/claude.md#scratch-layout)."""
     names = ["claude-home", "tmp", "hooks", CHANNEL_DIR, REQUESTS_DIR, RESPONSES_DIR]
     if spec.cwd is None:
         names.insert(0, "work")

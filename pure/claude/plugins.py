@@ -1,5 +1,5 @@
 """``--plugin-dir`` on claude: each directory checked, named, digested and planned as a scratch copy;
-only the copy is passed (spec 50 §3 "Plugins", spec 10 §4.2).
+only the copy is passed (docs/adapters/claude.md#plugins, docs/cli.md#run).
 
 A directory must exist, not be a symlink or an archive, and hold at least one readable regular file,
 else ``plugin-dir-unusable`` naming it and why. Its name is ``.claude-plugin/plugin.json``'s ``name``,
@@ -92,7 +92,7 @@ def _unusable(source: str, why: str) -> Failure[Refusal]:
 
 def plan_plugins(trees: tuple[PluginTree, ...]) -> Result[tuple[PluginCopy, ...], Refusal]:
     """The scratch copies of the declared plugin directories, in declaration order, or the first
-    ``plugin-dir-unusable`` (spec 10 §4.5 stage 7)."""
+    ``plugin-dir-unusable`` (docs/hermetic.md#refusal-order stage 7)."""
     copies: list[PluginCopy] = []
     for tree in trees:
         if tree.is_symlink:

@@ -1,5 +1,5 @@
-"""Claude Code's rendering read backwards: a call's operations and subjects (spec 50 §3 "Rendering",
-"Owned surface and --catalogue"; spec 20 §7).
+"""Claude Code's rendering read backwards: a call's operations and subjects (docs/adapters/claude.md#rendering,
+"Owned surface and --catalogue"; docs/decisions.md#operations).
 
 Resolution is the inverse of the capabilities table; ``mcp__<server>__<tool>`` resolves to
 ``mcp.call{server,tool}``; any other name maps to no operation. Subjects are spelt as the call's own
@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from metaharness.pure.capabilities import CLAUDE_RENDERING
 from metaharness.pure.catalogue import Catalogue, resolve_catalogue_call
+from metaharness.pure.claude.adapter import RENDERING as CLAUDE_RENDERING
 from metaharness.pure.frames import MCP_CALL, OPERATION_NAMES, Operation
 
 _FILE_TOOLS = frozenset({"Read", "Write", "Edit"})
@@ -23,7 +23,7 @@ _COMPOUND = (";", "&", "|", "<", ">", "(", ")", "`", "$(", "\n")
 
 
 def claude_operations(tool: str) -> tuple[Operation, ...]:
-    """The operations whose Claude Code rendering is ``tool``, in vocabulary order (spec 50 §3)."""
+    """The operations whose Claude Code rendering is ``tool``, in vocabulary order (docs/adapters/claude.md)."""
     if tool.startswith("mcp__"):
         server, separator, name = tool[len("mcp__") :].partition("__")
         return (Operation(MCP_CALL, server, name),) if separator and server and name else ()
@@ -41,7 +41,7 @@ def _under_cwd(path: str, cwd: str | None) -> str:
 
 def shell_program(command: str) -> str:
     """``proc:<first word>``'s word, or ``sh`` when the command holds ``; & | < > ( )``, a backquote,
-    ``$(``, a newline or a leading ``NAME=`` (spec 50 §3)."""
+    ``$(``, a newline or a leading ``NAME=`` (docs/adapters/claude.md)."""
     words = command.split()
     if any(mark in command for mark in _COMPOUND) or not words:
         return "sh"
@@ -53,7 +53,7 @@ def shell_program(command: str) -> str:
 
 
 def claude_subjects(tool: str, call_input: Any, cwd: str | None) -> tuple[str, ...]:
-    """The subjects of a Claude Code call (spec 50 §3): ``file:<file_path>`` for Read/Write/Edit,
+    """The subjects of a Claude Code call (docs/adapters/claude.md): ``file:<file_path>`` for Read/Write/Edit,
     ``proc:<program>`` for Bash; none else."""
     arguments = call_input if isinstance(call_input, dict) else {}
     if tool in _FILE_TOOLS:
@@ -106,7 +106,8 @@ def resolve_claude_call(
     tool: str, call_input: Any, cwd: str | None, catalogue: Catalogue | None
 ) -> tuple[tuple[Operation, ...], tuple[str, ...]]:
     """A call's operations and subjects: the rendering table on a native run; on a catalogue run the
-    entry behind ``mcp__metaharness__<name>`` (spec 30 §10.2), and nothing for any other tool."""
+    entry behind ``mcp__metaharness__<name>`` (docs/hermetic.md#what-an-entry-performs), and nothing for any
+    other tool."""
     if catalogue is None:
         return claude_operations(tool), claude_subjects(tool, call_input, cwd)
     if not tool.startswith(CATALOGUE_PREFIX):

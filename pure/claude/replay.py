@@ -1,5 +1,5 @@
 """``replay claude RECORD``: a retained stream-json transcript mapped offline through the live reader
-and correlator (spec 10 §10, spec 50 §2 "replay").
+and correlator (docs/events.md#replay, docs/adapters/common.md#one-event-per-call).
 
 Every call takes the record path with no warning; nothing is decided, so the census is zero; no
 terminal record is invented; ``stream.closed.process`` is unknown.
@@ -31,7 +31,7 @@ from metaharness.pure.run_stages import closing_reason
 def replay_facts(
     *, decisions: str, hermetic: str, transcript_path: str, harness_version: str | None, model: str | None
 ) -> SessionFacts:
-    """``session.started``'s launch facts under replay (spec 10 §10): ``transcript`` ``{path, null,
+    """``session.started``'s launch facts under replay (docs/events.md#replay): ``transcript`` ``{path, null,
     null}`` and an attestation naming only the mode and decisions."""
     return SessionFacts(
         transcript=Transcript(path=transcript_path, digest=None, bytes=None),

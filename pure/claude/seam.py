@@ -1,5 +1,5 @@
-"""Claude Code's stream-json record read into ``metaharness.event/1``, and its hook answers (spec 50
-§2 "Wire bodies", §3 "Record mapping").
+"""Claude Code's stream-json record read into ``metaharness.event/1``, and its hook answers
+(docs/adapters/common.md#answer-bodies; docs/adapters/claude.md#record-mapping).
 
 :func:`map_record` reads one transcript line into :class:`Mapped` items: plain events, and each
 ``tool_use`` block as a :class:`RecordCall` the call ledger (``metaharness.pure.calls``) turns into
@@ -17,6 +17,7 @@ from msgspec import UNSET, UnsetType
 from metaharness.pure.bounds import decode_bounded
 from metaharness.pure.catalogue import Catalogue
 from metaharness.pure.census import ZERO_CENSUS
+from metaharness.pure.claude.adapter import PINS
 from metaharness.pure.claude.rendering import resolve_claude_call
 from metaharness.pure.events import (
     Abstain,
@@ -51,17 +52,16 @@ from metaharness.pure.hook_channel import deny_answer, pretooluse_answer
 from metaharness.pure.jsonline import compact, sha256_hex
 from metaharness.pure.readings import Announced, Emitted, Finished, stated_amount, stated_count
 
-PINS = ("2.1.332",)
 BUDGET_WORDS = frozenset({"budget-exhausted", "error_max_turns", "error_max_budget_usd"})
-"""The terminal words that close a claude stream ``budget`` (spec 20 §4)."""
+"""The terminal words that close a claude stream ``budget`` (docs/events.md#stream-ending)."""
 
 EXPIRY_PHRASES = ("session has expired", "session expired", "failed to refresh access token", "please run /login")
-"""Phrases that mark an expired credential in a record (spec 50 §3 "auth.expired")."""
+"""Phrases that mark an expired credential in a record (docs/adapters/claude.md#record-mapping)."""
 
 
 
 class SessionFacts(msgspec.Struct, frozen=True, kw_only=True):
-    """What the reader takes from the launch rather than the record (spec 50 §3): the transcript, the
+    """What the reader takes from the launch rather than the record (docs/adapters/claude.md): the transcript, the
     attestation, the context files, the inputs digest, for ``replay`` the model and harness version
     used when the record states none, and a catalogue run's checked catalogue (call resolution)."""
 
@@ -89,7 +89,7 @@ class RecordState(msgspec.Struct, frozen=True):
 
 
 def claude_hook_answer(decision: Decision) -> bytes:
-    """The hook's stdout for a decision (spec 50 §2 "Wire bodies"): allow and replace as
+    """The hook's stdout for a decision (docs/adapters/common.md#answer-bodies): allow and replace as
     ``permissionDecision:"allow"`` (replace with ``updatedInput``), deny with a non-empty reason,
     abstain as zero bytes."""
     if isinstance(decision, Allow):
@@ -127,7 +127,7 @@ def _at(record: dict[str, Any]) -> str | UnsetType:
 
 def opaque(raw: bytes, record: Any, source_line: int) -> Opaque:
     """An ``opaque`` event: the record's type and subtype when it is a JSON object, the digest of the
-    raw line without its terminator, and its 1-based line (spec 20 §2.5)."""
+    raw line without its terminator, and its 1-based line (docs/events.md#the-twenty-events)."""
     is_object = isinstance(record, dict)
     return Opaque(
         vendor_type=_text(record.get("type")) if is_object else None,
@@ -138,7 +138,7 @@ def opaque(raw: bytes, record: Any, source_line: int) -> Opaque:
 
 
 def usage_of(raw: Any) -> Usage:
-    """Usage from a vendor usage object (spec 50 §3 "usage"): ``thinking_tokens`` from
+    """Usage from a vendor usage object (docs/adapters/claude.md#record-mapping): ``thinking_tokens`` from
     ``output_tokens_details``, ``iterations`` the length of ``iterations``, ``cost_usd`` null."""
     usage = raw if isinstance(raw, dict) else {}
     details = usage.get("output_tokens_details")
@@ -173,7 +173,8 @@ def model_usage_of(raw: Any) -> Usage:
 
 
 def session_started(record: dict[str, Any], facts: SessionFacts) -> SessionStarted:
-    """``session.started`` from ``system``/``init`` (spec 50 §3); a missing key is null, ``[]`` stays ``[]``."""
+    """``session.started`` from ``system``/``init`` (docs/adapters/claude.md); a missing key is null, ``[]``
+    stays ``[]``."""
     plugins = record.get("plugins")
     servers = record.get("mcp_servers")
     version = _text(record.get("claude_code_version"))
@@ -212,7 +213,7 @@ def session_started(record: dict[str, Any], facts: SessionFacts) -> SessionStart
 
 
 def session_ended(record: dict[str, Any]) -> SessionEnded:
-    """``session.ended`` from ``result`` (spec 50 §3), its census still empty."""
+    """``session.ended`` from ``result`` (docs/adapters/claude.md), its census still empty."""
     denials = record.get("permission_denials")
     stats = record.get("subagent_stats")
     model_usage = record.get("modelUsage")
@@ -250,7 +251,7 @@ def session_ended(record: dict[str, Any]) -> SessionEnded:
 
 
 def _expiry_detail(record: dict[str, Any]) -> str | None:
-    """The text holding an expiry phrase (spec 50 §3): ``result``, ``error``, ``error.message`` or a
+    """The text holding an expiry phrase (docs/adapters/claude.md): ``result``, ``error``, ``error.message`` or a
     content block's ``text``/``content``."""
     texts: list[str] = []
     for key in ("result", "error"):
@@ -318,8 +319,8 @@ def _content_bytes(content: Any) -> int | None:
 def claude_request(
     call_id: str, name: str, call_input: Any, cwd: str | None, catalogue: Catalogue | None
 ) -> ToolRequested:
-    """A call as the record states it (spec 50 §2 (b)): its operations and subjects, seam ``none``,
-    nothing to decide."""
+    """A call as the record states it (docs/adapters/common.md#one-event-per-call (b)): its operations and subjects,
+    seam ``none``, nothing to decide."""
     operations, subjects = resolve_claude_call(name, call_input, cwd, catalogue)
     return ToolRequested(
         call_id=call_id,
@@ -384,7 +385,7 @@ def _rate_limit(record: dict[str, Any]) -> RateLimit:
 
 
 def version_off_pin(version: str) -> WarningRaised:
-    """``VERSION_OFF_PIN`` read from the opening record (spec 20 §3)."""
+    """``VERSION_OFF_PIN`` read from the opening record (docs/events.md#warning-codes)."""
     return WarningRaised(
         code="VERSION_OFF_PIN",
         message=f"claude reports {version}; the adapter is pinned to {', '.join(PINS)}, so this run is unverified "
@@ -421,7 +422,7 @@ def _system(
 def map_record(
     state: RecordState, raw: bytes, source_line: int, facts: SessionFacts
 ) -> tuple[RecordState, tuple[Mapped, ...]]:
-    """One transcript line (without its terminator) as mapped items (spec 50 §3 "Record mapping").
+    """One transcript line (without its terminator) as mapped items (docs/adapters/claude.md#record-mapping).
 
     Blank lines emit nothing; a line that is not a JSON object or has an unknown ``type`` is
     ``opaque``; an expiry phrase first emits ``auth.expired``.
@@ -458,9 +459,9 @@ def map_record(
 
 
 def terminal_stop(ended: SessionEnded | None) -> str | None:
-    """The terminal record's stop word for ``metaharness.pure.run_stages.closing_reason`` (spec 20 §4):
-    a budget word among ``subtype``, ``stop_reason``, ``terminal_reason``; else ``error`` when
-    ``is_error`` is true, whatever the subtype (Claude Code ends a failed API call ``is_error:true,
+    """The terminal record's stop word for ``metaharness.pure.run_stages.closing_reason``
+    (docs/events.md#stream-ending): a budget word among ``subtype``, ``stop_reason``, ``terminal_reason``; else
+    ``error`` when ``is_error`` is true, whatever the subtype (Claude Code ends a failed API call ``is_error:true,
     subtype:"success"``); else ``completed`` when ``is_error`` is false or ``subtype`` is ``success``;
     else ``error``; ``None`` with no ``result``."""
     if ended is None:

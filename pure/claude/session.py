@@ -1,5 +1,6 @@
 """A live claude run as a pure state machine: the record, the hook channel, the decision desk and the
-stream, folded together (spec 50 §2–§3, spec 20 §4–§5, §8–§9).
+stream, folded together (docs/adapters/common.md#vendor-decisions; docs/adapters/claude.md,
+docs/events.md#stream-ending, #commands; docs/decisions.md; docs/events.md#census).
 
 Each input returns the new ``Session`` and the effects the shell performs **in order**:
 
@@ -12,7 +13,7 @@ Inputs: :func:`open_session`, :func:`read_line` (one transcript line), :func:`ho
 doorbell rang), :func:`take_command` (one framed ``metaharness.command/1``), :func:`expire` (a
 deadline fired), :func:`abandon_pending` (interrupt, halt or a signal), :func:`end_of_record` and
 :func:`wind_up`. A hook answer that finds no reader (the hook's backstop denied first) is recorded as
-a deny by ``deadline`` saying the hook gave up first (spec 50 §2).
+a deny by ``deadline`` saying the hook gave up first (docs/adapters/common.md#vendor-decisions).
 """
 
 from __future__ import annotations
@@ -79,10 +80,10 @@ from metaharness.pure.subjects import TreeFacts, resolve_subjects
 
 ADAPTER = "claude"
 HONOURED = frozenset({"tool.decide", "interrupt", "halt"})
-"""The commands the claude adapter honours (spec 50 §3 "Capabilities")."""
+"""The commands the claude adapter honours (docs/adapters/claude.md#capabilities)."""
 
 VENDOR_BUDGET_MS = HOOK_TIMEOUT_S * 1000
-"""The hook's declared timeout × 1000: metaharness's deadline is 55,000 ms (spec 50 §2 "Deadlines")."""
+"""The hook's declared timeout × 1000: metaharness's deadline is 55,000 ms (docs/decisions.md#deadlines)."""
 
 Control: TypeAlias = Literal["interrupt", "halt"] | None
 
@@ -136,7 +137,8 @@ def open_session(
 
 
 def _write(session: Session, payload: Event, at: str | UnsetType = UNSET) -> tuple[Session, bytes]:
-    """Stamp one event; ``tool.decided`` is counted and ``session.ended`` gets the census so far (spec 20 §9)."""
+    """Stamp one event; ``tool.decided`` is counted and ``session.ended`` gets the census so far
+    (docs/events.md#census)."""
     census = session.census
     if isinstance(payload, ToolDecided):
         census = count_decision(census, payload)
@@ -265,7 +267,7 @@ def hook_request(
 def take_command(
     session: Session, command: Steering, latency_ms: int | None
 ) -> tuple[Session, tuple[Effect, ...], Control]:
-    """Steps 2–4 of spec 20 §5 for one framed command and the control the shell applies after the
+    """Steps 2–4 of docs/events.md#commands for one framed command and the control the shell applies after the
     effects: ``tool.decide`` goes to the desk; ``interrupt`` and ``halt`` abandon pending calls first
     (their denies written to the hooks before any signal)."""
     formed = check_well_formed(command).bind(lambda ok: check_supported(ok.command, ADAPTER, HONOURED))
@@ -285,20 +287,22 @@ def take_command(
 
 
 def expire(session: Session, call_id: str, elapsed_ms: int) -> tuple[Session, tuple[Effect, ...]]:
-    """A call's deadline fired ``elapsed_ms`` after arming: deny by ``deadline`` (spec 20 §8.5)."""
+    """A call's deadline fired ``elapsed_ms`` after arming: deny by ``deadline`` (docs/decisions.md#deadlines)."""
     desk, effects = desk_expire(session.desk, call_id, elapsed_ms)
     return _emit_all(msgspec.structs.replace(session, desk=desk), effects)
 
 
 def abandon_pending(session: Session, why: AbandonCause) -> tuple[Session, tuple[Effect, ...]]:
-    """Every pending call denied by ``adapter`` with ``PENDING_CALL_ABANDONED`` (spec 20 §8.4)."""
+    """Every pending call denied by ``adapter`` with ``PENDING_CALL_ABANDONED``
+    (docs/decisions.md#correlation-and-abandonment)."""
     desk, effects = abandon(session.desk, why)
     return _emit_all(msgspec.structs.replace(session, desk=desk), effects)
 
 
 def end_of_record(session: Session) -> tuple[Session, tuple[Effect, ...]]:
-    """The transcript ended: every held call takes path (b) (spec 50 §2), then every pending call is
-    abandoned by the end of the stream (spec 20 §8.4), its deny handed to the hook first."""
+    """The transcript ended: every held call takes path (b) (docs/adapters/common.md#one-event-per-call), then every
+    pending call is abandoned by the end of the stream (docs/decisions.md#correlation-and-abandonment), its deny
+    handed to the hook first."""
     correlator, outputs = on_stream_end(session.correlator)
     session, released = _emit_all(msgspec.structs.replace(session, correlator=correlator), outputs)
     desk, effects = abandon(session.desk, "the stream ended")

@@ -1,4 +1,5 @@
-"""The nine claude conformance vectors (spec 50 §9, spec 10 §6): their inputs and their checks.
+"""The nine claude conformance vectors (docs/adapters/claude.md#conformance-vectors,
+docs/adapters/common.md#conformance): their inputs and their checks.
 
 C1 plans a launch from fixed inputs and compares the fixture; C2 replays a retained transcript; C3's
 exchange runs in the shell's claude conformance runner and is judged here; C4 reads the
@@ -16,7 +17,8 @@ import msgspec
 from returns.result import Failure
 
 from metaharness.pure.catalogue import load_catalogue
-from metaharness.pure.claude.launch import PINS, ClaudeRunSpec, plan_claude_launch
+from metaharness.pure.claude.adapter import PINS
+from metaharness.pure.claude.launch import ClaudeRunSpec, plan_claude_launch
 from metaharness.pure.claude.replay import replay_claude, replay_facts
 from metaharness.pure.conformance import (
     BRIEF,
@@ -49,7 +51,7 @@ TOOLS_YAML = (
     b"      path: {type: string, required: true, description: Path relative to the workspace.}\n"
     b"      limit: {type: integer}\n"
 )
-"""``tools.yaml`` of vector 4: the part 30 §10.1 example, given in memory."""
+"""``tools.yaml`` of vector 4: the docs/hermetic.md#catalogue-document example, given in memory."""
 
 LAUNCH_VECTORS: tuple[tuple[str, str, ClaudeRunSpec], ...] = (
     ("c1-launch", "c1/launch.json", ClaudeRunSpec(prompt=PROMPT, decisions="observe", environment=ENDPOINT_ROUTE)),
@@ -85,8 +87,8 @@ LAUNCH_VECTORS: tuple[tuple[str, str, ClaudeRunSpec], ...] = (
         ),
     ),
 )
-"""C1: id, fixture under ``vectors/claude/``, and the run spec (spec 50 §9 vectors 1–4; vector 4 is
-synthetic: no live catalogue launch has been driven)."""
+"""C1: id, fixture under ``vectors/claude/``, and the run spec (docs/adapters/claude.md#conformance-vectors vectors 1–4;
+vector 4 is synthetic: no live catalogue launch has been driven)."""
 
 RECORD_VECTORS: tuple[tuple[str, str], ...] = (("c2-record-bash", "record/bash"), ("c2-record-write", "record/write"))
 """C2: id and record stem (``<stem>.jsonl`` replayed, ``<stem>.expected.jsonl`` expected)."""
@@ -142,5 +144,5 @@ def check_banner(banner: bytes) -> Outcome:
 
 
 def contract_line(outcomes: tuple[Outcome, ...]) -> bytes:
-    """The ``--contract`` line with ``provider`` ``claude <first pin>`` (spec 10 §6)."""
+    """The ``--contract`` line with ``provider`` ``claude <first pin>`` (docs/adapters/common.md#conformance)."""
     return provider_contract_line(f"claude {PINS[0]}", outcomes)

@@ -1,5 +1,6 @@
-"""A codex catalogue run's ``codex app-server`` conversation as a pure state machine (spec 50 §4
-"``--catalogue``: the app-server", spec 30 §10.3, §11; design amendment a66).
+"""A codex catalogue run's ``codex app-server`` conversation as a pure state machine
+(docs/adapters/codex.md#catalogue-app-server, docs/hermetic.md#catalogue-delivery, #calling-a-catalogue-entry;
+design amendment a66).
 
 The wire is JSON-RPC without a ``jsonrpc`` member, one object per line. The client sends
 ``initialize`` (negotiating ``experimentalApi``, which ``dynamicTools`` need), then ``initialized``;
@@ -12,9 +13,9 @@ as dynamic tools, then ``turn/start`` with the user turn, then it serves the ser
 ``owned_tool`` to the decision desk), ``Warn`` with an event, ``Note`` for stderr, or
 ``TurnCompleted``. A decision comes back through ``answer_decision``: a deny is answered as a
 failure carrying its reason and nothing is performed; any other decision is performed as an MCP
-``tools/call`` on the catalogue server (``mcp-serve --catalogue``, which runs spec 30 §11's checks),
-and ``read_catalogue_server_line`` turns that server's answer into the dynamic tool's answer.
-Nothing here reads or writes; no line, however malformed, raises.
+``tools/call`` on the catalogue server (``mcp-serve --catalogue``, which runs
+docs/hermetic.md#calling-a-catalogue-entry's checks), and ``read_catalogue_server_line`` turns that server's answer into
+the dynamic tool's answer. Nothing here reads or writes; no line, however malformed, raises.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from metaharness.pure.events import Decision, Deny, Replace, WarningRaised
 from metaharness.pure.jsonline import compact
 
 CATALOGUE_COPY = "catalogue.json"
-"""The scratch copy the catalogue server reads (spec 30 §10.5)."""
+"""The scratch copy the catalogue server reads (docs/hermetic.md#catalogue-scratch-copy)."""
 
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
@@ -44,7 +45,7 @@ DECLINED: dict[str, Any] = {
     "execCommandApproval": {"decision": "denied"},
     "applyPatchApproval": {"decision": "denied"},
 }
-"""The server's approval and elicitation requests and their declines at 0.171.0 (spec 50 §4: command,
+"""The server's approval and elicitation requests and their declines at 0.171.0 (docs/adapters/codex.md: command,
 file-change and permissions approvals and elicitations are declined; a permissions request is
 granted nothing)."""
 
@@ -117,20 +118,21 @@ class Session(msgspec.Struct, frozen=True, kw_only=True):
 
 def app_server_args() -> tuple[str, ...]:
     """``codex --dangerously-bypass-hook-trust app-server --strict-config --listen stdio://``'s
-    arguments (spec 50 §4): the hook trust bypass is a global flag, so it precedes the subcommand."""
+    arguments (docs/adapters/codex.md): the hook trust bypass is a global flag, so it precedes the subcommand."""
     return ("--dangerously-bypass-hook-trust", "app-server", "--strict-config", "--listen", "stdio://")
 
 
 def catalogue_server_args(own_cli: tuple[str, ...], scratch: str, cwd: str, catalogue: Catalogue) -> tuple[str, ...]:
     """``<own_cli> mcp-serve --catalogue <scratch>/catalogue.json --workspace <cwd> [--writable]``, where
     ``own_cli`` is the argv the shell gathered that starts this build's own CLI, ``--writable`` exactly
-    when an entry writes (spec 50 §4, spec 30 §10.3)."""
+    when an entry writes (docs/adapters/codex.md, docs/hermetic.md#catalogue-delivery)."""
     served = (*own_cli, "mcp-serve", "--catalogue", posixpath.join(scratch, CATALOGUE_COPY))
     return (*served, "--workspace", cwd, *(("--writable",) if needs_writable(catalogue) else ()))
 
 
 def dynamic_tools(catalogue: Catalogue) -> list[dict[str, Any]]:
-    """One ``{type:"function", name, description, inputSchema}`` per entry, the schema of spec 30 §10.1."""
+    """One ``{type:"function", name, description, inputSchema}`` per entry, the schema of
+    docs/hermetic.md#catalogue-document."""
     return [
         {"type": "function", "name": entry.name, "description": entry.description, "inputSchema": input_schema(entry)}
         for entry in catalogue.entries
@@ -151,7 +153,7 @@ def open_session(
     *, version: str, cwd: str, model: str | None, sandbox: str, catalogue: Catalogue, user_turn: str
 ) -> tuple[Session, tuple[Step, ...]]:
     """The session before the server has said anything, and its first line: ``initialize`` with
-    ``clientInfo`` and ``capabilities.experimentalApi`` (spec 50 §4 step 1)."""
+    ``clientInfo`` and ``capabilities.experimentalApi`` (docs/adapters/codex.md step 1)."""
     thread_start: dict[str, Any] = {"cwd": cwd}
     if model is not None:
         thread_start["model"] = model
@@ -246,7 +248,7 @@ def _turn_completed(session: Session, params: Any) -> tuple[Session, tuple[Step,
 
 
 def _server_request(session: Session, request_id: Any, method: str, params: Any) -> tuple[Session, tuple[Step, ...]]:
-    """A request of the server's (spec 50 §4, design choice): ``item/tool/call`` is decided;
+    """A request of the server's (docs/adapters/codex.md, design choice): ``item/tool/call`` is decided;
     approvals and elicitations are declined; ``item/tool/requestUserInput`` gets no answers and a
     ``COVERAGE_GAP``; anything else is ``-32601``."""
     if method == "item/tool/call":
@@ -280,7 +282,8 @@ def _tool_call(session: Session, request_id: Any, params: Any) -> tuple[Session,
 def presented_tool_call(catalogue: Catalogue, call_id: str, tool: str, arguments: Any) -> PresentedCall:
     """An ``item/tool/call`` for the decision desk on seam ``owned_tool``: the entry's operation and the
     performing entry's subjects; none for a name outside the catalogue (code mode's ``exec``, say) or
-    an entry this build does not perform, so a frame denies it as ``UNCOVERED_TOOL`` (spec 30 §10.2)."""
+    an entry this build does not perform, so a frame denies it as ``UNCOVERED_TOOL``
+    (docs/hermetic.md#what-an-entry-performs)."""
     operations, subjects = resolve_catalogue_call(catalogue, tool, arguments)
     return PresentedCall(
         call_id=call_id, name=tool, input=arguments, seam="owned_tool", operations=operations, subjects=subjects
@@ -313,7 +316,7 @@ def _close(session: Session, call_id: str) -> Session:
 
 def read_catalogue_server_line(session: Session, line: bytes) -> tuple[Session, tuple[Step, ...]]:
     """The catalogue server's answer to a ``tools/call``: its text items joined, ``success`` false on
-    ``isError`` or a JSON-RPC error (spec 50 §4). Anything else is noted and ignored."""
+    ``isError`` or a JSON-RPC error (docs/adapters/codex.md). Anything else is noted and ignored."""
     try:
         message = decode_bounded(line)
     except (msgspec.DecodeError, ValueError):

@@ -1,13 +1,13 @@
 """``doctor codex``: the binary the spawn would run, its version against the pin, and every flag the
-launches emit checked against ``codex exec --help`` and ``codex app-server --help`` (spec 50 §7, spec
-10 §7)."""
+launches emit checked against ``codex exec --help`` and ``codex app-server --help`` (docs/adapters/common.md#pins,
+docs/adapters/common.md#doctor)."""
 
 from __future__ import annotations
 
 import posixpath
 
+from metaharness.pure.codex.adapter import PINS
 from metaharness.pure.codex.app_server import app_server_args
-from metaharness.pure.codex.launch import PINS
 from metaharness.pure.doctor import DoctorReport, declared_flags
 
 SENT_FLAGS = (
@@ -18,12 +18,12 @@ SENT_FLAGS = (
     "--color",
     "--model",
 )
-"""Every flag the ``codex exec`` launch of spec 50 §4 can emit, in argv order."""
+"""Every flag the ``codex exec`` launch of docs/adapters/codex.md can emit, in argv order."""
 
 APP_SERVER_FLAGS = tuple(
     arg for arg in app_server_args()[app_server_args().index("app-server") + 1 :] if arg[:2] == "--"
 )
-"""The flags a catalogue run passes after ``app-server`` (spec 50 §4), in argv order."""
+"""The flags a catalogue run passes after ``app-server`` (docs/adapters/codex.md), in argv order."""
 
 
 def version_token(banner: str) -> str | None:

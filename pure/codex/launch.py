@@ -1,5 +1,6 @@
 """Planning a codex launch: scratch layout, ``config.toml``, the user turn, argv and environment
-(spec 50 §1, §4, §6; spec 30 §7–§9; spec 10 §4.6).
+(docs/adapters/common.md#vendor-launch-order; docs/adapters/codex.md; docs/adapters/common.md#endpoint-route;
+docs/hermetic.md#environment-floor, #credentials, #context-files; docs/hermetic.md#execution-context-block).
 
 Planning is a pure function of the run spec, the caller's environment, the scratch root and the
 gathered PATH facts; the shell writes the files, copies ``auth.json``, starts any proxy and spawns.
@@ -15,6 +16,7 @@ import msgspec
 from returns.result import Failure, Result, Success
 
 from metaharness.pure.catalogue import Catalogue, scratch_copy
+from metaharness.pure.codex.adapter import LOOPBACK_KEY_VARIABLE, PROGRAM
 from metaharness.pure.codex.skills import skill_ambient, skills_h2_why
 from metaharness.pure.context import (
     ContextFileRead,
@@ -23,7 +25,6 @@ from metaharness.pure.context import (
     render_context_block,
 )
 from metaharness.pure.environment import (
-    LOOPBACK_KEY_VARIABLE,
     ChildEnvironment,
     EnvironmentDeclaration,
     ProgramCandidate,
@@ -56,8 +57,6 @@ from metaharness.pure.jsonline import sha256_hex
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.scratch import ScratchFile
 
-PROGRAM = "codex"
-PINS = ("0.171.0",)
 CONTEXT_CHANNEL = "user-turn"
 ENDPOINT_PROVIDER = "metaharness_endpoint"
 LOOPBACK_PROVIDER = "metaharness_loopback"
@@ -79,19 +78,20 @@ DENIED_ARGUMENTS = (
     "-c",
     "--config",
 )
-"""Flags a codex launch must never carry (spec 50 §4 "Refusals": each drops the hook, widens the
+"""Flags a codex launch must never carry (docs/adapters/codex.md#refusals: each drops the hook, widens the
 sandbox or overrides the scratch config)."""
 
 
 
 
 class CodexRunSpec(msgspec.Struct, frozen=True, kw_only=True):
-    """The run options a codex launch is built from (spec 10 §4.2, spec 50 §4).
+    """The run options a codex launch is built from (docs/cli.md#run, docs/adapters/codex.md).
 
     ``cwd`` is ``--cwd`` already made absolute (``None`` → ``<scratch>/work``); ``context`` holds the
-    admitted ``--context`` files (spec 30 §9.1–§9.3), rendered into the user turn; ``environment`` carries credentials, actor, endpoint and the loopback
-    port and placeholder (the port may still be symbolic at plan time, spec 10 §4.5 stage 8);
-    ``catalogue`` is the checked catalogue of a catalogue run, whose scratch copy H10 names by digest.
+    admitted ``--context`` files (docs/hermetic.md#context-files, #context-refusals), rendered into the user turn;
+    ``environment`` carries credentials, actor, endpoint and the loopback port and placeholder (the port may still be
+    symbolic at plan time, docs/hermetic.md#refusal-order stage 8); ``catalogue`` is the checked catalogue of a
+    catalogue run, whose scratch copy H10 names by digest.
     """
 
     prompt: str
@@ -108,7 +108,8 @@ class CodexRunSpec(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class ProviderBlock(msgspec.Struct, frozen=True):
-    """The one ``[model_providers.<name>]`` table (spec 50 §4, §6); ``env_key`` only on loopback."""
+    """The one ``[model_providers.<name>]`` table (docs/adapters/codex.md; docs/adapters/common.md#endpoint-route);
+    ``env_key`` only on loopback."""
 
     name: str
     base_url: str
@@ -116,7 +117,7 @@ class ProviderBlock(msgspec.Struct, frozen=True):
 
 
 class CodexConfig(msgspec.Struct, frozen=True, kw_only=True):
-    """What the scratch ``config.toml`` says (spec 50 §4); rendered by :func:`render_config`."""
+    """What the scratch ``config.toml`` says (docs/adapters/codex.md); rendered by :func:`render_config`."""
 
     approval_policy: str
     sandbox_mode: Literal["read-only", "workspace-write"]
@@ -158,15 +159,15 @@ class CodexLaunch(msgspec.Struct, frozen=True, kw_only=True):
 
 def user_turn(spec: CodexRunSpec) -> str:
     """The block, a blank line, the rendered context files and a blank line when declared, then the
-    task unchanged (spec 50 §1 "User turn", spec 30 §9.5 codex)."""
+    task unchanged (docs/adapters/common.md#vendor-launch-order, docs/hermetic.md#context-rendering codex)."""
     block = execution_context_block("codex", workspace_word(spec.cwd, spec.scratch_cwd), spec.hermetic, spec.decisions)
     context = f"{render_context_block(spec.context)}\n" if spec.context else ""
     return f"{block}\n{context}{spec.prompt}"
 
 
 def provider_block(declaration: EnvironmentDeclaration) -> ProviderBlock | None:
-    """The provider table of spec 50 §6: the endpoint route under ``none`` with an endpoint (no
-    ``env_key``, so no auth header), the loopback proxy under ``loopback``; else none."""
+    """The provider table of docs/adapters/common.md#endpoint-route: the endpoint route under ``none`` with an endpoint
+    (no ``env_key``, so no auth header), the loopback proxy under ``loopback``; else none."""
     if declaration.credentials == "loopback":
         port = declaration.loopback_port or "00000"
         return ProviderBlock(LOOPBACK_PROVIDER, f"http://127.0.0.1:{port}/v1", LOOPBACK_KEY_VARIABLE)
@@ -176,14 +177,15 @@ def provider_block(declaration: EnvironmentDeclaration) -> ProviderBlock | None:
 
 
 def _toml_string(text: str) -> str:
-    """A TOML basic string with ``\\`` and ``"`` escaped (spec 50 §4), control characters as ``\\u`` and four hex digits."""
+    """A TOML basic string with ``\\`` and ``"`` escaped (docs/adapters/codex.md), control characters as ``\\u``
+    and four hex digits."""
     escaped = text.replace("\\", "\\\\").replace('"', '\\"')
     escaped = "".join(c if c >= " " and c != "\x7f" else f"\\u{ord(c):04x}" for c in escaped)
     return f'"{escaped}"'
 
 
 def render_config(config: CodexConfig) -> str:
-    """``config.toml`` by hand: top-level keys before any table (spec 50 §4)."""
+    """``config.toml`` by hand: top-level keys before any table (docs/adapters/codex.md)."""
     lines = [
         f"approval_policy = {_toml_string(config.approval_policy)}",
         f"sandbox_mode = {_toml_string(config.sandbox_mode)}",
@@ -216,7 +218,7 @@ def render_config(config: CodexConfig) -> str:
 
 
 def check_shadowing(config: CodexConfig, hook_command: str) -> Result[CodexConfig, Refusal]:
-    """``shadowed`` (spec 50 §2 "Shadowing guard"): ``approval_policy`` other than ``never``, or a
+    """``shadowed`` (docs/adapters/common.md#one-event-per-call): ``approval_policy`` other than ``never``, or a
     ``PreToolUse`` group other than the one metaharness hook, would let another layer decide."""
     if config.approval_policy != "never":
         return Failure(
@@ -238,7 +240,7 @@ def check_shadowing(config: CodexConfig, hook_command: str) -> Result[CodexConfi
 
 def check_arguments(args: tuple[str, ...]) -> Result[tuple[str, ...], Refusal]:
     """``denied-argument`` on the built argv, each flag position before ``--`` compared by the part
-    before ``=`` (spec 50 §4 "Refusals")."""
+    before ``=`` (docs/adapters/codex.md#refusals)."""
     values_of = {"--model", "--color"}
     index = 0
     while index < len(args) and args[index] != "--":
@@ -291,7 +293,7 @@ def attestation(
 
 
 def arguments(spec: CodexRunSpec, turn: str) -> tuple[str, ...]:
-    """argv after argv[0] in the exact order of spec 50 §4."""
+    """argv after argv[0] in the exact order of docs/adapters/codex.md."""
     args = [
         "exec",
         "--json",
@@ -317,9 +319,9 @@ def plan_codex_launch(
     walk: MemoryWalk | None = None,
     skills: tuple[str, ...] = (),
 ) -> Result[CodexLaunch, Refusal]:
-    """The codex launch, or its refusal (spec 50 §1 "Order", §4; spec 10 §4.5 stages 5, 7 and 8).
-    ``walk`` is the memory walk the shell gathered; none means nothing was found;
-    ``skills`` the ``SKILL.md`` files the shell found under the skill roots.
+    """The codex launch, or its refusal (docs/adapters/common.md#vendor-launch-order; docs/adapters/codex.md;
+    docs/hermetic.md#refusal-order stages 5, 7 and 8). ``walk`` is the memory walk the shell gathered; none means
+    nothing was found; ``skills`` the ``SKILL.md`` files the shell found under the skill roots.
 
     Refusals in order: the stage-5 credential ones, ``memory-ancestor-found``, ``program-not-found``,
     ``denied-environment``, ``denied-argument``, ``shadowed``, ``argument-too-long``.
@@ -390,7 +392,7 @@ def plan_codex_launch(
 
 
 def _directories(spec: CodexRunSpec, scratch: str) -> tuple[str, ...]:
-    """The scratch directories to create (0700), parents first (spec 50 §4 "Scratch layout")."""
+    """The scratch directories to create (0700), parents first (docs/adapters/codex.md#scratch-layout)."""
     names = ["codex-home", "tmp", "hooks", CHANNEL_DIR, REQUESTS_DIR, RESPONSES_DIR]
     if spec.cwd is None:
         names.insert(0, "work")

@@ -1,4 +1,4 @@
-"""Resolving a codex call to operations and subjects (spec 50 §4 "Capabilities and rendering").
+"""Resolving a codex call to operations and subjects (docs/adapters/codex.md#rendering).
 
 Resolution is the inverse of the published rendering (``metaharness.pure.capabilities``): ``Bash`` is
 ``shell``, ``apply_patch`` is ``file.edit`` or ``file.write`` by its patch headers, ``mcp__<s>__<t>``
@@ -58,7 +58,7 @@ operation renders to, and what it does; a frame never admits one (docs/vendor-fa
 
 def shell_subjects(command: str) -> tuple[str, ...]:
     """``proc:<first word>``, or ``proc:sh`` when the command contains any of ``; & | < > ( )``, a
-    backquote, ``$(``, a newline, or begins with ``NAME=`` (spec 50 §3 rendering, shared by codex)."""
+    backquote, ``$(``, a newline, or begins with ``NAME=`` (docs/adapters/claude.md rendering, shared by codex)."""
     stripped = command.strip()
     if not stripped:
         return ()
@@ -120,5 +120,5 @@ def resolve_call(name: str, input: Any) -> tuple[tuple[Operation, ...], tuple[st
 
 
 def operation_names(operations: tuple[Operation, ...]) -> tuple[str, ...]:
-    """The ``tool.requested.operations`` strings of resolved operations (spec 20 §2.5)."""
+    """The ``tool.requested.operations`` strings of resolved operations (docs/events.md#the-twenty-events)."""
     return tuple(dict.fromkeys(operation.op for operation in operations))

@@ -1,6 +1,6 @@
 """``replay codex RECORD``: a retained rollout mapped offline through the live reader and correlator
-(spec 10 §10, spec 50 §2 "replay"). Every call takes the record path with no warning; nothing is
-decided, so the census is zero; no terminal record is invented.
+(docs/events.md#replay, docs/adapters/common.md#one-event-per-call). Every call takes the record path with no warning;
+nothing is decided, so the census is zero; no terminal record is invented.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from metaharness.pure.census import ZERO_CENSUS
-from metaharness.pure.codex.launch import PINS, PROGRAM
+from metaharness.pure.codex.adapter import PINS, PROGRAM
 from metaharness.pure.codex.rollout import RolloutLaunch, RolloutReader, read_rollout_line, session_ended
 from metaharness.pure.correlation import Correlator, on_readings, on_stream_end
 from metaharness.pure.events import (
@@ -28,7 +28,7 @@ from metaharness.pure.run_stages import closing_reason
 def replay_launch(
     *, decisions: str, hermetic: str, transcript_path: str, frame_digest: str | None = None
 ) -> RolloutLaunch:
-    """What a replay contributes to the events (spec 10 §10): ``transcript`` ``{path, null, null}``
+    """What a replay contributes to the events (docs/events.md#replay): ``transcript`` ``{path, null, null}``
     and the empty attestation with the replay's ``--hermetic`` and ``--decisions``."""
     return RolloutLaunch(
         program=PROGRAM,
@@ -49,7 +49,8 @@ def replay_launch(
 
 def stop_word(ended: SessionEnded | None) -> str | None:
     """The terminal record's stop word for ``closing_reason``: none without ``session.ended``;
-    codex states no budget stop, so ``completed`` unless it ended in error (spec 20 §4, spec 50 §4)."""
+    codex states no budget stop, so ``completed`` unless it ended in error (docs/events.md#stream-ending,
+    docs/adapters/codex.md)."""
     if ended is None:
         return None
     return "completed" if ended.is_error is False else "error"

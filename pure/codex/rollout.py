@@ -1,4 +1,4 @@
-"""Reading a Codex rollout into ``metaharness.event/1`` payloads (spec 50 §4 "Rollout mapping").
+"""Reading a Codex rollout into ``metaharness.event/1`` payloads (docs/adapters/codex.md#rollout-mapping).
 
 One line at a time: ``read_rollout_line`` folds a line into the reader's state and says what it
 yields — plain events, a call the record announces, or a call's result. Which seam a call is
@@ -42,13 +42,15 @@ from metaharness.pure.jsonline import compact, sha256_hex
 from metaharness.pure.readings import Announced, Emitted, Finished, Reading, stated_count
 
 EXPIRY_PHRASES = ("session has expired", "session expired", "failed to refresh access token", "please run /login")
-"""The claude expiry phrases an ``event_msg``/``error`` is searched for (spec 50 §3, §4)."""
+"""The claude expiry phrases an ``event_msg``/``error`` is searched for (docs/adapters/claude.md;
+docs/adapters/codex.md)."""
 
 OUTCOME_SOURCE = "retained_tool_completion"
 
 
 class RolloutLaunch(msgspec.Struct, frozen=True, kw_only=True):
-    """What the launch (or the replay's options) contributes to the events (spec 50 §4, spec 10 §10).
+    """What the launch (or the replay's options) contributes to the events (docs/adapters/codex.md,
+    docs/events.md#replay).
 
     ``program`` names the binary in ``VERSION_OFF_PIN``; ``frame_digest`` is the frame in force.
     """
@@ -86,7 +88,7 @@ class RolloutReader(msgspec.Struct, frozen=True, kw_only=True):
 
     @property
     def terminal_seen(self) -> bool:
-        """Whether a ``task_complete`` was read: the codex terminal record (spec 50 §4)."""
+        """Whether a ``task_complete`` was read: the codex terminal record (docs/adapters/codex.md)."""
         return self.last_complete is not None
 
 
@@ -125,7 +127,7 @@ def size_of(content: Any) -> int | None:
 
 
 def codex_usage(total: dict[str, Any]) -> Usage:
-    """``usage`` from ``info.total_token_usage`` (spec 50 §4 ``token_count``)."""
+    """``usage`` from ``info.total_token_usage`` (docs/adapters/codex.md ``token_count``)."""
     return Usage(
         input_tokens=stated_count(total.get("input_tokens")),
         output_tokens=stated_count(total.get("output_tokens")),
@@ -172,7 +174,8 @@ def _call_input(payload: dict[str, Any]) -> Any:
 
 
 def recorded_request(call_id: str, name: str, input: Any) -> ToolRequested:
-    """A call's ``tool.requested`` as the record states it: seam none, nothing to decide (spec 50 §2 (b))."""
+    """A call's ``tool.requested`` as the record states it: seam none, nothing to decide
+    (docs/adapters/common.md#one-event-per-call (b))."""
     operations, subjects = resolve_call(name, input)
     return ToolRequested(
         call_id=call_id,
@@ -212,7 +215,7 @@ def _session_started(launch: RolloutLaunch, payload: dict[str, Any]) -> SessionS
 
 
 def version_warning(program: str, found: str, pins: tuple[str, ...]) -> WarningRaised:
-    """``VERSION_OFF_PIN`` with spec 20 §3's message."""
+    """``VERSION_OFF_PIN`` with docs/events.md#warning-codes's message."""
     return WarningRaised(
         code="VERSION_OFF_PIN",
         message=f"{program} reports {found}; the adapter is pinned to {', '.join(pins)}, "
@@ -226,7 +229,7 @@ def _family(name: str) -> str:
 
 def _result(reader: RolloutReader, call_id: str, output: Any) -> tuple[ToolResult, WarningRaised | None]:
     """``tool.result`` for a call's output record, from its structured evidence when there is any
-    (spec 50 §4 "Structured evidence"); output text is never parsed."""
+    (docs/adapters/codex.md#rollout-mapping); output text is never parsed."""
     plain = ToolResult(
         exit_code=None,
         outcome_source=None,
@@ -279,7 +282,7 @@ def _result(reader: RolloutReader, call_id: str, output: Any) -> tuple[ToolResul
 
 
 def read_rollout_line(reader: RolloutReader, raw: bytes, source_line: int) -> tuple[RolloutReader, tuple[Reading, ...]]:
-    """Fold one complete rollout line (without its terminator) into the reader (spec 50 §4).
+    """Fold one complete rollout line (without its terminator) into the reader (docs/adapters/codex.md).
 
     ``source_line`` is its 1-based line in the retained copy; blank lines yield nothing.
     """
@@ -399,7 +402,7 @@ def _event_msg(
 
 
 def session_ended(reader: RolloutReader, census: Census) -> SessionEnded | None:
-    """``session.ended`` at stream end iff a ``task_complete`` was seen (spec 50 §4); it is written
+    """``session.ended`` at stream end iff a ``task_complete`` was seen (docs/adapters/codex.md); it is written
     with the last ``task_complete``'s timestamp (``reader.last_complete_at``), its source record."""
     complete = reader.last_complete
     if complete is None:

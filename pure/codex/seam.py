@@ -1,4 +1,5 @@
-"""A codex hook call for the decision desk, and the answers codex accepts (spec 50 §2, §4).
+"""A codex hook call for the decision desk, and the answers codex accepts (docs/adapters/common.md#vendor-decisions;
+docs/adapters/codex.md).
 
 The correlator (``metaharness.pure.correlation``) says when a call is presented; ``presented_call``
 hands it to the decision desk (``metaharness.pure.decisions``, which writes its ``tool.requested``);
@@ -40,7 +41,7 @@ def presented_call(call: HookCall, tree: TreeFacts, session_cwd: str | None = No
 
 
 def answer_body(decision: Decision) -> bytes:
-    """What the hook prints for a decision at 0.171.0 (spec 50 §2 "Wire bodies", codex column): allow
+    """What the hook prints for a decision at 0.171.0 (docs/adapters/common.md#answer-bodies, codex column): allow
     and abstain are zero bytes, deny is the deny envelope (an empty reason gets the stated default),
     replace is an allow envelope carrying ``updatedInput``."""
     if isinstance(decision, Deny):
@@ -52,7 +53,7 @@ def answer_body(decision: Decision) -> bytes:
 
 def check_replacement(name: str, input: Any) -> Refusal | None:
     """A ``replace`` for ``Bash``/``apply_patch`` must hold a string ``command``, else ``MALFORMED``
-    and the call stays open (spec 50 §2, design choice)."""
+    and the call stays open (docs/adapters/common.md#vendor-decisions, design choice)."""
     if name in ("Bash", "apply_patch") and not (isinstance(input, dict) and isinstance(input.get("command"), str)):
         return Refusal(
             "MALFORMED",

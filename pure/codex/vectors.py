@@ -1,4 +1,5 @@
-"""The nine codex conformance vectors (spec 50 §9, spec 10 §6): their inputs and their checks.
+"""The nine codex conformance vectors (docs/adapters/codex.md#conformance-vectors, docs/adapters/common.md#conformance):
+their inputs and their checks.
 
 C1 plans a launch from fixed inputs and compares the fixture; C2 replays a retained rollout; C3's
 exchange runs in the shell's codex conformance runner and is judged here; C4 reads the
@@ -13,7 +14,8 @@ from typing import Any
 import msgspec
 from returns.result import Failure
 
-from metaharness.pure.codex.launch import PINS, CodexRunSpec, plan_codex_launch
+from metaharness.pure.codex.adapter import PINS
+from metaharness.pure.codex.launch import CodexRunSpec, plan_codex_launch
 from metaharness.pure.codex.replay import replay_launch, replay_rollout
 from metaharness.pure.conformance import (
     BRIEF,
@@ -82,7 +84,8 @@ LAUNCH_VECTORS: tuple[tuple[str, str, CodexRunSpec], ...] = (
         ),
     ),
 )
-"""C1: id, fixture under ``vectors/codex/``, and the run spec (spec 50 §9 vectors 1–4)."""
+"""C1: id, fixture under ``vectors/codex/``, and the run spec (docs/adapters/codex.md#conformance-vectors
+vectors 1–4)."""
 
 RECORD_VECTORS: tuple[tuple[str, str], ...] = (
     ("c2-rollout-shell", "record/shell"),
@@ -141,5 +144,5 @@ def check_banner(banner: bytes) -> Outcome:
 
 
 def contract_line(outcomes: tuple[Outcome, ...]) -> bytes:
-    """The ``--contract`` line with ``provider`` ``codex <first pin>`` (spec 10 §6)."""
+    """The ``--contract`` line with ``provider`` ``codex <first pin>`` (docs/adapters/common.md#conformance)."""
     return provider_contract_line(f"codex {PINS[0]}", outcomes)

@@ -1,5 +1,5 @@
-"""The emulator's answer function (spec 60 §8.1, §8.2): routes, body admission and the scenario's
-reply rendered on the request's wire — a pure function of (scenario, method, path, headers, body, N)."""
+"""The emulator's answer function (docs/loop.md#process-and-routes, #answer-function): routes, body admission and the
+scenario's reply rendered on the request's wire — a pure function of (scenario, method, path, headers, body, N)."""
 
 from __future__ import annotations
 
@@ -95,7 +95,8 @@ def _decoded(headers: Headers, raw: bytes) -> Result[bytes, tuple[int, str]]:
 
 
 def admit(path: str, headers: Headers, raw: bytes) -> Result[Admitted, tuple[int, str]]:
-    """Spec 60 §8.1: over 4 MiB ⇒ 413; gzip decoded, other encodings ⇒ 415; not a JSON object ⇒ 400."""
+    """docs/loop.md#process-and-routes: over 4 MiB ⇒ 413; gzip decoded, other encodings ⇒ 415; not a JSON object
+    ⇒ 400."""
     if len(raw) > MAX_BODY:
         return Failure((413, f"the body is over {MAX_BODY} bytes"))
 
@@ -117,7 +118,7 @@ def _frames(events: list[dict[str, Any]], wire: str) -> list[bytes]:
 
 
 def _bent(frames: list[bytes], events: list[dict[str, Any]], reply: Reply) -> list[bytes]:
-    """Spec 60 §8.4 stream effects: ``malformed`` sends the first event then a non-JSON payload;
+    """docs/loop.md#loop-scenarios stream effects: ``malformed`` sends the first event then a non-JSON payload;
     ``truncated`` sends the stream up to its first delta, then half of the next frame, then closes."""
     if reply.effect == "malformed":
         return [frames[0], b"data: {not json\n\n"]
@@ -170,7 +171,7 @@ def render(outcome: Reply | ProviderError, view: RequestView, n: int, call_numbe
 
 
 def answer_request(scenario: str, method: str, path: str, headers: Headers, raw: bytes, n: int) -> Exchange:
-    """Spec 60 §8.1 routes: ``POST …/v1/responses`` and ``…/v1/messages`` answer by scenario;
+    """docs/loop.md#process-and-routes routes: ``POST …/v1/responses`` and ``…/v1/messages`` answer by scenario;
     ``POST /v1/messages/count_tokens`` ⇒ ``{"input_tokens":42}``; ``GET /v1/models`` ⇒ an empty
     list; anything else 404. ``path`` carries no query string."""
     if method == "GET" and path == "/v1/models":

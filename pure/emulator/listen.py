@@ -1,4 +1,4 @@
-"""The emulator process's start-up decisions (spec 60 §8.1): the scenario by name, a loopback bind
+"""The emulator process's start-up decisions (docs/loop.md#process-and-routes): the scenario by name, a loopback bind
 address, and the one line announcing the base URL."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The emulator's ``anthropic-messages`` rendering (spec 60 §8.2): complete Messages API objects, so
+"""The emulator's ``anthropic-messages`` rendering (docs/loop.md#answer-function): complete Messages API objects, so
 real clients (the b10x loop, Claude Code) accept them. Written independently of the loop's decoder."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The emulator's record line (spec 60 §8.3): request facts, never a credential value, a cookie or
+"""The emulator's record line (docs/loop.md#record-file): request facts, never a credential value, a cookie or
 any header value but the named non-secret ones."""
 
 from __future__ import annotations

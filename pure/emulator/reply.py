@@ -1,4 +1,5 @@
-"""The neutral reply a scenario decides, before any wire renders it (spec 60 §8.2, §8.4, §8.5)."""
+"""The neutral reply a scenario decides, before any wire renders it (docs/loop.md#answer-function, #loop-scenarios,
+#vendor-cli-scenarios)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ class Reasoning(msgspec.Struct, frozen=True):
 class Reply(msgspec.Struct, frozen=True, kw_only=True):
     """A successful answer: optional reasoning, text, one call; ``incomplete`` ends it at the output
     bound; ``usage`` false drops usage; ``note`` adds one event no decoder knows; ``effect`` bends
-    the stream (spec 60 §8.4)."""
+    the stream (docs/loop.md#loop-scenarios)."""
 
     text: str = ""
     call: Call | None = None
@@ -44,7 +45,7 @@ class Reply(msgspec.Struct, frozen=True, kw_only=True):
 
     @property
     def output_tokens(self) -> int:
-        """Fixed usage (spec 60 §8.2): 8 output tokens for a call, 4 for text."""
+        """Fixed usage (docs/loop.md#answer-function): 8 output tokens for a call, 4 for text."""
         return 8 if self.call is not None else 4
 
     @property
@@ -67,7 +68,7 @@ class ProviderError(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Ids(msgspec.Struct, frozen=True):
-    """Identifiers of one answer (spec 60 §8.2): ``n`` numbers the response, ``call`` (R+1) the call."""
+    """Identifiers of one answer (docs/loop.md#answer-function): ``n`` numbers the response, ``call`` (R+1) the call."""
 
     n: int
     call: int

@@ -1,4 +1,4 @@
-"""What the emulator reads from a request body (spec 60 §8.2, §8.3, §8.5).
+"""What the emulator reads from a request body (docs/loop.md#answer-function, #record-file, #vendor-cli-scenarios).
 
 ``read_request`` never fails: any JSON value is read as far as it has the shapes of either wire, so
 long vendor prompts, unknown tool types, unknown items or blocks and extra keys are all accepted.
@@ -16,7 +16,7 @@ RESPONSES_WIRE = "openai-responses"
 MESSAGES_WIRE = "anthropic-messages"
 
 _WORKING_DIRECTORY = re.compile(r"working directory: (/[^\r\n]*)", re.IGNORECASE)
-"""Spec 60 §8.5's ``Working directory: <absolute path>`` line; Claude Code 2.1.332 writes it as
+"""docs/loop.md#vendor-cli-scenarios's ``Working directory: <absolute path>`` line; Claude Code 2.1.332 writes it as
 `` - Primary working directory: <path>``, so the phrase is matched in any case, anywhere in a line."""
 _NESTED_TOOL = re.compile(r"declare const tools: \{\s*(\w+)\(")
 """A nested tool a code-mode host declares in its description (Codex 0.171.0's ``exec``)."""
@@ -59,7 +59,7 @@ class RequestView(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def wire_of(path: str) -> str | None:
-    """The wire a route speaks (spec 60 §8.1): ``…/responses`` or ``…/messages``, else none."""
+    """The wire a route speaks (docs/loop.md#process-and-routes): ``…/responses`` or ``…/messages``, else none."""
     if path.endswith("/responses"):
         return RESPONSES_WIRE
     if path.endswith("/messages"):

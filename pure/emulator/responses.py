@@ -1,4 +1,4 @@
-"""The emulator's ``openai-responses`` rendering (spec 60 §8.2): complete Responses API objects, so
+"""The emulator's ``openai-responses`` rendering (docs/loop.md#answer-function): complete Responses API objects, so
 real clients (the b10x loop, Codex) accept them. Written independently of the loop's decoder."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 from metaharness.pure.emulator.reply import Call, Ids, ProviderError, Reasoning, Reply
 
 CREATED_AT = 1764460800
-"""A fixed ``created_at``: the emulator reads no clock (spec 60 §8.2)."""
+"""A fixed ``created_at``: the emulator reads no clock (docs/loop.md#answer-function)."""
 
 _ERROR_TYPES = {
     "authentication": ("invalid_request_error", "invalid_api_key"),
@@ -18,7 +18,7 @@ _ERROR_TYPES = {
 
 
 def usage(reply: Reply) -> dict[str, Any] | None:
-    """The fixed usage (spec 60 §8.2), or ``None`` when the scenario reports none."""
+    """The fixed usage (docs/loop.md#answer-function), or ``None`` when the scenario reports none."""
     if not reply.usage:
         return None
     out = reply.output_tokens

@@ -1,5 +1,5 @@
-"""The emulator's scenarios (spec 60 §8.4 loop scenarios, §8.5 vendor-CLI scenarios): what each
-answers, as a pure function of the request's facts and the POST count N."""
+"""The emulator's scenarios (docs/loop.md#loop-scenarios loop scenarios, docs/loop.md#vendor-cli-scenarios vendor-CLI
+scenarios): what each answers, as a pure function of the request's facts and the POST count N."""
 
 from __future__ import annotations
 
@@ -119,7 +119,7 @@ Candidate: TypeAlias = tuple[str, Callable[[RequestView], Arguments]]
 
 
 def _in_directory(view: RequestView, name: str) -> str:
-    """``D/<name>``, D the stated working directory (spec 60 §8.5), else the relative name."""
+    """``D/<name>``, D the stated working directory (docs/loop.md#vendor-cli-scenarios), else the relative name."""
     if view.working_directory is None:
         return name
     return f"{view.working_directory.rstrip('/')}/{name}"
@@ -193,7 +193,7 @@ def _stepped(candidates: tuple[tuple[str, Callable[[str], Arguments]], ...], vie
 
 
 def _vendor(candidates: tuple[Candidate, ...], view: RequestView) -> Decision:
-    """Spec 60 §8.5: no candidate offered ⇒ side request (text ``emulated``); R = 0 ⇒ the first
+    """docs/loop.md#vendor-cli-scenarios: no candidate offered ⇒ side request (text ``emulated``); R = 0 ⇒ the first
     offered candidate is called; R ≥ 1 ⇒ ``emulated work is done``."""
     calls: Iterator[Call | None] = (_offered_call(view, name, arguments(view)) for name, arguments in candidates)
     call = next((c for c in calls if c is not None), None)
@@ -205,7 +205,7 @@ def _vendor(candidates: tuple[Candidate, ...], view: RequestView) -> Decision:
 
 
 def decide(scenario: str, view: RequestView, n: int) -> Decision:
-    """What ``scenario`` answers to the request ``view``, the ``n``-th POST (spec 60 §8.2)."""
+    """What ``scenario`` answers to the request ``view``, the ``n``-th POST (docs/loop.md#answer-function)."""
     if scenario in VENDOR_SCENARIOS:
         return _vendor(VENDOR_SCENARIOS[scenario], view)
     if scenario in FIDELITY_SCENARIOS:

@@ -1,4 +1,4 @@
-"""Server-sent-event framing of the emulator (spec 60 §8.2): ``event: <type>\\ndata: <json>\\n\\n``."""
+"""Server-sent-event framing of the emulator (docs/loop.md#answer-function): ``event: <type>\\ndata: <json>\\n\\n``."""
 
 from __future__ import annotations
 

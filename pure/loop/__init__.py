@@ -1,1 +1,2 @@
-"""The b10x loop's decisions (spec 60 §1–§6): record, approvals, tools, paths, instruction, budgets."""
+"""The b10x loop's decisions (docs/loop.md#command-line, #the-record, #the-turn-loop, #approvals, #tools,
+#standing-instruction): record, approvals, tools, paths, instruction, budgets."""

@@ -1,4 +1,4 @@
-"""The approval rule and the caller seam's answer grammar (spec 60 §4, §4.1)."""
+"""The approval rule and the caller seam's answer grammar (docs/loop.md#approvals, #caller-seam)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ NO_REASON = "the caller gave no reason"
 
 
 def needs_approval(risk: str, ceiling: str) -> bool:
-    """A call asks iff its risk is strictly above the ceiling (spec 60 §4)."""
+    """A call asks iff its risk is strictly above the ceiling (docs/loop.md#approvals)."""
     return CEILINGS.index(risk) > CEILINGS.index(ceiling)
 
 
@@ -25,7 +25,7 @@ def deny_mode_reason(ceiling: str) -> str:
 
 
 def not_approved(entry: str, reason: str) -> str:
-    """The model-facing text of a denied call (spec 60 §4.2)."""
+    """The model-facing text of a denied call (docs/loop.md#refusal-texts)."""
     return f"`{entry}` was not approved: {reason}"
 
 
@@ -58,7 +58,7 @@ _ANSWER_DECODER = msgspec.json.Decoder(_Wire)
 
 
 def read_answer(line: bytes, call_id: str) -> Answer:
-    """One stdin line (its ``\\n`` removed) as an answer for ``call_id`` (spec 60 §4.1 steps 2, 4).
+    """One stdin line (its ``\\n`` removed) as an answer for ``call_id`` (docs/loop.md#caller-seam steps 2, 4).
 
     A trailing ``\\r`` is dropped. Never raises: any defect is ``Unreadable`` with a named cause.
     """

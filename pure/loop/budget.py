@@ -1,4 +1,4 @@
-"""Stops, budgets and cost (spec 60 §2 stop objects, §3)."""
+"""Stops, budgets and cost (docs/loop.md#the-record stop objects, docs/loop.md#the-turn-loop)."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ class Spent(msgspec.Struct, frozen=True):
 
 
 def stop_before_turn(limits: Limits, spent: Spent, cancelled: bool, elapsed_ms: int) -> StopObject | None:
-    """Cancelled, then deadline, then the turn ceiling (spec 60 §3)."""
+    """Cancelled, then deadline, then the turn ceiling (docs/loop.md#the-turn-loop)."""
     if cancelled:
         return Cancelled()
     if limits.max_duration_ms is not None and elapsed_ms >= limits.max_duration_ms:
@@ -117,7 +117,7 @@ def stop_after_usage(limits: Limits, spent: Spent, usage: Usage | None) -> StopO
 
 
 def stop_without_calls(stop: ProviderStop) -> StopObject:
-    """The provider's stop of a turn without calls (spec 60 §3)."""
+    """The provider's stop of a turn without calls (docs/loop.md#the-turn-loop)."""
     if stop.kind == "max-output-tokens":
         return ProviderIncomplete("max_output_tokens")
     if stop.kind == "incomplete":
@@ -126,7 +126,7 @@ def stop_without_calls(stop: ProviderStop) -> StopObject:
 
 
 def unrun_text(stop: Stop) -> str:
-    """The result item of a call a stop left unrun (spec 60 §3)."""
+    """The result item of a call a stop left unrun (docs/loop.md#the-turn-loop)."""
     if isinstance(stop, Cancelled):
         return "the run was cancelled before this call ran"
     if isinstance(stop, Deadline):
@@ -159,7 +159,8 @@ def parse_prices(raw: bytes, path: str) -> Result[Prices, str]:
 
 
 def micro_usd(usage: Usage, price: Price) -> int:
-    """``ceil((input − cached)·in + cached·cached_in + output·out)`` in micro-USD, rounded up (spec 60 §3)."""
+    """``ceil((input − cached)·in + cached·cached_in + output·out)`` in micro-USD, rounded up
+    (docs/loop.md#the-turn-loop)."""
     fresh = max(usage.input_tokens - usage.cached_input_tokens, 0)
     total = (
         fresh * price.input_usd_per_mtok

@@ -1,4 +1,4 @@
-"""The tool catalogue (spec 60 §5.1): entries, schemas, publication, argument checks, subjects."""
+"""The tool catalogue (docs/loop.md#tools): entries, schemas, publication, argument checks, subjects."""
 
 from __future__ import annotations
 
@@ -138,7 +138,7 @@ def publish(root_writable: bool, programs: tuple[str, ...], skills: tuple[str, .
 
 
 def subjects_of(name: str, arguments: Any) -> tuple[str, ...]:
-    """Subjects from the arguments as spelled; an omitted path is ``.`` (spec 60 §5.1)."""
+    """Subjects from the arguments as spelled; an omitted path is ``.`` (docs/loop.md#tools)."""
     if not isinstance(arguments, dict) or name == SKILL.name:
         return ()
     if name == "run":
@@ -151,7 +151,7 @@ def subjects_of(name: str, arguments: Any) -> tuple[str, ...]:
 
 
 def check_arguments(name: str, arguments: Any, skills: tuple[str, ...] = ()) -> str | None:
-    """The schema refusal text for ``arguments``, or ``None`` when they fit (spec 60 §4.2, gate 3)."""
+    """The schema refusal text for ``arguments``, or ``None`` when they fit (docs/loop.md#refusal-texts, gate 3)."""
     prefix = f"`{name}` arguments:"
     if not isinstance(arguments, dict):
         return f"{prefix} must be an object"

@@ -1,4 +1,4 @@
-"""A credential from its source's text (spec 60 §7.6): trimmed, or reached by an RFC 6901 pointer; and the
+"""A credential from its source's text (docs/loop.md#credentials): trimmed, or reached by an RFC 6901 pointer; and the
 decisions of the Secret Service source: which session bus, which item."""
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ RUNTIME_DIR_VARIABLE = "XDG_RUNTIME_DIR"
 
 
 def secret_item_attributes(name: str) -> dict[str, str]:
-    """The attributes that identify key ``name`` in the Secret Service (spec 60 §7.6)."""
+    """The attributes that identify key ``name`` in the Secret Service (docs/loop.md#credentials)."""
     return {"service": SECRET_SERVICE_LABEL, "name": name}
 
 
@@ -61,7 +61,8 @@ def runtime_bus_path(environment: Mapping[str, str]) -> str | None:
 
 def session_bus_address(environment: Mapping[str, str], runtime_bus_is_socket: bool, where: str) -> Result[str, str]:
     """The session bus the store client dials: ``DBUS_SESSION_BUS_ADDRESS``, else ``unix:path=$XDG_RUNTIME_DIR/bus``
-    when that socket exists (the two variables metaharness forwards, spec 30 §8); else why there is none."""
+    when that socket exists (the two variables metaharness forwards, docs/hermetic.md#credentials); else why there
+    is none."""
     address = environment.get(SESSION_BUS_VARIABLE, "")
     if address:
         return Success(address)
@@ -74,7 +75,7 @@ def session_bus_address(environment: Mapping[str, str], runtime_bus_is_socket: b
 
 def choose_secret_item(items: Sequence[tuple[str, bool]], name: str, where: str) -> Result[str, str]:
     """The one matching item's path, given every match as ``(path, locked)``; zero or several matches and a
-    locked item are refused by name, since the loop never prompts to unlock (spec 60 §7.6)."""
+    locked item are refused by name, since the loop never prompts to unlock (docs/loop.md#credentials)."""
     described = ", ".join(f"{key}={value}" for key, value in secret_item_attributes(name).items())
     if not items:
         return Failure(f"{where}: no Secret Service item has the attributes {described}")

@@ -1,4 +1,4 @@
-"""Gates 1–4 of a call that need no filesystem (spec 60 §5.2): published, size, schema, entry rules."""
+"""Gates 1–4 of a call that need no filesystem (docs/loop.md#gates): published, size, schema, entry rules."""
 
 from __future__ import annotations
 
@@ -51,7 +51,8 @@ def program_refusal(program: str, programs: tuple[str, ...]) -> str:
 
 
 def announce_call(call_id: str, name: str, arguments: Any, publication: Publication) -> ToolRequested:
-    """The ``tool-requested`` line: ``operation`` and ``subjects`` only for a published entry (spec 60 §2)."""
+    """The ``tool-requested`` line: ``operation`` and ``subjects`` only for a published entry
+    (docs/loop.md#the-record)."""
     entry = next((e for e in publication.published if e.name == name), None)
     if entry is None:
         return ToolRequested(call_id=call_id, name=name, arguments=arguments)
@@ -67,7 +68,7 @@ def announce_call(call_id: str, name: str, arguments: Any, publication: Publicat
 def admit_call(
     name: str, arguments: Any, publication: Publication, scope_rules: tuple[ScopeRule, ...], root: str
 ) -> Admitted | GateRefusal:
-    """Gates 1–4, first failure wins (spec 60 §5.2)."""
+    """Gates 1–4, first failure wins (docs/loop.md#gates)."""
     entry = next((e for e in publication.published if e.name == name), None)
     if entry is None:
         warning = unpublished_warning(name)

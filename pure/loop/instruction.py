@@ -1,4 +1,4 @@
-"""The standing instruction and its context manifest (spec 60 §6)."""
+"""The standing instruction and its context manifest (docs/loop.md#standing-instruction)."""
 
 from __future__ import annotations
 

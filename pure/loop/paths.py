@@ -1,4 +1,4 @@
-"""Lexical path checks and write scope (spec 60 §5.3); the filesystem half lives in the shell."""
+"""Lexical path checks and write scope (docs/loop.md#confinement); the filesystem half lives in the shell."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def _glob_pattern(glob: str) -> re.Pattern[str]:
 
 
 def glob_matches(glob: str, path: str) -> bool:
-    """``*``/``?`` within a segment, ``**`` across segments (spec 60 §5.3)."""
+    """``*``/``?`` within a segment, ``**`` across segments (docs/loop.md#confinement)."""
     return _glob_pattern(glob).match(path) is not None
 
 

@@ -1,4 +1,4 @@
-"""Validating ``b10x-harness run`` flags into a run plan (spec 60 §1.1); every refusal is a reason text."""
+"""Validating ``b10x-harness run`` flags into a run plan (docs/loop.md#run-flags); every refusal is a reason text."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ reading the help (metaharness's probe and ``doctor b10x``) can refuse them befor
 
 
 def not_built(flag: str) -> str:
-    """The refusal of a declared flag whose part is not built (spec 60 §1.1)."""
+    """The refusal of a declared flag whose part is not built (docs/loop.md#run-flags)."""
     return f"`{flag}` is declared but not built in this implementation"
 
 
@@ -81,7 +81,8 @@ Origin = Literal["file", "environment", "secret-store"]
 
 class CredentialChoice(msgspec.Struct, frozen=True):
     """The one credential source: ``kind`` is ``api-key`` or ``oauth``; ``origin`` is ``file``, ``environment``
-    or (API keys only) ``secret-store``, the freedesktop Secret Service item ``name`` names (spec 60 §7.6)."""
+    or (API keys only) ``secret-store``, the freedesktop Secret Service item ``name`` names
+    (docs/loop.md#credentials)."""
 
     kind: Literal["api-key", "oauth"]
     origin: Origin
@@ -110,7 +111,7 @@ class RunPlan(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def plan_run(flags: RunFlags) -> Result[RunPlan, str]:
-    """The first refusal in flag order, else the plan (spec 60 §1.1, §4)."""
+    """The first refusal in flag order, else the plan (docs/loop.md#run-flags, #approvals)."""
     for flag in NOT_BUILT:
         if flag in flags.given_not_built:
             return Failure(not_built(flag))

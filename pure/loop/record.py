@@ -1,6 +1,6 @@
-"""The ``--json`` record (spec 60 §2): one struct per kind, ``kind`` first, fields in the contract's order.
+"""The ``--json`` record (docs/loop.md#the-record): one struct per kind, ``kind`` first, fields in the contract's order.
 
-Fields marked † in the spec default to an empty value and are omitted then; every other field is
+Fields marked † in docs/loop.md#the-record default to an empty value and are omitted then; every other field is
 always written.
 """
 
@@ -27,7 +27,7 @@ class Withheld(msgspec.Struct, frozen=True):
 
 
 class ContextEntry(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True):
-    """One part of the standing instruction (spec 60 §6)."""
+    """One part of the standing instruction (docs/loop.md#standing-instruction)."""
 
     id: str
     kind: str
@@ -170,7 +170,7 @@ def usage_line(model: str, usage: NeutralUsage) -> UsageLine:
 
 
 def refused_line(reason: str) -> Refused:
-    """The single ``refused`` line; line breaks in the reason become spaces (spec 60 §1.2)."""
+    """The single ``refused`` line; line breaks in the reason become spaces (docs/loop.md#loop-exit-codes)."""
     return Refused(reason=" ".join(reason.splitlines()))
 
 

@@ -1,1 +1,2 @@
-"""Provider wires (spec 60 §7): the neutral model port, the SSE framer and the two projections, all sans-I/O."""
+"""Provider wires (docs/loop.md#provider-wires): the neutral model port, the SSE framer and the two projections,
+all sans-I/O."""

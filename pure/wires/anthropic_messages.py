@@ -1,4 +1,4 @@
-"""The ``anthropic-messages`` wire: ``POST {base}/messages`` (spec 60 §7.5, seed 002).
+"""The ``anthropic-messages`` wire: ``POST {base}/messages`` (docs/loop.md#anthropic-messages, seed 002).
 
 ``project_request`` turns a neutral turn into exact bytes; ``decode_stream`` turns SSE frames into
 neutral stream events ending in one ``Outcome`` or ``WireError``.
@@ -62,7 +62,8 @@ CredentialKind = Literal["api-key", "oauth"]
 
 
 def request_headers(credential_kind: CredentialKind | None, credential: str | None) -> tuple[tuple[str, str], ...]:
-    """The wire's headers in order: API key ⇒ ``x-api-key``; OAuth ⇒ bearer plus the OAuth beta (spec 60 §7.5)."""
+    """The wire's headers in order: API key ⇒ ``x-api-key``; OAuth ⇒ bearer plus the OAuth beta
+    (docs/loop.md#anthropic-messages)."""
     fixed = (
         ("accept", "text/event-stream"),
         ("content-type", "application/json"),
@@ -76,7 +77,7 @@ def request_headers(credential_kind: CredentialKind | None, credential: str | No
 
 
 def project_request(request: TurnRequest, credential_kind: CredentialKind | None) -> Result[WireRequest, WireError]:
-    """The exact request body, or the pre-flight or cross-wire refusal (spec 60 §7.5)."""
+    """The exact request body, or the pre-flight or cross-wire refusal (docs/loop.md#anthropic-messages)."""
     sampling = request.sampling
     if sampling.temperature is not None and not 0 <= sampling.temperature <= 1:
         return Failure(WireError("refused", f"temperature {sampling.temperature} is outside 0..1 on {WIRE}"))
@@ -247,7 +248,7 @@ def decode_stream(frames: Iterable[SseItem], request_model: str) -> Iterator[Str
 
 def _finish_block(block: _Block) -> WireError | tuple[Item | None, StreamWarning | None]:
     """The item a finished block leaves; an empty text block leaves none, since the Messages API refuses
-    an empty text block when the conversation is sent back (spec 60 §7.5, stateless continuation)."""
+    an empty text block when the conversation is sent back (docs/loop.md#anthropic-messages, stateless continuation)."""
     if block.kind == "text":
         text = "".join(block.parts) or _text(block.raw.get("text"))
         return (AssistantText(text) if text else None), None

@@ -1,4 +1,4 @@
-"""The neutral values the loop and the wires share (spec 60 §7.1).
+"""The neutral values the loop and the wires share (docs/loop.md#model-port).
 
 Items are also the session format. A wire's stream decodes to a sequence of stream events that ends
 with exactly one ``Outcome`` or one ``WireError``.
@@ -42,7 +42,7 @@ class ToolResult(msgspec.Struct, frozen=True, tag_field="kind", tag="tool-result
 
 
 class Opaque(msgspec.Struct, frozen=True, tag_field="kind", tag="opaque"):
-    """A wire's own item (reasoning) kept verbatim and replayed through that wire only (spec 60 §7.6)."""
+    """A wire's own item (reasoning) kept verbatim and replayed through that wire only (docs/loop.md#credentials)."""
 
     wire: str
     payload: Any
@@ -139,7 +139,7 @@ RETRIABLE: frozenset[str] = frozenset({"rate-limited", "transport", "truncated"}
 
 
 class WireError(msgspec.Struct, frozen=True, tag_field="kind", tag="error", omit_defaults=True):
-    """A typed model-call error (spec 60 §7.1); ``retry_after_ms`` only from a ``Retry-After`` header."""
+    """A typed model-call error (docs/loop.md#model-port); ``retry_after_ms`` only from a ``Retry-After`` header."""
 
     error: ErrorKind
     message: str
@@ -147,7 +147,7 @@ class WireError(msgspec.Struct, frozen=True, tag_field="kind", tag="error", omit
 
     @property
     def retriable(self) -> bool:
-        """Rate-limited, transport and truncated errors may be retried (spec 60 §7.3)."""
+        """Rate-limited, transport and truncated errors may be retried (docs/loop.md#retry)."""
         return self.error in RETRIABLE
 
 

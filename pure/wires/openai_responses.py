@@ -1,4 +1,4 @@
-"""The ``openai-responses`` wire: ``POST {base}/responses`` (spec 60 §7.4, seed 002).
+"""The ``openai-responses`` wire: ``POST {base}/responses`` (docs/loop.md#openai-responses, seed 002).
 
 ``project_request`` turns a neutral turn into exact bytes; ``decode_stream`` turns SSE frames into
 neutral stream events ending in one ``Outcome`` or ``WireError``.
@@ -70,7 +70,7 @@ ACCEPTED_EVENTS: frozenset[str] = frozenset(
 
 
 def request_headers(session_key: str, credential: str | None) -> tuple[tuple[str, str], ...]:
-    """The wire's headers in order; ``authorization`` only with a credential (spec 60 §7.4)."""
+    """The wire's headers in order; ``authorization`` only with a credential (docs/loop.md#openai-responses)."""
     fixed = (
         ("accept", "text/event-stream"),
         ("content-type", "application/json"),
@@ -82,7 +82,7 @@ def request_headers(session_key: str, credential: str | None) -> tuple[tuple[str
 
 
 def project_request(request: TurnRequest, session_key: str) -> Result[WireRequest, WireError]:
-    """The exact request body, or the pre-flight or cross-wire refusal (spec 60 §7.4)."""
+    """The exact request body, or the pre-flight or cross-wire refusal (docs/loop.md#openai-responses)."""
     sampling = request.sampling
     if sampling.temperature is not None and not 0 <= sampling.temperature <= 2:
         return Failure(WireError("refused", f"temperature {sampling.temperature} is outside 0..2 on {WIRE}"))

@@ -1,4 +1,5 @@
-"""What both wires share above the transport: body bytes, payload decoding, item order errors (spec 60 §7.1)."""
+"""What both wires share above the transport: body bytes, payload decoding, item order errors
+(docs/loop.md#model-port)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,12 @@ _DECODER = msgspec.json.Decoder()
 
 
 def body_bytes(body: dict[str, Any]) -> bytes:
-    """Compact JSON, UTF-8 unescaped, keys sorted at every depth, then ``\\n`` (spec 60 §7.1)."""
+    """Compact JSON, UTF-8 unescaped, keys sorted at every depth, then ``\\n`` (docs/loop.md#model-port)."""
     return canonical(body) + b"\n"
 
 
 def cross_wire(position: int, item: Opaque, wire: str) -> WireError:
-    """The typed refusal to replay another wire's opaque item (spec 60 §7.6); ``position`` is 1-based."""
+    """The typed refusal to replay another wire's opaque item (docs/loop.md#credentials); ``position`` is 1-based."""
     return WireError(
         "cross-wire", f"item {position} is an opaque `{item.wire}` item and cannot be replayed into `{wire}`"
     )

@@ -1,4 +1,4 @@
-"""Status mapping and the two retry policies as pure functions (spec 60 §7.2, §7.3)."""
+"""Status mapping and the two retry policies as pure functions (docs/loop.md#transport, #retry)."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ def may_retry_in_transport(error: WireError, attempt: int, reached_sink: bool, c
 
 
 def may_retry_in_loop(error: WireError, reached_sink: bool, retries: int) -> bool:
-    """A loop retry: a retriable error after output, fewer than 3 retries so far (spec 60 §7.3)."""
+    """A loop retry: a retriable error after output, fewer than 3 retries so far (docs/loop.md#retry)."""
     return error.retriable and reached_sink and retries < LOOP_RETRIES
 
 

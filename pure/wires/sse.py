@@ -1,4 +1,4 @@
-"""The bounded SSE framer, sans-I/O (spec 60 §7.2).
+"""The bounded SSE framer, sans-I/O (docs/loop.md#transport).
 
 Lines end ``\\n``, ``\\r\\n`` or ``\\r``; a blank line ends an event; ``data:`` values (one leading space
 dropped) join with ``\\n``; comments, ``event:``, ``id:``, ``retry:`` are ignored. Bytes come in as any

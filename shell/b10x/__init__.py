@@ -1,1 +1,1 @@
-"""The b10x adapter's shell: the live run loop, doctor and conformance I/O (spec 40)."""
+"""The b10x adapter's shell: the live run loop, doctor and conformance I/O (docs/adapters/b10x.md)."""

@@ -1,5 +1,5 @@
 """``conformance b10x``: load the vectors' data, run each check, drive C3 against a scripted child
-(spec 40 §10)."""
+(docs/adapters/b10x.md#conformance-vectors)."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ with open(record, "rb") as lines, open(capture, "ab") as seen:
 
 
 class VectorUnreadable(Exception):
-    """A vector's data file is missing or unreadable (spec 10 §2: exit 2)."""
+    """A vector's data file is missing or unreadable (docs/hermetic.md#exit-codes: exit 2)."""
 
 
 def vector_bytes(name: str) -> bytes:

@@ -1,4 +1,5 @@
-"""The live run loop of a b10x run (spec 40 §3.5, §6; spec 10 §4.10).
+"""The live run loop of a b10x run (docs/adapters/b10x.md#process-wiring, #caller-seam;
+docs/events.md#wind-up-and-signals).
 
 The loop runs in its own process group. Its stdout is read line by line, each line appended to the
 retained transcript and then handed to the pure seam; answer lines go to its stdin; commands arrive

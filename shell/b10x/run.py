@@ -1,6 +1,7 @@
-"""``metaharness run b10x``: stages 5–9 of spec 10 §4.5, the live loop and the wind-up (spec 40).
+"""``metaharness run b10x``: stages 5–9 of docs/hermetic.md#refusal-order, the live loop and the wind-up
+(docs/adapters/b10x.md).
 
-Facts are gathered here and handed to the pure stages in the order of spec 10 §4.5; the first refusal
+Facts are gathered here and handed to the pure stages in the order of docs/hermetic.md#refusal-order; the first refusal
 stops the run before anything starts (the scratch root, once created, is removed again).
 """
 
@@ -15,9 +16,8 @@ import tempfile
 
 import msgspec
 
+from metaharness.pure.b10x.adapter import PIN, PROGRAM
 from metaharness.pure.b10x.launch import (
-    PIN,
-    PROGRAM,
     B10xLaunch,
     B10xLaunchFacts,
     check_frame_admissible,
@@ -30,19 +30,22 @@ from metaharness.pure.b10x.launch import (
 )
 from metaharness.pure.b10x.loop_flags import loop_flag_refusal, tier_flags
 from metaharness.pure.b10x.seam import SeamSettings, unverified_tier, version_off_pin
+from metaharness.pure.bounds import HOOKS_FILE_LIMIT
 from metaharness.pure.confinement import bridge_url, confined_hermetic
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import credential_posture
 from metaharness.pure.events import Transcript, WarningRaised
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
 from metaharness.pure.hermetic import MEMORY_SHAPES, MemoryWalk, VerdictFacts, memory_walk
+from metaharness.pure.loop.hooks import parse_hooks
 from metaharness.pure.loop.skills import PLUGIN_MANIFEST, plugin_name
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import strict_version_refusal
 from metaharness.shell.b10x.live import drive_loop
+from metaharness.shell.bounded_reads import read_regular
 from metaharness.shell.child_end import end_unexpectedly
-from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare, start_route
+from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare, program_reads, start_route
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
     caller_environment,
@@ -67,8 +70,9 @@ def _readable_file(path: str) -> bool:
 
 
 def declared_inputs(options: RunOptions, caller_cwd: str) -> tuple[tuple[ContextFileRead, ...], Frame | None]:
-    """Stage 6 (spec 10 §4.5): ``cwd-unusable``, ``retain-dir-unusable``, ``substrate-embedded-workspace``,
-    the ``--context`` refusals, the frame's refusals, ``observe-with-frame``, ``frame-inadmissible``."""
+    """Stage 6 (docs/hermetic.md#refusal-order): ``cwd-unusable``, ``retain-dir-unusable``,
+    ``substrate-embedded-workspace``, the ``--context`` refusals, the frame's refusals, ``observe-with-frame``,
+    ``frame-inadmissible``."""
     unusable = unusable_directory(options)
     if unusable is not None:
         raise Refused(unusable)
@@ -92,7 +96,7 @@ def declared_inputs(options: RunOptions, caller_cwd: str) -> tuple[tuple[Context
 
 
 def tree_checks(options: RunOptions) -> None:
-    """Stage 7 (spec 10 §4.5): ``plugin-dir-unusable``, then ``input-unreadable`` for ``--hooks``,
+    """Stage 7 (docs/hermetic.md#refusal-order): ``plugin-dir-unusable``, then ``input-unreadable`` for ``--hooks``,
     ``--prices``, ``--driver`` and ``--subscription-token-file``."""
     for directory in options.plugin_dir:
         if not is_directory(directory):
@@ -108,7 +112,8 @@ def tree_checks(options: RunOptions) -> None:
 
 
 def materialise(launch: B10xLaunch) -> None:
-    """Write the scratch tree (spec 40 §3.1): directories 0700, context copies 0600, plugin copies."""
+    """Write the scratch tree (docs/adapters/b10x.md#scratch-layout): directories 0700, context copies 0600,
+    plugin copies."""
     for directory in launch.directories:
         os.makedirs(directory, mode=0o700, exist_ok=True)
     for copy in launch.files:
@@ -163,7 +168,8 @@ class VersionProbe(LaunchProbe):
 
 
 def plan_warnings(options: RunOptions, launch: B10xLaunch, version: str | None) -> tuple[WarningRaised, ...]:
-    """``VERSION_OFF_PIN`` from the probe, then ``UNVERIFIED_TIER`` under frame and ask (spec 40 §3.3, §8)."""
+    """``VERSION_OFF_PIN`` from the probe, then ``UNVERIFIED_TIER`` under frame and ask
+    (docs/adapters/b10x.md#program-and-version, #capabilities-and-doctor)."""
     found = version_off_pin(launch.program, version, (PIN,))
     warnings = (found,) if found is not None else ()
     return warnings + ((unverified_tier(),) if options.decisions != "observe" else ())
@@ -171,14 +177,14 @@ def plan_warnings(options: RunOptions, launch: B10xLaunch, version: str | None) 
 
 def retained_files(launch: B10xLaunch) -> tuple[tuple[str, str], ...]:
     """What ``--retain-dir`` keeps of a b10x run: the raw record as ``loop.jsonl`` and the generated
-    files at their places under the scratch root (spec 10 §4.2)."""
+    files at their places under the scratch root (docs/cli.md#run)."""
     generated = tuple((copy.destination, os.path.relpath(copy.destination, launch.scratch)) for copy in launch.files)
     return ((launch.transcript_path, "loop.jsonl"), *generated)
 
 
 def memory_facts(options: RunOptions) -> MemoryWalk:
-    """The ancestor walk's facts (spec 30 §5.1): from the temporary directory the scratch root will be
-    created in, or from ``--cwd``."""
+    """The ancestor walk's facts (docs/hermetic.md#memory-file-walk): from the temporary directory the scratch root will
+    be created in, or from ``--cwd``."""
     if options.cwd is None:
         start, found = gather_memory_facts(tempfile.gettempdir(), MEMORY_SHAPES["b10x"])
         return memory_walk(start, found, scratch_parent=True)
@@ -219,6 +225,21 @@ def declared_files(launch: B10xLaunch) -> tuple[str, ...]:
     return tuple(value for flag, value in zip(launch.args, launch.args[1:], strict=False) if flag in DECLARED_FILES)
 
 
+def hook_reads(launch: B10xLaunch) -> tuple[str, ...]:
+    """What the view must hold for the ``--hooks`` programs (each command's program closure and the
+    files it names); none when the file cannot be read or parsed, which the loop refuses at start."""
+    child_path = launch.environment.as_dict()["PATH"]
+    reads: list[str] = []
+    for path in (value for flag, value in zip(launch.args, launch.args[1:], strict=False) if flag == "--hooks"):
+        try:
+            raw = read_regular(path, HOOKS_FILE_LIMIT)
+        except OSError:
+            continue
+        for hook in parse_hooks(path, raw).value_or(()):
+            reads += program_reads(hook.command, child_path)
+    return tuple(reads)
+
+
 def session_bus(launch: B10xLaunch) -> tuple[str, ...]:
     """The session bus socket when the loop reads its key from the secret store (``--api-key-secret``):
     each ``unix:path=`` of ``DBUS_SESSION_BUS_ADDRESS``, else ``$XDG_RUNTIME_DIR/bus``."""
@@ -246,7 +267,7 @@ def confined_launch(
                 scratch=launch.scratch, cwd=launch.cwd,
                 writable=(launch.cwd, os.path.join(launch.scratch, "config")),
                 governing=(*(copy.destination for copy in launch.files), *(p.copy for p in launch.plugin_copies)),
-                sockets=session_bus(launch), inputs=declared_files(launch),
+                sockets=session_bus(launch), inputs=(*declared_files(launch), *hook_reads(launch)),
             )
         )  # fmt: skip
     confinement = None if spawn is None else spawn.confinement
@@ -255,7 +276,7 @@ def confined_launch(
 
 
 def run_b10x(options: RunOptions) -> int:
-    """Run ``options`` (through stages 1–4) from stage 5 on; the exit code of spec 10 §2."""
+    """Run ``options`` (through stages 1–4) from stage 5 on; the exit code of docs/hermetic.md#exit-codes."""
     run_id = f"b10x-{os.getpid()}"
     caller_env = caller_environment()
     caller_cwd = os.getcwd()
@@ -293,7 +314,11 @@ def run_b10x(options: RunOptions) -> int:
             launch = take(plan_b10x_launch(planned, facts))
             materialise(launch)
             if prepared is not None:
-                proxy = start_route("b10x", prepared, scratch, None)
+                try:
+                    proxy = start_route("b10x", prepared, scratch, None)
+                except OSError as error:
+                    reason = error.strerror or error
+                    raise Refused(Refusal("loopback-not-started", f"the route proxy could not listen: {reason}")) from None
             launch, spawn = confined_launch(prepared, launch, walk)
             probe = VersionProbe(launch)
             flags = tier_flags(options)

@@ -1,5 +1,5 @@
-"""``metaharness conformance claude``: the nine vectors of spec 50 §9 read from the packaged
-``vectors/claude/`` files; C3 runs the live loop against the scripted child
+"""``metaharness conformance claude``: the nine vectors of docs/adapters/claude.md#conformance-vectors read from the
+packaged ``vectors/claude/`` files; C3 runs the live loop against the scripted child
 (``metaharness.shell.conformance_child``)."""
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def run_exchange(frame_file: str) -> tuple[bytes, bytes]:
 
 
 def claude_outcomes() -> tuple[Outcome, ...]:
-    """Every claude vector's outcome, in the order of spec 50 §9."""
+    """Every claude vector's outcome, in the order of docs/adapters/claude.md#conformance-vectors."""
     served = own_cli(INTERPRETER)
     outcomes = [check_launch(vector, spec, vector_bytes(fixture), served) for vector, fixture, spec in LAUNCH_VECTORS]
     outcomes += [

@@ -1,6 +1,6 @@
-"""``metaharness doctor claude`` (spec 50 §7, spec 10 §7): resolve ``claude`` on the child's PATH as
-the spawn does, probe ``--version`` and ``--help`` in the constructed environment with a scratch config
-home, and check ``--max-turns`` by acceptance."""
+"""``metaharness doctor claude`` (docs/adapters/common.md#pins, docs/adapters/common.md#doctor): resolve ``claude`` on
+the child's PATH as the spawn does, probe ``--version`` and ``--help`` in the constructed environment with a scratch
+config home, and check ``--max-turns`` by acceptance."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import tempfile
 
 from returns.result import Failure
 
+from metaharness.pure.claude.adapter import PROGRAM
 from metaharness.pure.claude.doctor import HIDDEN_FLAGS, acceptance_probe, accepted, doctor_report, version_token
-from metaharness.pure.claude.launch import PROGRAM
 from metaharness.pure.environment import path_floor, resolve_program
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.facts import caller_environment, gather_program_candidates, run_probe

@@ -1,6 +1,6 @@
 """The live run loop of a claude run: the engine's readiness loop (``metaharness.shell.live_engine``)
 over the record, the hook channel's doorbell, metaharness's own stdin and its signals — no polling
-interval (spec 50 §1 "Processes", §2; spec 10 §4.10).
+interval (docs/adapters/common.md#vendor-launch-order, #vendor-decisions; docs/events.md#wind-up-and-signals).
 
 The child runs in its own process group with stdin ``/dev/null``; each stdout line is appended to the
 retained transcript before it is parsed; the last 64 KiB of stderr are kept. Whenever the doorbell
@@ -170,10 +170,10 @@ def drive_claude(
 
     ``commands`` is the descriptor of metaharness's own stdin (``None``: no commands);
     ``alerts`` is a descriptor that becomes readable when events arise outside the record (the loopback
-    proxy's ``auth.expired``) and the callable that hands them over; ``process_known`` false writes ``process`` unknown (conformance C3's scripted child, spec 50 §9);
-    ``late_events`` runs once the child is reaped (the proxy's ``auth.expired`` and ``LOOPBACK_REFUSED``,
-    ``RETAIN_FAILED``); ``confined`` runs ``argv`` in its view instead.
-    Raises ``OSError`` when the spawn itself fails.
+    proxy's ``auth.expired``) and the callable that hands them over; ``process_known`` false writes ``process`` unknown
+    (conformance C3's scripted child, docs/adapters/claude.md#conformance-vectors); ``late_events`` runs once the child
+    is reaped (the proxy's ``auth.expired`` and ``LOOPBACK_REFUSED``, ``RETAIN_FAILED``); ``confined`` runs ``argv`` in
+    its view instead. Raises ``OSError`` when the spawn itself fails.
     """
     child = subprocess.Popen(
         list(argv) if confined is None else confined.argv,
@@ -227,7 +227,7 @@ def drive_claude(
 
 def _reap(child: subprocess.Popen[bytes]) -> int:
     """The child's wait status once its record has ended: a child that lingers after closing its
-    stdout is sent SIGTERM after 5 s and SIGKILL 5 s later (spec 50 §1 "Processes")."""
+    stdout is sent SIGTERM after 5 s and SIGKILL 5 s later (docs/adapters/common.md#vendor-launch-order)."""
     for number in (signal.SIGTERM, signal.SIGKILL):
         try:
             return child.wait(timeout=GRACE_S)

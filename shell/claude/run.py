@@ -1,6 +1,8 @@
-"""``metaharness run claude``: stages 5–9 of spec 10 §4.5, the live loop and the wind-up (spec 50 §1–§3, §6).
+"""``metaharness run claude``: stages 5–9 of docs/hermetic.md#refusal-order, the live loop and the wind-up
+(docs/adapters/common.md#vendor-launch-order, #vendor-decisions; docs/adapters/claude.md;
+docs/adapters/common.md#endpoint-route).
 
-Facts are gathered here and handed to the pure stages in the order of spec 10 §4.5; the first refusal
+Facts are gathered here and handed to the pure stages in the order of docs/hermetic.md#refusal-order; the first refusal
 stops the run before anything starts (the scratch root, once created, is removed again, and so is a
 loopback proxy).
 """
@@ -17,14 +19,13 @@ import tempfile
 import msgspec
 
 from metaharness.pure.catalogue import Catalogue
+from metaharness.pure.claude.adapter import PINS, PROGRAM, WIRE_PATHS
 from metaharness.pure.claude.doctor import version_token
 from metaharness.pure.claude.launch import (
     CANARY_LOADED,
     CATALOGUE_FILE,
     MANAGED_SETTINGS,
     MCP_SERVER,
-    PINS,
-    PROGRAM,
     ClaudeLaunch,
     ClaudeRunSpec,
     plan_claude_launch,
@@ -32,7 +33,7 @@ from metaharness.pure.claude.launch import (
 from metaharness.pure.claude.plugins import PluginCopy, PluginFile, PluginTree, plan_plugins
 from metaharness.pure.claude.seam import SessionFacts
 from metaharness.pure.claude.session import open_session
-from metaharness.pure.confinement import BRIDGE_PORT, CLAUDE_WIRE, bridge_url, confined_hermetic, pointed_at_bridge
+from metaharness.pure.confinement import BRIDGE_PORT, bridge_url, confined_hermetic, pointed_at_bridge
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import (
     EnvironmentDeclaration,
@@ -80,15 +81,16 @@ VERSION_PROBE_S = 10
 
 
 def declaration_of(options: RunOptions) -> EnvironmentDeclaration:
-    """The credential, endpoint and actor declarations of a claude run (spec 30 §7–§8); under
-    loopback the port stays symbolic until the proxy listens (spec 10 §4.5 stage 8)."""
+    """The credential, endpoint and actor declarations of a claude run (docs/hermetic.md#environment-floor,
+    #credentials); under loopback the port stays symbolic until the proxy listens (docs/hermetic.md#refusal-order
+    stage 8)."""
     return EnvironmentDeclaration(
         kind="claude", credentials=options.credentials, actor=options.actor, model_endpoint=options.model_endpoint
     )
 
 
 def credentials_stage(options: RunOptions, caller_env: dict[str, str]) -> str | None:
-    """Stage 5 (spec 10 §4.5): the declared credential's refusals; under loopback the custody file is
+    """Stage 5 (docs/hermetic.md#refusal-order): the declared credential's refusals; under loopback the custody file is
     parsed once (``loopback-custody-unreadable``). Returns the custody path under loopback."""
     declaration = declaration_of(options)
     custody = operator_login_file("claude", caller_env)
@@ -121,7 +123,7 @@ def declared_inputs(options: RunOptions) -> tuple[tuple[ContextFileRead, ...], C
 
 def read_back(options: RunOptions, launch: ClaudeLaunch, catalogue: Catalogue, proxy_started: bool) -> None:
     """Stage 9 (d): the written catalogue copy must read back as the checked catalogue, else
-    ``catalogue-copy-differs`` saying what had started by then (spec 30 §10.4)."""
+    ``catalogue-copy-differs`` saying what had started by then (docs/hermetic.md#catalogue-refusals)."""
     happened = ["the scratch files had been written"]
     happened += ["the loopback proxy had started"] if proxy_started else []
     happened += ["the vendor binary had been run with --version"] if options.strict_version else []
@@ -161,7 +163,8 @@ def plugin_tree(source: str) -> PluginTree:
 
 def tree_checks(options: RunOptions) -> tuple[MemoryWalk, tuple[PluginCopy, ...]]:
     """Stage 7: the memory walk (from the temp directory the scratch root is created in for a scratch
-    run, else above ``--cwd``; spec 30 §5) and the plugin directories (``plugin-dir-unusable``)."""
+    run, else above ``--cwd``; docs/hermetic.md#memory-file-walk) and the plugin directories
+    (``plugin-dir-unusable``)."""
     if options.cwd is None:
         start, found = gather_memory_facts(tempfile.gettempdir(), MEMORY_SHAPES["claude"])
         walk = memory_walk(start, found, scratch_parent=True)
@@ -172,7 +175,7 @@ def tree_checks(options: RunOptions) -> tuple[MemoryWalk, tuple[PluginCopy, ...]
 
 
 def materialise(launch: ClaudeLaunch, plugins: tuple[PluginCopy, ...]) -> HookChannel:
-    """Write the scratch tree (spec 50 §3): directories 0700, generated files with their modes, plugin
+    """Write the scratch tree (docs/adapters/claude.md): directories 0700, generated files with their modes, plugin
     copies (symlinks skipped), the credential file under operator-login, and the hook channel."""
     for directory in launch.directories:
         os.makedirs(directory, mode=0o700, exist_ok=True)
@@ -194,14 +197,15 @@ def materialise(launch: ClaudeLaunch, plugins: tuple[PluginCopy, ...]) -> HookCh
 
 
 def probe_version(launch: ClaudeLaunch) -> str | None:
-    """``claude --version`` in the constructed environment: the first token starting with a digit (spec 50 §7)."""
+    """``claude --version`` in the constructed environment: the first token starting with a digit
+    (docs/adapters/common.md#pins)."""
     banner = probe_stdout([launch.program, "--version"], launch.environment.as_dict(), timeout_s=VERSION_PROBE_S,
                           cwd=launch.scratch)  # fmt: skip
     return None if banner is None else version_token(banner)
 
 
 def strict_version(launch: ClaudeLaunch) -> None:
-    """``--strict-version`` (spec 50 §7): off pin → ``version-off-pin`` naming both versions."""
+    """``--strict-version`` (docs/adapters/common.md#pins): off pin → ``version-off-pin`` naming both versions."""
     refusal = strict_version_refusal(launch.program, probe_version(launch), PINS)
     if refusal is not None:
         raise Refused(refusal)
@@ -209,7 +213,7 @@ def strict_version(launch: ClaudeLaunch) -> None:
 
 def retained_files(launch: ClaudeLaunch) -> tuple[tuple[str, str], ...]:
     """What ``--retain-dir`` keeps of a claude run: the transcript, the hook requests, the generated
-    files and the loopback counters (``loopback.json``), never a credential (spec 10 §4.2)."""
+    files and the loopback counters (``loopback.json``), never a credential (docs/cli.md#run)."""
     return (
         (launch.transcript_path, os.path.basename(launch.transcript_path)),
         (os.path.join(launch.scratch, "hook-channel", "requests"), "hook-requests"),
@@ -219,8 +223,8 @@ def retained_files(launch: ClaudeLaunch) -> tuple[tuple[str, str], ...]:
 
 
 def verdict_facts(options: RunOptions, launch: ClaudeLaunch, plugins: tuple[PluginCopy, ...]) -> VerdictFacts:
-    """What the rows of a claude run are read against (spec 30 §2.1, spec 50 §5): the plugin copies,
-    the declared key, the launch's MCP set (the catalogue's server, when one is named), the pins and
+    """What the rows of a claude run are read against (docs/hermetic.md#verdicts, docs/hermetic.md#attestation): the
+    plugin copies, the declared key, the launch's MCP set (the catalogue's server, when one is named), the pins and
     the versions with a memory canary entry."""
     return VerdictFacts(
         kind="claude",
@@ -282,12 +286,16 @@ def start_proxy(
 ) -> RouteProxy | None:
     """Stage 9 (a): the route proxy listens, on the view's socket when confined, else on ``127.0.0.1``
     under loopback (``loopback-not-started`` when it cannot)."""
-    try:
-        if prepared is not None:
+    if prepared is not None:
+        try:
             return start_route("claude", prepared, scratch, placeholder)
-        if custody is None:
-            return None
-        proxy = RouteProxy("claude", placeholder, custody, upstream_root("claude", options.model_endpoint), CLAUDE_WIRE)
+        except OSError as error:
+            reason = error.strerror or error
+            raise Refused(Refusal("loopback-not-started", f"the route proxy could not listen: {reason}")) from None
+    if custody is None:
+        return None
+    proxy = RouteProxy("claude", placeholder, custody, upstream_root("claude", options.model_endpoint), WIRE_PATHS)
+    try:
         proxy.start()
     except OSError as error:
         proxy.stop()
@@ -298,7 +306,7 @@ def start_proxy(
 
 
 def expired_events(proxy: RouteProxy) -> tuple[Event, ...]:
-    """The proxy's one ``auth.expired`` (spec 50 §6), when it is due and not yet written."""
+    """The proxy's one ``auth.expired`` (docs/adapters/common.md#endpoint-route), when it is due and not yet written."""
     detail = proxy.take_expired()
     return () if detail is None else (loopback_expired(detail),)
 
@@ -351,7 +359,7 @@ def confined_launch(
 
 
 def run_claude(options: RunOptions) -> int:
-    """Run ``options`` (through stages 1–4) from stage 5 on; the exit code of spec 10 §2. The owned
+    """Run ``options`` (through stages 1–4) from stage 5 on; the exit code of docs/hermetic.md#exit-codes. The owned
     surface without a catalogue (its three verbs) is refused ``not-built`` rather than run as the
     native one."""
     if options.tool_surface == "owned" and options.catalogue is None:
@@ -359,7 +367,7 @@ def run_claude(options: RunOptions) -> int:
             Refusal(
                 "not-built",
                 "--tool-surface owned without --catalogue is not built in this build for claude: it waits for "
-                "the owned verbs' call resolution (spec 50 §3, spec 30 §12.2)",
+                "the owned verbs' call resolution (docs/adapters/claude.md#owned-surface-and-catalogue)",
             )
         )
     run_id = f"claude-{os.getpid()}"

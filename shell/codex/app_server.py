@@ -1,5 +1,5 @@
-"""The live run loop of a codex catalogue run: ``codex app-server`` over stdio (spec 50 §1, §4
-"``--catalogue``: the app-server"; design amendment a66).
+"""The live run loop of a codex catalogue run: ``codex app-server`` over stdio
+(docs/adapters/common.md#vendor-launch-order; docs/adapters/codex.md#catalogue-app-server; design amendment a66).
 
 The server runs in its own process group with pipes for stdin and stdout; every line it writes is
 kept in ``rollout.stdout.jsonl`` and folded into the pure session (``metaharness.pure.codex.session``,
@@ -65,8 +65,8 @@ if TYPE_CHECKING:
 
 
 def read_codex_catalogue(path: str) -> Result[Catalogue, Refusal]:
-    """Stage 6 on codex: the catalogue file's refusals (spec 30 §10.4), then ``catalogue-name-reserved``
-    for an entry app-server would refuse at ``thread/start``."""
+    """Stage 6 on codex: the catalogue file's refusals (docs/hermetic.md#catalogue-refusals), then
+    ``catalogue-name-reserved`` for an entry app-server would refuse at ``thread/start``."""
     return read_catalogue(path).bind(lambda catalogue: check_codex_names(catalogue, path))
 
 
@@ -74,7 +74,8 @@ def place_catalogue(
     launch: CodexLaunch, catalogue: Catalogue, source: str, *, proxy_started: bool, probed: bool
 ) -> Result[None, Refusal]:
     """Write the scratch copy the catalogue server reads and read it back before the spawn, else
-    ``catalogue-copy-differs`` saying what had started by then (spec 30 §10.4, §10.5)."""
+    ``catalogue-copy-differs`` saying what had started by then (docs/hermetic.md#catalogue-refusals,
+    #catalogue-scratch-copy)."""
     path = os.path.join(launch.scratch, CATALOGUE_COPY)
     write_scratch_copy(catalogue, path)
     happened = ["the scratch files had been written"]
@@ -164,8 +165,8 @@ def drive_app_server(
 ) -> LiveOutcome:
     """Start the catalogue server and ``codex app-server``, hold the conversation, map the rollout
     and decide every call until the turn completes and the server ends, then wind the stream up
-    (spec 20 §4, spec 10 §4.10); ``confined`` runs the app-server in its view and ``confined_server``
-    the catalogue server in one of its own. Raises ``OSError`` when a spawn itself fails."""
+    (docs/events.md#stream-ending, docs/events.md#wind-up-and-signals); ``confined`` runs the app-server in its view and
+    ``confined_server`` the catalogue server in one of its own. Raises ``OSError`` when a spawn itself fails."""
     conversation, opening = open_conversation(
         version=importlib.metadata.version("metaharness"),
         cwd=launch.cwd,
@@ -256,7 +257,7 @@ def _spawn_servers(
 
 
 def _stop_catalogue_server(served: subprocess.Popen[bytes]) -> None:
-    """End of file ends the catalogue server (spec 30 §12.1); one that lingers is killed."""
+    """End of file ends the catalogue server (docs/hermetic.md#mcp-wire); one that lingers is killed."""
     try:
         served.wait(timeout=GRACE_S)
     except subprocess.TimeoutExpired:

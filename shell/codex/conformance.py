@@ -1,5 +1,5 @@
-"""``metaharness conformance codex``: the nine vectors of spec 50 §9 read from the packaged
-``vectors/codex/`` files; C3 runs the live loop against the scripted child
+"""``metaharness conformance codex``: the nine vectors of docs/adapters/codex.md#conformance-vectors read from the
+packaged ``vectors/codex/`` files; C3 runs the live loop against the scripted child
 (``metaharness.shell.conformance_child``)."""
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def run_exchange(frame_file: str) -> tuple[bytes, bytes]:
 
 
 def codex_outcomes() -> tuple[Outcome, ...]:
-    """Every codex vector's outcome, in the order of spec 50 §9."""
+    """Every codex vector's outcome, in the order of docs/adapters/codex.md#conformance-vectors."""
     outcomes = [check_launch(vector, spec, vector_bytes(fixture)) for vector, fixture, spec in LAUNCH_VECTORS]
     outcomes += [
         check_replay(vector, stem, vector_bytes(f"{stem}.jsonl"), vector_bytes(f"{stem}.expected.jsonl"))

@@ -1,5 +1,6 @@
 """``metaharness doctor codex``: resolve ``codex`` as the spawn does, probe it in the constructed
-environment with a scratch config home, check its exec flags (spec 50 §7, spec 10 §7)."""
+environment with a scratch config home, check its exec flags (docs/adapters/common.md#pins,
+docs/adapters/common.md#doctor)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import tempfile
 
 from returns.result import Failure
 
+from metaharness.pure.codex.adapter import PROGRAM
 from metaharness.pure.codex.doctor import codex_doctor_report, version_token
-from metaharness.pure.codex.launch import PROGRAM
 from metaharness.pure.environment import CALLER_VARIABLES, path_floor, resolve_program
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.facts import caller_environment, gather_program_candidates, probe_stdout

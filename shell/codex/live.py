@@ -1,4 +1,5 @@
-"""The live run loop of a codex run (spec 50 §1 "Processes", §2, §4; spec 10 §4.10).
+"""The live run loop of a codex run (docs/adapters/common.md#vendor-launch-order, #vendor-decisions;
+docs/adapters/codex.md; docs/events.md#wind-up-and-signals).
 
 ``codex exec`` runs in its own process group with stdin ``/dev/null``; its ``--json`` stdout is kept
 in ``rollout.stdout.jsonl`` and not parsed. The record is the rollout file, polled every 25 ms; the
@@ -256,9 +257,10 @@ def drive_codex(
     confined: ConfinedSpawn | None = None,
 ) -> LiveOutcome:
     """Spawn ``codex exec`` (in ``confined``'s view when given), map its rollout and decide its hook calls until it ends, then wind the
-    stream up (spec 20 §4, spec 10 §4.10). Raises ``OSError`` when the spawn itself fails.
-    ``process_known`` false writes ``process`` unknown, as conformance C3 does (spec 50 §9);
-    ``late_events`` are the wind-up's own events (loopback, retain), written before the marker."""
+    stream up (docs/events.md#stream-ending, docs/events.md#wind-up-and-signals). Raises ``OSError`` when the spawn
+    itself fails. ``process_known`` false writes ``process`` unknown, as conformance C3 does
+    (docs/adapters/codex.md#conformance-vectors); ``late_events`` are the wind-up's own events (loopback, retain),
+    written before the marker."""
     state = CodexLoop(launch, open_session(desk, rollout, run, tree_facts((), launch.cwd))[0], write_event)
     with open(launch.stdout_copy, "wb") as stdout_copy:
         child = subprocess.Popen(

@@ -1,4 +1,4 @@
-"""Tailing the codex rollout file (spec 50 §4 "Rollout mapping").
+"""Tailing the codex rollout file (docs/adapters/codex.md#rollout-mapping).
 
 The newest ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl`` is looked for on every
 poll until one exists; from then on only complete lines are read, and each is appended to the
@@ -14,10 +14,10 @@ from metaharness.pure.bounds import RECORD_LINE_LIMIT
 from metaharness.shell.bounded_reads import LineCutter, open_regular
 
 POLL_INTERVAL_S = 0.025
-"""How often the rollout is polled: every 25 ms (spec 50 §4)."""
+"""How often the rollout is polled: every 25 ms (docs/adapters/codex.md)."""
 
 QUIET_POLLS_AFTER_EXIT = 2
-"""Reading stops two quiet polls after the child exits (spec 50 §4)."""
+"""Reading stops two quiet polls after the child exits (docs/adapters/codex.md)."""
 
 READ_CHUNK = 1024 * 1024
 """Bytes read from the rollout at a time, each cut into lines before the next is read."""

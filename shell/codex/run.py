@@ -1,9 +1,10 @@
-"""``metaharness run codex`` from stage 5 on (spec 10 §4.5, spec 50 §1, §4, §6).
+"""``metaharness run codex`` from stage 5 on (docs/hermetic.md#refusal-order,
+docs/adapters/common.md#vendor-launch-order; docs/adapters/codex.md; docs/adapters/common.md#endpoint-route).
 
 Gathers the facts the pure stages decide over (the caller's environment, credential files, the
 ``--context`` files, the frame, the memory walk, PATH candidates), plans the launch, writes the
 scratch tree, probes under ``--strict-version``, drives the live loop and winds up: the retained
-copies, the scratch root removed, the exit of spec 10 §2.
+copies, the scratch root removed, the exit of docs/hermetic.md#exit-codes.
 """
 
 from __future__ import annotations
@@ -21,13 +22,14 @@ from returns.result import Failure, Result, Success
 from metaharness.pure.bounds import CREDENTIAL_FILE_LIMIT
 from metaharness.pure.capabilities import HONOURED_COMMANDS
 from metaharness.pure.catalogue import Catalogue
+from metaharness.pure.codex.adapter import PINS, PROGRAM, WIRE_PATHS
 from metaharness.pure.codex.app_server import CATALOGUE_COPY, app_server_args, catalogue_server_args
 from metaharness.pure.codex.doctor import version_token
-from metaharness.pure.codex.launch import PINS, PROGRAM, CodexLaunch, CodexRunSpec, plan_codex_launch
+from metaharness.pure.codex.launch import CodexLaunch, CodexRunSpec, plan_codex_launch
 from metaharness.pure.codex.rollout import RolloutLaunch
 from metaharness.pure.codex.skills import SKILL_FILE, skill_roots
 from metaharness.pure.commands import control_unsupported, start_time_refusals
-from metaharness.pure.confinement import BRIDGE_PORT, CODEX_WIRE, bridge_url, confined_hermetic, pointed_at_bridge
+from metaharness.pure.confinement import BRIDGE_PORT, bridge_url, confined_hermetic, pointed_at_bridge
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.decisions import open_desk
 from metaharness.pure.environment import EnvironmentDeclaration, loopback_custody_token, operator_login_file, path_floor
@@ -103,7 +105,7 @@ def _inputs_before_catalogue(options: RunOptions) -> Result[None, Refusal]:
 
 
 def custody_stage(options: RunOptions, caller_env: dict[str, str]) -> Result[str | None, Refusal]:
-    """Stage 5 under loopback (spec 50 §6): the custody ``auth.json`` is parsed once
+    """Stage 5 under loopback (docs/adapters/common.md#endpoint-route): the custody ``auth.json`` is parsed once
     (``loopback-custody-unreadable``, ``loopback-chatgpt-login``); its path, or ``None`` off loopback."""
     if options.credentials != "loopback":
         return Success(None)
@@ -121,7 +123,7 @@ def plan_run(
     loopback: tuple[str, str, str] | None = None,
     catalogue: Catalogue | None = None,
 ) -> Result[tuple[CodexLaunch, Frame | None], Refusal]:
-    """Stages 5–8 for a codex run: every check before anything is written (spec 10 §4.5).
+    """Stages 5–8 for a codex run: every check before anything is written (docs/hermetic.md#refusal-order).
     ``loopback`` is (custody path, placeholder, port) under ``--credentials loopback``; the port may
     still be symbolic. ``catalogue`` is the checked catalogue of a catalogue run (H10 names its copy)."""
     caller_env = caller_environment()
@@ -174,17 +176,17 @@ def plan_run(
         custody_path=loopback[0] if loopback is not None else None,
         upstream=upstream_root("codex", options.model_endpoint) if loopback is not None else None,
         walk=walk,
-        skills=found_skills(caller_env.get("HOME"), cwd),
+        skills=found_skills(caller_env.get("HOME"), cwd, confined=options.confine == "on"),
     )
     return launch.map(lambda planned: (planned, frame))
 
 
-def found_skills(home: str | None, cwd: str | None) -> tuple[str, ...]:
+def found_skills(home: str | None, cwd: str | None, confined: bool = False) -> tuple[str, ...]:
     """The ``SKILL.md`` files under the pinned Codex's skill roots for a run in ``cwd`` (``None``: the
-    scratch work directory), sorted within each root."""
+    scratch work directory), sorted within each root; in a ``confined`` view, only the roots it holds."""
     start = os.path.realpath(cwd) if cwd is not None else None
     found: list[str] = []
-    for root in skill_roots(home, start, _repository_root(start)):
+    for root in skill_roots(home, start, _repository_root(start), confined):
         try:
             names = sorted(os.listdir(root))
         except OSError:
@@ -204,7 +206,7 @@ def _repository_root(directory: str | None) -> str | None:
 
 
 def _usable_plugin_dir(directory: str) -> bool:
-    """An existing directory, not a symlink, holding at least one readable regular file (spec 50 §3)."""
+    """An existing directory, not a symlink, holding at least one readable regular file (docs/adapters/claude.md)."""
     if os.path.islink(directory) or not os.path.isdir(directory):
         return False
     return any(
@@ -221,7 +223,7 @@ def _symlinks(base: str, names: list[str]) -> list[str]:
 def materialise(launch: CodexLaunch, plugin_dirs: tuple[str, ...] = ()) -> None:
     """Write the scratch tree (directories 0700, files with their modes), copy each ``--plugin-dir``
     to ``codex-home/plugins/<name>/`` (symlinks skipped; loading unverified) and ``auth.json`` under
-    operator-login, immediately before the spawn (spec 50 §4)."""
+    operator-login, immediately before the spawn (docs/adapters/codex.md)."""
     for directory in launch.directories:
         os.makedirs(directory, mode=0o700, exist_ok=True)
     for source in plugin_dirs:
@@ -240,14 +242,14 @@ def materialise(launch: CodexLaunch, plugin_dirs: tuple[str, ...] = ()) -> None:
 
 def probe_version(launch: CodexLaunch) -> str | None:
     """``codex --version`` in the constructed environment: the first token starting with a digit
-    (spec 50 §7), or ``None`` when it could not be run or printed none."""
+    (docs/adapters/common.md#pins), or ``None`` when it could not be run or printed none."""
     banner = probe_stdout([launch.program, "--version"], launch.environment.as_dict(), timeout_s=VERSION_PROBE_S,
                           cwd=launch.cwd)  # fmt: skip
     return None if banner is None else version_token(banner)
 
 
 def strict_version(launch: CodexLaunch) -> Result[str, Refusal]:
-    """``--strict-version`` (spec 50 §7): the probed version, or ``version-unreadable`` /
+    """``--strict-version`` (docs/adapters/common.md#pins): the probed version, or ``version-unreadable`` /
     ``version-off-pin`` naming both versions."""
     version = probe_version(launch)
     refusal = strict_version_refusal(launch.program, version, PINS)
@@ -258,7 +260,7 @@ def strict_version(launch: CodexLaunch) -> Result[str, Refusal]:
 
 def retained_files(launch: CodexLaunch) -> tuple[tuple[str, str], ...]:
     """What ``--retain-dir`` keeps of a codex run: the rollout copies (the sub-agents' too), the hook requests,
-    ``loopback.json``, the catalogue copy and the generated config, never a credential (spec 10 §4.2)."""
+    ``loopback.json``, the catalogue copy and the generated config, never a credential (docs/cli.md#run)."""
     names = ("rollout.jsonl", "rollout.stdout.jsonl", SUB_AGENT_COPIES, "loopback.json", "catalogue.json", "hooks",
              "hook-channel")
     return (
@@ -268,8 +270,8 @@ def retained_files(launch: CodexLaunch) -> tuple[tuple[str, str], ...]:
 
 
 def verdict_facts(options: RunOptions, launch: CodexLaunch) -> VerdictFacts:
-    """What the rows of a codex run are read against (spec 30 §2.1, spec 50 §5): the plugin copies'
-    names, the declared key, an empty MCP set (the scratch config names no server) and the pins."""
+    """What the rows of a codex run are read against (docs/hermetic.md#verdicts, docs/hermetic.md#attestation): the
+    plugin copies' names, the declared key, an empty MCP set (the scratch config names no server) and the pins."""
     return VerdictFacts(
         kind="codex",
         declared_plugins=tuple(os.path.basename(os.path.normpath(source)) for source in options.plugin_dir),
@@ -280,8 +282,8 @@ def verdict_facts(options: RunOptions, launch: CodexLaunch) -> VerdictFacts:
 
 
 def late_events(options: RunOptions, run: str, launch: CodexLaunch, proxy: RouteProxy | None) -> tuple[Event, ...]:
-    """The wind-up's own events (spec 50 §6, spec 10 §4.2): the proxy's one ``auth.expired`` and
-    ``LOOPBACK_REFUSED``, then the ``--retain-dir`` copy and any ``RETAIN_FAILED``."""
+    """The wind-up's own events (docs/adapters/common.md#endpoint-route, docs/cli.md#run): the proxy's one
+    ``auth.expired`` and ``LOOPBACK_REFUSED``, then the ``--retain-dir`` copy and any ``RETAIN_FAILED``."""
     events = () if proxy is None else proxy.wind_up(launch.scratch)
     return (*events, *retain_copies(options.retain_dir, run, retained_files(launch)))
 
@@ -320,10 +322,10 @@ def _start(options: RunOptions, run: str, scratch: str) -> Result[Started, Refus
         else:
             assert loopback is not None
             proxy = RouteProxy("codex", loopback[1], loopback[0], upstream_root("codex", options.model_endpoint),
-                               CODEX_WIRE)  # fmt: skip
+                               WIRE_PATHS)  # fmt: skip
             proxy.start()
     except OSError as error:
-        return Failure(Refusal("loopback-not-started", f"the route proxy could not listen: {error}"))
+        return Failure(Refusal("loopback-not-started", f"the route proxy could not listen: {error.strerror or error}"))
     assert proxy is not None
     if loopback is not None:
         port = str(BRIDGE_PORT) if prepared is not None else str(proxy.port)
@@ -388,7 +390,7 @@ def confined_launch(
 
 
 def run_codex(options: RunOptions) -> int:
-    """Run ``options`` (kind ``codex``, through stages 1–4) from stage 5 on; the exit of spec 10 §2."""
+    """Run ``options`` (kind ``codex``, through stages 1–4) from stage 5 on; the exit of docs/hermetic.md#exit-codes."""
     run = f"codex-{os.getpid()}"
     scratch = tempfile.mkdtemp(prefix="metaharness-codex-")
     proxy: RouteProxy | None = None

@@ -1,4 +1,4 @@
-"""Approvers (spec 60 §4): all, deny, the caller seam on stdin, the terminal prompt on ``/dev/tty``."""
+"""Approvers (docs/loop.md#approvals): all, deny, the caller seam on stdin, the terminal prompt on ``/dev/tty``."""
 
 from __future__ import annotations
 

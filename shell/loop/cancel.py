@@ -1,4 +1,4 @@
-"""The one cancellation token shared by loop and transport (spec 60 §3 Cancellation).
+"""The one cancellation token shared by loop and transport (docs/loop.md#the-turn-loop Cancellation).
 
 SIGINT and SIGTERM set it; a second one while cancelling exits 130 at once. Inside ``blocking()``
 (a socket read, a stdin read, a child's wait) the signal also interrupts the blocked call. The run's
@@ -71,7 +71,7 @@ class CancelToken:
     def blocking(self, bounded_by_deadline: bool = True) -> Iterator[None]:
         """A region a signal (and, when ``bounded_by_deadline``, the deadline) interrupts with ``Interrupted``.
 
-        The wait for an approver's answer is not bounded by the deadline (spec 60 §3).
+        The wait for an approver's answer is not bounded by the deadline (docs/loop.md#the-turn-loop).
         """
         if self.cancelled or (bounded_by_deadline and self.past_deadline()):
             raise Interrupted

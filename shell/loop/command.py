@@ -1,4 +1,4 @@
-"""``b10x-harness``'s commands (spec 60 §1), imported once ``--version`` is ruled out. The loop and
+"""``b10x-harness``'s commands (docs/loop.md#command-line), imported once ``--version`` is ruled out. The loop and
 its HTTP client are imported only when a command runs, so ``run --help`` (which metaharness reads
 before the spawn) stays light.
 
@@ -354,7 +354,7 @@ def _retry_wait_scale(value: str | None) -> float:
 
 
 def start(flags: RunFlags) -> int:
-    """Refuse before start or run the loop; the exit code (spec 60 §1.2)."""
+    """Refuse before start or run the loop; the exit code (docs/loop.md#loop-exit-codes)."""
     from metaharness.shell.loop.runner import Loop, LoopError, Recorder, stderr_error
 
     started_at = time.monotonic()

@@ -1,4 +1,4 @@
-"""Credential sources (spec 60 §7.6): API keys read once at start, OAuth tokens at start and per attempt.
+"""Credential sources (docs/loop.md#credentials): API keys read once at start, OAuth tokens at start and per attempt.
 
 A value never reaches the record, stderr, a session file or a ``run`` child; messages name the source.
 """

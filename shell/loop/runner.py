@@ -1,4 +1,4 @@
-"""The turn driver (spec 60 §3): it performs what the pure stages decide and writes the record."""
+"""The turn driver (docs/loop.md#the-turn-loop): it performs what the pure stages decide and writes the record."""
 
 from __future__ import annotations
 

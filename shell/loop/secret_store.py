@@ -1,4 +1,4 @@
-"""The ``--api-key-secret NAME`` source (spec 60 §7.6): the freedesktop Secret Service over the session bus.
+"""The ``--api-key-secret NAME`` source (docs/loop.md#credentials): the freedesktop Secret Service over the session bus.
 
 The loop dials the session bus named by ``DBUS_SESSION_BUS_ADDRESS`` (else ``$XDG_RUNTIME_DIR/bus``), searches
 every collection for the one item whose attributes are ``service=b10x-harness``, ``name=NAME``, and reads its

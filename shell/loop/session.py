@@ -1,4 +1,4 @@
-"""Minimal client-side sessions (spec 60 §7.7): one JSON file per run, written atomically, 0600 in 0700."""
+"""Minimal client-side sessions (docs/loop.md#sessions): one JSON file per run, written atomically, 0600 in 0700."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Performing the tools inside the workspace (spec 60 §5.3, §5.4).
+"""Performing the tools inside the workspace (docs/loop.md#confinement, #replies).
 
 Reads resolve symlinks and must land inside the root; writes refuse any symlink component and open
 each directory relative to its parent without following; walks never enter symlinks.

@@ -1,4 +1,4 @@
-"""The shared HTTP transport (spec 60 §7.2, §7.3): one model call with its transport retries.
+"""The shared HTTP transport (docs/loop.md#transport, #retry): one model call with its transport retries.
 
 It gets a finished URL, the wire's headers and body and a decoder; it names no vendor and no path.
 A request without ``accept-encoding`` admits any content coding (RFC 9110 §12.5.3), so a gateway may

@@ -1,1 +1,1 @@
-"""Conformance data of the b10x adapter (spec 40 §10); see vectors/b10x/README.md."""
+"""Conformance data of the b10x adapter (docs/adapters/b10x.md#conformance-vectors); see vectors/b10x/README.md."""

@@ -1,0 +1,232 @@
+"""The adapter contract: everything a shared module needs to know about one kind, as one frozen value.
+
+Each kind defines its ``Adapter`` in ``pure/<kind>/adapter.py``; ``metaharness.pure.adapters`` collects
+them, and the shared modules (options, environment, hermetic, capabilities, loopback, confinement,
+projection, replay) look a kind up there instead of naming it. A kind's adapter module imports nothing
+but leaf modules, so every shared module can consult the registry at import time; what needs the
+kind's heavy stages (its replay, its frame check) imports them when called. See ``docs/DEVELOPING.md`` "Adding a fourth kind".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Literal
+
+import msgspec
+from returns.result import Result
+
+from metaharness.pure.refusal import Refusal
+
+if TYPE_CHECKING:
+    from metaharness.pure.frames import Frame
+    from metaharness.pure.options import DecisionMode, HermeticMode
+
+Status = Literal["delivered", "unverified", "absent"]
+Variables = tuple[tuple[str, str], ...]
+RowText = tuple[str, Literal["imposed", "declared", "unavailable"], str]
+"""A hermetic row as the kind attests it: row id, state, the how or the why."""
+
+MCP_CALL_TEMPLATE = "mcp__<server>__<tool>"
+"""The vendor tool name ``mcp.call`` renders to on the kinds that carry MCP servers."""
+
+VENDOR_SCOPE_OPTIONS = ("write-scope", "scope-announce")
+VENDOR_SCOPE = "a vendor arm's scope travels sealed in Frame.subjects, and a flag would be a second, unsealed copy of it"
+"""Why a vendor arm does not carry the scope options."""
+LOOP_ONLY_OPTIONS = (
+    "hooks",
+    "driver",
+    "toolchain",
+    "prices",
+    "substrate",
+    "substrate-embedded",
+    "cgroup-root",
+    "model-wire",
+    "subscription-token-file",
+    "subscription-token-env",
+    "subscription-token-pointer",
+    "api-key-secret",
+)
+LOOP_ONLY = "it reaches the b10x loop only"
+"""Why a vendor arm does not carry the options only the b10x loop reads."""
+
+
+class DescriptorFacts(msgspec.Struct, frozen=True, kw_only=True):
+    """What ``capabilities <KIND>`` states beside the pins: the adapter's class, its tiers and
+    decision modes, and the vendor tool each operation renders to (absent: none)."""
+
+    adapter_class: Literal["harness", "direct_provider"]
+    tiers: Mapping[str, Status]
+    decision_modes: Mapping[str, Status]
+    rendering: Mapping[str, str]
+
+
+class RunRules(msgspec.Struct, frozen=True, kw_only=True):
+    """The kind's part in ``run``'s option pairing (docs/cli.md): which options it needs, and which
+    pairings it refuses. A message is the refusal's text; ``None`` means the rule does not apply."""
+
+    frame_required: str | None
+    """``--decisions frame`` needs ``--frame`` (nothing else would decide)."""
+    prompt_required: bool
+    model_endpoint_required: str | None
+    model_required: str | None
+    endpoint_route: bool
+    """``--model-endpoint`` is a gateway root that replaces the vendor's API (so it pairs with
+    ``--credentials none`` or ``loopback``, and ``--catalogue`` with the owned surface); otherwise any
+    ``http(s)`` URL the kind talks to itself."""
+    allow_program_needs_owned_surface: bool
+    owned_surface_needs_catalogue: bool
+
+
+class EnvironmentFloor(msgspec.Struct, frozen=True, kw_only=True):
+    """What the child's environment is built from beside ``PATH`` (docs/hermetic.md): the caller's
+    locale and identity variables, a scratch ``TMPDIR``, the toolchain variables under ``--toolchain``,
+    and the config-home variable with its directory under the scratch root."""
+
+    caller_variables: bool
+    scratch_tmpdir: bool
+    toolchain_variables: bool
+    config_home: tuple[str, str]
+
+
+class EnvironmentGuard(msgspec.Struct, frozen=True, kw_only=True):
+    """The ``denied-environment`` guard: ``declared_keys_only`` admits exactly the keys the declaration
+    puts there; otherwise a key is denied by prefix or name unless exempt (always, or when the
+    credential posture put it there)."""
+
+    declared_keys_only: bool
+    hook_variables: frozenset[str] = frozenset()
+    """The variables that make the vendor skip its hooks: row H8, denied in every vendor child."""
+    denied_prefixes: tuple[str, ...] = ()
+    denied_names: frozenset[str] = frozenset()
+    exempt: frozenset[str] = frozenset()
+    exempt_from_posture: frozenset[str] = frozenset()
+
+
+class CredentialCarriage(msgspec.Struct, frozen=True, kw_only=True):
+    """How the kind carries each ``--credentials`` mode (docs/hermetic.md "Credentials")."""
+
+    operator_login_file: Callable[[Mapping[str, str]], str | None]
+    """The caller's credential file under operator-login, or ``None`` when none can be named."""
+    operator_login_reads_none: bool
+    """operator-login means no credential at all (the kind reads its own)."""
+    api_key_variables: tuple[str, ...]
+    api_key_flag: bool
+    """The key variable's name is also handed over as ``--api-key-env NAME``."""
+    api_key_secret_store: bool
+    """``--api-key-secret`` names a key the kind reads from the secret store."""
+    endpoint_variables: Callable[[str], Variables] | None
+    """Under ``--credentials none``, the variables pointing the child at ``--model-endpoint``."""
+    subscription_token: bool
+    """``--subscription-token-*`` hand the kind a subscription token."""
+
+
+class Loopback(msgspec.Struct, frozen=True, kw_only=True):
+    """The loopback proxy's vendor facts: the default upstream, the custody file's token, the child's
+    variables, and the shape of the proxy's own error bodies."""
+
+    upstream: str
+    custody_token: Callable[[bytes], Result[str, Refusal]]
+    child_variables: Callable[[str, str], Variables]
+    """(port, placeholder) → the variables pointing the child at the proxy."""
+    error_body: Callable[[str, str, str | None], bytes]
+    """(type, message, code) → the vendor's error body."""
+    unauthorized: tuple[str, str | None]
+    """The error type and code of the proxy's own 401."""
+
+
+class Memory(msgspec.Struct, frozen=True, kw_only=True):
+    """Row H11 for the kind: the shapes the ancestor walk looks for, whether hits are held to the
+    version's memory canary (only loaded shapes count), whether a hit refuses a scratch run, and what
+    an empty walk adds."""
+
+    shapes: tuple[str, ...]
+    canary: bool
+    refused_in_scratch: bool
+    nothing_found_suffix: str
+
+
+class VendorRoute(msgspec.Struct, frozen=True, kw_only=True):
+    """How a confined child reaches the vendor's API through the bridge (docs/confinement.md): the API's
+    root, the wire's own request paths, the variable that points the child at the bridge and the path
+    the bridge's URL ends in, and whether operator-login is routable only when the login file holds an
+    API key."""
+
+    upstream: str
+    wire_paths: tuple[str, ...]
+    base_url_variable: str
+    base_url_path: str
+    login_needs_api_key: bool
+
+
+class ConfinementShape(msgspec.Struct, frozen=True, kw_only=True):
+    """The kind under ``--confine``: its vendor route (``None``: the kind talks to its own
+    ``--model-endpoint``), what the view adds to row H7's grant, and the scratch directories besides
+    ``work`` that are writable in the view."""
+
+    vendor_route: VendorRoute | None
+    view_grant: str
+    writable: tuple[str, ...]
+
+
+class HermeticShape(msgspec.Struct, frozen=True, kw_only=True):
+    """The kind's rows of the attestation and what their verdicts read (docs/hermetic.md)."""
+
+    memory: Memory
+    launch_rows: Callable[[str, tuple[str, ...], str | None, str | None], tuple[RowText, ...]]
+    """(scratch, MCP servers, why H2 is unavailable, ``--hooks``) → rows H1a, H1b, H2, H5, H8, H9."""
+    grant_in_words: str
+    """What the child can do to an operator's tree it runs in (row H7's why)."""
+    vendor_ambient: bool
+    """The vendor's system prompt carries the git status and the network is not isolated."""
+    plugins_from_skills: bool
+    """Row H1a is read from the skills and agents the record names (else from its plugin list)."""
+    no_output_style: str | None
+    """Why the kind has no output style (row H1b is then ok), or ``None`` when its record states one."""
+
+
+class ReplayRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """What ``replay`` hands a kind's pure replay (docs/cli.md ``replay``)."""
+
+    run_id: str = "replay"
+    decisions: DecisionMode = "observe"
+    frame: Frame | None = None
+    hermetic: HermeticMode = "off"
+    harness_version: str | None = None
+    model: str | None = None
+    transcript_path: str
+
+
+class Replayed(msgspec.Struct, frozen=True):
+    """A replay's stream, its closing reason and the caller-seam lines (empty on a kind without one)."""
+
+    stream: bytes
+    reason: str
+    seam_lines: bytes
+
+
+class Adapter(msgspec.Struct, frozen=True, kw_only=True):
+    """One kind, as every shared module sees it."""
+
+    kind: str
+    program: str
+    """The binary the spawn runs, resolved on the child's PATH (``doctor`` names it too)."""
+    pins: tuple[str, ...]
+    descriptor: DescriptorFacts
+    not_carried: Mapping[str, str]
+    """Option (given, whatever its value) → the fixed reason the kind does not carry it."""
+    not_carried_values: Mapping[tuple[str, str], str]
+    """(option, value) → the reason the kind does not carry that value."""
+    run_rules: RunRules
+    floor: EnvironmentFloor
+    guard: EnvironmentGuard
+    credentials: CredentialCarriage
+    loopback: Loopback | None
+    hermetic: HermeticShape
+    confinement: ConfinementShape
+    record_source: str
+    """The vendor format ``project --from KIND`` names as the document's source."""
+    replay: Callable[[bytes, ReplayRequest], Replayed]
+    admit_frame: Callable[[Frame], Result[Frame, Refusal]] | None
+    """The kind's own check of a loaded frame, run after the frame file's."""
+    caller_seam: bool
+    """``replay --answers`` writes the caller-seam lines the replay produced."""

@@ -1,0 +1,65 @@
+"""The adapter registry: the one place the kinds are named together.
+
+``Kind`` and ``KINDS`` list them; :func:`adapter_of` gives a kind's ``Adapter`` (defined in
+``pure/<kind>/adapter.py``) by an exhaustive match, so a kind added to ``Kind`` without an entry is a
+type error. Shared modules look a kind up here and never name one (``tests/test_kind_literals.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, assert_never, get_args
+
+from metaharness.pure.adapter import Adapter, Loopback
+from metaharness.pure.b10x.adapter import ADAPTER as B10X
+from metaharness.pure.claude.adapter import ADAPTER as CLAUDE
+from metaharness.pure.claude.adapter import LOOPBACK as CLAUDE_LOOPBACK
+from metaharness.pure.codex.adapter import ADAPTER as CODEX
+from metaharness.pure.codex.adapter import LOOPBACK as CODEX_LOOPBACK
+
+Kind = Literal["claude", "codex", "b10x"]
+KINDS: tuple[Kind, ...] = get_args(Kind)
+"""The kinds in the order the CLI lists them."""
+
+LoopbackKind = Literal["claude", "codex"]
+"""The kinds whose credential the loopback proxy can carry (their adapter has a ``Loopback``)."""
+
+
+def adapter_of(kind: Kind) -> Adapter:
+    """The kind's adapter."""
+    match kind:
+        case "claude":
+            return CLAUDE
+        case "codex":
+            return CODEX
+        case "b10x":
+            return B10X
+        case _:
+            assert_never(kind)
+
+
+def kind_named(name: str) -> Kind | None:
+    """The kind spelled ``name``, or ``None`` when no kind is."""
+    return next((kind for kind in KINDS if kind == name), None)
+
+
+def route_dialect(kind: Kind, first_path: str) -> LoopbackKind:
+    """Whose API a confined route speaks (its error bodies): the kind's own vendor, else the vendor whose
+    wire the route's first path is (Messages: claude; Responses: codex)."""
+    match kind:
+        case "claude" | "codex":
+            return kind
+        case "b10x":
+            return "claude" if first_path.endswith("/messages") else "codex"
+        case _:
+            assert_never(kind)
+
+
+def loopback_of(kind: LoopbackKind) -> Loopback:
+    """The loopback facts of a kind that carries ``--credentials loopback``."""
+    match kind:
+        case "claude":
+            return CLAUDE_LOOPBACK
+        case "codex":
+            return CODEX_LOOPBACK
+        case _:
+            assert_never(kind)

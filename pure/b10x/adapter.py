@@ -1,0 +1,155 @@
+"""The b10x loop as the shared modules see it: its pin, descriptor, carriage, environment,
+credentials, hermetic rows, frame check and replay (``metaharness.pure.adapter``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+from returns.result import Result
+
+from metaharness.pure.adapter import (
+    Adapter,
+    ConfinementShape,
+    CredentialCarriage,
+    DescriptorFacts,
+    EnvironmentFloor,
+    EnvironmentGuard,
+    HermeticShape,
+    Memory,
+    Replayed,
+    ReplayRequest,
+    RowText,
+    RunRules,
+)
+from metaharness.pure.refusal import Refusal
+
+if TYPE_CHECKING:
+    from metaharness.pure.frames import Frame
+    from metaharness.pure.options import DecisionMode
+
+KIND = "b10x"
+PROGRAM = "b10x-harness"
+PIN = "0.22.0"
+
+RENDERING: Mapping[str, str] = MappingProxyType(
+    {
+        "file.read": "file_read",
+        "file.write": "file_write",
+        "file.edit": "file_edit",
+        "dir.list": "dir_list",
+        "search": "search",
+        "shell": "run",
+    }
+)
+"""The loop's tool for each operation; the rest render to nothing (docs/adapters/b10x.md)."""
+
+FRAME_REQUIRED = (
+    "--decisions frame (the default) without --frame on b10x: with nothing to decide from, every write "
+    "would be refused — pass --decisions observe for the arm that decides nothing, or name a frame"
+)
+PLUGINS_ELSEWHERE = "marketplace plugins are resolved for Claude Code only"
+
+
+def launch_rows(scratch: str, servers: tuple[str, ...], h2_unavailable: str | None, hooks: str | None) -> tuple[RowText, ...]:
+    """Rows H1a, H2, H5, H8 and H9 of a b10x launch (the loop has no output style: no H1b)."""
+    named = f"hooks named by --hooks {hooks}" if hooks is not None else "no hooks"
+    return (
+        ("H1a", "imposed", "plugins arrive only as named --plugin-dir copies"),
+        ("H2", "imposed", f"XDG_CONFIG_HOME={scratch}/config holds no profile"),
+        ("H5", "imposed", "no --mcp-profile; mcp_servers stated []"),
+        ("H8", "imposed", f"{named}; no ambient discovery"),
+        ("H9", "unavailable", "the version is read from the launch's --version probe"),
+    )
+
+
+def _mode(request: ReplayRequest) -> DecisionMode:
+    """A replay under ``ask`` decides nothing: it is attested as observe."""
+    return "frame" if request.decisions == "frame" else "observe"
+
+
+def replay(record: bytes, request: ReplayRequest) -> Replayed:
+    """A loop record mapped as ``replay`` maps it, with the caller-seam lines it answers."""
+    from metaharness.pure.b10x.replay import replay_b10x, replay_settings
+
+    settings = replay_settings(run=request.run_id, decisions=_mode(request), frame=request.frame, hermetic=request.hermetic,
+                               harness_version=request.harness_version, model=request.model,
+                               transcript_path=request.transcript_path)  # fmt: skip
+    outcome = replay_b10x(settings, record)
+    return Replayed(outcome.stream, outcome.reason, outcome.answers)
+
+
+def admit_frame(frame: Frame) -> Result[Frame, Refusal]:
+    """``frame-inadmissible``: the loop's reads must stay admitted (``check_frame_admissible``)."""
+    from metaharness.pure.b10x.launch import check_frame_admissible
+
+    return check_frame_admissible(frame)
+
+
+ADAPTER = Adapter(
+    kind=KIND,
+    program=PROGRAM,
+    pins=(PIN,),
+    descriptor=DescriptorFacts(
+        adapter_class="direct_provider",
+        tiers={"registration": "unverified", "call": "unverified", "turn": "unverified", "kill": "unverified"},
+        decision_modes={"frame": "delivered", "ask": "unverified", "observe": "delivered"},
+        rendering=RENDERING,
+    ),
+    not_carried=MappingProxyType(
+        {
+            "effort": "the b10x launch carries no effort setting",
+            "plugin": PLUGINS_ELSEWHERE,
+            "catalogue": "on this arm the loop's published toolset is the policy",
+        }
+    ),
+    not_carried_values=MappingProxyType(
+        {
+            ("tool-surface", "owned"): "the loop publishes its own toolset",
+            ("credentials", "loopback"): "the loop reads its credential itself",
+        }
+    ),
+    run_rules=RunRules(
+        frame_required=FRAME_REQUIRED,
+        prompt_required=False,
+        model_endpoint_required="b10x needs --model-endpoint URL: the loop talks to the model provider itself",
+        model_required="b10x needs --model NAME: the loop has no default model",
+        endpoint_route=False,
+        allow_program_needs_owned_surface=False,
+        owned_surface_needs_catalogue=False,
+    ),
+    floor=EnvironmentFloor(
+        caller_variables=False, scratch_tmpdir=False, toolchain_variables=True, config_home=("XDG_CONFIG_HOME", "config")
+    ),
+    guard=EnvironmentGuard(declared_keys_only=True),
+    credentials=CredentialCarriage(
+        operator_login_file=lambda caller_env: None,
+        operator_login_reads_none=True,
+        api_key_variables=("OPENAI_API_KEY",),
+        api_key_flag=True,
+        api_key_secret_store=True,
+        endpoint_variables=None,
+        subscription_token=True,
+    ),
+    loopback=None,
+    hermetic=HermeticShape(
+        memory=Memory(
+            shapes=("CLAUDE.md", "AGENTS.md"),
+            canary=False,
+            refused_in_scratch=False,
+            nothing_found_suffix="; HOME is also absent from the child",
+        ),
+        launch_rows=launch_rows,
+        grant_in_words="",
+        vendor_ambient=False,
+        plugins_from_skills=True,
+        no_output_style="the loop has no output style",
+    ),
+    confinement=ConfinementShape(vendor_route=None, view_grant="", writable=("config",)),
+    record_source="b10x-harness.record",
+    replay=replay,
+    admit_frame=admit_frame,
+    caller_seam=True,
+)
+"""The b10x adapter (docs/adapters/b10x.md)."""

@@ -1,0 +1,192 @@
+"""Codex as the shared modules see it: its pin, descriptor, carriage, environment, credentials,
+loopback, hermetic rows and replay (``metaharness.pure.adapter``)."""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping
+from types import MappingProxyType
+
+import msgspec
+from returns.result import Failure, Result, Success
+
+from metaharness.pure.adapter import (
+    LOOP_ONLY,
+    LOOP_ONLY_OPTIONS,
+    MCP_CALL_TEMPLATE,
+    VENDOR_SCOPE,
+    VENDOR_SCOPE_OPTIONS,
+    Adapter,
+    ConfinementShape,
+    CredentialCarriage,
+    DescriptorFacts,
+    EnvironmentFloor,
+    EnvironmentGuard,
+    HermeticShape,
+    Loopback,
+    Memory,
+    Replayed,
+    ReplayRequest,
+    RowText,
+    RunRules,
+    VendorRoute,
+)
+from metaharness.pure.jsonline import compact
+from metaharness.pure.refusal import Refusal
+
+KIND = "codex"
+PROGRAM = "codex"
+PINS = ("0.171.0",)
+UPSTREAM = "https://api.openai.com"
+WIRE_PATHS = ("/v1/responses",)
+"""The Responses API's own request path, the only one a route forwards."""
+LOOPBACK_KEY_VARIABLE = "METAHARNESS_LOOPBACK_KEY"
+"""The variable the codex child reads its loopback placeholder from (the provider's ``env_key``)."""
+
+RENDERING: Mapping[str, str] = MappingProxyType(
+    {"file.write": "apply_patch", "file.edit": "apply_patch", "shell": "Bash", "mcp.call": MCP_CALL_TEMPLATE}
+)
+"""Codex's tool for each operation; the rest render to nothing (docs/adapters/codex.md)."""
+
+
+def operator_login_file(caller_env: Mapping[str, str]) -> str | None:
+    """``~/.codex/auth.json``."""
+    home = caller_env.get("HOME", "")
+    return posixpath.join(home, ".codex", "auth.json") if home else None
+
+
+def custody_token(custody: bytes) -> Result[str, Refusal]:
+    """``OPENAI_API_KEY`` (class api-key), else ``tokens.access_token`` (class chatgpt →
+    ``loopback-chatgpt-login``); the key wins when both exist; else ``loopback-custody-unreadable``."""
+    unreadable = Failure(Refusal("loopback-custody-unreadable", f"the {KIND} custody file holds no usable token"))
+    try:
+        document = msgspec.json.decode(custody)
+    except msgspec.DecodeError:
+        return unreadable
+    if not isinstance(document, dict):
+        return unreadable
+    key = document.get("OPENAI_API_KEY")
+    if isinstance(key, str) and key:
+        return Success(key)
+    tokens = document.get("tokens")
+    if isinstance(tokens, dict) and isinstance(tokens.get("access_token"), str):
+        return Failure(
+            Refusal(
+                "loopback-chatgpt-login",
+                "the codex custody file holds a ChatGPT-plan login; loopback carries an API key only",
+            )
+        )
+    return unreadable
+
+
+def error_body(error_type: str, message: str, code: str | None) -> bytes:
+    """The OpenAI API's error body."""
+    return compact({"error": {"type": error_type, "code": code, "message": message}})
+
+
+def launch_rows(scratch: str, servers: tuple[str, ...], h2_unavailable: str | None, hooks: str | None) -> tuple[RowText, ...]:
+    """Rows H1a, H1b, H2, H5, H8 and H9 of a codex launch."""
+    return (
+        ("H1a", "imposed", f"CODEX_HOME={scratch}/codex-home"),
+        ("H1b", "imposed", "fresh CODEX_HOME"),
+        ("H2", "imposed", "only the scratch config.toml; no project trust")
+        if h2_unavailable is None
+        else ("H2", "unavailable", h2_unavailable),
+        ("H5", "imposed", "[mcp_servers] empty"),
+        ("H8", "imposed", "PreToolUse hook in config.toml, --dangerously-bypass-hook-trust, no CODEX_DISABLE_HOOKS"),
+        ("H9", "unavailable", "the version is read from the opening record"),
+    )
+
+
+def replay(record: bytes, request: ReplayRequest) -> Replayed:
+    """A codex rollout mapped as ``replay`` maps it."""
+    from metaharness.pure.codex.replay import replay_launch, replay_rollout
+
+    launch = replay_launch(decisions=request.decisions, hermetic=request.hermetic, transcript_path=request.transcript_path,
+                           frame_digest=None if request.frame is None else request.frame.digest)  # fmt: skip
+    stream, reason = replay_rollout(record, launch, request.run_id)
+    return Replayed(stream, reason, b"")
+
+
+LOOPBACK = Loopback(
+    upstream=UPSTREAM,
+    custody_token=custody_token,
+    child_variables=lambda port, placeholder: ((LOOPBACK_KEY_VARIABLE, placeholder),),
+    error_body=error_body,
+    unauthorized=("invalid_request_error", "invalid_api_key"),
+)
+"""The loopback proxy's facts for codex."""
+
+
+ADAPTER = Adapter(
+    kind=KIND,
+    program=PROGRAM,
+    pins=PINS,
+    descriptor=DescriptorFacts(
+        adapter_class="harness",
+        tiers={"registration": "unverified", "call": "delivered", "turn": "unverified", "kill": "delivered"},
+        decision_modes={"ask": "delivered", "frame": "delivered", "observe": "delivered"},
+        rendering=RENDERING,
+    ),
+    not_carried=MappingProxyType(
+        {
+            **dict.fromkeys(VENDOR_SCOPE_OPTIONS, VENDOR_SCOPE),
+            **dict.fromkeys(LOOP_ONLY_OPTIONS, LOOP_ONLY),
+            "allow-program": "codex publishes no run tool metaharness could narrow",
+            "max-turns": "codex exec has no turn ceiling to carry it",
+            "plugin": "marketplace plugins are resolved for Claude Code only",
+        }
+    ),
+    not_carried_values=MappingProxyType({}),
+    run_rules=RunRules(
+        frame_required=None,
+        prompt_required=True,
+        model_endpoint_required=None,
+        model_required=None,
+        endpoint_route=True,
+        allow_program_needs_owned_surface=False,
+        owned_surface_needs_catalogue=True,
+    ),
+    floor=EnvironmentFloor(
+        caller_variables=True, scratch_tmpdir=True, toolchain_variables=False, config_home=("CODEX_HOME", "codex-home")
+    ),
+    guard=EnvironmentGuard(
+        declared_keys_only=False,
+        hook_variables=frozenset({"CODEX_DISABLE_HOOKS"}),
+        denied_prefixes=("OPENAI_", "CODEX_", "DISABLE_", "GIT_"),
+        denied_names=frozenset({LOOPBACK_KEY_VARIABLE}),
+        exempt=frozenset({"CODEX_HOME"}),
+        exempt_from_posture=frozenset({"OPENAI_API_KEY", "CODEX_API_KEY", LOOPBACK_KEY_VARIABLE}),
+    ),
+    credentials=CredentialCarriage(
+        operator_login_file=operator_login_file,
+        operator_login_reads_none=False,
+        api_key_variables=("OPENAI_API_KEY", "CODEX_API_KEY"),
+        api_key_flag=False,
+        api_key_secret_store=False,
+        endpoint_variables=None,
+        subscription_token=False,
+    ),
+    loopback=LOOPBACK,
+    hermetic=HermeticShape(
+        memory=Memory(shapes=("CLAUDE.md", "AGENTS.md"), canary=False, refused_in_scratch=True, nothing_found_suffix=""),
+        launch_rows=launch_rows,
+        grant_in_words='; the codex sandbox is sandbox_mode = "workspace-write" on that tree, with no writable_roots',
+        vendor_ambient=True,
+        plugins_from_skills=False,
+        no_output_style=None,
+    ),
+    confinement=ConfinementShape(
+        vendor_route=VendorRoute(
+            upstream=UPSTREAM, wire_paths=WIRE_PATHS, base_url_variable="OPENAI_BASE_URL", base_url_path="/v1",
+            login_needs_api_key=True,
+        ),
+        view_grant="; in the view that grant is the tree, a private /tmp and TMPDIR",
+        writable=("codex-home", "tmp", "hook-channel"),
+    ),
+    record_source="codex.rollout",
+    replay=replay,
+    admit_frame=None,
+    caller_seam=False,
+)
+"""The codex adapter (docs/adapters/codex.md)."""

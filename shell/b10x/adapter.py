@@ -1,0 +1,43 @@
+"""The b10x loop's live parts behind ``metaharness.shell.adapters.LiveAdapter``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from metaharness.pure.refusal import Refusal
+
+if TYPE_CHECKING:
+    from metaharness.pure.options import RunOptions
+    from metaharness.shell.adapters import ScriptedChild, VectorReport
+
+
+class B10xLive:
+    """b10x's run, doctor and vectors; its C3 drives the real loop, so it scripts no child."""
+
+    def run(self, options: RunOptions) -> int:
+        from metaharness.shell.b10x.run import run_b10x
+
+        return run_b10x(options)
+
+    def doctor(self) -> int:
+        from metaharness.shell.b10x.doctor import doctor_b10x
+
+        return doctor_b10x()
+
+    def vectors(self) -> VectorReport | Refusal:
+        from metaharness.pure.b10x.vectors import contract_line, summary_line
+        from metaharness.shell.adapters import VectorReport
+        from metaharness.shell.b10x.conformance import VectorUnreadable, run_b10x_vectors
+
+        try:
+            verdicts = run_b10x_vectors()
+        except VectorUnreadable as error:
+            return Refusal("vector-unreadable", str(error))
+        results = tuple((verdict.outcome, verdict.line()) for verdict in verdicts)
+        return VectorReport(results, summary_line(verdicts), contract_line(verdicts))
+
+    def scripted_child(self) -> ScriptedChild | None:
+        return None
+
+
+LIVE = B10xLive()

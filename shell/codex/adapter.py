@@ -1,0 +1,68 @@
+"""Codex's live parts behind ``metaharness.shell.adapters.LiveAdapter``."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import IO, TYPE_CHECKING, Any
+
+from metaharness.pure.refusal import Refusal
+
+if TYPE_CHECKING:
+    from metaharness.pure.options import RunOptions
+    from metaharness.shell.adapters import ScriptedChild, VectorReport
+
+ROLLOUT = "sessions/2026/11/30/rollout-2026-11-30T00-00-00-golden.jsonl"
+"""Where the scripted child writes the rollout, under ``$CODEX_HOME``."""
+
+
+class CodexScriptedChild:
+    """Codex writes a rollout under ``$CODEX_HOME/sessions/`` and announces a call in a
+    ``function_call`` or ``custom_tool_call`` payload."""
+
+    def announces_call(self, line: bytes) -> bool:
+        """The line is a rollout ``function_call``/``custom_tool_call``."""
+        try:
+            record: Any = json.loads(line)
+        except ValueError:
+            return False
+        if not isinstance(record, dict):
+            return False
+        payload = record.get("payload")
+        return isinstance(payload, dict) and payload.get("type") in ("function_call", "custom_tool_call")
+
+    def record_sink(self) -> IO[bytes]:
+        """The rollout file, appended to."""
+        path = os.path.join(os.environ["CODEX_HOME"], ROLLOUT)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        return open(path, "ab")
+
+
+class CodexLive:
+    """codex's run, doctor, vectors and scripted child."""
+
+    def run(self, options: RunOptions) -> int:
+        from metaharness.shell.codex.run import run_codex
+
+        return run_codex(options)
+
+    def doctor(self) -> int:
+        from metaharness.shell.codex.doctor import doctor_codex
+
+        return doctor_codex()
+
+    def vectors(self) -> VectorReport | Refusal:
+        from metaharness.pure.codex.vectors import contract_line
+        from metaharness.pure.conformance import summary_line
+        from metaharness.shell.adapters import VectorReport
+        from metaharness.shell.codex.conformance import codex_outcomes
+
+        outcomes = codex_outcomes()
+        results = tuple((outcome.status, outcome.line()) for outcome in outcomes)
+        return VectorReport(results, summary_line(outcomes), contract_line(outcomes))
+
+    def scripted_child(self) -> ScriptedChild | None:
+        return CodexScriptedChild()
+
+
+LIVE = CodexLive()

@@ -1,0 +1,37 @@
+"""The registry's adapters agree with each other and with the stages that read them."""
+
+from __future__ import annotations
+
+from typing import get_args
+
+import pytest
+from returns.result import Failure
+
+from metaharness.pure.adapters import KINDS, Kind, LoopbackKind, adapter_of, loopback_of
+from metaharness.pure.capabilities import descriptor
+from metaharness.pure.environment import EnvironmentDeclaration, credential_posture
+from metaharness.pure.options import RunOptions, check_kind_carriage
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_kind_without_a_loopback_proxy_refuses_loopback_in_both_stages(kind: Kind) -> None:
+    """Stage 3 refuses ``--credentials loopback`` exactly where the adapter has no loopback facts, and the
+    credential posture, reached without stage 3 (a library caller), refuses it in the same words."""
+    adapter = adapter_of(kind)
+    carriage = check_kind_carriage(RunOptions(kind=kind, credentials="loopback", given=frozenset({"credentials"})))
+    posture = credential_posture(EnvironmentDeclaration(kind, "loopback"), {}, False)
+    if adapter.loopback is None:
+        assert isinstance(carriage, Failure) and isinstance(posture, Failure)
+        assert posture.failure() == carriage.failure()
+        assert posture.failure().code == "credentials-not-carried"
+    else:
+        assert not isinstance(carriage, Failure) and not isinstance(posture, Failure)
+        assert kind in get_args(LoopbackKind) and loopback_of(kind) is adapter.loopback
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_descriptor_states_the_adapters_pins_and_rendering(kind: Kind) -> None:
+    adapter = adapter_of(kind)
+    stated = descriptor(kind)
+    assert (stated.adapter.id, stated.versions_pinned) == (kind, adapter.pins)
+    assert {op: tool for op, tool in stated.rendering.items() if tool is not None} == dict(adapter.descriptor.rendering)
