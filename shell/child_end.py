@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import ctypes
 import os
-import queue
 import signal
-import subprocess
 import sys
-import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from metaharness.pure.events import Stream, UnknownProcess, closing_marker, stamp
 from metaharness.pure.refusal import Refusal
@@ -27,18 +24,6 @@ if TYPE_CHECKING:
 PIPE_DRAIN_S = 2.0
 """How long the child's pipes are still read after it exited, its group killed, before they count
 as ended."""
-
-
-def watch_exit(child: subprocess.Popen[bytes], events: queue.Queue[tuple[str, Any]]) -> None:
-    """Put ``("exited", status)`` on ``events`` once ``child`` exits, after SIGKILL to its group."""
-
-    def wait() -> None:
-        status = child.wait()
-        kill_group(child.pid, signal.SIGKILL)
-        end_descendants(child.pid)
-        events.put(("exited", status))
-
-    threading.Thread(target=wait, daemon=True).start()
 
 
 _PR_SET_CHILD_SUBREAPER = 36

@@ -1,26 +1,20 @@
-"""What every kind's live loop does with its child process and its own signals (docs/events.md#wind-up-and-signals,
-docs/adapters/b10x.md#process-wiring, docs/adapters/common.md#vendor-launch-order): the group signalled, stderr's tail
-kept, lines pumped into a queue, SIGINT and SIGTERM turned into queue events, and the wait status read
-as ``process``."""
+"""What every kind's live loop does with its child process (docs/events.md#wind-up-and-signals,
+docs/adapters/b10x.md#process-wiring, docs/adapters/common.md#vendor-launch-order): the group signalled,
+the stops of the kind's policy sent, and the wait status read as ``process``; the loop itself is
+``metaharness.shell.live_engine``."""
 
 from __future__ import annotations
 
 import os
-import queue
 import signal
-import threading
 import time
-from typing import IO, Any
+from collections.abc import Callable
 
-from metaharness.pure.bounds import COMMAND_LINE_LIMIT, RECORD_LINE_LIMIT
 from metaharness.pure.events import Exited, Process, Signaled, UnknownProcess
-from metaharness.shell.bounded_reads import bounded_lines, descriptor_lines
+from metaharness.pure.stop import Cause, Stop, Stopping, StopPolicy, stop_for
 
 STDERR_KEPT = 64 * 1024
 """The last 64 KiB of the child's stderr are kept for ``NO_TERMINAL_RECORD``."""
-
-GRACE_S = 5.0
-"""A signal, ``interrupt`` or ``halt`` sends the group SIGTERM, then SIGKILL this many seconds later."""
 
 
 def kill_group(pid: int, number: int) -> None:
@@ -31,87 +25,47 @@ def kill_group(pid: int, number: int) -> None:
         pass
 
 
-class GroupStop:
-    """How a live loop stops its child's group (docs/events.md#wind-up-and-signals): ``terminate`` sends SIGTERM and
-    schedules SIGKILL ``GRACE_S`` later (``due`` sends it); ``halt`` and a signal are remembered for the
-    closing reason, and a second signal kills at once."""
+class ChildStop:
+    """Sends the stops a kind's pure policy gives (``metaharness.pure.stop``): ``take`` folds a cause
+    into the run's ``Stopping`` record and sends its signal, to the group or through ``signal_child``
+    to the child alone; a SIGKILL to the group falls due ``grace_s`` later (``due`` sends it)."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, policy: StopPolicy, signal_child: Callable[[int], None] | None = None) -> None:
         self.pid = pid
-        self.halted = False
-        self.killed = False
+        self.policy = policy
+        self.signal_child = signal_child
+        self.stopping = Stopping()
         self.kill_at: float | None = None
 
-    def terminate(self) -> None:
-        """SIGTERM the group now, SIGKILL it ``GRACE_S`` from now."""
-        kill_group(self.pid, signal.SIGTERM)
-        self.kill_at = time.monotonic() + GRACE_S
+    @property
+    def halted(self) -> bool:
+        return self.stopping.halted
 
-    def control(self, control: str) -> None:
-        """An ``interrupt`` or ``halt`` command took effect: end the child."""
-        self.halted = self.halted or control == "halt"
-        self.terminate()
+    @property
+    def killed(self) -> bool:
+        """Whether metaharness was signalled."""
+        return self.stopping.signalled
 
-    def second_signal(self) -> bool:
-        """A signal arrived: a second one SIGKILLs the group at once (True); the first is remembered
-        (False) and the caller abandons pending calls before it calls ``terminate``."""
-        if self.killed:
-            kill_group(self.pid, signal.SIGKILL)
-            return True
-        self.killed = True
-        return False
+    def take(self, cause: Cause) -> None:
+        """``interrupt``, ``halt`` or a signal took effect: send what the policy says."""
+        self.stopping, stop = stop_for(self.policy, self.stopping, cause)
+        self.send(stop)
+
+    def send(self, stop: Stop) -> None:
+        number = getattr(signal, stop.signal)
+        if stop.target == "group" or self.signal_child is None:
+            kill_group(self.pid, number)
+        else:
+            self.signal_child(number)
+        if stop.grace_s is not None:
+            at = time.monotonic() + stop.grace_s
+            self.kill_at = at if self.kill_at is None else min(self.kill_at, at)
 
     def due(self, now: float) -> None:
         """Send the scheduled SIGKILL once its time has come."""
         if self.kill_at is not None and now >= self.kill_at:
             kill_group(self.pid, signal.SIGKILL)
             self.kill_at = None
-
-
-def keep_tail(stream: IO[bytes], tail: bytearray) -> None:
-    """Read ``stream`` to its end, keeping its last :data:`STDERR_KEPT` bytes in ``tail``."""
-    for chunk in iter(lambda: stream.read1(65536), b""):  # type: ignore[attr-defined]
-        tail.extend(chunk)
-        del tail[:-STDERR_KEPT]
-
-
-def pump_lines(stream: IO[bytes], kind: str, events: queue.Queue[tuple[str, Any]]) -> None:
-    """Each record line of ``stream`` (cut to ``RECORD_LINE_LIMIT``) as ``(kind, line)``, then
-    ``(kind, None)`` at its end."""
-    for line in bounded_lines(stream, RECORD_LINE_LIMIT):
-        events.put((kind, line))
-    events.put((kind, None))
-
-
-def pump_fd(fd: int, kind: str, events: queue.Queue[tuple[str, Any]]) -> None:
-    """Each command line read from a raw descriptor (metaharness's own stdin, cut to
-    ``COMMAND_LINE_LIMIT``) as ``(kind, line)``, then ``(kind, None)``: no buffered reader's lock is
-    held at interpreter shutdown."""
-    for line in descriptor_lines(fd, COMMAND_LINE_LIMIT):
-        events.put((kind, line))
-    events.put((kind, None))
-
-
-class SignalQueue:
-    """SIGINT and SIGTERM sent to metaharness, turned into ``("signal", number)`` queue events while
-    the child runs (installed only on the main thread); ``restore`` puts the previous handlers back."""
-
-    def __init__(self, events: queue.Queue[tuple[str, Any]]) -> None:
-        self.events = events
-        self.previous: dict[int, Any] = {}
-
-    def install(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return
-        for number in (signal.SIGINT, signal.SIGTERM):
-            self.previous[number] = signal.signal(number, self._handle)
-
-    def _handle(self, number: int, _frame: object) -> None:
-        self.events.put(("signal", number))
-
-    def restore(self) -> None:
-        for number, handler in self.previous.items():
-            signal.signal(number, handler)
 
 
 def wait_status(code: int, known: bool = True) -> Process:

@@ -10,11 +10,13 @@ from pathlib import Path
 
 from metaharness.pure.codex.launch import CodexRunSpec, plan_codex_launch
 from metaharness.pure.codex.replay import replay_launch
+from metaharness.pure.codex.session import open_session
 from metaharness.pure.decisions import open_desk
 from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
 from metaharness.pure.frames import seal_frame
-from metaharness.shell.codex.live import _Run
+from metaharness.shell.codex.live import CodexLoop
 from metaharness.shell.codex.run import materialise
+from metaharness.shell.tree_links import tree_facts
 
 FRAME = seal_frame(
     {
@@ -32,7 +34,7 @@ FRAME = seal_frame(
 ).unwrap()
 
 
-def live_run(tmp_path: Path) -> tuple[_Run, list[bytes]]:
+def live_run(tmp_path: Path) -> tuple[CodexLoop, list[bytes]]:
     scratch = tmp_path / "scratch"
     scratch.mkdir(mode=0o700)
     spec = CodexRunSpec(
@@ -45,7 +47,8 @@ def live_run(tmp_path: Path) -> tuple[_Run, list[bytes]]:
     materialise(launch)
     lines: list[bytes] = []
     rollout = replay_launch(decisions="frame", hermetic="off", transcript_path="r.jsonl")
-    return _Run(launch, open_desk("frame", FRAME, 60_000), rollout, "codex-test", lines.append), lines
+    session, _ = open_session(open_desk("frame", FRAME, 60_000), rollout, "codex-test", tree_facts((), launch.cwd))
+    return CodexLoop(launch, session, lines.append), lines
 
 
 def ring(scratch: Path, key: str, request: dict | None) -> None:
@@ -67,7 +70,7 @@ def test_an_answer_no_hook_waits_for_is_a_deny_by_deadline_saying_the_hook_gave_
     decided = events[1]
     assert decided["decided_by"] == "deadline" and decided["seam"] == "hook"
     assert decided["decision"]["reason"].startswith("the hook gave up first")
-    assert run.census.by_decider == {"deadline": 1} and run.census.denied == 1
+    assert run.session.census.by_decider == {"deadline": 1} and run.session.census.denied == 1
     answer = tmp_path / "scratch" / "hook-channel" / "responses" / "AbCdEfGh.json"
     assert b"this step admits" in answer.read_bytes()
     run.channel.close()

@@ -70,6 +70,7 @@ from metaharness.pure.run_stages import (
     decision_deadline,
     no_terminal_record,
 )
+from metaharness.pure.stop import KILL, Stop, StopPolicy
 from metaharness.pure.subjects import TreeFacts, resolve_subjects
 
 ADAPTER = "b10x"
@@ -795,6 +796,10 @@ HONOURED = frozenset({"tool.decide", "interrupt", "halt"})
 ``UNSUPPORTED_CONTROL``."""
 
 Control: TypeAlias = Literal["interrupt", "halt"] | None
+
+STOP_POLICY = StopPolicy(interrupt=Stop("SIGINT", "child"), halt=KILL)
+"""``interrupt`` is SIGINT to the loop alone (it ends its turn and the run); ``halt`` kills the group at
+once; a signal is SIGTERM to the group, SIGKILL 5 s later or at the next signal."""
 
 
 def take_command(

@@ -75,6 +75,7 @@ from metaharness.pure.hook_channel import HOOK_GAVE_UP, HOOK_TIMEOUT_S, HookCall
 from metaharness.pure.options import DecisionMode
 from metaharness.pure.readings import Emitted
 from metaharness.pure.run_stages import closing_reason, no_terminal_record
+from metaharness.pure.stop import GROUP_POLICY
 from metaharness.pure.subjects import TreeFacts, resolve_subjects
 
 ADAPTER = "claude"
@@ -85,6 +86,9 @@ VENDOR_BUDGET_MS = HOOK_TIMEOUT_S * 1000
 """The hook's declared timeout × 1000: metaharness's deadline is 55,000 ms (docs/decisions.md#deadlines)."""
 
 Control: TypeAlias = Literal["interrupt", "halt"] | None
+
+STOP_POLICY = GROUP_POLICY
+"""Every stop is SIGTERM to the group, SIGKILL 5 s later (or at a second signal)."""
 
 
 class HookAnswer(msgspec.Struct, frozen=True):

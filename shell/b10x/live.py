@@ -9,17 +9,17 @@ this module only moves bytes and signals in the order the seam's effects say.
 
 from __future__ import annotations
 
-import queue
 import signal
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import IO, TYPE_CHECKING, Any
+from functools import partial
+from typing import IO, TYPE_CHECKING
 
 import msgspec
 
 from metaharness.pure.b10x.seam import (
+    STOP_POLICY,
     Answer,
     Arm,
     Effect,
@@ -34,17 +34,11 @@ from metaharness.pure.b10x.seam import (
     take_command,
     wind_up,
 )
+from metaharness.pure.bounds import COMMAND_LINE_LIMIT, RECORD_LINE_LIMIT
 from metaharness.pure.events import Process, StreamClosed, WarningRaised
-from metaharness.shell.child_end import PIPE_DRAIN_S, watch_exit
-from metaharness.shell.child_process import (
-    GRACE_S,
-    SignalQueue,
-    keep_tail,
-    kill_group,
-    pump_fd,
-    pump_lines,
-    wait_status,
-)
+from metaharness.shell.child_end import PIPE_DRAIN_S, end_descendants
+from metaharness.shell.child_process import STDERR_KEPT, ChildStop, kill_group, wait_status
+from metaharness.shell.live_engine import Engine, read_rest
 from metaharness.shell.run_signals import listening
 from metaharness.shell.steering import Deadlines, steering_command
 from metaharness.shell.tree_links import tree_facts
@@ -90,7 +84,6 @@ def drive_loop(
     whose scripted child is not the harness); ``confined`` runs ``argv`` in its view instead. Raises
     ``OSError`` when the spawn itself fails.
     """
-    events: queue.Queue[tuple[str, Any]] = queue.Queue()
     answering = settings.mode != "observe"
     child = subprocess.Popen(
         list(argv) if confined is None else confined.argv,
@@ -105,117 +98,149 @@ def drive_loop(
     if confined is not None:
         confined.spawned()
     assert child.stdout is not None and child.stderr is not None
-    signals = SignalQueue(events)
-    signals.install()
-    listening(child.pid, lambda number: events.put(("signal", number)))
-    tail = bytearray()
-    threading.Thread(target=pump_lines, args=(child.stdout, "record", events), daemon=True).start()
-    stderr_thread = threading.Thread(target=keep_tail, args=(child.stderr, tail), daemon=True)
-    stderr_thread.start()
-    if commands is not None:
-        threading.Thread(target=pump_fd, args=(commands, "command", events), daemon=True).start()
-    watch_exit(child, events)
-    deadlines = Deadlines(settings.deadline_ms)
-
-    def perform(effects: tuple[Effect, ...]) -> None:
-        for effect in effects:
-            if isinstance(effect, bytes):
-                write_event(effect)
-            elif isinstance(effect, Answer):
-                if answers_copy is not None:
-                    answers_copy.write(effect.line)
-                    answers_copy.flush()
-                deadlines.disarm(effect.call_id)
-                if child.stdin is not None:
-                    try:
-                        child.stdin.write(effect.line)
-                        child.stdin.flush()
-                    except (BrokenPipeError, ValueError):
-                        pass
-            elif isinstance(effect, Arm):
-                deadlines.arm(effect.call_id)
-
-    settings, plan_warnings = opening(settings)
-    state, effects = open_seam(settings, plan_warnings)
-    perform(effects)
-    number = 0
-    halted = killed = False
-    kill_at: float | None = None
-    drained_at: float | None = None
+    loop = _Loop(child, settings, write_event, transcript, answers_copy, partial(_signal_child, child, confined), cwd)
+    engine = Engine()
     try:
-        while drained_at is None or time.monotonic() < drained_at:
-            waits = [at for at in (deadlines.next_at(), kill_at, drained_at) if at is not None]
-            try:
-                kind, item = events.get(timeout=max(0.0, min(waits) - time.monotonic()) if waits else None)
-            except queue.Empty:
-                if kill_at is not None and time.monotonic() >= kill_at:
-                    kill_group(child.pid, signal.SIGKILL)
-                    kill_at = None
-                for call_id, waited in deadlines.take_due():
-                    state, effects = expire(state, call_id, waited)
-                    perform(effects)
-                continue
-            if kind == "exited":
-                drained_at = time.monotonic() + PIPE_DRAIN_S
-                kill_at = None
-            elif kind == "record":
-                if item is None:
-                    break
-                if transcript is not None:
-                    transcript.write(item)
-                    transcript.flush()
-                number += 1
-                line = item[:-1] if item.endswith(b"\n") else item
-                subjects = line_subjects(line) if b"tool-requested" in line else ()
-                state, effects = read_line(state, number, line, tree_facts(subjects, cwd) if subjects else None)
-                perform(effects)
-            elif kind == "command" and item is not None:
-                command = steering_command(item, on_steering_refusal)
-                if command is None:
-                    continue
-                state, effects, control = take_command(state, command, deadlines.latency_ms(command))
-                perform(effects)
-                if control == "interrupt":
-                    try:
-                        if confined is None:
-                            child.send_signal(signal.SIGINT)
-                        else:
-                            confined.signal(child.pid, signal.SIGINT)
-                    except ProcessLookupError:
-                        pass
-                elif control == "halt":
-                    halted = True
-                    kill_group(child.pid, signal.SIGKILL)
-            elif kind == "signal":
-                if killed:
-                    kill_group(child.pid, signal.SIGKILL)
-                    continue
-                killed = True
-                state, effects = abandon_pending(state, "the run was interrupted")
-                perform(effects)
-                kill_group(child.pid, signal.SIGTERM)
-                kill_at = time.monotonic() + GRACE_S
-        state, effects = end_of_record(state)
-        perform(effects)
-        state, effects = abandon_pending(state, "the stream ended")
-        perform(effects)
+        engine.on_signal(loop.signalled)
+        listening(child.pid, engine.signal)
+        if commands is not None:
+            on_command = partial(loop.command, on_steering_refusal=on_steering_refusal)
+            engine.on_lines(commands, COMMAND_LINE_LIMIT, on_command, lambda: None)
+        engine.on_chunks(child.stderr.fileno(), loop.stderr, partial(loop.open.discard, "stderr"))
+        engine.on_lines(child.stdout.fileno(), RECORD_LINE_LIMIT, loop.record, partial(loop.open.discard, "record"))
+        engine.on_exit(child.pid, loop.exited)
+        engine.timer(lambda: loop.stopper.kill_at, lambda: loop.stopper.due(time.monotonic()))
+        engine.timer(loop.deadlines.next_at, loop.expire_due)
+        engine.timer(lambda: loop.drained_at, partial(loop.open.discard, "record"))
+        loop.state, effects = open_seam(*opening(settings))
+        loop.perform(effects)
+        engine.run(until=lambda: "record" not in loop.open)
+        loop.state, effects = end_of_record(loop.state)
+        loop.perform(effects)
+        loop.state, effects = abandon_pending(loop.state, "the stream ended")
+        loop.perform(effects)
     finally:
-        signals.restore()
+        engine.close()
         if child.stdin is not None:
             try:
                 child.stdin.close()
             except OSError:
                 pass
     code = child.wait()
-    stderr_thread.join(timeout=PIPE_DRAIN_S)
+    if "stderr" in loop.open:
+        loop.stderr(read_rest(child.stderr.fileno(), PIPE_DRAIN_S))
     kill_group(child.pid, signal.SIGKILL)
     process = wait_status(code, process_known)
     late = retain() if retain is not None else ()
-    state, effects = wind_up(
-        state, stderr_tail=bytes(tail), halted=halted, killed=killed, process=process, warnings=late
-    )
-    perform(effects)
-    return LoopOutcome(state, closing_reason_of(effects), process)
+    stopper = loop.stopper
+    loop.state, effects = wind_up(
+        loop.state, stderr_tail=bytes(loop.tail), halted=stopper.halted, killed=stopper.killed, process=process,
+        warnings=late,
+    )  # fmt: skip
+    loop.perform(effects)
+    return LoopOutcome(loop.state, closing_reason_of(effects), process)
+
+
+class _Loop:
+    """What the engine's handlers keep beside the pure seam: the child's stdin, the deadline timers,
+    the stop, the record's line count and the stderr tail."""
+
+    def __init__(
+        self,
+        child: subprocess.Popen[bytes],
+        settings: SeamSettings,
+        write_event: Callable[[bytes], None],
+        transcript: IO[bytes] | None,
+        answers_copy: IO[bytes] | None,
+        signal_child: Callable[[int], None],
+        cwd: str,
+    ) -> None:
+        self.child = child
+        self.state: SeamState
+        self.write_event = write_event
+        self.transcript = transcript
+        self.answers_copy = answers_copy
+        self.deadlines = Deadlines(settings.deadline_ms)
+        self.stopper = ChildStop(child.pid, STOP_POLICY, signal_child)
+        self.cwd = cwd
+        self.drained_at: float | None = None
+        self.number = 0
+        self.tail = bytearray()
+        self.open = {"record", "stderr"}
+
+    def perform(self, effects: tuple[Effect, ...]) -> None:
+        for effect in effects:
+            if isinstance(effect, bytes):
+                self.write_event(effect)
+            elif isinstance(effect, Answer):
+                if self.answers_copy is not None:
+                    self.answers_copy.write(effect.line)
+                    self.answers_copy.flush()
+                self.deadlines.disarm(effect.call_id)
+                if self.child.stdin is not None:
+                    try:
+                        self.child.stdin.write(effect.line)
+                        self.child.stdin.flush()
+                    except (BrokenPipeError, ValueError):
+                        pass
+            elif isinstance(effect, Arm):
+                self.deadlines.arm(effect.call_id)
+
+    def record(self, item: bytes) -> None:
+        """One stdout line: kept as read, then read through the seam."""
+        if self.transcript is not None:
+            self.transcript.write(item)
+            self.transcript.flush()
+        self.number += 1
+        line = item.removesuffix(b"\n")
+        subjects = line_subjects(line) if b"tool-requested" in line else ()
+        self.state, effects = read_line(self.state, self.number, line, tree_facts(subjects, self.cwd) if subjects else None)
+        self.perform(effects)
+
+    def exited(self) -> None:
+        """The child exited: its group is killed (and every orphan ended); its pipes are read for at
+        most ``PIPE_DRAIN_S``, and a SIGKILL still due is not sent."""
+        kill_group(self.child.pid, signal.SIGKILL)
+        end_descendants(self.child.pid)
+        self.drained_at = time.monotonic() + PIPE_DRAIN_S
+        self.stopper.kill_at = None
+
+    def command(self, line: bytes, on_steering_refusal: Callable[[str], None]) -> None:
+        command = steering_command(line, on_steering_refusal)
+        if command is None:
+            return
+        self.state, effects, control = take_command(self.state, command, self.deadlines.latency_ms(command))
+        self.perform(effects)
+        if control is not None:
+            self.stopper.take(control)
+
+    def signalled(self, _number: int) -> None:
+        """A signal: the first abandons every pending call, then the stop policy ends the child."""
+        if not self.stopper.killed:
+            self.state, effects = abandon_pending(self.state, "the run was interrupted")
+            self.perform(effects)
+        self.stopper.take("signal")
+
+    def expire_due(self) -> None:
+        for call_id, waited in self.deadlines.take_due():
+            self.state, effects = expire(self.state, call_id, waited)
+            self.perform(effects)
+
+    def stderr(self, chunk: bytes) -> None:
+        self.tail.extend(chunk)
+        del self.tail[:-STDERR_KEPT]
+
+
+def _signal_child(child: subprocess.Popen[bytes], confined: ConfinedSpawn | None, number: int) -> None:
+    """Signal the loop alone (in a confined view, the view's init, which forwards it); one already
+    gone is not an error."""
+    try:
+        if confined is None:
+            child.send_signal(number)
+        else:
+            confined.signal(child.pid, number)
+    except ProcessLookupError:
+        pass
 
 
 def closing_reason_of(effects: tuple[Effect, ...]) -> str:

@@ -1,6 +1,6 @@
-"""The live run loop of a claude run: one readiness loop over the record, the hook channel's doorbell,
-metaharness's own stdin and its signals — no polling interval (docs/adapters/common.md#vendor-launch-order,
-#vendor-decisions; docs/events.md#wind-up-and-signals).
+"""The live run loop of a claude run: the engine's readiness loop (``metaharness.shell.live_engine``)
+over the record, the hook channel's doorbell, metaharness's own stdin and its signals — no polling
+interval (docs/adapters/common.md#vendor-launch-order, #vendor-decisions; docs/events.md#wind-up-and-signals).
 
 The child runs in its own process group with stdin ``/dev/null``; each stdout line is appended to the
 retained transcript before it is parsed; the last 64 KiB of stderr are kept. Whenever the doorbell
@@ -12,17 +12,18 @@ and signals in the order its effects say.
 from __future__ import annotations
 
 import os
-import selectors
 import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import IO, TYPE_CHECKING
 
 import msgspec
 
 from metaharness.pure.bounds import COMMAND_LINE_LIMIT, RECORD_LINE_LIMIT
 from metaharness.pure.claude.session import (
+    STOP_POLICY,
     Effect,
     HookAnswer,
     Session,
@@ -39,10 +40,11 @@ from metaharness.pure.claude.session import (
 )
 from metaharness.pure.decisions import Arm, Disarm
 from metaharness.pure.events import Event, Process
-from metaharness.shell.bounded_reads import LineCutter
+from metaharness.pure.stop import GRACE_S
 from metaharness.shell.child_end import PIPE_DRAIN_S, end_descendants
-from metaharness.shell.child_process import GRACE_S, STDERR_KEPT, kill_group, wait_status
+from metaharness.shell.child_process import STDERR_KEPT, ChildStop, kill_group, wait_status
 from metaharness.shell.hook_channel import HookChannel
+from metaharness.shell.live_engine import Engine
 from metaharness.shell.run_signals import listening
 from metaharness.shell.steering import Deadlines, steering_command
 from metaharness.shell.tree_links import tree_facts
@@ -60,14 +62,22 @@ class RunOutcome(msgspec.Struct, frozen=True):
 
 
 class _Loop:
-    """The state the readiness loop keeps beside the pure session: timers, buffers, flags."""
+    """What the engine's handlers keep beside the pure session: the hook channel, the deadline timers,
+    the stop, the record's line count and the stderr tail."""
 
-    def __init__(self, session: Session, channel: HookChannel, write_event: Callable[[bytes], None], cwd: str) -> None:
+    def __init__(
+        self, session: Session, channel: HookChannel, write_event: Callable[[bytes], None], stopper: ChildStop, cwd: str
+    ) -> None:
         self.session = session
         self.channel = channel
         self.cwd = cwd
         self.write_event = write_event
         self.deadlines = Deadlines(session.desk.deadline_ms)
+        self.stopper = stopper
+        self.number = 0
+        self.tail = bytearray()
+        self.open = {"record", "stderr"}
+        self.drained_at: float | None = None
 
     def perform(self, effects: tuple[Effect, ...]) -> None:
         for effect in effects:
@@ -91,10 +101,53 @@ class _Loop:
             self.session, effects = hook_request(self.session, key, raw, tree)
             self.perform(effects)
 
+    def exited(self, pid: int) -> None:
+        """The child exited: its group is killed and its pipes are read for at most ``PIPE_DRAIN_S``."""
+        kill_group(pid, signal.SIGKILL)
+        self.drained_at = time.monotonic() + PIPE_DRAIN_S
+
+    def drained(self) -> None:
+        self.open.clear()
+
     def expire_due(self) -> None:
         for call_id, waited in self.deadlines.take_due():
             self.session, effects = expire(self.session, call_id, waited)
             self.perform(effects)
+
+    def alert(self, fd: int, events: Callable[[], tuple[Event, ...]]) -> None:
+        os.read(fd, 64)
+        self.session, effects = write_events(self.session, events())
+        self.perform(effects)
+
+    def signalled(self, _number: int) -> None:
+        """A signal: the first abandons every pending call, then the stop policy ends the child."""
+        if not self.stopper.killed:
+            self.session, effects = abandon_pending(self.session, "the run was interrupted")
+            self.perform(effects)
+        self.stopper.take("signal")
+
+    def command(self, line: bytes, on_steering_refusal: Callable[[str], None]) -> None:
+        command = steering_command(line.removesuffix(b"\n"), on_steering_refusal)
+        if command is None:
+            return
+        self.session, effects, control = take_command(self.session, command, self.deadlines.latency_ms(command))
+        self.perform(effects)
+        if control is not None:
+            self.stopper.take(control)
+
+    def stderr(self, chunk: bytes) -> None:
+        self.tail.extend(chunk)
+        del self.tail[:-STDERR_KEPT]
+
+    def record(self, raw: bytes, transcript: IO[bytes]) -> None:
+        """One transcript line: kept, then the doorbell drained, then read through the session."""
+        line = raw.removesuffix(b"\n")
+        transcript.write(line + b"\n")
+        transcript.flush()
+        self.drain_doorbell()
+        self.number += 1
+        self.session, effects = read_line(self.session, self.number, line.removesuffix(b"\r"))
+        self.perform(effects)
 
 
 def drive_claude(
@@ -135,124 +188,38 @@ def drive_claude(
     if confined is not None:
         confined.spawned()
     assert child.stdout is not None and child.stderr is not None
-    loop = _Loop(session, channel, write_event, cwd)
-    wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-    previous = {n: signal.signal(n, lambda _n, _f: os.write(wake_write, b"s")) for n in (signal.SIGINT, signal.SIGTERM)}
-    def wake(_number: int) -> None:
-        os.write(wake_write, b"s")
-
-    listening(child.pid, wake)
-    selector = selectors.PollSelector()
-    stdout_fd, stderr_fd = child.stdout.fileno(), child.stderr.fileno()
-    for descriptor in (stdout_fd, stderr_fd):
-        os.set_blocking(descriptor, False)
-    selector.register(channel.fileno(), selectors.EVENT_READ, "doorbell")
-    selector.register(stdout_fd, selectors.EVENT_READ, "record")
-    selector.register(stderr_fd, selectors.EVENT_READ, "stderr")
-    selector.register(wake_read, selectors.EVENT_READ, "signal")
-    exit_fd = os.pidfd_open(child.pid)
-    selector.register(exit_fd, selectors.EVENT_READ, "exited")
-    if commands is not None:
-        selector.register(commands, selectors.EVENT_READ, "command")
-    if alerts is not None:
-        selector.register(alerts[0], selectors.EVENT_READ, "alert")
-    record_cutter = LineCutter(RECORD_LINE_LIMIT)
-    command_cutter = LineCutter(COMMAND_LINE_LIMIT)
-    tail = bytearray()
-    number = 0
-    halted = killed = False
-    kill_at: float | None = None
-    chunk: bytes | None
-    record_open = True
-    stderr_open = True
-    drained_at: float | None = None
+    loop = _Loop(session, channel, write_event, ChildStop(child.pid, STOP_POLICY), cwd)
+    engine = Engine()
     try:
-        while (record_open or stderr_open) and (drained_at is None or time.monotonic() < drained_at):
-            timeouts = [t for t in (loop.deadlines.next_at(), kill_at, drained_at) if t is not None]
-            timeout = max(0.0, min(timeouts) - time.monotonic()) if timeouts else None
-            ready = {key.data for key, _ in selector.select(timeout)}
-            if "exited" in ready:
-                selector.unregister(exit_fd)
-                kill_group(child.pid, signal.SIGKILL)
-                drained_at = time.monotonic() + PIPE_DRAIN_S
-            if "doorbell" in ready:
-                loop.drain_doorbell()
-            if "alert" in ready and alerts is not None:
-                os.read(alerts[0], 64)
-                loop.session, effects = write_events(loop.session, alerts[1]())
-                loop.perform(effects)
-            if "signal" in ready:
-                os.read(wake_read, 64)
-                if killed:
-                    kill_group(child.pid, signal.SIGKILL)
-                else:
-                    killed = True
-                    loop.session, effects = abandon_pending(loop.session, "the run was interrupted")
-                    loop.perform(effects)
-                    kill_group(child.pid, signal.SIGTERM)
-                    kill_at = time.monotonic() + GRACE_S
-            if "command" in ready and commands is not None:
-                chunk = os.read(commands, 65536)
-                if not chunk:
-                    selector.unregister(commands)
-                    commands = None
-                command_lines = command_cutter.feed(chunk) if commands is not None else [command_cutter.rest()]
-                for line in filter(None, command_lines):
-                    command = steering_command(line.removesuffix(b"\n"), on_steering_refusal)
-                    if command is None:
-                        continue
-                    loop.session, effects, control = take_command(loop.session, command, loop.deadlines.latency_ms(command))
-                    loop.perform(effects)
-                    if control is not None:
-                        halted = halted or control == "halt"
-                        kill_group(child.pid, signal.SIGTERM)
-                        kill_at = kill_at or time.monotonic() + GRACE_S
-            if "stderr" in ready:
-                chunk = _read(stderr_fd)
-                if chunk is None:
-                    chunk = b""
-                elif not chunk:
-                    selector.unregister(stderr_fd)
-                    stderr_open = False
-                tail.extend(chunk)
-                del tail[:-STDERR_KEPT]
-            if "record" in ready:
-                chunk = _read(stdout_fd)
-                if chunk is None:
-                    chunk = b""
-                elif not chunk:
-                    selector.unregister(stdout_fd)
-                    record_open = False
-                record_lines = record_cutter.feed(chunk) if record_open else [record_cutter.rest()]
-                for line in filter(None, record_lines):
-                    line = line.removesuffix(b"\n")
-                    transcript.write(line + b"\n")
-                    transcript.flush()
-                    loop.drain_doorbell()
-                    number += 1
-                    loop.session, effects = read_line(loop.session, number, line.removesuffix(b"\r"))
-                    loop.perform(effects)
-            if kill_at is not None and time.monotonic() >= kill_at:
-                kill_group(child.pid, signal.SIGKILL)
-                kill_at = None
-            loop.expire_due()
+        engine.on_exit(child.pid, partial(loop.exited, child.pid))
+        engine.on_ready(channel.fileno(), loop.drain_doorbell)
+        if alerts is not None:
+            engine.on_ready(alerts[0], partial(loop.alert, alerts[0], alerts[1]))
+        engine.on_signal(loop.signalled)
+        listening(child.pid, engine.signal)
+        if commands is not None:
+            on_command = partial(loop.command, on_steering_refusal=on_steering_refusal)
+            engine.on_lines(commands, COMMAND_LINE_LIMIT, on_command, lambda: None)
+        engine.on_chunks(child.stderr.fileno(), loop.stderr, partial(loop.open.discard, "stderr"))
+        on_record = partial(loop.record, transcript=transcript)
+        engine.on_lines(child.stdout.fileno(), RECORD_LINE_LIMIT, on_record, partial(loop.open.discard, "record"))
+        engine.timer(lambda: loop.stopper.kill_at, lambda: loop.stopper.due(time.monotonic()))
+        engine.timer(lambda: loop.drained_at, loop.drained)
+        engine.timer(loop.deadlines.next_at, loop.expire_due)
+        engine.run(until=lambda: not loop.open)
         loop.drain_doorbell()
         loop.session, effects = end_of_record(loop.session)
         loop.perform(effects)
         code = _reap(child)
     finally:
-        for number_, handler in previous.items():
-            signal.signal(number_, handler)
-        selector.close()
-        os.close(wake_read)
-        os.close(wake_write)
-        os.close(exit_fd)
+        engine.close()
     kill_group(child.pid, signal.SIGKILL)
     end_descendants(child.pid)
     process = wait_status(code, process_known)
+    stopper = loop.stopper
     loop.session, effects, reason = wind_up(
-        loop.session, stderr_tail=bytes(tail), halted=halted, killed=killed and not halted, process=process,
-        late=late_events(),
+        loop.session, stderr_tail=bytes(loop.tail), halted=stopper.halted, killed=stopper.killed and not stopper.halted,
+        process=process, late=late_events(),
     )  # fmt: skip
     loop.perform(effects)
     return RunOutcome(loop.session, reason, process)
@@ -267,11 +234,3 @@ def _reap(child: subprocess.Popen[bytes]) -> int:
         except subprocess.TimeoutExpired:
             kill_group(child.pid, number)
     return child.wait()
-
-
-def _read(descriptor: int) -> bytes | None:
-    """What a ready descriptor holds (``b""`` at end of file), or ``None`` when nothing is there yet."""
-    try:
-        return os.read(descriptor, 65536)
-    except BlockingIOError:
-        return None

@@ -2,7 +2,8 @@
 (docs/adapters/common.md#vendor-launch-order; docs/adapters/codex.md#catalogue-app-server; design amendment a66).
 
 The server runs in its own process group with pipes for stdin and stdout; every line it writes is
-kept in ``rollout.stdout.jsonl`` and folded into the pure session (``metaharness.pure.codex.app_server``).
+kept in ``rollout.stdout.jsonl`` and folded into the pure session (``metaharness.pure.codex.session``,
+its conversation ``metaharness.pure.codex.app_server``).
 Each ``item/tool/call`` goes through the codex correlator after the rollout lines already written
 (so ``session.started`` precedes it) and is presented to the decision desk on seam ``owned_tool``; a
 call the desk lets through is performed by a ``metaharness mcp-serve --catalogue`` child over the
@@ -16,64 +17,45 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
-import queue
 import signal
 import subprocess
-import sys
-import threading
 import time
 from collections.abc import Callable
-from typing import IO, TYPE_CHECKING, Any
+from functools import partial
+from typing import IO, TYPE_CHECKING
 
-import msgspec
 from returns.result import Result
 
 from metaharness.pure.bounds import RECORD_LINE_LIMIT
 from metaharness.pure.catalogue import Catalogue, check_codex_names
-from metaharness.pure.codex.app_server import (
-    CATALOGUE_COPY,
-    Decide,
-    Note,
-    Perform,
-    Send,
-    Session,
-    Step,
-    TurnCompleted,
-    Warn,
-    answer_decision,
-    app_server_args,
-    catalogue_server_args,
-    catalogue_server_gone,
-    open_session,
-    presented_tool_call,
-    read_catalogue_server_line,
-    read_server_line,
-)
+from metaharness.pure.codex.app_server import CATALOGUE_COPY, app_server_args, catalogue_server_args
+from metaharness.pure.codex.app_server import open_session as open_conversation
 from metaharness.pure.codex.launch import CodexLaunch
 from metaharness.pure.codex.rollout import RolloutLaunch
-from metaharness.pure.correlation import Output, Present, on_hook_call
-from metaharness.pure.decisions import Answer, Desk, Effect, present
+from metaharness.pure.codex.session import (
+    STOP_POLICY,
+    open_session,
+    read_catalogue_server,
+    read_server,
+    server_line_subjects,
+)
+from metaharness.pure.decisions import Desk
 from metaharness.pure.events import Event
-from metaharness.pure.hook_channel import HookCall
 from metaharness.pure.refusal import Refusal
-from metaharness.shell.bounded_reads import bounded_lines
+from metaharness.pure.stop import GRACE_S, TERMINATE
+from metaharness.shell.bounded_reads import LineCutter
 from metaharness.shell.catalogue_file import read_back_scratch_copy, read_catalogue, write_scratch_copy
 from metaharness.shell.child_end import end_descendants
 from metaharness.shell.child_process import (
-    GRACE_S,
-    GroupStop,
-    SignalQueue,
-    keep_tail,
+    ChildStop,
     kill_group,
-    pump_fd,
-    pump_lines,
     wait_status,
 )
-from metaharness.shell.codex.live import LiveOutcome, _Run, _wait_child, _watch_doorbell
-from metaharness.shell.codex.rollout import POLL_INTERVAL_S, QUIET_POLLS_AFTER_EXIT, RolloutTail
+from metaharness.shell.codex.live import CodexLoop, LiveOutcome
+from metaharness.shell.codex.rollout import RolloutTail
 from metaharness.shell.facts import own_cli
-from metaharness.shell.run_signals import listening
-from metaharness.shell.tree_links import real_subjects
+from metaharness.shell.live_engine import Engine, read_rest
+from metaharness.shell.tree_links import tree_facts
 
 CATALOGUE_SERVER_LOG = "catalogue-server.stderr"
 """The catalogue server's stderr, kept in the scratch root."""
@@ -103,101 +85,6 @@ def place_catalogue(
     return read_back_scratch_copy(path, catalogue, source, said)
 
 
-class _AppServerRun(_Run):
-    """The codex live run plus the app-server session: calls the server asks for are presented on
-    seam ``owned_tool`` and their decisions answered through the session."""
-
-    def __init__(
-        self,
-        launch: CodexLaunch,
-        desk: Desk,
-        rollout: RolloutLaunch,
-        run: str,
-        write_event: Callable[[bytes], None],
-        catalogue: Catalogue,
-        session: Session,
-    ) -> None:
-        super().__init__(launch, desk, rollout, run, write_event)
-        self.catalogue = catalogue
-        self.session = session
-        self.owned: set[str] = set()
-        self.server_in: IO[bytes] | None = None
-        self.catalogue_in: IO[bytes] | None = None
-        self.catalogue_gone = False
-        self.finished = False
-
-    def perform(self, effects: tuple[Effect, ...]) -> None:
-        for effect in effects:
-            if isinstance(effect, Answer) and effect.call_id in self.owned:
-                self.session, steps = answer_decision(self.session, effect.call_id, effect.decision)
-                self.steps(steps)
-            else:
-                super().perform((effect,))
-
-    def outputs(self, outputs: tuple[Output, ...]) -> None:
-        for output in outputs:
-            if isinstance(output, Present) and output.call.call_id in self.owned:
-                call = output.call
-                self.names[call.call_id] = call.name
-                presented = presented_tool_call(self.catalogue, call.call_id, call.name, call.input)
-                real = real_subjects(presented.subjects, self.launch.cwd)
-                self.desk, effects = present(self.desk, msgspec.structs.replace(presented, subjects=real))
-                self.perform(effects)
-            else:
-                super().outputs((output,))
-
-    def steps(self, steps: tuple[Step, ...]) -> None:
-        """Carry out what the session said, in order."""
-        for step in steps:
-            if isinstance(step, Send):
-                _write(self.server_in, step.line)
-            elif isinstance(step, Perform):
-                if self.catalogue_gone or not _write(self.catalogue_in, step.line):
-                    self.catalogue_line(None)
-            elif isinstance(step, Decide):
-                self.owned.add(step.call_id)
-                call = HookCall(key="", call_id=step.call_id, name=step.tool, input=step.arguments, correlated=True)
-                self.correlator, outputs = on_hook_call(self.correlator, call)
-                self.outputs(outputs)
-            elif isinstance(step, Warn):
-                self.emit(step.warning)
-            elif isinstance(step, Note):
-                sys.stderr.write(f"metaharness: {step.text}\n")
-                sys.stderr.flush()
-            elif isinstance(step, TurnCompleted):
-                self.finished = True
-        if self.session.phase == "failed":
-            self.finished = True
-
-    def server_line(self, line: bytes) -> None:
-        self.ring()
-        self.session, steps = read_server_line(self.session, line)
-        self.steps(steps)
-
-    def catalogue_line(self, line: bytes | None) -> None:
-        """A line of the catalogue server's answers; ``None`` when it has ended, after which every call
-        sent to it, and every later one, is answered as a failure."""
-        if line is None:
-            self.catalogue_gone = True
-            self.session, steps = catalogue_server_gone(self.session)
-        else:
-            self.session, steps = read_catalogue_server_line(self.session, line)
-        self.steps(steps)
-
-
-def _write(stream: IO[bytes] | None, line: bytes) -> bool:
-    """Write one line to a child's stdin; whether it was written (a child that has gone is not an
-    error of the run)."""
-    if stream is None or stream.closed:
-        return False
-    try:
-        stream.write(line)
-        stream.flush()
-    except (BrokenPipeError, OSError):
-        return False
-    return True
-
-
 def _close(stream: IO[bytes] | None) -> None:
     if stream is not None and not stream.closed:
         try:
@@ -206,13 +93,59 @@ def _close(stream: IO[bytes] | None) -> None:
             pass
 
 
-def _copy_lines(stream: IO[bytes], copy: IO[bytes], kind: str, events: queue.Queue[tuple[str, Any]]) -> None:
-    """Each line the server writes is copied (``rollout.stdout.jsonl``) before it is queued."""
-    for line in bounded_lines(stream, RECORD_LINE_LIMIT):
-        copy.write(line)
-        copy.flush()
-        events.put((kind, line))
-    events.put((kind, None))
+class _Conversation:
+    """The app-server's and the catalogue server's pipes as the engine's handlers see them: each line
+    the server writes (cut to ``RECORD_LINE_LIMIT``) is copied (``rollout.stdout.jsonl``) before it is
+    read; once the session is finished the server's stdin is closed and its group is stopped
+    ``GRACE_S`` later."""
+
+    def __init__(self, state: CodexLoop, child: subprocess.Popen[bytes], copy: IO[bytes], tail: RolloutTail) -> None:
+        self.state = state
+        self.child = child
+        self.copy = copy
+        self.rollout_tail = tail
+        self.cutter = LineCutter(RECORD_LINE_LIMIT)
+        self.term_at: float | None = None
+        self.ending = False
+
+    def server(self, chunk: bytes) -> None:
+        for line in self.cutter.feed(chunk):
+            self.server_line(line)
+
+    def server_line(self, line: bytes) -> None:
+        """A line of the server's: copied, then the rollout's new lines, then the doorbell, then the line."""
+        self.keep(line)
+        for number, raw in self.rollout_tail.poll():
+            self.state.record(number, raw)
+        self.state.ring()
+        subjects = server_line_subjects(self.state.session, line)
+        tree = tree_facts(subjects, self.state.cwd) if subjects else None
+        self.state.step(read_server(self.state.session, line, tree))
+        if self.state.session.finished and not self.ending and self.state.stopper.kill_at is None:
+            self.ending = True
+            _close(self.child.stdin)
+            self.term_at = time.monotonic() + GRACE_S
+
+    def server_end(self) -> None:
+        rest = self.cutter.rest()
+        if rest:
+            self.server_line(rest)
+
+    def keep(self, line: bytes) -> None:
+        self.copy.write(line)
+        self.copy.flush()
+
+    def keep_rest(self, fd: int) -> None:
+        """Once the run has ended: what the server still writes within ``GRACE_S`` is copied, not read."""
+        for line in (*self.cutter.feed(read_rest(fd, GRACE_S)), self.cutter.rest()):
+            self.keep(line)
+
+    def catalogue(self, line: bytes | None) -> None:
+        self.state.step(read_catalogue_server(self.state.session, line))
+
+    def terminate(self) -> None:
+        self.term_at = None
+        self.state.stopper.send(TERMINATE)
 
 
 def drive_app_server(
@@ -234,7 +167,7 @@ def drive_app_server(
     and decide every call until the turn completes and the server ends, then wind the stream up
     (docs/events.md#stream-ending, docs/events.md#wind-up-and-signals); ``confined`` runs the app-server in its view and
     ``confined_server`` the catalogue server in one of its own. Raises ``OSError`` when a spawn itself fails."""
-    session, first = open_session(
+    conversation, opening = open_conversation(
         version=importlib.metadata.version("metaharness"),
         cwd=launch.cwd,
         model=model,
@@ -242,10 +175,53 @@ def drive_app_server(
         catalogue=catalogue,
         user_turn=launch.user_turn,
     )
-    state = _AppServerRun(launch, desk, rollout, run, write_event, catalogue, session)
-    events: queue.Queue[tuple[str, Any]] = queue.Queue()
-    stop = threading.Event()
-    drained = threading.Event()
+    session, opened = open_session(desk, rollout, run, tree_facts((), launch.cwd), catalogue, conversation, opening)
+    state = CodexLoop(launch, session, write_event)
+    served, child = _spawn_servers(launch, catalogue, confined, confined_server)
+    assert served.stdin is not None and served.stdout is not None
+    state.catalogue_in = served.stdin
+    assert child.stdin is not None and child.stdout is not None and child.stderr is not None
+    state.server_in = child.stdin
+    state.stopper = ChildStop(child.pid, STOP_POLICY)
+    stdout_copy = open(launch.stdout_copy, "wb")  # noqa: SIM115 - closed at wind-up, after the last copy
+    rollout_tail = RolloutTail(launch.sessions_dir, launch.rollout_copy)
+    pipes = _Conversation(state, child, stdout_copy, rollout_tail)
+    engine = Engine()
+    try:
+        state.watch(engine, child, commands, on_steering_refusal)
+        engine.on_exit(child.pid, partial(state.exited, child, False))
+        engine.on_chunks(child.stdout.fileno(), pipes.server, pipes.server_end)
+        engine.on_lines(served.stdout.fileno(), RECORD_LINE_LIMIT, pipes.catalogue, partial(pipes.catalogue, None))
+        engine.timer(lambda: pipes.term_at, pipes.terminate)
+        engine.timer(lambda: state.next_poll, partial(state.poll, rollout_tail))
+        state.perform(opened)
+        engine.run(until=lambda: state.rollout_ended)
+        state.end_stream()
+        state.stderr(read_rest(child.stderr.fileno(), GRACE_S))
+    finally:
+        engine.close()
+        rollout_tail.close()
+        _close(child.stdin)
+        _close(served.stdin)
+        _stop_catalogue_server(served)
+    kill_group(child.pid, signal.SIGKILL)
+    end_descendants(child.pid)
+    pipes.keep_rest(child.stdout.fileno())
+    stdout_copy.close()
+    code = state.exit_code if state.exit_code is not None else child.wait()
+    process = wait_status(code)
+    stopper = state.stopper
+    reason = state.close(
+        halted=stopper.halted, killed=stopper.killed, tail=bytes(state.tail), late_events=late_events, process=process
+    )
+    return LiveOutcome(reason, process, state.session.stream.written)
+
+
+def _spawn_servers(
+    launch: CodexLaunch, catalogue: Catalogue, confined: ConfinedSpawn | None, confined_server: ConfinedSpawn | None
+) -> tuple[subprocess.Popen[bytes], subprocess.Popen[bytes]]:
+    """The catalogue server, then ``codex app-server`` in its own process group, each in its view
+    when confined; a failed second spawn ends the first and raises ``OSError``."""
     with open(os.path.join(launch.scratch, CATALOGUE_SERVER_LOG), "wb") as log:
         served = subprocess.Popen(
             list(catalogue_server_args(own_cli(), launch.scratch, launch.cwd, catalogue))
@@ -260,8 +236,6 @@ def drive_app_server(
         )
     if confined_server is not None:
         confined_server.spawned()
-    assert served.stdin is not None and served.stdout is not None
-    state.catalogue_in = served.stdin
     try:
         child = subprocess.Popen(
             [launch.program, *app_server_args()] if confined is None else confined.argv,
@@ -279,96 +253,7 @@ def drive_app_server(
         _close(served.stdin)
         served.wait()
         raise
-    assert child.stdin is not None and child.stdout is not None and child.stderr is not None
-    state.server_in = child.stdin
-    stdout_copy = open(launch.stdout_copy, "wb")  # noqa: SIM115 - closed at wind-up, after the pump ends
-    signals = SignalQueue(events)
-    signals.install()
-    listening(child.pid, lambda number: events.put(("signal", number)))
-    tail = bytearray()
-    stderr_thread = threading.Thread(target=keep_tail, args=(child.stderr, tail), daemon=True)
-    stderr_thread.start()
-    server_thread = threading.Thread(
-        target=_copy_lines, args=(child.stdout, stdout_copy, "server", events), daemon=True
-    )
-    server_thread.start()
-    threading.Thread(target=pump_lines, args=(served.stdout, "catalogue", events), daemon=True).start()
-    threading.Thread(target=_wait_child, args=(child, events), daemon=True).start()
-    threading.Thread(target=_watch_doorbell, args=(state.channel.fileno(), events, drained, stop), daemon=True).start()
-    if commands is not None:
-        threading.Thread(target=pump_fd, args=(commands, "command", events), daemon=True).start()
-    state.steps(first)
-    rollout_tail = RolloutTail(launch.sessions_dir, launch.rollout_copy)
-    group = GroupStop(child.pid)
-    term_at: float | None = None
-    exit_code: int | None = None
-    quiet = 0
-    next_poll = time.monotonic()
-    try:
-        while True:
-            now = time.monotonic()
-            waits = [next_poll - now]
-            waits += [at - now for at in (state.deadlines.next_at(),) if at is not None]
-            waits += [at - now for at in (term_at, group.kill_at) if at is not None]
-            try:
-                kind, item = events.get(timeout=max(0.0, min(waits)))
-            except queue.Empty:
-                kind, item = "tick", None
-            if kind == "ring":
-                state.ring()
-                drained.set()
-            elif kind == "exited":
-                exit_code = item
-            elif kind == "server" and item is not None:
-                for number, raw in rollout_tail.poll():
-                    state.record(number, raw)
-                state.server_line(item)
-            elif kind == "catalogue":
-                state.catalogue_line(item)
-            elif kind == "command" and item is not None:
-                control = state.command(item, on_steering_refusal)
-                if control is not None:
-                    group.control(control)
-            elif kind == "signal":
-                if group.second_signal():
-                    continue
-                state.abandon("the run was interrupted")
-                group.terminate()
-            if state.finished and term_at is None and group.kill_at is None:
-                _close(child.stdin)
-                term_at = time.monotonic() + GRACE_S
-            now = time.monotonic()
-            if term_at is not None and now >= term_at:
-                term_at = None
-                group.terminate()
-            group.due(now)
-            state.expire_due()
-            if now >= next_poll:
-                next_poll = now + POLL_INTERVAL_S
-                fresh = state.take_rollout(rollout_tail)
-                if exit_code is not None:
-                    quiet = 0 if fresh else quiet + 1
-                    if quiet >= QUIET_POLLS_AFTER_EXIT:
-                        break
-        state.end_stream()
-        stderr_thread.join(timeout=GRACE_S)
-        server_thread.join(timeout=GRACE_S)
-    finally:
-        stop.set()
-        drained.set()
-        signals.restore()
-        rollout_tail.close()
-        _close(child.stdin)
-        _close(served.stdin)
-        _stop_catalogue_server(served)
-    kill_group(child.pid, signal.SIGKILL)
-    end_descendants(child.pid)
-    server_thread.join(timeout=GRACE_S)
-    stdout_copy.close()
-    code = exit_code if exit_code is not None else child.wait()
-    process = wait_status(code)
-    reason = state.close(halted=group.halted, killed=group.killed, tail=bytes(tail), late_events=late_events, process=process)
-    return LiveOutcome(reason, process, state.stream.written)
+    return served, child
 
 
 def _stop_catalogue_server(served: subprocess.Popen[bytes]) -> None:
