@@ -27,7 +27,13 @@ spellings = st.lists(st.sampled_from((*NAMES, "..", ".", "", "note.md")), min_si
 
 
 def _kernel_subject(work: str, spelled: str) -> str | None:
-    """The subject the kernel's resolution gives, or None when it runs into a link loop."""
+    """The subject the kernel's resolution gives, or None when it runs into a link loop or when a ``..``
+    follows a component that does not exist: the kernel's walk fails there and touches nothing, while
+    ``os.path.realpath`` goes on lexically and hides a loop after it (``a/../x`` with ``x -> x``)."""
+    components = spelled.split("/")
+    for index, component in enumerate(components):
+        if component == ".." and not os.path.exists(os.path.join(work, "/".join(components[:index]))):
+            return None
     try:
         real = os.path.realpath(os.path.join(work, spelled), strict=False)
         os.path.realpath(os.path.join(work, spelled), strict=True)
