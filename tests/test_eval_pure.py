@@ -82,6 +82,7 @@ def test_each_check_kind_says_why() -> None:
         for check in (
             CensusCheck(id="c", counts=(("denied", 1),)),
             CensusCheck(id="c", counts=(("bypassed", 0),)),
+            CensusCheck(id="c", counts=(("bypassed", 1),)),
             DecidedCheck(id="d", name="file_write", decision="deny", by="frame"),
             DecidedCheck(id="d", name="file_write", decision="allow", by=None),
             VerdictCheck(id="v", control="ok", audit=None),
@@ -93,7 +94,8 @@ def test_each_check_kind_says_why() -> None:
     ]
     assert [(outcome.passed, outcome.reason) for outcome in outcomes] == [
         (True, "the census counts denied 1"),
-        (False, "the census has no bypassed count"),
+        (True, "the census counts bypassed 0"),
+        (False, "the census counts bypassed 0, wanted 1"),
         (True, "a call of file_write decided deny by frame"),
         (False, "no call of file_write decided allow among 1 decided file_write calls"),
         (False, "control verdict gap, wanted ok"),

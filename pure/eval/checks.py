@@ -17,6 +17,8 @@ from returns.result import Failure, Result, Success
 from metaharness.pure.refusal import Refusal
 
 CENSUS_KEYS = ("allowed", "denied", "replaced", "abstained", "bypassed")
+OMITTED_WHEN_ZERO = ("bypassed",)
+"""Census counts a stream writes only when not zero (docs/events.md#census): absent reads as 0."""
 VERDICTS = ("ok", "gap", "unk")
 DECIDERS = ("frame", "embedder", "deadline", "adapter")
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -231,10 +233,11 @@ def _score_census(check: CensusCheck, facts: RunFacts) -> tuple[bool, str]:
     if census is None:
         return False, "the stream has no session.ended census"
     for key, wanted in check.counts:
-        if key not in census:
+        found = census.get(key, 0 if key in OMITTED_WHEN_ZERO else None)
+        if found is None:
             return False, f"the census has no {key} count"
-        if census[key] != wanted:
-            return False, f"the census counts {key} {census[key]}, wanted {wanted}"
+        if found != wanted:
+            return False, f"the census counts {key} {found}, wanted {wanted}"
     return True, "the census counts " + ", ".join(f"{key} {wanted}" for key, wanted in check.counts)
 
 
