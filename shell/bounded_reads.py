@@ -29,7 +29,7 @@ def bounded_lines(stream: IO[bytes], limit: int) -> Iterator[bytes]:
 
 
 class LineCutter:
-    """Cuts a stream fed in chunks into lines (their ``\n`` kept), each cut to ``limit`` bytes; the
+    """Cuts a stream fed in chunks into lines (their ``\\n`` kept), each cut to ``limit`` bytes; the
     bytes held never exceed ``limit`` and each byte fed is looked at once."""
 
     def __init__(self, limit: int) -> None:
@@ -67,7 +67,7 @@ class LineCutter:
 
 
 def descriptor_lines(fd: int, limit: int) -> Iterator[bytes]:
-    """Each line read from the raw descriptor ``fd`` (its ``\n`` kept), cut to ``limit`` bytes like
+    """Each line read from the raw descriptor ``fd`` (its ``\\n`` kept), cut to ``limit`` bytes like
     :func:`bounded_lines`; a read error ends the lines as end of file does."""
     cutter = LineCutter(limit)
     while True:

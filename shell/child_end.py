@@ -57,8 +57,8 @@ def _children() -> list[int]:
 
 def end_descendants(child: int | None) -> None:
     """Once the child's group is killed: SIGKILL and reap every process left whose parent is now this
-    one (the adopted orphans) but ``child`` itself, which its own waiter reaps, until none is left;
-    nothing when not adopting."""
+    one (the adopted orphans) but ``child`` itself, which its own waiter reaps, until none is left or
+    100 rounds have passed; nothing when not adopting."""
     if not _adopting:
         return
     for _ in range(100):

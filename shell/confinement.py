@@ -26,6 +26,7 @@ import metaharness.pure
 import metaharness.shell
 import metaharness.vectors
 from metaharness.pure.adapters import KINDS, Kind, adapter_of, route_dialect
+from metaharness.pure.bounds import CREDENTIAL_FILE_LIMIT
 from metaharness.pure.confinement import (
     ROUTE_SOCKET,
     SUBSTRATE_PATH,
@@ -48,6 +49,7 @@ from metaharness.pure.environment import operator_login_file, path_directories, 
 from metaharness.pure.hermetic import Verdict
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
+from metaharness.shell.bounded_reads import read_regular
 from metaharness.shell.loopback import RouteProxy
 
 TRIAL_S = 5
@@ -94,14 +96,14 @@ def substrate() -> Result[tuple[str, str], Refusal]:
 
 
 def _login_is_api_key(kind: Kind, caller_env: dict[str, str]) -> bool:
-    """Whether the caller's operator-login file for ``kind`` holds an API key."""
+    """Whether the caller's operator-login file for ``kind`` holds an API key (a file that is no
+    regular file, or is past ``CREDENTIAL_FILE_LIMIT``, holds none)."""
     loopback = adapter_of(kind).loopback
     path = operator_login_file(kind, caller_env)
     if loopback is None or path is None:
         return False
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        data = read_regular(path, CREDENTIAL_FILE_LIMIT)
     except OSError:
         return False
     return isinstance(loopback.custody_token(data), Success)

@@ -134,10 +134,6 @@ class RouteProxy:
         else:
             threading.Thread(target=self._build_client, daemon=True).start()
 
-    def upstream_failed(self, error: Exception) -> bool:
-        """Whether ``error`` is the upstream client's own (it ends that one connection)."""
-        return self._client_ready.is_set() and isinstance(error, self._httpx.HTTPError)
-
     def _build_client(self) -> None:
         """The upstream client (``httpx``, the system trust store), built beside the run's start-up."""
         import httpx

@@ -11,6 +11,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -146,9 +147,8 @@ def test_writes_outside_the_grant_leave_nothing_outside(kind: str, emulator: str
     code, events, stderr = run(kind, home, emulator, steps, "--decisions", "observe")
     assert code == 0, stderr
     assert "done-writing" in outputs(events)[0]
-    for outside in (Path("/tmp") / marker, home / marker, Path("/etc") / marker):
+    for outside in (Path("/tmp") / marker, home / marker, Path(tempfile.gettempdir()) / marker, Path("/etc") / marker):
         assert not outside.exists(), outside
-    assert not any(path.name == marker for path in Path("/tmp").glob(f"metaharness-*/../{marker}"))
 
 
 class _Listener:

@@ -73,6 +73,16 @@ def test_a_chatgpt_plan_login_on_codex_is_confine_route_unavailable(tmp_path: Pa
     no_scratch(tmp_path)
 
 
+def test_a_codex_login_that_is_a_fifo_holds_no_api_key_and_is_never_waited_on(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".codex").mkdir(parents=True)
+    os.mkfifo(home / ".codex" / "auth.json")
+    line = refused(metaharness(tmp_path, ["run", "codex", "-p", "x", "--decisions", "observe"], home=home),
+                   "confine-route-unavailable")  # fmt: skip
+    assert "operator-login on codex" in line
+    no_scratch(tmp_path)
+
+
 @pytest.mark.parametrize("read", ["{home}", "{home}/.claude", "{home}/.codex/sub", "/"])
 def test_a_read_that_exposes_a_hidden_tree_is_refused(tmp_path: Path, read: str) -> None:
     home = tmp_path / "home"

@@ -71,7 +71,7 @@ def _check_boundaries(lines: list[str]) -> list[str]:
     """The hunk lines between the begin and end markers."""
     if not lines or _trim(lines[0]) != BEGIN_PATCH:
         raise _Invalid(f"the first line of the patch must be '{BEGIN_PATCH}'")
-    if _trim(lines[-1]) != END_PATCH or len(lines) < 2:
+    if _trim(lines[-1]) != END_PATCH:
         raise _Invalid(f"the last line of the patch must be '{END_PATCH}'")
     return lines[1:-1]
 
