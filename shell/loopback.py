@@ -76,6 +76,10 @@ def read_custody(kind: LoopbackKind, path: str) -> str | None:
     return None if isinstance(token, Failure) else token.unwrap()
 
 
+ROUTE_SETTLE_S = 2.0
+"""How long the route's count waits for a request still being relayed when it is read."""
+
+
 class _Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = False
@@ -119,6 +123,8 @@ class RouteProxy:
         self.upstream = upstream
         self.paths = paths
         self._lock = threading.Lock()
+        self._settled = threading.Condition(self._lock)
+        self._in_flight = 0
         self._counters = LoopbackCounters()
         self._route = RouteTraffic(requests=0, bytes_up=0, bytes_down=0)
         self._off_wire: list[str] = []
@@ -154,7 +160,10 @@ class RouteProxy:
 
     @property
     def route(self) -> RouteTraffic:
-        with self._lock:
+        """What the route carried, once no request is still being relayed (at most ``ROUTE_SETTLE_S``
+        later): a child that read its last answer can end before the relay that served it has counted."""
+        with self._settled:
+            self._settled.wait_for(lambda: self._in_flight == 0, timeout=ROUTE_SETTLE_S)
             return self._route
 
     def _count_route(self, up: int, down: int) -> None:
@@ -263,7 +272,14 @@ class RouteProxy:
             if not chunk:
                 return
             body += chunk
-        self._forward(connection, head, body[:admitted])
+        with self._lock:
+            self._in_flight += 1
+        try:
+            self._forward(connection, head, body[:admitted])
+        finally:
+            with self._settled:
+                self._in_flight -= 1
+                self._settled.notify_all()
 
     def _forward(self, connection: socket.socket, head: RequestHead, body: bytes) -> None:
         if self._plain:
