@@ -238,7 +238,7 @@ def write_line(stream: IO[bytes] | None, line: bytes) -> bool:
     try:
         stream.write(line)
         stream.flush()
-    except (BrokenPipeError, OSError):
+    except OSError:
         return False
     return True
 
