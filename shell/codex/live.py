@@ -43,7 +43,7 @@ from metaharness.pure.codex.session import (
     take_command,
     wind_up,
 )
-from metaharness.pure.decisions import AbandonCause, Arm, Desk, Disarm
+from metaharness.pure.decisions import Arm, Desk, Disarm
 from metaharness.pure.events import Event, Process
 from metaharness.shell.child_end import PIPE_DRAIN_S, end_descendants
 from metaharness.shell.child_process import (
@@ -191,9 +191,6 @@ class CodexLoop:
         engine.on_chunks(child.stderr.fileno(), self.stderr, lambda: None)
         engine.timer(lambda: self.stopper.kill_at, lambda: self.stopper.due(time.monotonic()))
         engine.timer(self.deadlines.next_at, self.expire_due)
-
-    def abandon(self, why: AbandonCause) -> None:
-        self.step(abandon_pending(self.session, why))
 
     def expire_due(self) -> None:
         for call_id, waited in self.deadlines.take_due():
