@@ -35,3 +35,9 @@ def test_the_descriptor_states_the_adapters_pins_and_rendering(kind: Kind) -> No
     stated = descriptor(kind)
     assert (stated.adapter.id, stated.versions_pinned) == (kind, adapter.pins)
     assert {op: tool for op, tool in stated.rendering.items() if tool is not None} == dict(adapter.descriptor.rendering)
+
+
+@pytest.mark.parametrize("kind", get_args(LoopbackKind))
+def test_a_custody_file_nested_past_the_decoders_depth_is_unreadable(kind: LoopbackKind) -> None:
+    refused = loopback_of(kind).custody_token(b"[" * 100_000 + b"]" * 100_000)
+    assert isinstance(refused, Failure) and refused.failure().code == "loopback-custody-unreadable"

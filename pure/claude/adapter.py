@@ -85,7 +85,7 @@ def custody_token(custody: bytes) -> Result[str, Refusal]:
     unreadable = Failure(Refusal("loopback-custody-unreadable", f"the {KIND} custody file holds no usable token"))
     try:
         document = msgspec.json.decode(custody)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return unreadable
     oauth = document.get("claudeAiOauth") if isinstance(document, dict) else None
     token = oauth.get("accessToken") if isinstance(oauth, dict) else None
