@@ -289,10 +289,9 @@ def drive_codex(
     kill_group(child.pid, signal.SIGKILL)
     end_descendants(child.pid)
     code = state.exit_code if state.exit_code is not None else child.wait()
-    process = wait_status(code)
-    marked = process if process_known else wait_status(code, known=False)
+    process = wait_status(code, process_known)
     stopper = state.stopper
     reason = state.close(
-        halted=stopper.halted, killed=stopper.killed, tail=bytes(state.tail), late_events=late_events, process=marked
+        halted=stopper.halted, killed=stopper.killed, tail=bytes(state.tail), late_events=late_events, process=process
     )
     return LiveOutcome(reason, process, state.session.stream.written)
