@@ -195,6 +195,11 @@ class ReplayRequest(msgspec.Struct, frozen=True, kw_only=True):
     model: str | None = None
     transcript_path: str
 
+    @property
+    def attested_decisions(self) -> DecisionMode:
+        """The mode the replayed stream attests: nothing answers an ask offline, so ``ask`` reads as ``observe``."""
+        return "frame" if self.decisions == "frame" else "observe"
+
 
 class Replayed(msgspec.Struct, frozen=True):
     """A replay's stream, its closing reason and the caller-seam lines (empty on a kind without one)."""

@@ -7,10 +7,11 @@ from typing import get_args
 import pytest
 from returns.result import Failure
 
+from metaharness.pure.adapter import ReplayRequest
 from metaharness.pure.adapters import KINDS, Kind, LoopbackKind, adapter_of, loopback_of
 from metaharness.pure.capabilities import descriptor
 from metaharness.pure.environment import EnvironmentDeclaration, credential_posture
-from metaharness.pure.options import RunOptions, check_kind_carriage
+from metaharness.pure.options import DecisionMode, RunOptions, check_kind_carriage
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -35,3 +36,15 @@ def test_the_descriptor_states_the_adapters_pins_and_rendering(kind: Kind) -> No
     stated = descriptor(kind)
     assert (stated.adapter.id, stated.versions_pinned) == (kind, adapter.pins)
     assert {op: tool for op, tool in stated.rendering.items() if tool is not None} == dict(adapter.descriptor.rendering)
+
+
+@pytest.mark.parametrize("kind", get_args(LoopbackKind))
+def test_a_custody_file_nested_past_the_decoders_depth_is_unreadable(kind: LoopbackKind) -> None:
+    refused = loopback_of(kind).custody_token(b"[" * 100_000 + b"]" * 100_000)
+    assert isinstance(refused, Failure) and refused.failure().code == "loopback-custody-unreadable"
+
+
+def test_a_replay_attests_ask_as_observe_since_nothing_answers_offline() -> None:
+    modes: tuple[DecisionMode, ...] = ("frame", "ask", "observe")
+    attested = [ReplayRequest(decisions=mode, transcript_path="r").attested_decisions for mode in modes]
+    assert attested == ["frame", "observe", "observe"]

@@ -273,3 +273,12 @@ def test_a_hook_call_s_subjects_resolve_through_the_links_the_shell_found() -> N
     run.session, effects = hook_request(run.session, "K1", raw, TreeFacts("/w", {"/w/notes": "/w/docs"}))
     run.perform(effects)
     assert run.lines[0]["subjects"] == ["file:docs/a.md"]
+
+
+def test_a_server_line_nested_past_the_bound_names_no_subjects_and_is_noted() -> None:
+    run = Harness(frame_in_force=frame("file.read"), catalogue=True)
+    line = b"[" * 100_000 + b"]" * 100_000
+    assert server_line_subjects(run.session, line) == ()
+    run.session, effects = read_server(run.session, line)
+    run.perform(effects)
+    assert run.notes == [f"codex app-server wrote a line that is not JSON ({len(line)} bytes)"]

@@ -27,7 +27,6 @@ from metaharness.pure.refusal import Refusal
 
 if TYPE_CHECKING:
     from metaharness.pure.frames import Frame
-    from metaharness.pure.options import DecisionMode
 
 KIND = "b10x"
 PROGRAM = "b10x-harness"
@@ -64,16 +63,11 @@ def launch_rows(scratch: str, servers: tuple[str, ...], h2_unavailable: str | No
     )
 
 
-def _mode(request: ReplayRequest) -> DecisionMode:
-    """A replay under ``ask`` decides nothing: it is attested as observe."""
-    return "frame" if request.decisions == "frame" else "observe"
-
-
 def replay(record: bytes, request: ReplayRequest) -> Replayed:
     """A loop record mapped as ``replay`` maps it, with the caller-seam lines it answers."""
     from metaharness.pure.b10x.replay import replay_b10x, replay_settings
 
-    settings = replay_settings(run=request.run_id, decisions=_mode(request), frame=request.frame, hermetic=request.hermetic,
+    settings = replay_settings(run=request.run_id, decisions=request.attested_decisions, frame=request.frame, hermetic=request.hermetic,
                                harness_version=request.harness_version, model=request.model,
                                transcript_path=request.transcript_path)  # fmt: skip
     outcome = replay_b10x(settings, record)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING
 
 import msgspec
 from returns.result import Failure, Result, Success
@@ -35,9 +34,6 @@ from metaharness.pure.adapter import (
 )
 from metaharness.pure.jsonline import compact
 from metaharness.pure.refusal import Refusal
-
-if TYPE_CHECKING:
-    from metaharness.pure.options import DecisionMode
 
 KIND = "claude"
 PROGRAM = "claude"
@@ -85,7 +81,7 @@ def custody_token(custody: bytes) -> Result[str, Refusal]:
     unreadable = Failure(Refusal("loopback-custody-unreadable", f"the {KIND} custody file holds no usable token"))
     try:
         document = msgspec.json.decode(custody)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return unreadable
     oauth = document.get("claudeAiOauth") if isinstance(document, dict) else None
     token = oauth.get("accessToken") if isinstance(oauth, dict) else None
@@ -113,16 +109,11 @@ def launch_rows(scratch: str, servers: tuple[str, ...], h2_unavailable: str | No
     )
 
 
-def _mode(request: ReplayRequest) -> DecisionMode:
-    """A replay under ``ask`` decides nothing: it is attested as observe."""
-    return "frame" if request.decisions == "frame" else "observe"
-
-
 def replay(record: bytes, request: ReplayRequest) -> Replayed:
     """Claude Code's stream-json record mapped as ``replay`` maps it."""
     from metaharness.pure.claude.replay import replay_claude, replay_facts
 
-    facts = replay_facts(decisions=_mode(request), hermetic=request.hermetic, transcript_path=request.transcript_path,
+    facts = replay_facts(decisions=request.attested_decisions, hermetic=request.hermetic, transcript_path=request.transcript_path,
                          harness_version=request.harness_version, model=request.model)  # fmt: skip
     stream, reason = replay_claude(record, facts, request.run_id)
     return Replayed(stream, reason, b"")

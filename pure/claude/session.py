@@ -24,6 +24,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 from returns.result import Failure
 
+from metaharness.pure.capabilities import HONOURED_COMMANDS
 from metaharness.pure.census import ZERO_CENSUS, count_decision
 from metaharness.pure.claude.rendering import is_describing_question, resolve_claude_call
 from metaharness.pure.claude.seam import (
@@ -79,9 +80,6 @@ from metaharness.pure.stop import GROUP_POLICY
 from metaharness.pure.subjects import TreeFacts, resolve_subjects
 
 ADAPTER = "claude"
-HONOURED = frozenset({"tool.decide", "interrupt", "halt"})
-"""The commands the claude adapter honours (docs/adapters/claude.md#capabilities)."""
-
 VENDOR_BUDGET_MS = HOOK_TIMEOUT_S * 1000
 """The hook's declared timeout × 1000: metaharness's deadline is 55,000 ms (docs/decisions.md#deadlines)."""
 
@@ -270,7 +268,7 @@ def take_command(
     """Steps 2–4 of docs/events.md#commands for one framed command and the control the shell applies after the
     effects: ``tool.decide`` goes to the desk; ``interrupt`` and ``halt`` abandon pending calls first
     (their denies written to the hooks before any signal)."""
-    formed = check_well_formed(command).bind(lambda ok: check_supported(ok.command, ADAPTER, HONOURED))
+    formed = check_well_formed(command).bind(lambda ok: check_supported(ok.command, ADAPTER, HONOURED_COMMANDS))
     if isinstance(formed, Failure):
         session, effects = _emit_all(session, (DeskEmit(formed.failure()),))
         return session, effects, None

@@ -61,7 +61,7 @@ def custody_token(custody: bytes) -> Result[str, Refusal]:
     unreadable = Failure(Refusal("loopback-custody-unreadable", f"the {KIND} custody file holds no usable token"))
     try:
         document = msgspec.json.decode(custody)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return unreadable
     if not isinstance(document, dict):
         return unreadable

@@ -25,6 +25,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 from returns.result import Failure
 
+from metaharness.pure.bounds import decode_bounded
 from metaharness.pure.capabilities import HONOURED_COMMANDS
 from metaharness.pure.catalogue import Catalogue
 from metaharness.pure.census import ZERO_CENSUS, count_decision
@@ -297,8 +298,8 @@ def server_line_subjects(session: Session, line: bytes) -> tuple[str, ...]:
     any other line), so the shell can look up their links."""
     part = session.catalogued
     try:
-        message = msgspec.json.decode(line)
-    except (msgspec.DecodeError, ValueError):
+        message = decode_bounded(line)
+    except msgspec.DecodeError:
         return ()
     if part is None or not isinstance(message, dict) or message.get("method") != "item/tool/call":
         return ()

@@ -218,7 +218,7 @@ def drive_claude(
     process = wait_status(code, process_known)
     stopper = loop.stopper
     loop.session, effects, reason = wind_up(
-        loop.session, stderr_tail=bytes(loop.tail), halted=stopper.halted, killed=stopper.killed and not stopper.halted,
+        loop.session, stderr_tail=bytes(loop.tail), halted=stopper.halted, killed=stopper.killed,
         process=process, late=late_events(),
     )  # fmt: skip
     loop.perform(effects)

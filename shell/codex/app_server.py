@@ -1,5 +1,5 @@
 """The live run loop of a codex catalogue run: ``codex app-server`` over stdio
-(docs/adapters/common.md#vendor-launch-order; docs/adapters/codex.md#catalogue-app-server; design amendment a66).
+(docs/adapters/common.md#vendor-launch-order; docs/adapters/codex.md#catalogue-app-server).
 
 The server runs in its own process group with pipes for stdin and stdout; every line it writes is
 kept in ``rollout.stdout.jsonl`` and folded into the pure session (``metaharness.pure.codex.session``,

@@ -43,7 +43,7 @@ from metaharness.pure.codex.session import (
     take_command,
     wind_up,
 )
-from metaharness.pure.decisions import AbandonCause, Arm, Desk, Disarm
+from metaharness.pure.decisions import Arm, Desk, Disarm
 from metaharness.pure.events import Event, Process
 from metaharness.shell.child_end import PIPE_DRAIN_S, end_descendants
 from metaharness.shell.child_process import (
@@ -192,9 +192,6 @@ class CodexLoop:
         engine.timer(lambda: self.stopper.kill_at, lambda: self.stopper.due(time.monotonic()))
         engine.timer(self.deadlines.next_at, self.expire_due)
 
-    def abandon(self, why: AbandonCause) -> None:
-        self.step(abandon_pending(self.session, why))
-
     def expire_due(self) -> None:
         for call_id, waited in self.deadlines.take_due():
             self.step(expire(self.session, call_id, waited))
@@ -238,7 +235,7 @@ def write_line(stream: IO[bytes] | None, line: bytes) -> bool:
     try:
         stream.write(line)
         stream.flush()
-    except (BrokenPipeError, OSError):
+    except OSError:
         return False
     return True
 
@@ -292,10 +289,9 @@ def drive_codex(
     kill_group(child.pid, signal.SIGKILL)
     end_descendants(child.pid)
     code = state.exit_code if state.exit_code is not None else child.wait()
-    process = wait_status(code)
-    marked = process if process_known else wait_status(code, known=False)
+    process = wait_status(code, process_known)
     stopper = state.stopper
     reason = state.close(
-        halted=stopper.halted, killed=stopper.killed, tail=bytes(state.tail), late_events=late_events, process=marked
+        halted=stopper.halted, killed=stopper.killed, tail=bytes(state.tail), late_events=late_events, process=process
     )
     return LiveOutcome(reason, process, state.session.stream.written)
