@@ -264,7 +264,11 @@ def test_a_forged_channel_answer_is_reported_decision_bypassed(kind: str, emulat
     assert "forged-through" in outputs(events)[1]
     (warning,) = [e for e in events if e["event"] == "warning" and e["code"] == "DECISION_BYPASSED"]
     assert asked[1] in warning["message"]
-    assert of(events, "session.ended")[0]["census"]["bypassed"] == 1
+    # The census counts what was decided before session.ended: the embedder's deny races the end of
+    # Claude's turn, which the forged answer no longer holds back.
+    (ended,) = of(events, "session.ended")
+    counted = ended["census"].get("bypassed")
+    assert counted == (1 if events.index(warning) < events.index(ended) else None)
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     assert "control verdict: gap" in err.decode() and process.returncode == 1
 
