@@ -45,6 +45,7 @@ from metaharness.pure.events import (
 )
 from metaharness.pure.hermetic import ROWS
 from metaharness.pure.jsonline import compact
+from metaharness.pure.projection import stream_completeness
 from metaharness.pure.run_stages import unaudited_exit
 
 Parts: TypeAlias = tuple[tuple[str, str], ...]
@@ -233,12 +234,7 @@ def final_census(state: ViewState) -> Census:
 
 def completeness(state: ViewState) -> str:
     """``complete``, ``inconsistent`` or ``truncated``: one marker, last, counting the lines before it."""
-    if not state.closings:
-        return "truncated"
-    position, closed = state.closings[0]
-    if len(state.closings) > 1 or position != state.events - 1 or closed.events != position:
-        return "inconsistent"
-    return "complete"
+    return stream_completeness(state.events, tuple((position, closed.events) for position, closed in state.closings))
 
 
 def completeness_line(state: ViewState) -> str:
