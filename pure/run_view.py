@@ -357,7 +357,6 @@ class HermeticRow(msgspec.Struct, frozen=True, kw_only=True):
 
     row: str
     control: str
-    severity: str
     state: str
     verdict: str
     text: str
@@ -371,10 +370,9 @@ def hermetic_rows(hermetic: Hermetic | None) -> tuple[HermeticRow, ...]:
     named += [(entry.row, "declared", entry.how) for entry in hermetic.declared]
     named += [(why.row, "unavailable", why.why) for why in hermetic.unavailable]
     order = {row: position for position, (row, *_) in enumerate(ROWS)}
-    described = {row: (control, severity) for row, control, _, severity in ROWS}
+    described = {row: control for row, control, _, _ in ROWS}
     return tuple(
-        HermeticRow(row=row, control=described.get(row, ("", ""))[0], severity=described.get(row, ("", ""))[1],
-                    state=state, verdict=_STATE_VERDICTS[state], text=text)
+        HermeticRow(row=row, control=described.get(row, ""), state=state, verdict=_STATE_VERDICTS[state], text=text)
         for row, state, text in sorted(named, key=lambda entry: order.get(entry[0], len(ROWS)))
     )
 
