@@ -119,13 +119,13 @@ def _event_lines(data: bytes) -> list[bytes]:
     return lines[:-1] if lines and lines[-1] == b"" else lines
 
 
-def stream_completeness(events: Sequence[str], markers: Sequence[tuple[int, int]]) -> str:
-    """``complete``, ``inconsistent`` or ``truncated`` by docs/events.md#stream-ending: ``events`` are the event names
-    in order, ``markers`` each ``stream.closed`` as (0-based position, its ``events`` count)."""
+def stream_completeness(events: int, markers: Sequence[tuple[int, int]]) -> str:
+    """``complete``, ``inconsistent`` or ``truncated`` by docs/events.md#stream-ending: ``events`` is the number of
+    events read, ``markers`` each ``stream.closed`` as (0-based position, its ``events`` count)."""
     if not markers:
         return "truncated"
     position, counted = markers[0]
-    if len(markers) > 1 or position != len(events) - 1 or counted != position:
+    if len(markers) > 1 or position != events - 1 or counted != position:
         return "inconsistent"
     return "complete"
 
@@ -182,7 +182,7 @@ def project_stream(
         withheld=started.get("withheld"),
         available_operations=started.get("available_operations"),
         hermetic=started.get("hermetic"),
-        stream_complete=stream_completeness([node.event for node in nodes], markers),
+        stream_complete=stream_completeness(len(nodes), markers),
     )
     return Success(
         TraceDocument(

@@ -45,6 +45,7 @@ from metaharness.pure.events import (
 )
 from metaharness.pure.hermetic import ROWS
 from metaharness.pure.jsonline import compact
+from metaharness.pure.projection import stream_completeness
 from metaharness.pure.run_stages import unaudited_exit
 
 Parts: TypeAlias = tuple[tuple[str, str], ...]
@@ -233,12 +234,7 @@ def final_census(state: ViewState) -> Census:
 
 def completeness(state: ViewState) -> str:
     """``complete``, ``inconsistent`` or ``truncated``: one marker, last, counting the lines before it."""
-    if not state.closings:
-        return "truncated"
-    position, closed = state.closings[0]
-    if len(state.closings) > 1 or position != state.events - 1 or closed.events != position:
-        return "inconsistent"
-    return "complete"
+    return stream_completeness(state.events, tuple((position, closed.events) for position, closed in state.closings))
 
 
 def completeness_line(state: ViewState) -> str:
@@ -361,7 +357,6 @@ class HermeticRow(msgspec.Struct, frozen=True, kw_only=True):
 
     row: str
     control: str
-    severity: str
     state: str
     verdict: str
     text: str
@@ -375,10 +370,9 @@ def hermetic_rows(hermetic: Hermetic | None) -> tuple[HermeticRow, ...]:
     named += [(entry.row, "declared", entry.how) for entry in hermetic.declared]
     named += [(why.row, "unavailable", why.why) for why in hermetic.unavailable]
     order = {row: position for position, (row, *_) in enumerate(ROWS)}
-    described = {row: (control, severity) for row, control, _, severity in ROWS}
+    described = {row: control for row, control, _, _ in ROWS}
     return tuple(
-        HermeticRow(row=row, control=described.get(row, ("", ""))[0], severity=described.get(row, ("", ""))[1],
-                    state=state, verdict=_STATE_VERDICTS[state], text=text)
+        HermeticRow(row=row, control=described.get(row, ""), state=state, verdict=_STATE_VERDICTS[state], text=text)
         for row, state, text in sorted(named, key=lambda entry: order.get(entry[0], len(ROWS)))
     )
 

@@ -179,7 +179,8 @@ def _command(events: str, kind: Kind | None) -> int:
 
 
 def main() -> NoReturn:
-    """The ``metaharness-view`` console script: parse errors are ``usage`` refusals, never a traceback."""
+    """The ``metaharness-view`` console script: parse errors are ``usage`` refusals, a failed read or
+    write ``view-io-failed``, never a traceback."""
     try:
         result = _command.main(sys.argv[1:], prog_name="metaharness-view", standalone_mode=False)
         code = result if isinstance(result, int) else 0
@@ -187,4 +188,6 @@ def main() -> NoReturn:
         code = refuse(Refusal("usage", error.format_message()))
     except (click.exceptions.Abort, KeyboardInterrupt):
         code = refuse(Refusal("signalled", "SIGINT arrived before the stream ended"))
+    except OSError as error:
+        code = refuse(Refusal("view-io-failed", f"the stream could not be read or the view written: {error.strerror or error}"))
     sys.exit(code)

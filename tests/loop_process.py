@@ -8,7 +8,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -61,15 +61,17 @@ def harness(
     stdin: bytes = b"",
     timeout: float = 60,
     record_bodies: bool = False,
+    env: Mapping[str, str] | None = None,
 ) -> Run:
     """``b10x-harness run --json --no-session`` in ``workspace`` against the emulator playing ``scenario``
-    (recording request bodies when ``record_bodies``)."""
+    (recording request bodies when ``record_bodies``), with ``env`` added to its environment."""
     record = workspace.parent / f"{scenario}-{wire}.record.jsonl"
     record.unlink(missing_ok=True)
     with emulator(scenario, record, *(("--record-bodies",) if record_bodies else ())) as base_url:
         argv = [HARNESS, "run", "--json", "--no-session", "--workspace", str(workspace), "--base-url", base_url]
         argv += ["--model", "b10x-emulated", "--wire", wire, *extra, "--input", "go"]
-        done = subprocess.run(argv, input=stdin, capture_output=True, env=SHORT_RETRY_WAITS, timeout=timeout, check=False)
+        done = subprocess.run(argv, input=stdin, capture_output=True, env={**SHORT_RETRY_WAITS, **(env or {})},
+                              timeout=timeout, check=False)
     lines = [json.loads(line) for line in done.stdout.decode().splitlines()]
     requests = [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
     return Run(lines, done.returncode, done.stderr.decode(), requests)

@@ -116,6 +116,13 @@ def test_an_out_path_that_is_a_file(root: Path) -> None:
     assert done.returncode == 2 and done.stderr == "metaharness-eval: out-not-a-directory: a-file exists and is not a directory\n"
 
 
+def test_an_out_path_that_cannot_be_made(root: Path) -> None:
+    (root / "a-file").write_text("x")
+    (root / "plan.yaml").write_text(yaml.safe_dump(plan()))
+    done = run_eval(root, "plan.yaml", "--out", "a-file/out")
+    assert done.returncode == 2 and done.stderr == "metaharness-eval: out-unwritable: a-file/out: Not a directory\n"
+
+
 def test_jobs_below_one(root: Path) -> None:
     (root / "plan.yaml").write_text(yaml.safe_dump(plan()))
     done = run_eval(root, "plan.yaml", "--out", "out", "--jobs", "0")

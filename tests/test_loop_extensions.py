@@ -170,6 +170,17 @@ def test_a_before_call_hook_that_cannot_start_blocks(tmp_path: Path) -> None:
     assert next(line for line in run.lines if line["kind"] == "tool-completed")["failed"] is True
 
 
+def test_a_hook_runs_without_the_credential_variable_and_with_the_rest(tmp_path: Path) -> None:
+    looked = hook_program(tmp_path, "looked", "import os\n"
+                          "print(json.dumps({'note': os.environ.get('LOOP_TEST_KEY', 'absent') + ' '"
+                          " + os.environ.get('LOOP_TEST_OTHER', 'absent')}))\n")  # fmt: skip
+    hooks = hooks_file(tmp_path, [{"on": "after-call", "command": [sys.executable, looked]}])
+    run = harness("flat-tool", "openai-responses", workspace(tmp_path), "--hooks", hooks, "--api-key-env",
+                  "LOOP_TEST_KEY", record_bodies=True, env={"LOOP_TEST_KEY": "sk-test", "LOOP_TEST_OTHER": "kept"})
+    assert run.code == 0, run.stderr
+    assert "absent kept" in json.dumps(run.requests[1]["body"])
+
+
 def test_a_hanging_before_call_hook_is_killed_at_30_s_and_blocks(tmp_path: Path) -> None:
     hanging = hook_program(tmp_path, "hanging", "import time\ntime.sleep(600)\n")
     hooks = hooks_file(tmp_path, [{"on": "before-call", "command": [sys.executable, hanging]}])

@@ -145,6 +145,14 @@ def test_refusals_are_one_line_exit_2(tmp_path: Path, args: list[str], code: str
     assert len(lines) == 1 and lines[0].startswith(f"metaharness: {code}: ")
 
 
+def test_a_view_that_cannot_be_written_is_a_refusal() -> None:
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run([str(VIEW), str(RECORDED)], stdout=full, stderr=subprocess.PIPE, check=False, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr == (b"metaharness: view-io-failed: the stream could not be read or the view written: "
+                           b"No space left on device\n")
+
+
 def _line(seq: int, payload: dict[str, object]) -> bytes:
     return json.dumps({"format": "metaharness.event/1", "seq": seq, "run": "r", **payload}).encode()
 

@@ -88,8 +88,16 @@ class CheckOutcome(msgspec.Struct, frozen=True):
     reason: str
 
 
-def _malformed(key: str, detail: str) -> Failure[Refusal]:
+def malformed(key: str, detail: str) -> Failure[Refusal]:
+    """The ``plan-malformed`` refusal about the plan's ``key``."""
     return Failure(Refusal("plan-malformed", f"{key}: {detail}"))
+
+
+def identifier(key: str, value: object) -> Result[str, Refusal]:
+    """``value`` when it is an id: letters, digits, '.', '_' or '-', starting with a letter or digit."""
+    if not isinstance(value, str) or not _ID.match(value):
+        return malformed(key, "an id is letters, digits, '.', '_' or '-', starting with a letter or digit")
+    return Success(value)
 
 
 def _count(value: object) -> bool:
@@ -98,10 +106,10 @@ def _count(value: object) -> bool:
 
 def _event_check(key: str, check_id: str, raw: dict[str, Any], body: object) -> Result[Check, Refusal]:
     if not isinstance(body, dict) or not body or not all(isinstance(name, str) for name in body):
-        return _malformed(f"{key}.event", "a non-empty map of event field to value")
+        return malformed(f"{key}.event", "a non-empty map of event field to value")
     bounds = {name: raw.get(name) for name in ("at-least", "at-most") if name in raw}
     if not all(_count(value) for value in bounds.values()):
-        return _malformed(key, "at-least and at-most are whole numbers of at least 0")
+        return malformed(key, "at-least and at-most are whole numbers of at least 0")
     at_least, at_most = bounds.get("at-least"), bounds.get("at-most")
     return Success(
         EventCheck(
@@ -115,60 +123,61 @@ def _event_check(key: str, check_id: str, raw: dict[str, Any], body: object) -> 
 
 def _census_check(key: str, check_id: str, body: object) -> Result[Check, Refusal]:
     if not isinstance(body, dict) or not body:
-        return _malformed(f"{key}.census", f"a map of {'|'.join(CENSUS_KEYS)} to a count")
+        return malformed(f"{key}.census", f"a map of {'|'.join(CENSUS_KEYS)} to a count")
     for name, value in body.items():
         if name not in CENSUS_KEYS or not _count(value):
-            return _malformed(f"{key}.census.{name}", f"one of {', '.join(CENSUS_KEYS)} with a count")
+            return malformed(f"{key}.census.{name}", f"one of {', '.join(CENSUS_KEYS)} with a count")
     return Success(CensusCheck(id=check_id, counts=tuple(body.items())))
 
 
 def _verdict_check(key: str, check_id: str, body: object) -> Result[Check, Refusal]:
     if not isinstance(body, dict) or not body or not set(body) <= {"control", "audit"}:
-        return _malformed(f"{key}.verdict", "a map with control and/or audit")
+        return malformed(f"{key}.verdict", "a map with control and/or audit")
     if not all(value in VERDICTS for value in body.values()):
-        return _malformed(f"{key}.verdict", f"each verdict is one of {', '.join(VERDICTS)}")
+        return malformed(f"{key}.verdict", f"each verdict is one of {', '.join(VERDICTS)}")
     return Success(VerdictCheck(id=check_id, control=body.get("control"), audit=body.get("audit")))
 
 
 def _file_check(key: str, check_id: str, body: object) -> Result[Check, Refusal]:
     if not isinstance(body, dict) or not set(body) <= {"path", "exists", "contains"}:
-        return _malformed(f"{key}.file", "a map of path, exists and contains")
+        return malformed(f"{key}.file", "a map of path, exists and contains")
     path, exists, contains = body.get("path"), body.get("exists"), body.get("contains")
     if not isinstance(path, str) or not path or path.startswith("/") or ".." in path.split("/"):
-        return _malformed(f"{key}.file.path", "a path inside the workspace")
+        return malformed(f"{key}.file.path", "a path inside the workspace")
     if exists is not None and not isinstance(exists, bool):
-        return _malformed(f"{key}.file.exists", "true or false")
+        return malformed(f"{key}.file.exists", "true or false")
     if contains is not None and not isinstance(contains, str):
-        return _malformed(f"{key}.file.contains", "a text")
+        return malformed(f"{key}.file.contains", "a text")
     if exists is False and contains is not None:
-        return _malformed(f"{key}.file", "a file that must not exist contains nothing")
+        return malformed(f"{key}.file", "a file that must not exist contains nothing")
     return Success(FileCheck(id=check_id, path=path, exists=exists, contains=contains))
 
 
 def _decided_check(key: str, check_id: str, body: object) -> Result[Check, Refusal]:
     if not isinstance(body, dict) or not set(body) <= {"name", "decision", "by"} or "name" not in body:
-        return _malformed(f"{key}.decided", "a map with name, and decision and by when wanted")
+        return malformed(f"{key}.decided", "a map with name, and decision and by when wanted")
     if not all(isinstance(value, str) for value in body.values()):
-        return _malformed(f"{key}.decided", "name, decision and by are words")
+        return malformed(f"{key}.decided", "name, decision and by are words")
     if "by" in body and body["by"] not in DECIDERS:
-        return _malformed(f"{key}.decided.by", f"one of {', '.join(DECIDERS)}")
+        return malformed(f"{key}.decided.by", f"one of {', '.join(DECIDERS)}")
     return Success(DecidedCheck(id=check_id, name=body["name"], decision=body.get("decision"), by=body.get("by")))
 
 
 def read_check(key: str, raw: object) -> Result[Check, Refusal]:
     """One check of the plan at ``key``: an ``id`` and exactly one kind."""
     if not isinstance(raw, dict):
-        return _malformed(key, "a check is a map")
-    check_id = raw.get("id")
-    if not isinstance(check_id, str) or not _ID.match(check_id):
-        return _malformed(f"{key}.id", "an id is letters, digits, '.', '_' or '-', starting with a letter or digit")
+        return malformed(key, "a check is a map")
+    checked_id = identifier(f"{key}.id", raw.get("id"))
+    if isinstance(checked_id, Failure):
+        return checked_id
+    check_id = checked_id.unwrap()
     kinds = [name for name in ("event", "census", "exit", "verdict", "file", "decided") if name in raw]
     if len(kinds) != 1:
-        return _malformed(key, "a check has exactly one of event, census, exit, verdict, file, decided")
+        return malformed(key, "a check has exactly one of event, census, exit, verdict, file, decided")
     (kind,) = kinds
     extra = sorted(set(raw) - {"id", kind} - ({"at-least", "at-most"} if kind == "event" else set()))
     if extra:
-        return _malformed(f"{key}.{extra[0]}", f"not a key of a {kind} check")
+        return malformed(f"{key}.{extra[0]}", f"not a key of a {kind} check")
     body = raw[kind]
     if kind == "event":
         return _event_check(key, check_id, raw, body)
@@ -176,7 +185,7 @@ def read_check(key: str, raw: object) -> Result[Check, Refusal]:
         return _census_check(key, check_id, body)
     if kind == "exit":
         if isinstance(body, bool) or not isinstance(body, int):
-            return _malformed(f"{key}.exit", "an exit code")
+            return malformed(f"{key}.exit", "an exit code")
         return Success(ExitCheck(id=check_id, code=body))
     if kind == "verdict":
         return _verdict_check(key, check_id, body)

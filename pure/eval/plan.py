@@ -14,7 +14,7 @@ import msgspec
 import yaml
 from returns.result import Failure, Result, Success
 
-from metaharness.pure.eval.checks import Check, read_check
+from metaharness.pure.eval.checks import Check, identifier, malformed, read_check
 from metaharness.pure.refusal import Refusal
 
 PLAN_FORMAT = "metaharness.eval/1"
@@ -79,19 +79,6 @@ _Loader.add_implicit_resolver(
     "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
 )
 
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-
-
-def malformed(key: str, detail: str) -> Failure[Refusal]:
-    return Failure(Refusal("plan-malformed", f"{key}: {detail}"))
-
-
-def _identifier(key: str, value: object) -> Result[str, Refusal]:
-    if not isinstance(value, str) or not _ID.match(value):
-        return malformed(key, "an id is letters, digits, '.', '_' or '-', starting with a letter or digit")
-    return Success(value)
-
-
 def _scalar(value: object) -> str | None:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         return None
@@ -144,7 +131,7 @@ def _task(index: int, raw: object) -> Result[Task, Refusal]:
     unknown = sorted(set(raw) - {"id", "prompt", "workspace", "context", "timeout", "checks"})
     if unknown:
         return malformed(f"{where}.{unknown[0]}", "not a task key")
-    task_id = _identifier(f"{where}.id", raw.get("id"))
+    task_id = identifier(f"{where}.id", raw.get("id"))
     if isinstance(task_id, Failure):
         return task_id
     where = f"tasks.{task_id.unwrap()}"
@@ -207,7 +194,7 @@ def read_plan(data: bytes, options: Mapping[str, OptionShape]) -> Result[Plan, R
         return malformed("arms", "a non-empty map of arm id to run options")
     arms: list[Arm] = []
     for arm_id, arm_raw in arms_raw.items():
-        checked_id = _identifier(f"arms.{arm_id}", arm_id)
+        checked_id = identifier(f"arms.{arm_id}", arm_id)
         if isinstance(checked_id, Failure):
             return checked_id
         arm = _arm(checked_id.unwrap(), arm_raw, options)

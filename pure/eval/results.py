@@ -16,7 +16,6 @@ import msgspec
 from metaharness.pure.eval.checks import Check, CheckOutcome, RunFacts, score_check
 
 State = Literal["finished", "timed-out", "failed-to-start", "lost"]
-STATES = ("finished", "timed-out", "failed-to-start", "lost")
 REFUSAL_EXIT = 2
 _VERDICT_LINE = re.compile(rb"^(control|audit) verdict: (\w+)", re.MULTILINE)
 

@@ -62,7 +62,7 @@ def frontmatter(label: str, raw: bytes, keys: tuple[str, ...]) -> Result[tuple[d
     if isinstance(decoded, Failure):
         return decoded
     lines = decoded.unwrap().split("\n")
-    if not lines or lines[0].rstrip("\r") != FENCE:
+    if lines[0].rstrip("\r") != FENCE:
         return Failure(f"{label} does not open with a `---` frontmatter fence")
     closing = next((index for index in range(1, len(lines)) if lines[index].rstrip("\r") == FENCE), None)
     if closing is None:

@@ -23,9 +23,9 @@ from metaharness.pure.run_page import audited_lines, run_page
 from metaharness.shell.eval.executors import Outcome, PendingRun, ray_module, ray_reachable, run_locally, run_on_ray
 from metaharness.shell.eval.packing import RunInputs, resolve_workspace, ship_arm, workspace_archive
 from metaharness.shell.eval.progress import Progress
+from metaharness.shell.refusals import REFUSAL_EXIT
 
 PROGRAM = "metaharness-eval"
-REFUSAL_EXIT = 2
 
 
 class Refused(Exception):

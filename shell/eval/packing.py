@@ -13,7 +13,7 @@ from pathlib import Path
 import msgspec
 
 from metaharness.pure.eval.checks import Check
-from metaharness.pure.eval.plan import SHIPPED_DIRECTORY_OPTIONS, SHIPPED_FILE_OPTIONS, Arm, Task
+from metaharness.pure.eval.plan import SHIPPED_DIRECTORY_OPTIONS, SHIPPED_FILE_OPTIONS, Arm, OptionValue, Task
 from metaharness.pure.refusal import Refusal
 
 
@@ -33,7 +33,7 @@ class RunInputs(msgspec.Struct, frozen=True):
     arm: str
     repeat: int
     kind: str
-    options: tuple[tuple[str, str | bool | tuple[str, ...]], ...]
+    options: tuple[tuple[str, OptionValue], ...]
     prompt: str
     context: tuple[str, ...]
     timeout: float
