@@ -4,7 +4,8 @@ The wire is the codex app-server's v2 shape: JSON-RPC 2.0 without the ``jsonrpc`
 per line, profile ``codex-app-server-stdio-v2-dynamic-operation-tools-experimental``. The client sends
 ``initialize`` (``experimentalApi`` is granted only when asked for), ``initialized``, ``thread/start``
 with its ``dynamicTools``, then ``turn/start`` and ``turn/interrupt``; ``thread/resume`` and
-``turn/steer`` are refused as any other method it does not serve. The model's calls of a registered tool go to the client as
+``turn/steer`` are refused by name (``-32601``, ``<method> is not supported by b10x-harness app-server``),
+as is every method it does not serve. The model's calls of a registered tool go to the client as
 ``item/tool/call``; the record lines of a turn become its notifications.
 
 ``read_client_line`` folds one client line into the ``Bridge`` and says what to do: ``Send`` a line,
