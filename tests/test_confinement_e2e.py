@@ -86,8 +86,9 @@ def of(events: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
 
 
 def outputs(events: list[dict[str, Any]]) -> list[str]:
-    """Each shell result's text as the model saw it, in order."""
-    return [json.dumps(event["content"]) for event in of(events, "tool.result")]
+    """Each shell result's text as the model saw it, in order: on codex the ``exec`` host's, not its
+    nested call's own (``exec-…``) result."""
+    return [json.dumps(e["content"]) for e in of(events, "tool.result") if not e["call_id"].startswith("exec-")]
 
 
 def requested_bodies(tmp_path: Path) -> str:
@@ -279,14 +280,12 @@ def test_a_forged_channel_answer_is_reported_decision_bypassed(kind: str, emulat
 
 
 @pytest.mark.parametrize(("kind", "emulator"), [("codex", "codex")], indirect=["emulator"])
-def test_a_forged_channel_answer_on_codex_leaves_the_denied_call_result_unobserved(
+def test_a_forged_channel_answer_on_codex_is_reported_decision_bypassed(
     kind: str, emulator: str, tmp_path: Path
 ) -> None:
     """Codex runs a shell call under its own read-only sandbox, so a shell step cannot write the hook
-    channel; the forger here runs beside the view on the same channel. The code-mode ``exec`` host reports
-    the nested call under its own id and the stream maps no result of the nested call itself, so the
-    forged-through call is not reported ``DECISION_BYPASSED``: it stands denied in the stream and
-    ``RESULT_UNOBSERVED`` names it (docs/confinement.md#what-it-does-not-hold)."""
+    channel; the forger here runs beside the view on the same channel. The rollout records the nested
+    call's completion under the hook call's id, so the denied call's successful result is seen."""
     if pinned_cli(kind) is None:
         pytest.skip(f"no pinned {kind}")
     home = caller_home(tmp_path, kind)
@@ -320,7 +319,7 @@ def test_a_forged_channel_answer_on_codex_leaves_the_denied_call_result_unobserv
                 scratch = Path(of([json.loads(raw) for raw in lines], "session.started")[0]["cwd"]).parent
                 loop = forging_loop(str(scratch / "hook-channel"))
                 forging = subprocess.Popen(["sh", "-c", loop], stderr=subprocess.DEVNULL)
-            if event["event"] == "tool.result" and len(asked) == 2:
+            if event["event"] == "tool.result" and len(asked) == 2 and event["call_id"] == asked[1]:
                 decide(asked[1], "deny")
                 break
         stdin.close()
@@ -333,13 +332,13 @@ def test_a_forged_channel_answer_on_codex_leaves_the_denied_call_result_unobserv
             forging.kill()
             forging.wait()
     events = [json.loads(raw) for raw in lines + out.splitlines()]
-    assert "forged-through" in outputs(events)[1] and "blocked" not in outputs(events)[1]
-    decided = [e["decision"]["decision"] for e in of(events, "tool.decided") if e["call_id"] == asked[1]]
-    assert decided == ["deny"]
-    assert not [e for e in events if e["event"] == "warning" and e["code"] == "DECISION_BYPASSED"]
-    (unobserved,) = [e for e in events if e["event"] == "warning" and e["code"] == "RESULT_UNOBSERVED"]
-    assert asked[1] in unobserved["message"]
-    assert "bypassed" not in of(events, "session.ended")[0]["census"]
+    (result,) = of(events, "tool.result")[2:3]
+    assert result["call_id"] == asked[1] and result["is_error"] is False and "forged-through" in result["content"]
+    (warning,) = [e for e in events if e["event"] == "warning" and e["code"] == "DECISION_BYPASSED"]
+    assert asked[1] in warning["message"]
+    (ended,) = of(events, "session.ended")
+    assert ended["census"].get("bypassed") == (1 if events.index(warning) < events.index(ended) else None)
+    assert "RESULT_UNOBSERVED" not in [e.get("code") for e in events]
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
 
 
