@@ -158,6 +158,28 @@ def test_record_first_holds_until_the_hook_and_the_answer_goes_to_its_key() -> N
     assert run.lines[-2]["census"]["allowed"] == 1
 
 
+def nested_completion(call_id: str, exit_code: int) -> bytes:
+    item = {"type": "CommandExecution", "id": call_id, "status": "completed", "aggregated_output": "out\n",
+            "exit_code": exit_code}  # fmt: skip
+    return rollout_line("event_msg", {"type": "item_completed", "turn_id": TURN, "item": item})
+
+
+def test_a_nested_call_s_completion_is_the_result_of_the_hook_call_with_its_id_and_no_other() -> None:
+    run = Harness(frame_in_force=frame("shell"))
+    for raw in (META, STARTED):
+        run.line(raw)
+    for key, call_id in (("K1", "exec-1"), ("K2", "exec-2")):
+        run.hook(key, compact({"tool_use_id": call_id, "tool_name": "Bash", "tool_input": {"command": "ls"}, "cwd": "/w"}))
+    run.line(nested_completion("exec-1", 0))
+    run.line(nested_completion("exec-unknown", 0))
+    run.line(nested_completion("exec-2", 2))
+    run.line(nested_completion("exec-1", 0))
+    results = [line for line in run.lines if line["event"] == "tool.result"]
+    assert [(r["call_id"], r["is_error"], r["exit_code"]) for r in results] == [("exec-1", False, 0), ("exec-2", True, 2)]
+    assert results[0]["content"] == "out\n" and results[0]["outcome_source"] == "retained_tool_completion"
+    assert "_at" not in results[0]["tool_use_result"] and "_turn_id" not in results[0]["tool_use_result"]
+
+
 def test_an_answer_no_hook_waited_for_is_a_deny_by_deadline_counted_as_such() -> None:
     run = Harness(frame_in_force=frame("file.read"))
     run.delivered = False

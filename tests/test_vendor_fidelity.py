@@ -204,9 +204,9 @@ def test_codex_sub_agent_calls_reach_the_hook_and_every_call_ends(tmp_path: Path
     assert line["seam"] == "hook" and line["input"] == {"command": SUB_AGENT_LINE}
     (host,) = of(events, "tool.requested", call_id="call_b10x_101")
     assert host["name"] == "exec" and of(events, "tool.result", call_id="call_b10x_101")
-    (unobserved,) = of(events, "warning", code="RESULT_UNOBSERVED")
-    assert line["call_id"] in unobserved["message"] and spawn["call_id"] not in unobserved["message"]
-    assert events.index(unobserved) == len(events) - 2 and code == 0, err
+    (nested,) = of(events, "tool.result", call_id=line["call_id"])
+    assert nested["is_error"] is False and nested["outcome_source"] == "retained_tool_completion"
+    assert "RESULT_UNOBSERVED" not in warnings(events) and code == 0, err
 
 
 @needs_codex

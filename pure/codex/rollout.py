@@ -47,6 +47,9 @@ docs/adapters/codex.md)."""
 
 OUTCOME_SOURCE = "retained_tool_completion"
 
+_NOTED = ("_turn_id", "_at")
+"""What the reader adds to a noted completion item: its turn and its line's timestamp."""
+
 
 class RolloutLaunch(msgspec.Struct, frozen=True, kw_only=True):
     """What the launch (or the replay's options) contributes to the events (docs/adapters/codex.md,
@@ -252,7 +255,23 @@ def _result(reader: RolloutReader, call_id: str, output: Any) -> tuple[ToolResul
             "so its outcome is left unknown",
         )
         return plain, warning
-    evidence = {key: value for key, value in item.items() if key != "_turn_id"}
+    return _evidenced(call_id, item, output), None
+
+
+def nested_result(reader: RolloutReader, call_id: str) -> ToolResult | None:
+    """``tool.result`` for a call the rollout never announced but whose completion it records under the
+    call's own id: a code-mode ``exec`` host's nested call, which the hook delivered with that id
+    (docs/vendor-facts.md); ``None`` when the rollout announced the call or records no completion."""
+    item = reader.evidence.get(call_id)
+    if item is None or call_id in reader.calls:
+        return None
+    return _evidenced(call_id, item, None)
+
+
+def _evidenced(call_id: str, item: dict[str, Any], output: Any) -> ToolResult:
+    """``tool.result`` from a recorded completion item; ``output`` is the content when the item has none."""
+    evidence = {key: value for key, value in item.items() if key not in _NOTED}
+    family = item.get("type")
     exit_code = _int(evidence.get("exit_code"))
     status = evidence.get("status")
     if family == "CommandExecution":
@@ -267,17 +286,14 @@ def _result(reader: RolloutReader, call_id: str, output: Any) -> tuple[ToolResul
         content = evidence.get("stdout", output)
         is_error = None if not isinstance(status, str) else status != "completed"
         exit_code = None
-    return (
-        ToolResult(
-            exit_code=exit_code,
-            outcome_source=OUTCOME_SOURCE,
-            call_id=call_id,
-            is_error=is_error,
-            content=content,
-            bytes=size_of(content),
-            tool_use_result=evidence,
-        ),
-        None,
+    return ToolResult(
+        exit_code=exit_code,
+        outcome_source=OUTCOME_SOURCE,
+        call_id=call_id,
+        is_error=is_error,
+        content=content,
+        bytes=size_of(content),
+        tool_use_result=evidence,
     )
 
 
@@ -378,7 +394,7 @@ def _event_msg(
             and item.get("type") in ("CommandExecution", "FileChange")
             and isinstance(item.get("id"), str)
         ):
-            noted = {**item, "_turn_id": _str(payload.get("turn_id"))}
+            noted = {**item, "_turn_id": _str(payload.get("turn_id")), "_at": at}
             reader = msgspec.structs.replace(reader, evidence={**reader.evidence, item["id"]: noted})
         return reader, (opaque,)
     if subtype == "patch_apply_end" and isinstance(payload.get("call_id"), str):

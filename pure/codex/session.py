@@ -33,7 +33,13 @@ from metaharness.pure.codex import app_server
 from metaharness.pure.codex.app_server import Decide, Note, Perform, Send, Step, TurnCompleted, Warn
 from metaharness.pure.codex.rendering import resolve_call
 from metaharness.pure.codex.replay import stop_word
-from metaharness.pure.codex.rollout import RolloutLaunch, RolloutReader, read_rollout_line, read_sub_agent_line
+from metaharness.pure.codex.rollout import (
+    RolloutLaunch,
+    RolloutReader,
+    nested_result,
+    read_rollout_line,
+    read_sub_agent_line,
+)
 from metaharness.pure.codex.rollout import session_ended as rollout_session_ended
 from metaharness.pure.codex.seam import answer_body, check_replacement, denied_result, presented_call
 from metaharness.pure.commands import (
@@ -67,7 +73,7 @@ from metaharness.pure.events import (
     stamp,
 )
 from metaharness.pure.hook_channel import HOOK_GAVE_UP, HookCall, read_hook_request
-from metaharness.pure.readings import Emitted, Reading
+from metaharness.pure.readings import Emitted, Finished, Reading
 from metaharness.pure.run_stages import closing_reason, no_terminal_record
 from metaharness.pure.stop import GROUP_POLICY
 from metaharness.pure.subjects import TreeFacts, resolve_subjects
@@ -340,18 +346,32 @@ def _readings(session: Session, readings: tuple[Reading, ...]) -> tuple[Session,
     return _work(msgspec.structs.replace(session, correlator=correlator), _released(outputs))
 
 
+def _nested(session: Session, before: RolloutReader, after: RolloutReader) -> tuple[Reading, ...]:
+    """The result of each call the hook delivered whose completion the line recorded under the hook
+    call's id, the rollout never having announced it (a code-mode ``exec`` host's nested call)."""
+    finished: list[Reading] = []
+    for call_id in after.evidence.keys() - before.evidence.keys():
+        result = nested_result(after, call_id) if call_id in session.correlator.presented else None
+        if result is not None:
+            finished.append(Finished(call_id, result, after.evidence[call_id].get("_at", UNSET)))
+    return tuple(finished)
+
+
 def read_line(session: Session, number: int, raw: bytes) -> tuple[Session, tuple[Effect, ...]]:
     """One rollout line (1-based ``number``, terminator removed) through the reader and correlator."""
     reader, readings = read_rollout_line(session.reader, raw, number)
-    return _readings(msgspec.structs.replace(session, reader=reader), readings)
+    nested = _nested(session, session.reader, reader)
+    return _readings(msgspec.structs.replace(session, reader=reader), (*readings, *nested))
 
 
 def read_sub_agent(session: Session, path: str, number: int, raw: bytes) -> tuple[Session, tuple[Effect, ...]]:
     """One line of the sub-agent rollout at ``path``: its calls and their results."""
     reader = next((r for p, r in session.sub_readers if p == path), RolloutReader(launch=session.reader.launch))
+    before = reader
     reader, readings = read_sub_agent_line(reader, raw, number)
+    nested = _nested(session, before, reader)
     sub_readers = (*((p, r) for p, r in session.sub_readers if p != path), (path, reader))
-    return _readings(msgspec.structs.replace(session, sub_readers=sub_readers), readings)
+    return _readings(msgspec.structs.replace(session, sub_readers=sub_readers), (*readings, *nested))
 
 
 def read_server(session: Session, line: bytes, tree: TreeFacts | None = None) -> tuple[Session, tuple[Effect, ...]]:
