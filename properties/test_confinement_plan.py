@@ -46,7 +46,7 @@ def facts(closure: list[str], reads: list[str], writable: list[str], governing: 
         reads=tuple(reads),
         writable=tuple(writable),
         governing=tuple(governing),
-        interpreter="/opt/venv/bin/python",
+        init=("/opt/venv/bin/python", "-m", "metaharness.shell.confine_init"),
         scratch=SCRATCH,
         cwd=writable[0],
         command=("/opt/vendor/bin/claude", "-p"),

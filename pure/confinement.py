@@ -32,7 +32,6 @@ BRIDGE_PORT = 47100
 """The port the bridge listens on inside the child's own network namespace (nothing else listens there)."""
 ROUTE_SOCKET = "route.sock"
 """The route proxy's Unix socket under the scratch root, the one thing of the outside in the view."""
-INIT_MODULE = "metaharness.shell.confine_init"
 FIXED_FLAGS = ("--unshare-all", "--unshare-user", "--die-with-parent", "--cap-drop", "ALL")
 """The bwrap flags every confined launch carries; never ``--share-net``. Not ``--new-session``: the
 child is already spawned in a session of its own with no terminal descriptor, and the run loop's
@@ -71,7 +70,8 @@ class ConfinementFacts(msgspec.Struct, frozen=True, kw_only=True):
     outside the child may connect to (the session bus of b10x ``--api-key-secret``); ``writable``: the child's
     directory, its config home, its TMPDIR and the hook channel directory; ``governing``: every file
     metaharness wrote into them (re-bound read-only); ``hidden``: the caller's home root and every
-    custody file's directory; ``command``: the harness argv.
+    custody file's directory; ``init``: the argv that starts the in-view init (the shell names its
+    own module); ``command``: the harness argv.
     """
 
     bwrap: str
@@ -83,7 +83,7 @@ class ConfinementFacts(msgspec.Struct, frozen=True, kw_only=True):
     reads: tuple[str, ...] = ()
     writable: tuple[str, ...]
     governing: tuple[str, ...] = ()
-    interpreter: str
+    init: tuple[str, ...]
     scratch: str
     cwd: str
     command: tuple[str, ...]
@@ -267,7 +267,7 @@ def plan_confinement(facts: ConfinementFacts) -> Result[Confinement, Refusal]:
     mounts += [Mount("bind", path, path) for path in writable]
     mounts += [Mount("ro-bind", path, path) for path in dict.fromkeys((*facts.governing, *facts.sockets))]
     socket = posixpath.join(facts.scratch, ROUTE_SOCKET) if facts.route is not None else None
-    init = [facts.interpreter, "-m", INIT_MODULE]
+    init = list(facts.init)
     if socket is not None:
         mounts.append(Mount("ro-bind", socket, socket))
         init += ["--bridge", str(BRIDGE_PORT), "--socket", socket]

@@ -9,7 +9,7 @@ it (``.`` for the directory itself), anything else absolute, so a tree rule neve
 
 The links are facts: a map from absolute path to link target (``None``: looked at, no link) that the
 shell gathers by asking ``resolve_path`` which paths it consulted and looking each up until nothing new
-is asked (``metaharness.shell.tree_links``). A path absent from the map is taken as no link; with an
+is asked (the shell's tree links). A path absent from the map is taken as no link; with an
 empty map the resolution is lexical.
 """
 

@@ -221,6 +221,12 @@ def program_reads(argv: Sequence[str], child_path: str) -> tuple[str, ...]:
     return (*closure(program, child_path), *named)
 
 
+def confine_init() -> tuple[str, ...]:
+    """The argv that starts the in-view init and bridge (``metaharness.shell.confine_init``) under the
+    Python running metaharness, whose roots the view binds."""
+    return (sys.executable, "-m", "metaharness.shell.confine_init")
+
+
 @functools.cache
 def own_roots() -> tuple[str, ...]:
     """Where this metaharness runs from: its interpreter's roots and its packages' directories (the
@@ -307,7 +313,7 @@ def confine(
         reads=(*prepared.reads, *inputs),
         writable=tuple(writable),
         governing=tuple(path for path in governing if os.path.lexists(path)),
-        interpreter=sys.executable,
+        init=confine_init(),
         scratch=scratch,
         cwd=cwd,
         command=tuple(command),
@@ -348,7 +354,7 @@ def doctor_lines(kind: Kind, program: str, caller_env: dict[str, str]) -> tuple[
     facts = ConfinementFacts(
         bwrap=bwrap, bwrap_version=version, system=system_entries(), home=home,
         hidden=hidden_trees(custody_files(caller_env)), closure=closure(program, path_floor(caller_env)),
-        writable=tuple(writable), interpreter=sys.executable, scratch=scratch, cwd=f"{scratch}/work",
+        writable=tuple(writable), init=confine_init(), scratch=scratch, cwd=f"{scratch}/work",
         command=(program,), route=ModelRoute("<the model endpoint>", ()), caller_uid=os.getuid(),
     )  # fmt: skip
     planned = plan_confinement(facts)

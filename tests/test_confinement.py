@@ -100,7 +100,7 @@ def view(route: ModelRoute | None = None, caller_uid: int = 1000) -> Confinement
         system=(SystemEntry("/usr"), SystemEntry("/bin", "usr/bin")), home="/home/op", hidden=("/home/op/.claude",),
         closure=("/opt/node_modules", "/opt/node_modules/.bin", "/home/op/.local/bin"),
         writable=(f"{scratch}/work", f"{scratch}/tmp"), governing=(f"{scratch}/hooks/pretooluse",),
-        interpreter="/opt/venv/bin/python", scratch=scratch, cwd=f"{scratch}/work", command=("claude", "-p", "x"),
+        init=("/opt/venv/bin/python", "-m", "metaharness.shell.confine_init"), scratch=scratch, cwd=f"{scratch}/work", command=("claude", "-p", "x"),
         route=route, caller_uid=caller_uid,
     )  # fmt: skip
 

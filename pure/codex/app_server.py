@@ -1,6 +1,5 @@
 """A codex catalogue run's ``codex app-server`` conversation as a pure state machine
-(docs/adapters/codex.md#catalogue-app-server, docs/hermetic.md#catalogue-delivery, #calling-a-catalogue-entry;
-design amendment a66).
+(docs/adapters/codex.md#catalogue-app-server, docs/hermetic.md#catalogue-delivery, #calling-a-catalogue-entry).
 
 The wire is JSON-RPC without a ``jsonrpc`` member, one object per line. The client sends
 ``initialize`` (negotiating ``experimentalApi``, which ``dynamicTools`` need), then ``initialized``;
