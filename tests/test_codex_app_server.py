@@ -1,5 +1,5 @@
 """The codex app-server conversation as a pure machine (docs/adapters/codex.md#catalogue-app-server,
-docs/hermetic.md#catalogue-delivery, #calling-a-catalogue-entry; design amendment a66), and the catalogue's codex
+docs/hermetic.md#catalogue-delivery, #calling-a-catalogue-entry), and the catalogue's codex
 stage-6 refusals over real files."""
 
 from __future__ import annotations

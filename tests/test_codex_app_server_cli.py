@@ -1,6 +1,6 @@
 """``metaharness run codex --tool-surface owned --catalogue FILE`` as a user runs it: the real
 ``codex app-server`` (pinned 0.171.0) against ``b10x-emulator`` scenario ``codex-catalogue-write``
-(docs/adapters/codex.md, docs/hermetic.md#catalogue-delivery, #catalogue-refusals; design amendment a66)."""
+(docs/adapters/codex.md, docs/hermetic.md#catalogue-delivery, #catalogue-refusals)."""
 
 from __future__ import annotations
 

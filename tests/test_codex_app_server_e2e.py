@@ -1,6 +1,5 @@
 """The real ``codex app-server`` (pinned 0.171.0) serving a catalogue against ``b10x-emulator``
-(docs/adapters/codex.md#catalogue-app-server, docs/hermetic.md#catalogue-delivery, #calling-a-catalogue-entry;
-design amendment a66).
+(docs/adapters/codex.md#catalogue-app-server, docs/hermetic.md#catalogue-delivery, #calling-a-catalogue-entry).
 
 Emulator scenario ``codex-catalogue-write`` calls the catalogue entry ``write_note`` (at the pin,
 through code mode's ``exec``). The run is driven in-process by ``drive_app_server`` over a planned,
