@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from returns.result import Failure
 
@@ -26,8 +26,7 @@ FIELDS = st.dictionaries(
 def test_a_refused_line_with_a_string_id_is_answered_malformed(fields: dict, command_id: object) -> None:
     line = json.dumps({**fields, "id": command_id} if command_id is not None else fields).encode()
     framed = read_command(line)
-    if not isinstance(framed, Failure):
-        return
+    assume(isinstance(framed, Failure))
     unreadable = unreadable_command(line, framed.failure())
     if not isinstance(command_id, str):
         assert unreadable is None
