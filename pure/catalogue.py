@@ -197,7 +197,8 @@ def _yaml_loader(duplicates: _Duplicates) -> Any:
                     seen.add(typed)
                 except TypeError:
                     continue
-            return super().construct_mapping(node, deep=deep)
+            mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
+            return mapping
 
     return Loader
 

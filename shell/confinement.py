@@ -120,7 +120,8 @@ def prepare(options: RunOptions, caller_env: dict[str, str], custody: str | None
         return None
     found = substrate()
     if isinstance(found, Failure):
-        return found.failure()
+        refused: Refusal = found.failure()
+        return refused
     bwrap, version = found.unwrap()
     kind: Kind = options.kind
     route = model_route(
@@ -128,12 +129,14 @@ def prepare(options: RunOptions, caller_env: dict[str, str], custody: str | None
         options.model_wire,
     )  # fmt: skip
     if isinstance(route, Failure):
-        return route.failure()
+        unroutable: Refusal = route.failure()
+        return unroutable
     home = caller_env.get("HOME") or None
     hidden = hidden_trees(custody_files(caller_env))
     reads = check_confine_reads(options.confine_read, home, hidden)
     if isinstance(reads, Failure):
-        return reads.failure()
+        exposing: Refusal = reads.failure()
+        return exposing
     return Prepared(bwrap=bwrap, bwrap_version=version, route=route.unwrap(), reads=reads.unwrap(), home=home,
                     hidden=hidden)  # fmt: skip
 

@@ -31,7 +31,8 @@ def _frame(adapter: Adapter, decisions: str, frame: str | None) -> Frame | None 
         return Refusal("frame-required", required)
     beside = refuse_frame_beside_observe(decisions, frame)
     if isinstance(beside, Failure):
-        return beside.failure()
+        refusal: Refusal = beside.failure()
+        return refusal
     if frame is None:
         return None
     loaded = read_frame_file(frame)

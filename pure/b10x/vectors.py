@@ -29,6 +29,7 @@ from metaharness.pure.events import Transcript
 from metaharness.pure.frames import Frame, load_frame
 from metaharness.pure.jsonline import canonical, sha256_hex
 from metaharness.pure.options import RunOptions
+from metaharness.pure.refusal import Refusal
 
 Tier = Literal["C1", "C2", "C3", "C4"]
 Outcome = Literal["pass", "FAIL", "warn"]
@@ -168,7 +169,8 @@ def c1_fixture(number: int, frame_bytes: bytes | None) -> dict[str, object] | st
             return f"the vector's frame does not load: {loaded.failure().message}"
         admissible = check_frame_admissible(loaded.unwrap())
         if isinstance(admissible, Failure):
-            return admissible.failure().message
+            refusal: Refusal = admissible.failure()
+            return refusal.message
         frame = admissible.unwrap()
     options, facts = c1_inputs(number, frame)
     planned = plan_b10x_launch(options, facts)

@@ -36,6 +36,7 @@ from metaharness.pure.conformance import (
     provider_contract_line,
 )
 from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
+from metaharness.pure.refusal import Refusal
 
 PROGRAM = "/opt/vendor/bin/claude"
 ENDPOINT_ROUTE = EnvironmentDeclaration(kind="claude", credentials="none", model_endpoint=ENDPOINT)
@@ -111,7 +112,8 @@ def planned_fixture(spec: ClaudeRunSpec, own_cli: tuple[str, ...]) -> dict[str, 
     facts = {f"{CALLER['HOME']}/.local/bin/claude": ProgramCandidate(regular=True, executable=True)}
     planned = plan_claude_launch(msgspec.structs.replace(spec, own_cli=own_cli), CALLER, SCRATCH, facts)
     if isinstance(planned, Failure):
-        return planned.failure().line()
+        refusal: Refusal = planned.failure()
+        return refusal.line()
     return launch_fixture(msgspec.structs.replace(planned.unwrap(), program=PROGRAM))
 
 

@@ -234,8 +234,9 @@ def _response(session: Session, message: dict[str, Any]) -> tuple[Session, tuple
 
 
 def _error_text(error: Any) -> str:
-    if isinstance(error, dict) and isinstance(error.get("message"), str):
-        return error["message"]
+    message = error.get("message") if isinstance(error, dict) else None
+    if isinstance(message, str):
+        return message
     return "it gave no result" if error is None else compact(error).decode("utf-8", "replace")
 
 

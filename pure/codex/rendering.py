@@ -71,9 +71,8 @@ def patch_text(input: Any) -> str | None:
     """The patch of an ``apply_patch`` call: the hook's ``{command}`` or the record's raw string."""
     if isinstance(input, str):
         return input
-    if isinstance(input, dict) and isinstance(input.get("command"), str):
-        return input["command"]
-    return None
+    command = input.get("command") if isinstance(input, dict) else None
+    return command if isinstance(command, str) else None
 
 
 def patch_resolution(patch: str) -> tuple[tuple[str, ...], tuple[str, ...]]:

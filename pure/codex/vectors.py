@@ -34,6 +34,7 @@ from metaharness.pure.conformance import (
 )
 from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
 from metaharness.pure.hermetic import MemoryWalk
+from metaharness.pure.refusal import Refusal
 
 PROGRAM = "/opt/vendor/bin/codex"
 
@@ -112,7 +113,8 @@ def planned_fixture(spec: CodexRunSpec) -> dict[str, Any] | str:
     walk = MemoryWalk(start="/scratch", hits=(), root_names=())
     planned = plan_codex_launch(spec, CALLER, SCRATCH, facts, walk=walk)
     if isinstance(planned, Failure):
-        return planned.failure().line()
+        refusal: Refusal = planned.failure()
+        return refusal.line()
     return launch_fixture(msgspec.structs.replace(planned.unwrap(), program=PROGRAM))
 
 

@@ -57,7 +57,7 @@ def parse_retry_after(value: str | None, now_unix: float) -> int | None:
 
 def transport_wait_ms(failed_attempt: int, retry_after_ms: int | None) -> int:
     """Wait before attempt ``failed_attempt + 1``: 500 ms·2ⁿ, raised to a capped ``Retry-After``."""
-    backoff = 500 * 2**failed_attempt
+    backoff = int(500 * 2**failed_attempt)
     if retry_after_ms is None:
         return backoff
     return max(backoff, min(retry_after_ms, RETRY_AFTER_CAP_MS))
@@ -73,7 +73,7 @@ def transport_retry_warning(failed_attempt: int, wait_ms: int, reason: str) -> s
 
 def loop_pause_ms(retry: int) -> int:
     """The cancellable pause after loop retry ``retry`` (1-based): 0.5, 1, 2 s."""
-    return 500 * 2 ** (retry - 1)
+    return int(500 * 2 ** (retry - 1))
 
 
 def may_retry_in_transport(error: WireError, attempt: int, reached_sink: bool, cancelled: bool) -> bool:
