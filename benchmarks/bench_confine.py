@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from metaharness.pure.codex.adapter import WIRE_PATHS as CODEX_WIRE
+from metaharness.pure.codex.vendor import WIRE_PATHS as CODEX_WIRE
 from metaharness.shell.confine_init import bridge
 from metaharness.shell.loopback import RouteProxy
 

@@ -1,10 +1,11 @@
 """The adapter contract: everything a shared module needs to know about one kind, as one frozen value.
 
-Each kind defines its ``Adapter`` in ``pure/<kind>/adapter.py``; ``metaharness.pure.adapters`` collects
-them, and the shared modules (options, environment, hermetic, capabilities, loopback, confinement,
-projection, replay) look a kind up there instead of naming it. A kind's adapter module imports nothing
-but leaf modules, so every shared module can consult the registry at import time; what needs the
-kind's heavy stages (its replay, its frame check) imports them when called. See ``docs/DEVELOPING.md`` "Adding a fourth kind".
+Each kind defines its ``Adapter`` in ``pure/<kind>/adapter.py``, importing its own stages (its replay,
+its frame check) at the top; ``metaharness.pure.adapters`` collects them, and the shared modules
+(options, environment, hermetic, capabilities, loopback, confinement, projection, replay) look a kind
+up there instead of naming it. A kind's stages never import its adapter module or the registry: what
+they share with it (program, pins, API paths, tool names) is the leaf ``pure/<kind>/vendor.py``, so the
+import graph has no cycle (``tests/test_import_graph.py``). See ``docs/DEVELOPING.md`` "Adding a fourth kind".
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ from typing import TYPE_CHECKING, Literal
 import msgspec
 from returns.result import Result
 
+from metaharness.pure.kind import Kind
+from metaharness.pure.modes import DecisionMode, HermeticMode
 from metaharness.pure.refusal import Refusal
 
 if TYPE_CHECKING:
     from metaharness.pure.frames import Frame
-    from metaharness.pure.options import DecisionMode, HermeticMode
 
 Status = Literal["delivered", "unverified", "absent"]
 Variables = tuple[tuple[str, str], ...]
@@ -212,7 +214,7 @@ class Replayed(msgspec.Struct, frozen=True):
 class Adapter(msgspec.Struct, frozen=True, kw_only=True):
     """One kind, as every shared module sees it."""
 
-    kind: str
+    kind: Kind
     program: str
     """The binary the spawn runs, resolved on the child's PATH (``doctor`` names it too)."""
     pins: tuple[str, ...]
@@ -230,7 +232,6 @@ class Adapter(msgspec.Struct, frozen=True, kw_only=True):
     confinement: ConfinementShape
     record_source: str
     """The vendor format ``project --from KIND`` names as the document's source."""
-    replay: Callable[[bytes, ReplayRequest], Replayed]
     admit_frame: Callable[[Frame], Result[Frame, Refusal]] | None
     """The kind's own check of a loaded frame, run after the frame file's."""
     caller_seam: bool

@@ -7,7 +7,7 @@ type error. Shared modules look a kind up here and never name one (``tests/test_
 
 from __future__ import annotations
 
-from typing import Literal, assert_never, get_args
+from typing import assert_never
 
 from metaharness.pure.adapter import Adapter, Loopback
 from metaharness.pure.b10x.adapter import ADAPTER as B10X
@@ -15,13 +15,7 @@ from metaharness.pure.claude.adapter import ADAPTER as CLAUDE
 from metaharness.pure.claude.adapter import LOOPBACK as CLAUDE_LOOPBACK
 from metaharness.pure.codex.adapter import ADAPTER as CODEX
 from metaharness.pure.codex.adapter import LOOPBACK as CODEX_LOOPBACK
-
-Kind = Literal["claude", "codex", "b10x"]
-KINDS: tuple[Kind, ...] = get_args(Kind)
-"""The kinds in the order the CLI lists them."""
-
-LoopbackKind = Literal["claude", "codex"]
-"""The kinds whose credential the loopback proxy can carry (their adapter has a ``Loopback``)."""
+from metaharness.pure.kind import Kind, LoopbackKind
 
 
 def adapter_of(kind: Kind) -> Adapter:
@@ -35,11 +29,6 @@ def adapter_of(kind: Kind) -> Adapter:
             return B10X
         case _:
             assert_never(kind)
-
-
-def kind_named(name: str) -> Kind | None:
-    """The kind spelled ``name``, or ``None`` when no kind is."""
-    return next((kind for kind in KINDS if kind == name), None)
 
 
 def route_dialect(kind: Kind, first_path: str) -> LoopbackKind:

@@ -14,8 +14,9 @@ from typing import Literal
 import msgspec
 
 from metaharness.pure.adapter import Status
-from metaharness.pure.adapters import Kind, adapter_of
+from metaharness.pure.adapters import adapter_of
 from metaharness.pure.jsonline import compact
+from metaharness.pure.kind import Kind
 
 OPERATIONS: tuple[str, ...] = (
     "file.read",

@@ -19,9 +19,10 @@ from urllib.parse import urlsplit
 import msgspec
 from returns.result import Failure, Result, Success
 
-from metaharness.pure.adapters import Kind, adapter_of
+from metaharness.pure.adapters import adapter_of
 from metaharness.pure.events import Hermetic, RowHow, RowWhy
 from metaharness.pure.hermetic import ROWS, MemoryWalk
+from metaharness.pure.kind import Kind
 from metaharness.pure.refusal import Refusal
 
 SYSTEM_ROOTS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/sys")

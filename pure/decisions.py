@@ -65,7 +65,7 @@ from metaharness.pure.events import (
 )
 from metaharness.pure.frames import Frame, Operation
 from metaharness.pure.jsonline import canonical, sha256_hex
-from metaharness.pure.options import DecisionMode
+from metaharness.pure.modes import DecisionMode
 from metaharness.pure.run_stages import VENDOR_BUDGET_MS, deadline_reason, decision_deadline
 
 AbandonCause: TypeAlias = Literal["the turn ended", "the stream ended", "the run was interrupted", "the run was halted"]

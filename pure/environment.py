@@ -17,7 +17,8 @@ import msgspec
 from returns.result import Failure, Result, Success
 
 from metaharness.pure.adapter import Variables
-from metaharness.pure.adapters import KINDS, Kind, LoopbackKind, adapter_of, loopback_of
+from metaharness.pure.adapters import adapter_of, loopback_of
+from metaharness.pure.kind import KINDS, Kind, LoopbackKind
 from metaharness.pure.refusal import Refusal
 
 Credentials = Literal["operator-login", "api-key", "loopback", "none"]

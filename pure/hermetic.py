@@ -23,8 +23,9 @@ from typing import Literal
 import msgspec
 from returns.result import Failure, Result, Success
 
-from metaharness.pure.adapters import KINDS, Kind, adapter_of
+from metaharness.pure.adapters import adapter_of
 from metaharness.pure.events import Hermetic, InstalledPlugin, RowHow, RowWhy, SessionStarted
+from metaharness.pure.kind import KINDS, Kind
 from metaharness.pure.refusal import Refusal
 
 Verdict = Literal["ok", "gap", "unk"]

@@ -17,8 +17,9 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from metaharness.pure.adapters import LoopbackKind, loopback_of
+from metaharness.pure.adapters import loopback_of
 from metaharness.pure.events import AuthExpired, WarningRaised
+from metaharness.pure.kind import LoopbackKind
 
 Headers = tuple[tuple[str, str], ...]
 

@@ -18,13 +18,12 @@ import msgspec
 from returns.result import Failure, Result, Success
 
 from metaharness.pure.adapter import RunRules
-from metaharness.pure.adapters import Kind, adapter_of
+from metaharness.pure.adapters import adapter_of
 from metaharness.pure.environment import Credentials, ProgramCandidate, resolve_program
+from metaharness.pure.kind import Kind
+from metaharness.pure.modes import DecisionMode, HermeticMode
 from metaharness.pure.refusal import Refusal
 
-DecisionMode = Literal["frame", "ask", "observe"]
-HermeticMode = Literal["off", "on", "strict"]
-HERMETIC_MODES: tuple[HermeticMode, ...] = ("off", "on", "strict")
 WRITE_SCOPES = ("allowed", "partial-only", "denied")
 
 RUN_OPTION_ORDER: tuple[str, ...] = (

@@ -14,10 +14,12 @@ import msgspec
 from returns.result import Failure, Result, Success
 
 from metaharness.pure.adapter import ReplayRequest
-from metaharness.pure.adapters import Kind, adapter_of
+from metaharness.pure.adapters import adapter_of
 from metaharness.pure.events import read_event
 from metaharness.pure.jsonline import compact, sha256_hex
+from metaharness.pure.kind import Kind
 from metaharness.pure.refusal import Refusal
+from metaharness.pure.replays import replay_of
 
 TRACE_FORMAT = "trace-ir/1"
 EVENT_SOURCE = "metaharness.event/1"
@@ -198,7 +200,7 @@ def project_stream(
 def replay_stream(kind: Kind, name: str, record: bytes) -> bytes:
     """A retained vendor record of ``kind`` mapped into ``metaharness.event/1`` as ``replay`` maps it
     with its defaults (docs/events.md#replay), ``name`` being the record's path as given."""
-    return adapter_of(kind).replay(record, ReplayRequest(transcript_path=name)).stream
+    return replay_of(kind)(record, ReplayRequest(transcript_path=name)).stream
 
 
 def project_record(kind: Kind, name: str, record: bytes) -> Result[TraceDocument, Refusal]:

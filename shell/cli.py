@@ -18,15 +18,10 @@ import click
 from click.core import ParameterSource
 from returns.result import Failure
 
-from metaharness.pure.adapters import KINDS, Kind
 from metaharness.pure.capabilities import descriptor_json, descriptor_lines
-from metaharness.pure.options import (
-    HERMETIC_MODES,
-    WRITE_SCOPES,
-    RunOptions,
-    check_run_options,
-    split_command_words,
-)
+from metaharness.pure.kind import KINDS, Kind
+from metaharness.pure.modes import HERMETIC_MODES
+from metaharness.pure.options import WRITE_SCOPES, RunOptions, check_run_options, split_command_words
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_limits import parse_duration
 from metaharness.shell.refusals import refuse

@@ -25,7 +25,7 @@ import metaharness
 import metaharness.pure
 import metaharness.shell
 import metaharness.vectors
-from metaharness.pure.adapters import KINDS, Kind, adapter_of, route_dialect
+from metaharness.pure.adapters import adapter_of, route_dialect
 from metaharness.pure.bounds import CREDENTIAL_FILE_LIMIT
 from metaharness.pure.confinement import (
     ROUTE_SOCKET,
@@ -47,6 +47,7 @@ from metaharness.pure.confinement import (
 )
 from metaharness.pure.environment import operator_login_file, path_directories, path_floor
 from metaharness.pure.hermetic import Verdict
+from metaharness.pure.kind import KINDS, Kind
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.bounded_reads import read_regular

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from metaharness.pure.adapters import Kind
+from metaharness.pure.kind import Kind
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.adapters import live_adapter_of
 from metaharness.shell.refusals import refuse

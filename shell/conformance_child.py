@@ -9,28 +9,15 @@ keeping the bytes the hook printed; then it writes the rest.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
 
-from metaharness.pure.adapters import Kind, kind_named
-from metaharness.pure.hook_channel import HOOK_PROGRAM
+from metaharness.pure.kind import kind_named
 from metaharness.shell.adapters import live_adapter_of
 
 SETTLE_S = 0.1
 """A pause after the announcing line, so the run reads it (codex: its 25 ms poll) before the hook rings."""
-
-
-def stage_scripted_child(kind: Kind, scratch: str, record: bytes, request: bytes) -> tuple[tuple[str, ...], str]:
-    """The run's half of C3: writes the captured record and hook request into ``scratch``; returns this
-    module's invocation after the interpreter and the path its hook answer is written to."""
-    record_path, request_path, answer = (os.path.join(scratch, name) for name in ("record.jsonl", "request.json", "answer"))
-    for path, data in ((record_path, record), (request_path, request)):
-        with open(path, "wb") as handle:
-            handle.write(data)
-    hook = os.path.join(scratch, HOOK_PROGRAM)
-    return ("-m", "metaharness.shell.conformance_child", kind, record_path, request_path, hook, answer), answer
 
 
 def main(argv: list[str]) -> int:

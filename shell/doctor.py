@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import sys
 
-from metaharness.pure.adapters import Kind, adapter_of
+from metaharness.pure.adapters import adapter_of
 from metaharness.pure.environment import path_floor
+from metaharness.pure.kind import Kind
 from metaharness.shell.adapters import live_adapter_of
+from metaharness.shell.confinement import doctor_lines
 from metaharness.shell.facts import caller_environment, gather_program_candidates
 
 
@@ -16,8 +18,6 @@ def run_doctor(kind: Kind) -> int:
     the exit of docs/adapters/common.md#doctor."""
     code = live_adapter_of(kind).doctor()
     if code != 2:
-        from metaharness.shell.confinement import doctor_lines
-
         caller_env = caller_environment()
         name = adapter_of(kind).program
         found = [path for path, fact in gather_program_candidates(name, path_floor(caller_env)).items() if fact.regular]

@@ -7,22 +7,10 @@ docs/adapters/b10x.md#program-and-version); anything else is parsed and run by :
 
 from __future__ import annotations
 
-import importlib.metadata
 import sys
 from collections.abc import Sequence
 
-VERSION_FLAGS = ("-V", "--version")
-
-
-def version() -> str:
-    """This distribution's installed version."""
-    return importlib.metadata.version("metaharness")
-
-
-def print_version() -> None:
-    """``b10x-harness <version>`` on stdout."""
-    sys.stdout.write(f"b10x-harness {version()}\n")
-    sys.stdout.flush()
+from metaharness.shell.loop.version import VERSION_FLAGS, print_version
 
 
 def main(argv: Sequence[str] | None = None) -> None:

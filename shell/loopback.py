@@ -26,11 +26,11 @@ from urllib.parse import urlsplit
 
 from returns.result import Failure
 
-from metaharness.pure.adapters import LoopbackKind
 from metaharness.pure.bounds import CREDENTIAL_FILE_LIMIT
 from metaharness.pure.environment import loopback_custody_token
 from metaharness.pure.events import Event, RouteTraffic
 from metaharness.pure.jsonline import compact
+from metaharness.pure.kind import LoopbackKind
 from metaharness.pure.loopback import (
     MAX_HEAD,
     MAX_RETRY_BODY,

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 from returns.result import Failure
 
-from metaharness.pure.adapters import Kind
 from metaharness.pure.bounds import INPUT_FILE_LIMIT
+from metaharness.pure.kind import Kind
 from metaharness.pure.projection import (
     TraceDocument,
     check_projection_request,

@@ -13,11 +13,13 @@ import sys
 from returns.result import Failure
 
 from metaharness.pure.adapter import Adapter, ReplayRequest
-from metaharness.pure.adapters import Kind, adapter_of
+from metaharness.pure.adapters import adapter_of
 from metaharness.pure.bounds import INPUT_FILE_LIMIT
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
-from metaharness.pure.options import DecisionMode, HermeticMode
+from metaharness.pure.kind import Kind
+from metaharness.pure.modes import DecisionMode, HermeticMode
 from metaharness.pure.refusal import Refusal
+from metaharness.pure.replays import replay_of
 from metaharness.pure.run_stages import unaudited_exit
 from metaharness.shell.bounded_reads import read_bounded
 from metaharness.shell.frame_file import read_frame_file
@@ -68,7 +70,7 @@ def run_replay(
     path = transcript_path if transcript_path is not None else record
     request = ReplayRequest(run_id=run_id, decisions=decisions, frame=loaded, hermetic=hermetic,
                             harness_version=harness_version, model=model, transcript_path=path)  # fmt: skip
-    replayed = adapter.replay(data, request)
+    replayed = replay_of(kind)(data, request)
     if answers is not None and adapter.caller_seam:
         try:
             with open(answers, "wb") as handle:

@@ -19,7 +19,6 @@ from returns.result import Failure
 from rich.console import Console, RenderableType
 from rich.live import Live
 
-from metaharness.pure.adapters import KINDS, Kind
 from metaharness.pure.events import (
     EventLine,
     SessionEnded,
@@ -32,6 +31,7 @@ from metaharness.pure.events import (
     event_name,
     read_event,
 )
+from metaharness.pure.kind import KINDS, Kind
 from metaharness.pure.projection import replay_stream
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_view import (

@@ -8,10 +8,12 @@ import pytest
 from returns.result import Failure
 
 from metaharness.pure.adapter import ReplayRequest
-from metaharness.pure.adapters import KINDS, Kind, LoopbackKind, adapter_of, loopback_of
+from metaharness.pure.adapters import adapter_of, loopback_of
 from metaharness.pure.capabilities import descriptor
 from metaharness.pure.environment import EnvironmentDeclaration, credential_posture
-from metaharness.pure.options import DecisionMode, RunOptions, check_kind_carriage
+from metaharness.pure.kind import KINDS, Kind, LoopbackKind
+from metaharness.pure.modes import DecisionMode
+from metaharness.pure.options import RunOptions, check_kind_carriage
 
 
 @pytest.mark.parametrize("kind", KINDS)

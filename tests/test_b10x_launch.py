@@ -6,13 +6,8 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from metaharness.pure.b10x.launch import (
-    B10xLaunchFacts,
-    check_frame_admissible,
-    launch_fixture,
-    plan_b10x_launch,
-    resolve_b10x_program,
-)
+from metaharness.pure.b10x.admissibility import check_frame_admissible
+from metaharness.pure.b10x.launch import B10xLaunchFacts, launch_fixture, plan_b10x_launch, resolve_b10x_program
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import ProgramCandidate
 from metaharness.pure.frames import seal_frame

@@ -18,8 +18,8 @@ import pytest
 from emulator_process import running_emulator
 from vendor_cli import pinned_cli
 
-from metaharness.pure.claude.adapter import PINS
 from metaharness.pure.claude.launch import CANARY_LOADED
+from metaharness.pure.claude.vendor import PINS
 
 SHAPES = {
     "CLAUDE.md": "CLAUDE.md",

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from metaharness.pure.adapters import KINDS
+from metaharness.pure.kind import KINDS
 
 HEAVY = ("httpx", "yaml", *(f"metaharness.{side}.{kind}" for side in ("pure", "shell") for kind in KINDS),
          "metaharness.shell.loop", "metaharness.pure.wires", "metaharness.shell.run", "metaharness.shell.mcp_serve")  # fmt: skip
@@ -26,8 +26,11 @@ def imported_by(*args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]
     return done, modules
 
 
-LIGHT = frozenset(f"metaharness.pure.{kind}{part}" for kind in KINDS for part in ("", ".adapter"))
-"""Each kind's package and its adapter value, which the descriptor is read from."""
+LIGHT = frozenset(f"metaharness.pure.{kind}{part}" for kind in KINDS for part in ("", ".adapter", ".vendor")) | {
+    "metaharness.pure.b10x.admissibility"
+}
+"""Each kind's package, its adapter value (which the descriptor is read from) and the leaves it is built from:
+its vendor facts and, on b10x, the frame check."""
 
 
 def heavy(modules: set[str]) -> list[str]:

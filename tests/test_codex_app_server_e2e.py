@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from codex_process import CODEX, census, decided, of, sealed_frame, well_formed
 
-from metaharness.pure.codex.adapter import PINS
 from metaharness.pure.codex.rollout import RolloutLaunch
+from metaharness.pure.codex.vendor import PINS
 from metaharness.pure.decisions import open_desk
 from metaharness.pure.events import Exited, Transcript
 from metaharness.pure.hook_channel import HOOK_TIMEOUT_S

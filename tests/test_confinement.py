@@ -6,8 +6,8 @@ import msgspec
 import pytest
 from returns.result import Failure, Success
 
-from metaharness.pure.claude.adapter import WIRE_PATHS as CLAUDE_WIRE
-from metaharness.pure.codex.adapter import WIRE_PATHS as CODEX_WIRE
+from metaharness.pure.claude.vendor import WIRE_PATHS as CLAUDE_WIRE
+from metaharness.pure.codex.vendor import WIRE_PATHS as CODEX_WIRE
 from metaharness.pure.confinement import (
     BRIDGE_PORT,
     ConfinementFacts,

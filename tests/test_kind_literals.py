@@ -2,7 +2,8 @@
 
 The rule: in ``pure/`` and ``shell/``, a string constant whose whole value is a kind's name (``"claude"``,
 ``"codex"``, ``"b10x"``) appears only in that kind's own folders (``pure/<kind>/``, ``shell/<kind>/``)
-and in the two registries (``pure/adapters.py``, ``shell/adapters.py``). Prose that mentions a kind (a
+and in the registries (``pure/kind.py``, which defines ``Kind``, ``pure/adapters.py``, ``pure/replays.py``,
+``shell/adapters.py``). Prose that mentions a kind (a
 refusal's message, help text, a docstring) is not a kind literal; a shared module that needs to know
 something about a kind asks the registry.
 """
@@ -14,11 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from metaharness.pure.adapters import KINDS, Kind, adapter_of
+from metaharness.pure.adapters import adapter_of
+from metaharness.pure.kind import KINDS, Kind
+from metaharness.pure.replays import replay_of
 from metaharness.shell.adapters import live_adapter_of
 
 ROOT = Path(__file__).resolve().parent.parent
-REGISTRIES = frozenset({"pure/adapters.py", "shell/adapters.py"})
+REGISTRIES = frozenset({"pure/kind.py", "pure/adapters.py", "pure/replays.py", "shell/adapters.py"})
 
 
 def kind_literals(source: str) -> list[tuple[int, str]]:
@@ -65,5 +68,5 @@ def test_each_registry_entry_is_the_kinds_own_adapter(kind: Kind) -> None:
     """The registries hand out the adapter defined in the kind's own folder, under its own name."""
     adapter = adapter_of(kind)
     assert adapter.kind == kind
-    assert adapter.replay.__module__ == f"metaharness.pure.{kind}.adapter"
+    assert replay_of(kind).__module__ == f"metaharness.pure.{kind}.replay"
     assert type(live_adapter_of(kind)).__module__ == f"metaharness.shell.{kind}.adapter"

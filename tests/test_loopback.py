@@ -16,8 +16,8 @@ import httpx
 import pytest
 from emulator_process import running_emulator
 
-from metaharness.pure.claude.adapter import WIRE_PATHS as CLAUDE_WIRE
-from metaharness.pure.codex.adapter import WIRE_PATHS as CODEX_WIRE
+from metaharness.pure.claude.vendor import WIRE_PATHS as CLAUDE_WIRE
+from metaharness.pure.codex.vendor import WIRE_PATHS as CODEX_WIRE
 from metaharness.pure.loopback import (
     LoopbackCounters,
     RequestHead,

@@ -21,10 +21,10 @@ from emulator_process import running_emulator
 from vendor_cli import pinned_cli
 
 from metaharness.pure.adapter import MCP_CALL_TEMPLATE
-from metaharness.pure.claude.adapter import RENDERING as CLAUDE_RENDERING
 from metaharness.pure.claude.rendering import CLAUDE_NO_OPERATION
-from metaharness.pure.codex.adapter import RENDERING as CODEX_RENDERING
+from metaharness.pure.claude.vendor import RENDERING as CLAUDE_RENDERING
 from metaharness.pure.codex.rendering import CODEX_NO_OPERATION, HOOK_NAMES
+from metaharness.pure.codex.vendor import RENDERING as CODEX_RENDERING
 from metaharness.pure.emulator.request import read_request, wire_of
 
 METAHARNESS = str(Path(sys.executable).with_name("metaharness"))

@@ -3,11 +3,7 @@ credentials, hermetic rows, frame check and replay (``metaharness.pure.adapter``
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING
-
-from returns.result import Result
 
 from metaharness.pure.adapter import (
     Adapter,
@@ -18,31 +14,11 @@ from metaharness.pure.adapter import (
     EnvironmentGuard,
     HermeticShape,
     Memory,
-    Replayed,
-    ReplayRequest,
     RowText,
     RunRules,
 )
-from metaharness.pure.refusal import Refusal
-
-if TYPE_CHECKING:
-    from metaharness.pure.frames import Frame
-
-KIND = "b10x"
-PROGRAM = "b10x-harness"
-PIN = "0.22.0"
-
-RENDERING: Mapping[str, str] = MappingProxyType(
-    {
-        "file.read": "file_read",
-        "file.write": "file_write",
-        "file.edit": "file_edit",
-        "dir.list": "dir_list",
-        "search": "search",
-        "shell": "run",
-    }
-)
-"""The loop's tool for each operation; the rest render to nothing (docs/adapters/b10x.md)."""
+from metaharness.pure.b10x.admissibility import check_frame_admissible
+from metaharness.pure.b10x.vendor import KIND, PIN, PROGRAM, RENDERING
 
 FRAME_REQUIRED = (
     "--decisions frame (the default) without --frame on b10x: with nothing to decide from, every write "
@@ -61,24 +37,6 @@ def launch_rows(scratch: str, servers: tuple[str, ...], h2_unavailable: str | No
         ("H8", "imposed", f"{named}; no ambient discovery"),
         ("H9", "unavailable", "the version is read from the launch's --version probe"),
     )
-
-
-def replay(record: bytes, request: ReplayRequest) -> Replayed:
-    """A loop record mapped as ``replay`` maps it, with the caller-seam lines it answers."""
-    from metaharness.pure.b10x.replay import replay_b10x, replay_settings
-
-    settings = replay_settings(run=request.run_id, decisions=request.attested_decisions, frame=request.frame, hermetic=request.hermetic,
-                               harness_version=request.harness_version, model=request.model,
-                               transcript_path=request.transcript_path)  # fmt: skip
-    outcome = replay_b10x(settings, record)
-    return Replayed(outcome.stream, outcome.reason, outcome.answers)
-
-
-def admit_frame(frame: Frame) -> Result[Frame, Refusal]:
-    """``frame-inadmissible``: the loop's reads must stay admitted (``check_frame_admissible``)."""
-    from metaharness.pure.b10x.launch import check_frame_admissible
-
-    return check_frame_admissible(frame)
 
 
 ADAPTER = Adapter(
@@ -142,8 +100,7 @@ ADAPTER = Adapter(
     ),
     confinement=ConfinementShape(vendor_route=None, view_grant="", writable=("config",)),
     record_source="b10x-harness.record",
-    replay=replay,
-    admit_frame=admit_frame,
+    admit_frame=check_frame_admissible,
     caller_seam=True,
 )
 """The b10x adapter (docs/adapters/b10x.md)."""

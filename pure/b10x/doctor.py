@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import posixpath
 
-from metaharness.pure.b10x.adapter import PIN
 from metaharness.pure.b10x.loop_flags import not_built_flags
+from metaharness.pure.b10x.vendor import PIN
 from metaharness.pure.doctor import DoctorReport, declared_flags
 
 SENT_FLAGS = (

@@ -13,9 +13,10 @@ import posixpath
 from collections.abc import Mapping
 
 import msgspec
-from returns.result import Failure, Result, Success
+from returns.result import Result, Success
 
-from metaharness.pure.b10x.adapter import PROGRAM
+from metaharness.pure.b10x.admissibility import check_frame_admissible
+from metaharness.pure.b10x.vendor import PROGRAM
 from metaharness.pure.context import (
     ContextCopy,
     ContextFileRead,
@@ -34,7 +35,7 @@ from metaharness.pure.environment import (
     resolve_program,
 )
 from metaharness.pure.events import ContextFile, Hermetic, InstalledPlugin
-from metaharness.pure.frames import Frame, Operation
+from metaharness.pure.frames import Frame
 from metaharness.pure.hermetic import (
     LaunchFacts,
     MemoryWalk,
@@ -45,7 +46,8 @@ from metaharness.pure.hermetic import (
     workdir_mode,
 )
 from metaharness.pure.jsonline import sha256_hex
-from metaharness.pure.options import DecisionMode, RunOptions
+from metaharness.pure.modes import DecisionMode
+from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 
 CONTEXT_CHANNEL = "loop-context"
@@ -318,42 +320,3 @@ def launch_fixture(launch: B10xLaunch) -> dict[str, object]:
     if launch.context_files:
         fixture["context_files"] = [msgspec.to_builtins(item) for item in launch.context_files]
     return fixture
-
-
-UNASKED_READS = ("file.read", "dir.list", "search")
-"""The reads the loop runs unasked below its lowest ceiling, which a b10x frame must admit
-(docs/adapters/b10x.md#frame-admissibility)."""
-
-
-def check_frame_admissible(frame: Frame) -> Result[Frame, Refusal]:
-    """``frame-inadmissible`` (docs/adapters/b10x.md#frame-admissibility): the frame must admit ``file.read``,
-    ``dir.list`` and ``search`` in its operations and in every subject rule (operations first, then the rules in
-    order), and a frame with ``subjects`` must end in a ``**`` or ``file:**`` rule."""
-    where: str | None = None
-    missing = _first_missing(frame.operations)
-    if missing is not None:
-        where = "in its operations"
-    for number, rule in enumerate(frame.subjects or (), start=1):
-        if where is not None:
-            break
-        missing = _first_missing(rule.operations)
-        if missing is not None:
-            where = f"in subject rule {number} ({rule.subject})"
-    if where is None and frame.subjects is not None and (not frame.subjects or frame.subjects[-1].subject not in ("**", "file:**")):
-        missing = UNASKED_READS[0]
-        where = "for subjects no rule matches (the last rule must be ** or file:**)"
-    if where is None:
-        return Success(frame)
-    return Failure(
-        Refusal(
-            "frame-inadmissible",
-            f"the frame {frame.digest} does not admit {missing} {where}: the loop runs reads unasked below its "
-            "lowest approval ceiling (low), so metaharness cannot decide them, and a frame that narrowed them "
-            "would be recorded as enforced when it is not",
-        )
-    )
-
-
-def _first_missing(operations: tuple[Operation, ...]) -> str | None:
-    names = {operation.op for operation in operations}
-    return next((op for op in UNASKED_READS if op not in names), None)

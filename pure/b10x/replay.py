@@ -11,10 +11,11 @@ from collections.abc import Iterator
 
 import msgspec
 
+from metaharness.pure.adapter import Replayed, ReplayRequest
 from metaharness.pure.b10x.seam import Answer, SeamSettings, SeamState, end_of_record, open_seam, read_line, wind_up
 from metaharness.pure.events import Hermetic, StreamClosed, Transcript, UnknownProcess
 from metaharness.pure.frames import Frame
-from metaharness.pure.options import DecisionMode, HermeticMode
+from metaharness.pure.modes import DecisionMode, HermeticMode
 
 
 class ReplayOutcome(msgspec.Struct, frozen=True):
@@ -87,3 +88,12 @@ def replay_b10x(settings: SeamSettings, record: bytes) -> ReplayOutcome:
     perform(effects)
     closed = msgspec.json.decode(stream[-1], type=StreamClosed)
     return ReplayOutcome(b"".join(stream), b"".join(answers), closed.reason)
+
+
+def replay(record: bytes, request: ReplayRequest) -> Replayed:
+    """A loop record mapped as ``replay`` maps it, with the caller-seam lines it answers."""
+    settings = replay_settings(run=request.run_id, decisions=request.attested_decisions, frame=request.frame, hermetic=request.hermetic,
+                               harness_version=request.harness_version, model=request.model,
+                               transcript_path=request.transcript_path)  # fmt: skip
+    outcome = replay_b10x(settings, record)
+    return Replayed(outcome.stream, outcome.reason, outcome.answers)

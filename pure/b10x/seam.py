@@ -62,7 +62,7 @@ from metaharness.pure.events import (
 )
 from metaharness.pure.frames import Frame, Operation
 from metaharness.pure.jsonline import compact, sha256_hex
-from metaharness.pure.options import DecisionMode
+from metaharness.pure.modes import DecisionMode
 from metaharness.pure.readings import stated_count
 from metaharness.pure.run_stages import (
     VENDOR_BUDGET_MS,

@@ -14,16 +14,11 @@ from typing import Literal
 import msgspec
 from returns.result import Failure
 
-from metaharness.pure.b10x.adapter import PIN, PROGRAM
-from metaharness.pure.b10x.launch import (
-    B10xLaunchFacts,
-    check_frame_admissible,
-    launch_fixture,
-    plan_b10x_launch,
-    version_token,
-)
+from metaharness.pure.b10x.admissibility import check_frame_admissible
+from metaharness.pure.b10x.launch import B10xLaunchFacts, launch_fixture, plan_b10x_launch, version_token
 from metaharness.pure.b10x.replay import replay_b10x, replay_hermetic, replay_settings
 from metaharness.pure.b10x.seam import SeamSettings
+from metaharness.pure.b10x.vendor import PIN, PROGRAM
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.events import Transcript
 from metaharness.pure.frames import Frame, load_frame

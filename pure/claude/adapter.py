@@ -13,7 +13,6 @@ from returns.result import Failure, Result, Success
 from metaharness.pure.adapter import (
     LOOP_ONLY,
     LOOP_ONLY_OPTIONS,
-    MCP_CALL_TEMPLATE,
     VENDOR_SCOPE,
     VENDOR_SCOPE_OPTIONS,
     Adapter,
@@ -25,39 +24,14 @@ from metaharness.pure.adapter import (
     HermeticShape,
     Loopback,
     Memory,
-    Replayed,
-    ReplayRequest,
     RowText,
     RunRules,
     Variables,
     VendorRoute,
 )
+from metaharness.pure.claude.vendor import KIND, PINS, PROGRAM, RENDERING, UPSTREAM, WIRE_PATHS
 from metaharness.pure.jsonline import compact
 from metaharness.pure.refusal import Refusal
-
-KIND = "claude"
-PROGRAM = "claude"
-PINS = ("2.1.332",)
-UPSTREAM = "https://api.anthropic.com"
-WIRE_PATHS = ("/v1/messages", "/v1/messages/count_tokens")
-"""The Messages API's own request paths, the only ones a route forwards."""
-
-RENDERING: Mapping[str, str] = MappingProxyType(
-    {
-        "file.read": "Read",
-        "file.write": "Write",
-        "file.edit": "Edit",
-        "shell": "Bash",
-        "web.read": "WebFetch",
-        "skill.load": "Skill",
-        "subagent.spawn": "Agent",
-        "mcp.call": MCP_CALL_TEMPLATE,
-    }
-)
-"""Claude Code's tool for each operation, as the pinned 2.1.332 names it in its API tool list and its
-hook's ``tool_name`` (the subagent tool is ``Agent``; only the ``init`` record says ``Task``). It
-offers no ``Glob``, ``Grep`` or ``TodoWrite``, so ``dir.list``, ``search`` and ``task.todo`` render to
-nothing (docs/vendor-facts.md)."""
 
 ENDPOINT_VARIABLES = ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC")
 ENDPOINT_PLACEHOLDER = "metaharness-model-endpoint"
@@ -107,16 +81,6 @@ def launch_rows(scratch: str, servers: tuple[str, ...], h2_unavailable: str | No
         ),
         ("H9", "unavailable", "the version is read from the opening record"),
     )
-
-
-def replay(record: bytes, request: ReplayRequest) -> Replayed:
-    """Claude Code's stream-json record mapped as ``replay`` maps it."""
-    from metaharness.pure.claude.replay import replay_claude, replay_facts
-
-    facts = replay_facts(decisions=request.attested_decisions, hermetic=request.hermetic, transcript_path=request.transcript_path,
-                         harness_version=request.harness_version, model=request.model)  # fmt: skip
-    stream, reason = replay_claude(record, facts, request.run_id)
-    return Replayed(stream, reason, b"")
 
 
 LOOPBACK = Loopback(
@@ -194,7 +158,6 @@ ADAPTER = Adapter(
         writable=("claude-home", "tmp", "hook-channel"),
     ),
     record_source="claude.stream-json",
-    replay=replay,
     admit_frame=None,
     caller_seam=False,
 )

@@ -9,7 +9,7 @@ import re
 
 import msgspec
 
-from metaharness.pure.claude.adapter import PINS
+from metaharness.pure.claude.vendor import PINS
 
 SENT_FLAGS = (
     "-p",

@@ -20,8 +20,8 @@ import msgspec
 from returns.result import Failure, Result, Success
 
 from metaharness.pure.catalogue import Catalogue, needs_writable, scratch_copy
-from metaharness.pure.claude.adapter import PINS, PROGRAM
 from metaharness.pure.claude.plugins import PluginCopy
+from metaharness.pure.claude.vendor import PINS, PROGRAM
 from metaharness.pure.context import ContextFileRead, check_argument_sizes, context_record, render_context_block
 from metaharness.pure.environment import (
     ChildEnvironment,

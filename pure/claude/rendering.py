@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 from metaharness.pure.catalogue import Catalogue, resolve_catalogue_call
-from metaharness.pure.claude.adapter import RENDERING as CLAUDE_RENDERING
+from metaharness.pure.claude.vendor import RENDERING as CLAUDE_RENDERING
 from metaharness.pure.frames import MCP_CALL, OPERATION_NAMES, Operation
 
 _FILE_TOOLS = frozenset({"Read", "Write", "Edit"})

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 import msgspec
 
+from metaharness.pure.adapter import Replayed, ReplayRequest
 from metaharness.pure.census import ZERO_CENSUS
 from metaharness.pure.claude.seam import BUDGET_WORDS, RecordState, SessionFacts, map_record, terminal_stop
 from metaharness.pure.correlation import Correlator, on_readings, on_stream_end
@@ -92,3 +93,11 @@ def replay_claude(record: bytes, facts: SessionFacts, run: str) -> tuple[bytes, 
     stream, line = stamp(stream, closing_marker(stream, reason, UnknownProcess()))
     out.extend(line)
     return bytes(out), reason
+
+
+def replay(record: bytes, request: ReplayRequest) -> Replayed:
+    """Claude Code's stream-json record mapped as ``replay`` maps it."""
+    facts = replay_facts(decisions=request.attested_decisions, hermetic=request.hermetic, transcript_path=request.transcript_path,
+                         harness_version=request.harness_version, model=request.model)  # fmt: skip
+    stream, reason = replay_claude(record, facts, request.run_id)
+    return Replayed(stream, reason, b"")

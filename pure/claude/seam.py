@@ -17,8 +17,8 @@ from msgspec import UNSET, UnsetType
 from metaharness.pure.bounds import decode_bounded
 from metaharness.pure.catalogue import Catalogue
 from metaharness.pure.census import ZERO_CENSUS
-from metaharness.pure.claude.adapter import PINS
 from metaharness.pure.claude.rendering import resolve_claude_call
+from metaharness.pure.claude.vendor import PINS
 from metaharness.pure.events import (
     Abstain,
     Allow,

@@ -73,7 +73,7 @@ from metaharness.pure.events import (
 )
 from metaharness.pure.frames import Frame
 from metaharness.pure.hook_channel import HOOK_GAVE_UP, HOOK_TIMEOUT_S, HookCall, read_hook_request, request_unreadable
-from metaharness.pure.options import DecisionMode
+from metaharness.pure.modes import DecisionMode
 from metaharness.pure.readings import Emitted
 from metaharness.pure.run_stages import closing_reason, no_terminal_record
 from metaharness.pure.stop import GROUP_POLICY

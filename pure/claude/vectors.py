@@ -17,9 +17,9 @@ import msgspec
 from returns.result import Failure
 
 from metaharness.pure.catalogue import load_catalogue
-from metaharness.pure.claude.adapter import PINS
 from metaharness.pure.claude.launch import ClaudeRunSpec, plan_claude_launch
 from metaharness.pure.claude.replay import replay_claude, replay_facts
+from metaharness.pure.claude.vendor import PINS
 from metaharness.pure.conformance import (
     BRIEF,
     CALLER,

@@ -13,7 +13,6 @@ from returns.result import Failure, Result, Success
 from metaharness.pure.adapter import (
     LOOP_ONLY,
     LOOP_ONLY_OPTIONS,
-    MCP_CALL_TEMPLATE,
     VENDOR_SCOPE,
     VENDOR_SCOPE_OPTIONS,
     Adapter,
@@ -25,28 +24,13 @@ from metaharness.pure.adapter import (
     HermeticShape,
     Loopback,
     Memory,
-    Replayed,
-    ReplayRequest,
     RowText,
     RunRules,
     VendorRoute,
 )
+from metaharness.pure.codex.vendor import KIND, LOOPBACK_KEY_VARIABLE, PINS, PROGRAM, RENDERING, UPSTREAM, WIRE_PATHS
 from metaharness.pure.jsonline import compact
 from metaharness.pure.refusal import Refusal
-
-KIND = "codex"
-PROGRAM = "codex"
-PINS = ("0.171.0",)
-UPSTREAM = "https://api.openai.com"
-WIRE_PATHS = ("/v1/responses",)
-"""The Responses API's own request path, the only one a route forwards."""
-LOOPBACK_KEY_VARIABLE = "METAHARNESS_LOOPBACK_KEY"
-"""The variable the codex child reads its loopback placeholder from (the provider's ``env_key``)."""
-
-RENDERING: Mapping[str, str] = MappingProxyType(
-    {"file.write": "apply_patch", "file.edit": "apply_patch", "shell": "Bash", "mcp.call": MCP_CALL_TEMPLATE}
-)
-"""Codex's tool for each operation; the rest render to nothing (docs/adapters/codex.md)."""
 
 
 def operator_login_file(caller_env: Mapping[str, str]) -> str | None:
@@ -96,16 +80,6 @@ def launch_rows(scratch: str, servers: tuple[str, ...], h2_unavailable: str | No
         ("H8", "imposed", "PreToolUse hook in config.toml, --dangerously-bypass-hook-trust, no CODEX_DISABLE_HOOKS"),
         ("H9", "unavailable", "the version is read from the opening record"),
     )
-
-
-def replay(record: bytes, request: ReplayRequest) -> Replayed:
-    """A codex rollout mapped as ``replay`` maps it."""
-    from metaharness.pure.codex.replay import replay_launch, replay_rollout
-
-    launch = replay_launch(decisions=request.decisions, hermetic=request.hermetic, transcript_path=request.transcript_path,
-                           frame_digest=None if request.frame is None else request.frame.digest)  # fmt: skip
-    stream, reason = replay_rollout(record, launch, request.run_id)
-    return Replayed(stream, reason, b"")
 
 
 LOOPBACK = Loopback(
@@ -185,7 +159,6 @@ ADAPTER = Adapter(
         writable=("codex-home", "tmp", "hook-channel"),
     ),
     record_source="codex.rollout",
-    replay=replay,
     admit_frame=None,
     caller_seam=False,
 )

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import posixpath
 
-from metaharness.pure.codex.adapter import PINS
 from metaharness.pure.codex.app_server import app_server_args
+from metaharness.pure.codex.vendor import PINS
 from metaharness.pure.doctor import DoctorReport, declared_flags
 
 SENT_FLAGS = (

@@ -16,8 +16,8 @@ import msgspec
 from returns.result import Failure, Result, Success
 
 from metaharness.pure.catalogue import Catalogue, scratch_copy
-from metaharness.pure.codex.adapter import LOOPBACK_KEY_VARIABLE, PROGRAM
 from metaharness.pure.codex.skills import skill_ambient, skills_h2_why
+from metaharness.pure.codex.vendor import LOOPBACK_KEY_VARIABLE, PROGRAM
 from metaharness.pure.context import (
     ContextFileRead,
     check_argument_sizes,

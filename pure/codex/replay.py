@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from metaharness.pure.adapter import Replayed, ReplayRequest
 from metaharness.pure.census import ZERO_CENSUS
-from metaharness.pure.codex.adapter import PINS, PROGRAM
 from metaharness.pure.codex.rollout import RolloutLaunch, RolloutReader, read_rollout_line, session_ended
+from metaharness.pure.codex.vendor import PINS, PROGRAM
 from metaharness.pure.correlation import Correlator, on_readings, on_stream_end
 from metaharness.pure.events import (
     Hermetic,
@@ -96,3 +97,11 @@ def replay_rollout(record: bytes, launch: RolloutLaunch, run: str) -> tuple[byte
     stream, line = stamp(stream, closing_marker(stream, reason, UnknownProcess()))
     out.extend(line)
     return bytes(out), reason
+
+
+def replay(record: bytes, request: ReplayRequest) -> Replayed:
+    """A codex rollout mapped as ``replay`` maps it."""
+    launch = replay_launch(decisions=request.decisions, hermetic=request.hermetic, transcript_path=request.transcript_path,
+                           frame_digest=None if request.frame is None else request.frame.digest)  # fmt: skip
+    stream, reason = replay_rollout(record, launch, request.run_id)
+    return Replayed(stream, reason, b"")

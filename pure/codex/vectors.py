@@ -14,9 +14,9 @@ from typing import Any
 import msgspec
 from returns.result import Failure
 
-from metaharness.pure.codex.adapter import PINS
 from metaharness.pure.codex.launch import CodexRunSpec, plan_codex_launch
 from metaharness.pure.codex.replay import replay_launch, replay_rollout
+from metaharness.pure.codex.vendor import PINS
 from metaharness.pure.conformance import (
     BRIEF,
     CALLER,

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from metaharness.pure.refusal import Refusal
+from metaharness.shell.live_adapter import ScriptedChild, VectorReport
 
 if TYPE_CHECKING:
     from metaharness.pure.options import RunOptions
-    from metaharness.shell.adapters import ScriptedChild, VectorReport
 
 
 class B10xLive:
@@ -26,7 +26,6 @@ class B10xLive:
 
     def vectors(self) -> VectorReport | Refusal:
         from metaharness.pure.b10x.vectors import contract_line, summary_line
-        from metaharness.shell.adapters import VectorReport
         from metaharness.shell.b10x.conformance import VectorUnreadable, run_b10x_vectors
 
         try:

@@ -7,9 +7,9 @@ import sys
 
 from returns.result import Failure
 
-from metaharness.pure.b10x.adapter import PROGRAM
 from metaharness.pure.b10x.doctor import doctor_report
 from metaharness.pure.b10x.launch import child_path, resolve_b10x_program, version_token
+from metaharness.pure.b10x.vendor import PROGRAM
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.facts import caller_environment, gather_program_candidates, probe_stdout
 from metaharness.shell.refusals import refuse

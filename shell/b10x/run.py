@@ -16,11 +16,10 @@ import tempfile
 
 import msgspec
 
-from metaharness.pure.b10x.adapter import PIN, PROGRAM
+from metaharness.pure.b10x.admissibility import check_frame_admissible
 from metaharness.pure.b10x.launch import (
     B10xLaunch,
     B10xLaunchFacts,
-    check_frame_admissible,
     child_path,
     environment_declaration,
     plan_b10x_launch,
@@ -30,6 +29,7 @@ from metaharness.pure.b10x.launch import (
 )
 from metaharness.pure.b10x.loop_flags import loop_flag_refusal, tier_flags
 from metaharness.pure.b10x.seam import SeamSettings, unverified_tier, version_off_pin
+from metaharness.pure.b10x.vendor import PIN, PROGRAM
 from metaharness.pure.bounds import HOOKS_FILE_LIMIT
 from metaharness.pure.confinement import bridge_url, confined_hermetic
 from metaharness.pure.context import ContextFileRead

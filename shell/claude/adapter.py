@@ -8,10 +8,10 @@ import sys
 from typing import IO, TYPE_CHECKING, Any
 
 from metaharness.pure.refusal import Refusal
+from metaharness.shell.live_adapter import ScriptedChild, VectorReport
 
 if TYPE_CHECKING:
     from metaharness.pure.options import RunOptions
-    from metaharness.shell.adapters import ScriptedChild, VectorReport
 
 
 class ClaudeScriptedChild:
@@ -50,7 +50,6 @@ class ClaudeLive:
     def vectors(self) -> VectorReport | Refusal:
         from metaharness.pure.claude.vectors import contract_line
         from metaharness.pure.conformance import summary_line
-        from metaharness.shell.adapters import VectorReport
         from metaharness.shell.claude.conformance import claude_outcomes
 
         outcomes = claude_outcomes()

@@ -31,8 +31,8 @@ from metaharness.pure.environment import ProgramCandidate
 from metaharness.pure.frames import load_frame
 from metaharness.shell.claude.live import drive_claude
 from metaharness.shell.claude.run import materialise
-from metaharness.shell.conformance_child import stage_scripted_child
 from metaharness.shell.facts import own_cli
+from metaharness.shell.scripted_child import stage_scripted_child
 
 
 def vector_bytes(name: str) -> bytes:

@@ -19,7 +19,6 @@ import tempfile
 import msgspec
 
 from metaharness.pure.catalogue import Catalogue
-from metaharness.pure.claude.adapter import PINS, PROGRAM, WIRE_PATHS
 from metaharness.pure.claude.doctor import version_token
 from metaharness.pure.claude.launch import (
     CANARY_LOADED,
@@ -33,6 +32,7 @@ from metaharness.pure.claude.launch import (
 from metaharness.pure.claude.plugins import PluginCopy, PluginFile, PluginTree, plan_plugins
 from metaharness.pure.claude.seam import SessionFacts
 from metaharness.pure.claude.session import open_session
+from metaharness.pure.claude.vendor import PINS, PROGRAM, WIRE_PATHS
 from metaharness.pure.confinement import BRIDGE_PORT, bridge_url, confined_hermetic, pointed_at_bridge
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import (

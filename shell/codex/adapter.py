@@ -7,10 +7,10 @@ import os
 from typing import IO, TYPE_CHECKING, Any
 
 from metaharness.pure.refusal import Refusal
+from metaharness.shell.live_adapter import ScriptedChild, VectorReport
 
 if TYPE_CHECKING:
     from metaharness.pure.options import RunOptions
-    from metaharness.shell.adapters import ScriptedChild, VectorReport
 
 ROLLOUT = "sessions/2026/11/30/rollout-2026-11-30T00-00-00-golden.jsonl"
 """Where the scripted child writes the rollout, under ``$CODEX_HOME``."""
@@ -54,7 +54,6 @@ class CodexLive:
     def vectors(self) -> VectorReport | Refusal:
         from metaharness.pure.codex.vectors import contract_line
         from metaharness.pure.conformance import summary_line
-        from metaharness.shell.adapters import VectorReport
         from metaharness.shell.codex.conformance import codex_outcomes
 
         outcomes = codex_outcomes()

@@ -30,7 +30,7 @@ from metaharness.pure.frames import load_frame
 from metaharness.pure.hook_channel import HOOK_TIMEOUT_S
 from metaharness.shell.codex.live import drive_codex
 from metaharness.shell.codex.run import materialise
-from metaharness.shell.conformance_child import stage_scripted_child
+from metaharness.shell.scripted_child import stage_scripted_child
 
 
 def vector_bytes(name: str) -> bytes:

@@ -10,8 +10,8 @@ import tempfile
 
 from returns.result import Failure
 
-from metaharness.pure.codex.adapter import PROGRAM
 from metaharness.pure.codex.doctor import codex_doctor_report, version_token
+from metaharness.pure.codex.vendor import PROGRAM
 from metaharness.pure.environment import CALLER_VARIABLES, path_floor, resolve_program
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.facts import caller_environment, gather_program_candidates, probe_stdout

@@ -20,6 +20,7 @@ from metaharness.pure.eval.results import RunResult, batch_exit, lost_result, re
 from metaharness.pure.projection import project_stream
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_page import audited_lines, run_page
+from metaharness.shell.cli import cli
 from metaharness.shell.eval.executors import Outcome, PendingRun, ray_module, ray_reachable, run_locally, run_on_ray
 from metaharness.shell.eval.packing import RunInputs, resolve_workspace, ship_arm, workspace_archive
 from metaharness.shell.eval.progress import Progress
@@ -42,8 +43,6 @@ def refusal_line(refusal: Refusal) -> str:
 
 def run_option_table() -> tuple[click.Command, dict[str, OptionShape]]:
     """The real ``metaharness run`` command and its options by long name."""
-    from metaharness.shell.cli import cli
-
     command = cli.commands["run"]
     table = {
         next(flag for flag in param.opts if flag.startswith("--"))[2:]: OptionShape(flag=param.is_flag, multiple=param.multiple)

@@ -44,7 +44,7 @@ from metaharness.shell.loop.cancel import CancelToken
 from metaharness.shell.loop.credentials import CredentialSource, read_credential
 from metaharness.shell.loop.extensions import load_extensions
 from metaharness.shell.loop.session import SessionFile, load_session, save_session, session_dir, session_id
-from metaharness.shell.loop_cli import VERSION_FLAGS, print_version, version
+from metaharness.shell.loop.version import VERSION_FLAGS, print_version, version
 
 if TYPE_CHECKING:
     from metaharness.shell.loop.runner import Loop, Recorder

@@ -1,0 +1,26 @@
+"""The b10x loop at its pin, as every b10x stage names it: the program, the pinned version and the loop's
+tool names (docs/adapters/b10x.md).
+
+A leaf: the adapter value and the kind's stages import it, so neither imports the other's facts back."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Final
+
+KIND: Final = "b10x"
+PROGRAM = "b10x-harness"
+PIN = "0.22.0"
+
+RENDERING: Mapping[str, str] = MappingProxyType(
+    {
+        "file.read": "file_read",
+        "file.write": "file_write",
+        "file.edit": "file_edit",
+        "dir.list": "dir_list",
+        "search": "search",
+        "shell": "run",
+    }
+)
+"""The loop's tool for each operation; the rest render to nothing (docs/adapters/b10x.md)."""
