@@ -49,10 +49,6 @@ class PatchHunk(Struct, frozen=True):
     move_to: str | None = None
 
 
-class _Invalid(Exception):
-    """The patch is not one the pinned parser accepts; the message says where."""
-
-
 def _trim(text: str) -> str:
     return text.strip(RUST_WHITESPACE)
 
@@ -67,80 +63,83 @@ def _lines(text: str) -> list[str]:
     return [part.removesuffix("\r") for part in parts]
 
 
-def _check_boundaries(lines: list[str]) -> list[str]:
+def _check_boundaries(lines: list[str]) -> Result[list[str], str]:
     """The hunk lines between the begin and end markers."""
     if not lines or _trim(lines[0]) != BEGIN_PATCH:
-        raise _Invalid(f"the first line of the patch must be '{BEGIN_PATCH}'")
+        return Failure(f"the first line of the patch must be '{BEGIN_PATCH}'")
     if _trim(lines[-1]) != END_PATCH:
-        raise _Invalid(f"the last line of the patch must be '{END_PATCH}'")
-    return lines[1:-1]
+        return Failure(f"the last line of the patch must be '{END_PATCH}'")
+    return Success(lines[1:-1])
 
 
-def _body(lines: list[str]) -> list[str]:
+def _body(lines: list[str]) -> Result[list[str], str]:
     """The hunk lines, a heredoc wrapper removed when the bare text has no markers."""
-    try:
-        return _check_boundaries(lines)
-    except _Invalid:
-        if len(lines) >= 4 and lines[0] in _HEREDOC_OPENINGS and lines[-1].endswith("EOF"):
-            return _check_boundaries(lines[1:-1])
-        raise
+    wrapped = len(lines) >= 4 and lines[0] in _HEREDOC_OPENINGS and lines[-1].endswith("EOF")
+    return _check_boundaries(lines).lash(lambda bare: _check_boundaries(lines[1:-1]) if wrapped else Failure(bare))
 
 
-def _chunk_length(lines: list[str], line_number: int, first: bool) -> int:
+def _chunk_length(lines: list[str], line_number: int, first: bool) -> Result[int, str]:
     """How many lines one update chunk takes."""
     if lines[0] == "@@" or lines[0].startswith("@@ "):
         start = 1
     elif first:
         start = 0
     else:
-        raise _Invalid(f"line {line_number}: an update chunk after the first must begin with @@, not {lines[0]!r}")
+        return Failure(f"line {line_number}: an update chunk after the first must begin with @@, not {lines[0]!r}")
     if start >= len(lines):
-        raise _Invalid(f"line {line_number + 1}: the update chunk has no lines")
+        return Failure(f"line {line_number + 1}: the update chunk has no lines")
     taken = 0
     for line in lines[start:]:
         if line == END_OF_FILE:
             if taken == 0:
-                raise _Invalid(f"line {line_number + 1}: the update chunk has no lines")
+                return Failure(f"line {line_number + 1}: the update chunk has no lines")
             taken += 1
             break
         if line and line[0] not in " +-":
             if taken == 0:
-                raise _Invalid(f"line {line_number + 1}: {line!r} is not a context, added or removed line")
+                return Failure(f"line {line_number + 1}: {line!r} is not a context, added or removed line")
             break
         taken += 1
-    return start + taken
+    return Success(start + taken)
 
 
-def _hunk(lines: list[str], line_number: int) -> tuple[PatchHunk, int]:
+def _update_hunk(lines: list[str], line_number: int, path: str) -> Result[tuple[PatchHunk, int], str]:
+    """An ``*** Update File:`` hunk: its optional move, then at least one chunk."""
+    taken = 1
+    move_to = None
+    if len(lines) > 1 and lines[1].startswith(MOVE_TO):
+        move_to = lines[1][len(MOVE_TO) :]
+        taken = 2
+    chunks = 0
+    while taken < len(lines):
+        if not _trim(lines[taken]):
+            taken += 1
+            continue
+        if lines[taken].startswith("*"):
+            break
+        length = _chunk_length(lines[taken:], line_number + taken, chunks == 0)
+        if isinstance(length, Failure):
+            return Failure(length.failure())
+        taken += length.unwrap()
+        chunks += 1
+    if chunks == 0:
+        return Failure(f"line {line_number}: the update of {path!r} has no chunk")
+    return Success((PatchHunk("update", path, move_to), taken))
+
+
+def _hunk(lines: list[str], line_number: int) -> Result[tuple[PatchHunk, int], str]:
     """The hunk at the start of ``lines`` and how many lines it takes."""
     header = _trim(lines[0])
     if header.startswith(ADD_FILE):
         taken = 1
         while taken < len(lines) and lines[taken].startswith("+"):
             taken += 1
-        return PatchHunk("add", header[len(ADD_FILE) :]), taken
+        return Success((PatchHunk("add", header[len(ADD_FILE) :]), taken))
     if header.startswith(DELETE_FILE):
-        return PatchHunk("delete", header[len(DELETE_FILE) :]), 1
+        return Success((PatchHunk("delete", header[len(DELETE_FILE) :]), 1))
     if header.startswith(UPDATE_FILE):
-        path = header[len(UPDATE_FILE) :]
-        taken = 1
-        move_to = None
-        if len(lines) > 1 and lines[1].startswith(MOVE_TO):
-            move_to = lines[1][len(MOVE_TO) :]
-            taken = 2
-        chunks = 0
-        while taken < len(lines):
-            if not _trim(lines[taken]):
-                taken += 1
-                continue
-            if lines[taken].startswith("*"):
-                break
-            taken += _chunk_length(lines[taken:], line_number + taken, chunks == 0)
-            chunks += 1
-        if chunks == 0:
-            raise _Invalid(f"line {line_number}: the update of {path!r} has no chunk")
-        return PatchHunk("update", path, move_to), taken
-    raise _Invalid(
+        return _update_hunk(lines, line_number, header[len(UPDATE_FILE) :])
+    return Failure(
         f"line {line_number}: {header!r} is not a hunk header ({ADD_FILE.strip()}, {DELETE_FILE.strip()} "
         f"or {UPDATE_FILE.strip()} expected)"
     )
@@ -148,15 +147,18 @@ def _hunk(lines: list[str], line_number: int) -> tuple[PatchHunk, int]:
 
 def parse_patch(patch: str) -> Result[tuple[PatchHunk, ...], str]:
     """The hunks of ``patch`` in order, or why the pinned Codex would refuse to apply it."""
-    try:
-        remaining = _body(_lines(_trim(patch)))
-        hunks: list[PatchHunk] = []
-        line_number = 2
-        while remaining:
-            hunk, taken = _hunk(remaining, line_number)
-            hunks.append(hunk)
-            line_number += taken
-            remaining = remaining[taken:]
-    except _Invalid as invalid:
-        return Failure(str(invalid))
+    body = _body(_lines(_trim(patch)))
+    if isinstance(body, Failure):
+        return Failure(body.failure())
+    remaining = body.unwrap()
+    hunks: list[PatchHunk] = []
+    line_number = 2
+    while remaining:
+        read = _hunk(remaining, line_number)
+        if isinstance(read, Failure):
+            return Failure(read.failure())
+        hunk, taken = read.unwrap()
+        hunks.append(hunk)
+        line_number += taken
+        remaining = remaining[taken:]
     return Success(tuple(hunks))
