@@ -57,7 +57,8 @@ class CredentialPosture(msgspec.Struct, frozen=True):
     ``variables`` are added to the child's environment; ``credential_file`` is the caller's file to copy
     into the scratch home before every spawn (operator-login on claude/codex), else ``None``;
     ``loop_arguments`` are the b10x loop's credential flags (docs/adapters/b10x.md#argv row 10); ``h4_how`` and
-    ``h6_how`` are the attestation wording of rows H4 and H6.
+    ``h6_how`` are the attestation wording of rows H4 and H6; ``loopback`` says the child holds a per-run
+    placeholder that the loopback proxy swaps for the custody token (``--credentials loopback``).
     """
 
     variables: Variables
@@ -65,6 +66,7 @@ class CredentialPosture(msgspec.Struct, frozen=True):
     loop_arguments: tuple[str, ...]
     h4_how: str
     h6_how: str
+    loopback: bool = False
 
 
 class ChildEnvironment(msgspec.Struct, frozen=True):
@@ -248,6 +250,7 @@ def _loopback_posture(
             "no key variable is in the child's environment; it holds a per-run placeholder",
             "the child held a per-run placeholder and no credential file; the token was read per request from "
             f"{custody_path} and attached on the way to {upstream}",
+            loopback=True,
         )
     )
 

@@ -353,7 +353,7 @@ def confined_launch(
             )
         )  # fmt: skip
     confinement = None if spawn is None else spawn.confinement
-    loopback = launch.environment.posture.h6_how.startswith("the child held a per-run placeholder")
+    loopback = launch.environment.posture.loopback
     hermetic = confined_hermetic(launch.hermetic, confinement, loopback, "claude", walk)
     return msgspec.structs.replace(launch, hermetic=hermetic), spawn
 

@@ -359,7 +359,7 @@ def confined_launch(
     child's directory, CODEX_HOME, TMPDIR and the hook channel; the generated files, the credential
     copy and the plugin copies read-only. A catalogue ``server`` argv gets a view of its own, without
     the route."""
-    loopback = launch.environment.posture.h6_how.startswith("the child held a per-run placeholder")
+    loopback = launch.environment.posture.loopback
     if prepared is None:
         return Success((msgspec.structs.replace(launch, hermetic=confined_hermetic(launch.hermetic, None, loopback,
                                                                                   "codex")), None, None))  # fmt: skip
