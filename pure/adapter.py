@@ -211,6 +211,16 @@ class Replayed(msgspec.Struct, frozen=True):
     seam_lines: bytes
 
 
+class SeamAnswer(msgspec.Struct, frozen=True):
+    """A caller-seam line a replay answered with (``replay --answers``), beside the event lines it yields."""
+
+    line: bytes
+
+
+ReplayOutput = bytes | SeamAnswer
+"""What a kind's replay yields as it reads: an event line (``\n`` included), or a seam answer."""
+
+
 class Adapter(msgspec.Struct, frozen=True, kw_only=True):
     """One kind, as every shared module sees it."""
 

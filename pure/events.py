@@ -609,6 +609,12 @@ def stamp_each(stream: Stream, payloads: list[Event]) -> tuple[Stream, list[byte
     return Stream(stream.run, stream.written + len(lines), unended), lines
 
 
+def closed_reason(stream: bytes) -> str:
+    """The closing reason of a whole stream, read from its last line, the ``stream.closed`` marker."""
+    last = stream.rstrip(b"\n").rpartition(b"\n")[2]
+    return msgspec.json.decode(last, type=StreamClosed).reason
+
+
 def closing_marker(stream: Stream, reason: str, process: Process) -> StreamClosed:
     """The ``stream.closed`` payload for ``stream`` as it stands (docs/events.md#stream-ending: ``events`` =
     lines before it)."""

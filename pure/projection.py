@@ -19,7 +19,7 @@ from metaharness.pure.events import read_event
 from metaharness.pure.jsonline import compact, sha256_hex
 from metaharness.pure.kind import Kind
 from metaharness.pure.refusal import Refusal
-from metaharness.pure.replays import replay_of
+from metaharness.pure.replays import replay_whole
 
 TRACE_FORMAT = "trace-ir/1"
 EVENT_SOURCE = "metaharness.event/1"
@@ -200,7 +200,7 @@ def project_stream(
 def replay_stream(kind: Kind, name: str, record: bytes) -> bytes:
     """A retained vendor record of ``kind`` mapped into ``metaharness.event/1`` as ``replay`` maps it
     with its defaults (docs/events.md#replay), ``name`` being the record's path as given."""
-    return replay_of(kind)(record, ReplayRequest(transcript_path=name)).stream
+    return replay_whole(kind, record, ReplayRequest(transcript_path=name)).stream
 
 
 def project_record(kind: Kind, name: str, record: bytes) -> Result[TraceDocument, Refusal]:

@@ -1,27 +1,32 @@
 """``metaharness replay <KIND> <RECORD>``: a retained vendor record mapped offline (docs/events.md#replay).
 
 One path for every kind: the frame is loaded and refused as on ``run`` (``frame-required`` on b10x,
-``observe-with-frame``, the frame file's refusals, b10x's ``frame-inadmissible``), the record is read
-once (``record-unreadable``), the kind's pure replay maps it, and the stream goes to stdout. Replay
-arms no deadline and starts nothing.
+``observe-with-frame``, the frame file's refusals, b10x's ``frame-inadmissible``), the record is opened
+(``record-unreadable``) and so is ``--answers`` (``answers-unwritable``), then the kind's pure replay
+reads the record line by line and each event goes to stdout as soon as the line that makes it is read:
+memory stays flat in the record's length (docs/events.md#replay). Replay arms no deadline and starts nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
+from typing import IO
 
 from returns.result import Failure
 
-from metaharness.pure.adapter import Adapter, ReplayRequest
+from metaharness.pure.adapter import Adapter, ReplayOutput, ReplayRequest, SeamAnswer
 from metaharness.pure.adapters import adapter_of
-from metaharness.pure.bounds import INPUT_FILE_LIMIT
+from metaharness.pure.bounds import RECORD_LINE_LIMIT
+from metaharness.pure.events import closed_reason
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
 from metaharness.pure.kind import Kind
 from metaharness.pure.modes import DecisionMode, HermeticMode
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.replays import replay_of
 from metaharness.pure.run_stages import unaudited_exit
-from metaharness.shell.bounded_reads import read_bounded
+from metaharness.shell.bounded_reads import bounded_lines
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.refusals import refuse
 
@@ -62,23 +67,56 @@ def run_replay(
     loaded = _frame(adapter, decisions, frame)
     if isinstance(loaded, Refusal):
         return refuse(loaded)
-    try:
-        with open(record, "rb") as handle:
-            data = read_bounded(handle, INPUT_FILE_LIMIT)
-    except OSError as error:
-        return refuse(Refusal("record-unreadable", f"{record} could not be read: {error.strerror or error}"))
-    path = transcript_path if transcript_path is not None else record
-    request = ReplayRequest(run_id=run_id, decisions=decisions, frame=loaded, hermetic=hermetic,
-                            harness_version=harness_version, model=model, transcript_path=path)  # fmt: skip
-    replayed = replay_of(kind)(data, request)
-    if answers is not None and adapter.caller_seam:
+    with contextlib.ExitStack() as held:
         try:
-            with open(answers, "wb") as handle:
-                handle.write(replayed.seam_lines)
+            handle = held.enter_context(open(record, "rb"))
         except OSError as error:
-            return refuse(
-                Refusal("answers-unwritable", f"--answers {answers} could not be written: {error.strerror or error}")
-            )
-    sys.stdout.buffer.write(replayed.stream)
-    sys.stdout.flush()
-    return unaudited_exit(replayed.reason)
+            return refuse(_unreadable(record, error))
+        sink = _answers_sink(answers if adapter.caller_seam else None)
+        if isinstance(sink, Refusal):
+            return refuse(sink)
+        if sink is not None:
+            held.enter_context(sink)
+        path = transcript_path if transcript_path is not None else record
+        request = ReplayRequest(run_id=run_id, decisions=decisions, frame=loaded, hermetic=hermetic,
+                                harness_version=harness_version, model=model, transcript_path=path)  # fmt: skip
+        try:
+            last = _stream(replay_of(kind)(_record_lines(handle), request), sink)
+        except OSError as error:
+            return refuse(_unreadable(record, error))
+    return unaudited_exit(closed_reason(last))
+
+
+def _unreadable(record: str, error: OSError) -> Refusal:
+    return Refusal("record-unreadable", f"{record} could not be read: {error.strerror or error}")
+
+
+def _answers_sink(answers: str | None) -> IO[bytes] | Refusal | None:
+    """``--answers FILE`` opened before the first event is written, or ``answers-unwritable``."""
+    if answers is None:
+        return None
+    try:
+        return open(answers, "wb")
+    except OSError as error:
+        return Refusal("answers-unwritable", f"--answers {answers} could not be written: {error.strerror or error}")
+
+
+def _record_lines(handle: IO[bytes]) -> Iterator[bytes]:
+    """The record's lines, each without its ``\\n`` and cut to the record-line bound, read as the replay pulls them."""
+    for line in bounded_lines(handle, RECORD_LINE_LIMIT):
+        yield line.removesuffix(b"\n")
+
+
+def _stream(outputs: Iterator[ReplayOutput], sink: IO[bytes] | None) -> bytes:
+    """Each event line to stdout as it is made, each seam answer to ``sink``; the last event line."""
+    last = b""
+    out = sys.stdout.buffer
+    for output in outputs:
+        if isinstance(output, SeamAnswer):
+            if sink is not None:
+                sink.write(output.line)
+            continue
+        out.write(output)
+        out.flush()
+        last = output
+    return last

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import select
 import subprocess
 import sys
 from pathlib import Path
@@ -115,3 +116,31 @@ def test_inadmissible_frame_refused(tmp_path: Path) -> None:
     frame.write_bytes(frame_document(seal_frame(raw).unwrap()))
     done = replay("r", "--decisions", "frame", "--frame", str(frame))
     assert done.returncode == 2 and b"frame-inadmissible: the frame " in done.stderr
+
+
+GOLDEN = Path(__file__).resolve().parent.parent / "vectors" / "b10x" / "golden" / "loop.jsonl"
+
+
+def test_replay_writes_an_event_before_the_record_is_read_to_its_end() -> None:
+    """Replay streams (docs/events.md#replay): fed through a pipe, the opening event arrives while the
+    writer still holds the rest of the record, and the whole stream matches the file's replay."""
+    lines = GOLDEN.read_bytes().splitlines(keepends=True)
+    child = subprocess.Popen([*METAHARNESS, "replay", "b10x", "/dev/stdin", "--transcript-path", str(GOLDEN)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        child.stdin.write(lines[0])
+        child.stdin.flush()
+        ready, _, _ = select.select([child.stdout], [], [], 30)
+        assert ready, "no event while the record was still being written"
+        first = child.stdout.readline()
+        assert json.loads(first)["event"] == "session.started"
+        assert child.poll() is None
+        child.stdin.writelines(lines[1:])
+        child.stdin.close()
+        rest = child.stdout.read()
+    finally:
+        child.kill() if child.poll() is None else None
+        child.wait(timeout=30)
+    whole = replay(str(GOLDEN))
+    assert first + rest == whole.stdout and child.returncode == whole.returncode

@@ -7,11 +7,11 @@ Replay plans no launch, probes nothing and arms no deadline: no plan-time warnin
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import msgspec
 
-from metaharness.pure.adapter import Replayed, ReplayRequest
+from metaharness.pure.adapter import ReplayOutput, ReplayRequest, SeamAnswer
 from metaharness.pure.b10x.seam import Answer, SeamSettings, SeamState, end_of_record, open_seam, read_line, wind_up
 from metaharness.pure.events import Hermetic, StreamClosed, Transcript, UnknownProcess
 from metaharness.pure.frames import Frame
@@ -68,32 +68,41 @@ def replay_b10x(settings: SeamSettings, record: bytes) -> ReplayOutcome:
     """Map ``record`` through the seam and the wind-up a live run uses; nothing is invented."""
     stream: list[bytes] = []
     answers: list[bytes] = []
-
-    def perform(effects: tuple[object, ...]) -> None:
-        for effect in effects:
-            if isinstance(effect, bytes):
-                stream.append(effect)
-            elif isinstance(effect, Answer):
-                answers.append(effect.line)
-
-    state: SeamState
-    state, effects = open_seam(settings)
-    perform(effects)
-    for number, line in record_lines(record):
-        state, effects = read_line(state, number, line)
-        perform(effects)
-    state, effects = end_of_record(state)
-    perform(effects)
-    state, effects = wind_up(state, process=UnknownProcess())
-    perform(effects)
+    for output in replayed_lines((line for _, line in record_lines(record)), settings):
+        if isinstance(output, SeamAnswer):
+            answers.append(output.line)
+        else:
+            stream.append(output)
     closed = msgspec.json.decode(stream[-1], type=StreamClosed)
     return ReplayOutcome(b"".join(stream), b"".join(answers), closed.reason)
 
 
-def replay(record: bytes, request: ReplayRequest) -> Replayed:
-    """A loop record mapped as ``replay`` maps it, with the caller-seam lines it answers."""
+def replayed_lines(lines: Iterable[bytes], settings: SeamSettings) -> Iterator[ReplayOutput]:
+    """Each event line and caller-seam answer as the record's lines (``\\n`` removed) are read through the
+    seam; the record is never held."""
+    state: SeamState
+    state, effects = open_seam(settings)
+    yield from _outputs(effects)
+    for number, line in enumerate(lines, start=1):
+        state, effects = read_line(state, number, line)
+        yield from _outputs(effects)
+    state, effects = end_of_record(state)
+    yield from _outputs(effects)
+    state, effects = wind_up(state, process=UnknownProcess())
+    yield from _outputs(effects)
+
+
+def _outputs(effects: tuple[object, ...]) -> Iterator[ReplayOutput]:
+    for effect in effects:
+        if isinstance(effect, bytes):
+            yield effect
+        elif isinstance(effect, Answer):
+            yield SeamAnswer(effect.line)
+
+
+def replay(lines: Iterable[bytes], request: ReplayRequest) -> Iterator[ReplayOutput]:
+    """A loop record mapped as ``replay`` maps it, line by line, with the caller-seam lines it answers."""
     settings = replay_settings(run=request.run_id, decisions=request.attested_decisions, frame=request.frame, hermetic=request.hermetic,
                                harness_version=request.harness_version, model=request.model,
                                transcript_path=request.transcript_path)  # fmt: skip
-    outcome = replay_b10x(settings, record)
-    return Replayed(outcome.stream, outcome.reason, outcome.answers)
+    return replayed_lines(lines, settings)

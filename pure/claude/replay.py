@@ -7,11 +7,11 @@ terminal record is invented; ``stream.closed.process`` is unknown.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import msgspec
 
-from metaharness.pure.adapter import Replayed, ReplayRequest
+from metaharness.pure.adapter import ReplayOutput, ReplayRequest
 from metaharness.pure.census import ZERO_CENSUS
 from metaharness.pure.claude.seam import BUDGET_WORDS, RecordState, SessionFacts, map_record, terminal_stop
 from metaharness.pure.correlation import Correlator, on_readings, on_stream_end
@@ -21,6 +21,7 @@ from metaharness.pure.events import (
     Stream,
     Transcript,
     UnknownProcess,
+    closed_reason,
     closing_marker,
     result_unobserved,
     stamp,
@@ -72,16 +73,24 @@ def _written(stream: Stream, outputs: Iterable[object], out: bytearray) -> tuple
 
 def replay_claude(record: bytes, facts: SessionFacts, run: str) -> tuple[bytes, str]:
     """The whole ``metaharness.event/1`` stream of a retained transcript, and its closing reason."""
+    stream = b"".join(replayed_lines(record_lines(record), facts, run))
+    return stream, closed_reason(stream)
+
+
+def replayed_lines(lines: Iterable[bytes], facts: SessionFacts, run: str) -> Iterator[bytes]:
+    """Each event line of the stream as the transcript's lines (terminators removed) are read: the
+    record is never held, and each event is yielded once the line that makes it is read."""
     stream = Stream(run)
     state = RecordState()
     correlator = Correlator(live=False)
     out = bytearray()
     ended: SessionEnded | None = None
-    for number, raw in enumerate(record_lines(record), start=1):
-        state, readings = map_record(state, raw, number, facts)
+    for number, raw in enumerate(lines, start=1):
+        state, readings = map_record(state, raw.removesuffix(b"\r"), number, facts)
         correlator, outputs = on_readings(correlator, readings)
         stream, seen = _written(stream, outputs, out)
         ended = ended or seen
+        yield from _drained(out)
     correlator, outputs = on_stream_end(correlator)
     stream, seen = _written(stream, outputs, out)
     ended = ended or seen
@@ -92,12 +101,17 @@ def replay_claude(record: bytes, facts: SessionFacts, run: str) -> tuple[bytes, 
     reason = closing_reason(halted=False, killed=False, stop=terminal_stop(ended), budget_stops=BUDGET_WORDS)
     stream, line = stamp(stream, closing_marker(stream, reason, UnknownProcess()))
     out.extend(line)
-    return bytes(out), reason
+    yield from _drained(out)
 
 
-def replay(record: bytes, request: ReplayRequest) -> Replayed:
-    """Claude Code's stream-json record mapped as ``replay`` maps it."""
+def _drained(out: bytearray) -> Iterator[bytes]:
+    if out:
+        yield bytes(out)
+        out.clear()
+
+
+def replay(lines: Iterable[bytes], request: ReplayRequest) -> Iterator[ReplayOutput]:
+    """Claude Code's stream-json record mapped as ``replay`` maps it, line by line."""
     facts = replay_facts(decisions=request.attested_decisions, hermetic=request.hermetic, transcript_path=request.transcript_path,
                          harness_version=request.harness_version, model=request.model)  # fmt: skip
-    stream, reason = replay_claude(record, facts, request.run_id)
-    return Replayed(stream, reason, b"")
+    return replayed_lines(lines, facts, request.run_id)

@@ -5,9 +5,9 @@ nothing is decided, so the census is zero; no terminal record is invented.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
-from metaharness.pure.adapter import Replayed, ReplayRequest
+from metaharness.pure.adapter import ReplayOutput, ReplayRequest
 from metaharness.pure.census import ZERO_CENSUS
 from metaharness.pure.codex.rollout import RolloutLaunch, RolloutReader, read_rollout_line, session_ended
 from metaharness.pure.codex.vendor import PINS, PROGRAM
@@ -18,6 +18,7 @@ from metaharness.pure.events import (
     Stream,
     Transcript,
     UnknownProcess,
+    closed_reason,
     closing_marker,
     result_unobserved,
     stamp,
@@ -76,14 +77,22 @@ def _written(stream: Stream, outputs: Iterable[object], out: bytearray) -> Strea
 
 def replay_rollout(record: bytes, launch: RolloutLaunch, run: str) -> tuple[bytes, str]:
     """The whole ``metaharness.event/1`` stream of a retained rollout, and its closing reason."""
+    stream = b"".join(replayed_lines(record_lines(record), launch, run))
+    return stream, closed_reason(stream)
+
+
+def replayed_lines(lines: Iterable[bytes], launch: RolloutLaunch, run: str) -> Iterator[bytes]:
+    """Each event line of the stream as the rollout's lines (terminators removed) are read: the record
+    is never held, and each event is yielded once the line that makes it is read."""
     stream = Stream(run)
     reader = RolloutReader(launch=launch)
     correlator = Correlator(live=False)
     out = bytearray()
-    for number, raw in enumerate(record_lines(record), start=1):
-        reader, readings = read_rollout_line(reader, raw, number)
+    for number, raw in enumerate(lines, start=1):
+        reader, readings = read_rollout_line(reader, raw.removesuffix(b"\r"), number)
         correlator, outputs = on_readings(correlator, readings)
         stream = _written(stream, outputs, out)
+        yield from _drained(out)
     correlator, outputs = on_stream_end(correlator)
     stream = _written(stream, outputs, out)
     ended = session_ended(reader, ZERO_CENSUS)
@@ -96,12 +105,17 @@ def replay_rollout(record: bytes, launch: RolloutLaunch, run: str) -> tuple[byte
     reason = closing_reason(halted=False, killed=False, stop=stop_word(ended), budget_stops=())
     stream, line = stamp(stream, closing_marker(stream, reason, UnknownProcess()))
     out.extend(line)
-    return bytes(out), reason
+    yield from _drained(out)
 
 
-def replay(record: bytes, request: ReplayRequest) -> Replayed:
-    """A codex rollout mapped as ``replay`` maps it."""
+def _drained(out: bytearray) -> Iterator[bytes]:
+    if out:
+        yield bytes(out)
+        out.clear()
+
+
+def replay(lines: Iterable[bytes], request: ReplayRequest) -> Iterator[ReplayOutput]:
+    """A codex rollout mapped as ``replay`` maps it, line by line."""
     launch = replay_launch(decisions=request.decisions, hermetic=request.hermetic, transcript_path=request.transcript_path,
                            frame_digest=None if request.frame is None else request.frame.digest)  # fmt: skip
-    stream, reason = replay_rollout(record, launch, request.run_id)
-    return Replayed(stream, reason, b"")
+    return replayed_lines(lines, launch, request.run_id)
