@@ -11,6 +11,7 @@ refuses a line with the messages of docs/events.md#reading-a-stream and ignores 
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
 from typing import Annotated, Any, Literal, TypeAlias, cast
 
 import msgspec
@@ -607,6 +608,23 @@ def stamp_each(stream: Stream, payloads: list[Event]) -> tuple[Stream, list[byte
         if type(payload) in _CALL_EVENTS:
             unended = _unended(unended, payload)
     return Stream(stream.run, stream.written + len(lines), unended), lines
+
+
+def replay_ending(stream: Stream, reason: str) -> bytes:
+    """What a claude or codex replay writes last: ``RESULT_UNOBSERVED`` for the calls that got no result,
+    then the closing marker with the process unknown (docs/events.md#replay)."""
+    out = b""
+    unobserved = result_unobserved(stream)
+    if unobserved is not None:
+        stream, out = stamp(stream, unobserved)
+    return out + stamp(stream, closing_marker(stream, reason, UnknownProcess()))[1]
+
+
+def drained(out: bytearray) -> Iterator[bytes]:
+    """What ``out`` holds, once, as one chunk (nothing when it is empty); ``out`` is left empty."""
+    if out:
+        yield bytes(out)
+        out.clear()
 
 
 def closed_reason(stream: bytes) -> str:

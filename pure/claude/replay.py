@@ -20,10 +20,9 @@ from metaharness.pure.events import (
     SessionEnded,
     Stream,
     Transcript,
-    UnknownProcess,
     closed_reason,
-    closing_marker,
-    result_unobserved,
+    drained,
+    replay_ending,
     stamp,
 )
 from metaharness.pure.readings import Emitted
@@ -90,24 +89,12 @@ def replayed_lines(lines: Iterable[bytes], facts: SessionFacts, run: str) -> Ite
         correlator, outputs = on_readings(correlator, readings)
         stream, seen = _written(stream, outputs, out)
         ended = ended or seen
-        yield from _drained(out)
+        yield from drained(out)
     correlator, outputs = on_stream_end(correlator)
     stream, seen = _written(stream, outputs, out)
     ended = ended or seen
-    unobserved = result_unobserved(stream)
-    if unobserved is not None:
-        stream, line = stamp(stream, unobserved)
-        out.extend(line)
-    reason = closing_reason(halted=False, killed=False, stop=terminal_stop(ended), budget_stops=BUDGET_WORDS)
-    stream, line = stamp(stream, closing_marker(stream, reason, UnknownProcess()))
-    out.extend(line)
-    yield from _drained(out)
-
-
-def _drained(out: bytearray) -> Iterator[bytes]:
-    if out:
-        yield bytes(out)
-        out.clear()
+    yield from drained(out)
+    yield replay_ending(stream, closing_reason(halted=False, killed=False, stop=terminal_stop(ended), budget_stops=BUDGET_WORDS))
 
 
 def replay(lines: Iterable[bytes], request: ReplayRequest) -> Iterator[ReplayOutput]:

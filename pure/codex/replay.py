@@ -17,10 +17,9 @@ from metaharness.pure.events import (
     SessionEnded,
     Stream,
     Transcript,
-    UnknownProcess,
     closed_reason,
-    closing_marker,
-    result_unobserved,
+    drained,
+    replay_ending,
     stamp,
 )
 from metaharness.pure.readings import Emitted
@@ -92,26 +91,14 @@ def replayed_lines(lines: Iterable[bytes], launch: RolloutLaunch, run: str) -> I
         reader, readings = read_rollout_line(reader, raw.removesuffix(b"\r"), number)
         correlator, outputs = on_readings(correlator, readings)
         stream = _written(stream, outputs, out)
-        yield from _drained(out)
+        yield from drained(out)
     correlator, outputs = on_stream_end(correlator)
     stream = _written(stream, outputs, out)
     ended = session_ended(reader, ZERO_CENSUS)
     if ended is not None:
         stream = _written(stream, (Emitted(ended, reader.last_complete_at),), out)
-    unobserved = result_unobserved(stream)
-    if unobserved is not None:
-        stream, line = stamp(stream, unobserved)
-        out.extend(line)
-    reason = closing_reason(halted=False, killed=False, stop=stop_word(ended), budget_stops=())
-    stream, line = stamp(stream, closing_marker(stream, reason, UnknownProcess()))
-    out.extend(line)
-    yield from _drained(out)
-
-
-def _drained(out: bytearray) -> Iterator[bytes]:
-    if out:
-        yield bytes(out)
-        out.clear()
+    yield from drained(out)
+    yield replay_ending(stream, closing_reason(halted=False, killed=False, stop=stop_word(ended), budget_stops=()))
 
 
 def replay(lines: Iterable[bytes], request: ReplayRequest) -> Iterator[ReplayOutput]:
