@@ -31,6 +31,11 @@ MAX_CONNECTIONS = 16
 """Connections the route proxy serves at once, each on its own thread; the next one is answered 503 at
 once and closed, so the proxy's threads and memory stay flat however many a child opens
 (docs/adapters/common.md#route-bounds). A harness keeps a handful open; 16 leaves room for its bursts."""
+MAX_HELD_BODIES = 2 * MAX_BODY
+"""Request bytes the route proxy holds at once over all its connections (a body is held whole until
+its exchange ends: a 401 under custody is retried with it); a request that would pass it is answered
+503 before its body is read, so memory stays flat in connections and bytes
+(docs/adapters/common.md#route-bounds). Two bodies of the largest size fit."""
 MAX_RETRY_BODY = 1024 * 1024
 """An upstream 401 body is buffered up to 1 MiB before the retry decision (docs/adapters/common.md#endpoint-route)."""
 RELAY_CHUNK = 16 * 1024
@@ -147,6 +152,8 @@ def malformed_request(kind: LoopbackKind, defect: str) -> ProxyAnswer:
 
 TURNED_AWAY = f"a connection past {MAX_CONNECTIONS} at once"
 """How ``ROUTE_REFUSED`` names a connection answered :func:`turned_away`."""
+BODIES_HELD = f"a request past {MAX_HELD_BODIES // (1024 * 1024)} MiB of bodies held at once"
+"""How ``ROUTE_REFUSED`` names a request answered :func:`bodies_held`."""
 
 
 def malformed_named(defect: str) -> str:
@@ -154,10 +161,20 @@ def malformed_named(defect: str) -> str:
     return f"a malformed request ({defect})"
 
 
+def _busy(kind: LoopbackKind, bound: str) -> ProxyAnswer:
+    message = f"metaharness's route proxy holds at most {bound}; retry when one has been answered"
+    return ProxyAnswer(503, "Service Unavailable", _error_body(kind, "overloaded_error", message, "route_busy"))
+
+
 def turned_away(kind: LoopbackKind) -> ProxyAnswer:
     """The proxy's own 503 for a connection past ``MAX_CONNECTIONS`` (docs/adapters/common.md#route-bounds)."""
-    message = f"metaharness's route proxy serves at most {MAX_CONNECTIONS} connections at once; retry when one closes"
-    return ProxyAnswer(503, "Service Unavailable", _error_body(kind, "overloaded_error", message, "route_busy"))
+    return _busy(kind, f"{MAX_CONNECTIONS} connections at once")
+
+
+def bodies_held(kind: LoopbackKind) -> ProxyAnswer:
+    """The proxy's own 503 for a request whose body would pass ``MAX_HELD_BODIES``
+    (docs/adapters/common.md#route-bounds)."""
+    return _busy(kind, f"{MAX_HELD_BODIES // (1024 * 1024)} MiB of request bodies at once")
 
 
 def admit_request(kind: LoopbackKind, head: RequestHead, placeholder: str | None) -> ProxyAnswer | int:
@@ -282,7 +299,8 @@ def verbatim_headers(head: RequestHead, upstream: str, body_length: int) -> Head
 
 def route_refused(refused: Sequence[str]) -> WarningRaised | None:
     """``ROUTE_REFUSED`` at wind-up naming each refusal once, in first-seen order: ``METHOD path`` off the
-    wire, ``a malformed request (<defect>)``, ``a connection past 16 at once``."""
+    wire, ``a malformed request (<defect>)``, ``a connection past 16 at once``, ``a request past 64 MiB of
+    bodies held at once``."""
     if not refused:
         return None
     named = ", ".join(dict.fromkeys(refused))

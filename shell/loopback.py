@@ -39,8 +39,10 @@ from metaharness.pure.environment import loopback_custody_token
 from metaharness.pure.events import Event, RouteTraffic
 from metaharness.pure.jsonline import compact
 from metaharness.pure.loopback import (
+    BODIES_HELD,
     MAX_CONNECTIONS,
     MAX_HEAD,
+    MAX_HELD_BODIES,
     MAX_RETRY_BODY,
     RELAY_CHUNK,
     TURNED_AWAY,
@@ -50,6 +52,7 @@ from metaharness.pure.loopback import (
     RequestHead,
     admit_request,
     bad_gateway,
+    bodies_held,
     forward_headers,
     loopback_expired,
     loopback_refused,
@@ -274,6 +277,7 @@ class RouteProxy:
         self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self._settled = threading.Condition(self._lock)
         self._in_flight = 0
+        self._held = 0
         self._counters = LoopbackCounters()
         self._route = RouteTraffic(requests=0, bytes_up=0, bytes_down=0)
         self._off_wire: list[str] = []
@@ -418,7 +422,17 @@ class RouteProxy:
         finally:
             with self._settled:
                 self._in_flight -= 1
+                self._held -= len(request.body)
                 self._settled.notify_all()
+
+    def _hold(self, length: int) -> bool:
+        """Reserve ``length`` bytes of ``MAX_HELD_BODIES`` for a body about to be read."""
+        with self._lock:
+            if self._held + length > MAX_HELD_BODIES:
+                self._off_wire.append(BODIES_HELD)
+                return False
+            self._held += length
+            return True
 
     def _refuse_malformed(self, defect: str) -> ProxyAnswer:
         with self._lock:
@@ -463,8 +477,14 @@ class RouteProxy:
             if admitted.refused:
                 self._count(refused=1)
             return admitted
+        if not self._hold(admitted):
+            return bodies_held(self.kind)
         body = _request_body(parser, connection, deadline)
-        return None if body is None else RouteRequest(head, body)
+        if body is None or len(body) != admitted:
+            with self._lock:
+                self._held -= admitted
+            return None
+        return RouteRequest(head, body)
 
     def _forward(self, connection: socket.socket, request: RouteRequest) -> None:
         if self._plain:

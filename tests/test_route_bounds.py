@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
 import select
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -21,7 +24,7 @@ import pytest
 from emulator_process import running_emulator
 
 from metaharness.pure.claude.adapter import WIRE_PATHS as CLAUDE_WIRE
-from metaharness.pure.loopback import MAX_CONNECTIONS, LoopbackCounters
+from metaharness.pure.loopback import MAX_BODY, MAX_CONNECTIONS, LoopbackCounters
 from metaharness.shell.loopback import RouteProxy
 
 PLACEHOLDER = "mh-run-claude-1-00112233445566778899aabb"
@@ -186,7 +189,7 @@ def test_64_held_connections_get_16_threads_and_the_rest_a_503(
         assert len(turned) == 64 - MAX_CONNECTIONS
         for connection in turned:
             answer = connection.recv(65536)
-            assert answer.startswith(b"HTTP/1.1 503 Service Unavailable") and b"at most 16 connections" in answer
+            assert answer.startswith(b"HTTP/1.1 503 Service Unavailable") and b"at most 16 connections at once" in answer
         serving = [connection for connection in held if connection not in turned]
         assert select.select(serving, [], [], 0)[0] == []
         assert threading.active_count() - threads_before <= MAX_CONNECTIONS
@@ -238,3 +241,87 @@ def test_an_sse_answer_reaches_the_child_while_the_upstream_is_still_writing() -
         server.shutdown()
     assert first.startswith(b"event: message_start") and b"message_stop" not in first
     assert rest.endswith(b"event: message_stop\ndata: {}\n\n")
+
+
+SMUGGLER = """#!/usr/bin/env python3
+import socket
+head = (b"POST /v1/responses HTTP/1.1\\r\\nHost: x\\r\\nX-Note: a\\n\\nDELETE /api/delete HTTP/1.1\\nHost: x\\n\\n"
+        b"\\r\\nContent-Length: 2\\r\\n\\r\\n{}")
+with socket.create_connection(("127.0.0.1", 47100), 10) as connection:
+    connection.sendall(head)
+    print(connection.recv(65536).split(b"\\r\\n")[0].decode())
+"""
+
+
+def test_a_tool_smuggling_a_request_through_the_loops_confined_route_gets_a_400_and_route_refused(
+    tmp_path: Path,
+) -> None:
+    """b10x under ``--confine on``: the loop's ``run`` tool sends the smuggling head to the route bridge
+    inside the view; it is answered 400, the upstream records only the loop's own requests, the stream
+    names it in ``ROUTE_REFUSED`` and the run completes."""
+    home = tmp_path / "home"
+    (home / ".local" / "bin").mkdir(parents=True)
+    (home / ".local" / "bin" / "b10x-harness").symlink_to(Path(sys.executable).parent / "b10x-harness")
+    probe = home / ".local" / "bin" / "probe"
+    probe.write_text(SMUGGLER)
+    probe.chmod(0o755)
+    record = tmp_path / "emulator.jsonl"
+    with running_emulator("--scenario", "flat-run", "--record", str(record), "--record-bodies") as (base_url, _):
+        argv = [sys.executable, "-m", "metaharness.shell", "run", "b10x", "--decisions", "observe", "--model",
+                "b10x-emulated", "--model-endpoint", base_url, "--allow-program", "probe", "-p", "probe"]  # fmt: skip
+        done = subprocess.run(argv, capture_output=True, env={**os.environ, "HOME": str(home)}, timeout=120,
+                              stdin=subprocess.DEVNULL, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    bodies = record.read_text()
+    assert "HTTP/1.1 400 Bad Request" in bodies and "/api/delete" not in bodies
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    (ended,) = [event for event in events if event["event"] == "session.ended"]
+    assert ended["route"]["requests"] == len(bodies.splitlines()) and events[-1]["reason"] == "completed"
+    (warning,) = [event for event in events if event["event"] == "warning" and event["code"] == "ROUTE_REFUSED"]
+    assert warning["message"].endswith(": a malformed request (a bare CR or LF in the head)")
+
+
+class _Holding(http.server.BaseHTTPRequestHandler):
+    """An upstream that reads each body, says it arrived, and answers only once the test releases it."""
+
+    arrived: ClassVar[threading.Semaphore]
+    release: ClassVar[threading.Event]
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        type(self).arrived.release()
+        type(self).release.wait(60)
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, *_: object) -> None:
+        pass
+
+
+def test_request_bodies_held_at_once_are_bounded_and_the_next_request_is_a_503(tmp_path: Path) -> None:
+    handler = type("Handler", (_Holding,), {"arrived": threading.Semaphore(0), "release": threading.Event()})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    running = RouteProxy("claude", None, None, f"http://127.0.0.1:{server.server_address[1]}", CLAUDE_WIRE)
+    running.start()
+    largest = WIRE_HEAD + b"Content-Length: %d\r\n\r\n" % MAX_BODY + b"x" * MAX_BODY
+    answers: list[bytes] = []
+    senders = [threading.Thread(target=lambda: answers.append(exchange(running, largest))) for _ in range(2)]
+    try:
+        for sender in senders:
+            sender.start()
+        assert handler.arrived.acquire(timeout=60) and handler.arrived.acquire(timeout=60)
+        refused = exchange(running, WIRE_HEAD + b"Content-Length: 2\r\n\r\n{}")
+        handler.release.set()
+        for sender in senders:
+            sender.join(60)
+        assert exchange(running, WIRE_HEAD + b"Content-Length: 2\r\n\r\n{}").startswith(b"HTTP/1.1 200 ")
+        message = refusals(running, tmp_path)
+    finally:
+        running.stop()
+        server.shutdown()
+    assert refused.startswith(b"HTTP/1.1 503 Service Unavailable") and b"64 MiB of request bodies at once" in refused
+    assert [answer[:15] for answer in answers] == [b"HTTP/1.1 200 OK"] * 2
+    assert message.endswith(": a request past 64 MiB of bodies held at once")
