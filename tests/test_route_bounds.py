@@ -1,8 +1,10 @@
 """The route proxy parsed and bounded, attacked on real sockets (docs/adapters/common.md#route-bounds):
 a head a parser could read as two requests is a 400 that reaches no upstream and is named in
 ``ROUTE_REFUSED``, on the verbatim route and under loopback custody; a keep-alive upstream never sees a
-smuggled second request; at most 16 connections are served at once and the next ones are answered 503;
-an SSE answer reaches the child chunk by chunk while the upstream is still writing."""
+smuggled second request; at most 16 connections are served at once and the next ones are answered 503,
+and request bodies held at once are bounded; an SSE answer reaches the child chunk by chunk while the
+upstream is still writing. End to end, a tool of the loop and of Claude Code smuggling through its
+confined route gets a 400 and the run's stream names it."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from typing import ClassVar
 import httpx
 import pytest
 from emulator_process import running_emulator
+from vendor_cli import home_linking_the_clis, pinned_cli
 
 from metaharness.pure.claude.adapter import WIRE_PATHS as CLAUDE_WIRE
 from metaharness.pure.loopback import MAX_BODY, MAX_CONNECTIONS, LoopbackCounters
@@ -325,3 +328,37 @@ def test_request_bodies_held_at_once_are_bounded_and_the_next_request_is_a_503(t
     assert refused.startswith(b"HTTP/1.1 503 Service Unavailable") and b"64 MiB of request bodies at once" in refused
     assert [answer[:15] for answer in answers] == [b"HTTP/1.1 200 OK"] * 2
     assert message.endswith(": a request past 64 MiB of bodies held at once")
+
+
+SMUGGLING_STEP = (
+    "python3 -c \"import socket; s = socket.create_connection(('127.0.0.1', 47100), 10); "
+    "s.sendall(b'POST /v1/x HTTP/1.1\\r\\nHost: x\\r\\nX-Note: a\\n\\nDELETE /api/delete HTTP/1.1\\nHost: x\\n\\n"
+    "\\r\\nContent-Length: 2\\r\\n\\r\\n{}'); print(s.recv(4096).split(b'\\r\\n')[0].decode())\""
+)
+
+
+def test_a_claude_tool_smuggling_through_the_verbatim_route_gets_a_400_and_route_refused(tmp_path: Path) -> None:
+    """The pinned Claude Code under ``--credentials none --model-endpoint`` (the verbatim route) and the
+    default confinement: a Bash call sends the smuggling head to the route bridge; it is answered 400,
+    nothing of it reaches the emulator, the stream names it in ``ROUTE_REFUSED``. (Codex's own sandbox
+    gives its shell calls no socket at all: ``socket()`` fails with EPERM.)"""
+    kind = "claude"
+    if pinned_cli(kind) is None:
+        pytest.skip(f"no pinned {kind}")
+    home = home_linking_the_clis(tmp_path / "home")
+    record = tmp_path / "emulator.jsonl"
+    with running_emulator("--scenario", "claude-bash-steps", "--record", str(record), "--record-bodies") as (
+        base_url,
+        _,
+    ):
+        argv = [sys.executable, "-m", "metaharness.shell", "run", kind, "--decisions", "observe", "--credentials",
+                "none", "--model-endpoint", base_url.removesuffix("/v1"), "-p", f"do the steps\n$ {SMUGGLING_STEP}\n"]  # fmt: skip
+        done = subprocess.run(argv, capture_output=True, env={**os.environ, "HOME": str(home)}, timeout=240,
+                              stdin=subprocess.DEVNULL, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    seen = [json.loads(line) for line in record.read_text().splitlines()]
+    assert {(request["method"], request["path"]) for request in seen} == {("POST", "/v1/messages")}
+    assert "HTTP/1.1 400 Bad Request" in record.read_text()
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    (warning,) = [event for event in events if event["event"] == "warning" and event["code"] == "ROUTE_REFUSED"]
+    assert warning["message"].endswith(": a malformed request (a bare CR or LF in the head)")
