@@ -36,7 +36,7 @@ from returns.result import Failure
 from metaharness.pure.adapters import LoopbackKind
 from metaharness.pure.bounds import CREDENTIAL_FILE_LIMIT
 from metaharness.pure.environment import loopback_custody_token
-from metaharness.pure.events import Event, RouteTraffic
+from metaharness.pure.events import Event, RouteTraffic, WarningRaised
 from metaharness.pure.jsonline import compact
 from metaharness.pure.loopback import (
     BODIES_HELD,
@@ -95,6 +95,18 @@ def read_custody(kind: LoopbackKind, path: str) -> str | None:
 
 ROUTE_SETTLE_S = 2.0
 """How long the route's count waits for a request still being relayed when it is read."""
+
+
+def _write_counters(path: str, counters: LoopbackCounters) -> tuple[WarningRaised, ...]:
+    """``counters`` written to a new file at ``path`` (``O_EXCL``, ``O_NOFOLLOW``: a link or file the child
+    planted there is neither followed nor truncated); a failure is one ``RETAIN_FAILED``."""
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as error:
+        return (WarningRaised(code="RETAIN_FAILED", message=f"{path}: {error.strerror or error}"),)
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(compact(counters))
+    return ()
 
 
 class RouteRequest(NamedTuple):
@@ -280,7 +292,7 @@ class RouteProxy:
         self._held = 0
         self._counters = LoopbackCounters()
         self._route = RouteTraffic(requests=0, bytes_up=0, bytes_down=0)
-        self._off_wire: list[str] = []
+        self._refusals: list[str] = []
         self.expired: str | None = None
         self._reported = False
         self.alert_fd, self._alert_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
@@ -366,18 +378,20 @@ class RouteProxy:
     def wind_up(self, scratch: str) -> tuple[Event, ...]:
         """At a run's wind-up (docs/adapters/common.md#endpoint-route): the one ``auth.expired`` when not yet handed
         over, then ``LOOPBACK_REFUSED`` when a request was refused, then ``ROUTE_REFUSED`` when one was off the
-        wire; under loopback the counters are written to ``<scratch>/loopback.json`` for ``--retain-dir``."""
+        wire; under loopback the counters are written to ``<scratch>/loopback.json`` for ``--retain-dir``, a
+        new file never opened through a name already there (then one ``RETAIN_FAILED`` names it)."""
         expired = self.take_expired()
         refused = loopback_refused(self.counters)
+        unwritten: tuple[Event, ...] = ()
         if self.custody is not None:
-            with open(os.path.join(scratch, "loopback.json"), "wb") as handle:
-                handle.write(compact(self.counters))
+            unwritten = _write_counters(os.path.join(scratch, "loopback.json"), self.counters)
         with self._lock:
-            off_wire = route_refused(self._off_wire)
+            refusals = route_refused(self._refusals)
         return (
             *(() if expired is None else (loopback_expired(expired),)),
             *(() if refused is None else (refused,)),
-            *(() if off_wire is None else (off_wire,)),
+            *(() if refusals is None else (refusals,)),
+            *unwritten,
         )
 
     def stop(self) -> None:
@@ -400,7 +414,7 @@ class RouteProxy:
         """A connection past ``MAX_CONNECTIONS``: the 503 written without waiting (it fits the empty send
         buffer of a new connection) and named in ``ROUTE_REFUSED``; the caller closes it."""
         with self._lock:
-            self._off_wire.append(TURNED_AWAY)
+            self._refusals.append(TURNED_AWAY)
         connection.settimeout(0)
         try:
             self._answer(connection, turned_away(self.kind))
@@ -429,14 +443,14 @@ class RouteProxy:
         """Reserve ``length`` bytes of ``MAX_HELD_BODIES`` for a body about to be read."""
         with self._lock:
             if self._held + length > MAX_HELD_BODIES:
-                self._off_wire.append(BODIES_HELD)
+                self._refusals.append(BODIES_HELD)
                 return False
             self._held += length
             return True
 
     def _refuse_malformed(self, defect: str) -> ProxyAnswer:
         with self._lock:
-            self._off_wire.append(malformed_named(defect))
+            self._refusals.append(malformed_named(defect))
         return malformed_request(self.kind, defect)
 
     def _read_request(self, connection: socket.socket, deadline: float) -> RouteRequest | ProxyAnswer | None:
@@ -470,7 +484,7 @@ class RouteProxy:
         )  # fmt: skip
         if not on_the_wire(head, self.paths):
             with self._lock:
-                self._off_wire.append(f"{head.method} {head.target.partition('?')[0]}")
+                self._refusals.append(f"{head.method} {head.target.partition('?')[0]}")
             return off_the_wire(self.kind, head)
         admitted = admit_request(self.kind, head, self.placeholder)
         if isinstance(admitted, ProxyAnswer):

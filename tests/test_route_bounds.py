@@ -362,3 +362,17 @@ def test_a_claude_tool_smuggling_through_the_verbatim_route_gets_a_400_and_route
     events = [json.loads(line) for line in done.stdout.splitlines()]
     (warning,) = [event for event in events if event["event"] == "warning" and event["code"] == "ROUTE_REFUSED"]
     assert warning["message"].endswith(": a malformed request (a bare CR or LF in the head)")
+
+
+def test_a_link_planted_at_loopback_json_is_neither_followed_nor_truncated(
+    custody_route: tuple[RouteProxy, Path], tmp_path: Path
+) -> None:
+    proxy, _ = custody_route
+    host_file = tmp_path / "host.txt"
+    host_file.write_text("the operator's file\n")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    (scratch / "loopback.json").symlink_to(host_file)
+    (warning,) = proxy.wind_up(str(scratch))
+    assert warning.code == "RETAIN_FAILED" and warning.message.startswith(f"{scratch / 'loopback.json'}: ")
+    assert host_file.read_text() == "the operator's file\n"
