@@ -1,7 +1,8 @@
 """A hostile child against ``metaharness-eval``'s driver, with real git (docs/eval.md#the-copy-is-the-childs):
 whatever it writes into its workspace copy's ``.git`` (``core.fsmonitor``, a clean filter, a textconv,
 hooks, a hooks path, attributes, a nested repository's config) never runs on the host, the diff still
-shows what it wrote, and a checked file that is a link to a host file fails its check naming the link."""
+shows what it wrote, and a checked file that is a link to a host file (or reached through a linked
+directory) fails its check naming the link; a FIFO is no file and is never opened for a read that waits."""
 
 from __future__ import annotations
 
@@ -52,6 +53,7 @@ os.chdir(sys.argv[sys.argv.index("--cwd") + 1])
 os.remove("README.md")
 os.symlink({secret!r}, "README.md")
 os.symlink({host_dir!r}, "docs")
+os.mkfifo("pipe")
 """
 
 
@@ -101,6 +103,7 @@ def test_a_checked_link_to_a_host_file_fails_its_check_naming_the_link(host: Pat
         FileCheck(id="readme", path="README.md", exists=True, contains="hello"),
         FileCheck(id="gone", path="README.md", exists=False, contains=None),
         FileCheck(id="brief", path="docs/brief.md", exists=True, contains="hello"),
+        FileCheck(id="pipe", path="pipe", exists=True, contains=None),
     )
     program = LINKER.format(secret=str(secret), host_dir=str(host / "dir"))
     result = govern_run(inputs(*checks), program=(sys.executable, "-c", program)).result.decode()
@@ -113,4 +116,5 @@ def test_a_checked_link_to_a_host_file_fails_its_check_naming_the_link(host: Pat
         '{"id":"brief","passed":false,"reason":"docs/brief.md is reached through the symbolic link docs, '
         'and metaharness-eval follows none"}' in result
     )
+    assert '{"id":"pipe","passed":false,"reason":"pipe does not exist"}' in result
     assert secret.read_text() == "hello from the host\n"
