@@ -50,6 +50,10 @@ as no index, so the files are untracked."""
 GIT_SMALL_FILE_LIMIT = 1024 * 1024
 """Bytes of a gitfile, ``commondir`` or git ``config`` read; a larger one (or no regular file) is ignored."""
 
+CHECKED_FILE_LIMIT = 64 * 1024 * 1024
+"""Bytes of a workspace file an eval ``file`` check reads after the run; a larger one fails its check
+unread (a run's checked files are notes and sources, never this large)."""
+
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*+(?:"|\\?\Z)', re.DOTALL)
 """A JSON string, or an unterminated one to the end of the text: every match attempt from a quote
 succeeds without backtracking, so setting strings aside is linear however the quotes are escaped."""

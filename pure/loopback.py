@@ -26,6 +26,17 @@ Headers = tuple[tuple[str, str], ...]
 MAX_BODY = 32 * 1024 * 1024
 """A request body over 32 MiB is answered 413 (docs/adapters/common.md#endpoint-route, design choice)."""
 MAX_HEAD = 64 * 1024
+"""A request head (request line and headers) over 64 KiB is answered 400 as malformed: no wire request
+needs more, and the proxy holds no more than this of a head (docs/adapters/common.md#route-bounds)."""
+MAX_CONNECTIONS = 16
+"""Connections the route proxy serves at once, each on its own thread; the next one is answered 503 at
+once and closed, so the proxy's threads and memory stay flat however many a child opens
+(docs/adapters/common.md#route-bounds). A harness keeps a handful open; 16 leaves room for its bursts."""
+MAX_HELD_BODIES = 2 * MAX_BODY
+"""Request bytes the route proxy holds at once over all its connections (a body is held whole until
+its exchange ends: a 401 under custody is retried with it); a request that would pass it is answered
+503 before its body is read, so memory stays flat in connections and bytes
+(docs/adapters/common.md#route-bounds). Two bodies of the largest size fit."""
 MAX_RETRY_BODY = 1024 * 1024
 """An upstream 401 body is buffered up to 1 MiB before the retry decision (docs/adapters/common.md#endpoint-route)."""
 RELAY_CHUNK = 16 * 1024
@@ -81,23 +92,39 @@ class ProxyAnswer(msgspec.Struct, frozen=True):
         return self.status == 401
 
 
-def read_head(raw: bytes) -> RequestHead | None:
-    """The request line and headers before ``\\r\\n\\r\\n`` (without it); ``None`` when malformed."""
-    try:
-        text = raw.decode("latin-1")
-    except UnicodeDecodeError:
-        return None
-    lines = text.split("\r\n")
-    parts = lines[0].split(" ")
-    if len(parts) != 3 or not parts[2].startswith("HTTP/1.") or not parts[1].startswith("/"):
-        return None
-    headers: list[tuple[str, str]] = []
-    for line in lines[1:]:
-        name, colon, value = line.partition(":")
-        if not colon or not name or name != name.strip():
-            return None
-        headers.append((name, value.strip()))
-    return RequestHead(parts[0], parts[1], tuple(headers))
+_TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+
+
+def _head_lines(raw: bytes) -> list[bytes] | str:
+    """The head's lines (the request line first), or why its framing is refused: each line must end in
+    CRLF, with no bare CR or LF and no NUL anywhere, and no line folded onto the one before."""
+    lines = raw.removesuffix(b"\r\n\r\n").split(b"\r\n")
+    if not raw.endswith(b"\r\n\r\n") or any(b"\r" in line or b"\n" in line for line in lines):
+        return "a bare CR or LF in the head"
+    if b"\0" in raw:
+        return "a NUL in the head"
+    if any(line[:1] in (b" ", b"\t") for line in lines):
+        return "a folded header line"
+    return lines
+
+
+def request_defect(raw: bytes) -> str | None:
+    """Why a request head (through its empty line) is refused before any parser reads it, or ``None``:
+    a framing fault of :func:`_head_lines`, a header name that is no token, more than one
+    ``Content-Length``, or ``Transfer-Encoding`` beside ``Content-Length`` — the shapes by which one
+    request could be read as two (docs/adapters/common.md#route-bounds)."""
+    lines = _head_lines(raw)
+    if isinstance(lines, str):
+        return lines
+    names = [line.partition(b":")[0] for line in lines[1:]]
+    if any(_TOKEN.fullmatch(name) is None for name in names):
+        return "a header name that is not a token"
+    folded = [name.lower() for name in names]
+    if folded.count(b"content-length") > 1:
+        return "more than one Content-Length"
+    if b"content-length" in folded and b"transfer-encoding" in folded:
+        return "Transfer-Encoding with Content-Length"
+    return None
 
 
 def _error_body(kind: LoopbackKind, error_type: str, message: str, code: str | None = None) -> bytes:
@@ -115,6 +142,40 @@ def refusal_401(kind: LoopbackKind) -> ProxyAnswer:
 def bad_gateway(kind: LoopbackKind, why: str) -> ProxyAnswer:
     """502 ``api_error`` for a custody failure or an unreachable upstream (docs/adapters/common.md#endpoint-route)."""
     return ProxyAnswer(502, "Bad Gateway", _error_body(kind, "api_error", f"metaharness's loopback proxy: {why}", "api_error"))
+
+
+def malformed_request(kind: LoopbackKind, defect: str) -> ProxyAnswer:
+    """The proxy's own 400 for a head it will not parse; nothing was sent upstream
+    (docs/adapters/common.md#route-bounds)."""
+    message = f"metaharness's route proxy forwards no malformed request, and this one has {defect}"
+    return ProxyAnswer(400, "Bad Request", _error_body(kind, "invalid_request_error", message, "malformed_request"))
+
+
+TURNED_AWAY = f"a connection past {MAX_CONNECTIONS} at once"
+"""How ``ROUTE_REFUSED`` names a connection answered :func:`turned_away`."""
+BODIES_HELD = f"a request past {MAX_HELD_BODIES // (1024 * 1024)} MiB of bodies held at once"
+"""How ``ROUTE_REFUSED`` names a request answered :func:`bodies_held`."""
+
+
+def malformed_named(defect: str) -> str:
+    """How ``ROUTE_REFUSED`` names a request answered :func:`malformed_request`."""
+    return f"a malformed request ({defect})"
+
+
+def _busy(kind: LoopbackKind, bound: str) -> ProxyAnswer:
+    message = f"metaharness's route proxy holds at most {bound}; retry when one has been answered"
+    return ProxyAnswer(503, "Service Unavailable", _error_body(kind, "overloaded_error", message, "route_busy"))
+
+
+def turned_away(kind: LoopbackKind) -> ProxyAnswer:
+    """The proxy's own 503 for a connection past ``MAX_CONNECTIONS`` (docs/adapters/common.md#route-bounds)."""
+    return _busy(kind, f"{MAX_CONNECTIONS} connections at once")
+
+
+def bodies_held(kind: LoopbackKind) -> ProxyAnswer:
+    """The proxy's own 503 for a request whose body would pass ``MAX_HELD_BODIES``
+    (docs/adapters/common.md#route-bounds)."""
+    return _busy(kind, f"{MAX_HELD_BODIES // (1024 * 1024)} MiB of request bodies at once")
 
 
 def admit_request(kind: LoopbackKind, head: RequestHead, placeholder: str | None) -> ProxyAnswer | int:
@@ -238,7 +299,9 @@ def verbatim_headers(head: RequestHead, upstream: str, body_length: int) -> Head
 
 
 def route_refused(refused: Sequence[str]) -> WarningRaised | None:
-    """``ROUTE_REFUSED`` at wind-up naming each refused ``METHOD path`` once, in first-seen order."""
+    """``ROUTE_REFUSED`` at wind-up naming each refusal once, in first-seen order: ``METHOD path`` off the
+    wire, ``a malformed request (<defect>)``, ``a connection past 16 at once``, ``a request past 64 MiB of
+    bodies held at once``."""
     if not refused:
         return None
     named = ", ".join(dict.fromkeys(refused))

@@ -2,9 +2,12 @@
 generalised to every credential mode (docs/confinement.md).
 
 :class:`RouteProxy` listens on ``127.0.0.1:0`` (plain HTTP, a new port per run) or, for a confined
-child, on the Unix socket its bridge forwards to, once every plan check has passed. Only the wire's
-own requests pass (``POST`` to the wire's paths); anything else is answered 403, sent nowhere and
-named in one ``ROUTE_REFUSED``. Without custody it forwards each request verbatim. With custody
+child, on the Unix socket its bridge forwards to, once every plan check has passed. Both legs are
+parsed with h11 (docs/adapters/common.md#route-bounds): a head a parser could read as two requests is
+answered 400, at most ``MAX_CONNECTIONS`` are served at once (the next is answered 503), and bodies
+pass in chunks of at most ``RELAY_CHUNK``. Only the wire's own requests pass (``POST`` to the wire's
+paths); anything else is answered 403, sent nowhere and named in one ``ROUTE_REFUSED`` with every
+malformed request and turned-away connection. Without custody it forwards each request verbatim. With custody
 (loopback) one request per connection, ``Connection: close`` on both legs. A request must carry
 the run's placeholder; the real token is read from custody for every request under an exclusive
 ``flock`` on ``<file>.mh-lock`` — never cached, logged, written or handed to the child — and attached
@@ -17,38 +20,51 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import socket
 import socketserver
 import ssl
 import threading
-from typing import TYPE_CHECKING
+import time
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
 
+import h11
 from returns.result import Failure
 
 from metaharness.pure.bounds import CREDENTIAL_FILE_LIMIT
 from metaharness.pure.environment import loopback_custody_token
-from metaharness.pure.events import Event, RouteTraffic
+from metaharness.pure.events import Event, RouteTraffic, WarningRaised
 from metaharness.pure.jsonline import compact
 from metaharness.pure.kind import LoopbackKind
 from metaharness.pure.loopback import (
+    BODIES_HELD,
+    MAX_CONNECTIONS,
     MAX_HEAD,
+    MAX_HELD_BODIES,
     MAX_RETRY_BODY,
     RELAY_CHUNK,
+    TURNED_AWAY,
+    Headers,
     LoopbackCounters,
     ProxyAnswer,
     RequestHead,
     admit_request,
     bad_gateway,
+    bodies_held,
     forward_headers,
     loopback_expired,
     loopback_refused,
+    malformed_named,
+    malformed_request,
     off_the_wire,
     on_the_wire,
-    read_head,
     relay_headers,
+    request_defect,
     retry_after_401,
     route_refused,
+    turned_away,
     upstream_url,
     verbatim_headers,
 )
@@ -59,6 +75,7 @@ if TYPE_CHECKING:
     import httpx
 
 CHILD_READ_S = 60
+"""Seconds a child has to send one whole request (head and body) after connecting."""
 UPSTREAM_CONNECT_S = 30
 UPSTREAM_IDLE_S = 300
 
@@ -80,22 +97,168 @@ ROUTE_SETTLE_S = 2.0
 """How long the route's count waits for a request still being relayed when it is read."""
 
 
-class _Server(socketserver.ThreadingTCPServer):
+def _write_counters(path: str, counters: LoopbackCounters) -> tuple[WarningRaised, ...]:
+    """``counters`` written to a new file at ``path`` (``O_EXCL``, ``O_NOFOLLOW``: a link or file the child
+    planted there is neither followed nor truncated); a failure is one ``RETAIN_FAILED``."""
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as error:
+        return (WarningRaised(code="RETAIN_FAILED", message=f"{path}: {error.strerror or error}"),)
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(compact(counters))
+    return ()
+
+
+class RouteRequest(NamedTuple):
+    """A request the proxy forwards, read whole: the child's head and its body bytes."""
+
+    head: RequestHead
+    body: bytes
+
+
+class UpstreamAnswer(NamedTuple):
+    """The upstream's answer as parsed: status, reason phrase, headers, and the body's chunks (each at most
+    ``RELAY_CHUNK``; closing the generator closes the upstream leg)."""
+
+    status: int
+    reason: str
+    headers: Headers
+    chunks: Generator[bytes, None, None]
+
+
+_HEAD_END = re.compile(rb"\n\r?\n")
+"""The end of a head as a lenient parser finds it; ``request_defect`` then refuses any end but CRLF CRLF."""
+
+
+def _receive(connection: socket.socket, deadline: float) -> bytes:
+    """At most ``RELAY_CHUNK`` bytes from the child; ``b""`` at its end or once the request's deadline passed."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        return b""
+    connection.settimeout(left)
+    try:
+        return connection.recv(RELAY_CHUNK)
+    except TimeoutError:
+        return b""
+
+
+def _request_body(parser: h11.Connection, connection: socket.socket, deadline: float) -> bytes | None:
+    """The body h11 frames by the admitted ``Content-Length``, read in bounded chunks; ``None`` when the
+    child ended it early."""
+    body = bytearray()
+    while True:
+        try:
+            event = parser.next_event()
+        except h11.RemoteProtocolError:
+            return None
+        if event is h11.NEED_DATA:
+            parser.receive_data(_receive(connection, deadline))
+        elif isinstance(event, h11.Data):
+            body += event.data
+        else:
+            return bytes(body) if isinstance(event, h11.EndOfMessage) else None
+
+
+def _upstream_chunks(parser: h11.Connection, upstream: socket.socket) -> Generator[bytes, None, None]:
+    """The response body h11 reads from the upstream, chunk by chunk as it arrives; the leg is closed at
+    the end, on a protocol fault and when the generator is closed."""
+    try:
+        while True:
+            event = parser.next_event()
+            if event is h11.NEED_DATA:
+                parser.receive_data(upstream.recv(RELAY_CHUNK))
+            elif isinstance(event, h11.Data):
+                yield bytes(event.data)
+            else:
+                return
+    except (OSError, h11.ProtocolError):
+        return
+    finally:
+        upstream.close()
+
+
+def _plain_answer(upstream_root: str, request: RouteRequest) -> UpstreamAnswer | None:
+    """A verbatim route to a plain-HTTP upstream over h11: the child's request with ``verbatim_headers``,
+    the answer's head parsed; ``None`` when the upstream cannot be reached or answers no HTTP/1.1."""
+    parts = urlsplit(upstream_root)
+    head, body = request
+    parser = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD)
+    try:
+        upstream = socket.create_connection((parts.hostname, parts.port or 80), timeout=UPSTREAM_CONNECT_S)
+    except OSError:
+        return None
+    try:
+        upstream.settimeout(UPSTREAM_IDLE_S)
+        headers = [(key.encode("latin-1"), value.encode("latin-1"))
+                   for key, value in verbatim_headers(head, upstream_root, len(body))]  # fmt: skip
+        sent = parser.send(h11.Request(method=head.method, target=head.target.encode("latin-1"), headers=headers))
+        upstream.sendall((sent or b"") + (parser.send(h11.Data(data=body)) or b"") + (parser.send(h11.EndOfMessage()) or b""))
+        while not isinstance(event := parser.next_event(), h11.Response):
+            if event is h11.NEED_DATA:
+                parser.receive_data(upstream.recv(RELAY_CHUNK))
+            elif not isinstance(event, h11.InformationalResponse):
+                raise h11.RemoteProtocolError("the upstream closed before answering")
+    except (OSError, h11.ProtocolError):
+        upstream.close()
+        return None
+    answered = tuple((key.decode("latin-1"), value.decode("latin-1")) for key, value in event.headers.raw_items())
+    return UpstreamAnswer(event.status_code, event.reason.decode("latin-1"), answered, _upstream_chunks(parser, upstream))
+
+
+def _httpx_answer(response: httpx.Response) -> UpstreamAnswer:
+    """An ``httpx`` response (HTTP/1.1 read by h11 beneath it) as an :class:`UpstreamAnswer`."""
+
+    def chunks() -> Generator[bytes, None, None]:
+        try:
+            yield from response.iter_raw(RELAY_CHUNK)
+        finally:
+            response.close()
+
+    return UpstreamAnswer(response.status_code, response.reason_phrase, tuple(response.headers.multi_items()), chunks())
+
+
+_Accepted = socket.socket | tuple[bytes, socket.socket]
+
+
+class _Bounded(socketserver.ThreadingMixIn):
+    """At most ``MAX_CONNECTIONS`` connections served at once, one thread each; the next is turned away
+    by the accepting thread, so threads never grow with what a child opens."""
+
     daemon_threads = True
+    request_queue_size = 64
+    proxy: RouteProxy
+
+    def process_request(self, request: _Accepted, client_address: Any) -> None:
+        if not self.proxy.slots.acquire(blocking=False):
+            if isinstance(request, socket.socket):
+                self.proxy.turn_away(request)
+            self.shutdown_request(request)  # type: ignore[attr-defined]
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self.proxy.slots.release()
+            raise
+
+    def process_request_thread(self, request: _Accepted, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.proxy.slots.release()
+
+
+class _Server(_Bounded, socketserver.TCPServer):
     allow_reuse_address = False
-    proxy: RouteProxy
 
 
-class _UnixServer(socketserver.ThreadingUnixStreamServer):
-    daemon_threads = True
-    proxy: RouteProxy
+class _UnixServer(_Bounded, socketserver.UnixStreamServer):
+    pass
 
 
 class _Handler(socketserver.BaseRequestHandler):
     def handle(self) -> None:
         proxy = self.server.proxy  # type: ignore[attr-defined]
         connection: socket.socket = self.request
-        connection.settimeout(CHILD_READ_S)
         try:
             proxy.serve(connection)
         except OSError:
@@ -123,11 +286,13 @@ class RouteProxy:
         self.upstream = upstream
         self.paths = paths
         self._lock = threading.Lock()
+        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self._settled = threading.Condition(self._lock)
         self._in_flight = 0
+        self._held = 0
         self._counters = LoopbackCounters()
         self._route = RouteTraffic(requests=0, bytes_up=0, bytes_down=0)
-        self._off_wire: list[str] = []
+        self._refusals: list[str] = []
         self.expired: str | None = None
         self._reported = False
         self.alert_fd, self._alert_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
@@ -213,18 +378,20 @@ class RouteProxy:
     def wind_up(self, scratch: str) -> tuple[Event, ...]:
         """At a run's wind-up (docs/adapters/common.md#endpoint-route): the one ``auth.expired`` when not yet handed
         over, then ``LOOPBACK_REFUSED`` when a request was refused, then ``ROUTE_REFUSED`` when one was off the
-        wire; under loopback the counters are written to ``<scratch>/loopback.json`` for ``--retain-dir``."""
+        wire; under loopback the counters are written to ``<scratch>/loopback.json`` for ``--retain-dir``, a
+        new file never opened through a name already there (then one ``RETAIN_FAILED`` names it)."""
         expired = self.take_expired()
         refused = loopback_refused(self.counters)
+        unwritten: tuple[Event, ...] = ()
         if self.custody is not None:
-            with open(os.path.join(scratch, "loopback.json"), "wb") as handle:
-                handle.write(compact(self.counters))
+            unwritten = _write_counters(os.path.join(scratch, "loopback.json"), self.counters)
         with self._lock:
-            off_wire = route_refused(self._off_wire)
+            refusals = route_refused(self._refusals)
         return (
             *(() if expired is None else (loopback_expired(expired),)),
             *(() if refused is None else (refused,)),
-            *(() if off_wire is None else (off_wire,)),
+            *(() if refusals is None else (refusals,)),
+            *unwritten,
         )
 
     def stop(self) -> None:
@@ -243,60 +410,116 @@ class RouteProxy:
         for descriptor in (self.alert_fd, self._alert_write):
             os.close(descriptor)
 
+    def turn_away(self, connection: socket.socket) -> None:
+        """A connection past ``MAX_CONNECTIONS``: the 503 written without waiting (it fits the empty send
+        buffer of a new connection) and named in ``ROUTE_REFUSED``; the caller closes it."""
+        with self._lock:
+            self._refusals.append(TURNED_AWAY)
+        connection.settimeout(0)
+        try:
+            self._answer(connection, turned_away(self.kind))
+        except OSError:
+            pass
+
     def serve(self, connection: socket.socket) -> None:
-        """One request on one connection."""
-        received = b""
-        while b"\r\n\r\n" not in received:
-            chunk = connection.recv(65536)
-            if not chunk or len(received) > MAX_HEAD:
-                return
-            received += chunk
-        raw_head, _, body = received.partition(b"\r\n\r\n")
-        head = read_head(raw_head)
-        if head is None:
-            self._answer(connection, ProxyAnswer(400, "Bad Request", b""))
+        """One request on one connection: read and checked whole (:meth:`_read_request`), then forwarded."""
+        request = self._read_request(connection, time.monotonic() + CHILD_READ_S)
+        if isinstance(request, ProxyAnswer):
+            self._answer(connection, request)
             return
+        if request is None:
+            return
+        with self._lock:
+            self._in_flight += 1
+        try:
+            self._forward(connection, request)
+        finally:
+            with self._settled:
+                self._in_flight -= 1
+                self._held -= len(request.body)
+                self._settled.notify_all()
+
+    def _hold(self, length: int) -> bool:
+        """Reserve ``length`` bytes of ``MAX_HELD_BODIES`` for a body about to be read."""
+        with self._lock:
+            if self._held + length > MAX_HELD_BODIES:
+                self._refusals.append(BODIES_HELD)
+                return False
+            self._held += length
+            return True
+
+    def _refuse_malformed(self, defect: str) -> ProxyAnswer:
+        with self._lock:
+            self._refusals.append(malformed_named(defect))
+        return malformed_request(self.kind, defect)
+
+    def _read_request(self, connection: socket.socket, deadline: float) -> RouteRequest | ProxyAnswer | None:
+        """The child's request parsed with h11, or the proxy's own answer to it (malformed → 400, off the
+        wire → 403, ``admit_request``'s answers), or ``None`` when the child went away before it was whole.
+        The head is checked by ``request_defect`` before h11 reads it (h11 merges equal ``Content-Length``
+        copies and reads a bare LF as a line end); the body is read in chunks of at most ``RELAY_CHUNK``."""
+        received = b""
+        while (end := _HEAD_END.search(received)) is None:
+            if len(received) > MAX_HEAD:
+                return self._refuse_malformed("a head over 64 KiB")
+            chunk = _receive(connection, deadline)
+            if not chunk:
+                return None
+            received += chunk
+        raw, rest = received[: end.end()], received[end.end() :]
+        defect = request_defect(raw)
+        if defect is not None:
+            return self._refuse_malformed(defect)
+        parser = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD + 4)
+        parser.receive_data(raw + rest)
+        try:
+            event = parser.next_event()
+        except h11.RemoteProtocolError:
+            return self._refuse_malformed("a head HTTP/1.1 does not allow")
+        if not isinstance(event, h11.Request) or not event.target.startswith(b"/"):
+            return self._refuse_malformed("a request target that is not a path")
+        head = RequestHead(
+            event.method.decode("ascii"), event.target.decode("latin-1"),
+            tuple((name.decode("latin-1"), value.decode("latin-1")) for name, value in event.headers.raw_items()),
+        )  # fmt: skip
         if not on_the_wire(head, self.paths):
             with self._lock:
-                self._off_wire.append(f"{head.method} {head.target.partition('?')[0]}")
-            self._answer(connection, off_the_wire(self.kind, head))
-            return
+                self._refusals.append(f"{head.method} {head.target.partition('?')[0]}")
+            return off_the_wire(self.kind, head)
         admitted = admit_request(self.kind, head, self.placeholder)
         if isinstance(admitted, ProxyAnswer):
             if admitted.refused:
                 self._count(refused=1)
-            self._answer(connection, admitted)
-            return
-        while len(body) < admitted:
-            chunk = connection.recv(min(65536, admitted - len(body)))
-            if not chunk:
-                return
-            body += chunk
-        with self._lock:
-            self._in_flight += 1
-        try:
-            self._forward(connection, head, body[:admitted])
-        finally:
-            with self._settled:
-                self._in_flight -= 1
-                self._settled.notify_all()
+            return admitted
+        if not self._hold(admitted):
+            return bodies_held(self.kind)
+        body = _request_body(parser, connection, deadline)
+        if body is None or len(body) != admitted:
+            with self._lock:
+                self._held -= admitted
+            return None
+        return RouteRequest(head, body)
 
-    def _forward(self, connection: socket.socket, head: RequestHead, body: bytes) -> None:
+    def _forward(self, connection: socket.socket, request: RouteRequest) -> None:
         if self._plain:
-            self._pass_through(connection, head, body)
+            answer = _plain_answer(self.upstream, request)
+            if answer is None:
+                self._answer(connection, bad_gateway(self.kind, f"the upstream {self.upstream} could not be reached"))
+                return
+            self._exchange(connection, request, answer)
             return
         if self.custody is None:
-            response = self._send(head, body, None)
+            response = self._send(request, None)
             if response is None:
                 self._answer(connection, bad_gateway(self.kind, f"the upstream {self.upstream} could not be reached"))
                 return
-            self._count_route(len(body), self._relay(connection, response))
+            self._exchange(connection, request, _httpx_answer(response))
             return
         token = read_custody(self.kind, self.custody)
         if token is None:
             self._answer(connection, bad_gateway(self.kind, f"the custody file {self.custody} could not be read"))
             return
-        response = self._send(head, body, token)
+        response = self._send(request, token)
         if response is None:
             self._answer(connection, bad_gateway(self.kind, f"the upstream {self.upstream} could not be reached"))
             return
@@ -306,11 +529,11 @@ class RouteProxy:
             again = read_custody(self.kind, self.custody)
             if again is not None and retry_after_401(token, again):
                 self._count(refresh_and_retry=1)
-                retried = self._send(head, body, again)
+                retried = self._send(request, again)
                 if retried is None:
                     self._answer(connection, bad_gateway(self.kind, f"the upstream {self.upstream} could not be reached"))
                     return
-                self._count_route(len(body), self._relay(connection, retried))
+                self._exchange(connection, request, _httpx_answer(retried))
                 return
             self._count(refresh_failed=1)
             with self._lock:
@@ -323,41 +546,40 @@ class RouteProxy:
             self._answer(connection, ProxyAnswer(401, response.reason_phrase or "Unauthorized", held),
                          tuple(response.headers.multi_items()))  # fmt: skip
             return
-        self._count_route(len(body), self._relay(connection, response))
+        self._exchange(connection, request, _httpx_answer(response))
 
-    def _pass_through(self, connection: socket.socket, head: RequestHead, body: bytes) -> None:
-        """A verbatim route to a plain-HTTP upstream: the request as the child sent it (``Host`` and
-        ``Content-Length`` set, ``Connection: close``), the answer relayed byte for byte as it arrives."""
-        parts = urlsplit(self.upstream)
-        lines = f"{head.method} {head.target} HTTP/1.1\r\n" + "".join(
-            f"{key}: {value}\r\n" for key, value in verbatim_headers(head, self.upstream, len(body))
-        )
-        try:
-            upstream = socket.create_connection((parts.hostname, parts.port or 80), timeout=UPSTREAM_CONNECT_S)
-        except OSError:
-            self._answer(connection, bad_gateway(self.kind, f"the upstream {self.upstream} could not be reached"))
-            return
+    def _exchange(self, connection: socket.socket, request: RouteRequest, answer: UpstreamAnswer) -> None:
+        """The one place every forwarded exchange passes: the child's request whole (method, target, its
+        headers, the body bytes) and the upstream's answer as relayed to the child (status, the relayed
+        headers, each body chunk as it is sent). An observer of the route attaches here. The head is
+        flushed at once and each chunk (at most ``RELAY_CHUNK``) as it arrives, so SSE keeps streaming;
+        the body is close-delimited or sized by the upstream's own ``Content-Length``."""
         relayed = 0
-        with upstream:
-            upstream.settimeout(UPSTREAM_IDLE_S)
-            upstream.sendall(lines.encode("latin-1") + b"\r\n" + body)
-            while chunk := upstream.recv(RELAY_CHUNK):
+        try:
+            head = f"HTTP/1.1 {answer.status} {answer.reason}\r\n"
+            for key, value in relay_headers(answer.headers):
+                head += f"{key}: {value}\r\n"
+            connection.sendall(head.encode("latin-1") + b"\r\n")
+            for chunk in answer.chunks:
                 connection.sendall(chunk)
                 relayed += len(chunk)
-        self._count_route(len(body), relayed)
+        finally:
+            answer.chunks.close()
+        self._count_route(len(request.body), relayed)
 
-    def _send(self, head: RequestHead, body: bytes, token: str | None) -> httpx.Response | None:
+    def _send(self, request: RouteRequest, token: str | None) -> httpx.Response | None:
+        head, body = request
         headers = (
             verbatim_headers(head, self.upstream, len(body))
             if token is None
             else forward_headers(head, self.upstream, token, len(body))
         )
         self._client_ready.wait()
-        request = self._client.build_request(
+        built = self._client.build_request(
             head.method, upstream_url(self.upstream, head.target), headers=list(headers), content=body
         )
         try:
-            return self._client.send(request, stream=True)
+            return self._client.send(built, stream=True)
         except self._httpx.HTTPError:
             return None
 
@@ -370,22 +592,6 @@ class RouteProxy:
                 break
         response.close()
         return held[:MAX_RETRY_BODY]
-
-    @staticmethod
-    def _relay(connection: socket.socket, response: httpx.Response) -> int:
-        """Relay the response head and body; returns the body bytes relayed."""
-        relayed = 0
-        try:
-            head = f"HTTP/1.1 {response.status_code} {response.reason_phrase}\r\n"
-            for key, value in relay_headers(tuple(response.headers.multi_items())):
-                head += f"{key}: {value}\r\n"
-            connection.sendall(head.encode("latin-1") + b"\r\n")
-            for chunk in response.iter_raw(RELAY_CHUNK):
-                connection.sendall(chunk)
-                relayed += len(chunk)
-        finally:
-            response.close()
-        return relayed
 
     @staticmethod
     def _answer(

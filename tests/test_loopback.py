@@ -24,8 +24,8 @@ from metaharness.pure.loopback import (
     forward_headers,
     loopback_placeholder,
     loopback_refused,
-    read_head,
     relay_headers,
+    request_defect,
     retry_after_401,
     upstream_root,
 )
@@ -232,9 +232,8 @@ def test_forwarded_headers_drop_hop_by_hop_and_credentials() -> None:
 
 
 def test_request_heads_and_upstreams() -> None:
-    assert read_head(b"POST /v1/messages HTTP/1.1\r\nA: b") == RequestHead("POST", "/v1/messages", (("A", "b"),))
-    assert read_head(b"GET http://x/ HTTP/1.1") is None
-    assert read_head(b"POST / HTTP/1.1\r\nno colon") is None
+    assert request_defect(b"POST /v1/messages HTTP/1.1\r\nA: b\r\n\r\n") is None
+    assert request_defect(b"POST / HTTP/1.1\r\nno colon\r\n\r\n") == "a header name that is not a token"
     assert upstream_root("claude", None) == "https://api.anthropic.com"
     assert upstream_root("codex", "http://127.0.0.1:9/") == "http://127.0.0.1:9"
     assert retry_after_401("a", "b") and not retry_after_401("a", "a") and not retry_after_401("a", None)

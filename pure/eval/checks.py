@@ -73,13 +73,21 @@ Check = EventCheck | CensusCheck | ExitCheck | VerdictCheck | FileCheck | Decide
 class RunFacts(msgspec.Struct, frozen=True):
     """What the checks read: the events (decoded lines), the exit (None when the run had none),
     the control and audit verdict words of the report (None when not printed), and for each path a
-    file check names, its bytes after the run (None when it is not a regular file)."""
+    file check names, its bytes after the run (None when it is missing or no regular file; an
+    :class:`UnreadFile` when it is a link or reached through one, or too large)."""
 
     events: tuple[dict[str, Any], ...]
     exit: int | None
     control: str | None
     audit: str | None
-    files: Mapping[str, bytes | None]
+    files: Mapping[str, bytes | UnreadFile | None]
+
+
+class UnreadFile(msgspec.Struct, frozen=True):
+    """A checked path the driver would not read, and why (``is a symbolic link``, …): its check fails
+    saying so (docs/eval.md#checks)."""
+
+    why: str
 
 
 class CheckOutcome(msgspec.Struct, frozen=True):
@@ -263,6 +271,8 @@ def _score_verdict(check: VerdictCheck, facts: RunFacts) -> tuple[bool, str]:
 
 def _score_file(check: FileCheck, facts: RunFacts) -> tuple[bool, str]:
     data = facts.files.get(check.path)
+    if isinstance(data, UnreadFile):
+        return False, f"{check.path} {data.why}"
     if data is None:
         return (check.exists is False, f"{check.path} does not exist")
     if check.exists is False:

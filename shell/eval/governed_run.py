@@ -1,7 +1,8 @@
 """One governed run on whatever machine runs it: unpack the inputs into a fresh directory, run
 ``metaharness run <kind> … --cwd <copy> --scratch-cwd`` with stdin closed, stop it at the task's
 timeout (SIGTERM, then SIGKILL after the grace), score it, and hand back its files as bytes. The
-directory is removed before returning (docs/eval.md "One run")."""
+directory is removed before returning (docs/eval.md "One run"); the copy is read only through
+``shell/eval/workspace.py``."""
 
 from __future__ import annotations
 
@@ -21,15 +22,12 @@ from metaharness.pure.eval.checks import RunFacts, file_paths
 from metaharness.pure.eval.plan import Arm, run_words
 from metaharness.pure.eval.results import decode_events, report_verdicts, result_document, run_result
 from metaharness.shell.eval.packing import RunInputs
+from metaharness.shell.eval.workspace import checked_files, commit_baseline, workspace_diff
 from metaharness.shell.facts import own_cli
 
 GRACE_SECONDS = 10.0
 """How long a timed-out run has between SIGTERM and SIGKILL."""
 _PR_SET_PDEATHSIG = 1
-_GIT_SETTINGS = (
-    "-c", "user.name=metaharness-eval", "-c", "user.email=metaharness-eval@localhost", "-c", "core.hooksPath=/dev/null",
-    "-c", "commit.gpgsign=false", "-c", "core.autocrlf=false",
-)
 
 
 class RunOutput(msgspec.Struct, frozen=True):
@@ -57,27 +55,6 @@ def _unpack(archive: bytes, into: Path) -> None:
         opened.extractall(into, filter="data")
 
 
-def _baseline(copy: Path, commit: str) -> list[str]:
-    """The unpacked copy made a git repository whose one commit is the task's ref, so the run sees a
-    tracked tree (``--context`` names tracked files) and the diff has a base; returns the git argv."""
-    git = ["git", "-C", str(copy), *_GIT_SETTINGS]
-    for words in (["init", "-q"], ["add", "-A", "-f"], ["commit", "-q", "--allow-empty", "-m", f"metaharness-eval: {commit}"]):
-        subprocess.run([*git, *words], stdin=subprocess.DEVNULL, capture_output=True, check=True)
-    return git
-
-
-def _diff(git: list[str]) -> bytes:
-    """The copy's changes against its first commit (the ref), new files included, binary-safe."""
-    subprocess.run([*git, "add", "-A", "-f"], stdin=subprocess.DEVNULL, capture_output=True, check=False)
-    base = subprocess.run([*git, "rev-list", "--max-parents=0", "HEAD"], capture_output=True, check=False)
-    roots = base.stdout.split()
-    done = subprocess.run(
-        [*git, "diff", "--cached", "--binary", "--no-color", "--no-ext-diff", *(roots[-1:] or [b"HEAD"])],
-        stdin=subprocess.DEVNULL, capture_output=True, check=False,
-    )
-    return done.stdout
-
-
 def _shipped_words(inputs: RunInputs, staging: Path) -> dict[str, tuple[str, ...]]:
     """Each shipped path written under ``staging``; the option words naming where it now is."""
     words: dict[str, tuple[str, ...]] = {}
@@ -90,14 +67,6 @@ def _shipped_words(inputs: RunInputs, staging: Path) -> dict[str, tuple[str, ...
             target.write_bytes(shipped.data)
         words[shipped.option] = (*words.get(shipped.option, ()), str(target))
     return words
-
-
-def _file_facts(copy: Path, paths: tuple[str, ...]) -> dict[str, bytes | None]:
-    facts: dict[str, bytes | None] = {}
-    for path in paths:
-        target = copy / path
-        facts[path] = target.read_bytes() if target.is_file() else None
-    return facts
 
 
 def _wait(process: subprocess.Popen[bytes], timeout: float, grace: float) -> bool:
@@ -129,7 +98,7 @@ def govern_run(
     try:
         copy = root / "workspace"
         _unpack(inputs.workspace, copy)
-        git = _baseline(copy, inputs.commit)
+        own = commit_baseline(copy, inputs.commit)
         arm = Arm(id=inputs.arm, kind=inputs.kind, options=inputs.options)
         context = [word for path in inputs.context for word in ("--context", path)]
         argv = [
@@ -155,13 +124,13 @@ def govern_run(
             exit=_exit_code(process.returncode) if process is not None else None,
             control=control,
             audit=audit,
-            files=_file_facts(copy, file_paths(inputs.checks)),
+            files=checked_files(copy, file_paths(inputs.checks)),
         )
         result = run_result(
             (inputs.task, inputs.arm, inputs.repeat), inputs.checks, facts,
             timed_out=timed_out, duration_ms=duration_ms, attempts=attempts,
         )
-        return RunOutput(result=result_document(result), events=events, stderr=errors, diff=_diff(git))
+        return RunOutput(result=result_document(result), events=events, stderr=errors, diff=workspace_diff(own, copy))
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

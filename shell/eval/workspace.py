@@ -1,0 +1,120 @@
+"""A governed run's workspace copy, which the child writes (docs/eval.md#the-copy-is-the-childs): its
+baseline commits, its diff and the files its checks read — none through anything the child wrote.
+
+git runs with every configuration source off (no system or global file, no ``GIT_*`` of the caller's
+environment, fsmonitor, hooks and attributes off), and after the run only against a repository of the
+driver's own outside the copy (``--git-dir``), so the copy's ``.git`` — its config, hooks, filters,
+fsmonitor — is never read on the host. A checked file is opened one component at a time from the
+copy's directory descriptor with ``O_NOFOLLOW`` and read only when it is a regular file."""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+from metaharness.pure.bounds import CHECKED_FILE_LIMIT
+from metaharness.pure.eval.checks import UnreadFile
+
+_GIT_SETTINGS = (
+    "-c", "user.name=metaharness-eval", "-c", "user.email=metaharness-eval@localhost", "-c", "core.hooksPath=/dev/null",
+    "-c", "commit.gpgsign=false", "-c", "core.autocrlf=false", "-c", "core.fsmonitor=false",
+    "-c", "core.attributesFile=/dev/null", "-c", "core.excludesFile=/dev/null", "-c", "core.untrackedCache=false",
+    "-c", "core.protectNTFS=false", "-c", "core.protectHFS=false",
+)  # fmt: skip
+_NO_ATTRIBUTES = b"* !text !eol !filter !ident !working-tree-encoding !diff !merge\n"
+"""``info/attributes`` of the driver's repositories: it outranks every ``.gitattributes`` in the tree, so
+no attribute the child wrote changes the bytes committed or diffed."""
+_OWN_REPOSITORY = "baseline.git"
+
+
+def _git_environment() -> dict[str, str]:
+    """The caller's environment without any ``GIT_*`` name, with system and global config off."""
+    kept = {name: value for name, value in os.environ.items() if not name.startswith("GIT_")}
+    return {**kept, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_ATTR_NOSYSTEM": "1",
+            "GIT_TERMINAL_PROMPT": "0"}  # fmt: skip
+
+
+def _git(git_dir: Path, copy: Path, *words: str, check: bool = True) -> bytes:
+    done = subprocess.run(
+        ["git", f"--git-dir={git_dir}", f"--work-tree={copy}", *_GIT_SETTINGS, *words],
+        stdin=subprocess.DEVNULL, capture_output=True, check=check, env=_git_environment(), cwd=git_dir.parent,
+    )  # fmt: skip
+    return done.stdout
+
+
+def commit_baseline(copy: Path, commit: str) -> Path:
+    """Before the run: the unpacked copy committed once as the task's ref in its own ``.git`` (so the run
+    sees a tracked tree: ``--context`` names tracked files), and the same repository kept beside the
+    copy as the driver's own, which the diff is taken against; returns the driver's repository."""
+    git_dir = copy / ".git"
+    _git(git_dir, copy, "init", "-q", "--template=")
+    (git_dir / "info").mkdir()
+    (git_dir / "info" / "attributes").write_bytes(_NO_ATTRIBUTES)
+    _git(git_dir, copy, "add", "-A", "-f")
+    _git(git_dir, copy, "commit", "-q", "--allow-empty", "-m", f"metaharness-eval: {commit}")
+    own = copy.parent / _OWN_REPOSITORY
+    shutil.copytree(git_dir, own, symlinks=True)
+    return own
+
+
+def workspace_diff(own: Path, copy: Path) -> bytes:
+    """The copy's changes against the baseline, new files included, binary-safe: the work tree staged
+    into the driver's own repository and diffed there (``.git`` entries of the tree are never staged)."""
+    _git(own, copy, "add", "-A", "-f", "--ignore-errors", check=False)
+    return _git(own, copy, "diff", "--cached", "--binary", "--no-color", "--no-ext-diff", "--no-textconv", "HEAD",
+                check=False)  # fmt: skip
+
+
+def _step(directory: int, name: str, last: bool) -> int | UnreadFile | None:
+    """``name`` under ``directory`` opened without following a link: a descriptor, ``None`` when it is
+    missing or of another type, an :class:`UnreadFile` when it is a link (or became one)."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK | (0 if last else os.O_DIRECTORY)
+    try:
+        return os.open(name, flags, dir_fd=directory)
+    except OSError as error:
+        try:
+            linked = stat.S_ISLNK(os.stat(name, dir_fd=directory, follow_symlinks=False).st_mode)
+        except OSError:
+            linked = False
+        if linked or error.errno == errno.ELOOP:
+            return UnreadFile("is a symbolic link, and metaharness-eval follows none")
+        if error.errno in (errno.ENOENT, errno.ENOTDIR, errno.ENXIO):
+            return None
+        return UnreadFile(f"could not be read: {error.strerror}")
+
+
+def _read_checked(root: int, path: str) -> bytes | UnreadFile | None:
+    parts = [part for part in path.split("/") if part not in ("", ".")]
+    directory = os.dup(root)
+    try:
+        for number, part in enumerate(parts):
+            opened = _step(directory, part, number == len(parts) - 1)
+            if not isinstance(opened, int):
+                if isinstance(opened, UnreadFile) and number < len(parts) - 1:
+                    return UnreadFile(f"is reached through the symbolic link {'/'.join(parts[: number + 1])}, "
+                                      "and metaharness-eval follows none")  # fmt: skip
+                return opened
+            os.close(directory)
+            directory = opened
+        found = os.fstat(directory)
+        if not stat.S_ISREG(found.st_mode):
+            return None
+        if found.st_size > CHECKED_FILE_LIMIT:
+            return UnreadFile(f"is larger than {CHECKED_FILE_LIMIT // (1024 * 1024)} MiB")
+        with os.fdopen(os.dup(directory), "rb") as handle:
+            return handle.read(CHECKED_FILE_LIMIT)
+    finally:
+        os.close(directory)
+
+
+def checked_files(copy: Path, paths: tuple[str, ...]) -> dict[str, bytes | UnreadFile | None]:
+    """Each checked path's bytes after the run, read from the copy's descriptor as a regular file."""
+    root = os.open(copy, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        return {path: _read_checked(root, path) for path in paths}
+    finally:
+        os.close(root)

@@ -1,0 +1,120 @@
+"""A hostile child against ``metaharness-eval``'s driver, with real git (docs/eval.md#the-copy-is-the-childs):
+whatever it writes into its workspace copy's ``.git`` (``core.fsmonitor``, a clean filter, a textconv,
+hooks, a hooks path, attributes, a nested repository's config) never runs on the host, the diff still
+shows what it wrote, and a checked file that is a link to a host file (or reached through a linked
+directory) fails its check naming the link; a FIFO is no file and is never opened for a read that waits."""
+
+from __future__ import annotations
+
+import io
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from metaharness.pure.eval.checks import FileCheck
+from metaharness.shell.eval.governed_run import govern_run
+from metaharness.shell.eval.packing import RunInputs
+
+PLANTER = """
+import os, stat, sys
+os.chdir(sys.argv[sys.argv.index("--cwd") + 1])
+marker = {marker!r}
+program = os.path.join(os.getcwd(), "planted.sh")
+with open(program, "w") as handle:
+    handle.write("#!/bin/sh\\necho ran >> " + marker + "\\ncat\\n")
+os.chmod(program, 0o755)
+with open(".git/config", "a") as config:
+    config.write(
+        "[core]\\n\\tfsmonitor = " + program + "\\n\\thooksPath = " + os.getcwd() + "/.git/hooks\\n"
+        "[filter \\"x\\"]\\n\\tclean = " + program + "\\n\\tsmudge = " + program + "\\n\\trequired = true\\n"
+        "[diff \\"x\\"]\\n\\ttextconv = " + program + "\\n\\tcommand = " + program + "\\n"
+        "[diff]\\n\\texternal = " + program + "\\n"
+    )
+os.makedirs(".git/hooks", exist_ok=True)
+for hook in ("post-index-change", "pre-commit", "post-commit", "reference-transaction", "fsmonitor-watchman"):
+    os.symlink(program, ".git/hooks/" + hook)
+with open(".gitattributes", "w") as handle:
+    handle.write("* filter=x diff=x\\n")
+os.makedirs("nested/.git/refs/heads")
+with open("nested/.git/HEAD", "w") as handle:
+    handle.write("ref: refs/heads/main\\n")
+with open("nested/.git/config", "w") as handle:
+    handle.write("[core]\\n\\tfsmonitor = " + program + "\\n")
+with open("note.md", "w") as handle:
+    handle.write("written by the child\\n")
+"""
+
+LINKER = """
+import os, sys
+os.chdir(sys.argv[sys.argv.index("--cwd") + 1])
+os.remove("README.md")
+os.symlink({secret!r}, "README.md")
+os.symlink({host_dir!r}, "docs")
+os.mkfifo("pipe")
+"""
+
+
+def archive(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def inputs(*checks: FileCheck) -> RunInputs:
+    return RunInputs(
+        task="t", arm="a", repeat=1, kind="b10x", options=(("model", "m"),), prompt="p", context=(), timeout=30.0,
+        checks=checks, commit="0" * 40, workspace=archive({"README.md": b"hi\n"}), shipped=(),
+    )
+
+
+@pytest.fixture
+def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A host folder outside every run directory (the runs go under ``runs/``)."""
+    (tmp_path / "runs").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "runs"))
+    (tmp_path / "host").mkdir()
+    return tmp_path / "host"
+
+
+def test_config_hooks_and_attributes_the_child_wrote_in_its_copy_never_run_on_the_host(host: Path) -> None:
+    marker = host / "ran"
+    output = govern_run(inputs(), program=(sys.executable, "-c", PLANTER.format(marker=str(marker))))
+    assert not marker.exists()
+    assert b"diff --git a/note.md b/note.md\nnew file mode 100644" in output.diff
+    assert b"+written by the child" in output.diff
+    assert b"diff --git a/.gitattributes b/.gitattributes" in output.diff
+    assert b".git/config" not in output.diff
+    assert not list((host.parent / "runs").iterdir())
+
+
+def test_a_checked_link_to_a_host_file_fails_its_check_naming_the_link(host: Path) -> None:
+    secret = host / "secret.txt"
+    secret.write_text("hello from the host\n")
+    (host / "dir").mkdir()
+    (host / "dir" / "brief.md").write_text("hello from the host\n")
+    checks = (
+        FileCheck(id="readme", path="README.md", exists=True, contains="hello"),
+        FileCheck(id="gone", path="README.md", exists=False, contains=None),
+        FileCheck(id="brief", path="docs/brief.md", exists=True, contains="hello"),
+        FileCheck(id="pipe", path="pipe", exists=True, contains=None),
+    )
+    program = LINKER.format(secret=str(secret), host_dir=str(host / "dir"))
+    result = govern_run(inputs(*checks), program=(sys.executable, "-c", program)).result.decode()
+    assert (
+        '{"id":"readme","passed":false,"reason":"README.md is a symbolic link, and metaharness-eval follows none"}'
+        in result
+    )
+    assert '{"id":"gone","passed":false,"reason":"README.md is a symbolic link, and metaharness-eval follows none"}' in result
+    assert (
+        '{"id":"brief","passed":false,"reason":"docs/brief.md is reached through the symbolic link docs, '
+        'and metaharness-eval follows none"}' in result
+    )
+    assert '{"id":"pipe","passed":false,"reason":"pipe does not exist"}' in result
+    assert secret.read_text() == "hello from the host\n"
