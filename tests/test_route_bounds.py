@@ -26,7 +26,7 @@ import pytest
 from emulator_process import running_emulator
 from vendor_cli import home_linking_the_clis, pinned_cli
 
-from metaharness.pure.claude.adapter import WIRE_PATHS as CLAUDE_WIRE
+from metaharness.pure.claude.vendor import WIRE_PATHS as CLAUDE_WIRE
 from metaharness.pure.loopback import MAX_BODY, MAX_CONNECTIONS, LoopbackCounters
 from metaharness.shell.loopback import RouteProxy
 
