@@ -20,6 +20,7 @@ from functools import partial
 from typing import IO, TYPE_CHECKING
 
 import msgspec
+from returns.result import Failure
 
 from metaharness.pure.bounds import COMMAND_LINE_LIMIT
 from metaharness.pure.codex.app_server import Note, Perform, Send
@@ -45,6 +46,7 @@ from metaharness.pure.codex.session import (
 )
 from metaharness.pure.decisions import Arm, Desk, Disarm
 from metaharness.pure.events import Event, Process
+from metaharness.pure.hook_channel import channel_refused
 from metaharness.shell.child_end import PIPE_DRAIN_S, end_descendants
 from metaharness.shell.child_process import (
     STDERR_KEPT,
@@ -102,7 +104,9 @@ class CodexLoop:
             if isinstance(effect, bytes):
                 self.write_event(effect)
             elif isinstance(effect, HookAnswer):
-                self.session, more = delivered(self.session, self.channel.answer(effect.key, effect.body))
+                answer = self.channel.answer(effect.key, effect.body)
+                refused = channel_refused(effect.key, answer.failure()) if isinstance(answer, Failure) else None
+                self.session, more = delivered(self.session, answer.value_or(False), refused)
                 self.perform(more)
             elif isinstance(effect, Perform):
                 self.session, more = delivered(self.session, write_line(self.catalogue_in, effect.line))
