@@ -14,6 +14,8 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Iterator
+from functools import partial
 
 from returns.result import Failure, Result, Success
 
@@ -37,6 +39,14 @@ def shape(mode: int) -> str:
     if stat.S_ISREG(mode):
         return "a regular file"
     return "a socket or device"
+
+
+def _stepped(directory: ChildDir, name: str) -> Result[ChildDir, Refusal]:
+    """The directory ``name`` in ``directory``, which is closed."""
+    try:
+        return directory.sub(name)
+    finally:
+        directory.close()
 
 
 def _rung(fifo: int) -> Result[bool, Refusal]:
@@ -73,6 +83,10 @@ class ChildDir:
     def _failed(self, name: str, error: OSError) -> Failure[Refusal]:
         if error.errno == errno.ELOOP:
             return self.refused(name, "is a symbolic link, which metaharness never follows")
+        if error.errno == errno.EEXIST:
+            status = self.status(name)
+            already = shape(status.st_mode) if status is not None else "a name"
+            return self.refused(name, f"is already there ({already}), so metaharness does not write through it")
         return self.refused(name, f"could not be used: {error.strerror or error}")
 
     def _open(self, name: str, flags: int, mode: int = 0o600) -> Result[int, Refusal]:
@@ -184,12 +198,43 @@ class ChildDir:
         except OSError:
             return ()
 
-    def shape_of(self, name: str) -> int | None:
-        """The ``st_mode`` of ``name`` itself (a link is not followed), ``None`` when it is missing."""
+    def status(self, name: str) -> os.stat_result | None:
+        """The status of ``name`` itself (a link is not followed), ``None`` when it is missing."""
+        if not _single(name):
+            return None
         try:
-            return os.stat(name, dir_fd=self.fd, follow_symlinks=False).st_mode
+            return os.stat(name, dir_fd=self.fd, follow_symlinks=False)
         except OSError:
             return None
+
+    def reach(self, relative: str) -> Result[ChildDir, Refusal]:
+        """The directory at the relative path ``relative`` below this one, one name at a time (``""``
+        is a new descriptor on this one)."""
+        parts = [part for part in relative.split("/") if part]
+        if not parts:
+            return Success(ChildDir(os.dup(self.fd), self.where))
+        reached = self.sub(parts[0])
+        for name in parts[1:]:
+            reached = reached.bind(partial(_stepped, name=name))
+        return reached
+
+    def regular_files(self, prefix: str = "") -> Iterator[tuple[str, int]]:
+        """Every regular file with one name in this tree, as (its path below here, a descriptor the
+        caller closes), in name order; links, FIFOs, devices and what cannot be opened are skipped."""
+        for name in self.names():
+            status = self.status(name)
+            mode = status.st_mode if status is not None else 0
+            if stat.S_ISREG(mode):
+                opened = self.reader(name)
+                if isinstance(opened, Success):
+                    yield prefix + name, opened.unwrap()
+            elif stat.S_ISDIR(mode):
+                inner = self.sub(name)
+                if isinstance(inner, Success):
+                    try:
+                        yield from inner.unwrap().regular_files(f"{prefix}{name}/")
+                    finally:
+                        inner.unwrap().close()
 
     def close(self) -> None:
         try:
