@@ -241,3 +241,16 @@ class ChildDir:
             os.close(self.fd)
         except OSError:
             pass
+
+
+def write_new_file(root: str, name: str, data: bytes) -> Result[None, Refusal]:
+    """``data`` as the new file ``name`` (0600) in the directory ``root`` metaharness made (the scratch
+    root): a name the child planted there first is refused, never written through."""
+    try:
+        directory = ChildDir.open(root)
+    except OSError as error:
+        return Failure(Refusal("name-refused", f"{root} could not be used: {error.strerror or error}"))
+    try:
+        return directory.write_new(name, data).map(lambda _status: None)
+    finally:
+        directory.close()

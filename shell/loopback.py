@@ -53,6 +53,7 @@ from metaharness.pure.loopback import (
     verbatim_headers,
 )
 from metaharness.shell.bounded_reads import read_regular
+from metaharness.shell.child_tree import write_new_file
 from metaharness.shell.unix_address import unix_address
 
 if TYPE_CHECKING:
@@ -213,12 +214,12 @@ class RouteProxy:
     def wind_up(self, scratch: str) -> tuple[Event, ...]:
         """At a run's wind-up (docs/adapters/common.md#endpoint-route): the one ``auth.expired`` when not yet handed
         over, then ``LOOPBACK_REFUSED`` when a request was refused, then ``ROUTE_REFUSED`` when one was off the
-        wire; under loopback the counters are written to ``<scratch>/loopback.json`` for ``--retain-dir``."""
+        wire; under loopback the counters are written to a new ``<scratch>/loopback.json`` for ``--retain-dir``
+        (never through a name planted there, docs/adapters/common.md#child-trees)."""
         expired = self.take_expired()
         refused = loopback_refused(self.counters)
         if self.custody is not None:
-            with open(os.path.join(scratch, "loopback.json"), "wb") as handle:
-                handle.write(compact(self.counters))
+            write_new_file(scratch, "loopback.json", compact(self.counters))
         with self._lock:
             off_wire = route_refused(self._off_wire)
         return (
