@@ -4,7 +4,7 @@
 A :class:`ChildDir` is a directory held by its descriptor, opened before the spawn (or reached from
 one by single names, never by a path). Every operation takes one name, never follows a link
 (``O_NOFOLLOW``; a directory reached ``O_DIRECTORY | O_NOFOLLOW``), creates only ``O_CREAT | O_EXCL``,
-renames with ``renameat`` and checks what it opened by ``fstat``: a regular file with one name where a
+renames with ``renameat``, removes with ``unlinkat`` and checks what it opened by ``fstat``: a regular file with one name where a
 file is read, a FIFO where the wake FIFO is written. A name of the wrong type, or any ``OSError``, is
 the refusal ``name-refused`` of that one operation, a value and never an exception.
 """
@@ -182,6 +182,17 @@ class ChildDir:
         except OSError as error:
             return Success(False) if error.errno in (errno.ENXIO, errno.ENOENT) else self._failed(name, error)
         return self._checked(name, fd, stat.S_IFIFO).bind(_rung)
+
+    def unlink(self, name: str) -> Result[None, Refusal]:
+        """Remove the name ``name`` itself (``unlinkat``: a link is removed, never what it points at; a
+        directory is refused)."""
+        if not _single(name):
+            return self.refused(name, "is not a single name")
+        try:
+            os.unlink(name, dir_fd=self.fd)
+        except OSError as error:
+            return self._failed(name, error)
+        return Success(None)
 
     def make_fifo(self, name: str, mode: int = 0o600) -> Result[None, Refusal]:
         """A new FIFO ``name``."""

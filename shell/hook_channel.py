@@ -7,7 +7,8 @@ holds the doorbell open for reading and for writing (so it never reads end-of-fi
 The run loop puts :meth:`HookChannel.fileno` in its one readiness wait beside the record and its own
 stdin: no polling interval. When it is readable, :meth:`ring` returns the keys rung since the last
 call; :meth:`request` reads a call's request file; :meth:`answer` writes the response file by rename
-and wakes that hook through its wake FIFO. No channel file is deleted during the run.
+and wakes that hook through its wake FIFO. No channel file is deleted during the run
+but the answer name of a refused answer (docs/adapters/common.md#child-trees).
 """
 
 from __future__ import annotations
@@ -96,16 +97,21 @@ class HookChannel:
         abstain) and wake the hook with one ``\\n`` (docs/adapters/common.md#vendor-decisions).
 
         ``Success(False)`` when the wake FIFO has no reader: the hook's backstop already denied. A
-        name of the wrong type on the way is the refusal ``name-refused``; the hook is still woken,
-        so it finds no answer and denies the call by itself (docs/adapters/common.md#child-trees).
+        name of the wrong type on the way is the refusal ``name-refused``: whatever then sits at
+        ``<key>.json`` is removed (``unlinkat``) and the hook is still woken, so it finds no answer and
+        denies the call by itself (docs/adapters/common.md#child-trees).
         """
-        writing = f".writing.{key}"
+        writing, answer = f".writing.{key}", f"{key}.json"
         written = self._responses.write_new(writing, body).bind(
-            lambda made: self._responses.rename(writing, f"{key}.json", made)
+            lambda made: self._responses.rename(writing, answer, made)
         )
-        woken = self._responses.wake(f"{key}.wake")
         if isinstance(written, Failure):
+            self._responses.unlink(answer)
+            self._responses.wake(f"{key}.wake")
             return written
+        woken = self._responses.wake(f"{key}.wake")
+        if isinstance(woken, Failure):
+            self._responses.unlink(answer)
         return woken
 
     def close(self) -> None:

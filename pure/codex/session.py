@@ -295,7 +295,7 @@ def delivered(
     if refused is not None and isinstance(suspended, HookAnswer):
         session = msgspec.structs.replace(session, refused=session.refused | {suspended.call_id})
         queued = (DeskEmit(refused), *queued)
-    if not written and isinstance(suspended, HookAnswer):
+    elif not written and isinstance(suspended, HookAnswer):
         session = msgspec.structs.replace(session, unanswered=session.unanswered | {suspended.call_id})
     if not written and isinstance(suspended, Perform):
         session, steps, _ = _catalogue_gone(session)
