@@ -25,6 +25,7 @@ from metaharness.pure.events import (
     Signaled,
     StreamClosed,
     UnknownProcess,
+    WarningRaised,
     Withheld,
 )
 from metaharness.pure.hermetic import RowVerdict, Verdict, VerdictFacts, control_verdict, row_verdicts
@@ -72,7 +73,8 @@ class ReportFacts(msgspec.Struct, frozen=True):
     ``--hermetic on``); ``withheld``: ``session.started.withheld`` (``None`` when null or when there
     was no ``session.started``); ``terminal_record``: a terminal record was read; ``stream_reason``:
     the ``stream.closed`` reason; ``refusal``: a post-session refusal (``auditor-failed``,
-    ``no-verdict-rows``, a re-check); ``auditor``: the auditor's outcome, when one ran.
+    ``no-verdict-rows``, a re-check); ``auditor``: the auditor's outcome, when one ran; ``tampered``: the
+    stream holds a ``CHANNEL_REFUSED`` (docs/adapters/common.md#child-trees).
     """
 
     audited: bool
@@ -84,6 +86,7 @@ class ReportFacts(msgspec.Struct, frozen=True):
     stream_reason: str
     auditor: AuditorOutcome | None = None
     refusal: Refusal | None = None
+    tampered: bool = False
 
 
 def report_facts(
@@ -109,6 +112,7 @@ def report_facts(
         stream_reason=closed.reason if closed is not None else "error",
         auditor=auditor,
         refusal=refusal,
+        tampered=any(isinstance(p, WarningRaised) and p.code == "CHANNEL_REFUSED" for p in payloads),
     )
 
 
@@ -163,9 +167,9 @@ def child_exit_text(process: Process) -> str:
 
 
 def run_control(facts: ReportFacts) -> Verdict:
-    """The control verdict: ``gap`` when a denied call was bypassed (the census counts it), else the
-    gating rows' verdict."""
-    return "gap" if facts.census.bypassed else control_verdict(facts.rows)
+    """The control verdict: ``gap`` when a denied call was bypassed (the census counts it) or the child
+    planted a name in the hook channel, else the gating rows' verdict."""
+    return "gap" if facts.census.bypassed or facts.tampered else control_verdict(facts.rows)
 
 
 def audited_exit(facts: ReportFacts) -> int:

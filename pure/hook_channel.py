@@ -17,7 +17,9 @@ from typing import Any
 import msgspec
 
 from metaharness.pure.bounds import decode_bounded
+from metaharness.pure.events import WarningRaised
 from metaharness.pure.jsonline import compact
+from metaharness.pure.refusal import Refusal
 
 HOOK_TIMEOUT_S = 60
 """The ``timeout`` both vendor adapters declare on their hook (docs/decisions.md#deadlines)."""
@@ -182,3 +184,18 @@ HOOK_GAVE_UP = (
     "so the call did not run"
 )
 """The deadline's deny reason when the hook's own backstop answered first (docs/decisions.md#deadlines)."""
+
+
+CHANNEL_REFUSED_REASON = (
+    "metaharness could not hand its answer to the hook: a name in the hook channel was not what metaharness "
+    "made, so the hook denied this call by itself and the call did not run"
+)
+"""The deny reason of a call whose answer met a refused name (docs/adapters/common.md#child-trees)."""
+
+
+def channel_refused(key: str, refusal: Refusal) -> WarningRaised:
+    """The ``CHANNEL_REFUSED`` warning of a hook answer that met a refused name (docs/events.md#warning-codes)."""
+    return WarningRaised(
+        code="CHANNEL_REFUSED",
+        message=f"the answer for hook key {key} was not written: {refusal.message}; the call is denied",
+    )

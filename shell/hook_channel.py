@@ -7,49 +7,66 @@ holds the doorbell open for reading and for writing (so it never reads end-of-fi
 The run loop puts :meth:`HookChannel.fileno` in its one readiness wait beside the record and its own
 stdin: no polling interval. When it is readable, :meth:`ring` returns the keys rung since the last
 call; :meth:`request` reads a call's request file; :meth:`answer` writes the response file by rename
-and wakes that hook through its wake FIFO. No channel file is deleted during the run.
+and wakes that hook through its wake FIFO. No channel file is deleted during the run
+but the answer name of a refused answer (docs/adapters/common.md#child-trees).
 """
 
 from __future__ import annotations
 
-import errno
 import os
+from typing import TypeVar
+
+from returns.result import Failure, Result, Success
 
 from metaharness.pure.bounds import HOOK_REQUEST_LIMIT
 from metaharness.pure.hook_channel import (
-    DOORBELL,
+    CHANNEL_DIR,
     HOOK_PROGRAM,
-    REQUESTS_DIR,
-    RESPONSES_DIR,
     doorbell_keys,
     is_channel_key,
 )
-from metaharness.shell.bounded_reads import open_regular
+from metaharness.pure.refusal import Refusal
+from metaharness.shell.child_tree import ChildDir
+
+T = TypeVar("T")
+
+_DOORBELL_READ = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+_DOORBELL_WRITE = os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class HookChannel:
-    """One run's hook channel under ``scratch``: the doorbell held open, keys read, answers written."""
+    """One run's hook channel under ``scratch``: the doorbell held open, keys read, answers written,
+    ``requests/`` and ``responses/`` held by the descriptors opened before the spawn
+    (``metaharness.shell.child_tree``)."""
 
-    def __init__(self, scratch: str, read_fd: int, write_fd: int) -> None:
+    def __init__(self, scratch: str, requests: ChildDir, responses: ChildDir, read_fd: int, write_fd: int) -> None:
         self.scratch = scratch
         self.program = os.path.join(scratch, HOOK_PROGRAM)
-        self._requests = os.path.join(scratch, REQUESTS_DIR)
-        self._responses = os.path.join(scratch, RESPONSES_DIR)
+        self._requests = requests
+        self._responses = responses
         self._read_fd = read_fd
         self._write_fd = write_fd
         self._pending = b""
 
     @classmethod
     def create(cls, scratch: str) -> HookChannel:
-        """Make the channel directories (0700) and the doorbell FIFO (0600) under ``scratch`` and open
-        the doorbell for reading and writing (docs/adapters/common.md#vendor-decisions)."""
-        for directory in (REQUESTS_DIR, RESPONSES_DIR):
-            os.makedirs(os.path.join(scratch, directory), mode=0o700, exist_ok=True)
-        doorbell = os.path.join(scratch, DOORBELL)
-        os.mkfifo(doorbell, 0o600)
-        read_fd = os.open(doorbell, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        write_fd = os.open(doorbell, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        return cls(scratch, read_fd, write_fd)
+        """Make the channel directories (0700) and the doorbell FIFO (0600) under ``scratch``, hold the
+        two directories by descriptor and open the doorbell for reading and writing
+        (docs/adapters/common.md#vendor-decisions). Before the spawn: a failure raises ``OSError``."""
+        root = ChildDir.open(scratch)
+        try:
+            channel = _made(root.make_dir(CHANNEL_DIR))
+        finally:
+            root.close()
+        try:
+            requests = _made(channel.make_dir("requests"))
+            responses = _made(channel.make_dir("responses"))
+            _made(channel.make_fifo("doorbell"))
+            read_fd = os.open("doorbell", _DOORBELL_READ, dir_fd=channel.fd)
+            write_fd = os.open("doorbell", _DOORBELL_WRITE, dir_fd=channel.fd)
+        finally:
+            channel.close()
+        return cls(scratch, requests, responses, read_fd, write_fd)
 
     def fileno(self) -> int:
         """The doorbell's read end, for the run loop's readiness wait."""
@@ -61,7 +78,7 @@ class HookChannel:
         while True:
             try:
                 chunk = os.read(self._read_fd, 65536)
-            except BlockingIOError:
+            except OSError:
                 break
             if not chunk:
                 break
@@ -70,43 +87,47 @@ class HookChannel:
         return tuple(key for key in keys if is_channel_key(key))
 
     def request(self, key: str) -> bytes | None:
-        """The bytes of ``requests/<key>.json``, or ``None`` when it is missing or not a regular file (a
-        ``COVERAGE_GAP``); past ``HOOK_REQUEST_LIMIT`` only that many bytes, which no reader parses."""
-        try:
-            with open_regular(os.path.join(self._requests, f"{key}.json")) as handle:
-                return handle.read(HOOK_REQUEST_LIMIT + 1)[:HOOK_REQUEST_LIMIT]
-        except OSError:
-            return None
+        """The bytes of ``requests/<key>.json``, or ``None`` when it is missing or not a regular file with
+        one name (a ``COVERAGE_GAP``); past ``HOOK_REQUEST_LIMIT`` only that many bytes, which no reader parses."""
+        read = self._requests.read(f"{key}.json", HOOK_REQUEST_LIMIT + 1)
+        return read.unwrap()[:HOOK_REQUEST_LIMIT] if isinstance(read, Success) else None
 
-    def answer(self, key: str, body: bytes) -> bool:
-        """Write ``body`` as ``responses/<key>.json`` (by rename from ``.writing.<key>``; zero bytes
+    def answer(self, key: str, body: bytes) -> Result[bool, Refusal]:
+        """Write ``body`` as ``responses/<key>.json`` (a new ``.writing.<key>`` renamed there; zero bytes
         abstain) and wake the hook with one ``\\n`` (docs/adapters/common.md#vendor-decisions).
 
-        Returns ``False`` when the wake FIFO has no reader: the hook's backstop already denied.
+        ``Success(False)`` when the wake FIFO has no reader: the hook's backstop already denied. A
+        name of the wrong type on the way is the refusal ``name-refused``: whatever then sits at
+        ``<key>.json`` is removed (``unlinkat``) and the hook is still woken, so it finds no answer and
+        denies the call by itself (docs/adapters/common.md#child-trees).
         """
-        writing = os.path.join(self._responses, f".writing.{key}")
-        descriptor = os.open(writing, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(body)
-        os.rename(writing, os.path.join(self._responses, f"{key}.json"))
-        try:
-            wake = os.open(os.path.join(self._responses, f"{key}.wake"), os.O_WRONLY | os.O_NONBLOCK)
-        except OSError as error:
-            if error.errno in (errno.ENXIO, errno.ENOENT):
-                return False
-            raise
-        try:
-            os.write(wake, b"\n")
-        except BrokenPipeError:
-            return False
-        finally:
-            os.close(wake)
-        return True
+        writing, answer = f".writing.{key}", f"{key}.json"
+        written = self._responses.write_new(writing, body).bind(
+            lambda made: self._responses.rename(writing, answer, made)
+        )
+        if isinstance(written, Failure):
+            self._responses.unlink(answer)
+            self._responses.wake(f"{key}.wake")
+            return written
+        woken = self._responses.wake(f"{key}.wake")
+        if isinstance(woken, Failure):
+            self._responses.unlink(answer)
+        return woken
 
     def close(self) -> None:
-        """Close both doorbell ends; the files stay for ``--retain-dir``."""
+        """Close both doorbell ends and the directories; the files stay for ``--retain-dir``."""
         for descriptor in (self._read_fd, self._write_fd):
             try:
                 os.close(descriptor)
             except OSError:
                 pass
+        self._requests.close()
+        self._responses.close()
+
+
+def _made(made: Result[T, Refusal]) -> T:
+    """What a step before the spawn made; a refusal there is an ``OSError`` of the setup, as any
+    other failure there is."""
+    if isinstance(made, Failure):
+        raise OSError(made.failure().message)
+    return made.unwrap()

@@ -69,6 +69,7 @@ from metaharness.pure.loopback import (
     verbatim_headers,
 )
 from metaharness.shell.bounded_reads import read_regular
+from metaharness.shell.child_tree import write_new_file
 from metaharness.shell.unix_address import unix_address
 
 if TYPE_CHECKING:
@@ -95,18 +96,6 @@ def read_custody(kind: LoopbackKind, path: str) -> str | None:
 
 ROUTE_SETTLE_S = 2.0
 """How long the route's count waits for a request still being relayed when it is read."""
-
-
-def _write_counters(path: str, counters: LoopbackCounters) -> tuple[WarningRaised, ...]:
-    """``counters`` written to a new file at ``path`` (``O_EXCL``, ``O_NOFOLLOW``: a link or file the child
-    planted there is neither followed nor truncated); a failure is one ``RETAIN_FAILED``."""
-    try:
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    except OSError as error:
-        return (WarningRaised(code="RETAIN_FAILED", message=f"{path}: {error.strerror or error}"),)
-    with os.fdopen(descriptor, "wb") as handle:
-        handle.write(compact(counters))
-    return ()
 
 
 class RouteRequest(NamedTuple):
@@ -384,7 +373,9 @@ class RouteProxy:
         refused = loopback_refused(self.counters)
         unwritten: tuple[Event, ...] = ()
         if self.custody is not None:
-            unwritten = _write_counters(os.path.join(scratch, "loopback.json"), self.counters)
+            written = write_new_file(scratch, "loopback.json", compact(self.counters))
+            if isinstance(written, Failure):
+                unwritten = (WarningRaised(code="RETAIN_FAILED", message=f"{scratch}/loopback.json: {written.failure().message}"),)
         with self._lock:
             refusals = route_refused(self._refusals)
         return (

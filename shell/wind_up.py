@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 import msgspec
-from returns.result import Failure
+from returns.result import Failure, Success
 
 from metaharness.pure.audit_report import AuditorOutcome, audit_report, audited_exit, report_facts
 from metaharness.pure.events import Event, RouteTraffic, SessionStarted, WarningRaised, read_event
@@ -29,6 +29,7 @@ from metaharness.pure.run_stages import unaudited_exit
 from metaharness.pure.stream_amendment import Amendment, amend
 from metaharness.shell.auditor import gather_audit_facts
 from metaharness.shell.auditor_invocation import audit_baseline, run_auditor
+from metaharness.shell.child_tree import ChildDir
 from metaharness.shell.facts import directory_identity
 from metaharness.shell.refusals import refuse
 from metaharness.shell.run_limits import RunLimits
@@ -97,51 +98,67 @@ class RunAudit:
 
 
 _RETAINED_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-_SOURCE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
-def _retain_file(source: str, destination: str) -> None:
-    """Copy the regular file ``source`` (never through a link, never a FIFO or device) to a new
-    ``destination`` readable by its owner only."""
-    descriptor = os.open(source, _SOURCE_FLAGS)
-    with os.fdopen(descriptor, "rb") as reading:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            return
+def _retain_file(source: int, destination: str) -> None:
+    """Copy the open regular file ``source`` (closed here) to a new ``destination`` readable by its owner only."""
+    with os.fdopen(source, "rb") as reading:
         os.makedirs(os.path.dirname(destination), mode=0o700, exist_ok=True)
         with os.fdopen(os.open(destination, _RETAINED_FLAGS, 0o600), "wb") as writing:
             shutil.copyfileobj(reading, writing)
 
 
-def _retain(source: str, destination: str) -> None:
-    """A regular file copied, a directory's regular files copied at their places; links (at the top or
-    inside), FIFOs, devices and absent sources are skipped."""
-    try:
-        status = os.lstat(source)
-    except FileNotFoundError:
+def _retain(scratch: ChildDir, source: str, destination: str) -> None:
+    """A regular file with one name copied, a directory's such files copied at their places; the source is
+    reached from the scratch root one name at a time (``metaharness.shell.child_tree``), so links (at the
+    top, inside or on the way), FIFOs, devices and absent sources are skipped."""
+    relative = os.path.relpath(source, scratch.where)
+    if relative == ".." or relative.startswith("../"):
         return
-    if stat.S_ISREG(status.st_mode):
-        _retain_file(source, destination)
-    elif stat.S_ISDIR(status.st_mode):
-        for folder, _directories, names in os.walk(source, followlinks=False):
-            for name in names:
-                path = os.path.join(folder, name)
-                if stat.S_ISREG(os.lstat(path).st_mode):
-                    _retain_file(path, os.path.join(destination, os.path.relpath(path, source)))
+    folder, name = os.path.split(relative)
+    parent = scratch.reach(folder)
+    if isinstance(parent, Failure):
+        return
+    directory = parent.unwrap()
+    try:
+        status = directory.status(name)
+        mode = status.st_mode if status is not None else 0
+        if stat.S_ISREG(mode):
+            opened = directory.reader(name)
+            if isinstance(opened, Success):
+                _retain_file(opened.unwrap(), destination)
+        elif stat.S_ISDIR(mode):
+            inner = directory.sub(name)
+            if isinstance(inner, Success):
+                try:
+                    for path, fd in inner.unwrap().regular_files():
+                        _retain_file(fd, os.path.join(destination, path))
+                finally:
+                    inner.unwrap().close()
+    finally:
+        directory.close()
 
 
-def retain_copies(retain_dir: str | None, run_id: str, copies: Sequence[tuple[str, str]]) -> tuple[WarningRaised, ...]:
-    """``--retain-dir`` (docs/cli.md#run): each (source, path under ``DIR/<run id>/``) copied, a directory
-    with its tree; the first failure is one ``RETAIN_FAILED`` naming the target and the error. The kind
-    chooses the sources, never a credential. ``DIR/<run id>`` is created new (0700) or not at all, so an
-    earlier run's directory under the same id, or a link planted there, is never written through; no
-    link is followed on either side, and every copy is readable by its owner only (0600)."""
+def retain_copies(
+    retain_dir: str | None, run_id: str, scratch: str, copies: Sequence[tuple[str, str]]
+) -> tuple[WarningRaised, ...]:
+    """``--retain-dir`` (docs/cli.md#run): each (source under ``scratch``, path under ``DIR/<run id>/``)
+    copied, a directory with its tree; the first failure is one ``RETAIN_FAILED`` naming the target and
+    the error. The kind chooses the sources, never a credential. ``DIR/<run id>`` is created new (0700)
+    or not at all, so an earlier run's directory under the same id, or a link planted there, is never
+    written through; no link is followed on either side (docs/adapters/common.md#child-trees), and every
+    copy is readable by its owner only (0600)."""
     if retain_dir is None:
         return ()
     target = os.path.join(retain_dir, run_id)
     try:
         os.mkdir(target, 0o700)
-        for source, kept in copies:
-            _retain(source, os.path.join(target, kept))
+        root = ChildDir.open(scratch)
+        try:
+            for source, kept in copies:
+                _retain(root, source, os.path.join(target, kept))
+        finally:
+            root.close()
     except OSError as error:
         return (WarningRaised(code="RETAIN_FAILED", message=f"{target}: {error.strerror or error}"),)
     return ()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from returns.result import Success
 
 from metaharness.pure.hook_channel import (
     EMPTY_REASON,
@@ -77,7 +78,7 @@ def test_a_request_reaches_metaharness_and_the_answer_reaches_the_vendor(tmp_pat
         key = wait_key(channel)
         assert channel.request(key) == REQUEST
         body = deny_answer("not in this step")
-        assert channel.answer(key, body)
+        assert channel.answer(key, body) == Success(True)
         assert finish(hook) == (0, body)
         assert (tmp_path / "hook-channel" / "responses" / f"{key}.json").read_bytes() == body
         assert (tmp_path / "hook-channel" / "requests" / f"{key}.json").exists()
@@ -90,7 +91,7 @@ def test_zero_bytes_is_an_abstain_that_prints_nothing(tmp_path: Path) -> None:
     channel = HookChannel.create(str(tmp_path))
     try:
         hook = start_hook(program)
-        assert channel.answer(wait_key(channel), b"")
+        assert channel.answer(wait_key(channel), b"") == Success(True)
         assert finish(hook) == (0, b"")
     finally:
         channel.close()
@@ -109,7 +110,7 @@ def test_concurrent_hooks_each_get_their_own_answer(tmp_path: Path) -> None:
         assert len(set(keys)) == 4
         for key in keys:
             call = read_hook_request(key, channel.request(key) or b"")
-            assert channel.answer(key, call.call_id.encode())
+            assert channel.answer(key, call.call_id.encode()) == Success(True)
         outs = sorted(finish(hook)[1] for hook in hooks)
         assert outs == [f"toolu_{i}".encode() for i in range(4)]
     finally:
@@ -140,7 +141,7 @@ def test_the_backstop_denies_and_a_late_answer_finds_no_reader(tmp_path: Path) -
         hook = start_hook(program)
         key = wait_key(channel)
         assert finish(hook) == (0, deny_answer(NO_ANSWER_REASON))
-        assert channel.answer(key, deny_answer("late")) is False
+        assert channel.answer(key, deny_answer("late")) == Success(False)
     finally:
         channel.close()
 

@@ -72,7 +72,14 @@ from metaharness.pure.events import (
     stamp,
 )
 from metaharness.pure.frames import Frame
-from metaharness.pure.hook_channel import HOOK_GAVE_UP, HOOK_TIMEOUT_S, HookCall, read_hook_request, request_unreadable
+from metaharness.pure.hook_channel import (
+    CHANNEL_REFUSED_REASON,
+    HOOK_GAVE_UP,
+    HOOK_TIMEOUT_S,
+    HookCall,
+    read_hook_request,
+    request_unreadable,
+)
 from metaharness.pure.modes import DecisionMode
 from metaharness.pure.readings import Emitted
 from metaharness.pure.run_stages import closing_reason, no_terminal_record
@@ -186,15 +193,18 @@ def write_events(session: Session, events: tuple[Event, ...]) -> tuple[Session, 
     return _emit_all(session, tuple(DeskEmit(event) for event in events))
 
 
-def answered(session: Session, delivered: bool) -> tuple[Session, tuple[Effect, ...]]:
+def answered(
+    session: Session, delivered: bool, refused: tuple[WarningRaised, ...] = ()
+) -> tuple[Session, tuple[Effect, ...]]:
     """The hook answer was written; ``delivered`` says a hook was still waiting for it. When none was,
-    the call's ``tool.decided`` becomes a deny by ``deadline`` saying the hook gave up first."""
+    the call's ``tool.decided`` becomes a deny by ``deadline`` saying the hook gave up first; when the
+    answer met a refused channel name (``refused``, its ``CHANNEL_REFUSED`` warnings, written first) a
+    deny by ``adapter`` saying so (docs/adapters/common.md#child-trees)."""
     queued = list(session.queued)
-    if not delivered and session.answering is not None:
+    if (refused or not delivered) and session.answering is not None:
+        deny = Deny(CHANNEL_REFUSED_REASON) if refused else Deny(HOOK_GAVE_UP)
         queued = [
-            DeskEmit(
-                msgspec.structs.replace(item.event, decision=Deny(HOOK_GAVE_UP), decided_by="deadline")
-            )
+            DeskEmit(msgspec.structs.replace(item.event, decision=deny, decided_by="adapter" if refused else "deadline"))
             if isinstance(item, DeskEmit)
             and isinstance(item.event, ToolDecided)
             and item.event.call_id == session.answering
@@ -202,7 +212,7 @@ def answered(session: Session, delivered: bool) -> tuple[Session, tuple[Effect, 
             for item in queued
         ]
     session = msgspec.structs.replace(session, queued=(), answering=None)
-    return _emit_all(session, tuple(queued))
+    return _emit_all(session, (*(DeskEmit(warning) for warning in refused), *queued))
 
 
 def _present(session: Session, call: HookCall) -> tuple[Session, tuple[DeskEmit | Answer | Arm | Disarm, ...]]:

@@ -72,7 +72,7 @@ from metaharness.pure.events import (
     result_unobserved,
     stamp,
 )
-from metaharness.pure.hook_channel import HOOK_GAVE_UP, HookCall, read_hook_request
+from metaharness.pure.hook_channel import CHANNEL_REFUSED_REASON, HOOK_GAVE_UP, HookCall, read_hook_request
 from metaharness.pure.readings import Emitted, Finished, Reading
 from metaharness.pure.run_stages import closing_reason, no_terminal_record
 from metaharness.pure.stop import GROUP_POLICY
@@ -119,7 +119,8 @@ class Catalogued(msgspec.Struct, frozen=True, kw_only=True):
 
 class Session(msgspec.Struct, frozen=True, kw_only=True):
     """One codex run's state between inputs. ``keys`` maps a call to the hook key that delivered it,
-    ``names`` a call to its tool; ``unanswered`` are the calls whose hook had gone when answered;
+    ``names`` a call to its tool; ``unanswered`` are the calls whose hook had gone when answered,
+    ``refused`` those whose answer met a refused channel name;
     ``tree`` is what the shell found of the links the calls' subjects pass through."""
 
     stream: Stream
@@ -131,6 +132,7 @@ class Session(msgspec.Struct, frozen=True, kw_only=True):
     keys: tuple[tuple[str, str], ...] = ()
     names: tuple[tuple[str, str], ...] = ()
     unanswered: frozenset[str] = frozenset()
+    refused: frozenset[str] = frozenset()
     session_cwd: str | None = None
     tree: TreeFacts
     catalogued: Catalogued | None = None
@@ -171,7 +173,9 @@ def _write(session: Session, payload: Event, at: str | UnsetType = UNSET) -> tup
     session_cwd = payload.cwd if isinstance(payload, SessionStarted) else session.session_cwd
     census, unanswered = session.census, session.unanswered
     if isinstance(payload, ToolDecided):
-        if payload.call_id in unanswered:
+        if payload.call_id in session.refused:
+            payload = msgspec.structs.replace(payload, decision=Deny(CHANNEL_REFUSED_REASON), decided_by="adapter")
+        elif payload.call_id in unanswered:
             unanswered = unanswered - {payload.call_id}
             payload = msgspec.structs.replace(payload, decision=Deny(HOOK_GAVE_UP), decided_by="deadline")
         census = count_decision(census, payload)
@@ -278,14 +282,20 @@ def _work(session: Session, items: tuple[Item, ...]) -> tuple[Session, tuple[Eff
     return session, tuple(out)
 
 
-def delivered(session: Session, written: bool) -> tuple[Session, tuple[Effect, ...]]:
+def delivered(
+    session: Session, written: bool, refused: WarningRaised | None = None
+) -> tuple[Session, tuple[Effect, ...]]:
     """The suspended hook answer or performed call was written (``written``: a hook was still waiting,
     the catalogue server took the line). A lost hook answer makes the call's ``tool.decided`` a deny by
-    ``deadline``; a line the catalogue server did not take means it has ended, and every call sent to
-    it is answered as a failure."""
+    ``deadline``; one that met a refused channel name (``refused``, its ``CHANNEL_REFUSED``) a deny by
+    ``adapter`` after that warning (docs/adapters/common.md#child-trees); a line the catalogue server did
+    not take means it has ended, and every call sent to it is answered as a failure."""
     suspended, queued = session.suspended, session.queued
     session = msgspec.structs.replace(session, queued=(), suspended=None)
-    if not written and isinstance(suspended, HookAnswer):
+    if refused is not None and isinstance(suspended, HookAnswer):
+        session = msgspec.structs.replace(session, refused=session.refused | {suspended.call_id})
+        queued = (DeskEmit(refused), *queued)
+    elif not written and isinstance(suspended, HookAnswer):
         session = msgspec.structs.replace(session, unanswered=session.unanswered | {suspended.call_id})
     if not written and isinstance(suspended, Perform):
         session, steps, _ = _catalogue_gone(session)

@@ -357,7 +357,7 @@ def run_b10x(options: RunOptions) -> int:
     def retained() -> tuple[WarningRaised, ...]:
         routed = () if proxy is None else proxy.wind_up(launch.scratch)
         warnings = tuple(event for event in routed if isinstance(event, WarningRaised))
-        return (*warnings, *retain_copies(options.retain_dir, run_id, retained_files(launch)))
+        return (*warnings, *retain_copies(options.retain_dir, run_id, launch.scratch, retained_files(launch)))
 
     try:
         with open(launch.transcript_path, "wb") as transcript:

@@ -20,6 +20,7 @@ from functools import partial
 from typing import IO, TYPE_CHECKING
 
 import msgspec
+from returns.result import Failure
 
 from metaharness.pure.bounds import COMMAND_LINE_LIMIT, RECORD_LINE_LIMIT
 from metaharness.pure.claude.session import (
@@ -40,6 +41,7 @@ from metaharness.pure.claude.session import (
 )
 from metaharness.pure.decisions import Arm, Disarm
 from metaharness.pure.events import Event, Process
+from metaharness.pure.hook_channel import channel_refused
 from metaharness.pure.stop import GRACE_S
 from metaharness.shell.child_end import PIPE_DRAIN_S, end_descendants
 from metaharness.shell.child_process import STDERR_KEPT, ChildStop, kill_group, wait_status
@@ -84,10 +86,10 @@ class _Loop:
             if isinstance(effect, bytes):
                 self.write_event(effect)
             elif isinstance(effect, HookAnswer):
-                delivered = False
-                for key in effect.keys:
-                    delivered = self.channel.answer(key, effect.body) or delivered
-                self.session, more = answered(self.session, delivered)
+                answers = [(key, self.channel.answer(key, effect.body)) for key in effect.keys]
+                refused = [channel_refused(key, a.failure()) for key, a in answers if isinstance(a, Failure)]
+                delivered = any(a.value_or(False) for _key, a in answers)
+                self.session, more = answered(self.session, delivered, tuple(refused))
                 self.perform(more)
             elif isinstance(effect, Arm):
                 self.deadlines.arm(effect.call_id)

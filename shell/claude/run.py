@@ -317,7 +317,7 @@ def late_events(
     """The wind-up's own events: the proxy's one ``auth.expired`` and ``LOOPBACK_REFUSED``, then the
     ``--retain-dir`` copies (``loopback.json`` among them) and any ``RETAIN_FAILED``."""
     events = () if proxy is None else proxy.wind_up(launch.scratch)
-    return (*events, *retain_copies(options.retain_dir, run_id, retained_files(launch)))
+    return (*events, *retain_copies(options.retain_dir, run_id, launch.scratch, retained_files(launch)))
 
 
 def routed(

@@ -177,14 +177,14 @@ def drive_app_server(
     )
     session, opened = open_session(desk, rollout, run, tree_facts((), launch.cwd), catalogue, conversation, opening)
     state = CodexLoop(launch, session, write_event)
-    served, child = _spawn_servers(launch, catalogue, confined, confined_server)
+    rollout_tail = state.rollout_tail(launch)
+    stdout_copy = state.new_copy(launch.stdout_copy)
+    served, child = _spawn_servers(state, launch, catalogue, confined, confined_server)
     assert served.stdin is not None and served.stdout is not None
     state.catalogue_in = served.stdin
     assert child.stdin is not None and child.stdout is not None and child.stderr is not None
     state.server_in = child.stdin
     state.stopper = ChildStop(child.pid, STOP_POLICY)
-    stdout_copy = open(launch.stdout_copy, "wb")  # noqa: SIM115 - closed at wind-up, after the last copy
-    rollout_tail = RolloutTail(launch.sessions_dir, launch.rollout_copy)
     pipes = _Conversation(state, child, stdout_copy, rollout_tail)
     engine = Engine()
     try:
@@ -218,11 +218,12 @@ def drive_app_server(
 
 
 def _spawn_servers(
+    state: CodexLoop,
     launch: CodexLaunch, catalogue: Catalogue, confined: ConfinedSpawn | None, confined_server: ConfinedSpawn | None
 ) -> tuple[subprocess.Popen[bytes], subprocess.Popen[bytes]]:
     """The catalogue server, then ``codex app-server`` in its own process group, each in its view
     when confined; a failed second spawn ends the first and raises ``OSError``."""
-    with open(os.path.join(launch.scratch, CATALOGUE_SERVER_LOG), "wb") as log:
+    with state.new_copy(os.path.join(launch.scratch, CATALOGUE_SERVER_LOG)) as log:
         served = subprocess.Popen(
             list(catalogue_server_args(own_cli(), launch.scratch, launch.cwd, catalogue))
             if confined_server is None

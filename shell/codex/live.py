@@ -20,6 +20,7 @@ from functools import partial
 from typing import IO, TYPE_CHECKING
 
 import msgspec
+from returns.result import Failure
 
 from metaharness.pure.bounds import COMMAND_LINE_LIMIT
 from metaharness.pure.codex.app_server import Note, Perform, Send
@@ -45,6 +46,7 @@ from metaharness.pure.codex.session import (
 )
 from metaharness.pure.decisions import Arm, Desk, Disarm
 from metaharness.pure.events import Event, Process
+from metaharness.pure.hook_channel import channel_refused
 from metaharness.shell.child_end import PIPE_DRAIN_S, end_descendants
 from metaharness.shell.child_process import (
     STDERR_KEPT,
@@ -52,6 +54,7 @@ from metaharness.shell.child_process import (
     kill_group,
     wait_status,
 )
+from metaharness.shell.child_tree import ChildDir
 from metaharness.shell.codex.rollout import POLL_INTERVAL_S, QUIET_POLLS_AFTER_EXIT, RolloutTail, SubAgentRollouts
 from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.live_engine import Engine, read_rest
@@ -85,7 +88,9 @@ class CodexLoop:
         self.write_event = write_event
         self.deadlines = Deadlines(session.desk.deadline_ms)
         self.channel = HookChannel.create(launch.scratch)
-        self.sub_agents = SubAgentRollouts(launch.sessions_dir, os.path.join(launch.scratch, SUB_AGENT_COPIES))
+        self.home = ChildDir.open(launch.codex_home)
+        self.scratch = ChildDir.open(launch.scratch)
+        self.sub_agents = SubAgentRollouts(self.home, self.scratch, SUB_AGENT_COPIES)
         self.server_in: IO[bytes] | None = None
         self.catalogue_in: IO[bytes] | None = None
         self.stopper: ChildStop
@@ -95,6 +100,17 @@ class CodexLoop:
         self.quiet = 0
         self.rollout_ended = False
 
+    def rollout_tail(self, launch: CodexLaunch) -> RolloutTail:
+        """The main rollout's tail, its copy made new before the spawn (raises ``OSError``)."""
+        return RolloutTail.made(self.home, self.scratch, os.path.basename(launch.rollout_copy))
+
+    def new_copy(self, path: str) -> IO[bytes]:
+        """A new file of the scratch root for a copy the run keeps, made before the spawn (raises ``OSError``)."""
+        made = self.scratch.create(os.path.basename(path))
+        if isinstance(made, Failure):
+            raise OSError(made.failure().message)
+        return os.fdopen(made.unwrap(), "wb")
+
     def perform(self, effects: tuple[Effect, ...]) -> None:
         """The session's effects in order; a hook answer or a performed call resumes the session with
         whether it was delivered."""
@@ -102,7 +118,9 @@ class CodexLoop:
             if isinstance(effect, bytes):
                 self.write_event(effect)
             elif isinstance(effect, HookAnswer):
-                self.session, more = delivered(self.session, self.channel.answer(effect.key, effect.body))
+                answer = self.channel.answer(effect.key, effect.body)
+                refused = channel_refused(effect.key, answer.failure()) if isinstance(answer, Failure) else None
+                self.session, more = delivered(self.session, answer.value_or(False), refused)
                 self.perform(more)
             elif isinstance(effect, Perform):
                 self.session, more = delivered(self.session, write_line(self.catalogue_in, effect.line))
@@ -224,6 +242,8 @@ class CodexLoop:
         self.perform(effects)
         self.channel.close()
         self.sub_agents.close()
+        self.home.close()
+        self.scratch.close()
         return reason
 
 
@@ -259,7 +279,8 @@ def drive_codex(
     (docs/adapters/codex.md#conformance-vectors); ``late_events`` are the wind-up's own events (loopback, retain),
     written before the marker."""
     state = CodexLoop(launch, open_session(desk, rollout, run, tree_facts((), launch.cwd))[0], write_event)
-    with open(launch.stdout_copy, "wb") as stdout_copy:
+    rollout_tail = state.rollout_tail(launch)
+    with state.new_copy(launch.stdout_copy) as stdout_copy:
         child = subprocess.Popen(
             list(launch.argv) if confined is None else confined.argv,
             cwd=launch.cwd,
@@ -274,7 +295,6 @@ def drive_codex(
         confined.spawned()
     assert child.stderr is not None
     state.stopper = ChildStop(child.pid, STOP_POLICY)
-    rollout_tail = RolloutTail(launch.sessions_dir, launch.rollout_copy)
     engine = Engine()
     try:
         state.watch(engine, child, commands, on_steering_refusal)

@@ -285,7 +285,7 @@ def late_events(options: RunOptions, run: str, launch: CodexLaunch, proxy: Route
     """The wind-up's own events (docs/adapters/common.md#endpoint-route, docs/cli.md#run): the proxy's one
     ``auth.expired`` and ``LOOPBACK_REFUSED``, then the ``--retain-dir`` copy and any ``RETAIN_FAILED``."""
     events = () if proxy is None else proxy.wind_up(launch.scratch)
-    return (*events, *retain_copies(options.retain_dir, run, retained_files(launch)))
+    return (*events, *retain_copies(options.retain_dir, run, launch.scratch, retained_files(launch)))
 
 
 Started = tuple[CodexLaunch, Frame | None, RouteProxy | None, Catalogue | None, Prepared | None]

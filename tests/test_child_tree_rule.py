@@ -1,0 +1,77 @@
+"""The shell modules that touch a tree the child can write while it runs (the hook channel, codex's
+rollouts, the live loops, the ``--retain-dir`` copy) name no file by its path: every such operation goes
+through ``metaharness.shell.child_tree`` (docs/adapters/common.md#child-trees). Read from the source's
+syntax tree, so a new ``open(path)`` in one of them fails here."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SHELL = Path(__file__).resolve().parent.parent / "shell"
+CHILD_TREE_MODULES = (
+    "hook_channel.py",
+    "wind_up.py",
+    "codex/rollout.py",
+    "codex/live.py",
+    "codex/app_server.py",
+    "claude/live.py",
+    "b10x/live.py",
+)
+BY_NAME = {
+    "open", "os.open", "os.rename", "os.replace", "os.mkfifo", "os.mkdir", "os.makedirs", "os.unlink",
+    "os.remove", "os.rmdir", "os.walk", "os.lstat", "os.stat", "os.listdir", "os.scandir", "os.readlink",
+    "os.path.getmtime", "os.path.exists", "os.path.isfile", "os.path.isdir", "os.path.islink", "glob.glob",
+    "shutil.copy", "shutil.copyfile", "shutil.copytree", "shutil.rmtree", "shutil.move", "Path",
+    "open_regular", "read_regular",
+}  # fmt: skip
+DESCRIPTOR_KEYWORDS = {"dir_fd", "src_dir_fd", "dst_dir_fd"}
+OPERATOR_SIDE = {
+    ("wind_up.py", "_retain_file"): {"os.makedirs", "os.open"},
+    ("wind_up.py", "retain_copies"): {"os.mkdir"},
+}
+"""Calls on the operator's ``--retain-dir`` (the destination side), which the child cannot write."""
+
+
+def dotted(node: ast.expr) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{dotted(node.value)}.{node.attr}"
+    return ""
+
+
+def by_name_calls(module: str, source: str) -> list[str]:
+    """Each call in ``module`` (its ``source``) that names a file by its path, as ``module:line function:
+    call``, less the allowed ones."""
+    tree = ast.parse(source)
+    found: list[str] = []
+    for function in (node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)):
+        allowed = OPERATOR_SIDE.get((module, function.name), set())
+        for call in (node for node in ast.walk(function) if isinstance(node, ast.Call)):
+            name = dotted(call.func)
+            through_descriptor = any(keyword.arg in DESCRIPTOR_KEYWORDS for keyword in call.keywords)
+            if name in BY_NAME and name not in allowed and not through_descriptor:
+                found.append(f"{module}:{call.lineno} {function.name}: {name}")
+    return found
+
+
+def test_no_child_tree_module_opens_a_path_by_name() -> None:
+    sources = {module: (SHELL / module).read_text(encoding="utf-8") for module in CHILD_TREE_MODULES}
+    assert [call for module, source in sources.items() for call in by_name_calls(module, source)] == []
+
+
+def test_the_rule_sees_a_by_name_open() -> None:
+    """The check is not vacuous: the earlier hook channel's answer, which opened ``.writing.<key>`` by
+    name, is caught; the same rename through descriptors is not."""
+    source = (
+        "import os\n"
+        "def answer(responses, key):\n"
+        "    os.open(os.path.join(responses, f'.writing.{key}'), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)\n"
+        "    os.rename('a', 'b')\n"
+        "    os.rename('a', 'b', src_dir_fd=3, dst_dir_fd=3)\n"
+    )
+    assert by_name_calls("hook_channel.py", source) == [
+        "hook_channel.py:3 answer: os.open",
+        "hook_channel.py:4 answer: os.rename",
+    ]
