@@ -57,6 +57,7 @@ RUN_OPTION_ORDER: tuple[str, ...] = (
     "strict-version",
     "retain-dir",
     "timeout",
+    "events",
     "hooks",
     "driver",
     "toolchain",
@@ -110,6 +111,7 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
     strict_version: bool = False
     retain_dir: str | None = None
     timeout: float | None = None
+    events: str | None = None
     hooks: str | None = None
     driver: str | None = None
     toolchain: str | None = None

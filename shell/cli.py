@@ -178,6 +178,7 @@ def _given(ctx: click.Context) -> frozenset[str]:
 @click.option("--strict-version", is_flag=True, help="Refuse an off-pin binary before the spawn.")
 @click.option("--retain-dir", metavar="DIR", help="Copy the raw record and generated files to DIR/<run id>/.")
 @click.option("--timeout", type=_Duration(), help="Stop the run as on SIGTERM after DURATION (600, 10m, 1h).")
+@click.option("--events", metavar="FILE", help="Also write the whole stream to FILE, created new (0600).")
 @click.option("--hooks", metavar="FILE", help="b10x: loop --hooks.")
 @click.option("--driver", metavar="PATH", help="b10x: loop --driver.")
 @click.option("--toolchain", metavar="NAME", help="b10x: loop --toolchain.")
@@ -228,6 +229,7 @@ def run(ctx: click.Context, /, **values: Any) -> int:
         strict_version=values["strict_version"],
         retain_dir=values["retain_dir"],
         timeout=values["timeout"],
+        events=values["events"],
         hooks=values["hooks"],
         driver=values["driver"],
         toolchain=values["toolchain"],

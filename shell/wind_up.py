@@ -29,10 +29,11 @@ from metaharness.pure.run_stages import unaudited_exit
 from metaharness.pure.stream_amendment import Amendment, amend
 from metaharness.shell.auditor import gather_audit_facts
 from metaharness.shell.auditor_invocation import audit_baseline, run_auditor
+from metaharness.shell.events_file import EventsFile, open_events_file
 from metaharness.shell.facts import directory_identity
 from metaharness.shell.refusals import refuse
 from metaharness.shell.run_limits import RunLimits
-from metaharness.shell.staging import take, write_event
+from metaharness.shell.staging import Refused, take, write_event
 
 CLOSING_EVENT = b'"event":"stream.closed"'
 """How the one serialiser writes the closing event's name (``metaharness.pure.jsonline.compact``)."""
@@ -54,15 +55,23 @@ class RunAudit:
         self.route: Callable[[], RouteTraffic] | None = None
         self.written = 0
         self.closed = False
+        self.events: EventsFile | None = None
+        if options.events is not None:
+            opened = open_events_file(options.events)
+            if isinstance(opened, Refusal):
+                raise Refused(opened)
+            self.events = opened
 
     def write_event(self, line: bytes) -> None:
-        """One event line to stdout, amended (``DECISION_BYPASSED``, a confined run's ``route``), its
-        payload kept when the run reports; the lines are counted and a closing ``stream.closed`` noted
+        """One event line to ``--events`` FILE (``metaharness.shell.events_file``) and then stdout,
+        amended (``DECISION_BYPASSED``, a confined run's ``route``), its payload kept when the run reports; the lines are counted and a closing ``stream.closed`` noted
         (``metaharness.shell.child_end.end_unexpectedly``); a closed stdout stops the run
         (``metaharness.shell.run_limits``)."""
         ending = self.route is not None and b'"event":"session.ended"' in line
         self.amendment, lines = amend(self.amendment, line, self.route() if ending and self.route else None)
         for written in lines:
+            if self.events is not None:
+                self.events.write(written)
             self.limits.wrote(write_event(written))
             self.written += 1
             self.closed = self.closed or CLOSING_EVENT in written
@@ -70,11 +79,14 @@ class RunAudit:
                 self.payloads.append(read_event(written).unwrap().payload)
 
     def exit_code(self, planned: VerdictFacts, transcript: str, reason: str) -> int:
-        """The run's exit: the refusal ``stdout-closed`` when the stream's reader went away;
+        """The run's exit: the refusal ``stdout-closed`` when the stream's reader went away, else
+        ``events-write-failed`` when ``--events`` FILE lost a line;
         unaudited from the closing ``reason``; else the report on stderr
         (the rows against ``planned`` with the record's cwd, the auditor over ``transcript`` unless
         the run was interrupted) and the audited exit of docs/hermetic.md#audited-exit."""
-        lost = self.limits.refusal()
+        if self.events is not None:
+            self.events.close()
+        lost = self.limits.refusal() or (self.events.refusal() if self.events is not None else None)
         if lost is not None:
             return refuse(lost)
         if not self.reporting:
