@@ -31,11 +31,12 @@ from metaharness.pure.run_view import (
     final_census,
     fold_lines,
     header_fields,
-    hermetic_rows,
     implied_exit,
     latency_text,
     result_parts,
+    rows_caption,
     shortened,
+    state_rows,
     stop_text,
 )
 
@@ -118,7 +119,7 @@ def _summary(document: TraceDocument, state: ViewState, audited: tuple[str, ...]
 
 
 def _hermetic_table(state: ViewState) -> str:
-    rows = hermetic_rows(state.started.hermetic if state.started is not None else None)
+    rows = state_rows(state)
     if not rows:
         return '<p class="hermetic">no hermetic attestation: the stream has no session.started</p>'
     body = "".join(
@@ -128,7 +129,7 @@ def _hermetic_table(state: ViewState) -> str:
         for row in rows
     )
     return (
-        '<table class="hermetic"><caption>hermetic rows, as attested</caption>'
+        f'<table class="hermetic"><caption>{_escape(rows_caption(state))}</caption>'
         "<thead><tr><th class=\"c-row\">row</th><th class=\"c-verdict\">verdict</th><th class=\"c-state\">state</th>"
         "<th class=\"c-control\">control</th><th>how / why</th></tr></thead>"
         f"<tbody>{body}</tbody></table>"

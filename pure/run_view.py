@@ -14,6 +14,7 @@ from typing import Any, TypeAlias
 
 import msgspec
 from immutables import Map
+from msgspec import UNSET, UnsetType
 
 from metaharness.pure.audit_report import census_lines, child_exit_text, withheld_line
 from metaharness.pure.census import ZERO_CENSUS, count_decision
@@ -30,6 +31,7 @@ from metaharness.pure.events import (
     Hermetic,
     Injection,
     Opaque,
+    RowCheck,
     SessionEnded,
     SessionStarted,
     StepEntered,
@@ -351,9 +353,10 @@ _STATE_VERDICTS = {"imposed": "ok", "declared": "unk", "unavailable": "gap"}
 
 
 class HermeticRow(msgspec.Struct, frozen=True, kw_only=True):
-    """One hermetic row as the attestation states it: ``verdict`` is what the attestation alone
-    supports (imposed → ok, declared → unk, unavailable → gap); ``control`` is empty for a row this
-    build does not know."""
+    """One hermetic row: ``verdict`` is the run's own check of it against the record
+    (``session.ended.rows``) when the stream has one, else what the attestation alone supports
+    (imposed → ok, declared → unk, unavailable → gap), ``text`` the check's detail or the attested how
+    or why; ``control`` is empty for a row this build does not know."""
 
     row: str
     control: str
@@ -362,8 +365,9 @@ class HermeticRow(msgspec.Struct, frozen=True, kw_only=True):
     text: str
 
 
-def hermetic_rows(hermetic: Hermetic | None) -> tuple[HermeticRow, ...]:
-    """Every row the attestation names, known rows in their order, then any other in its order."""
+def hermetic_rows(hermetic: Hermetic | None, checked: Sequence[RowCheck] = ()) -> tuple[HermeticRow, ...]:
+    """Every row the attestation names, known rows in their order, then any other in its order; a row
+    in ``checked`` takes its verdict and detail from there."""
     if hermetic is None:
         return ()
     named = [(entry.row, "imposed", entry.how) for entry in hermetic.imposed]
@@ -371,10 +375,30 @@ def hermetic_rows(hermetic: Hermetic | None) -> tuple[HermeticRow, ...]:
     named += [(why.row, "unavailable", why.why) for why in hermetic.unavailable]
     order = {row: position for position, (row, *_) in enumerate(ROWS)}
     described = {row: control for row, control, _, _ in ROWS}
+    checks = {check.row: check for check in checked}
     return tuple(
-        HermeticRow(row=row, control=described.get(row, ""), state=state, verdict=_STATE_VERDICTS[state], text=text)
+        HermeticRow(row=row, control=described.get(row, ""), state=state,
+                    verdict=checks[row].verdict if row in checks else _STATE_VERDICTS[state],
+                    text=checks[row].detail if row in checks else text)
         for row, state, text in sorted(named, key=lambda entry: order.get(entry[0], len(ROWS)))
-    )
+    )  # fmt: skip
+
+
+def checked_rows(state: ViewState) -> tuple[RowCheck, ...]:
+    """The rows as the run checked them against the record (``session.ended.rows``); none in a stream
+    without them (a replay, an older build, a run that ended with no terminal record)."""
+    rows = state.ended.rows if state.ended is not None else UNSET
+    return () if isinstance(rows, UnsetType) else rows
+
+
+def state_rows(state: ViewState) -> tuple[HermeticRow, ...]:
+    """The rows a reader shows (docs/view.md): the attestation's, with the run's checks."""
+    return hermetic_rows(state.started.hermetic if state.started is not None else None, checked_rows(state))
+
+
+def rows_caption(state: ViewState) -> str:
+    """What the rows' verdicts rest on: the run's check against the record, or the attestation alone."""
+    return "hermetic rows, as the run checked them against the record" if checked_rows(state) else "hermetic rows, as attested"
 
 
 def confinement_text(hermetic: Hermetic | None) -> str:
@@ -514,9 +538,10 @@ def closing_lines(state: ViewState) -> tuple[str, ...]:
     lines = [_note_line(opened)] if opened is not None else []
     lines += census_lines(final_census(state))
     lines.append(withheld_line(state.started.withheld if state.started is not None else None))
-    rows = hermetic_rows(state.started.hermetic if state.started is not None else None)
+    rows = state_rows(state)
     if rows:
-        lines.append("hermetic rows (as attested; the audited report also checks the record):")
+        lines.append("hermetic rows (as the run checked them against the record):" if checked_rows(state)
+                     else "hermetic rows (as attested; the audited report also checks the record):")
         lines += [hermetic_line(row) for row in rows]
     lines.append(f"stop: {stop_text(state)}")
     lines.append(completeness_line(state))

@@ -21,8 +21,9 @@ from metaharness.pure.run_view import (
     completeness_line,
     final_census,
     header_fields,
-    hermetic_rows,
     implied_exit,
+    rows_caption,
+    state_rows,
     stop_text,
 )
 
@@ -96,10 +97,10 @@ def in_flight(state: ViewState, opened: Note | None, now: float) -> RenderableTy
 
 def hermetic_table(state: ViewState) -> Table:
     """The hermetic rows coloured by verdict, with their attested state."""
-    table = Table(title="hermetic rows, as attested", title_justify="left", expand=False)
+    table = Table(title=rows_caption(state), title_justify="left", expand=False)
     for column in ("row", "verdict", "state", "control", "how / why"):
         table.add_column(column, overflow="fold")
-    for row in hermetic_rows(state.started.hermetic if state.started is not None else None):
+    for row in state_rows(state):
         colour = STYLES[row.verdict]
         table.add_row(row.row, Text(row.verdict, style=colour), Text(row.state, style=colour), row.control, row.text)
     return table

@@ -18,11 +18,11 @@ import sys
 from collections.abc import Callable, Sequence
 
 import msgspec
-from returns.result import Failure
+from returns.result import Failure, Success
 
 from metaharness.pure.audit_report import AuditorOutcome, audit_report, audited_exit, report_facts
-from metaharness.pure.events import Event, RouteTraffic, SessionStarted, WarningRaised, read_event
-from metaharness.pure.hermetic import VerdictFacts
+from metaharness.pure.events import Event, RouteTraffic, RowCheck, SessionStarted, WarningRaised, read_event
+from metaharness.pure.hermetic import VerdictFacts, row_verdicts
 from metaharness.pure.options import RunOptions, check_audit_pairing
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import unaudited_exit
@@ -55,6 +55,8 @@ class RunAudit:
         self.route: Callable[[], RouteTraffic] | None = None
         self.written = 0
         self.closed = False
+        self.started: SessionStarted | None = None
+        self.rows_facts: Callable[[], VerdictFacts] | None = None
         self.events: EventsFile | None = None
         if options.events is not None:
             opened = open_events_file(options.events)
@@ -67,8 +69,13 @@ class RunAudit:
         amended (``DECISION_BYPASSED``, a confined run's ``route``), its payload kept when the run reports; the lines are counted and a closing ``stream.closed`` noted
         (``metaharness.shell.child_end.end_unexpectedly``); a closed stdout stops the run
         (``metaharness.shell.run_limits``)."""
-        ending = self.route is not None and b'"event":"session.ended"' in line
-        self.amendment, lines = amend(self.amendment, line, self.route() if ending and self.route else None)
+        if self.started is None and b'"event":"session.started"' in line:
+            opened = read_event(line)
+            payload = opened.unwrap().payload if isinstance(opened, Success) else None
+            self.started = payload if isinstance(payload, SessionStarted) else None
+        ending = b'"event":"session.ended"' in line
+        route = self.route() if ending and self.route else None
+        self.amendment, lines = amend(self.amendment, line, route, self.checked_rows() if ending else None)
         for written in lines:
             if self.events is not None:
                 self.events.write(written)
@@ -77,6 +84,16 @@ class RunAudit:
             self.closed = self.closed or CLOSING_EVENT in written
             if self.reporting:
                 self.payloads.append(read_event(written).unwrap().payload)
+
+    def checked_rows(self) -> tuple[RowCheck, ...] | None:
+        """The hermetic rows as the audit computes them (``row_verdicts`` over ``session.started`` and the
+        kind's ``rows_facts`` with the record's cwd), for ``session.ended.rows``; none before both are known."""
+        if self.rows_facts is None or self.started is None:
+            return None
+        cwd = self.started.cwd
+        facts = msgspec.structs.replace(self.rows_facts(), record_cwd=directory_identity(cwd) if cwd is not None else None)
+        return tuple(RowCheck(row=row.row, verdict=row.verdict, detail=row.detail)
+                     for row in row_verdicts(self.started, facts))  # fmt: skip
 
     def exit_code(self, planned: VerdictFacts, transcript: str, reason: str) -> int:
         """The run's exit: the refusal ``stdout-closed`` when the stream's reader went away, else

@@ -123,7 +123,7 @@ def test_an_asked_call_counts_down_then_shows_its_decision_and_the_final_table(
     assert re.search(rf"● file_write call_b10x_001 .*→ deny by embedder on control_request, \d+ms: {REASON}", final)
     assert "⚠ COVERAGE_GAP" in final and "that is what the tool said" in final
     assert "decision census: allowed=0 denied=1 replaced=0 abstained=0" in final
-    assert "hermetic rows, as attested" in final
+    assert "hermetic rows, as the run checked them against the record" in final
     rows = {cells[0]: cells[1:3] for cells in (
         [cell.strip() for cell in line.split("│")[1:-1]] for line in final.splitlines() if line.startswith("│ H")
     )}  # fmt: skip

@@ -340,6 +340,7 @@ def run_b10x(options: RunOptions) -> int:
             return refuse(refused.refusal)
     if proxy is not None:
         audit.route = lambda: proxy.route
+    audit.rows_facts = lambda: msgspec.structs.replace(verdict_facts(options, launch), namespaces="unk" if spawn is None else spawn.namespaces())
     settings = SeamSettings(
         run=run_id,
         mode=options.decisions,

@@ -427,6 +427,7 @@ def run_claude(options: RunOptions) -> int:
             return refuse(refused.refusal)
     if proxy is not None and spawn is not None:
         audit.route = lambda: proxy.route
+    audit.rows_facts = lambda: msgspec.structs.replace(verdict_facts(options, launch, plugins), namespaces="unk" if spawn is None else spawn.namespaces())
     facts_of_session = SessionFacts(
         transcript=Transcript(path=launch.transcript_path, digest=None, bytes=None),
         hermetic=launch.hermetic,
