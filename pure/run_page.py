@@ -27,12 +27,16 @@ from metaharness.pure.run_view import (
     completeness_line,
     decision_why,
     decision_word,
+    effective_word,
     entries,
     final_census,
     fold_lines,
     header_fields,
     implied_exit,
     latency_text,
+    opaque_line,
+    refusal_lines,
+    refused_by,
     result_parts,
     rows_caption,
     shortened,
@@ -66,7 +70,7 @@ STYLE = (
     ".name{font-weight:bold}.id{color:#888}.input{font-family:monospace;overflow-wrap:anywhere}"
     ".decision{margin-top:.2em}.d-allow .word{color:#064}.d-deny .word{color:#b00}"
     ".d-replace .word{color:#a50}.d-abstain .word{color:#707}.d-none .word{color:#888}"
-    ".d-deny{background:#fde8e8}.why{font-style:italic}"
+    ".d-deny{background:#fde8e8}.why{font-style:italic}.refused{color:#b00;font-weight:bold}"
     ".result{margin-top:.2em}.r-ok{color:#064}.r-error{color:#b00}"
     ".note{margin:.15em 0;overflow-wrap:anywhere}.n-text{color:#555}.n-thinking{color:#777;font-style:italic}"
     ".n-warning{background:#fff1c7}.n-malformed{background:#f8d0d0}.n-command{color:#046}"
@@ -108,7 +112,8 @@ def _summary(document: TraceDocument, state: ViewState, audited: tuple[str, ...]
         ("exit", "not implied: no closing marker" if implied is None else f"{implied} (as an unaudited run)"),
     ]
     items = "".join(f"<dt>{_escape(key)}</dt><dd>{_escape(value)}</dd>" for key, value in rows)
-    census = "\n".join((*census_lines(final_census(state)),
+    opaque = opaque_line(state)
+    census = "\n".join((*census_lines(final_census(state)), *refusal_lines(state), *([opaque] if opaque else []),
                         withheld_line(state.started.withheld if state.started is not None else None)))
     audit = (f'<pre class="audited">{_escape(chr(10).join(audited))}</pre>' if audited else "")
     return (
@@ -148,9 +153,11 @@ def _input_html(value: object) -> str:
     )
 
 
-def _call_html(call: CallView) -> str:
+def _call_html(state: ViewState, call: CallView) -> str:
     requested = call.requested
     decided = call.decided
+    who = refused_by(state, call)
+    refused = f'<div class="refused">refused by {_escape(who)}</div>' if who is not None else ""
     if decided is None:
         word = "undecided"
         said = ("asks the embedder, no answer recorded" if requested.decision_required
@@ -174,7 +181,7 @@ def _call_html(call: CallView) -> str:
     return (
         f'<div class="request"><span class="name">{_escape(requested.name)}</span> '
         f'<span class="id">{_escape(requested.call_id)}</span> {_input_html(requested.input)}</div>'
-        f"{decision}{result}"
+        f"{decision}{refused}{result}"
     )
 
 
@@ -196,17 +203,19 @@ def _spine(state: ViewState) -> tuple[list[list[Note]], list[CallView]]:
     return groups, calls
 
 
-def _call_key(call: CallView | None) -> tuple[str, str] | None:
+def _call_key(state: ViewState, call: CallView | None) -> tuple[str, str] | None:
+    """What two runs' k-th calls are compared by: the tool and what happened to the call (a refusal is a
+    ``deny`` whoever refused: metaharness or the vendor's own permission layer)."""
     if call is None:
         return None
-    return call.requested.name, decision_word(call.decided) if call.decided is not None else "undecided"
+    return call.requested.name, effective_word(state, call)
 
 
-def _marker(calls: Sequence[CallView | None]) -> str:
+def _marker(states: Sequence[ViewState], calls: Sequence[CallView | None]) -> str:
     """Where two runs' k-th calls differ: ``≠ tool``, ``≠ decision``, both, or ``≠ absent``."""
     if len(calls) < 2:
         return ""
-    keys = [_call_key(call) for call in calls]
+    keys = [_call_key(state, call) for state, call in zip(states, calls, strict=True)]
     if any(key is None for key in keys):
         return "≠ absent"
     names = {key[0] for key in keys if key is not None}
@@ -227,9 +236,9 @@ def _calls_table(documents: Sequence[TraceDocument], states: Sequence[ViewState]
         if k == length:
             break
         calls = [calls[k] if k < len(calls) else None for _, calls in spines]
-        marker = _marker(calls)
-        cells = "".join(f'<td class="call">{_call_html(call)}</td>' if call is not None else '<td class="call"></td>'
-                        for call in calls)
+        marker = _marker(states, calls)
+        cells = "".join(f'<td class="call">{_call_html(state, call)}</td>' if call is not None else '<td class="call"></td>'
+                        for state, call in zip(states, calls, strict=True))
         mark = f'<span class="marker">{marker}</span>' if marker else ""
         classes = "call differs" if marker else "call"
         rows.append(f'<tr class="{classes}" id="call-{k + 1}"><td class="k">call {k + 1} {mark}</td>{cells}</tr>\n')

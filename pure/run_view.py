@@ -113,6 +113,8 @@ class ViewState(msgspec.Struct, frozen=True, kw_only=True):
     events: int = 0
     malformed: int = 0
     last_event: str = ""
+    opaque: Map[str, tuple[int, int | None, int]] = Map()
+    """Each kind of opaque record (``type/subtype``): its one note's position, the first one's line, the count."""
 
 
 def all_calls(state: ViewState) -> list[CallView]:
@@ -223,10 +225,34 @@ def fold_view(state: ViewState, item: EventLine | Malformed, now: float) -> View
         changes["ended"] = payload
     elif isinstance(payload, StreamClosed):
         changes["closings"] = (*state.closings, (state.events, payload))
+    if isinstance(payload, Opaque):
+        changes.update(_opaque_folded(state, payload))
+        return msgspec.structs.replace(state, **changes)
     note = _note_of(payload)
     if note is not None:
         changes["timeline"] = _noted(state, note)
     return msgspec.structs.replace(state, **changes)
+
+
+def opaque_kind(payload: Opaque) -> str:
+    """``type/subtype`` of a record the adapter could not read."""
+    return f"{payload.vendor_type}/{payload.vendor_subtype}"
+
+
+def _opaque_note(kind: str, first_line: int | None, count: int) -> Note:
+    """One line for every record of ``kind``: where the first was, and how many came."""
+    times = "" if count == 1 else f" ×{count}, the first"
+    return Note("record", "opaque", f"{kind}{times} at line {first_line}")
+
+
+def _opaque_folded(state: ViewState, payload: Opaque) -> dict[str, Any]:
+    """A vendor's bookkeeping folded: the first record of a kind is one note, each later one counts on it."""
+    kind = opaque_kind(payload)
+    position, first_line, count = state.opaque.get(kind, (len(state.timeline), payload.source_line, 0))
+    return {
+        "timeline": state.timeline.set(position, _opaque_note(kind, first_line, count + 1)),
+        "opaque": state.opaque.set(kind, (position, first_line, count + 1)),
+    }
 
 
 def final_census(state: ViewState) -> Census:
@@ -276,6 +302,49 @@ def decision_why(decided: ToolDecided) -> str:
     if isinstance(decision, Deny):
         return decision.reason
     return "" if isinstance(decision, Allow | Abstain) else _input_text(decision.input)
+
+
+def vendor_refused(state: ViewState) -> frozenset[str]:
+    """The calls the vendor's own permission layer refused, as its terminal record lists them
+    (``session.ended.permission_denials``)."""
+    denials = state.ended.permission_denials if state.ended is not None else None
+    return frozenset(denial.tool_use_id for denial in denials or () if denial.tool_use_id is not None)
+
+
+def refused_by(state: ViewState, call: CallView) -> str | None:
+    """Who refused ``call``: metaharness's decider when it denied, the vendor's permission layer when the
+    terminal record lists the call among its denials, else nobody (``None``)."""
+    decided = call.decided
+    if decided is not None and isinstance(decided.decision, Deny):
+        return f"metaharness ({decided.decided_by})"
+    if call.requested.call_id in vendor_refused(state):
+        kind = state.started.adapter if state.started is not None else "the vendor"
+        return f"{kind}'s own permission layer (permission_denials)"
+    return None
+
+
+def effective_word(state: ViewState, call: CallView) -> str:
+    """What happened to the call, for comparing runs: ``deny`` when anyone refused it, else the decision's
+    word (``undecided`` when none came)."""
+    if refused_by(state, call) is not None:
+        return "deny"
+    return decision_word(call.decided) if call.decided is not None else "undecided"
+
+
+def refusal_lines(state: ViewState) -> tuple[str, ...]:
+    """One line per refused call, naming who refused it."""
+    return tuple(
+        f"refused: {call.requested.name} {call.requested.call_id} by {who}"
+        for call in all_calls(state) if (who := refused_by(state, call)) is not None
+    )  # fmt: skip
+
+
+def opaque_line(state: ViewState) -> str | None:
+    """Every kind of record the adapter could not read, with its count, on one line."""
+    if not state.opaque:
+        return None
+    kinds = sorted(state.opaque.items(), key=lambda item: item[1][0])
+    return "records not read (opaque): " + ", ".join(f"{kind} ×{count}" for kind, (_, _, count) in kinds)
 
 
 def latency_text(latency_ms: int | None) -> str:
@@ -505,6 +574,10 @@ def plain_lines(before: ViewState, after: ViewState, item: EventLine | Malformed
         lines.append(f"session ended: {stop_text(after)}")
     elif isinstance(payload, StreamClosed):
         lines.append(f"stream closed: {payload.reason}")
+    elif isinstance(payload, Opaque):
+        last = last_entry(after)
+        if len(after.timeline) > len(before.timeline) and isinstance(last, Note):
+            lines.append(_note_line(last))
     elif not isinstance(payload, Text | Thinking):
         note = _note_of(payload)
         if note is not None:
@@ -537,6 +610,9 @@ def closing_lines(state: ViewState) -> tuple[str, ...]:
     opened = open_note(state)
     lines = [_note_line(opened)] if opened is not None else []
     lines += census_lines(final_census(state))
+    lines += refusal_lines(state)
+    opaque = opaque_line(state)
+    lines += [opaque] if opaque is not None else []
     lines.append(withheld_line(state.started.withheld if state.started is not None else None))
     rows = state_rows(state)
     if rows:

@@ -22,6 +22,8 @@ from metaharness.pure.run_view import (
     final_census,
     header_fields,
     implied_exit,
+    opaque_line,
+    refusal_lines,
     rows_caption,
     state_rows,
     stop_text,
@@ -110,6 +112,9 @@ def closing(state: ViewState) -> RenderableType:
     """The end of input: census, hermetic table, stop, completeness and the exit the stream implies."""
     census = Text("\n".join(census_lines(final_census(state))))
     parts: list[RenderableType] = [census]
+    parts += [Text(line, style="bold red") for line in refusal_lines(state)]
+    opaque = opaque_line(state)
+    parts += [Text(opaque, style="dim")] if opaque is not None else []
     parts.append(Text(withheld_line(state.started.withheld if state.started is not None else None)))
     if state.started is not None:
         parts.append(hermetic_table(state))
