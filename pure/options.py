@@ -58,6 +58,7 @@ RUN_OPTION_ORDER: tuple[str, ...] = (
     "retain-dir",
     "timeout",
     "events",
+    "quiet",
     "hooks",
     "driver",
     "toolchain",
@@ -112,6 +113,7 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
     retain_dir: str | None = None
     timeout: float | None = None
     events: str | None = None
+    quiet: bool = False
     hooks: str | None = None
     driver: str | None = None
     toolchain: str | None = None

@@ -635,3 +635,30 @@ def fold_lines(lines: Sequence[EventLine | Malformed]) -> ViewState:
     for line in lines:
         state = fold_view(state, line, 0.0)
     return state
+
+
+def progress_lines(before: ViewState, after: ViewState, item: EventLine) -> tuple[str, ...]:
+    """What ``run`` prints on a terminal's stderr for one more event (docs/cli.md#progress-on-stderr):
+    one start line, one line per call (when it is decided, or at its result when nothing decides it;
+    an asked call also when it starts waiting), and one summary line when the stream closes."""
+    payload = item.payload
+    if isinstance(payload, SessionStarted) and before.started is None:
+        fields = dict(header_fields(after))
+        started = (f"metaharness: run {fields['run']} started: {fields['kind']} {fields['version']} · model "
+                   f"{fields['model']} · decisions {fields['decisions']} · frame {fields['frame']}")  # fmt: skip
+        return (started,)
+    if isinstance(payload, ToolRequested) and payload.decision_required:
+        call = call_of(after, payload.call_id)
+        due = f" within {payload.deadline_ms}ms" if payload.deadline_ms is not None else ""
+        return (f"metaharness: call {plain(request_parts(call))} asks the embedder{due}",) if call is not None else ()
+    if isinstance(payload, ToolDecided | ToolResult):
+        call = call_of(after, payload.call_id)
+        if call is None or (isinstance(payload, ToolResult) and call.decided is not None):
+            return ()
+        return (f"metaharness: call {call.requested.name} {call.requested.call_id} → {plain(decision_parts(call))}",)
+    if isinstance(payload, StreamClosed):
+        census = final_census(after)
+        summary = (f"metaharness: run {after.run} closed {payload.reason}: {len(after.calls)} call(s), allowed="
+                   f"{census.allowed} denied={census.denied} replaced={census.replaced} abstained={census.abstained}")  # fmt: skip
+        return (summary,)
+    return ()

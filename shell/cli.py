@@ -179,6 +179,7 @@ def _given(ctx: click.Context) -> frozenset[str]:
 @click.option("--retain-dir", metavar="DIR", help="Copy the raw record and generated files to DIR/<run id>/.")
 @click.option("--timeout", type=_Duration(), help="Stop the run as on SIGTERM after DURATION (600, 10m, 1h).")
 @click.option("--events", metavar="FILE", help="Also write the whole stream to FILE, created new (0600).")
+@click.option("--quiet", is_flag=True, help="No progress lines on a terminal's stderr.")
 @click.option("--hooks", metavar="FILE", help="b10x: loop --hooks.")
 @click.option("--driver", metavar="PATH", help="b10x: loop --driver.")
 @click.option("--toolchain", metavar="NAME", help="b10x: loop --toolchain.")
@@ -230,6 +231,7 @@ def run(ctx: click.Context, /, **values: Any) -> int:
         retain_dir=values["retain_dir"],
         timeout=values["timeout"],
         events=values["events"],
+        quiet=values["quiet"],
         hooks=values["hooks"],
         driver=values["driver"],
         toolchain=values["toolchain"],

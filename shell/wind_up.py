@@ -26,6 +26,7 @@ from metaharness.pure.hermetic import VerdictFacts, row_verdicts
 from metaharness.pure.options import RunOptions, check_audit_pairing
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import unaudited_exit
+from metaharness.pure.run_view import ViewState, fold_view, progress_lines
 from metaharness.pure.stream_amendment import Amendment, amend
 from metaharness.shell.auditor import gather_audit_facts
 from metaharness.shell.auditor_invocation import audit_baseline, run_auditor
@@ -57,6 +58,7 @@ class RunAudit:
         self.closed = False
         self.started: SessionStarted | None = None
         self.rows_facts: Callable[[], VerdictFacts] | None = None
+        self.progress: ViewState | None = ViewState() if not options.quiet and sys.stderr.isatty() else None
         self.events: EventsFile | None = None
         if options.events is not None:
             opened = open_events_file(options.events)
@@ -82,8 +84,22 @@ class RunAudit:
             self.limits.wrote(write_event(written))
             self.written += 1
             self.closed = self.closed or CLOSING_EVENT in written
+            if self.progress is not None:
+                self._show_progress(written)
             if self.reporting:
                 self.payloads.append(read_event(written).unwrap().payload)
+
+    def _show_progress(self, line: bytes) -> None:
+        """The progress lines one more event adds, on stderr (a terminal's, never stdout)."""
+        read = read_event(line)
+        if isinstance(read, Failure) or self.progress is None:
+            return
+        after = fold_view(self.progress, read.unwrap(), 0.0)
+        lines = progress_lines(self.progress, after, read.unwrap())
+        self.progress = after
+        if lines:
+            sys.stderr.write("".join(text + "\n" for text in lines))
+            sys.stderr.flush()
 
     def checked_rows(self) -> tuple[RowCheck, ...] | None:
         """The hermetic rows as the audit computes them (``row_verdicts`` over ``session.started`` and the

@@ -9,21 +9,19 @@ import json
 import os
 import re
 import shlex
-import shutil
 import stat
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from governed_b10x import LOOP, METAHARNESS, VENV_BIN, Emulator, common, workspace
+from tmux_pane import TMUX, WAIT, Pane
 
 from metaharness.pure.events import read_event
 
-TMUX = shutil.which("tmux")
 VIEW = VENV_BIN / "metaharness-view"
-WAIT = 60.0
 COUNTDOWN = re.compile(r"asks the embedder — answer due, (\d+)s left")
 
 
@@ -50,41 +48,14 @@ def complete_stream(path: Path) -> list[dict]:
     return events
 
 
-class Pane:
-    """One tmux server on a private socket with one pane running ``command`` under bash."""
-
-    def __init__(self, socket: Path, command: str, env: dict[str, str]) -> None:
-        self.socket = socket
-        wrapped = "env -i " + " ".join(shlex.quote(f"{k}={v}") for k, v in env.items()) + " bash -c " + shlex.quote(command)
-        self.tmux("new-session", "-d", "-x", "200", "-y", "70", wrapped, ";", "set-option", "remain-on-exit", "on")
-
-    def tmux(self, *args: str) -> str:
-        done = subprocess.run([str(TMUX), "-S", str(self.socket), *args], capture_output=True, check=True, timeout=30)
-        return done.stdout.decode("utf-8", errors="replace")
-
-    def screen(self) -> str:
-        return self.tmux("capture-pane", "-p", "-J", "-S", "-", "-E", "-")
-
-    def wait_for(self, test: Callable[[str], bool], what: str) -> str:
-        deadline = time.monotonic() + WAIT
-        while time.monotonic() < deadline:
-            shown = self.screen()
-            if test(shown):
-                return shown
-            time.sleep(0.2)
-        raise AssertionError(f"the pane never showed {what}:\n{self.screen()}")
-
-    def close(self) -> None:
-        subprocess.run([str(TMUX), "-S", str(self.socket), "kill-server"], capture_output=True, check=False, timeout=30)
-
-
 @pytest.mark.skipif(TMUX is None, reason="tmux is absent (scripts/test installs it)")
 def test_ctrl_c_on_the_readme_pipeline_leaves_the_events_file_complete(tmp_path: Path, emulator: Emulator) -> None:
     """``run … --events FILE | metaharness-view`` in a real terminal, Ctrl-C while a call waits for its
     answer: the terminal sends SIGINT to the whole foreground group; the run closes ``killed`` (exit 3),
     the view reads to the end (exit 0), and FILE holds every line, the closing marker last."""
     home, work, events, statuses = loop_home(tmp_path), workspace(tmp_path), tmp_path / "ev.jsonl", tmp_path / "statuses"
-    run = [str(METAHARNESS), "run", "b10x", "--decisions", "ask", "--events", str(events), *common(emulator.base_url, work)]
+    run = [str(METAHARNESS), "run", "b10x", "--decisions", "ask", "--quiet", "--events", str(events),
+           *common(emulator.base_url, work)]  # fmt: skip
     command = f"{shlex.join(run)} | {shlex.quote(str(VIEW))}; echo ${{PIPESTATUS[@]}} >{shlex.quote(str(statuses))}"
     env = {"HOME": str(home), "PATH": os.environ["PATH"], "TERM": "screen-256color", "LANG": "C.UTF-8"}
     pane = Pane(tmp_path / "tmux.sock", command, env)

@@ -91,7 +91,7 @@ def test_an_asked_call_counts_down_then_shows_its_decision_and_the_final_table(
     work = workspace(tmp_path)
     fifo, raw, exit_file = tmp_path / "commands.fifo", tmp_path / "raw.jsonl", tmp_path / "view-exit"
     os.mkfifo(fifo)
-    run = [str(METAHARNESS), "run", "b10x", "--decisions", "ask", "-p", "write the note", "--model", "b10x-emulated",
+    run = [str(METAHARNESS), "run", "b10x", "--decisions", "ask", "--quiet", "-p", "write the note", "--model", "b10x-emulated",
            "--model-endpoint", emulator.base_url, "--cwd", str(work)]  # fmt: skip
     command = (f"{shlex.join(run)} <{shlex.quote(str(fifo))} | tee {shlex.quote(str(raw))} | {shlex.quote(str(VIEW))}; "
                f"echo $? >{shlex.quote(str(exit_file))}")  # fmt: skip
