@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shlex
+import socket
 import stat
 import subprocess
 import time
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 from governed_b10x import LOOP, METAHARNESS, VENV_BIN, Emulator, common, workspace
 from tmux_pane import TMUX, WAIT, Pane
+from vendor_cli import home_linking_the_clis, pinned_cli
 
 from metaharness.pure.events import read_event
 
@@ -113,3 +115,23 @@ def test_an_existing_name_is_refused_and_never_written_through(tmp_path: Path, p
     assert done.returncode == 2 and done.stdout == b""
     assert done.stderr.decode().startswith(f"metaharness: events-file-unusable: --events {events} cannot be created new: ")
     assert target.read_text() == "kept\n" and not (tmp_path / "absent").exists()
+
+
+@pytest.mark.parametrize("kind", ["b10x", "claude", "codex"])
+def test_a_dead_endpoint_is_refused_before_the_spawn(tmp_path: Path, kind: str) -> None:
+    """Nothing listens at ``--model-endpoint``: ``endpoint-unreachable`` names it, nothing starts, stdout is empty."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    if kind != "b10x" and pinned_cli(kind) is None:
+        pytest.skip(f"the pinned {kind} CLI is not installed")
+    home = home_linking_the_clis(tmp_path / "home")
+    (home / ".local" / "bin" / "b10x-harness").symlink_to(LOOP)
+    argv = [str(METAHARNESS), "run", kind, "--decisions", "observe", "--credentials", "none", "-p", "hi",
+            "--model-endpoint", f"http://127.0.0.1:{port}", *(["--model", "m"] if kind == "b10x" else [])]  # fmt: skip
+    done = subprocess.run(argv, env={"HOME": str(home), "PATH": os.environ["PATH"]}, capture_output=True, timeout=60, check=False)
+    assert done.returncode == 2 and done.stdout == b""
+    assert done.stderr.decode().startswith(
+        f"metaharness: endpoint-unreachable: --model-endpoint http://127.0.0.1:{port}: nothing accepts a connection at "
+        f"127.0.0.1:{port} ("
+    ), done.stderr.decode()

@@ -56,7 +56,15 @@ from metaharness.shell.facts import (
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.refusals import refuse
 from metaharness.shell.run_signals import spawned_group
-from metaharness.shell.staging import EarlySignal, Refused, is_directory, stderr_line, take, unusable_directory
+from metaharness.shell.staging import (
+    EarlySignal,
+    Refused,
+    is_directory,
+    reach_endpoint,
+    stderr_line,
+    take,
+    unusable_directory,
+)
 from metaharness.shell.wind_up import RunAudit, retain_copies
 
 VERSION_PROBE_S = 10
@@ -331,6 +339,7 @@ def run_b10x(options: RunOptions) -> int:
                 refusal = strict_version_refusal(launch.program, probe.version(), (PIN,))
                 if refusal is not None:
                     raise Refused(refusal)
+            reach_endpoint(options)
             early.check()
         except Refused as refused:
             if proxy is not None:

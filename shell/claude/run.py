@@ -74,7 +74,15 @@ from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.loopback import RouteProxy
 from metaharness.shell.refusals import refuse
 from metaharness.shell.run_signals import spawned_group
-from metaharness.shell.staging import EarlySignal, Refused, is_directory, stderr_line, take, unusable_directory
+from metaharness.shell.staging import (
+    EarlySignal,
+    Refused,
+    is_directory,
+    reach_endpoint,
+    stderr_line,
+    take,
+    unusable_directory,
+)
 from metaharness.shell.wind_up import RunAudit, retain_copies
 
 VERSION_PROBE_S = 10
@@ -418,6 +426,7 @@ def run_claude(options: RunOptions) -> int:
                 strict_version(launch)
             if catalogue is not None:
                 read_back(options, launch, catalogue, proxy is not None)
+            reach_endpoint(options)
             early.check()
         except Refused as refused:
             if proxy is not None:

@@ -64,7 +64,7 @@ from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.loopback import RouteProxy
 from metaharness.shell.refusals import refuse
 from metaharness.shell.run_signals import spawned_group
-from metaharness.shell.staging import EarlySignal, Refused, stderr_line, take, unusable_directory
+from metaharness.shell.staging import EarlySignal, Refused, reach_endpoint, stderr_line, take, unusable_directory
 from metaharness.shell.wind_up import RunAudit, retain_copies
 
 VERSION_PROBE_S = 30
@@ -419,6 +419,7 @@ def run_codex(options: RunOptions) -> int:
                 server = () if catalogue is None else catalogue_server_args(own_cli(), launch.scratch, launch.cwd,
                                                                            catalogue)  # fmt: skip
                 launch, spawn, spawn_server = take(confined_launch(prepared, launch, command, options.plugin_dir, server))
+                reach_endpoint(options)
                 early.check()
             except Refused as refused:
                 return refuse(refused.refusal)
