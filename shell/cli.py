@@ -121,6 +121,7 @@ class _VerbGroup(click.Group):
 
 
 @click.group(cls=_VerbGroup, context_settings=_CONTEXT)
+@click.version_option(package_name="metaharness", prog_name="metaharness", message="%(prog)s %(version)s")
 def cli() -> None:
     """Launch coding agents under governance and tell the truth about what held."""
 

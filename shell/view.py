@@ -178,6 +178,7 @@ def view(path: str, kind: Kind | None) -> int:
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("events", default="-", metavar="[EVENTS|-]")
 @click.option("--from", "kind", type=click.Choice(KINDS), help="EVENTS is a retained vendor record of KIND.")
+@click.version_option(package_name="metaharness", prog_name="metaharness-view", message="%(prog)s %(version)s")
 def _command(events: str, kind: Kind | None) -> int:
     """Show a metaharness.event/1 stream (a file, or stdin) as a person reads it."""
     return view(events, kind)
