@@ -24,6 +24,7 @@ from metaharness.pure.run_view import (
     CallView,
     Note,
     ViewState,
+    completeness,
     completeness_line,
     decision_why,
     decision_word,
@@ -75,6 +76,18 @@ STYLE = (
     ".note{margin:.15em 0;overflow-wrap:anywhere}.n-text{color:#555}.n-thinking{color:#777;font-style:italic}"
     ".n-warning{background:#fff1c7}.n-malformed{background:#f8d0d0}.n-command{color:#046}"
     ".label{font-weight:bold;margin-right:.4em}"
+    "dd.s-truncated,dd.s-inconsistent{background:#f8d0d0;color:#900;font-weight:bold}"
+    ".run-label{display:none}"
+    "@media (max-width:700px){"
+    "body{margin:.4em}.runs{flex-direction:column}.runs section{flex:none;width:100%;box-sizing:border-box}"
+    "table.calls,table.calls tbody,table.calls tr,table.calls td{display:block;width:auto}"
+    "table.calls thead{display:none}table.calls td{border:none;border-top:1px solid #ccc}"
+    "table.calls tr{border:1px solid #bbb;margin:.4em 0}table.calls td.k{width:auto}"
+    ".run-label{display:block;color:#666;font-size:.85em}"
+    "table.hermetic,table.hermetic tbody,table.hermetic caption{display:block}table.hermetic thead{display:none}"
+    "table.hermetic tr{display:grid;grid-template-columns:3em 3.6em minmax(0,1fr);border-top:1px solid #ccc}"
+    "table.hermetic td{border:none}table.hermetic td:nth-child(n+4){grid-column:1/-1}"
+    "}"
 )
 
 
@@ -111,7 +124,9 @@ def _summary(document: TraceDocument, state: ViewState, audited: tuple[str, ...]
         ("child exit", child),
         ("exit", "not implied: no closing marker" if implied is None else f"{implied} (as an unaudited run)"),
     ]
-    items = "".join(f"<dt>{_escape(key)}</dt><dd>{_escape(value)}</dd>" for key, value in rows)
+    stream = f' class="s-{completeness(state)}"'
+    items = "".join(f"<dt>{_escape(key)}</dt><dd{stream if key == 'stream' else ''}>{_escape(value)}</dd>"
+                    for key, value in rows)  # fmt: skip
     opaque = opaque_line(state)
     census = "\n".join((*census_lines(final_census(state)), *refusal_lines(state), *([opaque] if opaque else []),
                         withheld_line(state.started.withheld if state.started is not None else None)))
@@ -231,14 +246,21 @@ def _calls_table(documents: Sequence[TraceDocument], states: Sequence[ViewState]
     for k in range(length + 1):
         notes = [groups[k] if k < len(groups) else [] for groups, _ in spines]
         if any(notes):
-            cells = "".join(f'<td>{"".join(_note_html(note) for note in group)}</td>' for group in notes)
+            cells = "".join(
+                f'<td><span class="run-label">{_escape(document.run)}</span>{"".join(_note_html(n) for n in group)}</td>'
+                if group else "<td></td>"
+                for document, group in zip(documents, notes, strict=True)
+            )  # fmt: skip
             rows.append(f'<tr class="between"><td class="k"></td>{cells}</tr>\n')
         if k == length:
             break
         calls = [calls[k] if k < len(calls) else None for _, calls in spines]
         marker = _marker(states, calls)
-        cells = "".join(f'<td class="call">{_call_html(state, call)}</td>' if call is not None else '<td class="call"></td>'
-                        for state, call in zip(states, calls, strict=True))
+        cells = "".join(
+            f'<td class="call"><span class="run-label">{_escape(document.run)}</span>{_call_html(state, call)}</td>'
+            if call is not None else '<td class="call"></td>'
+            for document, state, call in zip(documents, states, calls, strict=True)
+        )  # fmt: skip
         mark = f'<span class="marker">{marker}</span>' if marker else ""
         classes = "call differs" if marker else "call"
         rows.append(f'<tr class="{classes}" id="call-{k + 1}"><td class="k">call {k + 1} {mark}</td>{cells}</tr>\n')
@@ -260,7 +282,7 @@ def run_page(documents: Sequence[TraceDocument], audits: Sequence[tuple[str, ...
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en">\n'
-        '<head>\n<meta charset="utf-8">\n'
+        '<head>\n<meta charset="utf-8">\n<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>metaharness run: {_escape(title)}</title>\n"
         f"<style>{STYLE}</style>\n"
         "</head>\n<body>\n"
