@@ -124,7 +124,7 @@ def _summary(document: TraceDocument, state: ViewState, audited: tuple[str, ...]
         ("child exit", child),
         ("exit", "not implied: no closing marker" if implied is None else f"{implied} (as an unaudited run)"),
     ]
-    stream = f' class="s-{completeness(state)}"'
+    stream = "" if completeness(state) == "complete" else f' class="s-{completeness(state)}"'
     items = "".join(f"<dt>{_escape(key)}</dt><dd{stream if key == 'stream' else ''}>{_escape(value)}</dd>"
                     for key, value in rows)  # fmt: skip
     opaque = opaque_line(state)
