@@ -38,6 +38,7 @@ from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import (
     EnvironmentDeclaration,
     credential_posture,
+    custody_missing,
     loopback_custody_token,
     operator_login_file,
     path_floor,
@@ -107,9 +108,7 @@ def credentials_stage(options: RunOptions, caller_env: dict[str, str]) -> str | 
             with open(custody or "", "rb") as handle:
                 data = handle.read()
         except OSError as error:
-            raise Refused(
-                Refusal("loopback-custody-unreadable", f"{custody}: {error.strerror or error}")
-            ) from None
+            raise Refused(custody_missing("claude", custody, str(error.strerror or error))) from None
         take(loopback_custody_token("claude", data))
         return custody
     take(credential_posture(declaration, caller_env, readable_regular_file(custody)))

@@ -32,7 +32,14 @@ from metaharness.pure.commands import control_unsupported, start_time_refusals
 from metaharness.pure.confinement import BRIDGE_PORT, bridge_url, confined_hermetic, pointed_at_bridge
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.decisions import open_desk
-from metaharness.pure.environment import EnvironmentDeclaration, loopback_custody_token, operator_login_file, path_floor
+from metaharness.pure.environment import (
+    EnvironmentDeclaration,
+    credential_file_missing,
+    custody_missing,
+    loopback_custody_token,
+    operator_login_file,
+    path_floor,
+)
 from metaharness.pure.events import Event, Transcript
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
 from metaharness.pure.hermetic import MEMORY_SHAPES, VerdictFacts, memory_walk
@@ -107,13 +114,15 @@ def _inputs_before_catalogue(options: RunOptions) -> Result[None, Refusal]:
 def custody_stage(options: RunOptions, caller_env: dict[str, str]) -> Result[str | None, Refusal]:
     """Stage 5 under loopback (docs/adapters/common.md#endpoint-route): the custody ``auth.json`` is parsed once
     (``loopback-custody-unreadable``, ``loopback-chatgpt-login``); its path, or ``None`` off loopback."""
+    custody = operator_login_file("codex", caller_env)
+    if options.credentials == "operator-login" and not readable_regular_file(custody):
+        return Failure(credential_file_missing("codex", custody))
     if options.credentials != "loopback":
         return Success(None)
-    custody = operator_login_file("codex", caller_env)
     try:
         data = read_regular(custody or "", CREDENTIAL_FILE_LIMIT)
     except OSError as error:
-        return Failure(Refusal("loopback-custody-unreadable", f"{custody}: {error.strerror or error}"))
+        return Failure(custody_missing("codex", custody, str(error.strerror or error)))
     return loopback_custody_token("codex", data).map(lambda _: custody)
 
 
