@@ -20,6 +20,7 @@ from returns.result import Failure
 
 from metaharness.pure.adapters import KINDS, Kind
 from metaharness.pure.capabilities import descriptor_json, descriptor_lines
+from metaharness.pure.environment import Credentials
 from metaharness.pure.options import (
     HERMETIC_MODES,
     WRITE_SCOPES,
@@ -275,11 +276,19 @@ def conformance(kind: Kind, contract: bool) -> int:
 
 @cli.command(context_settings=_CONTEXT)
 @click.argument("kind", type=_KIND)
-def doctor(kind: Kind) -> int:
-    """Resolve KIND's binary as the spawn will and check its version and flags."""
+@click.option(
+    "--credentials",
+    type=click.Choice(("operator-login", "api-key", "loopback", "none")),
+    default="operator-login",
+    show_default=True,
+    help="Check the credential a run with this mode would use.",
+)
+@click.option("--model-endpoint", metavar="URL", help="Check that the endpoint a run would use accepts a connection.")
+def doctor(kind: Kind, credentials: Credentials, model_endpoint: str | None) -> int:
+    """Resolve KIND's binary as the spawn will, check its version and flags, the credential and the endpoint."""
     from metaharness.shell.doctor import run_doctor
 
-    return run_doctor(kind)
+    return run_doctor(kind, credentials, model_endpoint)
 
 
 @cli.command(cls=_TrailingWordsCommand, context_settings=_CONTEXT)

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from vendor_cli import home_linking_the_clis, pinned_cli
 
 METAHARNESS = str(Path(sys.executable).with_name("metaharness"))
 CLAUDE_LOGIN = "log in once with `claude` and its /login under this HOME"
@@ -49,3 +51,30 @@ def test_a_chatgpt_login_under_loopback_is_told_to_use_a_key(tmp_path: Path) -> 
     (tmp_path / ".codex" / "auth.json").write_text(json.dumps({"tokens": {"access_token": "chatgpt-plan"}}))
     line = refusal(tmp_path, "codex", "--credentials", "loopback")
     assert line.startswith("metaharness: loopback-chatgpt-login: ") and "codex login --with-api-key" in line
+
+
+def test_doctor_checks_the_credential_and_endpoint_a_run_would_use(tmp_path: Path) -> None:
+    """``doctor claude`` under a HOME with no login says what ``run claude`` would, and exits 1; with
+    ``--credentials none`` and a dead ``--model-endpoint`` it names the endpoint."""
+    if pinned_cli("claude") is None:
+        pytest.skip("the pinned Claude Code is not installed")
+    home = home_linking_the_clis(tmp_path / "home")
+    env = {"HOME": str(home), "PATH": os.environ["PATH"]}
+
+    def doctor(*options: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([METAHARNESS, "doctor", "claude", *options], capture_output=True, env=env, timeout=60,
+                              check=False, text=True)  # fmt: skip
+
+    missing = doctor()
+    line = next(text for text in missing.stdout.splitlines() if text.startswith("credential: "))
+    assert line.startswith("credential: credential-file-missing: --credentials operator-login on claude: ")
+    assert CLAUDE_LOGIN in line and missing.returncode == 1
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    dead = doctor("--credentials", "none", "--model-endpoint", f"http://127.0.0.1:{port}")
+    shown = dead.stdout.splitlines()
+    assert "credential: ok — --credentials none has what a run needs" in shown
+    assert any(text.startswith(f"endpoint: endpoint-unreachable: --model-endpoint http://127.0.0.1:{port}: ") for text in shown)
+    assert dead.returncode == 1
+    assert doctor("--credentials", "none").returncode == 0, "the binary itself is on its pin with every flag"
