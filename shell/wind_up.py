@@ -28,6 +28,7 @@ from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import unaudited_exit
 from metaharness.pure.run_view import ViewState, fold_view, progress_lines
 from metaharness.pure.stream_amendment import Amendment, amend
+from metaharness.pure.workspace_diff import FileState, workspace_diff
 from metaharness.shell.auditor import gather_audit_facts
 from metaharness.shell.auditor_invocation import audit_baseline, run_auditor
 from metaharness.shell.events_file import EventsFile, open_events_file
@@ -35,6 +36,7 @@ from metaharness.shell.facts import directory_identity
 from metaharness.shell.refusals import refuse
 from metaharness.shell.run_limits import RunLimits
 from metaharness.shell.staging import Refused, take, write_event
+from metaharness.shell.workspace_snapshot import snapshot
 
 CLOSING_EVENT = b'"event":"stream.closed"'
 """How the one serialiser writes the closing event's name (``metaharness.pure.jsonline.compact``)."""
@@ -59,6 +61,7 @@ class RunAudit:
         self.started: SessionStarted | None = None
         self.rows_facts: Callable[[], VerdictFacts] | None = None
         self.progress: ViewState | None = ViewState() if not options.quiet and sys.stderr.isatty() else None
+        self.workspace: tuple[str, dict[str, FileState]] | None = None
         self.events: EventsFile | None = None
         if options.events is not None:
             opened = open_events_file(options.events)
@@ -88,6 +91,20 @@ class RunAudit:
                 self._show_progress(written)
             if self.reporting:
                 self.payloads.append(read_event(written).unwrap().payload)
+
+    def arm(self, cwd: str) -> None:
+        """The live loop is about to start: under ``--retain-dir`` the working directory is read for the
+        workspace diff, then the run's limits are armed."""
+        if self.options.retain_dir is not None:
+            self.workspace = (cwd, snapshot(cwd))
+        self.limits.arm()
+
+    def workspace_diff(self) -> bytes | None:
+        """The working directory's changes since :meth:`arm`, for ``--retain-dir``; ``None`` when not kept."""
+        if self.workspace is None:
+            return None
+        cwd, before = self.workspace
+        return workspace_diff(before, snapshot(cwd))
 
     def _show_progress(self, line: bytes) -> None:
         """The progress lines one more event adds, on stderr (a terminal's, never stdout)."""
@@ -174,12 +191,15 @@ def _retain(source: str, destination: str) -> None:
                     _retain_file(path, os.path.join(destination, os.path.relpath(path, source)))
 
 
-def retain_copies(retain_dir: str | None, run_id: str, copies: Sequence[tuple[str, str]]) -> tuple[WarningRaised, ...]:
+def retain_copies(
+    retain_dir: str | None, run_id: str, copies: Sequence[tuple[str, str]], workspace: bytes | None = None
+) -> tuple[WarningRaised, ...]:
     """``--retain-dir`` (docs/cli.md#run): each (source, path under ``DIR/<run id>/``) copied, a directory
     with its tree; the first failure is one ``RETAIN_FAILED`` naming the target and the error. The kind
     chooses the sources, never a credential. ``DIR/<run id>`` is created new (0700) or not at all, so an
     earlier run's directory under the same id, or a link planted there, is never written through; no
-    link is followed on either side, and every copy is readable by its owner only (0600)."""
+    link is followed on either side, and every copy is readable by its owner only (0600). ``workspace``, the
+    working directory's diff (:meth:`RunAudit.workspace_diff`), is written as ``workspace.diff`` beside them."""
     if retain_dir is None:
         return ()
     target = os.path.join(retain_dir, run_id)
@@ -187,6 +207,9 @@ def retain_copies(retain_dir: str | None, run_id: str, copies: Sequence[tuple[st
         os.mkdir(target, 0o700)
         for source, kept in copies:
             _retain(source, os.path.join(target, kept))
+        if workspace is not None:
+            with os.fdopen(os.open(os.path.join(target, "workspace.diff"), _RETAINED_FLAGS, 0o600), "wb") as kept_diff:
+                kept_diff.write(workspace)
     except OSError as error:
         return (WarningRaised(code="RETAIN_FAILED", message=f"{target}: {error.strerror or error}"),)
     return ()

@@ -367,11 +367,11 @@ def run_b10x(options: RunOptions) -> int:
     def retained() -> tuple[WarningRaised, ...]:
         routed = () if proxy is None else proxy.wind_up(launch.scratch)
         warnings = tuple(event for event in routed if isinstance(event, WarningRaised))
-        return (*warnings, *retain_copies(options.retain_dir, run_id, retained_files(launch)))
+        return (*warnings, *retain_copies(options.retain_dir, run_id, retained_files(launch), audit.workspace_diff()))
 
     try:
         with open(launch.transcript_path, "wb") as transcript:
-            audit.limits.arm()
+            audit.arm(launch.cwd)
             outcome = drive_loop(
                 argv=launch.argv,
                 confined=spawn,

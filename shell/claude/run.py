@@ -319,12 +319,12 @@ def expired_events(proxy: RouteProxy) -> tuple[Event, ...]:
 
 
 def late_events(
-    options: RunOptions, run_id: str, launch: ClaudeLaunch, proxy: RouteProxy | None
+    options: RunOptions, run_id: str, launch: ClaudeLaunch, proxy: RouteProxy | None, workspace: bytes | None = None
 ) -> tuple[Event, ...]:
     """The wind-up's own events: the proxy's one ``auth.expired`` and ``LOOPBACK_REFUSED``, then the
     ``--retain-dir`` copies (``loopback.json`` among them) and any ``RETAIN_FAILED``."""
     events = () if proxy is None else proxy.wind_up(launch.scratch)
-    return (*events, *retain_copies(options.retain_dir, run_id, retained_files(launch)))
+    return (*events, *retain_copies(options.retain_dir, run_id, retained_files(launch), workspace))
 
 
 def routed(
@@ -449,12 +449,12 @@ def run_claude(options: RunOptions) -> int:
         audit.write_event(line)
     try:
         with open(launch.transcript_path, "wb") as transcript:
-            audit.limits.arm()
+            audit.arm(launch.cwd)
             outcome = drive_claude(
                 argv=launch.argv, confined=spawn, env=launch.environment.as_dict(), cwd=launch.cwd, session=session,
                 channel=channel, write_event=audit.write_event, transcript=transcript,
                 commands=sys.stdin.fileno() if sys.stdin is not None else None,
-                on_steering_refusal=stderr_line, late_events=lambda: (*audit.limits.late_events(), *late_events(options, run_id, launch, proxy)),
+                on_steering_refusal=stderr_line, late_events=lambda: (*audit.limits.late_events(), *late_events(options, run_id, launch, proxy, audit.workspace_diff())),
                 alerts=None if proxy is None else (proxy.alert_fd, lambda: expired_events(proxy)),
             )  # fmt: skip
         namespaces = "unk" if spawn is None else spawn.namespaces()

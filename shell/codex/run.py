@@ -290,11 +290,13 @@ def verdict_facts(options: RunOptions, launch: CodexLaunch) -> VerdictFacts:
     )
 
 
-def late_events(options: RunOptions, run: str, launch: CodexLaunch, proxy: RouteProxy | None) -> tuple[Event, ...]:
+def late_events(
+    options: RunOptions, run: str, launch: CodexLaunch, proxy: RouteProxy | None, workspace: bytes | None = None
+) -> tuple[Event, ...]:
     """The wind-up's own events (docs/adapters/common.md#endpoint-route, docs/cli.md#run): the proxy's one
     ``auth.expired`` and ``LOOPBACK_REFUSED``, then the ``--retain-dir`` copy and any ``RETAIN_FAILED``."""
     events = () if proxy is None else proxy.wind_up(launch.scratch)
-    return (*events, *retain_copies(options.retain_dir, run, retained_files(launch)))
+    return (*events, *retain_copies(options.retain_dir, run, retained_files(launch), workspace))
 
 
 Started = tuple[CodexLaunch, Frame | None, RouteProxy | None, Catalogue | None, Prepared | None]
@@ -450,7 +452,7 @@ def run_codex(options: RunOptions) -> int:
             else partial(drive_app_server, catalogue=catalogue, model=options.model, confined_server=spawn_server)
         )
         try:
-            audit.limits.arm()
+            audit.arm(launch.cwd)
             outcome = drive(
                 launch=launch,
                 desk=desk,
@@ -459,7 +461,7 @@ def run_codex(options: RunOptions) -> int:
                 write_event=audit.write_event,
                 commands=sys.stdin.fileno() if sys.stdin is not None else None,
                 on_steering_refusal=stderr_line,
-                late_events=lambda: (*audit.limits.late_events(), *late_events(options, run, launch, proxy)),
+                late_events=lambda: (*audit.limits.late_events(), *late_events(options, run, launch, proxy, audit.workspace_diff())),
                 confined=spawn,
             )
         except OSError as error:
