@@ -30,6 +30,7 @@ from metaharness.pure.options import (
 )
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_limits import parse_duration
+from metaharness.pure.run_stages import MAX_DECISION_DEADLINE_S
 from metaharness.shell.refusals import refuse
 from metaharness.shell.run_signals import release_signals
 
@@ -72,6 +73,17 @@ class _Duration(click.ParamType[float, Any]):
         if isinstance(parsed, Failure):
             self.fail(parsed.failure(), param, ctx)
         return parsed.unwrap()
+
+
+class _Deadline(_Duration):
+    """A ``--decision-deadline``: a duration of at most ``MAX_DECISION_DEADLINE_S`` (docs/decisions.md#deadlines)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        seconds = super().convert(value, param, ctx)
+        if seconds > MAX_DECISION_DEADLINE_S:
+            self.fail(f"{value!r} is past the longest decision deadline, {MAX_DECISION_DEADLINE_S}s (a 600s hook budget)",
+                      param, ctx)  # fmt: skip
+        return seconds
 
 
 class _MarketplacePlugin(click.ParamType[str, Any]):
@@ -180,6 +192,7 @@ def _given(ctx: click.Context) -> frozenset[str]:
 @click.option("--strict-version", is_flag=True, help="Refuse an off-pin binary before the spawn.")
 @click.option("--retain-dir", metavar="DIR", help="Copy the raw record and generated files to DIR/<run id>/.")
 @click.option("--timeout", type=_Duration(), help="Stop the run as on SIGTERM after DURATION (600, 10m, 1h).")
+@click.option("--decision-deadline", type=_Deadline(), help="How long an asked call waits for its answer (25s, 5m).")
 @click.option("--events", metavar="FILE", help="Also write the whole stream to FILE, created new (0600).")
 @click.option("--quiet", is_flag=True, help="No progress lines on a terminal's stderr.")
 @click.option("--hooks", metavar="FILE", help="b10x: loop --hooks.")
@@ -232,6 +245,7 @@ def run(ctx: click.Context, /, **values: Any) -> int:
         strict_version=values["strict_version"],
         retain_dir=values["retain_dir"],
         timeout=values["timeout"],
+        decision_deadline=values["decision_deadline"],
         events=values["events"],
         quiet=values["quiet"],
         hooks=values["hooks"],

@@ -41,7 +41,7 @@ from metaharness.pure.loop.hooks import parse_hooks
 from metaharness.pure.loop.skills import PLUGIN_MANIFEST, plugin_name
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
-from metaharness.pure.run_stages import strict_version_refusal
+from metaharness.pure.run_stages import VENDOR_BUDGET_MS, decision_budget_ms, strict_version_refusal
 from metaharness.shell.b10x.live import drive_loop
 from metaharness.shell.bounded_reads import read_regular
 from metaharness.shell.child_end import end_unexpectedly
@@ -359,6 +359,7 @@ def run_b10x(options: RunOptions) -> int:
         context_files=launch.context_files,
         hermetic=launch.attestation,
         frame=frame,
+        vendor_budget_ms=decision_budget_ms(options.decision_deadline, VENDOR_BUDGET_MS),
     )
     def opened(settings: SeamSettings) -> tuple[SeamSettings, tuple[WarningRaised, ...]]:
         version = probe.version()

@@ -46,6 +46,7 @@ from metaharness.pure.environment import (
 from metaharness.pure.events import Event, Transcript, WarningRaised
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
 from metaharness.pure.hermetic import MEMORY_SHAPES, MemoryWalk, VerdictFacts, memory_walk
+from metaharness.pure.hook_channel import HOOK_TIMEOUT_S
 from metaharness.pure.loopback import (
     SYMBOLIC_PORT,
     loopback_expired,
@@ -54,7 +55,7 @@ from metaharness.pure.loopback import (
 )
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
-from metaharness.pure.run_stages import strict_version_refusal
+from metaharness.pure.run_stages import decision_budget_ms, strict_version_refusal
 from metaharness.shell.bounded_reads import open_regular
 from metaharness.shell.catalogue_file import read_back_scratch_copy, read_catalogue
 from metaharness.shell.child_end import end_unexpectedly
@@ -276,6 +277,7 @@ def plan(
         frame_digest=None if frame is None else frame.digest,
         catalogue=catalogue,
         own_cli=own_cli() if catalogue is not None else (),
+        hook_timeout_s=decision_budget_ms(options.decision_deadline, HOOK_TIMEOUT_S * 1000) // 1000,
     )
     candidates = gather_program_candidates(PROGRAM, path_floor(caller_env))
     return take(
@@ -443,7 +445,8 @@ def run_claude(options: RunOptions) -> int:
         catalogue=catalogue,
     )
     warnings = tuple(WarningRaised(code="AMBIENT_INPUT", message=m) for m in launch.ambient_warnings)
-    session, opening = open_session(facts_of_session, run_id, options.decisions, frame, warnings)
+    session, opening = open_session(facts_of_session, run_id, options.decisions, frame, warnings,
+                                    vendor_budget_ms=decision_budget_ms(options.decision_deadline, HOOK_TIMEOUT_S * 1000))  # fmt: skip
     for line in opening:
         assert isinstance(line, bytes)
         audit.write_event(line)

@@ -51,7 +51,7 @@ from metaharness.pure.loopback import (
 )
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
-from metaharness.pure.run_stages import strict_version_refusal
+from metaharness.pure.run_stages import decision_budget_ms, strict_version_refusal
 from metaharness.shell.bounded_reads import read_regular
 from metaharness.shell.child_end import end_unexpectedly
 from metaharness.shell.codex.app_server import drive_app_server, place_catalogue, read_codex_catalogue
@@ -174,6 +174,7 @@ def plan_run(
         context=context,
         frame_digest=frame.digest if frame is not None else None,
         catalogue=catalogue,
+        hook_timeout_s=decision_budget_ms(options.decision_deadline, HOOK_TIMEOUT_S * 1000) // 1000,
     )
     program_facts = gather_program_candidates(PROGRAM, path_floor(caller_env))
     launch = plan_codex_launch(
@@ -445,7 +446,7 @@ def run_codex(options: RunOptions) -> int:
         if proxy is not None and spawn is not None:
             audit.route = lambda: proxy.route
         audit.rows_facts = lambda: msgspec.structs.replace(verdict_facts(options, launch), namespaces="unk" if spawn is None else spawn.namespaces())
-        desk = open_desk(options.decisions, frame, HOOK_TIMEOUT_S * 1000)
+        desk = open_desk(options.decisions, frame, decision_budget_ms(options.decision_deadline, HOOK_TIMEOUT_S * 1000))
         drive = (
             drive_codex
             if catalogue is None
