@@ -120,6 +120,8 @@ class CredentialCarriage(msgspec.Struct, frozen=True, kw_only=True):
     """Under ``--credentials none``, the variables pointing the child at ``--model-endpoint``."""
     subscription_token: bool
     """``--subscription-token-*`` hand the kind a subscription token."""
+    login_advice: str = ""
+    """What a person does to create the operator-login file, said by every refusal that misses it."""
 
 
 class Loopback(msgspec.Struct, frozen=True, kw_only=True):

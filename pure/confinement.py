@@ -222,7 +222,8 @@ def model_route(
             Refusal(
                 "confine-route-unavailable",
                 f"--credentials operator-login on {kind} with a ChatGPT-plan login cannot be pointed at the model "
-                "route; pass --confine off or --credentials loopback",
+                "route; pass --confine off (the child then reaches the vendor unconfined), or log in with an API key, "
+                f"or pass --credentials api-key with {' or '.join(adapter_of(kind).credentials.api_key_variables)} set",
             )
         )
     return Success(ModelRoute(route.upstream, wire_paths))

@@ -172,10 +172,7 @@ def credential_posture(
     if mode == "operator-login":
         path = operator_login_file(kind, caller_env)
         if path is None or not credential_file_present:
-            named = path if path is not None else "the caller's credential file (no HOME)"
-            return Failure(
-                Refusal("credential-file-missing", f"--credentials operator-login on {kind}: {named} is missing")
-            )
+            return Failure(credential_file_missing(kind, path))
         return Success(
             CredentialPosture(
                 (), path, (), no_key, "the credential file was copied into the scratch home before the spawn"
@@ -184,6 +181,26 @@ def credential_posture(
     if mode == "loopback":
         return _loopback_posture(declaration, custody_path, upstream)
     return _none_posture(declaration, caller_env)
+
+
+def credential_file_missing(kind: Kind, path: str | None) -> Refusal:
+    """``credential-file-missing``: the operator-login file is absent (or no readable regular file), and
+    what to do next, as the kind says it (``CredentialCarriage.login_advice``)."""
+    named = path if path is not None else "the caller's credential file (no HOME)"
+    advice = adapter_of(kind).credentials.login_advice
+    return Refusal(
+        "credential-file-missing", f"--credentials operator-login on {kind}: {named} is missing" + (f"; {advice}" if advice else "")
+    )
+
+
+def custody_missing(kind: Kind, path: str | None, reason: str) -> Refusal:
+    """``loopback-custody-unreadable`` for a custody file that cannot be read, and how to create it."""
+    advice = adapter_of(kind).credentials.login_advice
+    return Refusal(
+        "loopback-custody-unreadable",
+        f"{path}: {reason}; --credentials loopback takes its token from the operator's login file"
+        + (f": {advice}" if advice else ""),
+    )
 
 
 def _api_key_posture(

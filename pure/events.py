@@ -64,6 +64,14 @@ class RouteTraffic(_Value, frozen=True, kw_only=True):
     bytes_down: int
 
 
+class RowCheck(_Value, frozen=True, kw_only=True):
+    """One hermetic row as the run's audit checks it against the record (docs/events.md#census)."""
+
+    row: str
+    verdict: Literal["ok", "gap", "unk"]
+    detail: str
+
+
 class Allow(Struct, frozen=True, tag_field="decision", tag="allow"):
     """The call runs; on hook wires it grants (docs/decisions.md#vocabulary)."""
 
@@ -316,6 +324,8 @@ class SessionEnded(_Event, frozen=True, tag="session.ended", kw_only=True):
     census: Census
     route: RouteTraffic | UnsetType = UNSET
     """The model route's traffic under confinement; absent under ``--confine off``."""
+    rows: tuple[RowCheck, ...] | UnsetType = UNSET
+    """Every hermetic row's verdict as the audit computes it, added by a live run; absent in replay."""
 
 
 class StepEntered(_Event, frozen=True, tag="step.entered", kw_only=True):

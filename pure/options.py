@@ -56,6 +56,9 @@ RUN_OPTION_ORDER: tuple[str, ...] = (
     "strict-version",
     "retain-dir",
     "timeout",
+    "decision-deadline",
+    "events",
+    "quiet",
     "hooks",
     "driver",
     "toolchain",
@@ -109,6 +112,9 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
     strict_version: bool = False
     retain_dir: str | None = None
     timeout: float | None = None
+    decision_deadline: float | None = None
+    events: str | None = None
+    quiet: bool = False
     hooks: str | None = None
     driver: str | None = None
     toolchain: str | None = None

@@ -24,18 +24,24 @@ from metaharness.pure.run_view import (
     CallView,
     Note,
     ViewState,
+    completeness,
     completeness_line,
     decision_why,
     decision_word,
+    effective_word,
     entries,
     final_census,
     fold_lines,
     header_fields,
-    hermetic_rows,
     implied_exit,
     latency_text,
+    opaque_line,
+    refusal_lines,
+    refused_by,
     result_parts,
+    rows_caption,
     shortened,
+    state_rows,
     stop_text,
 )
 
@@ -65,11 +71,23 @@ STYLE = (
     ".name{font-weight:bold}.id{color:#888}.input{font-family:monospace;overflow-wrap:anywhere}"
     ".decision{margin-top:.2em}.d-allow .word{color:#064}.d-deny .word{color:#b00}"
     ".d-replace .word{color:#a50}.d-abstain .word{color:#707}.d-none .word{color:#888}"
-    ".d-deny{background:#fde8e8}.why{font-style:italic}"
+    ".d-deny{background:#fde8e8}.why{font-style:italic}.refused{color:#b00;font-weight:bold}"
     ".result{margin-top:.2em}.r-ok{color:#064}.r-error{color:#b00}"
     ".note{margin:.15em 0;overflow-wrap:anywhere}.n-text{color:#555}.n-thinking{color:#777;font-style:italic}"
     ".n-warning{background:#fff1c7}.n-malformed{background:#f8d0d0}.n-command{color:#046}"
     ".label{font-weight:bold;margin-right:.4em}"
+    "dd.s-truncated,dd.s-inconsistent{background:#f8d0d0;color:#900;font-weight:bold}"
+    ".run-label{display:none}"
+    "@media (max-width:700px){"
+    "body{margin:.4em}.runs{flex-direction:column}.runs section{flex:none;width:100%;box-sizing:border-box}"
+    "table.calls,table.calls tbody,table.calls tr,table.calls td{display:block;width:auto}"
+    "table.calls thead{display:none}table.calls td{border:none;border-top:1px solid #ccc}"
+    "table.calls tr{border:1px solid #bbb;margin:.4em 0}table.calls td.k{width:auto}"
+    ".run-label{display:block;color:#666;font-size:.85em}"
+    "table.hermetic,table.hermetic tbody,table.hermetic caption{display:block}table.hermetic thead{display:none}"
+    "table.hermetic tr{display:grid;grid-template-columns:3em 3.6em minmax(0,1fr);border-top:1px solid #ccc}"
+    "table.hermetic td{border:none}table.hermetic td:nth-child(n+4){grid-column:1/-1}"
+    "}"
 )
 
 
@@ -106,8 +124,11 @@ def _summary(document: TraceDocument, state: ViewState, audited: tuple[str, ...]
         ("child exit", child),
         ("exit", "not implied: no closing marker" if implied is None else f"{implied} (as an unaudited run)"),
     ]
-    items = "".join(f"<dt>{_escape(key)}</dt><dd>{_escape(value)}</dd>" for key, value in rows)
-    census = "\n".join((*census_lines(final_census(state)),
+    stream = "" if completeness(state) == "complete" else f' class="s-{completeness(state)}"'
+    items = "".join(f"<dt>{_escape(key)}</dt><dd{stream if key == 'stream' else ''}>{_escape(value)}</dd>"
+                    for key, value in rows)  # fmt: skip
+    opaque = opaque_line(state)
+    census = "\n".join((*census_lines(final_census(state)), *refusal_lines(state), *([opaque] if opaque else []),
                         withheld_line(state.started.withheld if state.started is not None else None)))
     audit = (f'<pre class="audited">{_escape(chr(10).join(audited))}</pre>' if audited else "")
     return (
@@ -118,7 +139,7 @@ def _summary(document: TraceDocument, state: ViewState, audited: tuple[str, ...]
 
 
 def _hermetic_table(state: ViewState) -> str:
-    rows = hermetic_rows(state.started.hermetic if state.started is not None else None)
+    rows = state_rows(state)
     if not rows:
         return '<p class="hermetic">no hermetic attestation: the stream has no session.started</p>'
     body = "".join(
@@ -128,7 +149,7 @@ def _hermetic_table(state: ViewState) -> str:
         for row in rows
     )
     return (
-        '<table class="hermetic"><caption>hermetic rows, as attested</caption>'
+        f'<table class="hermetic"><caption>{_escape(rows_caption(state))}</caption>'
         "<thead><tr><th class=\"c-row\">row</th><th class=\"c-verdict\">verdict</th><th class=\"c-state\">state</th>"
         "<th class=\"c-control\">control</th><th>how / why</th></tr></thead>"
         f"<tbody>{body}</tbody></table>"
@@ -147,9 +168,11 @@ def _input_html(value: object) -> str:
     )
 
 
-def _call_html(call: CallView) -> str:
+def _call_html(state: ViewState, call: CallView) -> str:
     requested = call.requested
     decided = call.decided
+    who = refused_by(state, call)
+    refused = f'<div class="refused">refused by {_escape(who)}</div>' if who is not None else ""
     if decided is None:
         word = "undecided"
         said = ("asks the embedder, no answer recorded" if requested.decision_required
@@ -173,7 +196,7 @@ def _call_html(call: CallView) -> str:
     return (
         f'<div class="request"><span class="name">{_escape(requested.name)}</span> '
         f'<span class="id">{_escape(requested.call_id)}</span> {_input_html(requested.input)}</div>'
-        f"{decision}{result}"
+        f"{decision}{refused}{result}"
     )
 
 
@@ -195,17 +218,19 @@ def _spine(state: ViewState) -> tuple[list[list[Note]], list[CallView]]:
     return groups, calls
 
 
-def _call_key(call: CallView | None) -> tuple[str, str] | None:
+def _call_key(state: ViewState, call: CallView | None) -> tuple[str, str] | None:
+    """What two runs' k-th calls are compared by: the tool and what happened to the call (a refusal is a
+    ``deny`` whoever refused: metaharness or the vendor's own permission layer)."""
     if call is None:
         return None
-    return call.requested.name, decision_word(call.decided) if call.decided is not None else "undecided"
+    return call.requested.name, effective_word(state, call)
 
 
-def _marker(calls: Sequence[CallView | None]) -> str:
+def _marker(states: Sequence[ViewState], calls: Sequence[CallView | None]) -> str:
     """Where two runs' k-th calls differ: ``≠ tool``, ``≠ decision``, both, or ``≠ absent``."""
     if len(calls) < 2:
         return ""
-    keys = [_call_key(call) for call in calls]
+    keys = [_call_key(state, call) for state, call in zip(states, calls, strict=True)]
     if any(key is None for key in keys):
         return "≠ absent"
     names = {key[0] for key in keys if key is not None}
@@ -221,14 +246,21 @@ def _calls_table(documents: Sequence[TraceDocument], states: Sequence[ViewState]
     for k in range(length + 1):
         notes = [groups[k] if k < len(groups) else [] for groups, _ in spines]
         if any(notes):
-            cells = "".join(f'<td>{"".join(_note_html(note) for note in group)}</td>' for group in notes)
+            cells = "".join(
+                f'<td><span class="run-label">{_escape(document.run)}</span>{"".join(_note_html(n) for n in group)}</td>'
+                if group else "<td></td>"
+                for document, group in zip(documents, notes, strict=True)
+            )  # fmt: skip
             rows.append(f'<tr class="between"><td class="k"></td>{cells}</tr>\n')
         if k == length:
             break
         calls = [calls[k] if k < len(calls) else None for _, calls in spines]
-        marker = _marker(calls)
-        cells = "".join(f'<td class="call">{_call_html(call)}</td>' if call is not None else '<td class="call"></td>'
-                        for call in calls)
+        marker = _marker(states, calls)
+        cells = "".join(
+            f'<td class="call"><span class="run-label">{_escape(document.run)}</span>{_call_html(state, call)}</td>'
+            if call is not None else '<td class="call"></td>'
+            for document, state, call in zip(documents, states, calls, strict=True)
+        )  # fmt: skip
         mark = f'<span class="marker">{marker}</span>' if marker else ""
         classes = "call differs" if marker else "call"
         rows.append(f'<tr class="{classes}" id="call-{k + 1}"><td class="k">call {k + 1} {mark}</td>{cells}</tr>\n')
@@ -250,7 +282,7 @@ def run_page(documents: Sequence[TraceDocument], audits: Sequence[tuple[str, ...
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en">\n'
-        '<head>\n<meta charset="utf-8">\n'
+        '<head>\n<meta charset="utf-8">\n<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>metaharness run: {_escape(title)}</title>\n"
         f"<style>{STYLE}</style>\n"
         "</head>\n<body>\n"

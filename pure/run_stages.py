@@ -18,6 +18,19 @@ VENDOR_BUDGET_MS = 30000
 STDERR_TAIL_BYTES = 2048
 
 
+MAX_DECISION_DEADLINE_S = 595
+"""The longest ``--decision-deadline``: a hook budget of 600 s, Claude Code's own default for a command hook."""
+
+
+def decision_budget_ms(decision_deadline_s: float | None, default_ms: int) -> int:
+    """The vendor's budget for one decision (docs/decisions.md#deadlines): the kind's own, or under
+    ``run --decision-deadline`` the deadline in whole seconds (rounded up) + 5000 ms, so that
+    :func:`decision_deadline` of it is the deadline asked for and a hook declares it in whole seconds."""
+    if decision_deadline_s is None:
+        return default_ms
+    return (-int(-decision_deadline_s // 1) + 5) * 1000
+
+
 def decision_deadline(vendor_budget_ms: int = VENDOR_BUDGET_MS) -> int:
     """metaharness's own deadline: the vendor budget − 5000 ms when it exceeds 5000, else half of it
     (docs/decisions.md#deadlines): 25000 ms by default."""

@@ -14,6 +14,7 @@ from typing import Any, TypeAlias
 
 import msgspec
 from immutables import Map
+from msgspec import UNSET, UnsetType
 
 from metaharness.pure.audit_report import census_lines, child_exit_text, withheld_line
 from metaharness.pure.census import ZERO_CENSUS, count_decision
@@ -30,6 +31,7 @@ from metaharness.pure.events import (
     Hermetic,
     Injection,
     Opaque,
+    RowCheck,
     SessionEnded,
     SessionStarted,
     StepEntered,
@@ -111,6 +113,8 @@ class ViewState(msgspec.Struct, frozen=True, kw_only=True):
     events: int = 0
     malformed: int = 0
     last_event: str = ""
+    opaque: Map[str, tuple[int, int | None, int]] = Map()
+    """Each kind of opaque record (``type/subtype``): its one note's position, the first one's line, the count."""
 
 
 def all_calls(state: ViewState) -> list[CallView]:
@@ -221,10 +225,34 @@ def fold_view(state: ViewState, item: EventLine | Malformed, now: float) -> View
         changes["ended"] = payload
     elif isinstance(payload, StreamClosed):
         changes["closings"] = (*state.closings, (state.events, payload))
+    if isinstance(payload, Opaque):
+        changes.update(_opaque_folded(state, payload))
+        return msgspec.structs.replace(state, **changes)
     note = _note_of(payload)
     if note is not None:
         changes["timeline"] = _noted(state, note)
     return msgspec.structs.replace(state, **changes)
+
+
+def opaque_kind(payload: Opaque) -> str:
+    """``type/subtype`` of a record the adapter could not read."""
+    return f"{payload.vendor_type}/{payload.vendor_subtype}"
+
+
+def _opaque_note(kind: str, first_line: int | None, count: int) -> Note:
+    """One line for every record of ``kind``: where the first was, and how many came."""
+    times = "" if count == 1 else f" ×{count}, the first"
+    return Note("record", "opaque", f"{kind}{times} at line {first_line}")
+
+
+def _opaque_folded(state: ViewState, payload: Opaque) -> dict[str, Any]:
+    """A vendor's bookkeeping folded: the first record of a kind is one note, each later one counts on it."""
+    kind = opaque_kind(payload)
+    position, first_line, count = state.opaque.get(kind, (len(state.timeline), payload.source_line, 0))
+    return {
+        "timeline": state.timeline.set(position, _opaque_note(kind, first_line, count + 1)),
+        "opaque": state.opaque.set(kind, (position, first_line, count + 1)),
+    }
 
 
 def final_census(state: ViewState) -> Census:
@@ -274,6 +302,49 @@ def decision_why(decided: ToolDecided) -> str:
     if isinstance(decision, Deny):
         return decision.reason
     return "" if isinstance(decision, Allow | Abstain) else _input_text(decision.input)
+
+
+def vendor_refused(state: ViewState) -> frozenset[str]:
+    """The calls the vendor's own permission layer refused, as its terminal record lists them
+    (``session.ended.permission_denials``)."""
+    denials = state.ended.permission_denials if state.ended is not None else None
+    return frozenset(denial.tool_use_id for denial in denials or () if denial.tool_use_id is not None)
+
+
+def refused_by(state: ViewState, call: CallView) -> str | None:
+    """Who refused ``call``: metaharness's decider when it denied, the vendor's permission layer when the
+    terminal record lists the call among its denials, else nobody (``None``)."""
+    decided = call.decided
+    if decided is not None and isinstance(decided.decision, Deny):
+        return f"metaharness ({decided.decided_by})"
+    if call.requested.call_id in vendor_refused(state):
+        kind = state.started.adapter if state.started is not None else "the vendor"
+        return f"{kind}'s own permission layer (permission_denials)"
+    return None
+
+
+def effective_word(state: ViewState, call: CallView) -> str:
+    """What happened to the call, for comparing runs: ``deny`` when anyone refused it, else the decision's
+    word (``undecided`` when none came)."""
+    if refused_by(state, call) is not None:
+        return "deny"
+    return decision_word(call.decided) if call.decided is not None else "undecided"
+
+
+def refusal_lines(state: ViewState) -> tuple[str, ...]:
+    """One line per refused call, naming who refused it."""
+    return tuple(
+        f"refused: {call.requested.name} {call.requested.call_id} by {who}"
+        for call in all_calls(state) if (who := refused_by(state, call)) is not None
+    )  # fmt: skip
+
+
+def opaque_line(state: ViewState) -> str | None:
+    """Every kind of record the adapter could not read, with its count, on one line."""
+    if not state.opaque:
+        return None
+    kinds = sorted(state.opaque.items(), key=lambda item: item[1][0])
+    return "records not read (opaque): " + ", ".join(f"{kind} ×{count}" for kind, (_, _, count) in kinds)
 
 
 def latency_text(latency_ms: int | None) -> str:
@@ -351,9 +422,10 @@ _STATE_VERDICTS = {"imposed": "ok", "declared": "unk", "unavailable": "gap"}
 
 
 class HermeticRow(msgspec.Struct, frozen=True, kw_only=True):
-    """One hermetic row as the attestation states it: ``verdict`` is what the attestation alone
-    supports (imposed → ok, declared → unk, unavailable → gap); ``control`` is empty for a row this
-    build does not know."""
+    """One hermetic row: ``verdict`` is the run's own check of it against the record
+    (``session.ended.rows``) when the stream has one, else what the attestation alone supports
+    (imposed → ok, declared → unk, unavailable → gap), ``text`` the check's detail or the attested how
+    or why; ``control`` is empty for a row this build does not know."""
 
     row: str
     control: str
@@ -362,8 +434,9 @@ class HermeticRow(msgspec.Struct, frozen=True, kw_only=True):
     text: str
 
 
-def hermetic_rows(hermetic: Hermetic | None) -> tuple[HermeticRow, ...]:
-    """Every row the attestation names, known rows in their order, then any other in its order."""
+def hermetic_rows(hermetic: Hermetic | None, checked: Sequence[RowCheck] = ()) -> tuple[HermeticRow, ...]:
+    """Every row the attestation names, known rows in their order, then any other in its order; a row
+    in ``checked`` takes its verdict and detail from there."""
     if hermetic is None:
         return ()
     named = [(entry.row, "imposed", entry.how) for entry in hermetic.imposed]
@@ -371,10 +444,30 @@ def hermetic_rows(hermetic: Hermetic | None) -> tuple[HermeticRow, ...]:
     named += [(why.row, "unavailable", why.why) for why in hermetic.unavailable]
     order = {row: position for position, (row, *_) in enumerate(ROWS)}
     described = {row: control for row, control, _, _ in ROWS}
+    checks = {check.row: check for check in checked}
     return tuple(
-        HermeticRow(row=row, control=described.get(row, ""), state=state, verdict=_STATE_VERDICTS[state], text=text)
+        HermeticRow(row=row, control=described.get(row, ""), state=state,
+                    verdict=checks[row].verdict if row in checks else _STATE_VERDICTS[state],
+                    text=checks[row].detail if row in checks else text)
         for row, state, text in sorted(named, key=lambda entry: order.get(entry[0], len(ROWS)))
-    )
+    )  # fmt: skip
+
+
+def checked_rows(state: ViewState) -> tuple[RowCheck, ...]:
+    """The rows as the run checked them against the record (``session.ended.rows``); none in a stream
+    without them (a replay, an older build, a run that ended with no terminal record)."""
+    rows = state.ended.rows if state.ended is not None else UNSET
+    return () if isinstance(rows, UnsetType) else rows
+
+
+def state_rows(state: ViewState) -> tuple[HermeticRow, ...]:
+    """The rows a reader shows (docs/view.md): the attestation's, with the run's checks."""
+    return hermetic_rows(state.started.hermetic if state.started is not None else None, checked_rows(state))
+
+
+def rows_caption(state: ViewState) -> str:
+    """What the rows' verdicts rest on: the run's check against the record, or the attestation alone."""
+    return "hermetic rows, as the run checked them against the record" if checked_rows(state) else "hermetic rows, as attested"
 
 
 def confinement_text(hermetic: Hermetic | None) -> str:
@@ -481,6 +574,10 @@ def plain_lines(before: ViewState, after: ViewState, item: EventLine | Malformed
         lines.append(f"session ended: {stop_text(after)}")
     elif isinstance(payload, StreamClosed):
         lines.append(f"stream closed: {payload.reason}")
+    elif isinstance(payload, Opaque):
+        last = last_entry(after)
+        if len(after.timeline) > len(before.timeline) and isinstance(last, Note):
+            lines.append(_note_line(last))
     elif not isinstance(payload, Text | Thinking):
         note = _note_of(payload)
         if note is not None:
@@ -513,10 +610,14 @@ def closing_lines(state: ViewState) -> tuple[str, ...]:
     opened = open_note(state)
     lines = [_note_line(opened)] if opened is not None else []
     lines += census_lines(final_census(state))
+    lines += refusal_lines(state)
+    opaque = opaque_line(state)
+    lines += [opaque] if opaque is not None else []
     lines.append(withheld_line(state.started.withheld if state.started is not None else None))
-    rows = hermetic_rows(state.started.hermetic if state.started is not None else None)
+    rows = state_rows(state)
     if rows:
-        lines.append("hermetic rows (as attested; the audited report also checks the record):")
+        lines.append("hermetic rows (as the run checked them against the record):" if checked_rows(state)
+                     else "hermetic rows (as attested; the audited report also checks the record):")
         lines += [hermetic_line(row) for row in rows]
     lines.append(f"stop: {stop_text(state)}")
     lines.append(completeness_line(state))
@@ -534,3 +635,30 @@ def fold_lines(lines: Sequence[EventLine | Malformed]) -> ViewState:
     for line in lines:
         state = fold_view(state, line, 0.0)
     return state
+
+
+def progress_lines(before: ViewState, after: ViewState, item: EventLine) -> tuple[str, ...]:
+    """What ``run`` prints on a terminal's stderr for one more event (docs/cli.md#progress-on-stderr):
+    one start line, one line per call (when it is decided, or at its result when nothing decides it;
+    an asked call also when it starts waiting), and one summary line when the stream closes."""
+    payload = item.payload
+    if isinstance(payload, SessionStarted) and before.started is None:
+        fields = dict(header_fields(after))
+        started = (f"metaharness: run {fields['run']} started: {fields['kind']} {fields['version']} · model "
+                   f"{fields['model']} · decisions {fields['decisions']} · frame {fields['frame']}")  # fmt: skip
+        return (started,)
+    if isinstance(payload, ToolRequested) and payload.decision_required:
+        call = call_of(after, payload.call_id)
+        due = f" within {payload.deadline_ms}ms" if payload.deadline_ms is not None else ""
+        return (f"metaharness: call {plain(request_parts(call))} asks the embedder{due}",) if call is not None else ()
+    if isinstance(payload, ToolDecided | ToolResult):
+        call = call_of(after, payload.call_id)
+        if call is None or (isinstance(payload, ToolResult) and call.decided is not None):
+            return ()
+        return (f"metaharness: call {call.requested.name} {call.requested.call_id} → {plain(decision_parts(call))}",)
+    if isinstance(payload, StreamClosed):
+        census = final_census(after)
+        summary = (f"metaharness: run {after.run} closed {payload.reason}: {len(after.calls)} call(s), allowed="
+                   f"{census.allowed} denied={census.denied} replaced={census.replaced} abstained={census.abstained}")  # fmt: skip
+        return (summary,)
+    return ()

@@ -4,7 +4,8 @@ A call metaharness denied whose ``tool.result`` is not an error was let through 
 (a forged hook-channel answer): right after the later of the two lines a ``warning{DECISION_BYPASSED}``
 naming the call is written (a call id presented again starts afresh), later lines are renumbered, ``session.ended.census`` counts it under ``bypassed``
 and ``stream.closed.events`` counts the added lines. A confined run's ``session.ended`` carries its
-model route's traffic as ``route``. Lines nothing concerns pass through byte for byte.
+model route's traffic as ``route``, and a live run's its hermetic rows as the audit checks them (``rows``).
+Lines nothing concerns pass through byte for byte.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from returns.result import Failure
 from metaharness.pure.events import (
     Deny,
     RouteTraffic,
+    RowCheck,
     SessionEnded,
     StreamClosed,
     ToolDecided,
@@ -47,8 +49,11 @@ def decision_bypassed(call_id: str) -> WarningRaised:
     )
 
 
-def amend(state: Amendment, line: bytes, route: RouteTraffic | None = None) -> tuple[Amendment, tuple[bytes, ...]]:
-    """The lines to write for ``line``; ``route`` is the model route's traffic when the run is confined."""
+def amend(
+    state: Amendment, line: bytes, route: RouteTraffic | None = None, rows: tuple[RowCheck, ...] | None = None
+) -> tuple[Amendment, tuple[bytes, ...]]:
+    """The lines to write for ``line``; ``route`` is the model route's traffic when the run is confined,
+    ``rows`` the hermetic rows checked at ``session.ended``."""
     if state.added == 0 and not any(marker in line for marker in _CONCERNED):
         return state, (line,)
     read = read_event(line)
@@ -72,9 +77,10 @@ def amend(state: Amendment, line: bytes, route: RouteTraffic | None = None) -> t
         warning = encode_event(seq + 1, event.run, decision_bypassed(call))
         state = Amendment(state.denied - {call}, state.succeeded - {call}, state.added + 1, state.bypassed + 1)
         return state, (renumbered, warning)
-    if isinstance(payload, SessionEnded) and (state.bypassed or route is not None):
+    if isinstance(payload, SessionEnded) and (state.bypassed or route is not None or rows is not None):
         census = payload.census if not state.bypassed else msgspec.structs.replace(payload.census, bypassed=state.bypassed)
-        ended = msgspec.structs.replace(payload, census=census, route=route if route is not None else payload.route)
+        ended = msgspec.structs.replace(payload, census=census, route=route if route is not None else payload.route,
+                                        rows=rows if rows is not None else payload.rows)  # fmt: skip
         return state, (encode_event(seq, event.run, ended, event.at),)
     if isinstance(payload, StreamClosed) and state.added:
         closed = msgspec.structs.replace(payload, events=payload.events + state.added)

@@ -19,11 +19,13 @@ from click.core import ParameterSource
 from returns.result import Failure
 
 from metaharness.pure.capabilities import descriptor_json, descriptor_lines
+from metaharness.pure.environment import Credentials
 from metaharness.pure.kind import KINDS, Kind
 from metaharness.pure.modes import HERMETIC_MODES
 from metaharness.pure.options import WRITE_SCOPES, RunOptions, check_run_options, split_command_words
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_limits import parse_duration
+from metaharness.pure.run_stages import MAX_DECISION_DEADLINE_S
 from metaharness.shell.refusals import refuse
 from metaharness.shell.run_signals import release_signals
 
@@ -66,6 +68,17 @@ class _Duration(click.ParamType[float, Any]):
         if isinstance(parsed, Failure):
             self.fail(parsed.failure(), param, ctx)
         return parsed.unwrap()
+
+
+class _Deadline(_Duration):
+    """A ``--decision-deadline``: a duration of at most ``MAX_DECISION_DEADLINE_S`` (docs/decisions.md#deadlines)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        seconds = super().convert(value, param, ctx)
+        if seconds > MAX_DECISION_DEADLINE_S:
+            self.fail(f"{value!r} is past the longest decision deadline, {MAX_DECISION_DEADLINE_S}s (a 600s hook budget)",
+                      param, ctx)  # fmt: skip
+        return seconds
 
 
 class _MarketplacePlugin(click.ParamType[str, Any]):
@@ -116,6 +129,7 @@ class _VerbGroup(click.Group):
 
 
 @click.group(cls=_VerbGroup, context_settings=_CONTEXT)
+@click.version_option(package_name="metaharness", prog_name="metaharness", message="%(prog)s %(version)s")
 def cli() -> None:
     """Launch coding agents under governance and tell the truth about what held."""
 
@@ -173,6 +187,9 @@ def _given(ctx: click.Context) -> frozenset[str]:
 @click.option("--strict-version", is_flag=True, help="Refuse an off-pin binary before the spawn.")
 @click.option("--retain-dir", metavar="DIR", help="Copy the raw record and generated files to DIR/<run id>/.")
 @click.option("--timeout", type=_Duration(), help="Stop the run as on SIGTERM after DURATION (600, 10m, 1h).")
+@click.option("--decision-deadline", type=_Deadline(), help="How long an asked call waits for its answer (25s, 5m).")
+@click.option("--events", metavar="FILE", help="Also write the whole stream to FILE, created new (0600).")
+@click.option("--quiet", is_flag=True, help="No progress lines on a terminal's stderr.")
 @click.option("--hooks", metavar="FILE", help="b10x: loop --hooks.")
 @click.option("--driver", metavar="PATH", help="b10x: loop --driver.")
 @click.option("--toolchain", metavar="NAME", help="b10x: loop --toolchain.")
@@ -223,6 +240,9 @@ def run(ctx: click.Context, /, **values: Any) -> int:
         strict_version=values["strict_version"],
         retain_dir=values["retain_dir"],
         timeout=values["timeout"],
+        decision_deadline=values["decision_deadline"],
+        events=values["events"],
+        quiet=values["quiet"],
         hooks=values["hooks"],
         driver=values["driver"],
         toolchain=values["toolchain"],
@@ -265,11 +285,19 @@ def conformance(kind: Kind, contract: bool) -> int:
 
 @cli.command(context_settings=_CONTEXT)
 @click.argument("kind", type=_KIND)
-def doctor(kind: Kind) -> int:
-    """Resolve KIND's binary as the spawn will and check its version and flags."""
+@click.option(
+    "--credentials",
+    type=click.Choice(("operator-login", "api-key", "loopback", "none")),
+    default="operator-login",
+    show_default=True,
+    help="Check the credential a run with this mode would use.",
+)
+@click.option("--model-endpoint", metavar="URL", help="Check that the endpoint a run would use accepts a connection.")
+def doctor(kind: Kind, credentials: Credentials, model_endpoint: str | None) -> int:
+    """Resolve KIND's binary as the spawn will, check its version and flags, the credential and the endpoint."""
     from metaharness.shell.doctor import run_doctor
 
-    return run_doctor(kind)
+    return run_doctor(kind, credentials, model_endpoint)
 
 
 @cli.command(cls=_TrailingWordsCommand, context_settings=_CONTEXT)

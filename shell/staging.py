@@ -21,6 +21,7 @@ from returns.result import Failure, Result
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.child_end import adopt_orphans
+from metaharness.shell.endpoint_reach import endpoint_refusal
 from metaharness.shell.run_signals import hold_late, holding, take_held
 
 T = TypeVar("T")
@@ -105,3 +106,11 @@ def unusable_directory(options: RunOptions) -> Refusal | None:
     if options.retain_dir is not None and not is_directory(options.retain_dir):
         return Refusal("retain-dir-unusable", f"--retain-dir {options.retain_dir} is missing or not a directory")
     return None
+
+
+def reach_endpoint(options: RunOptions) -> None:
+    """The last check before the spawn: ``endpoint-unreachable`` raised when nothing accepts a connect at
+    ``--model-endpoint`` (``metaharness.shell.endpoint_reach``)."""
+    refusal = endpoint_refusal(options.model_endpoint)
+    if refusal is not None:
+        raise Refused(refusal)

@@ -9,6 +9,7 @@ refusal.
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -152,7 +153,9 @@ def _source(path: str, kind: Kind | None) -> Iterator[bytes] | Refusal:
 
 
 def view(path: str, kind: Kind | None) -> int:
-    """Show the stream at ``path`` (``-``: stdin), or the record of ``kind`` mapped as ``replay`` maps it."""
+    """Show the stream at ``path`` (``-``: stdin), or the record of ``kind`` mapped as ``replay`` maps it.
+    SIGINT is ignored while the input is open: a Ctrl-C on ``run … | metaharness-view`` reaches the run,
+    which closes its stream, and the view shows it to the end (docs/view.md)."""
     lines = _source(path, kind)
     if isinstance(lines, Refusal):
         return refuse(lines)
@@ -160,12 +163,14 @@ def view(path: str, kind: Kind | None) -> int:
         TerminalScreen(Console(highlight=False)) if sys.stdout.isatty() else PlainScreen(sys.stdout.buffer)
     )
     state = ViewState()
+    interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         for item in read_lines(lines):
             after = fold_view(state, item, time.monotonic())
             screen.show(state, after, item)
             state = after
     finally:
+        signal.signal(signal.SIGINT, interrupt)
         screen.close(state)
     return view_exit(state)
 
@@ -173,6 +178,7 @@ def view(path: str, kind: Kind | None) -> int:
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("events", default="-", metavar="[EVENTS|-]")
 @click.option("--from", "kind", type=click.Choice(KINDS), help="EVENTS is a retained vendor record of KIND.")
+@click.version_option(package_name="metaharness", prog_name="metaharness-view", message="%(prog)s %(version)s")
 def _command(events: str, kind: Kind | None) -> int:
     """Show a metaharness.event/1 stream (a file, or stdin) as a person reads it."""
     return view(events, kind)

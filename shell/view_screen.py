@@ -21,8 +21,11 @@ from metaharness.pure.run_view import (
     completeness_line,
     final_census,
     header_fields,
-    hermetic_rows,
     implied_exit,
+    opaque_line,
+    refusal_lines,
+    rows_caption,
+    state_rows,
     stop_text,
 )
 
@@ -96,10 +99,10 @@ def in_flight(state: ViewState, opened: Note | None, now: float) -> RenderableTy
 
 def hermetic_table(state: ViewState) -> Table:
     """The hermetic rows coloured by verdict, with their attested state."""
-    table = Table(title="hermetic rows, as attested", title_justify="left", expand=False)
+    table = Table(title=rows_caption(state), title_justify="left", expand=False)
     for column in ("row", "verdict", "state", "control", "how / why"):
         table.add_column(column, overflow="fold")
-    for row in hermetic_rows(state.started.hermetic if state.started is not None else None):
+    for row in state_rows(state):
         colour = STYLES[row.verdict]
         table.add_row(row.row, Text(row.verdict, style=colour), Text(row.state, style=colour), row.control, row.text)
     return table
@@ -109,6 +112,9 @@ def closing(state: ViewState) -> RenderableType:
     """The end of input: census, hermetic table, stop, completeness and the exit the stream implies."""
     census = Text("\n".join(census_lines(final_census(state))))
     parts: list[RenderableType] = [census]
+    parts += [Text(line, style="bold red") for line in refusal_lines(state)]
+    opaque = opaque_line(state)
+    parts += [Text(opaque, style="dim")] if opaque is not None else []
     parts.append(Text(withheld_line(state.started.withheld if state.started is not None else None)))
     if state.started is not None:
         parts.append(hermetic_table(state))

@@ -21,19 +21,23 @@ import msgspec
 from returns.result import Failure, Success
 
 from metaharness.pure.audit_report import AuditorOutcome, audit_report, audited_exit, report_facts
-from metaharness.pure.events import Event, RouteTraffic, SessionStarted, WarningRaised, read_event
-from metaharness.pure.hermetic import VerdictFacts
+from metaharness.pure.events import Event, RouteTraffic, RowCheck, SessionStarted, WarningRaised, read_event
+from metaharness.pure.hermetic import VerdictFacts, row_verdicts
 from metaharness.pure.options import RunOptions, check_audit_pairing
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import unaudited_exit
+from metaharness.pure.run_view import ViewState, fold_view, progress_lines
 from metaharness.pure.stream_amendment import Amendment, amend
+from metaharness.pure.workspace_diff import FileState, workspace_diff
 from metaharness.shell.auditor import gather_audit_facts
 from metaharness.shell.auditor_invocation import audit_baseline, run_auditor
 from metaharness.shell.child_tree import ChildDir
+from metaharness.shell.events_file import EventsFile, open_events_file
 from metaharness.shell.facts import directory_identity
 from metaharness.shell.refusals import refuse
 from metaharness.shell.run_limits import RunLimits
-from metaharness.shell.staging import take, write_event
+from metaharness.shell.staging import Refused, take, write_event
+from metaharness.shell.workspace_snapshot import snapshot
 
 CLOSING_EVENT = b'"event":"stream.closed"'
 """How the one serialiser writes the closing event's name (``metaharness.pure.jsonline.compact``)."""
@@ -55,27 +59,85 @@ class RunAudit:
         self.route: Callable[[], RouteTraffic] | None = None
         self.written = 0
         self.closed = False
+        self.started: SessionStarted | None = None
+        self.rows_facts: Callable[[], VerdictFacts] | None = None
+        self.progress: ViewState | None = ViewState() if not options.quiet and sys.stderr.isatty() else None
+        self.workspace: tuple[str, dict[str, FileState]] | None = None
+        self.events: EventsFile | None = None
+        if options.events is not None:
+            opened = open_events_file(options.events)
+            if isinstance(opened, Refusal):
+                raise Refused(opened)
+            self.events = opened
 
     def write_event(self, line: bytes) -> None:
-        """One event line to stdout, amended (``DECISION_BYPASSED``, a confined run's ``route``), its
-        payload kept when the run reports; the lines are counted and a closing ``stream.closed`` noted
+        """One event line to ``--events`` FILE (``metaharness.shell.events_file``) and then stdout,
+        amended (``DECISION_BYPASSED``, a confined run's ``route``), its payload kept when the run reports; the lines are counted and a closing ``stream.closed`` noted
         (``metaharness.shell.child_end.end_unexpectedly``); a closed stdout stops the run
         (``metaharness.shell.run_limits``)."""
-        ending = self.route is not None and b'"event":"session.ended"' in line
-        self.amendment, lines = amend(self.amendment, line, self.route() if ending and self.route else None)
+        if self.started is None and b'"event":"session.started"' in line:
+            opened = read_event(line)
+            payload = opened.unwrap().payload if isinstance(opened, Success) else None
+            self.started = payload if isinstance(payload, SessionStarted) else None
+        ending = b'"event":"session.ended"' in line
+        route = self.route() if ending and self.route else None
+        self.amendment, lines = amend(self.amendment, line, route, self.checked_rows() if ending else None)
         for written in lines:
+            if self.events is not None:
+                self.events.write(written)
             self.limits.wrote(write_event(written))
             self.written += 1
             self.closed = self.closed or CLOSING_EVENT in written
+            if self.progress is not None:
+                self._show_progress(written)
             if self.reporting:
                 self.payloads.append(read_event(written).unwrap().payload)
 
+    def arm(self, cwd: str) -> None:
+        """The live loop is about to start: under ``--retain-dir`` the working directory is read for the
+        workspace diff, then the run's limits are armed."""
+        if self.options.retain_dir is not None:
+            self.workspace = (cwd, snapshot(cwd))
+        self.limits.arm()
+
+    def workspace_diff(self) -> bytes | None:
+        """The working directory's changes since :meth:`arm`, for ``--retain-dir``; ``None`` when not kept."""
+        if self.workspace is None:
+            return None
+        cwd, before = self.workspace
+        return workspace_diff(before, snapshot(cwd))
+
+    def _show_progress(self, line: bytes) -> None:
+        """The progress lines one more event adds, on stderr (a terminal's, never stdout)."""
+        read = read_event(line)
+        if isinstance(read, Failure) or self.progress is None:
+            return
+        after = fold_view(self.progress, read.unwrap(), 0.0)
+        lines = progress_lines(self.progress, after, read.unwrap())
+        self.progress = after
+        if lines:
+            sys.stderr.write("".join(text + "\n" for text in lines))
+            sys.stderr.flush()
+
+    def checked_rows(self) -> tuple[RowCheck, ...] | None:
+        """The hermetic rows as the audit computes them (``row_verdicts`` over ``session.started`` and the
+        kind's ``rows_facts`` with the record's cwd), for ``session.ended.rows``; none before both are known."""
+        if self.rows_facts is None or self.started is None:
+            return None
+        cwd = self.started.cwd
+        facts = msgspec.structs.replace(self.rows_facts(), record_cwd=directory_identity(cwd) if cwd is not None else None)
+        return tuple(RowCheck(row=row.row, verdict=row.verdict, detail=row.detail)
+                     for row in row_verdicts(self.started, facts))  # fmt: skip
+
     def exit_code(self, planned: VerdictFacts, transcript: str, reason: str) -> int:
-        """The run's exit: the refusal ``stdout-closed`` when the stream's reader went away;
+        """The run's exit: the refusal ``stdout-closed`` when the stream's reader went away, else
+        ``events-write-failed`` when ``--events`` FILE lost a line;
         unaudited from the closing ``reason``; else the report on stderr
         (the rows against ``planned`` with the record's cwd, the auditor over ``transcript`` unless
         the run was interrupted) and the audited exit of docs/hermetic.md#audited-exit."""
-        lost = self.limits.refusal()
+        if self.events is not None:
+            self.events.close()
+        lost = self.limits.refusal() or (self.events.refusal() if self.events is not None else None)
         if lost is not None:
             return refuse(lost)
         if not self.reporting:
@@ -140,14 +202,15 @@ def _retain(scratch: ChildDir, source: str, destination: str) -> None:
 
 
 def retain_copies(
-    retain_dir: str | None, run_id: str, scratch: str, copies: Sequence[tuple[str, str]]
+    retain_dir: str | None, run_id: str, scratch: str, copies: Sequence[tuple[str, str]], workspace: bytes | None = None
 ) -> tuple[WarningRaised, ...]:
     """``--retain-dir`` (docs/cli.md#run): each (source under ``scratch``, path under ``DIR/<run id>/``)
     copied, a directory with its tree; the first failure is one ``RETAIN_FAILED`` naming the target and
     the error. The kind chooses the sources, never a credential. ``DIR/<run id>`` is created new (0700)
     or not at all, so an earlier run's directory under the same id, or a link planted there, is never
     written through; no link is followed on either side (docs/adapters/common.md#child-trees), and every
-    copy is readable by its owner only (0600)."""
+    copy is readable by its owner only (0600). ``workspace``, the working directory's diff
+    (:meth:`RunAudit.workspace_diff`), is written as ``workspace.diff`` beside them."""
     if retain_dir is None:
         return ()
     target = os.path.join(retain_dir, run_id)
@@ -159,6 +222,9 @@ def retain_copies(
                 _retain(root, source, os.path.join(target, kept))
         finally:
             root.close()
+        if workspace is not None:
+            with os.fdopen(os.open(os.path.join(target, "workspace.diff"), _RETAINED_FLAGS, 0o600), "wb") as kept_diff:
+                kept_diff.write(workspace)
     except OSError as error:
         return (WarningRaised(code="RETAIN_FAILED", message=f"{target}: {error.strerror or error}"),)
     return ()

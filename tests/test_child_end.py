@@ -15,6 +15,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from closing_endpoint import CLOSING_ENDPOINT
 from governed_b10x import stream
 from stand_in import live_processes_naming, records_body, stand_in
 
@@ -45,7 +46,7 @@ def test_grandchildren_holding_the_pipes_neither_hold_the_run_nor_outlive_it(tmp
     work.mkdir()
     pids_file = work / "pids"
     env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path)}
-    args = ["-p", "hi", "--model-endpoint", "http://127.0.0.1:9", "--decisions", "observe", "--cwd", str(work)]
+    args = ["-p", "hi", "--model-endpoint", CLOSING_ENDPOINT, "--decisions", "observe", "--cwd", str(work)]
     args += ["--model", "m"] if kind == "b10x" else ["--credentials", "none"]
     args += ["--confine", confine]
     started = time.monotonic()
@@ -88,7 +89,7 @@ def test_an_unexpected_exception_stops_the_child_closes_the_stream_and_removes_s
     work = tmp_path / "ws"
     work.mkdir()
     env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path)}
-    args = ["run", "b10x", "-p", "hi", "--model", "m", "--model-endpoint", "http://127.0.0.1:9", "--cwd", str(work),
+    args = ["run", "b10x", "-p", "hi", "--model", "m", "--model-endpoint", CLOSING_ENDPOINT, "--cwd", str(work),
             "--confine", confine]  # fmt: skip
     done = subprocess.run([sys.executable, "-c", FAILING_RUN, *args, "--decisions", "observe"], env=env,
                           capture_output=True, timeout=60, check=False)  # fmt: skip

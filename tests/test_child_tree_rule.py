@@ -28,7 +28,7 @@ BY_NAME = {
 DESCRIPTOR_KEYWORDS = {"dir_fd", "src_dir_fd", "dst_dir_fd"}
 OPERATOR_SIDE = {
     ("wind_up.py", "_retain_file"): {"os.makedirs", "os.open"},
-    ("wind_up.py", "retain_copies"): {"os.mkdir"},
+    ("wind_up.py", "retain_copies"): {"os.mkdir", "os.open"},
 }
 """Calls on the operator's ``--retain-dir`` (the destination side), which the child cannot write."""
 

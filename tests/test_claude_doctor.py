@@ -28,14 +28,16 @@ def stand_in(home: Path, banner: str, help_text: str, hides_max_turns: bool = Fa
     program.chmod(0o755)
 
 
-def doctor(home: Path) -> subprocess.CompletedProcess[str]:
+def doctor(home: Path, *options: str) -> subprocess.CompletedProcess[str]:
     env = {"HOME": str(home), "PATH": os.environ["PATH"]}
-    return subprocess.run([sys.executable, "-m", "metaharness.shell", "doctor", "claude"], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "metaharness.shell", "doctor", "claude", *options], capture_output=True,
                           text=True, env=env, check=False)  # fmt: skip
 
 
 def test_on_pin_with_every_flag(tmp_path: Path) -> None:
     stand_in(tmp_path, "2.1.332 (Claude Code)", FULL_HELP)
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / ".credentials.json").write_text("{}")
     done = doctor(tmp_path)
     program = tmp_path / ".local" / "bin" / "claude"
     assert done.stdout.partition("confinement: ")[0] == (

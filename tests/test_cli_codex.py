@@ -77,7 +77,7 @@ def test_conformance_codex_runs_its_nine_vectors() -> None:
 
 @needs_codex
 def test_doctor_codex_reports_the_pinned_binary() -> None:
-    done = metaharness("doctor", "codex")
+    done = metaharness("doctor", "codex", "--credentials", "none")
     assert done.returncode == 0, done.stderr
     first = done.stdout.decode().splitlines()[0]
     assert first.startswith("codex: ") and first.endswith(f"{PINNED} — on the adapter's pin ({PINNED})")

@@ -65,7 +65,9 @@ def test_the_model_route_of_each_credential_mode(kind, credentials, endpoint, ex
 def test_a_chatgpt_plan_login_on_codex_has_no_route() -> None:
     refused = model_route("codex", "operator-login", None, None, login_is_api_key=False)
     assert isinstance(refused, Failure) and refused.failure().code == "confine-route-unavailable"
-    assert refused.failure().message.endswith("; pass --confine off or --credentials loopback")
+    assert refused.failure().message.endswith("; pass --confine off (the child then reaches the vendor unconfined), or log "
+                                              "in with an API key, or pass --credentials api-key with OPENAI_API_KEY or "
+                                              "CODEX_API_KEY set")  # fmt: skip
     keyed = model_route("codex", "operator-login", None, None, login_is_api_key=True)
     assert keyed == Success(ModelRoute("https://api.openai.com", CODEX_WIRE))
 
@@ -166,7 +168,7 @@ CENSUS = Census(allowed=0, denied=1, replaced=0, abstained=0, by_seam={"hook": 1
 
 
 def ended() -> SessionEnded:
-    fields = {name: None for name in SessionEnded.__struct_fields__ if name not in ("census", "route")}
+    fields = {name: None for name in SessionEnded.__struct_fields__ if name not in ("census", "route", "rows")}
     return SessionEnded(**fields, census=CENSUS)
 
 

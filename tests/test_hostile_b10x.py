@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from closing_endpoint import CLOSING_ENDPOINT
 from governed_b10x import run, stream
 from stand_in import ANSWER, records_body, stand_in
 
@@ -43,7 +44,7 @@ def governed(tmp_path: Path, lines: list[bytes], *options: str) -> tuple[list[di
     stand_in(home, "b10x-harness", records_body(lines))
     frame = tmp_path / "frame.json"
     frame.write_bytes(frame_document(seal_frame(SRC_WRITES).unwrap()))
-    argv = ["-p", "go", "--model", "m", "--model-endpoint", "http://127.0.0.1:9", "--cwd", str(work)]
+    argv = ["-p", "go", "--model", "m", "--model-endpoint", CLOSING_ENDPOINT, "--cwd", str(work)]
     done = run(home, [*argv, "--decisions", "frame", "--frame", str(frame), *options])
     return stream(done), work
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from closing_endpoint import CLOSING_ENDPOINT
 from stand_in import records_body, stand_in
 
 from metaharness.pure.bounds import FRAME_FILE_LIMIT
@@ -31,7 +32,7 @@ def tree(tmp_path: Path) -> Path:
 
 def run_b10x(root: Path, *args: str | bytes) -> subprocess.CompletedProcess[str]:
     env = {"HOME": str(root / "home"), "PATH": "/usr/bin:/bin", "TMPDIR": str(root / "tmp")}
-    argv = [sys.executable, "-m", "metaharness.shell", "run", "b10x", "-p", "hi", "--model-endpoint", "http://127.0.0.1:9"]
+    argv = [sys.executable, "-m", "metaharness.shell", "run", "b10x", "-p", "hi", "--model-endpoint", CLOSING_ENDPOINT]
     argv += ["--decisions", "observe", "--cwd", str(root / "ws"), *args]  # type: ignore[list-item]
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=False)
     assert not os.listdir(root / "tmp"), "a scratch directory was left behind"
@@ -122,7 +123,7 @@ def test_a_fifo_inside_a_plugin_dir_is_refused_by_name(tmp_path: Path) -> None:
     stand_in(tmp_path / "home", "claude", records_body([]))
     env = {"HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path / "tmp")}
     argv = [sys.executable, "-m", "metaharness.shell", "run", "claude", "--credentials", "none", "-p", "hi"]
-    argv += ["--model-endpoint", "http://127.0.0.1:9", "--decisions", "observe", "--plugin-dir", str(plugin)]
+    argv += ["--model-endpoint", CLOSING_ENDPOINT, "--decisions", "observe", "--plugin-dir", str(plugin)]
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr == (

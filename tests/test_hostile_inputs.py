@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from closing_endpoint import CLOSING_ENDPOINT
 from governed_b10x import stream
 from stand_in import records_body, stand_in
 
@@ -38,7 +39,7 @@ def test_claude_records_nested_deep_and_past_the_bound_are_opaque(tmp_path: Path
     huge = b'{"type":"assistant","message":{"content":"' + b"x" * (RECORD_LINE_LIMIT + 4096) + b'"}}'
     deep = b'{"type":"assistant","message":' + DEEP + b"}"
     stand_in(tmp_path, "claude", records_body([CLAUDE_RECORD[0], deep, huge, *CLAUDE_RECORD[1:]]))
-    args = ["run", "claude", "--credentials", "none", "--model-endpoint", "http://127.0.0.1:9", "-p", "hi"]
+    args = ["run", "claude", "--credentials", "none", "--model-endpoint", CLOSING_ENDPOINT, "-p", "hi"]
     done = metaharness(tmp_path, [*args, "--decisions", "observe"])
     events = stream(done)
     assert done.returncode == 0, done.stderr
@@ -50,7 +51,7 @@ def test_b10x_records_nested_deep_and_past_the_bound_are_opaque(tmp_path: Path) 
     deep = b'{"kind":"tool-requested","call_id":"c1","name":"file_read","arguments":' + DEEP + b"}"
     huge = b'{"kind":"text-delta","text":"' + b"y" * (RECORD_LINE_LIMIT + 4096) + b'"}'
     stand_in(tmp_path, "b10x-harness", records_body([*B10X_OPENING, deep, huge, B10X_FINISHED]))
-    done = metaharness(tmp_path, ["run", "b10x", "-p", "hi", "--model", "m", "--model-endpoint", "http://127.0.0.1:9",
+    done = metaharness(tmp_path, ["run", "b10x", "-p", "hi", "--model", "m", "--model-endpoint", CLOSING_ENDPOINT,
                                   "--decisions", "observe"])  # fmt: skip
     events = stream(done)
     assert opaque_lines(events) == [3, 4]
@@ -62,7 +63,7 @@ def test_steering_lines_nested_deep_or_past_the_bound_are_refused_and_the_next_c
     deep = b'{"format":"metaharness.command/1","id":"k1","command":"halt","x":' + DEEP + b"}\n"
     huge = b'{"format":"metaharness.command/1","id":"k3","command":"halt","reason":"' + b"w" * COMMAND_LINE_LIMIT + b'"}\n'
     halt = b'{"format":"metaharness.command/1","id":"k2","command":"halt","reason":"enough"}\n'
-    done = metaharness(tmp_path, ["run", "b10x", "-p", "hi", "--model", "m", "--model-endpoint", "http://127.0.0.1:9",
+    done = metaharness(tmp_path, ["run", "b10x", "-p", "hi", "--model", "m", "--model-endpoint", CLOSING_ENDPOINT,
                                   "--decisions", "observe"], stdin=deep + huge + halt)  # fmt: skip
     events = stream(done)
     refusals = done.stderr.decode().splitlines()
@@ -95,7 +96,7 @@ def test_negative_costs_and_counts_from_a_loop_record_do_not_pass_through(tmp_pa
     lines = [*B10X_OPENING, b'{"kind":"usage","input_tokens":-40,"output_tokens":3}', b'{"kind":"cost","micro_usd":-5}',
              b'{"kind":"cost","micro_usd":1234}', b'{"kind":"finished","stop":"end_turn","turns":-3}']  # fmt: skip
     stand_in(tmp_path, "b10x-harness", records_body(lines))
-    done = metaharness(tmp_path, ["run", "b10x", "-p", "hi", "--model", "m", "--model-endpoint", "http://127.0.0.1:9",
+    done = metaharness(tmp_path, ["run", "b10x", "-p", "hi", "--model", "m", "--model-endpoint", CLOSING_ENDPOINT,
                                   "--decisions", "observe"])  # fmt: skip
     events = stream(done)
     assert opaque_lines(events) == [3, 4]
@@ -108,7 +109,7 @@ def test_negative_costs_and_counts_from_a_claude_result_do_not_pass_through(tmp_
     result.update(num_turns=-2, total_cost_usd=-1.5, duration_ms=-9)
     result["usage"]["output_tokens"] = -12
     stand_in(tmp_path, "claude", records_body([*CLAUDE_RECORD[:-1], json.dumps(result).encode()]))
-    args = ["run", "claude", "--credentials", "none", "--model-endpoint", "http://127.0.0.1:9", "-p", "hi"]
+    args = ["run", "claude", "--credentials", "none", "--model-endpoint", CLOSING_ENDPOINT, "-p", "hi"]
     events = stream(metaharness(tmp_path, [*args, "--decisions", "observe"]))
     ended = next(e for e in events if e["event"] == "session.ended")
     assert ended["num_turns"] is None and ended["total_cost_usd"] is None and ended["duration_ms"] is None
@@ -139,7 +140,7 @@ def test_a_hook_request_nested_deep_is_answered_and_the_run_closes(tmp_path: Pat
     stand_in(tmp_path, "claude", HOOK_CALLER.format(record=record, request=deep))
     work = tmp_path / "ws"
     work.mkdir()
-    args = ["run", "claude", "--credentials", "none", "--model-endpoint", "http://127.0.0.1:9", "-p", "hi"]
+    args = ["run", "claude", "--credentials", "none", "--model-endpoint", CLOSING_ENDPOINT, "-p", "hi"]
     done = metaharness(tmp_path, [*args, "--decisions", "ask", "--cwd", str(work)])
     events = stream(done)
     assert b"internal-error" not in done.stderr
@@ -164,7 +165,7 @@ def test_codex_rollout_lines_nested_deep_and_past_the_bound_are_opaque(tmp_path:
     deep = b'{"timestamp":"2026-11-30T01:32:00.302Z","type":"event_msg","payload":' + DEEP + b"}"
     huge = b'{"timestamp":"2026-11-30T01:32:00.302Z","type":"event_msg","payload":"' + b"z" * (RECORD_LINE_LIMIT + 1) + b'"}'
     stand_in(tmp_path, "codex", ROLLOUT_WRITER.format(lines=[*record[:2], deep, huge, *record[2:]]))
-    args = ["run", "codex", "--credentials", "none", "--model-endpoint", "http://127.0.0.1:9", "-p", "hi"]
+    args = ["run", "codex", "--credentials", "none", "--model-endpoint", CLOSING_ENDPOINT, "-p", "hi"]
     done = metaharness(tmp_path, [*args, "--decisions", "observe"])
     events = stream(done)
     assert opaque_lines(events)[:2] == [3, 4]

@@ -234,8 +234,10 @@ def test_a_summary_per_run_with_the_governance_facts(pair: Pair) -> None:
 
 
 def test_the_hermetic_table_shows_each_attested_row_coloured_by_verdict(pair: Pair) -> None:
+    """Each attested row with its state, and its verdict as the run checked it (``session.ended.rows``)."""
     for section, events in zip(_by_class(pair.rendered.dom, "section", "rows"), pair.events, strict=True):
         hermetic = next(e for e in events if e["event"] == "session.started")["hermetic"]
+        checked = {row["row"]: row["verdict"] for row in next(e for e in events if e["event"] == "session.ended")["rows"]}
         states = {entry["row"]: state for state in ("imposed", "declared", "unavailable") for entry in hermetic[state]}
         table = _by_class(section, "table", "hermetic")[0]
         shown = {}
@@ -243,7 +245,7 @@ def test_the_hermetic_table_shows_each_attested_row_coloured_by_verdict(pair: Pa
             cells = {(_classes(td) or [""])[0]: td.text() for td in row.elements("td")}
             shown[cells["row"]] = cells["state"]
             assert _classes(row) == [f"v-{cells['verdict']}"]
-            assert cells["verdict"] == {"imposed": "ok", "declared": "unk", "unavailable": "gap"}[cells["state"]]
+            assert cells["verdict"] == checked[cells["row"]]
         assert shown == states
         assert "gap" in [c for row in table.all("tr") for c in _classes(row) for c in [c.removeprefix("v-")]]
 

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from closing_endpoint import CLOSING_ENDPOINT
 from stand_in import live_processes_naming, records_body, stand_in
 
 METAHARNESS = str(Path(sys.executable).with_name("metaharness"))
@@ -41,7 +42,7 @@ def start(tmp_path: Path, body: str, *options: str) -> tuple[subprocess.Popen[by
     scratch.mkdir()
     stand_in(tmp_path, "b10x-harness", body)
     env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "TMPDIR": str(scratch)}
-    argv = [METAHARNESS, "run", "b10x", "-p", "hi", "--model", "m", "--model-endpoint", "http://127.0.0.1:9"]
+    argv = [METAHARNESS, "run", "b10x", "-p", "hi", "--model", "m", "--model-endpoint", CLOSING_ENDPOINT]
     argv += ["--decisions", "observe", "--cwd", str(work), *options]
     return subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE), work
 

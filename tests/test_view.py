@@ -51,6 +51,7 @@ EXPECTED = [
     "decision census: allowed=0 denied=1 replaced=0 abstained=0",
     "  by seam    control_request: 1",
     "  by decider embedder: 1",
+    "refused: file_write call_b10x_001 by metaharness (embedder)",
     "withheld: run (no program was allowed; pass --allow-program)",
     "hermetic rows (as attested; the audited report also checks the record):",
     "  H1a  ok  imposed     config home is scratch — plugins are exactly the declared set — plugins arrive only as named --plugin-dir copies",

@@ -91,7 +91,7 @@ def test_an_asked_call_counts_down_then_shows_its_decision_and_the_final_table(
     work = workspace(tmp_path)
     fifo, raw, exit_file = tmp_path / "commands.fifo", tmp_path / "raw.jsonl", tmp_path / "view-exit"
     os.mkfifo(fifo)
-    run = [str(METAHARNESS), "run", "b10x", "--decisions", "ask", "-p", "write the note", "--model", "b10x-emulated",
+    run = [str(METAHARNESS), "run", "b10x", "--decisions", "ask", "--quiet", "-p", "write the note", "--model", "b10x-emulated",
            "--model-endpoint", emulator.base_url, "--cwd", str(work)]  # fmt: skip
     command = (f"{shlex.join(run)} <{shlex.quote(str(fifo))} | tee {shlex.quote(str(raw))} | {shlex.quote(str(VIEW))}; "
                f"echo $? >{shlex.quote(str(exit_file))}")  # fmt: skip
@@ -123,7 +123,7 @@ def test_an_asked_call_counts_down_then_shows_its_decision_and_the_final_table(
     assert re.search(rf"● file_write call_b10x_001 .*→ deny by embedder on control_request, \d+ms: {REASON}", final)
     assert "⚠ COVERAGE_GAP" in final and "that is what the tool said" in final
     assert "decision census: allowed=0 denied=1 replaced=0 abstained=0" in final
-    assert "hermetic rows, as attested" in final
+    assert "hermetic rows, as the run checked them against the record" in final
     rows = {cells[0]: cells[1:3] for cells in (
         [cell.strip() for cell in line.split("│")[1:-1]] for line in final.splitlines() if line.startswith("│ H")
     )}  # fmt: skip

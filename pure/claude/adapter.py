@@ -134,6 +134,11 @@ ADAPTER = Adapter(
         api_key_secret_store=False,
         endpoint_variables=lambda endpoint: _gateway(ENDPOINT_PLACEHOLDER, endpoint.rstrip("/")),
         subscription_token=False,
+        login_advice=(
+            "log in once with `claude` and its /login under this HOME (it writes ~/.claude/.credentials.json, or "
+            "$CLAUDE_CONFIG_DIR/.credentials.json), or pass --credentials api-key with ANTHROPIC_API_KEY set, or "
+            "--credentials none --model-endpoint URL for a gateway"
+        ),
     ),
     loopback=LOOPBACK,
     hermetic=HermeticShape(

@@ -124,6 +124,8 @@ class ClaudeRunSpec(msgspec.Struct, frozen=True, kw_only=True):
     frame_digest: str | None = None
     catalogue: Catalogue | None = None
     own_cli: tuple[str, ...] = ()
+    hook_timeout_s: int = HOOK_TIMEOUT_S
+    """The hook's ``timeout``, whole seconds: the vendor's budget for one decision (``--decision-deadline`` + 5 s)."""
 
 
 class ClaudeLaunch(msgspec.Struct, frozen=True, kw_only=True):
@@ -176,7 +178,7 @@ def hook_command(scratch: str) -> str:
     return shell_quote(posixpath.join(scratch, HOOK_PROGRAM))
 
 
-def settings_document(scratch: str) -> dict[str, object]:
+def settings_document(scratch: str, hook_timeout_s: int = HOOK_TIMEOUT_S) -> dict[str, object]:
     """The ``--settings`` document (docs/adapters/claude.md): empty permission lists and the one blocking
     ``PreToolUse`` group matching every tool, with no ``async`` or ``asyncRewake`` key."""
     return {
@@ -186,14 +188,16 @@ def settings_document(scratch: str) -> dict[str, object]:
             "PreToolUse": [
                 {
                     "matcher": "",
-                    "hooks": [{"type": "command", "command": hook_command(scratch), "timeout": HOOK_TIMEOUT_S}],
+                    "hooks": [{"type": "command", "command": hook_command(scratch), "timeout": hook_timeout_s}],
                 }
             ]
         },
     }
 
 
-def check_shadowing(settings: Mapping[str, object], scratch: str) -> Result[Mapping[str, object], Refusal]:
+def check_shadowing(
+    settings: Mapping[str, object], scratch: str, hook_timeout_s: int = HOOK_TIMEOUT_S
+) -> Result[Mapping[str, object], Refusal]:
     """``shadowed`` (docs/adapters/common.md#one-event-per-call): a non-empty ``permissions.allow``/``deny``, or
     ``hooks`` holding anything but the one ``PreToolUse`` group, would let another layer decide."""
     permissions = settings.get("permissions")
@@ -205,7 +209,7 @@ def check_shadowing(settings: Mapping[str, object], scratch: str) -> Result[Mapp
                 "vendor rule would decide before the metaharness hook",
             )
         )
-    if settings.get("hooks") != settings_document(scratch)["hooks"]:
+    if settings.get("hooks") != settings_document(scratch, hook_timeout_s)["hooks"]:
         return Failure(
             Refusal(
                 "shadowed",
@@ -365,7 +369,7 @@ def plan_claude_launch(
         for _ in _catalogue_server_startable(spec)
         for environment in child_environment(declaration, caller_env, scratch, posture)
         for args in check_arguments(arguments(spec, scratch, user_turn(spec), _context_block(spec)))
-        for settings in check_shadowing(settings_document(scratch), scratch)
+        for settings in check_shadowing(settings_document(scratch, spec.hook_timeout_s), scratch, spec.hook_timeout_s)
         for _ in check_argument_sizes((program, *args), environment.strings(), spec.context, prompt_index=2)
     )
 
@@ -393,7 +397,7 @@ def _scratch_files(spec: ClaudeRunSpec, scratch: str, cwd: str, settings: bytes)
     run the MCP configuration and the catalogue's scratch copy."""
     files: tuple[ScratchFile, ...] = (
         ScratchFile(posixpath.join(scratch, SETTINGS_FILE), settings),
-        ScratchFile(posixpath.join(scratch, HOOK_PROGRAM), render_hook_program(scratch).encode(), 0o700),
+        ScratchFile(posixpath.join(scratch, HOOK_PROGRAM), render_hook_program(scratch, spec.hook_timeout_s).encode(), 0o700),
     )
     if spec.catalogue is not None:
         files += (

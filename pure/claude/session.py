@@ -133,10 +133,12 @@ def open_session(
     plan_warnings: tuple[WarningRaised, ...] = (),
     *,
     live: bool = True,
+    vendor_budget_ms: int = VENDOR_BUDGET_MS,
 ) -> tuple[Session, tuple[Effect, ...]]:
-    """A run's session; the plan-time warnings (``AMBIENT_INPUT``) are written first."""
+    """A run's session; the plan-time warnings (``AMBIENT_INPUT``) are written first; ``vendor_budget_ms`` is
+    the hook's timeout (``run --decision-deadline`` + 5 s, docs/decisions.md#deadlines)."""
     session = Session(
-        facts=facts, stream=Stream(run), desk=open_desk(mode, frame, VENDOR_BUDGET_MS), correlator=Correlator(live=live)
+        facts=facts, stream=Stream(run), desk=open_desk(mode, frame, vendor_budget_ms), correlator=Correlator(live=live)
     )
     return _emit_all(session, tuple(DeskEmit(w) for w in plan_warnings))
 

@@ -57,7 +57,8 @@ def custody_token(custody: bytes) -> Result[str, Refusal]:
         return Failure(
             Refusal(
                 "loopback-chatgpt-login",
-                "the codex custody file holds a ChatGPT-plan login; loopback carries an API key only",
+                "the codex custody file holds a ChatGPT-plan login; loopback carries an API key only: log in with "
+                "`codex login --with-api-key`, or pass --credentials api-key with OPENAI_API_KEY set",
             )
         )
     return unreadable
@@ -140,6 +141,11 @@ ADAPTER = Adapter(
         api_key_secret_store=False,
         endpoint_variables=None,
         subscription_token=False,
+        login_advice=(
+            "log in once with `codex login --with-api-key` under this HOME (it writes ~/.codex/auth.json holding the "
+            "key), or pass --credentials api-key with OPENAI_API_KEY set, or --credentials none --model-endpoint URL "
+            "for a gateway"
+        ),
     ),
     loopback=LOOPBACK,
     hermetic=HermeticShape(

@@ -105,6 +105,8 @@ class CodexRunSpec(msgspec.Struct, frozen=True, kw_only=True):
     context: tuple[ContextFileRead, ...] = ()
     frame_digest: str | None = None
     catalogue: Catalogue | None = None
+    hook_timeout_s: int = HOOK_TIMEOUT_S
+    """The hook's ``timeout``, whole seconds: the vendor's budget for one decision (``--decision-deadline`` + 5 s)."""
 
 
 class ProviderBlock(msgspec.Struct, frozen=True):
@@ -354,7 +356,7 @@ def plan_codex_launch(
             effort=spec.effort,
             provider=provider_block(declaration),
             hook_commands=(hook_command,),
-            hook_timeout=HOOK_TIMEOUT_S,
+            hook_timeout=spec.hook_timeout_s,
             view_image=spec.catalogue is None,
         ),
         hook_command,
@@ -367,7 +369,7 @@ def plan_codex_launch(
             posixpath.join(codex_home, "config.toml"),
             render_config(config.unwrap()).encode(),
         ),
-        ScratchFile(hook_path, render_hook_program(scratch).encode(), 0o700),
+        ScratchFile(hook_path, render_hook_program(scratch, spec.hook_timeout_s).encode(), 0o700),
     )
     launch = CodexLaunch(
         program=program.unwrap(),

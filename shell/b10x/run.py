@@ -41,7 +41,7 @@ from metaharness.pure.loop.hooks import parse_hooks
 from metaharness.pure.loop.skills import PLUGIN_MANIFEST, plugin_name
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
-from metaharness.pure.run_stages import strict_version_refusal
+from metaharness.pure.run_stages import VENDOR_BUDGET_MS, decision_budget_ms, strict_version_refusal
 from metaharness.shell.b10x.live import drive_loop
 from metaharness.shell.bounded_reads import read_regular
 from metaharness.shell.child_end import end_unexpectedly
@@ -56,7 +56,15 @@ from metaharness.shell.facts import (
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.refusals import refuse
 from metaharness.shell.run_signals import spawned_group
-from metaharness.shell.staging import EarlySignal, Refused, is_directory, stderr_line, take, unusable_directory
+from metaharness.shell.staging import (
+    EarlySignal,
+    Refused,
+    is_directory,
+    reach_endpoint,
+    stderr_line,
+    take,
+    unusable_directory,
+)
 from metaharness.shell.wind_up import RunAudit, retain_copies
 
 VERSION_PROBE_S = 10
@@ -331,6 +339,7 @@ def run_b10x(options: RunOptions) -> int:
                 refusal = strict_version_refusal(launch.program, probe.version(), (PIN,))
                 if refusal is not None:
                     raise Refused(refusal)
+            reach_endpoint(options)
             early.check()
         except Refused as refused:
             if proxy is not None:
@@ -340,6 +349,7 @@ def run_b10x(options: RunOptions) -> int:
             return refuse(refused.refusal)
     if proxy is not None:
         audit.route = lambda: proxy.route
+    audit.rows_facts = lambda: msgspec.structs.replace(verdict_facts(options, launch), namespaces="unk" if spawn is None else spawn.namespaces())
     settings = SeamSettings(
         run=run_id,
         mode=options.decisions,
@@ -349,6 +359,7 @@ def run_b10x(options: RunOptions) -> int:
         context_files=launch.context_files,
         hermetic=launch.attestation,
         frame=frame,
+        vendor_budget_ms=decision_budget_ms(options.decision_deadline, VENDOR_BUDGET_MS),
     )
     def opened(settings: SeamSettings) -> tuple[SeamSettings, tuple[WarningRaised, ...]]:
         version = probe.version()
@@ -357,11 +368,11 @@ def run_b10x(options: RunOptions) -> int:
     def retained() -> tuple[WarningRaised, ...]:
         routed = () if proxy is None else proxy.wind_up(launch.scratch)
         warnings = tuple(event for event in routed if isinstance(event, WarningRaised))
-        return (*warnings, *retain_copies(options.retain_dir, run_id, launch.scratch, retained_files(launch)))
+        return (*warnings, *retain_copies(options.retain_dir, run_id, launch.scratch, retained_files(launch), audit.workspace_diff()))
 
     try:
         with open(launch.transcript_path, "wb") as transcript:
-            audit.limits.arm()
+            audit.arm(launch.cwd)
             outcome = drive_loop(
                 argv=launch.argv,
                 confined=spawn,

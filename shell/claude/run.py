@@ -38,6 +38,7 @@ from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import (
     EnvironmentDeclaration,
     credential_posture,
+    custody_missing,
     loopback_custody_token,
     operator_login_file,
     path_floor,
@@ -45,6 +46,7 @@ from metaharness.pure.environment import (
 from metaharness.pure.events import Event, Transcript, WarningRaised
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
 from metaharness.pure.hermetic import MEMORY_SHAPES, MemoryWalk, VerdictFacts, memory_walk
+from metaharness.pure.hook_channel import HOOK_TIMEOUT_S
 from metaharness.pure.loopback import (
     SYMBOLIC_PORT,
     loopback_expired,
@@ -53,7 +55,7 @@ from metaharness.pure.loopback import (
 )
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
-from metaharness.pure.run_stages import strict_version_refusal
+from metaharness.pure.run_stages import decision_budget_ms, strict_version_refusal
 from metaharness.shell.bounded_reads import open_regular
 from metaharness.shell.catalogue_file import read_back_scratch_copy, read_catalogue
 from metaharness.shell.child_end import end_unexpectedly
@@ -74,7 +76,15 @@ from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.loopback import RouteProxy
 from metaharness.shell.refusals import refuse
 from metaharness.shell.run_signals import spawned_group
-from metaharness.shell.staging import EarlySignal, Refused, is_directory, stderr_line, take, unusable_directory
+from metaharness.shell.staging import (
+    EarlySignal,
+    Refused,
+    is_directory,
+    reach_endpoint,
+    stderr_line,
+    take,
+    unusable_directory,
+)
 from metaharness.shell.wind_up import RunAudit, retain_copies
 
 VERSION_PROBE_S = 10
@@ -99,9 +109,7 @@ def credentials_stage(options: RunOptions, caller_env: dict[str, str]) -> str | 
             with open(custody or "", "rb") as handle:
                 data = handle.read()
         except OSError as error:
-            raise Refused(
-                Refusal("loopback-custody-unreadable", f"{custody}: {error.strerror or error}")
-            ) from None
+            raise Refused(custody_missing("claude", custody, str(error.strerror or error))) from None
         take(loopback_custody_token("claude", data))
         return custody
     take(credential_posture(declaration, caller_env, readable_regular_file(custody)))
@@ -269,6 +277,7 @@ def plan(
         frame_digest=None if frame is None else frame.digest,
         catalogue=catalogue,
         own_cli=own_cli() if catalogue is not None else (),
+        hook_timeout_s=decision_budget_ms(options.decision_deadline, HOOK_TIMEOUT_S * 1000) // 1000,
     )
     candidates = gather_program_candidates(PROGRAM, path_floor(caller_env))
     return take(
@@ -312,12 +321,12 @@ def expired_events(proxy: RouteProxy) -> tuple[Event, ...]:
 
 
 def late_events(
-    options: RunOptions, run_id: str, launch: ClaudeLaunch, proxy: RouteProxy | None
+    options: RunOptions, run_id: str, launch: ClaudeLaunch, proxy: RouteProxy | None, workspace: bytes | None = None
 ) -> tuple[Event, ...]:
     """The wind-up's own events: the proxy's one ``auth.expired`` and ``LOOPBACK_REFUSED``, then the
     ``--retain-dir`` copies (``loopback.json`` among them) and any ``RETAIN_FAILED``."""
     events = () if proxy is None else proxy.wind_up(launch.scratch)
-    return (*events, *retain_copies(options.retain_dir, run_id, launch.scratch, retained_files(launch)))
+    return (*events, *retain_copies(options.retain_dir, run_id, launch.scratch, retained_files(launch), workspace))
 
 
 def routed(
@@ -418,6 +427,7 @@ def run_claude(options: RunOptions) -> int:
                 strict_version(launch)
             if catalogue is not None:
                 read_back(options, launch, catalogue, proxy is not None)
+            reach_endpoint(options)
             early.check()
         except Refused as refused:
             if proxy is not None:
@@ -427,6 +437,7 @@ def run_claude(options: RunOptions) -> int:
             return refuse(refused.refusal)
     if proxy is not None and spawn is not None:
         audit.route = lambda: proxy.route
+    audit.rows_facts = lambda: msgspec.structs.replace(verdict_facts(options, launch, plugins), namespaces="unk" if spawn is None else spawn.namespaces())
     facts_of_session = SessionFacts(
         transcript=Transcript(path=launch.transcript_path, digest=None, bytes=None),
         hermetic=launch.hermetic,
@@ -434,18 +445,19 @@ def run_claude(options: RunOptions) -> int:
         catalogue=catalogue,
     )
     warnings = tuple(WarningRaised(code="AMBIENT_INPUT", message=m) for m in launch.ambient_warnings)
-    session, opening = open_session(facts_of_session, run_id, options.decisions, frame, warnings)
+    session, opening = open_session(facts_of_session, run_id, options.decisions, frame, warnings,
+                                    vendor_budget_ms=decision_budget_ms(options.decision_deadline, HOOK_TIMEOUT_S * 1000))  # fmt: skip
     for line in opening:
         assert isinstance(line, bytes)
         audit.write_event(line)
     try:
         with open(launch.transcript_path, "wb") as transcript:
-            audit.limits.arm()
+            audit.arm(launch.cwd)
             outcome = drive_claude(
                 argv=launch.argv, confined=spawn, env=launch.environment.as_dict(), cwd=launch.cwd, session=session,
                 channel=channel, write_event=audit.write_event, transcript=transcript,
                 commands=sys.stdin.fileno() if sys.stdin is not None else None,
-                on_steering_refusal=stderr_line, late_events=lambda: (*audit.limits.late_events(), *late_events(options, run_id, launch, proxy)),
+                on_steering_refusal=stderr_line, late_events=lambda: (*audit.limits.late_events(), *late_events(options, run_id, launch, proxy, audit.workspace_diff())),
                 alerts=None if proxy is None else (proxy.alert_fd, lambda: expired_events(proxy)),
             )  # fmt: skip
         namespaces = "unk" if spawn is None else spawn.namespaces()

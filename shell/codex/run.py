@@ -32,7 +32,14 @@ from metaharness.pure.commands import control_unsupported, start_time_refusals
 from metaharness.pure.confinement import BRIDGE_PORT, bridge_url, confined_hermetic, pointed_at_bridge
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.decisions import open_desk
-from metaharness.pure.environment import EnvironmentDeclaration, loopback_custody_token, operator_login_file, path_floor
+from metaharness.pure.environment import (
+    EnvironmentDeclaration,
+    credential_file_missing,
+    custody_missing,
+    loopback_custody_token,
+    operator_login_file,
+    path_floor,
+)
 from metaharness.pure.events import Event, Transcript
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
 from metaharness.pure.hermetic import MEMORY_SHAPES, VerdictFacts, memory_walk
@@ -44,7 +51,7 @@ from metaharness.pure.loopback import (
 )
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
-from metaharness.pure.run_stages import strict_version_refusal
+from metaharness.pure.run_stages import decision_budget_ms, strict_version_refusal
 from metaharness.shell.bounded_reads import read_regular
 from metaharness.shell.child_end import end_unexpectedly
 from metaharness.shell.codex.app_server import drive_app_server, place_catalogue, read_codex_catalogue
@@ -64,7 +71,7 @@ from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.loopback import RouteProxy
 from metaharness.shell.refusals import refuse
 from metaharness.shell.run_signals import spawned_group
-from metaharness.shell.staging import EarlySignal, Refused, stderr_line, take, unusable_directory
+from metaharness.shell.staging import EarlySignal, Refused, reach_endpoint, stderr_line, take, unusable_directory
 from metaharness.shell.wind_up import RunAudit, retain_copies
 
 VERSION_PROBE_S = 30
@@ -107,13 +114,15 @@ def _inputs_before_catalogue(options: RunOptions) -> Result[None, Refusal]:
 def custody_stage(options: RunOptions, caller_env: dict[str, str]) -> Result[str | None, Refusal]:
     """Stage 5 under loopback (docs/adapters/common.md#endpoint-route): the custody ``auth.json`` is parsed once
     (``loopback-custody-unreadable``, ``loopback-chatgpt-login``); its path, or ``None`` off loopback."""
+    custody = operator_login_file("codex", caller_env)
+    if options.credentials == "operator-login" and not readable_regular_file(custody):
+        return Failure(credential_file_missing("codex", custody))
     if options.credentials != "loopback":
         return Success(None)
-    custody = operator_login_file("codex", caller_env)
     try:
         data = read_regular(custody or "", CREDENTIAL_FILE_LIMIT)
     except OSError as error:
-        return Failure(Refusal("loopback-custody-unreadable", f"{custody}: {error.strerror or error}"))
+        return Failure(custody_missing("codex", custody, str(error.strerror or error)))
     return loopback_custody_token("codex", data).map(lambda _: custody)
 
 
@@ -165,6 +174,7 @@ def plan_run(
         context=context,
         frame_digest=frame.digest if frame is not None else None,
         catalogue=catalogue,
+        hook_timeout_s=decision_budget_ms(options.decision_deadline, HOOK_TIMEOUT_S * 1000) // 1000,
     )
     program_facts = gather_program_candidates(PROGRAM, path_floor(caller_env))
     launch = plan_codex_launch(
@@ -281,11 +291,13 @@ def verdict_facts(options: RunOptions, launch: CodexLaunch) -> VerdictFacts:
     )
 
 
-def late_events(options: RunOptions, run: str, launch: CodexLaunch, proxy: RouteProxy | None) -> tuple[Event, ...]:
+def late_events(
+    options: RunOptions, run: str, launch: CodexLaunch, proxy: RouteProxy | None, workspace: bytes | None = None
+) -> tuple[Event, ...]:
     """The wind-up's own events (docs/adapters/common.md#endpoint-route, docs/cli.md#run): the proxy's one
     ``auth.expired`` and ``LOOPBACK_REFUSED``, then the ``--retain-dir`` copy and any ``RETAIN_FAILED``."""
     events = () if proxy is None else proxy.wind_up(launch.scratch)
-    return (*events, *retain_copies(options.retain_dir, run, launch.scratch, retained_files(launch)))
+    return (*events, *retain_copies(options.retain_dir, run, launch.scratch, retained_files(launch), workspace))
 
 
 Started = tuple[CodexLaunch, Frame | None, RouteProxy | None, Catalogue | None, Prepared | None]
@@ -419,6 +431,7 @@ def run_codex(options: RunOptions) -> int:
                 server = () if catalogue is None else catalogue_server_args(own_cli(), launch.scratch, launch.cwd,
                                                                            catalogue)  # fmt: skip
                 launch, spawn, spawn_server = take(confined_launch(prepared, launch, command, options.plugin_dir, server))
+                reach_endpoint(options)
                 early.check()
             except Refused as refused:
                 return refuse(refused.refusal)
@@ -432,14 +445,15 @@ def run_codex(options: RunOptions) -> int:
         )
         if proxy is not None and spawn is not None:
             audit.route = lambda: proxy.route
-        desk = open_desk(options.decisions, frame, HOOK_TIMEOUT_S * 1000)
+        audit.rows_facts = lambda: msgspec.structs.replace(verdict_facts(options, launch), namespaces="unk" if spawn is None else spawn.namespaces())
+        desk = open_desk(options.decisions, frame, decision_budget_ms(options.decision_deadline, HOOK_TIMEOUT_S * 1000))
         drive = (
             drive_codex
             if catalogue is None
             else partial(drive_app_server, catalogue=catalogue, model=options.model, confined_server=spawn_server)
         )
         try:
-            audit.limits.arm()
+            audit.arm(launch.cwd)
             outcome = drive(
                 launch=launch,
                 desk=desk,
@@ -448,7 +462,7 @@ def run_codex(options: RunOptions) -> int:
                 write_event=audit.write_event,
                 commands=sys.stdin.fileno() if sys.stdin is not None else None,
                 on_steering_refusal=stderr_line,
-                late_events=lambda: (*audit.limits.late_events(), *late_events(options, run, launch, proxy)),
+                late_events=lambda: (*audit.limits.late_events(), *late_events(options, run, launch, proxy, audit.workspace_diff())),
                 confined=spawn,
             )
         except OSError as error:

@@ -190,6 +190,7 @@ def evaluate(plan_path: str, out_dir: str, jobs: int, ray_address: str | None, r
 @click.option("--ray", "ray_address", metavar="ADDRESS", help="Run on this Ray cluster (auto: RAY_ADDRESS or local).")
 @click.option("--resume", is_flag=True, help="Run only what has no complete result.json in DIR.")
 @click.option("--only", multiple=True, metavar="TASK_OR_ARM", help="Only these tasks or arms (repeatable).")
+@click.version_option(package_name="metaharness", prog_name=PROGRAM, message="%(prog)s %(version)s")
 def eval_command(plan: str, out_dir: str, jobs: int, ray_address: str | None, resume: bool, only: tuple[str, ...]) -> int:
     """Run every task of PLAN on every arm, governed, and score them side by side."""
     return evaluate(plan, out_dir, jobs, ray_address, resume, only)

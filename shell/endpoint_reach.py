@@ -1,0 +1,25 @@
+"""The pre-flight connect to ``--model-endpoint`` before the spawn (docs/cli.md#the-endpoint-pre-flight):
+one TCP connect from metaharness, closed at once, no request sent."""
+
+from __future__ import annotations
+
+import socket
+
+from metaharness.pure.endpoint import endpoint_address, endpoint_unreachable
+from metaharness.pure.refusal import Refusal
+
+CONNECT_TIMEOUT_S = 5.0
+"""How long the connect may take before the endpoint counts as unreachable."""
+
+
+def endpoint_refusal(endpoint: str | None) -> Refusal | None:
+    """``endpoint-unreachable`` when a connect to the endpoint's host and port fails; none when it is
+    accepted or no endpoint was given."""
+    address = endpoint_address(endpoint) if endpoint is not None else None
+    if endpoint is None or address is None:
+        return None
+    try:
+        with socket.create_connection(address, timeout=CONNECT_TIMEOUT_S):
+            return None
+    except OSError as error:
+        return endpoint_unreachable(endpoint, address, error.strerror or str(error) or type(error).__name__)

@@ -1,0 +1,61 @@
+"""``--retain-dir`` also keeps the run's workspace diff (docs/cli.md#keeping-the-workspace-diff): the
+project's loop against the real ``b10x-emulator`` (scenario ``flat-write``, observed, so its write of
+``note.md`` happens) in a ``--cwd`` tree that also holds a link to a secret outside it and a FIFO: the
+diff shows the new file, and the link and the FIFO are neither read through nor waited on."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+from governed_b10x import LOOP, METAHARNESS, Emulator, common, stream, workspace
+
+from metaharness.pure.workspace_diff import FileState, workspace_diff
+
+SECRET = "the operator's secret\n"
+
+
+def test_the_workspace_diff_is_kept_beside_the_record(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".local" / "bin").mkdir(parents=True)
+    (home / ".local" / "bin" / "b10x-harness").symlink_to(LOOP)
+    work, retain, secret = workspace(tmp_path), tmp_path / "kept", tmp_path / "secret.txt"
+    retain.mkdir()
+    secret.write_text(SECRET)
+    (work / "link.txt").symlink_to(secret)
+    os.mkfifo(work / "pipe")
+    emulator = Emulator("flat-write")
+    try:
+        argv = [str(METAHARNESS), "run", "b10x", "--decisions", "observe", "--confine", "off", "--retain-dir", str(retain),
+                *common(emulator.base_url, work)]  # fmt: skip
+        done = subprocess.run(argv, env={"HOME": str(home), "PATH": os.environ["PATH"]}, stdin=subprocess.DEVNULL,
+                              capture_output=True, timeout=120, check=False)  # fmt: skip
+    finally:
+        emulator.stop()
+    assert done.returncode == 0, done.stderr.decode()
+    assert (work / "note.md").exists()
+    kept = retain / stream(done)[0]["run"] / "workspace.diff"
+    diff = kept.read_text(encoding="utf-8")
+    note = (work / "note.md").read_text(encoding="utf-8")
+    assert diff.startswith("--- /dev/null\n+++ b/note.md\n@@ ")
+    assert "".join(f"+{line}\n" for line in note.splitlines()) in diff
+    assert "README.md" not in diff and SECRET not in diff and "pipe" not in diff
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+
+
+def test_the_diff_names_changes_removals_and_binaries() -> None:
+    def text(data: bytes) -> FileState:
+        return FileState(digest=str(hash(data)), data=data)
+
+    before = {"a.txt": text(b"one\ntwo\n"), "gone.txt": text(b"bye\n"), "same.txt": text(b"x\n"), "b.bin": text(b"\xff")}
+    after = {"a.txt": text(b"one\n2\n"), "same.txt": text(b"x\n"), "b.bin": text(b"\xfe"), "new.txt": text(b"hi")}
+    diff = workspace_diff(before, after).decode()
+    assert diff == (
+        "--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+2\n"
+        "Binary files a/b.bin and b/b.bin differ\n"
+        "--- a/gone.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-bye\n"
+        "--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n+hi\n\\ No newline at end of file\n"
+    )
+    assert workspace_diff(before, before) == b""
