@@ -21,7 +21,7 @@ import msgspec
 from returns.result import Failure
 
 from metaharness.pure.audit_report import AuditorOutcome, audit_report, audited_exit, report_facts
-from metaharness.pure.events import Event, RouteTraffic, SessionStarted, WarningRaised, read_event
+from metaharness.pure.events import Event, RouteTraffic, SessionStarted, StreamClosed, WarningRaised, read_event
 from metaharness.pure.hermetic import VerdictFacts
 from metaharness.pure.options import RunOptions, check_audit_pairing
 from metaharness.pure.refusal import Refusal
@@ -54,29 +54,38 @@ class RunAudit:
         self.route: Callable[[], RouteTraffic] | None = None
         self.written = 0
         self.closed = False
+        self.closing_reason: str | None = None
+
+    def names_program(self, program: str) -> None:
+        """``session.started.program`` is ``program``, the resolved path of what this run starts."""
+        self.amendment = msgspec.structs.replace(self.amendment, program=program)
 
     def write_event(self, line: bytes) -> None:
         """One event line to stdout, amended (``DECISION_BYPASSED``, a confined run's ``route``), its
         payload kept when the run reports; the lines are counted and a closing ``stream.closed`` noted
-        (``metaharness.shell.child_end.end_unexpectedly``); a closed stdout stops the run
-        (``metaharness.shell.run_limits``)."""
+        (``metaharness.shell.child_end.end_unexpectedly``) with the run's outcome as its reason; a closed stdout
+        stops the run (``metaharness.shell.run_limits``)."""
         ending = self.route is not None and b'"event":"session.ended"' in line
         self.amendment, lines = amend(self.amendment, line, self.route() if ending and self.route else None)
         for written in lines:
             self.limits.wrote(write_event(written))
             self.written += 1
-            self.closed = self.closed or CLOSING_EVENT in written
+            if CLOSING_EVENT in written:
+                self.closed = True
+                closing = read_event(written).unwrap().payload
+                self.closing_reason = closing.reason if isinstance(closing, StreamClosed) else None
             if self.reporting:
                 self.payloads.append(read_event(written).unwrap().payload)
 
     def exit_code(self, planned: VerdictFacts, transcript: str, reason: str) -> int:
         """The run's exit: the refusal ``stdout-closed`` when the stream's reader went away;
-        unaudited from the closing ``reason``; else the report on stderr
+        unaudited from the closing reason as written (the run's outcome; else ``reason``); else the report on stderr
         (the rows against ``planned`` with the record's cwd, the auditor over ``transcript`` unless
         the run was interrupted) and the audited exit of docs/hermetic.md#audited-exit."""
         lost = self.limits.refusal()
         if lost is not None:
             return refuse(lost)
+        reason = self.closing_reason or reason
         if not self.reporting:
             return unaudited_exit(reason)
         started = next((p for p in self.payloads if isinstance(p, SessionStarted)), None)

@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 KIND = "b10x"
 PROGRAM = "b10x-harness"
 PIN = "0.22.0"
+DEFAULT_MODELS = MappingProxyType({"openai-responses": "gpt-6.2-sol", "anthropic-messages": "claude-opus-5-5"})
+"""The loop's ``--model`` when the run names none, per wire: what the pinned vendor CLI of that wire asks for
+without one (Codex 0.171.0, Claude Code 2.1.332; docs/adapters/b10x.md#argv)."""
 
 RENDERING: Mapping[str, str] = MappingProxyType(
     {
@@ -108,7 +111,7 @@ ADAPTER = Adapter(
         frame_required=FRAME_REQUIRED,
         prompt_required=False,
         model_endpoint_required="b10x needs --model-endpoint URL: the loop talks to the model provider itself",
-        model_required="b10x needs --model NAME: the loop has no default model",
+        model_required=None,
         endpoint_route=False,
         allow_program_needs_owned_surface=False,
         owned_surface_needs_catalogue=False,

@@ -7,24 +7,28 @@ stops the run before anything starts (the scratch root, once created, is removed
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import shutil
 import stat
 import subprocess
 import sys
+import sysconfig
 import tempfile
 
 import msgspec
 
-from metaharness.pure.b10x.adapter import PIN, PROGRAM
+from metaharness.pure.b10x.adapter import PROGRAM
 from metaharness.pure.b10x.launch import (
     B10xLaunch,
     B10xLaunchFacts,
     check_frame_admissible,
     child_path,
     environment_declaration,
+    launch_model,
     plan_b10x_launch,
     resolve_b10x_program,
+    verified_versions,
     version_token,
     workspace_of,
 )
@@ -167,10 +171,23 @@ class VersionProbe(LaunchProbe):
         return version_token(banner) if banner is not None else None
 
 
-def plan_warnings(options: RunOptions, launch: B10xLaunch, version: str | None) -> tuple[WarningRaised, ...]:
+def own_loop_version(program: str) -> str | None:
+    """This distribution's version when ``program`` is, links and all, the ``b10x-harness`` entry point installed
+    beside the Python running metaharness (docs/adapters/b10x.md#program-and-version); else ``None``."""
+    own = os.path.join(sysconfig.get_path("scripts"), PROGRAM)
+    try:
+        same = os.path.samefile(program, own) and stat.S_ISREG(os.stat(own).st_mode)
+    except OSError:
+        return None
+    return importlib.metadata.version("metaharness") if same else None
+
+
+def plan_warnings(
+    options: RunOptions, launch: B10xLaunch, version: str | None, pins: tuple[str, ...]
+) -> tuple[WarningRaised, ...]:
     """``VERSION_OFF_PIN`` from the probe, then ``UNVERIFIED_TIER`` under frame and ask
     (docs/adapters/b10x.md#program-and-version, #capabilities-and-doctor)."""
-    found = version_off_pin(launch.program, version, (PIN,))
+    found = version_off_pin(launch.program, version, pins)
     warnings = (found,) if found is not None else ()
     return warnings + ((unverified_tier(),) if options.decisions != "observe" else ())
 
@@ -204,7 +221,7 @@ def declared_plugin_name(copy: str) -> str:
     return plugin_name(manifest, raw).value_or(os.path.basename(copy))
 
 
-def verdict_facts(options: RunOptions, launch: B10xLaunch) -> VerdictFacts:
+def verdict_facts(options: RunOptions, launch: B10xLaunch, pins: tuple[str, ...]) -> VerdictFacts:
     """What the rows of a b10x run are read against: H1a compares the ``<plugin>:`` prefixes of the
     loop's skills and agents with the declared plugins' names (docs/loop-extensions.md)."""
     return VerdictFacts(
@@ -212,7 +229,7 @@ def verdict_facts(options: RunOptions, launch: B10xLaunch) -> VerdictFacts:
         declared_plugins=tuple(declared_plugin_name(p.copy) for p in launch.plugin_copies),
         declared_key=options.credentials == "api-key",
         planned_cwd=directory_identity(launch.cwd),
-        pins=(PIN,),
+        pins=pins,
     )
 
 
@@ -320,6 +337,7 @@ def run_b10x(options: RunOptions) -> int:
                     reason = error.strerror or error
                     raise Refused(Refusal("loopback-not-started", f"the route proxy could not listen: {reason}")) from None
             launch, spawn = confined_launch(prepared, launch, walk)
+            pins = verified_versions(own_loop_version(launch.program))
             probe = VersionProbe(launch)
             flags = tier_flags(options)
             if flags:
@@ -328,7 +346,7 @@ def run_b10x(options: RunOptions) -> int:
                 if refusal is not None:
                     raise Refused(refusal)
             if options.strict_version:
-                refusal = strict_version_refusal(launch.program, probe.version(), (PIN,))
+                refusal = strict_version_refusal(launch.program, probe.version(), pins)
                 if refusal is not None:
                     raise Refused(refusal)
             early.check()
@@ -338,12 +356,13 @@ def run_b10x(options: RunOptions) -> int:
             if scratch is not None:
                 shutil.rmtree(scratch, ignore_errors=True)
             return refuse(refused.refusal)
+    audit.names_program(launch.program)
     if proxy is not None:
         audit.route = lambda: proxy.route
     settings = SeamSettings(
         run=run_id,
         mode=options.decisions,
-        model=options.model,
+        model=launch_model(options),
         harness_version=None,
         transcript=Transcript(path=launch.transcript_path, digest=None, bytes=None),
         context_files=launch.context_files,
@@ -352,7 +371,7 @@ def run_b10x(options: RunOptions) -> int:
     )
     def opened(settings: SeamSettings) -> tuple[SeamSettings, tuple[WarningRaised, ...]]:
         version = probe.version()
-        return msgspec.structs.replace(settings, harness_version=version), plan_warnings(options, launch, version)
+        return msgspec.structs.replace(settings, harness_version=version), plan_warnings(options, launch, version, pins)
 
     def retained() -> tuple[WarningRaised, ...]:
         routed = () if proxy is None else proxy.wind_up(launch.scratch)
@@ -387,7 +406,7 @@ def run_b10x(options: RunOptions) -> int:
         return end_unexpectedly(audit, run_id, error)
     try:
         namespaces = "unk" if spawn is None else spawn.namespaces()
-        facts_of_rows = msgspec.structs.replace(verdict_facts(options, launch), namespaces=namespaces)
+        facts_of_rows = msgspec.structs.replace(verdict_facts(options, launch, pins), namespaces=namespaces)
         return audit.exit_code(facts_of_rows, launch.transcript_path, outcome.reason)
     finally:
         if proxy is not None:

@@ -425,6 +425,7 @@ def run_claude(options: RunOptions) -> int:
             if scratch is not None:
                 shutil.rmtree(scratch, ignore_errors=True)
             return refuse(refused.refusal)
+    audit.names_program(launch.program)
     if proxy is not None and spawn is not None:
         audit.route = lambda: proxy.route
     facts_of_session = SessionFacts(

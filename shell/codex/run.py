@@ -48,6 +48,7 @@ from metaharness.pure.run_stages import strict_version_refusal
 from metaharness.shell.bounded_reads import read_regular
 from metaharness.shell.child_end import end_unexpectedly
 from metaharness.shell.codex.app_server import drive_app_server, place_catalogue, read_codex_catalogue
+from metaharness.shell.codex.config_home import config_home_effect
 from metaharness.shell.codex.live import SUB_AGENT_COPIES, drive_codex
 from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare, start_route
 from metaharness.shell.context_files import load_context_files
@@ -271,13 +272,15 @@ def retained_files(launch: CodexLaunch) -> tuple[tuple[str, str], ...]:
 
 def verdict_facts(options: RunOptions, launch: CodexLaunch) -> VerdictFacts:
     """What the rows of a codex run are read against (docs/hermetic.md#verdicts, docs/hermetic.md#attestation): the
-    plugin copies' names, the declared key, an empty MCP set (the scratch config names no server) and the pins."""
+    plugin copies' names, the declared key, an empty MCP set (the scratch config names no server), the pins, and
+    what the scratch ``CODEX_HOME`` held after the session (docs/hermetic.md#by-effect)."""
     return VerdictFacts(
         kind="codex",
         declared_plugins=tuple(os.path.basename(os.path.normpath(source)) for source in options.plugin_dir),
         declared_key=options.credentials == "api-key",
         planned_cwd=directory_identity(launch.cwd),
         pins=PINS,
+        home_effect=config_home_effect(launch),
     )
 
 
@@ -430,6 +433,7 @@ def run_codex(options: RunOptions) -> int:
             context_files=launch.context_files,
             frame_digest=frame.digest if frame is not None else None,
         )
+        audit.names_program(launch.program)
         if proxy is not None and spawn is not None:
             audit.route = lambda: proxy.route
         desk = open_desk(options.decisions, frame, HOOK_TIMEOUT_S * 1000)
