@@ -32,7 +32,13 @@ from metaharness.pure.commands import control_unsupported, start_time_refusals
 from metaharness.pure.confinement import BRIDGE_PORT, bridge_url, confined_hermetic, pointed_at_bridge
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.decisions import open_desk
-from metaharness.pure.environment import EnvironmentDeclaration, loopback_custody_token, operator_login_file, path_floor
+from metaharness.pure.environment import (
+    EnvironmentDeclaration,
+    credential_posture,
+    loopback_custody_token,
+    operator_login_file,
+    path_floor,
+)
 from metaharness.pure.events import Event, Transcript
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
 from metaharness.pure.hermetic import MEMORY_SHAPES, VerdictFacts, memory_walk
@@ -106,10 +112,13 @@ def _inputs_before_catalogue(options: RunOptions) -> Result[None, Refusal]:
 
 
 def custody_stage(options: RunOptions, caller_env: dict[str, str]) -> Result[str | None, Refusal]:
-    """Stage 5 under loopback (docs/adapters/common.md#endpoint-route): the custody ``auth.json`` is parsed once
-    (``loopback-custody-unreadable``, ``loopback-chatgpt-login``); its path, or ``None`` off loopback."""
+    """Stage 5 (docs/hermetic.md#refusal-order): off loopback the declared credential's refusals, before any declared
+    input is read, and ``None``; under loopback (docs/adapters/common.md#endpoint-route) the custody ``auth.json``
+    parsed once (``loopback-custody-unreadable``, ``loopback-chatgpt-login``) and its path."""
     if options.credentials != "loopback":
-        return Success(None)
+        declaration = EnvironmentDeclaration(kind="codex", credentials=options.credentials)
+        present = readable_regular_file(operator_login_file("codex", caller_env))
+        return credential_posture(declaration, caller_env, present).map(lambda _: None)
     custody = operator_login_file("codex", caller_env)
     try:
         data = read_regular(custody or "", CREDENTIAL_FILE_LIMIT)
