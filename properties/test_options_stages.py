@@ -157,7 +157,6 @@ def applicable(o: RunOptions, facts: AuditFacts) -> list[str]:
         ("frame-required", o.kind == "b10x" and o.decisions == "frame" and o.frame is None),
         ("prompt-required", vendor and o.prompt is None),
         ("model-endpoint-required", o.kind == "b10x" and endpoint is None),
-        ("model-required", o.kind == "b10x" and o.model is None),
         (
             "model-endpoint-malformed",
             endpoint is not None

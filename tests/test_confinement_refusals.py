@@ -78,8 +78,8 @@ def test_a_codex_login_that_is_a_fifo_holds_no_api_key_and_is_never_waited_on(tm
     (home / ".codex").mkdir(parents=True)
     os.mkfifo(home / ".codex" / "auth.json")
     line = refused(metaharness(tmp_path, ["run", "codex", "-p", "x", "--decisions", "observe"], home=home),
-                   "confine-route-unavailable")  # fmt: skip
-    assert "operator-login on codex" in line
+                   "credential-file-missing")  # fmt: skip
+    assert "operator-login on codex" in line and "auth.json is missing" in line
     no_scratch(tmp_path)
 
 
