@@ -166,10 +166,12 @@ class RouteProxy:
             self._settled.wait_for(lambda: self._in_flight == 0, timeout=ROUTE_SETTLE_S)
             return self._route
 
-    def _count_route(self, up: int, down: int) -> None:
+    def _count_route(self, up: int, down: int, request: bool = True) -> None:
+        """A forwarded request and its bytes; ``request=False`` adds bytes of one already counted (a verbatim
+        relay counts its request once sent, since an upstream that holds the connection open ends no relay)."""
         with self._lock:
             self._route = RouteTraffic(
-                requests=self._route.requests + 1,
+                requests=self._route.requests + int(request),
                 bytes_up=self._route.bytes_up + up,
                 bytes_down=self._route.bytes_down + down,
             )
@@ -337,14 +339,13 @@ class RouteProxy:
         except OSError:
             self._answer(connection, bad_gateway(self.kind, f"the upstream {self.upstream} could not be reached"))
             return
-        relayed = 0
         with upstream:
             upstream.settimeout(UPSTREAM_IDLE_S)
             upstream.sendall(lines.encode("latin-1") + b"\r\n" + body)
+            self._count_route(len(body), 0)
             while chunk := upstream.recv(RELAY_CHUNK):
                 connection.sendall(chunk)
-                relayed += len(chunk)
-        self._count_route(len(body), relayed)
+                self._count_route(0, len(chunk), request=False)
 
     def _send(self, head: RequestHead, body: bytes, token: str | None) -> httpx.Response | None:
         headers = (
