@@ -7,13 +7,11 @@ stops the run before anything starts (the scratch root, once created, is removed
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import shutil
 import stat
 import subprocess
 import sys
-import sysconfig
 import tempfile
 
 import msgspec
@@ -47,6 +45,7 @@ from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import strict_version_refusal
 from metaharness.shell.b10x.live import drive_loop
+from metaharness.shell.b10x.own_loop import own_loop_version
 from metaharness.shell.bounded_reads import read_regular
 from metaharness.shell.child_end import end_unexpectedly
 from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare, program_reads, start_route
@@ -169,17 +168,6 @@ class VersionProbe(LaunchProbe):
         """The version token, or ``None`` when the probe could not run, timed out or named none."""
         banner = self.stdout()
         return version_token(banner) if banner is not None else None
-
-
-def own_loop_version(program: str) -> str | None:
-    """This distribution's version when ``program`` is, links and all, the ``b10x-harness`` entry point installed
-    beside the Python running metaharness (docs/adapters/b10x.md#program-and-version); else ``None``."""
-    own = os.path.join(sysconfig.get_path("scripts"), PROGRAM)
-    try:
-        same = os.path.samefile(program, own) and stat.S_ISREG(os.stat(own).st_mode)
-    except OSError:
-        return None
-    return importlib.metadata.version("metaharness") if same else None
 
 
 def plan_warnings(
