@@ -62,6 +62,9 @@ VALUES: dict[str, st.SearchStrategy[Any]] = {
     "strict-version": st.just(True),
     "retain-dir": st.just("/tmp/retain"),
     "timeout": st.sampled_from([0.5, 600.0]),
+    "decision-deadline": st.sampled_from([1.0, 300.0]),
+    "events": st.just("/tmp/events.jsonl"),
+    "quiet": st.just(True),
     "hooks": st.just("hooks.json"),
     "driver": st.just("driver"),
     "toolchain": st.just("stable"),
@@ -157,7 +160,6 @@ def applicable(o: RunOptions, facts: AuditFacts) -> list[str]:
         ("frame-required", o.kind == "b10x" and o.decisions == "frame" and o.frame is None),
         ("prompt-required", vendor and o.prompt is None),
         ("model-endpoint-required", o.kind == "b10x" and endpoint is None),
-        ("model-required", o.kind == "b10x" and o.model is None),
         (
             "model-endpoint-malformed",
             endpoint is not None

@@ -281,6 +281,8 @@ class SessionStarted(_Event, frozen=True, tag="session.started", kw_only=True):
     adapter: str
     adapter_class: str
     harness_version: str | None
+    program: str | UnsetType = UNSET
+    """The resolved path of the program the run started; absent in a replay, which started none."""
     session_id: str | None
     model: str | None
     permission_mode: str | None

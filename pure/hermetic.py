@@ -136,6 +136,18 @@ class RowVerdict(msgspec.Struct, frozen=True):
         )
 
 
+class ConfigHomeEffect(msgspec.Struct, frozen=True):
+    """What a run's scratch config home held after the session, read without following a link (docs/hermetic.md#by-effect):
+    whether its config file is byte for byte the launch's, the plugin folders and the credential files found in it,
+    the credential files the launch wrote, and the system configuration directories the confined view holds."""
+
+    config_intact: bool
+    plugins: tuple[str, ...]
+    credentials: tuple[str, ...]
+    launch_credentials: tuple[str, ...]
+    system_config: tuple[str, ...]
+
+
 class VerdictFacts(msgspec.Struct, frozen=True):
     """What the verdicts compare the record against (docs/hermetic.md#verdicts).
 
@@ -145,7 +157,8 @@ class VerdictFacts(msgspec.Struct, frozen=True):
     is no planned cwd or the record names none); ``pins``: the adapter's pinned versions;
     ``canary_versions``: the claude versions with a memory canary entry; ``namespaces``: the effect
     check of rows H12 and H13 (``ok``: the child's mount and network namespaces differ from
-    metaharness's own, ``gap``: one is shared, ``unk``: not read before the child ended).
+    metaharness's own, ``gap``: one is shared, ``unk``: not read before the child ended); ``home_effect``:
+    what the config home held after the session, for a kind whose record is silent on H1a, H1b, H4 and H5.
     """
 
     kind: Kind
@@ -157,6 +170,7 @@ class VerdictFacts(msgspec.Struct, frozen=True):
     pins: tuple[str, ...] = ()
     canary_versions: tuple[str, ...] = ()
     namespaces: Verdict = "unk"
+    home_effect: ConfigHomeEffect | None = None
 
 
 def workdir_mode(cwd: str | None, scratch_cwd: bool) -> WorkdirMode:
@@ -385,7 +399,7 @@ def _plugins_verdict(started: SessionStarted, facts: VerdictFacts) -> tuple[Verd
             return "gap", f"skills and agents name plugins {_listed(stray)} outside the declared set {_listed(declared)}"
         return "ok", f"skills and agents name plugins {_listed(prefixes)} of the declared set {_listed(declared)}"
     if started.plugins is None:
-        return "unk", "the record is silent"
+        return _plugins_by_effect(facts, declared)
     builtin = sorted(str(p.name) for p in started.plugins if (p.source or "").endswith("@builtin"))
     names = sorted(str(p.name) for p in started.plugins if not (p.source or "").endswith("@builtin"))
     tail = f"; built-in, not counted: {_listed(builtin)}" if builtin else ""
@@ -400,7 +414,7 @@ def _output_style_verdict(started: SessionStarted, facts: VerdictFacts) -> tuple
         return "ok", no_output_style
     style = started.output_style
     if style is None:
-        return "unk", "the record is silent"
+        return _by_effect(facts, "the config file is the launch's, which sets no output style")
     if style in ("default", "", "null"):
         return "ok", f'output style "{style}" is the default'
     return "gap", f'output style "{style}" is not the default'
@@ -409,7 +423,7 @@ def _output_style_verdict(started: SessionStarted, facts: VerdictFacts) -> tuple
 def _key_verdict(started: SessionStarted, facts: VerdictFacts) -> tuple[Verdict, str]:
     source = started.credential_source
     if source is None:
-        return "unk", "the record is silent"
+        return _key_by_effect(facts)
     names_key = "api" in source.lower() or "key" in source.lower()
     named = "names a key" if names_key else "names no key"
     declared = "the run declared one" if facts.declared_key else "the run declared none"
@@ -418,12 +432,60 @@ def _key_verdict(started: SessionStarted, facts: VerdictFacts) -> tuple[Verdict,
 
 def _mcp_verdict(started: SessionStarted, facts: VerdictFacts) -> tuple[Verdict, str]:
     if started.mcp_servers is None:
-        return "unk", "the record is silent"
+        launch_set = _listed(sorted(facts.launch_mcp_servers))
+        return _by_effect(facts, f"the config file is the launch's, whose MCP servers are {launch_set}")
     names = sorted(str(server.name) for server in started.mcp_servers)
     launch = sorted(facts.launch_mcp_servers)
     if names == launch:
         return "ok", f"mcp_servers {_listed(names)} are the launch's set {_listed(launch)}"
     return "gap", f"mcp_servers {_listed(names)} are not the launch's set {_listed(launch)}"
+
+
+def _effect_unknown(facts: VerdictFacts) -> str | None:
+    """Why the config home's effect cannot stand in for a silent record (docs/hermetic.md#by-effect), or ``None``."""
+    effect = facts.home_effect
+    if effect is None:
+        return "the record is silent"
+    if facts.namespaces != "ok":
+        return "the record is silent, and the child was not confined to a view holding only its config home"
+    if effect.system_config:
+        return f"the record is silent, and the view holds the system configuration {_listed(effect.system_config)}"
+    if not effect.config_intact:
+        return "the record is silent, and the config file is not the one the launch wrote"
+    return None
+
+
+def _by_effect(facts: VerdictFacts, finding: str) -> tuple[Verdict, str]:
+    why = _effect_unknown(facts)
+    return ("unk", why) if why is not None else ("ok", f"the record is silent; by effect: {finding}")
+
+
+def _plugins_by_effect(facts: VerdictFacts, declared: list[str]) -> tuple[Verdict, str]:
+    why = _effect_unknown(facts)
+    if why is not None or facts.home_effect is None:
+        return "unk", why or "the record is silent"
+    found = sorted(facts.home_effect.plugins)
+    verdict: Verdict = "ok" if found == declared else "gap"
+    return verdict, (
+        f"the record is silent; by effect: the config home holds plugins {_listed(found)}, "
+        f"{'the' if verdict == 'ok' else 'not the'} declared set {_listed(declared)}, and the config file is the launch's"
+    )
+
+
+def _key_by_effect(facts: VerdictFacts) -> tuple[Verdict, str]:
+    why = _effect_unknown(facts)
+    if why is not None or facts.home_effect is None:
+        return "unk", why or "the record is silent"
+    found = sorted(facts.home_effect.credentials)
+    wrote = sorted(facts.home_effect.launch_credentials)
+    if found != wrote:
+        return "gap", (
+            f"the record is silent; by effect: the config home holds credential files {_listed(found)}, "
+            f"the launch wrote {_listed(wrote)}"
+        )
+    if wrote and not facts.declared_key:
+        return "unk", f"the record is silent; the config home holds the copied login {_listed(wrote)}, which may hold a key"
+    return "ok", f"the record is silent; by effect: the config home holds credential files {_listed(found)}, the launch's own"
 
 
 def _version_verdict(started: SessionStarted, facts: VerdictFacts) -> tuple[Verdict, str]:

@@ -529,21 +529,22 @@ def check_run_options(
 def check_serve_pairing(
     *, writable: bool, allow_program: tuple[str, ...], catalogue: str | None
 ) -> Result[None, Refusal]:
-    """``mcp-serve``'s option pairing (docs/hermetic.md#mcp-serve): ``--allow-program`` needs ``--writable``, and a
-    catalogue publishes no run tool for ``--allow-program`` to narrow."""
-    if allow_program and not writable:
-        return Failure(
-            Refusal(
-                "allow-program-needs-writable",
-                f"--allow-program {' '.join(allow_program)} is given without --writable",
-            )
-        )
+    """``mcp-serve``'s option pairing (docs/hermetic.md#mcp-serve), in this order: a catalogue publishes no run tool
+    for ``--allow-program`` to narrow (whether or not ``--writable`` is given), and ``--allow-program`` needs
+    ``--writable``."""
     if allow_program and catalogue is not None:
         return Failure(
             Refusal(
                 "catalogue-with-allow-program",
                 f"--catalogue {catalogue} is given beside --allow-program: a server handed a catalogue "
                 "publishes no run for the programs to be started by",
+            )
+        )
+    if allow_program and not writable:
+        return Failure(
+            Refusal(
+                "allow-program-needs-writable",
+                f"--allow-program {' '.join(allow_program)} is given without --writable",
             )
         )
     return Success(None)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from metaharness.pure.events import WarningRaised
+import msgspec
+
+from metaharness.pure.events import Exited, Process, RouteTraffic, WarningRaised
 from metaharness.pure.refusal import Refusal
 
 VENDOR_BUDGET_MS = 30000
@@ -58,6 +60,31 @@ def closing_reason(*, halted: bool, killed: bool, stop: str | None, budget_stops
     if stop in budget_stops or stop == "budget-exhausted":
         return "budget"
     return "completed" if stop in ("completed", "success") else "error"
+
+
+class RunOutcome(msgspec.Struct, frozen=True):
+    """How a run closes: its ``stream.closed.reason`` and, when the record's ``completed`` was overruled, why."""
+
+    reason: str
+    overruled: str | None = None
+
+
+def run_outcome(record: str, process: Process, route: RouteTraffic | None) -> RunOutcome:
+    """The worst of what the record, the child's exit and the route say (docs/events.md#stream-ending): the record's
+    closing reason, except that ``completed`` becomes ``error`` when the child exited non-zero or a confined run's
+    route carried no model request. A signal's end is left to the record: metaharness's own stop ends a child so."""
+    if record != "completed":
+        return RunOutcome(record)
+    if isinstance(process, Exited) and process.code != 0:
+        return RunOutcome("error", f"the harness exited {process.code} after a terminal record that reported success")
+    if route is not None and route.requests == 0:
+        return RunOutcome("error", "the model route carried no request, so no model answered this run")
+    return RunOutcome(record)
+
+
+def run_failed(outcome: RunOutcome) -> WarningRaised:
+    """``RUN_FAILED``: why a record's ``completed`` closes ``error`` (docs/events.md#warning-codes)."""
+    return WarningRaised(code="RUN_FAILED", message=f"{outcome.overruled}; the stream closes error")
 
 
 def no_terminal_record(stderr_tail: bytes) -> WarningRaised:

@@ -5,12 +5,16 @@ A call metaharness denied whose ``tool.result`` is not an error was let through 
 naming the call is written (a call id presented again starts afresh), later lines are renumbered, ``session.ended.census`` counts it under ``bypassed``
 and ``stream.closed.events`` counts the added lines. A confined run's ``session.ended`` carries its
 model route's traffic as ``route``, and a live run's its hermetic rows as the audit checks them (``rows``).
-Lines nothing concerns pass through byte for byte.
+``session.started`` names the program the run started as ``program``. The closing reason is the run's outcome
+(``metaharness.pure.run_stages.run_outcome``): when the child's exit or the route overrules the record's
+``completed``, a ``warning{RUN_FAILED}`` comes directly before ``stream.closed`` and the stream closes ``error``
+(docs/events.md#stream-ending). Lines nothing concerns pass through byte for byte.
 """
 
 from __future__ import annotations
 
 import msgspec
+from msgspec import UnsetType
 from returns.result import Failure
 
 from metaharness.pure.events import (
@@ -18,6 +22,7 @@ from metaharness.pure.events import (
     RouteTraffic,
     RowCheck,
     SessionEnded,
+    SessionStarted,
     StreamClosed,
     ToolDecided,
     ToolRequested,
@@ -26,19 +31,23 @@ from metaharness.pure.events import (
     encode_event,
     read_event,
 )
+from metaharness.pure.run_stages import run_failed, run_outcome
 
 _CONCERNED = (b'"event":"tool.requested"', b'"event":"tool.decided"', b'"event":"tool.result"', b'"event":"session.ended"',
-              b'"event":"stream.closed"')  # fmt: skip
+              b'"event":"stream.closed"', b'"event":"session.started"')  # fmt: skip
 
 
 class Amendment(msgspec.Struct, frozen=True):
     """The amender's state: the calls metaharness denied, the calls whose result was not an error, how
-    many lines it added, how many bypasses."""
+    many lines it added, how many bypasses, the route's traffic written into ``session.ended``, and the
+    program the run started (``None``: ``session.started`` is left as written)."""
 
     denied: frozenset[str] = frozenset()
     succeeded: frozenset[str] = frozenset()
     added: int = 0
     bypassed: int = 0
+    route: RouteTraffic | None = None
+    program: str | None = None
 
 
 def decision_bypassed(call_id: str) -> WarningRaised:
@@ -75,16 +84,38 @@ def amend(
     if call is not None:
         renumbered = line if state.added == 0 else encode_event(seq, event.run, payload, event.at)
         warning = encode_event(seq + 1, event.run, decision_bypassed(call))
-        state = Amendment(state.denied - {call}, state.succeeded - {call}, state.added + 1, state.bypassed + 1)
+        state = msgspec.structs.replace(
+            state, denied=state.denied - {call}, succeeded=state.succeeded - {call}, added=state.added + 1,
+            bypassed=state.bypassed + 1,
+        )  # fmt: skip
         return state, (renumbered, warning)
+    if isinstance(payload, SessionStarted) and state.program is not None:
+        started = msgspec.structs.replace(payload, program=state.program)
+        return state, (encode_event(seq, event.run, started, event.at),)
     if isinstance(payload, SessionEnded) and (state.bypassed or route is not None or rows is not None):
         census = payload.census if not state.bypassed else msgspec.structs.replace(payload.census, bypassed=state.bypassed)
         ended = msgspec.structs.replace(payload, census=census, route=route if route is not None else payload.route,
                                         rows=rows if rows is not None else payload.rows)  # fmt: skip
+        state = msgspec.structs.replace(state, route=route)
         return state, (encode_event(seq, event.run, ended, event.at),)
-    if isinstance(payload, StreamClosed) and state.added:
-        closed = msgspec.structs.replace(payload, events=payload.events + state.added)
-        return state, (encode_event(seq, event.run, closed, event.at),)
+    if isinstance(payload, StreamClosed):
+        return _closed(state, seq, event.run, payload, event.at, line)
     if state.added == 0:
         return state, (line,)
     return state, (encode_event(seq, event.run, payload, event.at),)
+
+
+def _closed(
+    state: Amendment, seq: int, run: str, closed: StreamClosed, at: str | UnsetType, line: bytes
+) -> tuple[Amendment, tuple[bytes, ...]]:
+    """The closing marker, closing the run's outcome: ``RUN_FAILED`` before it when the exit or the route overrules
+    the record, and its ``events`` counting every added line."""
+    outcome = run_outcome(closed.reason, closed.process, state.route)
+    if outcome.overruled is None:
+        if not state.added:
+            return state, (line,)
+        return state, (encode_event(seq, run, msgspec.structs.replace(closed, events=closed.events + state.added), at),)
+    warning = encode_event(seq, run, run_failed(outcome))
+    state = msgspec.structs.replace(state, added=state.added + 1)
+    marked = msgspec.structs.replace(closed, events=closed.events + state.added, reason=outcome.reason)
+    return state, (warning, encode_event(seq + 1, run, marked, at))

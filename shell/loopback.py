@@ -320,10 +320,12 @@ class RouteProxy:
             self._settled.wait_for(lambda: self._in_flight == 0, timeout=ROUTE_SETTLE_S)
             return self._route
 
-    def _count_route(self, up: int, down: int) -> None:
+    def _count_route(self, up: int, down: int, request: bool = True) -> None:
+        """A forwarded request and its bytes; ``request=False`` adds bytes of one already counted (a verbatim
+        relay counts its request once sent, since an upstream that holds the connection open ends no relay)."""
         with self._lock:
             self._route = RouteTraffic(
-                requests=self._route.requests + 1,
+                requests=self._route.requests + int(request),
                 bytes_up=self._route.bytes_up + up,
                 bytes_down=self._route.bytes_down + down,
             )

@@ -21,7 +21,15 @@ import msgspec
 from returns.result import Failure, Success
 
 from metaharness.pure.audit_report import AuditorOutcome, audit_report, audited_exit, report_facts
-from metaharness.pure.events import Event, RouteTraffic, RowCheck, SessionStarted, WarningRaised, read_event
+from metaharness.pure.events import (
+    Event,
+    RouteTraffic,
+    RowCheck,
+    SessionStarted,
+    StreamClosed,
+    WarningRaised,
+    read_event,
+)
 from metaharness.pure.hermetic import VerdictFacts, row_verdicts
 from metaharness.pure.options import RunOptions, check_audit_pairing
 from metaharness.pure.refusal import Refusal
@@ -69,11 +77,17 @@ class RunAudit:
             if isinstance(opened, Refusal):
                 raise Refused(opened)
             self.events = opened
+        self.closing_reason: str | None = None
+
+    def names_program(self, program: str) -> None:
+        """``session.started.program`` is ``program``, the resolved path of what this run starts."""
+        self.amendment = msgspec.structs.replace(self.amendment, program=program)
 
     def write_event(self, line: bytes) -> None:
         """One event line to ``--events`` FILE (``metaharness.shell.events_file``) and then stdout,
-        amended (``DECISION_BYPASSED``, a confined run's ``route``), its payload kept when the run reports; the lines are counted and a closing ``stream.closed`` noted
-        (``metaharness.shell.child_end.end_unexpectedly``); a closed stdout stops the run
+        amended (``DECISION_BYPASSED``, a confined run's ``route``), its payload kept when the run reports; the
+        lines are counted and a closing ``stream.closed`` noted (``metaharness.shell.child_end.end_unexpectedly``)
+        with the run's outcome as its reason; a closed stdout stops the run
         (``metaharness.shell.run_limits``)."""
         if self.started is None and b'"event":"session.started"' in line:
             opened = read_event(line)
@@ -87,7 +101,10 @@ class RunAudit:
                 self.events.write(written)
             self.limits.wrote(write_event(written))
             self.written += 1
-            self.closed = self.closed or CLOSING_EVENT in written
+            if CLOSING_EVENT in written:
+                self.closed = True
+                closing = read_event(written).unwrap().payload
+                self.closing_reason = closing.reason if isinstance(closing, StreamClosed) else None
             if self.progress is not None:
                 self._show_progress(written)
             if self.reporting:
@@ -131,8 +148,8 @@ class RunAudit:
 
     def exit_code(self, planned: VerdictFacts, transcript: str, reason: str) -> int:
         """The run's exit: the refusal ``stdout-closed`` when the stream's reader went away, else
-        ``events-write-failed`` when ``--events`` FILE lost a line;
-        unaudited from the closing ``reason``; else the report on stderr
+        ``events-write-failed`` when ``--events`` FILE lost a line; unaudited from the closing reason as written
+        (the run's outcome; else ``reason``); else the report on stderr
         (the rows against ``planned`` with the record's cwd, the auditor over ``transcript`` unless
         the run was interrupted) and the audited exit of docs/hermetic.md#audited-exit."""
         if self.events is not None:
@@ -140,6 +157,7 @@ class RunAudit:
         lost = self.limits.refusal() or (self.events.refusal() if self.events is not None else None)
         if lost is not None:
             return refuse(lost)
+        reason = self.closing_reason or reason
         if not self.reporting:
             return unaudited_exit(reason)
         started = next((p for p in self.payloads if isinstance(p, SessionStarted)), None)

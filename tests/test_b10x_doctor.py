@@ -31,15 +31,15 @@ def fake(home: Path, banner: str, flags: tuple[str, ...]) -> Path:
     return program
 
 
-def test_project_loop_is_off_pin_by_design(tmp_path: Path) -> None:
+def test_project_loop_is_verified_at_its_own_version(tmp_path: Path) -> None:
     (tmp_path / ".local" / "bin").mkdir(parents=True)
     (tmp_path / ".local" / "bin" / "b10x-harness").symlink_to(LOOP)
     done = doctor(tmp_path)
-    assert done.returncode == 1
+    assert done.returncode == 0, done.stdout
     program = tmp_path / ".local" / "bin" / "b10x-harness"
     head, _, tail = done.stdout.partition("confinement: ")
     first, second, *declared_only = head.splitlines()
-    assert first.startswith(f"b10x: {program} ") and "OFF the adapter's pin (0.22.0)" in first
+    assert first.startswith(f"b10x: {program} ") and "this distribution's own loop, verified at its own version" in first
     assert second == "b10x-harness: every flag the adapter sends is one the binary declares"
     assert declared_only == [
         f"b10x-harness: the binary declares {flag} but does not build it; a run that would send it is refused "
@@ -51,6 +51,17 @@ def test_project_loop_is_off_pin_by_design(tmp_path: Path) -> None:
     assert f"  ro {tmp_path}/.local/bin" in view and f"  tmpfs {tmp_path}" in view
     assert "  rw <scratch>/work" in view and "  rw <scratch>/config" in view
     assert not any(line.startswith("  rw ") and "<scratch>" not in line for line in view)
+
+
+def test_a_copy_of_the_project_loop_is_off_pin(tmp_path: Path) -> None:
+    """Hostile: the entry point's bytes in another file report this distribution's version and stay off the pin."""
+    (tmp_path / ".local" / "bin").mkdir(parents=True)
+    copy = tmp_path / ".local" / "bin" / "b10x-harness"
+    copy.write_bytes(LOOP.read_bytes())
+    copy.chmod(0o755)
+    done = doctor(tmp_path)
+    assert done.returncode == 1
+    assert "OFF the adapter's pin (0.22.0)" in done.stdout.splitlines()[0]
 
 
 def test_on_pin_with_every_flag_exits_0(tmp_path: Path) -> None:

@@ -7,7 +7,13 @@ import msgspec
 import pytest
 
 from metaharness.pure.b10x.admissibility import check_frame_admissible
-from metaharness.pure.b10x.launch import B10xLaunchFacts, launch_fixture, plan_b10x_launch, resolve_b10x_program
+from metaharness.pure.b10x.launch import (
+    B10xLaunchFacts,
+    launch_fixture,
+    plan_b10x_launch,
+    resolve_b10x_program,
+    verified_versions,
+)
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import ProgramCandidate
 from metaharness.pure.frames import seal_frame
@@ -43,6 +49,20 @@ def test_vector_one_observe_launch() -> None:
         "cwd": "/scratch/run/work",
         "files": [],
     }
+
+
+@pytest.mark.parametrize(
+    ("wire", "model"),
+    [(None, "gpt-6.2-sol"), ("openai-responses", "gpt-6.2-sol"), ("anthropic-messages", "claude-opus-5-5")],
+)
+def test_without_model_the_loop_gets_the_wire_default(wire, model) -> None:
+    args = plan(msgspec.structs.replace(BASE, model=None, model_wire=wire)).unwrap().args
+    assert args[args.index("--model") + 1] == model
+
+
+def test_the_own_loop_is_verified_at_its_own_version_only() -> None:
+    assert verified_versions(None) == ("0.22.0",)
+    assert verified_versions("0.1.0") == ("0.22.0", "0.1.0")
 
 
 def test_vector_two_context_files_before_input() -> None:

@@ -133,7 +133,6 @@ PAIRING_CASES = [
     (RunOptions(kind="claude"), "prompt-required"),
     (RunOptions(kind="codex"), "prompt-required"),
     (RunOptions(kind="b10x", decisions="observe", model="m"), "model-endpoint-required"),
-    (RunOptions(kind="b10x", decisions="observe", model_endpoint="http://h"), "model-required"),
     (RunOptions(kind="b10x", decisions="observe", model="m", model_endpoint="ftp://h"), "model-endpoint-malformed"),
     (RunOptions(kind="claude", prompt="x", credentials="none", model_endpoint="http://h:8/v1"), "model-endpoint-malformed"),
     (RunOptions(kind="codex", prompt="x", credentials="none", model_endpoint="http://h:99999"), "model-endpoint-malformed"),

@@ -35,6 +35,14 @@ def opaque_lines(events: list[dict]) -> list[int]:
     return [e["source_line"] for e in events if e["event"] == "opaque"]
 
 
+def assert_no_model_answered(done: subprocess.CompletedProcess[bytes], events: list[dict]) -> None:
+    """The stand-in's terminal record says it completed, but it is confined and sent the route nothing, so the run
+    closes error with ``RUN_FAILED`` and exits 3 (docs/events.md#stream-ending)."""
+    assert done.returncode == 3, done.stderr
+    assert events[-1]["reason"] == "error" and events[-1]["process"] == {"kind": "exited", "code": 0}
+    assert events[-2]["code"] == "RUN_FAILED" and events[-2]["message"].startswith("the model route carried no request")
+
+
 def test_claude_records_nested_deep_and_past_the_bound_are_opaque(tmp_path: Path) -> None:
     huge = b'{"type":"assistant","message":{"content":"' + b"x" * (RECORD_LINE_LIMIT + 4096) + b'"}}'
     deep = b'{"type":"assistant","message":' + DEEP + b"}"
@@ -42,9 +50,8 @@ def test_claude_records_nested_deep_and_past_the_bound_are_opaque(tmp_path: Path
     args = ["run", "claude", "--credentials", "none", "--model-endpoint", CLOSING_ENDPOINT, "-p", "hi"]
     done = metaharness(tmp_path, [*args, "--decisions", "observe"])
     events = stream(done)
-    assert done.returncode == 0, done.stderr
     assert opaque_lines(events) == [2, 3]
-    assert events[-1]["reason"] == "completed"
+    assert_no_model_answered(done, events)
 
 
 def test_b10x_records_nested_deep_and_past_the_bound_are_opaque(tmp_path: Path) -> None:
@@ -169,4 +176,4 @@ def test_codex_rollout_lines_nested_deep_and_past_the_bound_are_opaque(tmp_path:
     done = metaharness(tmp_path, [*args, "--decisions", "observe"])
     events = stream(done)
     assert opaque_lines(events)[:2] == [3, 4]
-    assert events[-1]["reason"] == "completed", done.stderr
+    assert_no_model_answered(done, events)

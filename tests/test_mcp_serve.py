@@ -303,6 +303,7 @@ def test_end_of_file_ends_the_server_at_once() -> None:
     [
         (["--allow-program", "cargo"], "allow-program-needs-writable"),
         (["--writable", "--allow-program", "cargo", "--catalogue", "tools.yaml"], "catalogue-with-allow-program"),
+        (["--catalogue", "tools.yaml", "--allow-program", "cargo"], "catalogue-with-allow-program"),
         (["--catalogue", "absent.yaml"], "catalogue-unreadable"),
         (["--catalogue", "."], "catalogue-unreadable"),
         (["--catalogue", "latin.yaml"], "catalogue-unreadable"),

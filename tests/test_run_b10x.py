@@ -70,7 +70,7 @@ def test_observe_the_write_happens_and_nothing_is_decided(home: Path, emulator: 
     assert not of(events, "tool.decided")
     requested = of(events, "tool.requested")[0]
     assert (requested["seam"], requested["decision_required"]) == ("none", False)
-    assert events[0]["code"] == "VERSION_OFF_PIN" and not [e for e in events if e.get("code") == "UNVERIFIED_TIER"]
+    assert not [e for e in events if e.get("code") in ("VERSION_OFF_PIN", "UNVERIFIED_TIER")]
     started = of(events, "session.started")[0]
     assert started["harness_version"] and started["cwd"] == os.path.realpath(work)
     assert of(events, "session.ended")[0]["census"] == {
@@ -94,7 +94,7 @@ def test_frame_allows_the_admitted_write(home: Path, emulator: Emulator, tmp_pat
     assert [(d["decision"], d["decided_by"], d["seam"]) for d in decided] == [({"decision": "allow"}, "frame", "control_request")]
     assert (work / "note.md").read_text() == "written by the harness\n"
     assert not [e for e in events if e.get("code") == "approval-disagreed"]
-    assert [e["code"] for e in of(events, "warning")][:3] == ["VERSION_OFF_PIN", "UNVERIFIED_TIER", "COVERAGE_GAP"]
+    assert [e["code"] for e in of(events, "warning")][:2] == ["UNVERIFIED_TIER", "COVERAGE_GAP"]
 
 
 @pytest.mark.parametrize("emulator", ["flat-write"], indirect=True)
@@ -222,12 +222,10 @@ def test_ask_deadline_expires_after_25_seconds(home: Path, emulator: Emulator, t
     ("args", "code"),
     [
         (["-p", "x", "--model", "m", "--model-endpoint", "http://127.0.0.1:9/v1"], "frame-required"),
-        (["--decisions", "observe", "--model-endpoint", "http://127.0.0.1:9/v1"], "model-required"),
         (["--decisions", "observe", "--model", "m"], "model-endpoint-required"),
         (["--decisions", "observe", "--model", "m", "--model-endpoint", "http://x", "--credentials", "api-key"], "api-key-missing"),
         (["--decisions", "observe", "--model", "m", "--model-endpoint", "http://x", "--cwd", "/nonexistent"], "cwd-unusable"),
         (["--decisions", "observe", "--model", "m", "--model-endpoint", "http://x", "--hooks", "/nonexistent"], "input-unreadable"),
-        (["--decisions", "observe", "--model", "m", "--model-endpoint", "http://x", "--strict-version"], "version-off-pin"),
     ],
 )
 def test_refusals_before_the_spawn(home: Path, args: list[str], code: str) -> None:
@@ -275,13 +273,14 @@ def test_interrupt_command_cancels_the_loop(home: Path, emulator: Emulator, tmp_
 
 
 @pytest.mark.parametrize("emulator", ["flat-tool"], indirect=True)
-def test_audited_run_of_the_project_loop_exits_1_on_h9(home: Path, emulator: Emulator, tmp_path: Path) -> None:
-    """docs/adapters/b10x.md#attestation: the project's own loop reports its own version, so H9 is a gap and an audited
-    run exits 1."""
+def test_audited_run_of_the_project_loop_reads_h9_ok(home: Path, emulator: Emulator, tmp_path: Path) -> None:
+    """docs/adapters/b10x.md#program-and-version: the loop this distribution ships is verified at this distribution's
+    own version, so H9 reads ok, no VERSION_OFF_PIN is written and an audited run exits 0."""
     done = run(home, ["--decisions", "observe", "--audit", "-p", "read", "--model", "b10x-emulated",
                       "--model-endpoint", emulator.base_url])  # fmt: skip
-    assert done.returncode == 1, done.stderr
+    assert done.returncode == 0, done.stderr
     events = stream(done)
+    assert not [e for e in events if e.get("code") == "VERSION_OFF_PIN"]
     hermetic = of(events, "session.started")[0]["hermetic"]
     assert [row["row"] for row in hermetic["imposed"]] == [
         "H1a", "H2", "H3", "H4", "H5", "H6", "H7", "H8", "H10", "H11", "H12", "H13"
@@ -289,10 +288,43 @@ def test_audited_run_of_the_project_loop_exits_1_on_h9(home: Path, emulator: Emu
     assert hermetic["unavailable"] == [{"row": "H9", "why": "the version is read from the launch's --version probe"}]
     report = done.stderr.decode().splitlines()
     assert report[0].startswith("hermetic verdict")
-    assert any(line.startswith("  H9   gap gating") for line in report)
+    assert any(line.startswith("  H9   ok  gating") for line in report), report
     assert any(line.startswith("  H12  ok  gating   effect") for line in report), report
     assert any(line.startswith("  H13  ok  gating   effect") for line in report), report
-    assert report[-3:] == ["child exit: 0", "control verdict: gap", "audit verdict: gap (exit 1)"]
+    assert report[-3:] == ["child exit: 0", "control verdict: ok", "audit verdict: ok (exit 0)"]
+
+
+def impostor_home(tmp_path: Path) -> Path:
+    """A HOME whose ``b10x-harness`` is a copy of this distribution's entry point, not the entry point itself."""
+    home = tmp_path / "impostor"
+    (home / ".local" / "bin").mkdir(parents=True)
+    copy = home / ".local" / "bin" / "b10x-harness"
+    copy.write_bytes(LOOP.read_bytes())
+    copy.chmod(0o755)
+    return home
+
+
+@pytest.mark.parametrize("emulator", ["flat-tool"], indirect=True)
+def test_a_copy_of_the_own_loop_reporting_its_version_stays_unverified(emulator: Emulator, tmp_path: Path) -> None:
+    """Hostile: a program that reports this distribution's version but is not its entry point is off the pin: H9 gap,
+    ``VERSION_OFF_PIN``, exit 1 audited, and ``version-off-pin`` under ``--strict-version``."""
+    home = impostor_home(tmp_path)
+    args = ["--decisions", "observe", "-p", "read", "--model", "b10x-emulated", "--model-endpoint", emulator.base_url]
+    done = run(home, [*args, "--audit"])
+    assert done.returncode == 1, done.stderr
+    assert stream(done)[0]["code"] == "VERSION_OFF_PIN"
+    assert any(line.startswith("  H9   gap gating") for line in done.stderr.decode().splitlines())
+    refused = run(home, [*args, "--strict-version"], timeout=30)
+    assert refused.returncode == 2 and refused.stdout == b""
+    assert refused.stderr.decode().startswith("metaharness: version-off-pin: ")
+
+
+@pytest.mark.parametrize("emulator", ["flat-tool"], indirect=True)
+def test_strict_version_passes_the_own_loop(home: Path, emulator: Emulator, tmp_path: Path) -> None:
+    done = run(home, ["--decisions", "observe", "--strict-version", "-p", "read", "--model", "b10x-emulated",
+                      "--model-endpoint", emulator.base_url])  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert stream(done)[-1]["reason"] == "completed"
 
 
 @pytest.mark.parametrize("emulator", ["slow"], indirect=True)

@@ -42,10 +42,17 @@ SENT_FLAGS = (
 """Every flag the launch of docs/adapters/b10x.md#argv can emit, in the order
 docs/adapters/b10x.md#capabilities-and-doctor checks them."""
 
-def doctor_report(program: str, version: str, help_text: str) -> DoctorReport:
-    """The version line and the flag lines for ``program`` reporting ``version`` (a readable token)."""
+def doctor_report(program: str, version: str, help_text: str, own_version: str | None = None) -> DoctorReport:
+    """The version line and the flag lines for ``program`` reporting ``version`` (a readable token); ``own_version``
+    is this distribution's version when ``program`` is its own loop (docs/adapters/b10x.md#program-and-version)."""
+    verified = version == PIN or version == own_version
     if version == PIN:
         first = f"b10x: {program} {version} — on the adapter's pin ({PIN})"
+    elif verified:
+        first = (
+            f"b10x: {program} {version} — this distribution's own loop, verified at its own version by its own "
+            f"vectors (the adapter's pin is {PIN})"
+        )
     else:
         first = (
             f"b10x: {program} {version} — OFF the adapter's pin ({PIN}). A run is unverified rather than "
@@ -64,5 +71,5 @@ def doctor_report(program: str, version: str, help_text: str) -> DoctorReport:
         for flag in SENT_FLAGS
         if flag in unbuilt
     )
-    return DoctorReport((*lines, *declared_only), 0 if version == PIN and not faults else 1)
+    return DoctorReport((*lines, *declared_only), 0 if verified and not faults else 1)
 

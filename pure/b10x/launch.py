@@ -16,7 +16,7 @@ import msgspec
 from returns.result import Result, Success
 
 from metaharness.pure.b10x.admissibility import check_frame_admissible
-from metaharness.pure.b10x.vendor import PROGRAM
+from metaharness.pure.b10x.vendor import DEFAULT_MODELS, PIN, PROGRAM
 from metaharness.pure.context import (
     ContextCopy,
     ContextFileRead,
@@ -262,6 +262,17 @@ def _directories(options: RunOptions, scratch: str, files: tuple[ContextCopy, ..
     return tuple(wanted)
 
 
+def verified_versions(own_version: str | None) -> tuple[str, ...]:
+    """The versions a run is verified at (docs/adapters/b10x.md#program-and-version): the pin, and this distribution's
+    own version when the resolved program is this distribution's own loop, which its own vectors verify."""
+    return (PIN,) if own_version is None else (PIN, own_version)
+
+
+def launch_model(options: RunOptions) -> str:
+    """``--model``, else the wire's default (``DEFAULT_MODELS``; the default wire is ``openai-responses``)."""
+    return options.model or DEFAULT_MODELS[options.model_wire or "openai-responses"]
+
+
 def _arguments(
     options: RunOptions,
     caller_cwd: str,
@@ -271,9 +282,9 @@ def _arguments(
     files: tuple[ContextCopy, ...],
 ) -> tuple[str, ...]:
     """argv after argv[0], rows 1–13 of docs/adapters/b10x.md#argv in this exact order."""
-    assert options.model is not None and options.model_endpoint is not None, "stage 4 requires both on b10x"
+    assert options.model_endpoint is not None, "stage 4 requires it on b10x"
     args: list[str] = ["run", "--execution-path", "metaharness", "--json", *approval_arguments(options.decisions)]
-    args += ["--no-session", "--workspace", workspace, "--base-url", options.model_endpoint, "--model", options.model]
+    args += ["--no-session", "--workspace", workspace, "--base-url", options.model_endpoint, "--model", launch_model(options)]
     if options.model_wire is not None:
         args += ["--wire", options.model_wire]
     args += credential_arguments

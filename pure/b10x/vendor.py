@@ -24,3 +24,7 @@ RENDERING: Mapping[str, str] = MappingProxyType(
     }
 )
 """The loop's tool for each operation; the rest render to nothing (docs/adapters/b10x.md)."""
+
+DEFAULT_MODELS: Mapping[str, str] = MappingProxyType({"openai-responses": "gpt-6.2-sol", "anthropic-messages": "claude-opus-5-5"})
+"""The loop's ``--model`` when the run names none, per wire: what the pinned vendor CLI of that wire asks for
+without one (Codex 0.171.0, Claude Code 2.1.332; docs/adapters/b10x.md#argv)."""

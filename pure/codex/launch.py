@@ -60,6 +60,10 @@ from metaharness.pure.scratch import ScratchFile
 CONTEXT_CHANNEL = "user-turn"
 ENDPOINT_PROVIDER = "metaharness_endpoint"
 LOOPBACK_PROVIDER = "metaharness_loopback"
+NO_MODEL_PROVIDER = "metaharness_none"
+NO_MODEL_BASE_URL = "metaharness-none://no-model-endpoint/v1"
+"""``--credentials none`` without an endpoint: a base URL no request can be built for, so the first request fails
+at once (docs/adapters/codex.md#configtoml)."""
 
 DecisionMode = Literal["frame", "ask", "observe"]
 HermeticMode = Literal["off", "on", "strict"]
@@ -116,6 +120,8 @@ class ProviderBlock(msgspec.Struct, frozen=True):
     name: str
     base_url: str
     env_key: str | None
+    retries: bool = True
+    """False renders ``request_max_retries = 0`` and ``stream_max_retries = 0``: the first failure ends the turn."""
 
 
 class CodexConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -169,12 +175,15 @@ def user_turn(spec: CodexRunSpec) -> str:
 
 def provider_block(declaration: EnvironmentDeclaration) -> ProviderBlock | None:
     """The provider table of docs/adapters/common.md#endpoint-route: the endpoint route under ``none`` with an endpoint
-    (no ``env_key``, so no auth header), the loopback proxy under ``loopback``; else none."""
+    (no ``env_key``, so no auth header), the loopback proxy under ``loopback``, under ``none`` without an endpoint
+    the provider no request can be sent to, without retries (seed: the run fails at its first request); else none."""
     if declaration.credentials == "loopback":
         port = declaration.loopback_port or "00000"
         return ProviderBlock(LOOPBACK_PROVIDER, f"http://127.0.0.1:{port}/v1", LOOPBACK_KEY_VARIABLE)
     if declaration.credentials == "none" and declaration.model_endpoint is not None:
         return ProviderBlock(ENDPOINT_PROVIDER, declaration.model_endpoint.rstrip("/") + "/v1", None)
+    if declaration.credentials == "none":
+        return ProviderBlock(NO_MODEL_PROVIDER, NO_MODEL_BASE_URL, None, retries=False)
     return None
 
 
@@ -205,6 +214,8 @@ def render_config(config: CodexConfig) -> str:
         lines.append('wire_api = "responses"')
         if config.provider.env_key is not None:
             lines.append(f"env_key = {_toml_string(config.provider.env_key)}")
+        if not config.provider.retries:
+            lines += ["request_max_retries = 0", "stream_max_retries = 0"]
     if not config.view_image:
         lines += ["", "[features]", "view_image = false"]
     lines += ["", "[mcp_servers]", "", "[[hooks.PreToolUse]]"]

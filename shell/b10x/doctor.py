@@ -11,6 +11,7 @@ from metaharness.pure.b10x.doctor import doctor_report
 from metaharness.pure.b10x.launch import child_path, resolve_b10x_program, version_token
 from metaharness.pure.b10x.vendor import PROGRAM
 from metaharness.pure.refusal import Refusal
+from metaharness.shell.b10x.own_loop import own_loop_version
 from metaharness.shell.facts import caller_environment, gather_program_candidates, probe_stdout
 from metaharness.shell.refusals import refuse
 
@@ -30,7 +31,8 @@ def doctor_b10x() -> int:
     version = version_token(banner) if banner is not None else None
     if version is None:
         return refuse(Refusal("version-unreadable", f"{resolved} --version gave no version"))
-    report = doctor_report(resolved, version, probe_stdout([resolved, "run", "--help"], env, timeout_s=PROBE_S) or "")
+    help_text = probe_stdout([resolved, "run", "--help"], env, timeout_s=PROBE_S) or ""
+    report = doctor_report(resolved, version, help_text, own_loop_version(resolved))
     sys.stdout.write("".join(line + "\n" for line in report.lines))
     sys.stdout.flush()
     return report.exit_code

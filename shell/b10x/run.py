@@ -22,14 +22,16 @@ from metaharness.pure.b10x.launch import (
     B10xLaunchFacts,
     child_path,
     environment_declaration,
+    launch_model,
     plan_b10x_launch,
     resolve_b10x_program,
+    verified_versions,
     version_token,
     workspace_of,
 )
 from metaharness.pure.b10x.loop_flags import loop_flag_refusal, tier_flags
 from metaharness.pure.b10x.seam import SeamSettings, unverified_tier, version_off_pin
-from metaharness.pure.b10x.vendor import PIN, PROGRAM
+from metaharness.pure.b10x.vendor import PROGRAM
 from metaharness.pure.bounds import HOOKS_FILE_LIMIT
 from metaharness.pure.confinement import bridge_url, confined_hermetic
 from metaharness.pure.context import ContextFileRead
@@ -43,6 +45,7 @@ from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import VENDOR_BUDGET_MS, decision_budget_ms, strict_version_refusal
 from metaharness.shell.b10x.live import drive_loop
+from metaharness.shell.b10x.own_loop import own_loop_version
 from metaharness.shell.bounded_reads import read_regular
 from metaharness.shell.child_end import end_unexpectedly
 from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare, program_reads, start_route
@@ -175,10 +178,12 @@ class VersionProbe(LaunchProbe):
         return version_token(banner) if banner is not None else None
 
 
-def plan_warnings(options: RunOptions, launch: B10xLaunch, version: str | None) -> tuple[WarningRaised, ...]:
+def plan_warnings(
+    options: RunOptions, launch: B10xLaunch, version: str | None, pins: tuple[str, ...]
+) -> tuple[WarningRaised, ...]:
     """``VERSION_OFF_PIN`` from the probe, then ``UNVERIFIED_TIER`` under frame and ask
     (docs/adapters/b10x.md#program-and-version, #capabilities-and-doctor)."""
-    found = version_off_pin(launch.program, version, (PIN,))
+    found = version_off_pin(launch.program, version, pins)
     warnings = (found,) if found is not None else ()
     return warnings + ((unverified_tier(),) if options.decisions != "observe" else ())
 
@@ -212,7 +217,7 @@ def declared_plugin_name(copy: str) -> str:
     return plugin_name(manifest, raw).value_or(os.path.basename(copy))
 
 
-def verdict_facts(options: RunOptions, launch: B10xLaunch) -> VerdictFacts:
+def verdict_facts(options: RunOptions, launch: B10xLaunch, pins: tuple[str, ...]) -> VerdictFacts:
     """What the rows of a b10x run are read against: H1a compares the ``<plugin>:`` prefixes of the
     loop's skills and agents with the declared plugins' names (docs/loop-extensions.md)."""
     return VerdictFacts(
@@ -220,7 +225,7 @@ def verdict_facts(options: RunOptions, launch: B10xLaunch) -> VerdictFacts:
         declared_plugins=tuple(declared_plugin_name(p.copy) for p in launch.plugin_copies),
         declared_key=options.credentials == "api-key",
         planned_cwd=directory_identity(launch.cwd),
-        pins=(PIN,),
+        pins=pins,
     )
 
 
@@ -328,6 +333,7 @@ def run_b10x(options: RunOptions) -> int:
                     reason = error.strerror or error
                     raise Refused(Refusal("loopback-not-started", f"the route proxy could not listen: {reason}")) from None
             launch, spawn = confined_launch(prepared, launch, walk)
+            pins = verified_versions(own_loop_version(launch.program))
             probe = VersionProbe(launch)
             flags = tier_flags(options)
             if flags:
@@ -336,7 +342,7 @@ def run_b10x(options: RunOptions) -> int:
                 if refusal is not None:
                     raise Refused(refusal)
             if options.strict_version:
-                refusal = strict_version_refusal(launch.program, probe.version(), (PIN,))
+                refusal = strict_version_refusal(launch.program, probe.version(), pins)
                 if refusal is not None:
                     raise Refused(refusal)
             reach_endpoint(options)
@@ -347,13 +353,14 @@ def run_b10x(options: RunOptions) -> int:
             if scratch is not None:
                 shutil.rmtree(scratch, ignore_errors=True)
             return refuse(refused.refusal)
+    audit.names_program(launch.program)
     if proxy is not None:
         audit.route = lambda: proxy.route
-    audit.rows_facts = lambda: msgspec.structs.replace(verdict_facts(options, launch), namespaces="unk" if spawn is None else spawn.namespaces())
+    audit.rows_facts = lambda: msgspec.structs.replace(verdict_facts(options, launch, pins), namespaces="unk" if spawn is None else spawn.namespaces())
     settings = SeamSettings(
         run=run_id,
         mode=options.decisions,
-        model=options.model,
+        model=launch_model(options),
         harness_version=None,
         transcript=Transcript(path=launch.transcript_path, digest=None, bytes=None),
         context_files=launch.context_files,
@@ -363,7 +370,7 @@ def run_b10x(options: RunOptions) -> int:
     )
     def opened(settings: SeamSettings) -> tuple[SeamSettings, tuple[WarningRaised, ...]]:
         version = probe.version()
-        return msgspec.structs.replace(settings, harness_version=version), plan_warnings(options, launch, version)
+        return msgspec.structs.replace(settings, harness_version=version), plan_warnings(options, launch, version, pins)
 
     def retained() -> tuple[WarningRaised, ...]:
         routed = () if proxy is None else proxy.wind_up(launch.scratch)
@@ -398,7 +405,7 @@ def run_b10x(options: RunOptions) -> int:
         return end_unexpectedly(audit, run_id, error)
     try:
         namespaces = "unk" if spawn is None else spawn.namespaces()
-        facts_of_rows = msgspec.structs.replace(verdict_facts(options, launch), namespaces=namespaces)
+        facts_of_rows = msgspec.structs.replace(verdict_facts(options, launch, pins), namespaces=namespaces)
         return audit.exit_code(facts_of_rows, launch.transcript_path, outcome.reason)
     finally:
         if proxy is not None:

@@ -435,6 +435,7 @@ def run_claude(options: RunOptions) -> int:
             if scratch is not None:
                 shutil.rmtree(scratch, ignore_errors=True)
             return refuse(refused.refusal)
+    audit.names_program(launch.program)
     if proxy is not None and spawn is not None:
         audit.route = lambda: proxy.route
     audit.rows_facts = lambda: msgspec.structs.replace(verdict_facts(options, launch, plugins), namespaces="unk" if spawn is None else spawn.namespaces())

@@ -24,9 +24,6 @@ from metaharness.shell.child_tree import ChildDir
 POLL_INTERVAL_S = 0.025
 """How often the rollout is polled: every 25 ms (docs/adapters/codex.md)."""
 
-QUIET_POLLS_AFTER_EXIT = 2
-"""Reading stops two quiet polls after the child exits (docs/adapters/codex.md)."""
-
 READ_CHUNK = 1024 * 1024
 """Bytes read from the rollout at a time, each cut into lines before the next is read."""
 

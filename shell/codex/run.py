@@ -34,7 +34,7 @@ from metaharness.pure.context import ContextFileRead
 from metaharness.pure.decisions import open_desk
 from metaharness.pure.environment import (
     EnvironmentDeclaration,
-    credential_file_missing,
+    credential_posture,
     custody_missing,
     loopback_custody_token,
     operator_login_file,
@@ -55,6 +55,7 @@ from metaharness.pure.run_stages import decision_budget_ms, strict_version_refus
 from metaharness.shell.bounded_reads import read_regular
 from metaharness.shell.child_end import end_unexpectedly
 from metaharness.shell.codex.app_server import drive_app_server, place_catalogue, read_codex_catalogue
+from metaharness.shell.codex.config_home import config_home_effect
 from metaharness.shell.codex.live import SUB_AGENT_COPIES, drive_codex
 from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare, start_route
 from metaharness.shell.context_files import load_context_files
@@ -112,13 +113,14 @@ def _inputs_before_catalogue(options: RunOptions) -> Result[None, Refusal]:
 
 
 def custody_stage(options: RunOptions, caller_env: dict[str, str]) -> Result[str | None, Refusal]:
-    """Stage 5 under loopback (docs/adapters/common.md#endpoint-route): the custody ``auth.json`` is parsed once
-    (``loopback-custody-unreadable``, ``loopback-chatgpt-login``); its path, or ``None`` off loopback."""
-    custody = operator_login_file("codex", caller_env)
-    if options.credentials == "operator-login" and not readable_regular_file(custody):
-        return Failure(credential_file_missing("codex", custody))
+    """Stage 5 (docs/hermetic.md#refusal-order): off loopback the declared credential's refusals, before any declared
+    input is read, and ``None``; under loopback (docs/adapters/common.md#endpoint-route) the custody ``auth.json``
+    parsed once (``loopback-custody-unreadable``, ``loopback-chatgpt-login``) and its path."""
     if options.credentials != "loopback":
-        return Success(None)
+        declaration = EnvironmentDeclaration(kind="codex", credentials=options.credentials)
+        present = readable_regular_file(operator_login_file("codex", caller_env))
+        return credential_posture(declaration, caller_env, present).map(lambda _: None)
+    custody = operator_login_file("codex", caller_env)
     try:
         data = read_regular(custody or "", CREDENTIAL_FILE_LIMIT)
     except OSError as error:
@@ -281,13 +283,15 @@ def retained_files(launch: CodexLaunch) -> tuple[tuple[str, str], ...]:
 
 def verdict_facts(options: RunOptions, launch: CodexLaunch) -> VerdictFacts:
     """What the rows of a codex run are read against (docs/hermetic.md#verdicts, docs/hermetic.md#attestation): the
-    plugin copies' names, the declared key, an empty MCP set (the scratch config names no server) and the pins."""
+    plugin copies' names, the declared key, an empty MCP set (the scratch config names no server), the pins, and
+    what the scratch ``CODEX_HOME`` held after the session (docs/hermetic.md#by-effect)."""
     return VerdictFacts(
         kind="codex",
         declared_plugins=tuple(os.path.basename(os.path.normpath(source)) for source in options.plugin_dir),
         declared_key=options.credentials == "api-key",
         planned_cwd=directory_identity(launch.cwd),
         pins=PINS,
+        home_effect=config_home_effect(launch),
     )
 
 
@@ -443,6 +447,7 @@ def run_codex(options: RunOptions) -> int:
             context_files=launch.context_files,
             frame_digest=frame.digest if frame is not None else None,
         )
+        audit.names_program(launch.program)
         if proxy is not None and spawn is not None:
             audit.route = lambda: proxy.route
         audit.rows_facts = lambda: msgspec.structs.replace(verdict_facts(options, launch), namespaces="unk" if spawn is None else spawn.namespaces())
