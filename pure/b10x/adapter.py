@@ -22,6 +22,7 @@ from metaharness.pure.adapter import (
     ReplayRequest,
     RowText,
     RunRules,
+    ToolEntry,
 )
 from metaharness.pure.refusal import Refusal
 
@@ -140,7 +141,14 @@ ADAPTER = Adapter(
         plugins_from_skills=True,
         no_output_style="the loop has no output style",
     ),
-    confinement=ConfinementShape(vendor_route=None, view_grant="", writable=("config",)),
+    confinement=ConfinementShape(
+        vendor_route=None,
+        view_grant="",
+        writable=("config",),
+        tools=ToolEntry(
+            mechanism="unavailable", how="the loop's run tool starts its program beside the harness, in the view"
+        ),
+    ),
     record_source="b10x-harness.record",
     replay=replay,
     admit_frame=admit_frame,

@@ -29,6 +29,7 @@ from metaharness.pure.adapter import (
     ReplayRequest,
     RowText,
     RunRules,
+    ToolEntry,
     Variables,
     VendorRoute,
 )
@@ -192,6 +193,11 @@ ADAPTER = Adapter(
         ),
         view_grant="",
         writable=("claude-home", "tmp", "hook-channel"),
+        tools=ToolEntry(
+            mechanism="shell-prefix",
+            variable="CLAUDE_CODE_SHELL_PREFIX",
+            how="CLAUDE_CODE_SHELL_PREFIX starts every Bash command and MCP server in the tools' layer",
+        ),
     ),
     record_source="claude.stream-json",
     replay=replay,

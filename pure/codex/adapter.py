@@ -29,6 +29,7 @@ from metaharness.pure.adapter import (
     ReplayRequest,
     RowText,
     RunRules,
+    ToolEntry,
     VendorRoute,
 )
 from metaharness.pure.jsonline import compact
@@ -183,6 +184,12 @@ ADAPTER = Adapter(
         ),
         view_grant="; in the view that grant is the tree, a private /tmp and TMPDIR",
         writable=("codex-home", "tmp", "hook-channel"),
+        tools=ToolEntry(
+            mechanism="unavailable",
+            how="codex's own sandbox gives a shell command its own PID and network namespace, but in the view it "
+            "runs without a /proc of its own (the kernel refuses a nested proc mount), so the command lists the "
+            "harness and opens its /proc/<pid>/fd, and reads the scratch root; codex honours no shell prefix",
+        ),
     ),
     record_source="codex.rollout",
     replay=replay,

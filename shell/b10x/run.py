@@ -387,7 +387,8 @@ def run_b10x(options: RunOptions) -> int:
         return end_unexpectedly(audit, run_id, error)
     try:
         namespaces = "unk" if spawn is None else spawn.namespaces()
-        facts_of_rows = msgspec.structs.replace(verdict_facts(options, launch), namespaces=namespaces)
+        facts_of_rows = msgspec.structs.replace(verdict_facts(options, launch), namespaces=namespaces,
+                                                tools="unk" if spawn is None else spawn.tools())
         return audit.exit_code(facts_of_rows, launch.transcript_path, outcome.reason)
     finally:
         if proxy is not None:

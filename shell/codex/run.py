@@ -458,7 +458,8 @@ def run_codex(options: RunOptions) -> int:
         except Exception as error:  # noqa: BLE001 - the child is stopped and the stream closed whatever failed
             return end_unexpectedly(audit, run, error)
         namespaces = "unk" if spawn is None else spawn.namespaces()
-        facts_of_rows = msgspec.structs.replace(verdict_facts(options, launch), namespaces=namespaces)
+        facts_of_rows = msgspec.structs.replace(verdict_facts(options, launch), namespaces=namespaces,
+                                                tools="unk" if spawn is None else spawn.tools())
         return audit.exit_code(facts_of_rows, launch.rollout_copy, outcome.reason)
     finally:
         if proxy is not None:
