@@ -83,7 +83,8 @@ class Prepared(msgspec.Struct, frozen=True, kw_only=True):
 @functools.cache
 def substrate() -> Result[tuple[str, str], Refusal]:
     """``bwrap`` on ``/usr/bin:/bin`` and its version, once its trial ran (cached per process), or
-    ``confine-unavailable`` naming what failed."""
+    ``confine-unavailable`` naming what failed. The trial's ``/bin/true`` is its namespace's pid 1:
+    bwrap's own init there would outlive bwrap unreaped, a defunct ``bwrap`` in the caller's group."""
     found = next(
         (os.path.join(d, "bwrap") for d in SUBSTRATE_PATH.split(":") if os.access(os.path.join(d, "bwrap"), os.X_OK)),
         None,
@@ -91,7 +92,7 @@ def substrate() -> Result[tuple[str, str], Refusal]:
     tail = "; install bubblewrap or pass --confine off"
     if found is None:
         return Failure(Refusal("confine-unavailable", f"bwrap not found on {SUBSTRATE_PATH}{tail}"))
-    trial = [found, "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "--", "/bin/true"]
+    trial = [found, "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "--as-pid-1", "--", "/bin/true"]
     try:
         ran = subprocess.run(trial, capture_output=True, timeout=TRIAL_S, check=False)
         version = subprocess.run([found, "--version"], capture_output=True, timeout=TRIAL_S, check=False)

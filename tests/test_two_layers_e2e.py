@@ -148,3 +148,25 @@ def test_a_tool_the_loop_starts_cannot_rename_or_plant_in_the_scratch_root(tmp_p
     bodies = record.read_text()
     assert "probe-done" in bodies and "renamed" not in bodies and "planted" not in bodies
     assert "  H14  gap gating   effect the tools cannot reach the harness or its channel — unavailable" in done.stderr.decode()
+
+
+def test_no_defunct_bwrap_is_left_in_the_caller_s_group_after_a_run(tmp_path: Path) -> None:
+    """The trial's and the view's bwrap leave no process of the run's group behind, not even a zombie
+    for PID 1 to reap."""
+    home = linked_home(tmp_path, ("b10x-harness", str(Path(sys.executable).parent / "b10x-harness")))
+    with running_emulator("--scenario", "text") as (base_url, _):
+        argv = [sys.executable, "-m", "metaharness.shell", "run", "b10x", "--decisions", "observe", "--model",
+                "b10x-emulated", "--model-endpoint", base_url, "-p", "hello"]  # fmt: skip
+        process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                   env={**os.environ, "HOME": str(home)}, start_new_session=True)  # fmt: skip
+        _, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    left = []
+    for entry in os.listdir("/proc"):
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_bytes().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if entry.isdigit() and int(fields[2]) == process.pid:
+            left.append((entry, Path(f"/proc/{entry}/comm").read_text().strip(), fields[0].decode()))
+    assert left == []
