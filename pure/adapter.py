@@ -160,14 +160,15 @@ class VendorRoute(msgspec.Struct, frozen=True, kw_only=True):
 
 class ToolEntry(msgspec.Struct, frozen=True, kw_only=True):
     """How the tools a kind can start enter the inner layer (docs/confinement.md#two-layers), verified
-    against the pinned binary: ``shell-prefix``, the harness starts every shell command and MCP server
-    through the program the environment variable ``variable`` names, handed the command line as one
-    argument (metaharness's tools' layer); ``unavailable``, they cannot be put there. ``how`` is row
-    H14's words (why, when unavailable)."""
+    against the pinned binary: ``entry``, the harness starts every tool through the program the
+    environment variable ``variable`` names (metaharness's tools' layer), handed the command line as
+    one argument (``form`` ``shell-line``) or the program and its arguments (``argv``);
+    ``unavailable``, they cannot be put there. ``how`` is row H14's words (why, when unavailable)."""
 
-    mechanism: Literal["shell-prefix", "unavailable"]
+    mechanism: Literal["entry", "unavailable"]
     how: str
     variable: str | None = None
+    form: Literal["shell-line", "argv"] = "shell-line"
 
 
 class ConfinementShape(msgspec.Struct, frozen=True, kw_only=True):

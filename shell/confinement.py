@@ -372,10 +372,11 @@ def confine(
     harness's layer) are written into the fresh scratch root, which nothing else has touched yet."""
     grant: ToolGrant | None = None
     entry: tuple[str, ...] = ()
-    if adapter_of(prepared.kind).confinement.tools.mechanism == "shell-prefix":
+    tools = adapter_of(prepared.kind).confinement.tools
+    if tools.mechanism == "entry":
         grant = ToolGrant(
-            writable=(cwd, os.path.join(scratch, "tmp")), reads=tuple(tool_reads), harness=tuple(harness_lines),
-            variable=adapter_of(prepared.kind).confinement.tools.variable,
+            writable=tuple(path for path in (cwd, os.path.join(scratch, "tmp")) if os.path.isdir(path)),
+            reads=tuple(tool_reads), harness=tuple(harness_lines), variable=tools.variable, form=tools.form,
         )  # fmt: skip
         entry = (os.path.join(scratch, TOOL_ENTRY),)
     facts = ConfinementFacts(

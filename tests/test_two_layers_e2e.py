@@ -1,8 +1,9 @@
 """The two layers against the real vendors and the loop (docs/confinement.md#two-layers): a Claude Code
 shell call runs in the tools' layer, where it finds no harness to open or signal and no route to send a
-request of its own, and the harness's environment is exactly the attested one; a codex shell call, in
-codex's own sandbox, lists the harness and opens its descriptors, so H14 is a gap; a tool the loop starts
-beside it cannot rename or plant anything in the read-only scratch root."""
+request of its own, and the harness's environment is exactly the attested one; so does a program the
+loop's ``run`` starts; a codex shell call, in codex's own sandbox, lists the harness and opens its
+descriptors, so H14 is a gap; a process in the outer layer cannot rename ``hooks/`` or plant anything
+in the read-only scratch root; no defunct ``bwrap`` is left behind."""
 
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ from typing import Any
 
 import pytest
 from emulator_process import running_emulator
+from returns.result import Failure
 from vendor_cli import pinned_cli
 
 from metaharness.pure.confinement import BRIDGE_PORT
+from metaharness.shell.confinement import Prepared, confine, substrate
 
 
 def linked_home(tmp_path: Path, *programs: tuple[str, str]) -> Path:
@@ -123,18 +126,17 @@ def test_a_codex_shell_call_opens_the_harness_descriptors_so_h14_is_a_gap_and_st
     assert done.returncode == 1, report
 
 
-def test_a_tool_the_loop_starts_cannot_rename_or_plant_in_the_scratch_root(tmp_path: Path) -> None:
-    """b10x's tools run beside the loop (H14 a gap): the attack of renaming a governing folder and
-    planting another in its place fails, as does creating anything at ``/``."""
+def test_a_program_the_loop_runs_is_in_the_tools_layer(tmp_path: Path) -> None:
+    """b10x: the loop's ``run`` starts its program through the tools' layer's entry: the scratch
+    config home is not there, the model route is not reachable, and H14 is ok."""
     home = linked_home(tmp_path, ("b10x-harness", str(Path(sys.executable).parent / "b10x-harness")))
     probe = home / ".local" / "bin" / "probe"
     probe.write_text(
         "#!/bin/sh\n"
-        'scratch="${XDG_CONFIG_HOME%/config}"\n'
-        'mv "$XDG_CONFIG_HOME" "$scratch/moved" 2>/dev/null && echo renamed\n'
-        'mkdir "$scratch/planted" 2>/dev/null && echo planted\n'
-        "mkdir /planted 2>/dev/null && echo planted-root\n"
-        "echo probe-done\n"
+        'ls -d "$XDG_CONFIG_HOME" 2>&1\n'
+        "ls /proc | grep -c '^[0-9]'\n"
+        f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {BRIDGE_PORT}), 3)\" 2>/dev/null"
+        " || echo no-route\n"
     )
     probe.chmod(0o755)
     record = tmp_path / "emulator.jsonl"
@@ -146,8 +148,34 @@ def test_a_tool_the_loop_starts_cannot_rename_or_plant_in_the_scratch_root(tmp_p
                               stdin=subprocess.DEVNULL, check=False)  # fmt: skip
     assert done.returncode == 0, done.stderr
     bodies = record.read_text()
-    assert "probe-done" in bodies and "renamed" not in bodies and "planted" not in bodies
-    assert "  H14  gap gating   effect the tools cannot reach the harness or its channel — unavailable" in done.stderr.decode()
+    assert "/config': No such file or directory\\\\n0\\\\nno-route" in bodies
+    assert "  H14  ok  gating   effect the tools cannot reach the harness or its channel" in done.stderr.decode()
+
+
+def test_a_process_in_the_outer_layer_cannot_rename_hooks_or_plant_anything(tmp_path: Path) -> None:
+    """The renamed-``hooks/`` attack from inside the view itself: ``hooks/`` is a read-only mount, the
+    scratch root a read-only tmpfs and ``/`` read-only, so the rename, the plant and the rewrite fail."""
+    found = substrate()
+    if isinstance(found, Failure):
+        pytest.skip(found.failure().message)
+    bwrap, version = found.unwrap()
+    scratch = tmp_path / "scratch"
+    for name in ("work", "tmp", "hooks"):
+        (scratch / name).mkdir(parents=True)
+    (scratch / "hooks" / "pretooluse").write_text("#!/bin/sh\nexit 2\n")
+    attack = (f"cd {scratch}; mv hooks hooks.old 2>/dev/null && echo renamed; mkdir planted 2>/dev/null && echo planted; "
+              "echo 'exit 0' > hooks/pretooluse 2>/dev/null && echo rewritten; mkdir /planted 2>/dev/null && echo root; "
+              "echo attack-done")  # fmt: skip
+    prepared = Prepared(kind="claude", bwrap=bwrap, bwrap_version=version, route=None, reads=(), home=None, hidden=())
+    spawn = confine(prepared, program="/bin/sh", command=["/bin/sh", "-c", attack], child_path="/usr/bin:/bin",
+                    scratch=str(scratch), cwd=str(scratch / "work"), writable=(str(scratch / "work"), str(scratch / "tmp")),
+                    governing=(str(scratch / "hooks" / "pretooluse"),)).unwrap()  # fmt: skip
+    view = subprocess.Popen(spawn.argv, pass_fds=spawn.pass_fds, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, env={"PATH": "/usr/bin:/bin"})  # fmt: skip
+    spawn.spawned()
+    out, err = view.communicate(timeout=60)
+    assert out.decode() == "attack-done\n", err
+    assert spawn.namespaces() == "ok" and sorted(p.name for p in scratch.iterdir()) == ["hooks", "layer", "resolv.conf", "tmp", "work"]
 
 
 def test_no_defunct_bwrap_is_left_in_the_caller_s_group_after_a_run(tmp_path: Path) -> None:

@@ -146,7 +146,10 @@ ADAPTER = Adapter(
         view_grant="",
         writable=("config",),
         tools=ToolEntry(
-            mechanism="unavailable", how="the loop's run tool starts its program beside the harness, in the view"
+            mechanism="entry",
+            variable="B10X_HARNESS_RUN_THROUGH",
+            form="argv",
+            how="B10X_HARNESS_RUN_THROUGH starts every program of the loop's run tool in the tools' layer",
         ),
     ),
     record_source="b10x-harness.record",

@@ -194,7 +194,7 @@ ADAPTER = Adapter(
         view_grant="",
         writable=("claude-home", "tmp", "hook-channel"),
         tools=ToolEntry(
-            mechanism="shell-prefix",
+            mechanism="entry",
             variable="CLAUDE_CODE_SHELL_PREFIX",
             how="CLAUDE_CODE_SHELL_PREFIX starts every Bash command and MCP server in the tools' layer",
         ),

@@ -31,7 +31,7 @@ from metaharness.pure.b10x.launch import (
 from metaharness.pure.b10x.loop_flags import loop_flag_refusal, tier_flags
 from metaharness.pure.b10x.seam import SeamSettings, unverified_tier, version_off_pin
 from metaharness.pure.bounds import HOOKS_FILE_LIMIT
-from metaharness.pure.confinement import bridge_url, confined_hermetic
+from metaharness.pure.confinement import bridge_url, confined_hermetic, tool_entry_variables
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import credential_posture
 from metaharness.pure.events import Transcript, WarningRaised
@@ -270,6 +270,10 @@ def confined_launch(
                 sockets=session_bus(launch), inputs=(*declared_files(launch), *hook_reads(launch)),
             )
         )  # fmt: skip
+        variables = tool_entry_variables("b10x", launch.environment.variables, spawn.confinement)
+        launch = msgspec.structs.replace(
+            launch, environment=msgspec.structs.replace(launch.environment, variables=variables)
+        )
     confinement = None if spawn is None else spawn.confinement
     hermetic = confined_hermetic(launch.attestation, confinement, loopback=False, kind="b10x", memory=walk)
     return msgspec.structs.replace(launch, attestation=hermetic), spawn
