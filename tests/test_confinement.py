@@ -282,7 +282,7 @@ def test_h7_on_codex_and_h11_under_cwd_in_the_view() -> None:
     above = MemoryWalk(start="/home/op/repo", hits=(MemoryHit("/home/op/AGENTS.md", "AGENTS.md"),), root_names=())
     confined = confined_hermetic(hermetic, confinement, loopback=False, kind="codex", memory=above)
     assert [(why.row, why.why) for why in confined.unavailable][:1] == [
-        ("H7", "the child runs in /home/op/repo; in the view that grant is the tree, a private /tmp and TMPDIR")
+        ("H7", "the child runs in /home/op/repo; in the view that grant is the tree and TMPDIR")
     ]
     (h11,) = [entry for entry in confined.imposed if entry.row == "H11"]
     assert h11.how.startswith("the ancestor walk from /home/op/repo found /home/op/AGENTS.md, not in the view")

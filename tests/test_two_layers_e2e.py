@@ -126,6 +126,26 @@ def test_a_codex_shell_call_opens_the_harness_descriptors_so_h14_is_a_gap_and_st
     assert done.returncode == 1, report
 
 
+@pytest.mark.skipif(pinned_cli("codex") is None, reason="no pinned codex")
+def test_under_cwd_codex_s_grant_leaves_out_tmp_where_the_scratch_root_lies(tmp_path: Path) -> None:
+    """``exclude_slash_tmp``: a codex command under ``--cwd`` writes the tree and its TMPDIR, never the
+    hook channel or codex's home (both in the scratch root, under ``/tmp``)."""
+    home = linked_home(tmp_path, ("codex", pinned_cli("codex") or ""))
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    step = ('touch "$CODEX_HOME/../hook-channel/x" && echo wrote-channel; touch "$CODEX_HOME/x" && echo wrote-home; '
+            'touch "$TMPDIR/x" && echo wrote-tmpdir; touch here && echo wrote-tree')  # fmt: skip
+    with running_emulator("--scenario", "codex-shell-steps") as (base_url, _):
+        argv = [sys.executable, "-m", "metaharness.shell", "run", "codex", "--credentials", "none",
+                "--model-endpoint", base_url.removesuffix("/v1"), "-p", f"do the steps\n$ {step}\n",
+                "--decisions", "observe", "--cwd", str(tree)]  # fmt: skip
+        done = subprocess.run(argv, capture_output=True, env={**os.environ, "HOME": str(home)}, timeout=240,
+                              stdin=subprocess.DEVNULL, check=False)  # fmt: skip
+    (result, *_) = shell_results(events_of(done.stdout.splitlines()))
+    assert "wrote-tmpdir" in result and "wrote-tree" in result and (tree / "here").exists(), result
+    assert "wrote-channel" not in result and "wrote-home" not in result
+
+
 def test_a_program_the_loop_runs_is_in_the_tools_layer(tmp_path: Path) -> None:
     """b10x: the loop's ``run`` starts its program through the tools' layer's entry: the scratch
     config home is not there, the model route is not reachable, and H14 is ok."""

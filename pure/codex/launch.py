@@ -205,6 +205,8 @@ def render_config(config: CodexConfig) -> str:
             lines.append(f"env_key = {_toml_string(config.provider.env_key)}")
     if not config.view_image:
         lines += ["", "[features]", "view_image = false"]
+    if config.sandbox_mode == "workspace-write":
+        lines += ["", "[sandbox_workspace_write]", "exclude_slash_tmp = true"]
     lines += ["", "[mcp_servers]", "", "[[hooks.PreToolUse]]"]
     for command in config.hook_commands:
         lines += [
