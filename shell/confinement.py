@@ -13,6 +13,7 @@ import functools
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import threading
@@ -419,11 +420,16 @@ def _write_new(path: str, data: bytes, mode: int) -> None:
 
 def _view_resolver(scratch: str) -> str | None:
     """The view's resolver file (``<scratch>/resolv.conf``), bound over ``/etc/resolv.conf`` when that
-    is a regular file (a link's target would not exist in the view)."""
+    is a regular file (a link's target would not exist in the view). A second view of the same run
+    (codex's catalogue server) reuses the regular file the first wrote: no view binds the scratch root
+    itself, so nothing in one could have put another there."""
     if os.path.islink("/etc/resolv.conf") or not os.path.isfile("/etc/resolv.conf"):
         return None
     path = os.path.join(scratch, RESOLVER)
-    _write_new(path, RESOLVER_TEXT, 0o444)
+    try:
+        _write_new(path, RESOLVER_TEXT, 0o444)
+    except FileExistsError:
+        return path if stat.S_ISREG(os.lstat(path).st_mode) else None
     return path
 
 
