@@ -428,18 +428,29 @@ def render_bwrap(confinement: Confinement, info_fd: int | None = None) -> tuple[
     return (*argv, "--chdir", confinement.chdir, "--", *confinement.command)
 
 
-def view_lines(confinement: Confinement) -> tuple[str, ...]:
-    """The view as ``doctor`` prints it: the substrate, each mount with its mode, the route."""
-    lines = [f"confinement: {confinement.bwrap} ({confinement.bwrap_version})"]
-    for mount in confinement.mounts:
+def _mount_lines(mounts: Sequence[Mount], indent: str) -> list[str]:
+    lines = []
+    for mount in mounts:
         if mount.operation == "symlink":
-            lines.append(f"  symlink {mount.destination} -> {mount.source}")
+            lines.append(f"{indent}symlink {mount.destination} -> {mount.source}")
         elif mount.operation in ("ro-bind", "bind"):
-            lines.append(f"  {'ro' if mount.operation == 'ro-bind' else 'rw'} {mount.destination}")
+            lines.append(f"{indent}{'ro' if mount.operation == 'ro-bind' else 'rw'} {mount.destination}")
         else:
-            lines.append(f"  {mount.operation} {mount.destination}")
+            lines.append(f"{indent}{mount.operation} {mount.destination}")
+    return lines
+
+
+def view_lines(confinement: Confinement) -> tuple[str, ...]:
+    """The view as ``doctor`` prints it: the substrate, each mount with its mode, the route, then the
+    tools' layer's mounts when the kind's tools enter one."""
+    lines = [f"confinement: {confinement.bwrap} ({confinement.bwrap_version})"]
+    lines += _mount_lines(confinement.mounts, "  ")
     route = confinement.route
     lines.append(f"  network: {'model route to ' + route.upstream if route is not None else 'no route'}")
+    if confinement.tools is not None:
+        lines.append(f"  tools' layer, entered through {confinement.tools.entry}: own PID and network namespace")
+        lines += _mount_lines(confinement.tools.mounts, "    ")
+        lines.append("    network: no route")
     return tuple(lines)
 
 

@@ -460,11 +460,15 @@ def doctor_lines(kind: Kind, program: str, caller_env: dict[str, str]) -> tuple[
     home = caller_env.get("HOME") or None
     scratch = "<scratch>"
     writable = [f"{scratch}/work", *(f"{scratch}/{name}" for name in adapter_of(kind).confinement.writable)]
+    tools = adapter_of(kind).confinement.tools
+    grant = None if tools.mechanism != "entry" else ToolGrant(
+        writable=(f"{scratch}/work", f"{scratch}/tmp"), variable=tools.variable, form=tools.form
+    )  # fmt: skip
     facts = ConfinementFacts(
         bwrap=bwrap, bwrap_version=version, system=system_entries(), home=home,
         hidden=hidden_trees(custody_files(caller_env)), closure=closure(program, path_floor(caller_env)),
         writable=tuple(writable), init=confine_init(), scratch=scratch, cwd=f"{scratch}/work",
-        command=(program,), route=ModelRoute("<the model endpoint>", ()), caller_uid=os.getuid(),
+        command=(program,), route=ModelRoute("<the model endpoint>", ()), caller_uid=os.getuid(), tools=grant,
     )  # fmt: skip
     planned = plan_confinement(facts)
     if isinstance(planned, Failure):

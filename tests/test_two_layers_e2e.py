@@ -108,7 +108,9 @@ def test_a_claude_shell_call_finds_no_harness_and_no_route_and_the_harness_env_i
 def test_a_codex_shell_call_opens_the_harness_descriptors_so_h14_is_a_gap_and_strict_fails(tmp_path: Path) -> None:
     home = linked_home(tmp_path, ("codex", pinned_cli("codex") or ""))
     step = ('for p in /proc/[0-9]*; do [ "$(cat $p/comm)" = codex ] && ls $p/fd >/dev/null 2>&1 '
-            "&& echo opened-the-harness-fds; done; echo probe-done")  # fmt: skip
+            "&& echo opened-the-harness-fds; done; "
+            f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {BRIDGE_PORT}), 3)\" 2>/dev/null "
+            "|| echo no-route; echo probe-done")  # fmt: skip
     with running_emulator("--scenario", "codex-shell-steps") as (base_url, _):
         argv = [sys.executable, "-m", "metaharness.shell", "run", "codex", "--credentials", "none",
                 "--model-endpoint", base_url.removesuffix("/v1"), "-p", f"do the steps\n$ {step}\n",
@@ -120,7 +122,7 @@ def test_a_codex_shell_call_opens_the_harness_descriptors_so_h14_is_a_gap_and_st
         done = subprocess.run(argv, capture_output=True, env={**os.environ, "HOME": str(home)}, timeout=240,
                               stdin=subprocess.DEVNULL, check=False)  # fmt: skip
     events = events_of(done.stdout.splitlines())
-    assert any("opened-the-harness-fds" in result for result in shell_results(events)), shell_results(events)
+    assert any("opened-the-harness-fds" in r and "no-route" in r for r in shell_results(events)), shell_results(events)
     report = done.stderr.decode()
     assert "  H14  gap gating   effect the tools cannot reach the harness or its channel — unavailable: codex's" in report
     assert done.returncode == 1, report
