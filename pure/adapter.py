@@ -163,12 +163,15 @@ class ToolEntry(msgspec.Struct, frozen=True, kw_only=True):
     against the pinned binary: ``entry``, the harness starts every tool through the program the
     environment variable ``variable`` names (metaharness's tools' layer), handed the command line as
     one argument (``form`` ``shell-line``) or the program and its arguments (``argv``);
-    ``unavailable``, they cannot be put there. ``how`` is row H14's words (why, when unavailable)."""
+    ``unavailable``, they cannot be put there. ``how`` is row H14's words (why, when unavailable);
+    ``masked``, the names in the shared TMPDIR the harness keeps its own sockets in, covered by an empty
+    tmpfs in the tools' layer."""
 
     mechanism: Literal["entry", "unavailable"]
     how: str
     variable: str | None = None
     form: Literal["shell-line", "argv"] = "shell-line"
+    masked: tuple[str, ...] = ()
 
 
 class ConfinementShape(msgspec.Struct, frozen=True, kw_only=True):

@@ -119,13 +119,15 @@ class ToolGrant(msgspec.Struct, frozen=True, kw_only=True):
     command line (``shell-prefix``) or an argv; ``harness``, the exact command lines (with the program
     each runs) that stay in the harness's layer: the vendor starts its hook through the same prefix,
     and a tool's command line never equals the hook's (the vendor wraps every tool command);
-    ``variable``, the environment variable that names the entry to the harness."""
+    ``variable``, the environment variable that names the entry to the harness; ``masked``, directories
+    in a writable one that the tools' layer covers with an empty tmpfs (the harness's own sockets)."""
 
     writable: tuple[str, ...]
     reads: tuple[str, ...] = ()
     form: Literal["shell-line", "argv"] = "shell-line"
     harness: tuple[tuple[str, str], ...] = ()
     variable: str | None = None
+    masked: tuple[str, ...] = ()
 
 
 class Mount(msgspec.Struct, frozen=True):
@@ -374,14 +376,15 @@ def plan_tool_layer(facts: ConfinementFacts, grant: ToolGrant) -> ToolLayer:
     """The tools' layer (docs/confinement.md#two-layers), started by the harness inside the view: the
     same read-only system (the view's resolver with it), closure and declared reads, a ``/proc`` with
     no process in it (:data:`PROC_FILES`), its own ``/tmp`` and home, writable only ``grant.writable``,
-    the grant's reads, and nothing else of the scratch root (no hook program, channel, settings,
-    record or transcript); ``/`` read-only; its own PID namespace, and its own network namespace with
+    the grant's reads, its masked directories empty, and nothing else of the scratch root (no hook
+    program, channel, settings, record or transcript); ``/`` read-only; its own PID namespace, and its own network namespace with
     no route."""
     mounts = [Mount("tmpfs", "/proc") if mount.operation == "proc" else mount for mount in _system_mounts(facts)]
     mounts += [Mount("ro-bind", path, path) for path in PROC_FILES]
     mounts += [Mount("ro-bind", path, path) for path in (*_outermost(facts.closure), *facts.reads, *grant.reads)]
     writable = tuple(dict.fromkeys(posixpath.normpath(path) for path in grant.writable))
     mounts += [Mount("bind", path, path) for path in writable]
+    mounts += [Mount("tmpfs", path) for path in grant.masked]
     mounts.append(Mount("remount-ro", "/"))
     return ToolLayer(
         bwrap=facts.bwrap, entry=posixpath.join(facts.scratch, TOOL_ENTRY), mounts=tuple(mounts), writable=writable,

@@ -378,6 +378,7 @@ def confine(
         grant = ToolGrant(
             writable=tuple(path for path in (cwd, os.path.join(scratch, "tmp")) if os.path.isdir(path)),
             reads=tuple(tool_reads), harness=tuple(harness_lines), variable=tools.variable, form=tools.form,
+            masked=tuple(os.path.join(scratch, "tmp", name) for name in tools.masked),
         )  # fmt: skip
         entry = (os.path.join(scratch, TOOL_ENTRY),)
     facts = ConfinementFacts(

@@ -172,7 +172,8 @@ def test_the_scratch_root_hooks_folder_and_slash_are_read_only_after_the_binds()
 
 
 def tools_view() -> ConfinementFacts:
-    grant = ToolGrant(writable=("/tmp/metaharness-x/work", "/tmp/metaharness-x/tmp"), reads=("/tmp/metaharness-x/catalogue.json",))
+    grant = ToolGrant(writable=("/tmp/metaharness-x/work", "/tmp/metaharness-x/tmp"), reads=("/tmp/metaharness-x/catalogue.json",),
+                      masked=("/tmp/metaharness-x/tmp/cc-socks",))  # fmt: skip
     return msgspec.structs.replace(view(ModelRoute("http://e:1", CLAUDE_WIRE)), tools=grant, reads=("/opt/rust",))
 
 
@@ -190,6 +191,7 @@ def test_the_tools_layer_holds_the_tree_and_tmpdir_and_nothing_else_of_the_scrat
     assert [m.operation for m in layer.mounts if m.destination in ("/proc", "/tmp", "/home/op")] == ["tmpfs"] * 3
     assert "--ro-bind /proc/cpuinfo /proc/cpuinfo" in " ".join(render_bwrap(plan_confinement(tools_view()).unwrap()) + (render_tool_entry(layer).decode().replace("'", ""),))
     assert "--share-net" not in script and "route.sock" not in script
+    assert script.index("'--bind' '/tmp/metaharness-x/tmp'") < script.index("'--tmpfs' '/tmp/metaharness-x/tmp/cc-socks'")
     argv_form = msgspec.structs.replace(layer, form="argv")
     assert render_tool_entry(argv_form).decode().endswith("'--' \"$@\"\n")
 

@@ -60,11 +60,11 @@ HOSTILE = (
     "for p in 1 2 3 4 5 6 7 8; do echo forged > /proc/$p/fd/1 2>/dev/null && echo wrote-$p; done; "
     "for p in 3 4 5 6 7 8; do kill -0 $p 2>/dev/null && echo signalled-$p; done; "
     f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {BRIDGE_PORT}), 3)\" 2>/dev/null "
-    "|| echo no-route; echo probe-done"
+    "|| echo no-route; echo socks-$(ls $TMPDIR/cc-socks | grep -c sock); echo probe-done"
 )
 """A shell call that looks for the harness in ``/proc``, writes a forged line into each low pid's stdout,
-signals each pid past its own layer's two (the layer's init and its shell), and sends its own request
-to the model route's bridge."""
+signals each pid past its own layer's two (the layer's init and its shell), sends its own request
+to the model route's bridge, and counts Claude Code's own messaging sockets in the shared TMPDIR."""
 
 
 @pytest.mark.skipif(pinned_cli("claude") is None, reason="no pinned claude")
@@ -94,7 +94,7 @@ def test_a_claude_shell_call_finds_no_harness_and_no_route_and_the_harness_env_i
     events = events_of(lines)
     (result,) = shell_results(events)
     assert result.startswith('"0\\n') and "probe-done" in result and "no-route" in result, result
-    assert "wrote-" not in result and "signalled-" not in result
+    assert "wrote-" not in result and "signalled-" not in result and "socks-0" in result
     started = next(e for e in events if e["event"] == "session.started")
     (h3,) = [row["how"] for row in started["hermetic"]["imposed"] if row["row"] == "H3"]
     assert environ == set(h3.removeprefix("environment constructed: ").split(", ")), (environ, h3)

@@ -197,6 +197,7 @@ ADAPTER = Adapter(
             mechanism="entry",
             variable="CLAUDE_CODE_SHELL_PREFIX",
             how="CLAUDE_CODE_SHELL_PREFIX starts every Bash command and MCP server in the tools' layer",
+            masked=("cc-socks",),
         ),
     ),
     record_source="claude.stream-json",
