@@ -1,11 +1,14 @@
 """The view planner's laws (docs/confinement.md): no plan binds a custody file or the caller's home root;
 every writable bind is one of the four writable kinds; every file metaharness wrote is read-only in
-the view; a read that would expose a hidden tree is refused ``confine-read-exposes``."""
+the view; a read that would expose a hidden tree is refused ``confine-read-exposes``; the scratch root
+is a read-only tmpfs with governing folders bound whole; the tools' layer holds nothing of the scratch
+root but its grant."""
 
 from __future__ import annotations
 
 import posixpath
 
+import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 from returns.result import Failure, Success
@@ -14,10 +17,12 @@ from metaharness.pure.confinement import (
     ConfinementFacts,
     Mount,
     SystemEntry,
+    ToolGrant,
     check_confine_reads,
     hidden_trees,
     plan_confinement,
     render_bwrap,
+    render_tool_entry,
 )
 
 HOME = "/home/op"
@@ -108,3 +113,37 @@ def test_the_rendered_argv_unshares_everything_and_never_shares_the_network(writ
     assert "--unshare-all" in argv and "--share-net" not in argv and "--die-with-parent" in argv
     assert argv[argv.index("--cap-drop") + 1] == "ALL"
     assert argv[argv.index("--tmpfs") + 1] == "/tmp"
+
+
+@given(WRITABLE, GOVERNING)
+def test_the_scratch_root_is_an_empty_tmpfs_read_only_after_every_bind(writable: list[str], governing: list[str]) -> None:
+    """The renamed-``hooks/`` attack needs a writable directory above a governing file: the scratch
+    root is a tmpfs mounted before anything under it, every governing folder outside the writable kinds
+    is bound whole, and the scratch root and ``/`` are remounted read-only last."""
+    mounts = plan_confinement(facts([], [], writable, governing)).unwrap().mounts
+    under = [index for index, mount in enumerate(mounts) if inside(mount.destination, SCRATCH)]
+    assert mounts[under[0]] == Mount("tmpfs", SCRATCH)
+    assert mounts[-2:] == (Mount("remount-ro", SCRATCH), Mount("remount-ro", "/"))
+    for path in governing:
+        folder = posixpath.dirname(path)
+        if folder != SCRATCH and not any(inside(folder, directory) for directory in writable):
+            assert Mount("ro-bind", folder, folder) in mounts
+
+
+@given(st.lists(PATHS, max_size=3), WRITABLE, GOVERNING, st.sampled_from(["shell-line", "argv"]))
+def test_the_tools_layer_holds_nothing_of_the_scratch_root_but_its_grant(
+    closure: list[str], writable: list[str], governing: list[str], form: str
+) -> None:
+    grant = ToolGrant(writable=(writable[0], f"{SCRATCH}/tmp"), reads=(f"{SCRATCH}/catalogue.json",), form=form)  # type: ignore[arg-type]
+    planned = plan_confinement(msgspec.structs.replace(facts(closure, [], writable, governing), tools=grant))
+    if isinstance(planned, Failure):
+        return
+    layer = planned.unwrap().tools
+    assert layer is not None and layer.mounts[-1] == Mount("remount-ro", "/")
+    allowed = {*grant.writable, *grant.reads}
+    for mount in binds(layer.mounts):
+        assert not inside(mount.destination, SCRATCH) or mount.destination in allowed, mount
+    assert [mount.destination for mount in layer.mounts if mount.operation == "bind"] == list(dict.fromkeys(grant.writable))
+    assert not any(mount.operation == "proc" for mount in layer.mounts)
+    script = render_tool_entry(layer).decode()
+    assert "--share-net" not in script and "--unshare-all" in script and "route.sock" not in script

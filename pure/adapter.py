@@ -162,14 +162,31 @@ class VendorRoute(msgspec.Struct, frozen=True, kw_only=True):
     login_needs_api_key: bool
 
 
+class ToolEntry(msgspec.Struct, frozen=True, kw_only=True):
+    """How the tools a kind can start enter the inner layer (docs/confinement.md#two-layers), verified
+    against the pinned binary: ``entry``, the harness starts every tool through the program the
+    environment variable ``variable`` names (metaharness's tools' layer), handed the command line as
+    one argument (``form`` ``shell-line``) or the program and its arguments (``argv``);
+    ``unavailable``, they cannot be put there. ``how`` is row H14's words (why, when unavailable);
+    ``masked``, the names in the shared TMPDIR the harness keeps its own sockets in, covered by an empty
+    tmpfs in the tools' layer."""
+
+    mechanism: Literal["entry", "unavailable"]
+    how: str
+    variable: str | None = None
+    form: Literal["shell-line", "argv"] = "shell-line"
+    masked: tuple[str, ...] = ()
+
+
 class ConfinementShape(msgspec.Struct, frozen=True, kw_only=True):
     """The kind under ``--confine``: its vendor route (``None``: the kind talks to its own
-    ``--model-endpoint``), what the view adds to row H7's grant, and the scratch directories besides
-    ``work`` that are writable in the view."""
+    ``--model-endpoint``), what the view adds to row H7's grant, the scratch directories besides
+    ``work`` that are writable in the view, and how its tools enter the inner layer."""
 
     vendor_route: VendorRoute | None
     view_grant: str
     writable: tuple[str, ...]
+    tools: ToolEntry
 
 
 class HermeticShape(msgspec.Struct, frozen=True, kw_only=True):

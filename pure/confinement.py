@@ -2,11 +2,12 @@
 
 :func:`plan_confinement` turns the gathered facts (the substrate, the system directories, the
 program's closure, the writable directories, the files metaharness wrote, the model route) into an
-ordered list of mounts and the command bubblewrap runs; :func:`render_bwrap` spells that as the
-``bwrap`` argv. :func:`model_route` decides where the child's model traffic goes and
+ordered list of mounts and the command bubblewrap runs, and with it the tools' layer nested inside
+(:func:`plan_tool_layer`); :func:`render_bwrap` spells the view as the ``bwrap`` argv and
+:func:`render_tool_entry` the tools' layer as the program the harness starts its tools through. :func:`model_route` decides where the child's model traffic goes and
 :func:`check_confine_reads` refuses a ``--confine-read`` that would expose a hidden tree.
-:func:`confined_hermetic` adds rows H12 and H13 to a launch's attestation and words H6 and H8 for the
-view.
+:func:`confined_hermetic` adds rows H12, H13 and H14 to a launch's attestation and words H6 and H8
+for the view.
 """
 
 from __future__ import annotations
@@ -33,6 +34,19 @@ BRIDGE_PORT = 47100
 """The port the bridge listens on inside the child's own network namespace (nothing else listens there)."""
 ROUTE_SOCKET = "route.sock"
 """The route proxy's Unix socket under the scratch root, the one thing of the outside in the view."""
+TOOL_ENTRY = "layer/tools"
+"""The tools' layer's entry program under the scratch root (its folder read-only in the view, absent
+in the tools' own)."""
+RESOLVER = "resolv.conf"
+"""The view's own resolver configuration under the scratch root, bound over ``/etc/resolv.conf``."""
+RESOLVER_TEXT = b"nameserver 127.0.0.1\noptions timeout:0 attempts:1\n"
+"""Nothing answers on the view's ``lo``: a lookup fails at once instead of waiting out a timeout."""
+PROC_FILES = ("/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/uptime", "/proc/loadavg", "/proc/version")
+"""What the tools' layer shows of ``/proc``: a tmpfs holding these system files and no process. The
+kernel refuses a fresh ``proc`` mount in a namespace nested in the view (the view's own ``/proc`` has
+bwrap's covers), and the view's would list the harness and its descriptors."""
+SHELL = "/bin/bash"
+"""What a ``shell-prefix`` entry runs the harness's command line with."""
 FIXED_FLAGS = ("--unshare-all", "--unshare-user", "--die-with-parent", "--cap-drop", "ALL")
 """The bwrap flags every confined launch carries; never ``--share-net``. Not ``--new-session``: the
 child is already spawned in a session of its own with no terminal descriptor, and the run loop's
@@ -44,6 +58,10 @@ view drops. Not when the view binds a socket of the outside: its peer (the sessi
 the user the child names, which must then be the caller's own."""
 UNCONFINED_VIEW = "--confine off: the child sees the caller's filesystem"
 UNCONFINED_NETWORK = "--confine off: the child sees the caller's network"
+UNCONFINED_TOOLS = "--confine off: the tools run beside the harness"
+NO_COERCION = ("--setenv", "PYTHONCOERCECLOCALE", "0")
+"""The view's init is Python: without this its locale coercion would add ``LC_CTYPE`` to the
+harness's environment (the init removes the variable again, and bwrap's ``PWD``)."""
 ROW_ORDER = tuple(row for row, *_ in ROWS)
 
 
@@ -91,13 +109,33 @@ class ConfinementFacts(msgspec.Struct, frozen=True, kw_only=True):
     route: ModelRoute | None = None
     caller_uid: int = 0
     sockets: tuple[str, ...] = ()
+    resolver: str | None = None
+    tools: ToolGrant | None = None
+
+
+class ToolGrant(msgspec.Struct, frozen=True, kw_only=True):
+    """What the tools' layer holds besides the read-only system and closure: ``writable``, the child's
+    directory when the kind lets its tools write it, and their TMPDIR; ``reads``, files the tools read
+    (the catalogue copy its server serves); ``form``, how the entry is handed a command: one shell
+    command line (``shell-prefix``) or an argv; ``harness``, the exact command lines (with the program
+    each runs) that stay in the harness's layer: the vendor starts its hook through the same prefix,
+    and a tool's command line never equals the hook's (the vendor wraps every tool command);
+    ``variable``, the environment variable that names the entry to the harness; ``masked``, directories
+    in a writable one that the tools' layer covers with an empty tmpfs (the harness's own sockets)."""
+
+    writable: tuple[str, ...]
+    reads: tuple[str, ...] = ()
+    form: Literal["shell-line", "argv"] = "shell-line"
+    harness: tuple[tuple[str, str], ...] = ()
+    variable: str | None = None
+    masked: tuple[str, ...] = ()
 
 
 class Mount(msgspec.Struct, frozen=True):
     """One bwrap operation: ``ro-bind``/``bind`` ``source`` at ``destination``, ``symlink`` (``source`` is
-    the target), ``tmpfs``, ``proc`` or ``dev`` at ``destination``."""
+    the target), ``tmpfs``, ``proc``, ``dev`` or ``remount-ro`` at ``destination``."""
 
-    operation: Literal["ro-bind", "bind", "symlink", "tmpfs", "proc", "dev"]
+    operation: Literal["ro-bind", "bind", "symlink", "tmpfs", "proc", "dev", "remount-ro"]
     destination: str
     source: str | None = None
 
@@ -116,6 +154,20 @@ class Confinement(msgspec.Struct, frozen=True, kw_only=True):
     route: ModelRoute | None
     socket: str | None
     identity: tuple[str, ...] = ()
+    tools: ToolLayer | None = None
+
+
+class ToolLayer(msgspec.Struct, frozen=True, kw_only=True):
+    """The inner layer the tools run in, nested in the view: its own PID, mount and network namespaces
+    (no route), the mounts in order, and the entry program the harness starts each tool through."""
+
+    bwrap: str
+    entry: str
+    mounts: tuple[Mount, ...]
+    writable: tuple[str, ...]
+    form: Literal["shell-line", "argv"]
+    harness: tuple[tuple[str, str], ...] = ()
+    variable: str | None = None
 
 
 def _inside(path: str, root: str) -> bool:
@@ -241,11 +293,43 @@ def bridge_url(endpoint: str | None) -> str:
     return f"http://127.0.0.1:{BRIDGE_PORT}{path}"
 
 
+def _system_mounts(facts: ConfinementFacts) -> list[Mount]:
+    """The read-only system, ``/proc``, ``/dev``, fresh ``/tmp`` and ``/dev/shm``, the caller's home as an
+    empty tmpfs: what both layers start from."""
+    mounts = [
+        Mount("symlink", entry.path, entry.link) if entry.link is not None else Mount("ro-bind", entry.path, entry.path)
+        for entry in facts.system
+    ]
+    mounts += [Mount("proc", "/proc"), Mount("dev", "/dev"), Mount("tmpfs", "/tmp"), Mount("tmpfs", "/dev/shm")]
+    if facts.home:
+        mounts.append(Mount("tmpfs", facts.home))
+    return mounts
+
+
+def _outermost(paths: Sequence[str]) -> tuple[str, ...]:
+    named = tuple(dict.fromkeys(posixpath.normpath(path) for path in paths))
+    return tuple(path for path in named if not any(path != other and _inside(path, other) for other in named))
+
+
+def _governing_folders(facts: ConfinementFacts, writable: Sequence[str]) -> tuple[str, ...]:
+    """The folders of the governing files that lie in the scratch root outside every writable
+    directory (``hooks/``, a settings folder): bound read-only whole, so none can be renamed away."""
+    folders = (posixpath.dirname(posixpath.normpath(path)) for path in facts.governing)
+    return tuple(dict.fromkeys(
+        folder for folder in folders
+        if _inside(folder, facts.scratch) and folder != posixpath.normpath(facts.scratch)
+        and not any(_inside(folder, directory) for directory in writable)
+    ))  # fmt: skip
+
+
 def plan_confinement(facts: ConfinementFacts) -> Result[Confinement, Refusal]:
     """The view, in order (a later mount over an earlier one wins): the read-only system, ``/proc``,
-    ``/dev``, fresh ``/tmp`` and ``/dev/shm``, the caller's home as an empty tmpfs, the closure and the
-    declared reads read-only, the four writable kinds, the governing files read-only again, the route
-    socket. Refuses ``confine-read-exposes`` when a bound path would expose a hidden tree."""
+    ``/dev``, fresh ``/tmp`` and ``/dev/shm``, the caller's home as an empty tmpfs, the scratch root as
+    an empty tmpfs, the closure and the declared reads read-only, the four writable kinds, the
+    governing folders and files read-only again, the route socket, the view's resolver; then the
+    scratch root and ``/`` remounted read-only, so nothing can be renamed or planted beside what
+    governs. With ``facts.tools`` the tools' layer is planned too (:func:`plan_tool_layer`). Refuses
+    ``confine-read-exposes`` when a bound path would expose a hidden tree."""
     bound = (*facts.closure, *facts.reads, *facts.writable, *facts.governing, *facts.sockets)
     for path in bound:
         tree = exposes(path, facts.home, facts.hidden)
@@ -253,26 +337,22 @@ def plan_confinement(facts: ConfinementFacts) -> Result[Confinement, Refusal]:
             return Failure(
                 Refusal("confine-read-exposes", f"the view would bind {path}, which exposes {tree}, a hidden tree")
             )
-    mounts: list[Mount] = []
-    for entry in facts.system:
-        if entry.link is not None:
-            mounts.append(Mount("symlink", entry.path, entry.link))
-        else:
-            mounts.append(Mount("ro-bind", entry.path, entry.path))
-    mounts += [Mount("proc", "/proc"), Mount("dev", "/dev"), Mount("tmpfs", "/tmp"), Mount("tmpfs", "/dev/shm")]
-    if facts.home:
-        mounts.append(Mount("tmpfs", facts.home))
-    named = tuple(dict.fromkeys(posixpath.normpath(path) for path in facts.closure))
-    closure = tuple(path for path in named if not any(path != other and _inside(path, other) for other in named))
+    mounts = _system_mounts(facts)
+    mounts.append(Mount("tmpfs", facts.scratch))
+    closure = _outermost(facts.closure)
     mounts += [Mount("ro-bind", path, path) for path in (*closure, *facts.reads)]
     writable = tuple(dict.fromkeys(posixpath.normpath(path) for path in facts.writable))
     mounts += [Mount("bind", path, path) for path in writable]
-    mounts += [Mount("ro-bind", path, path) for path in dict.fromkeys((*facts.governing, *facts.sockets))]
+    governing = (*_governing_folders(facts, writable), *facts.governing, *facts.sockets)
+    mounts += [Mount("ro-bind", path, path) for path in dict.fromkeys(governing)]
     socket = posixpath.join(facts.scratch, ROUTE_SOCKET) if facts.route is not None else None
     init = list(facts.init)
     if socket is not None:
         mounts.append(Mount("ro-bind", socket, socket))
         init += ["--bridge", str(BRIDGE_PORT), "--socket", socket]
+    if facts.resolver is not None:
+        mounts.append(Mount("ro-bind", "/etc/resolv.conf", facts.resolver))
+    mounts += [Mount("remount-ro", facts.scratch), Mount("remount-ro", "/")]
     return Success(
         Confinement(
             bwrap=facts.bwrap,
@@ -289,37 +369,93 @@ def plan_confinement(facts: ConfinementFacts) -> Result[Confinement, Refusal]:
                 if facts.caller_uid == 0 and not facts.sockets
                 else ()
             ),
+            tools=None if facts.tools is None else plan_tool_layer(facts, facts.tools),
         )
     )
 
 
-def render_bwrap(confinement: Confinement, info_fd: int | None = None) -> tuple[str, ...]:
-    """The ``bwrap`` argv of a planned view; ``info_fd`` is where bwrap writes the sandbox's pid."""
-    argv: list[str] = [confinement.bwrap, *FIXED_FLAGS, *confinement.identity]
-    if info_fd is not None:
-        argv += ["--info-fd", str(info_fd)]
-    for mount in confinement.mounts:
+def plan_tool_layer(facts: ConfinementFacts, grant: ToolGrant) -> ToolLayer:
+    """The tools' layer (docs/confinement.md#two-layers), started by the harness inside the view: the
+    same read-only system (the view's resolver with it), closure and declared reads, a ``/proc`` with
+    no process in it (:data:`PROC_FILES`), its own ``/tmp`` and home, writable only ``grant.writable``,
+    the grant's reads, its masked directories empty, and nothing else of the scratch root (no hook
+    program, channel, settings, record or transcript); ``/`` read-only; its own PID namespace, and its own network namespace with
+    no route."""
+    mounts = [Mount("tmpfs", "/proc") if mount.operation == "proc" else mount for mount in _system_mounts(facts)]
+    mounts += [Mount("ro-bind", path, path) for path in PROC_FILES]
+    mounts += [Mount("ro-bind", path, path) for path in (*_outermost(facts.closure), *facts.reads, *grant.reads)]
+    writable = tuple(dict.fromkeys(posixpath.normpath(path) for path in grant.writable))
+    mounts += [Mount("bind", path, path) for path in writable]
+    mounts += [Mount("tmpfs", path) for path in grant.masked]
+    mounts.append(Mount("remount-ro", "/"))
+    return ToolLayer(
+        bwrap=facts.bwrap, entry=posixpath.join(facts.scratch, TOOL_ENTRY), mounts=tuple(mounts), writable=writable,
+        form=grant.form, harness=grant.harness, variable=grant.variable,
+    )  # fmt: skip
+
+
+def _mount_words(mounts: Sequence[Mount]) -> list[str]:
+    argv: list[str] = []
+    for mount in mounts:
         if mount.operation in ("ro-bind", "bind"):
             argv += [f"--{mount.operation}", mount.source or mount.destination, mount.destination]
         elif mount.operation == "symlink":
             argv += ["--symlink", mount.source or "", mount.destination]
         else:
             argv += [f"--{mount.operation}", mount.destination]
+    return argv
+
+
+def render_tool_entry(layer: ToolLayer) -> bytes:
+    """The entry program the harness starts each tool through: a ``/bin/sh`` script that replaces
+    itself with the tools' layer's ``bwrap``, running the one command line it is handed with
+    :data:`SHELL` (``shell-line``) or the argv it is handed (``argv``); a command line that is exactly
+    one of ``layer.harness`` runs its program where the harness is instead."""
+    words = [layer.bwrap, *FIXED_FLAGS, *_mount_words(layer.mounts), "--"]
+    tail = f'{SHELL} -c "$1"' if layer.form == "shell-line" else '"$@"'
+    kept = "".join(
+        f'if [ "$#" = 1 ] && [ "$1" = {_sh_quote(line)} ]; then exec {_sh_quote(program)}; fi\n'
+        for line, program in layer.harness
+    )
+    return f"#!/bin/sh\n{kept}exec {' '.join(_sh_quote(word) for word in words)} {tail}\n".encode()
+
+
+def _sh_quote(word: str) -> str:
+    return "'" + word.replace("'", "'\\''") + "'"
+
+
+def render_bwrap(confinement: Confinement, info_fd: int | None = None) -> tuple[str, ...]:
+    """The ``bwrap`` argv of a planned view; ``info_fd`` is where bwrap writes the sandbox's pid."""
+    argv: list[str] = [confinement.bwrap, *FIXED_FLAGS, *confinement.identity, *NO_COERCION]
+    if info_fd is not None:
+        argv += ["--info-fd", str(info_fd)]
+    argv += _mount_words(confinement.mounts)
     return (*argv, "--chdir", confinement.chdir, "--", *confinement.command)
 
 
-def view_lines(confinement: Confinement) -> tuple[str, ...]:
-    """The view as ``doctor`` prints it: the substrate, each mount with its mode, the route."""
-    lines = [f"confinement: {confinement.bwrap} ({confinement.bwrap_version})"]
-    for mount in confinement.mounts:
+def _mount_lines(mounts: Sequence[Mount], indent: str) -> list[str]:
+    lines = []
+    for mount in mounts:
         if mount.operation == "symlink":
-            lines.append(f"  symlink {mount.destination} -> {mount.source}")
+            lines.append(f"{indent}symlink {mount.destination} -> {mount.source}")
         elif mount.operation in ("ro-bind", "bind"):
-            lines.append(f"  {'ro' if mount.operation == 'ro-bind' else 'rw'} {mount.destination}")
+            lines.append(f"{indent}{'ro' if mount.operation == 'ro-bind' else 'rw'} {mount.destination}")
         else:
-            lines.append(f"  {mount.operation} {mount.destination}")
+            lines.append(f"{indent}{mount.operation} {mount.destination}")
+    return lines
+
+
+def view_lines(confinement: Confinement) -> tuple[str, ...]:
+    """The view as ``doctor`` prints it: the substrate, each mount with its mode, the route, then the
+    tools' layer's mounts when the kind's tools enter one."""
+    lines = [f"confinement: {confinement.bwrap} ({confinement.bwrap_version})"]
+    lines += _mount_lines(confinement.mounts, "  ")
     route = confinement.route
     lines.append(f"  network: {'model route to ' + route.upstream if route is not None else 'no route'}")
+    if confinement.tools is not None:
+        lines.append(f"  tools' layer, entered through {confinement.tools.entry}: own PID and network namespace")
+        lines += _mount_lines(confinement.tools.mounts, "    ")
+        lines.append("    network: no route")
     return tuple(lines)
 
 
@@ -334,6 +470,22 @@ def _h13(confinement: Confinement) -> str:
     if confinement.route is None or confinement.socket is None:
         return "own network namespace; no route"
     return f"own network namespace; the model route to {confinement.route.upstream} through {confinement.socket}"
+
+
+def _h14(kind: Kind, confinement: Confinement) -> RowHow | RowWhy:
+    """Row H14 as the kind's tools enter the inner layer: imposed with the layer's words, or
+    unavailable naming why."""
+    entry = adapter_of(kind).confinement.tools
+    layer = confinement.tools
+    if entry.mechanism == "unavailable":
+        return RowWhy(row="H14", why=entry.how)
+    if layer is None:
+        return RowWhy(row="H14", why="no tools' layer was planned")
+    return RowHow(
+        row="H14",
+        how=f"{entry.how}: own PID, mount and network namespace (no route), writable {', '.join(layer.writable)}, "
+        "nothing else of the scratch root",
+    )
 
 
 def _reworded(entries: tuple[RowHow, ...], extra: Mapping[str, str]) -> tuple[RowHow, ...]:
@@ -365,14 +517,18 @@ def confined_hermetic(
     kind: Kind,
     memory: MemoryWalk | None = None,
 ) -> Hermetic:
-    """The attestation with rows H12 and H13: imposed with the view's words when confined (H6 under
+    """The attestation with rows H12, H13 and H14: imposed with the view's words when confined (H6 under
     loopback, H8, codex's H7 under ``--cwd`` then say what the view holds; an unavailable H11 whose memory
     files above the child's directory are all outside the view is imposed; the network is no longer an
-    ambient input), ``unavailable`` under ``--confine off``."""
+    ambient input; H14 as the kind's tools enter the inner layer), ``unavailable`` under ``--confine off``."""
     if confinement is None:
-        unavailable = (*hermetic.unavailable, RowWhy(row="H12", why=UNCONFINED_VIEW), RowWhy(row="H13", why=UNCONFINED_NETWORK))
+        unavailable = (*hermetic.unavailable, RowWhy(row="H12", why=UNCONFINED_VIEW),
+                       RowWhy(row="H13", why=UNCONFINED_NETWORK), RowWhy(row="H14", why=UNCONFINED_TOOLS))  # fmt: skip
         return msgspec.structs.replace(hermetic, unavailable=unavailable)
     extra = {"H8": "; the hook program and settings are read-only in the child's view"}
+    variable = adapter_of(kind).confinement.tools.variable
+    if variable is not None and confinement.tools is not None:
+        extra["H3"] = f", {variable}"
     if loopback:
         extra["H6"] = "; the custody file is outside the child's view"
     grant = adapter_of(kind).confinement.view_grant
@@ -384,13 +540,26 @@ def confined_hermetic(
         memory_row = _memory_row(memory, confinement)
     if memory_row is not None:
         unavailable = tuple(entry for entry in unavailable if entry.row != "H11")
+    tools = _h14(kind, confinement)
+    if isinstance(tools, RowWhy):
+        unavailable = (*unavailable, tools)
     imposed = sorted(
         (*_reworded(hermetic.imposed, extra), *((memory_row,) if memory_row else ()),
-         RowHow(row="H12", how=_h12(confinement)), RowHow(row="H13", how=_h13(confinement))),
+         RowHow(row="H12", how=_h12(confinement)), RowHow(row="H13", how=_h13(confinement)),
+         *((tools,) if isinstance(tools, RowHow) else ())),
         key=lambda entry: ROW_ORDER.index(entry.row),
     )  # fmt: skip
     ambient = tuple(entry for entry in hermetic.ambient_inputs if entry != "the network is not isolated")
     return msgspec.structs.replace(hermetic, imposed=tuple(imposed), unavailable=unavailable, ambient_inputs=ambient)
+
+
+def tool_entry_variables(kind: Kind, variables: Sequence[tuple[str, str]], confinement: Confinement) -> tuple[tuple[str, str], ...]:
+    """The harness's environment with the variable that makes it start its tools through the tools'
+    layer's entry (claude: ``CLAUDE_CODE_SHELL_PREFIX``), sorted by key; unchanged without one."""
+    variable = adapter_of(kind).confinement.tools.variable
+    if variable is None or confinement.tools is None:
+        return tuple(variables)
+    return tuple(sorted({**dict(variables), variable: confinement.tools.entry}.items()))
 
 
 def pointed_at_bridge(kind: Kind, variables: Sequence[tuple[str, str]]) -> tuple[tuple[str, str], ...]:

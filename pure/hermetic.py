@@ -4,7 +4,7 @@ docs/hermetic.md#attestation).
 
 :func:`memory_walk` and :func:`memory_row` decide the ancestor walk over the shell's lstat facts;
 :func:`attest` builds ``session.started.hermetic`` from what the launch did; :func:`row_verdicts`
-reads the fourteen rows back from the ``session.started`` facts (ok | gap | unk, never ok without
+reads the fifteen rows back from the ``session.started`` facts (ok | gap | unk, never ok without
 evidence).
 
 Calling order in a run: the shell gathers ``gather_memory_facts(start, MEMORY_SHAPES[kind])``
@@ -46,8 +46,9 @@ ROWS: tuple[tuple[str, str, str, str], ...] = (
     ("H11", "no memory file outside the copied tree is discoverable", "launch", "gating"),
     ("H12", "the child sees only its own tree and the declared reads", "effect", "gating"),
     ("H13", "the network is the model route only", "effect", "gating"),
+    ("H14", "the tools cannot reach the harness or its channel", "effect", "gating"),
 )
-"""The fourteen rows (docs/hermetic.md#rows, docs/confinement.md): id, control (exact report text),
+"""The fifteen rows (docs/hermetic.md#rows, docs/confinement.md): id, control (exact report text),
 assertion, severity."""
 
 MEMORY_SHAPES: Mapping[str, tuple[str, ...]] = {kind: adapter_of(kind).hermetic.memory.shapes for kind in KINDS}
@@ -158,7 +159,9 @@ class VerdictFacts(msgspec.Struct, frozen=True):
     ``canary_versions``: the claude versions with a memory canary entry; ``namespaces``: the effect
     check of rows H12 and H13 (``ok``: the child's mount and network namespaces differ from
     metaharness's own, ``gap``: one is shared, ``unk``: not read before the child ended); ``home_effect``:
-    what the config home held after the session, for a kind whose record is silent on H1a, H1b, H4 and H5.
+    what the config home held after the session, for a kind whose record is silent on H1a, H1b, H4 and H5;
+    ``tools``: the effect check of row H14 (``ok``: the harness's environment, read from outside, names the
+    tools' layer's entry; ``gap``: it does not; ``unk``: it could not be read).
     """
 
     kind: Kind
@@ -171,6 +174,7 @@ class VerdictFacts(msgspec.Struct, frozen=True):
     canary_versions: tuple[str, ...] = ()
     namespaces: Verdict = "unk"
     home_effect: ConfigHomeEffect | None = None
+    tools: Verdict = "unk"
 
 
 def workdir_mode(cwd: str | None, scratch_cwd: bool) -> WorkdirMode:
@@ -335,7 +339,7 @@ def _listed(names: Sequence[str]) -> str:
 
 
 def row_verdicts(started: SessionStarted | None, facts: VerdictFacts) -> tuple[RowVerdict, ...]:
-    """The fourteen rows' verdicts from the ``session.started`` facts (docs/hermetic.md#verdicts); with no opening
+    """The fifteen rows' verdicts from the ``session.started`` facts (docs/hermetic.md#verdicts); with no opening
     record every row is ``unk`` (``no opening record``)."""
     rows: list[RowVerdict] = []
     for row, control, assertion, severity in ROWS:
@@ -358,6 +362,8 @@ def _decide(row: str, started: SessionStarted, facts: VerdictFacts) -> tuple[Ver
         return _workdir_verdict(entry, started, facts)
     if row in ("H12", "H13"):
         return _confinement_verdict(entry, facts.namespaces)
+    if row == "H14":
+        return _tools_verdict(entry, facts.tools)
     deciders = {"H1a": _plugins_verdict, "H1b": _output_style_verdict, "H4": _key_verdict, "H5": _mcp_verdict,
                 "H9": _version_verdict, "H10": _governing_verdict}
     verdict, detail = deciders[row](started, facts)
@@ -383,6 +389,17 @@ def _confinement_verdict(entry: RowAttestation | None, namespaces: Verdict) -> t
     if namespaces == "gap":
         return "gap", f"{detail}; but the child shares a mount or network namespace with metaharness"
     return "unk", f"{detail}; the child ended before its namespaces were read"
+
+
+def _tools_verdict(entry: RowAttestation | None, tools: Verdict) -> tuple[Verdict, str]:
+    verdict, detail = _launch_row(entry)
+    if verdict != "ok":
+        return verdict, detail
+    if tools == "ok":
+        return "ok", f"{detail}; the harness was started with the tools' layer's entry"
+    if tools == "gap":
+        return "gap", f"{detail}; but the harness was started without the tools' layer's entry"
+    return "unk", f"{detail}; the harness's environment could not be read"
 
 
 def _plugins_verdict(started: SessionStarted, facts: VerdictFacts) -> tuple[Verdict, str]:

@@ -3,7 +3,8 @@ PATH] -- ARGV…`` runs inside the view (docs/confinement.md).
 
 With ``--bridge`` it listens on ``127.0.0.1:PORT`` in the view's own network namespace and joins each
 connection to the route proxy's Unix socket ``PATH``, the view's one way out. It spawns ``ARGV`` with
-its own standard streams, environment and directory in a process group of its own, forwards SIGINT,
+its own standard streams and directory in a process group of its own, with the environment metaharness
+attested (what bwrap and this init add, ``PWD`` and ``PYTHONCOERCECLOCALE``, removed), forwards SIGINT,
 SIGTERM and SIGHUP to that group and exits with its status (128+N for a signal). It writes nothing to stdout.
 """
 
@@ -19,6 +20,10 @@ from metaharness.shell.unix_address import unix_address
 
 CHUNK = 65536
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+ADDED = ("PWD", "PYTHONCOERCECLOCALE")
+"""What reaches this init without being the harness's: bwrap's ``PWD`` for its ``--chdir``, and the
+setting that kept this Python from coercing the locale (and adding ``LC_CTYPE``); the constructed
+environment names neither (docs/hermetic.md#environment-floor)."""
 
 
 def _pump(source: socket.socket, sink: socket.socket) -> None:
@@ -87,7 +92,8 @@ def main(argv: list[str]) -> int:
         bridge(int(options[options.index("--bridge") + 1]), options[options.index("--socket") + 1])
     for number in FORWARDED:
         signal.signal(number, lambda received, _frame: _forward(received))
-    pid = os.posix_spawnp(command[0], command, os.environ, setpgroup=0)
+    environment = {key: value for key, value in os.environ.items() if key not in ADDED}
+    pid = os.posix_spawnp(command[0], command, environment, setpgroup=0)
     _harness.append(pid)
     _, status = os.waitpid(pid, 0)
     return 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)

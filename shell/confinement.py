@@ -13,9 +13,11 @@ import functools
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Sequence
 
 import msgspec
@@ -28,13 +30,17 @@ import metaharness.vectors
 from metaharness.pure.adapters import adapter_of, route_dialect
 from metaharness.pure.bounds import CREDENTIAL_FILE_LIMIT
 from metaharness.pure.confinement import (
+    RESOLVER,
+    RESOLVER_TEXT,
     ROUTE_SOCKET,
     SUBSTRATE_PATH,
     SYSTEM_ROOTS,
+    TOOL_ENTRY,
     Confinement,
     ConfinementFacts,
     ModelRoute,
     SystemEntry,
+    ToolGrant,
     check_confine_reads,
     hidden_trees,
     install_root,
@@ -42,6 +48,7 @@ from metaharness.pure.confinement import (
     named_paths,
     plan_confinement,
     render_bwrap,
+    render_tool_entry,
     shebang_interpreter,
     view_lines,
 )
@@ -55,6 +62,8 @@ from metaharness.shell.loopback import RouteProxy
 
 TRIAL_S = 5
 NAMESPACE_WAIT_S = 60
+SAMPLE_S = 0.01
+"""How often the tools' effect check looks for the harness below the view's init."""
 SIGNAL_SHIELD = ("/bin/sh", "-c", 'trap "" INT TERM HUP; exec "$0" "$@"')
 """bwrap's own process ignores the run loop's group signals (it would die and take the view with it);
 the view's init receives them and forwards them to the harness."""
@@ -64,6 +73,7 @@ class Prepared(msgspec.Struct, frozen=True, kw_only=True):
     """What stage 5 settled for a confined run: the substrate, the route, the declared reads and the
     trees the view hides."""
 
+    kind: Kind
     bwrap: str
     bwrap_version: str
     route: ModelRoute | None
@@ -75,7 +85,8 @@ class Prepared(msgspec.Struct, frozen=True, kw_only=True):
 @functools.cache
 def substrate() -> Result[tuple[str, str], Refusal]:
     """``bwrap`` on ``/usr/bin:/bin`` and its version, once its trial ran (cached per process), or
-    ``confine-unavailable`` naming what failed."""
+    ``confine-unavailable`` naming what failed. The trial's ``/bin/true`` is its namespace's pid 1:
+    bwrap's own init there would outlive bwrap unreaped, a defunct ``bwrap`` in the caller's group."""
     found = next(
         (os.path.join(d, "bwrap") for d in SUBSTRATE_PATH.split(":") if os.access(os.path.join(d, "bwrap"), os.X_OK)),
         None,
@@ -83,7 +94,7 @@ def substrate() -> Result[tuple[str, str], Refusal]:
     tail = "; install bubblewrap or pass --confine off"
     if found is None:
         return Failure(Refusal("confine-unavailable", f"bwrap not found on {SUBSTRATE_PATH}{tail}"))
-    trial = [found, "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "--", "/bin/true"]
+    trial = [found, "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "--as-pid-1", "--", "/bin/true"]
     try:
         ran = subprocess.run(trial, capture_output=True, timeout=TRIAL_S, check=False)
         version = subprocess.run([found, "--version"], capture_output=True, timeout=TRIAL_S, check=False)
@@ -138,8 +149,8 @@ def prepare(options: RunOptions, caller_env: dict[str, str], custody: str | None
     if isinstance(reads, Failure):
         exposing: Refusal = reads.failure()
         return exposing
-    return Prepared(bwrap=bwrap, bwrap_version=version, route=route.unwrap(), reads=reads.unwrap(), home=home,
-                    hidden=hidden)  # fmt: skip
+    return Prepared(kind=kind, bwrap=bwrap, bwrap_version=version, route=route.unwrap(), reads=reads.unwrap(),
+                    home=home, hidden=hidden)  # fmt: skip
 
 
 def system_entries() -> tuple[SystemEntry, ...]:
@@ -242,9 +253,33 @@ def own_roots() -> tuple[str, ...]:
     return (*_roots(sys.executable), *(os.path.realpath(path) for path in packages))
 
 
+def _children(pid: int) -> list[int]:
+    """The children of every thread of ``pid`` (none when it is gone)."""
+    children: list[int] = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children", "rb") as listing:
+                children += [int(word) for word in listing.read().split()]
+    except (OSError, ValueError):
+        pass
+    return children
+
+
+def _harness(sandbox: int) -> int | None:
+    """The harness's pid: the first child of the view's init, below bwrap's own pid 1 (``None`` when the
+    view ended first)."""
+    deadline = time.monotonic() + NAMESPACE_WAIT_S
+    while time.monotonic() < deadline and os.path.exists(f"/proc/{sandbox}"):
+        harness = next((child for init in _children(sandbox) for child in _children(init)), None)
+        if harness is not None:
+            return harness
+        time.sleep(SAMPLE_S)
+    return None
+
+
 class ConfinedSpawn:
     """A planned view, ready to spawn: :attr:`argv` for the live loop's ``Popen`` with :attr:`pass_fds`,
-    :meth:`spawned` right after it, and :meth:`namespaces` for rows H12 and H13."""
+    :meth:`spawned` right after it, :meth:`namespaces` for rows H12 and H13 and :meth:`tools` for H14."""
 
     def __init__(self, confinement: Confinement) -> None:
         self.confinement = confinement
@@ -252,7 +287,9 @@ class ConfinedSpawn:
         self.argv: list[str] = [*SIGNAL_SHIELD, *render_bwrap(confinement, self._info_write)]
         self.pass_fds = (self._info_write,)
         self._verdict: Verdict = "unk"
+        self._tools: Verdict = "unk"
         self._checked = threading.Event()
+        self._tools_checked = threading.Event()
 
     def spawned(self) -> None:
         """Close the parent's copy of the info pipe and read the sandbox's namespaces once bwrap names
@@ -279,11 +316,37 @@ class ConfinedSpawn:
             return
         finally:
             self._checked.set()
+        try:
+            self._check_tools(pid)
+        finally:
+            self._tools_checked.set()
+
+    def _check_tools(self, sandbox: int) -> None:
+        """Row H14's effect check: the harness's environment, read from outside, names the tools'
+        layer's entry as the variable the vendor starts every tool through."""
+        layer = self.confinement.tools
+        if layer is None or layer.variable is None:
+            return
+        harness = _harness(sandbox)
+        if harness is None:
+            return
+        try:
+            with open(f"/proc/{harness}/environ", "rb") as environ:
+                entries = environ.read().split(b"\0")
+        except OSError:
+            return
+        self._tools = "ok" if f"{layer.variable}={layer.entry}".encode() in entries else "gap"
 
     @staticmethod
     def signal(pid: int, number: int) -> None:
         """Signal the view's init (it forwards to the harness); ``pid`` is the spawned process."""
         os.killpg(pid, number)
+
+    def tools(self) -> Verdict:
+        """``ok`` when the harness was started with the tools' layer's entry in its environment, ``gap``
+        when without, ``unk`` when it could not be read (or the kind has no tools' layer)."""
+        self._tools_checked.wait(NAMESPACE_WAIT_S)
+        return self._tools
 
     def namespaces(self) -> Verdict:
         """``ok`` when the sandbox's mount and network namespaces both differ from metaharness's own,
@@ -304,9 +367,24 @@ def confine(
     governing: Sequence[str],
     sockets: Sequence[str] = (),
     inputs: Sequence[str] = (),
+    tool_reads: Sequence[str] = (),
+    harness_lines: Sequence[tuple[str, str]] = (),
 ) -> Result[ConfinedSpawn, Refusal]:
     """Plan the view for ``command`` over the gathered facts; ``sockets`` that exist are bound, and so
-    are the declared ``inputs`` the harness reads itself (read-only, beside ``--confine-read``)."""
+    are the declared ``inputs`` the harness reads itself (read-only, beside ``--confine-read``). The
+    view's resolver and, for a kind whose tools enter through a program, the tools' layer's entry
+    (``tool_reads`` bound in that layer too; ``harness_lines`` the hook's command lines that stay in the
+    harness's layer) are written into the fresh scratch root, which nothing else has touched yet."""
+    grant: ToolGrant | None = None
+    entry: tuple[str, ...] = ()
+    tools = adapter_of(prepared.kind).confinement.tools
+    if tools.mechanism == "entry":
+        grant = ToolGrant(
+            writable=tuple(path for path in (cwd, os.path.join(scratch, "tmp")) if os.path.isdir(path)),
+            reads=tuple(tool_reads), harness=tuple(harness_lines), variable=tools.variable, form=tools.form,
+            masked=tuple(os.path.join(scratch, "tmp", name) for name in tools.masked),
+        )  # fmt: skip
+        entry = (os.path.join(scratch, TOOL_ENTRY),)
     facts = ConfinementFacts(
         bwrap=prepared.bwrap,
         bwrap_version=prepared.bwrap_version,
@@ -316,7 +394,7 @@ def confine(
         closure=closure(program, child_path),
         reads=(*prepared.reads, *inputs),
         writable=tuple(writable),
-        governing=tuple(path for path in governing if os.path.lexists(path)),
+        governing=(*(path for path in governing if os.path.lexists(path)), *entry),
         init=confine_init(),
         scratch=scratch,
         cwd=cwd,
@@ -324,8 +402,40 @@ def confine(
         route=prepared.route,
         caller_uid=os.getuid(),
         sockets=tuple(path for path in sockets if os.path.exists(path)),
+        resolver=_view_resolver(scratch),
+        tools=grant,
     )
-    return plan_confinement(facts).map(ConfinedSpawn)
+    planned = plan_confinement(facts)
+    if isinstance(planned, Success) and planned.unwrap().tools is not None:
+        layer = planned.unwrap().tools
+        assert layer is not None
+        os.mkdir(os.path.dirname(layer.entry), 0o700)
+        _write_new(layer.entry, render_tool_entry(layer), 0o500)
+    return planned.map(ConfinedSpawn)
+
+
+def _write_new(path: str, data: bytes, mode: int) -> None:
+    """A new file in the fresh scratch root: created, never followed or truncated."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def _view_resolver(scratch: str) -> str | None:
+    """The view's resolver file (``<scratch>/resolv.conf``), bound over ``/etc/resolv.conf`` when that
+    is a regular file (a link's target would not exist in the view). A second view of the same run
+    (codex's catalogue server) reuses the regular file the first wrote: no view binds the scratch root
+    itself, so nothing in one could have put another there."""
+    if os.path.islink("/etc/resolv.conf") or not os.path.isfile("/etc/resolv.conf"):
+        return None
+    path = os.path.join(scratch, RESOLVER)
+    try:
+        _write_new(path, RESOLVER_TEXT, 0o444)
+    except FileExistsError:
+        return path if stat.S_ISREG(os.lstat(path).st_mode) else None
+    return path
 
 
 def start_route(kind: Kind, prepared: Prepared, scratch: str, placeholder: str | None) -> RouteProxy | None:
@@ -355,11 +465,15 @@ def doctor_lines(kind: Kind, program: str, caller_env: dict[str, str]) -> tuple[
     home = caller_env.get("HOME") or None
     scratch = "<scratch>"
     writable = [f"{scratch}/work", *(f"{scratch}/{name}" for name in adapter_of(kind).confinement.writable)]
+    tools = adapter_of(kind).confinement.tools
+    grant = None if tools.mechanism != "entry" else ToolGrant(
+        writable=(f"{scratch}/work", f"{scratch}/tmp"), variable=tools.variable, form=tools.form
+    )  # fmt: skip
     facts = ConfinementFacts(
         bwrap=bwrap, bwrap_version=version, system=system_entries(), home=home,
         hidden=hidden_trees(custody_files(caller_env)), closure=closure(program, path_floor(caller_env)),
         writable=tuple(writable), init=confine_init(), scratch=scratch, cwd=f"{scratch}/work",
-        command=(program,), route=ModelRoute("<the model endpoint>", ()), caller_uid=os.getuid(),
+        command=(program,), route=ModelRoute("<the model endpoint>", ()), caller_uid=os.getuid(), tools=grant,
     )  # fmt: skip
     planned = plan_confinement(facts)
     if isinstance(planned, Failure):

@@ -77,7 +77,7 @@ def test_a_silent_record_ends_with_the_three_closing_lines_of_an_unk() -> None:
     assert lines[1] == (
         "  H1a  unk gating   record config home is scratch — plugins are exactly the declared set — d"
     )
-    assert lines[15:18] == [
+    assert lines[16:19] == [
         "decision census: allowed=0 denied=0 replaced=0 abstained=0",
         ("  nothing was adjudicated: a census of zero cannot distinguish enforcement holding from nothing being "
         "attempted"),
@@ -87,7 +87,7 @@ def test_a_silent_record_ends_with_the_three_closing_lines_of_an_unk() -> None:
 
 def test_hermetic_on_prints_only_the_verdict_section() -> None:
     report = audit_report(facts(audited=False))
-    assert len(report.splitlines()) == 15 and "child exit" not in report and "census" not in report
+    assert len(report.splitlines()) == 16 and "child exit" not in report and "census" not in report
 
 
 def test_census_lines_in_the_spec_order_with_non_zero_counts_only() -> None:

@@ -13,6 +13,7 @@ from metaharness.pure.confinement import (
     ConfinementFacts,
     ModelRoute,
     SystemEntry,
+    ToolGrant,
     bridge_url,
     confined_hermetic,
     install_root,
@@ -21,7 +22,9 @@ from metaharness.pure.confinement import (
     plan_confinement,
     pointed_at_bridge,
     render_bwrap,
+    render_tool_entry,
     shebang_interpreter,
+    tool_entry_variables,
 )
 from metaharness.pure.events import (
     Census,
@@ -109,8 +112,8 @@ def view(route: ModelRoute | None = None, caller_uid: int = 1000) -> Confinement
 
 def test_the_rendered_view_in_order() -> None:
     argv = render_bwrap(plan_confinement(view(ModelRoute("http://e:1", CLAUDE_WIRE))).unwrap(), info_fd=5)
-    assert argv[:8] == ("/usr/bin/bwrap", "--unshare-all", "--unshare-user", "--die-with-parent", "--cap-drop", "ALL",
-                        "--info-fd", "5")  # fmt: skip
+    assert argv[:11] == ("/usr/bin/bwrap", "--unshare-all", "--unshare-user", "--die-with-parent", "--cap-drop", "ALL",
+                         "--setenv", "PYTHONCOERCECLOCALE", "0", "--info-fd", "5")  # fmt: skip
     text = " ".join(argv)
     assert text.index("--ro-bind /usr /usr") < text.index("--symlink usr/bin /bin") < text.index("--tmpfs /tmp")
     assert text.index("--tmpfs /tmp") < text.index("--tmpfs /home/op") < text.index("--ro-bind /opt/node_modules")
@@ -154,7 +157,68 @@ def test_the_attestation_gains_h12_and_h13() -> None:
     assert [(why.row, why.why) for why in off.unavailable] == [
         ("H12", "--confine off: the child sees the caller's filesystem"),
         ("H13", "--confine off: the child sees the caller's network"),
+        ("H14", "--confine off: the tools run beside the harness"),
     ]
+
+
+def test_the_scratch_root_hooks_folder_and_slash_are_read_only_after_the_binds() -> None:
+    """The renamed-``hooks/`` attack: the scratch root is an empty tmpfs holding only its mount points,
+    ``hooks/`` is bound whole, then the scratch root and ``/`` are remounted read-only, last."""
+    facts = msgspec.structs.replace(view(), resolver="/tmp/metaharness-x/resolv.conf")
+    argv = render_bwrap(plan_confinement(facts).unwrap())
+    text = " ".join(argv)
+    assert text.index("--tmpfs /tmp ") < text.index("--tmpfs /tmp/metaharness-x ") < text.index("--bind /tmp/metaharness-x/work")
+    assert text.index("--ro-bind /tmp/metaharness-x/hooks /tmp/metaharness-x/hooks") < text.index("--ro-bind /tmp/metaharness-x/hooks/pretooluse")
+    assert "--ro-bind /tmp/metaharness-x/resolv.conf /etc/resolv.conf" in text
+    assert text.endswith("--remount-ro /tmp/metaharness-x --remount-ro / --chdir /tmp/metaharness-x/work -- " + " ".join(argv[argv.index("--chdir") + 3 :]))
+
+
+def tools_view() -> ConfinementFacts:
+    grant = ToolGrant(writable=("/tmp/metaharness-x/work", "/tmp/metaharness-x/tmp"), reads=("/tmp/metaharness-x/catalogue.json",),
+                      masked=("/tmp/metaharness-x/tmp/cc-socks",))  # fmt: skip
+    return msgspec.structs.replace(view(ModelRoute("http://e:1", CLAUDE_WIRE)), tools=grant, reads=("/opt/rust",))
+
+
+def test_the_tools_layer_holds_the_tree_and_tmpdir_and_nothing_else_of_the_scratch_root() -> None:
+    layer = plan_confinement(tools_view()).unwrap().tools
+    assert layer is not None and layer.entry == "/tmp/metaharness-x/layer/tools"
+    script = render_tool_entry(layer).decode()
+    assert script.startswith("#!/bin/sh\nexec '/usr/bin/bwrap' '--unshare-all' '--unshare-user' '--die-with-parent'")
+    assert script.endswith("'--remount-ro' '/' '--' /bin/bash -c \"$1\"\n")
+    bound = [mount.destination for mount in layer.mounts if mount.operation in ("bind", "ro-bind")]
+    assert [path for path in bound if path.startswith("/tmp/metaharness-x")] == [
+        "/tmp/metaharness-x/catalogue.json", "/tmp/metaharness-x/work", "/tmp/metaharness-x/tmp",
+    ]  # fmt: skip
+    assert {"/usr", "/opt/node_modules", "/home/op/.local/bin", "/opt/rust"} <= set(bound)
+    assert [m.operation for m in layer.mounts if m.destination in ("/proc", "/tmp", "/home/op")] == ["tmpfs"] * 3
+    assert "--ro-bind /proc/cpuinfo /proc/cpuinfo" in " ".join(render_bwrap(plan_confinement(tools_view()).unwrap()) + (render_tool_entry(layer).decode().replace("'", ""),))
+    assert "--share-net" not in script and "route.sock" not in script
+    assert script.index("'--bind' '/tmp/metaharness-x/tmp'") < script.index("'--tmpfs' '/tmp/metaharness-x/tmp/cc-socks'")
+    argv_form = msgspec.structs.replace(layer, form="argv")
+    assert render_tool_entry(argv_form).decode().endswith("'--' \"$@\"\n")
+
+
+def test_h14_says_how_each_kind_s_tools_enter_the_inner_layer() -> None:
+    hermetic = Hermetic(mode="off", decisions="frame", imposed=(RowHow(row="H3", how="environment constructed: PATH"),),
+                        declared=(), unavailable=(), ambient_inputs=(), installed_plugins=())  # fmt: skip
+    with_tools = plan_confinement(tools_view()).unwrap()
+    claude = confined_hermetic(hermetic, with_tools, loopback=False, kind="claude")
+    how = {entry.row: entry.how for entry in claude.imposed}
+    assert how["H14"] == (
+        "CLAUDE_CODE_SHELL_PREFIX starts every Bash command and MCP server in the tools' layer: own PID, mount and "
+        "network namespace (no route), writable /tmp/metaharness-x/work, /tmp/metaharness-x/tmp, nothing else of the "
+        "scratch root"
+    )
+    assert how["H3"] == "environment constructed: PATH, CLAUDE_CODE_SHELL_PREFIX"
+    bare = plan_confinement(view()).unwrap()
+    for kind in ("codex", "b10x"):
+        unconfined_tools = confined_hermetic(hermetic, bare, loopback=False, kind=kind)
+        assert [why.row for why in unconfined_tools.unavailable] == ["H14"]
+        assert "H14" not in {entry.row for entry in unconfined_tools.imposed}
+    assert tool_entry_variables("claude", (("PATH", "/bin"),), with_tools) == (
+        ("CLAUDE_CODE_SHELL_PREFIX", "/tmp/metaharness-x/layer/tools"), ("PATH", "/bin"),
+    )  # fmt: skip
+    assert tool_entry_variables("codex", (("PATH", "/bin"),), bare) == (("PATH", "/bin"),)
 
 
 def test_the_bridge_replaces_the_vendor_api() -> None:
@@ -221,8 +285,8 @@ def test_h7_on_codex_and_h11_under_cwd_in_the_view() -> None:
     confinement = plan_confinement(view()).unwrap()
     above = MemoryWalk(start="/home/op/repo", hits=(MemoryHit("/home/op/AGENTS.md", "AGENTS.md"),), root_names=())
     confined = confined_hermetic(hermetic, confinement, loopback=False, kind="codex", memory=above)
-    assert [(why.row, why.why) for why in confined.unavailable] == [
-        ("H7", "the child runs in /home/op/repo; in the view that grant is the tree, a private /tmp and TMPDIR")
+    assert [(why.row, why.why) for why in confined.unavailable][:1] == [
+        ("H7", "the child runs in /home/op/repo; in the view that grant is the tree and TMPDIR")
     ]
     (h11,) = [entry for entry in confined.imposed if entry.row == "H11"]
     assert h11.how.startswith("the ancestor walk from /home/op/repo found /home/op/AGENTS.md, not in the view")
@@ -230,7 +294,7 @@ def test_h7_on_codex_and_h11_under_cwd_in_the_view() -> None:
     bound = MemoryWalk(start="/home/op/repo", hits=(MemoryHit("/opt/node_modules/AGENTS.md", "AGENTS.md"),),
                        root_names=())  # fmt: skip
     kept = confined_hermetic(hermetic, confinement, loopback=False, kind="claude", memory=bound)
-    assert [why.row for why in kept.unavailable] == ["H7", "H11"] and kept.unavailable[0].why.endswith("/home/op/repo")
+    assert [why.row for why in kept.unavailable] == ["H7", "H11", "H14"] and kept.unavailable[0].why.endswith("/home/op/repo")
 
 
 def test_a_call_id_presented_again_starts_afresh() -> None:

@@ -12,13 +12,14 @@ import pytest
 from returns.result import Failure
 
 from metaharness.pure.environment import EnvironmentDeclaration, child_environment, credential_posture
-from metaharness.pure.events import Hermetic, McpServer, Plugin, SessionStarted, Transcript
+from metaharness.pure.events import Hermetic, McpServer, Plugin, RowHow, RowWhy, SessionStarted, Transcript
 from metaharness.pure.hermetic import (
     MEMORY_SHAPES,
     LaunchFacts,
     MemoryHit,
     MemoryWalk,
     RowAttestation,
+    RowVerdict,
     VerdictFacts,
     attest,
     control_verdict,
@@ -156,7 +157,7 @@ def test_scratch_cwd_is_declared_and_ok_only_when_the_record_cwd_is_the_copy(tmp
 def test_no_opening_record_is_unk_everywhere() -> None:
     rows = row_verdicts(None, VerdictFacts(kind="codex"))
     assert [row.row for row in rows] == [
-        "H1a", "H1b", "H2", "H3", "H4", "H5", "H6", "H7", "H8", "H9", "H10", "H11", "H12", "H13"
+        "H1a", "H1b", "H2", "H3", "H4", "H5", "H6", "H7", "H8", "H9", "H10", "H11", "H12", "H13", "H14"
     ]  # fmt: skip
     assert {row.verdict for row in rows} == {"unk"} and {row.detail for row in rows} == {"no opening record"}
 
@@ -289,3 +290,21 @@ def test_governing_documents_and_workdir_mode() -> None:
     assert (workdir_mode(None, False), workdir_mode("/r", False), workdir_mode("/r", True)) == (
         "scratch", "operator", "copy",
     )
+
+
+def test_h14_rests_on_the_attestation_and_the_harness_environment() -> None:
+    imposed = RowHow(row="H14", how="CLAUDE_CODE_SHELL_PREFIX starts every Bash command in the tools' layer")
+    hermetic = Hermetic(mode="on", decisions="frame", imposed=(imposed,), declared=(), unavailable=(),
+                        ambient_inputs=(), installed_plugins=())  # fmt: skip
+    rows = {verdict: _row(row_verdicts(started(hermetic), VerdictFacts(kind="claude", tools=verdict)), "H14")
+            for verdict in ("ok", "gap", "unk")}  # fmt: skip
+    assert rows["ok"].verdict == "ok" and rows["ok"].detail.endswith("; the harness was started with the tools' layer's entry")
+    assert rows["gap"].verdict == "gap" and "without the tools' layer's entry" in rows["gap"].detail
+    assert rows["unk"].verdict == "unk"
+    unavailable = msgspec_replace(hermetic, imposed=(), unavailable=(RowWhy(row="H14", why="beside the harness"),))
+    row = _row(row_verdicts(started(unavailable), VerdictFacts(kind="codex", tools="ok")), "H14")
+    assert (row.verdict, row.detail) == ("gap", "unavailable: beside the harness")
+
+
+def _row(rows: tuple[RowVerdict, ...], name: str) -> RowVerdict:
+    return next(row for row in rows if row.row == name)

@@ -283,7 +283,7 @@ def test_audited_run_of_the_project_loop_reads_h9_ok(home: Path, emulator: Emula
     assert not [e for e in events if e.get("code") == "VERSION_OFF_PIN"]
     hermetic = of(events, "session.started")[0]["hermetic"]
     assert [row["row"] for row in hermetic["imposed"]] == [
-        "H1a", "H2", "H3", "H4", "H5", "H6", "H7", "H8", "H10", "H11", "H12", "H13"
+        "H1a", "H2", "H3", "H4", "H5", "H6", "H7", "H8", "H10", "H11", "H12", "H13", "H14"
     ]  # fmt: skip
     assert hermetic["unavailable"] == [{"row": "H9", "why": "the version is read from the launch's --version probe"}]
     report = done.stderr.decode().splitlines()

@@ -122,10 +122,10 @@ def strict_args(kind: str, root: str) -> tuple[str, ...]:
 
 
 @pytest.mark.parametrize("emulator", ["text"], indirect=True)
-@pytest.mark.parametrize("kind", ["codex", "claude", "b10x"])
+@pytest.mark.parametrize("kind", ["claude", "b10x"])
 def test_strict_passes_a_clean_confined_run(home: Path, emulator: str, kind: str) -> None:
-    """``--hermetic strict`` exits 0 on a clean confined run of each kind: codex's silent rows read by effect, the
-    project's own loop verified at its own version; ``session.started.program`` names the resolved program."""
+    """``--hermetic strict`` exits 0 on a clean confined run of claude and the loop: the project's own loop verified
+    at its own version; ``session.started.program`` names the resolved program."""
     needs(kind)
     done = run(home, kind, *strict_args(kind, emulator), "--hermetic", "strict")
     events = stream(done)
@@ -154,3 +154,17 @@ def test_the_seed_example_runs_without_a_model(
     assert started["model"] == model
     requests = [json.loads(line) for line in (tmp_path / "emulator.jsonl").read_text().splitlines()]
     assert [(r["path"], r["model"]) for r in requests] == [(path, model)]
+
+
+@pytest.mark.parametrize("emulator", ["text"], indirect=True)
+def test_strict_on_codex_fails_on_h14_alone(home: Path, emulator: str) -> None:
+    """Codex's silent rows (H1a, H1b, H4, H5) read ok by effect, so the one row that keeps a clean confined codex run
+    from strict is H14: codex 0.171.0 starts its commands where they can reach the harness (docs/confinement.md#two-layers),
+    and strict says so with exit 1 rather than certifying it."""
+    needs("codex")
+    done = run(home, "codex", *strict_args("codex", emulator), "--hermetic", "strict")
+    report = done.stderr.decode()
+    assert done.returncode == 1, report
+    assert report.splitlines()[-3:] == ["child exit: 0", "control verdict: gap", "audit verdict: gap (exit 1)"]
+    rows = [line.split() for line in report.splitlines() if line.strip().startswith("H")]
+    assert [row[0] for row in rows if row[1:2] != ["ok"]] == ["H14"], report

@@ -16,6 +16,7 @@ from metaharness.pure.adapter import (
     Memory,
     RowText,
     RunRules,
+    ToolEntry,
 )
 from metaharness.pure.b10x.admissibility import check_frame_admissible
 from metaharness.pure.b10x.vendor import KIND, PIN, PROGRAM, RENDERING
@@ -98,7 +99,17 @@ ADAPTER = Adapter(
         plugins_from_skills=True,
         no_output_style="the loop has no output style",
     ),
-    confinement=ConfinementShape(vendor_route=None, view_grant="", writable=("config",)),
+    confinement=ConfinementShape(
+        vendor_route=None,
+        view_grant="",
+        writable=("config",),
+        tools=ToolEntry(
+            mechanism="entry",
+            variable="B10X_HARNESS_RUN_THROUGH",
+            form="argv",
+            how="B10X_HARNESS_RUN_THROUGH starts every program of the loop's run tool in the tools' layer",
+        ),
+    ),
     record_source="b10x-harness.record",
     admit_frame=check_frame_admissible,
     caller_seam=True,

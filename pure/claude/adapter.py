@@ -26,6 +26,7 @@ from metaharness.pure.adapter import (
     Memory,
     RowText,
     RunRules,
+    ToolEntry,
     Variables,
     VendorRoute,
 )
@@ -161,6 +162,12 @@ ADAPTER = Adapter(
         ),
         view_grant="",
         writable=("claude-home", "tmp", "hook-channel"),
+        tools=ToolEntry(
+            mechanism="entry",
+            variable="CLAUDE_CODE_SHELL_PREFIX",
+            how="CLAUDE_CODE_SHELL_PREFIX starts every Bash command and MCP server in the tools' layer",
+            masked=("cc-socks",),
+        ),
     ),
     record_source="claude.stream-json",
     admit_frame=None,

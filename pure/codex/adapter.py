@@ -26,6 +26,7 @@ from metaharness.pure.adapter import (
     Memory,
     RowText,
     RunRules,
+    ToolEntry,
     VendorRoute,
 )
 from metaharness.pure.codex.vendor import KIND, LOOPBACK_KEY_VARIABLE, PINS, PROGRAM, RENDERING, UPSTREAM, WIRE_PATHS
@@ -151,7 +152,8 @@ ADAPTER = Adapter(
     hermetic=HermeticShape(
         memory=Memory(shapes=("CLAUDE.md", "AGENTS.md"), canary=False, refused_in_scratch=True, nothing_found_suffix=""),
         launch_rows=launch_rows,
-        grant_in_words='; the codex sandbox is sandbox_mode = "workspace-write" on that tree, with no writable_roots',
+        grant_in_words='; the codex sandbox is sandbox_mode = "workspace-write" on that tree, with no writable_roots '
+        "and exclude_slash_tmp",
         vendor_ambient=True,
         plugins_from_skills=False,
         no_output_style=None,
@@ -161,8 +163,14 @@ ADAPTER = Adapter(
             upstream=UPSTREAM, wire_paths=WIRE_PATHS, base_url_variable="OPENAI_BASE_URL", base_url_path="/v1",
             login_needs_api_key=True,
         ),
-        view_grant="; in the view that grant is the tree, a private /tmp and TMPDIR",
+        view_grant="; in the view that grant is the tree and TMPDIR",
         writable=("codex-home", "tmp", "hook-channel"),
+        tools=ToolEntry(
+            mechanism="unavailable",
+            how="codex's own sandbox gives a shell command its own PID and network namespace, but in the view it "
+            "runs without a /proc of its own (the kernel refuses a nested proc mount), so the command lists the "
+            "harness and opens its /proc/<pid>/fd, and reads the scratch root; codex honours no shell prefix",
+        ),
     ),
     record_source="codex.rollout",
     admit_frame=None,

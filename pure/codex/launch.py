@@ -218,6 +218,8 @@ def render_config(config: CodexConfig) -> str:
             lines += ["request_max_retries = 0", "stream_max_retries = 0"]
     if not config.view_image:
         lines += ["", "[features]", "view_image = false"]
+    if config.sandbox_mode == "workspace-write":
+        lines += ["", "[sandbox_workspace_write]", "exclude_slash_tmp = true"]
     lines += ["", "[mcp_servers]", "", "[[hooks.PreToolUse]]"]
     for command in config.hook_commands:
         lines += [

@@ -33,7 +33,7 @@ from metaharness.pure.b10x.loop_flags import loop_flag_refusal, tier_flags
 from metaharness.pure.b10x.seam import SeamSettings, unverified_tier, version_off_pin
 from metaharness.pure.b10x.vendor import PROGRAM
 from metaharness.pure.bounds import HOOKS_FILE_LIMIT
-from metaharness.pure.confinement import bridge_url, confined_hermetic
+from metaharness.pure.confinement import bridge_url, confined_hermetic, tool_entry_variables
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import credential_posture
 from metaharness.pure.events import Transcript, WarningRaised
@@ -283,6 +283,10 @@ def confined_launch(
                 sockets=session_bus(launch), inputs=(*declared_files(launch), *hook_reads(launch)),
             )
         )  # fmt: skip
+        variables = tool_entry_variables("b10x", launch.environment.variables, spawn.confinement)
+        launch = msgspec.structs.replace(
+            launch, environment=msgspec.structs.replace(launch.environment, variables=variables)
+        )
     confinement = None if spawn is None else spawn.confinement
     hermetic = confined_hermetic(launch.attestation, confinement, loopback=False, kind="b10x", memory=walk)
     return msgspec.structs.replace(launch, attestation=hermetic), spawn
@@ -356,7 +360,12 @@ def run_b10x(options: RunOptions) -> int:
     audit.names_program(launch.program)
     if proxy is not None:
         audit.route = lambda: proxy.route
-    audit.rows_facts = lambda: msgspec.structs.replace(verdict_facts(options, launch, pins), namespaces="unk" if spawn is None else spawn.namespaces())
+    def rows_facts() -> VerdictFacts:
+        """The facts the rows are checked against, with the namespaces and the tools' layer as read after the spawn."""
+        return msgspec.structs.replace(verdict_facts(options, launch, pins), namespaces="unk" if spawn is None else spawn.namespaces(),
+                                       tools="unk" if spawn is None else spawn.tools())  # fmt: skip
+
+    audit.rows_facts = rows_facts
     settings = SeamSettings(
         run=run_id,
         mode=options.decisions,
@@ -404,9 +413,7 @@ def run_b10x(options: RunOptions) -> int:
         shutil.rmtree(launch.scratch, ignore_errors=True)
         return end_unexpectedly(audit, run_id, error)
     try:
-        namespaces = "unk" if spawn is None else spawn.namespaces()
-        facts_of_rows = msgspec.structs.replace(verdict_facts(options, launch, pins), namespaces=namespaces)
-        return audit.exit_code(facts_of_rows, launch.transcript_path, outcome.reason)
+        return audit.exit_code(rows_facts(), launch.transcript_path, outcome.reason)
     finally:
         if proxy is not None:
             proxy.stop()

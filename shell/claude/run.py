@@ -27,13 +27,20 @@ from metaharness.pure.claude.launch import (
     MCP_SERVER,
     ClaudeLaunch,
     ClaudeRunSpec,
+    hook_command,
     plan_claude_launch,
 )
 from metaharness.pure.claude.plugins import PluginCopy, PluginFile, PluginTree, plan_plugins
 from metaharness.pure.claude.seam import SessionFacts
 from metaharness.pure.claude.session import open_session
 from metaharness.pure.claude.vendor import PINS, PROGRAM, WIRE_PATHS
-from metaharness.pure.confinement import BRIDGE_PORT, bridge_url, confined_hermetic, pointed_at_bridge
+from metaharness.pure.confinement import (
+    BRIDGE_PORT,
+    bridge_url,
+    confined_hermetic,
+    pointed_at_bridge,
+    tool_entry_variables,
+)
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import (
     EnvironmentDeclaration,
@@ -46,7 +53,7 @@ from metaharness.pure.environment import (
 from metaharness.pure.events import Event, Transcript, WarningRaised
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
 from metaharness.pure.hermetic import MEMORY_SHAPES, MemoryWalk, VerdictFacts, memory_walk
-from metaharness.pure.hook_channel import HOOK_TIMEOUT_S
+from metaharness.pure.hook_channel import HOOK_PROGRAM, HOOK_TIMEOUT_S
 from metaharness.pure.loopback import (
     SYMBOLIC_PORT,
     loopback_expired,
@@ -359,8 +366,14 @@ def confined_launch(
                           os.path.join(scratch, "hook-channel")),
                 governing=(*(item.path for item in launch.files), *credential,
                            *(os.path.join(scratch, "plugins", plugin.name) for plugin in plugins)),
+                tool_reads=tuple(item.path for item in launch.files if item.path.endswith(CATALOGUE_FILE)),
+                harness_lines=((hook_command(scratch), os.path.join(scratch, HOOK_PROGRAM)),),
             )
         )  # fmt: skip
+        variables = tool_entry_variables("claude", launch.environment.variables, spawn.confinement)
+        launch = msgspec.structs.replace(
+            launch, environment=msgspec.structs.replace(launch.environment, variables=variables)
+        )
     confinement = None if spawn is None else spawn.confinement
     loopback = launch.environment.posture.loopback
     hermetic = confined_hermetic(launch.hermetic, confinement, loopback, "claude", walk)
@@ -438,7 +451,12 @@ def run_claude(options: RunOptions) -> int:
     audit.names_program(launch.program)
     if proxy is not None and spawn is not None:
         audit.route = lambda: proxy.route
-    audit.rows_facts = lambda: msgspec.structs.replace(verdict_facts(options, launch, plugins), namespaces="unk" if spawn is None else spawn.namespaces())
+    def rows_facts() -> VerdictFacts:
+        """The facts the rows are checked against, with the namespaces and the tools' layer as read after the spawn."""
+        return msgspec.structs.replace(verdict_facts(options, launch, plugins), namespaces="unk" if spawn is None else spawn.namespaces(),
+                                       tools="unk" if spawn is None else spawn.tools())  # fmt: skip
+
+    audit.rows_facts = rows_facts
     facts_of_session = SessionFacts(
         transcript=Transcript(path=launch.transcript_path, digest=None, bytes=None),
         hermetic=launch.hermetic,
@@ -461,9 +479,7 @@ def run_claude(options: RunOptions) -> int:
                 on_steering_refusal=stderr_line, late_events=lambda: (*audit.limits.late_events(), *late_events(options, run_id, launch, proxy, audit.workspace_diff())),
                 alerts=None if proxy is None else (proxy.alert_fd, lambda: expired_events(proxy)),
             )  # fmt: skip
-        namespaces = "unk" if spawn is None else spawn.namespaces()
-        facts_of_rows = msgspec.structs.replace(verdict_facts(options, launch, plugins), namespaces=namespaces)
-        return audit.exit_code(facts_of_rows, launch.transcript_path, outcome.reason)
+        return audit.exit_code(rows_facts(), launch.transcript_path, outcome.reason)
     except OSError as error:
         if spawned_group() is not None:
             return end_unexpectedly(audit, run_id, error)

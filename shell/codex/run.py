@@ -450,7 +450,12 @@ def run_codex(options: RunOptions) -> int:
         audit.names_program(launch.program)
         if proxy is not None and spawn is not None:
             audit.route = lambda: proxy.route
-        audit.rows_facts = lambda: msgspec.structs.replace(verdict_facts(options, launch), namespaces="unk" if spawn is None else spawn.namespaces())
+        def rows_facts() -> VerdictFacts:
+            """The facts the rows are checked against, with the namespaces and the tools' layer as read after the spawn."""
+            return msgspec.structs.replace(verdict_facts(options, launch), namespaces="unk" if spawn is None else spawn.namespaces(),
+                                           tools="unk" if spawn is None else spawn.tools())  # fmt: skip
+
+        audit.rows_facts = rows_facts
         desk = open_desk(options.decisions, frame, decision_budget_ms(options.decision_deadline, HOOK_TIMEOUT_S * 1000))
         drive = (
             drive_codex
@@ -476,9 +481,7 @@ def run_codex(options: RunOptions) -> int:
             return refuse(Refusal("spawn-failed", f"{launch.program} could not be started: {error}"))
         except Exception as error:  # noqa: BLE001 - the child is stopped and the stream closed whatever failed
             return end_unexpectedly(audit, run, error)
-        namespaces = "unk" if spawn is None else spawn.namespaces()
-        facts_of_rows = msgspec.structs.replace(verdict_facts(options, launch), namespaces=namespaces)
-        return audit.exit_code(facts_of_rows, launch.rollout_copy, outcome.reason)
+        return audit.exit_code(rows_facts(), launch.rollout_copy, outcome.reason)
     finally:
         if proxy is not None:
             proxy.stop()

@@ -28,6 +28,9 @@ LINE_CUT = 400
 DIR_ENTRIES = 500
 STREAM_CAP = 64 * 1024
 RUN_TIMEOUT_S = 600.0
+RUN_THROUGH = "B10X_HARNESS_RUN_THROUGH"
+"""When set, the absolute path of the program every ``run`` call is started through, handed the
+resolved program and its arguments (metaharness's tools' layer, docs/loop.md#tools)."""
 
 
 class ToolFailure(Exception):
@@ -346,10 +349,11 @@ class Workspace:
         environment = {k: v for k, v in os.environ.items() if k not in self.hidden_env}
         remaining = self.cancel.remaining_s()
         timeout = RUN_TIMEOUT_S if remaining is None else min(RUN_TIMEOUT_S, remaining)
+        through = os.environ.get(RUN_THROUGH)
         try:
             child = subprocess.Popen(
-                argv,
-                executable=program,
+                [through, program, *argv[1:]] if through else argv,
+                executable=through or program,
                 cwd=self.root,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
