@@ -103,9 +103,22 @@ _RETAINED_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CL
 def _retain_file(source: int, destination: str) -> None:
     """Copy the open regular file ``source`` (closed here) to a new ``destination`` readable by its owner only."""
     with os.fdopen(source, "rb") as reading:
-        os.makedirs(os.path.dirname(destination), mode=0o700, exist_ok=True)
+        _retain_folders(os.path.dirname(destination))
         with os.fdopen(os.open(destination, _RETAINED_FLAGS, 0o600), "wb") as writing:
             shutil.copyfileobj(reading, writing)
+
+
+def _retain_folders(path: str) -> None:
+    """The folders of ``path`` made (0700) from the top down, one at a time: a copy as deep as the child
+    made its tree raises no ``RecursionError`` (``os.makedirs`` recurses), only an ``OSError``."""
+    made = "/" if path.startswith("/") else ""
+    for part in path.split("/"):
+        made = os.path.join(made, part)
+        if part and not os.path.isdir(made):
+            try:
+                os.mkdir(made, 0o700)
+            except FileExistsError:
+                pass
 
 
 def _retain(scratch: ChildDir, source: str, destination: str) -> None:

@@ -27,7 +27,8 @@ BY_NAME = {
 }  # fmt: skip
 DESCRIPTOR_KEYWORDS = {"dir_fd", "src_dir_fd", "dst_dir_fd"}
 OPERATOR_SIDE = {
-    ("wind_up.py", "_retain_file"): {"os.makedirs", "os.open"},
+    ("wind_up.py", "_retain_file"): {"os.open"},
+    ("wind_up.py", "_retain_folders"): {"os.mkdir", "os.path.isdir"},
     ("wind_up.py", "retain_copies"): {"os.mkdir"},
 }
 """Calls on the operator's ``--retain-dir`` (the destination side), which the child cannot write."""

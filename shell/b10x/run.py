@@ -45,6 +45,7 @@ from metaharness.pure.run_stages import strict_version_refusal
 from metaharness.shell.b10x.live import drive_loop
 from metaharness.shell.bounded_reads import read_regular
 from metaharness.shell.child_end import end_unexpectedly
+from metaharness.shell.child_tree import remove_tree
 from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare, program_reads, start_route
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
@@ -336,7 +337,7 @@ def run_b10x(options: RunOptions) -> int:
             if proxy is not None:
                 proxy.stop()
             if scratch is not None:
-                shutil.rmtree(scratch, ignore_errors=True)
+                remove_tree(scratch)
             return refuse(refused.refusal)
     if proxy is not None:
         audit.route = lambda: proxy.route
@@ -378,12 +379,12 @@ def run_b10x(options: RunOptions) -> int:
     except OSError as error:
         if proxy is not None:
             proxy.stop()
-        shutil.rmtree(launch.scratch, ignore_errors=True)
+        remove_tree(launch.scratch)
         if spawned_group() is not None:
             return end_unexpectedly(audit, run_id, error)
         return refuse(Refusal("spawn-failed", f"{launch.program} could not be started: {error.strerror or error}"))
     except Exception as error:  # noqa: BLE001 - the child is stopped and the stream closed whatever failed
-        shutil.rmtree(launch.scratch, ignore_errors=True)
+        remove_tree(launch.scratch)
         return end_unexpectedly(audit, run_id, error)
     try:
         namespaces = "unk" if spawn is None else spawn.namespaces()
@@ -392,4 +393,4 @@ def run_b10x(options: RunOptions) -> int:
     finally:
         if proxy is not None:
             proxy.stop()
-        shutil.rmtree(launch.scratch, ignore_errors=True)
+        remove_tree(launch.scratch)

@@ -47,6 +47,7 @@ from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import strict_version_refusal
 from metaharness.shell.bounded_reads import read_regular
 from metaharness.shell.child_end import end_unexpectedly
+from metaharness.shell.child_tree import remove_tree
 from metaharness.shell.codex.app_server import drive_app_server, place_catalogue, read_codex_catalogue
 from metaharness.shell.codex.live import SUB_AGENT_COPIES, drive_codex
 from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare, start_route
@@ -463,4 +464,4 @@ def run_codex(options: RunOptions) -> int:
     finally:
         if proxy is not None:
             proxy.stop()
-        shutil.rmtree(scratch, ignore_errors=True)
+        remove_tree(scratch)
