@@ -12,7 +12,6 @@ compare the record against (:class:`VerdictFacts`) and the files a kind retains 
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 import sys
 from collections.abc import Callable, Sequence
@@ -29,7 +28,7 @@ from metaharness.pure.run_stages import unaudited_exit
 from metaharness.pure.stream_amendment import Amendment, amend
 from metaharness.shell.auditor import gather_audit_facts
 from metaharness.shell.auditor_invocation import audit_baseline, run_auditor
-from metaharness.shell.child_tree import ChildDir
+from metaharness.shell.child_tree import ChildDir, copy_data
 from metaharness.shell.facts import directory_identity
 from metaharness.shell.refusals import refuse
 from metaharness.shell.run_limits import RunLimits
@@ -102,10 +101,15 @@ _RETAINED_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CL
 
 def _retain_file(source: int, destination: str) -> None:
     """Copy the open regular file ``source`` (closed here) to a new ``destination`` readable by its owner only."""
-    with os.fdopen(source, "rb") as reading:
+    try:
         _retain_folders(os.path.dirname(destination))
-        with os.fdopen(os.open(destination, _RETAINED_FLAGS, 0o600), "wb") as writing:
-            shutil.copyfileobj(reading, writing)
+        target = os.open(destination, _RETAINED_FLAGS, 0o600)
+        try:
+            copy_data(source, target)
+        finally:
+            os.close(target)
+    finally:
+        os.close(source)
 
 
 def _retain_folders(path: str) -> None:

@@ -75,3 +75,26 @@ def test_retain_copies_a_deep_tree_without_raising(tmp_path: Path) -> None:
     assert (kept / "run-1" / "hook-requests" / "0.json").read_text() == "{}"
     remove_tree(str(scratch))
     assert not scratch.exists()
+
+
+def test_a_file_the_child_made_a_terabyte_by_truncate_is_kept_sparse_and_whole(tmp_path: Path) -> None:
+    """A hook request extended with ``truncate -s 1T`` (no disk used) was copied as a terabyte of zeros
+    into the operator's ``--retain-dir``; the copy keeps its holes, so it costs neither disk nor time,
+    and holds the same bytes."""
+    scratch = tmp_path / "scratch"
+    requests = scratch / "hook-channel" / "requests"
+    requests.mkdir(parents=True)
+    with open(requests / "1.json", "wb") as planted:
+        planted.write(b'{"head":1}')
+        planted.seek(512 * 1024 * 1024)
+        planted.write(b"middle")
+        planted.truncate(1024**4)
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    assert retain_copies(str(kept), "run-1", str(scratch), [(str(requests), "hook-requests")]) == ()
+    copy = kept / "run-1" / "hook-requests" / "1.json"
+    assert copy.stat().st_size == 1024**4 and copy.stat().st_blocks * 512 < 64 * 1024 * 1024
+    with open(copy, "rb") as handle:
+        assert handle.read(10) == b'{"head":1}'
+        handle.seek(512 * 1024 * 1024 - 4)
+        assert handle.read(14) == b"\0\0\0\0middle\0\0\0\0"

@@ -1,7 +1,8 @@
 """The child leaves the scratch root in a shape metaharness must still wind up (real Claude Code against
 ``b10x-emulator``, docs/adapters/common.md#child-trees): a tool's temporary tree thousands of folders
 deep, beside a link to a folder of the caller's, is removed at the end without following the link, and
-the run still ends with a closed stream, its report and its exit — never a traceback."""
+the run still ends with a closed stream, its report and its exit — never a traceback; a hook request
+the child made a terabyte with one ``truncate`` costs ``--retain-dir`` no disk."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from codex_process import of, sealed_frame, well_formed
@@ -36,29 +38,47 @@ def audited(tmp_path: Path) -> list[str]:
     return ["--audit", "--spec", str(tmp_path / "spec.md"), "--auditor", str(auditor)]
 
 
-@pytest.mark.skipif(pinned_cli("claude") is None, reason="the pinned Claude Code is not installed")
-def test_a_deep_tree_and_a_planted_link_in_the_scratch_root_are_wound_up(tmp_path: Path) -> None:
+def claude_run(tmp_path: Path, steps: list[str], kept: Path) -> tuple[int, list[dict[str, Any]], str]:
+    """``metaharness run claude`` against ``b10x-emulator`` running ``steps`` as Bash calls, audited."""
     home = caller_home(tmp_path)
-    host = tmp_path / "host"
-    (host / "inner").mkdir(parents=True)
-    (host / "inner" / "precious").write_text("the caller's file\n")
-    kept = tmp_path / "kept"
-    kept.mkdir()
-    prompt = f'do the steps\n$ {DEEP}\n$ ln -s {host} "$TMPDIR/to-host"; ln -s {host}/inner "$TMPDIR/a/to-inner"; echo linked\n'
+    prompt = "do the steps\n" + "".join(f"$ {step}\n" for step in steps)
     with running_emulator("--scenario", "claude-bash-steps") as (base_url, _):
         argv = [sys.executable, "-m", "metaharness.shell", "run", "claude", "--credentials", "none",
                 "--model-endpoint", base_url.removesuffix("/v1"), "-p", prompt, "--retain-dir", str(kept),
                 "--frame", sealed_frame(tmp_path, ["shell"]), *audited(tmp_path)]  # fmt: skip
         done = subprocess.run(argv, capture_output=True, env={**os.environ, "HOME": str(home)}, timeout=240,
                               stdin=subprocess.DEVNULL, check=False)  # fmt: skip
-    stderr = done.stderr.decode()
-    events = well_formed(done.stdout.splitlines(keepends=True))
+    return done.returncode, well_formed(done.stdout.splitlines(keepends=True)), done.stderr.decode()
+
+
+@pytest.mark.skipif(pinned_cli("claude") is None, reason="the pinned Claude Code is not installed")
+def test_a_deep_tree_and_a_planted_link_in_the_scratch_root_are_wound_up(tmp_path: Path) -> None:
+    host = tmp_path / "host"
+    (host / "inner").mkdir(parents=True)
+    (host / "inner" / "precious").write_text("the caller's file\n")
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    linking = f'ln -s {host} "$TMPDIR/to-host"; ln -s {host}/inner "$TMPDIR/a/to-inner"; echo linked'
+    code, events, stderr = claude_run(tmp_path, [DEEP, linking], kept)
     results = json.dumps(of(events, "tool.result"))
     assert "deep 1500" in results and "linked" in results, stderr
     assert events[-1]["event"] == "stream.closed", events[-1]
     assert "Traceback" not in stderr and "internal-error" not in stderr, stderr[-3000:]
-    assert "control verdict: ok" in stderr and done.returncode == 0, stderr[-3000:]
+    assert "control verdict: ok" in stderr and code == 0, stderr[-3000:]
     scratch = Path(of(events, "session.started")[0]["cwd"]).parent
     assert not os.path.lexists(scratch), sorted(os.listdir(scratch))
     assert (host / "inner" / "precious").read_text() == "the caller's file\n"
     assert sorted(str(p.relative_to(host)) for p in host.rglob("*")) == ["inner", "inner/precious"]
+
+
+@pytest.mark.skipif(pinned_cli("claude") is None, reason="the pinned Claude Code is not installed")
+def test_a_terabyte_hook_request_made_by_truncate_costs_the_retain_dir_no_disk(tmp_path: Path) -> None:
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    planting = 'truncate -s 1T "$TMPDIR/../hook-channel/requests/HUGE0001.json" && echo planted'
+    code, events, stderr = claude_run(tmp_path, [planting], kept)
+    assert "planted" in json.dumps(of(events, "tool.result")), stderr
+    assert events[-1]["event"] == "stream.closed" and "Traceback" not in stderr, stderr[-3000:]
+    assert code == 0 and "control verdict: ok" in stderr, stderr[-3000:]
+    (copy,) = (kept / events[0]["run"] / "hook-requests").glob("HUGE0001.json")
+    assert copy.stat().st_size == 1024**4 and copy.stat().st_blocks * 512 < 1024 * 1024
