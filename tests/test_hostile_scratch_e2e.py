@@ -82,3 +82,18 @@ def test_a_terabyte_hook_request_made_by_truncate_costs_the_retain_dir_no_disk(t
     assert code == 0 and "control verdict: ok" in stderr, stderr[-3000:]
     (copy,) = (kept / events[0]["run"] / "hook-requests").glob("HUGE0001.json")
     assert copy.stat().st_size == 1024**4 and copy.stat().st_blocks * 512 < 1024 * 1024
+
+
+@pytest.mark.skipif(pinned_cli("claude") is None, reason="the pinned Claude Code is not installed")
+def test_a_doorbell_flooded_by_a_tool_leaves_the_run_going(tmp_path: Path) -> None:
+    """400 MB written to the doorbell with no line end (then one) is cut away as it arrives: the next
+    call's hook is still heard and answered, and the run ends as it would have."""
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    flood = ('d="$TMPDIR/../hook-channel/doorbell"; head -c 400000000 /dev/zero | tr "\\0" x > "$d"; '
+             'printf "\\n" > "$d"; echo flooded')  # fmt: skip
+    code, events, stderr = claude_run(tmp_path, [flood, "echo after"], kept)
+    results = json.dumps(of(events, "tool.result"))
+    assert "flooded" in results and "after" in results, stderr[-3000:]
+    assert events[-1]["event"] == "stream.closed" and "Traceback" not in stderr, stderr[-3000:]
+    assert code == 0 and "control verdict: ok" in stderr, stderr[-3000:]
