@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -97,3 +98,27 @@ def test_a_doorbell_flooded_by_a_tool_leaves_the_run_going(tmp_path: Path) -> No
     assert "flooded" in results and "after" in results, stderr[-3000:]
     assert events[-1]["event"] == "stream.closed" and "Traceback" not in stderr, stderr[-3000:]
     assert code == 0 and "control verdict: ok" in stderr, stderr[-3000:]
+
+
+@pytest.mark.skipif(pinned_cli("codex") is None, reason="the pinned Codex CLI is not installed")
+def test_a_deep_tree_a_codex_tool_made_in_its_tmpdir_is_wound_up(tmp_path: Path) -> None:
+    """Codex's own sandbox lets a shell call under ``--cwd`` write its ``TMPDIR`` in the scratch root."""
+    home = tmp_path / "home"
+    (home / ".local" / "bin").mkdir(parents=True)
+    (home / ".local" / "bin" / "codex").symlink_to(pinned_cli("codex") or "")
+    work = tmp_path / "work"
+    work.mkdir()
+    prompt = f"do the steps\n$ {DEEP}\n"
+    with running_emulator("--scenario", "codex-shell-steps") as (base_url, _):
+        argv = [sys.executable, "-m", "metaharness.shell", "run", "codex", "--credentials", "none",
+                "--model-endpoint", base_url.removesuffix("/v1"), "-p", prompt, "--cwd", str(work),
+                "--frame", sealed_frame(tmp_path, ["shell"]), *audited(tmp_path)]  # fmt: skip
+        done = subprocess.run(argv, capture_output=True, env={**os.environ, "HOME": str(home)}, timeout=240,
+                              stdin=subprocess.DEVNULL, check=False)  # fmt: skip
+    stderr = done.stderr.decode()
+    events = well_formed(done.stdout.splitlines(keepends=True))
+    assert "deep 1500" in json.dumps(of(events, "tool.result")), stderr[-3000:]
+    assert events[-1]["event"] == "stream.closed" and "Traceback" not in stderr, stderr[-3000:]
+    assert "internal-error" not in stderr and "control verdict: " in stderr, stderr[-3000:]
+    (scratch,) = set(re.findall(r"(/[^\s,;]*/metaharness-codex-[^/\s,;]+)/", stderr))
+    assert not os.path.lexists(scratch), sorted(os.listdir(scratch))
