@@ -76,3 +76,15 @@ def test_the_rule_sees_a_by_name_open() -> None:
         "hook_channel.py:3 answer: os.open",
         "hook_channel.py:4 answer: os.rename",
     ]
+
+
+def test_no_shell_module_removes_a_tree_with_shutil() -> None:
+    """A run's scratch root (and an eval run's copy) is removed by ``child_tree.remove_tree``: Python
+    3.11's ``shutil.rmtree`` recurses, so a tree the child made ~1,000 folders deep raised after the report."""
+    found = [
+        f"{path.relative_to(SHELL)}:{call.lineno}"
+        for path in sorted(SHELL.rglob("*.py"))
+        for call in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(call, ast.Call) and dotted(call.func) == "shutil.rmtree"
+    ]
+    assert found == []
