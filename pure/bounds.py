@@ -43,6 +43,9 @@ CREDENTIAL_FILE_LIMIT = 1024 * 1024
 """Bytes of a custody credential file (``auth.json``, ``.credentials.json``) read; a larger one is
 unreadable."""
 
+PLUGIN_MANIFEST_LIMIT = 1024 * 1024
+"""Bytes of a plugin copy's ``.claude-plugin/plugin.json`` read for row H1a; a larger one names no plugin."""
+
 GIT_INDEX_LIMIT = 256 * 1024 * 1024
 """Bytes of git's index read for ``--context``; a larger index (or one that is no regular file) counts
 as no index, so the files are untracked."""

@@ -158,16 +158,21 @@ def read_hook_request(key: str, raw: bytes) -> HookCall:
     return HookCall(key, f"hook:{key}", name, document.get("tool_input"), False, cwd)
 
 
+KEY_LIMIT = 64
+"""The longest key a hook could make (``mktemp``'s suffix is eight characters)."""
+
+
 def doorbell_keys(pending: bytes, received: bytes) -> tuple[tuple[str, ...], bytes]:
     """Split doorbell bytes into complete keys; the unterminated tail is carried to the next read.
 
     Each hook writes ``<key>\\n`` in one write under PIPE_BUF, so lines never interleave; empty lines
-    are skipped.
+    are skipped. A tail longer than ``KEY_LIMIT`` is no key, so only its first ``KEY_LIMIT + 1`` bytes
+    are carried (still too long when its line ends): a child writing without a newline grows nothing.
     """
     data = pending + received
     *lines, rest = data.split(b"\n")
     keys = tuple(line.decode("utf-8", "replace") for line in lines if line)
-    return keys, rest
+    return keys, rest[: KEY_LIMIT + 1]
 
 
 def is_channel_key(key: str) -> bool:
@@ -176,7 +181,7 @@ def is_channel_key(key: str) -> bool:
     The shell reads ``requests/<key>.json`` only for such keys, so a doorbell line can never name a
     file outside the channel.
     """
-    return 0 < len(key) <= 64 and "/" not in key and key not in {".", ".."} and "\x00" not in key
+    return 0 < len(key) <= KEY_LIMIT and "/" not in key and key not in {".", ".."} and "\x00" not in key
 
 
 HOOK_GAVE_UP = (

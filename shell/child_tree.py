@@ -14,7 +14,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
 
 from returns.result import Failure, Result, Success
@@ -58,6 +58,10 @@ def _rung(fifo: int) -> Result[bool, Refusal]:
     finally:
         os.close(fifo)
     return Success(True)
+
+
+def _mode(status: os.stat_result | None) -> int:
+    return status.st_mode if status is not None else 0
 
 
 def _single(name: str) -> bool:
@@ -229,29 +233,62 @@ class ChildDir:
             reached = reached.bind(partial(_stepped, name=name))
         return reached
 
-    def regular_files(self, prefix: str = "") -> Iterator[tuple[str, int]]:
+    def regular_files(self) -> Iterator[tuple[str, int]]:
         """Every regular file with one name in this tree, as (its path below here, a descriptor the
-        caller closes), in name order; links, FIFOs, devices and what cannot be opened are skipped."""
-        for name in self.names():
-            status = self.status(name)
-            mode = status.st_mode if status is not None else 0
+        caller closes), in name order; links, FIFOs, devices and what cannot be opened are skipped.
+        Walked with a stack, not recursion, so no depth the child makes raises (a folder that cannot
+        be opened, past the descriptors left, is skipped)."""
+        frames: list[tuple[ChildDir | None, str, list[str]]] = [(None, "", list(reversed(self.names())))]
+        while frames:
+            held, prefix, names = frames[-1]
+            if not names:
+                frames.pop()
+                if held is not None:
+                    held.close()
+                continue
+            directory, name = held or self, names.pop()
+            mode = _mode(directory.status(name))
             if stat.S_ISREG(mode):
-                opened = self.reader(name)
+                opened = directory.reader(name)
                 if isinstance(opened, Success):
                     yield prefix + name, opened.unwrap()
             elif stat.S_ISDIR(mode):
-                inner = self.sub(name)
+                inner = directory.sub(name)
                 if isinstance(inner, Success):
-                    try:
-                        yield from inner.unwrap().regular_files(f"{prefix}{name}/")
-                    finally:
-                        inner.unwrap().close()
+                    frames.append((inner.unwrap(), f"{prefix}{name}/", list(reversed(inner.unwrap().names()))))
 
     def close(self) -> None:
         try:
             os.close(self.fd)
         except OSError:
             pass
+
+
+_COPY_CHUNK = 1024 * 1024
+
+
+def copy_data(source: int, target: int) -> None:
+    """The regular file ``source`` (a child's) copied to ``target`` as the same bytes, its holes kept
+    holes (``SEEK_DATA``/``SEEK_HOLE``): a file the child extended to a terabyte with one ``truncate``
+    costs the copy no disk and no time (raises ``OSError``)."""
+    size = os.fstat(source).st_size
+    offset = 0
+    while offset < size:
+        try:
+            start = os.lseek(source, offset, os.SEEK_DATA)
+        except OSError as error:
+            if error.errno != errno.ENXIO:
+                raise
+            break
+        end = min(os.lseek(source, start, os.SEEK_HOLE), size)
+        while start < end:
+            chunk = os.pread(source, min(_COPY_CHUNK, end - start), start)
+            if not chunk:
+                end = start
+                break
+            start += os.pwrite(target, chunk, start)
+        offset = max(end, offset + 1)
+    os.ftruncate(target, size)
 
 
 def write_new_file(root: str, name: str, data: bytes) -> Result[None, Refusal]:
@@ -265,3 +302,49 @@ def write_new_file(root: str, name: str, data: bytes) -> Result[None, Refusal]:
         return directory.write_new(name, data).map(lambda _status: None)
     finally:
         directory.close()
+
+
+_DEEPEST = 64
+"""How many folders :func:`remove_tree` holds open at once; a folder deeper is moved up to the root first."""
+
+
+def remove_tree(root: str) -> None:
+    """Remove the tree ``root`` metaharness made (a run's scratch root), once the child has ended:
+    every name is removed by ``unlinkat`` or ``rmdir`` through its folder's descriptor, so a link the
+    child planted is removed itself and nothing outside is touched; walked with a stack, not recursion,
+    a folder past ``_DEEPEST`` moved up to the root by ``renameat``, so no depth the child made raises
+    or holds more descriptors. What cannot be removed stays; nothing here raises."""
+    try:
+        top = ChildDir.open(root)
+    except OSError:
+        return
+    frames: list[tuple[ChildDir, str, list[str]]] = [(top, "", list(top.names()))]
+    moved = 0
+    while frames:
+        directory, name, names = frames[-1]
+        if not names:
+            frames.pop()
+            if frames:
+                directory.close()
+                _quietly(partial(os.rmdir, name, dir_fd=frames[-1][0].fd))
+            continue
+        entry = names.pop()
+        if not stat.S_ISDIR(_mode(directory.status(entry))):
+            _quietly(partial(os.unlink, entry, dir_fd=directory.fd))
+        elif len(frames) >= _DEEPEST:
+            moved += 1
+            if _quietly(partial(os.rename, entry, f".removing-{moved}", src_dir_fd=directory.fd, dst_dir_fd=top.fd)):
+                frames[0][2].append(f".removing-{moved}")
+        elif isinstance(inner := directory.sub(entry), Success):
+            frames.append((inner.unwrap(), entry, list(inner.unwrap().names())))
+    top.close()
+    _quietly(partial(os.rmdir, root))
+
+
+def _quietly(operation: Callable[[], None]) -> bool:
+    """Whether ``operation`` succeeded; an ``OSError`` leaves the name where it is."""
+    try:
+        operation()
+    except OSError:
+        return False
+    return True

@@ -30,6 +30,9 @@ from metaharness.shell.child_tree import ChildDir
 
 T = TypeVar("T")
 
+DOORBELL_CHUNK = 65536
+DOORBELL_READS = 16
+"""Reads of at most ``DOORBELL_CHUNK`` bytes one :meth:`HookChannel.ring` makes (1 MiB)."""
 _DOORBELL_READ = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
 _DOORBELL_WRITE = os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -73,17 +76,19 @@ class HookChannel:
         return self._read_fd
 
     def ring(self) -> tuple[str, ...]:
-        """The keys rung since the last call, in doorbell order (reads without blocking)."""
-        received = b""
-        while True:
+        """The keys rung since the last call, in doorbell order (reads without blocking, at most
+        ``DOORBELL_READS`` reads a call, each cut into keys before the next: a child flooding the
+        doorbell holds neither memory nor the run loop; the loop comes back while it is readable)."""
+        keys: list[str] = []
+        for _ in range(DOORBELL_READS):
             try:
-                chunk = os.read(self._read_fd, 65536)
+                chunk = os.read(self._read_fd, DOORBELL_CHUNK)
             except OSError:
                 break
             if not chunk:
                 break
-            received += chunk
-        keys, self._pending = doorbell_keys(self._pending, received)
+            rung, self._pending = doorbell_keys(self._pending, chunk)
+            keys += rung
         return tuple(key for key in keys if is_channel_key(key))
 
     def request(self, key: str) -> bytes | None:

@@ -12,7 +12,6 @@ compare the record against (:class:`VerdictFacts`) and the files a kind retains 
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 import sys
 from collections.abc import Callable, Sequence
@@ -39,7 +38,7 @@ from metaharness.pure.stream_amendment import Amendment, amend
 from metaharness.pure.workspace_diff import FileState, workspace_diff
 from metaharness.shell.auditor import gather_audit_facts
 from metaharness.shell.auditor_invocation import audit_baseline, run_auditor
-from metaharness.shell.child_tree import ChildDir
+from metaharness.shell.child_tree import ChildDir, copy_data
 from metaharness.shell.events_file import EventsFile, open_events_file
 from metaharness.shell.facts import directory_identity
 from metaharness.shell.refusals import refuse
@@ -182,10 +181,28 @@ _RETAINED_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CL
 
 def _retain_file(source: int, destination: str) -> None:
     """Copy the open regular file ``source`` (closed here) to a new ``destination`` readable by its owner only."""
-    with os.fdopen(source, "rb") as reading:
-        os.makedirs(os.path.dirname(destination), mode=0o700, exist_ok=True)
-        with os.fdopen(os.open(destination, _RETAINED_FLAGS, 0o600), "wb") as writing:
-            shutil.copyfileobj(reading, writing)
+    try:
+        _retain_folders(os.path.dirname(destination))
+        target = os.open(destination, _RETAINED_FLAGS, 0o600)
+        try:
+            copy_data(source, target)
+        finally:
+            os.close(target)
+    finally:
+        os.close(source)
+
+
+def _retain_folders(path: str) -> None:
+    """The folders of ``path`` made (0700) from the top down, one at a time: a copy as deep as the child
+    made its tree raises no ``RecursionError`` (``os.makedirs`` recurses), only an ``OSError``."""
+    made = "/" if path.startswith("/") else ""
+    for part in path.split("/"):
+        made = os.path.join(made, part)
+        if part and not os.path.isdir(made):
+            try:
+                os.mkdir(made, 0o700)
+            except FileExistsError:
+                pass
 
 
 def _retain(scratch: ChildDir, source: str, destination: str) -> None:

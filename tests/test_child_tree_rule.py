@@ -27,7 +27,8 @@ BY_NAME = {
 }  # fmt: skip
 DESCRIPTOR_KEYWORDS = {"dir_fd", "src_dir_fd", "dst_dir_fd"}
 OPERATOR_SIDE = {
-    ("wind_up.py", "_retain_file"): {"os.makedirs", "os.open"},
+    ("wind_up.py", "_retain_file"): {"os.open"},
+    ("wind_up.py", "_retain_folders"): {"os.mkdir", "os.path.isdir"},
     ("wind_up.py", "retain_copies"): {"os.mkdir", "os.open"},
 }
 """Calls on the operator's ``--retain-dir`` (the destination side), which the child cannot write."""
@@ -75,3 +76,15 @@ def test_the_rule_sees_a_by_name_open() -> None:
         "hook_channel.py:3 answer: os.open",
         "hook_channel.py:4 answer: os.rename",
     ]
+
+
+def test_no_shell_module_removes_a_tree_with_shutil() -> None:
+    """A run's scratch root (and an eval run's copy) is removed by ``child_tree.remove_tree``: Python
+    3.11's ``shutil.rmtree`` recurses, so a tree the child made ~1,000 folders deep raised after the report."""
+    found = [
+        f"{path.relative_to(SHELL)}:{call.lineno}"
+        for path in sorted(SHELL.rglob("*.py"))
+        for call in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(call, ast.Call) and dotted(call.func) == "shutil.rmtree"
+    ]
+    assert found == []

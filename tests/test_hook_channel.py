@@ -15,6 +15,7 @@ from returns.result import Success
 
 from metaharness.pure.hook_channel import (
     EMPTY_REASON,
+    KEY_LIMIT,
     NO_ANSWER_REASON,
     deny_answer,
     doorbell_keys,
@@ -200,3 +201,31 @@ def test_the_program_uses_only_the_named_tools(tmp_path: Path) -> None:
     assert "'/scratch/run/hook-channel'" in text
     assert "umask 077" in text
     assert "exit 1" not in text and "exit 2" not in text
+
+
+def test_a_doorbell_flooded_without_a_newline_holds_no_memory_and_the_next_key_is_read(tmp_path: Path) -> None:
+    """A tool writing 64 MiB to the doorbell with no line end grew the carried tail without bound (and
+    copied it at every read, so the run loop spun for minutes); only ``KEY_LIMIT + 1`` bytes are carried,
+    each ring reads a bounded amount, and the key rung after the flood's line ends is found."""
+    channel = HookChannel.create(str(tmp_path))
+    doorbell = tmp_path / "hook-channel" / "doorbell"
+    flood = f"head -c 67108864 /dev/zero | tr '\\0' x > {doorbell}; printf '\\nKEY12345\\n' > {doorbell}"
+    writer = subprocess.Popen(["sh", "-c", flood])
+    keys: list[str] = []
+    try:
+        while "KEY12345" not in keys:
+            ready, _, _ = select.select([channel.fileno()], [], [], 60)
+            assert ready, "the doorbell went quiet before the key"
+            keys += channel.ring()
+            assert len(channel._pending) <= KEY_LIMIT + 1
+    finally:
+        writer.kill()
+        writer.wait()
+        channel.close()
+    assert keys == ["KEY12345"]
+
+
+def test_a_tail_longer_than_any_key_is_never_a_key() -> None:
+    keys, rest = doorbell_keys(b"", b"x" * 1000)
+    assert keys == () and len(rest) == KEY_LIMIT + 1
+    assert doorbell_keys(rest, b"tail\nKEY12345\n") == (("x" * (KEY_LIMIT + 1) + "tail", "KEY12345"), b"")

@@ -72,3 +72,34 @@ def test_a_question_under_another_name_is_denied_and_warned(tmp_path: Path) -> N
     assert warning["message"] == "the loop announced c1 as file_read and asks approval for it as file_write"
     verdict = decided(events, "c1")
     assert verdict["decision"]["decision"] == "deny" and verdict["decided_by"] == "adapter"
+
+
+PLANT_FIFO_AT_THE_MANIFEST = (
+    "import os\n"
+    "if '--help' in sys.argv:\n"
+    "    print('  --plugin-dir DIR')\n"
+    "    sys.exit(0)\n"
+    "copy = sys.argv[sys.argv.index('--plugin-dir') + 1]\n"
+    "manifest = os.path.join(copy, '.claude-plugin', 'plugin.json')\n"
+    "os.unlink(manifest)\n"
+    "os.mkfifo(manifest)\n"
+)
+
+
+def test_a_fifo_planted_at_the_plugin_copys_manifest_does_not_hang_the_wind_up(tmp_path: Path) -> None:
+    """Under ``--confine off`` the loop can reach its plugin copy: a FIFO there made the wind-up's H1a
+    read (``open`` by name) wait for a writer forever; the copy is read through its descriptor now, a
+    FIFO is no manifest, and the run ends with its report."""
+    home, work = tmp_path / "home", tmp_path / "ws"
+    work.mkdir()
+    source = tmp_path / "plugins" / "guide"
+    (source / ".claude-plugin").mkdir(parents=True)
+    (source / ".claude-plugin" / "plugin.json").write_text(json.dumps({"name": "guide"}))
+    stand_in(home, "b10x-harness", PLANT_FIFO_AT_THE_MANIFEST + records_body([*OPENING, FINISHED]))
+    argv = ["-p", "go", "--model", "m", "--model-endpoint", CLOSING_ENDPOINT, "--cwd", str(work),
+            "--confine", "off", "--decisions", "observe", "--audit", "--plugin-dir", str(source)]  # fmt: skip
+    done = run(home, argv, timeout=60)
+    stream(done)
+    report = done.stderr.decode()
+    assert "control verdict: " in report and "Traceback" not in report, report
+    assert any(line.startswith("  H1a  ") for line in report.splitlines()), report

@@ -13,8 +13,10 @@ import stat
 import subprocess
 import sys
 import tempfile
+from functools import partial
 
 import msgspec
+from returns.result import Failure, Result
 
 from metaharness.pure.b10x.admissibility import check_frame_admissible
 from metaharness.pure.b10x.launch import (
@@ -32,7 +34,7 @@ from metaharness.pure.b10x.launch import (
 from metaharness.pure.b10x.loop_flags import loop_flag_refusal, tier_flags
 from metaharness.pure.b10x.seam import SeamSettings, unverified_tier, version_off_pin
 from metaharness.pure.b10x.vendor import PROGRAM
-from metaharness.pure.bounds import HOOKS_FILE_LIMIT
+from metaharness.pure.bounds import HOOKS_FILE_LIMIT, PLUGIN_MANIFEST_LIMIT
 from metaharness.pure.confinement import bridge_url, confined_hermetic, tool_entry_variables
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import credential_posture
@@ -48,6 +50,7 @@ from metaharness.shell.b10x.live import drive_loop
 from metaharness.shell.b10x.own_loop import own_loop_version
 from metaharness.shell.bounded_reads import read_regular
 from metaharness.shell.child_end import end_unexpectedly
+from metaharness.shell.child_tree import ChildDir, remove_tree
 from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare, program_reads, start_route
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
@@ -207,14 +210,29 @@ def memory_facts(options: RunOptions) -> MemoryWalk:
 
 def declared_plugin_name(copy: str) -> str:
     """The name the loop qualifies a plugin's skills and agents with: its scratch copy's
-    ``.claude-plugin/plugin.json`` ``name``, else the copy's directory name."""
-    manifest = os.path.join(copy, PLUGIN_MANIFEST)
+    ``.claude-plugin/plugin.json`` ``name``, else the copy's directory name. Read at the wind-up, from
+    a copy the loop could reach, so through its descriptor (``metaharness.shell.child_tree``): a link,
+    a FIFO or a file past ``PLUGIN_MANIFEST_LIMIT`` there names no plugin."""
+    folder, name = os.path.split(PLUGIN_MANIFEST)
+    fallback = os.path.basename(copy)
     try:
-        with open(manifest, "rb") as handle:
-            raw = handle.read()
+        root = ChildDir.open(copy)
     except OSError:
-        return os.path.basename(copy)
-    return plugin_name(manifest, raw).value_or(os.path.basename(copy))
+        return fallback
+    try:
+        raw = root.reach(folder).bind(partial(_manifest_bytes, name=name))
+    finally:
+        root.close()
+    if isinstance(raw, Failure) or len(raw.unwrap()) > PLUGIN_MANIFEST_LIMIT:
+        return fallback
+    return plugin_name(os.path.join(copy, PLUGIN_MANIFEST), raw.unwrap()).value_or(fallback)
+
+
+def _manifest_bytes(folder: ChildDir, name: str) -> Result[bytes, Refusal]:
+    try:
+        return folder.read(name, PLUGIN_MANIFEST_LIMIT + 1)
+    finally:
+        folder.close()
 
 
 def verdict_facts(options: RunOptions, launch: B10xLaunch, pins: tuple[str, ...]) -> VerdictFacts:
@@ -355,7 +373,7 @@ def run_b10x(options: RunOptions) -> int:
             if proxy is not None:
                 proxy.stop()
             if scratch is not None:
-                shutil.rmtree(scratch, ignore_errors=True)
+                remove_tree(scratch)
             return refuse(refused.refusal)
     audit.names_program(launch.program)
     if proxy is not None:
@@ -405,16 +423,16 @@ def run_b10x(options: RunOptions) -> int:
     except OSError as error:
         if proxy is not None:
             proxy.stop()
-        shutil.rmtree(launch.scratch, ignore_errors=True)
+        remove_tree(launch.scratch)
         if spawned_group() is not None:
             return end_unexpectedly(audit, run_id, error)
         return refuse(Refusal("spawn-failed", f"{launch.program} could not be started: {error.strerror or error}"))
     except Exception as error:  # noqa: BLE001 - the child is stopped and the stream closed whatever failed
-        shutil.rmtree(launch.scratch, ignore_errors=True)
+        remove_tree(launch.scratch)
         return end_unexpectedly(audit, run_id, error)
     try:
         return audit.exit_code(rows_facts(), launch.transcript_path, outcome.reason)
     finally:
         if proxy is not None:
             proxy.stop()
-        shutil.rmtree(launch.scratch, ignore_errors=True)
+        remove_tree(launch.scratch)

@@ -66,6 +66,7 @@ from metaharness.pure.run_stages import decision_budget_ms, strict_version_refus
 from metaharness.shell.bounded_reads import open_regular
 from metaharness.shell.catalogue_file import read_back_scratch_copy, read_catalogue
 from metaharness.shell.child_end import end_unexpectedly
+from metaharness.shell.child_tree import remove_tree
 from metaharness.shell.claude.live import drive_claude
 from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare, start_route
 from metaharness.shell.context_files import load_context_files
@@ -446,7 +447,7 @@ def run_claude(options: RunOptions) -> int:
             if proxy is not None:
                 proxy.stop()
             if scratch is not None:
-                shutil.rmtree(scratch, ignore_errors=True)
+                remove_tree(scratch)
             return refuse(refused.refusal)
     audit.names_program(launch.program)
     if proxy is not None and spawn is not None:
@@ -490,4 +491,4 @@ def run_claude(options: RunOptions) -> int:
         channel.close()
         if proxy is not None:
             proxy.stop()
-        shutil.rmtree(launch.scratch, ignore_errors=True)
+        remove_tree(launch.scratch)

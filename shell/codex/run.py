@@ -54,6 +54,7 @@ from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import decision_budget_ms, strict_version_refusal
 from metaharness.shell.bounded_reads import read_regular
 from metaharness.shell.child_end import end_unexpectedly
+from metaharness.shell.child_tree import remove_tree
 from metaharness.shell.codex.app_server import drive_app_server, place_catalogue, read_codex_catalogue
 from metaharness.shell.codex.config_home import config_home_effect
 from metaharness.shell.codex.live import SUB_AGENT_COPIES, drive_codex
@@ -485,4 +486,4 @@ def run_codex(options: RunOptions) -> int:
     finally:
         if proxy is not None:
             proxy.stop()
-        shutil.rmtree(scratch, ignore_errors=True)
+        remove_tree(scratch)

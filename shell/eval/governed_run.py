@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ctypes
 import io
-import shutil
 import signal
 import subprocess
 import tarfile
@@ -21,6 +20,7 @@ import msgspec
 from metaharness.pure.eval.checks import RunFacts, file_paths
 from metaharness.pure.eval.plan import Arm, run_words
 from metaharness.pure.eval.results import decode_events, report_verdicts, result_document, run_result
+from metaharness.shell.child_tree import remove_tree
 from metaharness.shell.eval.packing import RunInputs
 from metaharness.shell.eval.workspace import checked_files, commit_baseline, workspace_diff
 from metaharness.shell.facts import own_cli
@@ -132,5 +132,5 @@ def govern_run(
         )
         return RunOutput(result=result_document(result), events=events, stderr=errors, diff=workspace_diff(own, copy))
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        remove_tree(str(root))
 
