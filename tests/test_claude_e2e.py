@@ -208,11 +208,18 @@ def holding_token(token: bytes) -> list[str]:
                         found.append(f"{entry}/{name}")
                 except OSError:
                     continue
-    for scratch in Path(os.path.realpath(os.environ.get("TMPDIR", "/tmp"))).glob("metaharness-*"):
-        for path in scratch.rglob("*"):
+    folders = [str(scratch) for scratch in Path(os.path.realpath(os.environ.get("TMPDIR", "/tmp"))).glob("metaharness-*")]
+    while folders:  # a stack, not recursion: another run's tools may have left a tree deeper than the recursion limit
+        try:
+            entries = list(os.scandir(folders.pop()))
+        except OSError:
+            continue
+        for entry in entries:
             try:
-                if path.is_file() and not path.is_symlink() and token in path.read_bytes():
-                    found.append(str(path))
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(entry.path)
+                elif entry.is_file(follow_symlinks=False) and token in Path(entry.path).read_bytes():
+                    found.append(entry.path)
             except OSError:
                 continue
     return found
