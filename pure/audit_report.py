@@ -84,6 +84,8 @@ class ReportFacts(msgspec.Struct, frozen=True):
     stream_reason: str
     auditor: AuditorOutcome | None = None
     refusal: Refusal | None = None
+    witness_gaps: int = 0
+    """The route witness's gating findings written to the stream (docs/decisions.md#the-route-witness)."""
 
 
 def report_facts(
@@ -92,11 +94,13 @@ def report_facts(
     audited: bool,
     auditor: AuditorOutcome | None = None,
     refusal: Refusal | None = None,
+    witness_gaps: int = 0,
 ) -> ReportFacts:
     """The report's facts read from the run's own stream (the payloads it wrote, ``stream.closed``
     last): the rows from its ``session.started`` (docs/hermetic.md#verdicts), the census of ``session.ended``
     else recomputed (docs/events.md#census), ``withheld``, whether a terminal record was read
-    (``session.ended``), and the closing reason and process."""
+    (``session.ended``), the closing reason and process, and how many gating findings the route witness
+    wrote (docs/decisions.md#the-route-witness)."""
     started = next((payload for payload in payloads if isinstance(payload, SessionStarted)), None)
     closed = next((payload for payload in reversed(payloads) if isinstance(payload, StreamClosed)), None)
     return ReportFacts(
@@ -109,6 +113,7 @@ def report_facts(
         stream_reason=closed.reason if closed is not None else "error",
         auditor=auditor,
         refusal=refusal,
+        witness_gaps=witness_gaps,
     )
 
 
@@ -163,9 +168,9 @@ def child_exit_text(process: Process) -> str:
 
 
 def run_control(facts: ReportFacts) -> Verdict:
-    """The control verdict: ``gap`` when a denied call was bypassed (the census counts it), else the
-    gating rows' verdict."""
-    return "gap" if facts.census.bypassed else control_verdict(facts.rows)
+    """The control verdict: ``gap`` when a denied call was bypassed (the census counts it) or the route
+    witness named a gating gap, else the gating rows' verdict."""
+    return "gap" if facts.census.bypassed or facts.witness_gaps else control_verdict(facts.rows)
 
 
 def audited_exit(facts: ReportFacts) -> int:

@@ -1,10 +1,16 @@
-"""What metaharness adds to a run's stream as it is written, on every kind (docs/confinement.md).
+"""What metaharness adds to a run's stream as it is written, on every kind (docs/confinement.md,
+docs/decisions.md#the-route-witness).
 
 A call metaharness denied whose ``tool.result`` is not an error was let through by something else
 (a forged hook-channel answer): right after the later of the two lines a ``warning{DECISION_BYPASSED}``
-naming the call is written (a call id presented again starts afresh), later lines are renumbered, ``session.ended.census`` counts it under ``bypassed``
-and ``stream.closed.events`` counts the added lines. A confined run's ``session.ended`` carries its
-model route's traffic as ``route``. Lines nothing concerns pass through byte for byte.
+naming the call is written; the same call presented again does not reset it (a call id presented with
+another input starts afresh),
+later lines are renumbered, ``session.ended.census`` counts it under ``bypassed``
+and ``stream.closed.events`` counts the added lines. A run with a model route reconciles its stream with
+the route witness at ``session.ended``: the witness's warnings (``metaharness.pure.witness.reconcile``)
+are written just before it, its bypasses counted in ``census.bypassed``, and ``session.ended.route``
+carries the route's traffic with ``calls``. A record event after the terminal record is one
+``RECORD_FORGED``. Lines nothing concerns pass through byte for byte.
 """
 
 from __future__ import annotations
@@ -12,8 +18,10 @@ from __future__ import annotations
 import msgspec
 from returns.result import Failure
 
+from metaharness.pure.adapter import WitnessFacts
 from metaharness.pure.events import (
     Deny,
+    Event,
     RouteTraffic,
     SessionEnded,
     StreamClosed,
@@ -24,19 +32,38 @@ from metaharness.pure.events import (
     encode_event,
     read_event,
 )
+from metaharness.pure.witness import (
+    WITNESS_GATING,
+    RouteAccount,
+    StreamAccount,
+    bypassed_count,
+    observe_event,
+    reconcile,
+)
 
 _CONCERNED = (b'"event":"tool.requested"', b'"event":"tool.decided"', b'"event":"tool.result"', b'"event":"session.ended"',
               b'"event":"stream.closed"')  # fmt: skip
+_RECORD_EVENTS = (b'"event":"tool.', b'"event":"text"', b'"event":"turn.', b'"event":"session.ended"', b'"event":"opaque"')
+"""Events a harness's record lines map to; one after the terminal record is a forged line."""
 
 
 class Amendment(msgspec.Struct, frozen=True):
     """The amender's state: the calls metaharness denied, the calls whose result was not an error, how
-    many lines it added, how many bypasses."""
+    many lines it added, how many bypasses, what the stream said (for the witness), the kind's witness
+    facts and whether the run decides (frame or ask), whether the terminal record was written and a
+    line after it named."""
 
     denied: frozenset[str] = frozenset()
     succeeded: frozenset[str] = frozenset()
     added: int = 0
     bypassed: int = 0
+    stream: StreamAccount = StreamAccount()
+    facts: WitnessFacts = WitnessFacts()
+    deciding: bool = True
+    ended: bool = False
+    after_ended: bool = False
+    gaps: int = 0
+    """The witness's gating findings written (``metaharness.pure.witness.WITNESS_GATING``)."""
 
 
 def decision_bypassed(call_id: str) -> WarningRaised:
@@ -47,9 +74,21 @@ def decision_bypassed(call_id: str) -> WarningRaised:
     )
 
 
-def amend(state: Amendment, line: bytes, route: RouteTraffic | None = None) -> tuple[Amendment, tuple[bytes, ...]]:
-    """The lines to write for ``line``; ``route`` is the model route's traffic when the run is confined."""
-    if state.added == 0 and not any(marker in line for marker in _CONCERNED):
+def record_after_terminal() -> WarningRaised:
+    """The warning for a record line after the terminal record."""
+    return WarningRaised(
+        code="RECORD_FORGED",
+        message="the harness's record went on after its terminal record: a line was written into the record",
+    )
+
+
+def amend(
+    state: Amendment, line: bytes, route: RouteTraffic | None = None, account: RouteAccount | None = None
+) -> tuple[Amendment, tuple[bytes, ...]]:
+    """The lines to write for ``line``; ``route`` is the model route's traffic and ``account`` the route
+    witness's account when the run has a route."""
+    concerned = any(marker in line for marker in _CONCERNED) or (state.ended and any(m in line for m in _RECORD_EVENTS))
+    if state.added == 0 and not concerned:
         return state, (line,)
     read = read_event(line)
     if isinstance(read, Failure):
@@ -57,28 +96,79 @@ def amend(state: Amendment, line: bytes, route: RouteTraffic | None = None) -> t
     event = read.unwrap()
     payload = event.payload
     seq = event.seq + state.added
-    call: str | None = None
-    if isinstance(payload, ToolRequested):
-        fresh = {payload.call_id}
-        state = msgspec.structs.replace(state, denied=state.denied - fresh, succeeded=state.succeeded - fresh)
-    if isinstance(payload, ToolDecided) and isinstance(payload.decision, Deny):
-        call = payload.call_id if payload.call_id in state.succeeded else None
-        state = msgspec.structs.replace(state, denied=state.denied | {payload.call_id})
-    if isinstance(payload, ToolResult) and payload.is_error is False:
-        call = payload.call_id if payload.call_id in state.denied else None
-        state = msgspec.structs.replace(state, succeeded=state.succeeded | {payload.call_id})
+    if state.ended and not state.after_ended and any(marker in line for marker in _RECORD_EVENTS):
+        warning = encode_event(seq + 1, event.run, record_after_terminal())
+        renumbered = line if state.added == 0 else encode_event(seq, event.run, payload, event.at)
+        state = msgspec.structs.replace(state, added=state.added + 1, after_ended=True, gaps=state.gaps + 1)
+        return state, (renumbered, warning)
+    state = _fresh(state, payload)
+    state = msgspec.structs.replace(state, stream=observe_event(state.stream, payload))
+    if isinstance(payload, SessionEnded) and not state.ended:
+        return _ended(msgspec.structs.replace(state, ended=True), line, payload, route, account)
+    call = _bypassed_call(state, payload)
+    state = _noted(state, payload)
     if call is not None:
         renumbered = line if state.added == 0 else encode_event(seq, event.run, payload, event.at)
         warning = encode_event(seq + 1, event.run, decision_bypassed(call))
-        state = Amendment(state.denied - {call}, state.succeeded - {call}, state.added + 1, state.bypassed + 1)
+        stream = msgspec.structs.replace(state.stream, bypassed=state.stream.bypassed | {call})
+        state = msgspec.structs.replace(state, added=state.added + 1, bypassed=state.bypassed + 1, stream=stream)
         return state, (renumbered, warning)
-    if isinstance(payload, SessionEnded) and (state.bypassed or route is not None):
-        census = payload.census if not state.bypassed else msgspec.structs.replace(payload.census, bypassed=state.bypassed)
-        ended = msgspec.structs.replace(payload, census=census, route=route if route is not None else payload.route)
-        return state, (encode_event(seq, event.run, ended, event.at),)
     if isinstance(payload, StreamClosed) and state.added:
         closed = msgspec.structs.replace(payload, events=payload.events + state.added)
         return state, (encode_event(seq, event.run, closed, event.at),)
     if state.added == 0:
         return state, (line,)
     return state, (encode_event(seq, event.run, payload, event.at),)
+
+
+def _fresh(state: Amendment, payload: Event) -> Amendment:
+    """A call id presented with a different input is another call (``REQUEST_MUTATED``) and starts afresh;
+    the same call presented again changes nothing."""
+    if not isinstance(payload, ToolRequested):
+        return state
+    seen = state.stream.requested.get(payload.call_id, ())
+    if not seen or (payload.name, payload.input) in seen:
+        return state
+    fresh = {payload.call_id}
+    return msgspec.structs.replace(state, denied=state.denied - fresh, succeeded=state.succeeded - fresh)
+
+
+def _bypassed_call(state: Amendment, payload: Event) -> str | None:
+    """The call a line shows bypassed: a deny after a result that was not an error, or such a result
+    after a deny; each call once."""
+    if isinstance(payload, ToolDecided) and isinstance(payload.decision, Deny):
+        call = payload.call_id
+        return call if call in state.succeeded and call not in state.stream.bypassed else None
+    if isinstance(payload, ToolResult) and payload.is_error is False:
+        call = payload.call_id
+        return call if call in state.denied and call not in state.stream.bypassed else None
+    return None
+
+
+def _noted(state: Amendment, payload: Event) -> Amendment:
+    if isinstance(payload, ToolDecided) and isinstance(payload.decision, Deny):
+        return msgspec.structs.replace(state, denied=state.denied | {payload.call_id})
+    if isinstance(payload, ToolResult) and payload.is_error is False:
+        return msgspec.structs.replace(state, succeeded=state.succeeded | {payload.call_id})
+    return state
+
+
+def _ended(state: Amendment, line: bytes, payload: SessionEnded, route: RouteTraffic | None,
+           account: RouteAccount | None) -> tuple[Amendment, tuple[bytes, ...]]:  # fmt: skip
+    """The terminal record: the witness's warnings before it, then it with the census and the route;
+    byte for byte when nothing changes."""
+    event = read_event(line).unwrap()
+    seq = event.seq + state.added
+    warnings: tuple[WarningRaised, ...] = ()
+    if route is not None and account is not None:
+        warnings, calls = reconcile(account, state.stream, payload, state.facts, state.deciding)
+        route = msgspec.structs.replace(route, calls=calls)
+    bypassed = state.bypassed + bypassed_count(warnings)
+    if not bypassed and route is None and state.added == 0:
+        return state, (line,)
+    lines = tuple(encode_event(seq + offset, event.run, warning) for offset, warning in enumerate(warnings))
+    gaps = state.gaps + sum(1 for warning in warnings if warning.code in WITNESS_GATING)
+    state = msgspec.structs.replace(state, added=state.added + len(warnings), bypassed=bypassed, gaps=gaps)
+    census = payload.census if not bypassed else msgspec.structs.replace(payload.census, bypassed=bypassed)
+    ended = msgspec.structs.replace(payload, census=census, route=route if route is not None else payload.route)
+    return state, (*lines, encode_event(seq + len(warnings), event.run, ended, event.at))

@@ -52,6 +52,7 @@ from metaharness.pure.loopback import (
     upstream_url,
     verbatim_headers,
 )
+from metaharness.pure.witness import RouteAccount, http_response_body, inflate, read_exchange, witness
 from metaharness.shell.bounded_reads import read_regular
 from metaharness.shell.unix_address import unix_address
 
@@ -76,6 +77,8 @@ def read_custody(kind: LoopbackKind, path: str) -> str | None:
     return None if isinstance(token, Failure) else token.unwrap()
 
 
+WITNESS_KEEP = 16 * 1024 * 1024
+"""The most response bytes the witness keeps for one exchange; past that the exchange is unreadable."""
 ROUTE_SETTLE_S = 2.0
 """How long the route's count waits for a request still being relayed when it is read."""
 
@@ -127,6 +130,7 @@ class RouteProxy:
         self._in_flight = 0
         self._counters = LoopbackCounters()
         self._route = RouteTraffic(requests=0, bytes_up=0, bytes_down=0)
+        self._account = RouteAccount()
         self._off_wire: list[str] = []
         self.expired: str | None = None
         self._reported = False
@@ -165,6 +169,22 @@ class RouteProxy:
         with self._settled:
             self._settled.wait_for(lambda: self._in_flight == 0, timeout=ROUTE_SETTLE_S)
             return self._route
+
+    @property
+    def account(self) -> RouteAccount:
+        """The route witness's account (docs/decisions.md#the-route-witness), settled as ``route`` is."""
+        with self._settled:
+            self._settled.wait_for(lambda: self._in_flight == 0, timeout=ROUTE_SETTLE_S)
+            return self._account
+
+    def _witness(self, target: str, body: bytes, response: bytes | None, encoding: str | None) -> None:
+        """The one observer of the route: a finished request body and the response body relayed for it
+        (``None``: unreadable or over ``WITNESS_KEEP``; ``encoding``: its ``Content-Encoding``), folded
+        into the witness's account."""
+        exchange = read_exchange(target, body, None if response is None else inflate(response, encoding))
+        if exchange is not None:
+            with self._lock:
+                self._account = witness(self._account, exchange)
 
     def _count_route(self, up: int, down: int) -> None:
         with self._lock:
@@ -290,7 +310,7 @@ class RouteProxy:
             if response is None:
                 self._answer(connection, bad_gateway(self.kind, f"the upstream {self.upstream} could not be reached"))
                 return
-            self._count_route(len(body), self._relay(connection, response))
+            self._count_route(len(body), self._relay(connection, response, head.target, body))
             return
         token = read_custody(self.kind, self.custody)
         if token is None:
@@ -310,7 +330,7 @@ class RouteProxy:
                 if retried is None:
                     self._answer(connection, bad_gateway(self.kind, f"the upstream {self.upstream} could not be reached"))
                     return
-                self._count_route(len(body), self._relay(connection, retried))
+                self._count_route(len(body), self._relay(connection, retried, head.target, body))
                 return
             self._count(refresh_failed=1)
             with self._lock:
@@ -323,7 +343,7 @@ class RouteProxy:
             self._answer(connection, ProxyAnswer(401, response.reason_phrase or "Unauthorized", held),
                          tuple(response.headers.multi_items()))  # fmt: skip
             return
-        self._count_route(len(body), self._relay(connection, response))
+        self._count_route(len(body), self._relay(connection, response, head.target, body))
 
     def _pass_through(self, connection: socket.socket, head: RequestHead, body: bytes) -> None:
         """A verbatim route to a plain-HTTP upstream: the request as the child sent it (``Host`` and
@@ -337,14 +357,17 @@ class RouteProxy:
         except OSError:
             self._answer(connection, bad_gateway(self.kind, f"the upstream {self.upstream} could not be reached"))
             return
-        relayed = 0
+        relayed: list[bytes] = []
         with upstream:
             upstream.settimeout(UPSTREAM_IDLE_S)
             upstream.sendall(lines.encode("latin-1") + b"\r\n" + body)
             while chunk := upstream.recv(RELAY_CHUNK):
                 connection.sendall(chunk)
-                relayed += len(chunk)
-        self._count_route(len(body), relayed)
+                relayed.append(chunk)
+        self._count_route(len(body), sum(map(len, relayed)))
+        response, encoding = http_response_body(b"".join(relayed))
+        self._witness(head.target, body, response if response is None or len(response) <= WITNESS_KEEP else None,
+                      encoding)  # fmt: skip
 
     def _send(self, head: RequestHead, body: bytes, token: str | None) -> httpx.Response | None:
         headers = (
@@ -371,10 +394,10 @@ class RouteProxy:
         response.close()
         return held[:MAX_RETRY_BODY]
 
-    @staticmethod
-    def _relay(connection: socket.socket, response: httpx.Response) -> int:
-        """Relay the response head and body; returns the body bytes relayed."""
+    def _relay(self, connection: socket.socket, response: httpx.Response, target: str, body: bytes) -> int:
+        """Relay the response head and body, then show both to the witness; returns the body bytes relayed."""
         relayed = 0
+        kept: list[bytes] | None = []
         try:
             head = f"HTTP/1.1 {response.status_code} {response.reason_phrase}\r\n"
             for key, value in relay_headers(tuple(response.headers.multi_items())):
@@ -383,8 +406,13 @@ class RouteProxy:
             for chunk in response.iter_raw(RELAY_CHUNK):
                 connection.sendall(chunk)
                 relayed += len(chunk)
+                if kept is not None and relayed <= WITNESS_KEEP:
+                    kept.append(chunk)
+                else:
+                    kept = None
         finally:
             response.close()
+        self._witness(target, body, None if kept is None else b"".join(kept), response.headers.get("content-encoding"))
         return relayed
 
     @staticmethod

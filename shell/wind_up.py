@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 import msgspec
 from returns.result import Failure
 
+from metaharness.pure.adapters import adapter_of
 from metaharness.pure.audit_report import AuditorOutcome, audit_report, audited_exit, report_facts
 from metaharness.pure.events import Event, RouteTraffic, SessionStarted, WarningRaised, read_event
 from metaharness.pure.hermetic import VerdictFacts
@@ -27,6 +28,7 @@ from metaharness.pure.options import RunOptions, check_audit_pairing
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import unaudited_exit
 from metaharness.pure.stream_amendment import Amendment, amend
+from metaharness.pure.witness import RouteAccount
 from metaharness.shell.auditor import gather_audit_facts
 from metaharness.shell.auditor_invocation import audit_baseline, run_auditor
 from metaharness.shell.facts import directory_identity
@@ -50,18 +52,23 @@ class RunAudit:
         self.reporting = options.audited() or options.hermetic == "on"
         self.payloads: list[Event] = []
         self.limits = RunLimits(options.timeout)
-        self.amendment = Amendment()
+        self.amendment = Amendment(facts=adapter_of(options.kind).witness, deciding=options.decisions != "observe")
         self.route: Callable[[], RouteTraffic] | None = None
+        self.account: Callable[[], RouteAccount] | None = None
+        """The route witness's account (docs/decisions.md#the-route-witness), set beside ``route``."""
         self.written = 0
         self.closed = False
 
     def write_event(self, line: bytes) -> None:
-        """One event line to stdout, amended (``DECISION_BYPASSED``, a confined run's ``route``), its
+        """One event line to stdout, amended (``DECISION_BYPASSED``, a confined run's ``route``, the route
+        witness's reconciliation), its
         payload kept when the run reports; the lines are counted and a closing ``stream.closed`` noted
         (``metaharness.shell.child_end.end_unexpectedly``); a closed stdout stops the run
         (``metaharness.shell.run_limits``)."""
         ending = self.route is not None and b'"event":"session.ended"' in line
-        self.amendment, lines = amend(self.amendment, line, self.route() if ending and self.route else None)
+        route = self.route() if ending and self.route else None
+        account = self.account() if ending and self.account else None
+        self.amendment, lines = amend(self.amendment, line, route, account)
         for written in lines:
             self.limits.wrote(write_event(written))
             self.written += 1
@@ -90,7 +97,7 @@ class RunAudit:
                 refusal = ran.failure()
             else:
                 auditor = ran.unwrap()
-        facts = report_facts(self.payloads, facts_of_rows, self.options.audited(), auditor, refusal)
+        facts = report_facts(self.payloads, facts_of_rows, self.options.audited(), auditor, refusal, self.amendment.gaps)
         sys.stderr.write(audit_report(facts))
         sys.stderr.flush()
         return audited_exit(facts) if self.options.audited() else unaudited_exit(facts.stream_reason)

@@ -22,6 +22,7 @@ from metaharness.pure.adapter import (
     ReplayRequest,
     RowText,
     RunRules,
+    WitnessFacts,
 )
 from metaharness.pure.refusal import Refusal
 
@@ -145,5 +146,6 @@ ADAPTER = Adapter(
     replay=replay,
     admit_frame=admit_frame,
     caller_seam=True,
+    witness=WitnessFacts(unasked=frozenset({"file_read", "dir_list", "search", "find", "skill"})),
 )
 """The b10x adapter (docs/adapters/b10x.md)."""

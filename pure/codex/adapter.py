@@ -30,6 +30,7 @@ from metaharness.pure.adapter import (
     RowText,
     RunRules,
     VendorRoute,
+    WitnessFacts,
 )
 from metaharness.pure.jsonline import compact
 from metaharness.pure.refusal import Refusal
@@ -188,5 +189,10 @@ ADAPTER = Adapter(
     replay=replay,
     admit_frame=None,
     caller_seam=False,
+    witness=WitnessFacts(
+        hosts=frozenset({"exec"}),
+        names={"exec_command": "Bash"},
+        fields={"exec_command": (("cmd", "command"),), "apply_patch": (("", "command"),)},
+    ),
 )
 """The codex adapter (docs/adapters/codex.md)."""

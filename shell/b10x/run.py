@@ -340,6 +340,7 @@ def run_b10x(options: RunOptions) -> int:
             return refuse(refused.refusal)
     if proxy is not None:
         audit.route = lambda: proxy.route
+        audit.account = lambda: proxy.account
     settings = SeamSettings(
         run=run_id,
         mode=options.decisions,
