@@ -376,10 +376,10 @@ def _call_findings(
             warnings.append(_warning("COVERAGE_GAP", (
                 f"the model emitted call {call.call_id} ({call.name}) and the stream has no tool.requested and "
                 "tool.decided for it: it ran undecided, or was hidden")))  # fmt: skip
-        elif not all(_same_input(facts, call, name, value) for name, value in presented):
+        if not all(_same_input(facts, call, name, value) for name, value in presented):
             warnings.append(_warning("DECISION_LAUNDERED", (
-                f"call {call.call_id} was decided on an input other than the one the model emitted on the route: "
-                "the decision was made on other input than what ran")))  # fmt: skip
+                f"call {call.call_id} was requested with an input other than the one the model emitted on the "
+                "route: the decision was made on other input than what ran")))  # fmt: skip
         elif covered:
             reconciled += 1
     return warnings, decided, reconciled
