@@ -85,8 +85,8 @@ def record_after_terminal() -> WarningRaised:
 def amend(
     state: Amendment, line: bytes, route: RouteTraffic | None = None, account: RouteAccount | None = None
 ) -> tuple[Amendment, tuple[bytes, ...]]:
-    """The lines to write for ``line``; ``route`` is the model route's traffic and ``account`` the route
-    witness's account when the run has a route."""
+    """The lines to write for ``line``; ``route`` is a confined run's model route traffic and ``account``
+    the route witness's account whenever the run has a route (``--confine off`` too)."""
     concerned = any(marker in line for marker in _CONCERNED) or (state.ended and any(m in line for m in _RECORD_EVENTS))
     if state.added == 0 and not concerned:
         return state, (line,)
@@ -160,9 +160,9 @@ def _ended(state: Amendment, line: bytes, payload: SessionEnded, route: RouteTra
     event = read_event(line).unwrap()
     seq = event.seq + state.added
     warnings: tuple[WarningRaised, ...] = ()
-    if route is not None and account is not None:
+    if account is not None:
         warnings, calls = reconcile(account, state.stream, payload, state.facts, state.deciding)
-        route = msgspec.structs.replace(route, calls=calls)
+        route = None if route is None else msgspec.structs.replace(route, calls=calls)
     bypassed = state.bypassed + bypassed_count(warnings)
     if not bypassed and route is None and state.added == 0:
         return state, (line,)

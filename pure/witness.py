@@ -264,6 +264,19 @@ def http_response_body(raw: bytes) -> tuple[bytes | None, str | None]:
     return body, encoding
 
 
+def response_complete(raw: bytes) -> bool:
+    """Whether a relayed HTTP/1.1 response is whole by its own framing (its ``Content-Length`` reached,
+    or a chunked body's last chunk seen), so a peer that keeps the connection open is not waited for."""
+    head, separator, body = raw.partition(b"\r\n\r\n")
+    if not separator:
+        return False
+    fields = {name.strip().lower(): value.strip() for name, _, value in (line.partition(b":") for line in head.split(b"\r\n")[1:])}
+    if b"chunked" in fields.get(b"transfer-encoding", b"").lower():
+        return body.endswith(b"0\r\n\r\n")
+    length = fields.get(b"content-length")
+    return length is not None and length.isdigit() and len(body) >= int(length)
+
+
 def read_exchange(path: str, body: bytes, response: bytes | None) -> Exchange | None:
     """One exchange on ``path``: the request ``body`` and the decoded ``response`` body (``None``: not
     readable); ``None`` when the path is no wire the witness reads."""
@@ -279,40 +292,54 @@ def read_exchange(path: str, body: bytes, response: bytes | None) -> Exchange | 
 
 
 class RouteAccount(msgspec.Struct, frozen=True):
-    """The route's account: exchanges seen and unreadable, every call emitted (first emission kept, in
-    order), the distinct results sent per call id, and the end-of-turn answers."""
+    """The route's account: exchanges seen and unreadable, the distinct calls emitted under each call id
+    (in order; a provider numbering calls per response reuses an id), the distinct results sent per
+    call id in the order they first appeared, and the end-of-turn answers."""
 
     exchanges: int = 0
     unreadable: int = 0
-    emitted: Map[str, EmittedCall] = Map()
+    emitted: Map[str, tuple[EmittedCall, ...]] = Map()
     results: Map[str, tuple[SentResult, ...]] = Map()
     answers: frozenset[str] = frozenset()
+    unsettled: bool = False
+    """Read while a request was still being relayed: an answer may be missing, so the checks that need
+    every answer (a result for a call never emitted, the terminal record's turns and answer) are not made."""
+
+    def calls(self) -> Iterator[EmittedCall]:
+        """Every distinct emission, by call id in order of first emission."""
+        for emissions in self.emitted.values():
+            yield from emissions
+
+
+def _kept(values: Map[str, tuple[Any, ...]], key: str, value: Any) -> Map[str, tuple[Any, ...]]:
+    kept = values.get(key, ())
+    return values if value in kept or len(kept) >= MAX_RESULTS_PER_CALL else values.set(key, (*kept, value))
 
 
 def witness(account: RouteAccount, exchange: Exchange) -> RouteAccount:
     """``account`` with ``exchange`` folded in."""
-    emitted = account.emitted
+    emitted, results = account.emitted, account.results
     for call in exchange.calls:
-        if call.call_id not in emitted:
-            emitted = emitted.set(call.call_id, call)
-    results = account.results
+        emitted = _kept(emitted, call.call_id, call)
     for result in exchange.results:
-        kept = results.get(result.call_id, ())
-        if result not in kept and len(kept) < MAX_RESULTS_PER_CALL:
-            results = results.set(result.call_id, (*kept, result))
+        results = _kept(results, result.call_id, result)
     answers = account.answers if exchange.answer is None else account.answers | {exchange.answer.strip()}
-    return RouteAccount(
-        account.exchanges + 1, account.unreadable + (not exchange.decoded), emitted, results, answers
-    )
+    return RouteAccount(account.exchanges + 1, account.unreadable + (not exchange.decoded), emitted, results, answers,
+                        account.unsettled)  # fmt: skip
+
+
+Presented = tuple[str, Any]
+"""A presentation: the tool name and input a ``tool.requested`` carried."""
 
 
 class StreamAccount(msgspec.Struct, frozen=True):
-    """What the stream said so far: each call's presented inputs, the calls decided, the deny reasons,
-    the calls already named bypassed, and whether a terminal record was written."""
+    """What the stream said so far: each call id's distinct presentations, the ids decided, and each
+    denial with the presentation it answered (the id's latest) and its reason; the ids already named
+    bypassed."""
 
-    requested: Map[str, tuple[tuple[str, Any], ...]] = Map()
+    requested: Map[str, tuple[Presented, ...]] = Map()
     decided: frozenset[str] = frozenset()
-    denied: Map[str, str] = Map()
+    denied: Map[str, tuple[tuple[Presented | None, str], ...]] = Map()
     bypassed: frozenset[str] = frozenset()
 
 
@@ -327,15 +354,17 @@ def observe_event(stream: StreamAccount, payload: Event) -> StreamAccount:
     if isinstance(payload, ToolDecided):
         denied = stream.denied
         if isinstance(payload.decision, Deny):
-            denied = denied.set(payload.call_id, payload.decision.reason)
+            last = (stream.requested.get(payload.call_id) or (None,))[-1]
+            denied = denied.set(payload.call_id, (*denied.get(payload.call_id, ()), (last, payload.decision.reason)))
         return msgspec.structs.replace(stream, decided=stream.decided | {payload.call_id}, denied=denied)
     return stream
 
 
-def _same_input(facts: WitnessFacts, call: EmittedCall, name: str, presented: Any) -> bool:
+def _same_input(facts: WitnessFacts, call: EmittedCall, presented: Presented) -> bool:
     """Whether a presentation is the emitted call: the same name and input, or the kind's recorded name
     with the kind's fields agreeing (docs/decisions.md#the-route-witness)."""
-    if name == call.name and presented == call.input:
+    name, value = presented
+    if name == call.name and value == call.input:
         return True
     if facts.names.get(call.name, call.name) != name:
         return False
@@ -343,7 +372,7 @@ def _same_input(facts: WitnessFacts, call: EmittedCall, name: str, presented: An
     if pairs is None:
         return False
     source = call.input if isinstance(call.input, dict) else {}
-    target = presented if isinstance(presented, dict) else {}
+    target = value if isinstance(value, dict) else {}
     return all((call.input if emitted == "" else source.get(emitted)) == target.get(kept) for emitted, kept in pairs)
 
 
@@ -362,39 +391,54 @@ def _warning(code: str, message: str) -> WarningRaised:
 def _call_findings(
     account: RouteAccount, stream: StreamAccount, facts: WitnessFacts, deciding: bool
 ) -> tuple[list[WarningRaised], int, int]:
-    """COVERAGE_GAP (when the run decides: frame or ask) and DECISION_LAUNDERED per emitted call; the
-    decided and reconciled counts."""
+    """Per emission, COVERAGE_GAP when no presentation of its id is it or the id was not decided (when
+    the run decides: frame or ask); per call id, DECISION_LAUNDERED when a presentation is none of the
+    id's emissions. The decided and reconciled counts."""
     warnings: list[WarningRaised] = []
     decided = reconciled = 0
-    for call in account.emitted.values():
-        if call.name in facts.hosts:
-            continue
-        presented = stream.requested.get(call.call_id, ())
-        covered = bool(presented) and (call.call_id in stream.decided or call.name in facts.unasked)
-        decided += covered
-        if not covered and deciding:
-            warnings.append(_warning("COVERAGE_GAP", (
-                f"the model emitted call {call.call_id} ({call.name}) and the stream has no tool.requested and "
-                "tool.decided for it: it ran undecided, or was hidden")))  # fmt: skip
-        if not all(_same_input(facts, call, name, value) for name, value in presented):
+    for call_id, emissions in account.emitted.items():
+        presented = stream.requested.get(call_id, ())
+        for call in emissions:
+            if call.name in facts.hosts:
+                continue
+            matched = any(_same_input(facts, call, one) for one in presented)
+            covered = bool(presented) and (call_id in stream.decided or call.name in facts.unasked)
+            decided += covered
+            reconciled += covered and matched
+            if not covered and deciding:
+                warnings.append(_warning("COVERAGE_GAP", (
+                    f"the model emitted call {call_id} ({call.name}) and the stream has no tool.requested and "
+                    "tool.decided for it: it ran undecided, or was hidden")))  # fmt: skip
+        hosted = all(call.name in facts.hosts for call in emissions)
+        if not hosted and not all(any(_same_input(facts, call, one) for call in emissions) for one in presented):
             warnings.append(_warning("DECISION_LAUNDERED", (
-                f"call {call.call_id} was requested with an input other than the one the model emitted on the "
+                f"call {call_id} was requested with an input other than the one the model emitted on the "
                 "route: the decision was made on other input than what ran")))  # fmt: skip
-        elif covered:
-            reconciled += 1
     return warnings, decided, reconciled
 
 
-def _result_findings(account: RouteAccount, stream: StreamAccount) -> list[WarningRaised]:
+def _bypassed(account: RouteAccount, facts: WitnessFacts, call_id: str, denials: tuple[tuple[Presented | None, str], ...]) -> bool:
+    """A denial is bypassed when the result first sent for the emission it answered (the k-th distinct
+    result for the k-th emission of the id) is not the denial; a later rewrite of that result (a
+    harness clearing old results from its history) does not count."""
+    emissions, results = account.emitted.get(call_id, ()), account.results.get(call_id, ())
+    for presented, reason in denials:
+        index = next((i for i, call in enumerate(emissions) if presented and _same_input(facts, call, presented)), 0)
+        if index < len(results) and not is_denial(results[index], reason):
+            return True
+    return False
+
+
+def _result_findings(account: RouteAccount, stream: StreamAccount, facts: WitnessFacts) -> list[WarningRaised]:
     """DECISION_BYPASSED for a denied call whose sent result is not the denial; RECORD_FORGED for a
     result sent for a call the model never emitted."""
     warnings: list[WarningRaised] = []
-    for call_id, results in account.results.items():
-        reason = stream.denied.get(call_id)
-        if call_id not in account.emitted:
+    for call_id in account.results:
+        denials = stream.denied.get(call_id)
+        if call_id not in account.emitted and not account.unsettled:
             warnings.append(_warning("RECORD_FORGED", (
                 f"the harness sent the model a result for call {call_id}, which the model never emitted on the route")))  # fmt: skip
-        elif reason is not None and call_id not in stream.bypassed and not all(is_denial(r, reason) for r in results):
+        elif denials and call_id not in stream.bypassed and _bypassed(account, facts, call_id, denials):
             warnings.append(_warning("DECISION_BYPASSED", (
                 f"metaharness denied call {call_id}, yet the result the harness sent the model is not the denial: "
                 "the decision was bypassed")))  # fmt: skip
@@ -404,6 +448,8 @@ def _result_findings(account: RouteAccount, stream: StreamAccount) -> list[Warni
 def _record_findings(account: RouteAccount, ended: SessionEnded) -> list[WarningRaised]:
     """RECORD_FORGED for a terminal record that disagrees with the route on turns or the last answer."""
     warnings: list[WarningRaised] = []
+    if account.unsettled:
+        return warnings
     if ended.num_turns is not None and ended.num_turns > account.exchanges:
         warnings.append(_warning("RECORD_FORGED", (
             f"the terminal record counts {ended.num_turns} turns and the model route carried {account.exchanges} "
@@ -422,8 +468,8 @@ def reconcile(
     counts for ``session.ended.route.calls`` (docs/decisions.md#the-route-witness); ``deciding``: the
     run's decision mode is frame or ask."""
     calls, decided, reconciled = _call_findings(account, stream, facts, deciding)
-    emitted = sum(1 for call in account.emitted.values() if call.name not in facts.hosts)
-    warnings = (*calls, *_result_findings(account, stream), *_record_findings(account, ended))
+    emitted = sum(1 for call in account.calls() if call.name not in facts.hosts)
+    warnings = (*calls, *_result_findings(account, stream, facts), *_record_findings(account, ended))
     return warnings, RouteCalls(emitted=emitted, decided=decided, reconciled=reconciled)
 
 

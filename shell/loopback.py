@@ -24,6 +24,7 @@ import threading
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+import msgspec
 from returns.result import Failure
 
 from metaharness.pure.adapters import LoopbackKind
@@ -52,7 +53,14 @@ from metaharness.pure.loopback import (
     upstream_url,
     verbatim_headers,
 )
-from metaharness.pure.witness import RouteAccount, http_response_body, inflate, read_exchange, witness
+from metaharness.pure.witness import (
+    RouteAccount,
+    http_response_body,
+    inflate,
+    read_exchange,
+    response_complete,
+    witness,
+)
 from metaharness.shell.bounded_reads import read_regular
 from metaharness.shell.unix_address import unix_address
 
@@ -131,6 +139,7 @@ class RouteProxy:
         self._counters = LoopbackCounters()
         self._route = RouteTraffic(requests=0, bytes_up=0, bytes_down=0)
         self._account = RouteAccount()
+        self._waited = False
         self._off_wire: list[str] = []
         self.expired: str | None = None
         self._reported = False
@@ -168,14 +177,17 @@ class RouteProxy:
         later): a child that read its last answer can end before the relay that served it has counted."""
         with self._settled:
             self._settled.wait_for(lambda: self._in_flight == 0, timeout=ROUTE_SETTLE_S)
+            self._waited = True
             return self._route
 
     @property
     def account(self) -> RouteAccount:
-        """The route witness's account (docs/decisions.md#the-route-witness), settled as ``route`` is."""
+        """The route witness's account (docs/decisions.md#the-route-witness), read with ``route`` at the
+        terminal record: once ``route`` has waited it does not wait again, and it says so when a relay was
+        still open."""
         with self._settled:
-            self._settled.wait_for(lambda: self._in_flight == 0, timeout=ROUTE_SETTLE_S)
-            return self._account
+            settled = self._settled.wait_for(lambda: self._in_flight == 0, timeout=0 if self._waited else ROUTE_SETTLE_S)
+            return self._account if settled else msgspec.structs.replace(self._account, unsettled=True)
 
     def _witness(self, target: str, body: bytes, response: bytes | None, encoding: str | None) -> None:
         """The one observer of the route: a finished request body and the response body relayed for it
@@ -357,17 +369,28 @@ class RouteProxy:
         except OSError:
             self._answer(connection, bad_gateway(self.kind, f"the upstream {self.upstream} could not be reached"))
             return
-        relayed: list[bytes] = []
+        relayed = 0
+        kept: list[bytes] | None = []
         with upstream:
             upstream.settimeout(UPSTREAM_IDLE_S)
             upstream.sendall(lines.encode("latin-1") + b"\r\n" + body)
-            while chunk := upstream.recv(RELAY_CHUNK):
-                connection.sendall(chunk)
-                relayed.append(chunk)
-        self._count_route(len(body), sum(map(len, relayed)))
-        response, encoding = http_response_body(b"".join(relayed))
-        self._witness(head.target, body, response if response is None or len(response) <= WITNESS_KEEP else None,
-                      encoding)  # fmt: skip
+            seen = False
+            try:
+                while chunk := upstream.recv(RELAY_CHUNK):
+                    connection.sendall(chunk)
+                    relayed += len(chunk)
+                    if kept is not None and relayed <= WITNESS_KEEP:
+                        kept.append(chunk)
+                    else:
+                        kept = None
+                    if not seen and kept is not None and response_complete(b"".join(kept)):
+                        seen = True
+                        self._witness(head.target, body, *http_response_body(b"".join(kept)))
+            finally:
+                if not seen:
+                    response, encoding = http_response_body(b"".join(kept)) if kept is not None else (None, None)
+                    self._witness(head.target, body, response, encoding)
+        self._count_route(len(body), relayed)
 
     def _send(self, head: RequestHead, body: bytes, token: str | None) -> httpx.Response | None:
         headers = (
@@ -395,7 +418,8 @@ class RouteProxy:
         return held[:MAX_RETRY_BODY]
 
     def _relay(self, connection: socket.socket, response: httpx.Response, target: str, body: bytes) -> int:
-        """Relay the response head and body, then show both to the witness; returns the body bytes relayed."""
+        """Relay the response head and body, then show both (as far as they went) to the witness; returns the
+        body bytes relayed."""
         relayed = 0
         kept: list[bytes] | None = []
         try:
@@ -412,7 +436,7 @@ class RouteProxy:
                     kept = None
         finally:
             response.close()
-        self._witness(target, body, None if kept is None else b"".join(kept), response.headers.get("content-encoding"))
+            self._witness(target, body, None if kept is None else b"".join(kept), response.headers.get("content-encoding"))
         return relayed
 
     @staticmethod

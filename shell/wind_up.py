@@ -65,7 +65,7 @@ class RunAudit:
         payload kept when the run reports; the lines are counted and a closing ``stream.closed`` noted
         (``metaharness.shell.child_end.end_unexpectedly``); a closed stdout stops the run
         (``metaharness.shell.run_limits``)."""
-        ending = self.route is not None and b'"event":"session.ended"' in line
+        ending = (self.route or self.account) is not None and b'"event":"session.ended"' in line
         route = self.route() if ending and self.route else None
         account = self.account() if ending and self.account else None
         self.amendment, lines = amend(self.amendment, line, route, account)

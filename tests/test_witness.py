@@ -36,14 +36,17 @@ from metaharness.pure.wires import anthropic_messages, openai_responses
 from metaharness.pure.wires.neutral import ToolCall, TurnRequest, UserText
 from metaharness.pure.wires.neutral import ToolResult as ResultItem
 from metaharness.pure.witness import (
+    EmittedCall,
     Exchange,
     RouteAccount,
+    SentResult,
     StreamAccount,
     http_response_body,
     inflate,
     observe_event,
     read_exchange,
     reconcile,
+    response_complete,
     witness,
 )
 
@@ -233,3 +236,32 @@ def test_a_record_line_after_the_terminal_record_is_forged() -> None:
                              result(call_id, False)]  # fmt: skip
     lines = written(payloads, account)
     assert [getattr(line.payload, "code", None) for line in lines] == [None, None, None, None, "RECORD_FORGED", None]
+
+
+def test_a_call_id_the_provider_reuses_pairs_each_emission_with_its_own_result() -> None:
+    read = Exchange((EmittedCall("call_0", "file_read", {"path": "a"}),), (), None)
+    write = Exchange((EmittedCall("call_0", "file_write", {"path": "n"}),), (SentResult("call_0", False, "hello"),), None)
+    sent = Exchange((), (SentResult("call_0", False, "hello"), SentResult("call_0", True, f"refused: {REASON}")), "done")
+    account = witness(witness(witness(RouteAccount(), read), write), sent)
+    seen = stream(requested("call_0", {"path": "a"}, "file_read"), decided("call_0"),
+                  requested("call_0", {"path": "n"}, "file_write"), decided("call_0", deny=True))  # fmt: skip
+    assert codes(account, seen, ended(turns=3)) == []
+    ran = Exchange((), (SentResult("call_0", False, "hello"), SentResult("call_0", False, "written")), "done")
+    assert codes(witness(witness(witness(RouteAccount(), read), write), ran), seen, ended(turns=3)) == [
+        "DECISION_BYPASSED"
+    ]
+
+
+def test_an_unsettled_account_makes_no_claim_that_needs_every_answer() -> None:
+    body = request(anthropic_messages.WIRE, ToolCall("call_ghost", "run", {}), ResultItem("call_ghost", "ran", False))
+    exchange = read_exchange(PATH[anthropic_messages.WIRE], body, answer(anthropic_messages.WIRE, Reply(text="done"), 1))
+    assert exchange is not None
+    account = msgspec.structs.replace(witness(RouteAccount(), exchange), unsettled=True)
+    assert codes(account, stream(), ended("another answer", turns=9)) == []
+
+
+def test_a_response_is_whole_by_its_own_framing() -> None:
+    assert response_complete(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+    assert not response_complete(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok")
+    assert response_complete(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n")
+    assert not response_complete(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nok")

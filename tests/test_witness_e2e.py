@@ -89,8 +89,8 @@ def frame_file(directory: Path, subjects: list[str] | None) -> Path:
     return path
 
 
-def audited_run(tmp_path: Path, scripts: dict[str, str], steps: list[str], subjects: list[str] | None = None
-                ) -> tuple[int, list[dict[str, Any]], str, Path]:  # fmt: skip
+def audited_run(tmp_path: Path, scripts: dict[str, str], steps: list[str], subjects: list[str] | None = None,
+                *options: str) -> tuple[int, list[dict[str, Any]], str, Path]:  # fmt: skip
     """``metaharness run claude --audit`` in a work tree holding ``scripts``, the steps as the task."""
     home, work = caller_home(tmp_path), tmp_path / "work"
     work.mkdir()
@@ -105,7 +105,7 @@ def audited_run(tmp_path: Path, scripts: dict[str, str], steps: list[str], subje
         argv = [sys.executable, "-m", "metaharness.shell", "run", "claude", "--credentials", "loopback",
                 "--model-endpoint", base_url.removesuffix("/v1"), "-p", prompt, "--cwd", str(work),
                 "--frame", str(frame_file(tmp_path, subjects)), "--audit", "--spec", str(tmp_path / "spec.md"),
-                "--auditor", str(auditor)]  # fmt: skip
+                "--auditor", str(auditor), *options]  # fmt: skip
         done = subprocess.run(argv, capture_output=True, env={**os.environ, "HOME": str(home)}, timeout=240,
                               stdin=subprocess.DEVNULL, check=False)  # fmt: skip
     events = [json.loads(line) for line in done.stdout.splitlines() if read_event(line).unwrap()]
@@ -120,8 +120,12 @@ def outputs(events: list[dict[str, Any]]) -> str:
     return "\n".join(json.dumps(e["content"]) for e in events if e["event"] == "tool.result")
 
 
-def test_a_tool_speaking_to_the_model_itself_is_a_hidden_call_and_a_forged_result(tmp_path: Path) -> None:
-    code, events, report, _ = audited_run(tmp_path, {"speak.py": SPEAK_TO_THE_MODEL}, ["python3 speak.py"])
+@pytest.mark.parametrize("confine", ["on", "off"])
+def test_a_tool_speaking_to_the_model_itself_is_a_hidden_call_and_a_forged_result(confine: str, tmp_path: Path) -> None:
+    """Under ``--confine off`` the loopback route is witnessed too; ``session.ended.route`` is a confined
+    run's only."""
+    code, events, report, _ = audited_run(tmp_path, {"speak.py": SPEAK_TO_THE_MODEL}, ["python3 speak.py"], None,
+                                          "--confine", confine)  # fmt: skip
     if "route answered" not in outputs(events):
         assert "route unreachable" in outputs(events)
         return
@@ -130,7 +134,10 @@ def test_a_tool_speaking_to_the_model_itself_is_a_hidden_call_and_a_forged_resul
     messages = " ".join(e["message"] for e in events if e["event"] == "warning")
     assert "toolu_b10x_003 (Bash)" in messages and "toolu_ghost" in messages
     (ended,) = [e for e in events if e["event"] == "session.ended"]
-    assert ended["route"]["calls"]["emitted"] == 2 and ended["route"]["calls"]["reconciled"] == 1
+    if confine == "on":
+        assert ended["route"]["calls"]["emitted"] == 2 and ended["route"]["calls"]["reconciled"] == 1
+    else:
+        assert "route" not in ended
     assert "control verdict: gap" in report and code == 1
 
 

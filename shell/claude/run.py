@@ -427,6 +427,7 @@ def run_claude(options: RunOptions) -> int:
             return refuse(refused.refusal)
     if proxy is not None and spawn is not None:
         audit.route = lambda: proxy.route
+    if proxy is not None:
         audit.account = lambda: proxy.account
     facts_of_session = SessionFacts(
         transcript=Transcript(path=launch.transcript_path, digest=None, bytes=None),

@@ -432,6 +432,7 @@ def run_codex(options: RunOptions) -> int:
         )
         if proxy is not None and spawn is not None:
             audit.route = lambda: proxy.route
+        if proxy is not None:
             audit.account = lambda: proxy.account
         desk = open_desk(options.decisions, frame, HOOK_TIMEOUT_S * 1000)
         drive = (
