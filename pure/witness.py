@@ -203,15 +203,19 @@ WITNESS_WIRES: Mapping[str, WitnessWire] = MappingProxyType(
         openai_responses.WIRE: WitnessWire(_responses_results, _decoded(openai_responses.decode_stream, _response_body)),
     }
 )
-"""The witness's decoders by wire; a new wire adds its entry and its path in ``wire_of_path``."""
+"""The witness's decoders by wire; a new wire adds its entry here and its path in ``WITNESS_PATHS``."""
 
-_PATHS = ((anthropic_messages.ENDPOINT_PATH, anthropic_messages.WIRE), ("/responses", openai_responses.WIRE))
+WITNESS_PATHS: tuple[tuple[str, str], ...] = (
+    (anthropic_messages.ENDPOINT_PATH, anthropic_messages.WIRE),
+    ("/responses", openai_responses.WIRE),
+)
+"""(path suffix, wire): how a route request's path (its query left off) names its wire."""
 
 
 def wire_of_path(path: str) -> str | None:
     """The wire a route request's path speaks (its query left off), or ``None``."""
     bare = path.partition("?")[0].rstrip("/")
-    return next((wire for suffix, wire in _PATHS if bare.endswith(suffix)), None)
+    return next((wire for suffix, wire in WITNESS_PATHS if bare.endswith(suffix)), None)
 
 
 def inflate(body: bytes, encoding: str | None) -> bytes | None:
