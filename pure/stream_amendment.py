@@ -164,7 +164,7 @@ def _ended(state: Amendment, line: bytes, payload: SessionEnded, route: RouteTra
         warnings, calls = reconcile(account, state.stream, payload, state.facts, state.deciding)
         route = None if route is None else msgspec.structs.replace(route, calls=calls)
     bypassed = state.bypassed + bypassed_count(warnings)
-    if not bypassed and route is None and state.added == 0:
+    if not warnings and not bypassed and route is None and state.added == 0:
         return state, (line,)
     lines = tuple(encode_event(seq + offset, event.run, warning) for offset, warning in enumerate(warnings))
     gaps = state.gaps + sum(1 for warning in warnings if warning.code in WITNESS_GATING)

@@ -265,3 +265,13 @@ def test_a_response_is_whole_by_its_own_framing() -> None:
     assert not response_complete(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok")
     assert response_complete(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n")
     assert not response_complete(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nok")
+
+
+def test_without_a_confined_route_the_witness_still_names_what_it_finds() -> None:
+    account = route(anthropic_messages.WIRE, {"argv": ["touch", "x"]}, "", False)
+    state, out = Amendment(), []
+    for seq, payload in enumerate([ended()], start=1):
+        state, lines = amend(state, encode_event(seq, "r", payload), None, account)
+        out += [read_event(line).unwrap() for line in lines]
+    assert [getattr(line.payload, "code", None) for line in out] == ["COVERAGE_GAP", None]
+    assert out[1].payload.route is msgspec.UNSET and state.gaps == 1
