@@ -70,9 +70,6 @@ class WitnessWire(msgspec.Struct, frozen=True):
     response: Callable[[bytes], tuple[tuple[EmittedCall, ...], str | None, bool]]
 
 
-_JSON = msgspec.json.Decoder()
-
-
 def _text(value: Any) -> str:
     """A result's content as text: a string, or the text parts of a list of blocks."""
     if isinstance(value, str):
@@ -395,9 +392,10 @@ def _warning(code: str, message: str) -> WarningRaised:
 def _call_findings(
     account: RouteAccount, stream: StreamAccount, facts: WitnessFacts, deciding: bool
 ) -> tuple[list[WarningRaised], int, int]:
-    """Per emission, COVERAGE_GAP when no presentation of its id is it or the id was not decided (when
-    the run decides: frame or ask); per call id, DECISION_LAUNDERED when a presentation is none of the
-    id's emissions. The decided and reconciled counts."""
+    """Per emission, COVERAGE_GAP when its id has no presentation or no decision (a tool the kind runs
+    unasked needs only the presentation), when the run decides (frame or ask); per call id,
+    DECISION_LAUNDERED when a presentation is none of the id's emissions. The decided and reconciled
+    (decided on an emitted input) counts."""
     warnings: list[WarningRaised] = []
     decided = reconciled = 0
     for call_id, emissions in account.emitted.items():
