@@ -362,16 +362,15 @@ def observe_event(stream: StreamAccount, payload: Event) -> StreamAccount:
 
 
 def _same_input(facts: WitnessFacts, call: EmittedCall, presented: Presented) -> bool:
-    """Whether a presentation is the emitted call: the same name and input, or the kind's recorded name
-    with the kind's fields agreeing (docs/decisions.md#the-route-witness)."""
+    """Whether a presentation is the emitted call: its name or the kind's recorded name for it, and the
+    same input or, where the kind lists fields for the name, those fields agreeing
+    (docs/decisions.md#the-route-witness)."""
     name, value = presented
-    if name == call.name and value == call.input:
-        return True
-    if facts.names.get(call.name, call.name) != name:
+    if name != call.name and facts.names.get(call.name) != name:
         return False
     pairs = facts.fields.get(call.name)
-    if pairs is None:
-        return False
+    if pairs is None or value == call.input:
+        return bool(value == call.input)
     source = call.input if isinstance(call.input, dict) else {}
     target = value if isinstance(value, dict) else {}
     return all((call.input if emitted == "" else source.get(emitted)) == target.get(kept) for emitted, kept in pairs)

@@ -191,7 +191,7 @@ ADAPTER = Adapter(
     caller_seam=False,
     witness=WitnessFacts(
         hosts=frozenset({"exec"}),
-        names={"exec_command": "Bash"},
+        names={"exec_command": "Bash", "spawn_agent": "collaborationspawn_agent", "wait_agent": "collaborationwait_agent"},
         fields={"exec_command": (("cmd", "command"),), "apply_patch": (("", "command"),)},
     ),
 )
