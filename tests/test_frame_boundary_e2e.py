@@ -93,3 +93,38 @@ def test_git_options_that_run_code_or_write_elsewhere_are_denied_under_a_proc_gi
         verdict = decided[attack["call_id"]]
         assert verdict["decided_by"] == "frame" and verdict["decision"]["decision"] == "deny", verdict
     assert sorted(path.name for path in repo.iterdir()) == [".git", "README.md"]
+
+
+@pytest.mark.parametrize("kind", [k for k in KINDS if k.values[0] != "b10x"])
+def test_an_embedders_replacement_the_frame_does_not_admit_is_denied(kind: str, tmp_path: Path) -> None:
+    """Ask mode under the ``proc:git`` frame: ``git status`` waits for the embedder, who replaces it with
+    an alias that would run ``touch``; the replacement is checked like a call and denied
+    (``replace-inadmissible``), and nothing lands in the repository."""
+    home, repo = caller_home(tmp_path, kind), repository(tmp_path)
+    replacement = {"command": "git -c alias.x='!touch M6' x", **({"description": "x"} if kind == "claude" else {})}
+    with running_emulator("--scenario", SCENARIOS[kind]) as (base_url, _):
+        argv = [sys.executable, "-m", "metaharness.shell", "run", kind, "--credentials", "loopback",
+                "--model-endpoint", base_url.removesuffix("/v1"), "-p", "do the steps\n$ git status\n", "--cwd",
+                str(repo), "--frame", str(git_only_frame(tmp_path)), "--decisions", "ask"]  # fmt: skip
+        process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   env={**os.environ, "HOME": str(home)})  # fmt: skip
+        assert process.stdin is not None and process.stdout is not None
+        lines: list[bytes] = []
+        while True:
+            line = process.stdout.readline()
+            assert line, b"".join(lines).decode()
+            lines.append(line)
+            event = json.loads(line)
+            if event["event"] == "tool.requested" and event.get("decision_required"):
+                command = {"format": "metaharness.command/1", "id": "r1", "command": "tool.decide",
+                           "call_id": event["call_id"], "decision": {"decision": "replace", "input": replacement}}  # fmt: skip
+                process.stdin.write(json.dumps(command).encode() + b"\n")
+                process.stdin.flush()
+                break
+        out, _ = process.communicate(timeout=120)
+    events = [json.loads(raw) for raw in lines + out.splitlines()]
+    (warning,) = [e for e in events if e["event"] == "warning" and e["code"] == "replace-inadmissible"]
+    (decided,) = [e for e in events if e["event"] == "tool.decided"]
+    assert decided["decided_by"] == "frame" and decided["decision"]["decision"] == "deny"
+    assert decided["call_id"] in warning["message"]
+    assert sorted(path.name for path in repo.iterdir()) == [".git", "README.md"]
