@@ -39,6 +39,7 @@ from metaharness.pure.witness import (
     bypassed_count,
     observe_event,
     reconcile,
+    unanswered_completion,
 )
 
 _CONCERNED = (b'"event":"tool.requested"', b'"event":"tool.decided"', b'"event":"tool.result"', b'"event":"session.ended"',
@@ -64,6 +65,8 @@ class Amendment(msgspec.Struct, frozen=True):
     after_ended: bool = False
     gaps: int = 0
     """The witness's gating findings written (``metaharness.pure.witness.WITNESS_GATING``)."""
+    account: RouteAccount | None = None
+    """The route's account as it stood at the terminal record."""
 
 
 def decision_bypassed(call_id: str) -> WarningRaised:
@@ -113,12 +116,25 @@ def amend(
         stream = msgspec.structs.replace(state.stream, bypassed=state.stream.bypassed | {call})
         state = msgspec.structs.replace(state, added=state.added + 1, bypassed=state.bypassed + 1, stream=stream)
         return state, (renumbered, warning)
-    if isinstance(payload, StreamClosed) and state.added:
-        closed = msgspec.structs.replace(payload, events=payload.events + state.added)
-        return state, (encode_event(seq, event.run, closed, event.at),)
+    if isinstance(payload, StreamClosed):
+        return _closed(state, line, payload)
     if state.added == 0:
         return state, (line,)
     return state, (encode_event(seq, event.run, payload, event.at),)
+
+
+def _closed(state: Amendment, line: bytes, payload: StreamClosed) -> tuple[Amendment, tuple[bytes, ...]]:
+    """The closing line, counting the added lines, after the witness's last check (a completion the route
+    did not see the model reach)."""
+    event = read_event(line).unwrap()
+    finding = None if state.account is None else unanswered_completion(state.account, payload.reason)
+    if finding is None and state.added == 0:
+        return state, (line,)
+    seq = event.seq + state.added
+    lines = () if finding is None else (encode_event(seq, event.run, finding),)
+    state = msgspec.structs.replace(state, added=state.added + len(lines), gaps=state.gaps + len(lines))
+    closed = msgspec.structs.replace(payload, events=payload.events + state.added)
+    return state, (*lines, encode_event(seq + len(lines), event.run, closed, event.at))
 
 
 def _fresh(state: Amendment, payload: Event) -> Amendment:
@@ -161,6 +177,7 @@ def _ended(state: Amendment, line: bytes, payload: SessionEnded, route: RouteTra
     seq = event.seq + state.added
     warnings: tuple[WarningRaised, ...] = ()
     if account is not None:
+        state = msgspec.structs.replace(state, account=account)
         warnings, calls = reconcile(account, state.stream, payload, state.facts, state.deciding)
         route = None if route is None else msgspec.structs.replace(route, calls=calls)
     bypassed = state.bypassed + bypassed_count(warnings)

@@ -302,6 +302,9 @@ class RouteAccount(msgspec.Struct, frozen=True):
     emitted: Map[str, tuple[EmittedCall, ...]] = Map()
     results: Map[str, tuple[SentResult, ...]] = Map()
     answers: frozenset[str] = frozenset()
+    last_answered: bool | None = None
+    """Whether the latest exchange ended the model's turn with an answer (``False``: with calls;
+    ``None``: none yet, or unreadable)."""
     unsettled: bool = False
     """Read while a request was still being relayed: an answer may be missing, so the checks that need
     every answer (a result for a call never emitted, the terminal record's turns and answer) are not made."""
@@ -325,8 +328,9 @@ def witness(account: RouteAccount, exchange: Exchange) -> RouteAccount:
     for result in exchange.results:
         results = _kept(results, result.call_id, result)
     answers = account.answers if exchange.answer is None else account.answers | {exchange.answer.strip()}
+    last = (exchange.answer is not None) if exchange.decoded else None
     return RouteAccount(account.exchanges + 1, account.unreadable + (not exchange.decoded), emitted, results, answers,
-                        account.unsettled)  # fmt: skip
+                        last, account.unsettled)  # fmt: skip
 
 
 Presented = tuple[str, Any]
@@ -472,6 +476,16 @@ def reconcile(
     emitted = sum(1 for call in account.calls() if call.name not in facts.hosts)
     warnings = (*calls, *_result_findings(account, stream, facts), *_record_findings(account, ended))
     return warnings, RouteCalls(emitted=emitted, decided=decided, reconciled=reconciled)
+
+
+def unanswered_completion(account: RouteAccount, reason: str) -> WarningRaised | None:
+    """RECORD_FORGED when the stream closes ``completed`` while the model's last word on the route was a
+    tool call that got no answer: the record says the run finished, the route says the model had not."""
+    if reason != "completed" or account.unsettled or account.last_answered is not False:
+        return None
+    return _warning("RECORD_FORGED", (
+        "the record says the run completed, yet the model's last answer on the route was a tool call that was never "
+        "answered: the terminal record disagrees with the route"))  # fmt: skip
 
 
 def bypassed_count(warnings: tuple[WarningRaised, ...]) -> int:

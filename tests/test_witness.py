@@ -275,3 +275,18 @@ def test_without_a_confined_route_the_witness_still_names_what_it_finds() -> Non
         out += [read_event(line).unwrap() for line in lines]
     assert [getattr(line.payload, "code", None) for line in out] == ["COVERAGE_GAP", None]
     assert out[1].payload.route is msgspec.UNSET and state.gaps == 1
+
+
+def test_a_completion_the_route_never_saw_the_model_reach_is_forged() -> None:
+    emitted = read_exchange(PATH[anthropic_messages.WIRE], request(anthropic_messages.WIRE),
+                            answer(anthropic_messages.WIRE, Reply(call=Call("run", "{}")), 1))  # fmt: skip
+    assert emitted is not None
+    account = witness(RouteAccount(), emitted)
+    (call_id,) = account.emitted
+    closed = StreamClosed(events=3, reason="completed", run_id="r", process=Exited(code=0))
+    payloads: list[Event] = [requested(call_id, {}), decided(call_id), ended(None, turns=1), closed]
+    lines = written(payloads, account)
+    assert [getattr(line.payload, "code", None) for line in lines] == [None, None, None, "RECORD_FORGED", None]
+    assert lines[-1].payload.events == 4
+    answered = route(anthropic_messages.WIRE, {}, "ok", False)
+    assert [getattr(line.payload, "code", None) for line in written(payloads, answered)][-2] is None
