@@ -44,8 +44,10 @@ from metaharness.pure.witness import (
 
 _CONCERNED = (b'"event":"tool.requested"', b'"event":"tool.decided"', b'"event":"tool.result"', b'"event":"session.ended"',
               b'"event":"stream.closed"')  # fmt: skip
-_RECORD_EVENTS = (b'"event":"tool.', b'"event":"text"', b'"event":"turn.', b'"event":"session.ended"', b'"event":"opaque"')
-"""Events a harness's record lines map to; one after the terminal record is a forged line."""
+_RECORD_EVENTS = (b'"event":"tool.requested"', b'"event":"tool.result"', b'"event":"text"', b'"event":"turn.',
+                  b'"event":"session.ended"', b'"event":"opaque"')  # fmt: skip
+"""Events a harness's record lines map to (``tool.decided`` is metaharness's own: a call abandoned at the
+end is decided after the terminal record); one after the terminal record is a forged line."""
 
 
 class Amendment(msgspec.Struct, frozen=True):
