@@ -10,7 +10,6 @@ import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metaharness.pure.claude.rendering import shell_program
 from metaharness.pure.claude.replay import replay_claude, replay_facts
 from metaharness.pure.claude.seam import claude_hook_answer
 from metaharness.pure.claude.session import (
@@ -26,6 +25,7 @@ from metaharness.pure.events import Allow, Deny, Exited, Replace, read_event
 from metaharness.pure.frames import seal_frame
 from metaharness.pure.hook_channel import doorbell_keys
 from metaharness.pure.jsonline import compact
+from metaharness.pure.program_subjects import command_subjects
 
 FACTS = replay_facts(decisions="frame", hermetic="off", transcript_path="t", harness_version=None, model=None)
 FRAME = seal_frame(
@@ -162,11 +162,11 @@ def test_every_answer_is_compact_json_a_deny_never_reasonless(decision: Any) -> 
 @settings(max_examples=200)
 @given(st.text(max_size=40))
 def test_a_compound_command_is_always_sh(command: str) -> None:
-    program = shell_program(command)
+    subjects = command_subjects(command)
     if any(mark in command for mark in (";", "&", "|", "<", ">", "(", ")", "`", "$(", "\n")):
-        assert program == "sh"
+        assert subjects == ("proc:sh",)
     else:
-        assert program == "sh" or program == command.split()[0]
+        assert subjects == () if not command.strip() else subjects[0].startswith("proc:")
 
 
 @settings(max_examples=150)

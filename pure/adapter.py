@@ -240,6 +240,20 @@ ReplayOutput = bytes | SeamAnswer
 """What a kind's replay yields as it reads: an event line (``\n`` included), or a seam answer."""
 
 
+class WitnessFacts(msgspec.Struct, frozen=True):
+    """How a kind's stream records the calls the model emitted (docs/decisions.md#the-route-witness):
+    ``hosts`` are code-mode hosts whose nested calls reach the seam under ids the model never sees;
+    ``names`` maps an emitted tool name to the name the stream records; ``fields`` lists, for an
+    emitted name, the (emitted field, recorded field) pairs that must agree (``""``: the whole emitted
+    input) instead of the whole input; ``unasked`` are tools the kind runs undecided by design (the frame
+    must admit them), which need only a ``tool.requested``."""
+
+    hosts: frozenset[str] = frozenset()
+    unasked: frozenset[str] = frozenset()
+    names: Mapping[str, str] = msgspec.field(default_factory=dict)
+    fields: Mapping[str, tuple[tuple[str, str], ...]] = msgspec.field(default_factory=dict)
+
+
 class Adapter(msgspec.Struct, frozen=True, kw_only=True):
     """One kind, as every shared module sees it."""
 
@@ -265,3 +279,5 @@ class Adapter(msgspec.Struct, frozen=True, kw_only=True):
     """The kind's own check of a loaded frame, run after the frame file's."""
     caller_seam: bool
     """``replay --answers`` writes the caller-seam lines the replay produced."""
+    witness: WitnessFacts = msgspec.field(default_factory=lambda: WitnessFacts())
+    """How the route witness matches the model's calls with the stream's (docs/decisions.md#the-route-witness)."""

@@ -87,6 +87,8 @@ class ReportFacts(msgspec.Struct, frozen=True):
     auditor: AuditorOutcome | None = None
     refusal: Refusal | None = None
     tampered: bool = False
+    witness_gaps: int = 0
+    """The route witness's gating findings written to the stream (docs/decisions.md#the-route-witness)."""
 
 
 def report_facts(
@@ -95,11 +97,13 @@ def report_facts(
     audited: bool,
     auditor: AuditorOutcome | None = None,
     refusal: Refusal | None = None,
+    witness_gaps: int = 0,
 ) -> ReportFacts:
     """The report's facts read from the run's own stream (the payloads it wrote, ``stream.closed``
     last): the rows from its ``session.started`` (docs/hermetic.md#verdicts), the census of ``session.ended``
     else recomputed (docs/events.md#census), ``withheld``, whether a terminal record was read
-    (``session.ended``), and the closing reason and process."""
+    (``session.ended``), the closing reason and process, and how many gating findings the route witness
+    wrote (docs/decisions.md#the-route-witness)."""
     started = next((payload for payload in payloads if isinstance(payload, SessionStarted)), None)
     closed = next((payload for payload in reversed(payloads) if isinstance(payload, StreamClosed)), None)
     return ReportFacts(
@@ -113,6 +117,7 @@ def report_facts(
         auditor=auditor,
         refusal=refusal,
         tampered=any(isinstance(p, WarningRaised) and p.code == "CHANNEL_REFUSED" for p in payloads),
+        witness_gaps=witness_gaps,
     )
 
 
@@ -167,9 +172,9 @@ def child_exit_text(process: Process) -> str:
 
 
 def run_control(facts: ReportFacts) -> Verdict:
-    """The control verdict: ``gap`` when a denied call was bypassed (the census counts it) or the child
-    planted a name in the hook channel, else the gating rows' verdict."""
-    return "gap" if facts.census.bypassed or facts.tampered else control_verdict(facts.rows)
+    """The control verdict: ``gap`` when a denied call was bypassed (the census counts it), the child
+    planted a name in the hook channel, or the route witness named a gating gap, else the gating rows' verdict."""
+    return "gap" if facts.census.bypassed or facts.tampered or facts.witness_gaps else control_verdict(facts.rows)
 
 
 def audited_exit(facts: ReportFacts) -> int:

@@ -21,6 +21,7 @@ from returns.result import Failure, Result, Success
 
 from metaharness.pure.frames import Operation
 from metaharness.pure.loop.catalogue import subjects_of
+from metaharness.pure.program_subjects import argv_subjects
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.results import each
 
@@ -98,6 +99,9 @@ def resolve_catalogue_call(
     operation = operation_of(entry.performs) if entry is not None else None
     if entry is None or operation is None:
         return (), ()
+    argv = arguments.get("argv") if isinstance(arguments, dict) and entry.performs == "run" else None
+    if isinstance(argv, list) and argv and all(isinstance(word, str) for word in argv):
+        return (Operation(operation),), argv_subjects(argv)
     return (Operation(operation),), subjects_of(entry.performs, arguments)
 
 

@@ -59,6 +59,7 @@ from metaharness.pure.events import (
     Decision,
     Deny,
     Event,
+    Replace,
     ToolDecided,
     ToolRequested,
     WarningRaised,
@@ -106,6 +107,8 @@ class CallRecord(Struct, frozen=True, kw_only=True):
     seam: str
     status: Literal["recorded", "pending", "closed"]
     decision: Decision | None = None
+    call: PresentedCall | None = None
+    """The call as presented, while it is pending (an embedder's ``replace`` is checked against it)."""
 
 
 class Emit(Struct, frozen=True):
@@ -219,7 +222,7 @@ def _closed(
     decided = ToolDecided(
         call_id=record.call_id, decision=decision, decided_by=decided_by, seam=decided_seam, latency_ms=latency_ms
     )
-    closed = msgspec.structs.replace(record, status="closed", decision=decision)
+    closed = msgspec.structs.replace(record, status="closed", decision=decision, call=None)
     new = _recorded(msgspec.structs.replace(desk, census=count_decision(desk.census, decided)), closed)
     return new, (Answer(record.call_id, decision, record.seam), Emit(decided))
 
@@ -238,7 +241,7 @@ def present(desk: Desk, call: PresentedCall) -> Step:
     if not deciding:
         record = CallRecord(call_id=call.call_id, digest=digest, seam=call.seam, status="recorded")
         return _recorded(desk, record), (_requested(call, False, None),)
-    return _fresh(desk, call, CallRecord(call_id=call.call_id, digest=digest, seam=call.seam, status="pending"))
+    return _fresh(desk, call, CallRecord(call_id=call.call_id, digest=digest, seam=call.seam, status="pending", call=call))
 
 
 def _repeat(desk: Desk, call: PresentedCall, same: CallRecord) -> Step:
@@ -311,16 +314,40 @@ def _pending_records(desk: Desk) -> tuple[CallRecord, ...]:
     return tuple(r for call_id in desk.pending_call_ids() for r in desk.calls[call_id] if r.status == "pending")
 
 
-def decide(desk: Desk, command: ToolDecide, elapsed_ms: int | None) -> Step:
+def pending_call(desk: Desk, call_id: str) -> PresentedCall | None:
+    """The pending call ``call_id`` as it was presented, or ``None`` when it is not pending."""
+    record = _pending(desk, call_id)
+    return None if record is None else record.call
+
+
+def replace_inadmissible(call_id: str, reason: str) -> WarningRaised:
+    """The warning for an embedder's replacement the frame in force does not admit."""
+    return WarningRaised(
+        code="replace-inadmissible",
+        message=f"the embedder's replacement input for {call_id} is not admitted by the frame in force, so the call "
+        f"is denied: {reason}",
+    )
+
+
+def decide(desk: Desk, command: ToolDecide, elapsed_ms: int | None, replacement: PresentedCall | None = None) -> Step:
     """A well-formed, supported ``tool.decide`` (docs/events.md#commands step 4): ``tool.decided`` by ``embedder``
     then ``command.result`` ok for a pending call; ``TOO_LATE`` for a decided, abandoned or expired one;
     ``UNKNOWN_CALL`` for a call never presented on a deciding seam. ``elapsed_ms`` is the time since
-    the call's deadline was armed."""
+    the call's deadline was armed. A ``replace`` is checked against the frame in force like the original
+    call: ``replacement`` is the pending call as the kind reads it with the new input; one the frame
+    denies is denied by ``frame`` with ``replace-inadmissible`` (docs/decisions.md#admission)."""
     record = _pending(desk, command.call_id)
     if record is None:
         closed = any(r.status == "closed" for r in desk.calls.get(command.call_id, ()))
         refusal = too_late(command.id, command.call_id) if closed else unknown_call(command.id, command.call_id)
         return desk, (Emit(refusal),)
+    if isinstance(command.decision, Replace) and desk.frame is not None and replacement is not None:
+        admission = admit_call(desk.frame, replacement.name, replacement.operations, replacement.subjects,
+                               catalogue_question=replacement.catalogue_question)  # fmt: skip
+        if isinstance(admission.decision, Deny):
+            new, decided = _closed(desk, record, admission.decision, "frame", elapsed_ms, record.seam)
+            warning = Emit(replace_inadmissible(record.call_id, admission.decision.reason))
+            return new, (Disarm(record.call_id), warning, *decided, Emit(command_ok(command.id)))
     new, decided = _closed(desk, record, command.decision, "embedder", elapsed_ms, record.seam)
     return new, (Disarm(record.call_id), *decided, Emit(command_ok(command.id)))
 

@@ -56,12 +56,23 @@ class Census(_Value, frozen=True, kw_only=True):
     when there was one."""
 
 
+class RouteCalls(_Value, frozen=True, kw_only=True):
+    """The route witness's count (docs/decisions.md#the-route-witness): the calls the model emitted,
+    how many of them the stream requested and decided, and how many of those on the input emitted."""
+
+    emitted: int
+    decided: int
+    reconciled: int
+
+
 class RouteTraffic(_Value, frozen=True, kw_only=True):
-    """What crossed the model route of a confined run: requests forwarded and their bytes."""
+    """What crossed the model route of a confined run: requests forwarded and their bytes; ``calls``
+    is the witness's count, written when the run's stream was reconciled with the route."""
 
     requests: int
     bytes_up: int
     bytes_down: int
+    calls: RouteCalls | UnsetType = UNSET
 
 
 class RowCheck(_Value, frozen=True, kw_only=True):

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
 
 import h11
+import msgspec
 from returns.result import Failure
 
 from metaharness.pure.bounds import CREDENTIAL_FILE_LIMIT
@@ -68,6 +69,12 @@ from metaharness.pure.loopback import (
     upstream_url,
     verbatim_headers,
 )
+from metaharness.pure.witness import (
+    RouteAccount,
+    inflate,
+    read_exchange,
+    witness,
+)
 from metaharness.shell.bounded_reads import read_regular
 from metaharness.shell.child_tree import write_new_file
 from metaharness.shell.unix_address import unix_address
@@ -94,6 +101,8 @@ def read_custody(kind: LoopbackKind, path: str) -> str | None:
     return None if isinstance(token, Failure) else token.unwrap()
 
 
+WITNESS_KEEP = 16 * 1024 * 1024
+"""The most response bytes the witness keeps for one exchange; past that the exchange is unreadable."""
 ROUTE_SETTLE_S = 2.0
 """How long the route's count waits for a request still being relayed when it is read."""
 
@@ -278,10 +287,12 @@ class RouteProxy:
         self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         self._settled = threading.Condition(self._lock)
         self._in_flight = 0
+        self._waited = False
         self._held = 0
         self._counters = LoopbackCounters()
         self._route = RouteTraffic(requests=0, bytes_up=0, bytes_down=0)
         self._refusals: list[str] = []
+        self._account = RouteAccount()
         self.expired: str | None = None
         self._reported = False
         self.alert_fd, self._alert_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
@@ -318,14 +329,32 @@ class RouteProxy:
         later): a child that read its last answer can end before the relay that served it has counted."""
         with self._settled:
             self._settled.wait_for(lambda: self._in_flight == 0, timeout=ROUTE_SETTLE_S)
+            self._waited = True
             return self._route
 
-    def _count_route(self, up: int, down: int, request: bool = True) -> None:
-        """A forwarded request and its bytes; ``request=False`` adds bytes of one already counted (a verbatim
-        relay counts its request once sent, since an upstream that holds the connection open ends no relay)."""
+    @property
+    def account(self) -> RouteAccount:
+        """The route witness's account (docs/decisions.md#the-route-witness), read with ``route`` at the
+        terminal record: once ``route`` has waited it does not wait again, and it says so when a relay was
+        still open."""
+        with self._settled:
+            settled = self._settled.wait_for(lambda: self._in_flight == 0, timeout=0 if self._waited else ROUTE_SETTLE_S)
+            return self._account if settled else msgspec.structs.replace(self._account, unsettled=True)
+
+    def _witness(self, target: str, body: bytes, response: bytes | None, encoding: str | None) -> None:
+        """The one observer of the route: a finished request body and the response body relayed for it
+        (``None``: unreadable or over ``WITNESS_KEEP``; ``encoding``: its ``Content-Encoding``), folded
+        into the witness's account."""
+        exchange = read_exchange(target, body, None if response is None else inflate(response, encoding))
+        if exchange is not None:
+            with self._lock:
+                self._account = witness(self._account, exchange)
+
+    def _count_route(self, up: int, down: int) -> None:
+        """A forwarded request and its bytes."""
         with self._lock:
             self._route = RouteTraffic(
-                requests=self._route.requests + int(request),
+                requests=self._route.requests + 1,
                 bytes_up=self._route.bytes_up + up,
                 bytes_down=self._route.bytes_down + down,
             )
@@ -548,6 +577,8 @@ class RouteProxy:
         flushed at once and each chunk (at most ``RELAY_CHUNK``) as it arrives, so SSE keeps streaming;
         the body is close-delimited or sized by the upstream's own ``Content-Length``."""
         relayed = 0
+        relayed = 0
+        kept: list[bytes] | None = []
         try:
             head = f"HTTP/1.1 {answer.status} {answer.reason}\r\n"
             for key, value in relay_headers(answer.headers):
@@ -556,8 +587,14 @@ class RouteProxy:
             for chunk in answer.chunks:
                 connection.sendall(chunk)
                 relayed += len(chunk)
+                if kept is not None and relayed <= WITNESS_KEEP:
+                    kept.append(chunk)
+                else:
+                    kept = None
         finally:
             answer.chunks.close()
+            encoding = next((value for key, value in answer.headers if key.lower() == "content-encoding"), None)
+            self._witness(request.head.target, request.body, None if kept is None else b"".join(kept), encoding)
         self._count_route(len(request.body), relayed)
 
     def _send(self, request: RouteRequest, token: str | None) -> httpx.Response | None:

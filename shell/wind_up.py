@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 import msgspec
 from returns.result import Failure, Success
 
+from metaharness.pure.adapters import adapter_of
 from metaharness.pure.audit_report import AuditorOutcome, audit_report, audited_exit, report_facts
 from metaharness.pure.events import (
     Event,
@@ -35,6 +36,7 @@ from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import unaudited_exit
 from metaharness.pure.run_view import ViewState, fold_view, progress_lines
 from metaharness.pure.stream_amendment import Amendment, amend
+from metaharness.pure.witness import RouteAccount
 from metaharness.pure.workspace_diff import FileState, workspace_diff
 from metaharness.shell.auditor import gather_audit_facts
 from metaharness.shell.auditor_invocation import audit_baseline, run_auditor
@@ -62,8 +64,10 @@ class RunAudit:
         self.reporting = options.audited() or options.hermetic == "on"
         self.payloads: list[Event] = []
         self.limits = RunLimits(options.timeout)
-        self.amendment = Amendment()
+        self.amendment = Amendment(facts=adapter_of(options.kind).witness, deciding=options.decisions != "observe")
         self.route: Callable[[], RouteTraffic] | None = None
+        self.account: Callable[[], RouteAccount] | None = None
+        """The route witness's account (docs/decisions.md#the-route-witness), set beside ``route``."""
         self.written = 0
         self.closed = False
         self.started: SessionStarted | None = None
@@ -84,17 +88,18 @@ class RunAudit:
 
     def write_event(self, line: bytes) -> None:
         """One event line to ``--events`` FILE (``metaharness.shell.events_file``) and then stdout,
-        amended (``DECISION_BYPASSED``, a confined run's ``route``), its payload kept when the run reports; the
-        lines are counted and a closing ``stream.closed`` noted (``metaharness.shell.child_end.end_unexpectedly``)
-        with the run's outcome as its reason; a closed stdout stops the run
-        (``metaharness.shell.run_limits``)."""
+        amended (``DECISION_BYPASSED``, a confined run's ``route``, the route witness's reconciliation, the
+        rows as checked), its payload kept when the run reports; the lines are counted and a closing
+        ``stream.closed`` noted (``metaharness.shell.child_end.end_unexpectedly``) with the run's outcome as its
+        reason; a closed stdout stops the run (``metaharness.shell.run_limits``)."""
         if self.started is None and b'"event":"session.started"' in line:
             opened = read_event(line)
             payload = opened.unwrap().payload if isinstance(opened, Success) else None
             self.started = payload if isinstance(payload, SessionStarted) else None
         ending = b'"event":"session.ended"' in line
         route = self.route() if ending and self.route else None
-        self.amendment, lines = amend(self.amendment, line, route, self.checked_rows() if ending else None)
+        account = self.account() if ending and self.account else None
+        self.amendment, lines = amend(self.amendment, line, route, account, self.checked_rows() if ending else None)
         for written in lines:
             if self.events is not None:
                 self.events.write(written)
@@ -170,7 +175,7 @@ class RunAudit:
                 refusal = ran.failure()
             else:
                 auditor = ran.unwrap()
-        facts = report_facts(self.payloads, facts_of_rows, self.options.audited(), auditor, refusal)
+        facts = report_facts(self.payloads, facts_of_rows, self.options.audited(), auditor, refusal, self.amendment.gaps)
         sys.stderr.write(audit_report(facts))
         sys.stderr.flush()
         return audited_exit(facts) if self.options.audited() else unaudited_exit(facts.stream_reason)

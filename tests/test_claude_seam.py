@@ -7,7 +7,7 @@ import msgspec
 import pytest
 
 from metaharness.pure.catalogue import load_catalogue
-from metaharness.pure.claude.rendering import claude_operations, claude_subjects, resolve_claude_call, shell_program
+from metaharness.pure.claude.rendering import claude_operations, claude_subjects, resolve_claude_call
 from metaharness.pure.claude.replay import replay_claude, replay_facts
 from metaharness.pure.claude.seam import RecordState, claude_hook_answer, map_record
 from metaharness.pure.events import Abstain, Allow, Deny, Replace, read_event
@@ -203,10 +203,10 @@ def test_subjects_follow_the_rendering_table() -> None:
 @pytest.mark.parametrize(
     ("command", "program"),
     [("ls -la", "ls"), ("ls; rm x", "sh"), ("a && b", "sh"), ("cat <x", "sh"), ("echo `id`", "sh"),
-     ("echo $(id)", "sh"), ("a\nb", "sh"), ("FOO=1 make", "sh"), ("make FOO=1", "make"), ("", "sh")],
+     ("echo $(id)", "sh"), ("a\nb", "sh"), ("FOO=1 make", "sh"), ("make FOO=1", "make")],
 )  # fmt: skip
 def test_shell_subjects(command: str, program: str) -> None:
-    assert shell_program(command) == program
+    assert claude_subjects("Bash", {"command": command}, "/w")[0] == f"proc:{program}"
 
 
 def test_on_a_catalogue_run_only_metaharness_entries_resolve() -> None:

@@ -297,12 +297,21 @@ def test_h7_on_codex_and_h11_under_cwd_in_the_view() -> None:
     assert [why.row for why in kept.unavailable] == ["H7", "H11", "H14"] and kept.unavailable[0].why.endswith("/home/op/repo")
 
 
-def test_a_call_id_presented_again_starts_afresh() -> None:
-    def requested(call: str) -> ToolRequested:
-        return ToolRequested(call_id=call, name="file_write", input={}, decision_required=True, deadline_ms=None,
-                             seam="caller")  # fmt: skip
+def requested(call: str, input: dict[str, str] | None = None) -> ToolRequested:
+    return ToolRequested(call_id=call, name="file_write", input=input or {}, decision_required=True, deadline_ms=None,
+                         seam="caller")  # fmt: skip
 
-    payloads = [requested("call_0"), result("call_0", False), requested("call_0"),
+
+def test_a_call_id_presented_again_with_another_input_starts_afresh() -> None:
+    payloads = [requested("call_0"), result("call_0", False), requested("call_0", {"path": "other"}),
                 ToolDecided(call_id="call_0", decision=Deny(reason="mutated"), decided_by="adapter", seam="caller",
                             latency_ms=0), ended()]  # fmt: skip
     assert written(payloads) == [encode_event(seq, "r", p) for seq, p in enumerate(payloads, start=1)]
+
+
+def test_the_same_call_presented_again_does_not_reset_the_bypass() -> None:
+    payloads = [requested("c3"), result("c3", False), requested("c3"),
+                ToolDecided(call_id="c3", decision=Deny(reason="no"), decided_by="embedder", seam="caller", latency_ms=0),
+                ended()]  # fmt: skip
+    lines = [read_event(line).unwrap() for line in written(payloads)]
+    assert lines[4].payload.code == "DECISION_BYPASSED" and lines[5].payload.census.bypassed == 1

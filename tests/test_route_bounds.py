@@ -256,12 +256,11 @@ with socket.create_connection(("127.0.0.1", 47100), 10) as connection:
 """
 
 
-def test_a_tool_smuggling_a_request_through_the_loops_confined_route_gets_a_400_and_route_refused(
-    tmp_path: Path,
-) -> None:
-    """b10x under ``--confine on``: the loop's ``run`` tool sends the smuggling head to the route bridge
-    inside the view; it is answered 400, the upstream records only the loop's own requests, the stream
-    names it in ``ROUTE_REFUSED`` and the run completes."""
+def test_a_loop_tool_smuggling_a_request_finds_no_route_in_the_tools_layer(tmp_path: Path) -> None:
+    """b10x under ``--confine on``: the loop's ``run`` tool tries to send the smuggling head to the route bridge
+    inside the view, but the tools' layer has no network (docs/confinement.md#two-layers): it cannot connect,
+    the upstream records only the loop's own requests and the run completes. (The proxy's own answer to the
+    head, a 400 named in ``ROUTE_REFUSED``, is shown on the socket above.)"""
     home = tmp_path / "home"
     (home / ".local" / "bin").mkdir(parents=True)
     (home / ".local" / "bin" / "b10x-harness").symlink_to(Path(sys.executable).parent / "b10x-harness")
@@ -276,12 +275,12 @@ def test_a_tool_smuggling_a_request_through_the_loops_confined_route_gets_a_400_
                               stdin=subprocess.DEVNULL, check=False)  # fmt: skip
     assert done.returncode == 0, done.stderr
     bodies = record.read_text()
-    assert "HTTP/1.1 400 Bad Request" in bodies and "/api/delete" not in bodies
+    assert "/api/delete" not in bodies and "HTTP/1.1 400 Bad Request" not in bodies
     events = [json.loads(line) for line in done.stdout.splitlines()]
     (ended,) = [event for event in events if event["event"] == "session.ended"]
     assert ended["route"]["requests"] == len(bodies.splitlines()) and events[-1]["reason"] == "completed"
-    (warning,) = [event for event in events if event["event"] == "warning" and event["code"] == "ROUTE_REFUSED"]
-    assert warning["message"].endswith(": a malformed request (a bare CR or LF in the head)")
+    assert "Connection refused" in bodies or "Network is unreachable" in bodies, bodies[-2000:]
+    assert not [event for event in events if event["event"] == "warning" and event["code"] == "ROUTE_REFUSED"]
 
 
 class _Holding(http.server.BaseHTTPRequestHandler):
@@ -337,11 +336,11 @@ SMUGGLING_STEP = (
 )
 
 
-def test_a_claude_tool_smuggling_through_the_verbatim_route_gets_a_400_and_route_refused(tmp_path: Path) -> None:
+def test_a_claude_tool_smuggling_through_the_verbatim_route_finds_no_route(tmp_path: Path) -> None:
     """The pinned Claude Code under ``--credentials none --model-endpoint`` (the verbatim route) and the
-    default confinement: a Bash call sends the smuggling head to the route bridge; it is answered 400,
-    nothing of it reaches the emulator, the stream names it in ``ROUTE_REFUSED``. (Codex's own sandbox
-    gives its shell calls no socket at all: ``socket()`` fails with EPERM.)"""
+    default confinement: a Bash call tries to send the smuggling head to the route bridge, but runs in the
+    tools' layer, which has no network: nothing of it reaches the emulator and no request is refused
+    because none arrived. (Codex's own sandbox gives its shell calls no socket at all: EPERM.)"""
     kind = "claude"
     if pinned_cli(kind) is None:
         pytest.skip(f"no pinned {kind}")
@@ -358,10 +357,10 @@ def test_a_claude_tool_smuggling_through_the_verbatim_route_gets_a_400_and_route
     assert done.returncode == 0, done.stderr
     seen = [json.loads(line) for line in record.read_text().splitlines()]
     assert {(request["method"], request["path"]) for request in seen} == {("POST", "/v1/messages")}
-    assert "HTTP/1.1 400 Bad Request" in record.read_text()
     events = [json.loads(line) for line in done.stdout.splitlines()]
-    (warning,) = [event for event in events if event["event"] == "warning" and event["code"] == "ROUTE_REFUSED"]
-    assert warning["message"].endswith(": a malformed request (a bare CR or LF in the head)")
+    results = json.dumps([event for event in events if event["event"] == "tool.result"])
+    assert "Connection refused" in results and "400 Bad Request" not in results, results
+    assert not [event for event in events if event["event"] == "warning" and event["code"] == "ROUTE_REFUSED"]
 
 
 def test_a_link_planted_at_loopback_json_is_neither_followed_nor_truncated(

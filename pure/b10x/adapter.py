@@ -17,6 +17,7 @@ from metaharness.pure.adapter import (
     RowText,
     RunRules,
     ToolEntry,
+    WitnessFacts,
 )
 from metaharness.pure.b10x.admissibility import check_frame_admissible
 from metaharness.pure.b10x.vendor import KIND, PIN, PROGRAM, RENDERING
@@ -113,5 +114,6 @@ ADAPTER = Adapter(
     record_source="b10x-harness.record",
     admit_frame=check_frame_admissible,
     caller_seam=True,
+    witness=WitnessFacts(unasked=frozenset({"file_read", "dir_list", "search", "find", "skill"})),
 )
 """The b10x adapter (docs/adapters/b10x.md)."""

@@ -63,6 +63,7 @@ from metaharness.pure.events import (
 from metaharness.pure.frames import Frame, Operation
 from metaharness.pure.jsonline import compact, sha256_hex
 from metaharness.pure.modes import DecisionMode
+from metaharness.pure.program_subjects import argv_subjects
 from metaharness.pure.readings import stated_count
 from metaharness.pure.run_stages import (
     VENDOR_BUDGET_MS,
@@ -631,8 +632,8 @@ def call_operations(name: str, arguments: Any) -> tuple[tuple[str, ...], tuple[s
         return operations, (f"file:{path}",) if isinstance(path, str) else ()
     if name == "run":
         argv = args.get("argv")
-        first = argv[0] if isinstance(argv, list) and argv else None
-        return operations, (f"proc:{first}",) if isinstance(first, str) else ()
+        words = argv if isinstance(argv, list) and argv and all(isinstance(word, str) for word in argv) else None
+        return operations, argv_subjects(words) if words is not None else ()
     return (), ()
 
 

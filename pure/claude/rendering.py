@@ -17,9 +17,9 @@ from typing import Any
 from metaharness.pure.catalogue import Catalogue, resolve_catalogue_call
 from metaharness.pure.claude.vendor import RENDERING as CLAUDE_RENDERING
 from metaharness.pure.frames import MCP_CALL, OPERATION_NAMES, Operation
+from metaharness.pure.program_subjects import command_subjects
 
 _FILE_TOOLS = frozenset({"Read", "Write", "Edit"})
-_COMPOUND = (";", "&", "|", "<", ">", "(", ")", "`", "$(", "\n")
 
 
 def claude_operations(tool: str) -> tuple[Operation, ...]:
@@ -39,29 +39,16 @@ def _under_cwd(path: str, cwd: str | None) -> str:
     return path
 
 
-def shell_program(command: str) -> str:
-    """``proc:<first word>``'s word, or ``sh`` when the command holds ``; & | < > ( )``, a backquote,
-    ``$(``, a newline or a leading ``NAME=`` (docs/adapters/claude.md)."""
-    words = command.split()
-    if any(mark in command for mark in _COMPOUND) or not words:
-        return "sh"
-    first = words[0]
-    name, equals, _ = first.partition("=")
-    if equals and name and (name[0].isalpha() or name[0] == "_") and all(c.isalnum() or c == "_" for c in name):
-        return "sh"
-    return first
-
-
 def claude_subjects(tool: str, call_input: Any, cwd: str | None) -> tuple[str, ...]:
     """The subjects of a Claude Code call (docs/adapters/claude.md): ``file:<file_path>`` for Read/Write/Edit,
-    ``proc:<program>`` for Bash; none else."""
+    every program a Bash command would run (docs/decisions.md#program-subjects); none else."""
     arguments = call_input if isinstance(call_input, dict) else {}
     if tool in _FILE_TOOLS:
         path = arguments.get("file_path")
         return (f"file:{_under_cwd(path, cwd)}",) if isinstance(path, str) else ()
     if tool == "Bash":
         command = arguments.get("command")
-        return (f"proc:{shell_program(command)}",) if isinstance(command, str) else ()
+        return command_subjects(command) if isinstance(command, str) else ()
     return ()
 
 

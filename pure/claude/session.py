@@ -54,6 +54,7 @@ from metaharness.pure.decisions import (
     abandon,
     decide,
     open_desk,
+    pending_call,
     present,
 )
 from metaharness.pure.decisions import Emit as DeskEmit
@@ -63,6 +64,7 @@ from metaharness.pure.events import (
     Deny,
     Event,
     Process,
+    Replace,
     SessionEnded,
     Stream,
     ToolDecided,
@@ -274,6 +276,18 @@ def hook_request(
     return _emit_all(msgspec.structs.replace(session, correlator=correlator), outputs)
 
 
+def _replacement(session: Session, command: ToolDecide) -> PresentedCall | None:
+    """A ``replace``'s input read as the pending call would be (docs/decisions.md#admission), for the desk's check."""
+    pending = pending_call(session.desk, command.call_id)
+    if not isinstance(command.decision, Replace) or pending is None:
+        return None
+    operations, subjects = resolve_claude_call(pending.name, command.decision.input, session.record.cwd,
+                                               session.facts.catalogue)  # fmt: skip
+    if session.tree is not None:
+        subjects = resolve_subjects(subjects, session.tree.cwd, session.tree.links)
+    return msgspec.structs.replace(pending, input=command.decision.input, operations=operations, subjects=subjects)
+
+
 def take_command(
     session: Session, command: Steering, latency_ms: int | None
 ) -> tuple[Session, tuple[Effect, ...], Control]:
@@ -285,7 +299,7 @@ def take_command(
         session, effects = _emit_all(session, (DeskEmit(formed.failure()),))
         return session, effects, None
     if isinstance(command, ToolDecide):
-        desk, desk_effects = decide(session.desk, command, latency_ms)
+        desk, desk_effects = decide(session.desk, command, latency_ms, _replacement(session, command))
         session, effects = _emit_all(msgspec.structs.replace(session, desk=desk), desk_effects)
         return session, effects, None
     control: Control = "halt" if isinstance(command, Halt) else "interrupt"

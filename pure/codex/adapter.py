@@ -28,6 +28,7 @@ from metaharness.pure.adapter import (
     RunRules,
     ToolEntry,
     VendorRoute,
+    WitnessFacts,
 )
 from metaharness.pure.codex.vendor import KIND, LOOPBACK_KEY_VARIABLE, PINS, PROGRAM, RENDERING, UPSTREAM, WIRE_PATHS
 from metaharness.pure.jsonline import compact
@@ -175,5 +176,10 @@ ADAPTER = Adapter(
     record_source="codex.rollout",
     admit_frame=None,
     caller_seam=False,
+    witness=WitnessFacts(
+        hosts=frozenset({"exec"}),
+        names={"exec_command": "Bash", "spawn_agent": "collaborationspawn_agent", "wait_agent": "collaborationwait_agent"},
+        fields={"exec_command": (("cmd", "command"),), "apply_patch": (("", "command"),)},
+    ),
 )
 """The codex adapter (docs/adapters/codex.md)."""

@@ -7,7 +7,6 @@ is ``mcp.call``; any other name resolves to no operation.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -16,10 +15,7 @@ from returns.pipeline import is_successful
 
 from metaharness.pure.codex.patch import parse_patch
 from metaharness.pure.frames import Operation
-
-_COMPOUND = (";", "&", "|", "<", ">", "(", ")", "`", "$(", "\n")
-_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-
+from metaharness.pure.program_subjects import command_subjects
 
 HOOK_NAMES: Mapping[str, str] = MappingProxyType(
     {"exec_command": "Bash", "spawn_agent": "collaborationspawn_agent", "wait_agent": "collaborationwait_agent"}
@@ -57,14 +53,8 @@ operation renders to, and what it does; a frame never admits one (docs/vendor-fa
 
 
 def shell_subjects(command: str) -> tuple[str, ...]:
-    """``proc:<first word>``, or ``proc:sh`` when the command contains any of ``; & | < > ( )``, a
-    backquote, ``$(``, a newline, or begins with ``NAME=`` (docs/adapters/claude.md rendering, shared by codex)."""
-    stripped = command.strip()
-    if not stripped:
-        return ()
-    if any(mark in command for mark in _COMPOUND) or _ASSIGNMENT.match(stripped):
-        return ("proc:sh",)
-    return (f"proc:{stripped.split()[0]}",)
+    """Every program a shell command would run (docs/decisions.md#program-subjects), shared with claude."""
+    return command_subjects(command)
 
 
 def patch_text(input: Any) -> str | None:

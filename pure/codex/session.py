@@ -53,7 +53,18 @@ from metaharness.pure.commands import (
     command_refused,
 )
 from metaharness.pure.correlation import Correlator, Output, Present, on_hook_call, on_readings, on_stream_end
-from metaharness.pure.decisions import AbandonCause, Answer, Arm, Desk, Disarm, abandon, decide, present
+from metaharness.pure.decisions import (
+    AbandonCause,
+    Answer,
+    Arm,
+    Desk,
+    Disarm,
+    PresentedCall,
+    abandon,
+    decide,
+    pending_call,
+    present,
+)
 from metaharness.pure.decisions import Emit as DeskEmit
 from metaharness.pure.decisions import expire as desk_expire
 from metaharness.pure.events import (
@@ -199,6 +210,21 @@ def _present(session: Session, call: HookCall) -> tuple[Session, tuple[Item, ...
         presented = presented_call(call, tree, session.session_cwd)
     desk, effects = present(session.desk, presented)
     return msgspec.structs.replace(session, desk=desk), effects
+
+
+def _replacement(session: Session, command: ToolDecide) -> PresentedCall | None:
+    """A ``replace``'s input read as the pending call would be (docs/decisions.md#admission), for the desk's check."""
+    pending = pending_call(session.desk, command.call_id)
+    if not isinstance(command.decision, Replace) or pending is None:
+        return None
+    part, tree, input = session.catalogued, session.tree, command.decision.input
+    if part is not None and command.call_id in part.owned:
+        replaced = app_server.presented_tool_call(part.catalogue, command.call_id, pending.name, input)
+        operations, subjects = replaced.operations, replaced.subjects
+    else:
+        operations, subjects = resolve_call(pending.name, input)
+    subjects = resolve_subjects(subjects, tree.cwd, tree.links)
+    return msgspec.structs.replace(pending, input=input, operations=operations, subjects=subjects)
 
 
 def _answer(session: Session, answer: Answer) -> tuple[Session, tuple[Item, ...], HookAnswer | None]:
@@ -424,7 +450,7 @@ def take_command(
             if problem is not None:
                 session, effects = _work(session, (DeskEmit(command_refused(command.id, problem.code, problem.message)),))
                 return session, effects, None
-        desk, desk_effects = decide(session.desk, command, latency_ms)
+        desk, desk_effects = decide(session.desk, command, latency_ms, _replacement(session, command))
         session, effects = _work(msgspec.structs.replace(session, desk=desk), desk_effects)
         return session, effects, None
     if not isinstance(command, Interrupt | Halt):

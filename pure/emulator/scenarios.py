@@ -3,6 +3,7 @@ scenarios): what each answers, as a pure function of the request's facts and the
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Iterator
 from typing import Any, TypeAlias
 
@@ -175,11 +176,21 @@ STEP_SHELLS: dict[str, tuple[tuple[str, Callable[[str], Arguments]], ...]] = {
         ("shell_command", lambda line: {"command": line}),
         ("shell", lambda line: {"command": ["/bin/sh", "-c", line]}),
     ),
+    "loop-run-steps": (("run", lambda line: {"argv": _words(line)}),),
 }
 """Scenarios whose shell commands the task names: each line of the user's texts that begins ``$ `` is
-one call, in order, the next one once the previous result came back; then ``emulated work is done``."""
+one call, in order, the next one once the previous result came back; then ``emulated work is done``
+(the loop's ``run`` takes the line's words, split as a POSIX shell splits them)."""
 
 SCENARIO_NAMES: tuple[str, ...] = (*LOOP_SCENARIOS, *VENDOR_SCENARIOS, *STEP_SHELLS)
+
+
+def _words(line: str) -> list[str]:
+    """A step line's words as a POSIX shell splits them; the line itself when its quotes do not close."""
+    try:
+        return shlex.split(line)
+    except ValueError:
+        return [line]
 
 
 def _stepped(candidates: tuple[tuple[str, Callable[[str], Arguments]], ...], view: RequestView) -> Decision:

@@ -378,6 +378,7 @@ def run_b10x(options: RunOptions) -> int:
     audit.names_program(launch.program)
     if proxy is not None:
         audit.route = lambda: proxy.route
+        audit.account = lambda: proxy.account
     def rows_facts() -> VerdictFacts:
         """The facts the rows are checked against, with the namespaces and the tools' layer as read after the spawn."""
         return msgspec.structs.replace(verdict_facts(options, launch, pins), namespaces="unk" if spawn is None else spawn.namespaces(),

@@ -452,6 +452,8 @@ def run_claude(options: RunOptions) -> int:
     audit.names_program(launch.program)
     if proxy is not None and spawn is not None:
         audit.route = lambda: proxy.route
+    if proxy is not None:
+        audit.account = lambda: proxy.account
     def rows_facts() -> VerdictFacts:
         """The facts the rows are checked against, with the namespaces and the tools' layer as read after the spawn."""
         return msgspec.structs.replace(verdict_facts(options, launch, plugins), namespaces="unk" if spawn is None else spawn.namespaces(),
