@@ -2,7 +2,9 @@
 and correlator (docs/events.md#replay, docs/adapters/common.md#one-event-per-call).
 
 Every call takes the record path with no warning; nothing is decided, so the census is zero; no
-terminal record is invented; ``stream.closed.process`` is unknown.
+terminal record is invented; ``stream.closed.process`` is unknown. The control lines of the in-band seam (the
+``initialize`` reply, ``hook_callback`` requests, ``control_cancel_request``) yield nothing, as they do live
+(docs/adapters/claude.md#in-band-decisions); any other control request is ``opaque``.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Iterable
 import msgspec
 
 from metaharness.pure.census import ZERO_CENSUS
+from metaharness.pure.claude.control import HookCallback, Reply, Withdrawn, read_control
 from metaharness.pure.claude.seam import BUDGET_WORDS, RecordState, SessionFacts, map_record, terminal_stop
 from metaharness.pure.correlation import Correlator, on_readings, on_stream_end
 from metaharness.pure.events import (
@@ -77,6 +80,8 @@ def replay_claude(record: bytes, facts: SessionFacts, run: str) -> tuple[bytes, 
     out = bytearray()
     ended: SessionEnded | None = None
     for number, raw in enumerate(record_lines(record), start=1):
+        if isinstance(read_control(raw), HookCallback | Reply | Withdrawn):
+            continue
         state, readings = map_record(state, raw, number, facts)
         correlator, outputs = on_readings(correlator, readings)
         stream, seen = _written(stream, outputs, out)

@@ -70,7 +70,6 @@ from metaharness.shell.facts import (
     readable_regular_file,
 )
 from metaharness.shell.frame_file import read_frame_file
-from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.loopback import RouteProxy
 from metaharness.shell.refusals import refuse
 from metaharness.shell.run_signals import spawned_group
@@ -174,9 +173,9 @@ def tree_checks(options: RunOptions) -> tuple[MemoryWalk, tuple[PluginCopy, ...]
     return walk, take(plan_plugins(tuple(plugin_tree(source) for source in options.plugin_dir)))
 
 
-def materialise(launch: ClaudeLaunch, plugins: tuple[PluginCopy, ...]) -> HookChannel:
+def materialise(launch: ClaudeLaunch, plugins: tuple[PluginCopy, ...]) -> None:
     """Write the scratch tree (docs/adapters/claude.md): directories 0700, generated files with their modes, plugin
-    copies (symlinks skipped), the credential file under operator-login, and the hook channel."""
+    copies (symlinks skipped) and the credential file under operator-login."""
     for directory in launch.directories:
         os.makedirs(directory, mode=0o700, exist_ok=True)
     for item in launch.files:
@@ -193,7 +192,6 @@ def materialise(launch: ClaudeLaunch, plugins: tuple[PluginCopy, ...]) -> HookCh
     if launch.credential_file is not None:
         shutil.copyfile(launch.credential_file, os.path.join(launch.claude_home, ".credentials.json"))
         os.chmod(os.path.join(launch.claude_home, ".credentials.json"), 0o600)
-    return HookChannel.create(launch.scratch)
 
 
 def probe_version(launch: ClaudeLaunch) -> str | None:
@@ -212,11 +210,10 @@ def strict_version(launch: ClaudeLaunch) -> None:
 
 
 def retained_files(launch: ClaudeLaunch) -> tuple[tuple[str, str], ...]:
-    """What ``--retain-dir`` keeps of a claude run: the transcript, the hook requests, the generated
-    files and the loopback counters (``loopback.json``), never a credential (docs/cli.md#run)."""
+    """What ``--retain-dir`` keeps of a claude run: the transcript (its control lines hold every hook request),
+    the generated files and the loopback counters (``loopback.json``), never a credential (docs/cli.md#run)."""
     return (
         (launch.transcript_path, os.path.basename(launch.transcript_path)),
-        (os.path.join(launch.scratch, "hook-channel", "requests"), "hook-requests"),
         *((item.path, os.path.basename(item.path)) for item in launch.files),
         (os.path.join(launch.scratch, "loopback.json"), "loopback.json"),
     )
@@ -337,7 +334,7 @@ def confined_launch(
     prepared: Prepared | None, launch: ClaudeLaunch, plugins: tuple[PluginCopy, ...], walk: MemoryWalk
 ) -> tuple[ClaudeLaunch, ConfinedSpawn | None]:
     """The launch with rows H12 and H13, and its view when confined: writable the child's directory,
-    the config home, TMPDIR and the hook channel; the generated files and plugin copies read-only."""
+    the config home and TMPDIR; the generated files and plugin copies read-only."""
     spawn = None
     if prepared is not None:
         scratch = launch.scratch
@@ -346,8 +343,7 @@ def confined_launch(
             confine(
                 prepared, program=launch.program, command=launch.argv, child_path=launch.environment.as_dict()["PATH"],
                 scratch=scratch, cwd=launch.cwd,
-                writable=(launch.cwd, launch.claude_home, os.path.join(scratch, "tmp"),
-                          os.path.join(scratch, "hook-channel")),
+                writable=(launch.cwd, launch.claude_home, os.path.join(scratch, "tmp")),
                 governing=(*(item.path for item in launch.files), *credential,
                            *(os.path.join(scratch, "plugins", plugin.name) for plugin in plugins)),
             )
@@ -412,7 +408,7 @@ def run_claude(options: RunOptions) -> int:
                         launch.environment, variables=pointed_at_bridge("claude", launch.environment.variables)
                     )
                     launch = msgspec.structs.replace(launch, environment=environment)
-            channel = materialise(launch, plugins)
+            materialise(launch, plugins)
             launch, spawn = confined_launch(prepared, launch, plugins, walk)
             if options.strict_version:
                 strict_version(launch)
@@ -434,20 +430,22 @@ def run_claude(options: RunOptions) -> int:
         catalogue=catalogue,
     )
     warnings = tuple(WarningRaised(code="AMBIENT_INPUT", message=m) for m in launch.ambient_warnings)
-    session, opening = open_session(facts_of_session, run_id, options.decisions, frame, warnings)
+    session, opening = open_session(facts_of_session, run_id, options.decisions, frame, warnings, turn=launch.user_turn)
     for line in opening:
-        assert isinstance(line, bytes)
-        audit.write_event(line)
+        if isinstance(line, bytes):
+            audit.write_event(line)
     try:
         with open(launch.transcript_path, "wb") as transcript:
             audit.limits.arm()
             outcome = drive_claude(
                 argv=launch.argv, confined=spawn, env=launch.environment.as_dict(), cwd=launch.cwd, session=session,
-                channel=channel, write_event=audit.write_event, transcript=transcript,
+                opening=tuple(effect for effect in opening if not isinstance(effect, bytes)), write_event=audit.write_event, transcript=transcript,
                 commands=sys.stdin.fileno() if sys.stdin is not None else None,
                 on_steering_refusal=stderr_line, late_events=lambda: (*audit.limits.late_events(), *late_events(options, run_id, launch, proxy)),
                 alerts=None if proxy is None else (proxy.alert_fd, lambda: expired_events(proxy)),
             )  # fmt: skip
+        if outcome.refusal is not None:
+            return refuse(outcome.refusal)
         namespaces = "unk" if spawn is None else spawn.namespaces()
         facts_of_rows = msgspec.structs.replace(verdict_facts(options, launch, plugins), namespaces=namespaces)
         return audit.exit_code(facts_of_rows, launch.transcript_path, outcome.reason)
@@ -458,7 +456,6 @@ def run_claude(options: RunOptions) -> int:
     except Exception as error:  # noqa: BLE001 - the child is stopped and the stream closed whatever failed
         return end_unexpectedly(audit, run_id, error)
     finally:
-        channel.close()
         if proxy is not None:
             proxy.stop()
         shutil.rmtree(launch.scratch, ignore_errors=True)
