@@ -58,7 +58,7 @@ def test_the_argv_is_the_exact_sequence_with_the_execution_context_user_turn() -
     assert launch.user_turn == turn and turn not in launch.args
     assert launch.args == (
         "-p", "--output-format", "stream-json", "--verbose", "--input-format", "stream-json", "--await-initialize",
-        "--permission-prompts", "none", "--strict-mcp-config",
+        "--permission-prompts", "none", "--replay-user-messages", "--strict-mcp-config",
         "--setting-sources", "", "--settings", "/scratch/run/claude-settings.json",
     )  # fmt: skip
     assert launch.cwd == "/scratch/run/work"
@@ -70,7 +70,7 @@ def test_optional_flags_follow_in_order() -> None:
     launch = plan(spec(model="m1", effort="high", max_turns=3, plugins=(plugin,))).unwrap()
     assert [p.name for p in launch.hermetic.installed_plugins] == ["p"]
     assert "symbolic link skipped in --plugin-dir /src/p: ln" in launch.hermetic.ambient_inputs
-    assert launch.args[14:] == (
+    assert launch.args[15:] == (
         "--model", "m1", "--effort", "high", "--max-turns", "3", "--plugin-dir", "/scratch/run/plugins/p",
     )  # fmt: skip
     assert "--allowedTools" not in launch.args

@@ -16,7 +16,7 @@ import msgspec
 from returns.result import Failure, Result, Success
 
 from metaharness.pure.bounds import decode_bounded
-from metaharness.pure.events import Abstain, Allow, Decision, Deny, Replace
+from metaharness.pure.events import Abstain, Allow, Decision, Deny, Replace, WarningRaised
 from metaharness.pure.hook_channel import EMPTY_REASON, HookCall, read_hook_request
 from metaharness.pure.jsonline import compact
 from metaharness.pure.refusal import Refusal
@@ -54,10 +54,12 @@ class Withdrawn(msgspec.Struct, frozen=True):
 
 
 class Reply(msgspec.Struct, frozen=True):
-    """A ``control_response`` the CLI wrote (the ``initialize`` reply among them)."""
+    """A ``control_response`` on the CLI's stdout: the ``initialize`` reply, or (``--replay-user-messages``) the
+    echo of one its stdin carried; ``body`` is its ``response`` member, compact."""
 
     request_id: str
     raw: bytes
+    body: bytes
 
 
 class Unserved(msgspec.Struct, frozen=True):
@@ -68,6 +70,34 @@ class Unserved(msgspec.Struct, frozen=True):
 
 
 Control: TypeAlias = HookCallback | Withdrawn | Reply | Unserved
+
+
+def input_forged(what: str) -> WarningRaised:
+    """``INPUT_FORGED``: the CLI's stdout shows a line on its stdin that metaharness never wrote."""
+    return WarningRaised(
+        code="INPUT_FORGED",
+        message=f"Claude Code's stdin carried {what} that metaharness never wrote: something else can write to it",
+    )
+
+
+def forged_reply(reply: Reply) -> WarningRaised:
+    """A ``control_response`` on stdout that is neither the ``initialize`` reply nor the echo of an answer
+    metaharness wrote: a forged answer, or the CLI's answer to a forged control request."""
+    return input_forged(f"a control response or request for {reply.request_id or 'no request_id'}")
+
+
+def replayed_turn(raw: bytes) -> Any | None:
+    """The content of a user message the CLI echoed from its stdin (``isReplay``), ``None`` for any other line."""
+    if b'"isReplay":true' not in raw:
+        return None
+    try:
+        document = decode_bounded(raw)
+    except msgspec.DecodeError:
+        return None
+    if not isinstance(document, dict) or document.get("type") != "user" or document.get("isReplay") is not True:
+        return None
+    message = document.get("message")
+    return message.get("content") if isinstance(message, dict) else None
 
 
 def initialize_line() -> bytes:
@@ -126,7 +156,7 @@ def read_control(raw: bytes) -> Control | None:
     if kind == "control_response":
         response = document.get("response")
         answered = response.get("request_id") if isinstance(response, dict) else None
-        return Reply(answered if isinstance(answered, str) else "", raw)
+        return Reply(answered if isinstance(answered, str) else "", raw, compact(response))
     request = document.get("request")
     if kind != "control_request" or not isinstance(request_id, str) or not isinstance(request, dict):
         return None
@@ -164,10 +194,15 @@ def hook_output(decision: Decision) -> dict[str, Any]:
     return {"hookSpecificOutput": fields}
 
 
-def answer_line(request_id: str, decision: Decision) -> bytes:
-    """The ``control_response`` answering a ``hook_callback``, one line with its ``\\n``."""
-    response = {"subtype": "success", "request_id": request_id, "response": hook_output(decision)}
-    return compact({"type": "control_response", "response": response}) + b"\n"
+def answer_body(request_id: str, decision: Decision) -> bytes:
+    """The ``response`` member of the ``control_response`` answering a ``hook_callback``, compact (as its echo
+    reads back)."""
+    return compact({"subtype": "success", "request_id": request_id, "response": hook_output(decision)})
+
+
+def answer_line(body: bytes) -> bytes:
+    """The ``control_response`` carrying ``body`` (:func:`answer_body`), one line with its ``\\n``."""
+    return b'{"type":"control_response","response":' + body + b"}\n"
 
 
 def unserved_line(unserved: Unserved) -> bytes:

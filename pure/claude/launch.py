@@ -207,7 +207,7 @@ def check_arguments(args: tuple[str, ...]) -> Result[tuple[str, ...], Refusal]:
 def arguments(spec: ClaudeRunSpec, scratch: str, context_block: str | None) -> tuple[str, ...]:
     """argv after argv[0] in the exact order of docs/adapters/claude.md; the user turn goes on stdin."""
     args = ["-p", "--output-format", "stream-json", "--verbose", "--input-format", "stream-json"]
-    args += ["--await-initialize", "--permission-prompts", "none", "--strict-mcp-config"]
+    args += ["--await-initialize", "--permission-prompts", "none", "--replay-user-messages", "--strict-mcp-config"]
     args += ["--setting-sources", "", "--settings", posixpath.join(scratch, SETTINGS_FILE)]
     if context_block is not None:
         args += ["--append-system-prompt", context_block]

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Literal, TypeAlias
 
 import msgspec
+from immutables import Map
 from msgspec import UNSET, UnsetType
 from returns.result import Failure
 
@@ -36,10 +37,14 @@ from metaharness.pure.claude.control import (
     Reply,
     Unserved,
     Withdrawn,
+    answer_body,
     answer_line,
     check_initialize_reply,
+    forged_reply,
     initialize_line,
+    input_forged,
     read_control,
+    replayed_turn,
     unserved_line,
     user_message_line,
 )
@@ -130,18 +135,21 @@ Item: TypeAlias = DeskEmit | Answer | Arm | Disarm | Emitted | Present
 class Session(msgspec.Struct, frozen=True, kw_only=True):
     """One claude run's state between inputs: ``waiting`` pairs a call with each ``hook_callback`` request
     still owed an answer; ``withdrawn`` the calls the CLI stopped waiting for; ``turn`` the user turn sent
-    once ``initialize`` is confirmed."""
+    once ``initialize`` is confirmed, ``echoed`` whether the CLI has echoed it back and ``answers`` each answer
+    written whose echo has not come back yet (``--replay-user-messages``)."""
 
     facts: SessionFacts
     stream: Stream
     desk: Desk
     turn: str = ""
     confirmed: bool = False
+    echoed: bool = False
     record: RecordState = RecordState()
     correlator: Correlator = Correlator(live=True)
     census: Census = ZERO_CENSUS
     waiting: tuple[tuple[str, str], ...] = ()
     withdrawn: frozenset[str] = frozenset()
+    answers: Map[str, bytes] = Map()
     ended: SessionEnded | None = None
     tree: TreeFacts | None = None
 
@@ -204,10 +212,13 @@ def _emit_all(session: Session, items: tuple[Item, ...]) -> tuple[Session, tuple
             requests = tuple(request for call_id, request in session.waiting if call_id == item.call_id)
             if not requests and item.call_id in session.withdrawn:
                 gave_up.add(item.call_id)
-            session = msgspec.structs.replace(
-                session, waiting=tuple(entry for entry in session.waiting if entry[0] != item.call_id)
-            )
-            out += [ToChild(answer_line(request, item.decision)) for request in requests]
+            answers = session.answers
+            for request in requests:
+                body = answer_body(request, item.decision)
+                answers = answers.set(request, body)
+                out.append(ToChild(answer_line(body)))
+            waiting = tuple(entry for entry in session.waiting if entry[0] != item.call_id)
+            session = msgspec.structs.replace(session, waiting=waiting, answers=answers)
         else:
             out.append(item)
     return session, tuple(out)
@@ -255,9 +266,12 @@ def read_line(
             session = msgspec.structs.replace(session, tree=tree if session.tree is None else session.tree.merged(tree))
         correlator, outputs = on_hook_call(session.correlator, control.call)
         return _emit_all(msgspec.structs.replace(session, correlator=correlator), outputs)
+    echo = replayed_turn(raw)
+    if echo is not None and echo == session.turn and not session.echoed:
+        return msgspec.structs.replace(session, echoed=True), ()
     record, readings = map_record(session.record, raw, number, session.facts)
     correlator = session.correlator
-    released: list[Item] = []
+    released: list[Item] = [] if echo is None else [DeskEmit(input_forged("a user message"))]
     for reading in readings:
         if isinstance(reading, Emitted) and isinstance(reading.payload, SessionEnded):
             correlator, outputs = on_stream_end(correlator)
@@ -274,10 +288,12 @@ def read_line(
 
 
 def _replied(session: Session, reply: Reply) -> tuple[Session, tuple[Effect, ...]]:
-    """The ``initialize`` reply: confirmed, the user turn goes to the CLI; else the run is refused. Any other
-    reply answers nothing metaharness asked and is dropped."""
+    """The ``initialize`` reply: confirmed, the user turn goes to the CLI; else the run is refused. The echo of
+    an answer metaharness wrote is dropped; any other reply is ``INPUT_FORGED``."""
+    if session.answers.get(reply.request_id) == reply.body:
+        return msgspec.structs.replace(session, answers=session.answers.delete(reply.request_id)), ()
     if reply.request_id != INITIALIZE_ID or session.confirmed:
-        return session, ()
+        return _emit_all(session, (DeskEmit(forged_reply(reply)),))
     checked = check_initialize_reply(reply.raw)
     if isinstance(checked, Failure):
         return session, (Refuse(checked.failure()),)
