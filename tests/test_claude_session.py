@@ -392,3 +392,12 @@ def test_the_echo_of_an_answer_is_dropped_and_an_answer_metaharness_never_wrote_
     count = len(run.lines)
     run.line(compact(sent))
     assert len(run.lines) == count and run.session.answers.get("K1") is None
+
+
+def test_a_read_of_the_clis_own_stdin_is_denied_by_the_adapter_under_a_frame_that_admits_reads() -> None:
+    run = Harness(frame_in_force=frame("file.read"))
+    run.line(INIT)
+    run.hook("K1", compact({"tool_use_id": "toolu_p", "tool_name": "Read", "tool_input": {"file_path": "/proc/77/fd/0"}}))
+    decided = run.lines[-1]
+    assert decided["decided_by"] == "adapter" and decided["decision"]["decision"] == "deny"
+    assert b'"permissionDecision":"deny"' in run.answers[-1][1]
