@@ -3,7 +3,8 @@ same run.
 
 Each call starts the real ``hooks/pretooluse`` program with a captured Claude Code request on its
 stdin (as the vendor does), waits on the doorbell, reads the request, decides it through the pure
-claude session (frame mode, an admitting frame) and writes the answer through the channel. Reported:
+decision desk (frame mode, an admitting frame) and writes the answer through the channel. Codex decides
+through this channel; Claude Code decides in-band (``benchmarks/bench_claude_inband.py``). Reported:
 hook start → answer written, and hook start → answer printed and the hook exited; median and p99;
 aim for a median ≤ 20 ms. The baseline is one bare ``sh`` process start per call (``sh -c 'cat
 >/dev/null'``), so the ratio shows how many process starts the channel costs: the hook program starts
@@ -24,10 +25,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from metaharness.pure.claude.replay import replay_facts
-from metaharness.pure.claude.session import HookAnswer, answered, hook_request, open_session
-from metaharness.pure.frames import seal_frame
-from metaharness.pure.hook_channel import render_hook_program
+from metaharness.pure.decisions import Answer, PresentedCall, open_desk, present
+from metaharness.pure.events import Allow
+from metaharness.pure.frames import Operation, seal_frame
+from metaharness.pure.hook_channel import pretooluse_answer, read_hook_request, render_hook_program
 from metaharness.pure.jsonline import compact
 from metaharness.shell.hook_channel import HookChannel
 
@@ -69,8 +70,7 @@ def channel_calls(scratch: Path) -> tuple[list[float], list[float], list[float]]
     program.write_text(render_hook_program(str(scratch)))
     program.chmod(0o700)
     channel = HookChannel.create(str(scratch))
-    facts = replay_facts(decisions="frame", hermetic="off", transcript_path="t", harness_version=None, model=None)
-    session, _ = open_session(facts, "bench", "frame", FRAME)
+    desk = open_desk("frame", FRAME)
     written: list[float] = []
     printed: list[float] = []
     inside: list[float] = []
@@ -84,16 +84,17 @@ def channel_calls(scratch: Path) -> tuple[list[float], list[float], list[float]]
             select.select([channel], [], [])
             rang = time.perf_counter()
             for key in channel.ring():
-                session, effects = hook_request(session, key, channel.request(key))
+                call = read_hook_request(key, channel.request(key) or b"")
+                presented = PresentedCall(call_id=call.call_id, name=call.name, input=call.input, seam="hook",
+                                          operations=(Operation("shell"),), subjects=("proc:echo",))  # fmt: skip
+                desk, effects = present(desk, presented)
                 for effect in effects:
-                    if isinstance(effect, HookAnswer):
-                        delivered = False
-                        for answer_key in effect.keys:
-                            delivered = channel.answer(answer_key, effect.body) or delivered
+                    if isinstance(effect, Answer):
+                        assert isinstance(effect.decision, Allow)
+                        channel.answer(key, pretooluse_answer(permissionDecision="allow"))
                         now = time.perf_counter()
                         written.append((now - started) * 1000)
                         inside.append((now - rang) * 1000)
-                        session, _ = answered(session, delivered)
             answer = hook.stdout.read()
             hook.wait()
             printed.append((time.perf_counter() - started) * 1000)

@@ -170,14 +170,16 @@ VENDOR_SCENARIOS: dict[str, tuple[Candidate, ...]] = {
 
 STEP_SHELLS: dict[str, tuple[tuple[str, Callable[[str], Arguments]], ...]] = {
     "claude-bash-steps": (("Bash", lambda line: {"command": line, "description": "A step the task names"}),),
+    "claude-read-steps": (("Read", lambda line: {"file_path": line}),),
     "codex-shell-steps": (
         ("exec_command", lambda line: {"cmd": line}),
         ("shell_command", lambda line: {"command": line}),
         ("shell", lambda line: {"command": ["/bin/sh", "-c", line]}),
     ),
 }
-"""Scenarios whose shell commands the task names: each line of the user's texts that begins ``$ `` is
-one call, in order, the next one once the previous result came back; then ``emulated work is done``."""
+"""Scenarios whose calls the task names: each line of the user's texts that begins ``$ `` is one call (a shell
+command; for ``claude-read-steps`` the path a ``Read`` reads), in order, the next one once the previous result
+came back; then ``emulated work is done``."""
 
 SCENARIO_NAMES: tuple[str, ...] = (*LOOP_SCENARIOS, *VENDOR_SCENARIOS, *STEP_SHELLS)
 
