@@ -401,3 +401,14 @@ def test_a_read_of_the_clis_own_stdin_is_denied_by_the_adapter_under_a_frame_tha
     decided = run.lines[-1]
     assert decided["decided_by"] == "adapter" and decided["decision"]["decision"] == "deny"
     assert b'"permissionDecision":"deny"' in run.answers[-1][1]
+
+
+def test_a_callback_too_deep_to_decode_is_still_answered_by_its_request_id_and_denied() -> None:
+    run = Harness(mode="ask")
+    run.line(INIT)
+    deep = b"[" * 200 + b"]" * 200
+    run.line(b'{"type":"control_request","request_id":"deep-1","request":{"subtype":"hook_callback","input":' + deep + b"}}")
+    decided = run.lines[-1]
+    assert (decided["call_id"], decided["decided_by"]) == ("hook:deep-1", "adapter")
+    assert decided["decision"] == {"decision": "deny", "reason": UNREADABLE_REQUEST}
+    assert run.answers[-1][0] == "deep-1" and b'"permissionDecision":"deny"' in run.answers[-1][1]

@@ -124,13 +124,13 @@ def test_the_hook_and_settings_cannot_be_rewritten_and_the_next_call_is_still_de
         pytest.skip(f"no pinned {kind}")
     home = caller_home(tmp_path, kind)
     settings = "$CLAUDE_CONFIG_DIR/../claude-settings.json" if kind == "claude" else "$CODEX_HOME/config.toml"
-    hook = "$TMPDIR/../hooks/pretooluse"
-    steps = [f"echo 'exit 0' > {hook}; echo '{{}}' > {settings}; echo rewritten", "echo still-decided"]
+    hook = "" if kind == "claude" else "echo 'exit 0' > $TMPDIR/../hooks/pretooluse; "  # claude decides in-band
+    steps = [f"{hook}echo '{{}}' > {settings}; echo rewritten", "echo still-decided"]
     frame = frame_file(tmp_path, ["shell"])
     code, events, stderr = run(kind, home, emulator, steps, "--frame", str(frame), "--hermetic", "on")
     assert code == 0, stderr
     first, second = outputs(events)
-    assert first.count("Read-only file system") == 2, first
+    assert first.count("Read-only file system") == (1 if kind == "claude" else 2), first
     assert "still-decided" in second
     decided = of(events, "tool.decided")
     assert len(decided) == 2 and {d["decided_by"] for d in decided} == {"frame"}
@@ -218,65 +218,6 @@ def forging_loop(channel: str) -> str:
         'case " $seen " in *"$k.wake"*) continue;; esac; [ -e "$d/$k.forged" ] && continue; '
         f"printf '%s' '{FORGED}' > \"$d/$k.json\"; : > \"$d/$k.forged\"; echo > \"$w\"; done; sleep 0.02; done"
     )
-
-
-def forger() -> str:
-    """A shell step that leaves ``forging_loop`` running behind it on the view's hook channel."""
-    quoted = forging_loop("$TMPDIR/../hook-channel").replace(chr(39), chr(39) + chr(92) + chr(39) + chr(39))
-    return f"setsid sh -c '{quoted}' >/dev/null 2>&1 < /dev/null & echo forger-started"
-
-
-@pytest.mark.parametrize(("kind", "emulator"), [("claude", "claude")], indirect=["emulator"])
-def test_a_forged_channel_answer_is_reported_decision_bypassed(kind: str, emulator: str, tmp_path: Path) -> None:
-    """Claude Code names the hook's call in its result, so the denied call's successful result is
-    seen; the forger answers the second call before the embedder, who then denies it."""
-    if pinned_cli(kind) is None:
-        pytest.skip(f"no pinned {kind}")
-    home = caller_home(tmp_path, kind)
-    prompt = f"do the steps\n$ {forger()}\n$ echo forged-through\n"
-    argv = [sys.executable, "-m", "metaharness.shell", "run", kind, "--credentials", "loopback", "--model-endpoint",
-            emulator, "-p", prompt, "--decisions", "ask", "--audit", "--spec", str(tmp_path / "spec.md"),
-            "--auditor", str(tmp_path / "auditor")]  # fmt: skip
-    (tmp_path / "spec.md").write_text("any\n")
-    (tmp_path / "auditor").write_text("#!/bin/sh\necho '{\"row\":\"A1\",\"verdict\":\"ok\",\"detail\":\"d\"}'\n")
-    (tmp_path / "auditor").chmod(0o755)
-    process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               env={**os.environ, "HOME": str(home)})  # fmt: skip
-    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
-    stdin, stderr = process.stdin, process.stderr
-    lines: list[bytes] = []
-    asked: list[str] = []
-
-    def decide(call: str, decision: str) -> None:
-        command = {"format": "metaharness.command/1", "id": f"c{len(asked)}", "command": "tool.decide",
-                   "call_id": call, "decision": {"decision": decision, **({"reason": "no"} if decision == "deny" else {})}}  # fmt: skip
-        stdin.write(json.dumps(command).encode() + b"\n")
-        stdin.flush()
-
-    while True:
-        line = process.stdout.readline()
-        assert line, b"".join(lines).decode() + stderr.read().decode()
-        lines.append(line)
-        event = json.loads(line)
-        if event["event"] == "tool.requested" and event.get("decision_required"):
-            asked.append(event["call_id"])
-            if len(asked) == 1:
-                decide(event["call_id"], "allow")
-        if event["event"] == "tool.result" and len(asked) == 2 and event["call_id"] == asked[1]:
-            decide(asked[1], "deny")
-            break
-    out, err = process.communicate(timeout=120)
-    events = [json.loads(raw) for raw in lines + out.splitlines()]
-    assert "forged-through" in outputs(events)[1]
-    (warning,) = [e for e in events if e["event"] == "warning" and e["code"] == "DECISION_BYPASSED"]
-    assert asked[1] in warning["message"]
-    # The census counts what was decided before session.ended: the embedder's deny races the end of
-    # Claude's turn, which the forged answer no longer holds back.
-    (ended,) = of(events, "session.ended")
-    counted = ended["census"].get("bypassed")
-    assert counted == (1 if events.index(warning) < events.index(ended) else None)
-    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
-    assert "control verdict: gap" in err.decode() and process.returncode == 1
 
 
 @pytest.mark.parametrize(("kind", "emulator"), [("codex", "codex")], indirect=["emulator"])

@@ -10,6 +10,7 @@ module reads those lines (:func:`read_control`) and writes the answers; no I/O.
 
 from __future__ import annotations
 
+import re
 from typing import Any, TypeAlias
 
 import msgspec
@@ -140,14 +141,21 @@ def check_initialize_reply(raw: bytes | None) -> Result[None, Refusal]:
     return Success(None)
 
 
+_OPENING = 96
+"""A control message names its ``type`` within its first bytes; a line that does not is a record."""
+_REQUEST_OPENING = re.compile(rb'\A\s*\{\s*"type"\s*:\s*"control_request"\s*,\s*"request_id"\s*:\s*"([^"\\]{1,256})"')
+
+
 def read_control(raw: bytes) -> Control | None:
-    """One stdout line read as a control message, ``None`` when it is a record (or no JSON object)."""
-    if not raw.startswith(b'{"type":"control_'):
+    """One stdout line read as a control message, ``None`` when it is a record (or no JSON object). A control
+    request that does not decode (nested too deep, cut at the line bound) whose ``request_id`` its opening
+    still names is a callback naming no tool, so it is answered, denied."""
+    if b'"control_' not in raw[:_OPENING]:
         return None
     try:
         document = decode_bounded(raw)
     except msgspec.DecodeError:
-        return None
+        return _unreadable(raw)
     if not isinstance(document, dict):
         return None
     kind, request_id = document.get("type"), document.get("request_id")
@@ -164,6 +172,15 @@ def read_control(raw: bytes) -> Control | None:
     if subtype != "hook_callback" or request.get("callback_id") != CALLBACK_ID:
         return Unserved(request_id, subtype if isinstance(subtype, str) else "")
     return _callback(request_id, request)
+
+
+def _unreadable(raw: bytes) -> HookCallback | None:
+    """The callback of an undecodable control request, by the ``request_id`` its first bytes spell."""
+    opening = _REQUEST_OPENING.match(raw)
+    if opening is None:
+        return None
+    key = opening.group(1).decode("utf-8", "replace")
+    return HookCallback(HookCall(key, f"hook:{key}", "", None, False))
 
 
 def _callback(request_id: str, request: dict[str, Any]) -> HookCallback:

@@ -12,6 +12,7 @@ signals in the order its effects say.
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import time
@@ -51,6 +52,9 @@ from metaharness.shell.tree_links import tree_facts
 
 if TYPE_CHECKING:
     from metaharness.shell.confinement import ConfinedSpawn
+
+SEND_WAIT_S = 5
+"""How long a line to the CLI's stdin may wait for room before metaharness stops writing to it."""
 
 
 class RunOutcome(msgspec.Struct, frozen=True):
@@ -100,11 +104,16 @@ class _Loop:
                 self.deadlines.disarm(effect.call_id)
 
     def send(self, line: bytes) -> None:
-        """One line to the CLI's stdin, whole; a CLI that has closed it gets nothing more."""
+        """One line to the CLI's stdin, whole. A CLI that has closed it, or that reads none of it for
+        ``SEND_WAIT_S`` (stopped, say), gets nothing more: its stdin is closed, so an unanswered call is
+        refused at the CLI's own timeout and the run is never held by a write."""
         view = memoryview(line)
         while view and self.to_child is not None:
             try:
                 view = view[os.write(self.to_child, view) :]
+            except BlockingIOError:
+                if not select.select([], [self.to_child], [], SEND_WAIT_S)[1]:
+                    self.end_input()
             except OSError:
                 self.end_input()
 
@@ -206,6 +215,7 @@ def drive_claude(
     assert child.stdin is not None and child.stdout is not None and child.stderr is not None
     to_child = os.dup(child.stdin.fileno())
     child.stdin.close()
+    os.set_blocking(to_child, False)
     loop = _Loop(session, to_child, write_event, ChildStop(child.pid, STOP_POLICY), cwd)
     engine = Engine()
     try:
