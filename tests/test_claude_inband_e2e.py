@@ -213,3 +213,24 @@ def test_a_control_request_a_shell_call_writes_into_the_cli_stdin_is_input_forge
     assert of(events, "tool.result")[0]["content"] == "written"
     forgeries = [w for w in of(events, "warning") if w["code"] == "INPUT_FORGED"]
     assert len(forgeries) == 1 and "forged-1" in forgeries[0]["message"], json.dumps(events)
+
+
+def test_a_retained_in_band_transcript_replays_with_its_seam_lines_silent(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    retained = tmp_path / "retained"
+    retained.mkdir()
+    with running_emulator("--scenario", "claude-bash-steps") as (base_url, _):
+        code, _, err = run_to_end(base_url.removesuffix("/v1"), work, steps("echo one", "echo two"), "--decisions",
+                                       "observe", "--retain-dir", str(retained))  # fmt: skip
+    assert code == 0, err
+    (transcript,) = retained.glob("*/transcript.jsonl")
+    raw = transcript.read_bytes()
+    assert raw.count(b'"subtype":"hook_callback"') == 2 and b'"isReplay":true' in raw
+    done = subprocess.run([sys.executable, "-m", "metaharness.shell", "replay", "claude", str(transcript)],
+                          capture_output=True, check=False)  # fmt: skip
+    replayed = well_formed(done.stdout.splitlines())
+    assert [e["event"] for e in replayed if e["event"] in ("opaque", "injection", "warning")] == []
+    requested = of(replayed, "tool.requested")
+    assert [r["input"]["command"] for r in requested] == ["echo one", "echo two"]
+    assert {r["seam"] for r in requested} == {"none"} and [r["content"] for r in of(replayed, "tool.result")] == ["one", "two"]
