@@ -233,3 +233,8 @@ def test_a_catalogue_run_serves_the_copy_through_this_builds_mcp_serve() -> None
 def test_a_catalogue_run_without_an_interpreter_is_tool_server_missing() -> None:
     catalogue = load_catalogue(WRITE_CATALOGUE, "tools.json").unwrap()
     assert code(plan(spec(catalogue=catalogue, own_cli=own_cli("")))) == "tool-server-missing"
+
+
+def test_the_attestation_says_the_clis_stdin_is_reachable_by_its_tools() -> None:
+    ambient = plan(spec()).unwrap().hermetic.ambient_inputs
+    assert any(entry.startswith("Claude Code's stdin, where metaharness answers its calls") for entry in ambient)

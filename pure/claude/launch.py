@@ -84,6 +84,12 @@ and a fresh config home, no shape above the cwd and not ``$HOME/.claude/CLAUDE.m
 body, while without ``--setting-sources ""`` the project shapes did (``tests/test_claude_canary.py``
 re-drives both)."""
 
+STDIN_REACHABLE = (
+    "Claude Code's stdin, where metaharness answers its calls, can be written by any tool that can see the CLI's "
+    "process (/proc/<pid>/fd/0): a forged line is detected (INPUT_FORGED, DECISION_BYPASSED), not prevented"
+)
+"""The ambient input of the in-band seam (docs/adapters/claude.md#in-band-decisions)."""
+
 DecisionMode = Literal["frame", "ask", "observe"]
 HermeticMode = Literal["off", "on", "strict"]
 
@@ -237,8 +243,9 @@ def mcp_config(spec: ClaudeRunSpec, scratch: str, cwd: str) -> dict[str, object]
 def ambient_extras(spec: ClaudeRunSpec, managed_settings_present: bool) -> tuple[str, ...]:
     """What reaches a Claude Code child that no row controls, beyond the shared entries (docs/hermetic.md#attestation,
     docs/adapters/common.md#vendor-launch-order, #vendor-decisions; docs/adapters/claude.md): the ``@builtin`` plugins,
-    that an allow grants under observe, a managed settings file, and each ``@path`` mention in the task."""
+    that the CLI's stdin is writable by what can see its process, that an allow grants under observe, a managed settings file, and each ``@path`` mention in the task."""
     extras = ["built-in plugins: " + ", ".join(f"{name}@builtin" for name in BUILTIN_PLUGINS)]
+    extras.append(STDIN_REACHABLE)
     if spec.decisions == "observe":
         extras.append("under observe an allow grants: it bypasses Claude Code's own permission prompt")
     if managed_settings_present:
