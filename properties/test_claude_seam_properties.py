@@ -54,7 +54,7 @@ records = st.one_of(
     st.builds(lambda i: {"type": "control_request", "request_id": f"r{i}", "request": {
         "subtype": "hook_callback", "callback_id": "metaharness-pretooluse",
         "input": {"tool_use_id": f"toolu_{i}", "tool_name": "Bash", "tool_input": {"command": "ls"}}}},
-        st.integers(0, 3)),  # fmt: skip
+        st.integers(0, 3)),
     st.builds(lambda i: {"type": "control_cancel_request", "request_id": f"r{i}"}, st.integers(0, 3)),
     st.builds(lambda i: {"type": "control_response", "response": {"subtype": "success", "request_id": f"r{i}"}},
               st.integers(0, 3)),
