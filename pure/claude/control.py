@@ -114,11 +114,9 @@ def user_message_line(turn: str) -> bytes:
     return compact({"type": "user", "message": message, "parent_tool_use_id": None, "session_id": ""}) + b"\n"
 
 
-def check_initialize_reply(raw: bytes | None) -> Result[None, Refusal]:
+def check_initialize_reply(raw: bytes) -> Result[None, Refusal]:
     """``hooks-unconfirmed`` unless the reply to :data:`INITIALIZE_ID` is a success whose
-    ``hooks_applied`` and ``hook_on_failure_supported`` are both ``true`` (``None``: no reply came)."""
-    if raw is None:
-        return Failure(Refusal("hooks-unconfirmed", "Claude Code ended or stayed silent before it answered initialize"))
+    ``hooks_applied`` and ``hook_on_failure_supported`` are both ``true``."""
     try:
         document = decode_bounded(raw)
     except msgspec.DecodeError:
