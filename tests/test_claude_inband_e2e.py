@@ -234,3 +234,33 @@ def test_a_retained_in_band_transcript_replays_with_its_seam_lines_silent(tmp_pa
     requested = of(replayed, "tool.requested")
     assert [r["input"]["command"] for r in requested] == ["echo one", "echo two"]
     assert {r["seam"] for r in requested} == {"none"} and [r["content"] for r in of(replayed, "tool.result")] == ["one", "two"]
+
+
+def test_parallel_calls_are_each_asked_in_band_and_answered_in_any_order(tmp_path: Path) -> None:
+    """One message of three ``Read`` calls: all three are pending at once; the embedder answers them last first,
+    the middle one denied, and each answer reaches its own call."""
+    work = tmp_path / "work"
+    work.mkdir()
+    for name in ("README.md", "one.md", "two.md"):
+        (work / name).write_text(f"the {name} text\n")
+    with running_emulator("--scenario", "claude-parallel-reads") as (base_url, _):
+        process = start(base_url.removesuffix("/v1"), work, "read the three files", "--decisions", "ask")
+        assert process.stdin is not None and process.stdout is not None
+        lines: list[bytes] = []
+        asked: list[str] = []
+        while len(asked) < 3 and (line := process.stdout.readline()):
+            lines.append(line)
+            event = json.loads(line)
+            if event["event"] == "tool.requested" and event.get("decision_required"):
+                asked.append(event["call_id"])
+        assert not of([json.loads(raw) for raw in lines], "tool.result")
+        for call_id, decision in zip(reversed(asked), ("allow", "deny", "allow"), strict=True):
+            decide(process.stdin, call_id, decision)
+        out, err = process.communicate(timeout=120)
+    events = well_formed([*lines, *out.splitlines()])
+    decided = {d["call_id"]: d["decision"]["decision"] for d in of(events, "tool.decided")}
+    assert decided == {asked[0]: "allow", asked[1]: "deny", asked[2]: "allow"}
+    results = {r["call_id"]: r for r in of(events, "tool.result")}
+    assert results[asked[1]]["is_error"] is True
+    assert "the README.md text" in results[asked[0]]["content"] and "the two.md text" in results[asked[2]]["content"]
+    assert process.returncode == 0, err.decode()

@@ -379,11 +379,27 @@ def _claude_tool_search(view: RequestView, n: int) -> Decision:
     return Decision(Reply(text="emulated work is done"), side=False)
 
 
+PARALLEL_READS = ("README.md", "one.md", "two.md")
+"""The files ``claude-parallel-reads`` reads in one message, each in the stated working directory."""
+
+
+def _claude_parallel_reads(view: RequestView, n: int) -> Decision:
+    """One message of three ``Read`` calls (parallel tool use), then text."""
+    side = _side(view)
+    if side is not None:
+        return side
+    if view.tool_results or not _offered(view, "Read"):
+        return Decision(Reply(text="emulated work is done"), side=False)
+    first, *others = (_call("Read", {"file_path": _in_directory(view, name)}) for name in PARALLEL_READS)
+    return Decision(Reply(call=first, parallel=tuple(others)), side=False)
+
+
 FIDELITY_SCENARIOS: dict[str, Callable[[RequestView, int], Decision]] = {
     "claude-agent": _claude_agent,
     "codex-spawn-agent": _codex_spawn_agent,
     "shell-sleep": _shell_sleep,
     "codex-workdir": _codex_workdir,
     "claude-tool-search": _claude_tool_search,
+    "claude-parallel-reads": _claude_parallel_reads,
 }
 SCENARIO_NAMES = (*SCENARIO_NAMES, *FIDELITY_SCENARIOS)
