@@ -10,13 +10,11 @@ import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from metaharness.pure.claude.control import CALLBACK_ID, answer_body, answer_line
 from metaharness.pure.claude.replay import replay_claude, replay_facts
-from metaharness.pure.claude.seam import claude_hook_answer
 from metaharness.pure.claude.session import (
-    HookAnswer,
-    answered,
+    ToChild,
     end_of_record,
-    hook_request,
     open_session,
     read_line,
     wind_up,
@@ -53,6 +51,14 @@ records = st.one_of(
     st.builds(lambda s, e: {"type": "result", "subtype": s, "is_error": e},
               st.sampled_from(["success", "error_max_turns", "error_during_execution"]), st.booleans()),
     st.builds(lambda t: {"type": t}, st.sampled_from(["rate_limit_event", "keep_alive", "control_request", "zzz"])),
+    st.builds(lambda i: {"type": "control_request", "request_id": f"r{i}", "request": {
+        "subtype": "hook_callback", "callback_id": "metaharness-pretooluse",
+        "input": {"tool_use_id": f"toolu_{i}", "tool_name": "Bash", "tool_input": {"command": "ls"}}}},
+        st.integers(0, 3)),
+    st.builds(lambda i: {"type": "control_cancel_request", "request_id": f"r{i}"}, st.integers(0, 3)),
+    st.builds(lambda i: {"type": "control_response", "response": {"subtype": "success", "request_id": f"r{i}"}},
+              st.integers(0, 3)),
+    st.just(b'{"type":"user","message":{"role":"user","content":"echoed"},"isReplay":true}'),
     st.just(b"not json"),
     st.just(b""),
     st.just(b"[1,2]"),
@@ -93,8 +99,8 @@ def test_any_transcript_replays_into_a_well_formed_stream(transcript: list[Any])
 def test_each_hooked_call_is_requested_and_decided_once_whatever_the_interleaving(
     calls: list[tuple[int, bool]], rng: Any
 ) -> None:
-    """Each call's record line and its hook may arrive in either order; a hooked call gets exactly one
-    ``tool.requested`` on seam ``hook`` and one ``tool.decided``, and every hook gets its answer."""
+    """Each call's record line and its ``hook_callback`` may arrive in either order; a hooked call gets exactly one
+    ``tool.requested`` on seam ``hook`` and one ``tool.decided``, and every callback gets its answer."""
     ids = list(dict.fromkeys(number for number, _ in calls))
     hooked = {number for number, with_hook in calls if with_hook}
     inputs: list[tuple[str, int]] = []
@@ -110,10 +116,8 @@ def test_each_hooked_call_is_requested_and_decided_once_whatever_the_interleavin
         for effect in effects:
             if isinstance(effect, bytes):
                 lines.append(effect)
-            elif isinstance(effect, HookAnswer):
-                answered_keys.extend(effect.keys)
-                session, more = answered(session, True)
-                perform(more)
+            elif isinstance(effect, ToChild) and b'"type":"control_response"' in effect.line:
+                answered_keys.append(msgspec.json.decode(effect.line)["response"]["request_id"])
 
     session, effects = read_line(session, 1, compact({"type": "system", "subtype": "init", "cwd": "/w"}))
     perform(effects)
@@ -124,7 +128,9 @@ def test_each_hooked_call_is_requested_and_decided_once_whatever_the_interleavin
             session, effects = read_line(session, position, compact(record))
         else:
             request = {"tool_use_id": f"toolu_{number}", "tool_name": "Bash", "tool_input": {"command": "ls"}}
-            session, effects = hook_request(session, f"K{number}", compact(request))
+            callback = {"subtype": "hook_callback", "callback_id": CALLBACK_ID, "input": request}
+            line = compact({"type": "control_request", "request_id": f"K{number}", "request": callback})
+            session, effects = read_line(session, position, line)
         perform(effects)
     session, effects = end_of_record(session)
     perform(effects)
@@ -149,10 +155,12 @@ decisions = st.one_of(
 
 @settings(max_examples=100)
 @given(decisions)
-def test_every_answer_is_compact_json_a_deny_never_reasonless(decision: Any) -> None:
-    body = claude_hook_answer(decision)
-    assert not body.endswith(b"\n")
-    output = msgspec.json.decode(body)["hookSpecificOutput"]
+def test_every_answer_is_one_control_response_line_a_deny_never_reasonless(decision: Any) -> None:
+    line = answer_line(answer_body("r1", decision))
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    response = msgspec.json.decode(line)["response"]
+    assert (response["subtype"], response["request_id"]) == ("success", "r1")
+    output = response["response"]["hookSpecificOutput"]
     assert output["hookEventName"] == "PreToolUse"
     assert output["permissionDecision"] in ("allow", "deny")
     if isinstance(decision, Deny):

@@ -9,6 +9,7 @@ of docs/decisions.md#admission with their exact reasons; it returns the decision
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Mapping
 
 from msgspec import Struct
@@ -22,6 +23,12 @@ SUBJECT_BEARING: frozenset[str] = frozenset({"file.read", "file.write", "file.ed
 ``search``, ``shell``)."""
 
 _NOT_AN_OBSTACLE = "a refusal is the answer, not an obstacle"
+
+FILE_OPERATIONS: frozenset[str] = frozenset({"file.read", "file.write", "file.edit", "dir.list", "search"})
+"""The operations of a file tool (docs/decisions.md#harness-pipes)."""
+
+HARNESS_PIPES = ("/proc", "/dev/fd", "/dev/stdin", "/dev/stdout", "/dev/stderr")
+"""Paths through which a file tool reaches the processes and pipes of the run, the harness's own among them."""
 
 
 class Admission(Struct, frozen=True):
@@ -51,6 +58,35 @@ def _names(operations: tuple[Operation, ...]) -> tuple[str, ...]:
 
 def _first_rule(rules: tuple[SubjectRule, ...], subject: str) -> SubjectRule | None:
     return next((rule for rule in rules if glob_matches(rule.subject, subject)), None)
+
+
+def harness_pipe(operations: tuple[Operation, ...], subjects: tuple[str, ...]) -> str | None:
+    """The first absolute ``file:`` subject of a file tool's call at or under :data:`HARNESS_PIPES`
+    (docs/decisions.md#harness-pipes), else ``None``."""
+    if not any(operation.op in FILE_OPERATIONS for operation in operations):
+        return None
+    for subject in subjects:
+        path = posixpath.normpath(subject.removeprefix("file:")) if subject.startswith("file:/") else ""
+        if any(path == root or path.startswith(root + "/") for root in HARNESS_PIPES):
+            return subject
+    return None
+
+
+def harness_pipe_deny(subject: str) -> Deny:
+    """The deny, by ``adapter`` under every frame and before the embedder is asked, of a file tool aimed at a pipe."""
+    return Deny(
+        f"{subject} reaches the run's own processes and pipes (/proc, /dev/fd, /dev/stdin…), which no file tool "
+        f"may touch under any frame; {_NOT_AN_OBSTACLE}"
+    )
+
+
+def harness_pipe_warning(call_id: str, subject: str) -> WarningRaised:
+    """``HARNESS_PIPE`` (docs/events.md#warning-codes): observe let a file tool aimed at a pipe through."""
+    return WarningRaised(
+        code="HARNESS_PIPE",
+        message=f"call {call_id} aims a file tool at {subject}, which reaches the run's own processes and pipes; "
+        "observe let it through",
+    )
 
 
 def admit_call(

@@ -49,7 +49,7 @@ import msgspec
 from immutables import Map
 from msgspec import UNSET, Struct
 
-from metaharness.pure.admission import admit_call
+from metaharness.pure.admission import admit_call, harness_pipe, harness_pipe_deny, harness_pipe_warning
 from metaharness.pure.census import ZERO_CENSUS, count_decision
 from metaharness.pure.commands import ToolDecide, command_ok, frame_set_ok, too_late, unknown_call
 from metaharness.pure.events import (
@@ -275,12 +275,18 @@ def _mutated(desk: Desk, call: PresentedCall, digest: str) -> Step:
 
 
 def _fresh(desk: Desk, call: PresentedCall, record: CallRecord) -> Step:
-    """A new call on a deciding seam, decided by mode (docs/decisions.md#modes); an unreadable one is denied."""
+    """A new call on a deciding seam, decided by mode (docs/decisions.md#modes); an unreadable one is denied, and so is
+    a file tool aimed at the run's own pipes unless observe records it (docs/decisions.md#harness-pipes)."""
     if call.unreadable is not None:
         new, decided = _closed(desk, record, Deny(call.unreadable), "adapter", None, call.seam)
         return new, (_requested(call, False, None), *decided)
+    pipe = harness_pipe(call.operations, call.subjects)
     if desk.mode == "observe":
         new, decided = _closed(desk, record, Allow(), "observe", None, call.seam)
+        warned = () if pipe is None else (Emit(harness_pipe_warning(call.call_id, pipe)),)
+        return new, (_requested(call, False, None), *warned, *decided)
+    if pipe is not None:
+        new, decided = _closed(desk, record, harness_pipe_deny(pipe), "adapter", None, call.seam)
         return new, (_requested(call, False, None), *decided)
     if desk.mode == "frame" and desk.frame is None:
         effects: tuple[Effect, ...] = (_requested(call, False, None),)

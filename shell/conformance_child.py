@@ -1,15 +1,15 @@
 """The scripted child of conformance C3 (docs/adapters/common.md#conformance), for claude and codex: it writes a
 captured record line by line where the vendor writes it (Claude Code: its stdout; codex: a rollout under
-``$CODEX_HOME/sessions/``) and, once the line announcing the call is written, runs the scratch
-``hooks/pretooluse`` program with the captured hook request on its stdin, exactly as the vendor does,
-keeping the bytes the hook printed; then it writes the rest.
+``$CODEX_HOME/sessions/``) and, once the line announcing the call is written, asks about the call with the
+captured hook request exactly as the vendor does (Claude Code: a ``hook_callback`` control request on its
+stdout, answered on its stdin; codex: the scratch ``hooks/pretooluse`` program), keeping the answer's bytes;
+then it writes the rest.
 
 ``python -m metaharness.shell.conformance_child KIND RECORD REQUEST HOOK ANSWER_OUT``
 """
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import time
 
@@ -32,6 +32,7 @@ def main(argv: list[str]) -> int:
     with open(request, "rb") as handle:
         question = handle.read()
     asked = False
+    child.start()
     with child.record_sink() as sink:
         for line in lines:
             sink.write(line)
@@ -39,9 +40,9 @@ def main(argv: list[str]) -> int:
             if not asked and child.announces_call(line):
                 asked = True
                 time.sleep(SETTLE_S)
-                done = subprocess.run([hook], input=question, capture_output=True, check=False)
+                said = child.ask(hook, question)
                 with open(answer_out, "wb") as answer:
-                    answer.write(done.stdout)
+                    answer.write(said)
     return 0
 
 

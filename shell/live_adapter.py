@@ -33,6 +33,14 @@ class ScriptedChild(Protocol):
 
     def record_sink(self) -> IO[bytes]: ...
 
+    def start(self) -> None:
+        """What the vendor does before its first record line (claude: answer ``initialize``)."""
+        ...
+
+    def ask(self, hook: str, question: bytes) -> bytes:
+        """Ask about the call as the vendor does, with the captured hook request; the answer's bytes."""
+        ...
+
 
 class LiveAdapter(Protocol):
     """A kind's live parts."""

@@ -4,8 +4,8 @@ decision deadlines, the SIGKILL a stop schedules and a kind's own polling. No th
 
 A kind describes its sources once (``on_lines``, ``on_chunks``, ``on_ready``, ``on_signal``,
 ``timer``) and hands every input to its pure session; when several sources are ready in one pass
-their handlers run in the order they were added, so a kind says what goes first (claude and codex
-drain the doorbell before new record lines). Timers run after the ready handlers, in the order they
+their handlers run in the order they were added, so a kind says what goes first (codex drains
+the doorbell before new record lines). Timers run after the ready handlers, in the order they
 were added.
 """
 

@@ -23,7 +23,8 @@ def stand_in(home: Path, banner: str, help_text: str, hides_max_turns: bool = Fa
     program.write_text(
         "#!/bin/sh\n"
         f'case "$1" in --version) echo "{banner}";; --help) cat <<"EOF"\n{help_text}\nEOF\n;;\n'
-        f"  *) echo \"error: unknown option '{unknown}'\" >&2; exit 1;; esac\n"
+        f"  --max-turns) echo \"error: unknown option '{unknown}'\" >&2; exit 1;;\n"
+        "  *) echo \"error: unknown option '--metaharness-acceptance-probe'\" >&2; exit 1;; esac\n"
     )
     program.chmod(0o755)
 
@@ -83,7 +84,8 @@ def test_report_and_probe_rules() -> None:
     assert "-p" in declared_flags("  -p, --print  Print")
     assert accepted("--max-turns", "error: unknown option '--metaharness-acceptance-probe'")
     assert not accepted("--max-turns", "error: unknown option '--max-turns'")
-    assert doctor_report("/x/claude", "2.1.332", FULL_HELP, {"--max-turns": True}).exit_code == 0
+    hidden = {"--max-turns": True, "--await-initialize": True}
+    assert doctor_report("/x/claude", "2.1.332", FULL_HELP, hidden).exit_code == 0
 
 
 def test_the_installed_binary_when_pinned() -> None:

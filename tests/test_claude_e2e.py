@@ -356,8 +356,8 @@ def test_retained_files_hold_the_record_and_the_counters_and_never_the_token(tmp
     run_id = events[0]["run"]
     kept = retained / run_id
     names = sorted(str(p.relative_to(kept)) for p in kept.rglob("*") if p.is_file())
-    assert "transcript.jsonl" in names and "claude-settings.json" in names and "pretooluse" in names, names
-    assert any(name.startswith("hook-requests/") for name in names)
+    assert names == ["claude-settings.json", "loopback.json", "transcript.jsonl"], names
+    assert b'"subtype":"hook_callback"' in (kept / "transcript.jsonl").read_bytes()
     counters = json.loads((kept / "loopback.json").read_text())
     assert counters["forwarded"] >= 2 and counters["refused"] == 0
     for path in kept.rglob("*"):

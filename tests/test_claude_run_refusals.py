@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from stand_in import stand_in
 
 
 def run(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
@@ -73,7 +74,7 @@ def test_an_unusable_plugin_dir(tmp_path: Path) -> None:
             "plugin-dir-unusable")  # fmt: skip
 
 
-def test_a_prompt_past_max_arg_strlen(tmp_path: Path) -> None:
+def test_a_prompt_past_max_arg_strlen_is_not_refused_since_it_goes_on_stdin(tmp_path: Path) -> None:
     temp = tmp_path / "tmp"
     temp.mkdir()
     done = subprocess.run(
@@ -83,10 +84,30 @@ def test_a_prompt_past_max_arg_strlen(tmp_path: Path) -> None:
                                              "TMPDIR": str(temp)},
         stdin=subprocess.DEVNULL, check=False,
     )  # fmt: skip
-    assert done.returncode == 2 and done.stderr.startswith("metaharness: argument-too-long: the prompt is "), done.stderr
-    assert list(temp.glob("metaharness-*")) == []
+    assert done.returncode != 2 and "argument-too-long" not in done.stderr, done.stderr
+    assert '"event":"session.started"' in done.stdout
 
 
 def test_the_owned_surface_is_refused_rather_than_run_native(tmp_path: Path) -> None:
     message = refused(run(tmp_path, "--credentials", "none", "--tool-surface", "owned"), "not-built")
     assert "--tool-surface owned" in message
+
+
+UNCONFIRMING = """
+import json
+request = json.loads(sys.stdin.buffer.readline())
+reply = {"subtype": "success", "request_id": request["request_id"], "response": {"hooks_applied": True}}
+sys.stdout.buffer.write(json.dumps({"type": "control_response", "response": reply}).encode() + b"\\n")
+sys.stdout.buffer.flush()
+turn = sys.stdin.buffer.readline()
+open(sys.argv[0] + ".turn", "wb").write(turn)
+"""
+
+
+def test_a_cli_that_does_not_confirm_its_hooks_is_refused_before_the_turn(tmp_path: Path) -> None:
+    program = stand_in(tmp_path, "claude", UNCONFIRMING)
+    message = refused(run(tmp_path, "--credentials", "none", "--decisions", "observe", "--confine", "off",
+                          env={"HOME": str(tmp_path)}), "hooks-unconfirmed")  # fmt: skip
+    assert "hook_on_failure_supported: true" in message
+    turn = program.with_name("claude.turn")
+    assert not turn.exists() or turn.read_bytes() == b""  # killed waiting, or saw its stdin close: no turn came

@@ -7,10 +7,11 @@ import msgspec
 import pytest
 
 from metaharness.pure.catalogue import load_catalogue
+from metaharness.pure.claude.control import hook_output
 from metaharness.pure.claude.rendering import claude_operations, claude_subjects, resolve_claude_call
 from metaharness.pure.claude.replay import replay_claude, replay_facts
-from metaharness.pure.claude.seam import RecordState, claude_hook_answer, map_record
-from metaharness.pure.events import Abstain, Allow, Deny, Replace, read_event
+from metaharness.pure.claude.seam import RecordState, map_record
+from metaharness.pure.events import Abstain, Allow, Decision, Deny, Replace, read_event
 from metaharness.pure.frames import Operation
 from metaharness.pure.jsonline import compact, sha256_hex
 
@@ -162,6 +163,10 @@ def test_map_record_keeps_a_later_result_opaque() -> None:
     assert type(second[0].payload).__name__ == "Opaque"  # type: ignore[union-attr]
 
 
+def claude_hook_answer(decision: Decision) -> bytes:
+    return compact(hook_output(decision))
+
+
 def test_hook_answers_for_the_four_decisions() -> None:
     assert claude_hook_answer(Allow()) == b'{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"}}'
     assert claude_hook_answer(Deny("not now")) == (
@@ -172,7 +177,7 @@ def test_hook_answers_for_the_four_decisions() -> None:
         b'{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow",'
         b'"updatedInput":{"command":"ls","a":1}}}'
     )
-    assert claude_hook_answer(Abstain()) == b""
+    assert claude_hook_answer(Abstain()) == b"{}"
     for forbidden in (b"ask", b"defer", b"continue", b"stopReason", b"suppressOutput", b'"decision"'):
         assert all(forbidden not in claude_hook_answer(d) for d in (Allow(), Deny("r"), Replace({}), Abstain()))
 

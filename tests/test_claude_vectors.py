@@ -9,6 +9,7 @@ import sys
 
 import msgspec
 
+from metaharness.pure.claude.control import initialize_line, user_message_line
 from metaharness.pure.claude.vectors import (
     INTERPRETER,
     LAUNCH_VECTORS,
@@ -45,15 +46,14 @@ def test_the_catalogue_fixture_names_the_server_and_the_copy() -> None:
     fixture = json.loads(vector_bytes("c1/launch-catalogue.json"))
     assert fixture["args"][-4:] == ["--tools", "", "--mcp-config", "/scratch/run/mcp-config.json"]
     assert [f["path"] for f in fixture["files"]] == [
-        "/scratch/run/catalogue.json", "/scratch/run/claude-settings.json", "/scratch/run/hooks/pretooluse",
-        "/scratch/run/mcp-config.json",
+        "/scratch/run/catalogue.json", "/scratch/run/claude-settings.json", "/scratch/run/mcp-config.json",
     ]  # fmt: skip
 
 
 def test_the_launch_fixture_holds_the_endpoint_route_and_no_credential_file() -> None:
     fixture = json.loads(vector_bytes("c1/launch.json"))
     assert fixture["env"]["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:41237"
-    assert [f["path"] for f in fixture["files"]] == ["/scratch/run/claude-settings.json", "/scratch/run/hooks/pretooluse"]
+    assert [f["path"] for f in fixture["files"]] == ["/scratch/run/claude-settings.json"]
     loopback = json.loads(vector_bytes("c1/launch-loopback.json"))
     assert loopback["env"]["ANTHROPIC_AUTH_TOKEN"] == "mh-run-golden-000000000000000000000000"
     assert not any("credentials" in f["path"] for f in loopback["files"])
@@ -85,22 +85,23 @@ def test_banners() -> None:
     assert check_banner(b"codex-cli 0.171.0\n").status == "FAIL"
 
 
-def test_the_child_writes_the_record_and_asks_the_hook_once(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_child_confirms_initialize_writes_the_record_and_asks_in_band_once(tmp_path) -> None:  # type: ignore[no-untyped-def]
     record = tmp_path / "record.jsonl"
     record.write_bytes(vector_bytes("hook/record.jsonl"))
     request = tmp_path / "request.json"
     request.write_bytes(b'{"tool_use_id":"x"}')
-    hook = tmp_path / "hook"
-    hook.write_text('#!/bin/sh\ncat > "$0.in"\nprintf answered\n')
-    hook.chmod(0o700)
+    answer = b'{"type":"control_response","response":{"subtype":"success","request_id":"conformance-c3","response":{"a":1}}}\n'
     done = subprocess.run(
-        [sys.executable, "-m", "metaharness.shell.conformance_child", "claude", str(record), str(request), str(hook),
-         str(tmp_path / "answer")],
-        capture_output=True, check=True,
+        [sys.executable, "-m", "metaharness.shell.conformance_child", "claude", str(record), str(request),
+         str(tmp_path / "hook"), str(tmp_path / "answer")],
+        input=initialize_line() + user_message_line("t") + answer, capture_output=True, check=True,
     )  # fmt: skip
-    assert done.stdout == record.read_bytes()
-    assert (tmp_path / "answer").read_bytes() == b"answered"
-    assert (tmp_path / "hook.in").read_bytes() == b'{"tool_use_id":"x"}'
+    lines = done.stdout.splitlines(keepends=True)
+    assert json.loads(lines[0])["response"]["response"] == {"hooks_applied": True, "hook_on_failure_supported": True}
+    asked = [json.loads(line) for line in lines if b'"hook_callback"' in line]
+    assert len(asked) == 1 and asked[0]["request"]["input"] == {"tool_use_id": "x"}
+    assert b"".join(line for line in lines[1:] if b'"hook_callback"' not in line) == record.read_bytes()
+    assert (tmp_path / "answer").read_bytes() == b'{"a":1}'
 
 
 def test_the_verb_prints_each_vector_then_the_summary_and_the_contract_line() -> None:

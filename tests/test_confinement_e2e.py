@@ -124,16 +124,16 @@ def test_the_hook_and_settings_cannot_be_rewritten_and_the_next_call_is_still_de
         pytest.skip(f"no pinned {kind}")
     home = caller_home(tmp_path, kind)
     settings = "$CLAUDE_CONFIG_DIR/../claude-settings.json" if kind == "claude" else "$CODEX_HOME/config.toml"
-    hook = "$TMPDIR/../hooks/pretooluse"
-    steps = [f"echo 'exit 0' > {hook}; echo '{{}}' > {settings}; echo rewritten", "echo still-decided"]
+    hook = "" if kind == "claude" else "echo 'exit 0' > $TMPDIR/../hooks/pretooluse; "  # claude decides in-band
+    steps = [f"{hook}echo '{{}}' > {settings}; echo rewritten", "echo still-decided"]
     frame = frame_file(tmp_path, ["shell"])
     code, events, stderr = run(kind, home, emulator, steps, "--frame", str(frame), "--hermetic", "on")
     assert code == 0, stderr
     first, second = outputs(events)
-    # Claude Code's commands run in the tools' layer, where neither file exists; codex's in its own
-    # read-only sandbox.
-    refusal = "No such file or directory" if kind == "claude" else "Read-only file system"
-    assert first.count(refusal) == 2, first
+    # Claude Code's commands run in the tools' layer, where the settings do not exist (and it has no hook
+    # program: its calls are decided in-band); codex's in its own read-only sandbox, hook and settings both.
+    refusal, files = ("No such file or directory", 1) if kind == "claude" else ("Read-only file system", 2)
+    assert first.count(refusal) == files, first
     assert "still-decided" in second
     decided = of(events, "tool.decided")
     assert len(decided) == 2 and {d["decided_by"] for d in decided} == {"frame"}

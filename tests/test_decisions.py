@@ -320,3 +320,29 @@ def test_the_desk_is_frozen() -> None:
 def test_disarm_is_emitted_only_for_armed_calls() -> None:
     _, effects = present(open_desk("frame", SPEC_FRAME), write_call())
     assert not any(isinstance(effect, (Arm, Disarm)) for effect in effects)
+
+
+@pytest.mark.parametrize(
+    "path", ["/proc/4242/fd/0", "/proc/self/fd/1", "/dev/fd/0", "/dev/stdin", "/dev/stderr", "/proc", "/dev/fd/../fd/3"]
+)
+def test_a_file_tool_aimed_at_the_runs_pipes_is_denied_under_every_frame_and_before_ask(path: str) -> None:
+    admitting = frame([{"op": "file.write"}])
+    for mode, in_force in (("frame", admitting), ("frame", None), ("ask", admitting), ("ask", None)):
+        _, effects = present(open_desk(mode, in_force), write_call(path=path))  # type: ignore[arg-type]
+        (verdict,) = decided(effects)
+        assert verdict.decided_by == "adapter" and isinstance(verdict.decision, Deny), (mode, in_force)
+        assert verdict.decision.reason.startswith(f"file:{path} reaches the run's own processes and pipes")
+        assert "Arm" not in kinds(effects) and events(effects)[0].decision_required is False
+
+
+def test_observe_lets_a_file_tool_at_a_pipe_through_with_a_warning() -> None:
+    _, effects = present(open_desk("observe"), write_call(path="/proc/self/fd/0"))
+    assert kinds(effects) == ["tool.requested", "warning", "Answer", "tool.decided"]
+    warning = events(effects)[1]
+    assert warning.code == "HARNESS_PIPE" and "/proc/self/fd/0" in warning.message
+
+
+@pytest.mark.parametrize("path", ["/procfs/x", "/dev/null", "proc/self/fd/0", "/devices/fd"])
+def test_paths_beside_the_pipes_are_admitted_as_usual(path: str) -> None:
+    _, effects = present(open_desk("frame", frame([{"op": "file.write"}])), write_call(path=path))
+    assert decided(effects)[0].decided_by == "frame" and isinstance(decided(effects)[0].decision, Allow)

@@ -124,17 +124,23 @@ def test_negative_costs_and_counts_from_a_claude_result_do_not_pass_through(tmp_
 
 
 HOOK_CALLER = """
-import json, os, subprocess
-scratch = os.path.dirname(sys.argv[sys.argv.index("--settings") + 1])
+import json
+request = json.loads(sys.stdin.buffer.readline())
+reply = {{"subtype": "success", "request_id": request["request_id"],
+          "response": {{"hooks_applied": True, "hook_on_failure_supported": True}}}}
+sys.stdout.buffer.write(json.dumps({{"type": "control_response", "response": reply}}).encode() + b"\\n")
+sys.stdout.buffer.flush()
+sys.stdin.buffer.readline()
 record = {record!r}
 out = sys.stdout.buffer
 for number, line in enumerate(record):
     out.write(line + b"\\n")
     out.flush()
     if number == 1:
-        request = {request!r}
-        done = subprocess.run([os.path.join(scratch, "hooks", "pretooluse")], input=request, capture_output=True)
-        open("hook-answer", "wb").write(done.stdout)
+        out.write(b'{{"type":"control_request","request_id":"deep-1","request":{{"subtype":"hook_callback",'
+                  b'"callback_id":"metaharness-pretooluse","input":' + {request!r} + b'}}}}\\n')
+        out.flush()
+        open("hook-answer", "wb").write(sys.stdin.buffer.readline())
 """
 
 
@@ -154,7 +160,8 @@ def test_a_hook_request_nested_deep_is_answered_and_the_run_closes(tmp_path: Pat
     assert events[-1]["event"] == "stream.closed"
     unreadable = next(e for e in events if e["event"] == "tool.decided")
     assert unreadable["decided_by"] == "adapter" and unreadable["decision"]["reason"] == UNREADABLE_REQUEST
-    assert b'"permissionDecision":"deny"' in (work / "hook-answer").read_bytes()
+    answer = json.loads((work / "hook-answer").read_bytes())["response"]
+    assert answer["request_id"] == "deep-1" and answer["response"]["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 
 ROLLOUT_WRITER = """

@@ -78,7 +78,7 @@ def launch_rows(scratch: str, servers: tuple[str, ...], h2_unavailable: str | No
         (
             "H8",
             "imposed",
-            "no --bare/--safe-mode, no CLAUDE_CODE_SAFE_MODE/CLAUDE_CODE_SIMPLE; PreToolUse hook in the settings",
+            "no --bare/--safe-mode, no CLAUDE_CODE_SAFE_MODE/CLAUDE_CODE_SIMPLE; PreToolUse callback confirmed in-band",
         ),
         ("H9", "unavailable", "the version is read from the opening record"),
     )
@@ -161,7 +161,7 @@ ADAPTER = Adapter(
             login_needs_api_key=False,
         ),
         view_grant="",
-        writable=("claude-home", "tmp", "hook-channel"),
+        writable=("claude-home", "tmp"),
         tools=ToolEntry(
             mechanism="entry",
             variable="CLAUDE_CODE_SHELL_PREFIX",

@@ -15,6 +15,9 @@ SENT_FLAGS = (
     "-p",
     "--output-format",
     "--verbose",
+    "--input-format",
+    "--permission-prompts",
+    "--replay-user-messages",
     "--strict-mcp-config",
     "--setting-sources",
     "--settings",
@@ -27,8 +30,11 @@ SENT_FLAGS = (
 )
 """Every flag the launch of docs/adapters/claude.md can emit and ``claude --help`` declares, in argv order."""
 
-HIDDEN_FLAGS = ("--max-turns",)
+HIDDEN_FLAGS = ("--max-turns", "--await-initialize")
 """Flags the pin accepts but hides from ``--help``: checked by acceptance (docs/adapters/common.md#pins)."""
+
+VALUELESS = frozenset({"--await-initialize"})
+"""Hidden flags that take no value: probed after ``-p`` (the pin reports an unknown option on stderr there)."""
 
 PROBE_FLAG = "--metaharness-acceptance-probe"
 """An option no Claude Code declares: the parser names the first option it does not know, so a probe
@@ -56,8 +62,9 @@ def version_token(banner: str) -> str | None:
 
 
 def acceptance_probe(program: str, flag: str) -> tuple[str, ...]:
-    """The argv that shows whether ``program`` accepts ``flag``: the flag with a value, then the probe."""
-    return (program, flag, "1", PROBE_FLAG)
+    """The argv that shows whether ``program`` accepts ``flag``: the flag with a value (``-p`` and the flag alone
+    for a :data:`VALUELESS` one), then the probe."""
+    return (program, "-p", flag, PROBE_FLAG) if flag in VALUELESS else (program, flag, "1", PROBE_FLAG)
 
 
 def accepted(flag: str, probe_stderr: str) -> bool:

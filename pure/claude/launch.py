@@ -1,5 +1,5 @@
-"""Planning a Claude Code launch: scratch layout, settings document with the blocking hook, the exact
-argv, the constructed environment and its guards, the memory rule and the attestation
+"""Planning a Claude Code launch: scratch layout, settings document (no hook: calls are decided in-band,
+docs/adapters/claude.md#in-band-decisions), the exact argv, the constructed environment and its guards, the memory rule and the attestation
 (docs/adapters/common.md#vendor-launch-order, #vendor-decisions; docs/adapters/claude.md; docs/hermetic.md#attestation;
 docs/adapters/common.md#endpoint-route; docs/hermetic.md#attestation, #memory-file-walk, #environment-floor,
 #credentials, #context-files; docs/hermetic.md#execution-context-block).
@@ -43,15 +43,6 @@ from metaharness.pure.hermetic import (
     memory_row,
     workdir_mode,
 )
-from metaharness.pure.hook_channel import (
-    CHANNEL_DIR,
-    HOOK_PROGRAM,
-    HOOK_TIMEOUT_S,
-    REQUESTS_DIR,
-    RESPONSES_DIR,
-    render_hook_program,
-    shell_quote,
-)
 from metaharness.pure.jsonline import compact, sha256_hex
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.scratch import ScratchFile
@@ -83,8 +74,8 @@ DENIED_ARGUMENTS = (
     "--resume",
     "--continue",
 )
-"""Flags a claude launch must never carry (docs/adapters/claude.md#refusals): each drops the hook, changes what
-an abstain means or shadows the hook."""
+"""Flags a claude launch must never carry (docs/adapters/claude.md#refusals): each drops the hooks, changes what
+an abstain means or shadows the in-band callback."""
 
 CANARY_LOADED: Mapping[str, frozenset[str]] = {PINS[0]: frozenset()}
 """Per pin, the memory shapes the canary showed loaded (docs/hermetic.md#claudes-memory-canary); a version without an
@@ -92,6 +83,12 @@ entry counts every shape as loaded. At 2.1.332, driven against the emulator with
 and a fresh config home, no shape above the cwd and not ``$HOME/.claude/CLAUDE.md`` reached a request
 body, while without ``--setting-sources ""`` the project shapes did (``tests/test_claude_canary.py``
 re-drives both)."""
+
+STDIN_REACHABLE = (
+    "Claude Code's stdin, where metaharness answers its calls, can be written by any tool that can see the CLI's "
+    "process (/proc/<pid>/fd/0): a forged line is detected (INPUT_FORGED, DECISION_BYPASSED), not prevented"
+)
+"""The ambient input of the in-band seam (docs/adapters/claude.md#in-band-decisions)."""
 
 DecisionMode = Literal["frame", "ask", "observe"]
 HermeticMode = Literal["off", "on", "strict"]
@@ -124,14 +121,12 @@ class ClaudeRunSpec(msgspec.Struct, frozen=True, kw_only=True):
     frame_digest: str | None = None
     catalogue: Catalogue | None = None
     own_cli: tuple[str, ...] = ()
-    hook_timeout_s: int = HOOK_TIMEOUT_S
-    """The hook's ``timeout``, whole seconds: the vendor's budget for one decision (``--decision-deadline`` + 5 s)."""
 
 
 class ClaudeLaunch(msgspec.Struct, frozen=True, kw_only=True):
     """Everything the shell needs to start ``claude -p``: ``program`` then ``args``, the constructed
-    environment, the working directory, the scratch tree (directories, files, the doorbell FIFO), the
-    settings document, the user turn, the attestation, the plan-time warnings and where the caller's
+    environment, the working directory, the scratch tree (directories, files), the settings document, the
+    user turn (sent on stdin once ``initialize`` is confirmed), the attestation, the plan-time warnings and where the caller's
     ``.credentials.json`` is copied from (operator-login)."""
 
     program: str
@@ -142,7 +137,6 @@ class ClaudeLaunch(msgspec.Struct, frozen=True, kw_only=True):
     claude_home: str
     directories: tuple[str, ...]
     files: tuple[ScratchFile, ...]
-    fifos: tuple[str, ...]
     settings: bytes
     user_turn: str
     context_files: tuple[ContextFile, ...]
@@ -172,56 +166,34 @@ def ambient_mentions(prompt: str) -> tuple[str, ...]:
     return tuple(_MENTION.findall(prompt))
 
 
-def hook_command(scratch: str) -> str:
-    """The settings' hook command: the single-quoted absolute hook path (docs/adapters/common.md#vendor-launch-order;
-    docs/adapters/claude.md)."""
-    return shell_quote(posixpath.join(scratch, HOOK_PROGRAM))
+def settings_document() -> dict[str, object]:
+    """The ``--settings`` document (docs/adapters/claude.md): empty permission lists and no hooks; every call
+    is decided by the ``initialize`` callback instead."""
+    return {"$schema": SETTINGS_SCHEMA, "permissions": {"allow": [], "deny": []}}
 
 
-def settings_document(scratch: str, hook_timeout_s: int = HOOK_TIMEOUT_S) -> dict[str, object]:
-    """The ``--settings`` document (docs/adapters/claude.md): empty permission lists and the one blocking
-    ``PreToolUse`` group matching every tool, with no ``async`` or ``asyncRewake`` key."""
-    return {
-        "$schema": SETTINGS_SCHEMA,
-        "permissions": {"allow": [], "deny": []},
-        "hooks": {
-            "PreToolUse": [
-                {
-                    "matcher": "",
-                    "hooks": [{"type": "command", "command": hook_command(scratch), "timeout": hook_timeout_s}],
-                }
-            ]
-        },
-    }
-
-
-def check_shadowing(
-    settings: Mapping[str, object], scratch: str, hook_timeout_s: int = HOOK_TIMEOUT_S
-) -> Result[Mapping[str, object], Refusal]:
+def check_shadowing(settings: Mapping[str, object]) -> Result[Mapping[str, object], Refusal]:
     """``shadowed`` (docs/adapters/common.md#one-event-per-call): a non-empty ``permissions.allow``/``deny``, or
-    ``hooks`` holding anything but the one ``PreToolUse`` group, would let another layer decide."""
+    any ``hooks``, would let another layer decide."""
     permissions = settings.get("permissions")
     if not isinstance(permissions, Mapping) or permissions.get("allow") or permissions.get("deny"):
         return Failure(
             Refusal(
                 "shadowed",
                 "permissions.allow or permissions.deny in the claude settings document is not empty, so a "
-                "vendor rule would decide before the metaharness hook",
+                "vendor rule would decide before metaharness's callback",
             )
         )
-    if settings.get("hooks") != settings_document(scratch, hook_timeout_s)["hooks"]:
+    if "hooks" in settings:
         return Failure(
-            Refusal(
-                "shadowed",
-                "hooks in the claude settings document hold something other than the one metaharness PreToolUse group",
-            )
+            Refusal("shadowed", "the claude settings document holds hooks, which would run beside metaharness's callback")
         )
     return Success(settings)
 
 
 def check_arguments(args: tuple[str, ...]) -> Result[tuple[str, ...], Refusal]:
     """``denied-argument`` on the built argv, each flag compared by the part before ``=`` (docs/adapters/claude.md)."""
-    values_of = {"-p", "--output-format", "--setting-sources", "--settings", "--append-system-prompt", "--model"}
+    values_of = {"--output-format", "--input-format", "--permission-prompts", "--setting-sources", "--settings", "--append-system-prompt", "--model"}
     values_of |= {"--effort", "--max-turns", "--plugin-dir", "--tools", "--mcp-config"}
     index = 0
     while index < len(args):
@@ -238,9 +210,10 @@ def check_arguments(args: tuple[str, ...]) -> Result[tuple[str, ...], Refusal]:
     return Success(args)
 
 
-def arguments(spec: ClaudeRunSpec, scratch: str, turn: str, context_block: str | None) -> tuple[str, ...]:
-    """argv after argv[0] in the exact order of docs/adapters/claude.md."""
-    args = ["-p", turn, "--output-format", "stream-json", "--verbose", "--strict-mcp-config"]
+def arguments(spec: ClaudeRunSpec, scratch: str, context_block: str | None) -> tuple[str, ...]:
+    """argv after argv[0] in the exact order of docs/adapters/claude.md; the user turn goes on stdin."""
+    args = ["-p", "--output-format", "stream-json", "--verbose", "--input-format", "stream-json"]
+    args += ["--await-initialize", "--permission-prompts", "none", "--replay-user-messages", "--strict-mcp-config"]
     args += ["--setting-sources", "", "--settings", posixpath.join(scratch, SETTINGS_FILE)]
     if context_block is not None:
         args += ["--append-system-prompt", context_block]
@@ -270,8 +243,9 @@ def mcp_config(spec: ClaudeRunSpec, scratch: str, cwd: str) -> dict[str, object]
 def ambient_extras(spec: ClaudeRunSpec, managed_settings_present: bool) -> tuple[str, ...]:
     """What reaches a Claude Code child that no row controls, beyond the shared entries (docs/hermetic.md#attestation,
     docs/adapters/common.md#vendor-launch-order, #vendor-decisions; docs/adapters/claude.md): the ``@builtin`` plugins,
-    that an allow grants under observe, a managed settings file, and each ``@path`` mention in the task."""
+    that the CLI's stdin is writable by what can see its process, that an allow grants under observe, a managed settings file, and each ``@path`` mention in the task."""
     extras = ["built-in plugins: " + ", ".join(f"{name}@builtin" for name in BUILTIN_PLUGINS)]
+    extras.append(STDIN_REACHABLE)
     if spec.decisions == "observe":
         extras.append("under observe an allow grants: it bypasses Claude Code's own permission prompt")
     if managed_settings_present:
@@ -351,7 +325,6 @@ def plan_claude_launch(
             claude_home=posixpath.join(scratch, "claude-home"),
             directories=_directories(spec, scratch),
             files=_scratch_files(spec, scratch, cwd, compact(settings)),
-            fifos=(posixpath.join(scratch, CHANNEL_DIR, "doorbell"),),
             settings=compact(settings),
             user_turn=user_turn(spec),
             context_files=context_record(spec.context, CONTEXT_CHANNEL) or (),
@@ -368,9 +341,9 @@ def plan_claude_launch(
         for program in resolve_program(PROGRAM, path_floor(caller_env), program_facts)
         for _ in _catalogue_server_startable(spec)
         for environment in child_environment(declaration, caller_env, scratch, posture)
-        for args in check_arguments(arguments(spec, scratch, user_turn(spec), _context_block(spec)))
-        for settings in check_shadowing(settings_document(scratch, spec.hook_timeout_s), scratch, spec.hook_timeout_s)
-        for _ in check_argument_sizes((program, *args), environment.strings(), spec.context, prompt_index=2)
+        for args in check_arguments(arguments(spec, scratch, _context_block(spec)))
+        for settings in check_shadowing(settings_document())
+        for _ in check_argument_sizes((program, *args), environment.strings(), spec.context)
     )
 
 
@@ -393,12 +366,9 @@ def _catalogue_server_startable(spec: ClaudeRunSpec) -> Result[None, Refusal]:
 
 
 def _scratch_files(spec: ClaudeRunSpec, scratch: str, cwd: str, settings: bytes) -> tuple[ScratchFile, ...]:
-    """The generated scratch files in path order: the settings, the hook program, and on a catalogue
-    run the MCP configuration and the catalogue's scratch copy."""
-    files: tuple[ScratchFile, ...] = (
-        ScratchFile(posixpath.join(scratch, SETTINGS_FILE), settings),
-        ScratchFile(posixpath.join(scratch, HOOK_PROGRAM), render_hook_program(scratch, spec.hook_timeout_s).encode(), 0o700),
-    )
+    """The generated scratch files in path order: the settings, and on a catalogue run the MCP configuration
+    and the catalogue's scratch copy."""
+    files: tuple[ScratchFile, ...] = (ScratchFile(posixpath.join(scratch, SETTINGS_FILE), settings),)
     if spec.catalogue is not None:
         files += (
             ScratchFile(posixpath.join(scratch, MCP_CONFIG_FILE), compact(mcp_config(spec, scratch, cwd))),
@@ -409,7 +379,7 @@ def _scratch_files(spec: ClaudeRunSpec, scratch: str, cwd: str, settings: bytes)
 
 def _directories(spec: ClaudeRunSpec, scratch: str) -> tuple[str, ...]:
     """The scratch directories to create (0700), parents first (docs/adapters/claude.md#scratch-layout)."""
-    names = ["claude-home", "tmp", "hooks", CHANNEL_DIR, REQUESTS_DIR, RESPONSES_DIR]
+    names = ["claude-home", "tmp"]
     if spec.cwd is None:
         names.insert(0, "work")
     names += [posixpath.join("plugins", plugin.name) for plugin in spec.plugins]

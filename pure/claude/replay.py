@@ -2,7 +2,11 @@
 and correlator (docs/events.md#replay, docs/adapters/common.md#one-event-per-call).
 
 Every call takes the record path with no warning; nothing is decided, so the census is zero; no
-terminal record is invented; ``stream.closed.process`` is unknown.
+terminal record is invented; ``stream.closed.process`` is unknown. The control lines of the in-band seam (the
+``initialize`` reply, ``hook_callback`` requests, ``control_cancel_request``, the echoes of control responses) and
+the first echoed user message (the run's own turn) yield nothing, as they do live
+(docs/adapters/claude.md#in-band-decisions); any other control request is ``opaque``. Replay cannot tell a
+forged line from metaharness's own, so it raises no ``INPUT_FORGED``.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import msgspec
 
 from metaharness.pure.adapter import ReplayOutput, ReplayRequest
 from metaharness.pure.census import ZERO_CENSUS
+from metaharness.pure.claude.control import HookCallback, Reply, Withdrawn, read_control, replayed_turn
 from metaharness.pure.claude.seam import BUDGET_WORDS, RecordState, SessionFacts, map_record, terminal_stop
 from metaharness.pure.correlation import Correlator, on_readings, on_stream_end
 from metaharness.pure.events import (
@@ -84,7 +89,13 @@ def replayed_lines(lines: Iterable[bytes], facts: SessionFacts, run: str) -> Ite
     correlator = Correlator(live=False)
     out = bytearray()
     ended: SessionEnded | None = None
+    echoed = False
     for number, raw in enumerate(lines, start=1):
+        if isinstance(read_control(raw), HookCallback | Reply | Withdrawn):
+            continue
+        if not echoed and replayed_turn(raw) is not None:
+            echoed = True
+            continue
         state, readings = map_record(state, raw.removesuffix(b"\r"), number, facts)
         correlator, outputs = on_readings(correlator, readings)
         stream, seen = _written(stream, outputs, out)

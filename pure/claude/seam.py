@@ -1,10 +1,10 @@
-"""Claude Code's stream-json record read into ``metaharness.event/1``, and its hook answers
+"""Claude Code's stream-json record read into ``metaharness.event/1``
 (docs/adapters/common.md#answer-bodies; docs/adapters/claude.md#record-mapping).
 
 :func:`map_record` reads one transcript line into :class:`Mapped` items: plain events, and each
 ``tool_use`` block as a :class:`RecordCall` the call ledger (``metaharness.pure.calls``) turns into
 exactly one ``tool.requested``. ``session.ended`` carries an empty census here; the ledger fills it
-from the decisions it emitted. :func:`claude_hook_answer` renders a decision as the hook's stdout.
+from the decisions it emitted. A decision's answer is rendered by ``metaharness.pure.claude.control``.
 """
 
 from __future__ import annotations
@@ -20,12 +20,8 @@ from metaharness.pure.census import ZERO_CENSUS
 from metaharness.pure.claude.rendering import resolve_claude_call
 from metaharness.pure.claude.vendor import PINS
 from metaharness.pure.events import (
-    Abstain,
-    Allow,
     AuthExpired,
     ContextFile,
-    Decision,
-    Deny,
     Event,
     Hermetic,
     Injection,
@@ -35,7 +31,6 @@ from metaharness.pure.events import (
     Plugin,
     RateLimit,
     RateLimitInfo,
-    Replace,
     SessionEnded,
     SessionStarted,
     Text,
@@ -48,7 +43,6 @@ from metaharness.pure.events import (
     UsageReported,
     WarningRaised,
 )
-from metaharness.pure.hook_channel import deny_answer, pretooluse_answer
 from metaharness.pure.jsonline import compact, sha256_hex
 from metaharness.pure.readings import Announced, Emitted, Finished, stated_amount, stated_count
 
@@ -86,20 +80,6 @@ class RecordState(msgspec.Struct, frozen=True):
     credential_source: str | None = None
     cwd: str | None = None
     usage_seen: tuple[tuple[str, bytes], ...] = ()
-
-
-def claude_hook_answer(decision: Decision) -> bytes:
-    """The hook's stdout for a decision (docs/adapters/common.md#answer-bodies): allow and replace as
-    ``permissionDecision:"allow"`` (replace with ``updatedInput``), deny with a non-empty reason,
-    abstain as zero bytes."""
-    if isinstance(decision, Allow):
-        return pretooluse_answer(permissionDecision="allow")
-    if isinstance(decision, Deny):
-        return deny_answer(decision.reason)
-    if isinstance(decision, Replace):
-        return pretooluse_answer(permissionDecision="allow", updatedInput=decision.input)
-    assert isinstance(decision, Abstain)
-    return b""
 
 
 def _text(value: Any) -> str | None:

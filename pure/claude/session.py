@@ -1,19 +1,21 @@
-"""A live claude run as a pure state machine: the record, the hook channel, the decision desk and the
-stream, folded together (docs/adapters/common.md#vendor-decisions; docs/adapters/claude.md,
-docs/events.md#stream-ending, #commands; docs/decisions.md; docs/events.md#census).
+"""A live claude run as a pure state machine: the CLI's stdout (its record and its control requests), the
+decision desk and the stream, folded together (docs/adapters/claude.md#in-band-decisions;
+docs/adapters/common.md#vendor-decisions; docs/events.md#stream-ending, #commands; docs/decisions.md;
+docs/events.md#census).
 
 Each input returns the new ``Session`` and the effects the shell performs **in order**:
 
 * ``bytes`` — one stamped event line to write to stdout;
-* :class:`HookAnswer` — write ``body`` to each of ``keys`` through the hook channel, then call
-  :func:`answered` with whether the hook was still waiting; the effects after it arrive from there;
+* :class:`ToChild` — one line to write to the CLI's stdin (``initialize``, the user turn, an answer);
+* :class:`EndInput` — close the CLI's stdin (its terminal record was read);
+* :class:`Refuse` — stop the child and refuse the run (the ``initialize`` reply did not confirm the hooks);
 * ``Arm``/``Disarm`` (``metaharness.pure.decisions``) — start or stop a call's deadline timer.
 
-Inputs: :func:`open_session`, :func:`read_line` (one transcript line), :func:`hook_request` (a key the
-doorbell rang), :func:`take_command` (one framed ``metaharness.command/1``), :func:`expire` (a
-deadline fired), :func:`abandon_pending` (interrupt, halt or a signal), :func:`end_of_record` and
-:func:`wind_up`. A hook answer that finds no reader (the hook's backstop denied first) is recorded as
-a deny by ``deadline`` saying the hook gave up first (docs/adapters/common.md#vendor-decisions).
+Inputs: :func:`open_session` (its effects begin with ``initialize``), :func:`read_line` (one stdout line),
+:func:`take_command` (one framed ``metaharness.command/1``), :func:`expire` (a deadline fired),
+:func:`abandon_pending` (interrupt, halt or a signal), :func:`end_of_record` and :func:`wind_up`. An answer
+for a call whose every request the CLI withdrew (``control_cancel_request``) is recorded as a deny by
+``deadline`` saying the CLI gave up first (docs/decisions.md#deadlines).
 """
 
 from __future__ import annotations
@@ -21,17 +23,36 @@ from __future__ import annotations
 from typing import Literal, TypeAlias
 
 import msgspec
+from immutables import Map
 from msgspec import UNSET, UnsetType
 from returns.result import Failure
 
 from metaharness.pure.capabilities import HONOURED_COMMANDS
 from metaharness.pure.census import ZERO_CENSUS, count_decision
+from metaharness.pure.claude.control import (
+    CALLBACK_TIMEOUT_S,
+    CLI_GAVE_UP,
+    INITIALIZE_ID,
+    HookCallback,
+    Reply,
+    Unserved,
+    Withdrawn,
+    answer_body,
+    answer_line,
+    check_initialize_reply,
+    forged_reply,
+    initialize_line,
+    input_forged,
+    read_control,
+    replayed_turn,
+    unserved_line,
+    user_message_line,
+)
 from metaharness.pure.claude.rendering import is_describing_question, resolve_claude_call
 from metaharness.pure.claude.seam import (
     BUDGET_WORDS,
     RecordState,
     SessionFacts,
-    claude_hook_answer,
     map_record,
     terminal_stop,
 )
@@ -74,23 +95,17 @@ from metaharness.pure.events import (
     stamp,
 )
 from metaharness.pure.frames import Frame
-from metaharness.pure.hook_channel import (
-    CHANNEL_REFUSED_REASON,
-    HOOK_GAVE_UP,
-    HOOK_TIMEOUT_S,
-    HookCall,
-    read_hook_request,
-    request_unreadable,
-)
+from metaharness.pure.hook_channel import HookCall, request_unreadable
 from metaharness.pure.modes import DecisionMode
 from metaharness.pure.readings import Emitted
+from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import closing_reason, no_terminal_record
 from metaharness.pure.stop import GROUP_POLICY
 from metaharness.pure.subjects import TreeFacts, resolve_subjects
 
 ADAPTER = "claude"
-VENDOR_BUDGET_MS = HOOK_TIMEOUT_S * 1000
-"""The hook's declared timeout × 1000: metaharness's deadline is 55,000 ms (docs/decisions.md#deadlines)."""
+VENDOR_BUDGET_MS = CALLBACK_TIMEOUT_S * 1000
+"""The callback's declared timeout × 1000: metaharness's deadline is 55,000 ms (docs/decisions.md#deadlines)."""
 
 Control: TypeAlias = Literal["interrupt", "halt"] | None
 
@@ -98,31 +113,45 @@ STOP_POLICY = GROUP_POLICY
 """Every stop is SIGTERM to the group, SIGKILL 5 s later (or at a second signal)."""
 
 
-class HookAnswer(msgspec.Struct, frozen=True):
-    """Write ``body`` to the hook channel under each of ``keys`` for ``call_id``."""
+class ToChild(msgspec.Struct, frozen=True):
+    """Write ``line`` (one stream-json line with its ``\\n``) to the CLI's stdin."""
 
-    call_id: str
-    keys: tuple[str, ...]
-    body: bytes
+    line: bytes
 
 
-Effect: TypeAlias = bytes | HookAnswer | Arm | Disarm
+class EndInput(msgspec.Struct, frozen=True):
+    """Close the CLI's stdin: its terminal record was read, so no answer is owed any more."""
+
+
+class Refuse(msgspec.Struct, frozen=True):
+    """Stop the child and refuse the run with ``refusal`` (exit 2)."""
+
+    refusal: Refusal
+
+
+Effect: TypeAlias = bytes | ToChild | EndInput | Refuse | Arm | Disarm
 Item: TypeAlias = DeskEmit | Answer | Arm | Disarm | Emitted | Present
 """What the session works through in order: desk effects and what the correlator released."""
 
 
 class Session(msgspec.Struct, frozen=True, kw_only=True):
-    """One claude run's state between inputs."""
+    """One claude run's state between inputs: ``waiting`` pairs a call with each ``hook_callback`` request
+    still owed an answer; ``withdrawn`` the calls the CLI stopped waiting for; ``turn`` the user turn sent
+    once ``initialize`` is confirmed, ``echoed`` whether the CLI has echoed it back and ``answers`` each answer
+    written whose echo has not come back yet (``--replay-user-messages``)."""
 
     facts: SessionFacts
     stream: Stream
     desk: Desk
+    turn: str = ""
+    confirmed: bool = False
+    echoed: bool = False
     record: RecordState = RecordState()
     correlator: Correlator = Correlator(live=True)
     census: Census = ZERO_CENSUS
     waiting: tuple[tuple[str, str], ...] = ()
-    queued: tuple[Item, ...] = ()
-    answering: str | None = None
+    withdrawn: frozenset[str] = frozenset()
+    answers: Map[str, bytes] = Map()
     ended: SessionEnded | None = None
     tree: TreeFacts | None = None
 
@@ -134,15 +163,19 @@ def open_session(
     frame: Frame | None,
     plan_warnings: tuple[WarningRaised, ...] = (),
     *,
+    turn: str = "",
     live: bool = True,
     vendor_budget_ms: int = VENDOR_BUDGET_MS,
 ) -> tuple[Session, tuple[Effect, ...]]:
-    """A run's session; the plan-time warnings (``AMBIENT_INPUT``) are written first; ``vendor_budget_ms`` is
-    the hook's timeout (``run --decision-deadline`` + 5 s, docs/decisions.md#deadlines)."""
+    """A run's session: the plan-time warnings (``AMBIENT_INPUT``) are written first, then ``initialize``
+    goes to the CLI with the callback's timeout, ``vendor_budget_ms`` (``run --decision-deadline`` + 5 s,
+    docs/decisions.md#deadlines); ``turn`` follows once the reply confirms the hooks."""
     session = Session(
-        facts=facts, stream=Stream(run), desk=open_desk(mode, frame, vendor_budget_ms), correlator=Correlator(live=live)
-    )
-    return _emit_all(session, tuple(DeskEmit(w) for w in plan_warnings))
+        facts=facts, stream=Stream(run), desk=open_desk(mode, frame, vendor_budget_ms), turn=turn,
+        correlator=Correlator(live=live),
+    )  # fmt: skip
+    session, effects = _emit_all(session, tuple(DeskEmit(w) for w in plan_warnings))
+    return session, (*effects, ToChild(initialize_line(vendor_budget_ms // 1000)))
 
 
 def _write(session: Session, payload: Event, at: str | UnsetType = UNSET) -> tuple[Session, bytes]:
@@ -160,14 +193,18 @@ def _write(session: Session, payload: Event, at: str | UnsetType = UNSET) -> tup
 
 def _emit_all(session: Session, items: tuple[Item, ...]) -> tuple[Session, tuple[Effect, ...]]:
     """Work through ``items`` in order: events are stamped, a ``Present`` goes to the decision desk
-    (its effects next), and a hook answer stops the walk until :func:`answered` resumes it, so every
-    line is stamped in the order it is written."""
+    (its effects next), and an answer goes to every request of its call still waiting; a call the CLI
+    withdrew gets none, and its ``tool.decided`` becomes a deny by ``deadline`` saying so."""
     out: list[Effect] = []
     pending = list(items)
+    gave_up: set[str] = set()
     while pending:
         item = pending.pop(0)
         if isinstance(item, DeskEmit):
-            session, line = _write(session, item.event)
+            event = item.event
+            if isinstance(event, ToolDecided) and event.call_id in gave_up:
+                event = msgspec.structs.replace(event, decision=Deny(CLI_GAVE_UP), decided_by="deadline")
+            session, line = _write(session, event)
             out.append(line)
         elif isinstance(item, Emitted):
             session, line = _write(session, item.payload, item.at)
@@ -176,17 +213,16 @@ def _emit_all(session: Session, items: tuple[Item, ...]) -> tuple[Session, tuple
             session, effects = _present(session, item.call)
             pending[:0] = effects
         elif isinstance(item, Answer):
-            keys = tuple(key for call_id, key in session.waiting if call_id == item.call_id)
-            if not keys:
-                continue
-            session = msgspec.structs.replace(
-                session,
-                waiting=tuple(entry for entry in session.waiting if entry[0] != item.call_id),
-                queued=tuple(pending),
-                answering=item.call_id,
-            )
-            out.append(HookAnswer(item.call_id, keys, claude_hook_answer(item.decision)))
-            return session, tuple(out)
+            requests = tuple(request for call_id, request in session.waiting if call_id == item.call_id)
+            if not requests and item.call_id in session.withdrawn:
+                gave_up.add(item.call_id)
+            answers = session.answers
+            for request in requests:
+                body = answer_body(request, item.decision)
+                answers = answers.set(request, body)
+                out.append(ToChild(answer_line(body)))
+            waiting = tuple(entry for entry in session.waiting if entry[0] != item.call_id)
+            session = msgspec.structs.replace(session, waiting=waiting, answers=answers)
         else:
             out.append(item)
     return session, tuple(out)
@@ -195,28 +231,6 @@ def _emit_all(session: Session, items: tuple[Item, ...]) -> tuple[Session, tuple
 def write_events(session: Session, events: tuple[Event, ...]) -> tuple[Session, tuple[Effect, ...]]:
     """Events the run observed outside the record (the loopback proxy's ``auth.expired``), written now."""
     return _emit_all(session, tuple(DeskEmit(event) for event in events))
-
-
-def answered(
-    session: Session, delivered: bool, refused: tuple[WarningRaised, ...] = ()
-) -> tuple[Session, tuple[Effect, ...]]:
-    """The hook answer was written; ``delivered`` says a hook was still waiting for it. When none was,
-    the call's ``tool.decided`` becomes a deny by ``deadline`` saying the hook gave up first; when the
-    answer met a refused channel name (``refused``, its ``CHANNEL_REFUSED`` warnings, written first) a
-    deny by ``adapter`` saying so (docs/adapters/common.md#child-trees)."""
-    queued = list(session.queued)
-    if (refused or not delivered) and session.answering is not None:
-        deny = Deny(CHANNEL_REFUSED_REASON) if refused else Deny(HOOK_GAVE_UP)
-        queued = [
-            DeskEmit(msgspec.structs.replace(item.event, decision=deny, decided_by="adapter" if refused else "deadline"))
-            if isinstance(item, DeskEmit)
-            and isinstance(item.event, ToolDecided)
-            and item.event.call_id == session.answering
-            else item
-            for item in queued
-        ]
-    session = msgspec.structs.replace(session, queued=(), answering=None)
-    return _emit_all(session, (*(DeskEmit(warning) for warning in refused), *queued))
 
 
 def _present(session: Session, call: HookCall) -> tuple[Session, tuple[DeskEmit | Answer | Arm | Disarm, ...]]:
@@ -237,43 +251,76 @@ def _present(session: Session, call: HookCall) -> tuple[Session, tuple[DeskEmit 
     return msgspec.structs.replace(session, desk=desk), effects
 
 
-def read_line(session: Session, number: int, raw: bytes) -> tuple[Session, tuple[Effect, ...]]:
-    """One transcript line (1-based ``number``, terminator removed) through the reader and correlator.
-    The terminal record first releases every held call by path (b)."""
+def read_line(
+    session: Session, number: int, raw: bytes, tree: TreeFacts | None = None
+) -> tuple[Session, tuple[Effect, ...]]:
+    """One stdout line (1-based ``number``, terminator removed). A control message is the seam
+    (docs/adapters/claude.md#in-band-decisions): the ``initialize`` reply is checked, a ``hook_callback`` goes to
+    the correlator (``tree``: the links its subjects pass through, laid over what the session knew), a
+    ``control_cancel_request`` withdraws its request, any other request is answered with an error and
+    recorded ``opaque``. Anything else is the record: through the reader and correlator, the terminal record
+    first releasing every held call by path (b), then closing the CLI's stdin."""
+    control = read_control(raw)
+    if isinstance(control, Reply):
+        return _replied(session, control)
+    if isinstance(control, Withdrawn):
+        return _withdrawn(session, control.request_id), ()
+    if isinstance(control, HookCallback):
+        if tree is not None:
+            session = msgspec.structs.replace(session, tree=tree if session.tree is None else session.tree.merged(tree))
+        correlator, outputs = on_hook_call(session.correlator, control.call)
+        return _emit_all(msgspec.structs.replace(session, correlator=correlator), outputs)
+    echo = replayed_turn(raw)
+    if echo is not None and echo == session.turn and not session.echoed:
+        return msgspec.structs.replace(session, echoed=True), ()
     record, readings = map_record(session.record, raw, number, session.facts)
     correlator = session.correlator
-    released: list[Item] = []
+    released: list[Item] = [] if echo is None else [DeskEmit(input_forged("a user message"))]
     for reading in readings:
         if isinstance(reading, Emitted) and isinstance(reading.payload, SessionEnded):
             correlator, outputs = on_stream_end(correlator)
             released += outputs
         correlator, outputs = on_readings(correlator, (reading,))
         released += outputs
-    return _emit_all(msgspec.structs.replace(session, record=record, correlator=correlator), tuple(released))
+    ended = session.ended is not None
+    session, effects = _emit_all(msgspec.structs.replace(session, record=record, correlator=correlator), tuple(released))
+    if isinstance(control, Unserved):
+        effects = (ToChild(unserved_line(control)), *effects)
+    if session.ended is not None and not ended:
+        effects = (*effects, EndInput())
+    return session, effects
 
 
-def request_subjects(session: Session, key: str, raw: bytes) -> tuple[str, ...]:
-    """The subjects a hook request's call names as spelled, so the shell can look up their links."""
-    call = read_hook_request(key, raw)
+def _replied(session: Session, reply: Reply) -> tuple[Session, tuple[Effect, ...]]:
+    """The ``initialize`` reply: confirmed, the user turn goes to the CLI; else the run is refused. The echo of
+    an answer metaharness wrote is dropped; any other reply is ``INPUT_FORGED``."""
+    if session.answers.get(reply.request_id) == reply.body:
+        return msgspec.structs.replace(session, answers=session.answers.delete(reply.request_id)), ()
+    if reply.request_id != INITIALIZE_ID or session.confirmed:
+        return _emit_all(session, (DeskEmit(forged_reply(reply)),))
+    checked = check_initialize_reply(reply.raw)
+    if isinstance(checked, Failure):
+        return session, (Refuse(checked.failure()),)
+    return msgspec.structs.replace(session, confirmed=True), (ToChild(user_message_line(session.turn)),)
+
+
+def _withdrawn(session: Session, request_id: str) -> Session:
+    """The CLI stopped waiting for ``request_id``; a call with no request left waiting is withdrawn."""
+    gone = [call_id for call_id, request in session.waiting if request == request_id]
+    waiting = tuple(entry for entry in session.waiting if entry[1] != request_id)
+    left = {call_id for call_id, _ in waiting}
+    withdrawn = session.withdrawn | {call_id for call_id in gone if call_id not in left}
+    return msgspec.structs.replace(session, waiting=waiting, withdrawn=withdrawn)
+
+
+def callback_subjects(session: Session, raw: bytes) -> tuple[str, ...]:
+    """The subjects a ``hook_callback`` line's call names as spelled (none for any other line), so the shell
+    can look up their links before :func:`read_line`."""
+    control = read_control(raw)
+    if not isinstance(control, HookCallback):
+        return ()
+    call = control.call
     return resolve_claude_call(call.name, call.input, session.record.cwd, session.facts.catalogue)[1]
-
-
-def hook_request(
-    session: Session, key: str, raw: bytes | None, tree: TreeFacts | None = None
-) -> tuple[Session, tuple[Effect, ...]]:
-    """A key the doorbell rang, with its request file's bytes (``None``: missing → ``COVERAGE_GAP``)
-    and the links its subjects pass through, laid over what the session knew of the tree."""
-    if tree is not None:
-        session = msgspec.structs.replace(session, tree=tree if session.tree is None else session.tree.merged(tree))
-    if raw is None:
-        warning = WarningRaised(
-            code="COVERAGE_GAP",
-            message=f"the hook channel rang for {key} but its request file is missing, so no call could be read",
-        )
-        session, line = _write(session, warning)
-        return session, (line,)
-    correlator, outputs = on_hook_call(session.correlator, read_hook_request(key, raw))
-    return _emit_all(msgspec.structs.replace(session, correlator=correlator), outputs)
 
 
 def _replacement(session: Session, command: ToolDecide) -> PresentedCall | None:

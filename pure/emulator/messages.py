@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 
 from metaharness.pure.emulator.reply import Call, Ids, ProviderError, Reply
+from metaharness.pure.jsonline import compact
 
 _ERROR_TYPES = {
     "authentication": "authentication_error",
@@ -41,6 +42,9 @@ def content_blocks(reply: Reply, ids: Ids) -> list[dict[str, Any]]:
     if reply.call is not None:
         blocks.append({"type": "tool_use", "id": ids.call_id("toolu"), "name": reply.call.name,
                        "input": _input(reply.call)})
+    for number, call in enumerate(reply.parallel, start=1):
+        blocks.append({"type": "tool_use", "id": f"{ids.call_id('toolu')}_{number}", "name": call.name,
+                       "input": _input(call)})
     return blocks
 
 
@@ -65,6 +69,11 @@ def message_body(reply: Reply, ids: Ids) -> dict[str, Any]:
     return _message(reply, ids, content_blocks(reply, ids), _stop_reason(reply), reply.output_tokens)
 
 
+def _call_index(reply: Reply) -> int:
+    """The content index of the reply's first call (after its thinking and text blocks)."""
+    return int(reply.reasoning is not None) + int(bool(reply.text))
+
+
 def _block_events(block: dict[str, Any], index: int, reply: Reply) -> list[dict[str, Any]]:
     """``content_block_start``, the block's deltas, ``content_block_stop``."""
     kind = block["type"]
@@ -78,7 +87,8 @@ def _block_events(block: dict[str, Any], index: int, reply: Reply) -> list[dict[
     else:
         assert reply.call is not None
         opening = {**block, "input": {}}
-        deltas = [{"type": "input_json_delta", "partial_json": reply.call.arguments}]
+        arguments = reply.call.arguments if index == _call_index(reply) else compact(block["input"]).decode()
+        deltas = [{"type": "input_json_delta", "partial_json": arguments}]
     return [
         {"type": "content_block_start", "index": index, "content_block": opening},
         *({"type": "content_block_delta", "index": index, "delta": delta} for delta in deltas),

@@ -31,12 +31,13 @@ class Reasoning(msgspec.Struct, frozen=True):
 
 
 class Reply(msgspec.Struct, frozen=True, kw_only=True):
-    """A successful answer: optional reasoning, text, one call; ``incomplete`` ends it at the output
-    bound; ``usage`` false drops usage; ``note`` adds one event no decoder knows; ``effect`` bends
-    the stream (docs/loop.md#loop-scenarios)."""
+    """A successful answer: optional reasoning, text, one call and on the Messages wire the ``parallel`` calls
+    after it in the same message; ``incomplete`` ends it at the output bound; ``usage`` false drops usage;
+    ``note`` adds one event no decoder knows; ``effect`` bends the stream (docs/loop.md#loop-scenarios)."""
 
     text: str = ""
     call: Call | None = None
+    parallel: tuple[Call, ...] = ()
     reasoning: Reasoning | None = None
     incomplete: bool = False
     usage: bool = True

@@ -171,6 +171,7 @@ VENDOR_SCENARIOS: dict[str, tuple[Candidate, ...]] = {
 
 STEP_SHELLS: dict[str, tuple[tuple[str, Callable[[str], Arguments]], ...]] = {
     "claude-bash-steps": (("Bash", lambda line: {"command": line, "description": "A step the task names"}),),
+    "claude-read-steps": (("Read", lambda line: {"file_path": line}),),
     "codex-shell-steps": (
         ("exec_command", lambda line: {"cmd": line}),
         ("shell_command", lambda line: {"command": line}),
@@ -178,9 +179,10 @@ STEP_SHELLS: dict[str, tuple[tuple[str, Callable[[str], Arguments]], ...]] = {
     ),
     "loop-run-steps": (("run", lambda line: {"argv": _words(line)}),),
 }
-"""Scenarios whose shell commands the task names: each line of the user's texts that begins ``$ `` is
-one call, in order, the next one once the previous result came back; then ``emulated work is done``
-(the loop's ``run`` takes the line's words, split as a POSIX shell splits them)."""
+"""Scenarios whose calls the task names: each line of the user's texts that begins ``$ `` is one call (a shell
+command; for ``claude-read-steps`` the path a ``Read`` reads), in order, the next one once the previous result
+came back; then ``emulated work is done`` (the loop's ``run`` takes the line's words, split as a POSIX shell
+splits them)."""
 
 SCENARIO_NAMES: tuple[str, ...] = (*LOOP_SCENARIOS, *VENDOR_SCENARIOS, *STEP_SHELLS)
 
@@ -388,11 +390,27 @@ def _claude_tool_search(view: RequestView, n: int) -> Decision:
     return Decision(Reply(text="emulated work is done"), side=False)
 
 
+PARALLEL_READS = ("README.md", "one.md", "two.md")
+"""The files ``claude-parallel-reads`` reads in one message, each in the stated working directory."""
+
+
+def _claude_parallel_reads(view: RequestView, n: int) -> Decision:
+    """One message of three ``Read`` calls (parallel tool use), then text."""
+    side = _side(view)
+    if side is not None:
+        return side
+    if view.tool_results or not _offered(view, "Read"):
+        return Decision(Reply(text="emulated work is done"), side=False)
+    first, *others = (_call("Read", {"file_path": _in_directory(view, name)}) for name in PARALLEL_READS)
+    return Decision(Reply(call=first, parallel=tuple(others)), side=False)
+
+
 FIDELITY_SCENARIOS: dict[str, Callable[[RequestView, int], Decision]] = {
     "claude-agent": _claude_agent,
     "codex-spawn-agent": _codex_spawn_agent,
     "shell-sleep": _shell_sleep,
     "codex-workdir": _codex_workdir,
     "claude-tool-search": _claude_tool_search,
+    "claude-parallel-reads": _claude_parallel_reads,
 }
 SCENARIO_NAMES = (*SCENARIO_NAMES, *FIDELITY_SCENARIOS)

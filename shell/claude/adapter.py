@@ -15,7 +15,35 @@ if TYPE_CHECKING:
 
 
 class ClaudeScriptedChild:
-    """Claude Code writes its record on stdout and announces a call in an assistant message."""
+    """Claude Code writes its record on stdout, announces a call in an assistant message and asks about it
+    in-band: a ``hook_callback`` control request on stdout, answered on stdin
+    (docs/adapters/claude.md#in-band-decisions)."""
+
+    def start(self) -> None:
+        """Read ``initialize`` and confirm the hooks as the pinned CLI does, then read the user turn."""
+        from metaharness.pure.jsonline import compact
+
+        request = json.loads(sys.stdin.buffer.readline())
+        body = {"hooks_applied": True, "hook_on_failure_supported": True}
+        response = {"subtype": "success", "request_id": request["request_id"], "response": body}
+        os.write(sys.stdout.fileno(), compact({"type": "control_response", "response": response}) + b"\n")
+        sys.stdin.buffer.readline()
+
+    def ask(self, hook: str, question: bytes) -> bytes:
+        """The captured hook request as a ``hook_callback``; the ``response`` of the answer, compact."""
+        from metaharness.pure.claude.control import CALLBACK_ID
+        from metaharness.pure.jsonline import compact
+
+        hook_input = json.loads(question)
+        request = {"subtype": "hook_callback", "callback_id": CALLBACK_ID, "input": hook_input,
+                   "tool_use_id": hook_input.get("tool_use_id")}  # fmt: skip
+        line = compact({"type": "control_request", "request_id": "conformance-c3", "request": request})
+        os.write(sys.stdout.fileno(), line + b"\n")
+        for raw in sys.stdin.buffer:
+            answer = json.loads(raw)
+            if answer.get("type") == "control_response" and answer["response"].get("request_id") == "conformance-c3":
+                return compact(answer["response"].get("response"))
+        return b""
 
     def announces_call(self, line: bytes) -> bool:
         """The line is an assistant message with a ``tool_use`` block."""

@@ -43,7 +43,7 @@ def vector_bytes(name: str) -> bytes:
 def run_exchange(frame_file: str) -> tuple[bytes, bytes]:
     """C3: the live run loop against the scripted child, decisions ``frame`` with the vector's frame,
     run ``golden``, no plan-time warnings, ``process`` unknown, ``session.started`` with C2's
-    transcript and attestation; returns the hook's answer bytes and the stream."""
+    transcript and attestation; returns the callback's answer bytes and the stream."""
     frame = load_frame(vector_bytes(frame_file)).unwrap()
     with tempfile.TemporaryDirectory(prefix="metaharness-conformance-") as scratch:
         spec = ClaudeRunSpec(prompt=PROMPT, decisions="frame", environment=ENDPOINT_ROUTE, frame_digest=frame.digest)
@@ -51,23 +51,21 @@ def run_exchange(frame_file: str) -> tuple[bytes, bytes]:
         planned = plan_claude_launch(spec, CALLER, scratch, facts).unwrap()
         child, answer = stage_scripted_child("claude", scratch, vector_bytes(HOOK_RECORD), vector_bytes(HOOK_REQUEST))
         launch = msgspec.structs.replace(planned, program=sys.executable, args=child, cwd=scratch)
-        channel = materialise(launch, ())
+        materialise(launch, ())
         session, opening = open_session(
             replay_facts(decisions="frame", hermetic="off", transcript_path=HOOK_RECORD, harness_version=None, model=None),
             RUN,
             "frame",
             frame,
+            turn=planned.user_turn,
         )
         lines: list[bytes] = [line for line in opening if isinstance(line, bytes)]
-        try:
-            with open(launch.transcript_path, "wb") as transcript:
-                drive_claude(
-                    argv=launch.argv, env=launch.environment.as_dict(), cwd=launch.cwd, session=session,
-                    channel=channel, write_event=lines.append, transcript=transcript, commands=None,
-                    on_steering_refusal=lambda line: None, process_known=False,
-                )  # fmt: skip
-        finally:
-            channel.close()
+        with open(launch.transcript_path, "wb") as transcript:
+            drive_claude(
+                argv=launch.argv, env=launch.environment.as_dict(), cwd=launch.cwd, session=session,
+                opening=tuple(effect for effect in opening if not isinstance(effect, bytes)), write_event=lines.append,
+                transcript=transcript, commands=None, on_steering_refusal=lambda line: None, process_known=False,
+            )  # fmt: skip
         with open(answer, "rb") as handle:
             return handle.read(), b"".join(lines)
 

@@ -1,17 +1,18 @@
 """The live run loop of a claude run: the engine's readiness loop (``metaharness.shell.live_engine``)
-over the record, the hook channel's doorbell, metaharness's own stdin and its signals — no polling
-interval (docs/adapters/common.md#vendor-launch-order, #vendor-decisions; docs/events.md#wind-up-and-signals).
+over the CLI's stdout (its record and its control requests), metaharness's own stdin and its signals — no
+polling interval (docs/adapters/claude.md#in-band-decisions; docs/adapters/common.md#vendor-launch-order;
+docs/events.md#wind-up-and-signals).
 
-The child runs in its own process group with stdin ``/dev/null``; each stdout line is appended to the
-retained transcript before it is parsed; the last 64 KiB of stderr are kept. Whenever the doorbell
-and the record are both ready, the doorbell is drained before new record lines are parsed. Every
-decision is the pure session's (``metaharness.pure.claude.session``); this module only moves bytes
-and signals in the order its effects say.
+The child runs in its own process group with its stdin a pipe only metaharness writes; each stdout line is
+appended to the retained transcript before it is parsed; the last 64 KiB of stderr are kept. Every
+decision is the pure session's (``metaharness.pure.claude.session``); this module only moves lines and
+signals in the order its effects say.
 """
 
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import time
@@ -20,32 +21,30 @@ from functools import partial
 from typing import IO, TYPE_CHECKING
 
 import msgspec
-from returns.result import Failure
 
 from metaharness.pure.bounds import COMMAND_LINE_LIMIT, RECORD_LINE_LIMIT
 from metaharness.pure.claude.session import (
     STOP_POLICY,
     Effect,
-    HookAnswer,
+    EndInput,
+    Refuse,
     Session,
+    ToChild,
     abandon_pending,
-    answered,
+    callback_subjects,
     end_of_record,
     expire,
-    hook_request,
     read_line,
-    request_subjects,
     take_command,
     wind_up,
     write_events,
 )
 from metaharness.pure.decisions import Arm, Disarm
 from metaharness.pure.events import Event, Process
-from metaharness.pure.hook_channel import channel_refused
+from metaharness.pure.refusal import Refusal
 from metaharness.pure.stop import GRACE_S
 from metaharness.shell.child_end import PIPE_DRAIN_S, end_descendants
 from metaharness.shell.child_process import STDERR_KEPT, ChildStop, kill_group, wait_status
-from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.live_engine import Engine
 from metaharness.shell.run_signals import listening
 from metaharness.shell.steering import Deadlines, steering_command
@@ -54,24 +53,29 @@ from metaharness.shell.tree_links import tree_facts
 if TYPE_CHECKING:
     from metaharness.shell.confinement import ConfinedSpawn
 
+SEND_WAIT_S = 5
+"""How long a line to the CLI's stdin may wait for room before metaharness stops writing to it."""
+
 
 class RunOutcome(msgspec.Struct, frozen=True):
-    """How a driven claude run ended: the session's final state, the closing reason, the child's status."""
+    """How a driven claude run ended: the session's final state, the closing reason, the child's status, and
+    the refusal when the CLI did not confirm its hooks (the stream is then not wound up)."""
 
     session: Session
     reason: str
     process: Process
+    refusal: Refusal | None = None
 
 
 class _Loop:
-    """What the engine's handlers keep beside the pure session: the hook channel, the deadline timers,
-    the stop, the record's line count and the stderr tail."""
+    """What the engine's handlers keep beside the pure session: the CLI's stdin, the deadline timers, the
+    stop, the record's line count and the stderr tail."""
 
     def __init__(
-        self, session: Session, channel: HookChannel, write_event: Callable[[bytes], None], stopper: ChildStop, cwd: str
+        self, session: Session, to_child: int, write_event: Callable[[bytes], None], stopper: ChildStop, cwd: str
     ) -> None:
         self.session = session
-        self.channel = channel
+        self.to_child: int | None = to_child
         self.cwd = cwd
         self.write_event = write_event
         self.deadlines = Deadlines(session.desk.deadline_ms)
@@ -80,28 +84,43 @@ class _Loop:
         self.tail = bytearray()
         self.open = {"record", "stderr"}
         self.drained_at: float | None = None
+        self.refusal: Refusal | None = None
 
     def perform(self, effects: tuple[Effect, ...]) -> None:
         for effect in effects:
             if isinstance(effect, bytes):
                 self.write_event(effect)
-            elif isinstance(effect, HookAnswer):
-                answers = [(key, self.channel.answer(key, effect.body)) for key in effect.keys]
-                refused = [channel_refused(key, a.failure()) for key, a in answers if isinstance(a, Failure)]
-                delivered = any(a.value_or(False) for _key, a in answers)
-                self.session, more = answered(self.session, delivered, tuple(refused))
-                self.perform(more)
+            elif isinstance(effect, ToChild):
+                self.send(effect.line)
+            elif isinstance(effect, EndInput):
+                self.end_input()
+            elif isinstance(effect, Refuse):
+                self.refusal = effect.refusal
+                kill_group(self.stopper.pid, signal.SIGKILL)
+                self.end_input()
             elif isinstance(effect, Arm):
                 self.deadlines.arm(effect.call_id)
             elif isinstance(effect, Disarm):
                 self.deadlines.disarm(effect.call_id)
 
-    def drain_doorbell(self) -> None:
-        for key in self.channel.ring():
-            raw = self.channel.request(key)
-            tree = tree_facts(request_subjects(self.session, key, raw), self.cwd) if raw is not None else None
-            self.session, effects = hook_request(self.session, key, raw, tree)
-            self.perform(effects)
+    def send(self, line: bytes) -> None:
+        """One line to the CLI's stdin, whole. A CLI that has closed it, or that reads none of it for
+        ``SEND_WAIT_S`` (stopped, say), gets nothing more: its stdin is closed, so an unanswered call is
+        refused at the CLI's own timeout and the run is never held by a write."""
+        view = memoryview(line)
+        while view and self.to_child is not None:
+            try:
+                view = view[os.write(self.to_child, view) :]
+            except BlockingIOError:
+                if not select.select([], [self.to_child], [], SEND_WAIT_S)[1]:
+                    self.end_input()
+            except OSError:
+                self.end_input()
+
+    def end_input(self) -> None:
+        if self.to_child is not None:
+            os.close(self.to_child)
+            self.to_child = None
 
     def exited(self, pid: int) -> None:
         """The child exited: its group is killed and its pipes are read for at most ``PIPE_DRAIN_S``."""
@@ -142,13 +161,16 @@ class _Loop:
         del self.tail[:-STDERR_KEPT]
 
     def record(self, raw: bytes, transcript: IO[bytes]) -> None:
-        """One transcript line: kept, then the doorbell drained, then read through the session."""
+        """One stdout line: kept, then read through the session (a ``hook_callback`` with the links its
+        subjects pass through)."""
         line = raw.removesuffix(b"\n")
         transcript.write(line + b"\n")
         transcript.flush()
-        self.drain_doorbell()
         self.number += 1
-        self.session, effects = read_line(self.session, self.number, line.removesuffix(b"\r"))
+        line = line.removesuffix(b"\r")
+        subjects = callback_subjects(self.session, line)
+        tree = tree_facts(subjects, self.cwd) if subjects else None
+        self.session, effects = read_line(self.session, self.number, line, tree)
         self.perform(effects)
 
 
@@ -158,7 +180,7 @@ def drive_claude(
     env: Mapping[str, str],
     cwd: str,
     session: Session,
-    channel: HookChannel,
+    opening: tuple[Effect, ...],
     write_event: Callable[[bytes], None],
     transcript: IO[bytes],
     commands: int | None,
@@ -168,7 +190,8 @@ def drive_claude(
     alerts: tuple[int, Callable[[], tuple[Event, ...]]] | None = None,
     confined: ConfinedSpawn | None = None,
 ) -> RunOutcome:
-    """Spawn Claude Code, read its record and its hooks through the session until it ends, wind up.
+    """Spawn Claude Code, perform the session's ``opening`` effects (``initialize`` to its stdin), read its
+    stdout through the session until it ends, wind up.
 
     ``commands`` is the descriptor of metaharness's own stdin (``None``: no commands);
     ``alerts`` is a descriptor that becomes readable when events arise outside the record (the loopback
@@ -181,7 +204,7 @@ def drive_claude(
         list(argv) if confined is None else confined.argv,
         cwd=cwd,
         env=dict(env),
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
@@ -189,12 +212,14 @@ def drive_claude(
     )
     if confined is not None:
         confined.spawned()
-    assert child.stdout is not None and child.stderr is not None
-    loop = _Loop(session, channel, write_event, ChildStop(child.pid, STOP_POLICY), cwd)
+    assert child.stdin is not None and child.stdout is not None and child.stderr is not None
+    to_child = os.dup(child.stdin.fileno())
+    child.stdin.close()
+    os.set_blocking(to_child, False)
+    loop = _Loop(session, to_child, write_event, ChildStop(child.pid, STOP_POLICY), cwd)
     engine = Engine()
     try:
         engine.on_exit(child.pid, partial(loop.exited, child.pid))
-        engine.on_ready(channel.fileno(), loop.drain_doorbell)
         if alerts is not None:
             engine.on_ready(alerts[0], partial(loop.alert, alerts[0], alerts[1]))
         engine.on_signal(loop.signalled)
@@ -208,16 +233,20 @@ def drive_claude(
         engine.timer(lambda: loop.stopper.kill_at, lambda: loop.stopper.due(time.monotonic()))
         engine.timer(lambda: loop.drained_at, loop.drained)
         engine.timer(loop.deadlines.next_at, loop.expire_due)
+        loop.perform(opening)
         engine.run(until=lambda: not loop.open)
-        loop.drain_doorbell()
-        loop.session, effects = end_of_record(loop.session)
-        loop.perform(effects)
+        if loop.refusal is None:
+            loop.session, effects = end_of_record(loop.session)
+            loop.perform(effects)
         code = _reap(child)
     finally:
         engine.close()
+        loop.end_input()
     kill_group(child.pid, signal.SIGKILL)
     end_descendants(child.pid)
     process = wait_status(code, process_known)
+    if loop.refusal is not None:
+        return RunOutcome(loop.session, "refused", process, loop.refusal)
     stopper = loop.stopper
     loop.session, effects, reason = wind_up(
         loop.session, stderr_tail=bytes(loop.tail), halted=stopper.halted, killed=stopper.killed,

@@ -27,7 +27,6 @@ from metaharness.pure.claude.launch import (
     MCP_SERVER,
     ClaudeLaunch,
     ClaudeRunSpec,
-    hook_command,
     plan_claude_launch,
 )
 from metaharness.pure.claude.plugins import PluginCopy, PluginFile, PluginTree, plan_plugins
@@ -53,7 +52,7 @@ from metaharness.pure.environment import (
 from metaharness.pure.events import Event, Transcript, WarningRaised
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
 from metaharness.pure.hermetic import MEMORY_SHAPES, MemoryWalk, VerdictFacts, memory_walk
-from metaharness.pure.hook_channel import HOOK_PROGRAM, HOOK_TIMEOUT_S
+from metaharness.pure.hook_channel import HOOK_TIMEOUT_S
 from metaharness.pure.loopback import (
     SYMBOLIC_PORT,
     loopback_expired,
@@ -80,7 +79,6 @@ from metaharness.shell.facts import (
     readable_regular_file,
 )
 from metaharness.shell.frame_file import read_frame_file
-from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.loopback import RouteProxy
 from metaharness.shell.refusals import refuse
 from metaharness.shell.run_signals import spawned_group
@@ -190,9 +188,9 @@ def tree_checks(options: RunOptions) -> tuple[MemoryWalk, tuple[PluginCopy, ...]
     return walk, take(plan_plugins(tuple(plugin_tree(source) for source in options.plugin_dir)))
 
 
-def materialise(launch: ClaudeLaunch, plugins: tuple[PluginCopy, ...]) -> HookChannel:
+def materialise(launch: ClaudeLaunch, plugins: tuple[PluginCopy, ...]) -> None:
     """Write the scratch tree (docs/adapters/claude.md): directories 0700, generated files with their modes, plugin
-    copies (symlinks skipped), the credential file under operator-login, and the hook channel."""
+    copies (symlinks skipped) and the credential file under operator-login."""
     for directory in launch.directories:
         os.makedirs(directory, mode=0o700, exist_ok=True)
     for item in launch.files:
@@ -209,7 +207,6 @@ def materialise(launch: ClaudeLaunch, plugins: tuple[PluginCopy, ...]) -> HookCh
     if launch.credential_file is not None:
         shutil.copyfile(launch.credential_file, os.path.join(launch.claude_home, ".credentials.json"))
         os.chmod(os.path.join(launch.claude_home, ".credentials.json"), 0o600)
-    return HookChannel.create(launch.scratch)
 
 
 def probe_version(launch: ClaudeLaunch) -> str | None:
@@ -228,11 +225,10 @@ def strict_version(launch: ClaudeLaunch) -> None:
 
 
 def retained_files(launch: ClaudeLaunch) -> tuple[tuple[str, str], ...]:
-    """What ``--retain-dir`` keeps of a claude run: the transcript, the hook requests, the generated
-    files and the loopback counters (``loopback.json``), never a credential (docs/cli.md#run)."""
+    """What ``--retain-dir`` keeps of a claude run: the transcript (its control lines hold every hook request),
+    the generated files and the loopback counters (``loopback.json``), never a credential (docs/cli.md#run)."""
     return (
         (launch.transcript_path, os.path.basename(launch.transcript_path)),
-        (os.path.join(launch.scratch, "hook-channel", "requests"), "hook-requests"),
         *((item.path, os.path.basename(item.path)) for item in launch.files),
         (os.path.join(launch.scratch, "loopback.json"), "loopback.json"),
     )
@@ -285,7 +281,6 @@ def plan(
         frame_digest=None if frame is None else frame.digest,
         catalogue=catalogue,
         own_cli=own_cli() if catalogue is not None else (),
-        hook_timeout_s=decision_budget_ms(options.decision_deadline, HOOK_TIMEOUT_S * 1000) // 1000,
     )
     candidates = gather_program_candidates(PROGRAM, path_floor(caller_env))
     return take(
@@ -354,7 +349,7 @@ def confined_launch(
     prepared: Prepared | None, launch: ClaudeLaunch, plugins: tuple[PluginCopy, ...], walk: MemoryWalk
 ) -> tuple[ClaudeLaunch, ConfinedSpawn | None]:
     """The launch with rows H12 and H13, and its view when confined: writable the child's directory,
-    the config home, TMPDIR and the hook channel; the generated files and plugin copies read-only."""
+    the config home and TMPDIR; the generated files and plugin copies read-only."""
     spawn = None
     if prepared is not None:
         scratch = launch.scratch
@@ -363,12 +358,10 @@ def confined_launch(
             confine(
                 prepared, program=launch.program, command=launch.argv, child_path=launch.environment.as_dict()["PATH"],
                 scratch=scratch, cwd=launch.cwd,
-                writable=(launch.cwd, launch.claude_home, os.path.join(scratch, "tmp"),
-                          os.path.join(scratch, "hook-channel")),
+                writable=(launch.cwd, launch.claude_home, os.path.join(scratch, "tmp")),
                 governing=(*(item.path for item in launch.files), *credential,
                            *(os.path.join(scratch, "plugins", plugin.name) for plugin in plugins)),
                 tool_reads=tuple(item.path for item in launch.files if item.path.endswith(CATALOGUE_FILE)),
-                harness_lines=((hook_command(scratch), os.path.join(scratch, HOOK_PROGRAM)),),
             )
         )  # fmt: skip
         variables = tool_entry_variables("claude", launch.environment.variables, spawn.confinement)
@@ -435,7 +428,7 @@ def run_claude(options: RunOptions) -> int:
                         launch.environment, variables=pointed_at_bridge("claude", launch.environment.variables)
                     )
                     launch = msgspec.structs.replace(launch, environment=environment)
-            channel = materialise(launch, plugins)
+            materialise(launch, plugins)
             launch, spawn = confined_launch(prepared, launch, plugins, walk)
             if options.strict_version:
                 strict_version(launch)
@@ -467,21 +460,23 @@ def run_claude(options: RunOptions) -> int:
         catalogue=catalogue,
     )
     warnings = tuple(WarningRaised(code="AMBIENT_INPUT", message=m) for m in launch.ambient_warnings)
-    session, opening = open_session(facts_of_session, run_id, options.decisions, frame, warnings,
+    session, opening = open_session(facts_of_session, run_id, options.decisions, frame, warnings, turn=launch.user_turn,
                                     vendor_budget_ms=decision_budget_ms(options.decision_deadline, HOOK_TIMEOUT_S * 1000))  # fmt: skip
     for line in opening:
-        assert isinstance(line, bytes)
-        audit.write_event(line)
+        if isinstance(line, bytes):
+            audit.write_event(line)
     try:
         with open(launch.transcript_path, "wb") as transcript:
             audit.arm(launch.cwd)
             outcome = drive_claude(
                 argv=launch.argv, confined=spawn, env=launch.environment.as_dict(), cwd=launch.cwd, session=session,
-                channel=channel, write_event=audit.write_event, transcript=transcript,
+                opening=tuple(effect for effect in opening if not isinstance(effect, bytes)), write_event=audit.write_event, transcript=transcript,
                 commands=sys.stdin.fileno() if sys.stdin is not None else None,
                 on_steering_refusal=stderr_line, late_events=lambda: (*audit.limits.late_events(), *late_events(options, run_id, launch, proxy, audit.workspace_diff())),
                 alerts=None if proxy is None else (proxy.alert_fd, lambda: expired_events(proxy)),
             )  # fmt: skip
+        if outcome.refusal is not None:
+            return refuse(outcome.refusal)
         return audit.exit_code(rows_facts(), launch.transcript_path, outcome.reason)
     except OSError as error:
         if spawned_group() is not None:
@@ -490,7 +485,6 @@ def run_claude(options: RunOptions) -> int:
     except Exception as error:  # noqa: BLE001 - the child is stopped and the stream closed whatever failed
         return end_unexpectedly(audit, run_id, error)
     finally:
-        channel.close()
         if proxy is not None:
             proxy.stop()
         remove_tree(launch.scratch)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from typing import IO, TYPE_CHECKING, Any
 
 from metaharness.pure.refusal import Refusal
@@ -36,6 +37,13 @@ class CodexScriptedChild:
         path = os.path.join(os.environ["CODEX_HOME"], ROLLOUT)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         return open(path, "ab")
+
+    def start(self) -> None:
+        """Codex needs nothing before its first rollout line."""
+
+    def ask(self, hook: str, question: bytes) -> bytes:
+        """The scratch hook program, run with the request on its stdin: what it printed."""
+        return subprocess.run([hook], input=question, capture_output=True, check=False).stdout
 
 
 class CodexLive:
