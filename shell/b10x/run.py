@@ -45,7 +45,7 @@ from metaharness.pure.run_stages import strict_version_refusal
 from metaharness.shell.b10x.live import drive_loop
 from metaharness.shell.bounded_reads import read_regular
 from metaharness.shell.child_end import end_unexpectedly
-from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare, program_reads, start_route
+from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare, program_reads
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
     caller_environment,
@@ -57,6 +57,7 @@ from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.refusals import refuse
 from metaharness.shell.run_signals import spawned_group
 from metaharness.shell.staging import EarlySignal, Refused, is_directory, stderr_line, take, unusable_directory
+from metaharness.shell.view_route import start_route
 from metaharness.shell.wind_up import RunAudit, retain_copies
 
 VERSION_PROBE_S = 10
