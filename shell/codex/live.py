@@ -93,6 +93,7 @@ class CodexLoop:
         self.exit_code: int | None = None
         self.next_poll = time.monotonic()
         self.quiet = 0
+        self.group_gone = False
         self.rollout_ended = False
 
     def perform(self, effects: tuple[Effect, ...]) -> None:
@@ -159,19 +160,23 @@ class CodexLoop:
         del self.tail[:-STDERR_KEPT]
 
     def exited(self, child: subprocess.Popen[bytes], kill: bool) -> None:
-        """The child exited (``kill``: its group is killed then); the rollout is read until it is quiet."""
+        """The child exited. With ``kill`` its group is killed then, so nothing of it is left to write the
+        rollout: it is polled at once and read to its end; otherwise it is read until it is quiet."""
         if kill:
             kill_group(child.pid, signal.SIGKILL)
+            self.next_poll = time.monotonic()
+        self.group_gone = kill
         self.exit_code = child.wait()
 
     def poll(self, rollout_tail: RolloutTail) -> None:
         """The rollout's poll, every ``POLL_INTERVAL_S``; once the child has exited, the rollout has
-        ended after ``QUIET_POLLS_AFTER_EXIT`` polls that found nothing new."""
+        ended at the first poll when its group is gone, else after ``QUIET_POLLS_AFTER_EXIT`` polls that
+        found nothing new."""
         self.next_poll = time.monotonic() + POLL_INTERVAL_S
         fresh = self.take_rollout(rollout_tail)
         if self.exit_code is not None:
             self.quiet = 0 if fresh else self.quiet + 1
-            self.rollout_ended = self.quiet >= QUIET_POLLS_AFTER_EXIT
+            self.rollout_ended = self.group_gone or self.quiet >= QUIET_POLLS_AFTER_EXIT
 
     def watch(
         self,

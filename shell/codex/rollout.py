@@ -17,7 +17,8 @@ POLL_INTERVAL_S = 0.025
 """How often the rollout is polled: every 25 ms (docs/adapters/codex.md)."""
 
 QUIET_POLLS_AFTER_EXIT = 2
-"""Reading stops two quiet polls after the child exits (docs/adapters/codex.md)."""
+"""``codex app-server``'s rollout: reading stops two quiet polls after the server exits; ``codex exec``'s
+is read to its end at once, its group killed (docs/adapters/codex.md#rollout-mapping)."""
 
 READ_CHUNK = 1024 * 1024
 """Bytes read from the rollout at a time, each cut into lines before the next is read."""
