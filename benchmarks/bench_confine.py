@@ -6,7 +6,8 @@
    CLI process runs it once).
 2. A model request through the bridge and the route proxy relative to the same request sent directly to
    the emulator: the median added time (aim ≤ 1 ms).
-3. ``doctor b10x`` with the confinement view relative to the binary's part alone (aim ≤ 1.2×).
+
+``doctor`` with the view against the binary's part alone is ``benchmarks/bench_doctor.py``.
 
 Run: ``.venv/bin/python benchmarks/bench_confine.py [runs]`` (default 15).
 """
@@ -106,21 +107,6 @@ def route(requests: int) -> None:
           f"median over {requests}: {through / plain:.2f}x, +{(through - plain) * 1000:.2f} ms")  # fmt: skip
 
 
-def doctor(runs: int, home: Path) -> None:
-    env = {"HOME": str(home), "PATH": os.environ["PATH"]}
-    whole = "import sys; from metaharness.shell.doctor import run_doctor; sys.exit(run_doctor('b10x'))"
-    binary = "import sys; from metaharness.shell.doctor import _binary_doctor; sys.exit(_binary_doctor('b10x'))"
-    with_view: list[float] = []
-    without: list[float] = []
-    for _ in range(runs):
-        for script, into in ((whole, with_view), (binary, without)):
-            begin = time.perf_counter()
-            subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, check=False)
-            into.append(time.perf_counter() - begin)
-    on, off = statistics.median(with_view), statistics.median(without)
-    print(f"3. doctor b10x: with the view {on * 1000:.1f} ms, without {off * 1000:.1f} ms: {on / off:.3f}x")
-
-
 def main() -> None:
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 15
     with tempfile.TemporaryDirectory() as directory:
@@ -129,7 +115,6 @@ def main() -> None:
         (home / ".local" / "bin" / "b10x-harness").symlink_to(BIN / "b10x-harness")
         start_up(runs, home)
         route(runs * 20)
-        doctor(runs, home)
 
 
 if __name__ == "__main__":

@@ -8,8 +8,9 @@
 3. The driver's own peak RSS (the driver in-process, its runs' processes excluded) for 40 runs
    against 5 runs (aim: flat, + ≤ 10 MB).
 
-Each wall time is the fastest of three, the two sides of a ratio measured in turn.
-Run: ``.venv/bin/python benchmarks/bench_eval.py [runs]`` (default 20).
+Each side of a ratio is measured ROUNDS times, the two sides in turn so a shared machine's load falls on
+both alike; printed are the median and p90 of each and the ratio of the medians.
+Run: ``.venv/bin/python benchmarks/bench_eval.py [runs] [rounds]`` (defaults 20 and 5).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import os
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -79,11 +81,16 @@ def timed(root: Path, env: dict[str, str], plan: str, *args: str) -> float:
     return seconds
 
 
-def best(first: Callable[[], float], second: Callable[[], float], rounds: int = 3) -> tuple[float, float]:
-    """The fastest of ``rounds`` of each, the two measured in turn so a shared machine's load falls
-    on both alike."""
+def paired(first: Callable[[], float], second: Callable[[], float], rounds: int) -> tuple[list[float], list[float]]:
+    """``rounds`` wall times of each, the two measured in turn so a shared machine's load falls on both alike."""
     times = [(first(), second()) for _ in range(rounds)]
-    return min(pair[0] for pair in times), min(pair[1] for pair in times)
+    return [pair[0] for pair in times], [pair[1] for pair in times]
+
+
+def spread(times: list[float]) -> str:
+    """``median X s (p90 Y s)`` of ``times``."""
+    p90 = statistics.quantiles(times, n=10)[-1] if len(times) > 1 else times[0]
+    return f"median {statistics.median(times):.1f} s (p90 {p90:.1f} s)"
 
 
 def driver_rss_mb(root: Path, env: dict[str, str], plan: str) -> float:
@@ -118,6 +125,7 @@ def ray_cluster(env: dict[str, str], temp: Path) -> tuple[subprocess.Popen[str],
 
 def main() -> None:
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 20
+    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
     with tempfile.TemporaryDirectory(prefix="bench-eval-") as directory:
         root = Path(directory)
         emulator = subprocess.Popen([str(BIN / "b10x-emulator"), "--scenario", "flat-write"], stdout=subprocess.PIPE)
@@ -127,20 +135,22 @@ def main() -> None:
             env = world(root, base_url)
             (root / f"plan-{runs}.yaml").write_text((root / "plan-20.yaml").read_text().replace("repeat: 20", f"repeat: {runs}"))
             plan = f"plan-{runs}.yaml"
-            one, two = best(lambda: timed(root, env, plan, "--jobs", "1"), lambda: timed(root, env, plan, "--jobs", "2"))
-            print(f"{runs} b10x runs: --jobs 1 {one:.1f} s, --jobs 2 {two:.1f} s: throughput {one / two:.2f}x (aim >= 1.7x)")
+            one, two = paired(lambda: timed(root, env, plan, "--jobs", "1"), lambda: timed(root, env, plan, "--jobs", "2"), rounds)
+            print(f"{runs} b10x runs over {rounds} rounds: --jobs 1 {spread(one)}, --jobs 2 {spread(two)}: throughput "
+                  f"{statistics.median(one) / statistics.median(two):.2f}x (aim >= 1.7x)")  # fmt: skip
             cluster, address = ray_cluster(env, root / "ray")
             try:
                 cold = timed(root, env, plan, "--jobs", "2", "--ray", address)
-                on_ray, local = best(
-                    lambda: timed(root, env, plan, "--jobs", "2", "--ray", address), lambda: timed(root, env, plan, "--jobs", "2")
+                on_ray, local = paired(
+                    lambda: timed(root, env, plan, "--jobs", "2", "--ray", address), lambda: timed(root, env, plan, "--jobs", "2"),
+                    rounds,
                 )
             finally:
                 cluster.send_signal(signal.SIGTERM)
                 cluster.wait(timeout=120)
             print(
-                f"ray {on_ray:.1f} s (first batch on the fresh cluster {cold:.1f} s) vs local {local:.1f} s (--jobs 2): "
-                f"{on_ray / local:.2f}x wall time (aim <= 1.25x)"
+                f"ray {spread(on_ray)} (first batch on the fresh cluster {cold:.1f} s) vs local {spread(local)} (--jobs 2): "
+                f"{statistics.median(on_ray) / statistics.median(local):.2f}x wall time (aim <= 1.25x)"
             )
             few, many = driver_rss_mb(root, env, "plan-5.yaml"), driver_rss_mb(root, env, "plan-40.yaml")
             print(f"driver peak RSS: 5 runs {few:.1f} MB, 40 runs {many:.1f} MB: +{many - few:.1f} MB (aim <= +10 MB)")

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from returns.result import Failure
 
 from metaharness.pure.commands import check_well_formed, read_command, unreadable_command
+from metaharness.pure.duration import parse_duration
 from metaharness.pure.events import CommandRefused
-from metaharness.pure.run_limits import parse_duration
 
 FIELDS = st.dictionaries(
     st.sampled_from(["format", "command", "call_id", "decision", "reason", "text"]),

@@ -18,13 +18,12 @@ import click
 from click.core import ParameterSource
 from returns.result import Failure
 
-from metaharness.pure.capabilities import descriptor_json, descriptor_lines
+from metaharness.pure.duration import parse_duration
 from metaharness.pure.environment import Credentials
 from metaharness.pure.kind import KINDS, Kind
 from metaharness.pure.modes import HERMETIC_MODES
 from metaharness.pure.options import WRITE_SCOPES, RunOptions, check_run_options, split_command_words
 from metaharness.pure.refusal import Refusal
-from metaharness.pure.run_limits import parse_duration
 from metaharness.pure.run_stages import MAX_DECISION_DEADLINE_S
 from metaharness.shell.refusals import refuse
 from metaharness.shell.run_signals import release_signals
@@ -206,7 +205,6 @@ def _given(ctx: click.Context) -> frozenset[str]:
 def run(ctx: click.Context, /, **values: Any) -> int:
     """Launch a harness of KIND under governance; words after -- are appended to the auditor's argv."""
     from metaharness.shell.auditor import gather_audit_facts
-    from metaharness.shell.run import execute_run
 
     options = RunOptions(
         kind=values["kind"],
@@ -259,6 +257,8 @@ def run(ctx: click.Context, /, **values: Any) -> int:
     checked = check_run_options(options, gather_audit_facts(options, os.environ.get("PATH", "")))
     if isinstance(checked, Failure):
         return refuse(checked.failure())
+    from metaharness.shell.run import execute_run
+
     return execute_run(checked.unwrap())
 
 
@@ -267,6 +267,8 @@ def run(ctx: click.Context, /, **values: Any) -> int:
 @click.option("--render", is_flag=True, help="One line per operation instead of the JSON descriptor.")
 def capabilities(kind: Kind, render: bool) -> int:
     """Print the adapter's capabilities descriptor for KIND (no model, network or credential)."""
+    from metaharness.pure.capabilities import descriptor_json, descriptor_lines
+
     text = descriptor_lines(kind) if render else descriptor_json(kind)
     sys.stdout.buffer.write(text.encode("utf-8"))
     sys.stdout.buffer.flush()

@@ -27,12 +27,11 @@ import metaharness
 import metaharness.pure
 import metaharness.shell
 import metaharness.vectors
-from metaharness.pure.adapters import adapter_of, route_dialect
+from metaharness.pure.adapters import adapter_of
 from metaharness.pure.bounds import CREDENTIAL_FILE_LIMIT
 from metaharness.pure.confinement import (
     RESOLVER,
     RESOLVER_TEXT,
-    ROUTE_SOCKET,
     SUBSTRATE_PATH,
     SYSTEM_ROOTS,
     TOOL_ENTRY,
@@ -58,7 +57,6 @@ from metaharness.pure.kind import KINDS, Kind
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.bounded_reads import read_regular
-from metaharness.shell.loopback import RouteProxy
 
 TRIAL_S = 5
 NAMESPACE_WAIT_S = 60
@@ -96,15 +94,30 @@ def substrate() -> Result[tuple[str, str], Refusal]:
         return Failure(Refusal("confine-unavailable", f"bwrap not found on {SUBSTRATE_PATH}{tail}"))
     trial = [found, "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "--as-pid-1", "--", "/bin/true"]
     try:
-        ran = subprocess.run(trial, capture_output=True, timeout=TRIAL_S, check=False)
-        version = subprocess.run([found, "--version"], capture_output=True, timeout=TRIAL_S, check=False)
+        (code, _, stderr), (_, stdout, _) = _side_by_side((trial, [found, "--version"]))
     except (OSError, subprocess.TimeoutExpired) as error:
         return Failure(Refusal("confine-unavailable", f"the bwrap trial did not finish: {error}{tail}"))
-    if ran.returncode != 0:
-        first = (ran.stderr.decode("utf-8", "replace").splitlines() or [""])[0]
-        return Failure(Refusal("confine-unavailable", f"the bwrap trial exited {ran.returncode}: {first}{tail}"))
-    words = version.stdout.decode("utf-8", "replace").split()
+    if code != 0:
+        first = (stderr.decode("utf-8", "replace").splitlines() or [""])[0]
+        return Failure(Refusal("confine-unavailable", f"the bwrap trial exited {code}: {first}{tail}"))
+    words = stdout.decode("utf-8", "replace").split()
     return Success((found, words[-1] if words else "unknown"))
+
+
+def _side_by_side(argvs: Sequence[Sequence[str]]) -> list[tuple[int, bytes, bytes]]:
+    """Each argv's (exit, stdout, stderr), all started before any is waited for, each within ``TRIAL_S``;
+    on any failure every one still running is killed and reaped before the error propagates."""
+    started: list[subprocess.Popen[bytes]] = []
+    try:
+        for argv in argvs:
+            started.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+        outputs = [process.communicate(timeout=TRIAL_S) for process in started]
+        return [(process.returncode, *output) for process, output in zip(started, outputs, strict=True)]
+    finally:
+        for process in started:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
 
 
 def _login_is_api_key(kind: Kind, caller_env: dict[str, str]) -> bool:
@@ -436,23 +449,6 @@ def _view_resolver(scratch: str) -> str | None:
     except FileExistsError:
         return path if stat.S_ISREG(os.lstat(path).st_mode) else None
     return path
-
-
-def start_route(kind: Kind, prepared: Prepared, scratch: str, placeholder: str | None) -> RouteProxy | None:
-    """The route proxy on ``<scratch>/route.sock`` when the view has a route (raises ``OSError`` when it
-    cannot listen)."""
-    route = prepared.route
-    if route is None:
-        return None
-    shape = route_dialect(kind, route.paths[0])
-    proxy = RouteProxy(shape, placeholder if route.custody is not None else None, route.custody, route.upstream,
-                       route.paths)  # fmt: skip
-    try:
-        proxy.start(os.path.join(scratch, ROUTE_SOCKET))
-    except OSError:
-        proxy.stop()
-        raise
-    return proxy
 
 
 def doctor_lines(kind: Kind, program: str, caller_env: dict[str, str]) -> tuple[str, ...]:

@@ -6,15 +6,19 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
-from metaharness.pure.codex.launch import CodexRunSpec, plan_codex_launch
+from metaharness.pure.codex.launch import CodexLaunch, CodexRunSpec, plan_codex_launch
 from metaharness.pure.codex.replay import replay_launch
 from metaharness.pure.codex.session import open_session
 from metaharness.pure.decisions import open_desk
 from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
 from metaharness.pure.frames import seal_frame
 from metaharness.shell.codex.live import CodexLoop
+from metaharness.shell.codex.rollout import RolloutTail
 from metaharness.shell.codex.run import materialise
 from metaharness.shell.tree_links import tree_facts
 
@@ -35,6 +39,11 @@ FRAME = seal_frame(
 
 
 def live_run(tmp_path: Path) -> tuple[CodexLoop, list[bytes]]:
+    run, lines, _ = loop_and_launch(tmp_path)
+    return run, lines
+
+
+def loop_and_launch(tmp_path: Path) -> tuple[CodexLoop, list[bytes], CodexLaunch]:
     scratch = tmp_path / "scratch"
     scratch.mkdir(mode=0o700)
     spec = CodexRunSpec(
@@ -48,7 +57,7 @@ def live_run(tmp_path: Path) -> tuple[CodexLoop, list[bytes]]:
     lines: list[bytes] = []
     rollout = replay_launch(decisions="frame", hermetic="off", transcript_path="r.jsonl")
     session, _ = open_session(open_desk("frame", FRAME, 60_000), rollout, "codex-test", tree_facts((), launch.cwd))
-    return CodexLoop(launch, session, lines.append), lines
+    return CodexLoop(launch, session, lines.append), lines, launch
 
 
 def ring(scratch: Path, key: str, request: dict | None) -> None:
@@ -96,4 +105,45 @@ def test_a_key_without_a_request_file_is_a_coverage_gap(tmp_path: Path):
     run.ring()
     (event,) = [json.loads(line) for line in lines]
     assert event["event"] == "warning" and event["code"] == "COVERAGE_GAP" and "Missing1" in event["message"]
+    run.channel.close()
+
+
+WRITE_AND_EXIT = """
+import os, sys
+day = os.path.join(sys.argv[1], "2026", "12", "01")
+os.makedirs(day)
+with open(os.path.join(day, "rollout-2026-12-01T00-00-00-x.jsonl"), "wb") as rollout:
+    rollout.write(b'{"type":"one"}\\n{"type":"two"}\\n')
+"""
+
+
+def exited_after_writing(tmp_path: Path, kill: bool) -> tuple[CodexLoop, RolloutTail, CodexLaunch]:
+    """A real child that writes two rollout lines and exits, handed to the loop as its exit."""
+    run, _, launch = loop_and_launch(tmp_path)
+    child = subprocess.Popen([sys.executable, "-c", WRITE_AND_EXIT, launch.sessions_dir], start_new_session=True)
+    child.wait()
+    run.exited(child, kill)
+    return run, run.rollout_tail(launch), launch
+
+
+def test_once_codex_exec_has_exited_its_rollout_is_polled_at_once_and_read_to_its_end(tmp_path: Path):
+    """docs/adapters/codex.md#rollout-mapping: the exec child's group is killed at its exit, so nothing is
+    left to write the rollout; the next poll is due at once, and that one poll ends it with every line."""
+    run, tail, launch = exited_after_writing(tmp_path, kill=True)
+    assert run.next_poll <= time.monotonic()
+    run.poll(tail)
+    assert run.rollout_ended
+    assert Path(launch.rollout_copy).read_bytes() == b'{"type":"one"}\n{"type":"two"}\n'
+    tail.close()
+    run.channel.close()
+
+
+def test_an_app_server_that_exited_is_still_read_until_two_polls_find_nothing(tmp_path: Path):
+    run, tail, _ = exited_after_writing(tmp_path, kill=False)
+    ended = []
+    for _ in range(3):
+        run.poll(tail)
+        ended.append(run.rollout_ended)
+    assert ended == [False, False, True]
+    tail.close()
     run.channel.close()

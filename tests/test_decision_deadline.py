@@ -17,6 +17,10 @@ from emulator_process import running_emulator
 from governed_b10x import LOOP
 from vendor_cli import home_linking_the_clis, pinned_cli
 
+from metaharness.pure.claude.replay import replay_facts
+from metaharness.pure.claude.session import ToChild, open_session
+from metaharness.pure.run_stages import decision_budget_ms
+
 METAHARNESS = str(Path(sys.executable).with_name("metaharness"))
 SCENARIOS = {"b10x": "flat-write", "claude": "claude-write", "codex": "codex-patch"}
 CASES = [pytest.param(kind, marks=pytest.mark.skipif(kind != "b10x" and pinned_cli(kind) is None, reason=f"no pinned {kind}"))
@@ -24,10 +28,7 @@ CASES = [pytest.param(kind, marks=pytest.mark.skipif(kind != "b10x" and pinned_c
 
 
 def hook_timeout(kind: str, kept: Path) -> int | None:
-    """The hook timeout the run's generated files declare."""
-    if kind == "claude":
-        settings = json.loads((kept / "claude-settings.json").read_text())
-        return settings["hooks"]["PreToolUse"][0]["hooks"][0]["timeout"]
+    """The hook timeout the run's generated files declare (claude's is in the ``initialize`` it is sent, below)."""
     if kind == "codex":
         lines = (kept / "codex-home" / "config.toml").read_text().splitlines()
         return int(next(line for line in lines if line.startswith("timeout = ")).split("=")[1])
@@ -72,3 +73,13 @@ def test_a_deadline_past_the_hook_budget_is_a_usage_refusal() -> None:
                           timeout=60, check=False)  # fmt: skip
     assert done.returncode == 2
     assert done.stderr.startswith("metaharness: usage: ") and "past the longest decision deadline, 595s" in done.stderr
+
+
+def test_claude_is_initialized_with_the_deadline_s_budget() -> None:
+    """Claude Code's callback timeout travels in the ``initialize`` request (docs/adapters/claude.md#in-band-decisions):
+    ``--decision-deadline 2m`` gives it 125 s, the desk's deadline 120 s."""
+    facts = replay_facts(decisions="ask", hermetic="off", transcript_path="t", harness_version=None, model=None)
+    _, effects = open_session(facts, "r", "ask", None, vendor_budget_ms=decision_budget_ms(120.0, 60000))
+    (initialize,) = [effect.line for effect in effects if isinstance(effect, ToChild)]
+    matcher = json.loads(initialize)["request"]["hooks"]["PreToolUse"][0]
+    assert matcher["timeout"] == 125 and matcher["onFailure"] == "block"

@@ -16,9 +16,9 @@ import pytest
 from emulator_process import running_emulator
 from vendor_cli import pinned_cli
 
+from metaharness.pure.duration import parse_duration
 from metaharness.pure.emulator.scenarios import SLEEP_COMMAND
 from metaharness.pure.events import read_event
-from metaharness.pure.run_limits import parse_duration
 
 METAHARNESS = str(Path(sys.executable).with_name("metaharness"))
 LOOP = Path(sys.executable).with_name("b10x-harness")

@@ -3,10 +3,14 @@ unasked, so a frame that narrowed them would be recorded as enforced when it is 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from returns.result import Failure, Result, Success
 
-from metaharness.pure.frames import Frame, Operation
 from metaharness.pure.refusal import Refusal
+
+if TYPE_CHECKING:
+    from metaharness.pure.frames import Frame, Operation
 
 UNASKED_READS = ("file.read", "dir.list", "search")
 """The reads the loop runs unasked below its lowest ceiling, which a b10x frame must admit

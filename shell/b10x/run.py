@@ -51,7 +51,7 @@ from metaharness.shell.b10x.own_loop import own_loop_version
 from metaharness.shell.bounded_reads import read_regular
 from metaharness.shell.child_end import end_unexpectedly
 from metaharness.shell.child_tree import ChildDir, remove_tree
-from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare, program_reads, start_route
+from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare, program_reads
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
     caller_environment,
@@ -71,6 +71,7 @@ from metaharness.shell.staging import (
     take,
     unusable_directory,
 )
+from metaharness.shell.view_route import start_route
 from metaharness.shell.wind_up import RunAudit, retain_copies
 
 VERSION_PROBE_S = 10

@@ -67,7 +67,7 @@ from metaharness.shell.catalogue_file import read_back_scratch_copy, read_catalo
 from metaharness.shell.child_end import end_unexpectedly
 from metaharness.shell.child_tree import remove_tree
 from metaharness.shell.claude.live import drive_claude
-from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare, start_route
+from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
     caller_environment,
@@ -91,6 +91,7 @@ from metaharness.shell.staging import (
     take,
     unusable_directory,
 )
+from metaharness.shell.view_route import start_route
 from metaharness.shell.wind_up import RunAudit, retain_copies
 
 VERSION_PROBE_S = 10

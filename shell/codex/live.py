@@ -55,7 +55,7 @@ from metaharness.shell.child_process import (
     wait_status,
 )
 from metaharness.shell.child_tree import ChildDir
-from metaharness.shell.codex.rollout import POLL_INTERVAL_S, RolloutTail, SubAgentRollouts
+from metaharness.shell.codex.rollout import POLL_INTERVAL_S, QUIET_POLLS_AFTER_EXIT, RolloutTail, SubAgentRollouts
 from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.live_engine import Engine, read_rest
 from metaharness.shell.run_signals import listening
@@ -97,6 +97,8 @@ class CodexLoop:
         self.tail = bytearray()
         self.exit_code: int | None = None
         self.next_poll = time.monotonic()
+        self.quiet = 0
+        self.group_gone = False
         self.rollout_ended = False
 
     def rollout_tail(self, launch: CodexLaunch) -> RolloutTail:
@@ -176,21 +178,24 @@ class CodexLoop:
         del self.tail[:-STDERR_KEPT]
 
     def exited(self, child: subprocess.Popen[bytes], kill: bool) -> None:
-        """The child exited (``kill``: its group is killed then); the rollout is read to its end at once."""
+        """The child exited. With ``kill`` its group is killed then, so nothing of it is left to write the
+        rollout: it is polled at once and read to its end; otherwise it is read until it is quiet."""
         if kill:
             kill_group(child.pid, signal.SIGKILL)
+            self.next_poll = time.monotonic()
+        self.group_gone = kill
         self.exit_code = child.wait()
         self.next_poll = time.monotonic()
 
     def poll(self, rollout_tail: RolloutTail) -> None:
-        """The rollout's poll, every ``POLL_INTERVAL_S``; once the child has exited nothing writes it any more,
-        so it is read until a read finds nothing new, and has ended."""
+        """The rollout's poll, every ``POLL_INTERVAL_S``; once the child has exited, the rollout has
+        ended at the first poll when its group is gone, else after ``QUIET_POLLS_AFTER_EXIT`` polls that
+        found nothing new."""
         self.next_poll = time.monotonic() + POLL_INTERVAL_S
         fresh = self.take_rollout(rollout_tail)
         if self.exit_code is not None:
-            while fresh:
-                fresh = self.take_rollout(rollout_tail)
-            self.rollout_ended = True
+            self.quiet = 0 if fresh else self.quiet + 1
+            self.rollout_ended = self.group_gone or self.quiet >= QUIET_POLLS_AFTER_EXIT
 
     def watch(
         self,

@@ -58,7 +58,7 @@ from metaharness.shell.child_tree import remove_tree
 from metaharness.shell.codex.app_server import drive_app_server, place_catalogue, read_codex_catalogue
 from metaharness.shell.codex.config_home import config_home_effect
 from metaharness.shell.codex.live import SUB_AGENT_COPIES, drive_codex
-from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare, start_route
+from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
     caller_environment,
@@ -74,6 +74,7 @@ from metaharness.shell.loopback import RouteProxy
 from metaharness.shell.refusals import refuse
 from metaharness.shell.run_signals import spawned_group
 from metaharness.shell.staging import EarlySignal, Refused, reach_endpoint, stderr_line, take, unusable_directory
+from metaharness.shell.view_route import start_route
 from metaharness.shell.wind_up import RunAudit, retain_copies
 
 VERSION_PROBE_S = 30

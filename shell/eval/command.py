@@ -22,7 +22,7 @@ from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_page import audited_lines, run_page
 from metaharness.shell.cli import cli
 from metaharness.shell.eval.executors import Outcome, PendingRun, ray_module, ray_reachable, run_locally, run_on_ray
-from metaharness.shell.eval.packing import RunInputs, resolve_workspace, ship_arm, workspace_archive
+from metaharness.shell.eval.packing import LastArchive, RunInputs, resolve_workspace, ship_arm
 from metaharness.shell.eval.progress import Progress
 from metaharness.shell.refusals import REFUSAL_EXIT
 
@@ -125,6 +125,7 @@ def _pending(plan: Plan, plan_dir: Path, out: Path, resume: bool) -> tuple[list[
         shipped[arm.id] = files
     done: dict[tuple[str, str, int], RunResult] = {}
     pending = []
+    archive = LastArchive()
     for task, arm, repeat in plan_runs(plan):
         identity = (task.id, arm.id, repeat)
         if resume:
@@ -138,7 +139,7 @@ def _pending(plan: Plan, plan_dir: Path, out: Path, resume: bool) -> tuple[list[
             return RunInputs(
                 task=task.id, arm=arm.id, repeat=repeat, kind=arm.kind, options=arm.options, prompt=task.prompt,
                 context=task.context, timeout=task.timeout, checks=task.checks,
-                commit=commits[task.id], workspace=workspace_archive(plan_dir, task, commits[task.id]), shipped=shipped[arm.id],
+                commit=commits[task.id], workspace=archive(plan_dir, task, commits[task.id]), shipped=shipped[arm.id],
             )
 
         pending.append(PendingRun(identity=identity, pack=pack))

@@ -8,6 +8,7 @@ import io
 import os
 import subprocess
 import tarfile
+import threading
 from pathlib import Path
 
 import msgspec
@@ -108,3 +109,22 @@ def workspace_archive(plan_dir: Path, task: Task, commit: str) -> bytes:
     if done.returncode != 0:
         raise OSError(f"git archive of {task.repository} at {commit} failed: {done.stderr.decode().strip()}")
     return done.stdout
+
+
+class LastArchive:
+    """:func:`workspace_archive`, made once for the runs of one task in a row (plan order packs a task's
+    runs together) and shared by them: the driver holds the archive of the task being packed, not one
+    per run, and runs ``git archive`` once per task rather than once per run."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._key: tuple[Path, str] | None = None
+        self._archive = b""
+
+    def __call__(self, plan_dir: Path, task: Task, commit: str) -> bytes:
+        key = (plan_dir / task.repository, commit)
+        with self._lock:
+            if self._key != key:
+                self._archive = workspace_archive(plan_dir, task, commit)
+                self._key = key
+            return self._archive
