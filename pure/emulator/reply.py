@@ -37,6 +37,8 @@ class Reply(msgspec.Struct, frozen=True, kw_only=True):
 
     text: str = ""
     call: Call | None = None
+    parallel: tuple[Call, ...] = ()
+    """Further calls in the same turn (rendered on the Generative Language wire, whose parts carry several)."""
     reasoning: Reasoning | None = None
     incomplete: bool = False
     usage: bool = True
