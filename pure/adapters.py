@@ -15,8 +15,9 @@ from metaharness.pure.claude.adapter import ADAPTER as CLAUDE
 from metaharness.pure.claude.adapter import LOOPBACK as CLAUDE_LOOPBACK
 from metaharness.pure.codex.adapter import ADAPTER as CODEX
 from metaharness.pure.codex.adapter import LOOPBACK as CODEX_LOOPBACK
+from metaharness.pure.gemini.adapter import ADAPTER as GEMINI
 
-Kind = Literal["claude", "codex", "b10x"]
+Kind = Literal["claude", "codex", "b10x", "gemini"]
 KINDS: tuple[Kind, ...] = get_args(Kind)
 """The kinds in the order the CLI lists them."""
 
@@ -33,6 +34,8 @@ def adapter_of(kind: Kind) -> Adapter:
             return CODEX
         case "b10x":
             return B10X
+        case "gemini":
+            return GEMINI
         case _:
             assert_never(kind)
 
@@ -44,11 +47,12 @@ def kind_named(name: str) -> Kind | None:
 
 def route_dialect(kind: Kind, first_path: str) -> LoopbackKind:
     """Whose API a confined route speaks (its error bodies): the kind's own vendor, else the vendor whose
-    wire the route's first path is (Messages: claude; Responses: codex)."""
+    wire the route's first path is (Messages: claude; Responses: codex). Gemini is never confined
+    (``confine-not-carried``), so it reads as b10x does."""
     match kind:
         case "claude" | "codex":
             return kind
-        case "b10x":
+        case "b10x" | "gemini":
             return "claude" if first_path.endswith("/messages") else "codex"
         case _:
             assert_never(kind)

@@ -18,6 +18,7 @@ from metaharness.pure.refusal import Refusal
 from metaharness.shell.b10x.adapter import LIVE as B10X
 from metaharness.shell.claude.adapter import LIVE as CLAUDE
 from metaharness.shell.codex.adapter import LIVE as CODEX
+from metaharness.shell.gemini.adapter import LIVE as GEMINI
 
 if TYPE_CHECKING:
     from metaharness.pure.options import RunOptions
@@ -69,5 +70,7 @@ def live_adapter_of(kind: Kind) -> LiveAdapter:
             return CODEX
         case "b10x":
             return B10X
+        case "gemini":
+            return GEMINI
         case _:
             assert_never(kind)

@@ -1,0 +1,181 @@
+"""``metaharness run gemini``: stages 5–9 of docs/hermetic.md#refusal-order, the live loop and the wind-up
+(docs/adapters/gemini.md; docs/adapters/common.md#vendor-launch-order, #vendor-decisions).
+
+Facts are gathered here (the caller's environment, the ``--context`` files, the frame, the memory walk, what
+the work tree holds, PATH candidates) and handed to the pure planner; the first refusal stops the run before
+anything starts, and the scratch root is removed again.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+
+from metaharness.pure.context import ContextFileRead
+from metaharness.pure.environment import EnvironmentDeclaration, path_floor
+from metaharness.pure.events import Event, Transcript
+from metaharness.pure.frames import Frame, refuse_frame_beside_observe
+from metaharness.pure.gemini.adapter import KIND, PINS, PROGRAM
+from metaharness.pure.gemini.launch import GeminiLaunch, GeminiRunSpec, plan_gemini_launch
+from metaharness.pure.gemini.record import RecordFacts
+from metaharness.pure.gemini.session import open_session
+from metaharness.pure.hermetic import MEMORY_SHAPES, VerdictFacts, memory_walk
+from metaharness.pure.hook_channel import HOOK_TIMEOUT_S
+from metaharness.pure.options import RunOptions
+from metaharness.pure.refusal import Refusal
+from metaharness.pure.run_stages import strict_version_refusal
+from metaharness.shell.child_end import end_unexpectedly
+from metaharness.shell.context_files import load_context_files
+from metaharness.shell.facts import (
+    caller_environment,
+    directory_identity,
+    gather_memory_facts,
+    gather_program_candidates,
+    probe_stdout,
+)
+from metaharness.shell.frame_file import read_frame_file
+from metaharness.shell.gemini.live import drive_gemini
+from metaharness.shell.hook_channel import HookChannel
+from metaharness.shell.refusals import refuse
+from metaharness.shell.run_signals import spawned_group
+from metaharness.shell.staging import EarlySignal, Refused, stderr_line, take, unusable_directory
+from metaharness.shell.wind_up import RunAudit, retain_copies
+
+VERSION_PROBE_S = 30
+
+
+def declared_inputs(options: RunOptions) -> tuple[tuple[ContextFileRead, ...], Frame | None]:
+    """Stage 6: ``cwd-unusable``, ``retain-dir-unusable``, the ``--context`` refusals, the frame's refusals and
+    ``observe-with-frame``."""
+    unusable = unusable_directory(options)
+    if unusable is not None:
+        raise Refused(unusable)
+    cwd = os.path.abspath(options.cwd) if options.cwd is not None else None
+    context = take(load_context_files(cwd, options.context)) if options.context else ()
+    frame = take(read_frame_file(options.frame)) if options.frame is not None else None
+    take(refuse_frame_beside_observe(options.decisions, options.frame))
+    return context, frame
+
+
+def workspace_entries(cwd: str | None) -> tuple[str, ...]:
+    """The names in the work tree that decide its refusals (its own ``.gemini``), found without following
+    a link (``lstat``): a link named ``.gemini`` counts as one."""
+    if cwd is None:
+        return ()
+    try:
+        os.lstat(os.path.join(cwd, ".gemini"))
+    except OSError:
+        return ()
+    return (".gemini",)
+
+
+def plan(options: RunOptions, scratch: str, context: tuple[ContextFileRead, ...], frame: Frame | None,
+         hook_timeout_s: int | None = None) -> GeminiLaunch:  # fmt: skip
+    """Stages 5, 7 and 8 for a gemini run (docs/hermetic.md#refusal-order); raises ``Refused``."""
+    caller_env = caller_environment()
+    cwd = os.path.abspath(options.cwd) if options.cwd is not None else None
+    if cwd is None:
+        walk = memory_walk(*gather_memory_facts(tempfile.gettempdir(), MEMORY_SHAPES[KIND]), scratch_parent=True)
+    else:
+        walk = memory_walk(*gather_memory_facts(cwd, MEMORY_SHAPES[KIND]))
+    spec = GeminiRunSpec(
+        prompt=options.prompt or "", decisions=options.decisions, hermetic=options.hermetic, model=options.model,
+        cwd=cwd, scratch_cwd=options.scratch_cwd,
+        environment=EnvironmentDeclaration(kind=KIND, credentials=options.credentials, actor=options.actor,
+                                           model_endpoint=options.model_endpoint),
+        context=context, frame_digest=frame.digest if frame is not None else None, hook_timeout_s=hook_timeout_s,
+    )  # fmt: skip
+    facts = gather_program_candidates(PROGRAM, path_floor(caller_env))
+    return take(plan_gemini_launch(spec, caller_env, scratch, facts, walk=walk, workspace_entries=workspace_entries(cwd)))
+
+
+def materialise(launch: GeminiLaunch) -> HookChannel:
+    """Write the scratch tree: directories 0700, the settings file and the hook program (created, never
+    opened through an existing name), and the hook channel."""
+    for directory in launch.directories:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+    for item in launch.files:
+        descriptor = os.open(item.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, item.mode)
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(item.data)
+    return HookChannel.create(launch.scratch)
+
+
+def strict_version(launch: GeminiLaunch) -> None:
+    """``--strict-version``: ``gemini --version`` in the constructed environment must name the pin
+    (``version-unreadable``, ``version-off-pin``)."""
+    banner = probe_stdout([launch.program, "--version"], launch.environment.as_dict(), timeout_s=VERSION_PROBE_S,
+                          cwd=launch.cwd)  # fmt: skip
+    version = None if banner is None else next((word for word in banner.split() if word[:1].isdigit()), None)
+    refusal = strict_version_refusal(launch.program, version, PINS)
+    if refusal is not None:
+        raise Refused(refusal)
+
+
+def retained_files(launch: GeminiLaunch) -> tuple[tuple[str, str], ...]:
+    """What ``--retain-dir`` keeps of a gemini run: the stream-json record, the hook requests and the generated
+    settings (never a credential: the settings name none)."""
+    return (
+        (launch.transcript, os.path.basename(launch.transcript)),
+        (os.path.join(launch.scratch, "hook-channel", "requests"), "hook-requests"),
+        *((item.path, os.path.basename(item.path)) for item in launch.files),
+    )
+
+
+def verdict_facts(options: RunOptions, launch: GeminiLaunch) -> VerdictFacts:
+    """What the rows of a gemini run are read against: the declared key, no MCP server and the pin."""
+    return VerdictFacts(kind=KIND, declared_plugins=(), declared_key=options.credentials == "api-key",
+                        planned_cwd=directory_identity(launch.cwd), pins=PINS)  # fmt: skip
+
+
+def late_events(options: RunOptions, run_id: str, launch: GeminiLaunch) -> tuple[Event, ...]:
+    """The wind-up's own events: the ``--retain-dir`` copies and any ``RETAIN_FAILED``."""
+    return retain_copies(options.retain_dir, run_id, retained_files(launch))
+
+
+def run_gemini(options: RunOptions, hook_timeout_s: int | None = None) -> int:
+    """Run ``options`` (through stages 1–4) from stage 5 on; the exit code of docs/hermetic.md#exit-codes.
+    ``hook_timeout_s`` shortens the hook's timeout (tests only)."""
+    run_id = f"{KIND}-{os.getpid()}"
+    scratch: str | None = None
+    with EarlySignal() as early:
+        try:
+            audit = RunAudit(options)
+            context, frame = declared_inputs(options)
+            early.check()
+            scratch = tempfile.mkdtemp(prefix="metaharness-gemini-")
+            launch = plan(options, scratch, context, frame, hook_timeout_s)
+            channel = materialise(launch)
+            if options.strict_version:
+                strict_version(launch)
+            early.check()
+        except Refused as refused:
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)
+            return refuse(refused.refusal)
+    facts = RecordFacts(transcript=Transcript(path=launch.transcript, digest=None, bytes=None), hermetic=launch.hermetic,
+                        context_files=launch.context_files, cwd=launch.cwd,
+                        model=launch.args[launch.args.index("--model") + 1])  # fmt: skip
+    timeout = HOOK_TIMEOUT_S if hook_timeout_s is None else hook_timeout_s
+    session = open_session(facts, run_id, options.decisions, frame, timeout)
+    try:
+        with open(launch.transcript, "wb") as transcript:
+            audit.limits.arm()
+            outcome = drive_gemini(
+                launch=launch, session=session, channel=channel, write_event=audit.write_event, transcript=transcript,
+                commands=sys.stdin.fileno() if sys.stdin is not None else None, on_steering_refusal=stderr_line,
+                late_events=lambda: (*audit.limits.late_events(), *late_events(options, run_id, launch)),
+            )  # fmt: skip
+        return audit.exit_code(verdict_facts(options, launch), launch.transcript, outcome.reason)
+    except OSError as error:
+        if spawned_group() is not None:
+            return end_unexpectedly(audit, run_id, error)
+        return refuse(Refusal("spawn-failed", f"{launch.program} could not be started: {error.strerror or error}"))
+    except Exception as error:  # noqa: BLE001 - the child is stopped and the stream closed whatever failed
+        return end_unexpectedly(audit, run_id, error)
+    finally:
+        channel.close()
+        shutil.rmtree(launch.scratch, ignore_errors=True)
+
