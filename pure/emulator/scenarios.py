@@ -178,6 +178,7 @@ STEP_SHELLS: dict[str, tuple[tuple[str, Callable[[str], Arguments]], ...]] = {
         ("shell_command", lambda line: {"command": line}),
         ("shell", lambda line: {"command": ["/bin/sh", "-c", line]}),
     ),
+    "gemini-shell-steps": (("run_shell_command", lambda line: {"command": line, "description": "A step the task names"}),),
 }
 """Scenarios whose shell commands the task names: each line of the user's texts that begins ``$ `` is
 one call, in order, the next one once the previous result came back; then ``emulated work is done``."""
