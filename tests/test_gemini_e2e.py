@@ -53,7 +53,7 @@ def test_observe_runs_the_write_and_the_hook_call_takes_the_record_id(emulator: 
     assert result["call_id"] == call["call_id"] and result["is_error"] is False
     assert (work / "note.md").read_text() == NOTE
     started = of(events, "session.started")[0]
-    assert started["adapter"] == "gemini" and started["harness_version"] == PINNED
+    assert started["adapter"] == "gemini" and started["harness_version"] == PINNED and started["cwd"] is None
     assert of(events, "session.ended")[0]["final_answer"]["text"] == "emulated work is done"
     assert not [e for e in of(events, "warning") if e["code"] == "COVERAGE_GAP"]
 

@@ -83,7 +83,7 @@ def launch_rows(scratch: str, servers: tuple[str, ...], h2_unavailable: str | No
         else ("H2", "unavailable", h2_unavailable),
         ("H5", "imposed", "mcpServers empty in the scratch settings.json"),
         ("H8", "imposed", H8_HOW),
-        ("H9", "unavailable", "the version is read from the pin; the record states none"),
+        ("H9", "unavailable", "the version is read from the launch's --version probe"),
     )
 
 

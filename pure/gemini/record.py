@@ -31,7 +31,7 @@ from metaharness.pure.events import (
     Usage,
     UsageReported,
 )
-from metaharness.pure.gemini.adapter import KIND, PINS
+from metaharness.pure.gemini.adapter import KIND
 from metaharness.pure.gemini.rendering import resolve_gemini_call
 from metaharness.pure.jsonline import canonical, compact, sha256_hex
 from metaharness.pure.readings import Announced, Emitted, Finished, Reading, stated_count
@@ -47,6 +47,9 @@ class RecordFacts(msgspec.Struct, frozen=True, kw_only=True):
     inputs_digest: str | None = None
     cwd: str | None = None
     model: str | None = None
+    harness_version: str | None = None
+    """The version ``gemini --version`` printed in the run's environment just before the spawn (the record
+    states none); ``None`` when the probe printed none."""
 
 
 class RecordState(msgspec.Struct, frozen=True):
@@ -99,11 +102,12 @@ def stats_usage(stats: dict[str, Any]) -> Usage:
 
 
 def session_started(record: dict[str, Any], facts: RecordFacts) -> SessionStarted:
-    """``session.started`` from ``init``: the version is the pin's (the record states none)."""
+    """``session.started`` from ``init``: the version is the launch's ``--version`` probe's; the record states no
+    working directory, plugins, MCP servers or credential source, so they are null (their rows read ``unk``)."""
     return SessionStarted(
-        adapter=KIND, adapter_class="harness", harness_version=PINS[0], session_id=_text(record.get("session_id")),
+        adapter=KIND, adapter_class="harness", harness_version=facts.harness_version, session_id=_text(record.get("session_id")),
         model=_text(record.get("model")) or facts.model, permission_mode="yolo", credential_source=None,
-        output_style=None, cwd=facts.cwd, offered_tools=None, withheld=None, slash_commands=None, skills=None,
+        output_style=None, cwd=None, offered_tools=None, withheld=None, slash_commands=None, skills=None,
         agents=None, plugins=None, mcp_servers=None, inputs_digest=facts.inputs_digest, transcript=facts.transcript,
         context_files=facts.context_files or UNSET, hermetic=facts.hermetic,
     )  # fmt: skip

@@ -18,6 +18,7 @@ from metaharness.pure.environment import EnvironmentDeclaration, path_floor
 from metaharness.pure.events import Event, Transcript
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
 from metaharness.pure.gemini.adapter import KIND, PINS, PROGRAM
+from metaharness.pure.gemini.doctor import version_token
 from metaharness.pure.gemini.launch import GeminiLaunch, GeminiRunSpec, plan_gemini_launch
 from metaharness.pure.gemini.record import RecordFacts
 from metaharness.pure.gemini.session import open_session
@@ -103,12 +104,16 @@ def materialise(launch: GeminiLaunch) -> HookChannel:
     return HookChannel.create(launch.scratch)
 
 
-def strict_version(launch: GeminiLaunch) -> None:
-    """``--strict-version``: ``gemini --version`` in the constructed environment must name the pin
-    (``version-unreadable``, ``version-off-pin``)."""
+def probe_version(launch: GeminiLaunch) -> str | None:
+    """``gemini --version`` in the constructed environment: its first token starting with a digit, or ``None``
+    when it could not be run or printed none (the record states no version, so every run probes)."""
     banner = probe_stdout([launch.program, "--version"], launch.environment.as_dict(), timeout_s=VERSION_PROBE_S,
                           cwd=launch.cwd)  # fmt: skip
-    version = None if banner is None else next((word for word in banner.split() if word[:1].isdigit()), None)
+    return None if banner is None else version_token(banner)
+
+
+def strict_version(launch: GeminiLaunch, version: str | None) -> None:
+    """``--strict-version``: the probed version must be the pin (``version-unreadable``, ``version-off-pin``)."""
     refusal = strict_version_refusal(launch.program, version, PINS)
     if refusal is not None:
         raise Refused(refusal)
@@ -148,8 +153,9 @@ def run_gemini(options: RunOptions, hook_timeout_s: int | None = None) -> int:
             scratch = tempfile.mkdtemp(prefix="metaharness-gemini-")
             launch = plan(options, scratch, context, frame, hook_timeout_s)
             channel = materialise(launch)
+            version = probe_version(launch)
             if options.strict_version:
-                strict_version(launch)
+                strict_version(launch, version)
             early.check()
         except Refused as refused:
             if scratch is not None:
@@ -157,7 +163,7 @@ def run_gemini(options: RunOptions, hook_timeout_s: int | None = None) -> int:
             return refuse(refused.refusal)
     facts = RecordFacts(transcript=Transcript(path=launch.transcript, digest=None, bytes=None), hermetic=launch.hermetic,
                         context_files=launch.context_files, cwd=launch.cwd,
-                        model=launch.args[launch.args.index("--model") + 1])  # fmt: skip
+                        model=launch.args[launch.args.index("--model") + 1], harness_version=version)  # fmt: skip
     timeout = HOOK_TIMEOUT_S if hook_timeout_s is None else hook_timeout_s
     session = open_session(facts, run_id, options.decisions, frame, timeout)
     try:
