@@ -8,10 +8,12 @@ stdin and stdout, and reads the stream it writes: every stream must be well form
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from codex_process import census, decided, of, sealed_frame
+from codex_process import census, decided, of, sealed_frame, well_formed
 from gemini_process import GEMINI, PINNED, endpoint, finish, start_run
 
 from metaharness.pure.hook_channel import HOOK_GAVE_UP, NO_ANSWER_REASON
@@ -22,6 +24,7 @@ pytestmark = [
 ]
 
 NOTE = "written by the emulator\n"
+METAHARNESS = str(Path(sys.executable).with_name("metaharness"))
 
 
 def hook_call(events: list[dict], tool: str) -> dict:
@@ -152,3 +155,50 @@ def test_a_hook_that_times_out_is_a_denied_call_never_a_silent_allow(emulator: s
     assert result["is_error"] is True and NO_ANSWER_REASON in result["content"]
     assert not (work / "note.md").exists()
     assert code == 0
+
+
+@pytest.mark.parametrize("emulator", ["gemini-write"], indirect=True)
+def test_the_retained_record_replays_views_and_projects(emulator: str, tmp_path: Path) -> None:
+    """``--retain-dir`` keeps ``stream.jsonl``, the hook requests and the generated files (no credential);
+    ``replay gemini`` maps the record offline with every call on the record path, and the view and the page
+    read it with ``--from gemini``."""
+    work = work_tree(tmp_path)
+    retained = tmp_path / "retained"
+    retained.mkdir()
+    events, code, _ = finish(start_run(endpoint(emulator, decisions="observe", cwd=str(work),
+                                                retain_dir=str(retained))))  # fmt: skip
+    assert code == 0
+    (run_dir,) = retained.iterdir()
+    assert sorted(p.name for p in run_dir.iterdir()) == ["beforetool", "hook-requests", "settings.json", "stream.jsonl"]
+    assert "metaharness-model-endpoint" not in (run_dir / "settings.json").read_text()
+    record = run_dir / "stream.jsonl"
+    replayed = subprocess.run([METAHARNESS, "replay", "gemini", str(record)], capture_output=True, check=False)
+    assert replayed.returncode == 0, replayed.stderr.decode()
+    offline = well_formed(replayed.stdout.splitlines(keepends=True))
+    (call,) = of(offline, "tool.requested")
+    assert call["seam"] == "none" and call["call_id"] == hook_call(events, "write_file")["call_id"]
+    assert offline[-1]["reason"] == "completed" and census(offline)["allowed"] == 0
+    view = subprocess.run([f"{METAHARNESS}-view", "--from", "gemini", str(record)], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert view.returncode == 0 and "call write_file" in view.stdout
+    page = tmp_path / "page.html"
+    projected = subprocess.run([METAHARNESS, "project", "--from", "gemini", str(record), "--html", str(page)],
+                               capture_output=True, check=False)  # fmt: skip
+    assert projected.returncode == 0 and "write_file" in page.read_text()
+
+
+def test_doctor_names_the_pin_and_every_flag_the_launch_sends(own_home: Path) -> None:
+    done = subprocess.run([METAHARNESS, "doctor", "gemini"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    program = own_home / ".local" / "bin" / "gemini"
+    assert lines[0] == f"gemini: {program} {PINNED} — on the adapter's pin ({PINNED})"
+    assert lines[1] == "gemini: every flag the adapter sends is one the binary declares"
+
+
+def test_a_google_sign_in_is_refused_by_name() -> None:
+    done = subprocess.run([METAHARNESS, "run", "gemini", "-p", "hi", "--credentials", "operator-login"],
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("metaharness: credentials-not-carried: --credentials operator-login is not carried")
+    assert "OAuth login" in done.stderr
