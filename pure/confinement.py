@@ -192,6 +192,7 @@ def model_route(
     custody: str | None,
     login_is_api_key: bool,
     wire: str | None = None,
+    model: str | None = None,
 ) -> Result[ModelRoute | None, Refusal]:
     """The model route of a confined launch, or ``confine-route-unavailable``.
 
@@ -205,6 +206,9 @@ def model_route(
         if endpoint is None:
             return Success(None)
         prefix = urlsplit(endpoint).path.rstrip("/")
+        named = adapter_of(kind).confinement.endpoint_paths
+        if named is not None:
+            return Success(ModelRoute(_origin(endpoint), tuple(prefix + path for path in named(model))))
         tail = "/messages" if wire == "anthropic-messages" else "/responses"
         return Success(ModelRoute(_origin(endpoint), (prefix + tail,)))
     wire_paths = route.wire_paths

@@ -72,6 +72,18 @@ H2_HOW = "only the scratch settings.json; a work tree holding its own .gemini is
 H8_HOW = "BeforeTool hook in the scratch settings.json, hooksConfig.enabled true, no GEMINI_ variable from the caller"
 
 
+DEFAULT_MODEL = "gemini-2.5-pro"
+"""The model a run names when ``--model`` is absent: naming one skips Gemini CLI's auto-router, which would
+ask the model route a classification turn of its own first."""
+GENERATIVE_METHODS = (":streamGenerateContent", ":generateContent", ":countTokens")
+
+
+def endpoint_paths(model: str | None) -> tuple[str, ...]:
+    """The Generative Language paths a confined route forwards: the run's model's three methods, no other
+    model's (``google_web_search`` asks another model, and is refused)."""
+    return tuple(f"/v1beta/models/{model or DEFAULT_MODEL}{method}" for method in GENERATIVE_METHODS)
+
+
 def launch_rows(scratch: str, servers: tuple[str, ...], h2_unavailable: str | None, hooks: str | None) -> tuple[RowText, ...]:
     """Rows H1a, H1b, H2, H5, H8 and H9 of a gemini launch."""
     home = posixpath.join(scratch, "gemini-home")
@@ -116,8 +128,6 @@ ADAPTER = Adapter(
             "plugin-dir": "Gemini CLI's extensions are not carried: the scratch GEMINI_CLI_HOME holds none",
             "tool-surface": "the owned surface is served to claude and codex only",
             "catalogue": "the catalogue is served to claude and codex only",
-            "confine": "the confined view's route does not yet speak the Generative Language wire",
-            "confine-read": "the confined view's route does not yet speak the Generative Language wire",
         }
     ),
     not_carried_values=MappingProxyType(
@@ -160,7 +170,8 @@ ADAPTER = Adapter(
         plugins_from_skills=False,
         no_output_style="Gemini CLI has no output style",
     ),
-    confinement=ConfinementShape(vendor_route=None, view_grant="", writable=("gemini-home", "tmp", "hook-channel")),
+    confinement=ConfinementShape(vendor_route=None, view_grant="", writable=("gemini-home", "tmp", "hook-channel"),
+                                 endpoint_paths=endpoint_paths),
     record_source="gemini.stream-json",
     replay=replay,
     admit_frame=None,

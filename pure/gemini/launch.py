@@ -26,7 +26,7 @@ from metaharness.pure.environment import (
 )
 from metaharness.pure.events import ContextFile, Hermetic
 from metaharness.pure.execution_context import execution_context_block, workspace_word
-from metaharness.pure.gemini.adapter import KIND, PROGRAM
+from metaharness.pure.gemini.adapter import DEFAULT_MODEL, KIND, PROGRAM
 from metaharness.pure.gemini.hook import HOOK_PROGRAM, HOOK_TIMEOUT_MS, render_gemini_hook
 from metaharness.pure.hermetic import LaunchFacts, MemoryWalk, attest, governing_documents, memory_row, workdir_mode
 from metaharness.pure.hook_channel import CHANNEL_DIR, REQUESTS_DIR, RESPONSES_DIR, shell_quote
@@ -35,9 +35,6 @@ from metaharness.pure.refusal import Refusal
 from metaharness.pure.scratch import ScratchFile
 
 CONTEXT_CHANNEL = "user-turn"
-DEFAULT_MODEL = "gemini-2.5-pro"
-"""The model a run names when ``--model`` is absent: naming one skips Gemini CLI's auto-router, which would
-ask the model route a classification turn of its own first."""
 WORKSPACE_SETTINGS = ".gemini"
 """The work tree's own Gemini folder (settings, hooks, ``.env``, policies, skills): read as a trusted
 workspace's under ``--skip-trust``, so a tree holding it is refused (``shadowed``)."""

@@ -15,7 +15,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from functools import partial
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import msgspec
 
@@ -46,6 +46,9 @@ from metaharness.shell.live_engine import Engine
 from metaharness.shell.run_signals import listening
 from metaharness.shell.steering import Deadlines, steering_command
 from metaharness.shell.tree_links import tree_facts
+
+if TYPE_CHECKING:
+    from metaharness.shell.confinement import ConfinedSpawn
 
 
 class RunOutcome(msgspec.Struct, frozen=True):
@@ -148,13 +151,17 @@ def drive_gemini(
     on_steering_refusal: Callable[[str], None],
     late_events: Callable[[], tuple[Event, ...]] = tuple,
     process_known: bool = True,
+    confined: ConfinedSpawn | None = None,
 ) -> RunOutcome:
-    """Spawn ``gemini -p``, read its record and its hooks through the session until it ends, wind up. Raises
-    ``OSError`` when the spawn itself fails."""
+    """Spawn ``gemini -p`` (in ``confined``'s view when given), read its record and its hooks through the session
+    until it ends, wind up. Raises ``OSError`` when the spawn itself fails."""
     child = subprocess.Popen(
-        list(launch.argv), cwd=launch.cwd, env=launch.environment.as_dict(), stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        list(launch.argv) if confined is None else confined.argv, cwd=launch.cwd, env=launch.environment.as_dict(),
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        pass_fds=() if confined is None else confined.pass_fds,
     )  # fmt: skip
+    if confined is not None:
+        confined.spawned()
     assert child.stdout is not None and child.stderr is not None
     loop = _Loop(session, channel, write_event, ChildStop(child.pid, STOP_POLICY), launch.cwd)
     engine = Engine()

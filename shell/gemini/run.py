@@ -13,6 +13,9 @@ import shutil
 import sys
 import tempfile
 
+import msgspec
+
+from metaharness.pure.confinement import bridge_url, confined_hermetic
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import EnvironmentDeclaration, path_floor
 from metaharness.pure.events import Event, Transcript
@@ -28,6 +31,7 @@ from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import strict_version_refusal
 from metaharness.shell.child_end import end_unexpectedly
+from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare, start_route
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
     caller_environment,
@@ -39,6 +43,7 @@ from metaharness.shell.facts import (
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.gemini.live import drive_gemini
 from metaharness.shell.hook_channel import HookChannel
+from metaharness.shell.loopback import RouteProxy
 from metaharness.shell.refusals import refuse
 from metaharness.shell.run_signals import spawned_group
 from metaharness.shell.staging import EarlySignal, Refused, stderr_line, take, unusable_directory
@@ -135,9 +140,52 @@ def verdict_facts(options: RunOptions, launch: GeminiLaunch) -> VerdictFacts:
                         planned_cwd=directory_identity(launch.cwd), pins=PINS)  # fmt: skip
 
 
-def late_events(options: RunOptions, run_id: str, launch: GeminiLaunch) -> tuple[Event, ...]:
-    """The wind-up's own events: the ``--retain-dir`` copies and any ``RETAIN_FAILED``."""
-    return retain_copies(options.retain_dir, run_id, retained_files(launch))
+def late_events(options: RunOptions, run_id: str, launch: GeminiLaunch, proxy: RouteProxy | None) -> tuple[Event, ...]:
+    """The wind-up's own events: the route's ``ROUTE_REFUSED``, then the ``--retain-dir`` copies and any
+    ``RETAIN_FAILED``."""
+    events = () if proxy is None else proxy.wind_up(launch.scratch)
+    return (*events, *retain_copies(options.retain_dir, run_id, retained_files(launch)))
+
+
+def confined_launch(prepared: Prepared | None, launch: GeminiLaunch) -> tuple[GeminiLaunch, ConfinedSpawn | None]:
+    """The launch with rows H12 and H13, and its view when confined: writable the child's directory,
+    ``GEMINI_CLI_HOME``, ``TMPDIR`` and the hook channel; the settings file and the hook program read-only,
+    so no tool can rewrite what governs the run."""
+    walk = memory_walk(*gather_memory_facts(launch.cwd, MEMORY_SHAPES[KIND]))
+    spawn = None
+    if prepared is not None:
+        scratch = launch.scratch
+        spawn = take(confine(
+            prepared, program=launch.program, command=launch.argv, child_path=launch.environment.as_dict()["PATH"],
+            scratch=scratch, cwd=launch.cwd,
+            writable=(launch.cwd, launch.gemini_home, os.path.join(scratch, "tmp"), os.path.join(scratch, "hook-channel")),
+            governing=tuple(item.path for item in launch.files),
+        ))  # fmt: skip
+    hermetic = confined_hermetic(launch.hermetic, None if spawn is None else spawn.confinement, False, KIND, walk)
+    return msgspec.structs.replace(launch, hermetic=hermetic), spawn
+
+
+def routed_plan(options: RunOptions, prepared: Prepared | None, scratch: str, context: tuple[ContextFileRead, ...],
+                frame: Frame | None, hook_timeout_s: int | None) -> tuple[GeminiLaunch, RouteProxy | None]:  # fmt: skip
+    """Stages 7–8 with the route: a confined run needs ``--model-endpoint`` (``confine-route-unavailable``), its
+    proxy listens on the scratch socket and the child is pointed at the bridge in the endpoint's place."""
+    launch = plan(options, scratch, context, frame, hook_timeout_s)
+    if prepared is None:
+        return launch, None
+    if options.model_endpoint is None:
+        raise Refused(Refusal("confine-route-unavailable", f"--confine on {KIND} needs --credentials none with "
+                              "--model-endpoint: the view's only route is the endpoint's"))  # fmt: skip
+    try:
+        proxy = start_route(KIND, prepared, scratch, None)
+    except OSError as error:
+        raise Refused(Refusal("loopback-not-started", f"the route proxy could not listen: {error.strerror or error}"))
+    pointed = msgspec.structs.replace(options, model_endpoint=bridge_url(options.model_endpoint))
+    try:
+        return plan(pointed, scratch, context, frame, hook_timeout_s), proxy
+    except Refused:
+        if proxy is not None:
+            proxy.stop()
+        raise
 
 
 def run_gemini(options: RunOptions, hook_timeout_s: int | None = None) -> int:
@@ -145,22 +193,31 @@ def run_gemini(options: RunOptions, hook_timeout_s: int | None = None) -> int:
     ``hook_timeout_s`` shortens the hook's timeout (tests only)."""
     run_id = f"{KIND}-{os.getpid()}"
     scratch: str | None = None
+    proxy: RouteProxy | None = None
     with EarlySignal() as early:
         try:
             audit = RunAudit(options)
+            prepared = prepare(options, caller_environment(), None)
+            if isinstance(prepared, Refusal):
+                raise Refused(prepared)
             context, frame = declared_inputs(options)
             early.check()
             scratch = tempfile.mkdtemp(prefix="metaharness-gemini-")
-            launch = plan(options, scratch, context, frame, hook_timeout_s)
+            launch, proxy = routed_plan(options, prepared, scratch, context, frame, hook_timeout_s)
             channel = materialise(launch)
             version = probe_version(launch)
             if options.strict_version:
                 strict_version(launch, version)
+            launch, spawn = confined_launch(prepared, launch)
             early.check()
         except Refused as refused:
+            if proxy is not None:
+                proxy.stop()
             if scratch is not None:
                 shutil.rmtree(scratch, ignore_errors=True)
             return refuse(refused.refusal)
+    if proxy is not None:
+        audit.route = lambda: proxy.route
     facts = RecordFacts(transcript=Transcript(path=launch.transcript, digest=None, bytes=None), hermetic=launch.hermetic,
                         context_files=launch.context_files, cwd=launch.cwd,
                         model=launch.args[launch.args.index("--model") + 1], harness_version=version)  # fmt: skip
@@ -172,9 +229,12 @@ def run_gemini(options: RunOptions, hook_timeout_s: int | None = None) -> int:
             outcome = drive_gemini(
                 launch=launch, session=session, channel=channel, write_event=audit.write_event, transcript=transcript,
                 commands=sys.stdin.fileno() if sys.stdin is not None else None, on_steering_refusal=stderr_line,
-                late_events=lambda: (*audit.limits.late_events(), *late_events(options, run_id, launch)),
+                late_events=lambda: (*audit.limits.late_events(), *late_events(options, run_id, launch, proxy)),
+                confined=spawn,
             )  # fmt: skip
-        return audit.exit_code(verdict_facts(options, launch), launch.transcript, outcome.reason)
+        namespaces = "unk" if spawn is None else spawn.namespaces()
+        rows = msgspec.structs.replace(verdict_facts(options, launch), namespaces=namespaces)
+        return audit.exit_code(rows, launch.transcript, outcome.reason)
     except OSError as error:
         if spawned_group() is not None:
             return end_unexpectedly(audit, run_id, error)
@@ -183,5 +243,6 @@ def run_gemini(options: RunOptions, hook_timeout_s: int | None = None) -> int:
         return end_unexpectedly(audit, run_id, error)
     finally:
         channel.close()
+        if proxy is not None:
+            proxy.stop()
         shutil.rmtree(launch.scratch, ignore_errors=True)
-
