@@ -16,12 +16,13 @@ from metaharness.pure.claude.adapter import LOOPBACK as CLAUDE_LOOPBACK
 from metaharness.pure.codex.adapter import ADAPTER as CODEX
 from metaharness.pure.codex.adapter import LOOPBACK as CODEX_LOOPBACK
 from metaharness.pure.gemini.adapter import ADAPTER as GEMINI
+from metaharness.pure.gemini.adapter import LOOPBACK as GEMINI_LOOPBACK
 
 Kind = Literal["claude", "codex", "b10x", "gemini"]
 KINDS: tuple[Kind, ...] = get_args(Kind)
 """The kinds in the order the CLI lists them."""
 
-LoopbackKind = Literal["claude", "codex"]
+LoopbackKind = Literal["claude", "codex", "gemini"]
 """The kinds whose credential the loopback proxy can carry (their adapter has a ``Loopback``)."""
 
 
@@ -47,12 +48,11 @@ def kind_named(name: str) -> Kind | None:
 
 def route_dialect(kind: Kind, first_path: str) -> LoopbackKind:
     """Whose API a confined route speaks (its error bodies): the kind's own vendor, else the vendor whose
-    wire the route's first path is (Messages: claude; Responses: codex). Gemini is never confined
-    (``confine-not-carried``), so it reads as b10x does."""
+    wire the route's first path is (Messages: claude; Responses: codex)."""
     match kind:
-        case "claude" | "codex":
+        case "claude" | "codex" | "gemini":
             return kind
-        case "b10x" | "gemini":
+        case "b10x":
             return "claude" if first_path.endswith("/messages") else "codex"
         case _:
             assert_never(kind)
@@ -65,5 +65,7 @@ def loopback_of(kind: LoopbackKind) -> Loopback:
             return CLAUDE_LOOPBACK
         case "codex":
             return CODEX_LOOPBACK
+        case "gemini":
+            return GEMINI_LOOPBACK
         case _:
             assert_never(kind)

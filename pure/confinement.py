@@ -202,11 +202,14 @@ def model_route(
     codex's ChatGPT-plan login cannot be pointed at the bridge; ``none`` without an endpoint has none.
     """
     route = adapter_of(kind).confinement.vendor_route
+    named = adapter_of(kind).confinement.endpoint_paths
+    loopback = adapter_of(kind).loopback
+    if route is None and named is not None and credentials == "loopback" and loopback is not None:
+        return Success(ModelRoute(endpoint.rstrip("/") if endpoint else loopback.upstream, named(model), custody))
     if route is None:
         if endpoint is None:
             return Success(None)
         prefix = urlsplit(endpoint).path.rstrip("/")
-        named = adapter_of(kind).confinement.endpoint_paths
         if named is not None:
             return Success(ModelRoute(_origin(endpoint), tuple(prefix + path for path in named(model))))
         tail = "/messages" if wire == "anthropic-messages" else "/responses"

@@ -1,7 +1,8 @@
 """What the caller's machine and the work tree hold does not reach a governed gemini run, or the run is
 refused by name before it starts (docs/adapters/gemini.md#isolation): a planted ``~/.gemini`` profile, a
 caller's ``GEMINI_*`` variables, ``.env`` files in and above the work tree, ``GEMINI.md`` above a copy, and a
-work tree's own ``.gemini/settings.json`` that turns hooks off."""
+work tree's own ``.gemini/settings.json`` that turns hooks off. The runs are unconfined (``--confine off``), so
+what holds is the launch's own controls, not the view that would hide those files anyway."""
 
 from __future__ import annotations
 
@@ -66,7 +67,7 @@ def test_a_planted_home_profile_and_gemini_variables_do_not_reach_the_run(
            "GEMINI_CLI_HOME": str(own_home)}
     work = work_tree(tmp_path)
     frame = sealed_frame(tmp_path, ["file.read"])
-    events, code, _ = finish(start_run(endpoint(emulated.root, decisions="frame", frame=frame, cwd=str(work)), env=env))
+    events, code, _ = finish(start_run(endpoint(emulated.root, decisions="frame", frame=frame, cwd=str(work), confine="off"), env=env))
     (call,) = [e for e in of(events, "tool.requested") if e["name"] == "write_file"]
     assert call["seam"] == "hook" and decided(events, call["call_id"])["decision"]["decision"] == "deny"
     assert not (work / "note.md").exists()
@@ -82,7 +83,7 @@ def test_dotenv_files_in_and_above_the_work_tree_are_not_loaded(emulated: Emulat
     work = work_tree(tmp_path)
     (work / ".env").write_text("GOOGLE_CLOUD_LOCATION=planted-in-tree\nGEMINI_API_KEY=AIza-planted-key\n")
     prompt = '$ echo "location=[$GOOGLE_CLOUD_LOCATION]"'
-    options = {**endpoint(emulated.root, decisions="observe", cwd=str(work)), "prompt": prompt}
+    options = {**endpoint(emulated.root, decisions="observe", cwd=str(work), confine="off"), "prompt": prompt}
     events, code, _ = finish(start_run(options))
     (result,) = of(events, "tool.result")
     assert "location=[]" in json.dumps(result["content"]) and "planted" not in json.dumps(result["content"])
@@ -99,7 +100,7 @@ def test_gemini_md_above_a_copy_is_not_read(emulated: Emulated, tmp_path: Path) 
     (tmp_path / "GEMINI.md").write_text(CANARY + "\n")
     work = work_tree(tmp_path / "repo")
     (work / "GEMINI.md").write_text("the work tree's own memory\n")
-    options = endpoint(emulated.root, decisions="observe", cwd=str(work), scratch_cwd=True)
+    options = endpoint(emulated.root, decisions="observe", cwd=str(work), scratch_cwd=True, confine="off")
     events, code, _ = finish(start_run(options))
     assert code == 0 and events[-1]["reason"] == "completed"
     assert CANARY not in emulated.bodies_text()

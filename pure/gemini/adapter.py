@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Literal
 
+from returns.result import Failure, Result, Success
+
 from metaharness.pure.adapter import (
     LOOP_ONLY,
     LOOP_ONLY_OPTIONS,
@@ -20,6 +22,7 @@ from metaharness.pure.adapter import (
     EnvironmentFloor,
     EnvironmentGuard,
     HermeticShape,
+    Loopback,
     Memory,
     Replayed,
     ReplayRequest,
@@ -27,6 +30,8 @@ from metaharness.pure.adapter import (
     RunRules,
     Variables,
 )
+from metaharness.pure.jsonline import compact
+from metaharness.pure.refusal import Refusal
 
 KIND: Literal["gemini"] = "gemini"
 PROGRAM = "gemini"
@@ -60,7 +65,54 @@ OAUTH_LOGIN = (
     "route metaharness builds can carry; use --credentials api-key with GEMINI_API_KEY, or --credentials none with "
     "--model-endpoint"
 )
-NO_LOOPBACK = "the loopback proxy carries claude's and codex's credentials only; gemini takes GEMINI_API_KEY itself"
+UPSTREAM = "https://generativelanguage.googleapis.com"
+
+
+def custody_file(caller_env: Mapping[str, str]) -> str | None:
+    """``~/.gemini/.env``, where Gemini CLI itself keeps ``GEMINI_API_KEY``: the loopback custody file."""
+    home = caller_env.get("HOME", "")
+    return posixpath.join(home, ".gemini", ".env") if home else None
+
+
+def _dotenv_value(line: str) -> tuple[str, str] | None:
+    """``KEY=VALUE`` (an ``export`` prefix and one pair of surrounding quotes dropped), else ``None``."""
+    text = line.strip().removeprefix("export ").strip()
+    key, equals, value = text.partition("=")
+    if not equals or text.startswith("#"):
+        return None
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        value = value[1:-1]
+    return key.strip(), value
+
+
+def custody_token(custody: bytes) -> Result[str, Refusal]:
+    """The last ``GEMINI_API_KEY=`` of the custody ``.env``, else ``loopback-custody-unreadable``."""
+    try:
+        lines = custody.decode("utf-8").splitlines()
+    except UnicodeDecodeError:
+        lines = []
+    pairs = [pair for pair in map(_dotenv_value, lines) if pair is not None and pair[0] == KEY_VARIABLE and pair[1]]
+    if not pairs:
+        return Failure(Refusal("loopback-custody-unreadable", f"the {KIND} custody file holds no {KEY_VARIABLE}"))
+    return Success(pairs[-1][1])
+
+
+def error_body(error_type: str, message: str, code: str | None) -> bytes:
+    """The Generative Language API's error body."""
+    return compact({"error": {"status": error_type, "message": message, "reason": code}})
+
+
+LOOPBACK = Loopback(
+    upstream=UPSTREAM,
+    custody_token=custody_token,
+    child_variables=lambda port, placeholder: (
+        (BASE_URL_VARIABLE, f"http://127.0.0.1:{port}"), (KEY_VARIABLE, placeholder)),
+    error_body=error_body,
+    unauthorized=("UNAUTHENTICATED", None),
+)
+"""The loopback proxy's facts for gemini: the child holds a placeholder key; the proxy attaches the real one as
+``x-goog-api-key``, the header the child sent its placeholder in."""
 
 
 def endpoint_variables(endpoint: str) -> Variables:
@@ -131,7 +183,7 @@ ADAPTER = Adapter(
         }
     ),
     not_carried_values=MappingProxyType(
-        {("credentials", "operator-login"): OAUTH_LOGIN, ("credentials", "loopback"): NO_LOOPBACK}
+        {("credentials", "operator-login"): OAUTH_LOGIN}
     ),
     run_rules=RunRules(
         frame_required=None,
@@ -153,7 +205,7 @@ ADAPTER = Adapter(
         exempt_from_posture=frozenset({KEY_VARIABLE, BASE_URL_VARIABLE}),
     ),
     credentials=CredentialCarriage(
-        operator_login_file=lambda caller_env: None,
+        operator_login_file=custody_file,
         operator_login_reads_none=False,
         api_key_variables=(KEY_VARIABLE,),
         api_key_flag=False,
@@ -161,7 +213,7 @@ ADAPTER = Adapter(
         endpoint_variables=endpoint_variables,
         subscription_token=False,
     ),
-    loopback=None,
+    loopback=LOOPBACK,
     hermetic=HermeticShape(
         memory=Memory(shapes=("GEMINI.md",), canary=False, refused_in_scratch=True, nothing_found_suffix=""),
         launch_rows=launch_rows,

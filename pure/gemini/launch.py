@@ -146,14 +146,17 @@ def plan_gemini_launch(
     *,
     walk: MemoryWalk | None = None,
     workspace_entries: tuple[str, ...] = (),
+    custody_path: str | None = None,
+    upstream: str | None = None,
 ) -> Result[GeminiLaunch, Refusal]:
-    """The gemini launch, or its refusal (docs/hermetic.md#refusal-order stages 5, 7 and 8).
+    """The gemini launch, or its refusal (docs/hermetic.md#refusal-order stages 5, 7 and 8); under loopback
+    ``custody_path`` and ``upstream`` name where the proxy reads the key and where it sends it.
 
     Refusals in order: the stage-5 credential ones, ``memory-ancestor-found``, ``shadowed`` (the work tree's
     own ``.gemini``), ``program-not-found``, ``denied-environment``, ``argument-too-long``.
     """
     declaration = msgspec.structs.replace(spec.environment, kind=KIND)
-    posture = credential_posture(declaration, caller_env, False, None, None)
+    posture = credential_posture(declaration, caller_env, False, custody_path, upstream)
     if isinstance(posture, Failure):
         return posture
     cwd = spec.cwd if spec.cwd is not None else posixpath.join(scratch, "work")

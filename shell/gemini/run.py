@@ -9,27 +9,31 @@ anything starts, and the scratch root is removed again.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import sys
 import tempfile
 
 import msgspec
 
-from metaharness.pure.confinement import bridge_url, confined_hermetic
+from metaharness.pure.bounds import CREDENTIAL_FILE_LIMIT
+from metaharness.pure.confinement import BRIDGE_PORT, bridge_url, confined_hermetic
 from metaharness.pure.context import ContextFileRead
-from metaharness.pure.environment import EnvironmentDeclaration, path_floor
+from metaharness.pure.environment import EnvironmentDeclaration, loopback_custody_token, operator_login_file, path_floor
 from metaharness.pure.events import Event, Transcript
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
-from metaharness.pure.gemini.adapter import KIND, PINS, PROGRAM
+from metaharness.pure.gemini.adapter import KIND, PINS, PROGRAM, endpoint_paths
 from metaharness.pure.gemini.doctor import version_token
 from metaharness.pure.gemini.launch import GeminiLaunch, GeminiRunSpec, plan_gemini_launch
 from metaharness.pure.gemini.record import RecordFacts
 from metaharness.pure.gemini.session import open_session
 from metaharness.pure.hermetic import MEMORY_SHAPES, VerdictFacts, memory_walk
 from metaharness.pure.hook_channel import HOOK_TIMEOUT_S
+from metaharness.pure.loopback import loopback_placeholder, upstream_root
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import strict_version_refusal
+from metaharness.shell.bounded_reads import read_regular
 from metaharness.shell.child_end import end_unexpectedly
 from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare, start_route
 from metaharness.shell.context_files import load_context_files
@@ -77,8 +81,31 @@ def workspace_entries(cwd: str | None) -> tuple[str, ...]:
     return (".gemini",)
 
 
+class Custody(msgspec.Struct, frozen=True):
+    """A loopback run's custody: the ``.env`` the proxy reads the key from, the child's placeholder, the proxy's
+    port."""
+
+    path: str
+    placeholder: str
+    port: str
+
+
+def custody_stage(options: RunOptions) -> str | None:
+    """Stage 5 under loopback: the custody ``~/.gemini/.env`` is parsed once (``loopback-custody-unreadable``);
+    its path, or ``None`` off loopback."""
+    if options.credentials != "loopback":
+        return None
+    path = operator_login_file(KIND, caller_environment()) or ""
+    try:
+        data = read_regular(path, CREDENTIAL_FILE_LIMIT)
+    except OSError as error:
+        raise Refused(Refusal("loopback-custody-unreadable", f"{path}: {error.strerror or error}")) from None
+    take(loopback_custody_token(KIND, data))
+    return path
+
+
 def plan(options: RunOptions, scratch: str, context: tuple[ContextFileRead, ...], frame: Frame | None,
-         hook_timeout_s: int | None = None) -> GeminiLaunch:  # fmt: skip
+         hook_timeout_s: int | None = None, custody: Custody | None = None) -> GeminiLaunch:  # fmt: skip
     """Stages 5, 7 and 8 for a gemini run (docs/hermetic.md#refusal-order); raises ``Refused``."""
     caller_env = caller_environment()
     cwd = os.path.abspath(options.cwd) if options.cwd is not None else None
@@ -89,12 +116,16 @@ def plan(options: RunOptions, scratch: str, context: tuple[ContextFileRead, ...]
     spec = GeminiRunSpec(
         prompt=options.prompt or "", decisions=options.decisions, hermetic=options.hermetic, model=options.model,
         cwd=cwd, scratch_cwd=options.scratch_cwd,
-        environment=EnvironmentDeclaration(kind=KIND, credentials=options.credentials, actor=options.actor,
-                                           model_endpoint=options.model_endpoint),
+        environment=EnvironmentDeclaration(
+            kind=KIND, credentials=options.credentials, actor=options.actor, model_endpoint=options.model_endpoint,
+            loopback_port=None if custody is None else custody.port,
+            loopback_placeholder=None if custody is None else custody.placeholder),
         context=context, frame_digest=frame.digest if frame is not None else None, hook_timeout_s=hook_timeout_s,
     )  # fmt: skip
     facts = gather_program_candidates(PROGRAM, path_floor(caller_env))
-    return take(plan_gemini_launch(spec, caller_env, scratch, facts, walk=walk, workspace_entries=workspace_entries(cwd)))
+    upstream = None if custody is None else upstream_root(KIND, options.model_endpoint)
+    return take(plan_gemini_launch(spec, caller_env, scratch, facts, walk=walk, workspace_entries=workspace_entries(cwd),
+                                   custody_path=None if custody is None else custody.path, upstream=upstream))
 
 
 def materialise(launch: GeminiLaunch) -> HookChannel:
@@ -165,16 +196,21 @@ def confined_launch(prepared: Prepared | None, launch: GeminiLaunch) -> tuple[Ge
     return msgspec.structs.replace(launch, hermetic=hermetic), spawn
 
 
-def routed_plan(options: RunOptions, prepared: Prepared | None, scratch: str, context: tuple[ContextFileRead, ...],
-                frame: Frame | None, hook_timeout_s: int | None) -> tuple[GeminiLaunch, RouteProxy | None]:  # fmt: skip
-    """Stages 7–8 with the route: a confined run needs ``--model-endpoint`` (``confine-route-unavailable``), its
-    proxy listens on the scratch socket and the child is pointed at the bridge in the endpoint's place."""
+def routed_plan(options: RunOptions, prepared: Prepared | None, custody: str | None, scratch: str,
+                context: tuple[ContextFileRead, ...], frame: Frame | None,
+                hook_timeout_s: int | None) -> tuple[GeminiLaunch, RouteProxy | None]:  # fmt: skip
+    """Stages 7–8 with the route: under loopback the proxy listens on a loopback port and the child holds a
+    placeholder; a confined run needs ``--model-endpoint`` (``confine-route-unavailable``), its proxy listens on
+    the scratch socket and the child is pointed at the bridge in the endpoint's place."""
+    if custody is not None:
+        return loopback_plan(options, custody, prepared, scratch, context, frame, hook_timeout_s)
     launch = plan(options, scratch, context, frame, hook_timeout_s)
     if prepared is None:
         return launch, None
     if options.model_endpoint is None:
         raise Refused(Refusal("confine-route-unavailable", f"--confine on {KIND} needs --credentials none with "
-                              "--model-endpoint: the view's only route is the endpoint's"))  # fmt: skip
+                              "--model-endpoint, or loopback: the view has no route to Google's API; pass "
+                              "--confine off"))  # fmt: skip
     try:
         proxy = start_route(KIND, prepared, scratch, None)
     except OSError as error:
@@ -188,6 +224,32 @@ def routed_plan(options: RunOptions, prepared: Prepared | None, scratch: str, co
         raise
 
 
+def loopback_plan(options: RunOptions, path: str, prepared: Prepared | None, scratch: str,
+                  context: tuple[ContextFileRead, ...], frame: Frame | None,
+                  hook_timeout_s: int | None) -> tuple[GeminiLaunch, RouteProxy]:  # fmt: skip
+    """The loopback launch: the proxy (on ``127.0.0.1``, or on the scratch socket behind the bridge when confined)
+    admitting only the run's model's methods and carrying the custody key as ``x-goog-api-key``."""
+    placeholder = loopback_placeholder(f"{KIND}-{os.getpid()}", secrets.token_bytes(12))
+    proxy: RouteProxy | None = None
+    try:
+        if prepared is not None:
+            proxy, port = start_route(KIND, prepared, scratch, placeholder), BRIDGE_PORT
+        else:
+            proxy = RouteProxy(KIND, placeholder, path, upstream_root(KIND, options.model_endpoint),
+                               endpoint_paths(options.model))  # fmt: skip
+            port = proxy.start()
+    except OSError as error:
+        if proxy is not None:
+            proxy.stop()
+        raise Refused(Refusal("loopback-not-started", f"the route proxy could not listen: {error.strerror or error}"))
+    assert proxy is not None
+    try:
+        return plan(options, scratch, context, frame, hook_timeout_s, Custody(path, placeholder, str(port))), proxy
+    except Refused:
+        proxy.stop()
+        raise
+
+
 def run_gemini(options: RunOptions, hook_timeout_s: int | None = None) -> int:
     """Run ``options`` (through stages 1–4) from stage 5 on; the exit code of docs/hermetic.md#exit-codes.
     ``hook_timeout_s`` shortens the hook's timeout (tests only)."""
@@ -197,13 +259,14 @@ def run_gemini(options: RunOptions, hook_timeout_s: int | None = None) -> int:
     with EarlySignal() as early:
         try:
             audit = RunAudit(options)
-            prepared = prepare(options, caller_environment(), None)
+            custody = custody_stage(options)
+            prepared = prepare(options, caller_environment(), custody)
             if isinstance(prepared, Refusal):
                 raise Refused(prepared)
             context, frame = declared_inputs(options)
             early.check()
             scratch = tempfile.mkdtemp(prefix="metaharness-gemini-")
-            launch, proxy = routed_plan(options, prepared, scratch, context, frame, hook_timeout_s)
+            launch, proxy = routed_plan(options, prepared, custody, scratch, context, frame, hook_timeout_s)
             channel = materialise(launch)
             version = probe_version(launch)
             if options.strict_version:
@@ -216,7 +279,7 @@ def run_gemini(options: RunOptions, hook_timeout_s: int | None = None) -> int:
             if scratch is not None:
                 shutil.rmtree(scratch, ignore_errors=True)
             return refuse(refused.refusal)
-    if proxy is not None:
+    if proxy is not None and spawn is not None:
         audit.route = lambda: proxy.route
     facts = RecordFacts(transcript=Transcript(path=launch.transcript, digest=None, bytes=None), hermetic=launch.hermetic,
                         context_files=launch.context_files, cwd=launch.cwd,
