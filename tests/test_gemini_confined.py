@@ -19,7 +19,7 @@ pytestmark = [
     pytest.mark.usefixtures("own_home"),
 ]
 
-TAMPER = ('$ for f in "$GEMINI_CLI_HOME/.gemini/settings.json" "$GEMINI_CLI_HOME/../hooks/beforetool"; '
+TAMPER = ('$ for f in "$GEMINI_CLI_HOME/.gemini/settings.json" "$GEMINI_CLI_HOME/../hooks/pretooluse"; '
           'do echo "exit 0" >> "$f" && echo "wrote $f" || echo "refused $f"; done')
 
 

@@ -169,7 +169,7 @@ def test_the_retained_record_replays_views_and_projects(emulator: str, tmp_path:
                                                 retain_dir=str(retained))))  # fmt: skip
     assert code == 0
     (run_dir,) = retained.iterdir()
-    assert sorted(p.name for p in run_dir.iterdir()) == ["beforetool", "hook-requests", "settings.json", "stream.jsonl"]
+    assert sorted(p.name for p in run_dir.iterdir()) == ["hook-requests", "pretooluse", "settings.json", "stream.jsonl"]
     assert "metaharness-model-endpoint" not in (run_dir / "settings.json").read_text()
     record = run_dir / "stream.jsonl"
     replayed = subprocess.run([METAHARNESS, "replay", "gemini", str(record)], capture_output=True, check=False)

@@ -200,7 +200,7 @@ def test_the_launch_writes_one_settings_file_and_a_constructed_environment() -> 
     assert settings["advanced"] == {"ignoreLocalEnv": True} and settings["context"] == {"memoryBoundaryMarkers": []}
     assert settings["hooksConfig"] == {"enabled": True} and settings["mcpServers"] == {}
     (group,) = settings["hooks"]["BeforeTool"]
-    assert group["hooks"] == [{"type": "command", "command": "'/s/hooks/beforetool'", "timeout": 60000}]
+    assert group["hooks"] == [{"type": "command", "command": "'/s/hooks/pretooluse'", "timeout": 60000}]
     assert launch.args[0] == "-p" and launch.args[2:] == (
         "--model", "gemini-2.5-pro", "--output-format", "stream-json", "--skip-trust", "--approval-mode", "yolo")
     environment = dict(launch.environment.variables)
@@ -208,7 +208,7 @@ def test_the_launch_writes_one_settings_file_and_a_constructed_environment() -> 
     assert environment["GOOGLE_GEMINI_BASE_URL"] == "http://127.0.0.1:5"
     assert environment["GEMINI_API_KEY"] == "metaharness-model-endpoint"
     assert "GEMINI_CLI_SYSTEM_SETTINGS_PATH" not in environment and "GOOGLE_API_KEY" not in environment
-    assert [item.path for item in launch.files] == ["/s/gemini-home/.gemini/settings.json", "/s/hooks/beforetool"]
+    assert [item.path for item in launch.files] == ["/s/gemini-home/.gemini/settings.json", "/s/hooks/pretooluse"]
 
 
 def test_a_work_tree_with_its_own_gemini_folder_is_shadowed() -> None:
@@ -219,5 +219,5 @@ def test_a_work_tree_with_its_own_gemini_folder_is_shadowed() -> None:
 def test_a_short_hook_timeout_reaches_both_the_settings_and_the_backstop() -> None:
     launch = planned(hook_timeout_s=4).unwrap()
     assert launch.settings["hooks"]["BeforeTool"][0]["hooks"][0]["timeout"] == 4000
-    hook_file = next(item for item in launch.files if item.path.endswith("beforetool"))
+    hook_file = next(item for item in launch.files if item.path.endswith("pretooluse"))
     assert b"timeout 1 head" in hook_file.data and hook_file.mode == 0o700

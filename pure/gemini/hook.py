@@ -22,7 +22,6 @@ from metaharness.pure.hook_channel import (
 )
 from metaharness.pure.jsonline import compact
 
-HOOK_PROGRAM = "hooks/beforetool"
 HOOK_TIMEOUT_MS = HOOK_TIMEOUT_S * 1000
 """The ``timeout`` the scratch settings give the hook, in milliseconds as Gemini CLI reads it."""
 BLOCKING_EXIT = 2
@@ -49,7 +48,8 @@ def gemini_hook_answer(decision: Decision) -> bytes:
 
 
 def render_gemini_hook(scratch: str, hook_timeout_s: int = HOOK_TIMEOUT_S) -> str:
-    """The text of ``hooks/beforetool`` for a scratch root, mode 0700 when written: the channel's steps
+    """The text of the channel's ``hooks/pretooluse`` (``HOOK_PROGRAM``, where conformance C3's scripted child runs
+    it) for a scratch root, mode 0700 when written: the channel's steps
     (request file, wake FIFO, doorbell, answer), every failure a deny with exit 2."""
     channel = f"{scratch}/{CHANNEL_DIR}"
     deny = shell_quote(deny_body(NO_ANSWER_REASON).decode())

@@ -27,9 +27,9 @@ from metaharness.pure.environment import (
 from metaharness.pure.events import ContextFile, Hermetic
 from metaharness.pure.execution_context import execution_context_block, workspace_word
 from metaharness.pure.gemini.adapter import DEFAULT_MODEL, KIND, PROGRAM
-from metaharness.pure.gemini.hook import HOOK_PROGRAM, HOOK_TIMEOUT_MS, render_gemini_hook
+from metaharness.pure.gemini.hook import HOOK_TIMEOUT_MS, render_gemini_hook
 from metaharness.pure.hermetic import LaunchFacts, MemoryWalk, attest, governing_documents, memory_row, workdir_mode
-from metaharness.pure.hook_channel import CHANNEL_DIR, REQUESTS_DIR, RESPONSES_DIR, shell_quote
+from metaharness.pure.hook_channel import CHANNEL_DIR, HOOK_PROGRAM, REQUESTS_DIR, RESPONSES_DIR, shell_quote
 from metaharness.pure.jsonline import compact
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.scratch import ScratchFile

@@ -115,8 +115,8 @@ def open_session(facts: RecordFacts, run: str, mode: DecisionMode, frame: Frame 
 
 
 def _write(session: Session, payload: Event, at: str | UnsetType = UNSET) -> tuple[Session, bytes]:
-    """Stamp one event; ``tool.decided`` is counted, ``session.ended`` gets the census so far, and a denied
-    call's result stays an error."""
+    """Stamp one event; ``tool.decided`` is counted and ``session.ended`` gets the census so far. A result is the
+    record's own (Gemini CLI states a blocked call's ``status:"error"``)."""
     census = session.census
     if isinstance(payload, ToolDecided):
         census = count_decision(census, payload)

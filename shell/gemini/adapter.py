@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import json
+import sys
+from typing import IO, TYPE_CHECKING, Any
 
 from metaharness.pure.refusal import Refusal
 
@@ -11,8 +13,24 @@ if TYPE_CHECKING:
     from metaharness.shell.adapters import ScriptedChild, VectorReport
 
 
+class GeminiScriptedChild:
+    """Gemini CLI writes its stream-json record on stdout and announces a call in a ``tool_use`` line."""
+
+    def announces_call(self, line: bytes) -> bool:
+        """The line is a ``tool_use``."""
+        try:
+            record: Any = json.loads(line)
+        except ValueError:
+            return False
+        return isinstance(record, dict) and record.get("type") == "tool_use"
+
+    def record_sink(self) -> IO[bytes]:
+        """stdout."""
+        return sys.stdout.buffer
+
+
 class GeminiLive:
-    """gemini's run and doctor; its conformance vectors are not built yet, and its C3 scripts no child."""
+    """gemini's run, doctor, vectors and scripted child."""
 
     def run(self, options: RunOptions) -> int:
         from metaharness.shell.gemini.run import run_gemini
@@ -25,11 +43,17 @@ class GeminiLive:
         return run_gemini_doctor()
 
     def vectors(self) -> VectorReport | Refusal:
-        return Refusal("not-built", "conformance vectors for gemini are not built in this build: they wait for "
-                                    "vectors/gemini/ (docs/adapters/gemini.md#conformance)")
+        from metaharness.pure.conformance import summary_line
+        from metaharness.pure.gemini.vectors import contract_line
+        from metaharness.shell.adapters import VectorReport
+        from metaharness.shell.gemini.conformance import gemini_outcomes
+
+        outcomes = gemini_outcomes()
+        results = tuple((outcome.status, outcome.line()) for outcome in outcomes)
+        return VectorReport(results, summary_line(outcomes), contract_line(outcomes))
 
     def scripted_child(self) -> ScriptedChild | None:
-        return None
+        return GeminiScriptedChild()
 
 
 LIVE = GeminiLive()
