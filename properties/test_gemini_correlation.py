@@ -12,7 +12,15 @@ from hypothesis import strategies as st
 
 from metaharness.pure.events import Exited, Hermetic, Transcript
 from metaharness.pure.gemini.record import RecordFacts
-from metaharness.pure.gemini.session import HookAnswer, answered, end_of_record, hook_request, open_session, read_line, wind_up
+from metaharness.pure.gemini.session import (
+    HookAnswer,
+    answered,
+    end_of_record,
+    hook_request,
+    open_session,
+    read_line,
+    wind_up,
+)
 
 HERMETIC = Hermetic(mode="off", decisions="observe", imposed=(), declared=(), unavailable=(), ambient_inputs=(),
                     installed_plugins=())  # fmt: skip
