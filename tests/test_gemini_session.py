@@ -207,7 +207,9 @@ def test_the_launch_writes_one_settings_file_and_a_constructed_environment() -> 
     assert environment["GEMINI_CLI_HOME"] == "/s/gemini-home"
     assert environment["GOOGLE_GEMINI_BASE_URL"] == "http://127.0.0.1:5"
     assert environment["GEMINI_API_KEY"] == "metaharness-model-endpoint"
-    assert "GEMINI_CLI_SYSTEM_SETTINGS_PATH" not in environment and "GOOGLE_API_KEY" not in environment
+    assert environment["GEMINI_CLI_SYSTEM_SETTINGS_PATH"] == "/s/gemini-system/settings.json"
+    assert environment["GEMINI_CLI_SYSTEM_DEFAULTS_PATH"] == "/s/gemini-system/system-defaults.json"
+    assert "GOOGLE_API_KEY" not in environment and "/x" not in environment.values()
     assert [item.path for item in launch.files] == ["/s/gemini-home/.gemini/settings.json", "/s/hooks/pretooluse"]
 
 

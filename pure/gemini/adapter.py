@@ -120,7 +120,8 @@ def endpoint_variables(endpoint: str) -> Variables:
     return ((BASE_URL_VARIABLE, endpoint.rstrip("/")), (KEY_VARIABLE, ENDPOINT_PLACEHOLDER))
 
 
-H2_HOW = "only the scratch settings.json; a work tree holding its own .gemini is refused"
+H2_HOW = ("only the scratch settings.json: the system settings and defaults paths name absent scratch files, and a "
+          "work tree holding its own .gemini is refused")
 H8_HOW = "BeforeTool hook in the scratch settings.json, hooksConfig.enabled true, no GEMINI_ variable from the caller"
 
 
@@ -201,7 +202,7 @@ ADAPTER = Adapter(
     guard=EnvironmentGuard(
         declared_keys_only=False,
         denied_prefixes=("GEMINI_", "GOOGLE_", "CLOUD_SHELL", "DISABLE_", "GIT_"),
-        exempt=frozenset({"GEMINI_CLI_HOME"}),
+        exempt=frozenset({"GEMINI_CLI_HOME", "GEMINI_CLI_SYSTEM_DEFAULTS_PATH", "GEMINI_CLI_SYSTEM_SETTINGS_PATH"}),
         exempt_from_posture=frozenset({KEY_VARIABLE, BASE_URL_VARIABLE}),
     ),
     credentials=CredentialCarriage(

@@ -21,6 +21,7 @@ from metaharness.pure.environment import (
     ProgramCandidate,
     child_environment,
     credential_posture,
+    guard_environment,
     path_floor,
     resolve_program,
 )
@@ -114,6 +115,20 @@ def arguments(spec: GeminiRunSpec, turn: str) -> tuple[str, ...]:
     return ("-p", turn, "--model", model, "--output-format", "stream-json", "--skip-trust", "--approval-mode", "yolo")
 
 
+SYSTEM_SETTINGS_VARIABLES = ("GEMINI_CLI_SYSTEM_DEFAULTS_PATH", "GEMINI_CLI_SYSTEM_SETTINGS_PATH")
+"""The variables naming Gemini CLI's system defaults and system settings files, which merge under and over every
+other layer (system settings override the scratch settings); a run points both into the scratch root, where
+no file is, so a machine's ``/etc/gemini-cli/`` files never reach it."""
+
+
+def with_system_paths(environment: ChildEnvironment, scratch: str) -> ChildEnvironment:
+    """The environment with both system settings paths naming absent files under ``<scratch>/gemini-system``."""
+    system = posixpath.join(scratch, "gemini-system")
+    named = dict(zip(SYSTEM_SETTINGS_VARIABLES, (posixpath.join(system, "system-defaults.json"),
+                                                 posixpath.join(system, "settings.json")), strict=True))  # fmt: skip
+    return msgspec.structs.replace(environment, variables=tuple(sorted({**environment.as_dict(), **named}.items())))
+
+
 def refuse_workspace_settings(cwd: str, entries: tuple[str, ...]) -> Result[None, Refusal]:
     """``shadowed`` when the work tree holds its own ``.gemini`` (``entries``: the names the shell found in
     ``cwd``): its settings could switch the governing hook off once the workspace is trusted."""
@@ -170,7 +185,8 @@ def plan_gemini_launch(
     program = resolve_program(PROGRAM, path_floor(caller_env), program_facts)
     if isinstance(program, Failure):
         return program
-    environment = child_environment(declaration, caller_env, scratch, posture.unwrap())
+    environment = child_environment(declaration, caller_env, scratch, posture.unwrap()).bind(
+        lambda built: guard_environment(declaration, with_system_paths(built, scratch)))
     if isinstance(environment, Failure):
         return environment
     turn = user_turn(spec)
