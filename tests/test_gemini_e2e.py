@@ -16,7 +16,13 @@ import pytest
 from codex_process import census, decided, of, sealed_frame, well_formed
 from gemini_process import GEMINI, PINNED, endpoint, finish, start_run
 
+from metaharness.pure.events import Transcript
+from metaharness.pure.gemini.record import RecordFacts
+from metaharness.pure.gemini.session import open_session
 from metaharness.pure.hook_channel import HOOK_GAVE_UP, NO_ANSWER_REASON
+from metaharness.pure.options import RunOptions
+from metaharness.shell.gemini.live import drive_gemini
+from metaharness.shell.gemini.run import materialise, plan
 
 pytestmark = [
     pytest.mark.skipif(GEMINI is None, reason=f"the pinned Gemini CLI {PINNED} is not on the child's PATH"),
@@ -202,3 +208,37 @@ def test_a_google_sign_in_is_refused_by_name() -> None:
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.startswith("metaharness: credentials-not-carried: --credentials operator-login is not carried")
     assert "OAuth login" in done.stderr
+
+
+@pytest.mark.parametrize("emulator", ["gemini-write"], indirect=True)
+def test_a_hook_that_cannot_reach_metaharness_blocks_the_call_and_it_is_named_a_gap(emulator: str, tmp_path: Path) -> None:
+    """The live loop in-process with the hook channel's ``requests/`` gone before the spawn: the real hook cannot
+    hand the call over, prints the deny body and exits 2, so Gemini CLI blocks the write (it would run it on any
+    other failure), and the run records the call it never saw on a seam as ``COVERAGE_GAP``."""
+    work = work_tree(tmp_path)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir(mode=0o700)
+    options = RunOptions(kind="gemini", prompt="do the task", decisions="observe", credentials="none",
+                         model_endpoint=emulator, cwd=str(work), confine="off")  # fmt: skip
+    launch = plan(options, str(scratch), (), None)
+    channel = materialise(launch)
+    (scratch / "hook-channel" / "requests").rmdir()
+    facts = RecordFacts(transcript=Transcript(path=launch.transcript, digest=None, bytes=None),
+                        hermetic=launch.hermetic, cwd=launch.cwd)  # fmt: skip
+    lines: list[bytes] = []
+    try:
+        with open(launch.transcript, "wb") as transcript:
+            outcome = drive_gemini(launch=launch, session=open_session(facts, "gap", "observe", None), channel=channel,
+                                   write_event=lines.append, transcript=transcript, commands=None,
+                                   on_steering_refusal=lambda line: None)  # fmt: skip
+    finally:
+        channel.close()
+    events = well_formed(lines)
+    (call,) = of(events, "tool.requested")
+    assert call["seam"] == "none" and call["name"] == "write_file"
+    (result,) = results(events)
+    assert result["is_error"] is True and NO_ANSWER_REASON in result["content"]
+    (gap,) = [e for e in of(events, "warning") if e["code"] == "COVERAGE_GAP"]
+    assert call["call_id"] in gap["message"]
+    assert not (work / "note.md").exists()
+    assert outcome.reason == "completed"
