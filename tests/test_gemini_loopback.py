@@ -64,3 +64,24 @@ def test_the_key_travels_in_the_header_the_placeholder_came_in() -> None:
     assert names.count("x-goog-api-key") == 1 and "mh-run-x" not in json.dumps(headers)
     bearer = RequestHead("POST", "/v1/messages", (("Authorization", "Bearer mh-run-x"),))
     assert ("Authorization", "Bearer AIza-real") in forward_headers(bearer, "https://api.anthropic.com", "AIza-real", 0)
+
+
+@pytest.mark.parametrize("emulator", ["gemini-shell-steps"], indirect=True)
+def test_the_custody_file_is_not_in_the_view_and_its_key_never_reaches_the_model(
+    emulator: str, tmp_path: Path, own_home: Path
+) -> None:
+    (own_home / ".gemini").mkdir()
+    custody = own_home / ".gemini" / ".env"
+    custody.write_text(f"GEMINI_API_KEY={TOKEN}\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    options = {"prompt": f"do the steps\n$ cat {custody}; echo key=$GEMINI_API_KEY\n", "decisions": "observe",
+               "credentials": "loopback", "model_endpoint": emulator, "cwd": str(work)}  # fmt: skip
+    events, code, stderr = finish(start_run(options))
+    assert code == 0, stderr
+    (result,) = of(events, "tool.result")
+    output = json.dumps(result["content"])
+    assert "No such file" in output and "key=mh-run-" in output and TOKEN not in output
+    assert TOKEN not in (tmp_path / "emulator.jsonl").read_text().replace('"credential_length"', "")
+    (h6,) = [row for row in of(events, "session.started")[0]["hermetic"]["imposed"] if row["row"] == "H6"]
+    assert h6["how"].endswith("; the custody file is outside the child's view")

@@ -192,7 +192,8 @@ def confined_launch(prepared: Prepared | None, launch: GeminiLaunch) -> tuple[Ge
             writable=(launch.cwd, launch.gemini_home, os.path.join(scratch, "tmp"), os.path.join(scratch, "hook-channel")),
             governing=tuple(item.path for item in launch.files),
         ))  # fmt: skip
-    hermetic = confined_hermetic(launch.hermetic, None if spawn is None else spawn.confinement, False, KIND, walk)
+    loopback = launch.environment.posture.h6_how.startswith("the child held a per-run placeholder")
+    hermetic = confined_hermetic(launch.hermetic, None if spawn is None else spawn.confinement, loopback, KIND, walk)
     return msgspec.structs.replace(launch, hermetic=hermetic), spawn
 
 
