@@ -223,3 +223,13 @@ def test_a_short_hook_timeout_reaches_both_the_settings_and_the_backstop() -> No
     assert launch.settings["hooks"]["BeforeTool"][0]["hooks"][0]["timeout"] == 4000
     hook_file = next(item for item in launch.files if item.path.endswith("pretooluse"))
     assert b"timeout 1 head" in hook_file.data and hook_file.mode == 0o700
+
+
+def test_capabilities_state_the_pin_the_modes_and_the_rendering() -> None:
+    from metaharness.pure.capabilities import descriptor_json
+
+    document = json.loads(descriptor_json("gemini"))
+    assert document["adapter"] == {"id": "gemini", "class": "harness"}
+    assert document["versions_pinned"] == ["0.61.0"]
+    assert document["decision_modes"] == {"ask": "delivered", "frame": "delivered", "observe": "delivered"}
+    assert document["rendering"]["shell"] == "run_shell_command" and document["rendering"]["mcp.call"] is None
