@@ -187,6 +187,10 @@ class ConfinementShape(msgspec.Struct, frozen=True, kw_only=True):
     view_grant: str
     writable: tuple[str, ...]
     tools: ToolEntry
+    endpoint_paths: Callable[[str | None], tuple[str, ...]] | None = None
+    """On the endpoint route of a kind without a vendor route: (``--model``) → the wire's own request paths
+    below the endpoint, when they name the model (Gemini CLI's Generative Language methods); ``None``: the
+    Messages or Responses path ``--model-wire`` names."""
 
 
 class HermeticShape(msgspec.Struct, frozen=True, kw_only=True):

@@ -15,6 +15,8 @@ from metaharness.pure.claude.adapter import ADAPTER as CLAUDE
 from metaharness.pure.claude.adapter import LOOPBACK as CLAUDE_LOOPBACK
 from metaharness.pure.codex.adapter import ADAPTER as CODEX
 from metaharness.pure.codex.adapter import LOOPBACK as CODEX_LOOPBACK
+from metaharness.pure.gemini.adapter import ADAPTER as GEMINI
+from metaharness.pure.gemini.adapter import LOOPBACK as GEMINI_LOOPBACK
 from metaharness.pure.kind import Kind, LoopbackKind
 
 
@@ -27,6 +29,8 @@ def adapter_of(kind: Kind) -> Adapter:
             return CODEX
         case "b10x":
             return B10X
+        case "gemini":
+            return GEMINI
         case _:
             assert_never(kind)
 
@@ -35,7 +39,7 @@ def route_dialect(kind: Kind, first_path: str) -> LoopbackKind:
     """Whose API a confined route speaks (its error bodies): the kind's own vendor, else the vendor whose
     wire the route's first path is (Messages: claude; Responses: codex)."""
     match kind:
-        case "claude" | "codex":
+        case "claude" | "codex" | "gemini":
             return kind
         case "b10x":
             return "claude" if first_path.endswith("/messages") else "codex"
@@ -50,5 +54,7 @@ def loopback_of(kind: LoopbackKind) -> Loopback:
             return CLAUDE_LOOPBACK
         case "codex":
             return CODEX_LOOPBACK
+        case "gemini":
+            return GEMINI_LOOPBACK
         case _:
             assert_never(kind)

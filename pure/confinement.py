@@ -245,6 +245,7 @@ def model_route(
     custody: str | None,
     login_is_api_key: bool,
     wire: str | None = None,
+    model: str | None = None,
 ) -> Result[ModelRoute | None, Refusal]:
     """The model route of a confined launch, or ``confine-route-unavailable``.
 
@@ -254,10 +255,16 @@ def model_route(
     codex's ChatGPT-plan login cannot be pointed at the bridge; ``none`` without an endpoint has none.
     """
     route = adapter_of(kind).confinement.vendor_route
+    named = adapter_of(kind).confinement.endpoint_paths
+    loopback = adapter_of(kind).loopback
+    if route is None and named is not None and credentials == "loopback" and loopback is not None:
+        return Success(ModelRoute(endpoint.rstrip("/") if endpoint else loopback.upstream, named(model), custody))
     if route is None:
         if endpoint is None:
             return Success(None)
         prefix = urlsplit(endpoint).path.rstrip("/")
+        if named is not None:
+            return Success(ModelRoute(_origin(endpoint), tuple(prefix + path for path in named(model))))
         tail = "/messages" if wire == "anthropic-messages" else "/responses"
         return Success(ModelRoute(_origin(endpoint), (prefix + tail,)))
     wire_paths = route.wire_paths

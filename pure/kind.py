@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-Kind = Literal["claude", "codex", "b10x"]
+Kind = Literal["claude", "codex", "b10x", "gemini"]
 KINDS: tuple[Kind, ...] = get_args(Kind)
 """The kinds in the order the CLI lists them."""
 
-LoopbackKind = Literal["claude", "codex"]
+LoopbackKind = Literal["claude", "codex", "gemini"]
 """The kinds whose credential the loopback proxy can carry (their adapter has a ``Loopback``)."""
 
 

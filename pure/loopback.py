@@ -50,7 +50,9 @@ HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "trailers",
      "transfer-encoding", "upgrade", "proxy-connection"}
 )  # fmt: skip
-_DROPPED_ON_FORWARD = frozenset({"host", "content-length", "authorization", "x-api-key"})
+_DROPPED_ON_FORWARD = frozenset({"host", "content-length", "authorization", "x-api-key", "x-goog-api-key"})
+GOOGLE_KEY_HEADER = "x-goog-api-key"
+"""The Generative Language API's key header: a child that sent its placeholder there gets the token there."""
 _UNSAFE_RUN_CHARACTERS = re.compile(r"[^A-Za-z0-9_-]")
 
 
@@ -200,13 +202,12 @@ def admit_request(kind: LoopbackKind, head: RequestHead, placeholder: str | None
 
 
 def carries_placeholder(head: RequestHead, placeholder: str) -> bool:
-    """Whether ``Authorization: Bearer <placeholder>`` or ``x-api-key: <placeholder>`` arrived,
-    compared in constant time."""
+    """Whether ``Authorization: Bearer <placeholder>``, ``x-api-key: <placeholder>`` or ``x-goog-api-key:
+    <placeholder>`` arrived, compared in constant time."""
     expected = placeholder.encode()
     bearer = head.header("authorization")
     offered = [bearer[len("Bearer ") :]] if bearer is not None and bearer.startswith("Bearer ") else []
-    key = head.header("x-api-key")
-    offered += [key] if key is not None else []
+    offered += [key for key in (head.header("x-api-key"), head.header(GOOGLE_KEY_HEADER)) if key is not None]
     return any(hmac.compare_digest(value.encode("latin-1", "replace"), expected) for value in offered)
 
 
@@ -217,16 +218,19 @@ def _connection_named(headers: Headers) -> frozenset[str]:
 
 def forward_headers(head: RequestHead, upstream: str, token: str, body_length: int) -> Headers:
     """The headers sent upstream (docs/adapters/common.md#endpoint-route): hop-by-hop, ``Host``, ``Content-Length``,
-    ``Authorization`` and ``x-api-key`` dropped; ``Host``, ``Authorization: Bearer <token>``, the
+    ``Authorization``, ``x-api-key`` and ``x-goog-api-key`` dropped; ``Host``, the token (``Authorization: Bearer
+    <token>``, or ``x-goog-api-key: <token>`` when the child sent its placeholder in that header), the
     recomputed ``Content-Length`` and ``Connection: close`` set; everything else (``anthropic-version``,
     ``anthropic-beta``) passed through in order."""
     dropped = HOP_BY_HOP | _DROPPED_ON_FORWARD | _connection_named(head.headers)
     kept = tuple((key, value) for key, value in head.headers if key.lower() not in dropped)
     host = urlsplit(upstream).netloc
+    credential = (GOOGLE_KEY_HEADER, token) if head.header(GOOGLE_KEY_HEADER) is not None else (
+        "Authorization", f"Bearer {token}")
     return (
         ("Host", host),
         *kept,
-        ("Authorization", f"Bearer {token}"),
+        credential,
         ("Content-Length", str(body_length)),
         ("Connection", "close"),
     )

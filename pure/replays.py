@@ -16,6 +16,7 @@ from metaharness.pure.b10x.replay import replay as replay_b10x_record
 from metaharness.pure.claude.replay import replay as replay_claude_record
 from metaharness.pure.codex.replay import replay as replay_codex_record
 from metaharness.pure.events import closed_reason
+from metaharness.pure.gemini.replay import replay as replay_gemini_record
 from metaharness.pure.kind import Kind
 
 Replay = Callable[[Iterable[bytes], ReplayRequest], Iterator[ReplayOutput]]
@@ -31,6 +32,8 @@ def replay_of(kind: Kind) -> Replay:
             return replay_codex_record
         case "b10x":
             return replay_b10x_record
+        case "gemini":
+            return replay_gemini_record
         case _:
             assert_never(kind)
 

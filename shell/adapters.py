@@ -13,6 +13,7 @@ from metaharness.pure.kind import Kind
 from metaharness.shell.b10x.adapter import LIVE as B10X
 from metaharness.shell.claude.adapter import LIVE as CLAUDE
 from metaharness.shell.codex.adapter import LIVE as CODEX
+from metaharness.shell.gemini.adapter import LIVE as GEMINI
 from metaharness.shell.live_adapter import LiveAdapter
 
 
@@ -25,5 +26,7 @@ def live_adapter_of(kind: Kind) -> LiveAdapter:
             return CODEX
         case "b10x":
             return B10X
+        case "gemini":
+            return GEMINI
         case _:
             assert_never(kind)

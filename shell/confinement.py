@@ -151,7 +151,7 @@ def prepare(options: RunOptions, caller_env: dict[str, str], custody: str | None
     kind: Kind = options.kind
     route = model_route(
         kind, options.credentials, options.model_endpoint, custody, _login_is_api_key(kind, caller_env),
-        options.model_wire,
+        options.model_wire, options.model,
     )  # fmt: skip
     if isinstance(route, Failure):
         unroutable: Refusal = route.failure()

@@ -21,7 +21,7 @@ import pytest
 from emulator_process import running_emulator
 
 VENDORS = Path(__file__).resolve().parent.parent / "vendors"
-PINS = {"@anthropic-ai/claude-code": "2.1.332", "@openai/codex": "0.171.0"}
+PINS = {"@anthropic-ai/claude-code": "2.1.332", "@openai/codex": "0.171.0", "@google/gemini-cli": "0.61.0"}
 PLACEHOLDER = "emulator-placeholder-token"
 NOTE = "written by the emulator\n"
 
@@ -112,6 +112,33 @@ def codex(tmp_path: Path, scenario: str, *flags: str) -> Launch:
     return launch(tmp_path, scenario, argv, child_environment(home, program, CODEX_HOME=str(codex_home)), configure)
 
 
+def gemini(tmp_path: Path, scenario: str, *flags: str) -> Launch:
+    """``gemini -p … --output-format stream-json --skip-trust --approval-mode yolo`` against the emulator through
+    ``GOOGLE_GEMINI_BASE_URL``, with a scratch ``GEMINI_CLI_HOME`` whose settings pick the API-key auth type (the
+    0.61.0 gateway auth type fails validation) and turn usage statistics and telemetry off."""
+    program = vendor_binary("gemini")
+    assert program is not None
+    home = tmp_path / "home"
+    (home / ".gemini").mkdir(parents=True)
+    (home / ".gemini" / "settings.json").write_text(json.dumps({
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False}}))
+    environment = child_environment(home, program, GEMINI_CLI_HOME=str(home), GEMINI_API_KEY=PLACEHOLDER)
+
+    def configure(base_url: str) -> None:
+        environment["GOOGLE_GEMINI_BASE_URL"] = base_url.removesuffix("/v1")
+
+    argv = [program, "-p", "do the task", "--model", "gemini-2.5-pro", "--output-format", "stream-json",
+            "--skip-trust", "--approval-mode", "yolo", *flags]
+    return launch(tmp_path, scenario, argv, environment, configure)
+
+
+def gemini_calls(run: Launch) -> list[tuple[str, str]]:
+    """Gemini CLI's ``tool_use`` lines as (tool name, result status), in order."""
+    status = {line["tool_id"]: line["status"] for line in run.lines if line["type"] == "tool_result"}
+    return [(line["tool_name"], status[line["tool_id"]]) for line in run.lines if line["type"] == "tool_use"]
+
+
 def tool_results(run: Launch) -> list[dict[str, Any]]:
     """Claude Code's ``tool_result`` blocks, in order."""
     return [block for line in run.lines if line.get("type") == "user"
@@ -131,7 +158,7 @@ def assert_main_loop(record: list[dict[str, Any]], path: str, answers: list[str]
     assert PLACEHOLDER not in json.dumps(record)
 
 
-def test_lockfile_pins_both_clis_with_integrity_and_linux_x64_packages() -> None:
+def test_lockfile_pins_the_clis_with_integrity_and_linux_x64_packages() -> None:
     manifest = json.loads((VENDORS / "package.json").read_text())
     assert manifest["dependencies"] == PINS
     packages = json.loads((VENDORS / "package-lock.json").read_text())["packages"]
@@ -149,6 +176,15 @@ def test_claude_code_version_is_on_the_pin() -> None:
     assert program is not None
     banner = subprocess.run([program, "--version"], capture_output=True, text=True, timeout=60, check=True).stdout
     assert banner.split()[0] == PINS["@anthropic-ai/claude-code"]
+
+
+@needs("gemini")
+def test_gemini_cli_version_is_on_the_pin(tmp_path: Path) -> None:
+    program = vendor_binary("gemini")
+    assert program is not None
+    banner = subprocess.run([program, "--version"], capture_output=True, text=True, timeout=60, check=True,
+                            env=child_environment(tmp_path, program, GEMINI_CLI_HOME=str(tmp_path))).stdout
+    assert banner.split() == [PINS["@google/gemini-cli"]]
 
 
 @needs("codex")
@@ -201,6 +237,31 @@ def test_claude_code_reads_the_readme(tmp_path: Path) -> None:
     results = tool_results(run)
     assert len(results) == 1 and "hello harness" in json.dumps(results[0]["content"])
     assert_main_loop(run.record, "/v1/messages", ["call:Read", "text"])
+
+
+@needs("gemini")
+def test_gemini_cli_writes_the_note_on_the_generative_language_wire(tmp_path: Path) -> None:
+    run = gemini(tmp_path, "gemini-write")
+    assert (run.workspace / "note.md").read_text() == NOTE
+    assert [line["type"] for line in run.lines[:2]] == ["init", "message"]
+    assert gemini_calls(run) == [("write_file", "success")]
+    tool_use = next(line for line in run.lines if line["type"] == "tool_use")
+    assert tool_use["tool_id"] == "write_file__call_b10x_001"
+    assert run.lines[-1]["type"] == "result" and run.lines[-1]["status"] == "success"
+    path = "/v1beta/models/gemini-2.5-pro:streamGenerateContent"
+    assert_main_loop(run.record, path, ["call:write_file", "text"])
+    main = next(line for line in run.record if line["side"] is False)
+    assert (main["query"], main["credential_header"], main["credential_length"]) == (
+        "alt=sse", "x-goog-api-key", len(PLACEHOLDER))
+
+
+@needs("gemini")
+def test_gemini_cli_runs_the_shell_call_and_parallel_calls(tmp_path: Path) -> None:
+    shell = gemini(tmp_path / "shell", "gemini-shell")
+    assert gemini_calls(shell) == [("run_shell_command", "success")]
+    parallel = gemini(tmp_path / "parallel", "gemini-parallel")
+    assert sorted(gemini_calls(parallel)) == [("run_shell_command", "success"), ("write_file", "success")]
+    assert (parallel.workspace / "note.md").read_text() == NOTE
 
 
 @needs("codex")

@@ -26,6 +26,8 @@ from metaharness.pure.claude.vendor import RENDERING as CLAUDE_RENDERING
 from metaharness.pure.codex.rendering import CODEX_NO_OPERATION, HOOK_NAMES
 from metaharness.pure.codex.vendor import RENDERING as CODEX_RENDERING
 from metaharness.pure.emulator.request import read_request, wire_of
+from metaharness.pure.gemini.adapter import RENDERING as GEMINI_RENDERING
+from metaharness.pure.gemini.rendering import GEMINI_NO_OPERATION
 
 METAHARNESS = str(Path(sys.executable).with_name("metaharness"))
 DEFERRED = re.compile(r"deferred tools are now available via ToolSearch.*?:\n((?:[A-Za-z0-9_]+\n)+)", re.DOTALL)
@@ -95,3 +97,15 @@ def test_every_tool_codex_offers_is_rendered_or_named_as_no_operation(tmp_path: 
     assert {HOOK_NAMES.get(tool, tool) for tool in offered - set(CODEX_NO_OPERATION)} - rendered == set()
     assert rendered - as_hook_sees == set(), "a rendering names a tool the pinned binary does not offer"
     assert set(CODEX_NO_OPERATION) - offered == set(), "a no-operation entry names a tool the pin does not offer"
+
+
+@pytest.mark.skipif(pinned_cli("gemini") is None, reason="the pinned Gemini CLI is not installed")
+def test_every_tool_gemini_offers_is_rendered_or_named_as_no_operation(tmp_path: Path) -> None:
+    """The governed launch's own tool list (``--approval-mode yolo``, the scratch settings), as the pin sends it
+    on the Generative Language wire."""
+    offered = recorded_run(tmp_path, "text", "gemini")
+    rendered = rendered_tools(dict(GEMINI_RENDERING))
+    assert offered - rendered - set(GEMINI_NO_OPERATION) == set()
+    assert rendered - offered == set(), "a rendering names a tool the pinned binary does not offer"
+    assert set(GEMINI_NO_OPERATION) - offered == set(), "a no-operation entry names a tool the pin does not offer"
+    assert {"write_file", "run_shell_command", "replace"} <= offered

@@ -137,7 +137,7 @@ def test_from_b10x_reads_a_retained_loop_record(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("args", "code"),
-    [(["missing.jsonl"], "view-unreadable"), (["--from", "gemini", "x"], "usage"), (["a", "b"], "usage")],
+    [(["missing.jsonl"], "view-unreadable"), (["--from", "aider", "x"], "usage"), (["a", "b"], "usage")],
 )
 def test_refusals_are_one_line_exit_2(tmp_path: Path, args: list[str], code: str) -> None:
     done = view(*args, cwd=tmp_path)

@@ -1,4 +1,4 @@
-"""The pinned vendor CLIs as a run's child finds them: the first ``claude`` or ``codex`` on the PATH
+"""The pinned vendor CLIs as a run's child finds them: the first ``claude``, ``codex`` or ``gemini`` on the PATH
 floor (``$HOME/.local/bin`` first, where ``vendors/install.sh`` links them) whose ``--version`` names
 the pin of ``vendors/package-lock.json`` (docs/hermetic.md#environment-floor, docs/adapters/common.md#pins). Each is
 probed once per session."""
@@ -15,7 +15,7 @@ from pathlib import Path
 from metaharness.pure.adapters import adapter_of
 from metaharness.pure.environment import path_floor
 
-PINS = {kind: adapter_of(kind).pins[0] for kind in ("claude", "codex")}
+PINS = {kind: adapter_of(kind).pins[0] for kind in ("claude", "codex", "gemini")}
 
 
 @cache
@@ -27,7 +27,7 @@ def pinned_cli(kind: str) -> str | None:
     if found is None:
         return None
     with tempfile.TemporaryDirectory() as home:
-        env = {**os.environ, "HOME": home, "CODEX_HOME": home}
+        env = {**os.environ, "HOME": home, "CODEX_HOME": home, "GEMINI_CLI_HOME": home}
         done = subprocess.run([found, "--version"], capture_output=True, text=True, env=env, timeout=60, check=False)
     return found if PINS[kind] in done.stdout.split() else None
 

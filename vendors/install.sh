@@ -1,5 +1,5 @@
 #!/bin/sh
-# Installs the pinned vendor CLIs from package-lock.json and links `claude` and `codex` into a bin
+# Installs the pinned vendor CLIs from package-lock.json and links `claude`, `codex` and `gemini` into a bin
 # directory (docs/adapters/common.md#pins): `vendors/install.sh [BIN_DIR]`, BIN_DIR defaulting to $HOME/.local/bin.
 # Idempotent: `npm ci` rebuilds node_modules from the lockfile and the links are replaced in place.
 set -eu
@@ -20,6 +20,8 @@ fi
 mkdir -p "$bin_dir"
 ln -sfn "$here/node_modules/.bin/claude" "$bin_dir/claude"
 ln -sfn "$here/node_modules/.bin/codex" "$bin_dir/codex"
+ln -sfn "$here/node_modules/.bin/gemini" "$bin_dir/gemini"
 
 "$bin_dir/claude" --version
 "$bin_dir/codex" --version
+"$bin_dir/gemini" --version

@@ -9,16 +9,18 @@ from typing import Any
 import msgspec
 from returns.result import Failure, Result, Success
 
-from metaharness.pure.emulator import messages, responses
+from metaharness.pure.emulator import generative, messages, responses
 from metaharness.pure.emulator.reply import Ids, ProviderError, Reply
 from metaharness.pure.emulator.request import (
+    GENERATIVE_WIRE,
     MESSAGES_WIRE,
     RequestView,
+    path_model,
     read_request,
     wire_of,
 )
 from metaharness.pure.emulator.scenarios import decide
-from metaharness.pure.emulator.sse import DONE_FRAME, sse_frame
+from metaharness.pure.emulator.sse import DONE_FRAME, data_frame, sse_frame
 from metaharness.pure.jsonline import compact
 
 MAX_BODY = 4 * 1024 * 1024
@@ -26,6 +28,8 @@ DEFAULT_MODEL = "b10x-emulated"
 SLOW_FRAME_DELAY_MS = 500
 
 Headers = tuple[tuple[str, str], ...]
+STREAMED = ":streamGenerateContent"
+"""The Generative Language method that streams (the path, not the body, says so on that wire)."""
 
 
 class Answer(msgspec.Struct, frozen=True, kw_only=True):
@@ -74,7 +78,9 @@ def _json_answer(status: int, value: Any, extra: Headers = ()) -> Answer:
 
 def _plain_error(path: str, status: int, message: str) -> Answer:
     error = ProviderError(status=status, kind="invalid-request", message=message)
-    body = messages.error_body(error) if "/messages" in path else responses.error_body(error)
+    wire = wire_of(path)
+    body = (messages.error_body(error) if "/messages" in path else
+            generative.error_body(error) if wire == GENERATIVE_WIRE else responses.error_body(error))
     return _json_answer(status, body)
 
 
@@ -107,12 +113,17 @@ def admit(path: str, headers: Headers, raw: bytes) -> Result[Admitted, tuple[int
             return Failure((400, "the body is not JSON"))
         if not isinstance(value, dict):
             return Failure((400, "the body is not a JSON object"))
-        return Success(Admitted(body=body, value=value, view=read_request(wire_of(path), value)))
+        view = read_request(wire_of(path), value)
+        model = path_model(path)
+        view = view if model is None else msgspec.structs.replace(view, model=model, stream=path.endswith(STREAMED))
+        return Success(Admitted(body=body, value=value, view=view))
 
     return _decoded(headers, raw).bind(parsed)
 
 
 def _frames(events: list[dict[str, Any]], wire: str) -> list[bytes]:
+    if wire == GENERATIVE_WIRE:
+        return [data_frame(event) for event in events]
     frames = [sse_frame(event) for event in events]
     return frames if wire == MESSAGES_WIRE else [*frames, DONE_FRAME]
 
@@ -151,7 +162,7 @@ def _label(reply: Reply, streamed: bool) -> str:
 def render(outcome: Reply | ProviderError, view: RequestView, n: int, call_number: int | None = None) -> Answer:
     """The scenario's outcome on the request's wire, streamed when the request asks for a stream; its
     call is numbered R + 1 unless the scenario numbers it (``call_number``)."""
-    wire = messages if view.wire == MESSAGES_WIRE else responses
+    wire = messages if view.wire == MESSAGES_WIRE else generative if view.wire == GENERATIVE_WIRE else responses
     call = call_number if call_number is not None else view.tool_results + 1
     ids = Ids(n=n, call=call, model=view.model or DEFAULT_MODEL)
     streamed = view.stream is True
@@ -162,22 +173,32 @@ def render(outcome: Reply | ProviderError, view: RequestView, n: int, call_numbe
         return _json_answer(outcome.status, wire.error_body(outcome), extra)
     delay = SLOW_FRAME_DELAY_MS if outcome.effect == "slow" else 0
     if not streamed:
-        body = messages.message_body(outcome, ids) if wire is messages else responses.response_body(outcome, ids)
+        body = (messages.message_body(outcome, ids) if wire is messages else
+                generative.response_body(outcome, ids) if wire is generative else responses.response_body(outcome, ids))
         plain = _json_answer(200, body)
         return msgspec.structs.replace(plain, label=_label(outcome, False), delay_ms=delay)
     events = wire.stream_events(outcome, ids)
-    frames = _bent(_frames(events, str(view.wire)), events, outcome)
+    frames = _frames(events, str(view.wire))
+    frames = frames if view.wire == GENERATIVE_WIRE else _bent(frames, events, outcome)
     return _stream(200, frames, _label(outcome, True), delay)
 
 
+def _counted(path: str) -> Any:
+    return {"totalTokens": generative.COUNTED_TOKENS} if wire_of(path) == GENERATIVE_WIRE else {"input_tokens": 42}
+
+
 def answer_request(scenario: str, method: str, path: str, headers: Headers, raw: bytes, n: int) -> Exchange:
-    """docs/loop.md#process-and-routes routes: ``POST …/v1/responses`` and ``…/v1/messages`` answer by scenario;
-    ``POST /v1/messages/count_tokens`` ⇒ ``{"input_tokens":42}``; ``GET /v1/models`` ⇒ an empty
-    list; anything else 404. ``path`` carries no query string."""
+    """docs/loop.md#process-and-routes routes: ``POST …/v1/responses``, ``…/v1/messages`` and
+    ``/v1beta/models/{model}:streamGenerateContent`` or ``:generateContent`` answer by scenario;
+    ``POST /v1/messages/count_tokens`` ⇒ ``{"input_tokens":42}`` and ``…:countTokens`` ⇒
+    ``{"totalTokens":42}``; ``GET /v1/models`` ⇒ an empty list; anything else 404. ``path`` carries no
+    query string."""
     if method == "GET" and path == "/v1/models":
         return Exchange(_json_answer(200, {"object": "list", "data": []}))
-    answered = method == "POST" and path in ("/v1/responses", "/v1/messages")
-    if not answered and not (method == "POST" and path == "/v1/messages/count_tokens"):
+    generated = wire_of(path) == GENERATIVE_WIRE and not path.endswith(":countTokens")
+    answered = method == "POST" and (path in ("/v1/responses", "/v1/messages") or generated)
+    counted = method == "POST" and (path == "/v1/messages/count_tokens" or path.endswith(":countTokens"))
+    if not (answered or counted):
         return Exchange(_plain_error(path, 404, f"no route for {method} {path}"))
     admitted = admit(path, headers, raw)
     if isinstance(admitted, Failure):
@@ -185,6 +206,6 @@ def answer_request(scenario: str, method: str, path: str, headers: Headers, raw:
         return Exchange(_plain_error(path, status, message))
     body = admitted.unwrap()
     if not answered:
-        return Exchange(_json_answer(200, {"input_tokens": 42}), body)
+        return Exchange(_json_answer(200, _counted(path)), body)
     decision = decide(scenario, body.view, n)
     return Exchange(render(decision.outcome, body.view, n, decision.call_number), body, decision.side)

@@ -16,9 +16,10 @@ def _credential(headers: Headers) -> tuple[str | None, int | None]:
         scheme, _, token = authorization.partition(" ")
         value = token if scheme.lower() == "bearer" else authorization
         return "authorization", len(value.encode())
-    api_key = header(headers, "x-api-key")
-    if api_key is not None:
-        return "x-api-key", len(api_key.encode())
+    for name in ("x-api-key", "x-goog-api-key"):
+        api_key = header(headers, name)
+        if api_key is not None:
+            return name, len(api_key.encode())
     return None, None
 
 

@@ -31,8 +31,8 @@ class Reasoning(msgspec.Struct, frozen=True):
 
 
 class Reply(msgspec.Struct, frozen=True, kw_only=True):
-    """A successful answer: optional reasoning, text, one call and on the Messages wire the ``parallel`` calls
-    after it in the same message; ``incomplete`` ends it at the output bound; ``usage`` false drops usage;
+    """A successful answer: optional reasoning, text, one call and the ``parallel`` calls after it in the same
+    message (on the Messages and Generative Language wires); ``incomplete`` ends it at the output bound; ``usage`` false drops usage;
     ``note`` adds one event no decoder knows; ``effect`` bends the stream (docs/loop.md#loop-scenarios)."""
 
     text: str = ""

@@ -14,6 +14,9 @@ import msgspec
 
 RESPONSES_WIRE = "openai-responses"
 MESSAGES_WIRE = "anthropic-messages"
+GENERATIVE_WIRE = "google-generative"
+GENERATIVE_METHODS = (":streamGenerateContent", ":generateContent", ":countTokens")
+"""The Generative Language methods a ``/v1beta/models/{model}:{method}`` path names."""
 
 _WORKING_DIRECTORY = re.compile(r"working directory: (/[^\r\n]*)", re.IGNORECASE)
 """docs/loop.md#vendor-cli-scenarios's ``Working directory: <absolute path>`` line; Claude Code 2.1.332 writes it as
@@ -64,7 +67,17 @@ def wire_of(path: str) -> str | None:
         return RESPONSES_WIRE
     if path.endswith("/messages"):
         return MESSAGES_WIRE
+    if path.startswith("/v1beta/models/") and path.endswith(GENERATIVE_METHODS):
+        return GENERATIVE_WIRE
     return None
+
+
+def path_model(path: str) -> str | None:
+    """The model a Generative Language path names (``/v1beta/models/{model}:{method}``), else ``None``."""
+    if wire_of(path) != GENERATIVE_WIRE:
+        return None
+    model = path.removeprefix("/v1beta/models/").rpartition(":")[0]
+    return model or None
 
 
 def read_request(wire: str | None, body: Any) -> RequestView:
@@ -75,6 +88,10 @@ def read_request(wire: str | None, body: Any) -> RequestView:
     if wire == MESSAGES_WIRE:
         view = _read_messages(fields)
         bound = fields.get("max_tokens")
+    elif wire == GENERATIVE_WIRE:
+        view = _read_generative(fields)
+        config = fields.get("generationConfig")
+        bound = config.get("maxOutputTokens") if isinstance(config, dict) else None
     else:
         view = _read_responses(fields)
         bound = fields.get("max_output_tokens")
@@ -105,8 +122,21 @@ def _listed(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+def _declarations(fields: dict[str, Any]) -> Iterator[OfferedTool]:
+    """The Generative Language ``tools[].functionDeclarations`` (schema ``parametersJsonSchema`` or ``parameters``)."""
+    for tool in _listed(fields.get("tools")):
+        for declared in _listed(tool.get("functionDeclarations")) if isinstance(tool, dict) else ():
+            if isinstance(declared, dict) and isinstance(declared.get("name"), str):
+                schema = declared.get("parametersJsonSchema", declared.get("parameters"))
+                yield OfferedTool(name=declared["name"], kind=None, schema=schema)
+
+
 def _offered_tools(fields: dict[str, Any]) -> Iterator[OfferedTool]:
-    """The body's ``tools`` and, on Responses, those of ``additional_tools`` input items (Codex)."""
+    """The body's ``tools`` and, on Responses, those of ``additional_tools`` input items (Codex); on the
+    Generative Language wire, its function declarations."""
+    if "contents" in fields:
+        yield from _declarations(fields)
+        return
     added = [tool for item in _listed(fields.get("input"))
              if isinstance(item, dict) and item.get("type") == "additional_tools"
              for tool in _listed(item.get("tools"))]
@@ -181,6 +211,43 @@ def _read_messages(fields: dict[str, Any]) -> dict[str, Any]:
 def _task_steps(texts: list[str]) -> tuple[str, ...]:
     """Each line of the conversation's texts that begins ``$ ``, without it, in order."""
     return tuple(line[2:] for text in texts for line in text.splitlines() if line.startswith("$ "))
+
+
+def _part_kind(part: dict[str, Any]) -> str:
+    """A Generative Language part's kind: its one data key (``text``, ``functionCall``, ``functionResponse``, …)."""
+    return next((key for key in part if key not in ("thought", "thoughtSignature")), "unknown")
+
+
+def _read_generative(fields: dict[str, Any]) -> dict[str, Any]:
+    system = fields.get("systemInstruction")
+    system_parts = _listed(system.get("parts")) if isinstance(system, dict) else []
+    system_texts = [p["text"] for p in system_parts if isinstance(p, dict) and isinstance(p.get("text"), str)]
+    kinds: list[str] = []
+    texts: list[str] = []
+    user_texts: list[str] = []
+    first_user: str | None = None
+    results = reasoning = 0
+    for content in (c for c in _listed(fields.get("contents")) if isinstance(c, dict)):
+        role = content.get("role") if isinstance(content.get("role"), str) else "unknown"
+        for part in (p for p in _listed(content.get("parts")) if isinstance(p, dict)):
+            kind = _part_kind(part)
+            kinds.append(f"{role}:{kind}")
+            results += kind == "functionResponse"
+            reasoning += part.get("thought") is True
+            if kind == "text" and isinstance(part["text"], str):
+                texts.append(part["text"])
+                user_texts.extend([part["text"]] if role == "user" else [])
+                first_user = part["text"] if first_user is None and role == "user" else first_user
+    return {
+        "tool_results": results,
+        "replayed_reasoning": reasoning,
+        "instruction_text": "\n".join(system_texts) if system_texts else None,
+        "system_cache_control": None,
+        "first_user_text": first_user,
+        "task_steps": _task_steps(user_texts),
+        "working_directory": _working_directory(system_texts + texts),
+        "item_kinds": tuple(kinds),
+    }
 
 
 def _item_texts(item: dict[str, Any]) -> list[str]:

@@ -167,6 +167,9 @@ VENDOR_SCENARIOS: dict[str, tuple[Candidate, ...]] = {
     "codex-patch": (("apply_patch", lambda v: PATCH),),
     "codex-patch-padded": (("apply_patch", lambda v: PADDED_PATCH),),
     "codex-catalogue-write": (("write_note", lambda v: {"path": "note.md", "text": EMULATED_NOTE}),),
+    "gemini-write": (("write_file", lambda v: {"file_path": _in_directory(v, "note.md"), "content": EMULATED_NOTE}),),
+    "gemini-shell": (("run_shell_command", lambda v: {"command": "echo emulated", "description": "Print a line"}),),
+    "gemini-read": (("read_file", lambda v: {"file_path": _in_directory(v, "README.md")}),),
 }
 
 STEP_SHELLS: dict[str, tuple[tuple[str, Callable[[str], Arguments]], ...]] = {
@@ -178,6 +181,7 @@ STEP_SHELLS: dict[str, tuple[tuple[str, Callable[[str], Arguments]], ...]] = {
         ("shell", lambda line: {"command": ["/bin/sh", "-c", line]}),
     ),
     "loop-run-steps": (("run", lambda line: {"argv": _words(line)}),),
+    "gemini-shell-steps": (("run_shell_command", lambda line: {"command": line, "description": "A step the task names"}),),
 }
 """Scenarios whose calls the task names: each line of the user's texts that begins ``$ `` is one call (a shell
 command; for ``claude-read-steps`` the path a ``Read`` reads), in order, the next one once the previous result
@@ -403,9 +407,20 @@ def _claude_parallel_reads(view: RequestView, n: int) -> Decision:
         return Decision(Reply(text="emulated work is done"), side=False)
     first, *others = (_call("Read", {"file_path": _in_directory(view, name)}) for name in PARALLEL_READS)
     return Decision(Reply(call=first, parallel=tuple(others)), side=False)
+def _gemini_parallel(view: RequestView, n: int) -> Decision:
+    """One turn of two calls side by side, a write of note.md and a shell line, then text."""
+    side = _side(view)
+    if side is not None:
+        return side
+    write = _offered_call(view, "write_file", {"file_path": _in_directory(view, "note.md"), "content": EMULATED_NOTE})
+    shell = _offered_call(view, "run_shell_command", {"command": "echo emulated", "description": "Print a line"})
+    if view.tool_results or write is None or shell is None:
+        return Decision(Reply(text="emulated work is done"), side=False)
+    return Decision(Reply(call=write, parallel=(shell,)), side=False)
 
 
 FIDELITY_SCENARIOS: dict[str, Callable[[RequestView, int], Decision]] = {
+    "gemini-parallel": _gemini_parallel,
     "claude-agent": _claude_agent,
     "codex-spawn-agent": _codex_spawn_agent,
     "shell-sleep": _shell_sleep,

@@ -1,0 +1,75 @@
+"""Gemini CLI's BeforeTool hook on the shared hook channel (docs/adapters/gemini.md#seam).
+
+The program speaks the channel's protocol (``metaharness.pure.hook_channel``) but answers in Gemini CLI's
+own shape: ``{"decision":"deny","reason":…}`` blocks a call, and exit 2 blocks it whatever stdout says.
+Gemini CLI 0.61.0 lets a call run when its hook times out or exits with any other failure, so every
+path of the program that has no answer from metaharness prints the deny body **and exits 2**, and its
+backstop gives up 3 s before Gemini's own timeout (``HOOK_TIMEOUT_MS``).
+"""
+
+from __future__ import annotations
+
+from metaharness.pure.events import Abstain, Allow, Decision, Deny, Replace
+from metaharness.pure.hook_channel import (
+    CHANNEL_DIR,
+    DOORBELL_TIMEOUT_S,
+    EMPTY_REASON,
+    HOOK_TIMEOUT_S,
+    MKTEMP_SUFFIX,
+    NO_ANSWER_REASON,
+    backstop_seconds,
+    shell_quote,
+)
+from metaharness.pure.jsonline import compact
+
+HOOK_TIMEOUT_MS = HOOK_TIMEOUT_S * 1000
+"""The ``timeout`` the scratch settings give the hook, in milliseconds as Gemini CLI reads it."""
+BLOCKING_EXIT = 2
+"""The exit status Gemini CLI reads as a block whatever the hook printed."""
+
+
+def deny_body(reason: str) -> bytes:
+    """The deny body; an empty reason gets the stated default."""
+    return compact({"decision": "deny", "reason": reason if reason.strip() else EMPTY_REASON})
+
+
+def gemini_hook_answer(decision: Decision) -> bytes:
+    """What the hook prints for a decision: allow as ``{"decision":"allow"}``, replace as an allow carrying
+    ``hookSpecificOutput.tool_input``, deny with a non-empty reason, abstain as zero bytes."""
+    if isinstance(decision, Allow):
+        return compact({"decision": "allow"})
+    if isinstance(decision, Deny):
+        return deny_body(decision.reason)
+    if isinstance(decision, Replace):
+        return compact({"decision": "allow",
+                        "hookSpecificOutput": {"hookEventName": "BeforeTool", "tool_input": decision.input}})
+    assert isinstance(decision, Abstain)
+    return b""
+
+
+def render_gemini_hook(scratch: str, hook_timeout_s: int = HOOK_TIMEOUT_S) -> str:
+    """The text of the channel's ``hooks/pretooluse`` (``HOOK_PROGRAM``, where conformance C3's scripted child runs
+    it) for a scratch root, mode 0700 when written: the channel's steps
+    (request file, wake FIFO, doorbell, answer), every failure a deny with exit 2."""
+    channel = f"{scratch}/{CHANNEL_DIR}"
+    deny = shell_quote(deny_body(NO_ANSWER_REASON).decode())
+    return (
+        "#!/bin/sh\n"
+        "# metaharness BeforeTool hook: hands the call to the running metaharness and prints its answer.\n"
+        "umask 077\n"
+        f"channel={shell_quote(channel)}\n"
+        f"deny() {{ printf '%s' {deny}; exit {BLOCKING_EXIT}; }}\n"
+        "trap deny HUP INT TERM\n"
+        f'pending=$(mktemp "$channel/requests/.pending.{MKTEMP_SUFFIX}" 2>/dev/null) || deny\n'
+        'key=${pending##*/.pending.}\n'
+        'cat >"$pending" || deny\n'
+        'mkfifo "$channel/responses/$key.wake" 2>/dev/null || deny\n'
+        'command exec 3<>"$channel/responses/$key.wake" || deny\n'
+        'mv "$pending" "$channel/requests/$key.json" || deny\n'
+        f"timeout {DOORBELL_TIMEOUT_S} sh -c 'printf \"%s\\n\" \"$1\" >\"$2\"' doorbell \"$key\" "
+        '"$channel/doorbell" 2>/dev/null || deny\n'
+        f"timeout {backstop_seconds(hook_timeout_s)} head -n 1 <&3 >/dev/null || deny\n"
+        '[ -f "$channel/responses/$key.json" ] || deny\n'
+        'cat "$channel/responses/$key.json" || deny\n'
+        "exit 0\n"
+    )

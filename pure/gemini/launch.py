@@ -1,0 +1,219 @@
+"""Planning a gemini launch: scratch layout, the scratch ``settings.json``, the user turn, argv and environment
+(docs/adapters/gemini.md#launch; docs/adapters/common.md#vendor-launch-order; docs/hermetic.md#environment-floor).
+
+Planning is a pure function of the run spec, the caller's environment, the scratch root, the gathered PATH
+facts and what the shell found in the work tree; the shell writes the files and spawns.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import msgspec
+from returns.result import Failure, Result, Success
+
+from metaharness.pure.context import ContextFileRead, check_argument_sizes, context_record, render_context_block
+from metaharness.pure.environment import (
+    ChildEnvironment,
+    EnvironmentDeclaration,
+    ProgramCandidate,
+    child_environment,
+    credential_posture,
+    guard_environment,
+    path_floor,
+    resolve_program,
+)
+from metaharness.pure.events import ContextFile, Hermetic
+from metaharness.pure.execution_context import execution_context_block, workspace_word
+from metaharness.pure.gemini.adapter import DEFAULT_MODEL, KIND, PROGRAM
+from metaharness.pure.gemini.hook import HOOK_TIMEOUT_MS, render_gemini_hook
+from metaharness.pure.hermetic import LaunchFacts, MemoryWalk, attest, governing_documents, memory_row, workdir_mode
+from metaharness.pure.hook_channel import CHANNEL_DIR, HOOK_PROGRAM, REQUESTS_DIR, RESPONSES_DIR, shell_quote
+from metaharness.pure.jsonline import compact
+from metaharness.pure.refusal import Refusal
+from metaharness.pure.scratch import ScratchFile
+
+CONTEXT_CHANNEL = "user-turn"
+WORKSPACE_SETTINGS = ".gemini"
+"""The work tree's own Gemini folder (settings, hooks, ``.env``, policies, skills): read as a trusted
+workspace's under ``--skip-trust``, so a tree holding it is refused (``shadowed``)."""
+
+DecisionMode = Literal["frame", "ask", "observe"]
+HermeticMode = Literal["off", "on", "strict"]
+
+
+class GeminiRunSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """The run options a gemini launch is built from (docs/cli.md#run, docs/adapters/gemini.md)."""
+
+    prompt: str
+    decisions: DecisionMode = "frame"
+    hermetic: HermeticMode = "off"
+    model: str | None = None
+    cwd: str | None = None
+    scratch_cwd: bool = False
+    environment: EnvironmentDeclaration = EnvironmentDeclaration(kind=KIND)
+    context: tuple[ContextFileRead, ...] = ()
+    frame_digest: str | None = None
+    hook_timeout_s: int | None = None
+    """The hook's timeout in seconds (``None``: the shared 60 s); shorter only in tests."""
+
+
+class GeminiLaunch(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything the shell needs to start ``gemini -p``."""
+
+    program: str
+    args: tuple[str, ...]
+    environment: ChildEnvironment
+    cwd: str
+    scratch: str
+    gemini_home: str
+    directories: tuple[str, ...]
+    files: tuple[ScratchFile, ...]
+    settings: dict[str, Any]
+    user_turn: str
+    context_files: tuple[ContextFile, ...]
+    hermetic: Hermetic
+    transcript: str
+
+    @property
+    def argv(self) -> tuple[str, ...]:
+        return (self.program, *self.args)
+
+
+def user_turn(spec: GeminiRunSpec) -> str:
+    """The execution-context block, a blank line, the rendered context files and a blank line when declared,
+    then the task unchanged (docs/hermetic.md#context-rendering)."""
+    block = execution_context_block(KIND, workspace_word(spec.cwd, spec.scratch_cwd), spec.hermetic, spec.decisions)
+    context = f"{render_context_block(spec.context)}\n" if spec.context else ""
+    return f"{block}\n{context}{spec.prompt}"
+
+
+def scratch_settings(hook_command: str, timeout_ms: int) -> dict[str, Any]:
+    """The one settings file the child reads (``$GEMINI_CLI_HOME/.gemini/settings.json``,
+    docs/adapters/gemini.md#settings): the API-key auth type, usage statistics and telemetry off, local
+    ``.env`` files ignored, memory read from the work tree alone, no MCP server, hooks on with the one
+    BeforeTool hook."""
+    return {
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "privacy": {"usageStatisticsEnabled": False},
+        "telemetry": {"enabled": False},
+        "advanced": {"ignoreLocalEnv": True},
+        "context": {"memoryBoundaryMarkers": []},
+        "mcpServers": {},
+        "hooksConfig": {"enabled": True},
+        "hooks": {"BeforeTool": [{"matcher": ".*", "hooks": [
+            {"type": "command", "command": hook_command, "timeout": timeout_ms}]}]},
+    }
+
+
+def arguments(spec: GeminiRunSpec, turn: str) -> tuple[str, ...]:
+    """argv after argv[0] (docs/adapters/gemini.md#launch): headless, the model named, stream-json, the
+    workspace trusted for the session only and every call approved, so the hook alone decides."""
+    model = spec.model if spec.model is not None else DEFAULT_MODEL
+    return ("-p", turn, "--model", model, "--output-format", "stream-json", "--skip-trust", "--approval-mode", "yolo")
+
+
+SYSTEM_SETTINGS_VARIABLES = ("GEMINI_CLI_SYSTEM_DEFAULTS_PATH", "GEMINI_CLI_SYSTEM_SETTINGS_PATH")
+"""The variables naming Gemini CLI's system defaults and system settings files, which merge under and over every
+other layer (system settings override the scratch settings); a run points both into the scratch root, where
+no file is, so a machine's ``/etc/gemini-cli/`` files never reach it."""
+
+
+def with_system_paths(environment: ChildEnvironment, scratch: str) -> ChildEnvironment:
+    """The environment with both system settings paths naming absent files under ``<scratch>/gemini-system``."""
+    system = posixpath.join(scratch, "gemini-system")
+    named = dict(zip(SYSTEM_SETTINGS_VARIABLES, (posixpath.join(system, "system-defaults.json"),
+                                                 posixpath.join(system, "settings.json")), strict=True))  # fmt: skip
+    return msgspec.structs.replace(environment, variables=tuple(sorted({**environment.as_dict(), **named}.items())))
+
+
+def refuse_workspace_settings(cwd: str, entries: tuple[str, ...]) -> Result[None, Refusal]:
+    """``shadowed`` when the work tree holds its own ``.gemini`` (``entries``: the names the shell found in
+    ``cwd``): its settings could switch the governing hook off once the workspace is trusted."""
+    if WORKSPACE_SETTINGS not in entries:
+        return Success(None)
+    return Failure(Refusal(
+        "shadowed", f"{posixpath.join(cwd, WORKSPACE_SETTINGS)} holds the work tree's own Gemini CLI settings, which "
+        "a trusted workspace merges over the scratch settings (hooksConfig.enabled false turns the metaharness hook "
+        "off); remove it or run in a copy without it"))
+
+
+def attestation(spec: GeminiRunSpec, scratch: str, cwd: str, environment: ChildEnvironment, walk: MemoryWalk,
+                memory: Any) -> Hermetic:  # fmt: skip
+    """``session.started.hermetic`` for a gemini launch."""
+    return attest(LaunchFacts(
+        kind=KIND, mode=spec.hermetic, decisions=spec.decisions, scratch=scratch,
+        workdir_mode=workdir_mode(spec.cwd, spec.scratch_cwd), workdir=cwd, h3_how=environment.h3_how(),
+        h4_how=environment.posture.h4_how, h6_how=environment.posture.h6_how, memory=memory,
+        governing=governing_documents(frame_digest=spec.frame_digest, catalogue_sha256=None,
+                                      context=[(item.path, item.sha256) for item in spec.context]),
+        root_memory_names=walk.root_names,
+    ))  # fmt: skip
+
+
+def plan_gemini_launch(
+    spec: GeminiRunSpec,
+    caller_env: Mapping[str, str],
+    scratch: str,
+    program_facts: Mapping[str, ProgramCandidate],
+    *,
+    walk: MemoryWalk | None = None,
+    workspace_entries: tuple[str, ...] = (),
+    custody_path: str | None = None,
+    upstream: str | None = None,
+) -> Result[GeminiLaunch, Refusal]:
+    """The gemini launch, or its refusal (docs/hermetic.md#refusal-order stages 5, 7 and 8); under loopback
+    ``custody_path`` and ``upstream`` name where the proxy reads the key and where it sends it.
+
+    Refusals in order: the stage-5 credential ones, ``memory-ancestor-found``, ``shadowed`` (the work tree's
+    own ``.gemini``), ``program-not-found``, ``denied-environment``, ``argument-too-long``.
+    """
+    declaration = msgspec.structs.replace(spec.environment, kind=KIND)
+    posture = credential_posture(declaration, caller_env, False, custody_path, upstream)
+    if isinstance(posture, Failure):
+        return posture
+    cwd = spec.cwd if spec.cwd is not None else posixpath.join(scratch, "work")
+    walk = walk if walk is not None else MemoryWalk(start=posixpath.dirname(scratch), hits=(), root_names=())
+    memory = memory_row(KIND, workdir_mode(spec.cwd, spec.scratch_cwd), walk)
+    if isinstance(memory, Failure):
+        return memory
+    shadowed = refuse_workspace_settings(cwd, workspace_entries)
+    if isinstance(shadowed, Failure):
+        return shadowed
+    program = resolve_program(PROGRAM, path_floor(caller_env), program_facts)
+    if isinstance(program, Failure):
+        return program
+    environment = child_environment(declaration, caller_env, scratch, posture.unwrap()).bind(
+        lambda built: guard_environment(declaration, with_system_paths(built, scratch)))
+    if isinstance(environment, Failure):
+        return environment
+    turn = user_turn(spec)
+    hook_path = posixpath.join(scratch, HOOK_PROGRAM)
+    timeout_s = spec.hook_timeout_s
+    settings = scratch_settings(shell_quote(hook_path), HOOK_TIMEOUT_MS if timeout_s is None else timeout_s * 1000)
+    gemini_home = posixpath.join(scratch, "gemini-home")
+    hook_text = render_gemini_hook(scratch) if timeout_s is None else render_gemini_hook(scratch, timeout_s)
+    files = (
+        ScratchFile(posixpath.join(gemini_home, ".gemini", "settings.json"), compact(settings) + b"\n"),
+        ScratchFile(hook_path, hook_text.encode(), 0o700),
+    )
+    launch = GeminiLaunch(
+        program=program.unwrap(), args=arguments(spec, turn), environment=environment.unwrap(), cwd=cwd,
+        scratch=scratch, gemini_home=gemini_home, directories=_directories(spec, scratch),
+        files=tuple(sorted(files, key=lambda f: f.path)), settings=settings, user_turn=turn,
+        context_files=context_record(spec.context, CONTEXT_CHANNEL) or (),
+        hermetic=attestation(spec, scratch, cwd, environment.unwrap(), walk, memory.unwrap()),
+        transcript=posixpath.join(scratch, "stream.jsonl"),
+    )  # fmt: skip
+    measured = check_argument_sizes(launch.argv, launch.environment.strings(), spec.context, 2)
+    return measured.map(lambda _: launch)
+
+
+def _directories(spec: GeminiRunSpec, scratch: str) -> tuple[str, ...]:
+    """The scratch directories to create (0700), parents first (docs/adapters/gemini.md#scratch-layout)."""
+    names = ["gemini-home", "gemini-home/.gemini", "tmp", "hooks", CHANNEL_DIR, REQUESTS_DIR, RESPONSES_DIR]
+    if spec.cwd is None:
+        names.insert(0, "work")
+    return tuple(posixpath.join(scratch, name) for name in names)

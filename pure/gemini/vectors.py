@@ -1,0 +1,108 @@
+"""The gemini conformance vectors (docs/adapters/gemini.md#conformance, docs/adapters/common.md#conformance): their
+inputs and their checks.
+
+C1 plans a launch from fixed inputs and compares the fixture; C2 replays a retained stream-json record; C3's
+exchange runs in the shell's gemini conformance runner and is judged here; C4 reads the captured banner. Records
+were captured from the pinned CLI against the project's emulator on the endpoint route (``provider_emulated``),
+see ``vectors/gemini/README.md``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from returns.result import Failure
+
+from metaharness.pure.adapter import ReplayRequest
+from metaharness.pure.conformance import (
+    CALLER,
+    ENDPOINT,
+    LOOPBACK_PLACEHOLDER,
+    LOOPBACK_PORT,
+    PROMPT,
+    RUN,
+    SCRATCH,
+    Outcome,
+    first_difference,
+    fixture_outcome,
+    launch_fixture,
+    provider_contract_line,
+)
+from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
+from metaharness.pure.gemini.adapter import KIND, PINS
+from metaharness.pure.gemini.launch import GeminiRunSpec, plan_gemini_launch
+from metaharness.pure.gemini.replay import replay_record
+from metaharness.pure.hermetic import MemoryWalk
+from metaharness.pure.refusal import Refusal
+
+PROGRAM = "/opt/vendor/bin/gemini"
+
+LAUNCH_VECTORS: tuple[tuple[str, str, GeminiRunSpec], ...] = (
+    ("c1-launch", "c1/launch.json", GeminiRunSpec(
+        prompt=PROMPT, decisions="observe",
+        environment=EnvironmentDeclaration(kind=KIND, credentials="none", model_endpoint=ENDPOINT))),
+    ("c1-launch-loopback", "c1/launch-loopback.json", GeminiRunSpec(
+        prompt=PROMPT, decisions="observe",
+        environment=EnvironmentDeclaration(kind=KIND, credentials="loopback", loopback_port=LOOPBACK_PORT,
+                                           loopback_placeholder=LOOPBACK_PLACEHOLDER))),
+)  # fmt: skip
+"""C1: id, fixture under ``vectors/gemini/``, and the run spec."""
+
+RECORD_VECTORS: tuple[tuple[str, str], ...] = (("c2-record-write", "record/write"), ("c2-record-shell", "record/shell"))
+"""C2: id and record stem (``<stem>.jsonl`` replayed, ``<stem>.expected.jsonl`` expected)."""
+
+HOOK_VECTORS: tuple[tuple[str, str, str], ...] = (
+    ("c3-hook-deny", "hook/frame-deny.json", "hook/deny"),
+    ("c3-hook-allow", "hook/frame-allow.json", "hook/allow"),
+)
+"""C3: id, sealed frame, and stem (``<stem>.answer`` and ``<stem>.expected.jsonl``); the record is
+``hook/record.jsonl`` and the captured hook request ``hook/request.json``."""
+
+HOOK_RECORD = "hook/record.jsonl"
+HOOK_REQUEST = "hook/request.json"
+BANNER = "golden/version.txt"
+
+
+def planned_fixture(spec: GeminiRunSpec) -> dict[str, Any] | str:
+    """The C1 fixture of a vector's launch (the program is the vector's input, not a PATH hit), or the refusal
+    that stopped it."""
+    facts = {f"{CALLER['HOME']}/.local/bin/gemini": ProgramCandidate(regular=True, executable=True)}
+    walk = MemoryWalk(start="/scratch", hits=(), root_names=())
+    custody = None if spec.environment.credentials != "loopback" else f"{CALLER['HOME']}/.gemini/.env"
+    upstream = None if custody is None else "https://generativelanguage.googleapis.com"
+    planned = plan_gemini_launch(spec, CALLER, SCRATCH, facts, walk=walk, custody_path=custody, upstream=upstream)
+    if isinstance(planned, Failure):
+        refusal: Refusal = planned.failure()
+        return refusal.line()
+    return launch_fixture(msgspec.structs.replace(planned.unwrap(), program=PROGRAM))
+
+
+def check_launch(vector: str, spec: GeminiRunSpec, fixture: bytes) -> Outcome:
+    """C1: the planned launch equals the fixture, compared as parsed JSON."""
+    return fixture_outcome(vector, planned_fixture(spec), fixture)
+
+
+def replayed(stem: str, record: bytes) -> bytes:
+    """C2's stream: ``replay`` with run ``golden``, decisions ``observe``, the record's own path."""
+    return replay_record(record, ReplayRequest(run_id=RUN, transcript_path=f"{stem}.jsonl"))[0]
+
+
+def check_replay(vector: str, stem: str, record: bytes, expected: bytes) -> Outcome:
+    """C2: the replayed stream equals the expected file byte for byte."""
+    return first_difference("C2", vector, expected, replayed(stem, record))
+
+
+def check_banner(banner: bytes) -> Outcome:
+    """C4: ``<v>`` alone; ``v`` on the pin passes, another version warns, another shape fails."""
+    words = banner.decode("utf-8", "replace").split()
+    if len(words) != 1 or not words[0][:1].isdigit():
+        return Outcome("C4", "c4-version-banner", "FAIL", f"the banner {banner[:80]!r} is not <version>")
+    if words[0] in PINS:
+        return Outcome("C4", "c4-version-banner", "pass")
+    return Outcome("C4", "c4-version-banner", "warn", f"gemini {words[0]} is outside the pin ({', '.join(PINS)})")
+
+
+def contract_line(outcomes: tuple[Outcome, ...]) -> bytes:
+    """The ``--contract`` line with ``provider`` ``gemini <first pin>``."""
+    return provider_contract_line(f"{KIND} {PINS[0]}", outcomes)

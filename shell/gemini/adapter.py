@@ -1,0 +1,67 @@
+"""Gemini CLI's live parts behind ``metaharness.shell.adapters.LiveAdapter``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import IO, TYPE_CHECKING, Any
+
+from metaharness.pure.refusal import Refusal
+
+if TYPE_CHECKING:
+    from metaharness.pure.options import RunOptions
+    from metaharness.shell.live_adapter import ScriptedChild, VectorReport
+
+
+class GeminiScriptedChild:
+    """Gemini CLI writes its stream-json record on stdout and announces a call in a ``tool_use`` line."""
+
+    def announces_call(self, line: bytes) -> bool:
+        """The line is a ``tool_use``."""
+        try:
+            record: Any = json.loads(line)
+        except ValueError:
+            return False
+        return isinstance(record, dict) and record.get("type") == "tool_use"
+
+    def record_sink(self) -> IO[bytes]:
+        """stdout."""
+        return sys.stdout.buffer
+
+    def start(self) -> None:
+        """Gemini CLI needs nothing before its first record line."""
+
+    def ask(self, hook: str, question: bytes) -> bytes:
+        """The scratch hook program, run with the request on its stdin: what it printed."""
+        return subprocess.run([hook], input=question, capture_output=True, check=False).stdout
+
+
+class GeminiLive:
+    """gemini's run, doctor, vectors and scripted child."""
+
+    def run(self, options: RunOptions) -> int:
+        from metaharness.shell.gemini.run import run_gemini
+
+        return run_gemini(options)
+
+    def doctor(self) -> int:
+        from metaharness.shell.gemini.doctor import run_gemini_doctor
+
+        return run_gemini_doctor()
+
+    def vectors(self) -> VectorReport | Refusal:
+        from metaharness.pure.conformance import summary_line
+        from metaharness.pure.gemini.vectors import contract_line
+        from metaharness.shell.gemini.conformance import gemini_outcomes
+        from metaharness.shell.live_adapter import VectorReport
+
+        outcomes = gemini_outcomes()
+        results = tuple((outcome.status, outcome.line()) for outcome in outcomes)
+        return VectorReport(results, summary_line(outcomes), contract_line(outcomes))
+
+    def scripted_child(self) -> ScriptedChild | None:
+        return GeminiScriptedChild()
+
+
+LIVE = GeminiLive()

@@ -1,0 +1,327 @@
+"""``metaharness run gemini``: stages 5–9 of docs/hermetic.md#refusal-order, the live loop and the wind-up
+(docs/adapters/gemini.md; docs/adapters/common.md#vendor-launch-order, #vendor-decisions).
+
+Facts are gathered here (the caller's environment, the ``--context`` files, the frame, the memory walk, what
+the work tree holds, PATH candidates) and handed to the pure planner; the first refusal stops the run before
+anything starts, and the scratch root is removed again.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+import tempfile
+
+import msgspec
+
+from metaharness.pure.bounds import CREDENTIAL_FILE_LIMIT
+from metaharness.pure.confinement import BRIDGE_PORT, bridge_url, confined_hermetic
+from metaharness.pure.context import ContextFileRead
+from metaharness.pure.environment import EnvironmentDeclaration, loopback_custody_token, operator_login_file, path_floor
+from metaharness.pure.events import Event, Transcript
+from metaharness.pure.frames import Frame, refuse_frame_beside_observe
+from metaharness.pure.gemini.adapter import KIND, PINS, PROGRAM, endpoint_paths
+from metaharness.pure.gemini.doctor import version_token
+from metaharness.pure.gemini.launch import GeminiLaunch, GeminiRunSpec, plan_gemini_launch
+from metaharness.pure.gemini.record import RecordFacts
+from metaharness.pure.gemini.session import open_session
+from metaharness.pure.hermetic import MEMORY_SHAPES, VerdictFacts, memory_walk
+from metaharness.pure.hook_channel import HOOK_TIMEOUT_S
+from metaharness.pure.loopback import loopback_placeholder, upstream_root
+from metaharness.pure.options import RunOptions
+from metaharness.pure.refusal import Refusal
+from metaharness.pure.run_stages import decision_budget_ms, strict_version_refusal
+from metaharness.shell.bounded_reads import read_regular
+from metaharness.shell.child_end import end_unexpectedly
+from metaharness.shell.child_tree import remove_tree
+from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare
+from metaharness.shell.context_files import load_context_files
+from metaharness.shell.facts import (
+    caller_environment,
+    directory_identity,
+    gather_memory_facts,
+    gather_program_candidates,
+    probe_stdout,
+)
+from metaharness.shell.frame_file import read_frame_file
+from metaharness.shell.gemini.live import drive_gemini
+from metaharness.shell.hook_channel import HookChannel
+from metaharness.shell.loopback import RouteProxy
+from metaharness.shell.refusals import refuse
+from metaharness.shell.run_signals import spawned_group
+from metaharness.shell.staging import EarlySignal, Refused, reach_endpoint, stderr_line, take, unusable_directory
+from metaharness.shell.view_route import start_route
+from metaharness.shell.wind_up import RunAudit, retain_copies
+
+VERSION_PROBE_S = 30
+
+
+def declared_inputs(options: RunOptions) -> tuple[tuple[ContextFileRead, ...], Frame | None]:
+    """Stage 6: ``cwd-unusable``, ``retain-dir-unusable``, the ``--context`` refusals, the frame's refusals and
+    ``observe-with-frame``."""
+    unusable = unusable_directory(options)
+    if unusable is not None:
+        raise Refused(unusable)
+    cwd = os.path.abspath(options.cwd) if options.cwd is not None else None
+    context = take(load_context_files(cwd, options.context)) if options.context else ()
+    frame = take(read_frame_file(options.frame)) if options.frame is not None else None
+    take(refuse_frame_beside_observe(options.decisions, options.frame))
+    return context, frame
+
+
+def workspace_entries(cwd: str | None) -> tuple[str, ...]:
+    """The names in the work tree that decide its refusals (its own ``.gemini``), found without following
+    a link (``lstat``): a link named ``.gemini`` counts as one."""
+    if cwd is None:
+        return ()
+    try:
+        os.lstat(os.path.join(cwd, ".gemini"))
+    except OSError:
+        return ()
+    return (".gemini",)
+
+
+class Custody(msgspec.Struct, frozen=True):
+    """A loopback run's custody: the ``.env`` the proxy reads the key from, the child's placeholder, the proxy's
+    port."""
+
+    path: str
+    placeholder: str
+    port: str
+
+
+def custody_stage(options: RunOptions) -> str | None:
+    """Stage 5 under loopback: the custody ``~/.gemini/.env`` is parsed once (``loopback-custody-unreadable``);
+    its path, or ``None`` off loopback."""
+    if options.credentials != "loopback":
+        return None
+    path = operator_login_file(KIND, caller_environment()) or ""
+    try:
+        data = read_regular(path, CREDENTIAL_FILE_LIMIT)
+    except OSError as error:
+        raise Refused(Refusal("loopback-custody-unreadable", f"{path}: {error.strerror or error}")) from None
+    take(loopback_custody_token(KIND, data))
+    return path
+
+
+def plan(options: RunOptions, scratch: str, context: tuple[ContextFileRead, ...], frame: Frame | None,
+         hook_timeout_s: int | None = None, custody: Custody | None = None) -> GeminiLaunch:  # fmt: skip
+    """Stages 5, 7 and 8 for a gemini run (docs/hermetic.md#refusal-order); raises ``Refused``."""
+    caller_env = caller_environment()
+    cwd = os.path.abspath(options.cwd) if options.cwd is not None else None
+    if cwd is None:
+        walk = memory_walk(*gather_memory_facts(tempfile.gettempdir(), MEMORY_SHAPES[KIND]), scratch_parent=True)
+    else:
+        walk = memory_walk(*gather_memory_facts(cwd, MEMORY_SHAPES[KIND]))
+    spec = GeminiRunSpec(
+        prompt=options.prompt or "", decisions=options.decisions, hermetic=options.hermetic, model=options.model,
+        cwd=cwd, scratch_cwd=options.scratch_cwd,
+        environment=EnvironmentDeclaration(
+            kind=KIND, credentials=options.credentials, actor=options.actor, model_endpoint=options.model_endpoint,
+            loopback_port=None if custody is None else custody.port,
+            loopback_placeholder=None if custody is None else custody.placeholder),
+        context=context, frame_digest=frame.digest if frame is not None else None, hook_timeout_s=hook_timeout_s,
+    )  # fmt: skip
+    facts = gather_program_candidates(PROGRAM, path_floor(caller_env))
+    upstream = None if custody is None else upstream_root(KIND, options.model_endpoint)
+    return take(plan_gemini_launch(spec, caller_env, scratch, facts, walk=walk, workspace_entries=workspace_entries(cwd),
+                                   custody_path=None if custody is None else custody.path, upstream=upstream))
+
+
+def materialise(launch: GeminiLaunch) -> HookChannel:
+    """Write the scratch tree: directories 0700, the settings file and the hook program (created, never
+    opened through an existing name), and the hook channel."""
+    for directory in launch.directories:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+    for item in launch.files:
+        descriptor = os.open(item.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, item.mode)
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(item.data)
+    return HookChannel.create(launch.scratch)
+
+
+def probe_version(launch: GeminiLaunch) -> str | None:
+    """``gemini --version`` in the constructed environment: its first token starting with a digit, or ``None``
+    when it could not be run or printed none (the record states no version, so every run probes)."""
+    banner = probe_stdout([launch.program, "--version"], launch.environment.as_dict(), timeout_s=VERSION_PROBE_S,
+                          cwd=launch.cwd)  # fmt: skip
+    return None if banner is None else version_token(banner)
+
+
+def strict_version(launch: GeminiLaunch, version: str | None) -> None:
+    """``--strict-version``: the probed version must be the pin (``version-unreadable``, ``version-off-pin``)."""
+    refusal = strict_version_refusal(launch.program, version, PINS)
+    if refusal is not None:
+        raise Refused(refusal)
+
+
+def retained_files(launch: GeminiLaunch) -> tuple[tuple[str, str], ...]:
+    """What ``--retain-dir`` keeps of a gemini run: the stream-json record, the hook requests and the generated
+    settings (never a credential: the settings name none)."""
+    return (
+        (launch.transcript, os.path.basename(launch.transcript)),
+        (os.path.join(launch.scratch, "hook-channel", "requests"), "hook-requests"),
+        *((item.path, os.path.basename(item.path)) for item in launch.files),
+    )
+
+
+def verdict_facts(options: RunOptions, launch: GeminiLaunch) -> VerdictFacts:
+    """What the rows of a gemini run are read against: the declared key, no MCP server and the pin."""
+    return VerdictFacts(kind=KIND, declared_plugins=(), declared_key=options.credentials == "api-key",
+                        planned_cwd=directory_identity(launch.cwd), pins=PINS)  # fmt: skip
+
+
+def late_events(
+    options: RunOptions, run_id: str, launch: GeminiLaunch, proxy: RouteProxy | None, workspace: bytes | None
+) -> tuple[Event, ...]:
+    """The wind-up's own events: the route's ``ROUTE_REFUSED``, then the ``--retain-dir`` copies (the workspace
+    diff among them) and any ``RETAIN_FAILED``."""
+    events = () if proxy is None else proxy.wind_up(launch.scratch)
+    return (*events, *retain_copies(options.retain_dir, run_id, launch.scratch, retained_files(launch), workspace))
+
+
+def confined_launch(prepared: Prepared | None, launch: GeminiLaunch) -> tuple[GeminiLaunch, ConfinedSpawn | None]:
+    """The launch with rows H12 and H13, and its view when confined: writable the child's directory,
+    ``GEMINI_CLI_HOME``, ``TMPDIR`` and the hook channel; the settings file and the hook program read-only,
+    so no tool can rewrite what governs the run."""
+    walk = memory_walk(*gather_memory_facts(launch.cwd, MEMORY_SHAPES[KIND]))
+    spawn = None
+    if prepared is not None:
+        scratch = launch.scratch
+        spawn = take(confine(
+            prepared, program=launch.program, command=launch.argv, child_path=launch.environment.as_dict()["PATH"],
+            scratch=scratch, cwd=launch.cwd,
+            writable=(launch.cwd, launch.gemini_home, os.path.join(scratch, "tmp"), os.path.join(scratch, "hook-channel")),
+            governing=tuple(item.path for item in launch.files),
+        ))  # fmt: skip
+    loopback = launch.environment.posture.loopback
+    hermetic = confined_hermetic(launch.hermetic, None if spawn is None else spawn.confinement, loopback, KIND, walk)
+    return msgspec.structs.replace(launch, hermetic=hermetic), spawn
+
+
+def routed_plan(options: RunOptions, prepared: Prepared | None, custody: str | None, scratch: str,
+                context: tuple[ContextFileRead, ...], frame: Frame | None,
+                hook_timeout_s: int | None) -> tuple[GeminiLaunch, RouteProxy | None]:  # fmt: skip
+    """Stages 7–8 with the route: under loopback the proxy listens on a loopback port and the child holds a
+    placeholder; a confined run needs ``--model-endpoint`` (``confine-route-unavailable``), its proxy listens on
+    the scratch socket and the child is pointed at the bridge in the endpoint's place."""
+    if custody is not None:
+        return loopback_plan(options, custody, prepared, scratch, context, frame, hook_timeout_s)
+    launch = plan(options, scratch, context, frame, hook_timeout_s)
+    if prepared is None:
+        return launch, None
+    if options.model_endpoint is None:
+        raise Refused(Refusal("confine-route-unavailable", f"--confine on {KIND} needs --credentials none with "
+                              "--model-endpoint, or loopback: the view has no route to Google's API; pass "
+                              "--confine off"))  # fmt: skip
+    try:
+        proxy = start_route(KIND, prepared, scratch, None)
+    except OSError as error:
+        raise Refused(Refusal("loopback-not-started", f"the route proxy could not listen: {error.strerror or error}"))
+    pointed = msgspec.structs.replace(options, model_endpoint=bridge_url(options.model_endpoint))
+    try:
+        return plan(pointed, scratch, context, frame, hook_timeout_s), proxy
+    except Refused:
+        if proxy is not None:
+            proxy.stop()
+        raise
+
+
+def loopback_plan(options: RunOptions, path: str, prepared: Prepared | None, scratch: str,
+                  context: tuple[ContextFileRead, ...], frame: Frame | None,
+                  hook_timeout_s: int | None) -> tuple[GeminiLaunch, RouteProxy]:  # fmt: skip
+    """The loopback launch: the proxy (on ``127.0.0.1``, or on the scratch socket behind the bridge when confined)
+    admitting only the run's model's methods and carrying the custody key as ``x-goog-api-key``."""
+    placeholder = loopback_placeholder(f"{KIND}-{os.getpid()}", secrets.token_bytes(12))
+    proxy: RouteProxy | None = None
+    try:
+        if prepared is not None:
+            proxy, port = start_route(KIND, prepared, scratch, placeholder), BRIDGE_PORT
+        else:
+            proxy = RouteProxy(KIND, placeholder, path, upstream_root(KIND, options.model_endpoint),
+                               endpoint_paths(options.model))  # fmt: skip
+            port = proxy.start()
+    except OSError as error:
+        if proxy is not None:
+            proxy.stop()
+        raise Refused(Refusal("loopback-not-started", f"the route proxy could not listen: {error.strerror or error}"))
+    assert proxy is not None
+    try:
+        return plan(options, scratch, context, frame, hook_timeout_s, Custody(path, placeholder, str(port))), proxy
+    except Refused:
+        proxy.stop()
+        raise
+
+
+def run_gemini(options: RunOptions, hook_timeout_s: int | None = None) -> int:
+    """Run ``options`` (through stages 1–4) from stage 5 on; the exit code of docs/hermetic.md#exit-codes.
+    ``hook_timeout_s`` shortens the hook's timeout (tests only); else ``--decision-deadline`` sets it
+    (docs/decisions.md#deadlines)."""
+    if hook_timeout_s is None and options.decision_deadline is not None:
+        hook_timeout_s = decision_budget_ms(options.decision_deadline, HOOK_TIMEOUT_S * 1000) // 1000
+    run_id = f"{KIND}-{os.getpid()}"
+    scratch: str | None = None
+    proxy: RouteProxy | None = None
+    with EarlySignal() as early:
+        try:
+            audit = RunAudit(options)
+            custody = custody_stage(options)
+            prepared = prepare(options, caller_environment(), custody)
+            if isinstance(prepared, Refusal):
+                raise Refused(prepared)
+            context, frame = declared_inputs(options)
+            early.check()
+            scratch = tempfile.mkdtemp(prefix="metaharness-gemini-")
+            launch, proxy = routed_plan(options, prepared, custody, scratch, context, frame, hook_timeout_s)
+            channel = materialise(launch)
+            version = probe_version(launch)
+            if options.strict_version:
+                strict_version(launch, version)
+            launch, spawn = confined_launch(prepared, launch)
+            reach_endpoint(options)
+            early.check()
+        except Refused as refused:
+            if proxy is not None:
+                proxy.stop()
+            if scratch is not None:
+                remove_tree(scratch)
+            return refuse(refused.refusal)
+    audit.names_program(launch.program)
+    if proxy is not None and spawn is not None:
+        audit.route = lambda: proxy.route
+    if proxy is not None:
+        audit.account = lambda: proxy.account
+
+    def rows_facts() -> VerdictFacts:
+        """The facts the rows are checked against, with the namespaces and the tools' layer as read after the spawn."""
+        return msgspec.structs.replace(verdict_facts(options, launch), namespaces="unk" if spawn is None else spawn.namespaces(),
+                                       tools="unk" if spawn is None else spawn.tools())  # fmt: skip
+
+    audit.rows_facts = rows_facts
+    facts = RecordFacts(transcript=Transcript(path=launch.transcript, digest=None, bytes=None), hermetic=launch.hermetic,
+                        context_files=launch.context_files, cwd=launch.cwd,
+                        model=launch.args[launch.args.index("--model") + 1], harness_version=version)  # fmt: skip
+    timeout = HOOK_TIMEOUT_S if hook_timeout_s is None else hook_timeout_s
+    session = open_session(facts, run_id, options.decisions, frame, timeout)
+    try:
+        with open(launch.transcript, "wb") as transcript:
+            audit.arm(launch.cwd)
+            outcome = drive_gemini(
+                launch=launch, session=session, channel=channel, write_event=audit.write_event, transcript=transcript,
+                commands=sys.stdin.fileno() if sys.stdin is not None else None, on_steering_refusal=stderr_line,
+                late_events=lambda: (*audit.limits.late_events(), *late_events(options, run_id, launch, proxy, audit.workspace_diff())),
+                confined=spawn,
+            )  # fmt: skip
+        return audit.exit_code(rows_facts(), launch.transcript, outcome.reason)
+    except OSError as error:
+        if spawned_group() is not None:
+            return end_unexpectedly(audit, run_id, error)
+        return refuse(Refusal("spawn-failed", f"{launch.program} could not be started: {error.strerror or error}"))
+    except Exception as error:  # noqa: BLE001 - the child is stopped and the stream closed whatever failed
+        return end_unexpectedly(audit, run_id, error)
+    finally:
+        channel.close()
+        if proxy is not None:
+            proxy.stop()
+        remove_tree(launch.scratch)

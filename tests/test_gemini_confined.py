@@ -1,0 +1,81 @@
+"""A confined gemini run (``--confine on``, real bubblewrap, the real pinned Gemini CLI): the model route is the
+endpoint's three Generative Language methods for the run's model through the bridge, the hook runs inside the
+view, and no tool can rewrite the settings or the hook program that govern the run (docs/adapters/gemini.md#confinement)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from codex_process import decided, of, sealed_frame
+from gemini_process import GEMINI, PINNED, endpoint, finish, start_run
+
+pytestmark = [
+    pytest.mark.skipif(GEMINI is None, reason=f"the pinned Gemini CLI {PINNED} is not on the child's PATH"),
+    pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed"),
+    pytest.mark.usefixtures("own_home"),
+]
+
+TAMPER = ('$ for f in "$GEMINI_CLI_HOME/.gemini/settings.json" "$GEMINI_CLI_HOME/../hooks/pretooluse"; '
+          'do echo "exit 0" >> "$f" && echo "wrote $f" || echo "refused $f"; done')
+
+
+def work_tree(tmp_path: Path) -> Path:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "README.md").write_text("hello harness\n")
+    return work
+
+
+@pytest.mark.parametrize("emulator", ["gemini-shell-steps"], indirect=True)
+def test_no_tool_in_the_view_can_rewrite_the_settings_or_the_hook(emulator: str, tmp_path: Path) -> None:
+    work = work_tree(tmp_path)
+    options = {**endpoint(emulator, decisions="observe", cwd=str(work), confine="on"), "prompt": TAMPER}
+    events, code, stderr = finish(start_run(options))
+    assert code == 0, stderr
+    (result,) = of(events, "tool.result")
+    output = json.dumps(result["content"])
+    assert "wrote" not in output and output.count("refused") == 2 and "Read-only file system" in output
+    started = of(events, "session.started")[0]
+    rows = {row["row"]: row["how"] for row in started["hermetic"]["imposed"]}
+    assert "own network namespace" in rows["H13"] and "writable" in rows["H12"]
+    route = of(events, "session.ended")[0]["route"]
+    assert route["requests"] >= 2 and route["bytes_up"] > 0
+    assert not [e for e in of(events, "warning") if e["code"] == "ROUTE_REFUSED"]
+    requests = [json.loads(line) for line in (tmp_path / "emulator.jsonl").read_text().splitlines()]
+    assert {r["path"] for r in requests} <= {"/v1beta/models/gemini-2.5-pro:streamGenerateContent",
+                                             "/v1beta/models/gemini-2.5-pro:countTokens"}
+
+
+@pytest.mark.parametrize("emulator", ["gemini-write"], indirect=True)
+def test_a_confined_frame_deny_leaves_no_note(emulator: str, tmp_path: Path) -> None:
+    work = work_tree(tmp_path)
+    frame = sealed_frame(tmp_path, ["file.read"])
+    events, code, stderr = finish(start_run(endpoint(emulator, decisions="frame", frame=frame, cwd=str(work),
+                                                     confine="on")))  # fmt: skip
+    assert code == 0, stderr
+    (call,) = [e for e in of(events, "tool.requested") if e["name"] == "write_file"]
+    assert call["seam"] == "hook" and decided(events, call["call_id"])["decision"]["decision"] == "deny"
+    assert not (work / "note.md").exists()
+
+
+@pytest.mark.parametrize("emulator", ["gemini-write"], indirect=True)
+def test_strict_names_the_rows_the_record_leaves_silent(emulator: str, tmp_path: Path) -> None:
+    """A clean confined scratch run: every row metaharness can evidence is ok, the four whose evidence only a
+    record could give (Gemini CLI's states no plugins, credential source, MCP servers or working directory) are
+    ``unk``, and H14 is a gap (Gemini's tools run beside the harness), so ``--hermetic strict`` exits 1 (a control
+    failed) rather than printing ok for what nobody stated or what does not hold."""
+    temporary = tmp_path / "t"
+    temporary.mkdir()
+    env = {**os.environ, "TMPDIR": str(temporary)}
+    events, code, stderr = finish(start_run(endpoint(emulator, decisions="observe", confine="on", hermetic="strict"),
+                                            env=env))  # fmt: skip
+    assert events[-1]["reason"] == "completed"
+    verdicts = {line.split()[0]: line.split()[1] for line in stderr.splitlines() if line.startswith("  H")}
+    assert {row for row, verdict in verdicts.items() if verdict != "ok"} == {"H1a", "H4", "H5", "H7", "H14"}
+    assert all(verdicts[row] == "unk" for row in ("H1a", "H4", "H5", "H7"))
+    assert verdicts["H14"] == "gap"  # its tools run beside the harness (docs/confinement.md#two-layers)
+    assert code == 1
