@@ -45,5 +45,7 @@ def test_config_round_trips_and_never_shadows_the_hook(effort, port, decisions, 
     assert parsed["model_providers"][name]["base_url"] == f"http://127.0.0.1:{port}/v1"
     assert parsed["model_providers"][name]["wire_api"] == "responses"
     assert ("env_key" in parsed["model_providers"][name]) == loopback
-    forbidden = ("danger-full-access", "writable_roots", "sandbox_workspace_write", "projects", "untrusted")
+    # under --cwd the workspace grant narrows to the tree and TMPDIR, never /tmp, where the scratch root lies
+    assert parsed.get("sandbox_workspace_write") == (None if cwd is None else {"exclude_slash_tmp": True})
+    forbidden = ("danger-full-access", "writable_roots", "projects", "untrusted")
     assert not any(word in render_config(launch.config).replace(effort or "", "") for word in forbidden)

@@ -30,9 +30,12 @@ OMITTABLE = {
     ("tool.requested", "operations"),
     ("tool.requested", "subjects"),
     ("session.ended", "route"),
+    ("session.ended", "rows"),
+    ("session.started", "program"),
 }
 """The payload keys of docs/events.md#nulls-and-omitted-keys that are omitted instead of nulled (``at`` is the fifth, a
-framing key), and a confined run's ``session.ended.route`` (docs/confinement.md)."""
+framing key), a confined run's ``session.ended.route`` (docs/confinement.md), and what only a live run writes:
+``session.ended.rows`` and ``session.started.program``."""
 
 TEXT = st.text(max_size=12)
 INTS = st.integers(-(2**63), 2**63 - 1)

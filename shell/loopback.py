@@ -350,11 +350,12 @@ class RouteProxy:
             with self._lock:
                 self._account = witness(self._account, exchange)
 
-    def _count_route(self, up: int, down: int) -> None:
-        """A forwarded request and its bytes."""
+    def _count_route(self, up: int, down: int, request: bool = True) -> None:
+        """A forwarded request and its bytes; ``request=False`` adds the bytes of one already counted (a request
+        counts once its answer begins, so a stream still being relayed at the terminal record is carried)."""
         with self._lock:
             self._route = RouteTraffic(
-                requests=self._route.requests + 1,
+                requests=self._route.requests + int(request),
                 bytes_up=self._route.bytes_up + up,
                 bytes_down=self._route.bytes_down + down,
             )
@@ -579,6 +580,7 @@ class RouteProxy:
         relayed = 0
         relayed = 0
         kept: list[bytes] | None = []
+        self._count_route(len(request.body), 0)
         try:
             head = f"HTTP/1.1 {answer.status} {answer.reason}\r\n"
             for key, value in relay_headers(answer.headers):
@@ -587,6 +589,7 @@ class RouteProxy:
             for chunk in answer.chunks:
                 connection.sendall(chunk)
                 relayed += len(chunk)
+                self._count_route(0, len(chunk), request=False)
                 if kept is not None and relayed <= WITNESS_KEEP:
                     kept.append(chunk)
                 else:
@@ -595,7 +598,6 @@ class RouteProxy:
             answer.chunks.close()
             encoding = next((value for key, value in answer.headers if key.lower() == "content-encoding"), None)
             self._witness(request.head.target, request.body, None if kept is None else b"".join(kept), encoding)
-        self._count_route(len(request.body), relayed)
 
     def _send(self, request: RouteRequest, token: str | None) -> httpx.Response | None:
         head, body = request

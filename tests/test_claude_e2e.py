@@ -356,7 +356,7 @@ def test_retained_files_hold_the_record_and_the_counters_and_never_the_token(tmp
     run_id = events[0]["run"]
     kept = retained / run_id
     names = sorted(str(p.relative_to(kept)) for p in kept.rglob("*") if p.is_file())
-    assert names == ["claude-settings.json", "loopback.json", "transcript.jsonl"], names
+    assert names == ["claude-settings.json", "loopback.json", "transcript.jsonl", "workspace.diff"], names
     assert b'"subtype":"hook_callback"' in (kept / "transcript.jsonl").read_bytes()
     counters = json.loads((kept / "loopback.json").read_text())
     assert counters["forwarded"] >= 2 and counters["refused"] == 0

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from closing_endpoint import CLOSING_ENDPOINT
 from emulator_process import running_emulator
 from returns.result import Failure, Success
 
@@ -136,7 +137,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecretService]:
         service.stop()
 
 
-def loop(env: dict[str, str], workspace: Path, *args: str, base_url: str = "http://127.0.0.1:9/v1") -> subprocess.CompletedProcess[str]:
+def loop(env: dict[str, str], workspace: Path, *args: str, base_url: str = CLOSING_ENDPOINT + "/v1") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [HARNESS, "run", "--json", "--no-session", "--base-url", base_url, "--model", "b10x-emulated",
          "--workspace", str(workspace), *args, "--input", "hi"],
@@ -410,7 +411,7 @@ def test_metaharness_run_with_a_missing_item_reports_the_loops_refusal(
 ) -> None:
     home, _ = wrapped_home
     done = metaharness(home, store.env, "--credentials", "api-key", "--api-key-secret", "absent", "--model-endpoint",
-                       "http://127.0.0.1:9/v1")
+                       CLOSING_ENDPOINT + "/v1")
     assert done.returncode == 3
     events = [json.loads(line) for line in done.stdout.splitlines()]
     assert (events[-1]["reason"], events[-1]["process"]) == ("error", {"kind": "exited", "code": 1})

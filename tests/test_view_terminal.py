@@ -130,7 +130,7 @@ def test_an_asked_call_counts_down_then_shows_its_decision_and_the_final_table(
     assert rows["H3"] == ["ok", "imposed"] and rows["H7"] == ["gap", "unavailable"]
     assert re.search(r"\x1b\[[0-9;]*31m[^\x1b]*gap", coloured), "a gap row is painted red"
     assert re.search(r"\x1b\[[0-9;]*32m[^\x1b]*ok", coloured), "an ok row is painted green"
-    assert "stream: complete — 15 event(s) before the marker, reason completed" in final
+    assert "stream: complete — 14 event(s) before the marker, reason completed" in final
     assert "child exit: 0; the stream implies exit 0" in final
     events = [json.loads(line) for line in raw.read_bytes().splitlines()]
     decided = next(event for event in events if event["event"] == "tool.decided")
