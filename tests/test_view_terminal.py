@@ -113,6 +113,7 @@ def test_an_asked_call_counts_down_then_shows_its_decision_and_the_final_table(
         os.write(writer, json.dumps(answer).encode() + b"\n")
         final = pane.wait_for(lambda shown: "the stream implies exit" in shown, "the end of the run")
         coloured = pane.screen(colours=True)
+        pane.wait_for(lambda _shown: exit_file.exists() and exit_file.read_text().strip() != "", "the pipeline's exit status")
     finally:
         if writer >= 0:
             os.close(writer)
