@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import pty
 import re
-import select
+import selectors
 import subprocess
 import time
 from pathlib import Path
@@ -21,9 +21,10 @@ def _run_on_a_terminal(argv: list[str], answers: list[bytes]) -> tuple[int, str]
     output = b""
     pending = list(answers)
     deadline = time.monotonic() + 30
+    watching = selectors.DefaultSelector()  # not select(): a worker's descriptors may lie past FD_SETSIZE
+    watching.register(fd, selectors.EVENT_READ)
     while time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 0.2)
-        if ready:
+        if watching.select(0.2):
             try:
                 chunk = os.read(fd, 4096)
             except OSError:
@@ -33,6 +34,7 @@ def _run_on_a_terminal(argv: list[str], answers: list[bytes]) -> tuple[int, str]
             output += chunk
             if pending and output.count(b"approve? ") > len(answers) - len(pending):
                 os.write(fd, pending.pop(0))
+    watching.close()
     _, status = os.waitpid(pid, 0)
     os.close(fd)
     return os.waitstatus_to_exitcode(status), output.decode("utf-8", errors="replace").replace("\r\n", "\n")
