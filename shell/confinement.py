@@ -52,7 +52,7 @@ from metaharness.pure.confinement import (
     view_lines,
 )
 from metaharness.pure.environment import operator_login_file, path_directories, path_floor
-from metaharness.pure.hermetic import Verdict
+from metaharness.pure.hermetic import Verdict, VerdictFacts
 from metaharness.pure.kind import KINDS, Kind
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
@@ -366,6 +366,13 @@ class ConfinedSpawn:
         ``gap`` when one is shared, ``unk`` when they could not be read before it ended."""
         self._checked.wait(NAMESPACE_WAIT_S)
         return self._verdict
+
+
+def effect_checked(facts: VerdictFacts, spawn: ConfinedSpawn | None) -> VerdictFacts:
+    """``facts`` with the effect checks read after the spawn: rows H12/H13 (the view's namespaces) and H14 (the
+    tools' layer); ``unk`` for both when the run was not confined (docs/confinement.md)."""
+    return msgspec.structs.replace(facts, namespaces="unk" if spawn is None else spawn.namespaces(),
+                                   tools="unk" if spawn is None else spawn.tools())  # fmt: skip
 
 
 def confine(

@@ -51,7 +51,7 @@ from metaharness.shell.b10x.own_loop import own_loop_version
 from metaharness.shell.bounded_reads import read_regular
 from metaharness.shell.child_end import end_unexpectedly
 from metaharness.shell.child_tree import ChildDir, remove_tree
-from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare, program_reads
+from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, effect_checked, prepare, program_reads
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
     caller_environment,
@@ -381,9 +381,8 @@ def run_b10x(options: RunOptions) -> int:
         audit.route = lambda: proxy.route
         audit.account = lambda: proxy.account
     def rows_facts() -> VerdictFacts:
-        """The facts the rows are checked against, with the namespaces and the tools' layer as read after the spawn."""
-        return msgspec.structs.replace(verdict_facts(options, launch, pins), namespaces="unk" if spawn is None else spawn.namespaces(),
-                                       tools="unk" if spawn is None else spawn.tools())  # fmt: skip
+        """The facts the rows are checked against, with the effect checks read after the spawn."""
+        return effect_checked(verdict_facts(options, launch, pins), spawn)
 
     audit.rows_facts = rows_facts
     settings = SeamSettings(

@@ -67,7 +67,7 @@ from metaharness.shell.catalogue_file import read_back_scratch_copy, read_catalo
 from metaharness.shell.child_end import end_unexpectedly
 from metaharness.shell.child_tree import remove_tree
 from metaharness.shell.claude.live import drive_claude
-from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare
+from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, effect_checked, prepare
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
     caller_environment,
@@ -449,9 +449,8 @@ def run_claude(options: RunOptions) -> int:
     if proxy is not None:
         audit.account = lambda: proxy.account
     def rows_facts() -> VerdictFacts:
-        """The facts the rows are checked against, with the namespaces and the tools' layer as read after the spawn."""
-        return msgspec.structs.replace(verdict_facts(options, launch, plugins), namespaces="unk" if spawn is None else spawn.namespaces(),
-                                       tools="unk" if spawn is None else spawn.tools())  # fmt: skip
+        """The facts the rows are checked against, with the effect checks read after the spawn."""
+        return effect_checked(verdict_facts(options, launch, plugins), spawn)
 
     audit.rows_facts = rows_facts
     facts_of_session = SessionFacts(

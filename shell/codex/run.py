@@ -58,7 +58,7 @@ from metaharness.shell.child_tree import remove_tree
 from metaharness.shell.codex.app_server import drive_app_server, place_catalogue, read_codex_catalogue
 from metaharness.shell.codex.config_home import config_home_effect
 from metaharness.shell.codex.live import SUB_AGENT_COPIES, drive_codex
-from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare
+from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, effect_checked, prepare
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
     caller_environment,
@@ -455,9 +455,8 @@ def run_codex(options: RunOptions) -> int:
         if proxy is not None:
             audit.account = lambda: proxy.account
         def rows_facts() -> VerdictFacts:
-            """The facts the rows are checked against, with the namespaces and the tools' layer as read after the spawn."""
-            return msgspec.structs.replace(verdict_facts(options, launch), namespaces="unk" if spawn is None else spawn.namespaces(),
-                                           tools="unk" if spawn is None else spawn.tools())  # fmt: skip
+            """The facts the rows are checked against, with the effect checks read after the spawn."""
+            return effect_checked(verdict_facts(options, launch), spawn)
 
         audit.rows_facts = rows_facts
         desk = open_desk(options.decisions, frame, decision_budget_ms(options.decision_deadline, HOOK_TIMEOUT_S * 1000))

@@ -35,7 +35,7 @@ from metaharness.pure.run_stages import decision_budget_ms, strict_version_refus
 from metaharness.shell.bounded_reads import read_regular
 from metaharness.shell.child_end import end_unexpectedly
 from metaharness.shell.child_tree import remove_tree
-from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare
+from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, effect_checked, prepare
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
     caller_environment,
@@ -294,9 +294,8 @@ def run_gemini(options: RunOptions, hook_timeout_s: int | None = None) -> int:
         audit.account = lambda: proxy.account
 
     def rows_facts() -> VerdictFacts:
-        """The facts the rows are checked against, with the namespaces and the tools' layer as read after the spawn."""
-        return msgspec.structs.replace(verdict_facts(options, launch), namespaces="unk" if spawn is None else spawn.namespaces(),
-                                       tools="unk" if spawn is None else spawn.tools())  # fmt: skip
+        """The facts the rows are checked against, with the effect checks read after the spawn."""
+        return effect_checked(verdict_facts(options, launch), spawn)
 
     audit.rows_facts = rows_facts
     facts = RecordFacts(transcript=Transcript(path=launch.transcript, digest=None, bytes=None), hermetic=launch.hermetic,
