@@ -9,12 +9,14 @@ The codex rollout reader and the claude stream-json reader both yield these; the
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from metaharness.pure.events import Event, ToolRequested, ToolResult, WarningRaised
+from metaharness.pure.census import ZERO_CENSUS
+from metaharness.pure.events import Event, SessionEnded, Stream, ToolRequested, ToolResult, WarningRaised, stamp
 
 
 class Emitted(msgspec.Struct, frozen=True):
@@ -61,3 +63,17 @@ def stated_amount(value: Any) -> float | None:
     except OverflowError:
         return None
     return number if math.isfinite(number) and number >= 0 else None
+
+
+def replay_written(stream: Stream, outputs: Iterable[object], out: bytearray) -> tuple[Stream, SessionEnded | None]:
+    """A replay's emitted events stamped onto ``stream`` and appended to ``out``, ``session.ended`` with a zero
+    census (nothing is decided offline, docs/events.md#replay); the ``session.ended`` written, if one was."""
+    ended: SessionEnded | None = None
+    for item in outputs:
+        if isinstance(item, Emitted):
+            payload = item.payload
+            if isinstance(payload, SessionEnded):
+                ended = payload = msgspec.structs.replace(payload, census=ZERO_CENSUS)
+            stream, line = stamp(stream, payload, item.at)
+            out.extend(line)
+    return stream, ended

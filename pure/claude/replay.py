@@ -13,10 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-import msgspec
-
 from metaharness.pure.adapter import ReplayOutput, ReplayRequest
-from metaharness.pure.census import ZERO_CENSUS
 from metaharness.pure.claude.control import HookCallback, Reply, Withdrawn, read_control, replayed_turn
 from metaharness.pure.claude.seam import BUDGET_WORDS, RecordState, SessionFacts, map_record, terminal_stop
 from metaharness.pure.correlation import Correlator, on_readings, on_stream_end
@@ -28,9 +25,8 @@ from metaharness.pure.events import (
     closed_reason,
     drained,
     replay_ending,
-    stamp,
 )
-from metaharness.pure.readings import Emitted
+from metaharness.pure.readings import replay_written
 from metaharness.pure.run_stages import closing_reason
 
 
@@ -63,18 +59,6 @@ def record_lines(record: bytes) -> tuple[bytes, ...]:
     return tuple(line[:-1] if line.endswith(b"\r") else line for line in lines)
 
 
-def _written(stream: Stream, outputs: Iterable[object], out: bytearray) -> tuple[Stream, SessionEnded | None]:
-    ended: SessionEnded | None = None
-    for item in outputs:
-        if isinstance(item, Emitted):
-            payload = item.payload
-            if isinstance(payload, SessionEnded):
-                ended = payload = msgspec.structs.replace(payload, census=ZERO_CENSUS)
-            stream, line = stamp(stream, payload, item.at)
-            out.extend(line)
-    return stream, ended
-
-
 def replay_claude(record: bytes, facts: SessionFacts, run: str) -> tuple[bytes, str]:
     """The whole ``metaharness.event/1`` stream of a retained transcript, and its closing reason."""
     stream = b"".join(replayed_lines(record_lines(record), facts, run))
@@ -98,11 +82,11 @@ def replayed_lines(lines: Iterable[bytes], facts: SessionFacts, run: str) -> Ite
             continue
         state, readings = map_record(state, raw.removesuffix(b"\r"), number, facts)
         correlator, outputs = on_readings(correlator, readings)
-        stream, seen = _written(stream, outputs, out)
+        stream, seen = replay_written(stream, outputs, out)
         ended = ended or seen
         yield from drained(out)
     correlator, outputs = on_stream_end(correlator)
-    stream, seen = _written(stream, outputs, out)
+    stream, seen = replay_written(stream, outputs, out)
     ended = ended or seen
     yield from drained(out)
     yield replay_ending(stream, closing_reason(halted=False, killed=False, stop=terminal_stop(ended), budget_stops=BUDGET_WORDS))

@@ -6,10 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-import msgspec
-
 from metaharness.pure.adapter import ReplayOutput, ReplayRequest
-from metaharness.pure.census import ZERO_CENSUS
 from metaharness.pure.correlation import Correlator, on_readings, on_stream_end
 from metaharness.pure.events import (
     Hermetic,
@@ -19,11 +16,10 @@ from metaharness.pure.events import (
     closed_reason,
     drained,
     replay_ending,
-    stamp,
 )
 from metaharness.pure.gemini.record import RecordFacts, RecordState, read_record_line
 from metaharness.pure.gemini.session import terminal_stop
-from metaharness.pure.readings import Emitted
+from metaharness.pure.readings import replay_written
 from metaharness.pure.run_stages import closing_reason
 
 
@@ -34,18 +30,6 @@ def replay_facts(request: ReplayRequest) -> RecordFacts:
                         unavailable=(), ambient_inputs=(), installed_plugins=())  # fmt: skip
     return RecordFacts(transcript=Transcript(path=request.transcript_path, digest=None, bytes=None),
                        hermetic=hermetic, model=request.model)  # fmt: skip
-
-
-def _written(stream: Stream, outputs: Iterable[object], out: bytearray) -> tuple[Stream, SessionEnded | None]:
-    ended: SessionEnded | None = None
-    for item in outputs:
-        if isinstance(item, Emitted):
-            payload = item.payload
-            if isinstance(payload, SessionEnded):
-                ended = payload = msgspec.structs.replace(payload, census=ZERO_CENSUS)
-            stream, line = stamp(stream, payload, item.at)
-            out.extend(line)
-    return stream, ended
 
 
 def replay_record(record: bytes, request: ReplayRequest) -> tuple[bytes, str]:
@@ -72,11 +56,11 @@ def replayed_lines(lines: Iterable[bytes], request: ReplayRequest) -> Iterator[b
     for number, raw in enumerate(lines, start=1):
         state, readings = read_record_line(state, raw.removesuffix(b"\r"), number, facts)
         correlator, outputs = on_readings(correlator, readings)
-        stream, seen = _written(stream, outputs, out)
+        stream, seen = replay_written(stream, outputs, out)
         ended = ended or seen
         yield from drained(out)
     correlator, outputs = on_stream_end(correlator)
-    stream, seen = _written(stream, outputs, out)
+    stream, seen = replay_written(stream, outputs, out)
     ended = ended or seen
     yield from drained(out)
     yield replay_ending(stream, closing_reason(halted=False, killed=False, stop=terminal_stop(ended), budget_stops=frozenset()))
