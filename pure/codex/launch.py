@@ -176,7 +176,8 @@ def user_turn(spec: CodexRunSpec) -> str:
 def provider_block(declaration: EnvironmentDeclaration) -> ProviderBlock | None:
     """The provider table of docs/adapters/common.md#endpoint-route: the endpoint route under ``none`` with an endpoint
     (no ``env_key``, so no auth header), the loopback proxy under ``loopback``, under ``none`` without an endpoint
-    the provider no request can be sent to, without retries (seed: the run fails at its first request); else none."""
+    the provider no request can be sent to, without retries, so the run fails at its first request
+    (docs/adapters/codex.md#configtoml); else none."""
     if declaration.credentials == "loopback":
         port = declaration.loopback_port or "00000"
         return ProviderBlock(LOOPBACK_PROVIDER, f"http://127.0.0.1:{port}/v1", LOOPBACK_KEY_VARIABLE)
