@@ -14,7 +14,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from functools import partial
 
 from returns.result import Failure, Result, Success
@@ -233,29 +233,34 @@ class ChildDir:
             reached = reached.bind(partial(_stepped, name=name))
         return reached
 
-    def regular_files(self) -> Iterator[tuple[str, int]]:
+    def regular_files(self, skipped: frozenset[str] = frozenset()) -> Generator[tuple[str, int], None, None]:
         """Every regular file with one name in this tree, as (its path below here, a descriptor the
-        caller closes), in name order; links, FIFOs, devices and what cannot be opened are skipped.
-        Walked with a stack, not recursion, so no depth the child makes raises (a folder that cannot
-        be opened, past the descriptors left, is skipped)."""
+        caller closes), in name order; links, FIFOs, devices, folders named in ``skipped`` and what cannot
+        be opened are skipped. Walked with a stack, not recursion, so no depth the child makes raises (a
+        folder that cannot be opened, past the descriptors left, is skipped)."""
         frames: list[tuple[ChildDir | None, str, list[str]]] = [(None, "", list(reversed(self.names())))]
-        while frames:
-            held, prefix, names = frames[-1]
-            if not names:
-                frames.pop()
+        try:
+            while frames:
+                held, prefix, names = frames[-1]
+                if not names:
+                    frames.pop()
+                    if held is not None:
+                        held.close()
+                    continue
+                directory, name = held or self, names.pop()
+                mode = _mode(directory.status(name))
+                if stat.S_ISREG(mode):
+                    opened = directory.reader(name)
+                    if isinstance(opened, Success):
+                        yield prefix + name, opened.unwrap()
+                elif stat.S_ISDIR(mode) and name not in skipped:
+                    inner = directory.sub(name)
+                    if isinstance(inner, Success):
+                        frames.append((inner.unwrap(), f"{prefix}{name}/", list(reversed(inner.unwrap().names()))))
+        finally:  # a walk closed part way still closes the folders it holds
+            for held, _, _ in frames:
                 if held is not None:
                     held.close()
-                continue
-            directory, name = held or self, names.pop()
-            mode = _mode(directory.status(name))
-            if stat.S_ISREG(mode):
-                opened = directory.reader(name)
-                if isinstance(opened, Success):
-                    yield prefix + name, opened.unwrap()
-            elif stat.S_ISDIR(mode):
-                inner = directory.sub(name)
-                if isinstance(inner, Success):
-                    frames.append((inner.unwrap(), f"{prefix}{name}/", list(reversed(inner.unwrap().names()))))
 
     def close(self) -> None:
         try:

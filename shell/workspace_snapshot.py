@@ -1,30 +1,24 @@
 """The run's working directory read for its ``--retain-dir`` diff (``metaharness.pure.workspace_diff``):
-every regular file below it, walked without following a link, each opened ``O_NOFOLLOW|O_NONBLOCK``
-and checked regular on its descriptor, so a link, FIFO or device the child planted is skipped, never
-read through. ``.git`` directories are not walked. At most :data:`SNAPSHOT_FILES` files, and at most
-:data:`SNAPSHOT_BYTES` of their bytes are kept (past that a file is compared by digest only)."""
+every regular file below it with one name, walked through directory descriptors by
+``metaharness.shell.child_tree`` (``O_NOFOLLOW``, checked regular on its descriptor), so a link, FIFO,
+device or hard link the child planted is skipped, never read through. ``.git`` directories are not
+walked. At most :data:`SNAPSHOT_FILES` files, and at most :data:`SNAPSHOT_BYTES` of their bytes are kept
+(past that a file is compared by digest only)."""
 
 from __future__ import annotations
 
 import hashlib
 import os
-import stat
 
 from metaharness.pure.workspace_diff import FILE_TEXT_LIMIT, FileState
+from metaharness.shell.child_tree import ChildDir
 
 SNAPSHOT_FILES = 20000
 SNAPSHOT_BYTES = 64 * 1024 * 1024
-_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
-def _file_state(path: str, budget: int) -> FileState | None:
-    try:
-        descriptor = os.open(path, _FLAGS)
-    except OSError:
-        return None
-    with os.fdopen(descriptor, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            return None
+def _file_state(fd: int, budget: int) -> FileState:
+    with os.fdopen(fd, "rb") as handle:
         digest, kept, size = hashlib.sha256(), bytearray(), 0
         while chunk := handle.read(1 << 16):
             digest.update(chunk)
@@ -35,17 +29,23 @@ def _file_state(path: str, budget: int) -> FileState | None:
 
 
 def snapshot(root: str) -> dict[str, FileState]:
-    """Each regular file below ``root`` by its path relative to it."""
+    """Each regular file below ``root`` by its path relative to it (``metaharness.shell.child_tree``'s walk)."""
     files: dict[str, FileState] = {}
     budget = SNAPSHOT_BYTES
-    for folder, directories, names in os.walk(root, followlinks=False):
-        directories[:] = sorted(name for name in directories if name != ".git")
-        for name in sorted(names):
+    try:
+        tree = ChildDir.open(root)
+    except OSError:
+        return files
+    try:
+        walk = tree.regular_files(skipped=frozenset({".git"}))
+        for path, fd in walk:
             if len(files) >= SNAPSHOT_FILES:
-                return files
-            path = os.path.join(folder, name)
-            state = _file_state(path, budget)
-            if state is not None:
-                files[os.path.relpath(path, root)] = state
-                budget -= len(state.data or b"")
+                os.close(fd)
+                walk.close()
+                break
+            state = _file_state(fd, budget)
+            files[path] = state
+            budget -= len(state.data or b"")
+    finally:
+        tree.close()
     return files

@@ -17,6 +17,7 @@ CHILD_TREE_MODULES = (
     "codex/app_server.py",
     "claude/live.py",
     "b10x/live.py",
+    "workspace_snapshot.py",
 )
 BY_NAME = {
     "open", "os.open", "os.rename", "os.replace", "os.mkfifo", "os.mkdir", "os.makedirs", "os.unlink",

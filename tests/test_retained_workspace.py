@@ -13,6 +13,8 @@ from pathlib import Path
 from governed_b10x import LOOP, METAHARNESS, Emulator, common, stream, workspace
 
 from metaharness.pure.workspace_diff import FileState, workspace_diff
+from metaharness.shell.child_tree import remove_tree
+from metaharness.shell.workspace_snapshot import snapshot
 
 SECRET = "the operator's secret\n"
 
@@ -59,3 +61,31 @@ def test_the_diff_names_changes_removals_and_binaries() -> None:
         "--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n+hi\n\\ No newline at end of file\n"
     )
     assert workspace_diff(before, before) == b""
+
+
+def test_the_snapshot_walks_by_descriptor_and_reads_nothing_it_did_not_make_sure_of(tmp_path: Path) -> None:
+    """What the child can plant in its tree is skipped, never read through: a link to a folder outside, a hard
+    link to a secret, a FIFO; ``.git`` is not walked; a tree deeper than Python's recursion limit still reads."""
+    outside, work = tmp_path / "outside", tmp_path / "work"
+    outside.mkdir()
+    (outside / "secret.txt").write_text(SECRET)
+    (work / "src").mkdir(parents=True)
+    (work / "src" / "kept.txt").write_text("kept\n")
+    (work / "linked").symlink_to(outside, target_is_directory=True)
+    os.link(outside / "secret.txt", work / "hard.txt")
+    os.mkfifo(work / "pipe")
+    (work / ".git").mkdir()
+    (work / ".git" / "config").write_text("[core]\n")
+    deep = os.open(work, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(1200):
+        os.mkdir("d", dir_fd=deep)
+        inner = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=deep)
+        os.close(deep)
+        deep = inner
+    os.close(os.open("bottom.txt", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=deep))
+    os.close(deep)
+    files = snapshot(str(work))
+    assert files["src/kept.txt"].data == b"kept\n"
+    assert "d/" * 1200 + "bottom.txt" in files
+    assert not [path for path in files if path.startswith(("linked", ".git")) or path in ("hard.txt", "pipe")]
+    remove_tree(str(work))
