@@ -26,12 +26,13 @@ _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 
 def command_subjects(command: str) -> tuple[str, ...]:
-    """The subjects of a shell command line; none for an empty one."""
+    """The subjects of a shell command line: ``proc:sh`` for any shell syntax (a line break included, even alone);
+    none for one that is blank."""
     stripped = command.strip()
-    if not stripped:
-        return ()
     if any(mark in command for mark in _SYNTAX) or _ASSIGNMENT.match(stripped):
         return (SHELL,)
+    if not stripped:
+        return ()
     try:
         words = shlex.split(stripped, posix=True)
     except ValueError:

@@ -345,10 +345,12 @@ class ConfinedSpawn:
             return
         try:
             with open(f"/proc/{harness}/environ", "rb") as environ:
-                entries = environ.read().split(b"\0")
+                held = environ.read()
         except OSError:
             return
-        self._tools = "ok" if f"{layer.variable}={layer.entry}".encode() in entries else "gap"
+        if not held:  # a harness that already ended reads as an empty environment: not read, so unk
+            return
+        self._tools = "ok" if f"{layer.variable}={layer.entry}".encode() in held.split(b"\0") else "gap"
 
     @staticmethod
     def signal(pid: int, number: int) -> None:
