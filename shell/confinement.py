@@ -52,7 +52,7 @@ from metaharness.pure.confinement import (
     view_lines,
 )
 from metaharness.pure.environment import operator_login_file, path_directories, path_floor
-from metaharness.pure.hermetic import Verdict, VerdictFacts
+from metaharness.pure.hermetic import DirectoryIdentity, Verdict, VerdictFacts
 from metaharness.pure.kind import KINDS, Kind
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
@@ -290,6 +290,17 @@ def _harness(sandbox: int) -> int | None:
     return None
 
 
+def _working_directory(pid: int | None) -> DirectoryIdentity | None:
+    """``/proc/<pid>/cwd`` stat'ed and read from outside the view (the kernel's, not the child's word)."""
+    if pid is None:
+        return None
+    try:
+        status, path = os.stat(f"/proc/{pid}/cwd"), os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return None
+    return DirectoryIdentity(real_path=path, device=status.st_dev, inode=status.st_ino)
+
+
 class ConfinedSpawn:
     """A planned view, ready to spawn: :attr:`argv` for the live loop's ``Popen`` with :attr:`pass_fds`,
     :meth:`spawned` right after it, :meth:`namespaces` for rows H12 and H13 and :meth:`tools` for H14."""
@@ -303,6 +314,7 @@ class ConfinedSpawn:
         self._tools: Verdict = "unk"
         self._checked = threading.Event()
         self._tools_checked = threading.Event()
+        self._cwd: DirectoryIdentity | None = None
 
     def spawned(self) -> None:
         """Close the parent's copy of the info pipe and read the sandbox's namespaces once bwrap names
@@ -330,6 +342,7 @@ class ConfinedSpawn:
         finally:
             self._checked.set()
         try:
+            self._cwd = _working_directory(_harness(pid))
             self._check_tools(pid)
         finally:
             self._tools_checked.set()
@@ -362,6 +375,12 @@ class ConfinedSpawn:
         when without, ``unk`` when it could not be read (or the kind has no tools' layer)."""
         self._tools_checked.wait(NAMESPACE_WAIT_S)
         return self._tools
+
+    def harness_cwd(self) -> DirectoryIdentity | None:
+        """The harness's working directory as the kernel states it, read from outside once it started (row H7 by
+        effect, docs/hermetic.md#by-effect); ``None`` when it ended first."""
+        self._tools_checked.wait(NAMESPACE_WAIT_S)
+        return self._cwd
 
     def namespaces(self) -> Verdict:
         """``ok`` when the sandbox's mount and network namespaces both differ from metaharness's own,
