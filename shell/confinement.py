@@ -52,7 +52,7 @@ from metaharness.pure.confinement import (
     view_lines,
 )
 from metaharness.pure.environment import operator_login_file, path_directories, path_floor
-from metaharness.pure.hermetic import DirectoryIdentity, Verdict, VerdictFacts
+from metaharness.pure.hermetic import Verdict, VerdictFacts
 from metaharness.pure.kind import KINDS, Kind
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
@@ -290,15 +290,16 @@ def _harness(sandbox: int) -> int | None:
     return None
 
 
-def _working_directory(pid: int | None) -> DirectoryIdentity | None:
-    """``/proc/<pid>/cwd`` stat'ed and read from outside the view (the kernel's, not the child's word)."""
+def _working_directory(pid: int | None) -> tuple[str, int, int] | None:
+    """``/proc/<pid>/cwd`` read and stat'ed from outside the view (the kernel's, not the child's word): its path,
+    device and inode."""
     if pid is None:
         return None
     try:
         status, path = os.stat(f"/proc/{pid}/cwd"), os.readlink(f"/proc/{pid}/cwd")
     except OSError:
         return None
-    return DirectoryIdentity(real_path=path, device=status.st_dev, inode=status.st_ino)
+    return path, status.st_dev, status.st_ino
 
 
 class ConfinedSpawn:
@@ -314,7 +315,7 @@ class ConfinedSpawn:
         self._tools: Verdict = "unk"
         self._checked = threading.Event()
         self._tools_checked = threading.Event()
-        self._cwd: DirectoryIdentity | None = None
+        self._cwd: tuple[str, int, int] | None = None
 
     def spawned(self) -> None:
         """Close the parent's copy of the info pipe and read the sandbox's namespaces once bwrap names
@@ -376,9 +377,9 @@ class ConfinedSpawn:
         self._tools_checked.wait(NAMESPACE_WAIT_S)
         return self._tools
 
-    def harness_cwd(self) -> DirectoryIdentity | None:
-        """The harness's working directory as the kernel states it, read from outside once it started (row H7 by
-        effect, docs/hermetic.md#by-effect); ``None`` when it ended first."""
+    def harness_cwd(self) -> tuple[str, int, int] | None:
+        """The harness's working directory (path, device, inode) as the kernel states it, read from outside once
+        it started (row H7 by effect, docs/hermetic.md#by-effect); ``None`` when it ended first."""
         self._tools_checked.wait(NAMESPACE_WAIT_S)
         return self._cwd
 

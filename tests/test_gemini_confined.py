@@ -63,11 +63,12 @@ def test_a_confined_frame_deny_leaves_no_note(emulator: str, tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize("emulator", ["gemini-write"], indirect=True)
-def test_strict_reads_the_silent_rows_by_effect_and_fails_on_h14_alone(emulator: str, tmp_path: Path) -> None:
+def test_strict_reads_the_silent_rows_by_effect_and_fails_on_h14_alone_if_at_all(emulator: str, tmp_path: Path) -> None:
     """A clean confined scratch run: Gemini CLI's record states no plugins, credential source, MCP servers or
     working directory, so H1a, H4, H5 and H7 are read by effect from outside (the scratch ``GEMINI_CLI_HOME``
     through descriptors, the harness's working directory through ``/proc``) and are ok; H14 is still a gap on this
-    branch (Gemini's tools run beside the harness), so ``--hermetic strict`` exits 1 with H14 the only failing row."""
+    branch (Gemini's tools run beside the harness), so ``--hermetic strict`` exits 1 with H14 the only failing row;
+    once the tools' layer makes H14 ok, it exits 0."""
     temporary = tmp_path / "t"
     temporary.mkdir()
     env = {**os.environ, "TMPDIR": str(temporary)}
@@ -79,9 +80,11 @@ def test_strict_reads_the_silent_rows_by_effect_and_fails_on_h14_alone(emulator:
     for row in ("H1a", "H4", "H5", "H7"):
         assert verdicts[row] == "ok" and "by effect" in lines[row], lines[row]
     assert "the harness runs in the planned" in lines["H7"]
-    assert {row for row, verdict in verdicts.items() if verdict != "ok"} == {"H14"}
-    assert verdicts["H14"] == "gap"  # its tools run beside the harness (docs/confinement.md#two-layers)
-    assert code == 1
+    assert {row for row, verdict in verdicts.items() if verdict != "ok"} <= {"H14"}
+    if verdicts["H14"] == "ok":  # the tools' layer holds gemini's commands (docs/confinement.md#two-layers)
+        assert code == 0, stderr
+    else:  # its tools run beside the harness: the one failing row
+        assert verdicts["H14"] == "gap" and code == 1
 
 
 PLANT = ('$ mkdir -p "$GEMINI_CLI_HOME/.gemini/extensions/evil" && echo "{}" > "$GEMINI_CLI_HOME/.gemini/oauth_creds.json" '

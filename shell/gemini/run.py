@@ -26,7 +26,7 @@ from metaharness.pure.gemini.doctor import version_token
 from metaharness.pure.gemini.launch import GeminiLaunch, GeminiRunSpec, plan_gemini_launch
 from metaharness.pure.gemini.record import RecordFacts
 from metaharness.pure.gemini.session import open_session
-from metaharness.pure.hermetic import MEMORY_SHAPES, VerdictFacts, memory_walk
+from metaharness.pure.hermetic import MEMORY_SHAPES, DirectoryIdentity, VerdictFacts, memory_walk
 from metaharness.pure.hook_channel import HOOK_TIMEOUT_S
 from metaharness.pure.loopback import loopback_placeholder, upstream_root
 from metaharness.pure.options import RunOptions
@@ -172,7 +172,13 @@ def verdict_facts(options: RunOptions, launch: GeminiLaunch, spawn: ConfinedSpaw
     (docs/hermetic.md#by-effect) what the scratch ``GEMINI_CLI_HOME`` holds and where the confined harness ran."""
     return VerdictFacts(kind=KIND, declared_plugins=(), declared_key=options.credentials == "api-key",
                         planned_cwd=directory_identity(launch.cwd), pins=PINS, home_effect=config_home_effect(launch),
-                        harness_cwd=None if spawn is None else spawn.harness_cwd())  # fmt: skip
+                        harness_cwd=harness_directory(spawn))  # fmt: skip
+
+
+def harness_directory(spawn: ConfinedSpawn | None) -> DirectoryIdentity | None:
+    """Where the confined harness ran, read from outside the view (row H7 by effect); ``None`` unconfined."""
+    found = None if spawn is None else spawn.harness_cwd()
+    return None if found is None else DirectoryIdentity(*found)
 
 
 def late_events(
