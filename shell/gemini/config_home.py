@@ -3,8 +3,8 @@
 
 The child can write ``GEMINI_CLI_HOME/.gemini``, so it is reached from the scratch root one name at a time
 through directory descriptors (``metaharness.shell.child_tree``: ``O_NOFOLLOW``, type checks): a settings file
-that is a link, not one regular file, or larger than the launch's never reads as the launch's, and an
-``extensions`` entry of any type counts under its own name. The system settings paths name absent files under
+that is a link, not one regular file, or larger than the launch's never reads as the launch's (nor a home
+holding a ``GEMINI.md`` memory file the launch never wrote), and an ``extensions`` entry of any type counts under its own name. The system settings paths name absent files under
 ``<scratch>/gemini-system``; anything found there is system configuration the run did not write.
 """
 
@@ -23,6 +23,8 @@ EXTENSIONS = "extensions"
 CREDENTIAL_NAMES = ("oauth_creds.json", "google_accounts.json", "mcp-oauth-tokens.json", "mcp-oauth-tokens-v2.json",
                     "gemini-credentials.json", ".env")  # fmt: skip
 """The files a Gemini CLI home keeps a login, a token or a key in (``.env`` may hold ``GEMINI_API_KEY``)."""
+MEMORY = "GEMINI.md"
+"""Gemini CLI's global memory file, read from the home; the launch writes none."""
 SYSTEM = "gemini-system"
 
 
@@ -49,7 +51,7 @@ def _read(launch: GeminiLaunch, scratch: ChildDir) -> ConfigHomeEffect:
     gemini = reached.unwrap()
     try:
         settings = gemini.read(SETTINGS, len(written) + 1)
-        intact = isinstance(settings, Success) and settings.unwrap() == written
+        intact = isinstance(settings, Success) and settings.unwrap() == written and gemini.status(MEMORY) is None
         credentials = tuple(name for name in gemini.names() if name in CREDENTIAL_NAMES)
         return ConfigHomeEffect(intact, _extensions(gemini), credentials, (), system)
     finally:
