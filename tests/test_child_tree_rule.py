@@ -15,6 +15,7 @@ CHILD_TREE_MODULES = (
     "codex/rollout.py",
     "codex/live.py",
     "codex/app_server.py",
+    "gemini/config_home.py",
     "claude/live.py",
     "b10x/live.py",
     "workspace_snapshot.py",
