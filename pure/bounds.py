@@ -57,6 +57,11 @@ CHECKED_FILE_LIMIT = 64 * 1024 * 1024
 """Bytes of a workspace file an eval ``file`` check reads after the run; a larger one fails its check
 unread (a run's checked files are notes and sources, never this large)."""
 
+SANDBOX_ENTRY_LIMIT = 256
+"""Entries of a codex turn's file-system grant read to attribute its sandbox's refusals; a grant with more
+attributes none (docs/adapters/codex.md#sandbox-refusals)."""
+
+
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*+(?:"|\\?\Z)', re.DOTALL)
 """A JSON string, or an unterminated one to the end of the text: every match attempt from a quote
 succeeds without backtracking, so setting strings aside is linear however the quotes are escaped."""

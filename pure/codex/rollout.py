@@ -15,6 +15,7 @@ from msgspec import UNSET, UnsetType
 
 from metaharness.pure.bounds import decode_bounded
 from metaharness.pure.codex.rendering import operation_names, resolve_call
+from metaharness.pure.codex.sandbox import SandboxGrant, sandbox_grant
 from metaharness.pure.events import (
     AuthExpired,
     Census,
@@ -55,7 +56,8 @@ class RolloutLaunch(msgspec.Struct, frozen=True, kw_only=True):
     """What the launch (or the replay's options) contributes to the events (docs/adapters/codex.md,
     docs/events.md#replay).
 
-    ``program`` names the binary in ``VERSION_OFF_PIN``; ``frame_digest`` is the frame in force.
+    ``program`` names the binary in ``VERSION_OFF_PIN``; ``frame_digest`` is the frame in force; ``tmpdir``
+    is the child's ``TMPDIR``, where codex's grant places its ``tmpdir`` entry.
     """
 
     program: str
@@ -65,6 +67,7 @@ class RolloutLaunch(msgspec.Struct, frozen=True, kw_only=True):
     context_files: tuple[ContextFile, ...] = ()
     inputs_digest: str | None = None
     frame_digest: str | None = None
+    tmpdir: str | None = None
 
 
 class CallFacts(msgspec.Struct, frozen=True):
@@ -88,6 +91,7 @@ class RolloutReader(msgspec.Struct, frozen=True, kw_only=True):
     observed: tuple[ObservedModel, ...] = ()
     calls: dict[str, CallFacts] = msgspec.field(default_factory=dict)
     evidence: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
+    grant: SandboxGrant | None = None
 
     @property
     def terminal_seen(self) -> bool:
@@ -329,6 +333,7 @@ def read_rollout_line(reader: RolloutReader, raw: bytes, source_line: int) -> tu
     if kind == "event_msg":
         return _event_msg(reader, payload, raw, source_line, at, opaque)
     if kind == "turn_context":
+        reader = msgspec.structs.replace(reader, grant=sandbox_grant(payload, reader.launch.tmpdir))
         model = _str(payload.get("model"))
         turn_id = _str(payload.get("turn_id"))
         seen = any(m.turn == reader.turns and m.turn_id == turn_id for m in reader.observed)

@@ -41,6 +41,7 @@ from metaharness.pure.codex.rollout import (
     read_sub_agent_line,
 )
 from metaharness.pure.codex.rollout import session_ended as rollout_session_ended
+from metaharness.pure.codex.sandbox import SandboxWatch, sandbox_denials, watched
 from metaharness.pure.codex.seam import answer_body, check_replacement, denied_result, presented_call
 from metaharness.pure.commands import (
     Halt,
@@ -131,8 +132,8 @@ class Catalogued(msgspec.Struct, frozen=True, kw_only=True):
 class Session(msgspec.Struct, frozen=True, kw_only=True):
     """One codex run's state between inputs. ``keys`` maps a call to the hook key that delivered it,
     ``names`` a call to its tool; ``unanswered`` are the calls whose hook had gone when answered,
-    ``refused`` those whose answer met a refused channel name;
-    ``tree`` is what the shell found of the links the calls' subjects pass through."""
+    ``refused`` those whose answer met a refused channel name; ``sandbox`` the calls codex's own sandbox
+    refused so far; ``tree`` is what the shell found of the links the calls' subjects pass through."""
 
     stream: Stream
     desk: Desk
@@ -145,6 +146,7 @@ class Session(msgspec.Struct, frozen=True, kw_only=True):
     unanswered: frozenset[str] = frozenset()
     refused: frozenset[str] = frozenset()
     session_cwd: str | None = None
+    sandbox: SandboxWatch = SandboxWatch()
     tree: TreeFacts
     catalogued: Catalogued | None = None
     queued: tuple[Item, ...] = ()
@@ -191,8 +193,9 @@ def _write(session: Session, payload: Event, at: str | UnsetType = UNSET) -> tup
             payload = msgspec.structs.replace(payload, decision=Deny(HOOK_GAVE_UP), decided_by="deadline")
         census = count_decision(census, payload)
     stream, line = stamp(session.stream, payload, at)
+    sandbox = watched(session.sandbox, session.reader.grant, payload)
     session = msgspec.structs.replace(
-        session, stream=stream, census=census, unanswered=unanswered, session_cwd=session_cwd
+        session, stream=stream, census=census, unanswered=unanswered, session_cwd=session_cwd, sandbox=sandbox
     )
     return session, line
 
@@ -489,6 +492,7 @@ def wind_up(
     ended = rollout_session_ended(session.reader, session.census)
     out: list[Effect] = []
     if ended is not None:
+        ended = msgspec.structs.replace(ended, permission_denials=sandbox_denials(session.sandbox))
         session, line = _write(session, ended, session.reader.last_complete_at)
         out.append(line)
     unobserved = result_unobserved(session.stream)
