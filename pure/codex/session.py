@@ -68,6 +68,7 @@ from metaharness.pure.decisions import (
 )
 from metaharness.pure.decisions import Emit as DeskEmit
 from metaharness.pure.decisions import expire as desk_expire
+from metaharness.pure.doorbell import UnreadKeys, unread_key
 from metaharness.pure.events import (
     Census,
     Deny,
@@ -133,7 +134,7 @@ class Session(msgspec.Struct, frozen=True, kw_only=True):
     """One codex run's state between inputs. ``keys`` maps a call to the hook key that delivered it,
     ``names`` a call to its tool; ``unanswered`` are the calls whose hook had gone when answered,
     ``refused`` those whose answer met a refused channel name; ``sandbox`` the calls codex's own sandbox
-    refused so far; ``tree`` is what the shell found of the links the calls' subjects pass through."""
+    refused so far; ``unread`` the rung keys that named no request; ``tree`` is what the shell found of the links the calls' subjects pass through."""
 
     stream: Stream
     desk: Desk
@@ -147,6 +148,7 @@ class Session(msgspec.Struct, frozen=True, kw_only=True):
     refused: frozenset[str] = frozenset()
     session_cwd: str | None = None
     sandbox: SandboxWatch = SandboxWatch()
+    unread: UnreadKeys = UnreadKeys()
     tree: TreeFacts
     catalogued: Catalogued | None = None
     queued: tuple[Item, ...] = ()
@@ -368,12 +370,13 @@ def hook_request(
     and the links its subjects pass through, laid over what the session knew of the tree."""
     session = _looked_at(session, tree)
     if raw is None:
-        warning = WarningRaised(
+        unread, warning = unread_key(session.unread, WarningRaised(
             code="COVERAGE_GAP",
             message=f"the hook rang the doorbell with key {key} and left no request file, "
             "so that call could not be presented",
-        )
-        return _work(session, (DeskEmit(warning),))
+        ))  # fmt: skip
+        session = msgspec.structs.replace(session, unread=unread)
+        return _work(session, () if warning is None else (DeskEmit(warning),))
     call = read_hook_request(key, raw)
     correlator, outputs = on_hook_call(session.correlator, call)
     session = msgspec.structs.replace(session, keys=(*session.keys, (call.call_id, key)), correlator=correlator)
