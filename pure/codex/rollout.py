@@ -8,6 +8,7 @@ builds the terminal event at stream end, iff a ``task_complete`` was seen.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import msgspec
@@ -47,6 +48,9 @@ EXPIRY_PHRASES = ("session has expired", "session expired", "failed to refresh a
 docs/adapters/codex.md)."""
 
 OUTCOME_SOURCE = "retained_tool_completion"
+
+ROLLOUT_THREAD = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+"""A codex thread id as its rollouts' names and ``SubAgentActivity`` items spell it."""
 
 _NOTED = ("_turn_id", "_at")
 """What the reader adds to a noted completion item: its turn and its line's timestamp."""
@@ -92,6 +96,8 @@ class RolloutReader(msgspec.Struct, frozen=True, kw_only=True):
     calls: dict[str, CallFacts] = msgspec.field(default_factory=dict)
     evidence: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
     grant: SandboxGrant | None = None
+    agents: tuple[str, ...] = ()
+    """The sub-agents' thread ids this record names (``SubAgentActivity`` items): only their rollouts are read."""
 
     @property
     def terminal_seen(self) -> bool:
@@ -394,6 +400,7 @@ def _event_msg(
         return reader, tuple(readings) or (opaque,)
     if subtype == "item_completed":
         item = payload.get("item")
+        reader = _named_agent(reader, item)
         if (
             isinstance(item, dict)
             and item.get("type") in ("CommandExecution", "FileChange")
@@ -420,6 +427,25 @@ def _event_msg(
             expired = AuthExpired(credential_source=None, detail=message, source_line=source_line)
             return reader, (Emitted(expired, at), opaque)
     return reader, (opaque,)
+
+
+def _named_agent(reader: RolloutReader, item: Any) -> RolloutReader:
+    """The reader with the thread of a sub-agent the item says was started (a ``SubAgentActivity`` item)."""
+    if not isinstance(item, dict) or item.get("type") != "SubAgentActivity":
+        return reader
+    thread = item.get("agent_thread_id")
+    if not isinstance(thread, str) or not ROLLOUT_THREAD.fullmatch(thread) or thread in reader.agents:
+        return reader
+    return msgspec.structs.replace(reader, agents=(*reader.agents, thread))
+
+
+def rollout_thread(name: str) -> str | None:
+    """The thread id a rollout's file name ends in (``rollout-<time>-<thread>.jsonl``), or ``None``."""
+    stem = name.removesuffix(".jsonl")
+    thread = stem[-36:]
+    if stem == name or not name.startswith("rollout-") or not ROLLOUT_THREAD.fullmatch(thread):
+        return None
+    return thread if stem[: -len(thread)].endswith("-") else None
 
 
 def session_ended(reader: RolloutReader, census: Census) -> SessionEnded | None:

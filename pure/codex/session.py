@@ -399,6 +399,12 @@ def _nested(session: Session, before: RolloutReader, after: RolloutReader) -> tu
     return tuple(finished)
 
 
+def named_agents(session: Session) -> frozenset[str]:
+    """The sub-agents' thread ids the main rollout and the sub-agents' own name: only their rollouts are
+    read (docs/adapters/codex.md#rollout-mapping)."""
+    return frozenset((*session.reader.agents, *(agent for _, reader in session.sub_readers for agent in reader.agents)))
+
+
 def read_line(session: Session, number: int, raw: bytes) -> tuple[Session, tuple[Effect, ...]]:
     """One rollout line (1-based ``number``, terminator removed) through the reader and correlator."""
     reader, readings = read_rollout_line(session.reader, raw, number)
