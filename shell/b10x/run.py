@@ -71,6 +71,7 @@ from metaharness.shell.staging import (
     take,
     unusable_directory,
 )
+from metaharness.shell.transcript_copy import TranscriptCopy
 from metaharness.shell.view_route import start_route
 from metaharness.shell.wind_up import RunAudit, retain_copies
 
@@ -406,7 +407,7 @@ def run_b10x(options: RunOptions) -> int:
         return (*warnings, *retain_copies(options.retain_dir, run_id, launch.scratch, retained_files(launch), audit.workspace_diff()))
 
     try:
-        with open(launch.transcript_path, "wb") as transcript:
+        with TranscriptCopy(launch.transcript_path) as transcript:
             audit.arm(launch.cwd)
             outcome = drive_loop(
                 argv=launch.argv,
@@ -419,7 +420,7 @@ def run_b10x(options: RunOptions) -> int:
                 transcript=transcript,
                 commands=sys.stdin.fileno(),
                 on_steering_refusal=stderr_line,
-                retain=lambda: (*audit.limits.late_events(), *retained()),
+                retain=lambda: (*audit.limits.late_events(), *transcript.late_events(), *retained()),
             )
     except OSError as error:
         if proxy is not None:
@@ -432,7 +433,7 @@ def run_b10x(options: RunOptions) -> int:
         remove_tree(launch.scratch)
         return end_unexpectedly(audit, run_id, error)
     try:
-        return audit.exit_code(rows_facts(), launch.transcript_path, outcome.reason)
+        return audit.exit_code(rows_facts(), launch.transcript_path, outcome.reason, transcript.refusal())
     finally:
         if proxy is not None:
             proxy.stop()

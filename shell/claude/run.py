@@ -91,6 +91,7 @@ from metaharness.shell.staging import (
     take,
     unusable_directory,
 )
+from metaharness.shell.transcript_copy import TranscriptCopy
 from metaharness.shell.view_route import start_route
 from metaharness.shell.wind_up import RunAudit, retain_copies
 
@@ -466,18 +467,18 @@ def run_claude(options: RunOptions) -> int:
         if isinstance(line, bytes):
             audit.write_event(line)
     try:
-        with open(launch.transcript_path, "wb") as transcript:
+        with TranscriptCopy(launch.transcript_path) as transcript:
             audit.arm(launch.cwd)
             outcome = drive_claude(
                 argv=launch.argv, confined=spawn, env=launch.environment.as_dict(), cwd=launch.cwd, session=session,
                 opening=tuple(effect for effect in opening if not isinstance(effect, bytes)), write_event=audit.write_event, transcript=transcript,
                 commands=sys.stdin.fileno() if sys.stdin is not None else None,
-                on_steering_refusal=stderr_line, late_events=lambda: (*audit.limits.late_events(), *late_events(options, run_id, launch, proxy, audit.workspace_diff())),
+                on_steering_refusal=stderr_line, late_events=lambda: (*audit.limits.late_events(), *transcript.late_events(), *late_events(options, run_id, launch, proxy, audit.workspace_diff())),
                 alerts=None if proxy is None else (proxy.alert_fd, lambda: expired_events(proxy)),
             )  # fmt: skip
         if outcome.refusal is not None:
             return refuse(outcome.refusal)
-        return audit.exit_code(rows_facts(), launch.transcript_path, outcome.reason)
+        return audit.exit_code(rows_facts(), launch.transcript_path, outcome.reason, transcript.refusal())
     except OSError as error:
         if spawned_group() is not None:
             return end_unexpectedly(audit, run_id, error)

@@ -448,6 +448,7 @@ def run_codex(options: RunOptions) -> int:
             hermetic=launch.hermetic,
             context_files=launch.context_files,
             frame_digest=frame.digest if frame is not None else None,
+            tmpdir=launch.environment.as_dict().get("TMPDIR"),
         )
         audit.names_program(launch.program)
         if proxy is not None and spawn is not None:
