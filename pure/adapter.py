@@ -174,7 +174,10 @@ class ToolEntry(msgspec.Struct, frozen=True, kw_only=True):
     ``masked``, the names in the shared TMPDIR the harness keeps its own sockets in, covered by an empty
     tmpfs in the tools' layer; ``kept``, the scratch-relative programs the harness starts through the
     same program (its hook, as ``<program> -c '<path>'``), which run where the harness is; ``reads``,
-    the scratch-relative folders of the harness's own the layer binds read-only (codex's sandbox helper)."""
+    the scratch-relative folders of the harness's own the layer binds read-only (codex's sandbox helper);
+    ``covered``, globs below the program's ``node_modules`` naming a fallback of the vendor's own that
+    would start tools beside the layer (codex's bundled ``bwrap``), each covered in the view by an empty
+    device."""
 
     mechanism: Literal["entry", "path", "unavailable"]
     how: str
@@ -185,6 +188,7 @@ class ToolEntry(msgspec.Struct, frozen=True, kw_only=True):
     runs: str | None = None
     kept: tuple[str, ...] = ()
     reads: tuple[str, ...] = ()
+    covered: tuple[str, ...] = ()
 
 
 class ConfinementShape(msgspec.Struct, frozen=True, kw_only=True):

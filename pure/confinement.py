@@ -114,6 +114,9 @@ class ConfinementFacts(msgspec.Struct, frozen=True, kw_only=True):
     sockets: tuple[str, ...] = ()
     resolver: str | None = None
     tools: ToolGrant | None = None
+    covered: tuple[str, ...] = ()
+    """Files of the closure the view covers with an empty device (``/dev/null``): a fallback of the vendor's
+    own that would start its tools beside the tools' layer (codex's bundled ``bwrap``)."""
 
 
 class ToolGrant(msgspec.Struct, frozen=True, kw_only=True):
@@ -344,7 +347,7 @@ def _governing_folders(facts: ConfinementFacts, writable: Sequence[str]) -> tupl
 def plan_confinement(facts: ConfinementFacts) -> Result[Confinement, Refusal]:
     """The view, in order (a later mount over an earlier one wins): the read-only system, ``/proc``,
     ``/dev``, fresh ``/tmp`` and ``/dev/shm``, the caller's home as an empty tmpfs, the scratch root as
-    an empty tmpfs, the closure and the declared reads read-only, the four writable kinds, the
+    an empty tmpfs, the closure and the declared reads read-only (a covered file an empty device), the four writable kinds, the
     governing folders and files read-only again, the route socket, the view's resolver; then the
     scratch root and ``/`` remounted read-only, so nothing can be renamed or planted beside what
     governs. With ``facts.tools`` the tools' layer is planned too (:func:`plan_tool_layer`). Refuses
@@ -360,6 +363,7 @@ def plan_confinement(facts: ConfinementFacts) -> Result[Confinement, Refusal]:
     mounts.append(Mount("tmpfs", facts.scratch))
     closure = _outermost(facts.closure)
     mounts += [Mount("ro-bind", path, path) for path in (*closure, *facts.reads)]
+    mounts += [Mount("ro-bind", path, "/dev/null") for path in facts.covered]
     writable = tuple(dict.fromkeys(posixpath.normpath(path) for path in facts.writable))
     mounts += [Mount("bind", path, path) for path in writable]
     governing = (*_governing_folders(facts, writable), *facts.governing, *facts.sockets)

@@ -10,6 +10,7 @@ decisions are ``metaharness.pure.confinement``'s.
 from __future__ import annotations
 
 import functools
+import glob
 import json
 import os
 import shutil
@@ -344,16 +345,20 @@ class ConfinedSpawn:
         if layer is None or (layer.variable is None and layer.path is None):
             return
         harness = _harness(sandbox)
-        if harness is None:
-            return
-        try:
-            with open(f"/proc/{harness}/environ", "rb") as environ:
-                held = environ.read()
-        except OSError:
-            return
-        if not held:  # a harness that already ended reads as an empty environment: not read, so unk
-            return
-        self._tools = tools_entered(layer, held)
+        deadline = time.monotonic() + NAMESPACE_WAIT_S
+        while harness is not None and time.monotonic() < deadline:
+            try:
+                with open(f"/proc/{harness}/environ", "rb") as environ:
+                    held = environ.read()
+                if held:
+                    self._tools = tools_entered(layer, held)
+                    return
+                with open(f"/proc/{harness}/stat", "rb") as status:
+                    if status.read().rsplit(b")", 1)[-1].split()[:1] in ([b"Z"], [b"X"], []):
+                        return  # a harness that already ended reads as an empty environment: not read, so unk
+            except OSError:
+                return
+            time.sleep(SAMPLE_S)  # read between its spawn and its exec: sampled again
 
     @staticmethod
     def signal(pid: int, number: int) -> None:
@@ -423,6 +428,7 @@ def confine(
         sockets=tuple(path for path in sockets if os.path.exists(path)),
         resolver=_view_resolver(scratch),
         tools=grant,
+        covered=_covered(prepared.kind, program) if grant is not None else (),
     )
     planned = plan_confinement(facts)
     if isinstance(planned, Success) and planned.unwrap().tools is not None:
@@ -451,6 +457,15 @@ def _tool_grant(
         program=tools.runs or prepared.bwrap if tools.mechanism == "path" else None,
         path=child_path if tools.mechanism == "path" else None,
     )  # fmt: skip
+
+
+def _covered(kind: Kind, program: str) -> tuple[str, ...]:
+    """The files the kind's ``covered`` globs name below the program's ``node_modules`` (its real path's),
+    regular files only."""
+    roots = {root for root in install_root(os.path.realpath(program), {}) if os.path.basename(root) == "node_modules"}
+    found = (path for root in sorted(roots) for pattern in adapter_of(kind).confinement.tools.covered
+             for path in sorted(glob.glob(os.path.join(glob.escape(root), pattern))))  # fmt: skip
+    return tuple(path for path in found if stat.S_ISREG(os.lstat(path).st_mode))
 
 
 def _write_entry(scratch: str, entry: str, data: bytes) -> None:

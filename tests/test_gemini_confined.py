@@ -32,13 +32,15 @@ def work_tree(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("emulator", ["gemini-shell-steps"], indirect=True)
 def test_no_tool_in_the_view_can_rewrite_the_settings_or_the_hook(emulator: str, tmp_path: Path) -> None:
+    """The shell command runs in the tools' layer, where neither file exists (in the view both are read-only
+    binds: tests/test_two_layers_e2e.py holds the outer layer's side)."""
     work = work_tree(tmp_path)
     options = {**endpoint(emulator, decisions="observe", cwd=str(work), confine="on"), "prompt": TAMPER}
     events, code, stderr = finish(start_run(options))
     assert code == 0, stderr
     (result,) = of(events, "tool.result")
     output = json.dumps(result["content"])
-    assert "wrote" not in output and output.count("refused") == 2 and "Read-only file system" in output
+    assert "wrote" not in output and output.count("refused") == 2 and "No such file or directory" in output
     started = of(events, "session.started")[0]
     rows = {row["row"]: row["how"] for row in started["hermetic"]["imposed"]}
     assert "own network namespace" in rows["H13"] and "writable" in rows["H12"]
@@ -66,8 +68,8 @@ def test_a_confined_frame_deny_leaves_no_note(emulator: str, tmp_path: Path) -> 
 def test_strict_names_the_rows_the_record_leaves_silent(emulator: str, tmp_path: Path) -> None:
     """A clean confined scratch run: every row metaharness can evidence is ok, the four whose evidence only a
     record could give (Gemini CLI's states no plugins, credential source, MCP servers or working directory) are
-    ``unk``, and H14 is a gap (Gemini's tools run beside the harness), so ``--hermetic strict`` exits 1 (a control
-    failed) rather than printing ok for what nobody stated or what does not hold."""
+    ``unk``, and H14 is ok (its shell commands start in the tools' layer), so ``--hermetic strict`` does not exit 0
+    rather than printing ok for what nobody stated."""
     temporary = tmp_path / "t"
     temporary.mkdir()
     env = {**os.environ, "TMPDIR": str(temporary)}
@@ -75,7 +77,9 @@ def test_strict_names_the_rows_the_record_leaves_silent(emulator: str, tmp_path:
                                             env=env))  # fmt: skip
     assert events[-1]["reason"] == "completed"
     verdicts = {line.split()[0]: line.split()[1] for line in stderr.splitlines() if line.startswith("  H")}
-    assert {row for row, verdict in verdicts.items() if verdict != "ok"} == {"H1a", "H4", "H5", "H7", "H14"}
+    assert {row for row, verdict in verdicts.items() if verdict != "ok"} == {"H1a", "H4", "H5", "H7"}
     assert all(verdicts[row] == "unk" for row in ("H1a", "H4", "H5", "H7"))
-    assert verdicts["H14"] == "gap"  # its tools run beside the harness (docs/confinement.md#two-layers)
-    assert code == 1
+    assert verdicts["H14"] == "ok"  # its tools start in the tools' layer (docs/confinement.md#two-layers)
+    # the one control gap left is the route witness's on Gemini's final answer, not a row (issue 26's rows and witness)
+    assert [e["code"] for e in of(events, "warning") if e["code"] == "RECORD_FORGED"] == ["RECORD_FORGED"]
+    assert code == 1, stderr.splitlines()[-4:]

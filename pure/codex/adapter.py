@@ -173,6 +173,7 @@ ADAPTER = Adapter(
             program="bwrap",
             form="bwrap",
             reads=("codex-home/tmp/arg0-linux",),
+            covered=("@openai/codex-linux-*/vendor/*/codex-resources/bwrap",),
         ),
     ),
     record_source="codex.rollout",
