@@ -402,15 +402,16 @@ def plan_tool_layer(facts: ConfinementFacts, grant: ToolGrant) -> ToolLayer:
     same read-only system (the view's resolver with it), closure and declared reads, a ``/proc`` with
     no process in it (:data:`PROC_FILES`), its own ``/tmp`` and home, writable only ``grant.writable``,
     the grant's reads, its masked directories empty, and nothing else of the scratch root (no hook
-    program, channel, settings, record or transcript); ``/`` read-only; its own PID namespace, and its own network namespace with
-    no route."""
+    program, channel, settings, record or transcript: it is an empty tmpfs, read-only once the grant is
+    bound in it); ``/`` read-only; its own PID namespace, and its own network namespace with no route."""
     mounts = [Mount("tmpfs", "/proc") if mount.operation == "proc" else mount for mount in _system_mounts(facts)]
     mounts += [Mount("ro-bind", path, path) for path in PROC_FILES]
+    mounts.append(Mount("tmpfs", facts.scratch))
     mounts += [Mount("ro-bind", path, path) for path in (*_outermost(facts.closure), *facts.reads, *grant.reads)]
     writable = tuple(dict.fromkeys(posixpath.normpath(path) for path in grant.writable))
     mounts += [Mount("ro-bind" if grant.form == "bwrap" else "bind", path, path) for path in writable]
     mounts += [Mount("tmpfs", path) for path in grant.masked]
-    mounts.append(Mount("remount-ro", "/"))
+    mounts += [Mount("remount-ro", facts.scratch), Mount("remount-ro", "/")]
     folder = posixpath.join(facts.scratch, TOOL_PATH)
     entry = posixpath.join(facts.scratch, TOOL_ENTRY) if grant.stands_for is None else posixpath.join(
         folder, grant.stands_for)  # fmt: skip
