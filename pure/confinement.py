@@ -512,6 +512,8 @@ def _mount_lines(mounts: Sequence[Mount], indent: str) -> list[str]:
     for mount in mounts:
         if mount.operation == "symlink":
             lines.append(f"{indent}symlink {mount.destination} -> {mount.source}")
+        elif mount.source == "/dev/null":
+            lines.append(f"{indent}covered {mount.destination}")
         elif mount.operation in ("ro-bind", "bind"):
             lines.append(f"{indent}{'ro' if mount.operation == 'ro-bind' else 'rw'} {mount.destination}")
         else:

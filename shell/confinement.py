@@ -535,6 +535,7 @@ def doctor_lines(kind: Kind, program: str, caller_env: dict[str, str]) -> tuple[
         hidden=hidden_trees(custody_files(caller_env)), closure=closure(program, path_floor(caller_env)),
         writable=tuple(writable), init=confine_init(), scratch=scratch, cwd=f"{scratch}/work",
         command=(program,), route=ModelRoute("<the model endpoint>", ()), caller_uid=os.getuid(), tools=grant,
+        covered=_covered(kind, program) if grant is not None else (),
     )  # fmt: skip
     planned = plan_confinement(facts)
     if isinstance(planned, Failure):
