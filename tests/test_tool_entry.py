@@ -12,6 +12,7 @@ from pathlib import Path
 
 import msgspec
 
+from metaharness.pure.adapters import adapter_of
 from metaharness.pure.confinement import (
     ConfinementFacts,
     SystemEntry,
@@ -22,7 +23,10 @@ from metaharness.pure.confinement import (
     render_tool_entry,
     tools_entered,
 )
+from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
 from metaharness.pure.events import Hermetic
+from metaharness.pure.gemini.launch import GeminiRunSpec, plan_gemini_launch
+from metaharness.pure.hook_channel import shell_quote
 
 SCRATCH = "/tmp/metaharness-x"
 WORK, TMP = f"{SCRATCH}/work", f"{SCRATCH}/tmp"
@@ -125,3 +129,17 @@ def test_the_layer_holds_the_scratch_root_as_an_empty_tmpfs_read_only_once_the_g
     assert layer is not None
     steps = [(mount.operation, mount.destination) for mount in layer.mounts if mount.destination.startswith(SCRATCH)]
     assert steps == [("tmpfs", SCRATCH), ("ro-bind", WORK), ("ro-bind", TMP), ("remount-ro", SCRATCH)]
+
+
+def test_gemini_s_kept_line_is_exactly_the_hook_command_its_launch_writes() -> None:
+    """The one line gemini's entry keeps where the harness is must be the command the scratch settings give
+    the BeforeTool hook: else the hook would run in the tools' layer, without its channel, and Gemini CLI,
+    which fails open on a failed hook, would let every call run."""
+    launch = plan_gemini_launch(
+        GeminiRunSpec(prompt="do it", cwd="/w", environment=EnvironmentDeclaration(
+            kind="gemini", credentials="none", model_endpoint="http://127.0.0.1:5")),
+        {"PATH": "/bin", "HOME": "/h"}, "/s", {"/h/.local/bin/gemini": ProgramCandidate(regular=True, executable=True)},
+    ).unwrap()  # fmt: skip
+    (group,) = launch.settings["hooks"]["BeforeTool"]
+    kept = adapter_of("gemini").confinement.tools.kept
+    assert [hook["command"] for hook in group["hooks"]] == [shell_quote(f"/s/{path}") for path in kept]
