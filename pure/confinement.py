@@ -565,12 +565,18 @@ def _h14(kind: Kind, confinement: Confinement) -> RowHow | RowWhy:
     )
 
 
-def tools_entered(layer: ToolLayer, environ: bytes) -> Literal["ok", "gap"]:
+def tools_entered(layer: ToolLayer, environ: bytes, uncovered: Sequence[str] = ()) -> Literal["ok", "gap"]:
     """Row H14's effect check over the harness's environment as read from outside the view (NUL-separated):
     ``ok`` when it names the entry as the vendor starts its tools through it: ``variable=<entry>``, or, for
-    an entry found on PATH, exactly the PATH the view set (the entry's read-only folder first); else ``gap``."""
+    an entry found on PATH, exactly the PATH the view set (the entry's read-only folder first), and no
+    covered fallback (:func:`covered_files`) was found ``uncovered`` in the harness's view; else ``gap``."""
     expected = f"PATH={layer.path}" if layer.path is not None else f"{layer.variable}={layer.entry}"
-    return "ok" if expected.encode() in environ.split(b"\0") else "gap"
+    return "ok" if expected.encode() in environ.split(b"\0") and not uncovered else "gap"
+
+
+def covered_files(confinement: Confinement) -> tuple[str, ...]:
+    """The files the view covers with an empty device (``ConfinementFacts.covered``)."""
+    return tuple(mount.destination for mount in confinement.mounts if mount.source == "/dev/null")
 
 
 def _reworded(entries: tuple[RowHow, ...], extra: Mapping[str, str]) -> tuple[RowHow, ...]:

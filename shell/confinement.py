@@ -43,6 +43,7 @@ from metaharness.pure.confinement import (
     SystemEntry,
     ToolGrant,
     check_confine_reads,
+    covered_files,
     hidden_trees,
     install_root,
     model_route,
@@ -282,6 +283,19 @@ def _children(pid: int) -> list[int]:
     return children
 
 
+def _uncovered(harness: int, covered: Sequence[str]) -> tuple[str, ...]:
+    """The covered files that are no character device in the harness's view, looked up from outside through
+    ``/proc/<harness>/root`` (the path lies in the view's read-only closure, which nothing in it can change)."""
+    found = []
+    for path in covered:
+        try:
+            if not stat.S_ISCHR(os.lstat(f"/proc/{harness}/root{path}").st_mode):
+                found.append(path)
+        except OSError:
+            found.append(path)
+    return tuple(found)
+
+
 def _harness(sandbox: int) -> int | None:
     """The harness's pid: the first child of the view's init, below bwrap's own pid 1 (``None`` when the
     view ended first)."""
@@ -351,7 +365,7 @@ class ConfinedSpawn:
                 with open(f"/proc/{harness}/environ", "rb") as environ:
                     held = environ.read()
                 if held:
-                    self._tools = tools_entered(layer, held)
+                    self._tools = tools_entered(layer, held, _uncovered(harness, covered_files(self.confinement)))
                     return
                 with open(f"/proc/{harness}/stat", "rb") as status:
                     if status.read().rsplit(b")", 1)[-1].split()[:1] in ([b"Z"], [b"X"], []):

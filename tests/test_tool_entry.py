@@ -18,6 +18,7 @@ from metaharness.pure.confinement import (
     SystemEntry,
     ToolGrant,
     confined_hermetic,
+    covered_files,
     plan_confinement,
     render_bwrap,
     render_tool_entry,
@@ -143,3 +144,15 @@ def test_gemini_s_kept_line_is_exactly_the_hook_command_its_launch_writes() -> N
     (group,) = launch.settings["hooks"]["BeforeTool"]
     kept = adapter_of("gemini").confinement.tools.kept
     assert [hook["command"] for hook in group["hooks"]] == [shell_quote(f"/s/{path}") for path in kept]
+
+
+def test_h14_is_a_gap_when_a_covered_fallback_is_not_covered_in_the_harness_s_view(tmp_path: Path) -> None:
+    bundled = "/opt/node_modules/@openai/codex-linux-x64/vendor/t/codex-resources/bwrap"
+    planned = msgspec.structs.replace(facts(tmp_path, codex_grant(tmp_path)), covered=(bundled,))
+    confinement = plan_confinement(planned).unwrap()
+    assert covered_files(confinement) == (bundled,)
+    assert f"--ro-bind /dev/null {bundled}" in " ".join(render_bwrap(confinement))
+    layer = confinement.tools
+    assert layer is not None
+    environ = f"PATH={layer.path}\0".encode()
+    assert tools_entered(layer, environ) == "ok" and tools_entered(layer, environ, (bundled,)) == "gap"

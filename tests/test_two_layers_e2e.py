@@ -147,6 +147,31 @@ def test_a_codex_shell_call_finds_no_harness_no_channel_and_no_route_and_h14_is_
     assert "  H14  ok  gating   effect the tools cannot reach the harness or its channel" in report
 
 
+BROKEN_ENTRY = (
+    "import sys; import metaharness.shell.confinement as c; "
+    "c.render_tool_entry = lambda layer: b'#!/bin/sh\\nexit 1\\n'; "
+    "from metaharness.shell.entry import main; sys.argv[0] = 'metaharness'; main()"
+)
+"""metaharness with a tools' layer entry that fails whatever it is handed (codex's ``bwrap --help`` probe too)."""
+
+
+@pytest.mark.skipif(pinned_cli("codex") is None, reason="no pinned codex")
+def test_a_codex_whose_entry_fails_its_probe_runs_no_command_beside_the_layer(tmp_path: Path) -> None:
+    """When the first ``bwrap`` on its PATH fails the probe, codex 0.171.0 falls back to its bundled
+    ``codex-resources/bwrap``; the view covers that file with an empty device, so the command is not run
+    at all, rather than run beside the harness."""
+    home = linked_home(tmp_path, ("codex", pinned_cli("codex") or ""))
+    with running_emulator("--scenario", "codex-shell-steps") as (base_url, _):
+        argv = [sys.executable, "-c", BROKEN_ENTRY, "run", "codex", "--credentials", "none",
+                "--model-endpoint", base_url.removesuffix("/v1"), "-p", "do the steps\n$ echo ran-the-command\n",
+                "--decisions", "observe"]  # fmt: skip
+        done = subprocess.run(argv, capture_output=True, env={**os.environ, "HOME": str(home)}, timeout=240,
+                              stdin=subprocess.DEVNULL, check=False)  # fmt: skip
+    results = shell_results(events_of(done.stdout.splitlines()))
+    assert results and not any("ran-the-command" in result for result in results), results
+    assert any("bubblewrap is unavailable" in result for result in results), results
+
+
 @pytest.mark.skipif(pinned_cli("codex") is None, reason="no pinned codex")
 def test_with_confine_off_a_codex_shell_call_reads_the_scratch_root_and_the_host_side_holds(tmp_path: Path) -> None:
     """The same call unconfined lands where codex's own sandbox lets it (it reads the scratch root's hooks);
