@@ -50,6 +50,7 @@ from immutables import Map
 from msgspec import UNSET, Struct
 
 from metaharness.pure.admission import admit_call, harness_pipe, harness_pipe_deny, harness_pipe_warning
+from metaharness.pure.budgets import VENDOR_BUDGET_MS
 from metaharness.pure.census import ZERO_CENSUS, count_decision
 from metaharness.pure.commands import ToolDecide, command_ok, frame_set_ok, too_late, unknown_call
 from metaharness.pure.events import (
@@ -67,7 +68,7 @@ from metaharness.pure.events import (
 from metaharness.pure.frames import Frame, Operation
 from metaharness.pure.jsonline import canonical, sha256_hex
 from metaharness.pure.modes import DecisionMode
-from metaharness.pure.run_stages import VENDOR_BUDGET_MS, deadline_reason, decision_deadline
+from metaharness.pure.run_stages import deadline_reason, decision_deadline
 
 AbandonCause: TypeAlias = Literal["the turn ended", "the stream ended", "the run was interrupted", "the run was halted"]
 """Why pending calls are abandoned (docs/decisions.md#correlation-and-abandonment), as the deny reason begins."""

@@ -19,6 +19,7 @@ from returns.result import Failure
 
 from metaharness.pure import decisions as desk_
 from metaharness.pure.b10x import records as rec
+from metaharness.pure.budgets import VENDOR_BUDGET_MS
 from metaharness.pure.census import count_decision
 from metaharness.pure.commands import (
     Halt,
@@ -65,12 +66,7 @@ from metaharness.pure.jsonline import compact, sha256_hex
 from metaharness.pure.modes import DecisionMode
 from metaharness.pure.program_subjects import argv_subjects
 from metaharness.pure.readings import stated_count
-from metaharness.pure.run_stages import (
-    VENDOR_BUDGET_MS,
-    closing_reason,
-    decision_deadline,
-    no_terminal_record,
-)
+from metaharness.pure.run_stages import closing_reason, decision_deadline, no_terminal_record
 from metaharness.pure.stop import KILL, Stop, StopPolicy
 from metaharness.pure.subjects import TreeFacts, resolve_subjects
 

@@ -17,6 +17,7 @@ import msgspec
 from returns.result import Failure, Result, Success
 
 from metaharness.pure.bounds import decode_bounded
+from metaharness.pure.budgets import CALLBACK_TIMEOUT_S
 from metaharness.pure.events import Abstain, Allow, Decision, Deny, Replace, WarningRaised
 from metaharness.pure.hook_channel import EMPTY_REASON, HookCall, read_hook_request
 from metaharness.pure.jsonline import compact
@@ -28,8 +29,6 @@ INITIALIZE_ID = "metaharness-initialize"
 CALLBACK_ID = "metaharness-pretooluse"
 """The one ``hookCallbackIds`` entry: every ``hook_callback`` names it."""
 
-CALLBACK_TIMEOUT_S = 60
-"""The callback's declared timeout; metaharness's own deadline is 5 s shorter (docs/decisions.md#deadlines)."""
 
 CONFIRMATIONS = ("hooks_applied", "hook_on_failure_supported")
 """The ``initialize`` reply's fields that must both be ``true`` before the turn is sent."""

@@ -27,10 +27,10 @@ from immutables import Map
 from msgspec import UNSET, UnsetType
 from returns.result import Failure
 
+from metaharness.pure.budgets import CALLBACK_TIMEOUT_S
 from metaharness.pure.capabilities import HONOURED_COMMANDS
 from metaharness.pure.census import ZERO_CENSUS, count_decision
 from metaharness.pure.claude.control import (
-    CALLBACK_TIMEOUT_S,
     CLI_GAVE_UP,
     INITIALIZE_ID,
     HookCallback,
@@ -104,8 +104,6 @@ from metaharness.pure.stop import GROUP_POLICY
 from metaharness.pure.subjects import TreeFacts, resolve_subjects
 
 ADAPTER = "claude"
-VENDOR_BUDGET_MS = CALLBACK_TIMEOUT_S * 1000
-"""The callback's declared timeout × 1000: metaharness's deadline is 55,000 ms (docs/decisions.md#deadlines)."""
 
 Control: TypeAlias = Literal["interrupt", "halt"] | None
 
@@ -165,7 +163,7 @@ def open_session(
     *,
     turn: str = "",
     live: bool = True,
-    vendor_budget_ms: int = VENDOR_BUDGET_MS,
+    vendor_budget_ms: int = CALLBACK_TIMEOUT_S * 1000,
 ) -> tuple[Session, tuple[Effect, ...]]:
     """A run's session: the plan-time warnings (``AMBIENT_INPUT``) are written first, then ``initialize``
     goes to the CLI with the callback's timeout, ``vendor_budget_ms`` (``run --decision-deadline`` + 5 s,

@@ -15,6 +15,7 @@ from typing import Literal
 import msgspec
 from returns.result import Failure, Result, Success
 
+from metaharness.pure.budgets import HOOK_TIMEOUT_S
 from metaharness.pure.catalogue import Catalogue, scratch_copy
 from metaharness.pure.codex.skills import skill_ambient, skills_h2_why
 from metaharness.pure.codex.vendor import LOOPBACK_KEY_VARIABLE, PROGRAM
@@ -47,7 +48,6 @@ from metaharness.pure.hermetic import (
 from metaharness.pure.hook_channel import (
     CHANNEL_DIR,
     HOOK_PROGRAM,
-    HOOK_TIMEOUT_S,
     REQUESTS_DIR,
     RESPONSES_DIR,
     render_hook_program,

@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 from returns.result import Failure, Result, Success
 
+from metaharness.pure.budgets import SLOW_FRAME_DELAY_MS
 from metaharness.pure.emulator import generative, messages, responses
 from metaharness.pure.emulator.reply import Ids, ProviderError, Reply
 from metaharness.pure.emulator.request import (
@@ -25,7 +26,6 @@ from metaharness.pure.jsonline import compact
 
 MAX_BODY = 4 * 1024 * 1024
 DEFAULT_MODEL = "b10x-emulated"
-SLOW_FRAME_DELAY_MS = 500
 
 Headers = tuple[tuple[str, str], ...]
 STREAMED = ":streamGenerateContent"

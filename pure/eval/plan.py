@@ -14,11 +14,11 @@ import msgspec
 import yaml
 from returns.result import Failure, Result, Success
 
+from metaharness.pure.budgets import EVAL_TASK_TIMEOUT_S
 from metaharness.pure.eval.checks import Check, identifier, malformed, read_check
 from metaharness.pure.refusal import Refusal
 
 PLAN_FORMAT = "metaharness.eval/1"
-DEFAULT_TIMEOUT = 1800.0
 RESERVED_OPTIONS = ("prompt", "cwd", "scratch-cwd", "context")
 """The options each task owns: an arm that sets one is refused ``plan-option-reserved``."""
 SHIPPED_FILE_OPTIONS = ("frame", "catalogue", "spec", "prices", "hooks", "subscription-token-file")
@@ -148,7 +148,7 @@ def _task(index: int, raw: object) -> Result[Task, Refusal]:
         return malformed(f"{where}.context", "a list of paths inside the workspace")
     if any(path.startswith("/") or ".." in path.split("/") for path in context):
         return malformed(f"{where}.context", "paths stay inside the workspace")
-    timeout = raw.get("timeout", DEFAULT_TIMEOUT)
+    timeout = raw.get("timeout", EVAL_TASK_TIMEOUT_S)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
         return malformed(f"{where}.timeout", "a positive number of seconds")
     checks_raw = raw.get("checks", [])

@@ -22,6 +22,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 from returns.result import Failure
 
+from metaharness.pure.budgets import HOOK_TIMEOUT_S
 from metaharness.pure.capabilities import HONOURED_COMMANDS
 from metaharness.pure.census import ZERO_CENSUS, count_decision
 from metaharness.pure.commands import Halt, Steering, ToolDecide, check_supported, check_well_formed, command_ok
@@ -61,7 +62,6 @@ from metaharness.pure.gemini.rendering import resolve_gemini_call
 from metaharness.pure.hook_channel import (
     CHANNEL_REFUSED_REASON,
     HOOK_GAVE_UP,
-    HOOK_TIMEOUT_S,
     HookCall,
     read_hook_request,
     request_unreadable,

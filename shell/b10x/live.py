@@ -35,8 +35,9 @@ from metaharness.pure.b10x.seam import (
     wind_up,
 )
 from metaharness.pure.bounds import COMMAND_LINE_LIMIT, RECORD_LINE_LIMIT
+from metaharness.pure.budgets import PIPE_DRAIN_S
 from metaharness.pure.events import Process, StreamClosed, WarningRaised
-from metaharness.shell.child_end import PIPE_DRAIN_S, end_descendants
+from metaharness.shell.child_end import end_descendants
 from metaharness.shell.child_process import STDERR_KEPT, ChildStop, kill_group, wait_status
 from metaharness.shell.live_engine import Engine, read_rest
 from metaharness.shell.run_signals import listening

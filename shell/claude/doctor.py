@@ -9,14 +9,13 @@ import tempfile
 
 from returns.result import Failure
 
+from metaharness.pure.budgets import PROBE_S
 from metaharness.pure.claude.doctor import HIDDEN_FLAGS, acceptance_probe, accepted, doctor_report, version_token
 from metaharness.pure.claude.vendor import PROGRAM
 from metaharness.pure.environment import path_floor, resolve_program
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.facts import caller_environment, gather_program_candidates, run_probe
 from metaharness.shell.refusals import refuse
-
-PROBE_S = 10
 
 
 def run_claude_doctor() -> int:

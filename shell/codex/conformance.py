@@ -10,6 +10,7 @@ from importlib.resources import files
 
 import msgspec
 
+from metaharness.pure.budgets import HOOK_TIMEOUT_S
 from metaharness.pure.codex.launch import CodexRunSpec, plan_codex_launch
 from metaharness.pure.codex.replay import replay_launch
 from metaharness.pure.codex.vectors import (
@@ -27,7 +28,6 @@ from metaharness.pure.conformance import CALLER, ENDPOINT, PROMPT, RUN, Outcome,
 from metaharness.pure.decisions import open_desk
 from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
 from metaharness.pure.frames import load_frame
-from metaharness.pure.hook_channel import HOOK_TIMEOUT_S
 from metaharness.shell.codex.live import drive_codex
 from metaharness.shell.codex.run import materialise
 from metaharness.shell.scripted_child import stage_scripted_child

@@ -9,14 +9,13 @@ import tempfile
 
 from returns.result import Failure
 
+from metaharness.pure.budgets import SLOW_PROBE_S
 from metaharness.pure.environment import path_floor, resolve_program
 from metaharness.pure.gemini.adapter import PROGRAM
 from metaharness.pure.gemini.doctor import doctor_report, version_token
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.facts import caller_environment, gather_program_candidates, run_probe
 from metaharness.shell.refusals import refuse
-
-PROBE_S = 30
 
 
 def run_gemini_doctor() -> int:
@@ -32,11 +31,11 @@ def run_gemini_doctor() -> int:
         env = {"PATH": path, "GEMINI_CLI_HOME": home, "TMPDIR": home}
         env.update((key, caller_env[key]) for key in ("HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TERM", "TZ")
                    if key in caller_env)  # fmt: skip
-        banner = run_probe((resolved, "--version"), env, timeout_s=PROBE_S, cwd=home)
+        banner = run_probe((resolved, "--version"), env, timeout_s=SLOW_PROBE_S, cwd=home)
         version = version_token(banner.stdout.decode("utf-8", "replace")) if banner is not None else None
         if version is None:
             return refuse(Refusal("version-unreadable", f"{resolved} --version gave no version"))
-        shown = run_probe((resolved, "--help"), env, timeout_s=PROBE_S, cwd=home)
+        shown = run_probe((resolved, "--help"), env, timeout_s=SLOW_PROBE_S, cwd=home)
     report = doctor_report(resolved, version, shown.stdout.decode("utf-8", "replace") if shown else "")
     sys.stdout.write("".join(line + "\n" for line in report.lines))
     sys.stdout.flush()

@@ -21,6 +21,7 @@ import msgspec
 from returns.result import Failure
 
 from metaharness.pure.bounds import COMMAND_LINE_LIMIT, RECORD_LINE_LIMIT
+from metaharness.pure.budgets import GRACE_S, PIPE_DRAIN_S
 from metaharness.pure.decisions import Arm, Disarm
 from metaharness.pure.events import Event, Process
 from metaharness.pure.gemini.launch import GeminiLaunch
@@ -40,8 +41,7 @@ from metaharness.pure.gemini.session import (
     wind_up,
 )
 from metaharness.pure.hook_channel import channel_refused
-from metaharness.pure.stop import GRACE_S
-from metaharness.shell.child_end import PIPE_DRAIN_S, end_descendants
+from metaharness.shell.child_end import end_descendants
 from metaharness.shell.child_process import STDERR_KEPT, ChildStop, kill_group, wait_status
 from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.live_engine import Engine

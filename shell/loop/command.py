@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 import click
 from returns.result import Failure, Result
 
+from metaharness.pure.budgets import TOOL_ANSWER_TIMEOUT_MS
 from metaharness.pure.loop import budget
-from metaharness.pure.loop.app_server import TOOL_ANSWER_TIMEOUT_MS
 from metaharness.pure.loop.approval import needs_approval
 from metaharness.pure.loop.catalogue import publish
 from metaharness.pure.loop.hooks import Hook, parse_hooks
