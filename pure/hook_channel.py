@@ -118,6 +118,14 @@ class HookCall(msgspec.Struct, frozen=True):
     cwd: str | None = None
 
 
+class HookAnswer(msgspec.Struct, frozen=True):
+    """Write ``body`` to the hook channel under ``key`` for ``call_id``."""
+
+    call_id: str
+    key: str
+    body: bytes
+
+
 UNREADABLE_REQUEST = (
     "metaharness could not read this hook request as a JSON object naming a tool, so it cannot tell what "
     "the call would do"

@@ -12,7 +12,6 @@ from metaharness.pure.codex.app_server import Note, Perform, Send
 from metaharness.pure.codex.replay import replay_launch
 from metaharness.pure.codex.session import (
     Effect,
-    HookAnswer,
     Session,
     delivered,
     end_of_record,
@@ -30,7 +29,7 @@ from metaharness.pure.commands import read_command
 from metaharness.pure.decisions import Arm, open_desk
 from metaharness.pure.events import Exited
 from metaharness.pure.frames import Frame, seal_frame
-from metaharness.pure.hook_channel import HOOK_GAVE_UP
+from metaharness.pure.hook_channel import HOOK_GAVE_UP, HookAnswer
 from metaharness.pure.jsonline import compact
 from metaharness.pure.subjects import TreeFacts
 

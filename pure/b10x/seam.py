@@ -5,7 +5,7 @@ One reader serves live runs, ``replay b10x`` and conformance. :func:`open_seam` 
 any plan-time warnings), :func:`read_line` maps one record line, :func:`end_of_record` releases what
 the end of the record releases, and :func:`wind_up` closes the stream. Each returns the new state and
 the effects to perform, in order: event lines for stdout (``bytes``), answer lines for the loop's
-stdin (:class:`Answer`) and deadlines to arm (:class:`Arm`).
+stdin (:class:`AnswerLine`) and deadlines to arm (``decisions.Arm``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from metaharness.pure.commands import (
     check_well_formed,
     command_ok,
 )
-from metaharness.pure.decisions import Desk, PresentedCall
+from metaharness.pure.decisions import Arm, Desk, PresentedCall
 from metaharness.pure.events import (
     Abstain,
     Allow,
@@ -114,21 +114,14 @@ UNVERIFIED_TIER_MESSAGE = (
 )
 
 
-class Answer(Struct, frozen=True):
+class AnswerLine(Struct, frozen=True):
     """One answer line for the loop's stdin, ``\\n`` included (docs/adapters/b10x.md#caller-seam step 3)."""
 
     call_id: str
     line: bytes
 
 
-class Arm(Struct, frozen=True):
-    """Arm the deadline of an asked call now that its ``tool.requested`` line is written
-    (docs/decisions.md#deadlines)."""
-
-    call_id: str
-
-
-Effect: TypeAlias = bytes | Answer | Arm
+Effect: TypeAlias = bytes | AnswerLine | Arm
 
 
 class SeamSettings(Struct, frozen=True, kw_only=True):
@@ -218,7 +211,7 @@ class _Out:
 
     def answer(self, call_id: str, decision: Decision) -> None:
         """The caller-seam line for ``decision`` goes to the loop's stdin (docs/adapters/b10x.md#caller-seam step 3)."""
-        self.effects.append(Answer(call_id, answer_line(call_id, decision)))
+        self.effects.append(AnswerLine(call_id, answer_line(call_id, decision)))
         self.answers = self.answers.set(call_id, isinstance(decision, Allow))
 
     def step(self, step: tuple[Desk, tuple[desk_.Effect, ...]]) -> None:
@@ -230,7 +223,7 @@ class _Out:
             elif isinstance(effect, desk_.Answer):
                 self.answer(effect.call_id, effect.decision)
             elif isinstance(effect, desk_.Arm):
-                self.effects.append(Arm(effect.call_id))
+                self.effects.append(effect)
 
     def finish(self, state: SeamState, **changes: Any) -> tuple[SeamState, tuple[Effect, ...]]:
         new = msgspec.structs.replace(state, stream=self.stream, desk=self.desk, answers=self.answers, **changes)
@@ -475,7 +468,7 @@ def _noted(out: _Out, record: rec.Record) -> None:
                 f"{number(record.bytes_before)} → {number(record.bytes_after)} bytes",
             )
         )
-    elif isinstance(record, rec.Refused):
+    elif isinstance(record, rec.RefusedLine):
         out.emit(warning("loop-refused", record.reason))
     elif isinstance(record, rec.Session):
         out.emit(

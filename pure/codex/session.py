@@ -83,7 +83,7 @@ from metaharness.pure.events import (
     result_unobserved,
     stamp,
 )
-from metaharness.pure.hook_channel import CHANNEL_REFUSED_REASON, HOOK_GAVE_UP, HookCall, read_hook_request
+from metaharness.pure.hook_channel import CHANNEL_REFUSED_REASON, HOOK_GAVE_UP, HookAnswer, HookCall, read_hook_request
 from metaharness.pure.readings import Emitted, Finished, Reading
 from metaharness.pure.run_stages import closing_reason, no_terminal_record
 from metaharness.pure.stop import GROUP_POLICY
@@ -95,14 +95,6 @@ Control: TypeAlias = Literal["interrupt", "halt"] | None
 
 STOP_POLICY = GROUP_POLICY
 """Every stop is SIGTERM to the group, SIGKILL 5 s later (or at a second signal)."""
-
-
-class HookAnswer(msgspec.Struct, frozen=True):
-    """Write ``body`` to the hook channel under ``key`` for ``call_id``."""
-
-    call_id: str
-    key: str
-    body: bytes
 
 
 class _Abandon(msgspec.Struct, frozen=True):

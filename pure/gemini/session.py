@@ -62,6 +62,7 @@ from metaharness.pure.gemini.rendering import resolve_gemini_call
 from metaharness.pure.hook_channel import (
     CHANNEL_REFUSED_REASON,
     HOOK_GAVE_UP,
+    HookAnswer,
     HookCall,
     read_hook_request,
     request_unreadable,
@@ -79,14 +80,6 @@ STOP_POLICY = GROUP_POLICY
 Control: TypeAlias = Literal["interrupt", "halt"] | None
 Key: TypeAlias = tuple[str, str, bytes]
 """A call as correlation sees it: its id, its tool name, its canonical input."""
-
-
-class HookAnswer(msgspec.Struct, frozen=True):
-    """Write ``body`` to the hook channel under ``key`` for ``call_id``."""
-
-    call_id: str
-    key: str
-    body: bytes
 
 
 Effect: TypeAlias = bytes | HookAnswer | Arm | Disarm

@@ -31,7 +31,6 @@ from metaharness.pure.codex.session import (
     STOP_POLICY,
     Control,
     Effect,
-    HookAnswer,
     Session,
     abandon_pending,
     delivered,
@@ -47,7 +46,7 @@ from metaharness.pure.codex.session import (
 )
 from metaharness.pure.decisions import Arm, Desk, Disarm
 from metaharness.pure.events import Event, Process
-from metaharness.pure.hook_channel import channel_refused
+from metaharness.pure.hook_channel import HookAnswer, channel_refused
 from metaharness.shell.child_end import end_descendants
 from metaharness.shell.child_process import (
     STDERR_KEPT,

@@ -19,7 +19,7 @@ import msgspec
 
 from metaharness.pure.budgets import EVAL_STOP_GRACE_S
 from metaharness.pure.eval.checks import RunFacts, file_paths
-from metaharness.pure.eval.plan import Arm, run_words
+from metaharness.pure.eval.plan import EvalArm, run_words
 from metaharness.pure.eval.results import decode_events, report_verdicts, result_document, run_result
 from metaharness.shell.child_tree import remove_tree
 from metaharness.shell.eval.packing import RunInputs
@@ -98,7 +98,7 @@ def govern_run(
         copy = root / "workspace"
         _unpack(inputs.workspace, copy)
         own = commit_baseline(copy, inputs.commit)
-        arm = Arm(id=inputs.arm, kind=inputs.kind, options=inputs.options)
+        arm = EvalArm(id=inputs.arm, kind=inputs.kind, options=inputs.options)
         context = [word for path in inputs.context for word in ("--context", path)]
         argv = [
             *(program or own_cli()), "run", inputs.kind, *run_words(arm, _shipped_words(inputs, root / "inputs")),

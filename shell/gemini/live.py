@@ -28,7 +28,6 @@ from metaharness.pure.gemini.launch import GeminiLaunch
 from metaharness.pure.gemini.session import (
     STOP_POLICY,
     Effect,
-    HookAnswer,
     Session,
     abandon_pending,
     answered,
@@ -40,7 +39,7 @@ from metaharness.pure.gemini.session import (
     take_command,
     wind_up,
 )
-from metaharness.pure.hook_channel import channel_refused
+from metaharness.pure.hook_channel import HookAnswer, channel_refused
 from metaharness.shell.child_end import end_descendants
 from metaharness.shell.child_process import STDERR_KEPT, ChildStop, kill_group, wait_status
 from metaharness.shell.hook_channel import HookChannel
