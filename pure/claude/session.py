@@ -20,6 +20,7 @@ for a call whose every request the CLI withdrew (``control_cancel_request``) is 
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Literal, TypeAlias
 
 import msgspec
@@ -57,12 +58,8 @@ from metaharness.pure.claude.seam import (
     terminal_stop,
 )
 from metaharness.pure.commands import (
-    Halt,
     Steering,
     ToolDecide,
-    check_supported,
-    check_well_formed,
-    command_ok,
 )
 from metaharness.pure.correlation import Correlator, Present, on_hook_call, on_readings, on_stream_end
 from metaharness.pure.decisions import (
@@ -73,10 +70,10 @@ from metaharness.pure.decisions import (
     Disarm,
     PresentedCall,
     abandon,
-    decide,
     open_desk,
     pending_call,
     present,
+    steer,
 )
 from metaharness.pure.decisions import Emit as DeskEmit
 from metaharness.pure.decisions import expire as desk_expire
@@ -339,19 +336,9 @@ def take_command(
     """Steps 2–4 of docs/events.md#commands for one framed command and the control the shell applies after the
     effects: ``tool.decide`` goes to the desk; ``interrupt`` and ``halt`` abandon pending calls first
     (their denies written to the hooks before any signal)."""
-    formed = check_well_formed(command).bind(lambda ok: check_supported(ok.command, ADAPTER, HONOURED_COMMANDS))
-    if isinstance(formed, Failure):
-        session, effects = _emit_all(session, (DeskEmit(formed.failure()),))
-        return session, effects, None
-    if isinstance(command, ToolDecide):
-        desk, desk_effects = decide(session.desk, command, latency_ms, _replacement(session, command))
-        session, effects = _emit_all(msgspec.structs.replace(session, desk=desk), desk_effects)
-        return session, effects, None
-    control: Control = "halt" if isinstance(command, Halt) else "interrupt"
-    desk, desk_effects = abandon(session.desk, "the run was halted" if control == "halt" else "the run was interrupted")
-    session, effects = _emit_all(
-        msgspec.structs.replace(session, desk=desk), (*desk_effects, DeskEmit(command_ok(command.id)))
-    )
+    replacement = partial(_replacement, session)
+    desk, desk_effects, control = steer(session.desk, command, latency_ms, ADAPTER, HONOURED_COMMANDS, replacement)
+    session, effects = _emit_all(msgspec.structs.replace(session, desk=desk), desk_effects)
     return session, effects, control
 
 

@@ -20,12 +20,11 @@ from typing import Literal, TypeAlias
 
 import msgspec
 from msgspec import UNSET, UnsetType
-from returns.result import Failure
 
 from metaharness.pure.budgets import HOOK_TIMEOUT_S
 from metaharness.pure.capabilities import HONOURED_COMMANDS
 from metaharness.pure.census import ZERO_CENSUS, count_decision
-from metaharness.pure.commands import Halt, Steering, ToolDecide, check_supported, check_well_formed, command_ok
+from metaharness.pure.commands import Steering
 from metaharness.pure.correlation import Correlator, Present, on_hook_call, on_readings, on_stream_end
 from metaharness.pure.decisions import (
     AbandonCause,
@@ -35,9 +34,9 @@ from metaharness.pure.decisions import (
     Disarm,
     PresentedCall,
     abandon,
-    decide,
     open_desk,
     present,
+    steer,
 )
 from metaharness.pure.decisions import Emit as DeskEmit
 from metaharness.pure.decisions import expire as desk_expire
@@ -276,19 +275,8 @@ def hook_request(session: Session, key: str, raw: bytes | None, tree: TreeFacts 
 def take_command(session: Session, command: Steering, latency_ms: int | None) -> tuple[Session, tuple[Effect, ...], Control]:
     """One framed ``metaharness.command/1`` (docs/events.md#commands): ``tool.decide`` goes to the desk;
     ``interrupt`` and ``halt`` abandon pending calls first."""
-    formed = check_well_formed(command).bind(lambda ok: check_supported(ok.command, ADAPTER, HONOURED_COMMANDS))
-    if isinstance(formed, Failure):
-        session, effects = _emit_all(session, (DeskEmit(formed.failure()),))
-        return session, effects, None
-    if isinstance(command, ToolDecide):
-        desk, desk_effects = decide(session.desk, command, latency_ms)
-        session, effects = _emit_all(msgspec.structs.replace(session, desk=desk), desk_effects)
-        return session, effects, None
-    control: Control = "halt" if isinstance(command, Halt) else "interrupt"
-    desk, desk_effects = abandon(session.desk, "the run was halted" if control == "halt" else "the run was interrupted")
-    session, effects = _emit_all(
-        msgspec.structs.replace(session, desk=desk), (*desk_effects, DeskEmit(command_ok(command.id)))
-    )
+    desk, desk_effects, control = steer(session.desk, command, latency_ms, ADAPTER, HONOURED_COMMANDS)
+    session, effects = _emit_all(msgspec.structs.replace(session, desk=desk), desk_effects)
     return session, effects, control
 
 
