@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import msgspec
 import pytest
+from helpers.frames import frame_skeleton
 
 from metaharness.pure.b10x.replay import replay_b10x, replay_settings
 from metaharness.pure.b10x.seam import (
@@ -25,23 +26,10 @@ from metaharness.pure.decisions import Arm
 from metaharness.pure.events import Abstain, Allow, Deny, Replace, UnknownProcess, read_event
 from metaharness.pure.frames import seal_frame
 
-SPEC_FRAME = {
-    "format": "metaharness.frame/1",
-    "workflow": {"id": "development/default", "version": "1"},
-    "node": {"id": "implement"},
-    "step": {"workflow": "development/default", "state": "implement", "index": 3, "attempt": 1},
-    "prior": [{"text": "the specification is approved", "source": "docs/specs/one.md"}],
-    "obligations": [{"text": "the suite is red before the implementation", "asked_by": "workflows/development/default.yaml"}],
-    "reaching": [],
-    "next": [{"id": "verify"}],
-    "handoff": {"handoff": "artifact", "name": "the implementation", "kind": "change"},
-    "operations": [{"op": "search"}, {"op": "file.read"}, {"op": "file.edit"}, {"op": "dir.list"}, {"op": "file.write"}],
-    "subjects": [
+SPEC_FRAME = frame_skeleton("development/default", "implement", "implement", 3, prior=[{"text": "the specification is approved", "source": "docs/specs/one.md"}], obligations=[{"text": "the suite is red before the implementation", "asked_by": "workflows/development/default.yaml"}], next=[{"id": "verify"}], handoff={"handoff": "artifact", "name": "the implementation", "kind": "change"}, operations=[{"op": "search"}, {"op": "file.read"}, {"op": "file.edit"}, {"op": "dir.list"}, {"op": "file.write"}], subjects=[
         {"subject": "file:src/**", "operations": [{"op": "file.read"}, {"op": "file.edit"}, {"op": "file.write"}, {"op": "dir.list"}, {"op": "search"}]},
         {"subject": "file:**", "operations": [{"op": "file.read"}, {"op": "dir.list"}, {"op": "search"}]},
-    ],
-    "entities": None,
-}
+    ], entities=None)
 
 STARTED = (
     b'{"kind":"started","model":"b10x-emulated","workspace":"/scratch/run/work","published_tools":["file_read","dir_list",'

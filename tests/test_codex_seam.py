@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import msgspec
+from helpers.frames import frame_skeleton
 
 from metaharness.pure.census import ZERO_CENSUS
 from metaharness.pure.codex.rendering import resolve_call, shell_subjects
@@ -369,9 +370,7 @@ def test_a_hook_call_in_another_directory_keeps_it_as_workdir() -> None:
 
 def test_a_denied_call_result_is_an_error() -> None:
     frame = seal_frame(
-        {"format": "metaharness.frame/1", "workflow": {"id": "w", "version": "1"}, "node": {"id": "n"},
-         "step": {"workflow": "w", "state": "s", "index": 0, "attempt": 1}, "prior": [], "obligations": [],
-         "reaching": [], "next": [], "handoff": {"handoff": "none"}, "operations": [{"op": "file.read"}]}
+        frame_skeleton(operations=[{"op": "file.read"}])
     ).unwrap()  # fmt: skip
     desk, _ = present(open_desk("frame", frame), PresentedCall(call_id="c1", name="Bash", input={}, seam="hook",
                                                                operations=(Operation("shell"),)))  # fmt: skip

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from helpers.frames import frame_skeleton
+
 from metaharness.pure.catalogue import load_catalogue
 from metaharness.pure.codex import app_server
 from metaharness.pure.codex.app_server import Note, Perform, Send
@@ -61,9 +63,7 @@ CATALOGUE = load_catalogue(
 
 def frame(*operations: str) -> Frame:
     return seal_frame(
-        {"format": "metaharness.frame/1", "workflow": {"id": "w", "version": "1"}, "node": {"id": "n"},
-         "step": {"workflow": "w", "state": "s", "index": 0, "attempt": 1}, "prior": [], "obligations": [],
-         "reaching": [], "next": [], "handoff": {"handoff": "none"}, "operations": [{"op": op} for op in operations]}
+        frame_skeleton(operations=[{"op": op} for op in operations])
     ).unwrap()  # fmt: skip
 
 

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from emulator_process import running_emulator
 from governed_b10x import LOOP, METAHARNESS, Emulator, common, run, stream, workspace
+from helpers.emulator import running_emulator
 from PIL import Image
 from project_verb import metaharness
 from vendor_cli import PINS, pinned_cli
