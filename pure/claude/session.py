@@ -30,7 +30,7 @@ from returns.result import Failure
 
 from metaharness.pure.budgets import CALLBACK_TIMEOUT_S
 from metaharness.pure.capabilities import HONOURED_COMMANDS
-from metaharness.pure.census import ZERO_CENSUS, count_decision
+from metaharness.pure.census import ZERO_CENSUS, counted
 from metaharness.pure.claude.control import (
     CLI_GAVE_UP,
     INITIALIZE_ID,
@@ -176,12 +176,7 @@ def open_session(
 def _write(session: Session, payload: Event, at: str | UnsetType = UNSET) -> tuple[Session, bytes]:
     """Stamp one event; ``tool.decided`` is counted and ``session.ended`` gets the census so far
     (docs/events.md#census)."""
-    census = session.census
-    if isinstance(payload, ToolDecided):
-        census = count_decision(census, payload)
-    ended = session.ended
-    if isinstance(payload, SessionEnded):
-        payload = ended = msgspec.structs.replace(payload, census=census)
+    census, ended, payload = counted(session.census, session.ended, payload)
     stream, line = stamp(session.stream, payload, at)
     return msgspec.structs.replace(session, stream=stream, census=census, ended=ended), line
 

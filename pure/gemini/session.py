@@ -23,7 +23,7 @@ from msgspec import UNSET, UnsetType
 
 from metaharness.pure.budgets import HOOK_TIMEOUT_S
 from metaharness.pure.capabilities import HONOURED_COMMANDS
-from metaharness.pure.census import ZERO_CENSUS, count_decision
+from metaharness.pure.census import ZERO_CENSUS, counted
 from metaharness.pure.commands import Steering
 from metaharness.pure.correlation import Correlator, Present, on_hook_call, on_readings, on_stream_end
 from metaharness.pure.decisions import (
@@ -116,12 +116,7 @@ def open_session(facts: RecordFacts, run: str, mode: DecisionMode, frame: Frame 
 def _write(session: Session, payload: Event, at: str | UnsetType = UNSET) -> tuple[Session, bytes]:
     """Stamp one event; ``tool.decided`` is counted and ``session.ended`` gets the census so far. A result is the
     record's own (Gemini CLI states a blocked call's ``status:"error"``)."""
-    census = session.census
-    if isinstance(payload, ToolDecided):
-        census = count_decision(census, payload)
-    ended = session.ended
-    if isinstance(payload, SessionEnded):
-        payload = ended = msgspec.structs.replace(payload, census=census)
+    census, ended, payload = counted(session.census, session.ended, payload)
     stream, line = stamp(session.stream, payload, at)
     return msgspec.structs.replace(session, stream=stream, census=census, ended=ended), line
 
