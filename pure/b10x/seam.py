@@ -15,26 +15,19 @@ from typing import Any, Literal, TypeAlias, cast
 import msgspec
 from immutables import Map
 from msgspec import UNSET, Struct
-from returns.result import Failure
 
 from metaharness.pure import decisions as desk_
 from metaharness.pure.b10x import records as rec
 from metaharness.pure.budgets import VENDOR_BUDGET_MS
 from metaharness.pure.census import count_decision
 from metaharness.pure.commands import (
-    Halt,
     Steering,
-    ToolDecide,
-    check_supported,
-    check_well_formed,
-    command_ok,
 )
 from metaharness.pure.decisions import Arm, Desk, PresentedCall
 from metaharness.pure.events import (
     Abstain,
     Allow,
     Census,
-    CommandResult,
     ContextFile,
     Decision,
     Deny,
@@ -800,25 +793,8 @@ def take_command(
     ``command.result``); ``interrupt`` and ``halt`` abandon pending calls first (their deny lines
     written before the signal, docs/adapters/b10x.md#caller-seam). ``latency_ms`` is the elapsed time since the decided
     call's deadline was armed."""
-    formed = check_well_formed(command).bind(lambda ok: check_supported(ok.command, ADAPTER, HONOURED))
-    if isinstance(formed, Failure):
-        out = _Out(state)
-        out.emit(formed.failure())
-        new, effects = out.finish(state)
-        return new, effects, None
-    if isinstance(command, ToolDecide):
-        out = _Out(state)
-        out.step(desk_.decide(out.desk, command, latency_ms))
-        new, effects = out.finish(state)
-        return new, effects, None
-    control: Control = "halt" if isinstance(command, Halt) else "interrupt"
-    why: desk_.AbandonCause = "the run was halted" if control == "halt" else "the run was interrupted"
-    state, abandoned = abandon_pending(state, why)
-    new, effects = _result(state, command_ok(command.id))
-    return new, abandoned + effects, control
-
-
-def _result(state: SeamState, result: CommandResult) -> tuple[SeamState, tuple[Effect, ...]]:
     out = _Out(state)
-    out.emit(result)
-    return out.finish(state)
+    desk, effects, control = desk_.steer(out.desk, command, latency_ms, ADAPTER, HONOURED)
+    out.step((desk, effects))
+    new, performed = out.finish(state)
+    return new, performed, control
