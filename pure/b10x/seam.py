@@ -10,7 +10,7 @@ stdin (:class:`AnswerLine`) and deadlines to arm (``decisions.Arm``).
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeAlias, cast
+from typing import Any, TypeAlias, cast
 
 import msgspec
 from immutables import Map
@@ -23,7 +23,7 @@ from metaharness.pure.census import count_decision
 from metaharness.pure.commands import (
     Steering,
 )
-from metaharness.pure.decisions import Arm, Desk, PresentedCall
+from metaharness.pure.decisions import Arm, Control, Desk, PresentedCall
 from metaharness.pure.events import (
     Abstain,
     Allow,
@@ -777,8 +777,6 @@ def wind_up(
 HONOURED = frozenset({"tool.decide", "interrupt", "halt"})
 """The commands the b10x adapter honours (docs/adapters/b10x.md#capabilities-and-doctor); the rest are
 ``UNSUPPORTED_CONTROL``."""
-
-Control: TypeAlias = Literal["interrupt", "halt"] | None
 
 STOP_POLICY = StopPolicy(interrupt=Stop("SIGINT", "child"), halt=KILL)
 """``interrupt`` is SIGINT to the loop alone (it ends its turn and the run); ``halt`` kills the group at

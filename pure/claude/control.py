@@ -69,7 +69,7 @@ class Unserved(msgspec.Struct, frozen=True):
     subtype: str
 
 
-Control: TypeAlias = HookCallback | Withdrawn | Reply | Unserved
+ControlLine: TypeAlias = HookCallback | Withdrawn | Reply | Unserved
 
 
 def input_forged(what: str) -> WarningRaised:
@@ -144,7 +144,7 @@ _OPENING = 96
 _REQUEST_OPENING = re.compile(rb'\A\s*\{\s*"type"\s*:\s*"control_request"\s*,\s*"request_id"\s*:\s*"([^"\\]{1,256})"')
 
 
-def read_control(raw: bytes) -> Control | None:
+def read_control(raw: bytes) -> ControlLine | None:
     """One stdout line read as a control message, ``None`` when it is a record (or no JSON object). A control
     request that does not decode (nested too deep, cut at the line bound) whose ``request_id`` its opening
     still names is a callback naming no tool, so it is answered, denied."""

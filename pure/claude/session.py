@@ -21,7 +21,7 @@ for a call whose every request the CLI withdrew (``control_cancel_request``) is 
 from __future__ import annotations
 
 from functools import partial
-from typing import Literal, TypeAlias
+from typing import TypeAlias
 
 import msgspec
 from immutables import Map
@@ -66,6 +66,7 @@ from metaharness.pure.decisions import (
     AbandonCause,
     Answer,
     Arm,
+    Control,
     Desk,
     Disarm,
     PresentedCall,
@@ -101,8 +102,6 @@ from metaharness.pure.stop import GROUP_POLICY
 from metaharness.pure.subjects import TreeFacts, resolve_subjects
 
 ADAPTER = "claude"
-
-Control: TypeAlias = Literal["interrupt", "halt"] | None
 
 STOP_POLICY = GROUP_POLICY
 """Every stop is SIGTERM to the group, SIGKILL 5 s later (or at a second signal)."""

@@ -19,7 +19,7 @@ into a deny by ``deadline`` saying the hook gave up first; a turn that ended aba
 
 from __future__ import annotations
 
-from typing import Literal, TypeAlias
+from typing import TypeAlias
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -57,6 +57,7 @@ from metaharness.pure.decisions import (
     AbandonCause,
     Answer,
     Arm,
+    Control,
     Desk,
     Disarm,
     PresentedCall,
@@ -90,8 +91,6 @@ from metaharness.pure.stop import GROUP_POLICY
 from metaharness.pure.subjects import TreeFacts, resolve_subjects
 
 ADAPTER = "codex"
-
-Control: TypeAlias = Literal["interrupt", "halt"] | None
 
 STOP_POLICY = GROUP_POLICY
 """Every stop is SIGTERM to the group, SIGKILL 5 s later (or at a second signal)."""

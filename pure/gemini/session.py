@@ -16,7 +16,7 @@ and the record's later announcement (and result) are read under that id.
 
 from __future__ import annotations
 
-from typing import Literal, TypeAlias
+from typing import TypeAlias
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -30,6 +30,7 @@ from metaharness.pure.decisions import (
     AbandonCause,
     Answer,
     Arm,
+    Control,
     Desk,
     Disarm,
     PresentedCall,
@@ -76,7 +77,6 @@ ADAPTER = "gemini"
 STOP_POLICY = GROUP_POLICY
 """Every stop is SIGTERM to the group, SIGKILL 5 s later (or at a second signal)."""
 
-Control: TypeAlias = Literal["interrupt", "halt"] | None
 Key: TypeAlias = tuple[str, str, bytes]
 """A call as correlation sees it: its id, its tool name, its canonical input."""
 

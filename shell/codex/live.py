@@ -29,7 +29,6 @@ from metaharness.pure.codex.launch import CodexLaunch
 from metaharness.pure.codex.rollout import RolloutLaunch
 from metaharness.pure.codex.session import (
     STOP_POLICY,
-    Control,
     Effect,
     Session,
     abandon_pending,
@@ -44,7 +43,7 @@ from metaharness.pure.codex.session import (
     take_command,
     wind_up,
 )
-from metaharness.pure.decisions import Arm, Desk, Disarm
+from metaharness.pure.decisions import Arm, Control, Desk, Disarm
 from metaharness.pure.events import Event, Process
 from metaharness.pure.hook_channel import HookAnswer, channel_refused
 from metaharness.shell.child_end import end_descendants
