@@ -314,10 +314,10 @@ def test_answer_bodies_as_codex_accepts_them():
 
 
 def test_a_replacement_for_bash_or_apply_patch_needs_a_string_command():
-    assert check_replacement("Bash", {"command": "ls"}) is None
-    assert check_replacement("Bash", {"cmd": "ls"}).code == "MALFORMED"
-    assert check_replacement("apply_patch", "raw").code == "MALFORMED"
-    assert check_replacement("mcp__s__t", {"x": 1}) is None
+    assert check_replacement("Bash", {"command": "ls"}).unwrap() == {"command": "ls"}
+    assert check_replacement("Bash", {"cmd": "ls"}).failure().code == "MALFORMED"
+    assert check_replacement("apply_patch", "raw").failure().code == "MALFORMED"
+    assert check_replacement("mcp__s__t", {"x": 1}).unwrap() == {"x": 1}
 
 
 def test_resolution_of_bash_apply_patch_and_mcp():

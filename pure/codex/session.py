@@ -437,8 +437,9 @@ def take_command(
     if isinstance(command, ToolDecide):
         name = _lookup(session.names, command.call_id) or ""
         if isinstance(command.decision, Replace) and command.call_id in session.desk.pending_call_ids():
-            problem = check_replacement(name, command.decision.input)
-            if problem is not None:
+            checked = check_replacement(name, command.decision.input)
+            if isinstance(checked, Failure):
+                problem = checked.failure()
                 session, effects = _work(session, (DeskEmit(command_refused(command.id, problem.code, problem.message)),))
                 return session, effects, None
         desk, desk_effects = decide(session.desk, command, latency_ms, _replacement(session, command))
