@@ -30,6 +30,7 @@ import metaharness.shell
 import metaharness.vectors
 from metaharness.pure.adapters import adapter_of
 from metaharness.pure.bounds import CREDENTIAL_FILE_LIMIT
+from metaharness.pure.budgets import NAMESPACE_SAMPLE_S, NAMESPACE_WAIT_S, TRIAL_S
 from metaharness.pure.confinement import (
     RESOLVER,
     RESOLVER_TEXT,
@@ -63,10 +64,6 @@ from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.bounded_reads import read_regular
 
-TRIAL_S = 5
-NAMESPACE_WAIT_S = 60
-SAMPLE_S = 0.01
-"""How often the tools' effect check looks for the harness below the view's init."""
 SIGNAL_SHIELD = ("/bin/sh", "-c", 'trap "" INT TERM HUP; exec "$0" "$@"')
 """bwrap's own process ignores the run loop's group signals (it would die and take the view with it);
 the view's init receives them and forwards them to the harness."""
@@ -304,7 +301,7 @@ def _harness(sandbox: int) -> int | None:
         harness = next((child for init in _children(sandbox) for child in _children(init)), None)
         if harness is not None:
             return harness
-        time.sleep(SAMPLE_S)
+        time.sleep(NAMESPACE_SAMPLE_S)
     return None
 
 
@@ -386,7 +383,7 @@ class ConfinedSpawn:
                         return  # a harness that already ended reads as an empty environment: not read, so unk
             except OSError:
                 return
-            time.sleep(SAMPLE_S)  # read between its spawn and its exec: sampled again
+            time.sleep(NAMESPACE_SAMPLE_S)  # read between its spawn and its exec: sampled again
 
     @staticmethod
     def signal(pid: int, number: int) -> None:

@@ -104,6 +104,7 @@ def test_a_tool_in_the_tools_layer_cannot_plant_in_the_home(emulator: str, tmp_p
     assert "planted" not in json.dumps(result["content"])
     lines = {line.split()[0]: line for line in stderr.splitlines() if line.startswith("  H")}
     assert all(lines[row].split()[1] == "ok" for row in ("H1a", "H4", "H5")), stderr
+    assert code == 0, stderr
 
 
 @pytest.mark.parametrize("emulator", ["gemini-shell-steps"], indirect=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from emulator_process import running_emulator
+from helpers.emulator import running_emulator
 from returns.result import Failure
 from vendor_cli import pinned_cli
 

@@ -20,8 +20,7 @@ import msgspec
 
 from metaharness.pure.b10x.seam import (
     STOP_POLICY,
-    Answer,
-    Arm,
+    AnswerLine,
     Effect,
     SeamSettings,
     SeamState,
@@ -35,8 +34,10 @@ from metaharness.pure.b10x.seam import (
     wind_up,
 )
 from metaharness.pure.bounds import COMMAND_LINE_LIMIT, RECORD_LINE_LIMIT
+from metaharness.pure.budgets import PIPE_DRAIN_S
+from metaharness.pure.decisions import Arm
 from metaharness.pure.events import Process, StreamClosed, WarningRaised
-from metaharness.shell.child_end import PIPE_DRAIN_S, end_descendants
+from metaharness.shell.child_end import end_descendants
 from metaharness.shell.child_process import STDERR_KEPT, ChildStop, kill_group, wait_status
 from metaharness.shell.live_engine import Engine, read_rest
 from metaharness.shell.run_signals import listening
@@ -172,7 +173,7 @@ class _Loop:
         for effect in effects:
             if isinstance(effect, bytes):
                 self.write_event(effect)
-            elif isinstance(effect, Answer):
+            elif isinstance(effect, AnswerLine):
                 if self.answers_copy is not None:
                     self.answers_copy.write(effect.line)
                     self.answers_copy.flush()

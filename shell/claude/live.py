@@ -23,6 +23,7 @@ from typing import IO, TYPE_CHECKING
 import msgspec
 
 from metaharness.pure.bounds import COMMAND_LINE_LIMIT, RECORD_LINE_LIMIT
+from metaharness.pure.budgets import GRACE_S, PIPE_DRAIN_S
 from metaharness.pure.claude.session import (
     STOP_POLICY,
     Effect,
@@ -42,8 +43,7 @@ from metaharness.pure.claude.session import (
 from metaharness.pure.decisions import Arm, Disarm
 from metaharness.pure.events import Event, Process
 from metaharness.pure.refusal import Refusal
-from metaharness.pure.stop import GRACE_S
-from metaharness.shell.child_end import PIPE_DRAIN_S, end_descendants
+from metaharness.shell.child_end import end_descendants
 from metaharness.shell.child_process import STDERR_KEPT, ChildStop, kill_group, wait_status
 from metaharness.shell.live_engine import Engine
 from metaharness.shell.run_signals import listening

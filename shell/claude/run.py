@@ -18,6 +18,7 @@ import tempfile
 
 import msgspec
 
+from metaharness.pure.budgets import HOOK_TIMEOUT_S
 from metaharness.pure.catalogue import Catalogue
 from metaharness.pure.claude.doctor import version_token
 from metaharness.pure.claude.launch import (
@@ -52,7 +53,6 @@ from metaharness.pure.environment import (
 from metaharness.pure.events import Event, Transcript, WarningRaised
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
 from metaharness.pure.hermetic import MEMORY_SHAPES, MemoryWalk, VerdictFacts, memory_walk
-from metaharness.pure.hook_channel import HOOK_TIMEOUT_S
 from metaharness.pure.loopback import (
     SYMBOLIC_PORT,
     loopback_expired,

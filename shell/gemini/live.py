@@ -21,13 +21,13 @@ import msgspec
 from returns.result import Failure
 
 from metaharness.pure.bounds import COMMAND_LINE_LIMIT, RECORD_LINE_LIMIT
+from metaharness.pure.budgets import GRACE_S, PIPE_DRAIN_S
 from metaharness.pure.decisions import Arm, Disarm
 from metaharness.pure.events import Event, Process
 from metaharness.pure.gemini.launch import GeminiLaunch
 from metaharness.pure.gemini.session import (
     STOP_POLICY,
     Effect,
-    HookAnswer,
     Session,
     abandon_pending,
     answered,
@@ -39,9 +39,8 @@ from metaharness.pure.gemini.session import (
     take_command,
     wind_up,
 )
-from metaharness.pure.hook_channel import channel_refused
-from metaharness.pure.stop import GRACE_S
-from metaharness.shell.child_end import PIPE_DRAIN_S, end_descendants
+from metaharness.pure.hook_channel import HookAnswer, channel_refused
+from metaharness.shell.child_end import end_descendants
 from metaharness.shell.child_process import STDERR_KEPT, ChildStop, kill_group, wait_status
 from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.live_engine import Engine
