@@ -75,11 +75,8 @@ def backstop_seconds(hook_timeout_s: int = HOOK_TIMEOUT_S) -> int:
     return hook_timeout_s - BACKSTOP_MARGIN_S
 
 
-READY_DIR = "hook-channel/ready"
-"""Where metaharness keeps the wake FIFOs no hook has claimed yet, each ``<key>.wake``."""
-
 READY_SLOTS = 16
-"""How many unclaimed wake FIFOs metaharness keeps in ``ready/``: one is made for each key rung, so only
+"""How many unclaimed wake FIFOs ``<key>.wake`` metaharness keeps in ``hook-channel/ready/``: one is made for each key rung, so only
 more hooks than this at once between claim and doorbell find none (and deny)."""
 
 REQUEST_CHARS = HOOK_REQUEST_LIMIT + 1
@@ -132,6 +129,7 @@ def render_channel_program(
         '{ exec 4<>"$channel/doorbell"; } 2>/dev/null || deny\n'
         'printf \'%s\\n\' "$key" >&4 || deny\n'
         f"{wait}"
+        '[ -f "$channel/responses/$key.json" ] || deny\n'
         '{ exec 6<"$channel/responses/$key.json"; } 2>/dev/null || deny\n'
         "IFS= read -r -d '' -u 6 answer\n"
         'printf \'%s\' "$answer"\n'
