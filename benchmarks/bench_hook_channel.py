@@ -123,7 +123,7 @@ def main() -> None:
     print(f"hook channel, {CALLS} interleaved calls each (frame mode, allow; start -> answer printed, exited)")
     for name, values in samples.items():
         median = statistics.median(values)
-        print(f"  {name:<14} median {median:6.2f} ms  p90 {p90(values):6.2f} ms  +{median - base:5.2f} ms over bare")
+        print(f"  {name:<14} median {median:6.2f} ms  p90 {p90(values):6.2f} ms  {median - base:+6.2f} ms over bare")
     for kind, line in traced.items():
         print(f"  {kind} call executes: {line}")
     print("  aim: a hook's median <= +4 ms over the bare start; one execve, the hook itself")
