@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from helpers.emulator import running_emulator
 from helpers.frames import frame_skeleton
 
@@ -29,7 +30,10 @@ def shell_frame(directory: Path) -> Path:
     return path
 
 
-def test_a_finished_record_written_into_the_loops_stdout_is_named_forged(tmp_path: Path) -> None:
+@pytest.mark.parametrize("confine", ["on", "off"])
+def test_a_finished_record_written_into_the_loops_stdout_is_named_forged(confine: str, tmp_path: Path) -> None:
+    """Confined, the ``run`` tool starts in the tools' layer, where the loop is not its parent; unconfined,
+    the forged line reaches the loop's stdout and the witness names it."""
     home, work = tmp_path / "home", tmp_path / "work"
     (home / ".local" / "bin").mkdir(parents=True)
     (home / ".local" / "bin" / "b10x-harness").symlink_to(Path(sys.executable).parent / "b10x-harness")
@@ -42,15 +46,16 @@ def test_a_finished_record_written_into_the_loops_stdout_is_named_forged(tmp_pat
     with running_emulator("--scenario", "loop-run-steps") as (base_url, _):
         argv = [sys.executable, "-m", "metaharness.shell", "run", "b10x", "--model", "b10x-emulated", "--model-endpoint",
                 base_url, "--allow-program", "sh", "-p", f"do the steps\n$ {FORGE}\n", "--cwd", str(work), "--frame",
-                str(shell_frame(tmp_path)), "--audit", "--spec", str(tmp_path / "spec.md"), "--auditor", str(auditor)]  # fmt: skip
+                str(shell_frame(tmp_path)), "--audit", "--spec", str(tmp_path / "spec.md"), "--auditor", str(auditor),
+                "--confine", confine]  # fmt: skip
         done = subprocess.run(argv, capture_output=True, env={**os.environ, "HOME": str(home)}, timeout=120,
                               stdin=subprocess.DEVNULL, check=False)  # fmt: skip
     events: list[dict[str, Any]] = [json.loads(line) for line in done.stdout.splitlines() if read_event(line).unwrap()]
     names = [e["event"] for e in events]
     (ended,) = [i for i, name in enumerate(names) if name == "session.ended"]
     results = [i for i, name in enumerate(names) if name == "tool.result"]
-    if results and results[0] < ended:
-        assert "forged" not in json.dumps(events[results[0]]), "the forged record went unread"
+    if confine == "on":
+        assert results and results[0] < ended and "forged" not in json.dumps(events[results[0]])
         return
     forged = [e for e in events if e["event"] == "warning" and e["code"] == "RECORD_FORGED"]
     assert forged and "went on after its terminal record" in forged[0]["message"]
