@@ -84,6 +84,7 @@ def test_strict_passes_on_a_clean_confined_run_by_effect(emulator: str, tmp_path
     assert {row for row, verdict in verdicts.items() if verdict != "ok"} == set(), stderr
     assert verdicts["H14"] == "ok"  # its tools start in the tools' layer (docs/confinement.md#two-layers)
     assert [e["code"] for e in of(events, "warning")] == []
+    assert of(events, "session.started")[0]["program"] == str(Path(os.environ["HOME"]) / ".local" / "bin" / "gemini")
     assert code == 0, stderr
 
 

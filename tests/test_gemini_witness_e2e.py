@@ -36,6 +36,17 @@ except OSError as error:
 """
 
 
+def confined_tool_has_no_route(events: list[dict], result: dict, work: Path) -> None:
+    """Confined, the shell command runs in the tools' layer, whose network namespace has no route
+    (docs/confinement.md#two-layers): the tool cannot speak to the model at all, so there is nothing for the
+    witness to name, and the route's one call is the one the hook decided."""
+    assert "route unreachable" in json.dumps(result["content"]), result
+    assert not [e["code"] for e in events if e["event"] == "warning"]
+    assert not (work / "hidden-marker").exists()
+    (ended,) = of(events, "session.ended")
+    assert ended["route"]["calls"] == {"emitted": 1, "decided": 1, "reconciled": 1}
+
+
 @pytest.mark.parametrize("confine", ["on", "off"])
 @pytest.mark.parametrize("emulator", ["gemini-shell-steps"], indirect=True)
 def test_a_tool_speaking_to_the_model_itself_is_a_hidden_call_and_a_forged_result(

@@ -9,7 +9,7 @@ backstop gives up 3 s before Gemini's own timeout (``HOOK_TIMEOUT_S``, given to 
 
 from __future__ import annotations
 
-from metaharness.pure.budgets import DOORBELL_TIMEOUT_S, HOOK_TIMEOUT_S
+from metaharness.pure.budgets import HOOK_TIMEOUT_S
 from metaharness.pure.events import Abstain, Allow, Decision, Deny, Replace
 from metaharness.pure.hook_channel import EMPTY_REASON, NO_ANSWER_REASON, render_channel_program
 from metaharness.pure.jsonline import compact
