@@ -32,13 +32,15 @@ def work_tree(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("emulator", ["gemini-shell-steps"], indirect=True)
 def test_no_tool_in_the_view_can_rewrite_the_settings_or_the_hook(emulator: str, tmp_path: Path) -> None:
+    """The shell command runs in the tools' layer, where neither file exists (in the view both are read-only
+    binds: tests/test_two_layers_e2e.py holds the outer layer's side)."""
     work = work_tree(tmp_path)
     options = {**endpoint(emulator, decisions="observe", cwd=str(work), confine="on"), "prompt": TAMPER}
     events, code, stderr = finish(start_run(options))
     assert code == 0, stderr
     (result,) = of(events, "tool.result")
     output = json.dumps(result["content"])
-    assert "wrote" not in output and output.count("refused") == 2 and "Read-only file system" in output
+    assert "wrote" not in output and output.count("refused") == 2 and "No such file or directory" in output
     started = of(events, "session.started")[0]
     rows = {row["row"]: row["how"] for row in started["hermetic"]["imposed"]}
     assert "own network namespace" in rows["H13"] and "writable" in rows["H12"]
@@ -92,17 +94,17 @@ PLANT = ('$ mkdir -p "$GEMINI_CLI_HOME/.gemini/extensions/evil" && echo "{}" > "
 
 
 @pytest.mark.parametrize("emulator", ["gemini-shell-steps"], indirect=True)
-def test_an_extension_and_a_login_a_tool_plants_in_the_home_are_gaps_never_ok(emulator: str, tmp_path: Path) -> None:
-    """Hostile: a tool inside the view writes an extension folder and a login file into the writable
-    ``GEMINI_CLI_HOME``; read by effect after the run, H1a and H4 are gaps."""
+def test_a_tool_cannot_plant_an_extension_or_a_login_in_the_home_and_the_rows_stay_ok(emulator: str, tmp_path: Path) -> None:
+    """Hostile: a shell command tries to write an extension folder and a login file into ``GEMINI_CLI_HOME``; it runs
+    in the tools' layer, where the scratch root is an empty read-only tmpfs, so nothing is planted, and read by
+    effect after the run H1a and H4 are ok (tests/test_gemini_config_home.py holds the reader against plants)."""
     temporary = tmp_path / "t"
     temporary.mkdir()
     env = {**os.environ, "TMPDIR": str(temporary)}
     options = {**endpoint(emulator, decisions="observe", confine="on", hermetic="strict"), "prompt": PLANT}
     events, code, stderr = finish(start_run(options, env=env))
     (result,) = of(events, "tool.result")
-    assert "planted" in json.dumps(result["content"])
+    assert "planted" not in json.dumps(result["content"]) and "Read-only file system" in json.dumps(result["content"])
     lines = {line.split()[0]: line for line in stderr.splitlines() if line.startswith("  H")}
-    assert lines["H1a"].split()[1] == "gap" and "[evil]" in lines["H1a"]
-    assert lines["H4"].split()[1] == "gap" and "oauth_creds.json" in lines["H4"]
-    assert code == 1
+    assert lines["H1a"].split()[1] == "ok" and lines["H4"].split()[1] == "ok"
+    assert code == 0, stderr
