@@ -180,6 +180,12 @@ STEP_SHELLS: dict[str, tuple[tuple[str, Callable[[str], Arguments]], ...]] = {
         ("shell_command", lambda line: {"command": line}),
         ("shell", lambda line: {"command": ["/bin/sh", "-c", line]}),
     ),
+    "codex-escalated-steps": (
+        ("exec_command", lambda line: {"cmd": line, "sandbox_permissions": "require_escalated",
+                                       "justification": "The step needs it"}),  # fmt: skip
+        ("shell_command", lambda line: {"command": line, "sandbox_permissions": "require_escalated",
+                                        "justification": "The step needs it"}),  # fmt: skip
+    ),
     "loop-run-steps": (("run", lambda line: {"argv": _words(line)}),),
     "gemini-shell-steps": (("run_shell_command", lambda line: {"command": line, "description": "A step the task names"}),),
 }
