@@ -172,6 +172,9 @@ VENDOR_SCENARIOS: dict[str, tuple[Candidate, ...]] = {
     "gemini-read": (("read_file", lambda v: {"file_path": _in_directory(v, "README.md")}),),
 }
 
+ESCALATED = {"sandbox_permissions": "require_escalated", "justification": "The step needs it"}
+"""What a codex shell call adds to ask to run without its sandbox."""
+
 STEP_SHELLS: dict[str, tuple[tuple[str, Callable[[str], Arguments]], ...]] = {
     "claude-bash-steps": (("Bash", lambda line: {"command": line, "description": "A step the task names"}),),
     "claude-read-steps": (("Read", lambda line: {"file_path": line}),),
@@ -181,10 +184,8 @@ STEP_SHELLS: dict[str, tuple[tuple[str, Callable[[str], Arguments]], ...]] = {
         ("shell", lambda line: {"command": ["/bin/sh", "-c", line]}),
     ),
     "codex-escalated-steps": (
-        ("exec_command", lambda line: {"cmd": line, "sandbox_permissions": "require_escalated",
-                                       "justification": "The step needs it"}),  # fmt: skip
-        ("shell_command", lambda line: {"command": line, "sandbox_permissions": "require_escalated",
-                                        "justification": "The step needs it"}),  # fmt: skip
+        ("exec_command", lambda line: {"cmd": line, **ESCALATED}),
+        ("shell_command", lambda line: {"command": line, **ESCALATED}),
     ),
     "loop-run-steps": (("run", lambda line: {"argv": _words(line)}),),
     "gemini-shell-steps": (("run_shell_command", lambda line: {"command": line, "description": "A step the task names"}),),
