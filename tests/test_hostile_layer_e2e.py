@@ -84,3 +84,23 @@ def test_a_gemini_background_job_does_not_outlive_its_call(tmp_path: Path) -> No
     results, report = run_steps(tmp_path, "gemini", "gemini-shell-steps", steps, work)
     assert "done-waiting" in results[-1] and "No such file" in results[-1], results
     assert not alive.exists() and OK_H14 in report
+
+
+@pytest.mark.skipif(pinned_cli("codex") is None, reason="no pinned codex")
+def test_a_codex_patch_through_a_link_a_command_planted_writes_nothing_outside_the_grant(tmp_path: Path) -> None:
+    """A command links names in the work tree to the scratch root's ``codex-home`` and hook channel (the outer
+    layer can write both; the command learns the scratch root from its ``TMPDIR``) and to a directory outside the
+    grant; patches adding a file through each link fail, since codex applies a patch in its sandbox, so in the
+    tools' layer, where none of those exists or is writable; a patch inside the tree still lands."""
+    work = tmp_path / "work"
+    work.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    link = (f'ln -s "${{TMPDIR%/tmp}}/codex-home" home && ln -s "${{TMPDIR%/tmp}}/hook-channel" chan && '
+            f"ln -s {outside} outside && echo linked")  # fmt: skip
+    steps = (link, "patch home/planted.md", "patch chan/planted.md", "patch outside/planted.md", "patch inside.md")
+    results, report = run_steps(tmp_path, "codex", "codex-patch-steps", steps, work)
+    failed = [r for r in results if "Failed to create parent directories" in r or "Failed to write file" in r]
+    assert {name for name in ("home", "chan", "outside") if any(f"{work}/{name}/planted.md" in r for r in failed)} == {
+        "home", "chan", "outside"}, results  # fmt: skip
+    assert (work / "inside.md").is_file() and not any(outside.iterdir()) and OK_H14 in report

@@ -175,13 +175,22 @@ VENDOR_SCENARIOS: dict[str, tuple[Candidate, ...]] = {
 ESCALATED = {"sandbox_permissions": "require_escalated", "justification": "The step needs it"}
 """What a codex shell call adds to ask to run without its sandbox."""
 
-STEP_SHELLS: dict[str, tuple[tuple[str, Callable[[str], Arguments]], ...]] = {
+def _added(path: str) -> str:
+    """A patch adding the file ``path`` with one line."""
+    return f"*** Begin Patch\n*** Add File: {path}\n+written by the emulator\n*** End Patch\n"
+
+
+STEP_SHELLS: dict[str, tuple[tuple[str, Callable[[str], Arguments | None]], ...]] = {
     "claude-bash-steps": (("Bash", lambda line: {"command": line, "description": "A step the task names"}),),
     "claude-read-steps": (("Read", lambda line: {"file_path": line}),),
     "codex-shell-steps": (
         ("exec_command", lambda line: {"cmd": line}),
         ("shell_command", lambda line: {"command": line}),
         ("shell", lambda line: {"command": ["/bin/sh", "-c", line]}),
+    ),
+    "codex-patch-steps": (
+        ("apply_patch", lambda line: _added(line.removeprefix("patch ")) if line.startswith("patch ") else None),
+        ("exec_command", lambda line: None if line.startswith("patch ") else {"cmd": line}),
     ),
     "codex-escalated-steps": (
         ("exec_command", lambda line: {"cmd": line, **ESCALATED}),
@@ -206,12 +215,12 @@ def _words(line: str) -> list[str]:
         return [line]
 
 
-def _stepped(candidates: tuple[tuple[str, Callable[[str], Arguments]], ...], view: RequestView) -> Decision:
+def _stepped(candidates: tuple[tuple[str, Callable[[str], Arguments | None]], ...], view: RequestView) -> Decision:
     steps = view.task_steps
     if view.tool_results >= len(steps):
         return Decision(Reply(text="emulated work is done"), side=not steps)
     line = steps[view.tool_results]
-    calls = (_offered_call(view, name, arguments(line)) for name, arguments in candidates)
+    calls = (_offered_call(view, name, given) for name, arguments in candidates if (given := arguments(line)) is not None)
     call = next((c for c in calls if c is not None), None)
     return Decision(Reply(text="emulated"), side=True) if call is None else Decision(Reply(call=call), side=False)
 
