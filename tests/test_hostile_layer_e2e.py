@@ -104,3 +104,18 @@ def test_a_codex_patch_through_a_link_a_command_planted_writes_nothing_outside_t
     assert {name for name in ("home", "chan", "outside") if any(f"{work}/{name}/planted.md" in r for r in failed)} == {
         "home", "chan", "outside"}, results  # fmt: skip
     assert (work / "inside.md").is_file() and not any(outside.iterdir()) and OK_H14 in report
+
+
+@pytest.mark.skipif(pinned_cli("gemini") is None, reason="no pinned gemini")
+def test_gemini_file_tools_in_the_outer_layer_do_not_follow_a_link_a_command_planted(tmp_path: Path) -> None:
+    """Gemini CLI's file tools run in the harness (the outer layer, which sees the scratch root and its own
+    ``/proc``); a shell command links work-tree names to the scratch root and to ``/proc/self``, and a write and
+    two reads through those links are refused: Gemini CLI resolves every link before it checks the workspace."""
+    work = tmp_path / "work"
+    work.mkdir()
+    steps = ('ln -s "${TMPDIR%/tmp}" scratch; ln -s /proc/self proc; echo linked', f"write {work}/scratch/planted.md",
+             f"read {work}/proc/environ", f"read {work}/scratch/gemini-home/.gemini/settings.json")  # fmt: skip
+    results, report = run_steps(tmp_path, "gemini", "gemini-file-steps", steps, work)
+    assert "linked" in results[0] and len(results) == 4, results
+    assert all("resolves outside the allowed workspace directories" in result for result in results[1:]), results
+    assert OK_H14 in report

@@ -198,6 +198,12 @@ STEP_SHELLS: dict[str, tuple[tuple[str, Callable[[str], Arguments | None]], ...]
     ),
     "loop-run-steps": (("run", lambda line: {"argv": _words(line)}),),
     "gemini-shell-steps": (("run_shell_command", lambda line: {"command": line, "description": "A step the task names"}),),
+    "gemini-file-steps": (
+        ("write_file", lambda line: {"file_path": line[6:], "content": EMULATED_NOTE} if line[:6] == "write " else None),
+        ("read_file", lambda line: {"file_path": line[5:]} if line[:5] == "read " else None),
+        ("run_shell_command", lambda line: None if line[:6] == "write " or line[:5] == "read " else {
+            "command": line, "description": "A step the task names"}),
+    ),
 }
 """Scenarios whose calls the task names: each line of the user's texts that begins ``$ `` is one call (a shell
 command; for ``claude-read-steps`` the path a ``Read`` reads), in order, the next one once the previous result
