@@ -119,3 +119,26 @@ def test_gemini_file_tools_in_the_outer_layer_do_not_follow_a_link_a_command_pla
     assert "linked" in results[0] and len(results) == 4, results
     assert all("resolves outside the allowed workspace directories" in result for result in results[1:]), results
     assert OK_H14 in report
+
+
+ESCAPES = ("ls /proc | grep -c '^[0-9]'; env -i /usr/bin/bash -c 'ls /proc | grep -c [0-9]'; "
+           "exec -a bash /bin/sh -c 'cat /proc/1/comm 2>&1; PATH=/usr/bin:/bin; bash -c \"ls /proc | grep -c [0-9]\"; echo end'")
+"""A command that counts the processes it sees, then again from a shell started by absolute path with an empty
+environment, then replaces itself with a renamed shell that reads pid 1's name and counts again from a shell it starts on a
+PATH of its own."""
+
+
+@pytest.mark.parametrize(("kind", "scenario"), [("codex", "codex-tty-steps"), ("gemini", "gemini-shell-steps")])
+def test_a_shell_started_by_absolute_path_empty_env_or_exec_stays_in_the_layer(kind: str, scenario: str,
+                                                                              tmp_path: Path) -> None:
+    """Whatever the command starts (``/usr/bin/bash`` by absolute path, ``env -i``, ``exec -a``, a PATH of its own;
+    for codex a unified-exec call with a TTY) runs in the layer the entry started: no process is visible, pid 1
+    has no name to read, and H14 is ok."""
+    if pinned_cli(kind) is None:
+        pytest.skip(f"no pinned {kind}")
+    work = tmp_path / "work"
+    work.mkdir()
+    results, report = run_steps(tmp_path, kind, scenario, (ESCAPES,), work)
+    output = results[0].replace("\\r", "")
+    assert output.startswith('"0\\n0\\n') and "No such file or directory" in output and "0\\nend" in output, results
+    assert OK_H14 in report

@@ -192,6 +192,7 @@ STEP_SHELLS: dict[str, tuple[tuple[str, Callable[[str], Arguments | None]], ...]
         ("apply_patch", lambda line: _added(line.removeprefix("patch ")) if line.startswith("patch ") else None),
         ("exec_command", lambda line: None if line.startswith("patch ") else {"cmd": line}),
     ),
+    "codex-tty-steps": (("exec_command", lambda line: {"cmd": line, "tty": True, "yield_time_ms": 2000}),),
     "codex-escalated-steps": (
         ("exec_command", lambda line: {"cmd": line, **ESCALATED}),
         ("shell_command", lambda line: {"command": line, **ESCALATED}),
