@@ -392,3 +392,23 @@ def test_every_call_gemini_cli_would_run_is_an_emission_whatever_else_the_stream
         ), shape
         account = witness(RouteAccount(), exchange)
         assert codes(account, stream(), ended(None, None), facts=adapter_of("gemini").witness) == ["COVERAGE_GAP"]
+
+
+def test_a_gemini_call_is_one_emission_however_its_bytes_are_cut_or_spelled() -> None:
+    """Held: an SSE event cut across HTTP chunks, keys in another order and white space inside the JSON, and a
+    presentation whose keys come in another order are the same call (reconciled once decided); a call in a second
+    candidate is none (Gemini CLI reads only the first candidate's parts), so it needs no decision."""
+    spelled = b'data: {"candidates" : [ {"finishReason":"STOP", "content": {"parts": [{"functionCall": {"args": ' \
+              b'{"command":"ls",  "description":"d"}, "name":"run_shell_command"}}]}}]}\r\n\r\n'
+    raw = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"".join(
+        b"%x\r\n%s\r\n" % (len(piece), piece) for piece in (spelled[:40], spelled[40:97], spelled[97:])) + b"0\r\n\r\n"
+    body, encoding = http_response_body(raw)
+    exchange = read_exchange(GENERATIVE, generative_request(), inflate(body or b"", encoding))
+    assert exchange is not None and exchange.calls == (
+        EmittedCall("run_shell_command#1", "run_shell_command", {"command": "ls", "description": "d"}, numbered=True),)
+    seen = stream(requested("g-1", {"description": "d", "command": "ls"}, "run_shell_command"), decided("g-1"))
+    facts = adapter_of("gemini").witness
+    assert codes(witness(RouteAccount(), exchange), seen, ended(None, None), facts=facts) == []
+    second = b'data: {"candidates":[{"content":{"parts":[{"text":"t"}]},"finishReason":"STOP"},' \
+             b'{"content":{"parts":[' + compact(SHELL) + b']}}]}\r\n\r\n'
+    assert (read_exchange(GENERATIVE, generative_request(), second) or Exchange((), (), None)).calls == ()
