@@ -1,8 +1,8 @@
 """The route witness on gemini, with the real pinned Gemini CLI against the emulator: a tool that speaks to the
 model itself, past the harness and its BeforeTool hook, makes the model emit a call no decision covered and
 sends a result for a call the model never emitted; the witness outside the view reads the Generative Language
-wire and names both (docs/decisions.md#the-route-witness) under ``--confine off`` (loopback); confined, the
-shell command runs in the tools' layer, which has no route, so the attack cannot start."""
+wire and names both (docs/decisions.md#the-route-witness) when the tool runs beside the harness (--confine off,
+the loopback route); confined, the command runs in the tools' layer and finds no route at all."""
 
 from __future__ import annotations
 
@@ -65,9 +65,9 @@ def test_a_tool_speaking_to_the_model_itself_is_a_hidden_call_and_a_forged_resul
                "hermetic": "on", **credentials}  # fmt: skip
     events, code, stderr = finish(start_run(options))
     (result, *_) = of(events, "tool.result")
-    if confine == "on":  # the shell command runs in the tools' layer, which has no route (docs/confinement.md)
+    if confine == "on":  # the command runs in the tools' layer, which has no route (docs/confinement.md#two-layers)
         assert "route unreachable" in json.dumps(result["content"]), (result, stderr)
-        assert not (work / "hidden-marker").exists()
+        assert not [e for e in events if e["event"] == "warning"] and not (work / "hidden-marker").exists()
         return
     assert "route answered 200" in json.dumps(result["content"]), (result, stderr)
     warnings = [e for e in events if e["event"] == "warning"]
