@@ -114,7 +114,7 @@ def test_endpoint_config_has_a_provider_without_env_key_and_the_one_hook():
     assert config_file.path == "/scratch/run/codex-home/config.toml"
     assert config_file.data == text.encode()
     hook = next(f for f in launch.files if f.path.endswith("pretooluse"))
-    assert hook.mode == 0o700 and hook.data.startswith(b"#!/bin/sh\n")
+    assert hook.mode == 0o700 and hook.data.startswith(b"#!/bin/bash\n")
 
 
 def test_cwd_widens_the_sandbox_to_workspace_write_and_names_the_workspace():

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from emulator_process import running_emulator
+from helpers.emulator import running_emulator
 from vendor_cli import pinned_cli
 
 OK_H14 = "  H14  ok  gating   effect the tools cannot reach the harness or its channel"
