@@ -7,6 +7,7 @@ under a file-size limit."""
 
 from __future__ import annotations
 
+import compileall
 import errno
 import json
 import os
@@ -21,6 +22,8 @@ from governed_b10x import LOOP
 from helpers.emulator import running_emulator
 from vendor_cli import PINS, pinned_cli
 
+import metaharness.pure
+import metaharness.shell
 from metaharness.shell.transcript_copy import TranscriptCopy
 
 VENV_BIN = Path(sys.executable).parent
@@ -77,6 +80,15 @@ def full_disk_run(tmp_path: Path, argv: list[str], env: dict[str, str]) -> tuple
     return well_formed(lines), code, stderr
 
 
+@pytest.fixture(autouse=True, scope="module")
+def compiled_package() -> None:
+    """A run under ``RLIMIT_FSIZE`` must write no bytecode: Python writes a cut ``.pyc`` when the limit stops it,
+    and every later import of that module then fails (``marshal data too short``); so the package's own modules,
+    which metaharness and the loop import, are compiled before any run here."""
+    for package in (metaharness.pure, metaharness.shell):
+        assert compileall.compile_dir(Path(package.__file__).parent, quiet=1)
+
+
 def small_files() -> None:
     """In the run's process before it starts: no file it writes may grow past 1,000 bytes."""
     resource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))
@@ -103,7 +115,7 @@ def test_the_loops_transcript_past_a_file_size_limit_is_a_named_outcome(tmp_path
         argv = [str(VENV_BIN / "metaharness"), "run", "b10x", "-p", f"do the step\n$ {LOUD}\n",
                 "--model", "b10x-emulated", "--model-endpoint", base_url, "--cwd", str(work), "--allow-program", "seq",
                 "--decisions", "observe"]  # fmt: skip
-        done = subprocess.run(argv, env={"HOME": str(home), "PATH": os.environ["PATH"]}, stdin=subprocess.DEVNULL,
+        done = subprocess.run(argv, env={"HOME": str(home), "PATH": os.environ["PATH"], "PYTHONDONTWRITEBYTECODE": "1"}, stdin=subprocess.DEVNULL,
                               capture_output=True, timeout=120, check=False, preexec_fn=small_files)  # fmt: skip
     events, stderr = well_formed(done.stdout.splitlines(keepends=True)), done.stderr.decode()
     named_outcome(events, done.returncode, stderr, os.strerror(errno.EFBIG))
