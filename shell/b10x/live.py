@@ -35,7 +35,8 @@ from metaharness.pure.b10x.seam import (
     wind_up,
 )
 from metaharness.pure.bounds import COMMAND_LINE_LIMIT, RECORD_LINE_LIMIT
-from metaharness.pure.events import Process, StreamClosed, WarningRaised
+from metaharness.pure.events import StreamClosed, WarningRaised
+from metaharness.pure.run_end import RunEnd
 from metaharness.shell.child_end import PIPE_DRAIN_S, end_descendants
 from metaharness.shell.child_process import STDERR_KEPT, ChildStop, kill_group, wait_status
 from metaharness.shell.live_engine import Engine, read_rest
@@ -45,14 +46,6 @@ from metaharness.shell.tree_links import tree_facts
 
 if TYPE_CHECKING:
     from metaharness.shell.confinement import ConfinedSpawn
-
-
-class LoopOutcome(msgspec.Struct, frozen=True):
-    """How a driven loop ended: the seam's final state, the closing reason and the child's status."""
-
-    state: SeamState
-    reason: str
-    process: Process
 
 
 def drive_loop(
@@ -70,7 +63,7 @@ def drive_loop(
     retain: Callable[[], tuple[WarningRaised, ...]] | None = None,
     process_known: bool = True,
     confined: ConfinedSpawn | None = None,
-) -> LoopOutcome:
+) -> RunEnd:
     """Spawn the loop, read its record through the seam until it ends, and wind the stream up.
 
     ``opening`` runs once the child is spawned and before its first record line is read: it completes
@@ -138,7 +131,7 @@ def drive_loop(
         warnings=late,
     )  # fmt: skip
     loop.perform(effects)
-    return LoopOutcome(loop.state, closing_reason_of(effects), process)
+    return RunEnd(closing_reason_of(effects), process)
 
 
 class _Loop:

@@ -33,7 +33,7 @@ from metaharness.pure.b10x.launch import (
 )
 from metaharness.pure.b10x.loop_flags import loop_flag_refusal, tier_flags
 from metaharness.pure.b10x.seam import SeamSettings, unverified_tier, version_off_pin
-from metaharness.pure.b10x.vendor import PROGRAM
+from metaharness.pure.b10x.vendor import KIND, PROGRAM
 from metaharness.pure.bounds import HOOKS_FILE_LIMIT, PLUGIN_MANIFEST_LIMIT
 from metaharness.pure.confinement import bridge_url, confined_hermetic, tool_entry_variables
 from metaharness.pure.context import ContextFileRead
@@ -45,13 +45,13 @@ from metaharness.pure.loop.hooks import parse_hooks
 from metaharness.pure.loop.skills import PLUGIN_MANIFEST, plugin_name
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
+from metaharness.pure.run_end import RunEnd
 from metaharness.pure.run_stages import VENDOR_BUDGET_MS, decision_budget_ms, strict_version_refusal
 from metaharness.shell.b10x.live import drive_loop
 from metaharness.shell.b10x.own_loop import own_loop_version
 from metaharness.shell.bounded_reads import read_regular
-from metaharness.shell.child_end import end_unexpectedly
-from metaharness.shell.child_tree import ChildDir, remove_tree
-from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, effect_checked, prepare, program_reads
+from metaharness.shell.child_tree import ChildDir
+from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare, program_reads
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
     caller_environment,
@@ -60,8 +60,7 @@ from metaharness.shell.facts import (
     gather_program_candidates,
 )
 from metaharness.shell.frame_file import read_frame_file
-from metaharness.shell.refusals import refuse
-from metaharness.shell.run_signals import spawned_group
+from metaharness.shell.run_engine import LateEvents, RunHold, refuse_if, run_kind, start_route_refused
 from metaharness.shell.staging import (
     EarlySignal,
     Refused,
@@ -71,8 +70,7 @@ from metaharness.shell.staging import (
     take,
     unusable_directory,
 )
-from metaharness.shell.view_route import start_route
-from metaharness.shell.wind_up import RunAudit, retain_copies
+from metaharness.shell.wind_up import RunAudit
 
 VERSION_PROBE_S = 10
 
@@ -203,9 +201,9 @@ def memory_facts(options: RunOptions) -> MemoryWalk:
     """The ancestor walk's facts (docs/hermetic.md#memory-file-walk): from the temporary directory the scratch root will
     be created in, or from ``--cwd``."""
     if options.cwd is None:
-        start, found = gather_memory_facts(tempfile.gettempdir(), MEMORY_SHAPES["b10x"])
+        start, found = gather_memory_facts(tempfile.gettempdir(), MEMORY_SHAPES[KIND])
         return memory_walk(start, found, scratch_parent=True)
-    start, found = gather_memory_facts(options.cwd, MEMORY_SHAPES["b10x"])
+    start, found = gather_memory_facts(options.cwd, MEMORY_SHAPES[KIND])
     return memory_walk(start, found)
 
 
@@ -240,7 +238,7 @@ def verdict_facts(options: RunOptions, launch: B10xLaunch, pins: tuple[str, ...]
     """What the rows of a b10x run are read against: H1a compares the ``<plugin>:`` prefixes of the
     loop's skills and agents with the declared plugins' names (docs/loop-extensions.md)."""
     return VerdictFacts(
-        kind="b10x",
+        kind=KIND,
         declared_plugins=tuple(declared_plugin_name(p.copy) for p in launch.plugin_copies),
         declared_key=options.credentials == "api-key",
         planned_cwd=directory_identity(launch.cwd),
@@ -302,138 +300,106 @@ def confined_launch(
                 sockets=session_bus(launch), inputs=(*declared_files(launch), *hook_reads(launch)),
             )
         )  # fmt: skip
-        variables = tool_entry_variables("b10x", launch.environment.variables, spawn.confinement)
+        variables = tool_entry_variables(KIND, launch.environment.variables, spawn.confinement)
         launch = msgspec.structs.replace(
             launch, environment=msgspec.structs.replace(launch.environment, variables=variables)
         )
     confinement = None if spawn is None else spawn.confinement
-    hermetic = confined_hermetic(launch.attestation, confinement, loopback=False, kind="b10x", memory=walk)
+    hermetic = confined_hermetic(launch.attestation, confinement, loopback=False, kind=KIND, memory=walk)
     return msgspec.structs.replace(launch, attestation=hermetic), spawn
+
+
+def _staged(options: RunOptions, hold: RunHold, early: EarlySignal) -> B10xLaunched:
+    """Stages 5–9 of a b10x run in its refusal order: the credential, the view's refusals, the declared inputs
+    and trees, the audit, the program, the scratch tree, the route, the view, the probes, the endpoint."""
+    caller_env = caller_environment()
+    caller_cwd = os.getcwd()
+    take(credential_posture(environment_declaration(options, caller_cwd), caller_env, credential_file_present=False))
+    prepared = prepare(options, caller_env, None)
+    if isinstance(prepared, Refusal):
+        raise Refused(prepared)
+    early.check()
+    context, frame = declared_inputs(options, caller_cwd)
+    tree_checks(options)
+    audit = RunAudit(options)
+    early.check()
+    walk = memory_facts(options)
+    program = take(resolve_b10x_program(caller_env, gather_program_candidates(PROGRAM, child_path(caller_env))))
+    scratch = hold.scratch_root("metaharness-")
+    facts = B10xLaunchFacts(caller_env=caller_env, caller_cwd=caller_cwd, scratch=scratch, program=program,
+                            context=context, frame=frame, memory=walk)  # fmt: skip
+    route = None if prepared is None else prepared.route
+    planned = options if route is None else msgspec.structs.replace(
+        options, model_endpoint=bridge_url(options.model_endpoint)
+    )
+    launch = take(plan_b10x_launch(planned, facts))
+    materialise(launch)
+    if prepared is not None:
+        hold.proxy = start_route_refused(KIND, prepared, scratch, None)
+    launch, spawn = confined_launch(prepared, launch, walk)
+    pins = verified_versions(own_loop_version(launch.program))
+    probe = VersionProbe(launch)
+    flags = tier_flags(options)
+    if flags:
+        help_probe = LaunchProbe(launch, "run", "--help")
+        refuse_if(loop_flag_refusal(flags, launch.program, probe.version(), help_probe.stdout()))
+    if options.strict_version:
+        refuse_if(strict_version_refusal(launch.program, probe.version(), pins))
+    reach_endpoint(options)
+    early.check()
+    return B10xLaunched(options, audit, launch, frame, spawn, probe, pins, hold.run_id)
+
+
+class B10xLaunched:
+    """A staged b10x run, as the run engine drives it (``metaharness.shell.run_engine.Launched``)."""
+
+    def __init__(self, options: RunOptions, audit: RunAudit, launch: B10xLaunch, frame: Frame | None,
+                 spawn: ConfinedSpawn | None, probe: VersionProbe, pins: tuple[str, ...], run_id: str) -> None:  # fmt: skip
+        self.options, self.audit, self.launch, self.frame = options, audit, launch, frame
+        self.spawn, self.probe, self.pins, self.run_id = spawn, probe, pins, run_id
+        self.program, self.scratch, self.record = launch.program, launch.scratch, launch.transcript_path
+
+    def verdict_facts(self) -> VerdictFacts:
+        return verdict_facts(self.options, self.launch, self.pins)
+
+    def retained_files(self) -> tuple[tuple[str, str], ...]:
+        return retained_files(self.launch)
+
+    def close(self) -> None:
+        """Nothing beside the hold."""
+
+    def opened(self, settings: SeamSettings) -> tuple[SeamSettings, tuple[WarningRaised, ...]]:
+        """The seam's settings with the probed version, and the plan-time warnings that open the stream."""
+        version = self.probe.version()
+        warnings = plan_warnings(self.options, self.launch, version, self.pins)
+        return msgspec.structs.replace(settings, harness_version=version), warnings
+
+    def drive(self, late: LateEvents) -> RunEnd:
+        """The loop on its record (``loop.jsonl``), answers on its stdin, the late warnings in its wind-up."""
+        launch, options = self.launch, self.options
+        settings = SeamSettings(
+            run=self.run_id, mode=options.decisions, model=launch_model(options), harness_version=None,
+            transcript=Transcript(path=launch.transcript_path, digest=None, bytes=None),
+            context_files=launch.context_files, hermetic=launch.attestation, frame=self.frame,
+            vendor_budget_ms=decision_budget_ms(options.decision_deadline, VENDOR_BUDGET_MS),
+        )  # fmt: skip
+        with open(launch.transcript_path, "wb") as transcript:
+            self.audit.arm(launch.cwd)
+            return drive_loop(
+                argv=launch.argv, confined=self.spawn, env=launch.environment.as_dict(), cwd=launch.cwd,
+                settings=settings, opening=self.opened, write_event=self.audit.write_event, transcript=transcript,
+                commands=sys.stdin.fileno(), on_steering_refusal=stderr_line,
+                retain=lambda: tuple(event for event in late() if isinstance(event, WarningRaised)),
+            )  # fmt: skip
+
+
+class B10xRun:
+    """The b10x kind's part of the run engine (``metaharness.shell.run_engine.KindRun``)."""
+
+    def stage(self, options: RunOptions, hold: RunHold, early: EarlySignal) -> B10xLaunched:
+        return _staged(options, hold, early)
 
 
 def run_b10x(options: RunOptions) -> int:
     """Run ``options`` (through stages 1–4) from stage 5 on; the exit code of docs/hermetic.md#exit-codes."""
-    run_id = f"b10x-{os.getpid()}"
-    caller_env = caller_environment()
-    caller_cwd = os.getcwd()
-    scratch: str | None = None
-    proxy = None
-    with EarlySignal() as early:
-        try:
-            declaration = environment_declaration(options, caller_cwd)
-            take(credential_posture(declaration, caller_env, credential_file_present=False))
-            prepared = prepare(options, caller_env, None)
-            if isinstance(prepared, Refusal):
-                raise Refused(prepared)
-            early.check()
-            context, frame = declared_inputs(options, caller_cwd)
-            tree_checks(options)
-            audit = RunAudit(options)
-            early.check()
-            walk = memory_facts(options)
-            candidates = gather_program_candidates(PROGRAM, child_path(caller_env))
-            program = take(resolve_b10x_program(caller_env, candidates))
-            scratch = tempfile.mkdtemp(prefix="metaharness-")
-            facts = B10xLaunchFacts(
-                caller_env=caller_env,
-                caller_cwd=caller_cwd,
-                scratch=scratch,
-                program=program,
-                context=context,
-                frame=frame,
-                memory=walk,
-            )
-            route = None if prepared is None else prepared.route
-            planned = options if route is None else msgspec.structs.replace(
-                options, model_endpoint=bridge_url(options.model_endpoint)
-            )
-            launch = take(plan_b10x_launch(planned, facts))
-            materialise(launch)
-            if prepared is not None:
-                try:
-                    proxy = start_route("b10x", prepared, scratch, None)
-                except OSError as error:
-                    reason = error.strerror or error
-                    raise Refused(Refusal("loopback-not-started", f"the route proxy could not listen: {reason}")) from None
-            launch, spawn = confined_launch(prepared, launch, walk)
-            pins = verified_versions(own_loop_version(launch.program))
-            probe = VersionProbe(launch)
-            flags = tier_flags(options)
-            if flags:
-                help_probe = LaunchProbe(launch, "run", "--help")
-                refusal = loop_flag_refusal(flags, launch.program, probe.version(), help_probe.stdout())
-                if refusal is not None:
-                    raise Refused(refusal)
-            if options.strict_version:
-                refusal = strict_version_refusal(launch.program, probe.version(), pins)
-                if refusal is not None:
-                    raise Refused(refusal)
-            reach_endpoint(options)
-            early.check()
-        except Refused as refused:
-            if proxy is not None:
-                proxy.stop()
-            if scratch is not None:
-                remove_tree(scratch)
-            return refuse(refused.refusal)
-    audit.names_program(launch.program)
-    if proxy is not None:
-        audit.route = lambda: proxy.route
-        audit.account = lambda: proxy.account
-    def rows_facts() -> VerdictFacts:
-        """The facts the rows are checked against, with the effect checks read after the spawn."""
-        return effect_checked(verdict_facts(options, launch, pins), spawn)
-
-    audit.rows_facts = rows_facts
-    settings = SeamSettings(
-        run=run_id,
-        mode=options.decisions,
-        model=launch_model(options),
-        harness_version=None,
-        transcript=Transcript(path=launch.transcript_path, digest=None, bytes=None),
-        context_files=launch.context_files,
-        hermetic=launch.attestation,
-        frame=frame,
-        vendor_budget_ms=decision_budget_ms(options.decision_deadline, VENDOR_BUDGET_MS),
-    )
-    def opened(settings: SeamSettings) -> tuple[SeamSettings, tuple[WarningRaised, ...]]:
-        version = probe.version()
-        return msgspec.structs.replace(settings, harness_version=version), plan_warnings(options, launch, version, pins)
-
-    def retained() -> tuple[WarningRaised, ...]:
-        routed = () if proxy is None else proxy.wind_up(launch.scratch)
-        warnings = tuple(event for event in routed if isinstance(event, WarningRaised))
-        return (*warnings, *retain_copies(options.retain_dir, run_id, launch.scratch, retained_files(launch), audit.workspace_diff()))
-
-    try:
-        with open(launch.transcript_path, "wb") as transcript:
-            audit.arm(launch.cwd)
-            outcome = drive_loop(
-                argv=launch.argv,
-                confined=spawn,
-                env=launch.environment.as_dict(),
-                cwd=launch.cwd,
-                settings=settings,
-                opening=opened,
-                write_event=audit.write_event,
-                transcript=transcript,
-                commands=sys.stdin.fileno(),
-                on_steering_refusal=stderr_line,
-                retain=lambda: (*audit.limits.late_events(), *retained()),
-            )
-    except OSError as error:
-        if proxy is not None:
-            proxy.stop()
-        remove_tree(launch.scratch)
-        if spawned_group() is not None:
-            return end_unexpectedly(audit, run_id, error)
-        return refuse(Refusal("spawn-failed", f"{launch.program} could not be started: {error.strerror or error}"))
-    except Exception as error:  # noqa: BLE001 - the child is stopped and the stream closed whatever failed
-        remove_tree(launch.scratch)
-        return end_unexpectedly(audit, run_id, error)
-    try:
-        return audit.exit_code(rows_facts(), launch.transcript_path, outcome.reason)
-    finally:
-        if proxy is not None:
-            proxy.stop()
-        remove_tree(launch.scratch)
+    return run_kind(options, B10xRun())
