@@ -42,6 +42,7 @@ from metaharness.pure.codex.session import (
 from metaharness.pure.decisions import Desk
 from metaharness.pure.events import Event
 from metaharness.pure.refusal import Refusal
+from metaharness.pure.run_end import RunEnd
 from metaharness.pure.stop import GRACE_S, TERMINATE
 from metaharness.shell.bounded_reads import LineCutter
 from metaharness.shell.catalogue_file import read_back_scratch_copy, read_catalogue, write_scratch_copy
@@ -51,7 +52,7 @@ from metaharness.shell.child_process import (
     kill_group,
     wait_status,
 )
-from metaharness.shell.codex.live import CodexLoop, LiveOutcome
+from metaharness.shell.codex.live import CodexLoop
 from metaharness.shell.codex.rollout import RolloutTail
 from metaharness.shell.facts import own_cli
 from metaharness.shell.live_engine import Engine, read_rest
@@ -162,7 +163,7 @@ def drive_app_server(
     late_events: Callable[[], tuple[Event, ...]] = tuple,
     confined: ConfinedSpawn | None = None,
     confined_server: ConfinedSpawn | None = None,
-) -> LiveOutcome:
+) -> RunEnd:
     """Start the catalogue server and ``codex app-server``, hold the conversation, map the rollout
     and decide every call until the turn completes and the server ends, then wind the stream up
     (docs/events.md#stream-ending, docs/events.md#wind-up-and-signals); ``confined`` runs the app-server in its view and
@@ -214,7 +215,7 @@ def drive_app_server(
     reason = state.close(
         halted=stopper.halted, killed=stopper.killed, tail=bytes(state.tail), late_events=late_events, process=process
     )
-    return LiveOutcome(reason, process, state.session.stream.written)
+    return RunEnd(reason, process)
 
 
 def _spawn_servers(

@@ -19,7 +19,6 @@ from collections.abc import Callable
 from functools import partial
 from typing import IO, TYPE_CHECKING
 
-import msgspec
 from returns.result import Failure
 
 from metaharness.pure.bounds import COMMAND_LINE_LIMIT
@@ -47,6 +46,7 @@ from metaharness.pure.codex.session import (
 from metaharness.pure.decisions import Arm, Desk, Disarm
 from metaharness.pure.events import Event, Process
 from metaharness.pure.hook_channel import channel_refused
+from metaharness.pure.run_end import RunEnd
 from metaharness.shell.child_end import PIPE_DRAIN_S, end_descendants
 from metaharness.shell.child_process import (
     STDERR_KEPT,
@@ -67,14 +67,6 @@ SUB_AGENT_COPIES = "sub-agents"
 
 if TYPE_CHECKING:
     from metaharness.shell.confinement import ConfinedSpawn
-
-
-class LiveOutcome(msgspec.Struct, frozen=True):
-    """How a driven codex run ended: the closing reason, the child's status and the stream's length."""
-
-    reason: str
-    process: Process
-    events: int
 
 
 class CodexLoop:
@@ -278,7 +270,7 @@ def drive_codex(
     process_known: bool = True,
     late_events: Callable[[], tuple[Event, ...]] = tuple,
     confined: ConfinedSpawn | None = None,
-) -> LiveOutcome:
+) -> RunEnd:
     """Spawn ``codex exec`` (in ``confined``'s view when given), map its rollout and decide its hook calls until it ends, then wind the
     stream up (docs/events.md#stream-ending, docs/events.md#wind-up-and-signals). Raises ``OSError`` when the spawn
     itself fails. ``process_known`` false writes ``process`` unknown, as conformance C3 does
@@ -320,4 +312,4 @@ def drive_codex(
     reason = state.close(
         halted=stopper.halted, killed=stopper.killed, tail=bytes(state.tail), late_events=late_events, process=process
     )
-    return LiveOutcome(reason, process, state.session.stream.written)
+    return RunEnd(reason, process)
