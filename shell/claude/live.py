@@ -20,8 +20,6 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import IO, TYPE_CHECKING
 
-import msgspec
-
 from metaharness.pure.bounds import COMMAND_LINE_LIMIT, RECORD_LINE_LIMIT
 from metaharness.pure.claude.session import (
     STOP_POLICY,
@@ -40,8 +38,9 @@ from metaharness.pure.claude.session import (
     write_events,
 )
 from metaharness.pure.decisions import Arm, Disarm
-from metaharness.pure.events import Event, Process
+from metaharness.pure.events import Event
 from metaharness.pure.refusal import Refusal
+from metaharness.pure.run_end import RunEnd
 from metaharness.pure.stop import GRACE_S
 from metaharness.shell.child_end import PIPE_DRAIN_S, end_descendants
 from metaharness.shell.child_process import STDERR_KEPT, ChildStop, kill_group, wait_status
@@ -55,16 +54,6 @@ if TYPE_CHECKING:
 
 SEND_WAIT_S = 5
 """How long a line to the CLI's stdin may wait for room before metaharness stops writing to it."""
-
-
-class RunOutcome(msgspec.Struct, frozen=True):
-    """How a driven claude run ended: the session's final state, the closing reason, the child's status, and
-    the refusal when the CLI did not confirm its hooks (the stream is then not wound up)."""
-
-    session: Session
-    reason: str
-    process: Process
-    refusal: Refusal | None = None
 
 
 class _Loop:
@@ -189,7 +178,7 @@ def drive_claude(
     process_known: bool = True,
     alerts: tuple[int, Callable[[], tuple[Event, ...]]] | None = None,
     confined: ConfinedSpawn | None = None,
-) -> RunOutcome:
+) -> RunEnd:
     """Spawn Claude Code, perform the session's ``opening`` effects (``initialize`` to its stdin), read its
     stdout through the session until it ends, wind up.
 
@@ -246,14 +235,14 @@ def drive_claude(
     end_descendants(child.pid)
     process = wait_status(code, process_known)
     if loop.refusal is not None:
-        return RunOutcome(loop.session, "refused", process, loop.refusal)
+        return RunEnd("refused", process, loop.refusal)
     stopper = loop.stopper
     loop.session, effects, reason = wind_up(
         loop.session, stderr_tail=bytes(loop.tail), halted=stopper.halted, killed=stopper.killed,
         process=process, late=late_events(),
     )  # fmt: skip
     loop.perform(effects)
-    return RunOutcome(loop.session, reason, process)
+    return RunEnd(reason, process)
 
 
 def _reap(child: subprocess.Popen[bytes]) -> int:
