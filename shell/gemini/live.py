@@ -17,12 +17,11 @@ from collections.abc import Callable
 from functools import partial
 from typing import IO, TYPE_CHECKING
 
-import msgspec
 from returns.result import Failure
 
 from metaharness.pure.bounds import COMMAND_LINE_LIMIT, RECORD_LINE_LIMIT
 from metaharness.pure.decisions import Arm, Disarm
-from metaharness.pure.events import Event, Process
+from metaharness.pure.events import Event
 from metaharness.pure.gemini.launch import GeminiLaunch
 from metaharness.pure.gemini.session import (
     STOP_POLICY,
@@ -40,6 +39,7 @@ from metaharness.pure.gemini.session import (
     wind_up,
 )
 from metaharness.pure.hook_channel import channel_refused
+from metaharness.pure.run_end import RunEnd
 from metaharness.pure.stop import GRACE_S
 from metaharness.shell.child_end import PIPE_DRAIN_S, end_descendants
 from metaharness.shell.child_process import STDERR_KEPT, ChildStop, kill_group, wait_status
@@ -51,14 +51,6 @@ from metaharness.shell.tree_links import tree_facts
 
 if TYPE_CHECKING:
     from metaharness.shell.confinement import ConfinedSpawn
-
-
-class RunOutcome(msgspec.Struct, frozen=True):
-    """How a driven gemini run ended: the session's final state, the closing reason, the child's status."""
-
-    session: Session
-    reason: str
-    process: Process
 
 
 class _Loop:
@@ -156,7 +148,7 @@ def drive_gemini(
     late_events: Callable[[], tuple[Event, ...]] = tuple,
     process_known: bool = True,
     confined: ConfinedSpawn | None = None,
-) -> RunOutcome:
+) -> RunEnd:
     """Spawn ``gemini -p`` (in ``confined``'s view when given), read its record and its hooks through the session
     until it ends, wind up. Raises ``OSError`` when the spawn itself fails."""
     child = subprocess.Popen(
@@ -199,7 +191,7 @@ def drive_gemini(
         late=late_events(),
     )  # fmt: skip
     loop.perform(effects)
-    return RunOutcome(loop.session, reason, process)
+    return RunEnd(reason, process)
 
 
 def _reap(child: subprocess.Popen[bytes]) -> int:
