@@ -34,14 +34,13 @@ from metaharness.pure.b10x.seam import (
     take_command,
     wind_up,
 )
-from metaharness.pure.bounds import COMMAND_LINE_LIMIT, RECORD_LINE_LIMIT
+from metaharness.pure.bounds import RECORD_LINE_LIMIT
 from metaharness.pure.events import StreamClosed, WarningRaised
 from metaharness.pure.run_end import RunEnd
+from metaharness.pure.session_steps import SessionSteps
 from metaharness.shell.child_end import PIPE_DRAIN_S, end_descendants
-from metaharness.shell.child_process import STDERR_KEPT, ChildStop, kill_group, wait_status
-from metaharness.shell.live_engine import Engine, read_rest
-from metaharness.shell.run_signals import listening
-from metaharness.shell.steering import Deadlines, steering_command
+from metaharness.shell.child_process import ChildStop, kill_group, wait_status
+from metaharness.shell.live_engine import Engine, LiveLoop, read_rest, spawn
 from metaharness.shell.tree_links import tree_facts
 
 if TYPE_CHECKING:
@@ -78,40 +77,22 @@ def drive_loop(
     ``OSError`` when the spawn itself fails.
     """
     answering = settings.mode != "observe"
-    child = subprocess.Popen(
-        list(argv) if confined is None else confined.argv,
-        cwd=cwd,
-        env=dict(env),
-        stdin=subprocess.PIPE if answering else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-        pass_fds=() if confined is None else confined.pass_fds,
-    )
-    if confined is not None:
-        confined.spawned()
+    stdin = subprocess.PIPE if answering else subprocess.DEVNULL
+    child = spawn(argv, cwd=cwd, env=env, stdin=stdin, stdout=subprocess.PIPE, confined=confined)
     assert child.stdout is not None and child.stderr is not None
     loop = _Loop(child, settings, write_event, transcript, answers_copy, partial(_signal_child, child, confined), cwd)
     engine = Engine()
     try:
-        engine.on_signal(loop.signalled)
-        listening(child.pid, engine.signal)
-        if commands is not None:
-            on_command = partial(loop.command, on_steering_refusal=on_steering_refusal)
-            engine.on_lines(commands, COMMAND_LINE_LIMIT, on_command, lambda: None)
+        loop.watch_outside(engine, child.pid, commands, on_steering_refusal)
         engine.on_chunks(child.stderr.fileno(), loop.stderr, partial(loop.open.discard, "stderr"))
         engine.on_lines(child.stdout.fileno(), RECORD_LINE_LIMIT, loop.record, partial(loop.open.discard, "record"))
         engine.on_exit(child.pid, loop.exited)
-        engine.timer(lambda: loop.stopper.kill_at, lambda: loop.stopper.due(time.monotonic()))
-        engine.timer(loop.deadlines.next_at, loop.expire_due)
+        loop.watch_timers(engine)
         engine.timer(lambda: loop.drained_at, partial(loop.open.discard, "record"))
-        loop.state, effects = open_seam(*opening(settings))
-        loop.perform(effects)
+        loop.step(open_seam(*opening(settings)))
         engine.run(until=lambda: "record" not in loop.open)
-        loop.state, effects = end_of_record(loop.state)
-        loop.perform(effects)
-        loop.state, effects = abandon_pending(loop.state, "the stream ended")
-        loop.perform(effects)
+        loop.step(end_of_record(loop.session))
+        loop.step(abandon_pending(loop.session, "the stream ended"))
     finally:
         engine.close()
         if child.stdin is not None:
@@ -126,17 +107,20 @@ def drive_loop(
     process = wait_status(code, process_known)
     late = retain() if retain is not None else ()
     stopper = loop.stopper
-    loop.state, effects = wind_up(
-        loop.state, stderr_tail=bytes(loop.tail), halted=stopper.halted, killed=stopper.killed, process=process,
+    loop.session, effects = wind_up(
+        loop.session, stderr_tail=bytes(loop.tail), halted=stopper.halted, killed=stopper.killed, process=process,
         warnings=late,
     )  # fmt: skip
     loop.perform(effects)
     return RunEnd(closing_reason_of(effects), process)
 
 
-class _Loop:
-    """What the engine's handlers keep beside the pure seam: the child's stdin, the deadline timers,
-    the stop, the record's line count and the stderr tail."""
+STEPS = SessionSteps(abandon_pending=abandon_pending, expire=expire, take_command=take_command)
+"""The b10x seam's steps every live loop takes (``metaharness.pure.session_steps``)."""
+
+
+class _Loop(LiveLoop[SeamState, Effect]):
+    """Beside the shared loop state: the child's stdin, the record's line count and which pipes are open."""
 
     def __init__(
         self,
@@ -148,17 +132,15 @@ class _Loop:
         signal_child: Callable[[int], None],
         cwd: str,
     ) -> None:
+        super().__init__(STEPS, settings.deadline_ms)
         self.child = child
-        self.state: SeamState
         self.write_event = write_event
         self.transcript = transcript
         self.answers_copy = answers_copy
-        self.deadlines = Deadlines(settings.deadline_ms)
         self.stopper = ChildStop(child.pid, STOP_POLICY, signal_child)
         self.cwd = cwd
         self.drained_at: float | None = None
         self.number = 0
-        self.tail = bytearray()
         self.open = {"record", "stderr"}
 
     def perform(self, effects: tuple[Effect, ...]) -> None:
@@ -187,8 +169,7 @@ class _Loop:
         self.number += 1
         line = item.removesuffix(b"\n")
         subjects = line_subjects(line) if b"tool-requested" in line else ()
-        self.state, effects = read_line(self.state, self.number, line, tree_facts(subjects, self.cwd) if subjects else None)
-        self.perform(effects)
+        self.step(read_line(self.session, self.number, line, tree_facts(subjects, self.cwd) if subjects else None))
 
     def exited(self) -> None:
         """The child exited: its group is killed (and every orphan ended); its pipes are read for at
@@ -197,31 +178,6 @@ class _Loop:
         end_descendants(self.child.pid)
         self.drained_at = time.monotonic() + PIPE_DRAIN_S
         self.stopper.kill_at = None
-
-    def command(self, line: bytes, on_steering_refusal: Callable[[str], None]) -> None:
-        command = steering_command(line, on_steering_refusal)
-        if command is None:
-            return
-        self.state, effects, control = take_command(self.state, command, self.deadlines.latency_ms(command))
-        self.perform(effects)
-        if control is not None:
-            self.stopper.take(control)
-
-    def signalled(self, _number: int) -> None:
-        """A signal: the first abandons every pending call, then the stop policy ends the child."""
-        if not self.stopper.killed:
-            self.state, effects = abandon_pending(self.state, "the run was interrupted")
-            self.perform(effects)
-        self.stopper.take("signal")
-
-    def expire_due(self) -> None:
-        for call_id, waited in self.deadlines.take_due():
-            self.state, effects = expire(self.state, call_id, waited)
-            self.perform(effects)
-
-    def stderr(self, chunk: bytes) -> None:
-        self.tail.extend(chunk)
-        del self.tail[:-STDERR_KEPT]
 
 
 def _signal_child(child: subprocess.Popen[bytes], confined: ConfinedSpawn | None, number: int) -> None:
