@@ -29,10 +29,12 @@ from types import FrameType
 from typing import IO, TYPE_CHECKING, Any, Generic, TypeVar
 
 from metaharness.pure.bounds import COMMAND_LINE_LIMIT
+from metaharness.pure.events import Process
 from metaharness.pure.session_steps import SessionSteps
 from metaharness.pure.stop import GRACE_S
 from metaharness.shell.bounded_reads import LineCutter
-from metaharness.shell.child_process import STDERR_KEPT, ChildStop, kill_group
+from metaharness.shell.child_end import end_descendants
+from metaharness.shell.child_process import STDERR_KEPT, ChildStop, kill_group, wait_status
 from metaharness.shell.run_signals import listening
 from metaharness.shell.steering import Deadlines, steering_command
 
@@ -207,6 +209,14 @@ def reap(child: subprocess.Popen[bytes]) -> int:
         except subprocess.TimeoutExpired:
             kill_group(child.pid, number)
     return child.wait()
+
+
+def ended(pid: int, code: int, process_known: bool = True) -> Process:
+    """Once the record has ended and the child is reaped: its group sent SIGKILL, every orphan ended, and its
+    status (``unknown`` when ``process_known`` is false, conformance C3's scripted child)."""
+    kill_group(pid, signal.SIGKILL)
+    end_descendants(pid)
+    return wait_status(code, process_known)
 
 
 class LiveLoop(Generic[S, E]):

@@ -5,7 +5,7 @@ The engine holds what every run shares: the early signals (``signalled``), the s
 proxy a refusal or the wind-up releases, the audit's wiring (the program, the route and its witness, the
 rows' facts with their effect checks), the wind-up's own events (the run's limits, the route's, the
 ``--retain-dir`` copies), a spawn that failed, an unexpected failure and the audited exit. A kind fills
-:class:`KindRun` (its stages, in its refusal order) and hands back a :class:`Launched` run (its record,
+:data:`Staging` (its stages, in its refusal order) and hands back a :class:`Launched` run (its record,
 where its answers go, what it retains, its verdict facts and its live loop).
 """
 
@@ -14,10 +14,11 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Callable
-from typing import Protocol
+
+import msgspec
 
 from metaharness.pure.events import Event
-from metaharness.pure.hermetic import VerdictFacts
+from metaharness.pure.hermetic import MemoryWalk, VerdictFacts, memory_walk
 from metaharness.pure.kind import Kind
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
@@ -25,6 +26,7 @@ from metaharness.pure.run_end import RunEnd, spawn_failed
 from metaharness.shell.child_end import end_unexpectedly
 from metaharness.shell.child_tree import remove_tree
 from metaharness.shell.confinement import ConfinedSpawn, Prepared, effect_checked
+from metaharness.shell.facts import gather_memory_facts
 from metaharness.shell.loopback import RouteProxy
 from metaharness.shell.refusals import refuse
 from metaharness.shell.run_signals import spawned_group
@@ -60,6 +62,14 @@ class RunHold:
             remove_tree(scratch)
 
 
+def memory_walk_of(cwd: str | None, shapes: tuple[str, ...]) -> MemoryWalk:
+    """Stage 7's memory walk (docs/hermetic.md#memory-file-walk): above ``cwd``, or, for a scratch run (``None``),
+    above the temporary directory the scratch root is created in."""
+    if cwd is None:
+        return memory_walk(*gather_memory_facts(tempfile.gettempdir(), shapes), scratch_parent=True)
+    return memory_walk(*gather_memory_facts(cwd, shapes))
+
+
 def refuse_if(refusal: Refusal | None) -> None:
     """A stage's optional refusal raised as ``Refused``."""
     if refusal is not None:
@@ -76,52 +86,38 @@ def start_route_refused(kind: Kind, prepared: Prepared, scratch: str, placeholde
         raise Refused(Refusal("loopback-not-started", f"the route proxy could not listen: {reason}")) from None
 
 
-class Launched(Protocol):
-    """A kind's run once every stage passed, as the engine drives and winds it up."""
+class Launched(msgspec.Struct, frozen=True, kw_only=True):
+    """A kind's run once every stage passed, as the engine drives and winds it up: its audit, the program it starts,
+    its scratch root, its view, the record the auditor reads, what ``--retain-dir`` keeps (source, name under the
+    run's folder), the facts its rows are read against (before the effect checks, asked after the run), its live
+    loop and what it releases beside the hold."""
 
     audit: RunAudit
     program: str
     scratch: str
     spawn: ConfinedSpawn | None
-
-    @property
-    def record(self) -> str:
-        """The record the auditor reads."""
-        ...
-
-    def verdict_facts(self) -> VerdictFacts:
-        """What the rows are read against, before the effect checks."""
-        ...
-
-    def retained_files(self) -> tuple[tuple[str, str], ...]:
-        """What ``--retain-dir`` keeps: (source, name under the run's folder)."""
-        ...
-
-    def drive(self, late: LateEvents) -> RunEnd:
-        """Spawn the child, run its live loop (arming the audit, every event through ``audit.write_event``) and
-        wind its stream up with ``late``; raises ``OSError`` when the spawn itself fails."""
-        ...
-
-    def close(self) -> None:
-        """Release what the kind holds beside the hold (a hook channel)."""
-        ...
+    record: str
+    retained: tuple[tuple[str, str], ...]
+    verdict_facts: Callable[[], VerdictFacts]
+    drive: Callable[[LateEvents], RunEnd]
+    """Spawn the child, run its live loop (arming the audit, every event through ``audit.write_event``) and wind
+    its stream up with the late events; raises ``OSError`` when the spawn itself fails."""
+    close: Callable[[], None] = lambda: None
 
 
-class KindRun(Protocol):
-    """A kind's stages 5–9: gather the facts, plan, write the scratch tree, confine and probe, in the kind's
-    refusal order; a refusal raises ``Refused``. What it starts it keeps in ``hold``."""
-
-    def stage(self, options: RunOptions, hold: RunHold, early: EarlySignal) -> Launched: ...
+Staging = Callable[[RunOptions, RunHold, EarlySignal], Launched]
+"""A kind's stages 5–9: gather the facts, plan, write the scratch tree, confine and probe, in the kind's refusal
+order; a refusal raises ``Refused``. What it starts it keeps in the hold."""
 
 
-def run_kind(options: RunOptions, kind: KindRun) -> int:
-    """Run ``options`` (through stages 1–4) from stage 5 on with ``kind``'s part; the exit code of
+def run_kind(options: RunOptions, staging: Staging) -> int:
+    """Run ``options`` (through stages 1–4) from stage 5 on with a kind's ``staging``; the exit code of
     docs/hermetic.md#exit-codes."""
     hold = RunHold(f"{options.kind}-{os.getpid()}")
     try:
         with EarlySignal() as early:
             try:
-                launched = kind.stage(options, hold, early)
+                launched = staging(options, hold, early)
             except Refused as refused:
                 hold.release()
                 return refuse(refused.refusal)
@@ -148,7 +144,7 @@ def _live(options: RunOptions, hold: RunHold, launched: Launched) -> int:
         limits = audit.limits.late_events()
         workspace = audit.workspace_diff()
         routed = () if proxy is None else proxy.wind_up(launched.scratch)
-        kept = retain_copies(options.retain_dir, hold.run_id, launched.scratch, launched.retained_files(), workspace)
+        kept = retain_copies(options.retain_dir, hold.run_id, launched.scratch, launched.retained, workspace)
         return (*limits, *routed, *kept)
 
     audit.rows_facts = rows_facts

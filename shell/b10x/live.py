@@ -84,22 +84,14 @@ def drive_loop(
     engine = Engine()
     try:
         loop.watch_outside(engine, child.pid, commands, on_steering_refusal)
-        engine.on_chunks(child.stderr.fileno(), loop.stderr, partial(loop.open.discard, "stderr"))
-        engine.on_lines(child.stdout.fileno(), RECORD_LINE_LIMIT, loop.record, partial(loop.open.discard, "record"))
-        engine.on_exit(child.pid, loop.exited)
-        loop.watch_timers(engine)
-        engine.timer(lambda: loop.drained_at, partial(loop.open.discard, "record"))
+        loop.watch_child(engine)
         loop.step(open_seam(*opening(settings)))
         engine.run(until=lambda: "record" not in loop.open)
         loop.step(end_of_record(loop.session))
         loop.step(abandon_pending(loop.session, "the stream ended"))
     finally:
         engine.close()
-        if child.stdin is not None:
-            try:
-                child.stdin.close()
-            except OSError:
-                pass
+        _close_stdin(child)
     code = child.wait()
     if "stderr" in loop.open:
         loop.stderr(read_rest(child.stderr.fileno(), PIPE_DRAIN_S))
@@ -161,6 +153,15 @@ class _Loop(LiveLoop[SeamState, Effect]):
             elif isinstance(effect, Arm):
                 self.deadlines.arm(effect.call_id)
 
+    def watch_child(self, engine: Engine) -> None:
+        """The loop's stderr, its stdout (the record) and its exit, then the timers and the pipes' drain."""
+        assert self.child.stdout is not None and self.child.stderr is not None
+        engine.on_chunks(self.child.stderr.fileno(), self.stderr, partial(self.open.discard, "stderr"))
+        engine.on_lines(self.child.stdout.fileno(), RECORD_LINE_LIMIT, self.record, partial(self.open.discard, "record"))
+        engine.on_exit(self.child.pid, self.exited)
+        self.watch_timers(engine)
+        engine.timer(lambda: self.drained_at, partial(self.open.discard, "record"))
+
     def record(self, item: bytes) -> None:
         """One stdout line: kept as read, then read through the seam."""
         if self.transcript is not None:
@@ -190,6 +191,15 @@ def _signal_child(child: subprocess.Popen[bytes], confined: ConfinedSpawn | None
             confined.signal(child.pid, number)
     except ProcessLookupError:
         pass
+
+
+def _close_stdin(child: subprocess.Popen[bytes]) -> None:
+    """The loop's stdin closed, once the record ended (one already broken is not an error)."""
+    if child.stdin is not None:
+        try:
+            child.stdin.close()
+        except OSError:
+            pass
 
 
 def closing_reason_of(effects: tuple[Effect, ...]) -> str:

@@ -12,7 +12,6 @@ import shutil
 import stat
 import subprocess
 import sys
-import tempfile
 from functools import partial
 
 import msgspec
@@ -40,7 +39,7 @@ from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import credential_posture
 from metaharness.pure.events import Transcript, WarningRaised
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
-from metaharness.pure.hermetic import MEMORY_SHAPES, MemoryWalk, VerdictFacts, memory_walk
+from metaharness.pure.hermetic import MEMORY_SHAPES, MemoryWalk, VerdictFacts
 from metaharness.pure.loop.hooks import parse_hooks
 from metaharness.pure.loop.skills import PLUGIN_MANIFEST, plugin_name
 from metaharness.pure.options import RunOptions
@@ -56,11 +55,18 @@ from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
     caller_environment,
     directory_identity,
-    gather_memory_facts,
     gather_program_candidates,
 )
 from metaharness.shell.frame_file import read_frame_file
-from metaharness.shell.run_engine import LateEvents, RunHold, refuse_if, run_kind, start_route_refused
+from metaharness.shell.run_engine import (
+    LateEvents,
+    Launched,
+    RunHold,
+    memory_walk_of,
+    refuse_if,
+    run_kind,
+    start_route_refused,
+)
 from metaharness.shell.staging import (
     EarlySignal,
     Refused,
@@ -200,11 +206,7 @@ def retained_files(launch: B10xLaunch) -> tuple[tuple[str, str], ...]:
 def memory_facts(options: RunOptions) -> MemoryWalk:
     """The ancestor walk's facts (docs/hermetic.md#memory-file-walk): from the temporary directory the scratch root will
     be created in, or from ``--cwd``."""
-    if options.cwd is None:
-        start, found = gather_memory_facts(tempfile.gettempdir(), MEMORY_SHAPES[KIND])
-        return memory_walk(start, found, scratch_parent=True)
-    start, found = gather_memory_facts(options.cwd, MEMORY_SHAPES[KIND])
-    return memory_walk(start, found)
+    return memory_walk_of(options.cwd, MEMORY_SHAPES[KIND])
 
 
 def declared_plugin_name(copy: str) -> str:
@@ -309,7 +311,7 @@ def confined_launch(
     return msgspec.structs.replace(launch, attestation=hermetic), spawn
 
 
-def _staged(options: RunOptions, hold: RunHold, early: EarlySignal) -> B10xLaunched:
+def _staged(options: RunOptions, hold: RunHold, early: EarlySignal) -> Launched:
     """Stages 5–9 of a b10x run in its refusal order: the credential, the view's refusals, the declared inputs
     and trees, the audit, the program, the scratch tree, the route, the view, the probes, the endpoint."""
     caller_env = caller_environment()
@@ -347,59 +349,42 @@ def _staged(options: RunOptions, hold: RunHold, early: EarlySignal) -> B10xLaunc
         refuse_if(strict_version_refusal(launch.program, probe.version(), pins))
     reach_endpoint(options)
     early.check()
-    return B10xLaunched(options, audit, launch, frame, spawn, probe, pins, hold.run_id)
+    return Launched(
+        audit=audit, program=launch.program, scratch=launch.scratch, spawn=spawn, record=launch.transcript_path,
+        retained=retained_files(launch), verdict_facts=partial(verdict_facts, options, launch, pins),
+        drive=partial(_drive, options, audit, launch, (frame, spawn, probe, pins), hold.run_id),
+    )  # fmt: skip
 
 
-class B10xLaunched:
-    """A staged b10x run, as the run engine drives it (``metaharness.shell.run_engine.Launched``)."""
+def _drive(
+    options: RunOptions, audit: RunAudit, launch: B10xLaunch,
+    held: tuple[Frame | None, ConfinedSpawn | None, VersionProbe, tuple[str, ...]], run_id: str, late: LateEvents,
+) -> RunEnd:  # fmt: skip
+    """The loop on its record (``loop.jsonl``), answers on its stdin, the late warnings in its wind-up; the seam
+    opens with the probed version and the plan-time warnings."""
+    frame, spawn, probe, pins = held
+    settings = SeamSettings(
+        run=run_id, mode=options.decisions, model=launch_model(options), harness_version=None,
+        transcript=Transcript(path=launch.transcript_path, digest=None, bytes=None),
+        context_files=launch.context_files, hermetic=launch.attestation, frame=frame,
+        vendor_budget_ms=decision_budget_ms(options.decision_deadline, VENDOR_BUDGET_MS),
+    )  # fmt: skip
 
-    def __init__(self, options: RunOptions, audit: RunAudit, launch: B10xLaunch, frame: Frame | None,
-                 spawn: ConfinedSpawn | None, probe: VersionProbe, pins: tuple[str, ...], run_id: str) -> None:  # fmt: skip
-        self.options, self.audit, self.launch, self.frame = options, audit, launch, frame
-        self.spawn, self.probe, self.pins, self.run_id = spawn, probe, pins, run_id
-        self.program, self.scratch, self.record = launch.program, launch.scratch, launch.transcript_path
-
-    def verdict_facts(self) -> VerdictFacts:
-        return verdict_facts(self.options, self.launch, self.pins)
-
-    def retained_files(self) -> tuple[tuple[str, str], ...]:
-        return retained_files(self.launch)
-
-    def close(self) -> None:
-        """Nothing beside the hold."""
-
-    def opened(self, settings: SeamSettings) -> tuple[SeamSettings, tuple[WarningRaised, ...]]:
-        """The seam's settings with the probed version, and the plan-time warnings that open the stream."""
-        version = self.probe.version()
-        warnings = plan_warnings(self.options, self.launch, version, self.pins)
+    def opened(settings: SeamSettings) -> tuple[SeamSettings, tuple[WarningRaised, ...]]:
+        version = probe.version()
+        warnings = plan_warnings(options, launch, version, pins)
         return msgspec.structs.replace(settings, harness_version=version), warnings
 
-    def drive(self, late: LateEvents) -> RunEnd:
-        """The loop on its record (``loop.jsonl``), answers on its stdin, the late warnings in its wind-up."""
-        launch, options = self.launch, self.options
-        settings = SeamSettings(
-            run=self.run_id, mode=options.decisions, model=launch_model(options), harness_version=None,
-            transcript=Transcript(path=launch.transcript_path, digest=None, bytes=None),
-            context_files=launch.context_files, hermetic=launch.attestation, frame=self.frame,
-            vendor_budget_ms=decision_budget_ms(options.decision_deadline, VENDOR_BUDGET_MS),
+    with open(launch.transcript_path, "wb") as transcript:
+        audit.arm(launch.cwd)
+        return drive_loop(
+            argv=launch.argv, confined=spawn, env=launch.environment.as_dict(), cwd=launch.cwd, settings=settings,
+            opening=opened, write_event=audit.write_event, transcript=transcript, commands=sys.stdin.fileno(),
+            on_steering_refusal=stderr_line,
+            retain=lambda: tuple(event for event in late() if isinstance(event, WarningRaised)),
         )  # fmt: skip
-        with open(launch.transcript_path, "wb") as transcript:
-            self.audit.arm(launch.cwd)
-            return drive_loop(
-                argv=launch.argv, confined=self.spawn, env=launch.environment.as_dict(), cwd=launch.cwd,
-                settings=settings, opening=self.opened, write_event=self.audit.write_event, transcript=transcript,
-                commands=sys.stdin.fileno(), on_steering_refusal=stderr_line,
-                retain=lambda: tuple(event for event in late() if isinstance(event, WarningRaised)),
-            )  # fmt: skip
-
-
-class B10xRun:
-    """The b10x kind's part of the run engine (``metaharness.shell.run_engine.KindRun``)."""
-
-    def stage(self, options: RunOptions, hold: RunHold, early: EarlySignal) -> B10xLaunched:
-        return _staged(options, hold, early)
 
 
 def run_b10x(options: RunOptions) -> int:
     """Run ``options`` (through stages 1–4) from stage 5 on; the exit code of docs/hermetic.md#exit-codes."""
-    return run_kind(options, B10xRun())
+    return run_kind(options, _staged)

@@ -42,9 +42,9 @@ from metaharness.pure.events import Event
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_end import RunEnd
 from metaharness.pure.session_steps import SessionSteps
-from metaharness.shell.child_end import PIPE_DRAIN_S, end_descendants
-from metaharness.shell.child_process import ChildStop, kill_group, wait_status
-from metaharness.shell.live_engine import Engine, LiveLoop, reap, spawn
+from metaharness.shell.child_end import PIPE_DRAIN_S
+from metaharness.shell.child_process import ChildStop, kill_group
+from metaharness.shell.live_engine import Engine, LiveLoop, ended, reap, spawn
 from metaharness.shell.tree_links import tree_facts
 
 if TYPE_CHECKING:
@@ -120,6 +120,15 @@ class _Loop(LiveLoop[Session, Effect]):
     def drained(self) -> None:
         self.open.clear()
 
+    def watch_child(self, engine: Engine, child: subprocess.Popen[bytes], transcript: IO[bytes]) -> None:
+        """The CLI's stderr and stdout (its record), then the timers and the pipes' drain after its exit."""
+        assert child.stdout is not None and child.stderr is not None
+        engine.on_chunks(child.stderr.fileno(), self.stderr, partial(self.open.discard, "stderr"))
+        on_record = partial(self.record, transcript=transcript)
+        engine.on_lines(child.stdout.fileno(), RECORD_LINE_LIMIT, on_record, partial(self.open.discard, "record"))
+        self.watch_timers(engine)
+        engine.timer(lambda: self.drained_at, self.drained)
+
     def alert(self, fd: int, events: Callable[[], tuple[Event, ...]]) -> None:
         os.read(fd, 64)
         self.step(write_events(self.session, events()))
@@ -175,11 +184,7 @@ def drive_claude(
         if alerts is not None:
             engine.on_ready(alerts[0], partial(loop.alert, alerts[0], alerts[1]))
         loop.watch_outside(engine, child.pid, commands, on_steering_refusal)
-        engine.on_chunks(child.stderr.fileno(), loop.stderr, partial(loop.open.discard, "stderr"))
-        on_record = partial(loop.record, transcript=transcript)
-        engine.on_lines(child.stdout.fileno(), RECORD_LINE_LIMIT, on_record, partial(loop.open.discard, "record"))
-        loop.watch_timers(engine)
-        engine.timer(lambda: loop.drained_at, loop.drained)
+        loop.watch_child(engine, child, transcript)
         loop.perform(opening)
         engine.run(until=lambda: not loop.open)
         if loop.refusal is None:
@@ -188,9 +193,7 @@ def drive_claude(
     finally:
         engine.close()
         loop.end_input()
-    kill_group(child.pid, signal.SIGKILL)
-    end_descendants(child.pid)
-    process = wait_status(code, process_known)
+    process = ended(child.pid, code, process_known)
     if loop.refusal is not None:
         return RunEnd("refused", process, loop.refusal)
     stopper = loop.stopper

@@ -14,8 +14,8 @@ import secrets
 import shutil
 import stat
 import sys
-import tempfile
 from collections.abc import Callable
+from functools import partial
 
 import msgspec
 
@@ -50,7 +50,7 @@ from metaharness.pure.environment import (
 )
 from metaharness.pure.events import Event, Transcript, WarningRaised
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
-from metaharness.pure.hermetic import MEMORY_SHAPES, MemoryWalk, VerdictFacts, memory_walk
+from metaharness.pure.hermetic import MEMORY_SHAPES, MemoryWalk, VerdictFacts
 from metaharness.pure.hook_channel import HOOK_TIMEOUT_S
 from metaharness.pure.loopback import (
     SYMBOLIC_PORT,
@@ -71,7 +71,6 @@ from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
     caller_environment,
     directory_identity,
-    gather_memory_facts,
     gather_program_candidates,
     own_cli,
     probe_stdout,
@@ -79,7 +78,7 @@ from metaharness.shell.facts import (
 )
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.loopback import RouteProxy
-from metaharness.shell.run_engine import LateEvents, RunHold, run_kind, start_route_refused
+from metaharness.shell.run_engine import LateEvents, Launched, RunHold, memory_walk_of, run_kind, start_route_refused
 from metaharness.shell.staging import (
     EarlySignal,
     Refused,
@@ -177,12 +176,7 @@ def tree_checks(options: RunOptions) -> tuple[MemoryWalk, tuple[PluginCopy, ...]
     """Stage 7: the memory walk (from the temp directory the scratch root is created in for a scratch
     run, else above ``--cwd``; docs/hermetic.md#memory-file-walk) and the plugin directories
     (``plugin-dir-unusable``)."""
-    if options.cwd is None:
-        start, found = gather_memory_facts(tempfile.gettempdir(), MEMORY_SHAPES[KIND])
-        walk = memory_walk(start, found, scratch_parent=True)
-    else:
-        start, found = gather_memory_facts(options.cwd, MEMORY_SHAPES[KIND])
-        walk = memory_walk(start, found)
+    walk = memory_walk_of(options.cwd, MEMORY_SHAPES[KIND])
     return walk, take(plan_plugins(tuple(plugin_tree(source) for source in options.plugin_dir)))
 
 
@@ -369,7 +363,7 @@ NOT_BUILT = Refusal(
 """The owned surface without a catalogue (its three verbs), refused rather than run as the native one."""
 
 
-def _staged(options: RunOptions, hold: RunHold, early: EarlySignal) -> ClaudeLaunched:
+def _staged(options: RunOptions, hold: RunHold, early: EarlySignal) -> Launched:
     """Stages 5–9 of a claude run in its refusal order: the owned surface, the audit, the credential, the view,
     the declared inputs and trees, the plan, the route and the re-plan onto it, the scratch tree, the view, the
     probe, the catalogue's copy, the endpoint."""
@@ -413,60 +407,41 @@ def _staged(options: RunOptions, hold: RunHold, early: EarlySignal) -> ClaudeLau
         read_back(options, launch, catalogue, proxy is not None)
     reach_endpoint(options)
     early.check()
-    return ClaudeLaunched(options, audit, launch, (catalogue, frame, plugins), spawn, proxy, hold.run_id)
+    return Launched(
+        audit=audit, program=launch.program, scratch=launch.scratch, spawn=spawn, record=launch.transcript_path,
+        retained=retained_files(launch), verdict_facts=partial(verdict_facts, options, launch, plugins),
+        drive=partial(_drive, options, audit, launch, (catalogue, frame, spawn, proxy), hold.run_id),
+    )  # fmt: skip
 
 
-class ClaudeLaunched:
-    """A staged claude run, as the run engine drives it (``metaharness.shell.run_engine.Launched``)."""
-
-    def __init__(self, options: RunOptions, audit: RunAudit, launch: ClaudeLaunch,
-                 inputs: tuple[Catalogue | None, Frame | None, tuple[PluginCopy, ...]], spawn: ConfinedSpawn | None,
-                 proxy: RouteProxy | None, run_id: str) -> None:  # fmt: skip
-        self.options, self.audit, self.launch, self.spawn, self.proxy = options, audit, launch, spawn, proxy
-        self.catalogue, self.frame, self.plugins = inputs
-        self.run_id = run_id
-        self.program, self.scratch, self.record = launch.program, launch.scratch, launch.transcript_path
-
-    def verdict_facts(self) -> VerdictFacts:
-        return verdict_facts(self.options, self.launch, self.plugins)
-
-    def retained_files(self) -> tuple[tuple[str, str], ...]:
-        return retained_files(self.launch)
-
-    def close(self) -> None:
-        """Nothing beside the hold."""
-
-    def drive(self, late: LateEvents) -> RunEnd:
-        """Claude Code on its stdio: the session's opening lines, the record and its control requests on stdout,
-        answers on its stdin, the proxy's ``auth.expired`` as it arises."""
-        launch, options, proxy = self.launch, self.options, self.proxy
-        facts = SessionFacts(transcript=Transcript(path=launch.transcript_path, digest=None, bytes=None),
-                             hermetic=launch.hermetic, context_files=launch.context_files, catalogue=self.catalogue)  # fmt: skip
-        warnings = tuple(WarningRaised(code="AMBIENT_INPUT", message=m) for m in launch.ambient_warnings)
-        budget = decision_budget_ms(options.decision_deadline, HOOK_TIMEOUT_S * 1000)
-        session, opening = open_session(facts, self.run_id, options.decisions, self.frame, warnings,
-                                        turn=launch.user_turn, vendor_budget_ms=budget)  # fmt: skip
-        for line in opening:
-            if isinstance(line, bytes):
-                self.audit.write_event(line)
-        with open(launch.transcript_path, "wb") as transcript:
-            self.audit.arm(launch.cwd)
-            return drive_claude(
-                argv=launch.argv, confined=self.spawn, env=launch.environment.as_dict(), cwd=launch.cwd, session=session,
-                opening=tuple(effect for effect in opening if not isinstance(effect, bytes)),
-                write_event=self.audit.write_event, transcript=transcript,
-                commands=sys.stdin.fileno() if sys.stdin is not None else None, on_steering_refusal=stderr_line,
-                late_events=late, alerts=None if proxy is None else (proxy.alert_fd, lambda: expired_events(proxy)),
-            )  # fmt: skip
-
-
-class ClaudeRun:
-    """The claude kind's part of the run engine (``metaharness.shell.run_engine.KindRun``)."""
-
-    def stage(self, options: RunOptions, hold: RunHold, early: EarlySignal) -> ClaudeLaunched:
-        return _staged(options, hold, early)
+def _drive(
+    options: RunOptions, audit: RunAudit, launch: ClaudeLaunch,
+    held: tuple[Catalogue | None, Frame | None, ConfinedSpawn | None, RouteProxy | None], run_id: str,
+    late: LateEvents,
+) -> RunEnd:  # fmt: skip
+    """Claude Code on its stdio: the session's opening lines, the record and its control requests on stdout,
+    answers on its stdin, the proxy's ``auth.expired`` as it arises."""
+    catalogue, frame, spawn, proxy = held
+    facts = SessionFacts(transcript=Transcript(path=launch.transcript_path, digest=None, bytes=None),
+                         hermetic=launch.hermetic, context_files=launch.context_files, catalogue=catalogue)  # fmt: skip
+    warnings = tuple(WarningRaised(code="AMBIENT_INPUT", message=m) for m in launch.ambient_warnings)
+    budget = decision_budget_ms(options.decision_deadline, HOOK_TIMEOUT_S * 1000)
+    session, opening = open_session(facts, run_id, options.decisions, frame, warnings, turn=launch.user_turn,
+                                    vendor_budget_ms=budget)  # fmt: skip
+    for line in opening:
+        if isinstance(line, bytes):
+            audit.write_event(line)
+    with open(launch.transcript_path, "wb") as transcript:
+        audit.arm(launch.cwd)
+        return drive_claude(
+            argv=launch.argv, confined=spawn, env=launch.environment.as_dict(), cwd=launch.cwd, session=session,
+            opening=tuple(effect for effect in opening if not isinstance(effect, bytes)),
+            write_event=audit.write_event, transcript=transcript,
+            commands=sys.stdin.fileno() if sys.stdin is not None else None, on_steering_refusal=stderr_line,
+            late_events=late, alerts=None if proxy is None else (proxy.alert_fd, lambda: expired_events(proxy)),
+        )  # fmt: skip
 
 
 def run_claude(options: RunOptions) -> int:
     """Run ``options`` (through stages 1–4) from stage 5 on; the exit code of docs/hermetic.md#exit-codes."""
-    return run_kind(options, ClaudeRun())
+    return run_kind(options, _staged)

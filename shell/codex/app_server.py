@@ -209,8 +209,7 @@ def drive_app_server(
     end_descendants(child.pid)
     pipes.keep_rest(child.stdout.fileno())
     stdout_copy.close()
-    code = state.exit_code if state.exit_code is not None else child.wait()
-    process = wait_status(code)
+    process = wait_status(state.exit_code if state.exit_code is not None else child.wait())
     stopper = state.stopper
     reason = state.close(
         halted=stopper.halted, killed=stopper.killed, tail=bytes(state.tail), late_events=late_events, process=process

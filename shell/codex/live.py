@@ -46,16 +46,15 @@ from metaharness.pure.events import Event, Process
 from metaharness.pure.hook_channel import channel_refused
 from metaharness.pure.run_end import RunEnd
 from metaharness.pure.session_steps import SessionSteps
-from metaharness.shell.child_end import PIPE_DRAIN_S, end_descendants
+from metaharness.shell.child_end import PIPE_DRAIN_S
 from metaharness.shell.child_process import (
     ChildStop,
     kill_group,
-    wait_status,
 )
 from metaharness.shell.child_tree import ChildDir
 from metaharness.shell.codex.rollout import POLL_INTERVAL_S, QUIET_POLLS_AFTER_EXIT, RolloutTail, SubAgentRollouts
 from metaharness.shell.hook_channel import HookChannel
-from metaharness.shell.live_engine import Engine, LiveLoop, read_rest, spawn
+from metaharness.shell.live_engine import Engine, LiveLoop, ended, read_rest, spawn
 from metaharness.shell.tree_links import tree_facts
 
 SUB_AGENT_COPIES = "sub-agents"
@@ -253,10 +252,8 @@ def drive_codex(
     finally:
         engine.close()
         rollout_tail.close()
-    kill_group(child.pid, signal.SIGKILL)
-    end_descendants(child.pid)
     code = state.exit_code if state.exit_code is not None else child.wait()
-    process = wait_status(code, process_known)
+    process = ended(child.pid, code, process_known)
     stopper = state.stopper
     reason = state.close(
         halted=stopper.halted, killed=stopper.killed, tail=bytes(state.tail), late_events=late_events, process=process

@@ -13,7 +13,6 @@ import os
 import secrets
 import shutil
 import sys
-import tempfile
 from functools import partial
 
 import msgspec
@@ -71,7 +70,7 @@ from metaharness.shell.facts import (
 )
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.loopback import RouteProxy
-from metaharness.shell.run_engine import LateEvents, RunHold, run_kind
+from metaharness.shell.run_engine import LateEvents, Launched, RunHold, memory_walk_of, run_kind
 from metaharness.shell.staging import EarlySignal, reach_endpoint, stderr_line, take, unusable_directory
 from metaharness.shell.view_route import start_route
 from metaharness.shell.wind_up import RunAudit
@@ -149,12 +148,7 @@ def plan_run(
         return Failure(
             Refusal("plugin-dir-unusable", f"--plugin-dir {unusable} is not a directory holding a readable file")
         )
-    if cwd is None:
-        start, found = gather_memory_facts(tempfile.gettempdir(), MEMORY_SHAPES[KIND])
-        walk = memory_walk(start, found, scratch_parent=True)
-    else:
-        start, found = gather_memory_facts(cwd, MEMORY_SHAPES[KIND])
-        walk = memory_walk(start, found)
+    walk = memory_walk_of(cwd, MEMORY_SHAPES[KIND])
     refused = start_time_refusals(options.decisions, frame is not None, KIND, HONOURED_COMMANDS)
     if refused:
         return Failure(control_unsupported(refused))
@@ -407,7 +401,7 @@ def confined_launch(
                     None if served is None else served.unwrap()))  # fmt: skip
 
 
-def _staged(options: RunOptions, hold: RunHold, early: EarlySignal) -> CodexLaunched:
+def _staged(options: RunOptions, hold: RunHold, early: EarlySignal) -> Launched:
     """Stages 5–9 of a codex run in its refusal order: the scratch root first, the audit, the credential, the view,
     the catalogue, the plan and the route (:func:`_start`), the scratch tree, the probe, the catalogue's copy, the
     view of the command (and of the catalogue server), the endpoint."""
@@ -426,55 +420,37 @@ def _staged(options: RunOptions, hold: RunHold, early: EarlySignal) -> CodexLaun
     launch, spawn, spawn_server = take(confined_launch(prepared, launch, command, options.plugin_dir, server))
     reach_endpoint(options)
     early.check()
-    return CodexLaunched(options, audit, launch, frame, catalogue, spawn, spawn_server, hold.run_id)
+    return Launched(
+        audit=audit, program=launch.program, scratch=launch.scratch, spawn=spawn, record=launch.rollout_copy,
+        retained=retained_files(launch), verdict_facts=partial(verdict_facts, options, launch),
+        drive=partial(_drive, options, audit, launch, (frame, catalogue, spawn, spawn_server), hold.run_id),
+    )  # fmt: skip
 
 
-class CodexLaunched:
-    """A staged codex run, as the run engine drives it (``metaharness.shell.run_engine.Launched``)."""
-
-    def __init__(self, options: RunOptions, audit: RunAudit, launch: CodexLaunch, frame: Frame | None,
-                 catalogue: Catalogue | None, spawn: ConfinedSpawn | None, spawn_server: ConfinedSpawn | None,
-                 run_id: str) -> None:  # fmt: skip
-        self.options, self.audit, self.launch, self.frame, self.catalogue = options, audit, launch, frame, catalogue
-        self.spawn, self.spawn_server, self.run_id = spawn, spawn_server, run_id
-        self.program, self.scratch, self.record = launch.program, launch.scratch, launch.rollout_copy
-
-    def verdict_facts(self) -> VerdictFacts:
-        return verdict_facts(self.options, self.launch)
-
-    def retained_files(self) -> tuple[tuple[str, str], ...]:
-        return retained_files(self.launch)
-
-    def close(self) -> None:
-        """Nothing beside the hold (the loop releases its hook channel)."""
-
-    def drive(self, late: LateEvents) -> RunEnd:
-        """``codex exec`` on its rollout, or the app-server with the catalogue; answers through the hook channel."""
-        launch, options, frame = self.launch, self.options, self.frame
-        rollout = RolloutLaunch(
-            program=launch.program, pins=PINS, transcript=Transcript(path=launch.rollout_copy, digest=None, bytes=None),
-            hermetic=launch.hermetic, context_files=launch.context_files,
-            frame_digest=frame.digest if frame is not None else None,
-        )  # fmt: skip
-        desk = open_desk(options.decisions, frame, decision_budget_ms(options.decision_deadline, HOOK_TIMEOUT_S * 1000))
-        drive = drive_codex if self.catalogue is None else partial(
-            drive_app_server, catalogue=self.catalogue, model=options.model, confined_server=self.spawn_server
-        )  # fmt: skip
-        self.audit.arm(launch.cwd)
-        return drive(
-            launch=launch, desk=desk, rollout=rollout, run=self.run_id, write_event=self.audit.write_event,
-            commands=sys.stdin.fileno() if sys.stdin is not None else None, on_steering_refusal=stderr_line,
-            late_events=late, confined=self.spawn,
-        )  # fmt: skip
-
-
-class CodexRun:
-    """The codex kind's part of the run engine (``metaharness.shell.run_engine.KindRun``)."""
-
-    def stage(self, options: RunOptions, hold: RunHold, early: EarlySignal) -> CodexLaunched:
-        return _staged(options, hold, early)
+def _drive(
+    options: RunOptions, audit: RunAudit, launch: CodexLaunch,
+    held: tuple[Frame | None, Catalogue | None, ConfinedSpawn | None, ConfinedSpawn | None], run_id: str,
+    late: LateEvents,
+) -> RunEnd:  # fmt: skip
+    """``codex exec`` on its rollout, or the app-server with the catalogue; answers through the hook channel."""
+    frame, catalogue, spawn, spawn_server = held
+    rollout = RolloutLaunch(
+        program=launch.program, pins=PINS, transcript=Transcript(path=launch.rollout_copy, digest=None, bytes=None),
+        hermetic=launch.hermetic, context_files=launch.context_files,
+        frame_digest=frame.digest if frame is not None else None,
+    )  # fmt: skip
+    desk = open_desk(options.decisions, frame, decision_budget_ms(options.decision_deadline, HOOK_TIMEOUT_S * 1000))
+    drive = drive_codex if catalogue is None else partial(
+        drive_app_server, catalogue=catalogue, model=options.model, confined_server=spawn_server
+    )  # fmt: skip
+    audit.arm(launch.cwd)
+    return drive(
+        launch=launch, desk=desk, rollout=rollout, run=run_id, write_event=audit.write_event,
+        commands=sys.stdin.fileno() if sys.stdin is not None else None, on_steering_refusal=stderr_line,
+        late_events=late, confined=spawn,
+    )  # fmt: skip
 
 
 def run_codex(options: RunOptions) -> int:
     """Run ``options`` (kind ``codex``, through stages 1–4) from stage 5 on; the exit of docs/hermetic.md#exit-codes."""
-    return run_kind(options, CodexRun())
+    return run_kind(options, _staged)

@@ -41,10 +41,10 @@ from metaharness.pure.gemini.session import (
 from metaharness.pure.hook_channel import channel_refused
 from metaharness.pure.run_end import RunEnd
 from metaharness.pure.session_steps import SessionSteps
-from metaharness.shell.child_end import PIPE_DRAIN_S, end_descendants
-from metaharness.shell.child_process import ChildStop, kill_group, wait_status
+from metaharness.shell.child_end import PIPE_DRAIN_S
+from metaharness.shell.child_process import ChildStop, kill_group
 from metaharness.shell.hook_channel import HookChannel
-from metaharness.shell.live_engine import Engine, LiveLoop, reap, spawn
+from metaharness.shell.live_engine import Engine, LiveLoop, ended, reap, spawn
 from metaharness.shell.tree_links import tree_facts
 
 if TYPE_CHECKING:
@@ -143,9 +143,7 @@ def drive_gemini(
         code = reap(child)
     finally:
         engine.close()
-    kill_group(child.pid, signal.SIGKILL)
-    end_descendants(child.pid)
-    process = wait_status(code, process_known)
+    process = ended(child.pid, code, process_known)
     stopper = loop.stopper
     loop.session, effects, reason = wind_up(
         loop.session, stderr_tail=bytes(loop.tail), halted=stopper.halted, killed=stopper.killed, process=process,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import secrets
 import sys
-import tempfile
+from functools import partial
 
 import msgspec
 
@@ -48,7 +48,7 @@ from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.gemini.live import drive_gemini
 from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.loopback import RouteProxy
-from metaharness.shell.run_engine import LateEvents, RunHold, run_kind, start_route_refused
+from metaharness.shell.run_engine import LateEvents, Launched, RunHold, memory_walk_of, run_kind, start_route_refused
 from metaharness.shell.staging import EarlySignal, Refused, reach_endpoint, stderr_line, take, unusable_directory
 from metaharness.shell.view_route import start_route
 from metaharness.shell.wind_up import RunAudit
@@ -109,10 +109,7 @@ def plan(options: RunOptions, scratch: str, context: tuple[ContextFileRead, ...]
     """Stages 5, 7 and 8 for a gemini run (docs/hermetic.md#refusal-order); raises ``Refused``."""
     caller_env = caller_environment()
     cwd = os.path.abspath(options.cwd) if options.cwd is not None else None
-    if cwd is None:
-        walk = memory_walk(*gather_memory_facts(tempfile.gettempdir(), MEMORY_SHAPES[KIND]), scratch_parent=True)
-    else:
-        walk = memory_walk(*gather_memory_facts(cwd, MEMORY_SHAPES[KIND]))
+    walk = memory_walk_of(cwd, MEMORY_SHAPES[KIND])
     spec = GeminiRunSpec(
         prompt=options.prompt or "", decisions=options.decisions, hermetic=options.hermetic, model=options.model,
         cwd=cwd, scratch_cwd=options.scratch_cwd,
@@ -236,7 +233,7 @@ def loopback_plan(options: RunOptions, path: str, prepared: Prepared | None, hol
     return plan(options, scratch, context, frame, hook_timeout_s, Custody(path, placeholder, target.port))
 
 
-def _staged(options: RunOptions, hold: RunHold, early: EarlySignal, hook_timeout_s: int | None) -> GeminiLaunched:
+def _staged(options: RunOptions, hold: RunHold, early: EarlySignal, hook_timeout_s: int | None) -> Launched:
     """Stages 5–9 of a gemini run in its refusal order: the audit, the custody, the view, the declared inputs, the
     plan with its route, the scratch tree and the hook channel, the probe, the view, the endpoint."""
     audit = RunAudit(options)
@@ -255,56 +252,34 @@ def _staged(options: RunOptions, hold: RunHold, early: EarlySignal, hook_timeout
     launch, spawn = confined_launch(prepared, launch)
     reach_endpoint(options)
     early.check()
-    return GeminiLaunched(options, audit, launch, (frame, channel, version), spawn, hold.run_id, hook_timeout_s)
+    timeout = HOOK_TIMEOUT_S if hook_timeout_s is None else hook_timeout_s
+    return Launched(
+        audit=audit, program=launch.program, scratch=launch.scratch, spawn=spawn, record=launch.transcript,
+        retained=retained_files(launch), verdict_facts=partial(verdict_facts, options, launch),
+        drive=partial(_drive, options, audit, launch, (frame, channel, version, spawn), (hold.run_id, timeout)),
+        close=channel.close,
+    )  # fmt: skip
 
 
-class GeminiLaunched:
-    """A staged gemini run, as the run engine drives it (``metaharness.shell.run_engine.Launched``)."""
-
-    def __init__(self, options: RunOptions, audit: RunAudit, launch: GeminiLaunch,
-                 held: tuple[Frame | None, HookChannel, str | None], spawn: ConfinedSpawn | None, run_id: str,
-                 hook_timeout_s: int | None) -> None:  # fmt: skip
-        self.options, self.audit, self.launch, self.spawn, self.run_id = options, audit, launch, spawn, run_id
-        self.frame, self.channel, self.version = held
-        self.hook_timeout_s = hook_timeout_s
-        self.program, self.scratch, self.record = launch.program, launch.scratch, launch.transcript
-
-    def verdict_facts(self) -> VerdictFacts:
-        return verdict_facts(self.options, self.launch)
-
-    def retained_files(self) -> tuple[tuple[str, str], ...]:
-        return retained_files(self.launch)
-
-    def close(self) -> None:
-        """The hook channel."""
-        self.channel.close()
-
-    def drive(self, late: LateEvents) -> RunEnd:
-        """``gemini -p`` on its stream-json record, answers through the hook channel."""
-        launch = self.launch
-        facts = RecordFacts(transcript=Transcript(path=launch.transcript, digest=None, bytes=None),
-                            hermetic=launch.hermetic, context_files=launch.context_files, cwd=launch.cwd,
-                            model=launch.args[launch.args.index("--model") + 1], harness_version=self.version)  # fmt: skip
-        timeout = HOOK_TIMEOUT_S if self.hook_timeout_s is None else self.hook_timeout_s
-        session = open_session(facts, self.run_id, self.options.decisions, self.frame, timeout)
-        with open(launch.transcript, "wb") as transcript:
-            self.audit.arm(launch.cwd)
-            return drive_gemini(
-                launch=launch, session=session, channel=self.channel, write_event=self.audit.write_event,
-                transcript=transcript, commands=sys.stdin.fileno() if sys.stdin is not None else None,
-                on_steering_refusal=stderr_line, late_events=late, confined=self.spawn,
-            )  # fmt: skip
-
-
-class GeminiRun:
-    """The gemini kind's part of the run engine (``metaharness.shell.run_engine.KindRun``); ``hook_timeout_s``
-    shortens the hook's timeout."""
-
-    def __init__(self, hook_timeout_s: int | None) -> None:
-        self.hook_timeout_s = hook_timeout_s
-
-    def stage(self, options: RunOptions, hold: RunHold, early: EarlySignal) -> GeminiLaunched:
-        return _staged(options, hold, early, self.hook_timeout_s)
+def _drive(
+    options: RunOptions, audit: RunAudit, launch: GeminiLaunch,
+    held: tuple[Frame | None, HookChannel, str | None, ConfinedSpawn | None], run: tuple[str, int], late: LateEvents,
+) -> RunEnd:  # fmt: skip
+    """``gemini -p`` on its stream-json record, answers through the hook channel (``run``: its id and the hook's
+    timeout)."""
+    frame, channel, version, spawn = held
+    run_id, timeout = run
+    facts = RecordFacts(transcript=Transcript(path=launch.transcript, digest=None, bytes=None), hermetic=launch.hermetic,
+                        context_files=launch.context_files, cwd=launch.cwd,
+                        model=launch.args[launch.args.index("--model") + 1], harness_version=version)  # fmt: skip
+    session = open_session(facts, run_id, options.decisions, frame, timeout)
+    with open(launch.transcript, "wb") as transcript:
+        audit.arm(launch.cwd)
+        return drive_gemini(
+            launch=launch, session=session, channel=channel, write_event=audit.write_event, transcript=transcript,
+            commands=sys.stdin.fileno() if sys.stdin is not None else None, on_steering_refusal=stderr_line,
+            late_events=late, confined=spawn,
+        )  # fmt: skip
 
 
 def run_gemini(options: RunOptions, hook_timeout_s: int | None = None) -> int:
@@ -313,4 +288,4 @@ def run_gemini(options: RunOptions, hook_timeout_s: int | None = None) -> int:
     (docs/decisions.md#deadlines)."""
     if hook_timeout_s is None and options.decision_deadline is not None:
         hook_timeout_s = decision_budget_ms(options.decision_deadline, HOOK_TIMEOUT_S * 1000) // 1000
-    return run_kind(options, GeminiRun(hook_timeout_s))
+    return run_kind(options, partial(_staged, hook_timeout_s=hook_timeout_s))
