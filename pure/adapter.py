@@ -250,12 +250,14 @@ class WitnessFacts(msgspec.Struct, frozen=True):
     ``names`` maps an emitted tool name to the name the stream records; ``fields`` lists, for an
     emitted name, the (emitted field, recorded field) pairs that must agree (``""``: the whole emitted
     input) instead of the whole input; ``unasked`` are tools the kind runs undecided by design (the frame
-    must admit them), which need only a ``tool.requested``."""
+    must admit them), which need only a ``tool.requested``; ``by_presentation``: the kind's seam carries no call
+    id, so an emitted call is filed under the stream's call of the same name and input, not by its own id."""
 
     hosts: frozenset[str] = frozenset()
     unasked: frozenset[str] = frozenset()
     names: Mapping[str, str] = msgspec.field(default_factory=dict)
     fields: Mapping[str, tuple[tuple[str, str], ...]] = msgspec.field(default_factory=dict)
+    by_presentation: bool = False
 
 
 class Adapter(msgspec.Struct, frozen=True, kw_only=True):

@@ -57,6 +57,17 @@ CHECKED_FILE_LIMIT = 64 * 1024 * 1024
 """Bytes of a workspace file an eval ``file`` check reads after the run; a larger one fails its check
 unread (a run's checked files are notes and sources, never this large)."""
 
+SANDBOX_ENTRY_LIMIT = 256
+"""Entries of a codex turn's file-system grant read to attribute its sandbox's refusals; a grant with more
+attributes none (docs/adapters/codex.md#sandbox-refusals)."""
+
+UNREAD_KEY_LIMIT = 16
+"""Doorbell keys with no request file the stream names one by one (``COVERAGE_GAP`` each); the hook writes
+its request before it rings, so such a key is a tool's: past this many, one ``DOORBELL_FLOODED`` and
+silence, so a flood costs neither the stream nor the run loop (docs/adapters/common.md#child-trees)."""
+
+
+
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*+(?:"|\\?\Z)', re.DOTALL)
 """A JSON string, or an unterminated one to the end of the text: every match attempt from a quote
 succeeds without backtracking, so setting strings aside is linear however the quotes are escaped."""

@@ -161,7 +161,8 @@ class VerdictFacts(msgspec.Struct, frozen=True):
     metaharness's own, ``gap``: one is shared, ``unk``: not read before the child ended); ``home_effect``:
     what the config home held after the session, for a kind whose record is silent on H1a, H1b, H4 and H5;
     ``tools``: the effect check of row H14 (``ok``: the harness's environment, read from outside, names the
-    tools' layer's entry; ``gap``: it does not; ``unk``: it could not be read).
+    tools' layer's entry; ``gap``: it does not; ``unk``: it could not be read); ``harness_cwd``: the confined
+    harness's working directory read from outside, for a kind whose record names none (H7 by effect).
     """
 
     kind: Kind
@@ -175,6 +176,7 @@ class VerdictFacts(msgspec.Struct, frozen=True):
     namespaces: Verdict = "unk"
     home_effect: ConfigHomeEffect | None = None
     tools: Verdict = "unk"
+    harness_cwd: DirectoryIdentity | None = None
 
 
 def workdir_mode(cwd: str | None, scratch_cwd: bool) -> WorkdirMode:
@@ -535,7 +537,7 @@ def _workdir_verdict(
     if entry is None:
         return "unk", "metaharness did not attest it"
     if started.cwd is None:
-        return "unk", "the record is silent on its cwd"
+        return _workdir_by_effect(entry, facts)
     if facts.planned_cwd is None or facts.record_cwd is None:
         return "unk", f"the record's cwd {started.cwd} could not be compared: no planned cwd"
     planned = facts.planned_cwd.real_path
@@ -543,6 +545,19 @@ def _workdir_verdict(
         return "gap", f"the record's cwd {started.cwd} is not the planned {planned}"
     words = "metaharness imposed it" if entry.state == "imposed" else "declared by the embedder"
     return "ok", f"{words}: {entry.text}; the record's cwd {started.cwd} is the planned {planned}"
+
+
+def _workdir_by_effect(entry: RowAttestation, facts: VerdictFacts) -> tuple[Verdict, str]:
+    """H7 for a record silent on its cwd: the confined harness's working directory, read from outside
+    (docs/hermetic.md#by-effect), against the planned one; ``unk`` when it was not read."""
+    if facts.harness_cwd is None or facts.planned_cwd is None or facts.namespaces != "ok":
+        return "unk", "the record is silent on its cwd"
+    planned, found = facts.planned_cwd.real_path, facts.harness_cwd.real_path
+    if not same_directory(facts.harness_cwd, facts.planned_cwd):
+        return "gap", f"the record is silent on its cwd; by effect: the harness runs in {found}, not the planned {planned}"
+    words = "metaharness imposed it" if entry.state == "imposed" else "declared by the embedder"
+    return "ok", (f"{words}: {entry.text}; the record is silent on its cwd; by effect: the harness runs in the planned "
+                  f"{planned}")
 
 
 def control_verdict(rows: Sequence[RowVerdict]) -> Verdict:

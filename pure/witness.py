@@ -24,7 +24,7 @@ from immutables import Map
 from metaharness.pure.adapter import WitnessFacts
 from metaharness.pure.events import Deny, Event, RouteCalls, SessionEnded, ToolDecided, ToolRequested, WarningRaised
 from metaharness.pure.jsonline import compact
-from metaharness.pure.wires import anthropic_messages, openai_responses
+from metaharness.pure.wires import anthropic_messages, google_generative, openai_responses
 from metaharness.pure.wires.neutral import Opaque, Outcome, ToolCall
 from metaharness.pure.wires.projection import decode_payload, parse_arguments
 from metaharness.pure.wires.sse import frame_sse
@@ -39,11 +39,13 @@ counted in ``census.bypassed``)."""
 
 
 class EmittedCall(msgspec.Struct, frozen=True):
-    """A tool call as the model emitted it."""
+    """A tool call as the model emitted it; ``numbered``: the wire gave it no id, so its ``call_id`` is its
+    number in the response (``<name>#<n>``), made the account's own when it is folded in."""
 
     call_id: str
     name: str
     input: Any
+    numbered: bool = False
 
 
 class SentResult(msgspec.Struct, frozen=True):
@@ -104,8 +106,21 @@ class _ResponsesBody(msgspec.Struct):
     input: list[_Item] | str | None = None
 
 
+class _Part(msgspec.Struct):
+    response: Any = msgspec.field(default=None, name="functionResponse")
+
+
+class _Content(msgspec.Struct):
+    parts: list[_Part] | None = None
+
+
+class _GenerateBody(msgspec.Struct):
+    contents: list[_Content] | None = None
+
+
 _MESSAGES = msgspec.json.Decoder(_MessagesBody)
 _RESPONSES = msgspec.json.Decoder(_ResponsesBody)
+_GENERATE = msgspec.json.Decoder(_GenerateBody)
 
 
 def _messages_results(body: bytes) -> tuple[SentResult, ...]:
@@ -131,6 +146,21 @@ def _responses_results(body: bytes) -> tuple[SentResult, ...]:
         SentResult(item.call_id, None, _text(item.output))
         for item in (items if isinstance(items, list) else ())
         if item.type in ("function_call_output", "custom_tool_call_output") and isinstance(item.call_id, str)
+    )
+
+
+def _generative_results(body: bytes) -> tuple[SentResult, ...]:
+    """Each ``functionResponse`` part of a Generative Language request: its ``id`` (the one the harness gave the
+    call), no ``is_error`` on this wire, its ``response`` object as compact JSON text."""
+    try:
+        contents = _GENERATE.decode(body).contents
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return ()
+    return tuple(
+        SentResult(part.response["id"], None, compact(part.response.get("response")).decode())
+        for content in contents or ()
+        for part in content.parts or ()
+        if isinstance(part.response, dict) and isinstance(part.response.get("id"), str)
     )
 
 
@@ -175,6 +205,23 @@ def _response_body(value: dict[str, Any]) -> tuple[tuple[EmittedCall, ...], str 
     return tuple(calls), ("".join(texts) if not calls and value.get("status") == "completed" else None)
 
 
+def _generated_body(value: dict[str, Any]) -> tuple[tuple[EmittedCall, ...], str | None]:
+    """A whole (not streamed) ``GenerateContentResponse``, read as the one chunk of a stream."""
+    for event in google_generative.decode_stream(frame_sse((b"data: " + compact(value) + b"\n\n",)), ""):
+        if isinstance(event, Outcome):
+            return _outcome_calls(event)
+    return (), None
+
+
+def _generative_response(body: bytes) -> tuple[tuple[EmittedCall, ...], str | None, bool]:
+    """A Generative Language answer; a call the model gave no id is marked ``numbered`` (the decoder named it
+    ``<name>#<n>``, its place in the response)."""
+    calls, answer, decoded = _decoded(google_generative.decode_stream, _generated_body)(body)
+    marked = tuple(msgspec.structs.replace(call, numbered=call.call_id == f"{call.name}#{place}")
+                   for place, call in enumerate(calls, start=1))  # fmt: skip
+    return marked, answer, decoded
+
+
 def _decoded(
     decode: Callable[..., Iterator[Any]], whole: Callable[[dict[str, Any]], tuple[tuple[EmittedCall, ...], str | None]]
 ) -> Callable[[bytes], tuple[tuple[EmittedCall, ...], str | None, bool]]:
@@ -198,6 +245,7 @@ WITNESS_WIRES: Mapping[str, WitnessWire] = MappingProxyType(
     {
         anthropic_messages.WIRE: WitnessWire(_messages_results, _decoded(anthropic_messages.decode_stream, _message_body)),
         openai_responses.WIRE: WitnessWire(_responses_results, _decoded(openai_responses.decode_stream, _response_body)),
+        google_generative.WIRE: WitnessWire(_generative_results, _generative_response),
     }
 )
 """The witness's decoders by wire; a new wire adds its entry here and its path in ``WITNESS_PATHS``."""
@@ -205,6 +253,8 @@ WITNESS_WIRES: Mapping[str, WitnessWire] = MappingProxyType(
 WITNESS_PATHS: tuple[tuple[str, str], ...] = (
     (anthropic_messages.ENDPOINT_PATH, anthropic_messages.WIRE),
     ("/responses", openai_responses.WIRE),
+    (google_generative.STREAM_METHOD, google_generative.WIRE),
+    (":generateContent", google_generative.WIRE),
 )
 """(path suffix, wire): how a route request's path (its query left off) names its wire."""
 
@@ -324,6 +374,8 @@ def witness(account: RouteAccount, exchange: Exchange) -> RouteAccount:
     """``account`` with ``exchange`` folded in."""
     emitted, results = account.emitted, account.results
     for call in exchange.calls:
+        if call.numbered:  # two id-less calls alike in two responses are two emissions
+            call = EmittedCall(f"{call.call_id}@{account.exchanges + 1}", call.name, call.input)
         emitted = _kept(emitted, call.call_id, call)
     for result in exchange.results:
         results = _kept(results, result.call_id, result)
@@ -466,12 +518,36 @@ def _record_findings(account: RouteAccount, ended: SessionEnded) -> list[Warning
     return warnings
 
 
+def by_presentation(account: RouteAccount, stream: StreamAccount, facts: WitnessFacts) -> RouteAccount:
+    """The account with each emission filed under the stream's call id presented with its name and input
+    (docs/decisions.md#the-route-witness), for a kind whose seam carries no call id: its own id when the
+    stream presents it so, else the first such id not yet taken; an emission no presentation matches keeps its
+    own id, and the results sent under an emission's own id follow it."""
+    free = [(call_id, presented) for call_id, seen in stream.requested.items() for presented in seen]
+    emitted: Map[str, tuple[EmittedCall, ...]] = Map()
+    moved: dict[str, str] = {}
+    for key, emissions in account.emitted.items():
+        for call in emissions:
+            spot = next((i for i, (call_id, one) in enumerate(free) if call_id == key and _same_input(facts, call, one)),
+                        next((i for i, (_, one) in enumerate(free) if _same_input(facts, call, one)), None))
+            target = key if spot is None else free.pop(spot)[0]
+            moved.setdefault(key, target)
+            emitted = _kept(emitted, target, call)
+    results: Map[str, tuple[SentResult, ...]] = Map()
+    for key, sent in account.results.items():
+        for result in sent:
+            results = _kept(results, moved.get(key, key), result)
+    return msgspec.structs.replace(account, emitted=emitted, results=results)
+
+
 def reconcile(
     account: RouteAccount, stream: StreamAccount, ended: SessionEnded, facts: WitnessFacts, deciding: bool = True
 ) -> tuple[tuple[WarningRaised, ...], RouteCalls]:
     """The witness's warnings at the terminal record, in order (calls, results, the record), and the
     counts for ``session.ended.route.calls`` (docs/decisions.md#the-route-witness); ``deciding``: the
     run's decision mode is frame or ask."""
+    if facts.by_presentation:
+        account = by_presentation(account, stream, facts)
     calls, decided, reconciled = _call_findings(account, stream, facts, deciding)
     emitted = sum(1 for call in account.calls() if call.name not in facts.hosts)
     warnings = (*calls, *_result_findings(account, stream, facts), *_record_findings(account, ended))

@@ -222,6 +222,16 @@ class ChildDir:
         except OSError:
             return None
 
+    def link_target(self, name: str) -> str | None:
+        """The target of the symbolic link ``name`` itself (``readlinkat``), ``None`` when ``name`` is no
+        link or is missing; nothing is opened, so a FIFO or device there costs nothing."""
+        if not stat.S_ISLNK(_mode(self.status(name))):
+            return None
+        try:
+            return os.readlink(name, dir_fd=self.fd)
+        except OSError:
+            return None
+
     def reach(self, relative: str) -> Result[ChildDir, Refusal]:
         """The directory at the relative path ``relative`` below this one, one name at a time (``""``
         is a new descriptor on this one)."""
@@ -267,6 +277,22 @@ class ChildDir:
             os.close(self.fd)
         except OSError:
             pass
+
+
+def real_directory(path: str) -> str:
+    """The real path of the directory ``path`` names now, resolved by the kernel in one open
+    (``O_PATH``, read back from ``/proc/self/fd``), so no component is looked up twice; ``path`` itself
+    when it cannot be opened."""
+    try:
+        fd = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return os.path.normpath(path)
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return os.path.normpath(path)
+    finally:
+        os.close(fd)
 
 
 _COPY_CHUNK = 1024 * 1024

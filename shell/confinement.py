@@ -290,6 +290,18 @@ def _harness(sandbox: int) -> int | None:
     return None
 
 
+def _working_directory(pid: int | None) -> tuple[str, int, int] | None:
+    """``/proc/<pid>/cwd`` read and stat'ed from outside the view (the kernel's, not the child's word): its path,
+    device and inode."""
+    if pid is None:
+        return None
+    try:
+        status, path = os.stat(f"/proc/{pid}/cwd"), os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return None
+    return path, status.st_dev, status.st_ino
+
+
 class ConfinedSpawn:
     """A planned view, ready to spawn: :attr:`argv` for the live loop's ``Popen`` with :attr:`pass_fds`,
     :meth:`spawned` right after it, :meth:`namespaces` for rows H12 and H13 and :meth:`tools` for H14."""
@@ -303,6 +315,7 @@ class ConfinedSpawn:
         self._tools: Verdict = "unk"
         self._checked = threading.Event()
         self._tools_checked = threading.Event()
+        self._cwd: tuple[str, int, int] | None = None
 
     def spawned(self) -> None:
         """Close the parent's copy of the info pipe and read the sandbox's namespaces once bwrap names
@@ -330,6 +343,7 @@ class ConfinedSpawn:
         finally:
             self._checked.set()
         try:
+            self._cwd = _working_directory(_harness(pid))
             self._check_tools(pid)
         finally:
             self._tools_checked.set()
@@ -362,6 +376,12 @@ class ConfinedSpawn:
         when without, ``unk`` when it could not be read (or the kind has no tools' layer)."""
         self._tools_checked.wait(NAMESPACE_WAIT_S)
         return self._tools
+
+    def harness_cwd(self) -> tuple[str, int, int] | None:
+        """The harness's working directory (path, device, inode) as the kernel states it, read from outside once
+        it started (row H7 by effect, docs/hermetic.md#by-effect); ``None`` when it ended first."""
+        self._tools_checked.wait(NAMESPACE_WAIT_S)
+        return self._cwd
 
     def namespaces(self) -> Verdict:
         """``ok`` when the sandbox's mount and network namespaces both differ from metaharness's own,

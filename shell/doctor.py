@@ -19,6 +19,7 @@ from metaharness.pure.environment import (
     path_floor,
 )
 from metaharness.pure.kind import Kind
+from metaharness.pure.options import RunOptions, check_kind_carriage
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.adapters import live_adapter_of
 from metaharness.shell.bounded_reads import read_regular
@@ -29,7 +30,12 @@ from metaharness.shell.facts import caller_environment, gather_program_candidate
 
 def credential_refusal(kind: Kind, credentials: Credentials, endpoint: str | None, caller_env: dict[str, str]) -> Refusal | None:
     """The stage-5 refusal a run of ``kind`` under ``credentials`` would meet (docs/hermetic.md#credentials):
-    the login file present, the key variable set, the loopback custody file read and holding a token."""
+    the mode carried on the kind at all, the login file present, the key variable set, the loopback custody file
+    read and holding a token."""
+    carried = check_kind_carriage(RunOptions(kind=kind, credentials=credentials))
+    if isinstance(carried, Failure):
+        refused: Refusal = carried.failure()
+        return refused
     login = operator_login_file(kind, caller_env)
     loopback = adapter_of(kind).loopback
     if credentials == "loopback" and loopback is not None:

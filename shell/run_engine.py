@@ -34,8 +34,9 @@ from metaharness.shell.staging import EarlySignal, Refused
 from metaharness.shell.view_route import start_route
 from metaharness.shell.wind_up import RunAudit, retain_copies
 
-LateEvents = Callable[[], tuple[Event, ...]]
-"""The wind-up's own events, asked for once the child is reaped."""
+LateEvents = Callable[[tuple[Event, ...]], tuple[Event, ...]]
+"""The wind-up's own events, asked for once the child is reaped, with the loop's own (its record copy's) placed
+after the run's limits'."""
 
 
 class RunHold:
@@ -140,12 +141,12 @@ def _live(options: RunOptions, hold: RunHold, launched: Launched) -> int:
         """The facts the rows are checked against, with the effect checks read after the spawn."""
         return effect_checked(launched.verdict_facts(), launched.spawn)
 
-    def late() -> tuple[Event, ...]:
+    def late(own: tuple[Event, ...]) -> tuple[Event, ...]:
         limits = audit.limits.late_events()
         workspace = audit.workspace_diff()
         routed = () if proxy is None else proxy.wind_up(launched.scratch)
         kept = retain_copies(options.retain_dir, hold.run_id, launched.scratch, launched.retained, workspace)
-        return (*limits, *routed, *kept)
+        return (*limits, *own, *routed, *kept)
 
     audit.rows_facts = rows_facts
     try:
@@ -170,6 +171,6 @@ def _ended(
     if end.refusal is not None:
         return refuse(end.refusal)
     try:
-        return audit.exit_code(rows_facts(), launched.record, end.reason)
+        return audit.exit_code(rows_facts(), launched.record, end.reason, end.lost_record)
     except Exception as error:  # noqa: BLE001 - as in the loop: the stream is closed whatever failed
         return end_unexpectedly(audit, run_id, error)

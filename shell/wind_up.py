@@ -150,15 +150,16 @@ class RunAudit:
         return tuple(RowCheck(row=row.row, verdict=row.verdict, detail=row.detail)
                      for row in row_verdicts(self.started, facts))  # fmt: skip
 
-    def exit_code(self, planned: VerdictFacts, transcript: str, reason: str) -> int:
+    def exit_code(self, planned: VerdictFacts, transcript: str, reason: str, lost_record: Refusal | None = None) -> int:
         """The run's exit: the refusal ``stdout-closed`` when the stream's reader went away, else
-        ``events-write-failed`` when ``--events`` FILE lost a line; unaudited from the closing reason as written
+        ``events-write-failed`` when ``--events`` FILE lost a line, else ``lost_record`` (the transcript's
+        ``transcript-write-failed``); unaudited from the closing reason as written
         (the run's outcome; else ``reason``); else the report on stderr
         (the rows against ``planned`` with the record's cwd, the auditor over ``transcript`` unless
         the run was interrupted) and the audited exit of docs/hermetic.md#audited-exit."""
         if self.events is not None:
             self.events.close()
-        lost = self.limits.refusal() or (self.events.refusal() if self.events is not None else None)
+        lost = self.limits.refusal() or (self.events.refusal() if self.events is not None else None) or lost_record
         if lost is not None:
             return refuse(lost)
         reason = self.closing_reason or reason

@@ -1,5 +1,5 @@
 """The shell modules that touch a tree the child can write while it runs (the hook channel, codex's
-rollouts, the live loops, the ``--retain-dir`` copy) name no file by its path: every such operation goes
+rollouts, the live loops, the ``--retain-dir`` copy, the subjects' link facts) name no file by its path: every such operation goes
 through ``metaharness.shell.child_tree`` (docs/adapters/common.md#child-trees). Read from the source's
 syntax tree, so a new ``open(path)`` in one of them fails here."""
 
@@ -15,14 +15,16 @@ CHILD_TREE_MODULES = (
     "codex/rollout.py",
     "codex/live.py",
     "codex/app_server.py",
+    "gemini/config_home.py",
     "claude/live.py",
     "b10x/live.py",
     "workspace_snapshot.py",
+    "tree_links.py",
 )
 BY_NAME = {
     "open", "os.open", "os.rename", "os.replace", "os.mkfifo", "os.mkdir", "os.makedirs", "os.unlink",
     "os.remove", "os.rmdir", "os.walk", "os.lstat", "os.stat", "os.listdir", "os.scandir", "os.readlink",
-    "os.path.getmtime", "os.path.exists", "os.path.isfile", "os.path.isdir", "os.path.islink", "glob.glob",
+    "os.path.getmtime", "os.path.realpath", "os.path.exists", "os.path.isfile", "os.path.isdir", "os.path.islink", "glob.glob",
     "shutil.copy", "shutil.copyfile", "shutil.copytree", "shutil.rmtree", "shutil.move", "Path",
     "open_regular", "read_regular",
 }  # fmt: skip

@@ -43,7 +43,7 @@ def test_only_the_regular_rollout_with_one_name_is_found_and_tailed(tmp_path: Pa
         assert tail.poll() == ((1, b'{"type":"session_meta"}'),)
         assert tail.path is not None and tail.path.endswith("real.jsonl")
         subs = SubAgentRollouts(home, scratch, "sub-agents")
-        assert subs.poll(tail.path) == ()
+        assert subs.poll(tail.path, frozenset()) == ()
         tail.close()
         subs.close()
     finally:
@@ -87,3 +87,36 @@ def test_a_planted_rollout_copy_fails_the_tail_before_the_spawn(tmp_path: Path) 
         home.close()
         scratch.close()
     assert (tmp_path / "caller" / ".codex" / "auth.json").read_text() == f'{{"OPENAI_API_KEY":"{KEY}"}}\n'
+
+
+THREAD = "01a2342b-b20d-7f01-b238-f6554cb94b8a"
+OTHER = "01a2342b-b20d-7f01-b238-f6554cb94b8b"
+
+
+def test_only_the_one_rollout_of_a_thread_the_record_named_is_read_as_a_sub_agents(tmp_path: Path) -> None:
+    """A rollout-named file no record names is never tailed, nor are two that name the same thread."""
+    home_path, scratch_path, day = planted(tmp_path)
+    (day / f"rollout-2026-12-01T00-00-01-{THREAD}.jsonl").write_text('{"sub":"named"}\n')
+    (day / f"rollout-2026-12-01T00-00-02-{OTHER}.jsonl").write_text('{"sub":"unnamed"}\n')
+    twice = "01a2342b-b20d-7f01-b238-f6554cb94b8c"
+    (day / f"rollout-2026-12-01T00-00-03-{twice}.jsonl").write_text('{"sub":"one"}\n')
+    (day.parent / "02").mkdir()
+    (day.parent / "02" / f"rollout-2026-12-02T00-00-03-{twice}.jsonl").write_text('{"sub":"two"}\n')
+    later = os.stat(day.parent / "02").st_mtime + 60
+    os.utime(day / "rollout-2026-12-01T00-00-00-real.jsonl", (later, later))
+    home, scratch = ChildDir.open(str(home_path)), ChildDir.open(str(scratch_path))
+    try:
+        tail = RolloutTail.made(home, scratch, "rollout.jsonl")
+        tail.poll()
+        assert tail.path is not None and tail.path.endswith("real.jsonl")
+        subs = SubAgentRollouts(home, scratch, "sub-agents")
+        assert subs.poll(tail.path, frozenset()) == ()
+        lines = subs.poll(tail.path, frozenset({THREAD, twice}))
+        assert [line for _, _, line in lines] == [b'{"sub":"named"}']
+        assert subs.poll(tail.path, frozenset({THREAD, twice})) == ()
+        tail.close()
+        subs.close()
+    finally:
+        home.close()
+        scratch.close()
+    assert sorted(p.name for p in (scratch_path / "sub-agents").iterdir()) == [f"rollout-2026-12-01T00-00-01-{THREAD}.jsonl"]

@@ -437,7 +437,7 @@ def test_every_scenario_is_named_once() -> None:
     assert set(EXTENSION_SCENARIOS) == {"skill-load", "hooked-calls", "bridge-tool", "bridge-unregistered"}
     assert set(VENDOR_SCENARIOS) == {
         "claude-write", "claude-write-through-link", "claude-read", "claude-bash", "codex-shell", "codex-patch",
-        "codex-patch-padded", "codex-catalogue-write", "gemini-write", "gemini-shell", "gemini-read"}
+        "codex-patch-padded", "codex-patch-outside", "codex-catalogue-write", "gemini-write", "gemini-shell", "gemini-read"}
 
 
 def codex_code_mode_body(results: int = 0) -> dict[str, Any]:

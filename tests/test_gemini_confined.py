@@ -63,19 +63,46 @@ def test_a_confined_frame_deny_leaves_no_note(emulator: str, tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize("emulator", ["gemini-write"], indirect=True)
-def test_strict_names_the_rows_the_record_leaves_silent(emulator: str, tmp_path: Path) -> None:
-    """A clean confined scratch run: every row metaharness can evidence is ok, the four whose evidence only a
-    record could give (Gemini CLI's states no plugins, credential source, MCP servers or working directory) are
-    ``unk``, and H14 is a gap (Gemini's tools run beside the harness), so ``--hermetic strict`` exits 1 (a control
-    failed) rather than printing ok for what nobody stated or what does not hold."""
+def test_strict_reads_the_silent_rows_by_effect_and_fails_on_h14_alone_if_at_all(emulator: str, tmp_path: Path) -> None:
+    """A clean confined scratch run: Gemini CLI's record states no plugins, credential source, MCP servers or
+    working directory, so H1a, H4, H5 and H7 are read by effect from outside (the scratch ``GEMINI_CLI_HOME``
+    through descriptors, the harness's working directory through ``/proc``) and are ok; H14 is still a gap on this
+    branch (Gemini's tools run beside the harness), so ``--hermetic strict`` exits 1 with H14 the only failing row;
+    once the tools' layer makes H14 ok, it exits 0."""
     temporary = tmp_path / "t"
     temporary.mkdir()
     env = {**os.environ, "TMPDIR": str(temporary)}
     events, code, stderr = finish(start_run(endpoint(emulator, decisions="observe", confine="on", hermetic="strict"),
                                             env=env))  # fmt: skip
     assert events[-1]["reason"] == "completed"
-    verdicts = {line.split()[0]: line.split()[1] for line in stderr.splitlines() if line.startswith("  H")}
-    assert {row for row, verdict in verdicts.items() if verdict != "ok"} == {"H1a", "H4", "H5", "H7", "H14"}
-    assert all(verdicts[row] == "unk" for row in ("H1a", "H4", "H5", "H7"))
-    assert verdicts["H14"] == "gap"  # its tools run beside the harness (docs/confinement.md#two-layers)
+    lines = {line.split()[0]: line for line in stderr.splitlines() if line.startswith("  H")}
+    verdicts = {row: line.split()[1] for row, line in lines.items()}
+    for row in ("H1a", "H4", "H5", "H7"):
+        assert verdicts[row] == "ok" and "by effect" in lines[row], lines[row]
+    assert "the harness runs in the planned" in lines["H7"]
+    assert {row for row, verdict in verdicts.items() if verdict != "ok"} <= {"H14"}
+    if verdicts["H14"] == "ok":  # the tools' layer holds gemini's commands (docs/confinement.md#two-layers)
+        assert code == 0, stderr
+    else:  # its tools run beside the harness: the one failing row
+        assert verdicts["H14"] == "gap" and code == 1
+
+
+PLANT = ('$ mkdir -p "$GEMINI_CLI_HOME/.gemini/extensions/evil" && echo "{}" > "$GEMINI_CLI_HOME/.gemini/oauth_creds.json" '
+         '&& echo planted')
+
+
+@pytest.mark.parametrize("emulator", ["gemini-shell-steps"], indirect=True)
+def test_an_extension_and_a_login_a_tool_plants_in_the_home_are_gaps_never_ok(emulator: str, tmp_path: Path) -> None:
+    """Hostile: a tool inside the view writes an extension folder and a login file into the writable
+    ``GEMINI_CLI_HOME``; read by effect after the run, H1a and H4 are gaps."""
+    temporary = tmp_path / "t"
+    temporary.mkdir()
+    env = {**os.environ, "TMPDIR": str(temporary)}
+    options = {**endpoint(emulator, decisions="observe", confine="on", hermetic="strict"), "prompt": PLANT}
+    events, code, stderr = finish(start_run(options, env=env))
+    (result,) = of(events, "tool.result")
+    assert "planted" in json.dumps(result["content"])
+    lines = {line.split()[0]: line for line in stderr.splitlines() if line.startswith("  H")}
+    assert lines["H1a"].split()[1] == "gap" and "[evil]" in lines["H1a"]
+    assert lines["H4"].split()[1] == "gap" and "oauth_creds.json" in lines["H4"]
     assert code == 1

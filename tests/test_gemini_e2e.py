@@ -204,6 +204,15 @@ def test_doctor_names_the_pin_and_every_flag_the_launch_sends(own_home: Path) ->
     assert lines[1] == "gemini: every flag the adapter sends is one the binary declares"
 
 
+def test_doctor_names_the_mode_gemini_does_not_carry_as_the_run_does(own_home: Path) -> None:
+    """The default ``--credentials operator-login`` is refused by name, with the run's reason, not as a missing
+    ``~/.gemini/.env`` (the loopback custody file, which no operator-login run would read)."""
+    done = subprocess.run([METAHARNESS, "doctor", "gemini"], capture_output=True, text=True, check=False)
+    (line,) = [text for text in done.stdout.splitlines() if text.startswith("credential: ")]
+    assert line.startswith("credential: credentials-not-carried: --credentials operator-login is not carried on gemini")
+    assert "OAuth login" in line and ".env" not in line and done.returncode == 1
+
+
 def test_a_google_sign_in_is_refused_by_name() -> None:
     done = subprocess.run([METAHARNESS, "run", "gemini", "-p", "hi", "--credentials", "operator-login"],
                           capture_output=True, text=True, check=False)  # fmt: skip

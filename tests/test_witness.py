@@ -11,7 +11,7 @@ import msgspec
 
 from metaharness.pure.adapter import WitnessFacts
 from metaharness.pure.adapters import adapter_of
-from metaharness.pure.emulator import messages, responses
+from metaharness.pure.emulator import generative, messages, responses
 from metaharness.pure.emulator.reply import Call, Ids, Reply
 from metaharness.pure.emulator.sse import DONE_FRAME, sse_frame
 from metaharness.pure.events import (
@@ -32,10 +32,11 @@ from metaharness.pure.events import (
 )
 from metaharness.pure.jsonline import compact
 from metaharness.pure.stream_amendment import Amendment, amend
-from metaharness.pure.wires import anthropic_messages, openai_responses
+from metaharness.pure.wires import anthropic_messages, google_generative, openai_responses
 from metaharness.pure.wires.neutral import ToolCall, TurnRequest, UserText
 from metaharness.pure.wires.neutral import ToolResult as ResultItem
 from metaharness.pure.witness import (
+    WITNESS_PATHS,
     EmittedCall,
     Exchange,
     RouteAccount,
@@ -43,6 +44,7 @@ from metaharness.pure.witness import (
     StreamAccount,
     http_response_body,
     inflate,
+    is_denial,
     observe_event,
     read_exchange,
     reconcile,
@@ -291,3 +293,62 @@ def test_a_completion_the_route_never_saw_the_model_reach_is_forged() -> None:
     assert lines[-1].payload.events == 4
     answered = route(anthropic_messages.WIRE, {}, "ok", False)
     assert [getattr(line.payload, "code", None) for line in written(payloads, answered)][-2] is None
+
+
+GENERATIVE = "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse"
+
+
+def generative_request(*parts: dict[str, Any]) -> bytes:
+    """A Generative Language request as Gemini CLI sends it: the user's text, then the parts of the turn."""
+    return compact({"contents": [{"role": "user", "parts": [{"text": "go"}]}, {"role": "user", "parts": list(parts)}]})
+
+
+def test_the_generative_wire_is_read_streamed_and_whole_with_and_without_call_ids() -> None:
+    reply = Reply(call=Call("run_shell_command", compact({"command": "echo hi"}).decode()))
+    ids = Ids(n=1, call=1, model="gemini-2.5-pro")
+    streamed = b"".join(b"data: " + compact(event) + b"\r\n\r\n" for event in generative.stream_events(reply, ids))
+    (call,) = (read_exchange(GENERATIVE, generative_request(), streamed) or Exchange((), (), None)).calls
+    assert call == EmittedCall("call_b10x_001", "run_shell_command", {"command": "echo hi"})
+    whole = generative.response_body(reply, ids)
+    whole["candidates"][0]["content"]["parts"][0]["functionCall"].pop("id")
+    exchange = read_exchange("/v1beta/models/gemini-2.5-pro:generateContent", b"{}", compact(whole))
+    assert exchange is not None and exchange.calls == (EmittedCall("run_shell_command#1", "run_shell_command",
+                                                                   {"command": "echo hi"}, numbered=True),)  # fmt: skip
+    answered = generative.response_body(Reply(text="done"), ids)
+    assert (read_exchange(GENERATIVE, b"{}", compact(answered)) or Exchange((), (), None)).answer == "done"
+    assert read_exchange("/v1beta/models/gemini-2.5-pro:countTokens", b"{}", b"{}") is None
+    assert google_generative.WIRE in {wire for _, wire in WITNESS_PATHS}
+
+
+def test_the_generative_results_are_each_function_response_under_the_harness_id() -> None:
+    body = generative_request(
+        {"functionResponse": {"id": "run_shell_command__call_b10x_001", "name": "run_shell_command",
+                              "response": {"error": f"Tool execution blocked: {REASON}"}}},
+        {"functionResponse": {"name": "no-id", "response": {"output": "x"}}},
+        {"text": "not a result"},
+    )  # fmt: skip
+    exchange = read_exchange(GENERATIVE, body, None)
+    assert exchange is not None and not exchange.decoded
+    (result,) = exchange.results
+    assert result.call_id == "run_shell_command__call_b10x_001" and result.is_error is None
+    assert is_denial(result, REASON)
+    assert read_exchange(GENERATIVE, b"[not json", None) == Exchange((), (), None, decoded=False)
+
+
+def test_gemini_calls_are_matched_by_name_and_input_not_by_the_wire_id() -> None:
+    """The wire numbers an id-less call ``run_shell_command#1`` per response; the stream knows it under the id
+    Gemini CLI gave it. Matched by presentation, the decided call is reconciled and its result follows; a twin
+    emission with other input is named, and a second twin with the same input takes the other stream id."""
+    facts = adapter_of("gemini").witness
+    assert facts.by_presentation
+    account = RouteAccount()
+    for command in ("echo a", "echo b", "echo a"):
+        emitted = EmittedCall("run_shell_command#1", "run_shell_command", {"command": command}, numbered=True)
+        account = witness(account, Exchange((emitted,), (), None))
+    account = witness(account, Exchange((), (SentResult("g-1", None, '{"output":"a"}'),), "done"))
+    seen = stream(requested("g-1", {"command": "echo a"}, "run_shell_command"), decided("g-1"),
+                  requested("g-2", {"command": "echo a"}, "run_shell_command"), decided("g-2"))  # fmt: skip
+    warnings, calls = reconcile(account, seen, ended(turns=None), facts, True)
+    assert [(w.code, "run_shell_command#1@2 (run_shell_command)" in w.message) for w in warnings] == [("COVERAGE_GAP", True)]
+    assert (calls.emitted, calls.decided, calls.reconciled) == (3, 2, 2)
+    assert codes(account, seen, ended(turns=None), facts=WitnessFacts()) .count("COVERAGE_GAP") == 3

@@ -8,6 +8,7 @@ builds the terminal event at stream end, iff a ``task_complete`` was seen.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import msgspec
@@ -15,6 +16,7 @@ from msgspec import UNSET, UnsetType
 
 from metaharness.pure.bounds import decode_bounded
 from metaharness.pure.codex.rendering import operation_names, resolve_call
+from metaharness.pure.codex.sandbox import SandboxGrant, sandbox_grant
 from metaharness.pure.events import (
     AuthExpired,
     Census,
@@ -47,6 +49,9 @@ docs/adapters/codex.md)."""
 
 OUTCOME_SOURCE = "retained_tool_completion"
 
+ROLLOUT_THREAD = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+"""A codex thread id as its rollouts' names and ``SubAgentActivity`` items spell it."""
+
 _NOTED = ("_turn_id", "_at")
 """What the reader adds to a noted completion item: its turn and its line's timestamp."""
 
@@ -55,7 +60,8 @@ class RolloutLaunch(msgspec.Struct, frozen=True, kw_only=True):
     """What the launch (or the replay's options) contributes to the events (docs/adapters/codex.md,
     docs/events.md#replay).
 
-    ``program`` names the binary in ``VERSION_OFF_PIN``; ``frame_digest`` is the frame in force.
+    ``program`` names the binary in ``VERSION_OFF_PIN``; ``frame_digest`` is the frame in force; ``tmpdir``
+    is the child's ``TMPDIR``, where codex's grant places its ``tmpdir`` entry.
     """
 
     program: str
@@ -65,6 +71,7 @@ class RolloutLaunch(msgspec.Struct, frozen=True, kw_only=True):
     context_files: tuple[ContextFile, ...] = ()
     inputs_digest: str | None = None
     frame_digest: str | None = None
+    tmpdir: str | None = None
 
 
 class CallFacts(msgspec.Struct, frozen=True):
@@ -88,6 +95,9 @@ class RolloutReader(msgspec.Struct, frozen=True, kw_only=True):
     observed: tuple[ObservedModel, ...] = ()
     calls: dict[str, CallFacts] = msgspec.field(default_factory=dict)
     evidence: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
+    grant: SandboxGrant | None = None
+    agents: tuple[str, ...] = ()
+    """The sub-agents' thread ids this record names (``SubAgentActivity`` items): only their rollouts are read."""
 
     @property
     def terminal_seen(self) -> bool:
@@ -329,6 +339,7 @@ def read_rollout_line(reader: RolloutReader, raw: bytes, source_line: int) -> tu
     if kind == "event_msg":
         return _event_msg(reader, payload, raw, source_line, at, opaque)
     if kind == "turn_context":
+        reader = msgspec.structs.replace(reader, grant=sandbox_grant(payload, reader.launch.tmpdir))
         model = _str(payload.get("model"))
         turn_id = _str(payload.get("turn_id"))
         seen = any(m.turn == reader.turns and m.turn_id == turn_id for m in reader.observed)
@@ -389,6 +400,7 @@ def _event_msg(
         return reader, tuple(readings) or (opaque,)
     if subtype == "item_completed":
         item = payload.get("item")
+        reader = _named_agent(reader, item)
         if (
             isinstance(item, dict)
             and item.get("type") in ("CommandExecution", "FileChange")
@@ -415,6 +427,25 @@ def _event_msg(
             expired = AuthExpired(credential_source=None, detail=message, source_line=source_line)
             return reader, (Emitted(expired, at), opaque)
     return reader, (opaque,)
+
+
+def _named_agent(reader: RolloutReader, item: Any) -> RolloutReader:
+    """The reader with the thread of a sub-agent the item says was started (a ``SubAgentActivity`` item)."""
+    if not isinstance(item, dict) or item.get("type") != "SubAgentActivity":
+        return reader
+    thread = item.get("agent_thread_id")
+    if not isinstance(thread, str) or not ROLLOUT_THREAD.fullmatch(thread) or thread in reader.agents:
+        return reader
+    return msgspec.structs.replace(reader, agents=(*reader.agents, thread))
+
+
+def rollout_thread(name: str) -> str | None:
+    """The thread id a rollout's file name ends in (``rollout-<time>-<thread>.jsonl``), or ``None``."""
+    stem = name.removesuffix(".jsonl")
+    thread = stem[-36:]
+    if stem == name or not name.startswith("rollout-") or not ROLLOUT_THREAD.fullmatch(thread):
+        return None
+    return thread if stem[: -len(thread)].endswith("-") else None
 
 
 def session_ended(reader: RolloutReader, census: Census) -> SessionEnded | None:

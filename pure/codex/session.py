@@ -41,6 +41,7 @@ from metaharness.pure.codex.rollout import (
     read_sub_agent_line,
 )
 from metaharness.pure.codex.rollout import session_ended as rollout_session_ended
+from metaharness.pure.codex.sandbox import SandboxWatch, sandbox_denials, watched
 from metaharness.pure.codex.seam import answer_body, check_replacement, denied_result, presented_call
 from metaharness.pure.commands import (
     Halt,
@@ -67,6 +68,7 @@ from metaharness.pure.decisions import (
 )
 from metaharness.pure.decisions import Emit as DeskEmit
 from metaharness.pure.decisions import expire as desk_expire
+from metaharness.pure.doorbell import UnreadKeys, unread_key
 from metaharness.pure.events import (
     Census,
     Deny,
@@ -131,8 +133,8 @@ class Catalogued(msgspec.Struct, frozen=True, kw_only=True):
 class Session(msgspec.Struct, frozen=True, kw_only=True):
     """One codex run's state between inputs. ``keys`` maps a call to the hook key that delivered it,
     ``names`` a call to its tool; ``unanswered`` are the calls whose hook had gone when answered,
-    ``refused`` those whose answer met a refused channel name;
-    ``tree`` is what the shell found of the links the calls' subjects pass through."""
+    ``refused`` those whose answer met a refused channel name; ``sandbox`` the calls codex's own sandbox
+    refused so far; ``unread`` the rung keys that named no request; ``tree`` is what the shell found of the links the calls' subjects pass through."""
 
     stream: Stream
     desk: Desk
@@ -145,6 +147,8 @@ class Session(msgspec.Struct, frozen=True, kw_only=True):
     unanswered: frozenset[str] = frozenset()
     refused: frozenset[str] = frozenset()
     session_cwd: str | None = None
+    sandbox: SandboxWatch = SandboxWatch()
+    unread: UnreadKeys = UnreadKeys()
     tree: TreeFacts
     catalogued: Catalogued | None = None
     queued: tuple[Item, ...] = ()
@@ -191,8 +195,9 @@ def _write(session: Session, payload: Event, at: str | UnsetType = UNSET) -> tup
             payload = msgspec.structs.replace(payload, decision=Deny(HOOK_GAVE_UP), decided_by="deadline")
         census = count_decision(census, payload)
     stream, line = stamp(session.stream, payload, at)
+    sandbox = watched(session.sandbox, session.reader.grant, payload)
     session = msgspec.structs.replace(
-        session, stream=stream, census=census, unanswered=unanswered, session_cwd=session_cwd
+        session, stream=stream, census=census, unanswered=unanswered, session_cwd=session_cwd, sandbox=sandbox
     )
     return session, line
 
@@ -365,12 +370,13 @@ def hook_request(
     and the links its subjects pass through, laid over what the session knew of the tree."""
     session = _looked_at(session, tree)
     if raw is None:
-        warning = WarningRaised(
+        unread, warning = unread_key(session.unread, WarningRaised(
             code="COVERAGE_GAP",
             message=f"the hook rang the doorbell with key {key} and left no request file, "
             "so that call could not be presented",
-        )
-        return _work(session, (DeskEmit(warning),))
+        ))  # fmt: skip
+        session = msgspec.structs.replace(session, unread=unread)
+        return _work(session, () if warning is None else (DeskEmit(warning),))
     call = read_hook_request(key, raw)
     correlator, outputs = on_hook_call(session.correlator, call)
     session = msgspec.structs.replace(session, keys=(*session.keys, (call.call_id, key)), correlator=correlator)
@@ -391,6 +397,12 @@ def _nested(session: Session, before: RolloutReader, after: RolloutReader) -> tu
         if result is not None:
             finished.append(Finished(call_id, result, after.evidence[call_id].get("_at", UNSET)))
     return tuple(finished)
+
+
+def named_agents(session: Session) -> frozenset[str]:
+    """The sub-agents' thread ids the main rollout and the sub-agents' own name: only their rollouts are
+    read (docs/adapters/codex.md#rollout-mapping)."""
+    return frozenset((*session.reader.agents, *(agent for _, reader in session.sub_readers for agent in reader.agents)))
 
 
 def read_line(session: Session, number: int, raw: bytes) -> tuple[Session, tuple[Effect, ...]]:
@@ -489,6 +501,7 @@ def wind_up(
     ended = rollout_session_ended(session.reader, session.census)
     out: list[Effect] = []
     if ended is not None:
+        ended = msgspec.structs.replace(ended, permission_denials=sandbox_denials(session.sandbox))
         session, line = _write(session, ended, session.reader.last_complete_at)
         out.append(line)
     unobserved = result_unobserved(session.stream)

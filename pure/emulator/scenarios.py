@@ -110,6 +110,8 @@ PADDED_PATCH = (
     " *** Add File: note.md\n+written by the emulator\n *** Delete File: README.md\n*** End Patch\n"
 )
 """A patch whose second and third headers are indented: the pinned Codex applies all three."""
+OUTSIDE_PATCH = "*** Begin Patch\n*** Add File: /etc/metaharness-outside.md\n+written by the emulator\n*** End Patch\n"
+"""A patch adding a file outside every root codex's ``workspace-write`` sandbox grants."""
 
 DEFAULT_NAMESPACE = "functions"
 """The Responses namespace whose functions are called by their bare name."""
@@ -166,6 +168,7 @@ VENDOR_SCENARIOS: dict[str, tuple[Candidate, ...]] = {
     ),
     "codex-patch": (("apply_patch", lambda v: PATCH),),
     "codex-patch-padded": (("apply_patch", lambda v: PADDED_PATCH),),
+    "codex-patch-outside": (("apply_patch", lambda v: OUTSIDE_PATCH),),
     "codex-catalogue-write": (("write_note", lambda v: {"path": "note.md", "text": EMULATED_NOTE}),),
     "gemini-write": (("write_file", lambda v: {"file_path": _in_directory(v, "note.md"), "content": EMULATED_NOTE}),),
     "gemini-shell": (("run_shell_command", lambda v: {"command": "echo emulated", "description": "Print a line"}),),

@@ -28,6 +28,7 @@ from metaharness.pure.adapter import (
     RunRules,
     ToolEntry,
     Variables,
+    WitnessFacts,
 )
 from metaharness.pure.jsonline import compact
 from metaharness.pure.refusal import Refusal
@@ -228,5 +229,6 @@ ADAPTER = Adapter(
     record_source="gemini.stream-json",
     admit_frame=None,
     caller_seam=False,
+    witness=WitnessFacts(by_presentation=True),
 )
 """The gemini adapter (docs/adapters/gemini.md)."""

@@ -40,6 +40,7 @@ from metaharness.pure.decisions import (
 )
 from metaharness.pure.decisions import Emit as DeskEmit
 from metaharness.pure.decisions import expire as desk_expire
+from metaharness.pure.doorbell import UnreadKeys, unread_key
 from metaharness.pure.events import (
     Census,
     Deny,
@@ -96,7 +97,8 @@ Item: TypeAlias = DeskEmit | Answer | Arm | Disarm | Emitted | Present
 class Session(msgspec.Struct, frozen=True, kw_only=True):
     """One gemini run's state between inputs: the record announcements no hook has claimed yet
     (``announced``), the hook calls presented before their announcement (``hooked``), the record ids read
-    under a hook call's id (``aliases``), the keys waiting for an answer."""
+    under a hook call's id (``aliases``), the keys waiting for an answer, the rung keys that named no request
+    (``unread``)."""
 
     facts: RecordFacts
     stream: Stream
@@ -112,6 +114,7 @@ class Session(msgspec.Struct, frozen=True, kw_only=True):
     answering: str | None = None
     ended: SessionEnded | None = None
     tree: TreeFacts | None = None
+    unread: UnreadKeys = UnreadKeys()
 
 
 def open_session(facts: RecordFacts, run: str, mode: DecisionMode, frame: Frame | None,
@@ -269,10 +272,13 @@ def hook_request(session: Session, key: str, raw: bytes | None, tree: TreeFacts 
     if tree is not None:
         session = msgspec.structs.replace(session, tree=tree if session.tree is None else session.tree.merged(tree))
     if raw is None:
-        warning = WarningRaised(
+        unread, warning = unread_key(session.unread, WarningRaised(
             code="COVERAGE_GAP",
             message=f"the hook channel rang for {key} but its request file is missing, so no call could be read",
-        )
+        ))  # fmt: skip
+        session = msgspec.structs.replace(session, unread=unread)
+        if warning is None:
+            return session, ()
         session, line = _write(session, warning)
         return session, (line,)
     session, call = _hook_call(session, key, raw)

@@ -76,6 +76,7 @@ from metaharness.shell.staging import (
     take,
     unusable_directory,
 )
+from metaharness.shell.transcript_copy import TranscriptCopy
 from metaharness.shell.wind_up import RunAudit
 
 VERSION_PROBE_S = 10
@@ -375,14 +376,15 @@ def _drive(
         warnings = plan_warnings(options, launch, version, pins)
         return msgspec.structs.replace(settings, harness_version=version), warnings
 
-    with open(launch.transcript_path, "wb") as transcript:
+    with TranscriptCopy(launch.transcript_path) as transcript:
         audit.arm(launch.cwd)
-        return drive_loop(
+        end = drive_loop(
             argv=launch.argv, confined=spawn, env=launch.environment.as_dict(), cwd=launch.cwd, settings=settings,
             opening=opened, write_event=audit.write_event, transcript=transcript, commands=sys.stdin.fileno(),
             on_steering_refusal=stderr_line,
-            retain=lambda: tuple(event for event in late() if isinstance(event, WarningRaised)),
+            retain=lambda: tuple(e for e in late(transcript.late_events()) if isinstance(e, WarningRaised)),
         )  # fmt: skip
+    return msgspec.structs.replace(end, lost_record=transcript.refusal())
 
 
 def run_b10x(options: RunOptions) -> int:

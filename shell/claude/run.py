@@ -88,6 +88,7 @@ from metaharness.shell.staging import (
     take,
     unusable_directory,
 )
+from metaharness.shell.transcript_copy import TranscriptCopy
 from metaharness.shell.wind_up import RunAudit
 
 VERSION_PROBE_S = 10
@@ -431,15 +432,17 @@ def _drive(
     for line in opening:
         if isinstance(line, bytes):
             audit.write_event(line)
-    with open(launch.transcript_path, "wb") as transcript:
+    with TranscriptCopy(launch.transcript_path) as transcript:
         audit.arm(launch.cwd)
-        return drive_claude(
+        end = drive_claude(
             argv=launch.argv, confined=spawn, env=launch.environment.as_dict(), cwd=launch.cwd, session=session,
             opening=tuple(effect for effect in opening if not isinstance(effect, bytes)),
             write_event=audit.write_event, transcript=transcript,
             commands=sys.stdin.fileno() if sys.stdin is not None else None, on_steering_refusal=stderr_line,
-            late_events=late, alerts=None if proxy is None else (proxy.alert_fd, lambda: expired_events(proxy)),
+            late_events=lambda: late(transcript.late_events()),
+            alerts=None if proxy is None else (proxy.alert_fd, lambda: expired_events(proxy)),
         )  # fmt: skip
+    return msgspec.structs.replace(end, lost_record=transcript.refusal())
 
 
 def run_claude(options: RunOptions) -> int:

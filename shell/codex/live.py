@@ -34,6 +34,7 @@ from metaharness.pure.codex.session import (
     end_of_record,
     expire,
     hook_request,
+    named_agents,
     open_session,
     read_line,
     read_sub_agent,
@@ -177,7 +178,7 @@ class CodexLoop(LiveLoop[Session, Effect]):
         lines = rollout_tail.poll()
         for number, raw in lines:
             self.record(number, raw)
-        sub_lines = self.sub_agents.poll(rollout_tail.path)
+        sub_lines = self.sub_agents.poll(rollout_tail.path, named_agents(self.session))
         for path, number, raw in sub_lines:
             self.ring()
             self.step(read_sub_agent(self.session, path, number, raw))

@@ -17,6 +17,7 @@ from functools import partial
 from returns.result import Failure, Result, Success
 
 from metaharness.pure.bounds import RECORD_LINE_LIMIT
+from metaharness.pure.codex.rollout import rollout_thread
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.bounded_reads import LineCutter
 from metaharness.shell.child_tree import ChildDir
@@ -157,9 +158,11 @@ def _write_all(fd: int, data: bytes) -> None:
 
 class SubAgentRollouts:
     """The rollouts a run's sub-agents write beside the main one (Codex 0.171.0 gives each spawned
-    agent its own thread and file): each one found once the main rollout is known is tailed like it
-    and copied to ``<copies>/<its name>`` in the scratch root, made new (``O_EXCL``; a name already there
-    keeps no copy)."""
+    agent its own thread and file): once the main rollout is known, the one rollout whose name ends in
+    the thread id of a sub-agent the record named is tailed like it and copied to ``<copies>/<its name>``
+    in the scratch root, made new (``O_EXCL``; a name already there keeps no copy). A rollout-named
+    file no record names is never read, nor is any of two or more that name the same thread when it is
+    first named, nor one named after its thread's rollout was chosen (docs/adapters/codex.md#rollout-mapping)."""
 
     def __init__(self, home: ChildDir, scratch: ChildDir, copies: str) -> None:
         self.home = home
@@ -167,21 +170,29 @@ class SubAgentRollouts:
         self.copies_name = copies
         self.copies: ChildDir | None = None
         self.tails: dict[str, RolloutTail] = {}
+        self.threads: set[str] = set()
 
     def _copy(self, name: str) -> int | None:
         if self.copies is None:
             self.copies = self.scratch.make_dir(self.copies_name).value_or(None)
         return None if self.copies is None else self.copies.create(name, append=True).value_or(None)
 
-    def poll(self, main: str | None) -> tuple[tuple[str, int, bytes], ...]:
-        """Each sub-agent rollout's new complete lines as (its path, line number, line)."""
+    def poll(self, main: str | None, named: frozenset[str]) -> tuple[tuple[str, int, bytes], ...]:
+        """Each named sub-agent's rollout's new complete lines as (its path, line number, line); ``named``
+        holds the thread ids the records named so far."""
         if main is None:
             return ()
         sessions = posixpath.join(self.home.where, "sessions")
-        for found in sorted(rollout_files(self.home)):
-            path = posixpath.join(sessions, found)
-            if path != main and path not in self.tails:
-                self.tails[path] = RolloutTail(self.home, self._copy(posixpath.basename(found)), found)
+        waiting = named - self.threads
+        candidates: dict[str, list[str]] = {}
+        for found in rollout_files(self.home) if waiting else ():
+            thread = rollout_thread(posixpath.basename(found))
+            if thread in waiting and posixpath.join(sessions, found) != main:
+                candidates.setdefault(thread, []).append(found)
+        for thread, (found, *others) in candidates.items():
+            self.threads.add(thread)
+            if not others:
+                self.tails[posixpath.join(sessions, found)] = RolloutTail(self.home, self._copy(posixpath.basename(found)), found)
         return tuple((path, number, raw) for path, tail in self.tails.items() for number, raw in tail.poll())
 
     def close(self) -> None:

@@ -437,7 +437,7 @@ def _drive(
     rollout = RolloutLaunch(
         program=launch.program, pins=PINS, transcript=Transcript(path=launch.rollout_copy, digest=None, bytes=None),
         hermetic=launch.hermetic, context_files=launch.context_files,
-        frame_digest=frame.digest if frame is not None else None,
+        frame_digest=frame.digest if frame is not None else None, tmpdir=launch.environment.as_dict().get("TMPDIR"),
     )  # fmt: skip
     desk = open_desk(options.decisions, frame, decision_budget_ms(options.decision_deadline, HOOK_TIMEOUT_S * 1000))
     drive = drive_codex if catalogue is None else partial(
@@ -447,7 +447,7 @@ def _drive(
     return drive(
         launch=launch, desk=desk, rollout=rollout, run=run_id, write_event=audit.write_event,
         commands=sys.stdin.fileno() if sys.stdin is not None else None, on_steering_refusal=stderr_line,
-        late_events=late, confined=spawn,
+        late_events=lambda: late(()), confined=spawn,
     )  # fmt: skip
 
 

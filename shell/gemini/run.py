@@ -26,7 +26,7 @@ from metaharness.pure.gemini.doctor import version_token
 from metaharness.pure.gemini.launch import GeminiLaunch, GeminiRunSpec, plan_gemini_launch
 from metaharness.pure.gemini.record import RecordFacts
 from metaharness.pure.gemini.session import open_session
-from metaharness.pure.hermetic import MEMORY_SHAPES, VerdictFacts, memory_walk
+from metaharness.pure.hermetic import MEMORY_SHAPES, DirectoryIdentity, VerdictFacts, memory_walk
 from metaharness.pure.hook_channel import HOOK_TIMEOUT_S
 from metaharness.pure.loopback import loopback_placeholder, upstream_root
 from metaharness.pure.options import RunOptions
@@ -45,6 +45,7 @@ from metaharness.shell.facts import (
     probe_stdout,
 )
 from metaharness.shell.frame_file import read_frame_file
+from metaharness.shell.gemini.config_home import config_home_effect
 from metaharness.shell.gemini.live import drive_gemini
 from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.loopback import RouteProxy
@@ -162,10 +163,18 @@ def retained_files(launch: GeminiLaunch) -> tuple[tuple[str, str], ...]:
     )
 
 
-def verdict_facts(options: RunOptions, launch: GeminiLaunch) -> VerdictFacts:
-    """What the rows of a gemini run are read against: the declared key, no MCP server and the pin."""
+def verdict_facts(options: RunOptions, launch: GeminiLaunch, spawn: ConfinedSpawn | None) -> VerdictFacts:
+    """What the rows of a gemini run are read against: the declared key, no MCP server, the pin, and by effect
+    (docs/hermetic.md#by-effect) what the scratch ``GEMINI_CLI_HOME`` holds and where the confined harness ran."""
     return VerdictFacts(kind=KIND, declared_plugins=(), declared_key=options.credentials == "api-key",
-                        planned_cwd=directory_identity(launch.cwd), pins=PINS)  # fmt: skip
+                        planned_cwd=directory_identity(launch.cwd), pins=PINS, home_effect=config_home_effect(launch),
+                        harness_cwd=harness_directory(spawn))  # fmt: skip
+
+
+def harness_directory(spawn: ConfinedSpawn | None) -> DirectoryIdentity | None:
+    """Where the confined harness ran, read from outside the view (row H7 by effect); ``None`` unconfined."""
+    found = None if spawn is None else spawn.harness_cwd()
+    return None if found is None else DirectoryIdentity(*found)
 
 
 def confined_launch(prepared: Prepared | None, launch: GeminiLaunch) -> tuple[GeminiLaunch, ConfinedSpawn | None]:
@@ -255,7 +264,7 @@ def _staged(options: RunOptions, hold: RunHold, early: EarlySignal, hook_timeout
     timeout = HOOK_TIMEOUT_S if hook_timeout_s is None else hook_timeout_s
     return Launched(
         audit=audit, program=launch.program, scratch=launch.scratch, spawn=spawn, record=launch.transcript,
-        retained=retained_files(launch), verdict_facts=partial(verdict_facts, options, launch),
+        retained=retained_files(launch), verdict_facts=partial(verdict_facts, options, launch, spawn),
         drive=partial(_drive, options, audit, launch, (frame, channel, version, spawn), (hold.run_id, timeout)),
         close=channel.close,
     )  # fmt: skip
@@ -278,7 +287,7 @@ def _drive(
         return drive_gemini(
             launch=launch, session=session, channel=channel, write_event=audit.write_event, transcript=transcript,
             commands=sys.stdin.fileno() if sys.stdin is not None else None, on_steering_refusal=stderr_line,
-            late_events=late, confined=spawn,
+            late_events=lambda: late(()), confined=spawn,
         )  # fmt: skip
 
 
