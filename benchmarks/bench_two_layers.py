@@ -8,6 +8,9 @@ interleaved, median and p90.
    call pays for its own PID, mount and network namespace).
 3. A confined codex run with no call (the emulator's ``text`` scenario) relative to the same run
    ``--confine off``: the view's resolver answers at once, so codex waits out no lookup (aim ≤ 1.5×).
+4. A confined codex run with one shell call (``codex-shell-steps``), which starts in the tools' layer
+   through the entry standing in for ``bwrap``, relative to the same run ``--confine off`` (codex's own
+   sandbox only).
 
 Run: ``.venv/bin/python benchmarks/bench_two_layers.py [runs]`` (default 15).
 """
@@ -91,9 +94,9 @@ def one_tool(through_layer: bool) -> Callable[[], float]:
     return once
 
 
-def codex_run(home: Path, root: str, confined: bool) -> Callable[[], float]:
+def codex_run(home: Path, root: str, confined: bool, prompt: str = "hello") -> Callable[[], float]:
     argv = [str(BIN / "metaharness"), "run", "codex", "--credentials", "none", "--model-endpoint", root,
-            "--decisions", "observe", "-p", "hello", *(() if confined else ("--confine", "off"))]  # fmt: skip
+            "--decisions", "observe", "-p", prompt, *(() if confined else ("--confine", "off"))]  # fmt: skip
 
     def once() -> float:
         begin = time.perf_counter()
@@ -106,12 +109,14 @@ def codex_run(home: Path, root: str, confined: bool) -> Callable[[], float]:
     return once
 
 
-def codex_start_up(runs: int) -> None:
+def codex_start_up(runs: int, scenario: str = "text") -> None:
     codex = shutil.which("codex", path=f"{Path.home()}/.local/bin:{os.environ['PATH']}")
+    label, prompt = ("3. codex run, no call", "hello") if scenario == "text" else (
+        "4. codex run, one shell call", "do the steps\n$ echo hi\n")  # fmt: skip
     if codex is None:
-        print("3. codex start-up: skipped, no codex on the PATH")
+        print(f"{label}: skipped, no codex on the PATH")
         return
-    process = subprocess.Popen([str(BIN / "b10x-emulator"), "--scenario", "text"], stdout=subprocess.PIPE)
+    process = subprocess.Popen([str(BIN / "b10x-emulator"), "--scenario", scenario], stdout=subprocess.PIPE)
     assert process.stdout is not None
     root = json.loads(process.stdout.readline())["base_url"].removesuffix("/v1")
     with tempfile.TemporaryDirectory() as directory:
@@ -119,8 +124,8 @@ def codex_start_up(runs: int) -> None:
         (home / ".local" / "bin").mkdir(parents=True)
         (home / ".local" / "bin" / "codex").symlink_to(codex)
         try:
-            compare("3. codex run, no call: confined vs --confine off", runs, codex_run(home, root, True),
-                    codex_run(home, root, False))  # fmt: skip
+            compare(f"{label}: confined vs --confine off", runs, codex_run(home, root, True, prompt),
+                    codex_run(home, root, False, prompt))  # fmt: skip
         finally:
             process.terminate()
             process.wait()
@@ -133,6 +138,7 @@ def main() -> None:
             planning("b10x"))  # fmt: skip
     compare("2. one command through the tools' layer vs directly in the view", runs, one_tool(True), one_tool(False))
     codex_start_up(runs)
+    codex_start_up(runs, "codex-shell-steps")
 
 
 if __name__ == "__main__":

@@ -10,8 +10,7 @@ from hypothesis import strategies as st
 from metaharness.pure.b10x.replay import record_lines, replay_settings
 from metaharness.pure.b10x.seam import (
     UNEXPECTED_REASON,
-    Answer,
-    Arm,
+    AnswerLine,
     SeamState,
     end_of_record,
     expire,
@@ -21,6 +20,7 @@ from metaharness.pure.b10x.seam import (
     wind_up,
 )
 from metaharness.pure.commands import Halt, ToolDecide
+from metaharness.pure.decisions import Arm
 from metaharness.pure.events import Allow, UnknownProcess
 from metaharness.pure.frames import seal_frame
 
@@ -129,7 +129,7 @@ def test_every_asked_call_is_decided_exactly_once(mode: str, record: bytes, acti
             decided_keys.append((event["call_id"], latest[event["call_id"]]))
     assert len(decided_keys) == len(set(decided_keys)), "a call was decided twice"
     assert set(decided_keys) == asked, "an asked call went undecided"
-    answers = [e for e in performed if isinstance(e, Answer)]
+    answers = [e for e in performed if isinstance(e, AnswerLine)]
     assert len(answers) >= len(decided_keys)
     assert mode == "ask" or not [e for e in performed if isinstance(e, Arm)]
 
@@ -139,7 +139,7 @@ def test_every_asked_call_is_decided_exactly_once(mode: str, record: bytes, acti
 def test_observe_never_decides(record: bytes) -> None:
     events, performed = run_seam("observe", record, [])
     assert not [e for e in events if e["event"] == "tool.decided"]
-    assert not [e for e in performed if isinstance(e, Answer | Arm)]
+    assert not [e for e in performed if isinstance(e, AnswerLine | Arm)]
     assert all(e["seam"] == "none" and not e["decision_required"] for e in events if e["event"] == "tool.requested")
 
 

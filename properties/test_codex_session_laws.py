@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from metaharness.pure.codex.replay import replay_launch
 from metaharness.pure.codex.session import (
-    HookAnswer,
     Session,
     abandon_pending,
     delivered,
@@ -28,6 +27,7 @@ from metaharness.pure.codex.session import (
 from metaharness.pure.commands import read_command
 from metaharness.pure.decisions import open_desk
 from metaharness.pure.events import Exited
+from metaharness.pure.hook_channel import HookAnswer
 from metaharness.pure.jsonline import compact
 from metaharness.pure.subjects import TreeFacts
 

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from metaharness.pure.events import Exited, Hermetic, Transcript
 from metaharness.pure.gemini.record import RecordFacts
 from metaharness.pure.gemini.session import (
-    HookAnswer,
     answered,
     end_of_record,
     hook_request,
@@ -21,6 +20,7 @@ from metaharness.pure.gemini.session import (
     read_line,
     wind_up,
 )
+from metaharness.pure.hook_channel import HookAnswer
 
 HERMETIC = Hermetic(mode="off", decisions="observe", imposed=(), declared=(), unavailable=(), ambient_inputs=(),
                     installed_plugins=())  # fmt: skip

@@ -16,12 +16,12 @@ from hypothesis import strategies as st
 from metaharness.pure.catalogue import load_catalogue
 from metaharness.pure.loop.catalogue import publish
 from metaharness.pure.mcp import (
-    Answer,
     CatalogueSurface,
     Note,
     OwnedSurface,
     Perform,
     Quiet,
+    ResponseLine,
     Server,
     performed_answer,
     read_line,
@@ -118,7 +118,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
     return Workspace(str(root.resolve()), (), CancelToken(None, time.monotonic()))
 
 
-def answered(server: Server, publication: Any, workspace: Workspace, line: bytes) -> Answer | Note | Quiet:
+def answered(server: Server, publication: Any, workspace: Workspace, line: bytes) -> ResponseLine | Note | Quiet:
     step = read_line(server, line)
     if isinstance(step, Perform):
         return performed_answer(step.request_id, perform_entry(workspace, publication, step.entry, step.arguments))
@@ -133,7 +133,7 @@ def test_any_call_arguments_give_a_result_never_a_crash(
     params: dict[str, Any] = {"name": name} if absent else {"name": name, "arguments": arguments}
     line = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params}).encode()
     answer = answered(*SERVERS[server], workspace, line)
-    assert isinstance(answer, Answer) and answer.line.endswith(b"\n") and answer.line.count(b"\n") == 1
+    assert isinstance(answer, ResponseLine) and answer.line.endswith(b"\n") and answer.line.count(b"\n") == 1
     response = json.loads(answer.line)
     assert response["jsonrpc"] == "2.0" and response["id"] == 7
     result = response["result"]
@@ -159,7 +159,7 @@ MESSAGE = st.fixed_dictionaries(
 def test_any_line_is_answered_once_noted_or_silent(workspace: Workspace, line: bytes) -> None:
     for server, publication in SERVERS:
         answer = answered(server, publication, workspace, line)
-        if isinstance(answer, Answer):
+        if isinstance(answer, ResponseLine):
             response = json.loads(answer.line)
             assert response["jsonrpc"] == "2.0" and "id" in response
             assert ("result" in response) != ("error" in response)

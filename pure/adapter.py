@@ -166,16 +166,29 @@ class ToolEntry(msgspec.Struct, frozen=True, kw_only=True):
     """How the tools a kind can start enter the inner layer (docs/confinement.md#two-layers), verified
     against the pinned binary: ``entry``, the harness starts every tool through the program the
     environment variable ``variable`` names (metaharness's tools' layer), handed the command line as
-    one argument (``form`` ``shell-line``) or the program and its arguments (``argv``);
+    one argument (``form`` ``shell-line``) or the program and its arguments (``argv``); ``path``, the
+    harness starts every tool through the first ``program`` on its PATH, so the entry stands in for it
+    in a folder put first on the harness's PATH and runs the real one (``runs``; ``None``: the
+    substrate's ``bwrap``) inside the layer with the arguments it was handed (``form`` ``program``);
     ``unavailable``, they cannot be put there. ``how`` is row H14's words (why, when unavailable);
     ``masked``, the names in the shared TMPDIR the harness keeps its own sockets in, covered by an empty
-    tmpfs in the tools' layer."""
+    tmpfs in the tools' layer; ``kept``, the scratch-relative programs the harness starts through the
+    same program (its hook, as ``<program> -c '<path>'``), which run where the harness is; ``reads``,
+    the scratch-relative folders of the harness's own the layer binds read-only (codex's sandbox helper);
+    ``covered``, globs below the program's ``node_modules`` naming a fallback of the vendor's own that
+    would start tools beside the layer (codex's bundled ``bwrap``), each covered in the view by an empty
+    device."""
 
-    mechanism: Literal["entry", "unavailable"]
+    mechanism: Literal["entry", "path", "unavailable"]
     how: str
     variable: str | None = None
-    form: Literal["shell-line", "argv"] = "shell-line"
+    form: Literal["shell-line", "argv", "program", "bwrap"] = "shell-line"
     masked: tuple[str, ...] = ()
+    program: str | None = None
+    runs: str | None = None
+    kept: tuple[str, ...] = ()
+    reads: tuple[str, ...] = ()
+    covered: tuple[str, ...] = ()
 
 
 class ConfinementShape(msgspec.Struct, frozen=True, kw_only=True):

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import msgspec
+
 from metaharness.pure.events import Abstain, Allow, Census, Deny, Event, Replace, SessionEnded, ToolDecided
 
 ZERO_CENSUS = Census(allowed=0, denied=0, replaced=0, abstained=0, by_seam={}, by_decider={})
@@ -48,3 +50,13 @@ def stream_census(payloads: Iterable[Event]) -> Census:
     events = tuple(payloads)
     ended = [payload for payload in events if isinstance(payload, SessionEnded)]
     return ended[-1].census if ended else recount_census(events)
+
+
+def counted(census: Census, ended: SessionEnded | None, payload: Event) -> tuple[Census, SessionEnded | None, Event]:
+    """One event as a live session writes it (docs/events.md#census): a ``tool.decided`` counted, a ``session.ended``
+    given the census so far (and kept as the session's end); the census, the end and the event to stamp."""
+    if isinstance(payload, ToolDecided):
+        census = count_decision(census, payload)
+    if isinstance(payload, SessionEnded):
+        payload = ended = msgspec.structs.replace(payload, census=census)
+    return census, ended, payload

@@ -37,6 +37,9 @@ ROUTE_SOCKET = "route.sock"
 TOOL_ENTRY = "layer/tools"
 """The tools' layer's entry program under the scratch root (its folder read-only in the view, absent
 in the tools' own)."""
+TOOL_PATH = "layer/bin"
+"""The folder put first on the harness's PATH when the entry stands in for the program the vendor
+finds there (codex's ``bwrap``, gemini's ``bash``): it holds that one name, read-only in the view."""
 RESOLVER = "resolv.conf"
 """The view's own resolver configuration under the scratch root, bound over ``/etc/resolv.conf``."""
 RESOLVER_TEXT = b"nameserver 127.0.0.1\noptions timeout:0 attempts:1\n"
@@ -111,6 +114,9 @@ class ConfinementFacts(msgspec.Struct, frozen=True, kw_only=True):
     sockets: tuple[str, ...] = ()
     resolver: str | None = None
     tools: ToolGrant | None = None
+    covered: tuple[str, ...] = ()
+    """Files of the closure the view covers with an empty device (``/dev/null``): a fallback of the vendor's
+    own that would start its tools beside the tools' layer (codex's bundled ``bwrap``)."""
 
 
 class ToolGrant(msgspec.Struct, frozen=True, kw_only=True):
@@ -121,14 +127,20 @@ class ToolGrant(msgspec.Struct, frozen=True, kw_only=True):
     each runs) that stay in the harness's layer: the vendor starts its hook through the same prefix,
     and a tool's command line never equals the hook's (the vendor wraps every tool command);
     ``variable``, the environment variable that names the entry to the harness; ``masked``, directories
-    in a writable one that the tools' layer covers with an empty tmpfs (the harness's own sockets)."""
+    in a writable one that the tools' layer covers with an empty tmpfs (the harness's own sockets);
+    ``stands_for``, the name the vendor looks up on ``path`` (its PATH) to start every tool, which the
+    entry takes the place of in :data:`TOOL_PATH`, then running ``program`` (the real one) in the layer
+    with the arguments it was handed (``form`` ``program``)."""
 
     writable: tuple[str, ...]
     reads: tuple[str, ...] = ()
-    form: Literal["shell-line", "argv"] = "shell-line"
+    form: Literal["shell-line", "argv", "program", "bwrap"] = "shell-line"
     harness: tuple[tuple[str, str], ...] = ()
     variable: str | None = None
     masked: tuple[str, ...] = ()
+    stands_for: str | None = None
+    program: str | None = None
+    path: str | None = None
 
 
 class Mount(msgspec.Struct, frozen=True):
@@ -159,15 +171,18 @@ class Confinement(msgspec.Struct, frozen=True, kw_only=True):
 
 class ToolLayer(msgspec.Struct, frozen=True, kw_only=True):
     """The inner layer the tools run in, nested in the view: its own PID, mount and network namespaces
-    (no route), the mounts in order, and the entry program the harness starts each tool through."""
+    (no route), the mounts in order, and the entry program the harness starts each tool through (named
+    by ``variable``, or found first on the harness's ``path``, which the view sets, running ``program``)."""
 
     bwrap: str
     entry: str
     mounts: tuple[Mount, ...]
     writable: tuple[str, ...]
-    form: Literal["shell-line", "argv"]
+    form: Literal["shell-line", "argv", "program", "bwrap"]
     harness: tuple[tuple[str, str], ...] = ()
     variable: str | None = None
+    program: str | None = None
+    path: str | None = None
 
 
 def _inside(path: str, root: str) -> bool:
@@ -332,7 +347,7 @@ def _governing_folders(facts: ConfinementFacts, writable: Sequence[str]) -> tupl
 def plan_confinement(facts: ConfinementFacts) -> Result[Confinement, Refusal]:
     """The view, in order (a later mount over an earlier one wins): the read-only system, ``/proc``,
     ``/dev``, fresh ``/tmp`` and ``/dev/shm``, the caller's home as an empty tmpfs, the scratch root as
-    an empty tmpfs, the closure and the declared reads read-only, the four writable kinds, the
+    an empty tmpfs, the closure and the declared reads read-only (a covered file an empty device), the four writable kinds, the
     governing folders and files read-only again, the route socket, the view's resolver; then the
     scratch root and ``/`` remounted read-only, so nothing can be renamed or planted beside what
     governs. With ``facts.tools`` the tools' layer is planned too (:func:`plan_tool_layer`). Refuses
@@ -348,6 +363,7 @@ def plan_confinement(facts: ConfinementFacts) -> Result[Confinement, Refusal]:
     mounts.append(Mount("tmpfs", facts.scratch))
     closure = _outermost(facts.closure)
     mounts += [Mount("ro-bind", path, path) for path in (*closure, *facts.reads)]
+    mounts += [Mount("ro-bind", path, "/dev/null") for path in facts.covered]
     writable = tuple(dict.fromkeys(posixpath.normpath(path) for path in facts.writable))
     mounts += [Mount("bind", path, path) for path in writable]
     governing = (*_governing_folders(facts, writable), *facts.governing, *facts.sockets)
@@ -386,18 +402,23 @@ def plan_tool_layer(facts: ConfinementFacts, grant: ToolGrant) -> ToolLayer:
     same read-only system (the view's resolver with it), closure and declared reads, a ``/proc`` with
     no process in it (:data:`PROC_FILES`), its own ``/tmp`` and home, writable only ``grant.writable``,
     the grant's reads, its masked directories empty, and nothing else of the scratch root (no hook
-    program, channel, settings, record or transcript); ``/`` read-only; its own PID namespace, and its own network namespace with
-    no route."""
+    program, channel, settings, record or transcript: it is an empty tmpfs, read-only once the grant is
+    bound in it); ``/`` read-only; its own PID namespace, and its own network namespace with no route."""
     mounts = [Mount("tmpfs", "/proc") if mount.operation == "proc" else mount for mount in _system_mounts(facts)]
     mounts += [Mount("ro-bind", path, path) for path in PROC_FILES]
+    mounts.append(Mount("tmpfs", facts.scratch))
     mounts += [Mount("ro-bind", path, path) for path in (*_outermost(facts.closure), *facts.reads, *grant.reads)]
     writable = tuple(dict.fromkeys(posixpath.normpath(path) for path in grant.writable))
-    mounts += [Mount("bind", path, path) for path in writable]
+    mounts += [Mount("ro-bind" if grant.form == "bwrap" else "bind", path, path) for path in writable]
     mounts += [Mount("tmpfs", path) for path in grant.masked]
-    mounts.append(Mount("remount-ro", "/"))
+    mounts += [Mount("remount-ro", facts.scratch), Mount("remount-ro", "/")]
+    folder = posixpath.join(facts.scratch, TOOL_PATH)
+    entry = posixpath.join(facts.scratch, TOOL_ENTRY) if grant.stands_for is None else posixpath.join(
+        folder, grant.stands_for)  # fmt: skip
+    path = None if grant.stands_for is None else f"{folder}:{grant.path}" if grant.path else folder
     return ToolLayer(
-        bwrap=facts.bwrap, entry=posixpath.join(facts.scratch, TOOL_ENTRY), mounts=tuple(mounts), writable=writable,
-        form=grant.form, harness=grant.harness, variable=grant.variable,
+        bwrap=facts.bwrap, entry=entry, mounts=tuple(mounts), writable=writable,
+        form=grant.form, harness=grant.harness, variable=grant.variable, program=grant.program, path=path,
     )  # fmt: skip
 
 
@@ -416,15 +437,58 @@ def _mount_words(mounts: Sequence[Mount]) -> list[str]:
 def render_tool_entry(layer: ToolLayer) -> bytes:
     """The entry program the harness starts each tool through: a ``/bin/sh`` script that replaces
     itself with the tools' layer's ``bwrap``, running the one command line it is handed with
-    :data:`SHELL` (``shell-line``) or the argv it is handed (``argv``); a command line that is exactly
-    one of ``layer.harness`` runs its program where the harness is instead."""
+    :data:`SHELL` (``shell-line``), the argv it is handed (``argv``), or the real program it stands in
+    for with the arguments it is handed (``program``); a command line that is exactly one of
+    ``layer.harness`` (``program``: handed as ``-c LINE``) runs its program where the harness is instead."""
     words = [layer.bwrap, *FIXED_FLAGS, *_mount_words(layer.mounts), "--"]
-    tail = f'{SHELL} -c "$1"' if layer.form == "shell-line" else '"$@"'
+    tails = {"shell-line": f'{SHELL} -c "$1"', "argv": '"$@"', "program": f'{_sh_quote(layer.program or "")} "$@"'}
+    handed = '[ "$#" = 1 ] && [ "$1" = {} ]' if layer.form != "program" else '[ "$#" = 2 ] && [ "$1" = -c ] && [ "$2" = {} ]'
     kept = "".join(
-        f'if [ "$#" = 1 ] && [ "$1" = {_sh_quote(line)} ]; then exec {_sh_quote(program)}; fi\n'
-        for line, program in layer.harness
+        f"if {handed.format(_sh_quote(line))}; then exec {_sh_quote(program)}; fi\n" for line, program in layer.harness
     )
+    if layer.form == "bwrap":
+        return _bwrap_entry(layer, words[:-1])
+    tail = tails[layer.form]
     return f"#!/bin/sh\n{kept}exec {' '.join(_sh_quote(word) for word in words)} {tail}\n".encode()
+
+
+BWRAP_ENTRY = """#!/bin/sh
+if [ "$#" = 1 ] && {{ [ "$1" = --help ] || [ "$1" = --version ]; }}; then exec {real} "$1"; fi
+quote() {{ printf "'%s' " "$1"; }}
+kept=
+while [ "$#" -gt 0 ] && [ "$1" != -- ]; do
+  case "$1" in
+  --bind|--ro-bind|--ro-bind-try)
+    [ "$#" -ge 3 ] || break
+    if [ "$2" = "$3" ] && [ "${{3#*\\'}}" = "$3" ] && [ "${{3#*/..}}" = "$3" ]; then
+      case "$1:$3" in
+      {granted}) kept="$kept$(quote "$1")$(quote "$2")$(quote "$3")";;
+      esac
+    fi
+    shift 3;;
+  *) shift;;
+  esac
+done
+if [ "$1" != -- ]; then echo "metaharness: the tools' layer runs only a command after --" >&2; exit 125; fi
+shift
+eval "set -- $kept-- \\"\\$@\\""
+exec {layer} "$@"
+"""
+"""The tools' layer's entry standing in for ``bwrap`` (docs/confinement.md#two-layers): ``--help`` and
+``--version`` alone are the real program's; anything else runs the command after ``--`` in the tools'
+layer, keeping of the vendor's own mounts only a writable bind of a granted directory (read-only in the
+layer until the vendor binds it) and a read-only bind inside one (a path with a single quote is left
+out, and one naming ``..``), so its sandbox's grant holds and nothing is granted past the layer's."""
+
+
+def _bwrap_entry(layer: ToolLayer, words: Sequence[str]) -> bytes:
+    granted = "|".join(
+        [*(f"--bind:{_sh_quote(path)}" for path in layer.writable),
+         *(f"--ro-bind:{_sh_quote(path)}/*|--ro-bind-try:{_sh_quote(path)}/*" for path in layer.writable)]
+    )  # fmt: skip
+    return BWRAP_ENTRY.format(
+        real=_sh_quote(layer.program or layer.bwrap), granted=granted or "''", layer=" ".join(map(_sh_quote, words))
+    ).encode()
 
 
 def _sh_quote(word: str) -> str:
@@ -432,8 +496,11 @@ def _sh_quote(word: str) -> str:
 
 
 def render_bwrap(confinement: Confinement, info_fd: int | None = None) -> tuple[str, ...]:
-    """The ``bwrap`` argv of a planned view; ``info_fd`` is where bwrap writes the sandbox's pid."""
+    """The ``bwrap`` argv of a planned view; ``info_fd`` is where bwrap writes the sandbox's pid. A tools'
+    layer found on the harness's PATH sets that PATH (:data:`TOOL_PATH` first) for the harness."""
     argv: list[str] = [confinement.bwrap, *FIXED_FLAGS, *confinement.identity, *NO_COERCION]
+    if confinement.tools is not None and confinement.tools.path is not None:
+        argv += ["--setenv", "PATH", confinement.tools.path]
     if info_fd is not None:
         argv += ["--info-fd", str(info_fd)]
     argv += _mount_words(confinement.mounts)
@@ -445,6 +512,8 @@ def _mount_lines(mounts: Sequence[Mount], indent: str) -> list[str]:
     for mount in mounts:
         if mount.operation == "symlink":
             lines.append(f"{indent}symlink {mount.destination} -> {mount.source}")
+        elif mount.source == "/dev/null":
+            lines.append(f"{indent}covered {mount.destination}")
         elif mount.operation in ("ro-bind", "bind"):
             lines.append(f"{indent}{'ro' if mount.operation == 'ro-bind' else 'rw'} {mount.destination}")
         else:
@@ -488,11 +557,26 @@ def _h14(kind: Kind, confinement: Confinement) -> RowHow | RowWhy:
         return RowWhy(row="H14", why=entry.how)
     if layer is None:
         return RowWhy(row="H14", why="no tools' layer was planned")
+    led = "" if layer.path is None else f" ({posixpath.dirname(layer.entry)} first on its PATH)"
     return RowHow(
         row="H14",
-        how=f"{entry.how}: own PID, mount and network namespace (no route), writable {', '.join(layer.writable)}, "
+        how=f"{entry.how}{led}: own PID, mount and network namespace (no route), writable {', '.join(layer.writable)}, "
         "nothing else of the scratch root",
     )
+
+
+def tools_entered(layer: ToolLayer, environ: bytes, uncovered: Sequence[str] = ()) -> Literal["ok", "gap"]:
+    """Row H14's effect check over the harness's environment as read from outside the view (NUL-separated):
+    ``ok`` when it names the entry as the vendor starts its tools through it: ``variable=<entry>``, or, for
+    an entry found on PATH, exactly the PATH the view set (the entry's read-only folder first), and no
+    covered fallback (:func:`covered_files`) was found ``uncovered`` in the harness's view; else ``gap``."""
+    expected = f"PATH={layer.path}" if layer.path is not None else f"{layer.variable}={layer.entry}"
+    return "ok" if expected.encode() in environ.split(b"\0") and not uncovered else "gap"
+
+
+def covered_files(confinement: Confinement) -> tuple[str, ...]:
+    """The files the view covers with an empty device (``ConfinementFacts.covered``)."""
+    return tuple(mount.destination for mount in confinement.mounts if mount.source == "/dev/null")
 
 
 def _reworded(entries: tuple[RowHow, ...], extra: Mapping[str, str]) -> tuple[RowHow, ...]:

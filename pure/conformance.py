@@ -1,9 +1,11 @@
 """A conformance vector's outcome and the lines ``conformance <KIND>`` prints (docs/adapters/common.md#conformance),
-shared by the claude and codex vectors (docs/adapters/common.md#conformance)."""
+and the checks every vendor kind's vectors share: a kind gives its data and its own parts as a
+:class:`VendorVectors` (``pure/<kind>/vectors.py``), the checks here judge them the one way."""
 
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol
+from collections.abc import Callable
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 import msgspec
 
@@ -30,6 +32,20 @@ BRIEF = ContextFileRead(
     b"# Brief\n\nShip the parser.\n",
     "74608a6e8df25f2add98a17f8dbb04af6f4f81a7d12de2cb9d68aed2a29d1793",
 )
+
+
+HOOK_VECTORS: tuple[tuple[str, str, str], ...] = (
+    ("c3-hook-deny", "hook/frame-deny.json", "hook/deny"),
+    ("c3-hook-allow", "hook/frame-allow.json", "hook/allow"),
+)
+"""C3, every vendor kind's: id, sealed frame, and stem (``<stem>.answer`` and ``<stem>.expected.jsonl``); the
+record is ``hook/record.jsonl`` and the captured hook request ``hook/request.json``."""
+HOOK_RECORD = "hook/record.jsonl"
+HOOK_REQUEST = "hook/request.json"
+BANNER = "golden/version.txt"
+"""C4's captured ``--version`` output, under the kind's ``vectors/<kind>/``."""
+
+Spec = TypeVar("Spec")
 
 
 class Outcome(msgspec.Struct, frozen=True):
@@ -88,6 +104,50 @@ def fixture_outcome(vector: str, got: Any, fixture: bytes) -> Outcome:
         return Outcome("C1", vector, "FAIL", got)
     keys = [key for key in sorted(set(expected) | set(got)) if expected.get(key) != got.get(key)]
     return Outcome("C1", vector, "FAIL", f"{', '.join(keys)} differ from the fixture")
+
+
+class VendorVectors(msgspec.Struct, Generic[Spec], frozen=True, kw_only=True):
+    """A vendor kind's vectors: its name and pins, C1's launches (id, fixture file, run spec) and how it plans
+    one into a fixture (or the refusal line that stopped it), C2's records (id, stem) and how it replays one,
+    and C4's banner: how its version is read from the banner's words and the shape the banner names."""
+
+    kind: str
+    pins: tuple[str, ...]
+    launches: tuple[tuple[str, str, Spec], ...]
+    planned_fixture: Callable[[Spec], dict[str, Any] | str]
+    records: tuple[tuple[str, str], ...]
+    replayed: Callable[[str, bytes], bytes]
+    banner_version: Callable[[list[str]], str | None]
+    banner_shape: str
+    banner_name: str
+
+
+def check_launch(vectors: VendorVectors[Spec], vector: str, spec: Spec, fixture: bytes) -> Outcome:
+    """C1: the planned launch equals the fixture, compared as parsed JSON."""
+    return fixture_outcome(vector, vectors.planned_fixture(spec), fixture)
+
+
+def check_replay(vectors: VendorVectors[Spec], vector: str, stem: str, record: bytes, expected: bytes) -> Outcome:
+    """C2: the stream replayed with run ``golden``, decisions ``observe``, the record's own path, equals the
+    expected file byte for byte."""
+    return first_difference("C2", vector, expected, vectors.replayed(stem, record))
+
+
+def check_banner(vectors: VendorVectors[Spec], banner: bytes) -> Outcome:
+    """C4: a banner of the kind's shape whose version is on the pin passes, another version warns, another
+    shape fails."""
+    version = vectors.banner_version(banner.decode("utf-8", "replace").split())
+    if version is None or not version[:1].isdigit():
+        return Outcome("C4", "c4-version-banner", "FAIL", f"the banner {banner[:80]!r} is not {vectors.banner_shape}")
+    if version in vectors.pins:
+        return Outcome("C4", "c4-version-banner", "pass")
+    detail = f"{vectors.banner_name} {version} is outside the pin ({', '.join(vectors.pins)})"
+    return Outcome("C4", "c4-version-banner", "warn", detail)
+
+
+def contract_line(vectors: VendorVectors[Spec], outcomes: tuple[Outcome, ...]) -> bytes:
+    """The ``--contract`` line with ``provider`` ``<kind> <first pin>`` (docs/adapters/common.md#conformance)."""
+    return provider_contract_line(f"{vectors.kind} {vectors.pins[0]}", outcomes)
 
 
 def first_difference(tier: Tier, vector: str, expected: bytes, got: bytes) -> Outcome:

@@ -12,11 +12,15 @@ calls the hook channel delivers (docs/adapters/common.md#vendor-decisions), for 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Iterable, Iterator
+from typing import TypeVar
+
 import msgspec
 
-from metaharness.pure.events import TurnEnded, WarningRaised
+from metaharness.pure.events import SessionEnded, Stream, TurnEnded, WarningRaised, drained, replay_ending
 from metaharness.pure.hook_channel import HookCall
-from metaharness.pure.readings import Announced, Emitted, Finished, Reading
+from metaharness.pure.readings import Announced, Emitted, Finished, Reading, replay_written
+from metaharness.pure.run_stages import closing_reason
 
 
 class Present(msgspec.Struct, frozen=True):
@@ -122,3 +126,31 @@ def on_hook_call(correlator: Correlator, call: HookCall) -> tuple[Correlator, tu
 def on_stream_end(correlator: Correlator) -> tuple[Correlator, tuple[Output, ...]]:
     """At stream end every still-held call takes path (b) of docs/adapters/common.md#one-event-per-call."""
     return _drain(msgspec.structs.replace(correlator, held=_resolve(correlator.held, None, "gap")))
+
+
+State = TypeVar("State")
+
+
+def correlated_stream(
+    run: str, lines: Iterable[tuple[int, bytes]], state: State,
+    read: Callable[[State, bytes, int], tuple[State, tuple[Reading, ...]]],
+    stop: Callable[[SessionEnded | None], str | None], budget_stops: Collection[str],
+) -> Iterator[bytes]:  # fmt: skip
+    """A vendor record replayed (docs/events.md#replay): each numbered line (``\\r`` removed) read by ``read``
+    through the replay correlator, each event line yielded once the line that makes it is read, then the
+    ending, its reason from ``stop`` (the terminal record's stop word) and ``budget_stops``."""
+    stream = Stream(run)
+    correlator = Correlator(live=False)
+    out = bytearray()
+    ended: SessionEnded | None = None
+    for number, raw in lines:
+        state, readings = read(state, raw.removesuffix(b"\r"), number)
+        correlator, outputs = on_readings(correlator, readings)
+        stream, seen = replay_written(stream, outputs, out)
+        ended = ended or seen
+        yield from drained(out)
+    correlator, outputs = on_stream_end(correlator)
+    stream, seen = replay_written(stream, outputs, out)
+    ended = ended or seen
+    yield from drained(out)
+    yield replay_ending(stream, closing_reason(halted=False, killed=False, stop=stop(ended), budget_stops=budget_stops))

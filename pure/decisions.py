@@ -43,15 +43,28 @@ one), and the pending calls in a second map with the order they became pending.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
 from typing import Any, Literal, TypeAlias
 
 import msgspec
 from immutables import Map
 from msgspec import UNSET, Struct
+from returns.result import Failure
 
 from metaharness.pure.admission import admit_call, harness_pipe, harness_pipe_deny, harness_pipe_warning
+from metaharness.pure.budgets import VENDOR_BUDGET_MS
 from metaharness.pure.census import ZERO_CENSUS, count_decision
-from metaharness.pure.commands import ToolDecide, command_ok, frame_set_ok, too_late, unknown_call
+from metaharness.pure.commands import (
+    Halt,
+    Steering,
+    ToolDecide,
+    check_supported,
+    check_well_formed,
+    command_ok,
+    frame_set_ok,
+    too_late,
+    unknown_call,
+)
 from metaharness.pure.events import (
     Abstain,
     Allow,
@@ -67,7 +80,7 @@ from metaharness.pure.events import (
 from metaharness.pure.frames import Frame, Operation
 from metaharness.pure.jsonline import canonical, sha256_hex
 from metaharness.pure.modes import DecisionMode
-from metaharness.pure.run_stages import VENDOR_BUDGET_MS, deadline_reason, decision_deadline
+from metaharness.pure.run_stages import deadline_reason, decision_deadline
 
 AbandonCause: TypeAlias = Literal["the turn ended", "the stream ended", "the run was interrupted", "the run was halted"]
 """Why pending calls are abandoned (docs/decisions.md#correlation-and-abandonment), as the deny reason begins."""
@@ -393,3 +406,26 @@ def begin_turn(desk: Desk) -> Desk:
     if desk.staged_frame is None:
         return desk
     return msgspec.structs.replace(desk, frame=desk.staged_frame, staged_frame=None)
+
+
+Control: TypeAlias = Literal["interrupt", "halt"] | None
+"""What the shell does to the child after a steering command's effects: interrupt the turn, halt the run, or nothing."""
+
+
+def steer(
+    desk: Desk, command: Steering, latency_ms: int | None, adapter: str, honoured: Collection[str],
+    replacement: Callable[[ToolDecide], PresentedCall | None] = lambda command: None,
+) -> tuple[Desk, tuple[Effect, ...], Control]:  # fmt: skip
+    """Steps 2–4 of docs/events.md#commands for one framed command on a hook seam, and the control the shell applies
+    after the effects: a malformed or unhonoured command its refusal; ``tool.decide`` to the desk (``replacement``
+    reads a well-formed ``replace`` as its call would be presented); ``interrupt`` and ``halt`` abandon every pending call first (their denies
+    handed to the hooks before any signal), then ``command.result`` ok."""
+    formed = check_well_formed(command).bind(lambda ok: check_supported(ok.command, adapter, honoured))
+    if isinstance(formed, Failure):
+        return desk, (Emit(formed.failure()),), None
+    if isinstance(command, ToolDecide):
+        desk, effects = decide(desk, command, latency_ms, replacement(command))
+        return desk, effects, None
+    control: Control = "halt" if isinstance(command, Halt) else "interrupt"
+    desk, effects = abandon(desk, "the run was halted" if control == "halt" else "the run was interrupted")
+    return desk, (*effects, Emit(command_ok(command.id))), control

@@ -17,19 +17,10 @@ from typing import Any
 import msgspec
 
 from metaharness.pure.bounds import decode_bounded
+from metaharness.pure.budgets import BACKSTOP_MARGIN_S, DOORBELL_TIMEOUT_S, HOOK_TIMEOUT_S
 from metaharness.pure.events import WarningRaised
 from metaharness.pure.jsonline import compact
 from metaharness.pure.refusal import Refusal
-
-HOOK_TIMEOUT_S = 60
-"""The ``timeout`` both vendor adapters declare on their hook (docs/decisions.md#deadlines)."""
-
-BACKSTOP_MARGIN_S = 3
-"""The hook gives up this long before the vendor's timeout: 60 − 3 = 57 s (docs/adapters/common.md#vendor-decisions)."""
-
-DOORBELL_TIMEOUT_S = 2
-"""A metaharness that is gone costs a deny within this long, never a vendor-killed hook
-(docs/adapters/common.md#vendor-decisions)."""
 
 HOOK_PROGRAM = "hooks/pretooluse"
 CHANNEL_DIR = "hook-channel"
@@ -125,6 +116,14 @@ class HookCall(msgspec.Struct, frozen=True):
     input: Any
     correlated: bool
     cwd: str | None = None
+
+
+class HookAnswer(msgspec.Struct, frozen=True):
+    """Write ``body`` to the hook channel under ``key`` for ``call_id``."""
+
+    call_id: str
+    key: str
+    body: bytes
 
 
 UNREADABLE_REQUEST = (

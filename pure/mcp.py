@@ -1,6 +1,6 @@
 """``mcp-serve``'s MCP wire as pure steps (docs/hermetic.md#calling-a-catalogue-entry, #mcp-serve).
 
-``read_line`` takes one stdin line to what the server does with it: an ``Answer`` (one response
+``read_line`` takes one stdin line to what the server does with it: an ``ResponseLine`` (one response
 line), a ``Note`` for stderr (a line that is not JSON), ``Quiet`` (a notification), or ``Perform``
 (a call that passed every check and now needs the loop's tool, docs/loop.md#tools). ``performed_answer``
 turns what the tool did into the ``tools/call`` response. Nothing here reads or writes.
@@ -53,7 +53,7 @@ class Server(msgspec.Struct, frozen=True):
     version: str
 
 
-class Answer(msgspec.Struct, frozen=True):
+class ResponseLine(msgspec.Struct, frozen=True):
     """One response: a compact JSON object and ``\\n``, written to stdout and flushed."""
 
     line: bytes
@@ -78,24 +78,24 @@ class Perform(msgspec.Struct, frozen=True):
     arguments: dict[str, Any]
 
 
-Step = Answer | Note | Quiet | Perform
+Step = ResponseLine | Note | Quiet | Perform
 
 
-def _response(request_id: Any, result: Any) -> Answer:
-    return Answer(compact({"jsonrpc": "2.0", "id": request_id, "result": result}) + b"\n")
+def _response(request_id: Any, result: Any) -> ResponseLine:
+    return ResponseLine(compact({"jsonrpc": "2.0", "id": request_id, "result": result}) + b"\n")
 
 
-def error_answer(request_id: Any, code: int, message: str) -> Answer:
+def error_answer(request_id: Any, code: int, message: str) -> ResponseLine:
     """A JSON-RPC error response, ``{"code", "message"}`` (docs/hermetic.md#mcp-wire)."""
-    return Answer(compact({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}) + b"\n")
+    return ResponseLine(compact({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}) + b"\n")
 
 
-def tool_answer(request_id: Any, text: str, is_error: bool) -> Answer:
+def tool_answer(request_id: Any, text: str, is_error: bool) -> ResponseLine:
     """A ``tools/call`` result: one text item and ``isError`` (docs/hermetic.md#mcp-wire)."""
     return _response(request_id, {"content": [{"type": "text", "text": text}], "isError": is_error})
 
 
-def performed_answer(request_id: Any, outcome: bytes | str) -> Answer:
+def performed_answer(request_id: Any, outcome: bytes | str) -> ResponseLine:
     """What the performing entry did: its reply (bytes) as 2-space-indented JSON text with
     ``isError: false``, or its failure text with ``isError: true`` (docs/hermetic.md#calling-a-catalogue-entry)."""
     if isinstance(outcome, str):

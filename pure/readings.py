@@ -77,3 +77,12 @@ def replay_written(stream: Stream, outputs: Iterable[object], out: bytearray) ->
             stream, line = stamp(stream, payload, item.at)
             out.extend(line)
     return stream, ended
+
+
+def record_lines(record: bytes) -> tuple[bytes, ...]:
+    """The complete lines of a vendor record, terminators (``\\n``, ``\\r\\n``) removed; an unterminated last
+    line counts too."""
+    lines = record.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return tuple(line[:-1] if line.endswith(b"\r") else line for line in lines)

@@ -11,17 +11,11 @@ from collections.abc import Collection
 
 import msgspec
 
+from metaharness.pure.budgets import DECISION_MARGIN_MS, VENDOR_BUDGET_MS
 from metaharness.pure.events import Exited, Process, RouteTraffic, WarningRaised
 from metaharness.pure.refusal import Refusal
 
-VENDOR_BUDGET_MS = 30000
-"""The vendor's budget for one decision when its seam declares none (docs/decisions.md#deadlines)."""
-
 STDERR_TAIL_BYTES = 2048
-
-
-MAX_DECISION_DEADLINE_S = 595
-"""The longest ``--decision-deadline``: a hook budget of 600 s, Claude Code's own default for a command hook."""
 
 
 def decision_budget_ms(decision_deadline_s: float | None, default_ms: int) -> int:
@@ -30,13 +24,13 @@ def decision_budget_ms(decision_deadline_s: float | None, default_ms: int) -> in
     :func:`decision_deadline` of it is the deadline asked for and a hook declares it in whole seconds."""
     if decision_deadline_s is None:
         return default_ms
-    return (-int(-decision_deadline_s // 1) + 5) * 1000
+    return -int(-decision_deadline_s // 1) * 1000 + DECISION_MARGIN_MS
 
 
 def decision_deadline(vendor_budget_ms: int = VENDOR_BUDGET_MS) -> int:
     """metaharness's own deadline: the vendor budget − 5000 ms when it exceeds 5000, else half of it
     (docs/decisions.md#deadlines): 25000 ms by default."""
-    return vendor_budget_ms - 5000 if vendor_budget_ms > 5000 else vendor_budget_ms // 2
+    return vendor_budget_ms - DECISION_MARGIN_MS if vendor_budget_ms > DECISION_MARGIN_MS else vendor_budget_ms // 2
 
 
 def deadline_reason(deadline_ms: int, vendor_budget_ms: int) -> str:

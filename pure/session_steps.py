@@ -6,19 +6,15 @@ channel) stays the kind's own."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Generic, Literal, TypeAlias, TypeVar
+from typing import Generic, TypeVar
 
 import msgspec
 
 from metaharness.pure.commands import Steering
-from metaharness.pure.decisions import AbandonCause
+from metaharness.pure.decisions import AbandonCause, Control
 
 S = TypeVar("S")
 E = TypeVar("E")
-
-Control: TypeAlias = Literal["interrupt", "halt"] | None
-"""A steering command that stops the child, or ``None``."""
-
 
 class SessionSteps(msgspec.Struct, Generic[S, E], frozen=True):
     """A kind's pure session functions over its session ``S``, each giving the next session and the effects ``E``

@@ -11,8 +11,7 @@ from typing import Literal
 
 import msgspec
 
-GRACE_S = 5.0
-"""Seconds between a stop's signal and the SIGKILL that follows it, when the child is still there."""
+from metaharness.pure.budgets import GRACE_S
 
 StopSignal = Literal["SIGINT", "SIGTERM", "SIGKILL"]
 StopTarget = Literal["child", "group"]

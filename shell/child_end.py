@@ -21,10 +21,6 @@ from metaharness.shell.run_signals import spawned_group
 if TYPE_CHECKING:
     from metaharness.shell.wind_up import RunAudit
 
-PIPE_DRAIN_S = 2.0
-"""How long the child's pipes are still read after it exited, its group killed, before they count
-as ended."""
-
 
 _PR_SET_CHILD_SUBREAPER = 36
 _adopting = False

@@ -18,13 +18,13 @@ import click
 from click.core import ParameterSource
 from returns.result import Failure
 
+from metaharness.pure.budgets import MAX_DECISION_DEADLINE_S
 from metaharness.pure.duration import parse_duration
 from metaharness.pure.environment import Credentials
 from metaharness.pure.kind import KINDS, Kind
 from metaharness.pure.modes import HERMETIC_MODES
 from metaharness.pure.options import WRITE_SCOPES, RunOptions, check_run_options, split_command_words
 from metaharness.pure.refusal import Refusal
-from metaharness.pure.run_stages import MAX_DECISION_DEADLINE_S
 from metaharness.shell.refusals import refuse
 from metaharness.shell.run_signals import release_signals
 

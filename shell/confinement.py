@@ -10,6 +10,7 @@ decisions are ``metaharness.pure.confinement``'s.
 from __future__ import annotations
 
 import functools
+import glob
 import json
 import os
 import shutil
@@ -29,18 +30,21 @@ import metaharness.shell
 import metaharness.vectors
 from metaharness.pure.adapters import adapter_of
 from metaharness.pure.bounds import CREDENTIAL_FILE_LIMIT
+from metaharness.pure.budgets import NAMESPACE_SAMPLE_S, NAMESPACE_WAIT_S, TRIAL_S
 from metaharness.pure.confinement import (
     RESOLVER,
     RESOLVER_TEXT,
     SUBSTRATE_PATH,
     SYSTEM_ROOTS,
     TOOL_ENTRY,
+    TOOL_PATH,
     Confinement,
     ConfinementFacts,
     ModelRoute,
     SystemEntry,
     ToolGrant,
     check_confine_reads,
+    covered_files,
     hidden_trees,
     install_root,
     model_route,
@@ -49,19 +53,17 @@ from metaharness.pure.confinement import (
     render_bwrap,
     render_tool_entry,
     shebang_interpreter,
+    tools_entered,
     view_lines,
 )
 from metaharness.pure.environment import operator_login_file, path_directories, path_floor
 from metaharness.pure.hermetic import Verdict, VerdictFacts
+from metaharness.pure.hook_channel import shell_quote
 from metaharness.pure.kind import KINDS, Kind
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.bounded_reads import read_regular
 
-TRIAL_S = 5
-NAMESPACE_WAIT_S = 60
-SAMPLE_S = 0.01
-"""How often the tools' effect check looks for the harness below the view's init."""
 SIGNAL_SHIELD = ("/bin/sh", "-c", 'trap "" INT TERM HUP; exec "$0" "$@"')
 """bwrap's own process ignores the run loop's group signals (it would die and take the view with it);
 the view's init receives them and forwards them to the harness."""
@@ -278,6 +280,19 @@ def _children(pid: int) -> list[int]:
     return children
 
 
+def _uncovered(harness: int, covered: Sequence[str]) -> tuple[str, ...]:
+    """The covered files that are no character device in the harness's view, looked up from outside through
+    ``/proc/<harness>/root`` (the path lies in the view's read-only closure, which nothing in it can change)."""
+    found = []
+    for path in covered:
+        try:
+            if not stat.S_ISCHR(os.lstat(f"/proc/{harness}/root{path}").st_mode):
+                found.append(path)
+        except OSError:
+            found.append(path)
+    return tuple(found)
+
+
 def _harness(sandbox: int) -> int | None:
     """The harness's pid: the first child of the view's init, below bwrap's own pid 1 (``None`` when the
     view ended first)."""
@@ -286,7 +301,7 @@ def _harness(sandbox: int) -> int | None:
         harness = next((child for init in _children(sandbox) for child in _children(init)), None)
         if harness is not None:
             return harness
-        time.sleep(SAMPLE_S)
+        time.sleep(NAMESPACE_SAMPLE_S)
     return None
 
 
@@ -350,21 +365,25 @@ class ConfinedSpawn:
 
     def _check_tools(self, sandbox: int) -> None:
         """Row H14's effect check: the harness's environment, read from outside, names the tools'
-        layer's entry as the variable the vendor starts every tool through."""
+        layer's entry as the vendor starts every tool through it (``tools_entered``)."""
         layer = self.confinement.tools
-        if layer is None or layer.variable is None:
+        if layer is None or (layer.variable is None and layer.path is None):
             return
         harness = _harness(sandbox)
-        if harness is None:
-            return
-        try:
-            with open(f"/proc/{harness}/environ", "rb") as environ:
-                held = environ.read()
-        except OSError:
-            return
-        if not held:  # a harness that already ended reads as an empty environment: not read, so unk
-            return
-        self._tools = "ok" if f"{layer.variable}={layer.entry}".encode() in held.split(b"\0") else "gap"
+        deadline = time.monotonic() + NAMESPACE_WAIT_S
+        while harness is not None and time.monotonic() < deadline:
+            try:
+                with open(f"/proc/{harness}/environ", "rb") as environ:
+                    held = environ.read()
+                if held:
+                    self._tools = tools_entered(layer, held, _uncovered(harness, covered_files(self.confinement)))
+                    return
+                with open(f"/proc/{harness}/stat", "rb") as status:
+                    if status.read().rsplit(b")", 1)[-1].split()[:1] in ([b"Z"], [b"X"], []):
+                        return  # a harness that already ended reads as an empty environment: not read, so unk
+            except OSError:
+                return
+            time.sleep(NAMESPACE_SAMPLE_S)  # read between its spawn and its exec: sampled again
 
     @staticmethod
     def signal(pid: int, number: int) -> None:
@@ -417,16 +436,10 @@ def confine(
     view's resolver and, for a kind whose tools enter through a program, the tools' layer's entry
     (``tool_reads`` bound in that layer too; ``harness_lines`` the hook's command lines that stay in the
     harness's layer) are written into the fresh scratch root, which nothing else has touched yet."""
-    grant: ToolGrant | None = None
+    grant = _tool_grant(prepared, scratch, cwd, child_path, tool_reads, harness_lines)
     entry: tuple[str, ...] = ()
-    tools = adapter_of(prepared.kind).confinement.tools
-    if tools.mechanism == "entry":
-        grant = ToolGrant(
-            writable=tuple(path for path in (cwd, os.path.join(scratch, "tmp")) if os.path.isdir(path)),
-            reads=tuple(tool_reads), harness=tuple(harness_lines), variable=tools.variable, form=tools.form,
-            masked=tuple(os.path.join(scratch, "tmp", name) for name in tools.masked),
-        )  # fmt: skip
-        entry = (os.path.join(scratch, TOOL_ENTRY),)
+    if grant is not None:
+        entry = (os.path.join(scratch, TOOL_ENTRY if grant.stands_for is None else TOOL_PATH),)
     facts = ConfinementFacts(
         bwrap=prepared.bwrap,
         bwrap_version=prepared.bwrap_version,
@@ -446,14 +459,65 @@ def confine(
         sockets=tuple(path for path in sockets if os.path.exists(path)),
         resolver=_view_resolver(scratch),
         tools=grant,
+        covered=_covered(prepared.kind, program) if grant is not None else (),
     )
     planned = plan_confinement(facts)
     if isinstance(planned, Success) and planned.unwrap().tools is not None:
         layer = planned.unwrap().tools
         assert layer is not None
-        os.mkdir(os.path.dirname(layer.entry), 0o700)
-        _write_new(layer.entry, render_tool_entry(layer), 0o500)
+        _write_entry(scratch, layer.entry, render_tool_entry(layer))
     return planned.map(ConfinedSpawn)
+
+
+def _tool_grant(
+    prepared: Prepared, scratch: str, cwd: str, child_path: str, reads: Sequence[str], lines: Sequence[tuple[str, str]]
+) -> ToolGrant | None:
+    """What the kind's tools' layer holds: the child's directory and TMPDIR writable, the declared reads
+    and the kind's own read-only folders, its masked sockets; for an entry found on PATH, what it stands
+    for, the real program (the substrate's ``bwrap`` unless the kind names one) and the hook lines kept
+    where the harness is (``<program> -c '<hook>'``). ``None`` when the kind's tools enter no layer."""
+    tools = adapter_of(prepared.kind).confinement.tools
+    if tools.mechanism == "unavailable":
+        return None
+    kept = tuple((shell_quote(os.path.join(scratch, path)), os.path.join(scratch, path)) for path in tools.kept)
+    return ToolGrant(
+        writable=tuple(path for path in (cwd, os.path.join(scratch, "tmp")) if os.path.isdir(path)),
+        reads=(*reads, *(os.path.join(scratch, path) for path in tools.reads)), harness=(*lines, *kept),
+        variable=tools.variable, form=tools.form, masked=tuple(os.path.join(scratch, "tmp", name) for name in tools.masked),
+        stands_for=tools.program if tools.mechanism == "path" else None,
+        program=tools.runs or prepared.bwrap if tools.mechanism == "path" else None,
+        path=child_path if tools.mechanism == "path" else None,
+    )  # fmt: skip
+
+
+def _covered(kind: Kind, program: str) -> tuple[str, ...]:
+    """The files the kind's ``covered`` globs name below the program's ``node_modules`` (its real path's),
+    regular files only."""
+    roots = {root for root in install_root(os.path.realpath(program), {}) if os.path.basename(root) == "node_modules"}
+    found = (path for root in sorted(roots) for pattern in adapter_of(kind).confinement.tools.covered
+             for path in sorted(glob.glob(os.path.join(glob.escape(root), pattern))))  # fmt: skip
+    return tuple(path for path in found if stat.S_ISREG(os.lstat(path).st_mode))
+
+
+def _write_entry(scratch: str, entry: str, data: bytes) -> None:
+    """The tools' layer's entry in the fresh scratch root (its folders 0700, the file 0500), created and
+    never followed. A second view of the same run (codex's catalogue server) finds the one the first
+    wrote: no view is started yet and none binds the scratch root itself, so it is reused only when it is
+    a regular file holding exactly these bytes."""
+    folders = [os.path.dirname(entry)]
+    while os.path.dirname(folders[-1]) != scratch:
+        folders.append(os.path.dirname(folders[-1]))
+    try:
+        for folder in reversed(folders):
+            os.mkdir(folder, 0o700)
+        _write_new(entry, data, 0o500)
+    except FileExistsError:
+        fd = os.open(entry, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode) or os.read(fd, len(data) + 1) != data:
+                raise
+        finally:
+            os.close(fd)
 
 
 def _write_new(path: str, data: bytes, mode: int) -> None:
@@ -491,14 +555,18 @@ def doctor_lines(kind: Kind, program: str, caller_env: dict[str, str]) -> tuple[
     scratch = "<scratch>"
     writable = [f"{scratch}/work", *(f"{scratch}/{name}" for name in adapter_of(kind).confinement.writable)]
     tools = adapter_of(kind).confinement.tools
-    grant = None if tools.mechanism != "entry" else ToolGrant(
-        writable=(f"{scratch}/work", f"{scratch}/tmp"), variable=tools.variable, form=tools.form
+    grant = None if tools.mechanism == "unavailable" else ToolGrant(
+        writable=(f"{scratch}/work", f"{scratch}/tmp"), variable=tools.variable, form=tools.form,
+        stands_for=tools.program if tools.mechanism == "path" else None,
+        program=tools.runs or bwrap if tools.mechanism == "path" else None,
+        path=path_floor(caller_env) if tools.mechanism == "path" else None,
     )  # fmt: skip
     facts = ConfinementFacts(
         bwrap=bwrap, bwrap_version=version, system=system_entries(), home=home,
         hidden=hidden_trees(custody_files(caller_env)), closure=closure(program, path_floor(caller_env)),
         writable=tuple(writable), init=confine_init(), scratch=scratch, cwd=f"{scratch}/work",
         command=(program,), route=ModelRoute("<the model endpoint>", ()), caller_uid=os.getuid(), tools=grant,
+        covered=_covered(kind, program) if grant is not None else (),
     )  # fmt: skip
     planned = plan_confinement(facts)
     if isinstance(planned, Failure):

@@ -13,11 +13,9 @@ from __future__ import annotations
 import sys
 import time
 
+from metaharness.pure.budgets import SCRIPTED_SETTLE_S
 from metaharness.pure.kind import kind_named
 from metaharness.shell.adapters import live_adapter_of
-
-SETTLE_S = 0.1
-"""A pause after the announcing line, so the run reads it (codex: its 25 ms poll) before the hook rings."""
 
 
 def main(argv: list[str]) -> int:
@@ -39,7 +37,7 @@ def main(argv: list[str]) -> int:
             sink.flush()
             if not asked and child.announces_call(line):
                 asked = True
-                time.sleep(SETTLE_S)
+                time.sleep(SCRIPTED_SETTLE_S)
                 said = child.ask(hook, question)
                 with open(answer_out, "wb") as answer:
                     answer.write(said)

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 import click
 from returns.result import Failure
 
+from metaharness.pure.budgets import EMULATOR_POLL_S
 from metaharness.pure.emulator.answer import MAX_BODY, answer_request
 from metaharness.pure.emulator.listen import (
     Listen,
@@ -150,7 +151,7 @@ def main(scenario: str, record_path: str | None, record_bodies: bool, host: str,
     signal.signal(signal.SIGINT, stop)
     sys.stdout.buffer.write(announcement(listen, server.server_address[1]))
     sys.stdout.flush()
-    server.serve_forever(poll_interval=0.05)
+    server.serve_forever(poll_interval=EMULATOR_POLL_S)
     server.server_close()
     if record is not None:
         record.close()

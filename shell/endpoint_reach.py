@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import socket
 
+from metaharness.pure.budgets import ENDPOINT_CONNECT_S
 from metaharness.pure.endpoint import endpoint_address, endpoint_unreachable
 from metaharness.pure.refusal import Refusal
-
-CONNECT_TIMEOUT_S = 5.0
-"""How long the connect may take before the endpoint counts as unreachable."""
 
 
 def endpoint_refusal(endpoint: str | None) -> Refusal | None:
@@ -19,7 +17,7 @@ def endpoint_refusal(endpoint: str | None) -> Refusal | None:
     if endpoint is None or address is None:
         return None
     try:
-        with socket.create_connection(address, timeout=CONNECT_TIMEOUT_S):
+        with socket.create_connection(address, timeout=ENDPOINT_CONNECT_S):
             return None
     except OSError as error:
         return endpoint_unreachable(endpoint, address, error.strerror or str(error) or type(error).__name__)

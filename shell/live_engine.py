@@ -29,9 +29,9 @@ from types import FrameType
 from typing import IO, TYPE_CHECKING, Any, Generic, TypeVar
 
 from metaharness.pure.bounds import COMMAND_LINE_LIMIT
+from metaharness.pure.budgets import GRACE_S
 from metaharness.pure.events import Process
 from metaharness.pure.session_steps import SessionSteps
-from metaharness.pure.stop import GRACE_S
 from metaharness.shell.bounded_reads import LineCutter
 from metaharness.shell.child_end import end_descendants
 from metaharness.shell.child_process import STDERR_KEPT, ChildStop, kill_group, wait_status

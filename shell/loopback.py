@@ -35,6 +35,7 @@ import msgspec
 from returns.result import Failure
 
 from metaharness.pure.bounds import CREDENTIAL_FILE_LIMIT
+from metaharness.pure.budgets import CHILD_READ_S, ROUTE_SETTLE_S, UPSTREAM_CONNECT_S, UPSTREAM_IDLE_S
 from metaharness.pure.environment import loopback_custody_token
 from metaharness.pure.events import Event, RouteTraffic, WarningRaised
 from metaharness.pure.jsonline import compact
@@ -82,11 +83,6 @@ from metaharness.shell.unix_address import unix_address
 if TYPE_CHECKING:
     import httpx
 
-CHILD_READ_S = 60
-"""Seconds a child has to send one whole request (head and body) after connecting."""
-UPSTREAM_CONNECT_S = 30
-UPSTREAM_IDLE_S = 300
-
 
 def read_custody(kind: LoopbackKind, path: str) -> str | None:
     """The real token in ``path``, read under an exclusive ``flock`` on ``<path>.mh-lock``; ``None``
@@ -103,8 +99,6 @@ def read_custody(kind: LoopbackKind, path: str) -> str | None:
 
 WITNESS_KEEP = 16 * 1024 * 1024
 """The most response bytes the witness keeps for one exchange; past that the exchange is unreadable."""
-ROUTE_SETTLE_S = 2.0
-"""How long the route's count waits for a request still being relayed when it is read."""
 
 
 class RouteRequest(NamedTuple):

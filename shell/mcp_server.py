@@ -12,9 +12,9 @@ from metaharness.pure.loop.catalogue import RESULT_CAP, Publication
 from metaharness.pure.loop.gates import GateRefusal, admit_call
 from metaharness.pure.mcp import (
     INTERNAL_ERROR,
-    Answer,
     Note,
     Perform,
+    ResponseLine,
     Server,
     error_answer,
     performed_answer,
@@ -53,7 +53,7 @@ def perform_entry(workspace: Workspace, publication: Publication, name: str, arg
 def serve_stdio(
     server: Server, workspace: Workspace, publication: Publication, stdin: BinaryIO, stdout: BinaryIO, stderr: TextIO
 ) -> int:
-    """Answer every request line until end of file on ``stdin``, then exit 0."""
+    """ResponseLine every request line until end of file on ``stdin``, then exit 0."""
     for line in bounded_lines(stdin, COMMAND_LINE_LIMIT):
         try:
             step = read_line(server, line)
@@ -62,7 +62,7 @@ def serve_stdio(
                 step = performed_answer(step.request_id, outcome)
         except Exception as error:  # noqa: BLE001 - docs/hermetic.md#mcp-wire: a server fault is -32603, never a crash
             step = error_answer(request_id_of(line), INTERNAL_ERROR, f"server fault: {type(error).__name__}: {error}")
-        if isinstance(step, Answer):
+        if isinstance(step, ResponseLine):
             stdout.write(step.line)
             stdout.flush()
         elif isinstance(step, Note):

@@ -20,6 +20,7 @@ from returns.result import Failure
 from rich.console import Console, RenderableType
 from rich.live import Live
 
+from metaharness.pure.budgets import VIEW_REFRESHES_PER_S
 from metaharness.pure.events import (
     EventLine,
     SessionEnded,
@@ -52,8 +53,6 @@ from metaharness.pure.run_view import (
 )
 from metaharness.shell import view_screen
 from metaharness.shell.refusals import refuse
-
-REFRESHES_PER_SECOND = 4
 
 
 def read_lines(lines: Iterator[bytes]) -> Iterator[EventLine | Malformed]:
@@ -91,7 +90,7 @@ class TerminalScreen:
         self.console = console
         self.state = ViewState()
         self.live = Live(
-            get_renderable=self._in_flight, console=console, refresh_per_second=REFRESHES_PER_SECOND,
+            get_renderable=self._in_flight, console=console, refresh_per_second=VIEW_REFRESHES_PER_S,
             transient=True, redirect_stdout=False, redirect_stderr=False,
         )  # fmt: skip
         self.live.start()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from helpers.frames import frame_skeleton
 from vendor_cli import PINS, pinned_cli
 
 from metaharness.pure.events import read_event
@@ -17,18 +18,7 @@ CODEX = pinned_cli("codex")
 
 
 def sealed_frame(tmp_path: Path, operations: list[str], subjects: list[dict] | None = None) -> str:
-    raw = {
-        "format": "metaharness.frame/1",
-        "workflow": {"id": "development/default", "version": "1"},
-        "node": {"id": "implement"},
-        "step": {"workflow": "development/default", "state": "implement", "index": 0, "attempt": 1},
-        "prior": [],
-        "obligations": [],
-        "reaching": [],
-        "next": [],
-        "handoff": {"handoff": "none"},
-        "operations": [{"op": op} for op in operations],
-    }
+    raw = frame_skeleton("development/default", "implement", "implement", operations=[{"op": op} for op in operations])
     if subjects is not None:
         raw["subjects"] = subjects
     path = tmp_path / "step.frame.json"

@@ -1,15 +1,14 @@
 """Fixtures shared by the test modules; plain helpers live in their own modules beside this one
-(``codex_process``, ``emulator_process``, ``loop_process``, ``governed_b10x``, ``project_verb``, ``shared_tree``)."""
+(``codex_process``, ``loop_process``, ``governed_b10x``, ``project_verb``, ``shared_tree``) and under ``helpers/``
+(``helpers.emulator``, ``helpers.frames``)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers.emulator import DEFAULT_SCENARIO, Emulator, started_emulator
 from vendor_cli import home_linking_the_clis
 
 
@@ -32,17 +31,9 @@ def own_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-def emulator(request: pytest.FixtureRequest) -> Iterator[str]:
-    """``b10x-emulator`` serving the scenario the test names (indirect parameter), recording to
-    ``tmp_path/emulator.jsonl``; yields the gateway root (the base URL without ``/v1``)."""
-    scenario = request.param
-    program = Path(sys.executable).with_name("b10x-emulator")
-    record = request.getfixturevalue("tmp_path") / "emulator.jsonl"
-    process = subprocess.Popen(
-        [str(program), "--scenario", scenario, "--record", str(record)], stdout=subprocess.PIPE, text=True
-    )
-    announcement = json.loads(process.stdout.readline())
-    root = announcement["base_url"].removesuffix("/v1")
-    yield root
-    process.terminate()
-    process.wait(timeout=60)
+def emulator(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Emulator]:
+    """``b10x-emulator`` serving the scenario the test names (an indirect parameter: the scenario, or the
+    scenario and its options; ``flat-write`` when none is named), recording to ``tmp_path/emulator.jsonl``."""
+    scenario, *options = getattr(request, "param", DEFAULT_SCENARIO).split()
+    with started_emulator(scenario, tmp_path / "emulator.jsonl", *options) as running:
+        yield running

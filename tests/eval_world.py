@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
-from emulator_process import running_emulator
+from helpers.emulator import running_emulator
 from vendor_cli import pinned_cli
 
 from metaharness.pure.frames import frame_document, seal_frame

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -16,21 +15,6 @@ VENV_BIN = Path(sys.executable).parent
 LOOP = VENV_BIN / "b10x-harness"
 EMULATOR = VENV_BIN / "b10x-emulator"
 METAHARNESS = VENV_BIN / "metaharness"
-
-
-class Emulator:
-    """``b10x-emulator --scenario scenario``, started and its base URL read; ``stop`` ends it."""
-
-    def __init__(self, scenario: str) -> None:
-        self.process = subprocess.Popen(
-            [str(EMULATOR), "--scenario", scenario], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-        )
-        assert self.process.stdout is not None
-        self.base_url = json.loads(self.process.stdout.readline())["base_url"]
-
-    def stop(self) -> None:
-        self.process.send_signal(signal.SIGTERM)
-        self.process.wait(timeout=60)
 
 
 def run(home: Path, args: list[str], stdin: bytes = b"", cwd: Path | None = None, timeout: float = 90) -> subprocess.CompletedProcess[bytes]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from helpers.frames import frame_skeleton
+
 from metaharness.pure.admission import Admission, admit_call, resolve_operations, uncovered_tool_warning
 from metaharness.pure.events import Allow, Deny, WarningRaised
 from metaharness.pure.frames import Frame, Operation, seal_frame
@@ -29,18 +31,7 @@ WRITES = [{"op": "file.write"}, {"op": "file.edit"}]
 
 
 def frame(operations: list[dict[str, Any]], subjects: list[dict[str, Any]] | None = None) -> Frame:
-    document: dict[str, Any] = {
-        "format": "metaharness.frame/1",
-        "workflow": {"id": "development/default", "version": "1"},
-        "node": {"id": "implement"},
-        "step": {"workflow": "development/default", "state": "implement", "index": 3, "attempt": 1},
-        "prior": [],
-        "obligations": [],
-        "reaching": [],
-        "next": [],
-        "handoff": {"handoff": "none"},
-        "operations": operations,
-    }
+    document: dict[str, Any] = frame_skeleton("development/default", "implement", "implement", 3, operations=operations)
     if subjects is not None:
         document["subjects"] = subjects
     return seal_frame(document).unwrap()

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import msgspec
 import pytest
+from helpers.frames import frame_skeleton
 
 from metaharness.pure.b10x.replay import replay_b10x, replay_settings
 from metaharness.pure.b10x.seam import (
-    Answer,
-    Arm,
+    AnswerLine,
     abandon_pending,
     answer_line,
     cost_total,
@@ -22,26 +22,14 @@ from metaharness.pure.b10x.seam import (
     wind_up,
 )
 from metaharness.pure.commands import ToolDecide, read_command, unreadable_command
+from metaharness.pure.decisions import Arm
 from metaharness.pure.events import Abstain, Allow, Deny, Replace, UnknownProcess, read_event
 from metaharness.pure.frames import seal_frame
 
-SPEC_FRAME = {
-    "format": "metaharness.frame/1",
-    "workflow": {"id": "development/default", "version": "1"},
-    "node": {"id": "implement"},
-    "step": {"workflow": "development/default", "state": "implement", "index": 3, "attempt": 1},
-    "prior": [{"text": "the specification is approved", "source": "docs/specs/one.md"}],
-    "obligations": [{"text": "the suite is red before the implementation", "asked_by": "workflows/development/default.yaml"}],
-    "reaching": [],
-    "next": [{"id": "verify"}],
-    "handoff": {"handoff": "artifact", "name": "the implementation", "kind": "change"},
-    "operations": [{"op": "search"}, {"op": "file.read"}, {"op": "file.edit"}, {"op": "dir.list"}, {"op": "file.write"}],
-    "subjects": [
+SPEC_FRAME = frame_skeleton("development/default", "implement", "implement", 3, prior=[{"text": "the specification is approved", "source": "docs/specs/one.md"}], obligations=[{"text": "the suite is red before the implementation", "asked_by": "workflows/development/default.yaml"}], next=[{"id": "verify"}], handoff={"handoff": "artifact", "name": "the implementation", "kind": "change"}, operations=[{"op": "search"}, {"op": "file.read"}, {"op": "file.edit"}, {"op": "dir.list"}, {"op": "file.write"}], subjects=[
         {"subject": "file:src/**", "operations": [{"op": "file.read"}, {"op": "file.edit"}, {"op": "file.write"}, {"op": "dir.list"}, {"op": "search"}]},
         {"subject": "file:**", "operations": [{"op": "file.read"}, {"op": "dir.list"}, {"op": "search"}]},
-    ],
-    "entities": None,
-}
+    ], entities=None)
 
 STARTED = (
     b'{"kind":"started","model":"b10x-emulated","workspace":"/scratch/run/work","published_tools":["file_read","dir_list",'
@@ -213,12 +201,12 @@ def test_ask_presents_then_embedder_decides() -> None:
     state, effects = _ask_state()
     requested = events(b"".join(e for e in effects if isinstance(e, bytes)))[-1]
     assert (requested["decision_required"], requested["deadline_ms"]) == (True, 25000)
-    assert effects[-1] == Arm("call_b10x_001")
+    assert isinstance(effects[-1], Arm) and effects[-1].call_id == "call_b10x_001"
     _, unknown, _ = take_command(state, ToolDecide(id="u", call_id="x", decision=Allow()), None)
     assert events(unknown[0])[0]["outcome"]["refused"]["code"] == "UNKNOWN_CALL"
     state, effects, control = take_command(state, ToolDecide(id="c1", call_id="call_b10x_001", decision=Allow()), 12)
     assert control is None
-    assert effects[0] == Answer("call_b10x_001", b'{"call_id":"call_b10x_001","decision":"allow"}\n')
+    assert effects[0] == AnswerLine("call_b10x_001", b'{"call_id":"call_b10x_001","decision":"allow"}\n')
     decided, result = events(effects[1])[0], events(effects[2])[0]
     assert (decided["decided_by"], decided["latency_ms"], decided["seam"]) == ("embedder", 12, "control_request")
     assert result == {**result, "event": "command.result", "id": "c1"}
@@ -238,7 +226,7 @@ def test_a_reasonless_deny_is_answered_malformed_and_the_call_stays_open() -> No
     state, effects, _ = take_command(state, unreadable, None)
     (refused,) = events(b"".join(e for e in effects if isinstance(e, bytes)))
     assert (refused["id"], refused["outcome"]["refused"]["code"]) == ("d1", "MALFORMED")
-    assert not [e for e in effects if isinstance(e, Answer)] and state.desk.pending_call_ids() == ("call_b10x_001",)
+    assert not [e for e in effects if isinstance(e, AnswerLine)] and state.desk.pending_call_ids() == ("call_b10x_001",)
 
 
 def test_ask_deadline_denies() -> None:
@@ -268,7 +256,7 @@ def test_shorter_vendor_budget_through_the_library() -> None:
 def test_stream_end_abandons_a_pending_call() -> None:
     state, _ = _ask_state()
     state, effects = wind_up(state, process=UnknownProcess())
-    assert effects[0] == Answer(
+    assert effects[0] == AnswerLine(
         "call_b10x_001",
         b'{"call_id":"call_b10x_001","decision":"deny","reason":"the stream ended before this call was decided, so nothing ran"}\n',
     )
@@ -288,7 +276,7 @@ def test_interrupt_abandons_with_its_reason() -> None:
 def test_unexpected_question_is_denied_and_warned() -> None:
     state, _ = open_seam(replay_settings(decisions="frame", frame=frame(), transcript_path="r"))
     state, effects = read_line(state, 1, b'{"kind":"approval-required","call_id":"zz","name":"file_write"}')
-    assert effects[0] == Answer(
+    assert effects[0] == AnswerLine(
         "zz", b'{"call_id":"zz","decision":"deny","reason":"metaharness held no announcement of this call, so it cannot decide it; nothing ran"}\n'
     )
     got = events(b"".join(effects[1:]))
@@ -316,7 +304,7 @@ def test_mutated_request_is_denied_by_adapter() -> None:
     for number, line in enumerate(lines, start=1):
         state, effects = read_line(state, number, line)
         collected.extend(effects)
-    answers = [e.line for e in collected if isinstance(e, Answer)]
+    answers = [e.line for e in collected if isinstance(e, AnswerLine)]
     assert answers[0] == b'{"call_id":"c","decision":"allow"}\n'
     assert answers[1] == b'{"call_id":"c","decision":"deny","reason":"this call id was already presented with a different input"}\n'
     got = events(b"".join(e for e in collected if isinstance(e, bytes)))

@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from emulator_process import running_emulator
+from helpers.emulator import running_emulator
 from vendor_cli import pinned_cli
 
 from metaharness.pure.claude.launch import CANARY_LOADED

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from emulator_process import running_emulator
+from helpers.emulator import running_emulator
 from vendor_cli import PINS, pinned_cli
 
 from metaharness.pure.claude.control import CALLBACK_ID, INITIALIZE_ID, user_message_line

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from emulator_process import running_emulator
+from helpers.emulator import running_emulator
+from helpers.frames import frame_skeleton
 from vendor_cli import PINS, pinned_cli
 
 from metaharness.pure.events import read_event
@@ -46,18 +47,7 @@ def root() -> Iterator[str]:
 
 
 def frame_file(directory: Path, operations: list[str]) -> Path:
-    raw = {
-        "format": "metaharness.frame/1",
-        "workflow": {"id": "claude/e2e", "version": "1"},
-        "node": {"id": "write"},
-        "step": {"workflow": "claude/e2e", "state": "write", "index": 0, "attempt": 1},
-        "prior": [],
-        "obligations": [],
-        "reaching": [],
-        "next": [],
-        "handoff": {"handoff": "none"},
-        "operations": [{"op": op} for op in operations],
-    }
+    raw = frame_skeleton("claude/e2e", "write", "write", operations=[{"op": op} for op in operations])
     path = directory / "step.frame.json"
     path.write_bytes(frame_document(seal_frame(raw).unwrap()))
     return path

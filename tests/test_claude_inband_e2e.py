@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from emulator_process import running_emulator
+from helpers.emulator import running_emulator
+from helpers.frames import frame_skeleton
 from vendor_cli import PINS, pinned_cli
 
 from metaharness.pure.events import read_event
@@ -31,11 +32,7 @@ pytestmark = [
 
 
 def frame_file(directory: Path, operations: list[str]) -> Path:
-    raw = {
-        "format": "metaharness.frame/1", "workflow": {"id": "claude/inband", "version": "1"}, "node": {"id": "n"},
-        "step": {"workflow": "claude/inband", "state": "s", "index": 0, "attempt": 1}, "prior": [], "obligations": [],
-        "reaching": [], "next": [], "handoff": {"handoff": "none"}, "operations": [{"op": op} for op in operations],
-    }  # fmt: skip
+    raw = frame_skeleton("claude/inband", "n", "s", operations=[{"op": op} for op in operations])  # fmt: skip
     path = directory / "step.frame.json"
     path.write_bytes(frame_document(seal_frame(raw).unwrap()))
     return path

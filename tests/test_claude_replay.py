@@ -6,9 +6,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
-from metaharness.shell.claude.conformance import vector_bytes
+from metaharness.shell.vendor_vectors import vector_file
+
+vector_bytes = partial(vector_file, "claude")
 
 
 def replay(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[bytes]:

@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 import msgspec
+from helpers.frames import frame_skeleton
 
 from metaharness.pure.catalogue import load_catalogue
 from metaharness.pure.claude.control import CALLBACK_ID, CLI_GAVE_UP, INITIALIZE_ID
@@ -54,9 +55,7 @@ REQUEST = compact({"tool_use_id": "toolu_1", "tool_name": "Write", "tool_input":
 
 def frame(*operations: str) -> Frame:
     return seal_frame(
-        {"format": "metaharness.frame/1", "workflow": {"id": "w", "version": "1"}, "node": {"id": "n"},
-         "step": {"workflow": "w", "state": "s", "index": 0, "attempt": 1}, "prior": [], "obligations": [],
-         "reaching": [], "next": [], "handoff": {"handoff": "none"}, "operations": [{"op": op} for op in operations]}
+        frame_skeleton(operations=[{"op": op} for op in operations])
     ).unwrap()  # fmt: skip
 
 

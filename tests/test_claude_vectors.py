@@ -6,25 +6,23 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from functools import partial
 
 import msgspec
 
 from metaharness.pure.claude.control import initialize_line, user_message_line
-from metaharness.pure.claude.vectors import (
-    INTERPRETER,
-    LAUNCH_VECTORS,
-    check_banner,
-    check_launch,
-    check_replay,
-    contract_line,
-)
-from metaharness.pure.conformance import check_exchange
-from metaharness.shell.claude.conformance import claude_outcomes, vector_bytes
+from metaharness.pure.claude.vectors import INTERPRETER, LAUNCH_VECTORS, claude_vectors
+from metaharness.pure.conformance import check_banner, check_exchange, check_launch, check_replay, contract_line
+from metaharness.shell.claude.conformance import run_exchange
 from metaharness.shell.facts import own_cli
+from metaharness.shell.vendor_vectors import vector_file, vendor_outcomes
+
+VECTORS = claude_vectors(own_cli(INTERPRETER))
+vector_bytes = partial(vector_file, "claude")
 
 
 def test_every_vector_passes() -> None:
-    outcomes = claude_outcomes()
+    outcomes = vendor_outcomes(VECTORS, run_exchange)
     assert [(o.tier, o.id, o.status) for o in outcomes] == [
         ("C1", "c1-launch", "pass"),
         ("C1", "c1-launch-context", "pass"),
@@ -36,7 +34,7 @@ def test_every_vector_passes() -> None:
         ("C3", "c3-hook-allow", "pass"),
         ("C4", "c4-version-banner", "pass"),
     ]
-    assert json.loads(contract_line(outcomes)) == {
+    assert json.loads(contract_line(VECTORS, outcomes)) == {
         "breaking_changes": 0, "checked": 9, "consumer": "metaharness.event/1", "failed": 0,
         "kind": "contract_result", "provider": "claude 2.1.332",
     }  # fmt: skip
@@ -63,13 +61,13 @@ def test_a_tampered_launch_fixture_fails() -> None:
     vector, fixture, spec = LAUNCH_VECTORS[0]
     document = json.loads(vector_bytes(fixture))
     document["args"][4] = "--quiet"
-    outcome = check_launch(vector, spec, msgspec.json.encode(document), own_cli(INTERPRETER))
+    outcome = check_launch(VECTORS, vector, spec, msgspec.json.encode(document))
     assert (outcome.status, outcome.detail) == ("FAIL", "args differ from the fixture")
 
 
 def test_a_tampered_replay_fails_naming_the_line() -> None:
     expected = vector_bytes("record/bash.expected.jsonl").replace(b'"echo emulated"', b'"echo other"', 1)
-    outcome = check_replay("c2-record-bash", "record/bash", vector_bytes("record/bash.jsonl"), expected)
+    outcome = check_replay(VECTORS, "c2-record-bash", "record/bash", vector_bytes("record/bash.jsonl"), expected)
     assert outcome.status == "FAIL" and outcome.detail.startswith("line 2 differs")
 
 
@@ -80,9 +78,9 @@ def test_a_different_answer_fails_the_exchange() -> None:
 
 
 def test_banners() -> None:
-    assert check_banner(b"2.1.332 (Claude Code)\n").status == "pass"
-    assert check_banner(b"2.1.400 (Claude Code)\n").status == "warn"
-    assert check_banner(b"codex-cli 0.171.0\n").status == "FAIL"
+    assert check_banner(VECTORS, b"2.1.332 (Claude Code)\n").status == "pass"
+    assert check_banner(VECTORS, b"2.1.400 (Claude Code)\n").status == "warn"
+    assert check_banner(VECTORS, b"codex-cli 0.171.0\n").status == "FAIL"
 
 
 def test_the_child_confirms_initialize_writes_the_record_and_asks_in_band_once(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from codex_process import sealed_frame
-from emulator_process import running_emulator
+from helpers.emulator import running_emulator
 from vendor_cli import pinned_cli
 
 from metaharness.pure.events import read_event

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from codex_process import CODEX, census, decided, of, sealed_frame, well_formed
 
+from metaharness.pure.budgets import HOOK_TIMEOUT_S
 from metaharness.pure.codex.rollout import RolloutLaunch
 from metaharness.pure.codex.vendor import PINS
 from metaharness.pure.decisions import open_desk
 from metaharness.pure.events import Exited, Transcript
-from metaharness.pure.hook_channel import HOOK_TIMEOUT_S
 from metaharness.pure.options import RunOptions
 from metaharness.pure.run_end import RunEnd
 from metaharness.shell.codex.app_server import drive_app_server, place_catalogue, read_codex_catalogue

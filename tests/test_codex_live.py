@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+from helpers.frames import frame_skeleton
+
 from metaharness.pure.codex.launch import CodexLaunch, CodexRunSpec, plan_codex_launch
 from metaharness.pure.codex.replay import replay_launch
 from metaharness.pure.codex.session import open_session
@@ -23,18 +25,7 @@ from metaharness.shell.codex.run import materialise
 from metaharness.shell.tree_links import tree_facts
 
 FRAME = seal_frame(
-    {
-        "format": "metaharness.frame/1",
-        "workflow": {"id": "w", "version": "1"},
-        "node": {"id": "n"},
-        "step": {"workflow": "w", "state": "s", "index": 0, "attempt": 1},
-        "prior": [],
-        "obligations": [],
-        "reaching": [],
-        "next": [],
-        "handoff": {"handoff": "none"},
-        "operations": [{"op": "file.read"}],
-    }
+    frame_skeleton(operations=[{"op": "file.read"}])
 ).unwrap()
 
 

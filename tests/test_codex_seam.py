@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import msgspec
+from helpers.frames import frame_skeleton
 
 from metaharness.pure.census import ZERO_CENSUS
 from metaharness.pure.codex.rendering import resolve_call, shell_subjects
@@ -313,10 +314,10 @@ def test_answer_bodies_as_codex_accepts_them():
 
 
 def test_a_replacement_for_bash_or_apply_patch_needs_a_string_command():
-    assert check_replacement("Bash", {"command": "ls"}) is None
-    assert check_replacement("Bash", {"cmd": "ls"}).code == "MALFORMED"
-    assert check_replacement("apply_patch", "raw").code == "MALFORMED"
-    assert check_replacement("mcp__s__t", {"x": 1}) is None
+    assert check_replacement("Bash", {"command": "ls"}).unwrap() == {"command": "ls"}
+    assert check_replacement("Bash", {"cmd": "ls"}).failure().code == "MALFORMED"
+    assert check_replacement("apply_patch", "raw").failure().code == "MALFORMED"
+    assert check_replacement("mcp__s__t", {"x": 1}).unwrap() == {"x": 1}
 
 
 def test_resolution_of_bash_apply_patch_and_mcp():
@@ -369,9 +370,7 @@ def test_a_hook_call_in_another_directory_keeps_it_as_workdir() -> None:
 
 def test_a_denied_call_result_is_an_error() -> None:
     frame = seal_frame(
-        {"format": "metaharness.frame/1", "workflow": {"id": "w", "version": "1"}, "node": {"id": "n"},
-         "step": {"workflow": "w", "state": "s", "index": 0, "attempt": 1}, "prior": [], "obligations": [],
-         "reaching": [], "next": [], "handoff": {"handoff": "none"}, "operations": [{"op": "file.read"}]}
+        frame_skeleton(operations=[{"op": "file.read"}])
     ).unwrap()  # fmt: skip
     desk, _ = present(open_desk("frame", frame), PresentedCall(call_id="c1", name="Bash", input={}, seam="hook",
                                                                operations=(Operation("shell"),)))  # fmt: skip

@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from helpers.frames import frame_skeleton
+
 from metaharness.pure.catalogue import load_catalogue
 from metaharness.pure.codex import app_server
 from metaharness.pure.codex.app_server import Note, Perform, Send
 from metaharness.pure.codex.replay import replay_launch
 from metaharness.pure.codex.session import (
     Effect,
-    HookAnswer,
     Session,
     delivered,
     end_of_record,
@@ -30,7 +31,7 @@ from metaharness.pure.commands import read_command
 from metaharness.pure.decisions import Arm, open_desk
 from metaharness.pure.events import Exited
 from metaharness.pure.frames import Frame, seal_frame
-from metaharness.pure.hook_channel import HOOK_GAVE_UP
+from metaharness.pure.hook_channel import HOOK_GAVE_UP, HookAnswer
 from metaharness.pure.jsonline import compact
 from metaharness.pure.subjects import TreeFacts
 
@@ -62,9 +63,7 @@ CATALOGUE = load_catalogue(
 
 def frame(*operations: str) -> Frame:
     return seal_frame(
-        {"format": "metaharness.frame/1", "workflow": {"id": "w", "version": "1"}, "node": {"id": "n"},
-         "step": {"workflow": "w", "state": "s", "index": 0, "attempt": 1}, "prior": [], "obligations": [],
-         "reaching": [], "next": [], "handoff": {"handoff": "none"}, "operations": [{"op": op} for op in operations]}
+        frame_skeleton(operations=[{"op": op} for op in operations])
     ).unwrap()  # fmt: skip
 
 

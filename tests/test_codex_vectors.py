@@ -6,14 +6,25 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from functools import partial
 
-from metaharness.pure.codex.vectors import LAUNCH_VECTORS, check_banner, check_launch, check_replay, contract_line
-from metaharness.pure.conformance import Outcome, check_exchange
-from metaharness.shell.codex.conformance import codex_outcomes, run_exchange, vector_bytes
+from metaharness.pure.codex.vectors import LAUNCH_VECTORS, VECTORS
+from metaharness.pure.conformance import (
+    Outcome,
+    check_banner,
+    check_exchange,
+    check_launch,
+    check_replay,
+    contract_line,
+)
+from metaharness.shell.codex.conformance import run_exchange
+from metaharness.shell.vendor_vectors import vector_file, vendor_outcomes
+
+vector_bytes = partial(vector_file, "codex")
 
 
 def test_all_nine_vectors_pass_in_spec_order():
-    outcomes = codex_outcomes()
+    outcomes = vendor_outcomes(VECTORS, run_exchange)
     assert [(o.tier, o.id) for o in outcomes] == [
         ("C1", "c1-launch"),
         ("C1", "c1-launch-context"),
@@ -51,14 +62,14 @@ def test_a_changed_fixture_fails_naming_the_key():
     vector, fixture, spec = LAUNCH_VECTORS[0]
     changed = json.loads(vector_bytes(fixture))
     changed["args"][1] = "--jsonl"
-    outcome = check_launch(vector, spec, json.dumps(changed).encode())
+    outcome = check_launch(VECTORS, vector, spec, json.dumps(changed).encode())
     assert outcome.status == "FAIL" and outcome.detail == "args differ from the fixture"
 
 
 def test_a_changed_expected_stream_fails_at_its_first_line():
     record = vector_bytes("record/shell.jsonl")
     expected = vector_bytes("record/shell.expected.jsonl").replace(b'"seq":3,', b'"seq":33,', 1)
-    outcome = check_replay("c2-rollout-shell", "record/shell", record, expected)
+    outcome = check_replay(VECTORS, "c2-rollout-shell", "record/shell", record, expected)
     assert outcome.status == "FAIL" and outcome.detail.startswith("line 3 differs")
 
 
@@ -70,12 +81,12 @@ def test_the_exchange_fails_when_the_answer_differs():
 
 
 def test_banner_on_pin_passes_other_version_warns_other_shape_fails():
-    assert check_banner(b"codex-cli 0.171.0\n").status == "pass"
-    warned = check_banner(b"codex-cli 0.172.0\n")
+    assert check_banner(VECTORS, b"codex-cli 0.171.0\n").status == "pass"
+    warned = check_banner(VECTORS, b"codex-cli 0.172.0\n")
     assert warned.status == "warn" and warned.line() == (
         "warn C4 c4-version-banner — codex-cli 0.172.0 is outside the pin (0.171.0)"
     )
-    assert check_banner(b"2.1.332 (Claude Code)\n").status == "FAIL"
+    assert check_banner(VECTORS, b"2.1.332 (Claude Code)\n").status == "FAIL"
 
 
 def test_the_verb_prints_nine_lines_and_the_summary_or_only_the_contract_line():
@@ -99,7 +110,7 @@ def test_the_contract_counts_record_tier_failures_as_breaking():
         Outcome("C2", "c2-rollout-shell", "FAIL", "line 1 differs"),
         Outcome("C4", "c4-version-banner", "warn", "other"),
     )
-    assert json.loads(contract_line(outcomes)) == {
+    assert json.loads(contract_line(VECTORS, outcomes)) == {
         "breaking_changes": 1,
         "checked": 3,
         "consumer": "metaharness.event/1",

@@ -13,12 +13,12 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from emulator_process import running_emulator
+from helpers.emulator import running_emulator
+from helpers.frames import frame_skeleton
 from vendor_cli import pinned_cli
 
 from metaharness.pure.events import read_event
@@ -27,6 +27,12 @@ from metaharness.pure.frames import frame_document, seal_frame
 TOKEN = "sk-ant-oat01-planted-custody-token-0123456789"
 KEY = "sk-planted-custody-key-0123456789abcdef"
 SCENARIOS = {"claude": "claude-bash-steps", "codex": "codex-shell-steps"}
+"""Each kind's step scenario; the emulator records every request body."""
+
+
+def kinds(*names: str) -> list[Any]:
+    """The kinds as (kind, the emulator's scenario and options) parameters, each named ``<kind>-<kind>``."""
+    return [pytest.param(kind, f"{SCENARIOS[kind]} --record-bodies", id=f"{kind}-{kind}") for kind in names]
 KINDS = [pytest.param(kind, marks=pytest.mark.skipif(pinned_cli(kind) is None, reason=f"no pinned {kind}"))
          for kind in ("claude", "codex")]  # fmt: skip
 
@@ -43,26 +49,8 @@ def caller_home(tmp_path: Path, kind: str) -> Path:
     return home
 
 
-@pytest.fixture
-def emulator(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """The kind's step scenario recording every request body; yields the gateway root."""
-    record = tmp_path / "emulator.jsonl"
-    with running_emulator("--scenario", SCENARIOS[request.param], "--record", str(record), "--record-bodies") as (
-        base_url,
-        _,
-    ):
-        yield base_url.removesuffix("/v1")
-
-
 def frame_file(directory: Path, operations: list[str]) -> Path:
-    raw = {
-        "format": "metaharness.frame/1",
-        "workflow": {"id": "confine/e2e", "version": "1"},
-        "node": {"id": "shell"},
-        "step": {"workflow": "confine/e2e", "state": "shell", "index": 0, "attempt": 1},
-        "prior": [], "obligations": [], "reaching": [], "next": [], "handoff": {"handoff": "none"},
-        "operations": [{"op": op} for op in operations],
-    }  # fmt: skip
+    raw = frame_skeleton("confine/e2e", "shell", "shell", operations=[{"op": op} for op in operations])  # fmt: skip
     path = directory / "step.frame.json"
     path.write_bytes(frame_document(seal_frame(raw).unwrap()))
     return path
@@ -95,7 +83,7 @@ def requested_bodies(tmp_path: Path) -> str:
     return (tmp_path / "emulator.jsonl").read_text()
 
 
-@pytest.mark.parametrize(("kind", "emulator"), [(k, k) for k in ("claude", "codex")], indirect=["emulator"])
+@pytest.mark.parametrize(("kind", "emulator"), kinds("claude", "codex"), indirect=["emulator"])
 def test_a_planted_credential_file_is_not_in_the_view_and_never_reaches_the_model(
     kind: str, emulator: str, tmp_path: Path
 ) -> None:
@@ -116,7 +104,7 @@ def test_a_planted_credential_file_is_not_in_the_view_and_never_reaches_the_mode
     assert of(events, "session.ended")[0]["route"]["requests"] >= 2
 
 
-@pytest.mark.parametrize(("kind", "emulator"), [(k, k) for k in ("claude", "codex")], indirect=["emulator"])
+@pytest.mark.parametrize(("kind", "emulator"), kinds("claude", "codex"), indirect=["emulator"])
 def test_the_hook_and_settings_cannot_be_rewritten_and_the_next_call_is_still_decided(
     kind: str, emulator: str, tmp_path: Path
 ) -> None:
@@ -130,17 +118,18 @@ def test_the_hook_and_settings_cannot_be_rewritten_and_the_next_call_is_still_de
     code, events, stderr = run(kind, home, emulator, steps, "--frame", str(frame), "--hermetic", "on")
     assert code == 0, stderr
     first, second = outputs(events)
-    # Claude Code's commands run in the tools' layer, where the settings do not exist (and it has no hook
-    # program: its calls are decided in-band); codex's in its own read-only sandbox, hook and settings both.
-    refusal, files = ("No such file or directory", 1) if kind == "claude" else ("Read-only file system", 2)
-    assert first.count(refusal) == files, first
+    # Both kinds' commands run in the tools' layer, where the settings and the hook do not exist (Claude Code has
+    # no hook program: its calls are decided in-band) and the scratch root is an empty read-only tmpfs.
+    refusals = ("No such file or directory", "Read-only file system")
+    assert sum(first.count(refusal) for refusal in refusals) == (1 if kind == "claude" else 2), first
+    assert "No such file or directory" in first, first
     assert "still-decided" in second
     decided = of(events, "tool.decided")
     assert len(decided) == 2 and {d["decided_by"] for d in decided} == {"frame"}
     assert "  H8   ok " in stderr and "read-only in the child's view" in stderr
 
 
-@pytest.mark.parametrize(("kind", "emulator"), [(k, k) for k in ("claude", "codex")], indirect=["emulator"])
+@pytest.mark.parametrize(("kind", "emulator"), kinds("claude", "codex"), indirect=["emulator"])
 def test_writes_outside_the_grant_leave_nothing_outside(kind: str, emulator: str, tmp_path: Path) -> None:
     if pinned_cli(kind) is None:
         pytest.skip(f"no pinned {kind}")
@@ -176,7 +165,7 @@ class _Listener:
             connection.close()
 
 
-@pytest.mark.parametrize(("kind", "emulator"), [(k, k) for k in ("claude", "codex")], indirect=["emulator"])
+@pytest.mark.parametrize(("kind", "emulator"), kinds("claude", "codex"), indirect=["emulator"])
 def test_a_loopback_port_outside_the_view_is_unreachable_while_the_model_route_works(
     kind: str, emulator: str, tmp_path: Path
 ) -> None:
@@ -193,7 +182,7 @@ def test_a_loopback_port_outside_the_view_is_unreachable_while_the_model_route_w
     assert "  H13  ok  gating   effect the network is the model route only" in stderr
 
 
-@pytest.mark.parametrize(("kind", "emulator"), [(k, k) for k in ("claude", "codex")], indirect=["emulator"])
+@pytest.mark.parametrize(("kind", "emulator"), kinds("claude", "codex"), indirect=["emulator"])
 def test_confine_off_runs_as_before_and_attests_h12_h13_unavailable(kind: str, emulator: str, tmp_path: Path) -> None:
     if pinned_cli(kind) is None:
         pytest.skip(f"no pinned {kind}")
@@ -229,7 +218,7 @@ def forger() -> str:
     return f"setsid sh -c '{quoted}' >/dev/null 2>&1 < /dev/null & echo forger-started"
 
 
-@pytest.mark.parametrize(("kind", "emulator"), [("claude", "claude")], indirect=["emulator"])
+@pytest.mark.parametrize(("kind", "emulator"), kinds("claude"), indirect=["emulator"])
 def test_a_forger_in_the_tools_layer_finds_no_channel_and_the_deny_holds(kind: str, emulator: str, tmp_path: Path) -> None:
     """The forger of page 71's attack 4, started by a Bash call: in the tools' layer the hook channel
     does not exist, so it answers nothing; the embedder's deny of the next call holds (no
@@ -274,7 +263,7 @@ def test_a_forger_in_the_tools_layer_finds_no_channel_and_the_deny_holds(kind: s
     assert "  H14  ok  gating   effect the tools cannot reach the harness or its channel" in err.decode()
 
 
-@pytest.mark.parametrize(("kind", "emulator"), [("codex", "codex")], indirect=["emulator"])
+@pytest.mark.parametrize(("kind", "emulator"), kinds("codex"), indirect=["emulator"])
 def test_a_forged_channel_answer_on_codex_is_reported_decision_bypassed(
     kind: str, emulator: str, tmp_path: Path
 ) -> None:

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from emulator_process import running_emulator
 from governed_b10x import LOOP
+from helpers.emulator import running_emulator
 from vendor_cli import home_linking_the_clis, pinned_cli
 
 from metaharness.pure.claude.replay import replay_facts

@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from governed_b10x import LOOP, METAHARNESS, Emulator, common, workspace
+from governed_b10x import LOOP, METAHARNESS, common, workspace
+from helpers.emulator import started_emulator
 
 EMBEDDER = Path(__file__).resolve().parents[1] / "examples" / "embedder.py"
 
@@ -22,14 +23,11 @@ def test_the_example_embedder_answers_the_asked_call(tmp_path: Path, allow: tupl
     (home / ".local" / "bin").mkdir(parents=True)
     (home / ".local" / "bin" / "b10x-harness").symlink_to(LOOP)
     work = workspace(tmp_path)
-    emulator = Emulator("flat-write")
-    try:
+    with started_emulator("flat-write", tmp_path / "emulator.jsonl") as emulator:
         argv = [sys.executable, str(EMBEDDER), "--metaharness", str(METAHARNESS), *allow, "--", "b10x",
                 *common(emulator.base_url, work)]  # fmt: skip
         done = subprocess.run(argv, env={"HOME": str(home), "PATH": os.environ["PATH"]}, capture_output=True,
                               timeout=120, check=False)  # fmt: skip
-    finally:
-        emulator.stop()
     assert done.returncode == 0, done.stderr.decode()
     events = [json.loads(line) for line in done.stdout.splitlines()]
     decided = next(e for e in events if e["event"] == "tool.decided")

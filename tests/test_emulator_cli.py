@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from emulator_process import EMULATOR, running_emulator
+from helpers.emulator import EMULATOR, running_emulator
 
 from metaharness.pure.emulator.scenarios import SCENARIO_NAMES
 

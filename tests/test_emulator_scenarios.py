@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from metaharness.pure.emulator.answer import Answer, answer_request
+from metaharness.pure.emulator.answer import HttpAnswer, answer_request
 from metaharness.pure.emulator.record import record_line
 from metaharness.pure.emulator.scenarios import (
     EXTENSION_SCENARIOS,
@@ -65,12 +65,12 @@ def loop_body(wire: str, results: int = 0, tools: list[dict[str, Any]] | None = 
 
 
 def ask(scenario: str, wire: str, body: dict[str, Any] | bytes, n: int = 1,
-        headers: tuple[tuple[str, str], ...] = ()) -> Answer:
+        headers: tuple[tuple[str, str], ...] = ()) -> HttpAnswer:
     raw = body if isinstance(body, bytes) else json.dumps(body).encode()
     return answer_request(scenario, "POST", f"/v1/{wire}", headers, raw, n).answer
 
 
-def events(answer: Answer) -> list[dict[str, Any]]:
+def events(answer: HttpAnswer) -> list[dict[str, Any]]:
     """The data payloads of a whole stream, checking each frame's ``event:`` names its ``type``."""
     assert answer.status == 200
     assert dict(answer.headers)["content-type"] == "text/event-stream"

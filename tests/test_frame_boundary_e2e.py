@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from emulator_process import running_emulator
+from helpers.emulator import running_emulator
+from helpers.frames import frame_skeleton
 from vendor_cli import pinned_cli
 
 from metaharness.pure.events import read_event
@@ -35,14 +36,8 @@ KINDS = [pytest.param(kind, marks=pytest.mark.skipif(kind != "b10x" and pinned_c
 
 def git_only_frame(directory: Path) -> Path:
     """Shell admitted on ``proc:git`` alone (with the reads the loop runs unasked)."""
-    raw = {
-        "format": "metaharness.frame/1", "workflow": {"id": "boundary/e2e", "version": "1"}, "node": {"id": "git"},
-        "step": {"workflow": "boundary/e2e", "state": "git", "index": 0, "attempt": 1}, "prior": [],
-        "obligations": [], "reaching": [], "next": [], "handoff": {"handoff": "none"},
-        "operations": [*READS, {"op": "shell"}],
-        "subjects": [{"subject": "proc:git", "operations": [*READS, {"op": "shell"}]},
-                     {"subject": "file:**", "operations": READS}],
-    }  # fmt: skip
+    raw = frame_skeleton("boundary/e2e", "git", "git", operations=[*READS, {"op": "shell"}], subjects=[{"subject": "proc:git", "operations": [*READS, {"op": "shell"}]},
+                     {"subject": "file:**", "operations": READS}])  # fmt: skip
     path = directory / "git.frame.json"
     path.write_bytes(frame_document(seal_frame(raw).unwrap()))
     return path

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from codex_process import sealed_frame, well_formed
-from emulator_process import running_emulator
+from helpers.emulator import running_emulator
 from vendor_cli import pinned_cli
 
 SRC_ONLY = [

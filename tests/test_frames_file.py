@@ -9,24 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from helpers.frames import frame_skeleton
 from returns.result import Failure, Success
 
 from metaharness.pure.frames import frame_document, seal_frame
 from metaharness.shell.frame_file import read_frame_file
 
-DOCUMENT = {
-    "format": "metaharness.frame/1",
-    "workflow": {"id": "development/default", "version": "1"},
-    "node": {"id": "implement"},
-    "step": {"workflow": "development/default", "state": "implement", "index": 3, "attempt": 1},
-    "prior": [],
-    "obligations": [],
-    "reaching": [],
-    "next": [],
-    "handoff": {"handoff": "none"},
-    "operations": [{"op": "file.read"}, {"op": "dir.list"}, {"op": "search"}],
-    "subjects": [{"subject": "**", "operations": [{"op": "file.read"}, {"op": "dir.list"}, {"op": "search"}]}],
-}
+DOCUMENT = frame_skeleton("development/default", "implement", "implement", 3, operations=[{"op": "file.read"}, {"op": "dir.list"}, {"op": "search"}], subjects=[{"subject": "**", "operations": [{"op": "file.read"}, {"op": "dir.list"}, {"op": "search"}]}])
 
 
 def test_a_sealed_pretty_printed_frame_loads(tmp_path: Path) -> None:

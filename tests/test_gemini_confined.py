@@ -32,13 +32,15 @@ def work_tree(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("emulator", ["gemini-shell-steps"], indirect=True)
 def test_no_tool_in_the_view_can_rewrite_the_settings_or_the_hook(emulator: str, tmp_path: Path) -> None:
+    """The shell command runs in the tools' layer, where neither file exists (in the view both are read-only
+    binds: tests/test_two_layers_e2e.py holds the outer layer's side)."""
     work = work_tree(tmp_path)
     options = {**endpoint(emulator, decisions="observe", cwd=str(work), confine="on"), "prompt": TAMPER}
     events, code, stderr = finish(start_run(options))
     assert code == 0, stderr
     (result,) = of(events, "tool.result")
     output = json.dumps(result["content"])
-    assert "wrote" not in output and output.count("refused") == 2 and "Read-only file system" in output
+    assert "wrote" not in output and output.count("refused") == 2 and "No such file or directory" in output
     started = of(events, "session.started")[0]
     rows = {row["row"]: row["how"] for row in started["hermetic"]["imposed"]}
     assert "own network namespace" in rows["H13"] and "writable" in rows["H12"]
@@ -63,12 +65,11 @@ def test_a_confined_frame_deny_leaves_no_note(emulator: str, tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize("emulator", ["gemini-write"], indirect=True)
-def test_strict_reads_the_silent_rows_by_effect_and_fails_on_h14_alone_if_at_all(emulator: str, tmp_path: Path) -> None:
+def test_strict_passes_on_a_clean_confined_run_by_effect(emulator: str, tmp_path: Path) -> None:
     """A clean confined scratch run: Gemini CLI's record states no plugins, credential source, MCP servers or
     working directory, so H1a, H4, H5 and H7 are read by effect from outside (the scratch ``GEMINI_CLI_HOME``
-    through descriptors, the harness's working directory through ``/proc``) and are ok; H14 is still a gap on this
-    branch (Gemini's tools run beside the harness), so ``--hermetic strict`` exits 1 with H14 the only failing row;
-    once the tools' layer makes H14 ok, it exits 0."""
+    through descriptors, the harness's working directory through ``/proc``) and are ok; H14 is ok (its shell
+    commands start in the tools' layer), the witness reconciles, and ``--hermetic strict`` exits 0."""
     temporary = tmp_path / "t"
     temporary.mkdir()
     env = {**os.environ, "TMPDIR": str(temporary)}
@@ -80,11 +81,10 @@ def test_strict_reads_the_silent_rows_by_effect_and_fails_on_h14_alone_if_at_all
     for row in ("H1a", "H4", "H5", "H7"):
         assert verdicts[row] == "ok" and "by effect" in lines[row], lines[row]
     assert "the harness runs in the planned" in lines["H7"]
-    assert {row for row, verdict in verdicts.items() if verdict != "ok"} <= {"H14"}
-    if verdicts["H14"] == "ok":  # the tools' layer holds gemini's commands (docs/confinement.md#two-layers)
-        assert code == 0, stderr
-    else:  # its tools run beside the harness: the one failing row
-        assert verdicts["H14"] == "gap" and code == 1
+    assert {row for row, verdict in verdicts.items() if verdict != "ok"} == set(), stderr
+    assert verdicts["H14"] == "ok"  # its tools start in the tools' layer (docs/confinement.md#two-layers)
+    assert [e["code"] for e in of(events, "warning")] == []
+    assert code == 0, stderr
 
 
 PLANT = ('$ mkdir -p "$GEMINI_CLI_HOME/.gemini/extensions/evil" && echo "{}" > "$GEMINI_CLI_HOME/.gemini/oauth_creds.json" '
@@ -92,17 +92,32 @@ PLANT = ('$ mkdir -p "$GEMINI_CLI_HOME/.gemini/extensions/evil" && echo "{}" > "
 
 
 @pytest.mark.parametrize("emulator", ["gemini-shell-steps"], indirect=True)
-def test_an_extension_and_a_login_a_tool_plants_in_the_home_are_gaps_never_ok(emulator: str, tmp_path: Path) -> None:
-    """Hostile: a tool inside the view writes an extension folder and a login file into the writable
-    ``GEMINI_CLI_HOME``; read by effect after the run, H1a and H4 are gaps."""
+def test_a_tool_in_the_tools_layer_cannot_plant_in_the_home(emulator: str, tmp_path: Path) -> None:
+    """Hostile: confined, a tool's command runs in the tools' layer, where the scratch ``GEMINI_CLI_HOME`` is
+    absent: the plant fails and the rows read by effect stay ok."""
     temporary = tmp_path / "t"
     temporary.mkdir()
     env = {**os.environ, "TMPDIR": str(temporary)}
     options = {**endpoint(emulator, decisions="observe", confine="on", hermetic="strict"), "prompt": PLANT}
     events, code, stderr = finish(start_run(options, env=env))
     (result,) = of(events, "tool.result")
+    assert "planted" not in json.dumps(result["content"])
+    lines = {line.split()[0]: line for line in stderr.splitlines() if line.startswith("  H")}
+    assert all(lines[row].split()[1] == "ok" for row in ("H1a", "H4", "H5")), stderr
+    assert code == 0, stderr
+
+
+@pytest.mark.parametrize("emulator", ["gemini-shell-steps"], indirect=True)
+def test_an_extension_and_a_login_a_tool_plants_in_an_unconfined_home_are_never_ok(emulator: str, tmp_path: Path) -> None:
+    """Hostile: with ``--confine off`` a tool writes an extension folder and a login file into the scratch
+    ``GEMINI_CLI_HOME``; nothing imposed the home there, so H1a and H4 are never ok and strict fails."""
+    temporary = tmp_path / "t"
+    temporary.mkdir()
+    env = {**os.environ, "TMPDIR": str(temporary)}
+    options = {**endpoint(emulator, decisions="observe", confine="off", hermetic="strict"), "prompt": PLANT}
+    events, code, stderr = finish(start_run(options, env=env))
+    (result,) = of(events, "tool.result")
     assert "planted" in json.dumps(result["content"])
     lines = {line.split()[0]: line for line in stderr.splitlines() if line.startswith("  H")}
-    assert lines["H1a"].split()[1] == "gap" and "[evil]" in lines["H1a"]
-    assert lines["H4"].split()[1] == "gap" and "oauth_creds.json" in lines["H4"]
-    assert code == 1
+    assert lines["H1a"].split()[1] != "ok" and lines["H4"].split()[1] != "ok", stderr
+    assert code != 0

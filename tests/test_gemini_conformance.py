@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
+from metaharness.pure.conformance import check_banner, check_launch, check_replay
 from metaharness.pure.gemini.launch import GeminiRunSpec
-from metaharness.pure.gemini.vectors import LAUNCH_VECTORS, check_banner, check_launch, check_replay
-from metaharness.shell.gemini.conformance import vector_bytes
+from metaharness.pure.gemini.vectors import LAUNCH_VECTORS, VECTORS
+from metaharness.shell.vendor_vectors import vector_file
 
+vector_bytes = partial(vector_file, "gemini")
 METAHARNESS = str(Path(sys.executable).with_name("metaharness"))
 
 
@@ -29,7 +32,7 @@ def test_each_tier_fails_when_what_it_holds_moves() -> None:
     vector, fixture, spec = LAUNCH_VECTORS[0]
     moved: GeminiRunSpec = GeminiRunSpec(prompt=spec.prompt + "!", decisions=spec.decisions,
                                          environment=spec.environment)  # fmt: skip
-    assert check_launch(vector, moved, vector_bytes(fixture)).status == "FAIL"
+    assert check_launch(VECTORS, vector, moved, vector_bytes(fixture)).status == "FAIL"
     record = vector_bytes("record/write.jsonl").replace(b'"status":"success"', b'"status":"error"', 1)
-    assert check_replay("c2", "record/write", record, vector_bytes("record/write.expected.jsonl")).status == "FAIL"
-    assert check_banner(b"0.62.0\n").status == "warn" and check_banner(b"gemini 0.61.0\n").status == "FAIL"
+    assert check_replay(VECTORS, "c2", "record/write", record, vector_bytes("record/write.expected.jsonl")).status == "FAIL"
+    assert check_banner(VECTORS, b"0.62.0\n").status == "warn" and check_banner(VECTORS, b"gemini 0.61.0\n").status == "FAIL"

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 from codex_process import decided, of, sealed_frame
-from emulator_process import running_emulator
 from gemini_process import GEMINI, PINNED, endpoint, finish, start_run
+from helpers.emulator import running_emulator
 
 pytestmark = [
     pytest.mark.skipif(GEMINI is None, reason=f"the pinned Gemini CLI {PINNED} is not on the child's PATH"),

@@ -15,7 +15,6 @@ from metaharness.pure.gemini.hook import BLOCKING_EXIT, gemini_hook_answer, rend
 from metaharness.pure.gemini.launch import GeminiRunSpec, plan_gemini_launch
 from metaharness.pure.gemini.record import RecordFacts
 from metaharness.pure.gemini.session import (
-    HookAnswer,
     Session,
     answered,
     end_of_record,
@@ -24,6 +23,7 @@ from metaharness.pure.gemini.session import (
     read_line,
     wind_up,
 )
+from metaharness.pure.hook_channel import HookAnswer
 
 HERMETIC = Hermetic(mode="off", decisions="observe", imposed=(), declared=(), unavailable=(), ambient_inputs=(),
                     installed_plugins=())  # fmt: skip

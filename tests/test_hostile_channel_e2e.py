@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from codex_process import of, well_formed
-from emulator_process import running_emulator
+from helpers.emulator import running_emulator
 from vendor_cli import pinned_cli
 
 KEY = "sk-caller-key-never-retained-0123456789abcdef"

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from codex_process import of, sealed_frame, well_formed
-from emulator_process import running_emulator
+from helpers.emulator import running_emulator
 from vendor_cli import pinned_cli
 
 DEEP = 'cd "$TMPDIR" && mkdir -p "$(printf \'a/%.0s\' $(seq 1500))" && find a -type d | wc -l | sed "s/^/deep /"'

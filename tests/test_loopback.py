@@ -14,7 +14,7 @@ from typing import ClassVar
 
 import httpx
 import pytest
-from emulator_process import running_emulator
+from helpers.emulator import Emulator
 
 from metaharness.pure.claude.vendor import WIRE_PATHS as CLAUDE_WIRE
 from metaharness.pure.codex.vendor import WIRE_PATHS as CODEX_WIRE
@@ -43,15 +43,8 @@ def custody(directory: Path, token: str = TOKEN) -> Path:
 
 
 @pytest.fixture
-def emulator(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    record = tmp_path / "emulator.jsonl"
-    with running_emulator("--scenario", "text", "--record", str(record)) as (base_url, _):
-        yield base_url.removesuffix("/v1"), record
-
-
-@pytest.fixture
-def proxy(tmp_path: Path, emulator: tuple[str, Path]) -> Iterator[RouteProxy]:
-    running = RouteProxy("claude", PLACEHOLDER, str(custody(tmp_path)), emulator[0], CLAUDE_WIRE)
+def proxy(tmp_path: Path, emulator: Emulator) -> Iterator[RouteProxy]:
+    running = RouteProxy("claude", PLACEHOLDER, str(custody(tmp_path)), emulator, CLAUDE_WIRE)
     running.start()
     yield running
     running.stop()
@@ -62,7 +55,7 @@ def url(proxy: RouteProxy) -> str:
 
 
 def test_a_request_with_the_placeholder_reaches_upstream_with_the_real_token(
-    proxy: RouteProxy, emulator: tuple[str, Path]
+    proxy: RouteProxy, emulator: Emulator
 ) -> None:
     headers = {"Authorization": f"Bearer {PLACEHOLDER}", "anthropic-version": "2023-06-01", "anthropic-beta": "b1"}
     with httpx.stream("POST", url(proxy), json=BODY, headers=headers) as response:
@@ -71,7 +64,7 @@ def test_a_request_with_the_placeholder_reaches_upstream_with_the_real_token(
         chunks = list(response.iter_raw())
     stream = b"".join(chunks)
     assert b"event: message_start" in stream and b"event: message_stop" in stream
-    seen = json.loads(emulator[1].read_text().splitlines()[-1])
+    seen = json.loads(emulator.record.read_text().splitlines()[-1])
     assert (seen["credential_header"], seen["credential_length"]) == ("authorization", len(TOKEN))
     assert (seen["anthropic_version"], seen["anthropic_beta"], seen["query"]) == ("2023-06-01", "b1", "beta=true")
     assert proxy.counters == LoopbackCounters(forwarded=1)
@@ -84,13 +77,13 @@ def test_the_placeholder_also_arrives_as_x_api_key(proxy: RouteProxy) -> None:
 
 @pytest.mark.parametrize("offered", [None, "Bearer wrong", f"Bearer {PLACEHOLDER}x", "Basic " + PLACEHOLDER])
 def test_a_request_without_the_placeholder_is_refused_and_nothing_is_forwarded(
-    proxy: RouteProxy, emulator: tuple[str, Path], offered: str | None
+    proxy: RouteProxy, emulator: Emulator, offered: str | None
 ) -> None:
     headers = {} if offered is None else {"Authorization": offered}
     response = httpx.post(url(proxy), json=BODY, headers=headers)
     assert response.status_code == 401
     assert response.json()["type"] == "error" and response.json()["error"]["type"] == "authentication_error"
-    assert not emulator[1].exists() or emulator[1].read_text() == ""
+    assert not emulator.record.exists() or emulator.record.read_text() == ""
     assert proxy.counters == LoopbackCounters(refused=1)
     warning = loopback_refused(proxy.counters)
     assert warning is not None and warning.code == "LOOPBACK_REFUSED"
@@ -98,11 +91,11 @@ def test_a_request_without_the_placeholder_is_refused_and_nothing_is_forwarded(
 
 @pytest.mark.parametrize(("method", "path"), [("GET", "/v1/models"), ("POST", "/v1/files"), ("POST", "/echo-headers")])
 def test_a_request_off_the_wire_is_refused_even_with_the_placeholder_and_carries_no_token(
-    proxy: RouteProxy, emulator: tuple[str, Path], tmp_path: Path, method: str, path: str
+    proxy: RouteProxy, emulator: Emulator, tmp_path: Path, method: str, path: str
 ) -> None:
     response = httpx.request(method, f"http://127.0.0.1:{proxy.port}{path}", headers={"x-api-key": PLACEHOLDER})
     assert response.status_code == 403 and f"{method} {path}" in response.json()["error"]["message"]
-    assert not emulator[1].exists() or emulator[1].read_text() == ""
+    assert not emulator.record.exists() or emulator.record.read_text() == ""
     assert proxy.counters == LoopbackCounters()
     (warning,) = proxy.wind_up(str(tmp_path))
     assert warning.code == "ROUTE_REFUSED" and warning.message.endswith(f": {method} {path}")
@@ -128,8 +121,8 @@ def test_a_body_over_32_mib_is_answered_413(proxy: RouteProxy) -> None:
         assert connection.recv(65536).startswith(b"HTTP/1.1 413 ")
 
 
-def test_unreadable_custody_is_a_502_api_error(tmp_path: Path, emulator: tuple[str, Path]) -> None:
-    running = RouteProxy("claude", PLACEHOLDER, str(tmp_path / "gone.json"), emulator[0], CLAUDE_WIRE)
+def test_unreadable_custody_is_a_502_api_error(tmp_path: Path, emulator: Emulator) -> None:
+    running = RouteProxy("claude", PLACEHOLDER, str(tmp_path / "gone.json"), emulator, CLAUDE_WIRE)
     running.start()
     try:
         response = httpx.post(url(running), json=BODY, headers={"x-api-key": PLACEHOLDER})

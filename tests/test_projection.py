@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from emulator_process import running_emulator
+from helpers.emulator import running_emulator
 from project_verb import metaharness
 from returns.result import Failure
 from shared_tree import ABSENT, SPEC_EXAMPLE, spec_example_stream

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from emulator_process import running_emulator
-from governed_b10x import LOOP, METAHARNESS, Emulator, common, run, stream, workspace
+from governed_b10x import LOOP, METAHARNESS, common, run, stream, workspace
+from helpers.emulator import running_emulator, started_emulator
 from PIL import Image
 from project_verb import metaharness
 from vendor_cli import PINS, pinned_cli
@@ -150,12 +150,9 @@ def _live_runs(base: Path) -> list[bytes]:
             stdin=subprocess.DEVNULL, capture_output=True, check=False, timeout=120,
         )  # fmt: skip
     assert claude.returncode == 0, claude.stderr
-    emulator = Emulator("flat-write")
-    try:
+    with started_emulator("flat-write", base / "emulator.jsonl") as emulator:
         b10x = run(home, [*task, "--model", "b10x-emulated", "--model-endpoint", emulator.base_url,
                           "--cwd", str(base / "b10x")])  # fmt: skip
-    finally:
-        emulator.stop()
     assert b10x.returncode == 0, b10x.stderr
     return [claude.stdout, b10x.stdout]
 
@@ -182,11 +179,8 @@ def markup(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict[str, Any
     home = base / "home"
     (home / ".local" / "bin").mkdir(parents=True)
     (home / ".local" / "bin" / "b10x-harness").symlink_to(LOOP)
-    emulator = Emulator("flat-run")
-    try:
+    with started_emulator("flat-run", base / "emulator.jsonl") as emulator:
         done = run(home, ["--decisions", "observe", "--allow-program", MARKUP, *common(emulator.base_url, workspace(base))])
-    finally:
-        emulator.stop()
     assert done.returncode == 0, done.stderr
     (base / "live.jsonl").write_bytes(done.stdout)
     written = metaharness("live.jsonl", "--html", "page.html", cwd=base)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from helpers.frames import frame_skeleton
+
 from metaharness.pure.commands import ToolDecide, command_ok
 from metaharness.pure.decisions import Disarm, Emit, PresentedCall, decide, open_desk, pending_call, present
 from metaharness.pure.events import Deny, Replace, ToolDecided, WarningRaised
@@ -13,12 +15,7 @@ from metaharness.pure.program_subjects import command_subjects
 
 
 def git_frame() -> Frame:
-    return seal_frame({
-        "format": "metaharness.frame/1", "workflow": {"id": "w", "version": "1"}, "node": {"id": "n"},
-        "step": {"workflow": "w", "state": "s", "index": 0, "attempt": 1}, "prior": [], "obligations": [],
-        "reaching": [], "next": [], "handoff": {"handoff": "none"}, "operations": [{"op": "shell"}],
-        "subjects": [{"subject": "proc:git", "operations": [{"op": "shell"}]}, {"subject": "**", "operations": []}],
-    }).unwrap()  # fmt: skip
+    return seal_frame(frame_skeleton(operations=[{"op": "shell"}], subjects=[{"subject": "proc:git", "operations": [{"op": "shell"}]}, {"subject": "**", "operations": []}])).unwrap()  # fmt: skip
 
 
 def bash(command: str) -> PresentedCall:

@@ -10,7 +10,8 @@ import stat
 import subprocess
 from pathlib import Path
 
-from governed_b10x import LOOP, METAHARNESS, Emulator, common, stream, workspace
+from governed_b10x import LOOP, METAHARNESS, common, stream, workspace
+from helpers.emulator import started_emulator
 
 from metaharness.pure.workspace_diff import FileState, workspace_diff
 from metaharness.shell.child_tree import remove_tree
@@ -28,14 +29,11 @@ def test_the_workspace_diff_is_kept_beside_the_record(tmp_path: Path) -> None:
     secret.write_text(SECRET)
     (work / "link.txt").symlink_to(secret)
     os.mkfifo(work / "pipe")
-    emulator = Emulator("flat-write")
-    try:
+    with started_emulator("flat-write", tmp_path / "emulator.jsonl") as emulator:
         argv = [str(METAHARNESS), "run", "b10x", "--decisions", "observe", "--confine", "off", "--retain-dir", str(retain),
                 *common(emulator.base_url, work)]  # fmt: skip
         done = subprocess.run(argv, env={"HOME": str(home), "PATH": os.environ["PATH"]}, stdin=subprocess.DEVNULL,
                               capture_output=True, timeout=120, check=False)  # fmt: skip
-    finally:
-        emulator.stop()
     assert done.returncode == 0, done.stderr.decode()
     assert (work / "note.md").exists()
     kept = retain / stream(done)[0]["run"] / "workspace.diff"

@@ -23,7 +23,7 @@ from typing import ClassVar
 
 import httpx
 import pytest
-from emulator_process import running_emulator
+from helpers.emulator import running_emulator
 from vendor_cli import home_linking_the_clis, pinned_cli
 
 from metaharness.pure.claude.vendor import WIRE_PATHS as CLAUDE_WIRE

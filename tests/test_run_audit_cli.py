@@ -20,8 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from emulator_process import running_emulator
 from governed_b10x import LOOP, METAHARNESS
+from helpers.emulator import running_emulator
 from vendor_cli import pinned_cli
 
 from metaharness.pure.environment import path_floor

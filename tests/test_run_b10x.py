@@ -11,11 +11,12 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from governed_b10x import LOOP, METAHARNESS, Emulator, common, run, stream, workspace
+from governed_b10x import LOOP, METAHARNESS, common, run, stream, workspace
+from helpers.emulator import Emulator
 
 from metaharness.pure.frames import frame_document, seal_frame
 
@@ -38,13 +39,6 @@ def home(tmp_path: Path) -> Path:
     (home / ".local" / "bin").mkdir(parents=True)
     (home / ".local" / "bin" / "b10x-harness").symlink_to(LOOP)
     return home
-
-
-@pytest.fixture
-def emulator(request: pytest.FixtureRequest) -> Iterator[Emulator]:
-    running = Emulator(request.param)
-    yield running
-    running.stop()
 
 
 def frame_file(tmp_path: Path, operations: list[dict], subjects: list[dict] | None = None) -> str:

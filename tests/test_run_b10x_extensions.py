@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from emulator_process import running_emulator
 from governed_b10x import LOOP, common, run, stream, workspace
+from helpers.emulator import running_emulator
 from loop_extensions import hook_program, hooks_file, plugin
 
 

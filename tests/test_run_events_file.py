@@ -13,11 +13,11 @@ import socket
 import stat
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from governed_b10x import LOOP, METAHARNESS, VENV_BIN, Emulator, common, workspace
+from governed_b10x import LOOP, METAHARNESS, VENV_BIN, common, workspace
+from helpers.emulator import Emulator
 from tmux_pane import TMUX, WAIT, Pane
 from vendor_cli import home_linking_the_clis, pinned_cli
 
@@ -25,13 +25,6 @@ from metaharness.pure.events import read_event
 
 VIEW = VENV_BIN / "metaharness-view"
 COUNTDOWN = re.compile(r"asks the embedder — answer due, (\d+)s left")
-
-
-@pytest.fixture
-def emulator() -> Iterator[Emulator]:
-    running = Emulator("flat-write")
-    yield running
-    running.stop()
 
 
 def loop_home(tmp_path: Path) -> Path:

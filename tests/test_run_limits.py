@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from emulator_process import running_emulator
+from helpers.emulator import running_emulator
 from vendor_cli import pinned_cli
 
 from metaharness.pure.duration import parse_duration

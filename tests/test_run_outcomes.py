@@ -157,14 +157,14 @@ def test_the_seed_example_runs_without_a_model(
 
 
 @pytest.mark.parametrize("emulator", ["text"], indirect=True)
-def test_strict_on_codex_fails_on_h14_alone(home: Path, emulator: str) -> None:
-    """Codex's silent rows (H1a, H1b, H4, H5) read ok by effect, so the one row that keeps a clean confined codex run
-    from strict is H14: codex 0.171.0 starts its commands where they can reach the harness (docs/confinement.md#two-layers),
-    and strict says so with exit 1 rather than certifying it."""
+def test_strict_passes_on_a_clean_confined_codex_run(home: Path, emulator: str) -> None:
+    """Codex's silent rows (H1a, H1b, H4, H5) read ok by effect, and H14 too: codex 0.171.0 starts every shell
+    command through the first ``bwrap`` on its PATH, the tools' layer's entry (docs/confinement.md#two-layers), and
+    the harness's environment read from outside names it; so a clean confined codex run passes strict with exit 0."""
     needs("codex")
     done = run(home, "codex", *strict_args("codex", emulator), "--hermetic", "strict")
     report = done.stderr.decode()
-    assert done.returncode == 1, report
-    assert report.splitlines()[-3:] == ["child exit: 0", "control verdict: gap", "audit verdict: gap (exit 1)"]
+    assert done.returncode == 0, report
     rows = [line.split() for line in report.splitlines() if line.strip().startswith("H")]
-    assert [row[0] for row in rows if row[1:2] != ["ok"]] == ["H14"], report
+    assert [row[0] for row in rows if row[1:2] != ["ok"]] == [], report
+    assert any(row[:2] == ["H14", "ok"] for row in rows), report

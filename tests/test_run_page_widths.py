@@ -12,7 +12,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from governed_b10x import LOOP, METAHARNESS, Emulator, common, workspace
+from governed_b10x import LOOP, METAHARNESS, common, workspace
+from helpers.emulator import started_emulator
 from PIL import Image
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -51,14 +52,11 @@ def test_the_page_reads_at_1400_and_at_390_pixels(tmp_path: Path) -> None:
     home, events = tmp_path / "home", tmp_path / "live.jsonl"
     (home / ".local" / "bin").mkdir(parents=True)
     (home / ".local" / "bin" / "b10x-harness").symlink_to(LOOP)
-    emulator = Emulator("flat-write")
-    try:
+    with started_emulator("flat-write", tmp_path / "emulator.jsonl") as emulator:
         argv = [str(METAHARNESS), "run", "b10x", "--frame", str(FRAME), "--events", str(events),
                 *common(emulator.base_url, workspace(tmp_path))]  # fmt: skip
         subprocess.run(argv, env={"HOME": str(home), "PATH": os.environ["PATH"]}, stdin=subprocess.DEVNULL,
                        capture_output=True, timeout=120, check=True)  # fmt: skip
-    finally:
-        emulator.stop()
     page = project(tmp_path, events, RECORDED)
     html = page.read_text(encoding="utf-8")
     assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in html

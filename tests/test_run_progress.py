@@ -9,24 +9,17 @@ import json
 import os
 import shlex
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from governed_b10x import LOOP, METAHARNESS, Emulator, common, workspace
+from governed_b10x import LOOP, METAHARNESS, common, workspace
+from helpers.emulator import Emulator
 from tmux_pane import TMUX, WAIT, Pane
 
 ROOT = Path(__file__).resolve().parent.parent
 FRAME = ROOT / "examples" / "step.frame.json"
 
 pytestmark = pytest.mark.skipif(TMUX is None, reason="tmux is absent (scripts/test installs it)")
-
-
-@pytest.fixture
-def emulator() -> Iterator[Emulator]:
-    running = Emulator("flat-write")
-    yield running
-    running.stop()
 
 
 def run_in_pane(tmp_path: Path, emulator: Emulator, *extra: str) -> tuple[str, list[dict]]:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from closing_endpoint import CLOSING_ENDPOINT
-from emulator_process import running_emulator
+from helpers.emulator import running_emulator
 from returns.result import Failure, Success
 
 from metaharness.pure.loop.credential import choose_secret_item, session_bus_address

@@ -4,9 +4,10 @@ metaharness's own signals, and what the closing reason reads back."""
 from __future__ import annotations
 
 from metaharness.pure.b10x.seam import STOP_POLICY as B10X
+from metaharness.pure.budgets import GRACE_S
 from metaharness.pure.claude.session import STOP_POLICY as CLAUDE
 from metaharness.pure.codex.session import STOP_POLICY as CODEX
-from metaharness.pure.stop import GRACE_S, KILL, TERMINATE, Stop, Stopping, stop_for
+from metaharness.pure.stop import KILL, TERMINATE, Stop, Stopping, stop_for
 
 
 def test_b10x_interrupts_the_loop_alone_and_halts_by_killing_its_group() -> None:

@@ -1,8 +1,8 @@
 """The two layers against the real vendors and the loop (docs/confinement.md#two-layers): a Claude Code
 shell call runs in the tools' layer, where it finds no harness to open or signal and no route to send a
 request of its own, and the harness's environment is exactly the attested one; so does a program the
-loop's ``run`` starts; a codex shell call, in codex's own sandbox, lists the harness and opens its
-descriptors, so H14 is a gap; a process in the outer layer cannot rename ``hooks/`` or plant anything
+loop's ``run`` starts; so does a codex and a gemini shell command (each vendor finds the entry first on its
+PATH), and unconfined the same command lands where the host side still holds; a process in the outer layer cannot rename ``hooks/`` or plant anything
 in the read-only scratch root; no defunct ``bwrap`` is left behind."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from emulator_process import running_emulator
+from helpers.emulator import running_emulator
 from returns.result import Failure
 from vendor_cli import pinned_cli
 
@@ -104,38 +104,118 @@ def test_a_claude_shell_call_finds_no_harness_and_no_route_and_the_harness_env_i
     assert "  H14  ok  gating   effect the tools cannot reach the harness or its channel" in err.decode()
 
 
+TOOL_PROBE = (
+    "S=${TMPDIR%/tmp}; printf pids-; ls /proc | grep -c '^[0-9]'; for p in /proc/[0-9]*; do read c < $p/comm; "
+    "case $c in codex|node|gemini) ls $p/fd >/dev/null 2>&1 && echo opened-fds-of-$c; "
+    "kill -0 ${p#/proc/} 2>/dev/null && echo signalled-$c;; esac; done 2>/dev/null; "
+    'touch "$S/hook-channel/planted" 2>/dev/null && echo wrote-channel; ls "$S/hooks" >/dev/null 2>&1 && echo saw-hooks; '
+    f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {BRIDGE_PORT}), 3)\" 2>/dev/null "
+    "|| echo no-route; test -c {bundled} && echo covered; echo probe-done"
+)
+"""A shell call (no command substitution: Gemini CLI blocks it) that counts the processes it sees, opens the
+descriptors of and signals each harness process (codex, node, gemini), plants a file in the hook channel, looks
+at the scratch root's hooks, sends its own request to the model route's bridge, and checks that codex's bundled
+``bwrap`` (the fallback beside the tools' layer) is covered."""
+
+BUNDLED = "@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/codex-resources/bwrap"
+
+
+def probed_run(tmp_path: Path, kind: str, scenario: str, *extra: str) -> tuple[list[str], str, int]:
+    """``metaharness run KIND`` of :data:`TOOL_PROBE` against the emulator: the shell results, stderr, exit."""
+    home = linked_home(tmp_path, (kind, pinned_cli(kind) or ""))
+    bundled = Path(os.path.realpath(pinned_cli("codex") or "/")).parents[3] / BUNDLED
+    probe = TOOL_PROBE.replace("{bundled}", str(bundled))
+    with running_emulator("--scenario", scenario) as (base_url, _):
+        argv = [sys.executable, "-m", "metaharness.shell", "run", kind, "--credentials", "none",
+                "--model-endpoint", base_url.removesuffix("/v1"), "-p", f"do the steps\n$ {probe}\n",
+                "--decisions", "observe", *extra]  # fmt: skip
+        done = subprocess.run(argv, capture_output=True, env={**os.environ, "HOME": str(home)},
+                              timeout=240, stdin=subprocess.DEVNULL, check=False)  # fmt: skip
+    return shell_results(events_of(done.stdout.splitlines())), done.stderr.decode(), done.returncode
+
+
 @pytest.mark.skipif(pinned_cli("codex") is None, reason="no pinned codex")
-def test_a_codex_shell_call_opens_the_harness_descriptors_so_h14_is_a_gap_and_strict_fails(tmp_path: Path) -> None:
+def test_a_codex_shell_call_finds_no_harness_no_channel_and_no_route_and_h14_is_ok(tmp_path: Path) -> None:
+    """Codex 0.171.0 starts its shell command through the first ``bwrap`` on its PATH, the tools' layer's entry:
+    the command sees no process, cannot open or signal the harness, finds neither the hook channel nor the
+    scratch root, has no route, and the bundled ``bwrap`` it could fall back to is an empty device; H14 ok."""
+    results, report, code = probed_run(tmp_path, "codex", "codex-shell-steps", "--hermetic", "on")
+    (result,) = [r for r in results if "probe-done" in r]
+    assert "pids-0" in result and "no-route" in result and "covered" in result, result
+    assert not any(word in result for word in ("opened-fds", "signalled", "wrote-channel", "saw-hooks")), result
+    assert code == 0, report
+    assert "  H14  ok  gating   effect the tools cannot reach the harness or its channel" in report
+
+
+BROKEN_ENTRY = (
+    "import sys; import metaharness.shell.confinement as c; "
+    "c.render_tool_entry = lambda layer: b'#!/bin/sh\\nexit 1\\n'; "
+    "from metaharness.shell.entry import main; sys.argv[0] = 'metaharness'; main()"
+)
+"""metaharness with a tools' layer entry that fails whatever it is handed (codex's ``bwrap --help`` probe too)."""
+
+
+@pytest.mark.skipif(pinned_cli("codex") is None, reason="no pinned codex")
+def test_a_codex_whose_entry_fails_its_probe_runs_no_command_beside_the_layer(tmp_path: Path) -> None:
+    """When the first ``bwrap`` on its PATH fails the probe, codex 0.171.0 falls back to its bundled
+    ``codex-resources/bwrap``; the view covers that file with an empty device, so the command is not run
+    at all, rather than run beside the harness."""
     home = linked_home(tmp_path, ("codex", pinned_cli("codex") or ""))
-    step = ('for p in /proc/[0-9]*; do [ "$(cat $p/comm)" = codex ] && ls $p/fd >/dev/null 2>&1 '
-            "&& echo opened-the-harness-fds; done; "
-            f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {BRIDGE_PORT}), 3)\" 2>/dev/null "
-            "|| echo no-route; echo probe-done")  # fmt: skip
     with running_emulator("--scenario", "codex-shell-steps") as (base_url, _):
-        argv = [sys.executable, "-m", "metaharness.shell", "run", "codex", "--credentials", "none",
-                "--model-endpoint", base_url.removesuffix("/v1"), "-p", f"do the steps\n$ {step}\n",
-                "--decisions", "observe", "--hermetic", "strict", "--spec", str(tmp_path / "spec.md"),
-                "--auditor", str(tmp_path / "auditor")]  # fmt: skip
-        (tmp_path / "spec.md").write_text("any\n")
-        (tmp_path / "auditor").write_text("#!/bin/sh\necho '{\"row\":\"A1\",\"verdict\":\"ok\",\"detail\":\"d\"}'\n")
-        (tmp_path / "auditor").chmod(0o755)
+        argv = [sys.executable, "-c", BROKEN_ENTRY, "run", "codex", "--credentials", "none",
+                "--model-endpoint", base_url.removesuffix("/v1"), "-p", "do the steps\n$ echo ran-the-command\n",
+                "--decisions", "observe"]  # fmt: skip
         done = subprocess.run(argv, capture_output=True, env={**os.environ, "HOME": str(home)}, timeout=240,
                               stdin=subprocess.DEVNULL, check=False)  # fmt: skip
-    events = events_of(done.stdout.splitlines())
-    assert any("opened-the-harness-fds" in r and "no-route" in r for r in shell_results(events)), shell_results(events)
-    report = done.stderr.decode()
-    assert "  H14  gap gating   effect the tools cannot reach the harness or its channel — unavailable: codex's" in report
-    assert done.returncode == 1, report
+    results = shell_results(events_of(done.stdout.splitlines()))
+    assert results and not any("ran-the-command" in result for result in results), results
+    assert any("bubblewrap is unavailable" in result for result in results), results
 
 
 @pytest.mark.skipif(pinned_cli("codex") is None, reason="no pinned codex")
-def test_under_cwd_codex_s_grant_leaves_out_tmp_where_the_scratch_root_lies(tmp_path: Path) -> None:
-    """``exclude_slash_tmp``: a codex command under ``--cwd`` writes the tree and its TMPDIR, never the
-    hook channel or codex's home (both in the scratch root, under ``/tmp``)."""
+def test_with_confine_off_a_codex_shell_call_reads_the_scratch_root_and_the_host_side_holds(tmp_path: Path) -> None:
+    """The same call unconfined lands where codex's own sandbox lets it (it reads the scratch root's hooks);
+    its read-only sandbox keeps it from the channel, and H14 says the tools run beside the harness."""
+    results, report, code = probed_run(tmp_path, "codex", "codex-shell-steps", "--confine", "off", "--hermetic", "on")
+    (result,) = [r for r in results if "probe-done" in r]
+    assert "saw-hooks" in result and "wrote-channel" not in result, result
+    assert code == 0, report
+    assert "H14  gap gating   effect the tools cannot reach the harness or its channel — unavailable: --confine off" in report
+
+
+@pytest.mark.skipif(pinned_cli("gemini") is None, reason="no pinned gemini")
+def test_a_gemini_shell_call_finds_no_harness_no_channel_and_no_route_and_h14_is_ok(tmp_path: Path) -> None:
+    """Gemini CLI 0.61.0 starts ``run_shell_command`` through the first ``bash`` on its PATH, the tools' layer's
+    entry, while its hook's own line still runs where the harness is (the call is decided); H14 ok."""
+    results, report, code = probed_run(tmp_path, "gemini", "gemini-shell-steps", "--hermetic", "on")
+    (result,) = results
+    assert "pids-0" in result and "no-route" in result and "probe-done" in result, result
+    assert not any(word in result for word in ("opened-fds", "signalled", "wrote-channel", "saw-hooks")), result
+    assert code == 0, report
+    assert "  H14  ok  gating   effect the tools cannot reach the harness or its channel" in report
+
+
+@pytest.mark.skipif(pinned_cli("gemini") is None, reason="no pinned gemini")
+def test_with_confine_off_a_gemini_shell_call_reaches_the_harness_and_the_host_side_holds(tmp_path: Path) -> None:
+    """Unconfined, the same call opens the harness's descriptors, signals it and plants a file in the hook
+    channel; the host side holds: the run ends exit 0 with the call decided, the planted name ignored."""
+    results, report, code = probed_run(tmp_path, "gemini", "gemini-shell-steps", "--confine", "off", "--hermetic", "on")
+    (result,) = results
+    assert "opened-fds-of-node" in result and "signalled-node" in result and "wrote-channel" in result, result
+    assert code == 0, report
+    assert "H14  gap gating   effect the tools cannot reach the harness or its channel — unavailable: --confine off" in report
+
+
+@pytest.mark.skipif(pinned_cli("codex") is None, reason="no pinned codex")
+def test_under_cwd_codex_s_grant_is_the_tree_and_tmpdir_and_the_scratch_root_is_not_there(tmp_path: Path) -> None:
+    """A codex command under ``--cwd`` writes the tree and its TMPDIR (codex binds them, the tools' layer keeps
+    those binds); the hook channel and codex's real home are not in its layer at all (what lies under ``/tmp``
+    there is the layer's own empty tmpfs, and ``exclude_slash_tmp`` keeps codex from granting it)."""
     home = linked_home(tmp_path, ("codex", pinned_cli("codex") or ""))
     tree = tmp_path / "tree"
     tree.mkdir()
-    step = ('touch "$CODEX_HOME/../hook-channel/x" && echo wrote-channel; touch "$CODEX_HOME/x" && echo wrote-home; '
+    step = ('ls "$CODEX_HOME/../hook-channel" >/dev/null 2>&1 && echo saw-channel; '
+            'ls "$CODEX_HOME/config.toml" >/dev/null 2>&1 && echo saw-config; '
             'touch "$TMPDIR/x" && echo wrote-tmpdir; touch here && echo wrote-tree')  # fmt: skip
     with running_emulator("--scenario", "codex-shell-steps") as (base_url, _):
         argv = [sys.executable, "-m", "metaharness.shell", "run", "codex", "--credentials", "none",
@@ -143,9 +223,9 @@ def test_under_cwd_codex_s_grant_leaves_out_tmp_where_the_scratch_root_lies(tmp_
                 "--decisions", "observe", "--cwd", str(tree)]  # fmt: skip
         done = subprocess.run(argv, capture_output=True, env={**os.environ, "HOME": str(home)}, timeout=240,
                               stdin=subprocess.DEVNULL, check=False)  # fmt: skip
-    (result, *_) = shell_results(events_of(done.stdout.splitlines()))
-    assert "wrote-tmpdir" in result and "wrote-tree" in result and (tree / "here").exists(), result
-    assert "wrote-channel" not in result and "wrote-home" not in result
+    (result,) = [r for r in shell_results(events_of(done.stdout.splitlines())) if "wrote-tree" in r]
+    assert "wrote-tmpdir" in result and (tree / "here").exists(), result
+    assert "saw-channel" not in result and "saw-config" not in result, result
 
 
 def test_a_program_the_loop_runs_is_in_the_tools_layer(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from emulator_process import running_emulator
+from helpers.emulator import running_emulator
 
 VENDORS = Path(__file__).resolve().parent.parent / "vendors"
 PINS = {"@anthropic-ai/claude-code": "2.1.332", "@openai/codex": "0.171.0", "@google/gemini-cli": "0.61.0"}

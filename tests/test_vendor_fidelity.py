@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from emulator_process import running_emulator
+from helpers.emulator import running_emulator
+from helpers.frames import frame_skeleton
 from vendor_cli import pinned_cli
 
 from metaharness.pure.emulator.request import read_request, wire_of
@@ -49,12 +50,7 @@ class Run:
         self.work.mkdir()
 
     def frame(self, *operations: str) -> str:
-        raw = {
-            "format": "metaharness.frame/1", "workflow": {"id": "fidelity", "version": "1"}, "node": {"id": "n"},
-            "step": {"workflow": "fidelity", "state": "s", "index": 0, "attempt": 1}, "prior": [],
-            "obligations": [], "reaching": [], "next": [], "handoff": {"handoff": "none"},
-            "operations": [{"op": op} for op in operations],
-        }  # fmt: skip
+        raw = frame_skeleton("fidelity", "n", "s", operations=[{"op": op} for op in operations])  # fmt: skip
         path = self.tmp_path / "step.frame.json"
         path.write_bytes(frame_document(seal_frame(raw).unwrap()))
         return str(path)

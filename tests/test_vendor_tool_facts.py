@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from emulator_process import running_emulator
+from helpers.emulator import running_emulator
 from vendor_cli import pinned_cli
 
 from metaharness.pure.adapter import MCP_CALL_TEMPLATE

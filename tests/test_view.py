@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from emulator_process import running_emulator
+from helpers.emulator import running_emulator
 
 from metaharness.pure.events import read_event
 from metaharness.pure.run_view import (

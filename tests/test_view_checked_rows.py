@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from emulator_process import running_emulator
+from helpers.emulator import running_emulator
 from vendor_cli import PINS, pinned_cli
 
 VENV_BIN = Path(sys.executable).parent

@@ -13,11 +13,12 @@ import shlex
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from governed_b10x import LOOP, METAHARNESS, VENV_BIN, Emulator, workspace
+from governed_b10x import LOOP, METAHARNESS, VENV_BIN, workspace
+from helpers.emulator import Emulator
 
 TMUX = shutil.which("tmux")
 VIEW = VENV_BIN / "metaharness-view"
@@ -70,13 +71,6 @@ def open_writer(fifo: Path) -> int:
             continue
         os.set_blocking(descriptor, True)
         return descriptor
-
-
-@pytest.fixture
-def emulator() -> Iterator[Emulator]:
-    running = Emulator("flat-write")
-    yield running
-    running.stop()
 
 
 COUNTDOWN = re.compile(r"asks the embedder — answer due, (\d+)s left")

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from emulator_process import running_emulator
+from helpers.emulator import running_emulator
+from helpers.frames import frame_skeleton
 from vendor_cli import pinned_cli
 
 from metaharness.pure.events import read_event
@@ -76,11 +77,7 @@ def caller_home(tmp_path: Path) -> Path:
 
 
 def frame_file(directory: Path, subjects: list[str] | None) -> Path:
-    raw: dict[str, Any] = {
-        "format": "metaharness.frame/1", "workflow": {"id": "witness/e2e", "version": "1"}, "node": {"id": "shell"},
-        "step": {"workflow": "witness/e2e", "state": "shell", "index": 0, "attempt": 1}, "prior": [],
-        "obligations": [], "reaching": [], "next": [], "handoff": {"handoff": "none"}, "operations": [{"op": "shell"}],
-    }  # fmt: skip
+    raw: dict[str, Any] = frame_skeleton("witness/e2e", "shell", "shell", operations=[{"op": "shell"}])  # fmt: skip
     if subjects is not None:
         raw["subjects"] = [*({"subject": s, "operations": [{"op": "shell"}]} for s in subjects),
                            {"subject": "**", "operations": []}]  # fmt: skip

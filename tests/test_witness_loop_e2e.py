@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from emulator_process import running_emulator
+from helpers.emulator import running_emulator
+from helpers.frames import frame_skeleton
 
 from metaharness.pure.events import read_event
 from metaharness.pure.frames import frame_document, seal_frame
@@ -22,11 +23,7 @@ FORGE = """sh -c 'echo {\\"kind\\":\\"finished\\",\\"stop\\":\\"end-turn\\",\\"t
 
 
 def shell_frame(directory: Path) -> Path:
-    raw = {
-        "format": "metaharness.frame/1", "workflow": {"id": "witness/loop", "version": "1"}, "node": {"id": "n"},
-        "step": {"workflow": "witness/loop", "state": "s", "index": 0, "attempt": 1}, "prior": [], "obligations": [],
-        "reaching": [], "next": [], "handoff": {"handoff": "none"}, "operations": [*READS, {"op": "shell"}],
-    }  # fmt: skip
+    raw = frame_skeleton("witness/loop", "n", "s", operations=[*READS, {"op": "shell"}])  # fmt: skip
     path = directory / "frame.json"
     path.write_bytes(frame_document(seal_frame(raw).unwrap()))
     return path

@@ -136,7 +136,7 @@ class Finished(_Record, frozen=True, tag="finished"):
     turns: int | None = None
 
 
-class Refused(_Record, frozen=True, tag="refused"):
+class RefusedLine(_Record, frozen=True, tag="refused"):
     reason: str
 
 
@@ -165,7 +165,7 @@ Record: TypeAlias = (
     | Answered
     | HookRan
     | Finished
-    | Refused
+    | RefusedLine
     | Session
 )
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 import msgspec
 
 from metaharness.pure.adapter import ReplayOutput, ReplayRequest, SeamAnswer
-from metaharness.pure.b10x.seam import Answer, SeamSettings, SeamState, end_of_record, open_seam, read_line, wind_up
+from metaharness.pure.b10x.seam import AnswerLine, SeamSettings, SeamState, end_of_record, open_seam, read_line, wind_up
 from metaharness.pure.events import Hermetic, StreamClosed, Transcript, UnknownProcess
 from metaharness.pure.frames import Frame
 from metaharness.pure.modes import DecisionMode, HermeticMode
@@ -96,7 +96,7 @@ def _outputs(effects: tuple[object, ...]) -> Iterator[ReplayOutput]:
     for effect in effects:
         if isinstance(effect, bytes):
             yield effect
-        elif isinstance(effect, Answer):
+        elif isinstance(effect, AnswerLine):
             yield SeamAnswer(effect.line)
 
 

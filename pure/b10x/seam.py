@@ -5,35 +5,29 @@ One reader serves live runs, ``replay b10x`` and conformance. :func:`open_seam` 
 any plan-time warnings), :func:`read_line` maps one record line, :func:`end_of_record` releases what
 the end of the record releases, and :func:`wind_up` closes the stream. Each returns the new state and
 the effects to perform, in order: event lines for stdout (``bytes``), answer lines for the loop's
-stdin (:class:`Answer`) and deadlines to arm (:class:`Arm`).
+stdin (:class:`AnswerLine`) and deadlines to arm (``decisions.Arm``).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeAlias, cast
+from typing import Any, TypeAlias, cast
 
 import msgspec
 from immutables import Map
 from msgspec import UNSET, Struct
-from returns.result import Failure
 
 from metaharness.pure import decisions as desk_
 from metaharness.pure.b10x import records as rec
+from metaharness.pure.budgets import VENDOR_BUDGET_MS
 from metaharness.pure.census import count_decision
 from metaharness.pure.commands import (
-    Halt,
     Steering,
-    ToolDecide,
-    check_supported,
-    check_well_formed,
-    command_ok,
 )
-from metaharness.pure.decisions import Desk, PresentedCall
+from metaharness.pure.decisions import Arm, Control, Desk, PresentedCall
 from metaharness.pure.events import (
     Abstain,
     Allow,
     Census,
-    CommandResult,
     ContextFile,
     Decision,
     Deny,
@@ -65,12 +59,7 @@ from metaharness.pure.jsonline import compact, sha256_hex
 from metaharness.pure.modes import DecisionMode
 from metaharness.pure.program_subjects import argv_subjects
 from metaharness.pure.readings import stated_count
-from metaharness.pure.run_stages import (
-    VENDOR_BUDGET_MS,
-    closing_reason,
-    decision_deadline,
-    no_terminal_record,
-)
+from metaharness.pure.run_stages import closing_reason, decision_deadline, no_terminal_record
 from metaharness.pure.stop import KILL, Stop, StopPolicy
 from metaharness.pure.subjects import TreeFacts, resolve_subjects
 
@@ -118,21 +107,14 @@ UNVERIFIED_TIER_MESSAGE = (
 )
 
 
-class Answer(Struct, frozen=True):
+class AnswerLine(Struct, frozen=True):
     """One answer line for the loop's stdin, ``\\n`` included (docs/adapters/b10x.md#caller-seam step 3)."""
 
     call_id: str
     line: bytes
 
 
-class Arm(Struct, frozen=True):
-    """Arm the deadline of an asked call now that its ``tool.requested`` line is written
-    (docs/decisions.md#deadlines)."""
-
-    call_id: str
-
-
-Effect: TypeAlias = bytes | Answer | Arm
+Effect: TypeAlias = bytes | AnswerLine | Arm
 
 
 class SeamSettings(Struct, frozen=True, kw_only=True):
@@ -222,7 +204,7 @@ class _Out:
 
     def answer(self, call_id: str, decision: Decision) -> None:
         """The caller-seam line for ``decision`` goes to the loop's stdin (docs/adapters/b10x.md#caller-seam step 3)."""
-        self.effects.append(Answer(call_id, answer_line(call_id, decision)))
+        self.effects.append(AnswerLine(call_id, answer_line(call_id, decision)))
         self.answers = self.answers.set(call_id, isinstance(decision, Allow))
 
     def step(self, step: tuple[Desk, tuple[desk_.Effect, ...]]) -> None:
@@ -234,7 +216,7 @@ class _Out:
             elif isinstance(effect, desk_.Answer):
                 self.answer(effect.call_id, effect.decision)
             elif isinstance(effect, desk_.Arm):
-                self.effects.append(Arm(effect.call_id))
+                self.effects.append(effect)
 
     def finish(self, state: SeamState, **changes: Any) -> tuple[SeamState, tuple[Effect, ...]]:
         new = msgspec.structs.replace(state, stream=self.stream, desk=self.desk, answers=self.answers, **changes)
@@ -479,7 +461,7 @@ def _noted(out: _Out, record: rec.Record) -> None:
                 f"{number(record.bytes_before)} → {number(record.bytes_after)} bytes",
             )
         )
-    elif isinstance(record, rec.Refused):
+    elif isinstance(record, rec.RefusedLine):
         out.emit(warning("loop-refused", record.reason))
     elif isinstance(record, rec.Session):
         out.emit(
@@ -796,8 +778,6 @@ HONOURED = frozenset({"tool.decide", "interrupt", "halt"})
 """The commands the b10x adapter honours (docs/adapters/b10x.md#capabilities-and-doctor); the rest are
 ``UNSUPPORTED_CONTROL``."""
 
-Control: TypeAlias = Literal["interrupt", "halt"] | None
-
 STOP_POLICY = StopPolicy(interrupt=Stop("SIGINT", "child"), halt=KILL)
 """``interrupt`` is SIGINT to the loop alone (it ends its turn and the run); ``halt`` kills the group at
 once; a signal is SIGTERM to the group, SIGKILL 5 s later or at the next signal."""
@@ -811,25 +791,8 @@ def take_command(
     ``command.result``); ``interrupt`` and ``halt`` abandon pending calls first (their deny lines
     written before the signal, docs/adapters/b10x.md#caller-seam). ``latency_ms`` is the elapsed time since the decided
     call's deadline was armed."""
-    formed = check_well_formed(command).bind(lambda ok: check_supported(ok.command, ADAPTER, HONOURED))
-    if isinstance(formed, Failure):
-        out = _Out(state)
-        out.emit(formed.failure())
-        new, effects = out.finish(state)
-        return new, effects, None
-    if isinstance(command, ToolDecide):
-        out = _Out(state)
-        out.step(desk_.decide(out.desk, command, latency_ms))
-        new, effects = out.finish(state)
-        return new, effects, None
-    control: Control = "halt" if isinstance(command, Halt) else "interrupt"
-    why: desk_.AbandonCause = "the run was halted" if control == "halt" else "the run was interrupted"
-    state, abandoned = abandon_pending(state, why)
-    new, effects = _result(state, command_ok(command.id))
-    return new, abandoned + effects, control
-
-
-def _result(state: SeamState, result: CommandResult) -> tuple[SeamState, tuple[Effect, ...]]:
     out = _Out(state)
-    out.emit(result)
-    return out.finish(state)
+    desk, effects, control = desk_.steer(out.desk, command, latency_ms, ADAPTER, HONOURED)
+    out.step((desk, effects))
+    new, performed = out.finish(state)
+    return new, performed, control

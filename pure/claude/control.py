@@ -17,6 +17,7 @@ import msgspec
 from returns.result import Failure, Result, Success
 
 from metaharness.pure.bounds import decode_bounded
+from metaharness.pure.budgets import CALLBACK_TIMEOUT_S
 from metaharness.pure.events import Abstain, Allow, Decision, Deny, Replace, WarningRaised
 from metaharness.pure.hook_channel import EMPTY_REASON, HookCall, read_hook_request
 from metaharness.pure.jsonline import compact
@@ -28,8 +29,6 @@ INITIALIZE_ID = "metaharness-initialize"
 CALLBACK_ID = "metaharness-pretooluse"
 """The one ``hookCallbackIds`` entry: every ``hook_callback`` names it."""
 
-CALLBACK_TIMEOUT_S = 60
-"""The callback's declared timeout; metaharness's own deadline is 5 s shorter (docs/decisions.md#deadlines)."""
 
 CONFIRMATIONS = ("hooks_applied", "hook_on_failure_supported")
 """The ``initialize`` reply's fields that must both be ``true`` before the turn is sent."""
@@ -70,7 +69,7 @@ class Unserved(msgspec.Struct, frozen=True):
     subtype: str
 
 
-Control: TypeAlias = HookCallback | Withdrawn | Reply | Unserved
+ControlLine: TypeAlias = HookCallback | Withdrawn | Reply | Unserved
 
 
 def input_forged(what: str) -> WarningRaised:
@@ -145,7 +144,7 @@ _OPENING = 96
 _REQUEST_OPENING = re.compile(rb'\A\s*\{\s*"type"\s*:\s*"control_request"\s*,\s*"request_id"\s*:\s*"([^"\\]{1,256})"')
 
 
-def read_control(raw: bytes) -> Control | None:
+def read_control(raw: bytes) -> ControlLine | None:
     """One stdout line read as a control message, ``None`` when it is a record (or no JSON object). A control
     request that does not decode (nested too deep, cut at the line bound) whose ``request_id`` its opening
     still names is a callback naming no tool, so it is answered, denied."""

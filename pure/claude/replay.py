@@ -12,22 +12,18 @@ forged line from metaharness's own, so it raises no ``INPUT_FORGED``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from functools import partial
 
 from metaharness.pure.adapter import ReplayOutput, ReplayRequest
 from metaharness.pure.claude.control import HookCallback, Reply, Withdrawn, read_control, replayed_turn
 from metaharness.pure.claude.seam import BUDGET_WORDS, RecordState, SessionFacts, map_record, terminal_stop
-from metaharness.pure.correlation import Correlator, on_readings, on_stream_end
+from metaharness.pure.correlation import correlated_stream
 from metaharness.pure.events import (
     Hermetic,
-    SessionEnded,
-    Stream,
     Transcript,
     closed_reason,
-    drained,
-    replay_ending,
 )
-from metaharness.pure.readings import replay_written
-from metaharness.pure.run_stages import closing_reason
+from metaharness.pure.readings import Reading, record_lines
 
 
 def replay_facts(
@@ -51,14 +47,6 @@ def replay_facts(
     )
 
 
-def record_lines(record: bytes) -> tuple[bytes, ...]:
-    """The lines of a record, terminators removed; an unterminated last line counts too."""
-    lines = record.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    return tuple(line[:-1] if line.endswith(b"\r") else line for line in lines)
-
-
 def replay_claude(record: bytes, facts: SessionFacts, run: str) -> tuple[bytes, str]:
     """The whole ``metaharness.event/1`` stream of a retained transcript, and its closing reason."""
     stream = b"".join(replayed_lines(record_lines(record), facts, run))
@@ -68,11 +56,12 @@ def replay_claude(record: bytes, facts: SessionFacts, run: str) -> tuple[bytes, 
 def replayed_lines(lines: Iterable[bytes], facts: SessionFacts, run: str) -> Iterator[bytes]:
     """Each event line of the stream as the transcript's lines (terminators removed) are read: the
     record is never held, and each event is yielded once the line that makes it is read."""
-    stream = Stream(run)
-    state = RecordState()
-    correlator = Correlator(live=False)
-    out = bytearray()
-    ended: SessionEnded | None = None
+    return correlated_stream(run, _mapped_lines(lines), RecordState(), partial(_map, facts=facts), terminal_stop, BUDGET_WORDS)
+
+
+def _mapped_lines(lines: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
+    """The transcript's numbered lines the record maps: not the control protocol's lines (``initialize`` and its
+    reply, hook callbacks, withdrawals), nor the first echo of the user turn."""
     echoed = False
     for number, raw in enumerate(lines, start=1):
         if isinstance(read_control(raw), HookCallback | Reply | Withdrawn):
@@ -80,16 +69,11 @@ def replayed_lines(lines: Iterable[bytes], facts: SessionFacts, run: str) -> Ite
         if not echoed and replayed_turn(raw) is not None:
             echoed = True
             continue
-        state, readings = map_record(state, raw.removesuffix(b"\r"), number, facts)
-        correlator, outputs = on_readings(correlator, readings)
-        stream, seen = replay_written(stream, outputs, out)
-        ended = ended or seen
-        yield from drained(out)
-    correlator, outputs = on_stream_end(correlator)
-    stream, seen = replay_written(stream, outputs, out)
-    ended = ended or seen
-    yield from drained(out)
-    yield replay_ending(stream, closing_reason(halted=False, killed=False, stop=terminal_stop(ended), budget_stops=BUDGET_WORDS))
+        yield number, raw
+
+
+def _map(state: RecordState, raw: bytes, number: int, facts: SessionFacts) -> tuple[RecordState, tuple[Reading, ...]]:
+    return map_record(state, raw, number, facts)
 
 
 def replay(lines: Iterable[bytes], request: ReplayRequest) -> Iterator[ReplayOutput]:

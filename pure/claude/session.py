@@ -20,17 +20,18 @@ for a call whose every request the CLI withdrew (``control_cancel_request``) is 
 
 from __future__ import annotations
 
-from typing import Literal, TypeAlias
+from functools import partial
+from typing import TypeAlias
 
 import msgspec
 from immutables import Map
 from msgspec import UNSET, UnsetType
 from returns.result import Failure
 
+from metaharness.pure.budgets import CALLBACK_TIMEOUT_S
 from metaharness.pure.capabilities import HONOURED_COMMANDS
-from metaharness.pure.census import ZERO_CENSUS, count_decision
+from metaharness.pure.census import ZERO_CENSUS, counted
 from metaharness.pure.claude.control import (
-    CALLBACK_TIMEOUT_S,
     CLI_GAVE_UP,
     INITIALIZE_ID,
     HookCallback,
@@ -57,26 +58,23 @@ from metaharness.pure.claude.seam import (
     terminal_stop,
 )
 from metaharness.pure.commands import (
-    Halt,
     Steering,
     ToolDecide,
-    check_supported,
-    check_well_formed,
-    command_ok,
 )
 from metaharness.pure.correlation import Correlator, Present, on_hook_call, on_readings, on_stream_end
 from metaharness.pure.decisions import (
     AbandonCause,
     Answer,
     Arm,
+    Control,
     Desk,
     Disarm,
     PresentedCall,
     abandon,
-    decide,
     open_desk,
     pending_call,
     present,
+    steer,
 )
 from metaharness.pure.decisions import Emit as DeskEmit
 from metaharness.pure.decisions import expire as desk_expire
@@ -104,10 +102,6 @@ from metaharness.pure.stop import GROUP_POLICY
 from metaharness.pure.subjects import TreeFacts, resolve_subjects
 
 ADAPTER = "claude"
-VENDOR_BUDGET_MS = CALLBACK_TIMEOUT_S * 1000
-"""The callback's declared timeout × 1000: metaharness's deadline is 55,000 ms (docs/decisions.md#deadlines)."""
-
-Control: TypeAlias = Literal["interrupt", "halt"] | None
 
 STOP_POLICY = GROUP_POLICY
 """Every stop is SIGTERM to the group, SIGKILL 5 s later (or at a second signal)."""
@@ -165,7 +159,7 @@ def open_session(
     *,
     turn: str = "",
     live: bool = True,
-    vendor_budget_ms: int = VENDOR_BUDGET_MS,
+    vendor_budget_ms: int = CALLBACK_TIMEOUT_S * 1000,
 ) -> tuple[Session, tuple[Effect, ...]]:
     """A run's session: the plan-time warnings (``AMBIENT_INPUT``) are written first, then ``initialize``
     goes to the CLI with the callback's timeout, ``vendor_budget_ms`` (``run --decision-deadline`` + 5 s,
@@ -181,12 +175,7 @@ def open_session(
 def _write(session: Session, payload: Event, at: str | UnsetType = UNSET) -> tuple[Session, bytes]:
     """Stamp one event; ``tool.decided`` is counted and ``session.ended`` gets the census so far
     (docs/events.md#census)."""
-    census = session.census
-    if isinstance(payload, ToolDecided):
-        census = count_decision(census, payload)
-    ended = session.ended
-    if isinstance(payload, SessionEnded):
-        payload = ended = msgspec.structs.replace(payload, census=census)
+    census, ended, payload = counted(session.census, session.ended, payload)
     stream, line = stamp(session.stream, payload, at)
     return msgspec.structs.replace(session, stream=stream, census=census, ended=ended), line
 
@@ -341,19 +330,9 @@ def take_command(
     """Steps 2–4 of docs/events.md#commands for one framed command and the control the shell applies after the
     effects: ``tool.decide`` goes to the desk; ``interrupt`` and ``halt`` abandon pending calls first
     (their denies written to the hooks before any signal)."""
-    formed = check_well_formed(command).bind(lambda ok: check_supported(ok.command, ADAPTER, HONOURED_COMMANDS))
-    if isinstance(formed, Failure):
-        session, effects = _emit_all(session, (DeskEmit(formed.failure()),))
-        return session, effects, None
-    if isinstance(command, ToolDecide):
-        desk, desk_effects = decide(session.desk, command, latency_ms, _replacement(session, command))
-        session, effects = _emit_all(msgspec.structs.replace(session, desk=desk), desk_effects)
-        return session, effects, None
-    control: Control = "halt" if isinstance(command, Halt) else "interrupt"
-    desk, desk_effects = abandon(session.desk, "the run was halted" if control == "halt" else "the run was interrupted")
-    session, effects = _emit_all(
-        msgspec.structs.replace(session, desk=desk), (*desk_effects, DeskEmit(command_ok(command.id)))
-    )
+    replacement = partial(_replacement, session)
+    desk, desk_effects, control = steer(session.desk, command, latency_ms, ADAPTER, HONOURED_COMMANDS, replacement)
+    session, effects = _emit_all(msgspec.structs.replace(session, desk=desk), desk_effects)
     return session, effects, control
 
 

@@ -19,7 +19,7 @@ from returns.result import Failure
 from metaharness.pure.catalogue import load_catalogue
 from metaharness.pure.claude.launch import ClaudeRunSpec, plan_claude_launch
 from metaharness.pure.claude.replay import replay_claude, replay_facts
-from metaharness.pure.claude.vendor import PINS
+from metaharness.pure.claude.vendor import KIND, PINS
 from metaharness.pure.conformance import (
     BRIEF,
     CALLER,
@@ -29,11 +29,8 @@ from metaharness.pure.conformance import (
     PROMPT,
     RUN,
     SCRATCH,
-    Outcome,
-    first_difference,
-    fixture_outcome,
+    VendorVectors,
     launch_fixture,
-    provider_contract_line,
 )
 from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
 from metaharness.pure.refusal import Refusal
@@ -94,16 +91,6 @@ vector 4 is synthetic: no live catalogue launch has been driven)."""
 RECORD_VECTORS: tuple[tuple[str, str], ...] = (("c2-record-bash", "record/bash"), ("c2-record-write", "record/write"))
 """C2: id and record stem (``<stem>.jsonl`` replayed, ``<stem>.expected.jsonl`` expected)."""
 
-HOOK_VECTORS: tuple[tuple[str, str, str], ...] = (
-    ("c3-hook-deny", "hook/frame-deny.json", "hook/deny"),
-    ("c3-hook-allow", "hook/frame-allow.json", "hook/allow"),
-)
-"""C3: id, sealed frame, and stem (``<stem>.answer`` and ``<stem>.expected.jsonl``); the record is
-``hook/record.jsonl`` (the C2 shell record) and the captured hook request ``hook/request.json``."""
-
-HOOK_RECORD = "hook/record.jsonl"
-HOOK_REQUEST = "hook/request.json"
-BANNER = "golden/version.txt"
 
 
 def planned_fixture(spec: ClaudeRunSpec, own_cli: tuple[str, ...]) -> dict[str, Any] | str:
@@ -117,11 +104,6 @@ def planned_fixture(spec: ClaudeRunSpec, own_cli: tuple[str, ...]) -> dict[str, 
     return launch_fixture(msgspec.structs.replace(planned.unwrap(), program=PROGRAM))
 
 
-def check_launch(vector: str, spec: ClaudeRunSpec, fixture: bytes, own_cli: tuple[str, ...]) -> Outcome:
-    """C1: the planned launch equals the fixture, compared as parsed JSON."""
-    return fixture_outcome(vector, planned_fixture(spec, own_cli), fixture)
-
-
 def replay_record(stem: str, record: bytes) -> bytes:
     """C2's stream: ``replay`` with run ``golden``, decisions ``observe``, the record's own path."""
     facts = replay_facts(
@@ -130,21 +112,12 @@ def replay_record(stem: str, record: bytes) -> bytes:
     return replay_claude(record, facts, RUN)[0]
 
 
-def check_replay(vector: str, stem: str, record: bytes, expected: bytes) -> Outcome:
-    """C2: the replayed stream equals the expected file byte for byte."""
-    return first_difference("C2", vector, expected, replay_record(stem, record))
-
-
-def check_banner(banner: bytes) -> Outcome:
-    """C4: ``<v> (Claude Code)``; ``v`` on the pin passes, another version warns, another shape fails."""
-    words = banner.decode("utf-8", "replace").split()
-    if len(words) != 3 or words[1:] != ["(Claude", "Code)"] or not words[0][:1].isdigit():
-        return Outcome("C4", "c4-version-banner", "FAIL", f"the banner {banner[:80]!r} is not <version> (Claude Code)")
-    if words[0] in PINS:
-        return Outcome("C4", "c4-version-banner", "pass")
-    return Outcome("C4", "c4-version-banner", "warn", f"claude {words[0]} is outside the pin ({', '.join(PINS)})")
-
-
-def contract_line(outcomes: tuple[Outcome, ...]) -> bytes:
-    """The ``--contract`` line with ``provider`` ``claude <first pin>`` (docs/adapters/common.md#conformance)."""
-    return provider_contract_line(f"claude {PINS[0]}", outcomes)
+def claude_vectors(own_cli: tuple[str, ...]) -> VendorVectors[ClaudeRunSpec]:
+    """claude's vectors, C1 planned with ``own_cli`` as the catalogue server's argv; C4's banner is
+    ``<v> (Claude Code)``."""
+    return VendorVectors(
+        kind=KIND, pins=PINS, launches=LAUNCH_VECTORS, planned_fixture=lambda spec: planned_fixture(spec, own_cli),
+        records=RECORD_VECTORS, replayed=replay_record,
+        banner_version=lambda words: words[0] if len(words) == 3 and words[1:] == ["(Claude", "Code)"] else None,
+        banner_shape="<version> (Claude Code)", banner_name=KIND,
+    )  # fmt: skip

@@ -167,10 +167,13 @@ ADAPTER = Adapter(
         view_grant="; in the view that grant is the tree and TMPDIR",
         writable=("codex-home", "tmp", "hook-channel"),
         tools=ToolEntry(
-            mechanism="unavailable",
-            how="codex's own sandbox gives a shell command its own PID and network namespace, but in the view it "
-            "runs without a /proc of its own (the kernel refuses a nested proc mount), so the command lists the "
-            "harness and opens its /proc/<pid>/fd, and reads the scratch root; codex honours no shell prefix",
+            mechanism="path",
+            how="codex starts every shell command through the first bwrap on its PATH, the tools' layer's entry, "
+            "and its own sandbox runs inside the layer",
+            program="bwrap",
+            form="bwrap",
+            reads=("codex-home/tmp/arg0-linux",),
+            covered=("@openai/codex-linux-*/vendor/*/codex-resources/bwrap",),
         ),
     ),
     record_source="codex.rollout",

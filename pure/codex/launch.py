@@ -15,6 +15,7 @@ from typing import Literal
 import msgspec
 from returns.result import Failure, Result, Success
 
+from metaharness.pure.budgets import HOOK_TIMEOUT_S
 from metaharness.pure.catalogue import Catalogue, scratch_copy
 from metaharness.pure.codex.skills import skill_ambient, skills_h2_why
 from metaharness.pure.codex.vendor import LOOPBACK_KEY_VARIABLE, PROGRAM
@@ -47,7 +48,6 @@ from metaharness.pure.hermetic import (
 from metaharness.pure.hook_channel import (
     CHANNEL_DIR,
     HOOK_PROGRAM,
-    HOOK_TIMEOUT_S,
     REQUESTS_DIR,
     RESPONSES_DIR,
     render_hook_program,
@@ -323,6 +323,10 @@ def arguments(spec: CodexRunSpec, turn: str) -> tuple[str, ...]:
     return (*args, "--", turn)
 
 
+CODEX_HOME = "codex-home"
+"""The run's ``CODEX_HOME`` under the scratch root: ``config.toml`` and the ``sessions`` codex writes."""
+
+
 def plan_codex_launch(
     spec: CodexRunSpec,
     caller_env: Mapping[str, str],
@@ -340,8 +344,7 @@ def plan_codex_launch(
     nothing was found; ``skills`` the ``SKILL.md`` files the shell found under the skill roots.
 
     Refusals in order: the stage-5 credential ones, ``memory-ancestor-found``, ``program-not-found``,
-    ``denied-environment``, ``denied-argument``, ``shadowed``, ``argument-too-long``.
-    """
+    ``denied-environment``, ``denied-argument``, ``shadowed``, ``argument-too-long``."""
     declaration = msgspec.structs.replace(spec.environment, kind="codex")
     posture = credential_posture(declaration, caller_env, credential_file_present, custody_path, upstream)
     if isinstance(posture, Failure):
@@ -361,45 +364,24 @@ def plan_codex_launch(
     args = check_arguments(arguments(spec, turn))
     if isinstance(args, Failure):
         return args
-    hook_path = posixpath.join(scratch, HOOK_PROGRAM)
-    hook_command = shell_quote(hook_path)
-    config = check_shadowing(
-        CodexConfig(
-            approval_policy="never",
-            sandbox_mode="read-only" if spec.cwd is None else "workspace-write",
-            effort=spec.effort,
-            provider=provider_block(declaration),
-            hook_commands=(hook_command,),
-            hook_timeout=spec.hook_timeout_s,
-            view_image=spec.catalogue is None,
-        ),
-        hook_command,
-    )
+    config = _config(spec, declaration, shell_quote(posixpath.join(scratch, HOOK_PROGRAM)))
     if isinstance(config, Failure):
         return config
-    codex_home = posixpath.join(scratch, "codex-home")
-    files = (
-        ScratchFile(
-            posixpath.join(codex_home, "config.toml"),
-            render_config(config.unwrap()).encode(),
-        ),
-        ScratchFile(hook_path, render_hook_program(scratch, spec.hook_timeout_s).encode(), 0o700),
-    )
     launch = CodexLaunch(
         program=program.unwrap(),
         args=args.unwrap(),
         environment=environment.unwrap(),
         cwd=cwd,
         scratch=scratch,
-        codex_home=codex_home,
+        codex_home=posixpath.join(scratch, CODEX_HOME),
         directories=_directories(spec, scratch),
-        files=tuple(sorted(files, key=lambda f: f.path)),
+        files=_scratch_files(spec, scratch, config.unwrap()),
         config=config.unwrap(),
         user_turn=turn,
         context_files=context_record(spec.context, CONTEXT_CHANNEL) or (),
         credential_file=posture.unwrap().credential_file,
         hermetic=attestation(spec, scratch, cwd, environment.unwrap(), memory.unwrap(), walk, skills),
-        sessions_dir=posixpath.join(codex_home, "sessions"),
+        sessions_dir=posixpath.join(scratch, CODEX_HOME, "sessions"),
         rollout_copy=posixpath.join(scratch, "rollout.jsonl"),
         stdout_copy=posixpath.join(scratch, "rollout.stdout.jsonl"),
     )
@@ -407,9 +389,34 @@ def plan_codex_launch(
     return measured.map(lambda _: launch)
 
 
+def _config(spec: CodexRunSpec, declaration: EnvironmentDeclaration, hook_command: str) -> Result[CodexConfig, Refusal]:
+    """The run's ``config.toml``: no approvals, the sandbox the workdir allows, the provider block, the hook
+    (``hook_command``, quoted) and its timeout, ``view_image`` unless a catalogue replaces the tools; refused
+    ``shadowed`` when a key would shadow another."""
+    config = CodexConfig(
+        approval_policy="never",
+        sandbox_mode="read-only" if spec.cwd is None else "workspace-write",
+        effort=spec.effort,
+        provider=provider_block(declaration),
+        hook_commands=(hook_command,),
+        hook_timeout=spec.hook_timeout_s,
+        view_image=spec.catalogue is None,
+    )
+    return check_shadowing(config, hook_command)
+
+
+def _scratch_files(spec: CodexRunSpec, scratch: str, config: CodexConfig) -> tuple[ScratchFile, ...]:
+    """The files the scratch tree holds, sorted by path: ``config.toml`` and the hook program."""
+    files = (
+        ScratchFile(posixpath.join(scratch, CODEX_HOME, "config.toml"), render_config(config).encode()),
+        ScratchFile(posixpath.join(scratch, HOOK_PROGRAM), render_hook_program(scratch, spec.hook_timeout_s).encode(), 0o700),
+    )
+    return tuple(sorted(files, key=lambda f: f.path))
+
+
 def _directories(spec: CodexRunSpec, scratch: str) -> tuple[str, ...]:
     """The scratch directories to create (0700), parents first (docs/adapters/codex.md#scratch-layout)."""
-    names = ["codex-home", "tmp", "hooks", CHANNEL_DIR, REQUESTS_DIR, RESPONSES_DIR]
+    names = [CODEX_HOME, "tmp", "hooks", CHANNEL_DIR, REQUESTS_DIR, RESPONSES_DIR]
     if spec.cwd is None:
         names.insert(0, "work")
     return tuple(posixpath.join(scratch, name) for name in names)

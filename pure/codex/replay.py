@@ -22,7 +22,7 @@ from metaharness.pure.events import (
     replay_ending,
     stamp,
 )
-from metaharness.pure.readings import Emitted
+from metaharness.pure.readings import Emitted, record_lines
 from metaharness.pure.run_stages import closing_reason
 
 
@@ -55,14 +55,6 @@ def stop_word(ended: SessionEnded | None) -> str | None:
     if ended is None:
         return None
     return "completed" if ended.is_error is False else "error"
-
-
-def record_lines(record: bytes) -> tuple[bytes, ...]:
-    """The complete lines of a record, terminators removed; an unterminated last line counts too."""
-    lines = record.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    return tuple(line[:-1] if line.endswith(b"\r") else line for line in lines)
 
 
 def _written(stream: Stream, outputs: Iterable[object], out: bytearray) -> Stream:

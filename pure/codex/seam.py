@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+from returns.result import Failure, Result, Success
 
 from metaharness.pure.codex.rendering import resolve_call, unreadable_patch
 from metaharness.pure.decisions import Desk, PresentedCall
@@ -51,15 +52,15 @@ def answer_body(decision: Decision) -> bytes:
     return b""
 
 
-def check_replacement(name: str, input: Any) -> Refusal | None:
+def check_replacement(name: str, input: Any) -> Result[Any, Refusal]:
     """A ``replace`` for ``Bash``/``apply_patch`` must hold a string ``command``, else ``MALFORMED``
     and the call stays open (docs/adapters/common.md#vendor-decisions, design choice)."""
     if name in ("Bash", "apply_patch") and not (isinstance(input, dict) and isinstance(input.get("command"), str)):
-        return Refusal(
+        return Failure(Refusal(
             "MALFORMED",
             f"a replacement input for {name} must be an object holding a string command, which is what codex runs",
-        )
-    return None
+        ))
+    return Success(input)
 
 
 def denied_result(desk: Desk, result: ToolResult) -> ToolResult:

@@ -19,7 +19,7 @@ into a deny by ``deadline`` saying the hook gave up first; a turn that ended aba
 
 from __future__ import annotations
 
-from typing import Literal, TypeAlias
+from typing import TypeAlias
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -58,6 +58,7 @@ from metaharness.pure.decisions import (
     AbandonCause,
     Answer,
     Arm,
+    Control,
     Desk,
     Disarm,
     PresentedCall,
@@ -85,7 +86,7 @@ from metaharness.pure.events import (
     result_unobserved,
     stamp,
 )
-from metaharness.pure.hook_channel import CHANNEL_REFUSED_REASON, HOOK_GAVE_UP, HookCall, read_hook_request
+from metaharness.pure.hook_channel import CHANNEL_REFUSED_REASON, HOOK_GAVE_UP, HookAnswer, HookCall, read_hook_request
 from metaharness.pure.readings import Emitted, Finished, Reading
 from metaharness.pure.run_stages import closing_reason, no_terminal_record
 from metaharness.pure.stop import GROUP_POLICY
@@ -93,18 +94,8 @@ from metaharness.pure.subjects import TreeFacts, resolve_subjects
 
 ADAPTER = "codex"
 
-Control: TypeAlias = Literal["interrupt", "halt"] | None
-
 STOP_POLICY = GROUP_POLICY
 """Every stop is SIGTERM to the group, SIGKILL 5 s later (or at a second signal)."""
-
-
-class HookAnswer(msgspec.Struct, frozen=True):
-    """Write ``body`` to the hook channel under ``key`` for ``call_id``."""
-
-    call_id: str
-    key: str
-    body: bytes
 
 
 class _Abandon(msgspec.Struct, frozen=True):
@@ -458,8 +449,9 @@ def take_command(
     if isinstance(command, ToolDecide):
         name = _lookup(session.names, command.call_id) or ""
         if isinstance(command.decision, Replace) and command.call_id in session.desk.pending_call_ids():
-            problem = check_replacement(name, command.decision.input)
-            if problem is not None:
+            checked = check_replacement(name, command.decision.input)
+            if isinstance(checked, Failure):
+                problem = checked.failure()
                 session, effects = _work(session, (DeskEmit(command_refused(command.id, problem.code, problem.message)),))
                 return session, effects, None
         desk, desk_effects = decide(session.desk, command, latency_ms, _replacement(session, command))

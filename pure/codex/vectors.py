@@ -16,7 +16,7 @@ from returns.result import Failure
 
 from metaharness.pure.codex.launch import CodexRunSpec, plan_codex_launch
 from metaharness.pure.codex.replay import replay_launch, replay_rollout
-from metaharness.pure.codex.vendor import PINS
+from metaharness.pure.codex.vendor import KIND, PINS
 from metaharness.pure.conformance import (
     BRIEF,
     CALLER,
@@ -26,11 +26,8 @@ from metaharness.pure.conformance import (
     PROMPT,
     RUN,
     SCRATCH,
-    Outcome,
-    first_difference,
-    fixture_outcome,
+    VendorVectors,
     launch_fixture,
-    provider_contract_line,
 )
 from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
 from metaharness.pure.hermetic import MemoryWalk
@@ -94,16 +91,6 @@ RECORD_VECTORS: tuple[tuple[str, str], ...] = (
 )
 """C2: id and record stem (``<stem>.jsonl`` replayed, ``<stem>.expected.jsonl`` expected)."""
 
-HOOK_VECTORS: tuple[tuple[str, str, str], ...] = (
-    ("c3-hook-deny", "hook/frame-deny.json", "hook/deny"),
-    ("c3-hook-allow", "hook/frame-allow.json", "hook/allow"),
-)
-"""C3: id, sealed frame, and stem (``<stem>.answer`` and ``<stem>.expected.jsonl``); the record is
-``hook/record.jsonl`` and the captured hook request ``hook/request.json``."""
-
-HOOK_RECORD = "hook/record.jsonl"
-HOOK_REQUEST = "hook/request.json"
-BANNER = "golden/version.txt"
 
 
 def planned_fixture(spec: CodexRunSpec) -> dict[str, Any] | str:
@@ -118,33 +105,15 @@ def planned_fixture(spec: CodexRunSpec) -> dict[str, Any] | str:
     return launch_fixture(msgspec.structs.replace(planned.unwrap(), program=PROGRAM))
 
 
-def check_launch(vector: str, spec: CodexRunSpec, fixture: bytes) -> Outcome:
-    """C1: the planned launch equals the fixture, compared as parsed JSON."""
-    return fixture_outcome(vector, planned_fixture(spec), fixture)
-
-
 def replay_record(stem: str, record: bytes) -> bytes:
     """C2's stream: ``replay`` with run ``golden``, decisions ``observe``, the record's own path."""
     launch = replay_launch(decisions="observe", hermetic="off", transcript_path=f"{stem}.jsonl")
     return replay_rollout(record, launch, RUN)[0]
 
 
-def check_replay(vector: str, stem: str, record: bytes, expected: bytes) -> Outcome:
-    """C2: the replayed stream equals the expected file byte for byte."""
-    return first_difference("C2", vector, expected, replay_record(stem, record))
-
-
-def check_banner(banner: bytes) -> Outcome:
-    """C4: ``codex-cli <v>``; ``v`` on the pin passes, another version warns, another shape fails."""
-    words = banner.decode("utf-8", "replace").split()
-    if len(words) != 2 or words[0] != "codex-cli" or not words[1][:1].isdigit():
-        return Outcome("C4", "c4-version-banner", "FAIL", f"the banner {banner[:80]!r} is not codex-cli <version>")
-    if words[1] in PINS:
-        return Outcome("C4", "c4-version-banner", "pass")
-    return Outcome("C4", "c4-version-banner", "warn", f"codex-cli {words[1]} is outside the pin ({', '.join(PINS)})")
-
-
-
-def contract_line(outcomes: tuple[Outcome, ...]) -> bytes:
-    """The ``--contract`` line with ``provider`` ``codex <first pin>`` (docs/adapters/common.md#conformance)."""
-    return provider_contract_line(f"codex {PINS[0]}", outcomes)
+VECTORS = VendorVectors(
+    kind=KIND, pins=PINS, launches=LAUNCH_VECTORS, planned_fixture=planned_fixture, records=RECORD_VECTORS,
+    replayed=replay_record, banner_version=lambda words: words[1] if len(words) == 2 and words[0] == "codex-cli" else None,
+    banner_shape="codex-cli <version>", banner_name="codex-cli",
+)  # fmt: skip
+"""codex's vectors; C4's banner is ``codex-cli <v>``."""

@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 from returns.result import Failure, Result, Success
 
+from metaharness.pure.budgets import SLOW_FRAME_DELAY_MS
 from metaharness.pure.emulator import generative, messages, responses
 from metaharness.pure.emulator.reply import Ids, ProviderError, Reply
 from metaharness.pure.emulator.request import (
@@ -25,14 +26,13 @@ from metaharness.pure.jsonline import compact
 
 MAX_BODY = 4 * 1024 * 1024
 DEFAULT_MODEL = "b10x-emulated"
-SLOW_FRAME_DELAY_MS = 500
 
 Headers = tuple[tuple[str, str], ...]
 STREAMED = ":streamGenerateContent"
 """The Generative Language method that streams (the path, not the body, says so on that wire)."""
 
 
-class Answer(msgspec.Struct, frozen=True, kw_only=True):
+class HttpAnswer(msgspec.Struct, frozen=True, kw_only=True):
     """What to send: status, headers in order, body chunks (a stream's frames, one chunk each),
     a pause before each chunk, and the record's ``answer`` label. ``close`` ends the connection
     after the body (every stream is close-delimited)."""
@@ -56,7 +56,7 @@ class Admitted(msgspec.Struct, frozen=True):
 class Exchange(msgspec.Struct, frozen=True):
     """One answered request: the answer, the admitted body (when one was), the scenario's side flag."""
 
-    answer: Answer
+    answer: HttpAnswer
     admitted: Admitted | None = None
     side: bool | None = None
 
@@ -66,9 +66,9 @@ def header(headers: Headers, name: str) -> str | None:
     return next((value for key, value in headers if key.lower() == name), None)
 
 
-def _json_answer(status: int, value: Any, extra: Headers = ()) -> Answer:
+def _json_answer(status: int, value: Any, extra: Headers = ()) -> HttpAnswer:
     body = compact(value)
-    return Answer(
+    return HttpAnswer(
         status=status,
         headers=(("content-type", "application/json"), ("content-length", str(len(body))), *extra),
         chunks=(body,),
@@ -76,7 +76,7 @@ def _json_answer(status: int, value: Any, extra: Headers = ()) -> Answer:
     )
 
 
-def _plain_error(path: str, status: int, message: str) -> Answer:
+def _plain_error(path: str, status: int, message: str) -> HttpAnswer:
     error = ProviderError(status=status, kind="invalid-request", message=message)
     wire = wire_of(path)
     body = (messages.error_body(error) if "/messages" in path else
@@ -140,8 +140,8 @@ def _bent(frames: list[bytes], events: list[dict[str, Any]], reply: Reply) -> li
     return frames
 
 
-def _stream(status: int, chunks: list[bytes], label: str, delay_ms: int = 0) -> Answer:
-    return Answer(
+def _stream(status: int, chunks: list[bytes], label: str, delay_ms: int = 0) -> HttpAnswer:
+    return HttpAnswer(
         status=status,
         headers=(("content-type", "text/event-stream"), ("cache-control", "no-cache"), ("connection", "close")),
         chunks=tuple(chunks),
@@ -159,7 +159,7 @@ def _label(reply: Reply, streamed: bool) -> str:
     return f"call:{reply.call.name}" if reply.call is not None else "text"
 
 
-def render(outcome: Reply | ProviderError, view: RequestView, n: int, call_number: int | None = None) -> Answer:
+def render(outcome: Reply | ProviderError, view: RequestView, n: int, call_number: int | None = None) -> HttpAnswer:
     """The scenario's outcome on the request's wire, streamed when the request asks for a stream; its
     call is numbered R + 1 unless the scenario numbers it (``call_number``)."""
     wire = messages if view.wire == MESSAGES_WIRE else generative if view.wire == GENERATIVE_WIRE else responses

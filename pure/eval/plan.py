@@ -14,11 +14,11 @@ import msgspec
 import yaml
 from returns.result import Failure, Result, Success
 
+from metaharness.pure.budgets import EVAL_TASK_TIMEOUT_S
 from metaharness.pure.eval.checks import Check, identifier, malformed, read_check
 from metaharness.pure.refusal import Refusal
 
 PLAN_FORMAT = "metaharness.eval/1"
-DEFAULT_TIMEOUT = 1800.0
 RESERVED_OPTIONS = ("prompt", "cwd", "scratch-cwd", "context")
 """The options each task owns: an arm that sets one is refused ``plan-option-reserved``."""
 SHIPPED_FILE_OPTIONS = ("frame", "catalogue", "spec", "prices", "hooks", "subscription-token-file")
@@ -36,7 +36,7 @@ class OptionShape(msgspec.Struct, frozen=True):
     multiple: bool
 
 
-class Arm(msgspec.Struct, frozen=True):
+class EvalArm(msgspec.Struct, frozen=True):
     """One arm: its id, its kind and its ``run`` options in the plan's order (``kind`` excluded)."""
 
     id: str
@@ -61,7 +61,7 @@ class Task(msgspec.Struct, frozen=True):
 
 
 class Plan(msgspec.Struct, frozen=True):
-    arms: tuple[Arm, ...]
+    arms: tuple[EvalArm, ...]
     tasks: tuple[Task, ...]
     repeat: int
 
@@ -98,7 +98,7 @@ def _option_value(key: str, value: object, shape: OptionShape) -> Result[OptionV
     return Success(word) if word is not None else malformed(key, "takes one word")
 
 
-def _arm(arm_id: str, raw: object, options: Mapping[str, OptionShape]) -> Result[Arm, Refusal]:
+def _arm(arm_id: str, raw: object, options: Mapping[str, OptionShape]) -> Result[EvalArm, Refusal]:
     where = f"arms.{arm_id}"
     if not isinstance(raw, dict):
         return malformed(where, "an arm is a map of run options")
@@ -121,7 +121,7 @@ def _arm(arm_id: str, raw: object, options: Mapping[str, OptionShape]) -> Result
         if isinstance(read, Failure):
             return read
         chosen.append((name, read.unwrap()))
-    return Success(Arm(id=arm_id, kind=kind, options=tuple(chosen)))
+    return Success(EvalArm(id=arm_id, kind=kind, options=tuple(chosen)))
 
 
 def _task(index: int, raw: object) -> Result[Task, Refusal]:
@@ -148,7 +148,7 @@ def _task(index: int, raw: object) -> Result[Task, Refusal]:
         return malformed(f"{where}.context", "a list of paths inside the workspace")
     if any(path.startswith("/") or ".." in path.split("/") for path in context):
         return malformed(f"{where}.context", "paths stay inside the workspace")
-    timeout = raw.get("timeout", DEFAULT_TIMEOUT)
+    timeout = raw.get("timeout", EVAL_TASK_TIMEOUT_S)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
         return malformed(f"{where}.timeout", "a positive number of seconds")
     checks_raw = raw.get("checks", [])
@@ -192,7 +192,7 @@ def read_plan(data: bytes, options: Mapping[str, OptionShape]) -> Result[Plan, R
     arms_raw = raw.get("arms")
     if not isinstance(arms_raw, dict) or not arms_raw:
         return malformed("arms", "a non-empty map of arm id to run options")
-    arms: list[Arm] = []
+    arms: list[EvalArm] = []
     for arm_id, arm_raw in arms_raw.items():
         checked_id = identifier(f"arms.{arm_id}", arm_id)
         if isinstance(checked_id, Failure):
@@ -231,7 +231,7 @@ def chosen_plan(plan: Plan, only: tuple[str, ...]) -> Result[Plan, Refusal]:
     return Success(Plan(arms=arms, tasks=tasks, repeat=plan.repeat))
 
 
-def run_words(arm: Arm, shipped: Mapping[str, tuple[str, ...]]) -> tuple[str, ...]:
+def run_words(arm: EvalArm, shipped: Mapping[str, tuple[str, ...]]) -> tuple[str, ...]:
     """The arm as ``run`` words after the kind: flags set to true, each value (each of a repeated
     option's values) after its option; a shipped path option takes its paths from ``shipped``."""
     words: list[str] = []
@@ -247,7 +247,7 @@ def run_words(arm: Arm, shipped: Mapping[str, tuple[str, ...]]) -> tuple[str, ..
     return tuple(words)
 
 
-def plan_runs(plan: Plan) -> tuple[tuple[Task, Arm, int], ...]:
+def plan_runs(plan: Plan) -> tuple[tuple[Task, EvalArm, int], ...]:
     """Every run of the plan in plan order: task by task, arm by arm, repeat 1..n."""
     return tuple(
         (task, arm, number) for task in plan.tasks for arm in plan.arms for number in range(1, plan.repeat + 1)

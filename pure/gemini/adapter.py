@@ -221,9 +221,13 @@ ADAPTER = Adapter(
         writable=("gemini-home", "tmp", "hook-channel"),
         endpoint_paths=endpoint_paths,
         tools=ToolEntry(
-            mechanism="unavailable",
-            how="Gemini CLI 0.61.0 starts run_shell_command itself, beside the harness, and no shell-prefix setting "
-            "of it has been verified against the pinned binary, so a command sees the harness and its hook channel",
+            mechanism="path",
+            how="Gemini CLI starts every run_shell_command through the first bash on its PATH, the tools' layer's "
+            "entry (its hook's own line runs where the harness is)",
+            program="bash",
+            runs="/bin/bash",
+            form="program",
+            kept=("hooks/pretooluse",),
         ),
     ),
     record_source="gemini.stream-json",

@@ -4,17 +4,16 @@ The program speaks the channel's protocol (``metaharness.pure.hook_channel``) bu
 own shape: ``{"decision":"deny","reason":…}`` blocks a call, and exit 2 blocks it whatever stdout says.
 Gemini CLI 0.61.0 lets a call run when its hook times out or exits with any other failure, so every
 path of the program that has no answer from metaharness prints the deny body **and exits 2**, and its
-backstop gives up 3 s before Gemini's own timeout (``HOOK_TIMEOUT_MS``).
+backstop gives up 3 s before Gemini's own timeout (``HOOK_TIMEOUT_S``, given to Gemini CLI in milliseconds).
 """
 
 from __future__ import annotations
 
+from metaharness.pure.budgets import DOORBELL_TIMEOUT_S, HOOK_TIMEOUT_S
 from metaharness.pure.events import Abstain, Allow, Decision, Deny, Replace
 from metaharness.pure.hook_channel import (
     CHANNEL_DIR,
-    DOORBELL_TIMEOUT_S,
     EMPTY_REASON,
-    HOOK_TIMEOUT_S,
     MKTEMP_SUFFIX,
     NO_ANSWER_REASON,
     backstop_seconds,
@@ -22,8 +21,6 @@ from metaharness.pure.hook_channel import (
 )
 from metaharness.pure.jsonline import compact
 
-HOOK_TIMEOUT_MS = HOOK_TIMEOUT_S * 1000
-"""The ``timeout`` the scratch settings give the hook, in milliseconds as Gemini CLI reads it."""
 BLOCKING_EXIT = 2
 """The exit status Gemini CLI reads as a block whatever the hook printed."""
 

@@ -14,6 +14,7 @@ from typing import Any, Literal
 import msgspec
 from returns.result import Failure, Result, Success
 
+from metaharness.pure.budgets import HOOK_TIMEOUT_S
 from metaharness.pure.context import ContextFileRead, check_argument_sizes, context_record, render_context_block
 from metaharness.pure.environment import (
     ChildEnvironment,
@@ -28,7 +29,7 @@ from metaharness.pure.environment import (
 from metaharness.pure.events import ContextFile, Hermetic
 from metaharness.pure.execution_context import execution_context_block, workspace_word
 from metaharness.pure.gemini.adapter import DEFAULT_MODEL, KIND, PROGRAM
-from metaharness.pure.gemini.hook import HOOK_TIMEOUT_MS, render_gemini_hook
+from metaharness.pure.gemini.hook import render_gemini_hook
 from metaharness.pure.hermetic import LaunchFacts, MemoryWalk, attest, governing_documents, memory_row, workdir_mode
 from metaharness.pure.hook_channel import CHANNEL_DIR, HOOK_PROGRAM, REQUESTS_DIR, RESPONSES_DIR, shell_quote
 from metaharness.pure.jsonline import compact
@@ -191,10 +192,10 @@ def plan_gemini_launch(
         return environment
     turn = user_turn(spec)
     hook_path = posixpath.join(scratch, HOOK_PROGRAM)
-    timeout_s = spec.hook_timeout_s
-    settings = scratch_settings(shell_quote(hook_path), HOOK_TIMEOUT_MS if timeout_s is None else timeout_s * 1000)
+    timeout_s = HOOK_TIMEOUT_S if spec.hook_timeout_s is None else spec.hook_timeout_s
+    settings = scratch_settings(shell_quote(hook_path), timeout_s * 1000)
     gemini_home = posixpath.join(scratch, "gemini-home")
-    hook_text = render_gemini_hook(scratch) if timeout_s is None else render_gemini_hook(scratch, timeout_s)
+    hook_text = render_gemini_hook(scratch, timeout_s)
     files = (
         ScratchFile(posixpath.join(gemini_home, ".gemini", "settings.json"), compact(settings) + b"\n"),
         ScratchFile(hook_path, hook_text.encode(), 0o700),

@@ -5,22 +5,18 @@ the census is zero; no terminal record is invented; ``stream.closed.process`` is
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from functools import partial
 
 from metaharness.pure.adapter import ReplayOutput, ReplayRequest
-from metaharness.pure.correlation import Correlator, on_readings, on_stream_end
+from metaharness.pure.correlation import correlated_stream
 from metaharness.pure.events import (
     Hermetic,
-    SessionEnded,
-    Stream,
     Transcript,
     closed_reason,
-    drained,
-    replay_ending,
 )
 from metaharness.pure.gemini.record import RecordFacts, RecordState, read_record_line
 from metaharness.pure.gemini.session import terminal_stop
-from metaharness.pure.readings import replay_written
-from metaharness.pure.run_stages import closing_reason
+from metaharness.pure.readings import Reading, record_lines
 
 
 def replay_facts(request: ReplayRequest) -> RecordFacts:
@@ -34,8 +30,7 @@ def replay_facts(request: ReplayRequest) -> RecordFacts:
 
 def replay_record(record: bytes, request: ReplayRequest) -> tuple[bytes, str]:
     """The whole ``metaharness.event/1`` stream of a retained record, and its closing reason."""
-    lines = record.split(b"\n")
-    stream = b"".join(replayed_lines(lines[:-1] if lines and lines[-1] == b"" else lines, request))
+    stream = b"".join(replayed_lines(record_lines(record), request))
     return stream, closed_reason(stream)
 
 
@@ -48,19 +43,9 @@ def replayed_lines(lines: Iterable[bytes], request: ReplayRequest) -> Iterator[b
     """Each event line of the stream as the record's lines (terminators removed) are read: the record is never
     held, and each event is yielded once the line that makes it is read."""
     facts = replay_facts(request)
-    stream = Stream(request.run_id)
-    state = RecordState()
-    correlator = Correlator(live=False)
-    out = bytearray()
-    ended: SessionEnded | None = None
-    for number, raw in enumerate(lines, start=1):
-        state, readings = read_record_line(state, raw.removesuffix(b"\r"), number, facts)
-        correlator, outputs = on_readings(correlator, readings)
-        stream, seen = replay_written(stream, outputs, out)
-        ended = ended or seen
-        yield from drained(out)
-    correlator, outputs = on_stream_end(correlator)
-    stream, seen = replay_written(stream, outputs, out)
-    ended = ended or seen
-    yield from drained(out)
-    yield replay_ending(stream, closing_reason(halted=False, killed=False, stop=terminal_stop(ended), budget_stops=frozenset()))
+    read = partial(_read, facts=facts)
+    return correlated_stream(request.run_id, enumerate(lines, start=1), RecordState(), read, terminal_stop, frozenset())
+
+
+def _read(state: RecordState, raw: bytes, number: int, facts: RecordFacts) -> tuple[RecordState, tuple[Reading, ...]]:
+    return read_record_line(state, raw, number, facts)

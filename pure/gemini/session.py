@@ -16,27 +16,28 @@ and the record's later announcement (and result) are read under that id.
 
 from __future__ import annotations
 
-from typing import Literal, TypeAlias
+from typing import TypeAlias
 
 import msgspec
 from msgspec import UNSET, UnsetType
-from returns.result import Failure
 
+from metaharness.pure.budgets import HOOK_TIMEOUT_S
 from metaharness.pure.capabilities import HONOURED_COMMANDS
-from metaharness.pure.census import ZERO_CENSUS, count_decision
-from metaharness.pure.commands import Halt, Steering, ToolDecide, check_supported, check_well_formed, command_ok
+from metaharness.pure.census import ZERO_CENSUS, counted
+from metaharness.pure.commands import Steering
 from metaharness.pure.correlation import Correlator, Present, on_hook_call, on_readings, on_stream_end
 from metaharness.pure.decisions import (
     AbandonCause,
     Answer,
     Arm,
+    Control,
     Desk,
     Disarm,
     PresentedCall,
     abandon,
-    decide,
     open_desk,
     present,
+    steer,
 )
 from metaharness.pure.decisions import Emit as DeskEmit
 from metaharness.pure.decisions import expire as desk_expire
@@ -62,7 +63,7 @@ from metaharness.pure.gemini.rendering import resolve_gemini_call
 from metaharness.pure.hook_channel import (
     CHANNEL_REFUSED_REASON,
     HOOK_GAVE_UP,
-    HOOK_TIMEOUT_S,
+    HookAnswer,
     HookCall,
     read_hook_request,
     request_unreadable,
@@ -77,17 +78,8 @@ ADAPTER = "gemini"
 STOP_POLICY = GROUP_POLICY
 """Every stop is SIGTERM to the group, SIGKILL 5 s later (or at a second signal)."""
 
-Control: TypeAlias = Literal["interrupt", "halt"] | None
 Key: TypeAlias = tuple[str, str, bytes]
 """A call as correlation sees it: its id, its tool name, its canonical input."""
-
-
-class HookAnswer(msgspec.Struct, frozen=True):
-    """Write ``body`` to the hook channel under ``key`` for ``call_id``."""
-
-    call_id: str
-    key: str
-    body: bytes
 
 
 Effect: TypeAlias = bytes | HookAnswer | Arm | Disarm
@@ -127,12 +119,7 @@ def open_session(facts: RecordFacts, run: str, mode: DecisionMode, frame: Frame 
 def _write(session: Session, payload: Event, at: str | UnsetType = UNSET) -> tuple[Session, bytes]:
     """Stamp one event; ``tool.decided`` is counted and ``session.ended`` gets the census so far. A result is the
     record's own (Gemini CLI states a blocked call's ``status:"error"``)."""
-    census = session.census
-    if isinstance(payload, ToolDecided):
-        census = count_decision(census, payload)
-    ended = session.ended
-    if isinstance(payload, SessionEnded):
-        payload = ended = msgspec.structs.replace(payload, census=census)
+    census, ended, payload = counted(session.census, session.ended, payload)
     stream, line = stamp(session.stream, payload, at)
     return msgspec.structs.replace(session, stream=stream, census=census, ended=ended), line
 
@@ -289,19 +276,8 @@ def hook_request(session: Session, key: str, raw: bytes | None, tree: TreeFacts 
 def take_command(session: Session, command: Steering, latency_ms: int | None) -> tuple[Session, tuple[Effect, ...], Control]:
     """One framed ``metaharness.command/1`` (docs/events.md#commands): ``tool.decide`` goes to the desk;
     ``interrupt`` and ``halt`` abandon pending calls first."""
-    formed = check_well_formed(command).bind(lambda ok: check_supported(ok.command, ADAPTER, HONOURED_COMMANDS))
-    if isinstance(formed, Failure):
-        session, effects = _emit_all(session, (DeskEmit(formed.failure()),))
-        return session, effects, None
-    if isinstance(command, ToolDecide):
-        desk, desk_effects = decide(session.desk, command, latency_ms)
-        session, effects = _emit_all(msgspec.structs.replace(session, desk=desk), desk_effects)
-        return session, effects, None
-    control: Control = "halt" if isinstance(command, Halt) else "interrupt"
-    desk, desk_effects = abandon(session.desk, "the run was halted" if control == "halt" else "the run was interrupted")
-    session, effects = _emit_all(
-        msgspec.structs.replace(session, desk=desk), (*desk_effects, DeskEmit(command_ok(command.id)))
-    )
+    desk, desk_effects, control = steer(session.desk, command, latency_ms, ADAPTER, HONOURED_COMMANDS)
+    session, effects = _emit_all(msgspec.structs.replace(session, desk=desk), desk_effects)
     return session, effects, control
 
 

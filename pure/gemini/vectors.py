@@ -23,11 +23,8 @@ from metaharness.pure.conformance import (
     PROMPT,
     RUN,
     SCRATCH,
-    Outcome,
-    first_difference,
-    fixture_outcome,
+    VendorVectors,
     launch_fixture,
-    provider_contract_line,
 )
 from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
 from metaharness.pure.gemini.adapter import KIND, PINS
@@ -52,16 +49,6 @@ LAUNCH_VECTORS: tuple[tuple[str, str, GeminiRunSpec], ...] = (
 RECORD_VECTORS: tuple[tuple[str, str], ...] = (("c2-record-write", "record/write"), ("c2-record-shell", "record/shell"))
 """C2: id and record stem (``<stem>.jsonl`` replayed, ``<stem>.expected.jsonl`` expected)."""
 
-HOOK_VECTORS: tuple[tuple[str, str, str], ...] = (
-    ("c3-hook-deny", "hook/frame-deny.json", "hook/deny"),
-    ("c3-hook-allow", "hook/frame-allow.json", "hook/allow"),
-)
-"""C3: id, sealed frame, and stem (``<stem>.answer`` and ``<stem>.expected.jsonl``); the record is
-``hook/record.jsonl`` and the captured hook request ``hook/request.json``."""
-
-HOOK_RECORD = "hook/record.jsonl"
-HOOK_REQUEST = "hook/request.json"
-BANNER = "golden/version.txt"
 
 
 def planned_fixture(spec: GeminiRunSpec) -> dict[str, Any] | str:
@@ -78,31 +65,14 @@ def planned_fixture(spec: GeminiRunSpec) -> dict[str, Any] | str:
     return launch_fixture(msgspec.structs.replace(planned.unwrap(), program=PROGRAM))
 
 
-def check_launch(vector: str, spec: GeminiRunSpec, fixture: bytes) -> Outcome:
-    """C1: the planned launch equals the fixture, compared as parsed JSON."""
-    return fixture_outcome(vector, planned_fixture(spec), fixture)
-
-
 def replayed(stem: str, record: bytes) -> bytes:
     """C2's stream: ``replay`` with run ``golden``, decisions ``observe``, the record's own path."""
     return replay_record(record, ReplayRequest(run_id=RUN, transcript_path=f"{stem}.jsonl"))[0]
 
 
-def check_replay(vector: str, stem: str, record: bytes, expected: bytes) -> Outcome:
-    """C2: the replayed stream equals the expected file byte for byte."""
-    return first_difference("C2", vector, expected, replayed(stem, record))
-
-
-def check_banner(banner: bytes) -> Outcome:
-    """C4: ``<v>`` alone; ``v`` on the pin passes, another version warns, another shape fails."""
-    words = banner.decode("utf-8", "replace").split()
-    if len(words) != 1 or not words[0][:1].isdigit():
-        return Outcome("C4", "c4-version-banner", "FAIL", f"the banner {banner[:80]!r} is not <version>")
-    if words[0] in PINS:
-        return Outcome("C4", "c4-version-banner", "pass")
-    return Outcome("C4", "c4-version-banner", "warn", f"gemini {words[0]} is outside the pin ({', '.join(PINS)})")
-
-
-def contract_line(outcomes: tuple[Outcome, ...]) -> bytes:
-    """The ``--contract`` line with ``provider`` ``gemini <first pin>``."""
-    return provider_contract_line(f"{KIND} {PINS[0]}", outcomes)
+VECTORS = VendorVectors(
+    kind=KIND, pins=PINS, launches=LAUNCH_VECTORS, planned_fixture=planned_fixture, records=RECORD_VECTORS,
+    replayed=replayed, banner_version=lambda words: words[0] if len(words) == 1 else None,
+    banner_shape="<version>", banner_name=KIND,
+)  # fmt: skip
+"""gemini's vectors; C4's banner is ``<v>`` alone."""

@@ -35,7 +35,6 @@ from metaharness.pure.wires.neutral import ToolSpec
 PROFILE = "codex-app-server-stdio-v2-dynamic-operation-tools-experimental"
 LINE_CAP = 8 * 1024 * 1024
 ANSWER_CAP = 256 * 1024
-TOOL_ANSWER_TIMEOUT_MS = 600_000
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601

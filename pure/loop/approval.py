@@ -45,7 +45,7 @@ class Unreadable(msgspec.Struct, frozen=True):
     why: str
 
 
-Answer = Allow | Deny | Unreadable
+CallerAnswer = Allow | Deny | Unreadable
 
 
 class _Wire(msgspec.Struct, forbid_unknown_fields=True):
@@ -57,7 +57,7 @@ class _Wire(msgspec.Struct, forbid_unknown_fields=True):
 _ANSWER_DECODER = msgspec.json.Decoder(_Wire)
 
 
-def read_answer(line: bytes, call_id: str) -> Answer:
+def read_answer(line: bytes, call_id: str) -> CallerAnswer:
     """One stdin line (its ``\\n`` removed) as an answer for ``call_id`` (docs/loop.md#caller-seam steps 2, 4).
 
     A trailing ``\\r`` is dropped. Never raises: any defect is ``Unreadable`` with a named cause.

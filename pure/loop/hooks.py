@@ -15,9 +15,9 @@ from typing import Any, Literal
 import msgspec
 from returns.result import Failure, Result, Success
 
+from metaharness.pure.budgets import LOOP_HOOK_TIMEOUT_S
 from metaharness.pure.jsonline import compact
 
-HOOK_TIMEOUT_S = 30.0
 STOP_CONTINUATIONS = 3
 HOOK_OUTPUT_CAP = 64 * 1024
 NO_REASON = "the hook gave no reason"
@@ -111,7 +111,7 @@ def _failure(hook: Hook, ended: HookExit) -> str | None:
     if ended.start_error is not None:
         return f"the {hook.on} hook `{program}` could not start: {ended.start_error}"
     if ended.timed_out:
-        return f"the {hook.on} hook `{program}` did not finish within {HOOK_TIMEOUT_S:g} s and was killed"
+        return f"the {hook.on} hook `{program}` did not finish within {LOOP_HOOK_TIMEOUT_S:g} s and was killed"
     if ended.status is None:
         return f"the {hook.on} hook `{program}` was killed by a signal"
     if ended.status not in (0, 2):

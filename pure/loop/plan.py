@@ -128,20 +128,10 @@ def plan_run(flags: RunFlags) -> Result[RunPlan, str]:
         return base
     if not flags.model:
         return Failure("--model must not be empty")
-    if flags.wire not in WIRES:
-        return Failure(f"--wire must be one of {', '.join(WIRES)}; got `{flags.wire}`")
-    if flags.execution_path not in ("direct", "metaharness"):
-        return Failure(f"--execution-path must be direct or metaharness; got `{flags.execution_path}`")
     approve = "all" if flags.yes else flags.approve
-    if approve not in MODES:
-        return Failure(f"--approve must be one of {', '.join(MODES)}; got `{flags.approve}`")
-    if flags.approve_up_to not in CEILINGS:
-        return Failure(f"--approve-up-to must be one of {', '.join(CEILINGS)}; got `{flags.approve_up_to}`")
-    if approve == "caller" and not flags.json:
-        return Failure("--approve caller requires --json, since the answers are read as JSON lines on stdin")
-    for program in flags.allow_program:
-        if not program or "/" in program:
-            return Failure(f"--allow-program takes a program name without `/`; got `{program}`")
+    refused = _choice_refused(flags, approve)
+    if refused is not None:
+        return Failure(refused)
     rules: list[ScopeRule] = []
     for text in flags.write_scope:
         rule = parse_scope_rule(text)
@@ -174,6 +164,23 @@ def plan_run(flags: RunFlags) -> Result[RunPlan, str]:
             flags=flags,
         )
     )
+
+
+def _choice_refused(flags: RunFlags, approve: str) -> str | None:
+    """The first of ``--wire``, ``--execution-path``, ``--approve`` (``approve``, after ``--yes``),
+    ``--approve-up-to`` and ``--allow-program`` that names no choice, or a pairing they refuse."""
+    if flags.wire not in WIRES:
+        return f"--wire must be one of {', '.join(WIRES)}; got `{flags.wire}`"
+    if flags.execution_path not in ("direct", "metaharness"):
+        return f"--execution-path must be direct or metaharness; got `{flags.execution_path}`"
+    if approve not in MODES:
+        return f"--approve must be one of {', '.join(MODES)}; got `{flags.approve}`"
+    if flags.approve_up_to not in CEILINGS:
+        return f"--approve-up-to must be one of {', '.join(CEILINGS)}; got `{flags.approve_up_to}`"
+    if approve == "caller" and not flags.json:
+        return "--approve caller requires --json, since the answers are read as JSON lines on stdin"
+    return next((f"--allow-program takes a program name without `/`; got `{program}`"
+                 for program in flags.allow_program if not program or "/" in program), None)  # fmt: skip
 
 
 def _is_text(value: str) -> bool:

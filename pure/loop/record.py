@@ -128,7 +128,7 @@ class Finished(_Line, frozen=True, tag="finished", kw_only=True):
     turns: int
 
 
-class Refused(_Line, frozen=True, tag="refused", kw_only=True):
+class RefusedLine(_Line, frozen=True, tag="refused", kw_only=True):
     reason: str
 
 
@@ -153,7 +153,7 @@ RecordLine = (
     | ToolCompleted
     | WarningLine
     | Finished
-    | Refused
+    | RefusedLine
     | SessionWritten
 )
 
@@ -169,9 +169,9 @@ def usage_line(model: str, usage: NeutralUsage) -> UsageLine:
     )
 
 
-def refused_line(reason: str) -> Refused:
+def refused_line(reason: str) -> RefusedLine:
     """The single ``refused`` line; line breaks in the reason become spaces (docs/loop.md#loop-exit-codes)."""
-    return Refused(reason=" ".join(reason.splitlines()))
+    return RefusedLine(reason=" ".join(reason.splitlines()))
 
 
 def encode_line(line: RecordLine) -> bytes:

@@ -38,7 +38,7 @@ from metaharness.pure.wires.projection import (
     unknown_event,
     unknown_item,
 )
-from metaharness.pure.wires.sse import SseBroken, SseEnd, SseItem
+from metaharness.pure.wires.sse import SseBroken, SseEnd, SseFrame, SseItem
 
 WIRE = "anthropic-messages"
 ENDPOINT_PATH = "/messages"
@@ -160,77 +160,41 @@ def decode_stream(frames: Iterable[SseItem], request_model: str) -> Iterator[Str
     stop_reason: Any = None
     stop_details: Any = None
     for frame in frames:
-        if isinstance(frame, SseBroken):
-            yield WireError("protocol", f"{WIRE}: {frame.message}")
-            return
         if isinstance(frame, SseEnd):
             break
-        if frame.data == b"[DONE]":
-            yield WireError("protocol", f"{WIRE} sent a `[DONE]` payload, which this wire never uses")
-            return
-        payload = decode_payload(frame.data)
-        if payload is None:
-            yield WireError("protocol", f"{WIRE} sent an event that is not a JSON object")
+        payload = _payload(frame)
+        if isinstance(payload, WireError):
+            yield payload
             return
         event_type = payload.get("type")
         if event_type == "content_block_delta":
-            block = blocks.get(_index(payload))
-            delta = payload.get("delta")
-            delta = delta if isinstance(delta, dict) else {}
-            delta_type = delta.get("type")
-            if delta_type == "text_delta":
-                text = _text(delta.get("text"))
-                if block is not None:
-                    block.parts.append(text)
-                yield StreamText(text)
-            elif delta_type == "input_json_delta":
-                partial = _text(delta.get("partial_json"))
-                if block is not None:
-                    block.parts.append(partial)
-                yield StreamArguments(_text(block.raw.get("id")) if block is not None else "", partial)
-            elif delta_type == "thinking_delta":
-                text = _text(delta.get("thinking"))
-                if block is not None:
-                    block.parts.append(text)
-                yield StreamReasoning(text)
-            elif delta_type == "signature_delta":
-                if block is not None:
-                    block.signature += _text(delta.get("signature"))
-            else:
-                yield StreamWarning("unknown-stream-event", unknown_event(WIRE, f"content_block_delta/{delta_type}"))
+            streamed = _block_delta(blocks.get(_index(payload)), payload)
+            if streamed is not None:
+                yield streamed
         elif event_type == "content_block_start":
             raw = payload.get("content_block")
             raw = raw if isinstance(raw, dict) else {}
             blocks[_index(payload)] = _Block(_text(raw.get("type")), raw)
         elif event_type == "content_block_stop":
             block = blocks.pop(_index(payload), None)
-            if block is not None:
-                finished = _finish_block(block)
-                if isinstance(finished, WireError):
-                    yield finished
-                    return
-                item, warning = finished
-                if warning is not None:
-                    yield warning
-                if item is not None:
-                    items.append(item)
+            finished = (None, None) if block is None else _finish_block(block)
+            if isinstance(finished, WireError):
+                yield finished
+                return
+            item, warning = finished
+            if warning is not None:
+                yield warning
+            if item is not None:
+                items.append(item)
         elif event_type == "message_start":
-            message = payload.get("message")
-            message = message if isinstance(message, dict) else {}
-            if isinstance(message.get("model"), str) and message["model"]:
-                model = message["model"]
-            usage = message.get("usage")
-            if isinstance(usage, dict):
-                usage_start = usage
-                output_tokens = _optional_count(usage.get("output_tokens"))
+            model, usage_start, output_tokens = _message_start(payload, model, usage_start, output_tokens)
         elif event_type == "message_delta":
             delta = payload.get("delta")
             if isinstance(delta, dict):
-                stop_reason = delta.get("stop_reason")
-                stop_details = delta.get("stop_details")
+                stop_reason, stop_details = delta.get("stop_reason"), delta.get("stop_details")
             usage = payload.get("usage")
-            if isinstance(usage, dict) and _optional_count(usage.get("output_tokens")) is not None:
-                output_tokens = _optional_count(usage.get("output_tokens"))
+            counted = _optional_count(usage.get("output_tokens")) if isinstance(usage, dict) else None
+            output_tokens = output_tokens if counted is None else counted
         elif event_type == "message_stop":
             calls = sum(1 for item in items if isinstance(item, ToolCall))
             stop, warning = _stop(stop_reason, stop_details, calls)
@@ -244,6 +208,54 @@ def decode_stream(frames: Iterable[SseItem], request_model: str) -> Iterator[Str
         elif event_type not in ACCEPTED_EVENTS:
             yield StreamWarning("unknown-stream-event", unknown_event(WIRE, str(event_type)))
     yield WireError("truncated", f"{WIRE} ended the stream before `message_stop`")
+
+
+def _message_start(
+    payload: dict[str, Any], model: str, usage: dict[str, Any] | None, output_tokens: int | None
+) -> tuple[str, dict[str, Any] | None, int | None]:
+    """``message_start``: the model it names (else ``model``), and its usage with the output tokens counted so far."""
+    message = payload.get("message")
+    message = message if isinstance(message, dict) else {}
+    if isinstance(message.get("model"), str) and message["model"]:
+        model = message["model"]
+    started = message.get("usage")
+    if not isinstance(started, dict):
+        return model, usage, output_tokens
+    return model, started, _optional_count(started.get("output_tokens"))
+
+
+def _payload(frame: SseFrame | SseBroken) -> dict[str, Any] | WireError:
+    """One frame's JSON object, or the protocol error that ends the stream (a broken frame, ``[DONE]``, a
+    payload that is not an object)."""
+    if isinstance(frame, SseBroken):
+        return WireError("protocol", f"{WIRE}: {frame.message}")
+    if frame.data == b"[DONE]":
+        return WireError("protocol", f"{WIRE} sent a `[DONE]` payload, which this wire never uses")
+    payload = decode_payload(frame.data)
+    return WireError("protocol", f"{WIRE} sent an event that is not a JSON object") if payload is None else payload
+
+
+def _block_delta(block: _Block | None, payload: dict[str, Any]) -> StreamEvent | None:
+    """One ``content_block_delta``: what it adds to its block (text, a tool call's arguments, reasoning, a
+    signature) and the event that streams it (none for a signature)."""
+    delta = payload.get("delta")
+    delta = delta if isinstance(delta, dict) else {}
+    delta_type = delta.get("type")
+    if delta_type == "signature_delta":
+        if block is not None:
+            block.signature += _text(delta.get("signature"))
+        return None
+    field = {"text_delta": "text", "input_json_delta": "partial_json", "thinking_delta": "thinking"}.get(str(delta_type))
+    if field is None:
+        return StreamWarning("unknown-stream-event", unknown_event(WIRE, f"content_block_delta/{delta_type}"))
+    text = _text(delta.get(field))
+    if block is not None:
+        block.parts.append(text)
+    if delta_type == "text_delta":
+        return StreamText(text)
+    if delta_type == "thinking_delta":
+        return StreamReasoning(text)
+    return StreamArguments(_text(block.raw.get("id")) if block is not None else "", text)
 
 
 def _finish_block(block: _Block) -> WireError | tuple[Item | None, StreamWarning | None]:

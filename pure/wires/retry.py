@@ -5,11 +5,11 @@ from __future__ import annotations
 import datetime
 import re
 
+from metaharness.pure.budgets import RETRY_AFTER_CAP_MS
 from metaharness.pure.wires.neutral import WireError
 
 TRANSPORT_ATTEMPTS = 4
 LOOP_RETRIES = 3
-RETRY_AFTER_CAP_MS = 30_000
 BODY_EXCERPT = 2048
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _HTTP_DATE = re.compile(r"[A-Z][a-z]{2}, (\d{2}) ([A-Z][a-z]{2}) (\d{4}) (\d{2}):(\d{2}):(\d{2}) GMT")

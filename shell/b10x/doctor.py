@@ -10,12 +10,11 @@ from returns.result import Failure
 from metaharness.pure.b10x.doctor import doctor_report
 from metaharness.pure.b10x.launch import child_path, resolve_b10x_program, version_token
 from metaharness.pure.b10x.vendor import PROGRAM
+from metaharness.pure.budgets import PROBE_S
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.b10x.own_loop import own_loop_version
 from metaharness.shell.facts import caller_environment, gather_program_candidates, probe_stdout
 from metaharness.shell.refusals import refuse
-
-PROBE_S = 10
 
 
 def doctor_b10x() -> int:

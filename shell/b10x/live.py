@@ -20,8 +20,7 @@ import msgspec
 
 from metaharness.pure.b10x.seam import (
     STOP_POLICY,
-    Answer,
-    Arm,
+    AnswerLine,
     Effect,
     SeamSettings,
     SeamState,
@@ -35,10 +34,12 @@ from metaharness.pure.b10x.seam import (
     wind_up,
 )
 from metaharness.pure.bounds import RECORD_LINE_LIMIT
+from metaharness.pure.budgets import PIPE_DRAIN_S
+from metaharness.pure.decisions import Arm
 from metaharness.pure.events import StreamClosed, WarningRaised
 from metaharness.pure.run_end import RunEnd
 from metaharness.pure.session_steps import SessionSteps
-from metaharness.shell.child_end import PIPE_DRAIN_S, end_descendants
+from metaharness.shell.child_end import end_descendants
 from metaharness.shell.child_process import ChildStop, kill_group, wait_status
 from metaharness.shell.live_engine import Engine, LiveLoop, read_rest, spawn
 from metaharness.shell.tree_links import tree_facts
@@ -139,7 +140,7 @@ class _Loop(LiveLoop[SeamState, Effect]):
         for effect in effects:
             if isinstance(effect, bytes):
                 self.write_event(effect)
-            elif isinstance(effect, Answer):
+            elif isinstance(effect, AnswerLine):
                 if self.answers_copy is not None:
                     self.answers_copy.write(effect.line)
                     self.answers_copy.flush()

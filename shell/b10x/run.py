@@ -34,6 +34,7 @@ from metaharness.pure.b10x.loop_flags import loop_flag_refusal, tier_flags
 from metaharness.pure.b10x.seam import SeamSettings, unverified_tier, version_off_pin
 from metaharness.pure.b10x.vendor import KIND, PROGRAM
 from metaharness.pure.bounds import HOOKS_FILE_LIMIT, PLUGIN_MANIFEST_LIMIT
+from metaharness.pure.budgets import VENDOR_BUDGET_MS
 from metaharness.pure.confinement import bridge_url, confined_hermetic, tool_entry_variables
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import credential_posture
@@ -45,7 +46,7 @@ from metaharness.pure.loop.skills import PLUGIN_MANIFEST, plugin_name
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_end import RunEnd
-from metaharness.pure.run_stages import VENDOR_BUDGET_MS, decision_budget_ms, strict_version_refusal
+from metaharness.pure.run_stages import decision_budget_ms, strict_version_refusal
 from metaharness.shell.b10x.live import drive_loop
 from metaharness.shell.b10x.own_loop import own_loop_version
 from metaharness.shell.bounded_reads import read_regular

@@ -76,13 +76,12 @@ class ClaudeLive:
         return run_claude_doctor()
 
     def vectors(self) -> VectorReport | Refusal:
-        from metaharness.pure.claude.vectors import contract_line
-        from metaharness.pure.conformance import summary_line
-        from metaharness.shell.claude.conformance import claude_outcomes
+        from metaharness.pure.claude.vectors import INTERPRETER, claude_vectors
+        from metaharness.shell.claude.conformance import run_exchange
+        from metaharness.shell.facts import own_cli
+        from metaharness.shell.vendor_vectors import vendor_report
 
-        outcomes = claude_outcomes()
-        results = tuple((outcome.status, outcome.line()) for outcome in outcomes)
-        return VectorReport(results, summary_line(outcomes), contract_line(outcomes))
+        return vendor_report(claude_vectors(own_cli(INTERPRETER)), run_exchange)
 
     def scripted_child(self) -> ScriptedChild | None:
         return ClaudeScriptedChild()

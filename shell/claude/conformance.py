@@ -1,56 +1,34 @@
-"""``metaharness conformance claude``: the nine vectors of docs/adapters/claude.md#conformance-vectors read from the
-packaged ``vectors/claude/`` files; C3 runs the live loop against the scripted child
-(``metaharness.shell.conformance_child``)."""
+"""``metaharness conformance claude``: C3's exchange for the vectors of docs/adapters/claude.md#conformance-vectors,
+the live loop against the scripted child (``metaharness.shell.conformance_child``); the rest is every vendor's
+(``metaharness.shell.vendor_vectors``)."""
 
 from __future__ import annotations
 
-import sys
 import tempfile
-from importlib.resources import files
-
-import msgspec
 
 from metaharness.pure.claude.launch import ClaudeRunSpec, plan_claude_launch
 from metaharness.pure.claude.replay import replay_facts
 from metaharness.pure.claude.session import open_session
-from metaharness.pure.claude.vectors import (
-    BANNER,
-    ENDPOINT_ROUTE,
-    HOOK_RECORD,
-    HOOK_REQUEST,
-    HOOK_VECTORS,
-    INTERPRETER,
-    LAUNCH_VECTORS,
-    RECORD_VECTORS,
-    check_banner,
-    check_launch,
-    check_replay,
-)
-from metaharness.pure.conformance import CALLER, PROMPT, RUN, Outcome, check_exchange
+from metaharness.pure.claude.vectors import ENDPOINT_ROUTE
+from metaharness.pure.claude.vendor import KIND
+from metaharness.pure.conformance import CALLER, HOOK_RECORD, PROMPT, RUN
 from metaharness.pure.environment import ProgramCandidate
 from metaharness.pure.frames import load_frame
 from metaharness.shell.claude.live import drive_claude
 from metaharness.shell.claude.run import materialise
-from metaharness.shell.facts import own_cli
-from metaharness.shell.scripted_child import stage_scripted_child
-
-
-def vector_bytes(name: str) -> bytes:
-    """A packaged file under ``vectors/claude/``."""
-    return files("metaharness.vectors").joinpath("claude", name).read_bytes()
+from metaharness.shell.vendor_vectors import scripted_launch, vector_file
 
 
 def run_exchange(frame_file: str) -> tuple[bytes, bytes]:
     """C3: the live run loop against the scripted child, decisions ``frame`` with the vector's frame,
     run ``golden``, no plan-time warnings, ``process`` unknown, ``session.started`` with C2's
     transcript and attestation; returns the callback's answer bytes and the stream."""
-    frame = load_frame(vector_bytes(frame_file)).unwrap()
+    frame = load_frame(vector_file(KIND, frame_file)).unwrap()
     with tempfile.TemporaryDirectory(prefix="metaharness-conformance-") as scratch:
         spec = ClaudeRunSpec(prompt=PROMPT, decisions="frame", environment=ENDPOINT_ROUTE, frame_digest=frame.digest)
         facts = {f"{CALLER['HOME']}/.local/bin/claude": ProgramCandidate(regular=True, executable=True)}
         planned = plan_claude_launch(spec, CALLER, scratch, facts).unwrap()
-        child, answer = stage_scripted_child("claude", scratch, vector_bytes(HOOK_RECORD), vector_bytes(HOOK_REQUEST))
-        launch = msgspec.structs.replace(planned, program=sys.executable, args=child, cwd=scratch)
+        launch, answer = scripted_launch(KIND, planned, scratch)
         materialise(launch, ())
         session, opening = open_session(
             replay_facts(decisions="frame", hermetic="off", transcript_path=HOOK_RECORD, harness_version=None, model=None),
@@ -68,20 +46,3 @@ def run_exchange(frame_file: str) -> tuple[bytes, bytes]:
             )  # fmt: skip
         with open(answer, "rb") as handle:
             return handle.read(), b"".join(lines)
-
-
-def claude_outcomes() -> tuple[Outcome, ...]:
-    """Every claude vector's outcome, in the order of docs/adapters/claude.md#conformance-vectors."""
-    served = own_cli(INTERPRETER)
-    outcomes = [check_launch(vector, spec, vector_bytes(fixture), served) for vector, fixture, spec in LAUNCH_VECTORS]
-    outcomes += [
-        check_replay(vector, stem, vector_bytes(f"{stem}.jsonl"), vector_bytes(f"{stem}.expected.jsonl"))
-        for vector, stem in RECORD_VECTORS
-    ]
-    for vector, frame_file, stem in HOOK_VECTORS:
-        answer, stream = run_exchange(frame_file)
-        outcomes.append(
-            check_exchange(vector, answer, vector_bytes(f"{stem}.answer"), stream, vector_bytes(f"{stem}.expected.jsonl"))
-        )
-    outcomes.append(check_banner(vector_bytes(BANNER)))
-    return tuple(outcomes)

@@ -21,6 +21,7 @@ from functools import partial
 from typing import IO, TYPE_CHECKING
 
 from metaharness.pure.bounds import RECORD_LINE_LIMIT
+from metaharness.pure.budgets import PIPE_DRAIN_S
 from metaharness.pure.claude.session import (
     STOP_POLICY,
     Effect,
@@ -42,7 +43,6 @@ from metaharness.pure.events import Event
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_end import RunEnd
 from metaharness.pure.session_steps import SessionSteps
-from metaharness.shell.child_end import PIPE_DRAIN_S
 from metaharness.shell.child_process import ChildStop, kill_group
 from metaharness.shell.live_engine import Engine, LiveLoop, ended, reap, spawn
 from metaharness.shell.tree_links import tree_facts

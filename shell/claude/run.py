@@ -19,6 +19,7 @@ from functools import partial
 
 import msgspec
 
+from metaharness.pure.budgets import HOOK_TIMEOUT_S
 from metaharness.pure.catalogue import Catalogue
 from metaharness.pure.claude.doctor import version_token
 from metaharness.pure.claude.launch import (
@@ -51,7 +52,6 @@ from metaharness.pure.environment import (
 from metaharness.pure.events import Event, Transcript, WarningRaised
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
 from metaharness.pure.hermetic import MEMORY_SHAPES, MemoryWalk, VerdictFacts
-from metaharness.pure.hook_channel import HOOK_TIMEOUT_S
 from metaharness.pure.loopback import (
     SYMBOLIC_PORT,
     loopback_expired,

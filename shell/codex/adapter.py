@@ -60,13 +60,11 @@ class CodexLive:
         return doctor_codex()
 
     def vectors(self) -> VectorReport | Refusal:
-        from metaharness.pure.codex.vectors import contract_line
-        from metaharness.pure.conformance import summary_line
-        from metaharness.shell.codex.conformance import codex_outcomes
+        from metaharness.pure.codex.vectors import VECTORS
+        from metaharness.shell.codex.conformance import run_exchange
+        from metaharness.shell.vendor_vectors import vendor_report
 
-        outcomes = codex_outcomes()
-        results = tuple((outcome.status, outcome.line()) for outcome in outcomes)
-        return VectorReport(results, summary_line(outcomes), contract_line(outcomes))
+        return vendor_report(VECTORS, run_exchange)
 
     def scripted_child(self) -> ScriptedChild | None:
         return CodexScriptedChild()

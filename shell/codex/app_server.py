@@ -27,6 +27,7 @@ from typing import IO, TYPE_CHECKING
 from returns.result import Result
 
 from metaharness.pure.bounds import RECORD_LINE_LIMIT
+from metaharness.pure.budgets import GRACE_S
 from metaharness.pure.catalogue import Catalogue, check_codex_names
 from metaharness.pure.codex.app_server import CATALOGUE_COPY, app_server_args, catalogue_server_args
 from metaharness.pure.codex.app_server import open_session as open_conversation
@@ -43,7 +44,7 @@ from metaharness.pure.decisions import Desk
 from metaharness.pure.events import Event
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_end import RunEnd
-from metaharness.pure.stop import GRACE_S, TERMINATE
+from metaharness.pure.stop import TERMINATE
 from metaharness.shell.bounded_reads import LineCutter
 from metaharness.shell.catalogue_file import read_back_scratch_copy, read_catalogue, write_scratch_copy
 from metaharness.shell.child_end import end_descendants

@@ -10,14 +10,13 @@ import tempfile
 
 from returns.result import Failure
 
+from metaharness.pure.budgets import SLOW_PROBE_S
 from metaharness.pure.codex.doctor import codex_doctor_report, version_token
 from metaharness.pure.codex.vendor import PROGRAM
 from metaharness.pure.environment import CALLER_VARIABLES, path_floor, resolve_program
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.facts import caller_environment, gather_program_candidates, probe_stdout
 from metaharness.shell.refusals import refuse
-
-PROBE_S = 30
 
 
 def doctor_codex() -> int:
@@ -33,12 +32,12 @@ def doctor_codex() -> int:
         os.mkdir(os.path.join(scratch, "codex-home"), 0o700)
         env = {key: caller_env[key] for key in CALLER_VARIABLES if key in caller_env}
         env.update(PATH=path, TMPDIR=scratch, CODEX_HOME=os.path.join(scratch, "codex-home"))
-        banner = probe_stdout([resolved, "--version"], env, timeout_s=PROBE_S)
+        banner = probe_stdout([resolved, "--version"], env, timeout_s=SLOW_PROBE_S)
         version = version_token(banner) if banner is not None else None
         if version is None:
             return refuse(Refusal("version-unreadable", f"{resolved} --version gave no version"))
-        exec_help = probe_stdout([resolved, "exec", "--help"], env, timeout_s=PROBE_S) or ""
-        app_server_help = probe_stdout([resolved, "app-server", "--help"], env, timeout_s=PROBE_S) or ""
+        exec_help = probe_stdout([resolved, "exec", "--help"], env, timeout_s=SLOW_PROBE_S) or ""
+        app_server_help = probe_stdout([resolved, "app-server", "--help"], env, timeout_s=SLOW_PROBE_S) or ""
         report = codex_doctor_report(resolved, version, exec_help, app_server_help)
     sys.stdout.write("".join(line + "\n" for line in report.lines))
     sys.stdout.flush()

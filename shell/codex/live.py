@@ -21,13 +21,13 @@ from typing import IO, TYPE_CHECKING
 
 from returns.result import Failure
 
+from metaharness.pure.budgets import PIPE_DRAIN_S, ROLLOUT_POLL_S
 from metaharness.pure.codex.app_server import Note, Perform, Send
 from metaharness.pure.codex.launch import CodexLaunch
 from metaharness.pure.codex.rollout import RolloutLaunch
 from metaharness.pure.codex.session import (
     STOP_POLICY,
     Effect,
-    HookAnswer,
     Session,
     abandon_pending,
     delivered,
@@ -44,16 +44,15 @@ from metaharness.pure.codex.session import (
 )
 from metaharness.pure.decisions import Arm, Desk, Disarm
 from metaharness.pure.events import Event, Process
-from metaharness.pure.hook_channel import channel_refused
+from metaharness.pure.hook_channel import HookAnswer, channel_refused
 from metaharness.pure.run_end import RunEnd
 from metaharness.pure.session_steps import SessionSteps
-from metaharness.shell.child_end import PIPE_DRAIN_S
 from metaharness.shell.child_process import (
     ChildStop,
     kill_group,
 )
 from metaharness.shell.child_tree import ChildDir
-from metaharness.shell.codex.rollout import POLL_INTERVAL_S, QUIET_POLLS_AFTER_EXIT, RolloutTail, SubAgentRollouts
+from metaharness.shell.codex.rollout import QUIET_POLLS_AFTER_EXIT, RolloutTail, SubAgentRollouts
 from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.live_engine import Engine, LiveLoop, ended, read_rest, spawn
 from metaharness.shell.tree_links import tree_facts
@@ -148,10 +147,10 @@ class CodexLoop(LiveLoop[Session, Effect]):
         self.next_poll = time.monotonic()
 
     def poll(self, rollout_tail: RolloutTail) -> None:
-        """The rollout's poll, every ``POLL_INTERVAL_S``; once the child has exited, the rollout has
+        """The rollout's poll, every ``ROLLOUT_POLL_S``; once the child has exited, the rollout has
         ended at the first poll when its group is gone, else after ``QUIET_POLLS_AFTER_EXIT`` polls that
         found nothing new."""
-        self.next_poll = time.monotonic() + POLL_INTERVAL_S
+        self.next_poll = time.monotonic() + ROLLOUT_POLL_S
         fresh = self.take_rollout(rollout_tail)
         if self.exit_code is not None:
             self.quiet = 0 if fresh else self.quiet + 1

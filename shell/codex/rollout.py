@@ -22,9 +22,6 @@ from metaharness.pure.refusal import Refusal
 from metaharness.shell.bounded_reads import LineCutter
 from metaharness.shell.child_tree import ChildDir
 
-POLL_INTERVAL_S = 0.025
-"""How often the rollout is polled: every 25 ms (docs/adapters/codex.md)."""
-
 QUIET_POLLS_AFTER_EXIT = 2
 """``codex app-server``'s rollout: reading stops two quiet polls after the server exits; ``codex exec``'s
 is read to its end at once, its group killed (docs/adapters/codex.md#rollout-mapping)."""

@@ -19,6 +19,7 @@ import msgspec
 from returns.result import Failure, Result, Success
 
 from metaharness.pure.bounds import CREDENTIAL_FILE_LIMIT
+from metaharness.pure.budgets import HOOK_TIMEOUT_S
 from metaharness.pure.capabilities import HONOURED_COMMANDS
 from metaharness.pure.catalogue import Catalogue
 from metaharness.pure.codex.app_server import CATALOGUE_COPY, app_server_args, catalogue_server_args
@@ -42,7 +43,6 @@ from metaharness.pure.environment import (
 from metaharness.pure.events import Transcript
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
 from metaharness.pure.hermetic import MEMORY_SHAPES, VerdictFacts, memory_walk
-from metaharness.pure.hook_channel import HOOK_TIMEOUT_S
 from metaharness.pure.loopback import (
     SYMBOLIC_PORT,
     loopback_placeholder,

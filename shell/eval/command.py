@@ -7,18 +7,21 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator, Sequence
+from functools import partial
 from pathlib import Path
-from typing import NoReturn
+from types import ModuleType
+from typing import NoReturn, TypeAlias
 
 import click
 import msgspec
-from returns.result import Failure
+from returns.result import Failure, Result, Success
 
-from metaharness.pure.eval.plan import Arm, OptionShape, Plan, Task, chosen_plan, plan_runs, read_plan, run_words
+from metaharness.pure.eval.plan import EvalArm, OptionShape, Plan, Task, chosen_plan, plan_runs, read_plan, run_words
 from metaharness.pure.eval.report import RUN_PAGE, report_page, run_directory
 from metaharness.pure.eval.results import RunResult, batch_exit, lost_result, read_result, result_document, result_table
 from metaharness.pure.projection import project_stream
 from metaharness.pure.refusal import Refusal
+from metaharness.pure.results import each
 from metaharness.pure.run_page import audited_lines, run_page
 from metaharness.shell.cli import cli
 from metaharness.shell.eval.executors import Outcome, PendingRun, ray_module, ray_reachable, run_locally, run_on_ray
@@ -27,14 +30,6 @@ from metaharness.shell.eval.progress import Progress
 from metaharness.shell.refusals import REFUSAL_EXIT
 
 PROGRAM = "metaharness-eval"
-
-
-class Refused(Exception):
-    """A refusal raised inside the driver and turned into its one line at the top."""
-
-    def __init__(self, refusal: Refusal) -> None:
-        super().__init__(refusal.message)
-        self.refusal = refusal
 
 
 def refusal_line(refusal: Refusal) -> str:
@@ -52,36 +47,36 @@ def run_option_table() -> tuple[click.Command, dict[str, OptionShape]]:
     return command, table
 
 
-def _check_arm_values(command: click.Command, arm: Arm) -> None:
+def _check_arm_values(command: click.Command, arm: EvalArm) -> Result[EvalArm, Refusal]:
     """The arm's words parsed by the ``run`` command itself, so a value it would refuse (a choice
     it lacks, a number below its range) is refused here before any run."""
     words = [arm.kind, *run_words(arm, {}), "-p", "prompt"]
     try:
         command.make_context("run", words, resilient_parsing=False)
     except click.ClickException as error:
-        raise Refused(Refusal("plan-option-invalid", f"arms.{arm.id}: {error.format_message()}")) from None
+        return Failure(Refusal("plan-option-invalid", f"arms.{arm.id}: {error.format_message()}"))
+    return Success(arm)
 
 
-def _read_plan(path: Path, only: tuple[str, ...]) -> Plan:
+def _read_plan(path: Path, only: tuple[str, ...]) -> Result[Plan, Refusal]:
     try:
         data = path.read_bytes()
     except OSError as error:
-        raise Refused(Refusal("plan-unreadable", f"{path}: {error.strerror or error}")) from None
+        return Failure(Refusal("plan-unreadable", f"{path}: {error.strerror or error}"))
     command, table = run_option_table()
-    read = read_plan(data, table).bind(lambda plan: chosen_plan(plan, only))
-    if isinstance(read, Failure):
-        raise Refused(read.failure())
-    plan = read.unwrap()
-    for arm in plan.arms:
-        _check_arm_values(command, arm)
-    return plan
+    return (
+        read_plan(data, table)
+        .bind(lambda plan: chosen_plan(plan, only))
+        .bind(lambda plan: each(plan.arms, partial(_check_arm_values, command)).map(lambda _: plan))
+    )
 
 
-def _check_out(out: Path, resume: bool) -> None:
+def _check_out(out: Path, resume: bool) -> Result[Path, Refusal]:
     if out.exists() and not out.is_dir():
-        raise Refused(Refusal("out-not-a-directory", f"{out} exists and is not a directory"))
+        return Failure(Refusal("out-not-a-directory", f"{out} exists and is not a directory"))
     if out.is_dir() and any(out.iterdir()) and not resume:
-        raise Refused(Refusal("out-not-empty", f"{out} is not empty; --resume runs only what is missing there"))
+        return Failure(Refusal("out-not-empty", f"{out} is not empty; --resume runs only what is missing there"))
+    return Success(out)
 
 
 def _write_run(out: Path, outcome: Outcome) -> RunResult:
@@ -108,20 +103,23 @@ def _write_run(out: Path, outcome: Outcome) -> RunResult:
     return msgspec.json.decode(output.result, type=RunResult)
 
 
-def _pending(plan: Plan, plan_dir: Path, out: Path, resume: bool) -> tuple[list[PendingRun], dict[tuple[str, str, int], RunResult]]:
+Pending: TypeAlias = tuple[list[PendingRun], dict[tuple[str, str, int], RunResult]]
+
+
+def _pending(plan: Plan, plan_dir: Path, out: Path, resume: bool) -> Result[Pending, Refusal]:
     """The runs still to do, packers bound; and with ``--resume`` the results already complete.
     Every workspace and shipped file is checked here, before any run starts."""
     commits = {}
     for task in plan.tasks:
         commit = resolve_workspace(plan_dir, task)
         if isinstance(commit, Refusal):
-            raise Refused(commit)
+            return Failure(commit)
         commits[task.id] = commit
     shipped = {}
     for arm in plan.arms:
         files = ship_arm(plan_dir, arm)
         if isinstance(files, Refusal):
-            raise Refused(files)
+            return Failure(files)
         shipped[arm.id] = files
     done: dict[tuple[str, str, int], RunResult] = {}
     pending = []
@@ -135,7 +133,7 @@ def _pending(plan: Plan, plan_dir: Path, out: Path, resume: bool) -> tuple[list[
                 done[identity] = complete
                 continue
 
-        def pack(task: Task = task, arm: Arm = arm, repeat: int = repeat) -> RunInputs:
+        def pack(task: Task = task, arm: EvalArm = arm, repeat: int = repeat) -> RunInputs:
             return RunInputs(
                 task=task.id, arm=arm.id, repeat=repeat, kind=arm.kind, options=arm.options, prompt=task.prompt,
                 context=task.context, timeout=task.timeout, checks=task.checks,
@@ -143,27 +141,43 @@ def _pending(plan: Plan, plan_dir: Path, out: Path, resume: bool) -> tuple[list[
             )
 
         pending.append(PendingRun(identity=identity, pack=pack))
-    return pending, done
+    return Success((pending, done))
 
 
-def evaluate(plan_path: str, out_dir: str, jobs: int, ray_address: str | None, resume: bool, only: tuple[str, ...]) -> int:
-    """The whole command; a refusal is raised as ``Refused`` before any run starts."""
-    if jobs < 1:
-        raise Refused(Refusal("usage", f"--jobs {jobs}: at least 1"))
-    ray = ray_module() if ray_address is not None else None
-    if isinstance(ray, Refusal):
-        raise Refused(ray)
-    unreachable = ray_reachable(ray_address) if ray_address is not None else None
-    if unreachable is not None:
-        raise Refused(unreachable)
-    path, out = Path(plan_path), Path(out_dir)
-    plan = _read_plan(path, only)
-    _check_out(out, resume)
-    pending, results = _pending(plan, path.parent, out, resume)
+def _made_out(out: Path, pending: Pending) -> Result[Pending, Refusal]:
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise Refused(Refusal("out-unwritable", f"{out}: {error.strerror or error}")) from None
+        return Failure(Refusal("out-unwritable", f"{out}: {error.strerror or error}"))
+    return Success(pending)
+
+
+def _ray(ray_address: str | None) -> Result[ModuleType | None, Refusal]:
+    """The Ray module for ``--ray``, once a cluster at an address answers (``None`` without ``--ray``)."""
+    if ray_address is None:
+        return Success(None)
+    ray = ray_module()
+    if isinstance(ray, Refusal):
+        return Failure(ray)
+    unreachable = ray_reachable(ray_address)
+    return Success(ray) if unreachable is None else Failure(unreachable)
+
+
+def evaluate(plan_path: str, out_dir: str, jobs: int, ray_address: str | None, resume: bool, only: tuple[str, ...]) -> int:
+    """The whole command; a refusal is its one line and exit 2, before any run starts."""
+    path, out = Path(plan_path), Path(out_dir)
+    prepared: Result[tuple[ModuleType | None, Plan, Pending], Refusal] = Result.do(
+        (ray, plan, pending)
+        for _ in (Failure(Refusal("usage", f"--jobs {jobs}: at least 1")) if jobs < 1 else Success(jobs))
+        for ray in _ray(ray_address)
+        for plan in _read_plan(path, only)
+        for _ in _check_out(out, resume)
+        for pending in _pending(plan, path.parent, out, resume).bind(partial(_made_out, out))
+    )
+    if isinstance(prepared, Failure):
+        sys.stderr.write(refusal_line(prepared.failure()) + "\n")
+        return REFUSAL_EXIT
+    ray, plan, (pending, results) = prepared.unwrap()
     outcomes: Iterator[Outcome] = (
         run_on_ray(ray, ray_address, pending, jobs) if ray is not None and ray_address is not None else run_locally(pending, jobs)
     )
@@ -201,9 +215,6 @@ def run_eval_cli(args: Sequence[str]) -> int:
     """The command over ``args``: its exit, or 2 with one refusal line."""
     try:
         result = eval_command.main(list(args), prog_name=PROGRAM, standalone_mode=False)
-    except Refused as refused:
-        sys.stderr.write(refusal_line(refused.refusal) + "\n")
-        return REFUSAL_EXIT
     except click.exceptions.ClickException as error:
         sys.stderr.write(refusal_line(Refusal("usage", error.format_message())) + "\n")
         return REFUSAL_EXIT

@@ -15,6 +15,7 @@ from typing import Any
 
 import msgspec
 
+from metaharness.pure.budgets import RAY_CONNECT_S
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.eval.governed_run import RunOutput, govern_run
 from metaharness.shell.eval.packing import RunInputs
@@ -73,7 +74,7 @@ def ray_reachable(address: str) -> Refusal | None:
     if address == "auto" or not colon or not port.isdigit():
         return None
     try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=10).close()
+        socket.create_connection((host.strip("[]"), int(port)), timeout=RAY_CONNECT_S).close()
     except OSError as error:
         return Refusal("ray-unreachable", f"--ray {address}: no Ray cluster answers there ({error.strerror or error})")
     return None

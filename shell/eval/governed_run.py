@@ -17,16 +17,15 @@ from pathlib import Path
 
 import msgspec
 
+from metaharness.pure.budgets import EVAL_STOP_GRACE_S
 from metaharness.pure.eval.checks import RunFacts, file_paths
-from metaharness.pure.eval.plan import Arm, run_words
+from metaharness.pure.eval.plan import EvalArm, run_words
 from metaharness.pure.eval.results import decode_events, report_verdicts, result_document, run_result
 from metaharness.shell.child_tree import remove_tree
 from metaharness.shell.eval.packing import RunInputs
 from metaharness.shell.eval.workspace import checked_files, commit_baseline, workspace_diff
 from metaharness.shell.facts import own_cli
 
-GRACE_SECONDS = 10.0
-"""How long a timed-out run has between SIGTERM and SIGKILL."""
 _PR_SET_PDEATHSIG = 1
 
 
@@ -90,7 +89,7 @@ def _exit_code(returncode: int) -> int:
 
 
 def govern_run(
-    inputs: RunInputs, attempts: int = 1, grace: float = GRACE_SECONDS, program: tuple[str, ...] = ()
+    inputs: RunInputs, attempts: int = 1, grace: float = EVAL_STOP_GRACE_S, program: tuple[str, ...] = ()
 ) -> RunOutput:
     """Run ``inputs`` once as a governed run and return its files; ``attempts`` is recorded.
     ``program`` is the argv prefix of ``metaharness`` (this package's own CLI when empty)."""
@@ -99,7 +98,7 @@ def govern_run(
         copy = root / "workspace"
         _unpack(inputs.workspace, copy)
         own = commit_baseline(copy, inputs.commit)
-        arm = Arm(id=inputs.arm, kind=inputs.kind, options=inputs.options)
+        arm = EvalArm(id=inputs.arm, kind=inputs.kind, options=inputs.options)
         context = [word for path in inputs.context for word in ("--context", path)]
         argv = [
             *(program or own_cli()), "run", inputs.kind, *run_words(arm, _shipped_words(inputs, root / "inputs")),

@@ -14,7 +14,7 @@ from pathlib import Path
 import msgspec
 
 from metaharness.pure.eval.checks import Check
-from metaharness.pure.eval.plan import SHIPPED_DIRECTORY_OPTIONS, SHIPPED_FILE_OPTIONS, Arm, OptionValue, Task
+from metaharness.pure.eval.plan import SHIPPED_DIRECTORY_OPTIONS, SHIPPED_FILE_OPTIONS, EvalArm, OptionValue, Task
 from metaharness.pure.refusal import Refusal
 
 
@@ -67,7 +67,7 @@ def resolve_workspace(plan_dir: Path, task: Task) -> str | Refusal:
     return commit
 
 
-def _shipped_paths(arm: Arm) -> list[tuple[str, str]]:
+def _shipped_paths(arm: EvalArm) -> list[tuple[str, str]]:
     named = []
     for option in (*SHIPPED_FILE_OPTIONS, *SHIPPED_DIRECTORY_OPTIONS):
         value = arm.option(option)
@@ -85,7 +85,7 @@ def _directory_archive(root: Path) -> bytes:
     return buffer.getvalue()
 
 
-def ship_arm(plan_dir: Path, arm: Arm) -> tuple[ShippedPath, ...] | Refusal:
+def ship_arm(plan_dir: Path, arm: EvalArm) -> tuple[ShippedPath, ...] | Refusal:
     """The bytes of every file (and directory) the arm's options name, relative to the plan."""
     shipped = []
     for option, path in _shipped_paths(arm):

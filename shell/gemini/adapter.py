@@ -51,14 +51,11 @@ class GeminiLive:
         return run_gemini_doctor()
 
     def vectors(self) -> VectorReport | Refusal:
-        from metaharness.pure.conformance import summary_line
-        from metaharness.pure.gemini.vectors import contract_line
-        from metaharness.shell.gemini.conformance import gemini_outcomes
-        from metaharness.shell.live_adapter import VectorReport
+        from metaharness.pure.gemini.vectors import VECTORS
+        from metaharness.shell.gemini.conformance import run_exchange
+        from metaharness.shell.vendor_vectors import vendor_report
 
-        outcomes = gemini_outcomes()
-        results = tuple((outcome.status, outcome.line()) for outcome in outcomes)
-        return VectorReport(results, summary_line(outcomes), contract_line(outcomes))
+        return vendor_report(VECTORS, run_exchange)
 
     def scripted_child(self) -> ScriptedChild | None:
         return GeminiScriptedChild()

@@ -5,39 +5,22 @@ spawn does and probe ``--version`` and ``--help`` in a constructed environment w
 from __future__ import annotations
 
 import sys
-import tempfile
 
-from returns.result import Failure
-
-from metaharness.pure.environment import path_floor, resolve_program
+from metaharness.pure.budgets import SLOW_PROBE_S
 from metaharness.pure.gemini.adapter import PROGRAM
 from metaharness.pure.gemini.doctor import doctor_report, version_token
 from metaharness.pure.refusal import Refusal
-from metaharness.shell.facts import caller_environment, gather_program_candidates, run_probe
 from metaharness.shell.refusals import refuse
-
-PROBE_S = 30
+from metaharness.shell.vendor_doctor import probed_vendor
 
 
 def run_gemini_doctor() -> int:
     """Resolve, probe and flag-check ``gemini``; exit 0 on pin without a fault, 1 off pin or a fault, 2
     ``program-not-found`` or ``version-unreadable``."""
-    caller_env = caller_environment()
-    path = path_floor(caller_env)
-    program = resolve_program(PROGRAM, path, gather_program_candidates(PROGRAM, path))
-    if isinstance(program, Failure):
-        return refuse(program.failure())
-    resolved = program.unwrap()
-    with tempfile.TemporaryDirectory(prefix="metaharness-doctor-") as home:
-        env = {"PATH": path, "GEMINI_CLI_HOME": home, "TMPDIR": home}
-        env.update((key, caller_env[key]) for key in ("HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TERM", "TZ")
-                   if key in caller_env)  # fmt: skip
-        banner = run_probe((resolved, "--version"), env, timeout_s=PROBE_S, cwd=home)
-        version = version_token(banner.stdout.decode("utf-8", "replace")) if banner is not None else None
-        if version is None:
-            return refuse(Refusal("version-unreadable", f"{resolved} --version gave no version"))
-        shown = run_probe((resolved, "--help"), env, timeout_s=PROBE_S, cwd=home)
-    report = doctor_report(resolved, version, shown.stdout.decode("utf-8", "replace") if shown else "")
+    with probed_vendor(PROGRAM, "GEMINI_CLI_HOME", SLOW_PROBE_S, version_token) as probed:
+        if isinstance(probed, Refusal):
+            return refuse(probed)
+    report = doctor_report(probed.resolved, probed.version, probed.help_text)
     sys.stdout.write("".join(line + "\n" for line in report.lines))
     sys.stdout.flush()
     return report.exit_code

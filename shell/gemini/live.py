@@ -20,13 +20,13 @@ from typing import IO, TYPE_CHECKING
 from returns.result import Failure
 
 from metaharness.pure.bounds import RECORD_LINE_LIMIT
+from metaharness.pure.budgets import PIPE_DRAIN_S
 from metaharness.pure.decisions import Arm, Disarm
 from metaharness.pure.events import Event
 from metaharness.pure.gemini.launch import GeminiLaunch
 from metaharness.pure.gemini.session import (
     STOP_POLICY,
     Effect,
-    HookAnswer,
     Session,
     abandon_pending,
     answered,
@@ -38,10 +38,9 @@ from metaharness.pure.gemini.session import (
     take_command,
     wind_up,
 )
-from metaharness.pure.hook_channel import channel_refused
+from metaharness.pure.hook_channel import HookAnswer, channel_refused
 from metaharness.pure.run_end import RunEnd
 from metaharness.pure.session_steps import SessionSteps
-from metaharness.shell.child_end import PIPE_DRAIN_S
 from metaharness.shell.child_process import ChildStop, kill_group
 from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.live_engine import Engine, LiveLoop, ended, reap, spawn

@@ -16,6 +16,7 @@ from functools import partial
 import msgspec
 
 from metaharness.pure.bounds import CREDENTIAL_FILE_LIMIT
+from metaharness.pure.budgets import HOOK_TIMEOUT_S
 from metaharness.pure.confinement import confined_hermetic
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import EnvironmentDeclaration, loopback_custody_token, operator_login_file, path_floor
@@ -27,7 +28,6 @@ from metaharness.pure.gemini.launch import GeminiLaunch, GeminiRunSpec, plan_gem
 from metaharness.pure.gemini.record import RecordFacts
 from metaharness.pure.gemini.session import open_session
 from metaharness.pure.hermetic import MEMORY_SHAPES, DirectoryIdentity, VerdictFacts, memory_walk
-from metaharness.pure.hook_channel import HOOK_TIMEOUT_S
 from metaharness.pure.loopback import loopback_placeholder, upstream_root
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal

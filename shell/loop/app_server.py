@@ -19,6 +19,7 @@ import time
 from types import FrameType
 from typing import BinaryIO
 
+from metaharness.pure.budgets import ANSWER_POLL_S, LINE_POLL_S
 from metaharness.pure.loop import budget
 from metaharness.pure.loop.app_server import (
     LINE_CAP,
@@ -48,8 +49,6 @@ from metaharness.shell.loop.approver import AllApprover
 from metaharness.shell.loop.cancel import CancelToken, Interrupted
 from metaharness.shell.loop.credentials import CredentialSource
 from metaharness.shell.loop.runner import Loop, LoopError, Recorder, stderr_error
-
-ANSWER_POLL_S = 0.025
 
 
 class Closed(Exception):
@@ -257,7 +256,7 @@ class Server:
         try:
             while True:
                 try:
-                    event = self.connection.events.get(timeout=0.1)
+                    event = self.connection.events.get(timeout=LINE_POLL_S)
                 except queue.Empty:
                     continue
                 if isinstance(event, int):

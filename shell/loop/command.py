@@ -14,16 +14,15 @@ import datetime
 import os
 import sys
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import click
-from returns.result import Failure, Result
+from returns.result import Failure, Result, Success
 
+from metaharness.pure.budgets import TOOL_ANSWER_TIMEOUT_MS
 from metaharness.pure.loop import budget
-from metaharness.pure.loop.app_server import TOOL_ANSWER_TIMEOUT_MS
 from metaharness.pure.loop.approval import needs_approval
-from metaharness.pure.loop.catalogue import publish
+from metaharness.pure.loop.catalogue import Publication, publish
 from metaharness.pure.loop.hooks import Hook, parse_hooks
 from metaharness.pure.loop.instruction import PROJECT_FILES, ContextFile, InstructionFacts, render_instruction
 from metaharness.pure.loop.plan import NOT_BUILT, NOT_BUILT_HEADING, RunFlags, RunPlan, plan_run
@@ -37,6 +36,7 @@ from metaharness.pure.loop.record import (
     refused_line,
 )
 from metaharness.pure.loop.skills import Loaded
+from metaharness.pure.results import each
 from metaharness.pure.wires import anthropic_messages, openai_responses
 from metaharness.pure.wires.neutral import Item, Sampling, UserText
 from metaharness.shell.loop.approver import AllApprover, Approver, CallerApprover, DenyApprover, PromptApprover
@@ -59,10 +59,6 @@ RETRY_WAIT_SCALE = "B10X_HARNESS_TESTING_RETRY_WAIT_SCALE"
 slept at, so end-to-end tests of retries do not wait on the real backoff. The waits the run reports are
 the policy's, unscaled."""
 NO_TERMINAL = "no terminal to ask; calls above the ceiling will be refused — pass --yes or --approve-up-to"
-
-
-class Refused(Exception):
-    """Refused before start: one reason."""
 
 
 def _not_built_options() -> list[click.Option]:
@@ -233,42 +229,56 @@ def _clock() -> tuple[str, int]:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ"), seconds
 
 
-def _context_files(paths: Sequence[str]) -> tuple[ContextFile, ...]:
-    files = []
-    for path in paths:
-        if not os.path.isfile(path):
-            raise Refused(f"--context {path} is not a regular file")
-        with open(path, "rb") as handle:
-            raw = handle.read(CONTEXT_CAP + 1)
-        if len(raw) > CONTEXT_CAP:
-            raise Refused(f"--context {path} is over the {CONTEXT_CAP} byte bound")
-        try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise Refused(f"--context {path} is not UTF-8") from None
-        files.append(ContextFile(path, raw))
-    return tuple(files)
+class Prepared(NamedTuple):
+    """What a run holds once nothing refused it before start."""
+
+    root: str
+    credential: CredentialSource
+    contexts: tuple[ContextFile, ...]
+    loaded: Loaded
+    hooks: tuple[Hook, ...]
+    prices: budget.Prices | None
+    directory: str | None
+    resumed: SessionFile | None
+    publication: Publication
+    approver: Approver
 
 
-def _extensions(flags: RunFlags) -> Loaded:
-    loaded = load_extensions(flags.skills_dir, flags.agents_dir, flags.plugin_dir)
-    if isinstance(loaded, Failure):
-        raise Refused(loaded.failure())
-    return loaded.unwrap()
+def _workspace_root(workspace: str) -> Result[str, str]:
+    if not os.path.isdir(workspace):
+        return Failure(f"--workspace {workspace} is not a directory")
+    return Success(os.path.realpath(workspace))
 
 
-def _hooks(path: str | None) -> tuple[Hook, ...]:
+def _credential(plan: RunPlan) -> Result[CredentialSource, str]:
+    if plan.credential is None:
+        return Success(CredentialSource(None, None))
+    return read_credential(plan.credential, os.environ).map(lambda first: CredentialSource(plan.credential, first))
+
+
+def _context_file(path: str) -> Result[ContextFile, str]:
+    if not os.path.isfile(path):
+        return Failure(f"--context {path} is not a regular file")
+    with open(path, "rb") as handle:
+        raw = handle.read(CONTEXT_CAP + 1)
+    if len(raw) > CONTEXT_CAP:
+        return Failure(f"--context {path} is over the {CONTEXT_CAP} byte bound")
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return Failure(f"--context {path} is not UTF-8")
+    return Success(ContextFile(path, raw))
+
+
+def _hooks(path: str | None) -> Result[tuple[Hook, ...], str]:
     if path is None:
-        return ()
+        return Success(())
     try:
         with open(path, "rb") as handle:
             raw = handle.read()
     except OSError as error:
-        raise Refused(f"--hooks {path} cannot be read: {error.strerror or error}") from None
-    parsed = parse_hooks(path, raw)
-    if isinstance(parsed, Failure):
-        raise Refused(parsed.failure())
-    return parsed.unwrap()
+        return Failure(f"--hooks {path} cannot be read: {error.strerror or error}")
+    return parse_hooks(path, raw)
 
 
 def _project_files(root: str) -> tuple[tuple[str, str], ...]:
@@ -281,14 +291,14 @@ def _project_files(root: str) -> tuple[tuple[str, str], ...]:
     return tuple(found)
 
 
-def _approver(plan: RunPlan, cancel: CancelToken, needs_asking: bool) -> Approver:
+def _approver(plan: RunPlan, cancel: CancelToken, needs_asking: bool) -> Result[Approver, str]:
     mode = plan.approve
     if mode == "all":
-        return AllApprover()
+        return Success(AllApprover())
     if mode == "deny":
-        return DenyApprover(plan.ceiling)
+        return Success(DenyApprover(plan.ceiling))
     if mode == "caller":
-        return CallerApprover(sys.stdin.buffer, cancel)
+        return Success(CallerApprover(sys.stdin.buffer, cancel))
     terminal = None
     if mode == "prompt" or (sys.stdin.isatty() and sys.stderr.isatty()):
         try:
@@ -296,52 +306,68 @@ def _approver(plan: RunPlan, cancel: CancelToken, needs_asking: bool) -> Approve
         except OSError:
             terminal = None
     if terminal is not None:
-        return PromptApprover(terminal[0], terminal[1], cancel)
+        return Success(PromptApprover(terminal[0], terminal[1], cancel))
     if mode == "prompt":
-        raise Refused("--approve prompt needs a terminal, and /dev/tty cannot be opened")
+        return Failure("--approve prompt needs a terminal, and /dev/tty cannot be opened")
     if needs_asking:
         sys.stderr.write(NO_TERMINAL + "\n")
         sys.stderr.flush()
-    return DenyApprover(plan.ceiling)
+    return Success(DenyApprover(plan.ceiling))
 
 
-def _prices(plan: RunPlan) -> budget.Prices | None:
+def _prices(plan: RunPlan) -> Result[budget.Prices | None, str]:
     path = plan.flags.prices
     if path is None:
         if plan.flags.max_cost_microunits is not None:
-            raise Refused("--max-cost-microunits needs --prices")
-        return None
+            return Failure("--max-cost-microunits needs --prices")
+        return Success(None)
     try:
         with open(path, "rb") as handle:
             raw = handle.read()
     except OSError as error:
-        raise Refused(f"--prices {path} cannot be read: {error.strerror}") from None
+        return Failure(f"--prices {path} cannot be read: {error.strerror}")
     parsed = budget.parse_prices(raw, path)
     if isinstance(parsed, Failure):
-        raise Refused(parsed.failure())
+        return parsed
     prices = parsed.unwrap()
     if plan.flags.max_cost_microunits is not None and plan.model not in prices.models:
-        raise Refused(f"--max-cost-microunits needs a price for `{plan.model}` in --prices {path}")
-    return prices
+        return Failure(f"--max-cost-microunits needs a price for `{plan.model}` in --prices {path}")
+    return Success(prices)
 
 
-def _resolve_session(plan: RunPlan, root: str) -> tuple[str | None, SessionFile | None]:
+def _resolve_session(plan: RunPlan, root: str) -> Result[tuple[str | None, SessionFile | None], str]:
     if plan.flags.no_session:
-        return None, None
+        return Success((None, None))
     directory = session_dir(plan.flags.session_dir, os.environ)
     if isinstance(directory, Failure):
-        raise Refused(directory.failure())
+        return directory
     if plan.flags.resume is None:
-        return directory.unwrap(), None
+        return Success((directory.unwrap(), None))
     loaded = load_session(directory.unwrap(), plan.flags.resume)
     if isinstance(loaded, Failure):
-        raise Refused(loaded.failure())
+        return loaded
     session = loaded.unwrap()
     if session.wire != plan.wire:
-        raise Refused(f"session {session.id} was recorded on `{session.wire}`; pass --wire {session.wire} to resume it")
+        return Failure(f"session {session.id} was recorded on `{session.wire}`; pass --wire {session.wire} to resume it")
     if session.workspace != root:
         sys.stderr.write(f"session {session.id} was recorded in {session.workspace}, not {root}\n")
-    return directory.unwrap(), session
+    return Success((directory.unwrap(), session))
+
+
+def _prepare(flags: RunFlags, plan: RunPlan, cancel: CancelToken) -> Result[Prepared, str]:
+    """Every check before start, in order; the first refusal is the run's one reason."""
+    return Result.do(
+        Prepared(root, credential, contexts, loaded, hooks, prices, *session, publication, approver)
+        for root in _workspace_root(flags.workspace)
+        for credential in _credential(plan)
+        for contexts in each(flags.context, _context_file)
+        for loaded in load_extensions(flags.skills_dir, flags.agents_dir, flags.plugin_dir)
+        for hooks in _hooks(flags.hooks)
+        for prices in _prices(plan)
+        for session in _resolve_session(plan, root)
+        for publication in Success(publish(os.access(root, os.W_OK), plan.programs, tuple(s.name for s in loaded.skills)))
+        for approver in _approver(plan, cancel, any(needs_approval(e.risk, plan.ceiling) for e in publication.published))
+    )
 
 
 def _retry_wait_scale(value: str | None) -> float:
@@ -365,29 +391,10 @@ def start(flags: RunFlags) -> int:
     plan = planned.unwrap()
     cancel = CancelToken(flags.max_duration_ms, started_at, _retry_wait_scale(os.environ.get(RETRY_WAIT_SCALE)))
     cancel.install()
-    try:
-        if not os.path.isdir(flags.workspace):
-            raise Refused(f"--workspace {flags.workspace} is not a directory")
-        root = os.path.realpath(flags.workspace)
-        first = None
-        if plan.credential is not None:
-            read = read_credential(plan.credential, os.environ)
-            if isinstance(read, Failure):
-                raise Refused(read.failure())
-            first = read.unwrap()
-        credential = CredentialSource(plan.credential, first)
-        del first
-        contexts = _context_files(flags.context)
-        loaded = _extensions(flags)
-        hooks = _hooks(flags.hooks)
-        prices = _prices(plan)
-        directory, resumed = _resolve_session(plan, root)
-        workspace_writable = os.access(root, os.W_OK)
-        publication = publish(workspace_writable, plan.programs, tuple(skill.name for skill in loaded.skills))
-        asks = any(needs_approval(entry.risk, plan.ceiling) for entry in publication.published)
-        approver = _approver(plan, cancel, asks)
-    except Refused as refusal:
-        return _refuse(flags.json, str(refusal))
+    prepared = _prepare(flags, plan, cancel)
+    if isinstance(prepared, Failure):
+        return _refuse(flags.json, prepared.failure())
+    root, credential, contexts, loaded, hooks, prices, directory, resumed, publication, approver = prepared.unwrap()
     captured_at, _ = _clock()
     instruction = render_instruction(
         InstructionFacts(

@@ -8,7 +8,8 @@ import os
 import signal
 import subprocess
 
-from metaharness.pure.loop.hooks import HOOK_OUTPUT_CAP, HOOK_TIMEOUT_S, Hook, HookExit
+from metaharness.pure.budgets import LOOP_HOOK_TIMEOUT_S
+from metaharness.pure.loop.hooks import HOOK_OUTPUT_CAP, Hook, HookExit
 from metaharness.shell.loop.cancel import CancelToken, Interrupted
 
 
@@ -37,7 +38,7 @@ class HookRunner:
             return HookExit(None, start_error=error.strerror or str(error))
         try:
             with self.cancel.blocking(bounded_by_deadline=False):
-                out, _ = child.communicate(document, timeout=HOOK_TIMEOUT_S)
+                out, _ = child.communicate(document, timeout=LOOP_HOOK_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             _kill_group(child)
             child.communicate()

@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from metaharness.pure.budgets import TOOL_RUN_TIMEOUT_S
 from metaharness.pure.jsonline import compact
 from metaharness.pure.loop.paths import glob_matches
 from metaharness.shell.loop.cancel import CancelToken, Interrupted
@@ -27,7 +28,6 @@ WALK_DEPTH = 12
 LINE_CUT = 400
 DIR_ENTRIES = 500
 STREAM_CAP = 64 * 1024
-RUN_TIMEOUT_S = 600.0
 RUN_THROUGH = "B10X_HARNESS_RUN_THROUGH"
 """When set, the absolute path of the program every ``run`` call is started through, handed the
 resolved program and its arguments (metaharness's tools' layer, docs/loop.md#tools)."""
@@ -348,7 +348,7 @@ class Workspace:
             raise ToolFailure(f"`{argv[0]}` was not found on PATH")
         environment = {k: v for k, v in os.environ.items() if k not in self.hidden_env}
         remaining = self.cancel.remaining_s()
-        timeout = RUN_TIMEOUT_S if remaining is None else min(RUN_TIMEOUT_S, remaining)
+        timeout = TOOL_RUN_TIMEOUT_S if remaining is None else min(TOOL_RUN_TIMEOUT_S, remaining)
         through = os.environ.get(RUN_THROUGH)
         try:
             child = subprocess.Popen(

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 import httpx
 
+from metaharness.pure.budgets import LOOP_CONNECT_S, LOOP_READ_S
 from metaharness.pure.wires.neutral import Outcome, StreamEvent, WireError
 from metaharness.pure.wires.retry import (
     final_transport_error,
@@ -23,9 +24,6 @@ from metaharness.pure.wires.retry import (
 )
 from metaharness.pure.wires.sse import SseItem, frame_sse
 from metaharness.shell.loop.cancel import CancelToken, Interrupted
-
-CONNECT_TIMEOUT_S = 15.0
-READ_TIMEOUT_S = 180.0
 
 Decoder = Callable[[Iterable[SseItem]], Iterator[StreamEvent]]
 HeaderSource = Callable[[], "tuple[tuple[str, str], ...] | WireError"]
@@ -40,7 +38,7 @@ def make_client(url: str) -> httpx.Client:
     return httpx.Client(
         trust_env=False,
         follow_redirects=False,
-        timeout=httpx.Timeout(READ_TIMEOUT_S, connect=CONNECT_TIMEOUT_S),
+        timeout=httpx.Timeout(LOOP_READ_S, connect=LOOP_CONNECT_S),
         verify=url.startswith("https://"),
     )
 
