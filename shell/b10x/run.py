@@ -22,10 +22,12 @@ from metaharness.pure.b10x.launch import (
     B10xLaunch,
     B10xLaunchFacts,
     child_path,
+    declared_files,
     environment_declaration,
     launch_model,
     plan_b10x_launch,
     resolve_b10x_program,
+    session_bus,
     verified_versions,
     version_token,
     workspace_of,
@@ -250,15 +252,6 @@ def verdict_facts(options: RunOptions, launch: B10xLaunch, pins: tuple[str, ...]
     )
 
 
-DECLARED_FILES = ("--hooks", "--driver", "--prices", "--substrate", "--oauth-token-file")
-"""The loop's options naming a file it reads (or a socket it dials) itself; each is bound into the view."""
-
-
-def declared_files(launch: B10xLaunch) -> tuple[str, ...]:
-    """The paths the loop's argv names after one of :data:`DECLARED_FILES`."""
-    return tuple(value for flag, value in zip(launch.args, launch.args[1:], strict=False) if flag in DECLARED_FILES)
-
-
 def hook_reads(launch: B10xLaunch) -> tuple[str, ...]:
     """What the view must hold for the ``--hooks`` programs (each command's program closure and the
     files it names); none when the file cannot be read or parsed, which the loop refuses at start."""
@@ -272,21 +265,6 @@ def hook_reads(launch: B10xLaunch) -> tuple[str, ...]:
         for hook in parse_hooks(path, raw).value_or(()):
             reads += program_reads(hook.command, child_path)
     return tuple(reads)
-
-
-def session_bus(launch: B10xLaunch) -> tuple[str, ...]:
-    """The session bus socket when the loop reads its key from the secret store (``--api-key-secret``):
-    each ``unix:path=`` of ``DBUS_SESSION_BUS_ADDRESS``, else ``$XDG_RUNTIME_DIR/bus``."""
-    if "--api-key-secret" not in launch.args:
-        return ()
-    environment = launch.environment.as_dict()
-    paths = tuple(
-        value.partition("path=")[2].split(",")[0]
-        for value in environment.get("DBUS_SESSION_BUS_ADDRESS", "").split(";")
-        if value.startswith("unix:") and "path=" in value
-    )
-    runtime = environment.get("XDG_RUNTIME_DIR")
-    return paths or ((os.path.join(runtime, "bus"),) if runtime else ())
 
 
 def confined_launch(

@@ -20,7 +20,7 @@ from functools import partial
 import msgspec
 
 from metaharness.pure.budgets import HOOK_TIMEOUT_S
-from metaharness.pure.catalogue import Catalogue
+from metaharness.pure.catalogue import Catalogue, started_by_then
 from metaharness.pure.claude.doctor import version_token
 from metaharness.pure.claude.launch import (
     CANARY_LOADED,
@@ -136,10 +136,7 @@ def declared_inputs(options: RunOptions) -> tuple[tuple[ContextFileRead, ...], C
 def read_back(options: RunOptions, launch: ClaudeLaunch, catalogue: Catalogue, proxy_started: bool) -> None:
     """Stage 9 (d): the written catalogue copy must read back as the checked catalogue, else
     ``catalogue-copy-differs`` saying what had started by then (docs/hermetic.md#catalogue-refusals)."""
-    happened = ["the scratch files had been written"]
-    happened += ["the loopback proxy had started"] if proxy_started else []
-    happened += ["the vendor binary had been run with --version"] if options.strict_version else []
-    said = happened[0] if len(happened) == 1 else ", ".join(happened[:-1]) + " and " + happened[-1]
+    said = started_by_then(proxy_started=proxy_started, probed=options.strict_version)
     path = os.path.join(launch.scratch, CATALOGUE_FILE)
     take(read_back_scratch_copy(path, catalogue, options.catalogue or "", said))
 

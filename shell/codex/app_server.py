@@ -28,7 +28,7 @@ from returns.result import Result
 
 from metaharness.pure.bounds import RECORD_LINE_LIMIT
 from metaharness.pure.budgets import GRACE_S
-from metaharness.pure.catalogue import Catalogue, check_codex_names
+from metaharness.pure.catalogue import Catalogue, check_codex_names, started_by_then
 from metaharness.pure.codex.app_server import CATALOGUE_COPY, app_server_args, catalogue_server_args
 from metaharness.pure.codex.app_server import open_session as open_conversation
 from metaharness.pure.codex.launch import CodexLaunch
@@ -80,10 +80,7 @@ def place_catalogue(
     #catalogue-scratch-copy)."""
     path = os.path.join(launch.scratch, CATALOGUE_COPY)
     write_scratch_copy(catalogue, path)
-    happened = ["the scratch files had been written"]
-    happened += ["the loopback proxy had started"] if proxy_started else []
-    happened += ["the vendor binary had been run with --version"] if probed else []
-    said = happened[0] if len(happened) == 1 else ", ".join(happened[:-1]) + " and " + happened[-1]
+    said = started_by_then(proxy_started=proxy_started, probed=probed)
     return read_back_scratch_copy(path, catalogue, source, said)
 
 
@@ -206,6 +203,16 @@ def drive_app_server(
         _close(child.stdin)
         _close(served.stdin)
         _stop_catalogue_server(served)
+    return _wound_up(state, child, pipes, stdout_copy, late_events)
+
+
+def _wound_up(
+    state: CodexLoop, child: subprocess.Popen[bytes], pipes: _Conversation, stdout_copy: IO[bytes],
+    late_events: Callable[[], tuple[Event, ...]],
+) -> RunEnd:  # fmt: skip
+    """The app-server's end: its group killed, every orphan ended, the rest of its stdout kept, its status, and the
+    stream wound up with the late events."""
+    assert child.stdout is not None
     kill_group(child.pid, signal.SIGKILL)
     end_descendants(child.pid)
     pipes.keep_rest(child.stdout.fileno())
