@@ -18,7 +18,7 @@ from metaharness.shell.hook_channel import HookChannel
 
 KEY = "PLANTED1"
 SECRET = b"the caller's file\n"
-NAMES = ("responses/.writing.PLANTED1", "responses/PLANTED1.json", "responses/PLANTED1.wake", "requests/PLANTED1.json")
+NAMES = ("responses/.writing.PLANTED1", "responses/PLANTED1.json", "ready/PLANTED1.wake", "requests/PLANTED1.json")
 Plant = Callable[[Path, Path], None]
 SHAPES: dict[str, Plant] = {
     "link to a host file": lambda at, host: at.symlink_to(host / "precious"),
@@ -67,7 +67,7 @@ def test_any_planted_shape_is_refused_never_followed(planted: list[tuple[str, st
             assert read == b'{"tool_name":"Bash"}'
         else:
             assert read == (b"planted" if at_request == "regular file" else None)
-        outcomes = {expected_answer(name, shape) for name, shape in planted if name.startswith("responses/")}
+        outcomes = {expected_answer(name, shape) for name, shape in planted if not name.startswith("requests/")}
         if "refused" in outcomes:
             assert isinstance(answer, Failure) and answer.failure().code == "name-refused"
         else:

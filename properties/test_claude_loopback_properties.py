@@ -29,6 +29,7 @@ def test_the_forwarded_head_carries_exactly_the_real_token(head: RequestHead, le
     assert [v for k, v in lowered if k == "host"] == ["api.anthropic.com"]
     assert [v for k, v in lowered if k == "content-length"] == [str(length)]
     assert [v for k, v in lowered if k == "connection"] == ["close"]
+    assert [v for k, v in lowered if k == "accept-encoding"] == ["gzip, deflate"]
     assert not any(k in HOP_BY_HOP for k, _ in lowered if k != "connection")
     assert all(PLACEHOLDER not in value for _, value in forwarded)
 

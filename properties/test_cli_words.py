@@ -12,8 +12,8 @@ import click
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from metaharness.pure.command_words import split_command_words
 from metaharness.pure.modes import HERMETIC_MODES
-from metaharness.pure.options import split_command_words
 from metaharness.shell.cli import cli, run_cli
 
 VALUED = frozenset({"-p", "--prompt", "--model", "--frame"})

@@ -25,8 +25,9 @@ HOOK_TIMEOUT_S = 60
 BACKSTOP_MARGIN_S = 3
 """The hook gives up this long before the vendor's timeout: 60 − 3 = 57 s (docs/adapters/common.md#vendor-decisions)."""
 
-DOORBELL_TIMEOUT_S = 2
-"""A metaharness that is gone costs a deny within this long, never a vendor-killed hook
+DOORBELL_TIMEOUT_S = 10
+"""A metaharness that has read no doorbell for this long (gone, or stalled) costs a deny, never a vendor-killed
+hook; long enough that a loaded machine's scheduling or a briefly slow reader of the stream is not a deny
 (docs/adapters/common.md#vendor-decisions)."""
 
 CALLBACK_TIMEOUT_S = 60

@@ -1,13 +1,13 @@
 """The event-driven hook channel, kind-agnostic (docs/adapters/common.md#hook-channel).
 
-The scratch root holds ``hooks/pretooluse``, a POSIX ``sh`` program with its paths baked in, and
-``hook-channel/`` with ``requests/``, ``responses/`` and the ``doorbell`` FIFO. Per call the program
-copies its stdin to ``requests/<key>.json``, makes the wake FIFO ``responses/<key>.wake`` and holds it
-open, rings the doorbell with ``<key>\\n`` and blocks until metaharness writes one line to the wake FIFO
-(or its backstop passes), then prints ``responses/<key>.json``. This module renders that program,
-reads a request as a call and builds the shared ``PreToolUse`` answer envelope; the shell's hook
-channel makes the files and does the waiting. Both the claude and the
-codex arms use it; each renders its own answer bodies from :func:`pretooluse_answer`.
+The scratch root holds ``hooks/pretooluse``, a ``bash`` program with its paths baked in that runs no other
+program, and ``hook-channel/`` with ``ready/`` (wake FIFOs metaharness made, ``<key>.wake``), ``requests/``,
+``responses/`` and the ``doorbell`` FIFO. Per call the program claims a key by creating
+``requests/<key>.json`` exclusively, copies its stdin there, holds ``ready/<key>.wake`` open, rings the
+doorbell with ``<key>\\n`` and blocks until metaharness writes one line to the wake FIFO (or its backstop
+passes), then prints ``responses/<key>.json``. This module renders that program, reads a request as a
+call and builds the shared ``PreToolUse`` answer envelope; the shell's hook channel makes the files and
+does the waiting. The codex and gemini arms use it; each renders its own answer bodies.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 
-from metaharness.pure.bounds import decode_bounded
+from metaharness.pure.bounds import HOOK_REQUEST_LIMIT, decode_bounded
 from metaharness.pure.budgets import BACKSTOP_MARGIN_S, DOORBELL_TIMEOUT_S, HOOK_TIMEOUT_S
 from metaharness.pure.events import WarningRaised
 from metaharness.pure.jsonline import compact
@@ -66,39 +66,73 @@ def backstop_seconds(hook_timeout_s: int = HOOK_TIMEOUT_S) -> int:
     return hook_timeout_s - BACKSTOP_MARGIN_S
 
 
-MKTEMP_SUFFIX = "X" * 8
-"""The template tail ``mktemp`` replaces with random characters: the pending request's key."""
+READY_SLOTS = 16
+"""How many unclaimed wake FIFOs ``<key>.wake`` metaharness keeps in ``hook-channel/ready/``: one is made for each key rung, so only
+more hooks than this at once between claim and doorbell find none (and deny)."""
+
+REQUEST_CHARS = HOOK_REQUEST_LIMIT + 1
+"""What the hook reads of its stdin (bytes, under ``LC_ALL=C``): one past the bound the host reads."""
+
+
+def render_channel_program(
+    scratch: str, deny_body: bytes, deny_exit: int, event: str, hook_timeout_s: int = HOOK_TIMEOUT_S
+) -> str:
+    """A ``bash`` hook program on the channel (docs/adapters/common.md#hook-channel) that runs no other
+    program: built-ins only, every path without an answer printing ``deny_body`` and exiting ``deny_exit``.
+
+    Per call it reads its stdin first (so no vendor ever writes to a hook that is gone), claims a wake FIFO
+    metaharness made in ``ready/`` by creating ``requests/<key>.json`` under ``noclobber`` (``O_EXCL``),
+    copies the request there, holds the FIFO and the doorbell open
+    read-write (neither open blocks), rings ``<key>\\n`` and waits on the FIFO with ``read -t``. After
+    ``DOORBELL_TIMEOUT_S`` with no wake it denies when its key still sits unread in the doorbell (nobody
+    reads it), else it waits out the backstop. It parses no JSON.
+    """
+    channel = f"{scratch}/{CHANNEL_DIR}"
+    first = min(DOORBELL_TIMEOUT_S, backstop_seconds(hook_timeout_s))
+    rest = backstop_seconds(hook_timeout_s) - first
+    wait = (
+        f"if ! IFS= read -r -t {first} -u 3 woken; then\n  read -t 0 -u 4 && deny\n"
+        f"  IFS= read -r -t {rest} -u 3 woken || deny\nfi\n"
+        if rest > 0
+        else f"IFS= read -r -t {first} -u 3 woken || deny\n"
+    )
+    return (
+        "#!/bin/bash\n"
+        f"# metaharness {event} hook: hands the call to the running metaharness and prints its answer.\n"
+        "umask 077\n"
+        "LC_ALL=C\n"
+        f"channel={shell_quote(channel)}\n"
+        f"deny() {{ printf '%s' {shell_quote(deny_body.decode())}; exit {deny_exit}; }}\n"
+        + ("trap deny HUP INT TERM\n" if deny_exit else "")
+        + f"IFS= read -r -N {REQUEST_CHARS} request\n"
+        "set -o noclobber\n"
+        "shopt -s nullglob\n"
+        "key=\n"
+        'for wake in "$channel"/ready/*.wake; do\n'
+        "  key=${wake##*/}; key=${key%.wake}\n"
+        '  { exec 5>"$channel/requests/$key.json"; } 2>/dev/null && break\n'
+        "  key=\n"
+        "done\n"
+        '[ -n "$key" ] || deny\n'
+        '{ exec 3<>"$wake"; } 2>/dev/null || deny\n'
+        'printf \'%s\' "$request" >&5 || deny\n'
+        "exec 5>&-\n"
+        '{ exec 4<>"$channel/doorbell"; } 2>/dev/null || deny\n'
+        'printf \'%s\\n\' "$key" >&4 || deny\n'
+        f"{wait}"
+        '[ -f "$channel/responses/$key.json" ] || deny\n'
+        '{ exec 6<"$channel/responses/$key.json"; } 2>/dev/null || deny\n'
+        "IFS= read -r -d '' -u 6 answer\n"
+        'printf \'%s\' "$answer"\n'
+        "exit 0\n"
+    )
 
 
 def render_hook_program(scratch: str, hook_timeout_s: int = HOOK_TIMEOUT_S) -> str:
     """The text of ``hooks/pretooluse`` for a scratch root (docs/adapters/common.md#vendor-decisions), mode 0700
-    when written.
-
-    It uses only ``mktemp mkfifo cat mv timeout head printf`` and built-ins (``sh -c`` carries the
-    doorbell open under ``timeout``, since opening a FIFO nobody reads blocks), parses no JSON and
-    always exits 0: every failure path prints the deny body.
-    """
-    channel = f"{scratch}/{CHANNEL_DIR}"
-    deny = shell_quote(deny_answer(NO_ANSWER_REASON).decode())
-    return (
-        "#!/bin/sh\n"
-        "# metaharness PreToolUse hook: hands the call to the running metaharness and prints its answer.\n"
-        "umask 077\n"
-        f"channel={shell_quote(channel)}\n"
-        f"deny() {{ printf '%s' {deny}; exit 0; }}\n"
-        f'pending=$(mktemp "$channel/requests/.pending.{MKTEMP_SUFFIX}" 2>/dev/null) || deny\n'
-        'key=${pending##*/.pending.}\n'
-        'cat >"$pending" || deny\n'
-        'mkfifo "$channel/responses/$key.wake" 2>/dev/null || deny\n'
-        'command exec 3<>"$channel/responses/$key.wake" || deny\n'
-        'mv "$pending" "$channel/requests/$key.json" || deny\n'
-        f"timeout {DOORBELL_TIMEOUT_S} sh -c 'printf \"%s\\n\" \"$1\" >\"$2\"' doorbell \"$key\" "
-        '"$channel/doorbell" 2>/dev/null || deny\n'
-        f"timeout {backstop_seconds(hook_timeout_s)} head -n 1 <&3 >/dev/null || deny\n"
-        '[ -f "$channel/responses/$key.json" ] || deny\n'
-        'cat "$channel/responses/$key.json" || deny\n'
-        "exit 0\n"
-    )
+    when written: the channel's program answering in the ``PreToolUse`` envelope, never exiting non-zero
+    (exit 2 blocks on codex with its own reason)."""
+    return render_channel_program(scratch, deny_answer(NO_ANSWER_REASON), 0, "PreToolUse", hook_timeout_s)
 
 
 class HookCall(msgspec.Struct, frozen=True):
@@ -158,7 +192,7 @@ def read_hook_request(key: str, raw: bytes) -> HookCall:
 
 
 KEY_LIMIT = 64
-"""The longest key a hook could make (``mktemp``'s suffix is eight characters)."""
+"""The longest key a doorbell line may name (metaharness makes sixteen hex digits)."""
 
 
 def doorbell_keys(pending: bytes, received: bytes) -> tuple[tuple[str, ...], bytes]:
@@ -175,7 +209,7 @@ def doorbell_keys(pending: bytes, received: bytes) -> tuple[tuple[str, ...], byt
 
 
 def is_channel_key(key: str) -> bool:
-    """A key a hook could have made: ``mktemp``'s eight-character suffix, no path separator.
+    """A key a doorbell line may name: at most ``KEY_LIMIT`` characters, no path separator.
 
     The shell reads ``requests/<key>.json`` only for such keys, so a doorbell line can never name a
     file outside the channel.

@@ -50,7 +50,10 @@ HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "trailers",
      "transfer-encoding", "upgrade", "proxy-connection"}
 )  # fmt: skip
-_DROPPED_ON_FORWARD = frozenset({"host", "content-length", "authorization", "x-api-key", "x-goog-api-key"})
+_DROPPED_ON_FORWARD = frozenset({"host", "content-length", "authorization", "x-api-key", "x-goog-api-key", "accept-encoding"})
+WITNESS_CODINGS = "gzip, deflate"
+"""The ``Accept-Encoding`` every forwarded request carries in place of the child's: the codings the route witness
+undoes (docs/adapters/common.md#loopback-proxy), so no request can ask upstream for an answer it cannot read."""
 GOOGLE_KEY_HEADER = "x-goog-api-key"
 """The Generative Language API's key header: a child that sent its placeholder there gets the token there."""
 _UNSAFE_RUN_CHARACTERS = re.compile(r"[^A-Za-z0-9_-]")
@@ -218,9 +221,9 @@ def _connection_named(headers: Headers) -> frozenset[str]:
 
 def forward_headers(head: RequestHead, upstream: str, token: str, body_length: int) -> Headers:
     """The headers sent upstream (docs/adapters/common.md#endpoint-route): hop-by-hop, ``Host``, ``Content-Length``,
-    ``Authorization``, ``x-api-key`` and ``x-goog-api-key`` dropped; ``Host``, the token (``Authorization: Bearer
-    <token>``, or ``x-goog-api-key: <token>`` when the child sent its placeholder in that header), the
-    recomputed ``Content-Length`` and ``Connection: close`` set; everything else (``anthropic-version``,
+    ``Authorization``, ``x-api-key``, ``x-goog-api-key`` and ``Accept-Encoding`` dropped; ``Host``, the token (``Authorization: Bearer
+    <token>``, or ``x-goog-api-key: <token>`` when the child sent its placeholder in that header),
+    ``Accept-Encoding: gzip, deflate``, the recomputed ``Content-Length`` and ``Connection: close`` set; everything else (``anthropic-version``,
     ``anthropic-beta``) passed through in order."""
     dropped = HOP_BY_HOP | _DROPPED_ON_FORWARD | _connection_named(head.headers)
     kept = tuple((key, value) for key, value in head.headers if key.lower() not in dropped)
@@ -231,6 +234,7 @@ def forward_headers(head: RequestHead, upstream: str, token: str, body_length: i
         ("Host", host),
         *kept,
         credential,
+        ("Accept-Encoding", WITNESS_CODINGS),
         ("Content-Length", str(body_length)),
         ("Connection", "close"),
     )
@@ -296,10 +300,12 @@ def off_the_wire(kind: LoopbackKind, head: RequestHead) -> ProxyAnswer:
 
 def verbatim_headers(head: RequestHead, upstream: str, body_length: int) -> Headers:
     """The headers a verbatim route sends upstream: the child's own, hop-by-hop dropped, ``Host``,
-    ``Content-Length`` and ``Connection: close`` set; credentials the child holds pass unchanged."""
-    dropped = HOP_BY_HOP | frozenset({"host", "content-length"}) | _connection_named(head.headers)
+    ``Content-Length``, ``Accept-Encoding: gzip, deflate`` and ``Connection: close`` set; credentials the child holds
+    pass unchanged."""
+    dropped = HOP_BY_HOP | frozenset({"host", "content-length", "accept-encoding"}) | _connection_named(head.headers)
     kept = tuple((key, value) for key, value in head.headers if key.lower() not in dropped)
-    return (("Host", urlsplit(upstream).netloc), *kept, ("Content-Length", str(body_length)), ("Connection", "close"))
+    return (("Host", urlsplit(upstream).netloc), *kept, ("Accept-Encoding", WITNESS_CODINGS),
+            ("Content-Length", str(body_length)), ("Connection", "close"))  # fmt: skip
 
 
 def route_refused(refused: Sequence[str]) -> WarningRaised | None:

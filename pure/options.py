@@ -9,7 +9,7 @@ and over facts the shell gathered; each returns the first refusal of its stage i
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Literal
 from urllib.parse import urlsplit
@@ -23,8 +23,6 @@ from metaharness.pure.environment import Credentials, ProgramCandidate, resolve_
 from metaharness.pure.kind import Kind
 from metaharness.pure.modes import DecisionMode, HermeticMode
 from metaharness.pure.refusal import Refusal
-
-WRITE_SCOPES = ("allowed", "partial-only", "denied")
 
 RUN_OPTION_ORDER: tuple[str, ...] = (
     "prompt",
@@ -131,39 +129,6 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
     def audited(self) -> bool:
         """Whether the run asks for an audit: ``--audit``, or ``--hermetic strict`` (docs/hermetic.md#auditor)."""
         return self.audit or self.hermetic == "strict"
-
-
-def split_command_words(
-    words: Sequence[str],
-    valued: frozenset[str],
-    optional: Mapping[str, tuple[frozenset[str], str]],
-) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Split a verb's words into its option words and the words after the first ``--`` that is not an
-    option's value (docs/cli.md#verbs, ``-- AUDITOR_ARGS…``).
-
-    ``valued`` names the options that take the next word as their value. An option in ``optional``
-    takes the next word only when it is one of its values, else it is bare and reads as its bare
-    value; either way it is rewritten ``--option=VALUE`` (docs/cli.md#run, ``--hermetic``).
-    """
-    out: list[str] = []
-    index = 0
-    while index < len(words):
-        word = words[index]
-        following = words[index + 1] if index + 1 < len(words) else None
-        if word == "--":
-            return tuple(out), tuple(words[index + 1 :])
-        if word in optional:
-            values, bare = optional[word]
-            taken = following is not None and following in values
-            out.append(f"{word}={following if taken else bare}")
-            index += 2 if taken else 1
-        elif word in valued and following is not None:
-            out.extend((word, following))
-            index += 2
-        else:
-            out.append(word)
-            index += 1
-    return tuple(out), ()
 
 
 def split_auditor_prefix(prefix: str) -> tuple[str, ...]:

@@ -13,6 +13,8 @@ exchange replays the same way.
 
 from __future__ import annotations
 
+import json
+import re
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
@@ -213,13 +215,58 @@ def _generated_body(value: dict[str, Any]) -> tuple[tuple[EmittedCall, ...], str
     return (), None
 
 
+_SDK_FRAME = re.compile("[\\s\ufeff]*data: ([^\n\r\u2028\u2029]*)(?:\n\n|\r\r|\r\n\r\n)")
+"""One frame as Gemini CLI's client (the ``@google/genai`` stream reader) matches it at the front of what is left:
+leading white space, ``data: ``, one line as JavaScript's ``.`` reads it, a blank line."""
+
+
+def _as_javascript(text: str) -> Any:
+    """``text`` parsed as ``JSON.parse`` accepts it (a lone surrogate, a number past a float's range), or ``None``."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _chunks_as_read(body: bytes) -> list[Any]:
+    """The chunks Gemini CLI reads from a response: a whole JSON answer, or each frame its stream reader matches."""
+    text = body.decode("utf-8", "replace").removeprefix("\ufeff")
+    if text.lstrip()[:1] == "{":
+        return [_as_javascript(text)]
+    chunks, at = [], 0
+    while (frame := _SDK_FRAME.match(text, at)) is not None:
+        chunks.append(_as_javascript(frame.group(1)))
+        at = frame.end()
+    return chunks
+
+
+def _calls_as_run(chunks: list[Any]) -> tuple[EmittedCall, ...]:
+    """Every call Gemini CLI takes from a response (docs/decisions.md#the-route-witness): each part of the first
+    candidate holding a ``functionCall`` with a name, in every chunk, whatever else the part holds and whether or
+    how the stream finished; an id-less call is numbered ``<name>#<n>`` (``numbered``), as the decoder numbers it."""
+    calls: list[EmittedCall] = []
+    for chunk in chunks:
+        candidates = chunk.get("candidates") if isinstance(chunk, dict) else None
+        first = candidates[0] if isinstance(candidates, list) and candidates and isinstance(candidates[0], dict) else {}
+        content = first.get("content")
+        parts = content.get("parts") if isinstance(content, dict) else None
+        for part in parts if isinstance(parts, list) else ():
+            call = part.get("functionCall") if isinstance(part, dict) else None
+            if isinstance(call, dict) and isinstance(call.get("name"), str):
+                stated, args = call.get("id"), call.get("args")
+                named = isinstance(stated, str) and bool(stated)
+                call_id = stated if isinstance(stated, str) and stated else f"{call['name']}#{len(calls) + 1}"
+                calls.append(EmittedCall(call_id, call["name"],
+                                         {} if args is None else args, numbered=not named))  # fmt: skip
+    return tuple(calls)
+
+
 def _generative_response(body: bytes) -> tuple[tuple[EmittedCall, ...], str | None, bool]:
-    """A Generative Language answer; a call the model gave no id is marked ``numbered`` (the decoder named it
-    ``<name>#<n>``, its place in the response)."""
-    calls, answer, decoded = _decoded(google_generative.decode_stream, _generated_body)(body)
-    marked = tuple(msgspec.structs.replace(call, numbered=call.call_id == f"{call.name}#{place}")
-                   for place, call in enumerate(calls, start=1))  # fmt: skip
-    return marked, answer, decoded
+    """A Generative Language answer: its calls as Gemini CLI runs them (a stream with no finish reason, or a
+    refusal word, still runs its calls), its answer as the wire's decoder reads an end-of-turn response."""
+    calls = _calls_as_run(_chunks_as_read(body))
+    _, answer, decoded = _decoded(google_generative.decode_stream, _generated_body)(body)
+    return calls, None if calls else answer, decoded or bool(calls)
 
 
 def _decoded(

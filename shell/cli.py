@@ -12,21 +12,20 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 from click.core import ParameterSource
-from returns.result import Failure
 
-from metaharness.pure.budgets import MAX_DECISION_DEADLINE_S
-from metaharness.pure.duration import parse_duration
-from metaharness.pure.environment import Credentials
+from metaharness.pure.command_words import WRITE_SCOPES, split_command_words
 from metaharness.pure.kind import KINDS, Kind
 from metaharness.pure.modes import HERMETIC_MODES
-from metaharness.pure.options import WRITE_SCOPES, RunOptions, check_run_options, split_command_words
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.refusals import refuse
 from metaharness.shell.run_signals import release_signals
+
+if TYPE_CHECKING:
+    from metaharness.pure.environment import Credentials
 
 AUDIT_NOT_BUILT = Refusal(
     "audit-not-built",
@@ -61,6 +60,10 @@ class _Duration(click.ParamType[float, Any]):
     name = "DURATION"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        from returns.result import Failure
+
+        from metaharness.pure.duration import parse_duration
+
         if isinstance(value, float):
             return value
         parsed = parse_duration(str(value))
@@ -73,6 +76,8 @@ class _Deadline(_Duration):
     """A ``--decision-deadline``: a duration of at most ``MAX_DECISION_DEADLINE_S`` (docs/decisions.md#deadlines)."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        from metaharness.pure.budgets import MAX_DECISION_DEADLINE_S
+
         seconds = super().convert(value, param, ctx)
         if seconds > MAX_DECISION_DEADLINE_S:
             self.fail(f"{value!r} is past the longest decision deadline, {MAX_DECISION_DEADLINE_S}s (a 600s hook budget)",
@@ -204,6 +209,9 @@ def _given(ctx: click.Context) -> frozenset[str]:
 @click.pass_context
 def run(ctx: click.Context, /, **values: Any) -> int:
     """Launch a harness of KIND under governance; words after -- are appended to the auditor's argv."""
+    from returns.result import Failure
+
+    from metaharness.pure.options import RunOptions, check_run_options
     from metaharness.shell.auditor import gather_audit_facts
 
     options = RunOptions(

@@ -591,7 +591,8 @@ class RouteProxy:
         finally:
             answer.chunks.close()
             encoding = next((value for key, value in answer.headers if key.lower() == "content-encoding"), None)
-            self._witness(request.head.target, request.body, None if kept is None else b"".join(kept), encoding)
+            sent = inflate(request.body, request.head.header("content-encoding")) or b""  # the results, as upstream reads them
+            self._witness(request.head.target, sent, None if kept is None else b"".join(kept), encoding)
 
     def _send(self, request: RouteRequest, token: str | None) -> httpx.Response | None:
         head, body = request

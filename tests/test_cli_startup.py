@@ -52,3 +52,13 @@ def test_the_chosen_verb_imports_its_own_modules() -> None:
     assert "metaharness.shell.codex.conformance" in modules
     other = [m for m in modules if m.startswith("metaharness.shell.b10x.") and m != "metaharness.shell.b10x.adapter"]
     assert other == []
+
+
+def test_a_parse_error_imports_no_stage() -> None:
+    """``run``'s words are split by the leaf ``pure/command_words.py`` and its converters import what they
+    convert with when they run, so a usage refusal needs click and the refusal's struct only."""
+    done, modules = imported_by("run", "b10x", "--bogus")
+    assert (done.returncode, done.stderr.splitlines()[-1]) == (2, "metaharness: usage: No such option '--bogus'.")
+    staged = sorted(m for m in modules if m.split(".")[0] == "returns" or m in {
+        "metaharness.pure.options", "metaharness.pure.events", "metaharness.pure.adapters", "metaharness.shell.auditor"})  # fmt: skip
+    assert staged == []

@@ -78,7 +78,7 @@ def test_an_answer_no_hook_waits_for_is_a_deny_by_deadline_saying_the_hook_gave_
 
 def test_a_hook_that_waits_gets_the_frame_deny_and_the_decision_stands(tmp_path: Path):
     run, lines = live_run(tmp_path)
-    wake = tmp_path / "scratch" / "hook-channel" / "responses" / "Waiting1.wake"
+    wake = tmp_path / "scratch" / "hook-channel" / "ready" / "Waiting1.wake"
     os.mkfifo(wake)
     reader = os.open(wake, os.O_RDONLY | os.O_NONBLOCK)
     ring(tmp_path / "scratch", "Waiting1", {"tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "c"})

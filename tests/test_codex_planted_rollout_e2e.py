@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from codex_process import CODEX, PINNED, of, well_formed
-from emulator_process import running_emulator
+from helpers.emulator import running_emulator
 
 from metaharness.pure.codex.rollout import rollout_thread
 

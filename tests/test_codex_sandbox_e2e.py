@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from codex_process import CODEX, PINNED, of, well_formed
-from emulator_process import running_emulator
+from helpers.emulator import running_emulator
 
 pytestmark = [
     pytest.mark.skipif(CODEX is None, reason=f"the pinned Codex CLI {PINNED} is not installed (vendors/install.sh)"),

@@ -205,9 +205,9 @@ def forging_loop(channel: str) -> str:
     """A shell loop answering every hook request of ``channel`` that arrives after it starts: it writes an
     allow into the channel and wakes the hook before metaharness has decided."""
     return (
-        f'd="{channel}/responses"; seen=$(ls "$d"); '
-        'while :; do for w in "$d"/*.wake; do k=${w##*/}; k=${k%.wake}; '
-        'case " $seen " in *"$k.wake"*) continue;; esac; [ -e "$d/$k.forged" ] && continue; '
+        f'd="{channel}/responses"; r="{channel}/ready"; q="{channel}/requests"; seen=$(ls "$q"); '
+        'while :; do for w in "$r"/*.wake; do k=${w##*/}; k=${k%.wake}; [ -e "$q/$k.json" ] || continue; '
+        'case " $seen " in *"$k.json"*) continue;; esac; [ -e "$d/$k.forged" ] && continue; '
         f"printf '%s' '{FORGED}' > \"$d/$k.json\"; : > \"$d/$k.forged\"; echo > \"$w\"; done; sleep 0.02; done"
     )
 

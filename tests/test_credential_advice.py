@@ -16,6 +16,7 @@ from vendor_cli import home_linking_the_clis, pinned_cli
 METAHARNESS = str(Path(sys.executable).with_name("metaharness"))
 CLAUDE_LOGIN = "log in once with `claude` and its /login under this HOME"
 CODEX_LOGIN = "log in once with `codex login --with-api-key` under this HOME"
+GEMINI_CUSTODY = "write GEMINI_API_KEY=<key> into ~/.gemini/.env under this HOME (Gemini CLI's own place for its key)"
 
 
 def refusal(home: Path, *args: str) -> str:
@@ -78,3 +79,16 @@ def test_doctor_checks_the_credential_and_endpoint_a_run_would_use(tmp_path: Pat
     assert any(text.startswith(f"endpoint: endpoint-unreachable: --model-endpoint http://127.0.0.1:{port}: ") for text in shown)
     assert dead.returncode == 1
     assert doctor("--credentials", "none").returncode == 0, "the binary itself is on its pin with every flag"
+
+
+def test_doctor_gemini_with_no_custody_file_is_told_where_the_key_goes(tmp_path: Path) -> None:
+    """Gemini's loopback custody is ``~/.gemini/.env``, Gemini CLI's own place for its key: doctor names it
+    missing and says what to write there, or which other mode to use."""
+    if pinned_cli("gemini") is None:
+        pytest.skip("the pinned Gemini CLI is not installed")
+    home = home_linking_the_clis(tmp_path / "home")
+    done = subprocess.run([METAHARNESS, "doctor", "gemini", "--credentials", "loopback"], capture_output=True, text=True,
+                          env={"HOME": str(home), "PATH": os.environ["PATH"]}, timeout=60, check=False)  # fmt: skip
+    line = next(text for text in done.stdout.splitlines() if text.startswith("credential: "))
+    assert line.startswith(f"credential: loopback-custody-unreadable: {home}/.gemini/.env: No such file or directory; ")
+    assert GEMINI_CUSTODY in line and "--credentials api-key with GEMINI_API_KEY set" in line and done.returncode == 1

@@ -1,7 +1,7 @@
 """docs/cli.md#run's carriage table held to what the program emits: every ✗ cell (and every "not X" / "X only"
 cell) is the refusal ``<option>-not-carried`` the installed ``metaharness run`` prints with exit 2 and nothing on
 stdout, and every ✓ cell passes stage 3; plus the stage order of docs/hermetic.md#refusal-order on the seventeen-file
-case, on every kind."""
+case, on every kind. gemini's lists in docs/adapters/gemini.md (the table has no gemini column) are held the same way."""
 
 from __future__ import annotations
 
@@ -117,3 +117,44 @@ def test_credentials_come_before_the_context_files_on_every_kind(tmp_path: Path,
         )  # fmt: skip
         assert done.returncode == 2 and done.stdout == b""
         assert done.stderr.decode().startswith(f"metaharness: {code}: "), (credentials, done.stderr)
+
+
+GEMINI_DOC = DOC.parent / "adapters" / "gemini.md"
+
+
+def gemini_lists() -> tuple[list[str], list[str]]:
+    """The options docs/adapters/gemini.md says are carried, and those it says are refused by name (its
+    "the loop's options" are the run table's rows that reach b10x only)."""
+    opening = GEMINI_DOC.read_text(encoding="utf-8").split("What is carried:", 1)[1].split("\n\n", 1)[0]
+    carried, refused = opening.split("Refused by name", 1)
+    options = [option_of(word) for word in re.findall(r"`([^`]+)`", refused)]
+    loop_only = [option for row in run_table() if (option := option_of(row[0])) and row[3:5] == ["✗", "✗"]]
+    named = [o for o in re.findall(r"`(--[a-z-]+)", carried) if o not in ("--credentials", "--model-endpoint")]
+    return named, [o for o in options if o is not None and o != "--credentials"] + loop_only
+
+
+def test_gemini_s_lists_name_every_option_of_the_table_once() -> None:
+    """docs/cli.md#run's table has no gemini column: gemini.md's two lists stand for it, so between them they name
+    every option of the table (the prompt, the credential mode and the endpoint are worded apart) and none twice."""
+    carried, refused = gemini_lists()
+    table = {option for row in run_table() if (option := option_of(row[0])) is not None}
+    assert set(carried).isdisjoint(refused)
+    assert set(carried) | set(refused) | {"--prompt", "--credentials", "--model-endpoint"} == table
+
+
+@pytest.mark.parametrize("option", gemini_lists()[1])
+def test_every_option_gemini_md_refuses_is_refused_not_carried(option: str) -> None:
+    words = [option] if option in FLAGS else [option, SAMPLE.get(option, "x")]
+    done = subprocess.run(
+        [str(METAHARNESS), "run", "gemini", "-p", "x", "--credentials", "none", *words], capture_output=True,
+        timeout=60, check=False, env={"HOME": "/nonexistent", "PATH": os.environ["PATH"]},
+    )  # fmt: skip
+    assert done.returncode == 2 and done.stdout == b""
+    assert done.stderr.decode().startswith(f"metaharness: {option[2:]}-not-carried: "), done.stderr
+
+
+@pytest.mark.parametrize("option", gemini_lists()[0])
+def test_every_option_gemini_md_carries_passes_kind_carriage(option: str) -> None:
+    given = RunOptions(kind="gemini", credentials="none", given=frozenset({option[2:]}))
+    refused = check_kind_carriage(given)
+    assert not (isinstance(refused, Failure) and refused.failure().code.endswith("-not-carried"))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from codex_process import CODEX, PINNED, of, well_formed
-from emulator_process import running_emulator
+from helpers.emulator import running_emulator
 
 from metaharness.pure.bounds import UNREAD_KEY_LIMIT
 

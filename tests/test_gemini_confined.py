@@ -84,6 +84,7 @@ def test_strict_passes_on_a_clean_confined_run_by_effect(emulator: str, tmp_path
     assert {row for row, verdict in verdicts.items() if verdict != "ok"} == set(), stderr
     assert verdicts["H14"] == "ok"  # its tools start in the tools' layer (docs/confinement.md#two-layers)
     assert [e["code"] for e in of(events, "warning")] == []
+    assert of(events, "session.started")[0]["program"] == str(Path(os.environ["HOME"]) / ".local" / "bin" / "gemini")
     assert code == 0, stderr
 
 
@@ -92,18 +93,19 @@ PLANT = ('$ mkdir -p "$GEMINI_CLI_HOME/.gemini/extensions/evil" && echo "{}" > "
 
 
 @pytest.mark.parametrize("emulator", ["gemini-shell-steps"], indirect=True)
-def test_a_tool_in_the_tools_layer_cannot_plant_in_the_home(emulator: str, tmp_path: Path) -> None:
-    """Hostile: confined, a tool's command runs in the tools' layer, where the scratch ``GEMINI_CLI_HOME`` is
-    absent: the plant fails and the rows read by effect stay ok."""
+def test_a_tool_cannot_plant_an_extension_or_a_login_in_the_home_and_the_rows_stay_ok(emulator: str, tmp_path: Path) -> None:
+    """Hostile: a shell command tries to write an extension folder and a login file into ``GEMINI_CLI_HOME``; it runs
+    in the tools' layer, where the scratch root is an empty read-only tmpfs, so nothing is planted, and read by
+    effect after the run H1a and H4 are ok (tests/test_gemini_config_home.py holds the reader against plants)."""
     temporary = tmp_path / "t"
     temporary.mkdir()
     env = {**os.environ, "TMPDIR": str(temporary)}
     options = {**endpoint(emulator, decisions="observe", confine="on", hermetic="strict"), "prompt": PLANT}
     events, code, stderr = finish(start_run(options, env=env))
     (result,) = of(events, "tool.result")
-    assert "planted" not in json.dumps(result["content"])
+    assert "planted" not in json.dumps(result["content"]) and "Read-only file system" in json.dumps(result["content"])
     lines = {line.split()[0]: line for line in stderr.splitlines() if line.startswith("  H")}
-    assert all(lines[row].split()[1] == "ok" for row in ("H1a", "H4", "H5")), stderr
+    assert lines["H1a"].split()[1] == "ok" and lines["H4"].split()[1] == "ok"
     assert code == 0, stderr
 
 

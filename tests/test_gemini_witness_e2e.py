@@ -1,7 +1,8 @@
 """The route witness on gemini, with the real pinned Gemini CLI against the emulator: a tool that speaks to the
 model itself, past the harness and its BeforeTool hook, makes the model emit a call no decision covered and
 sends a result for a call the model never emitted; the witness outside the view reads the Generative Language
-wire and names both (docs/decisions.md#the-route-witness), confined (the endpoint route) or not (loopback)."""
+wire and names both (docs/decisions.md#the-route-witness) when the tool runs beside the harness (--confine off,
+the loopback route); confined, the command runs in the tools' layer and finds no route at all."""
 
 from __future__ import annotations
 
@@ -35,6 +36,17 @@ except OSError as error:
 """
 
 
+def confined_tool_has_no_route(events: list[dict], result: dict, work: Path) -> None:
+    """Confined, the shell command runs in the tools' layer, whose network namespace has no route
+    (docs/confinement.md#two-layers): the tool cannot speak to the model at all, so there is nothing for the
+    witness to name, and the route's one call is the one the hook decided."""
+    assert "route unreachable" in json.dumps(result["content"]), result
+    assert not [e["code"] for e in events if e["event"] == "warning"]
+    assert not (work / "hidden-marker").exists()
+    (ended,) = of(events, "session.ended")
+    assert ended["route"]["calls"] == {"emitted": 1, "decided": 1, "reconciled": 1}
+
+
 @pytest.mark.parametrize("confine", ["on", "off"])
 @pytest.mark.parametrize("emulator", ["gemini-shell-steps"], indirect=True)
 def test_a_tool_speaking_to_the_model_itself_is_a_hidden_call_and_a_forged_result(
@@ -53,6 +65,10 @@ def test_a_tool_speaking_to_the_model_itself_is_a_hidden_call_and_a_forged_resul
                "hermetic": "on", **credentials}  # fmt: skip
     events, code, stderr = finish(start_run(options))
     (result, *_) = of(events, "tool.result")
+    if confine == "on":  # the command runs in the tools' layer, which has no route (docs/confinement.md#two-layers)
+        assert "route unreachable" in json.dumps(result["content"]), (result, stderr)
+        assert not [e for e in events if e["event"] == "warning"] and not (work / "hidden-marker").exists()
+        return
     assert "route answered 200" in json.dumps(result["content"]), (result, stderr)
     warnings = [e for e in events if e["event"] == "warning"]
     codes = [w["code"] for w in warnings]

@@ -1,9 +1,10 @@
-"""The event-driven hook channel with the real ``sh`` hook program (docs/adapters/common.md#hook-channel)."""
+"""The event-driven hook channel with the real ``bash`` hook program (docs/adapters/common.md#hook-channel)."""
 
 from __future__ import annotations
 
 import os
 import select
+import shutil
 import stat
 import subprocess
 import time
@@ -13,10 +14,12 @@ import msgspec
 import pytest
 from returns.result import Success
 
+from metaharness.pure.gemini.hook import deny_body, render_gemini_hook
 from metaharness.pure.hook_channel import (
     EMPTY_REASON,
     KEY_LIMIT,
     NO_ANSWER_REASON,
+    READY_SLOTS,
     deny_answer,
     doorbell_keys,
     read_hook_request,
@@ -64,7 +67,7 @@ def test_the_channel_is_made_private_before_the_spawn(tmp_path: Path) -> None:
         doorbell = tmp_path / "hook-channel" / "doorbell"
         assert stat.S_ISFIFO(doorbell.stat().st_mode)
         assert stat.S_IMODE(doorbell.stat().st_mode) == 0o600
-        for name in ("requests", "responses"):
+        for name in ("ready", "requests", "responses"):
             assert stat.S_IMODE((tmp_path / "hook-channel" / name).stat().st_mode) == 0o700
         assert channel.ring() == ()
     finally:
@@ -136,7 +139,7 @@ def test_a_missing_channel_is_a_deny_and_never_a_non_zero_exit(tmp_path: Path) -
 
 def test_the_backstop_denies_and_a_late_answer_finds_no_reader(tmp_path: Path) -> None:
     program = install(tmp_path, hook_timeout_s=4)
-    assert "timeout 1 head -n 1" in program.read_text()
+    assert "read -r -t 1 -u 3 woken || deny" in program.read_text()
     channel = HookChannel.create(str(tmp_path))
     try:
         hook = start_hook(program)
@@ -197,7 +200,7 @@ def test_shell_quote_survives_the_shell(text: str) -> None:
 
 def test_the_program_uses_only_the_named_tools(tmp_path: Path) -> None:
     text = render_hook_program("/scratch/run")
-    assert text.startswith("#!/bin/sh\n")
+    assert text.startswith("#!/bin/bash\n")
     assert "'/scratch/run/hook-channel'" in text
     assert "umask 077" in text
     assert "exit 1" not in text and "exit 2" not in text
@@ -229,3 +232,63 @@ def test_a_tail_longer_than_any_key_is_never_a_key() -> None:
     keys, rest = doorbell_keys(b"", b"x" * 1000)
     assert keys == () and len(rest) == KEY_LIMIT + 1
     assert doorbell_keys(rest, b"tail\nKEY12345\n") == (("x" * (KEY_LIMIT + 1) + "tail", "KEY12345"), b"")
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+def test_a_decided_call_executes_the_hook_program_only(tmp_path: Path) -> None:
+    """The program runs on built-ins: one call, traced with its children, executes nothing but itself."""
+    program = install(tmp_path)
+    channel = HookChannel.create(str(tmp_path))
+    trace = tmp_path / "execve.trace"
+    try:
+        hook = subprocess.Popen(["strace", "-f", "-qq", "-e", "trace=execve", "-o", str(trace), str(program)],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)  # fmt: skip
+        assert hook.stdin is not None
+        hook.stdin.write(REQUEST)
+        hook.stdin.close()
+        key = wait_key(channel)
+        assert channel.request(key) == REQUEST
+        assert channel.answer(key, deny_answer("no")) == Success(True)
+        assert finish(hook) == (0, deny_answer("no"))
+    finally:
+        channel.close()
+    executed = [line for line in trace.read_text().splitlines() if "execve(" in line]
+    assert len(executed) == 1 and f'"{program}"' in executed[0], executed
+
+
+def test_each_rung_key_is_replaced_and_its_used_wake_fifo_removed(tmp_path: Path) -> None:
+    program = install(tmp_path)
+    channel = HookChannel.create(str(tmp_path))
+    ready = tmp_path / "hook-channel" / "ready"
+    try:
+        before = {path.name for path in ready.iterdir()}
+        assert len(before) == READY_SLOTS and all(stat.S_ISFIFO((ready / name).stat().st_mode) for name in before)
+        hook = start_hook(program)
+        key = wait_key(channel)
+        assert f"{key}.wake" in before and len(list(ready.iterdir())) == READY_SLOTS + 1
+        assert channel.answer(key, b"") == Success(True)
+        assert finish(hook) == (0, b"")
+        after = {path.name for path in ready.iterdir()}
+        assert len(after) == READY_SLOTS and f"{key}.wake" not in after
+    finally:
+        channel.close()
+
+
+@pytest.mark.parametrize("kind", ["codex", "gemini"])
+def test_a_tool_claiming_every_wake_fifo_costs_a_deny_at_once(tmp_path: Path, kind: str) -> None:
+    """A tool that creates ``requests/<key>.json`` for every ready key leaves the hook no key to claim
+    (``noclobber``: it never writes into a request it did not create): the hook denies by itself at once."""
+    program = tmp_path / "hooks" / "pretooluse"
+    program.parent.mkdir(parents=True)
+    program.write_text((render_hook_program if kind == "codex" else render_gemini_hook)(str(tmp_path)))
+    program.chmod(0o700)
+    channel = HookChannel.create(str(tmp_path))
+    try:
+        for wake in (tmp_path / "hook-channel" / "ready").iterdir():
+            (tmp_path / "hook-channel" / "requests" / f"{wake.stem}.json").write_text("the tool's\n")
+        code, out = finish(start_hook(program))
+        assert (code, out) == ((0, deny_answer(NO_ANSWER_REASON)) if kind == "codex" else (2, deny_body(NO_ANSWER_REASON)))
+        assert channel.ring() == ()
+        assert {p.read_text() for p in (tmp_path / "hook-channel" / "requests").iterdir()} == {"the tool's\n"}
+    finally:
+        channel.close()

@@ -120,11 +120,11 @@ def test_a_regular_file_or_link_where_the_wake_fifo_belongs_is_never_written(
 ) -> None:
     channel_dir, host, channel = world
     key = forge(channel_dir)
-    (channel_dir / "responses" / f"{key}.wake").write_text("not a fifo\n")
+    (channel_dir / "ready" / f"{key}.wake").write_text("not a fifo\n")
     refused(channel.answer(key, BODY), f"{key}.wake", "a regular file, not a FIFO")
-    assert (channel_dir / "responses" / f"{key}.wake").read_text() == "not a fifo\n"
+    assert (channel_dir / "ready" / f"{key}.wake").read_text() == "not a fifo\n"
     other = forge(channel_dir, "FORGED02")
-    (channel_dir / "responses" / f"{other}.wake").symlink_to(host / "precious")
+    (channel_dir / "ready" / f"{other}.wake").symlink_to(host / "precious")
     refused(channel.answer(other, BODY), "symbolic link")
     host_unchanged(host)
 

@@ -66,8 +66,8 @@ def plant_beside_the_view(scratch: Path, host: Path, home: Path) -> None:
     ``.writing`` name a directory, a forged request with ``.writing`` linked to a host file, and
     rollout-named links to the caller's ``auth.json`` in codex's sessions folder."""
     responses = scratch / "hook-channel" / "responses"
-    for wake in responses.glob("*.wake"):
-        (responses / f".writing.{wake.name.removesuffix('.wake')}").mkdir()
+    for request in (scratch / "hook-channel" / "requests").glob("*.json"):
+        (responses / f".writing.{request.name.removesuffix('.json')}").mkdir()
     (scratch / "hook-channel" / "requests" / "FORGED01.json").write_text(FORGED)
     (responses / ".writing.FORGED01").symlink_to(host / "precious")
     days = [day for day in (scratch / "codex-home" / "sessions").glob("*/*/*") if day.is_dir()]

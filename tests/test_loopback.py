@@ -3,11 +3,13 @@ docs/hermetic.md#credentials)."""
 
 from __future__ import annotations
 
+import gzip
 import http.server
 import json
 import os
 import socket
 import threading
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
@@ -28,7 +30,9 @@ from metaharness.pure.loopback import (
     request_defect,
     retry_after_401,
     upstream_root,
+    verbatim_headers,
 )
+from metaharness.pure.witness import inflate
 from metaharness.shell.loopback import RouteProxy
 
 TOKEN = "sk-ant-oat01-the-real-token-0123456789"
@@ -217,11 +221,36 @@ def test_forwarded_headers_drop_hop_by_hop_and_credentials() -> None:
     )  # fmt: skip
     assert forward_headers(head, "https://api.anthropic.com", "tok", 2) == (
         ("Host", "api.anthropic.com"), ("anthropic-version", "v"), ("Authorization", "Bearer tok"),
-        ("Content-Length", "2"), ("Connection", "close"),
+        ("Accept-Encoding", "gzip, deflate"), ("Content-Length", "2"), ("Connection", "close"),
     )  # fmt: skip
     assert relay_headers((("Content-Type", "x"), ("Transfer-Encoding", "chunked"))) == (
         ("Content-Type", "x"), ("Connection", "close"),
     )  # fmt: skip
+
+
+def test_a_request_cannot_ask_upstream_for_a_coding_the_witness_cannot_read() -> None:
+    """A child (a tool speaking to the route, or a client whose default asks for ``br``/``zstd``) names the codings
+    it accepts; the answer would reach the witness as an unreadable exchange, whose calls are never reconciled.
+    Forwarded or verbatim, the request asks for exactly the codings ``inflate`` undoes."""
+    head = RequestHead("POST", "/v1/responses", (("accept-encoding", "br, zstd"), ("ACCEPT-ENCODING", "zstd")))
+    for headers in (forward_headers(head, "https://api.openai.com", "tok", 0),
+                    verbatim_headers(head, "http://127.0.0.1:9", 0)):  # fmt: skip
+        assert [value for key, value in headers if key.lower() == "accept-encoding"] == ["gzip, deflate"]
+        for coding in ("gzip", "deflate"):
+            assert inflate(zlib.compress(b"{}") if coding == "deflate" else gzip.compress(b"{}"), coding) == b"{}"
+
+
+def test_a_gzip_request_body_is_read_by_the_witness(proxy: RouteProxy) -> None:
+    """A client (a tool speaking to the route, under --confine off) that gzips its request body: the witness reads
+    its tool results through the body's Content-Encoding, so a result for a call the model never emitted is
+    still a result on the account (RECORD_FORGED at reconciliation), not an unread body."""
+    forged = {**BODY, "messages": [*BODY["messages"], {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_ghost", "content": "ran"}]}]}  # fmt: skip
+    headers = {"x-api-key": PLACEHOLDER, "content-encoding": "gzip", "content-type": "application/json"}
+    response = httpx.post(url(proxy), content=gzip.compress(json.dumps({**forged, "stream": False}).encode()),
+                          headers=headers)  # fmt: skip
+    assert response.status_code == 200
+    assert "toolu_ghost" in proxy.account.results
 
 
 def test_request_heads_and_upstreams() -> None:

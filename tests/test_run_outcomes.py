@@ -91,6 +91,18 @@ def test_codex_against_a_dead_endpoint_is_not_a_success(home: Path, mute: str) -
     assert events[-1]["reason"] == "error" and "RUN_FAILED" in codes(events)
 
 
+def test_gemini_without_an_endpoint_fails_at_its_first_request(home: Path) -> None:
+    """Seed: under ``--credentials none`` the run fails at its first request on gemini too — unconfined (confined, the
+    run is refused ``confine-route-unavailable``), Gemini CLI exits 41 at once for want of a key, and the run closes
+    ``error``, exit 3. (It exits before its opening record, so this stream holds no ``session.started``.)"""
+    needs("gemini")
+    done = run(home, "gemini", "-p", "x", "--credentials", "none", "--confine", "off", timeout=60)
+    events = stream(done)
+    assert done.returncode == 3, done.stderr
+    assert events[-1]["reason"] == "error" and events[-1]["process"] == {"kind": "exited", "code": 41}
+    assert "NO_TERMINAL_RECORD" in codes(events) and "GEMINI_API_KEY" in events[-2]["message"]
+
+
 def test_a_dead_endpoint_is_refused_before_the_spawn(home: Path) -> None:
     needs("codex")
     done = run(home, "codex", "-p", "x", "--credentials", "none", "--model-endpoint", DEAD, timeout=60)

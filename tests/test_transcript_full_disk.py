@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 from codex_process import of, well_formed
-from emulator_process import running_emulator
 from governed_b10x import LOOP
+from helpers.emulator import running_emulator
 from vendor_cli import PINS, pinned_cli
 
 from metaharness.shell.transcript_copy import TranscriptCopy

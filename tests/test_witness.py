@@ -352,3 +352,63 @@ def test_gemini_calls_are_matched_by_name_and_input_not_by_the_wire_id() -> None
     assert [(w.code, "run_shell_command#1@2 (run_shell_command)" in w.message) for w in warnings] == [("COVERAGE_GAP", True)]
     assert (calls.emitted, calls.decided, calls.reconciled) == (3, 2, 2)
     assert codes(account, seen, ended(turns=None), facts=WitnessFacts()) .count("COVERAGE_GAP") == 3
+
+
+def _chunk(*parts: dict[str, Any], finish: str | None = None, candidates: int = 1) -> bytes:
+    """One ``data:`` frame of a Generative Language stream: ``parts`` in the first candidate."""
+    first: dict[str, Any] = {"content": {"role": "model", "parts": list(parts)}}
+    if finish is not None:
+        first["finishReason"] = finish
+    others = [{"content": {"role": "model", "parts": [{"text": "other"}]}}] * (candidates - 1)
+    return b"data: " + compact({"candidates": [first, *others]}) + b"\r\n\r\n"
+
+
+SHELL = {"functionCall": {"name": "run_shell_command", "args": {"command": "rm -rf work"}}}
+
+
+def test_every_call_gemini_cli_would_run_is_an_emission_whatever_else_the_stream_holds() -> None:
+    """Gemini CLI takes a call from any part holding a ``functionCall`` in the first candidate of every chunk, keeps
+    reading after a finish reason, runs the calls of a stream that ends without one or with a refusal word (its
+    ``processStreamResponse`` checks the finish only when there is no call), and its client's reader takes a frame
+    behind white space and JSON that JavaScript parses: each shape is one emission on the route, so a call the
+    harness ran undecided is a COVERAGE_GAP, never a clean exchange."""
+    streams = {
+        "after the finish": _chunk({"text": "done"}, finish="STOP") + _chunk(SHELL),
+        "no finish reason": _chunk({"text": "on it"}) + _chunk(SHELL),
+        "a refusal word": _chunk(SHELL) + _chunk(finish="MALFORMED_FUNCTION_CALL"),
+        "beside text": _chunk({"text": "", **SHELL}, finish="STOP"),
+        "in a thought": _chunk({"text": "hmm", "thought": True, **SHELL}, finish="STOP"),
+        "two candidates": _chunk(SHELL, finish="STOP", candidates=2),
+        "white space first": b"  \n" + _chunk(SHELL, finish="STOP"),
+        "a lone surrogate": _chunk({"text": "x"}).replace(b'"x"', b'"\\ud800"') + _chunk(SHELL, finish="STOP"),
+    }
+    whole = {"no finish": _chunk(SHELL), "refused": _chunk(SHELL, finish="SAFETY")}
+    bodies = [(GENERATIVE, shape, body) for shape, body in streams.items()] + [
+        ("/v1beta/models/m:generateContent", shape, body.split(b"\r\n")[0][6:]) for shape, body in whole.items()]
+    for path, shape, body in bodies:
+        exchange = read_exchange(path, generative_request(), body)
+        assert exchange is not None and exchange.decoded and exchange.calls == (
+            EmittedCall("run_shell_command#1", "run_shell_command", {"command": "rm -rf work"}, numbered=True),
+        ), shape
+        account = witness(RouteAccount(), exchange)
+        assert codes(account, stream(), ended(None, None), facts=adapter_of("gemini").witness) == ["COVERAGE_GAP"]
+
+
+def test_a_gemini_call_is_one_emission_however_its_bytes_are_cut_or_spelled() -> None:
+    """Held: an SSE event cut across HTTP chunks, keys in another order and white space inside the JSON, and a
+    presentation whose keys come in another order are the same call (reconciled once decided); a call in a second
+    candidate is none (Gemini CLI reads only the first candidate's parts), so it needs no decision."""
+    spelled = b'data: {"candidates" : [ {"finishReason":"STOP", "content": {"parts": [{"functionCall": {"args": ' \
+              b'{"command":"ls",  "description":"d"}, "name":"run_shell_command"}}]}}]}\r\n\r\n'
+    raw = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"".join(
+        b"%x\r\n%s\r\n" % (len(piece), piece) for piece in (spelled[:40], spelled[40:97], spelled[97:])) + b"0\r\n\r\n"
+    body, encoding = http_response_body(raw)
+    exchange = read_exchange(GENERATIVE, generative_request(), inflate(body or b"", encoding))
+    assert exchange is not None and exchange.calls == (
+        EmittedCall("run_shell_command#1", "run_shell_command", {"command": "ls", "description": "d"}, numbered=True),)
+    seen = stream(requested("g-1", {"description": "d", "command": "ls"}, "run_shell_command"), decided("g-1"))
+    facts = adapter_of("gemini").witness
+    assert codes(witness(RouteAccount(), exchange), seen, ended(None, None), facts=facts) == []
+    second = b'data: {"candidates":[{"content":{"parts":[{"text":"t"}]},"finishReason":"STOP"},' \
+             b'{"content":{"parts":[' + compact(SHELL) + b']}}]}\r\n\r\n'
+    assert (read_exchange(GENERATIVE, generative_request(), second) or Exchange((), (), None)).calls == ()

@@ -85,7 +85,8 @@ def replayed_lines(lines: Iterable[bytes], settings: SeamSettings) -> Iterator[R
     yield from _outputs(effects)
     for number, line in enumerate(lines, start=1):
         state, effects = read_line(state, number, line)
-        yield from _outputs(effects)
+        if effects:
+            yield from _outputs(effects)
     state, effects = end_of_record(state)
     yield from _outputs(effects)
     state, effects = wind_up(state, process=UnknownProcess())

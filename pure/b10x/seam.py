@@ -284,6 +284,8 @@ def read_line(
         return state, ()
     held = state.held
     if held is None:
+        if type(record) is rec.ToolArgumentsDelta:
+            return state, ()
         attempt = state.attempt
         if attempt is not None:
             if isinstance(record, rec.TextDelta):

@@ -175,7 +175,15 @@ VENDOR_SCENARIOS: dict[str, tuple[Candidate, ...]] = {
     "gemini-read": (("read_file", lambda v: {"file_path": _in_directory(v, "README.md")}),),
 }
 
-STEP_SHELLS: dict[str, tuple[tuple[str, Callable[[str], Arguments]], ...]] = {
+ESCALATED = {"sandbox_permissions": "require_escalated", "justification": "The step needs it"}
+"""What a codex shell call adds to ask to run without its sandbox."""
+
+def _added(path: str) -> str:
+    """A patch adding the file ``path`` with one line."""
+    return f"*** Begin Patch\n*** Add File: {path}\n+written by the emulator\n*** End Patch\n"
+
+
+STEP_SHELLS: dict[str, tuple[tuple[str, Callable[[str], Arguments | None]], ...]] = {
     "claude-bash-steps": (("Bash", lambda line: {"command": line, "description": "A step the task names"}),),
     "claude-read-steps": (("Read", lambda line: {"file_path": line}),),
     "codex-shell-steps": (
@@ -183,8 +191,23 @@ STEP_SHELLS: dict[str, tuple[tuple[str, Callable[[str], Arguments]], ...]] = {
         ("shell_command", lambda line: {"command": line}),
         ("shell", lambda line: {"command": ["/bin/sh", "-c", line]}),
     ),
+    "codex-patch-steps": (
+        ("apply_patch", lambda line: _added(line.removeprefix("patch ")) if line.startswith("patch ") else None),
+        ("exec_command", lambda line: None if line.startswith("patch ") else {"cmd": line}),
+    ),
+    "codex-tty-steps": (("exec_command", lambda line: {"cmd": line, "tty": True, "yield_time_ms": 2000}),),
+    "codex-escalated-steps": (
+        ("exec_command", lambda line: {"cmd": line, **ESCALATED}),
+        ("shell_command", lambda line: {"command": line, **ESCALATED}),
+    ),
     "loop-run-steps": (("run", lambda line: {"argv": _words(line)}),),
     "gemini-shell-steps": (("run_shell_command", lambda line: {"command": line, "description": "A step the task names"}),),
+    "gemini-file-steps": (
+        ("write_file", lambda line: {"file_path": line[6:], "content": EMULATED_NOTE} if line[:6] == "write " else None),
+        ("read_file", lambda line: {"file_path": line[5:]} if line[:5] == "read " else None),
+        ("run_shell_command", lambda line: None if line[:6] == "write " or line[:5] == "read " else {
+            "command": line, "description": "A step the task names"}),
+    ),
 }
 """Scenarios whose calls the task names: each line of the user's texts that begins ``$ `` is one call (a shell
 command; for ``claude-read-steps`` the path a ``Read`` reads), in order, the next one once the previous result
@@ -202,12 +225,12 @@ def _words(line: str) -> list[str]:
         return [line]
 
 
-def _stepped(candidates: tuple[tuple[str, Callable[[str], Arguments]], ...], view: RequestView) -> Decision:
+def _stepped(candidates: tuple[tuple[str, Callable[[str], Arguments | None]], ...], view: RequestView) -> Decision:
     steps = view.task_steps
     if view.tool_results >= len(steps):
         return Decision(Reply(text="emulated work is done"), side=not steps)
     line = steps[view.tool_results]
-    calls = (_offered_call(view, name, arguments(line)) for name, arguments in candidates)
+    calls = (_offered_call(view, name, given) for name, arguments in candidates if (given := arguments(line)) is not None)
     call = next((c for c in calls if c is not None), None)
     return Decision(Reply(text="emulated"), side=True) if call is None else Decision(Reply(call=call), side=False)
 

@@ -205,6 +205,10 @@ ADAPTER = Adapter(
         api_key_secret_store=False,
         endpoint_variables=endpoint_variables,
         subscription_token=False,
+        login_advice=(
+            "write GEMINI_API_KEY=<key> into ~/.gemini/.env under this HOME (Gemini CLI's own place for its key), or "
+            "pass --credentials api-key with GEMINI_API_KEY set, or --credentials none --model-endpoint URL for a gateway"
+        ),
     ),
     loopback=LOOPBACK,
     hermetic=HermeticShape(

@@ -9,16 +9,9 @@ backstop gives up 3 s before Gemini's own timeout (``HOOK_TIMEOUT_S``, given to 
 
 from __future__ import annotations
 
-from metaharness.pure.budgets import DOORBELL_TIMEOUT_S, HOOK_TIMEOUT_S
+from metaharness.pure.budgets import HOOK_TIMEOUT_S
 from metaharness.pure.events import Abstain, Allow, Decision, Deny, Replace
-from metaharness.pure.hook_channel import (
-    CHANNEL_DIR,
-    EMPTY_REASON,
-    MKTEMP_SUFFIX,
-    NO_ANSWER_REASON,
-    backstop_seconds,
-    shell_quote,
-)
+from metaharness.pure.hook_channel import EMPTY_REASON, NO_ANSWER_REASON, render_channel_program
 from metaharness.pure.jsonline import compact
 
 BLOCKING_EXIT = 2
@@ -46,27 +39,6 @@ def gemini_hook_answer(decision: Decision) -> bytes:
 
 def render_gemini_hook(scratch: str, hook_timeout_s: int = HOOK_TIMEOUT_S) -> str:
     """The text of the channel's ``hooks/pretooluse`` (``HOOK_PROGRAM``, where conformance C3's scripted child runs
-    it) for a scratch root, mode 0700 when written: the channel's steps
-    (request file, wake FIFO, doorbell, answer), every failure a deny with exit 2."""
-    channel = f"{scratch}/{CHANNEL_DIR}"
-    deny = shell_quote(deny_body(NO_ANSWER_REASON).decode())
-    return (
-        "#!/bin/sh\n"
-        "# metaharness BeforeTool hook: hands the call to the running metaharness and prints its answer.\n"
-        "umask 077\n"
-        f"channel={shell_quote(channel)}\n"
-        f"deny() {{ printf '%s' {deny}; exit {BLOCKING_EXIT}; }}\n"
-        "trap deny HUP INT TERM\n"
-        f'pending=$(mktemp "$channel/requests/.pending.{MKTEMP_SUFFIX}" 2>/dev/null) || deny\n'
-        'key=${pending##*/.pending.}\n'
-        'cat >"$pending" || deny\n'
-        'mkfifo "$channel/responses/$key.wake" 2>/dev/null || deny\n'
-        'command exec 3<>"$channel/responses/$key.wake" || deny\n'
-        'mv "$pending" "$channel/requests/$key.json" || deny\n'
-        f"timeout {DOORBELL_TIMEOUT_S} sh -c 'printf \"%s\\n\" \"$1\" >\"$2\"' doorbell \"$key\" "
-        '"$channel/doorbell" 2>/dev/null || deny\n'
-        f"timeout {backstop_seconds(hook_timeout_s)} head -n 1 <&3 >/dev/null || deny\n"
-        '[ -f "$channel/responses/$key.json" ] || deny\n'
-        'cat "$channel/responses/$key.json" || deny\n'
-        "exit 0\n"
-    )
+    it) for a scratch root, mode 0700 when written: the channel's program (``render_channel_program``),
+    every failure (a signal among them) a deny with exit 2."""
+    return render_channel_program(scratch, deny_body(NO_ANSWER_REASON), BLOCKING_EXIT, "BeforeTool", hook_timeout_s)
