@@ -604,6 +604,16 @@ def _copy_checked(catalogue: Catalogue, source: str) -> Result[Catalogue, Refusa
     return Success(catalogue)
 
 
+def started_by_then(*, proxy_started: bool, probed: bool) -> str:
+    """What had started before the catalogue's copy was read back, for ``catalogue-copy-differs``
+    (docs/hermetic.md#catalogue-refusals): the scratch files, then the loopback proxy and the ``--version`` probe
+    when they had."""
+    happened = ["the scratch files had been written"]
+    happened += ["the loopback proxy had started"] if proxy_started else []
+    happened += ["the vendor binary had been run with --version"] if probed else []
+    return happened[0] if len(happened) == 1 else ", ".join(happened[:-1]) + " and " + happened[-1]
+
+
 def check_copy_read_back(copy: bytes, catalogue: Catalogue, source: str, happened: str) -> Result[None, Refusal]:
     """Stage 9 (d): the bytes read back from the written copy must read as the checked catalogue,
     else ``catalogue-copy-differs`` in the words of docs/hermetic.md#catalogue-refusals; ``happened`` says what had

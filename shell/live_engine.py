@@ -7,6 +7,12 @@ A kind describes its sources once (``on_lines``, ``on_chunks``, ``on_ready``, ``
 their handlers run in the order they were added, so a kind says what goes first (codex drains
 the doorbell before new record lines). Timers run after the ready handlers, in the order they
 were added.
+
+:class:`LiveLoop` is what every kind's loop keeps beside its pure session (``metaharness.pure.session_steps``):
+the deadline timers, the stop, the stderr tail, and the inputs every session takes the same way (a signal, a
+steering line, a deadline); a kind's ``live.py`` adds only its own reading and how it performs its effects
+(docs/DEVELOPING.md#the-run-engine). :func:`spawn` starts the child the way every kind does, and :func:`reap`
+waits out one that lingers after its record ended.
 """
 
 from __future__ import annotations
@@ -14,13 +20,29 @@ from __future__ import annotations
 import os
 import selectors
 import signal
+import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from types import FrameType
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any, Generic, TypeVar
 
+from metaharness.pure.bounds import COMMAND_LINE_LIMIT
+from metaharness.pure.budgets import GRACE_S
+from metaharness.pure.events import Process
+from metaharness.pure.session_steps import SessionSteps
 from metaharness.shell.bounded_reads import LineCutter
+from metaharness.shell.child_end import end_descendants
+from metaharness.shell.child_process import STDERR_KEPT, ChildStop, kill_group, wait_status
+from metaharness.shell.run_signals import listening
+from metaharness.shell.steering import Deadlines, steering_command
+
+if TYPE_CHECKING:
+    from metaharness.shell.confinement import ConfinedSpawn
+
+S = TypeVar("S")
+E = TypeVar("E")
 
 Handler = Callable[[], None]
 
@@ -161,3 +183,100 @@ def read_rest(fd: int, within_s: float) -> bytes:
                 break
             rest.extend(chunk)
     return bytes(rest)
+
+
+def spawn(
+    argv: Sequence[str], *, cwd: str, env: Mapping[str, str], stdin: int | IO[bytes], stdout: int | IO[bytes],
+    confined: ConfinedSpawn | None,
+) -> subprocess.Popen[bytes]:
+    """The child in its own process group with its stderr a pipe (in ``confined``'s view when given, which is told
+    it was spawned); raises ``OSError`` when the spawn itself fails."""
+    child = subprocess.Popen(
+        list(argv) if confined is None else confined.argv, cwd=cwd, env=dict(env), stdin=stdin, stdout=stdout,
+        stderr=subprocess.PIPE, start_new_session=True, pass_fds=() if confined is None else confined.pass_fds,
+    )  # fmt: skip
+    if confined is not None:
+        confined.spawned()
+    return child
+
+
+def reap(child: subprocess.Popen[bytes]) -> int:
+    """The child's wait status once its record has ended: a child that lingers after closing its stdout is sent
+    SIGTERM after 5 s and SIGKILL 5 s later (docs/adapters/common.md#vendor-launch-order)."""
+    for number in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            return child.wait(timeout=GRACE_S)
+        except subprocess.TimeoutExpired:
+            kill_group(child.pid, number)
+    return child.wait()
+
+
+def ended(pid: int, code: int, process_known: bool = True) -> Process:
+    """Once the record has ended and the child is reaped: its group sent SIGKILL, every orphan ended, and its
+    status (``unknown`` when ``process_known`` is false, conformance C3's scripted child)."""
+    kill_group(pid, signal.SIGKILL)
+    end_descendants(pid)
+    return wait_status(code, process_known)
+
+
+class LiveLoop(Generic[S, E]):
+    """What the engine's handlers keep beside a kind's pure session: the deadline timers, the stop and the stderr
+    tail; a kind sets its session and its stop, performs its effects (:meth:`perform`) and adds its own sources."""
+
+    def __init__(self, steps: SessionSteps[S, E], deadline_ms: int) -> None:
+        self.steps = steps
+        self.session: S
+        self.deadlines = Deadlines(deadline_ms)
+        self.stopper: ChildStop
+        self.tail = bytearray()
+
+    def perform(self, effects: tuple[E, ...]) -> None:
+        """The session's effects in order (the kind's own)."""
+        raise NotImplementedError
+
+    def step(self, taken: tuple[S, tuple[E, ...]]) -> None:
+        """Take the session an input gave and perform its effects."""
+        self.session, effects = taken
+        self.perform(effects)
+
+    def signalled(self, _number: int) -> None:
+        """A signal: the first abandons every pending call, then the stop policy ends the child."""
+        if not self.stopper.killed:
+            self.step(self.steps.abandon_pending(self.session, "the run was interrupted"))
+        self.stopper.take("signal")
+
+    def command(self, line: bytes, on_steering_refusal: Callable[[str], None]) -> None:
+        """One ``metaharness.command/1`` line; an ``interrupt`` or ``halt`` that took effect stops the child."""
+        command = steering_command(line, on_steering_refusal)
+        if command is None:
+            return
+        self.session, effects, control = self.steps.take_command(
+            self.session, command, self.deadlines.latency_ms(command)
+        )
+        self.perform(effects)
+        if control is not None:
+            self.stopper.take(control)
+
+    def expire_due(self) -> None:
+        for call_id, waited in self.deadlines.take_due():
+            self.step(self.steps.expire(self.session, call_id, waited))
+
+    def stderr(self, chunk: bytes) -> None:
+        self.tail.extend(chunk)
+        del self.tail[:-STDERR_KEPT]
+
+    def watch_outside(
+        self, engine: Engine, pid: int, commands: int | None, on_steering_refusal: Callable[[str], None]
+    ) -> None:
+        """The sources outside the child, in this order: metaharness's signals (handed over from start-up) and its
+        steering lines on stdin (``None``: none)."""
+        engine.on_signal(self.signalled)
+        listening(pid, engine.signal)
+        if commands is not None:
+            on_command = partial(self.command, on_steering_refusal=on_steering_refusal)
+            engine.on_lines(commands, COMMAND_LINE_LIMIT, on_command, lambda: None)
+
+    def watch_timers(self, engine: Engine) -> None:
+        """The stop's SIGKILL when it is due, then the decision deadlines."""
+        engine.timer(lambda: self.stopper.kill_at, lambda: self.stopper.due(time.monotonic()))
+        engine.timer(self.deadlines.next_at, self.expire_due)

@@ -20,8 +20,8 @@ from metaharness.pure.codex.vendor import PINS
 from metaharness.pure.decisions import open_desk
 from metaharness.pure.events import Exited, Transcript
 from metaharness.pure.options import RunOptions
+from metaharness.pure.run_end import RunEnd
 from metaharness.shell.codex.app_server import drive_app_server, place_catalogue, read_codex_catalogue
-from metaharness.shell.codex.live import LiveOutcome
 from metaharness.shell.codex.run import materialise, plan_run
 
 pytestmark = [
@@ -60,7 +60,7 @@ def catalogue_run(
     frame: str | None,
     budget_ms: int = HOOK_TIMEOUT_S * 1000,
     placed: bool = True,
-) -> tuple[list[dict], LiveOutcome, Path]:
+) -> tuple[list[dict], RunEnd, Path]:
     work = tmp_path / "work"
     work.mkdir()
     scratch = tmp_path / "scratch"

@@ -331,3 +331,27 @@ def launch_fixture(launch: B10xLaunch) -> dict[str, object]:
     if launch.context_files:
         fixture["context_files"] = [msgspec.to_builtins(item) for item in launch.context_files]
     return fixture
+
+
+DECLARED_FILES = ("--hooks", "--driver", "--prices", "--substrate", "--oauth-token-file")
+"""The loop's options naming a file it reads (or a socket it dials) itself; each is bound into the view."""
+
+
+def declared_files(launch: B10xLaunch) -> tuple[str, ...]:
+    """The paths the loop's argv names after one of :data:`DECLARED_FILES`."""
+    return tuple(value for flag, value in zip(launch.args, launch.args[1:], strict=False) if flag in DECLARED_FILES)
+
+
+def session_bus(launch: B10xLaunch) -> tuple[str, ...]:
+    """The session bus socket when the loop reads its key from the secret store (``--api-key-secret``):
+    each ``unix:path=`` of ``DBUS_SESSION_BUS_ADDRESS``, else ``$XDG_RUNTIME_DIR/bus``."""
+    if "--api-key-secret" not in launch.args:
+        return ()
+    environment = launch.environment.as_dict()
+    paths = tuple(
+        value.partition("path=")[2].split(",")[0]
+        for value in environment.get("DBUS_SESSION_BUS_ADDRESS", "").split(";")
+        if value.startswith("unix:") and "path=" in value
+    )
+    runtime = environment.get("XDG_RUNTIME_DIR")
+    return paths or ((posixpath.join(runtime, "bus"),) if runtime else ())

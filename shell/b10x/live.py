@@ -33,27 +33,19 @@ from metaharness.pure.b10x.seam import (
     take_command,
     wind_up,
 )
-from metaharness.pure.bounds import COMMAND_LINE_LIMIT, RECORD_LINE_LIMIT
+from metaharness.pure.bounds import RECORD_LINE_LIMIT
 from metaharness.pure.budgets import PIPE_DRAIN_S
 from metaharness.pure.decisions import Arm
-from metaharness.pure.events import Process, StreamClosed, WarningRaised
+from metaharness.pure.events import StreamClosed, WarningRaised
+from metaharness.pure.run_end import RunEnd
+from metaharness.pure.session_steps import SessionSteps
 from metaharness.shell.child_end import end_descendants
-from metaharness.shell.child_process import STDERR_KEPT, ChildStop, kill_group, wait_status
-from metaharness.shell.live_engine import Engine, read_rest
-from metaharness.shell.run_signals import listening
-from metaharness.shell.steering import Deadlines, steering_command
+from metaharness.shell.child_process import ChildStop, kill_group, wait_status
+from metaharness.shell.live_engine import Engine, LiveLoop, read_rest, spawn
 from metaharness.shell.tree_links import tree_facts
 
 if TYPE_CHECKING:
     from metaharness.shell.confinement import ConfinedSpawn
-
-
-class LoopOutcome(msgspec.Struct, frozen=True):
-    """How a driven loop ended: the seam's final state, the closing reason and the child's status."""
-
-    state: SeamState
-    reason: str
-    process: Process
 
 
 def drive_loop(
@@ -71,7 +63,7 @@ def drive_loop(
     retain: Callable[[], tuple[WarningRaised, ...]] | None = None,
     process_known: bool = True,
     confined: ConfinedSpawn | None = None,
-) -> LoopOutcome:
+) -> RunEnd:
     """Spawn the loop, read its record through the seam until it ends, and wind the stream up.
 
     ``opening`` runs once the child is spawned and before its first record line is read: it completes
@@ -86,47 +78,21 @@ def drive_loop(
     ``OSError`` when the spawn itself fails.
     """
     answering = settings.mode != "observe"
-    child = subprocess.Popen(
-        list(argv) if confined is None else confined.argv,
-        cwd=cwd,
-        env=dict(env),
-        stdin=subprocess.PIPE if answering else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-        pass_fds=() if confined is None else confined.pass_fds,
-    )
-    if confined is not None:
-        confined.spawned()
+    stdin = subprocess.PIPE if answering else subprocess.DEVNULL
+    child = spawn(argv, cwd=cwd, env=env, stdin=stdin, stdout=subprocess.PIPE, confined=confined)
     assert child.stdout is not None and child.stderr is not None
     loop = _Loop(child, settings, write_event, transcript, answers_copy, partial(_signal_child, child, confined), cwd)
     engine = Engine()
     try:
-        engine.on_signal(loop.signalled)
-        listening(child.pid, engine.signal)
-        if commands is not None:
-            on_command = partial(loop.command, on_steering_refusal=on_steering_refusal)
-            engine.on_lines(commands, COMMAND_LINE_LIMIT, on_command, lambda: None)
-        engine.on_chunks(child.stderr.fileno(), loop.stderr, partial(loop.open.discard, "stderr"))
-        engine.on_lines(child.stdout.fileno(), RECORD_LINE_LIMIT, loop.record, partial(loop.open.discard, "record"))
-        engine.on_exit(child.pid, loop.exited)
-        engine.timer(lambda: loop.stopper.kill_at, lambda: loop.stopper.due(time.monotonic()))
-        engine.timer(loop.deadlines.next_at, loop.expire_due)
-        engine.timer(lambda: loop.drained_at, partial(loop.open.discard, "record"))
-        loop.state, effects = open_seam(*opening(settings))
-        loop.perform(effects)
+        loop.watch_outside(engine, child.pid, commands, on_steering_refusal)
+        loop.watch_child(engine)
+        loop.step(open_seam(*opening(settings)))
         engine.run(until=lambda: "record" not in loop.open)
-        loop.state, effects = end_of_record(loop.state)
-        loop.perform(effects)
-        loop.state, effects = abandon_pending(loop.state, "the stream ended")
-        loop.perform(effects)
+        loop.step(end_of_record(loop.session))
+        loop.step(abandon_pending(loop.session, "the stream ended"))
     finally:
         engine.close()
-        if child.stdin is not None:
-            try:
-                child.stdin.close()
-            except OSError:
-                pass
+        _close_stdin(child)
     code = child.wait()
     if "stderr" in loop.open:
         loop.stderr(read_rest(child.stderr.fileno(), PIPE_DRAIN_S))
@@ -134,17 +100,20 @@ def drive_loop(
     process = wait_status(code, process_known)
     late = retain() if retain is not None else ()
     stopper = loop.stopper
-    loop.state, effects = wind_up(
-        loop.state, stderr_tail=bytes(loop.tail), halted=stopper.halted, killed=stopper.killed, process=process,
+    loop.session, effects = wind_up(
+        loop.session, stderr_tail=bytes(loop.tail), halted=stopper.halted, killed=stopper.killed, process=process,
         warnings=late,
     )  # fmt: skip
     loop.perform(effects)
-    return LoopOutcome(loop.state, closing_reason_of(effects), process)
+    return RunEnd(closing_reason_of(effects), process)
 
 
-class _Loop:
-    """What the engine's handlers keep beside the pure seam: the child's stdin, the deadline timers,
-    the stop, the record's line count and the stderr tail."""
+STEPS = SessionSteps(abandon_pending=abandon_pending, expire=expire, take_command=take_command)
+"""The b10x seam's steps every live loop takes (``metaharness.pure.session_steps``)."""
+
+
+class _Loop(LiveLoop[SeamState, Effect]):
+    """Beside the shared loop state: the child's stdin, the record's line count and which pipes are open."""
 
     def __init__(
         self,
@@ -156,17 +125,15 @@ class _Loop:
         signal_child: Callable[[int], None],
         cwd: str,
     ) -> None:
+        super().__init__(STEPS, settings.deadline_ms)
         self.child = child
-        self.state: SeamState
         self.write_event = write_event
         self.transcript = transcript
         self.answers_copy = answers_copy
-        self.deadlines = Deadlines(settings.deadline_ms)
         self.stopper = ChildStop(child.pid, STOP_POLICY, signal_child)
         self.cwd = cwd
         self.drained_at: float | None = None
         self.number = 0
-        self.tail = bytearray()
         self.open = {"record", "stderr"}
 
     def perform(self, effects: tuple[Effect, ...]) -> None:
@@ -187,6 +154,15 @@ class _Loop:
             elif isinstance(effect, Arm):
                 self.deadlines.arm(effect.call_id)
 
+    def watch_child(self, engine: Engine) -> None:
+        """The loop's stderr, its stdout (the record) and its exit, then the timers and the pipes' drain."""
+        assert self.child.stdout is not None and self.child.stderr is not None
+        engine.on_chunks(self.child.stderr.fileno(), self.stderr, partial(self.open.discard, "stderr"))
+        engine.on_lines(self.child.stdout.fileno(), RECORD_LINE_LIMIT, self.record, partial(self.open.discard, "record"))
+        engine.on_exit(self.child.pid, self.exited)
+        self.watch_timers(engine)
+        engine.timer(lambda: self.drained_at, partial(self.open.discard, "record"))
+
     def record(self, item: bytes) -> None:
         """One stdout line: kept as read, then read through the seam."""
         if self.transcript is not None:
@@ -195,8 +171,7 @@ class _Loop:
         self.number += 1
         line = item.removesuffix(b"\n")
         subjects = line_subjects(line) if b"tool-requested" in line else ()
-        self.state, effects = read_line(self.state, self.number, line, tree_facts(subjects, self.cwd) if subjects else None)
-        self.perform(effects)
+        self.step(read_line(self.session, self.number, line, tree_facts(subjects, self.cwd) if subjects else None))
 
     def exited(self) -> None:
         """The child exited: its group is killed (and every orphan ended); its pipes are read for at
@@ -205,31 +180,6 @@ class _Loop:
         end_descendants(self.child.pid)
         self.drained_at = time.monotonic() + PIPE_DRAIN_S
         self.stopper.kill_at = None
-
-    def command(self, line: bytes, on_steering_refusal: Callable[[str], None]) -> None:
-        command = steering_command(line, on_steering_refusal)
-        if command is None:
-            return
-        self.state, effects, control = take_command(self.state, command, self.deadlines.latency_ms(command))
-        self.perform(effects)
-        if control is not None:
-            self.stopper.take(control)
-
-    def signalled(self, _number: int) -> None:
-        """A signal: the first abandons every pending call, then the stop policy ends the child."""
-        if not self.stopper.killed:
-            self.state, effects = abandon_pending(self.state, "the run was interrupted")
-            self.perform(effects)
-        self.stopper.take("signal")
-
-    def expire_due(self) -> None:
-        for call_id, waited in self.deadlines.take_due():
-            self.state, effects = expire(self.state, call_id, waited)
-            self.perform(effects)
-
-    def stderr(self, chunk: bytes) -> None:
-        self.tail.extend(chunk)
-        del self.tail[:-STDERR_KEPT]
 
 
 def _signal_child(child: subprocess.Popen[bytes], confined: ConfinedSpawn | None, number: int) -> None:
@@ -242,6 +192,15 @@ def _signal_child(child: subprocess.Popen[bytes], confined: ConfinedSpawn | None
             confined.signal(child.pid, number)
     except ProcessLookupError:
         pass
+
+
+def _close_stdin(child: subprocess.Popen[bytes]) -> None:
+    """The loop's stdin closed, once the record ended (one already broken is not an error)."""
+    if child.stdin is not None:
+        try:
+            child.stdin.close()
+        except OSError:
+            pass
 
 
 def closing_reason_of(effects: tuple[Effect, ...]) -> str:

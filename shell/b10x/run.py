@@ -12,7 +12,6 @@ import shutil
 import stat
 import subprocess
 import sys
-import tempfile
 from functools import partial
 
 import msgspec
@@ -23,17 +22,19 @@ from metaharness.pure.b10x.launch import (
     B10xLaunch,
     B10xLaunchFacts,
     child_path,
+    declared_files,
     environment_declaration,
     launch_model,
     plan_b10x_launch,
     resolve_b10x_program,
+    session_bus,
     verified_versions,
     version_token,
     workspace_of,
 )
 from metaharness.pure.b10x.loop_flags import loop_flag_refusal, tier_flags
 from metaharness.pure.b10x.seam import SeamSettings, unverified_tier, version_off_pin
-from metaharness.pure.b10x.vendor import PROGRAM
+from metaharness.pure.b10x.vendor import KIND, PROGRAM
 from metaharness.pure.bounds import HOOKS_FILE_LIMIT, PLUGIN_MANIFEST_LIMIT
 from metaharness.pure.budgets import VENDOR_BUDGET_MS
 from metaharness.pure.confinement import bridge_url, confined_hermetic, tool_entry_variables
@@ -41,28 +42,34 @@ from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import credential_posture
 from metaharness.pure.events import Transcript, WarningRaised
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
-from metaharness.pure.hermetic import MEMORY_SHAPES, MemoryWalk, VerdictFacts, memory_walk
+from metaharness.pure.hermetic import MEMORY_SHAPES, MemoryWalk, VerdictFacts
 from metaharness.pure.loop.hooks import parse_hooks
 from metaharness.pure.loop.skills import PLUGIN_MANIFEST, plugin_name
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
+from metaharness.pure.run_end import RunEnd
 from metaharness.pure.run_stages import decision_budget_ms, strict_version_refusal
 from metaharness.shell.b10x.live import drive_loop
 from metaharness.shell.b10x.own_loop import own_loop_version
 from metaharness.shell.bounded_reads import read_regular
-from metaharness.shell.child_end import end_unexpectedly
-from metaharness.shell.child_tree import ChildDir, remove_tree
-from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, effect_checked, prepare, program_reads
+from metaharness.shell.child_tree import ChildDir
+from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare, program_reads
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
     caller_environment,
     directory_identity,
-    gather_memory_facts,
     gather_program_candidates,
 )
 from metaharness.shell.frame_file import read_frame_file
-from metaharness.shell.refusals import refuse
-from metaharness.shell.run_signals import spawned_group
+from metaharness.shell.run_engine import (
+    LateEvents,
+    Launched,
+    RunHold,
+    memory_walk_of,
+    refuse_if,
+    run_kind,
+    start_route_refused,
+)
 from metaharness.shell.staging import (
     EarlySignal,
     Refused,
@@ -73,8 +80,7 @@ from metaharness.shell.staging import (
     unusable_directory,
 )
 from metaharness.shell.transcript_copy import TranscriptCopy
-from metaharness.shell.view_route import start_route
-from metaharness.shell.wind_up import RunAudit, retain_copies
+from metaharness.shell.wind_up import RunAudit
 
 VERSION_PROBE_S = 10
 
@@ -204,11 +210,7 @@ def retained_files(launch: B10xLaunch) -> tuple[tuple[str, str], ...]:
 def memory_facts(options: RunOptions) -> MemoryWalk:
     """The ancestor walk's facts (docs/hermetic.md#memory-file-walk): from the temporary directory the scratch root will
     be created in, or from ``--cwd``."""
-    if options.cwd is None:
-        start, found = gather_memory_facts(tempfile.gettempdir(), MEMORY_SHAPES["b10x"])
-        return memory_walk(start, found, scratch_parent=True)
-    start, found = gather_memory_facts(options.cwd, MEMORY_SHAPES["b10x"])
-    return memory_walk(start, found)
+    return memory_walk_of(options.cwd, MEMORY_SHAPES[KIND])
 
 
 def declared_plugin_name(copy: str) -> str:
@@ -242,21 +244,12 @@ def verdict_facts(options: RunOptions, launch: B10xLaunch, pins: tuple[str, ...]
     """What the rows of a b10x run are read against: H1a compares the ``<plugin>:`` prefixes of the
     loop's skills and agents with the declared plugins' names (docs/loop-extensions.md)."""
     return VerdictFacts(
-        kind="b10x",
+        kind=KIND,
         declared_plugins=tuple(declared_plugin_name(p.copy) for p in launch.plugin_copies),
         declared_key=options.credentials == "api-key",
         planned_cwd=directory_identity(launch.cwd),
         pins=pins,
     )
-
-
-DECLARED_FILES = ("--hooks", "--driver", "--prices", "--substrate", "--oauth-token-file")
-"""The loop's options naming a file it reads (or a socket it dials) itself; each is bound into the view."""
-
-
-def declared_files(launch: B10xLaunch) -> tuple[str, ...]:
-    """The paths the loop's argv names after one of :data:`DECLARED_FILES`."""
-    return tuple(value for flag, value in zip(launch.args, launch.args[1:], strict=False) if flag in DECLARED_FILES)
 
 
 def hook_reads(launch: B10xLaunch) -> tuple[str, ...]:
@@ -274,21 +267,6 @@ def hook_reads(launch: B10xLaunch) -> tuple[str, ...]:
     return tuple(reads)
 
 
-def session_bus(launch: B10xLaunch) -> tuple[str, ...]:
-    """The session bus socket when the loop reads its key from the secret store (``--api-key-secret``):
-    each ``unix:path=`` of ``DBUS_SESSION_BUS_ADDRESS``, else ``$XDG_RUNTIME_DIR/bus``."""
-    if "--api-key-secret" not in launch.args:
-        return ()
-    environment = launch.environment.as_dict()
-    paths = tuple(
-        value.partition("path=")[2].split(",")[0]
-        for value in environment.get("DBUS_SESSION_BUS_ADDRESS", "").split(";")
-        if value.startswith("unix:") and "path=" in value
-    )
-    runtime = environment.get("XDG_RUNTIME_DIR")
-    return paths or ((os.path.join(runtime, "bus"),) if runtime else ())
-
-
 def confined_launch(
     prepared: Prepared | None, launch: B10xLaunch, walk: MemoryWalk
 ) -> tuple[B10xLaunch, ConfinedSpawn | None]:
@@ -304,138 +282,90 @@ def confined_launch(
                 sockets=session_bus(launch), inputs=(*declared_files(launch), *hook_reads(launch)),
             )
         )  # fmt: skip
-        variables = tool_entry_variables("b10x", launch.environment.variables, spawn.confinement)
+        variables = tool_entry_variables(KIND, launch.environment.variables, spawn.confinement)
         launch = msgspec.structs.replace(
             launch, environment=msgspec.structs.replace(launch.environment, variables=variables)
         )
     confinement = None if spawn is None else spawn.confinement
-    hermetic = confined_hermetic(launch.attestation, confinement, loopback=False, kind="b10x", memory=walk)
+    hermetic = confined_hermetic(launch.attestation, confinement, loopback=False, kind=KIND, memory=walk)
     return msgspec.structs.replace(launch, attestation=hermetic), spawn
+
+
+def _staged(options: RunOptions, hold: RunHold, early: EarlySignal) -> Launched:
+    """Stages 5–9 of a b10x run in its refusal order: the credential, the view's refusals, the declared inputs
+    and trees, the audit, the program, the scratch tree, the route, the view, the probes, the endpoint."""
+    caller_env = caller_environment()
+    caller_cwd = os.getcwd()
+    take(credential_posture(environment_declaration(options, caller_cwd), caller_env, credential_file_present=False))
+    prepared = prepare(options, caller_env, None)
+    if isinstance(prepared, Refusal):
+        raise Refused(prepared)
+    early.check()
+    context, frame = declared_inputs(options, caller_cwd)
+    tree_checks(options)
+    audit = RunAudit(options)
+    early.check()
+    walk = memory_facts(options)
+    program = take(resolve_b10x_program(caller_env, gather_program_candidates(PROGRAM, child_path(caller_env))))
+    scratch = hold.scratch_root("metaharness-")
+    facts = B10xLaunchFacts(caller_env=caller_env, caller_cwd=caller_cwd, scratch=scratch, program=program,
+                            context=context, frame=frame, memory=walk)  # fmt: skip
+    route = None if prepared is None else prepared.route
+    planned = options if route is None else msgspec.structs.replace(
+        options, model_endpoint=bridge_url(options.model_endpoint)
+    )
+    launch = take(plan_b10x_launch(planned, facts))
+    materialise(launch)
+    if prepared is not None:
+        hold.proxy = start_route_refused(KIND, prepared, scratch, None)
+    launch, spawn = confined_launch(prepared, launch, walk)
+    pins = verified_versions(own_loop_version(launch.program))
+    probe = VersionProbe(launch)
+    flags = tier_flags(options)
+    if flags:
+        help_probe = LaunchProbe(launch, "run", "--help")
+        refuse_if(loop_flag_refusal(flags, launch.program, probe.version(), help_probe.stdout()))
+    if options.strict_version:
+        refuse_if(strict_version_refusal(launch.program, probe.version(), pins))
+    reach_endpoint(options)
+    early.check()
+    return Launched(
+        audit=audit, program=launch.program, scratch=launch.scratch, spawn=spawn, record=launch.transcript_path,
+        retained=retained_files(launch), verdict_facts=partial(verdict_facts, options, launch, pins),
+        drive=partial(_drive, options, audit, launch, (frame, spawn, probe, pins), hold.run_id),
+    )  # fmt: skip
+
+
+def _drive(
+    options: RunOptions, audit: RunAudit, launch: B10xLaunch,
+    held: tuple[Frame | None, ConfinedSpawn | None, VersionProbe, tuple[str, ...]], run_id: str, late: LateEvents,
+) -> RunEnd:  # fmt: skip
+    """The loop on its record (``loop.jsonl``), answers on its stdin, the late warnings in its wind-up; the seam
+    opens with the probed version and the plan-time warnings."""
+    frame, spawn, probe, pins = held
+    settings = SeamSettings(
+        run=run_id, mode=options.decisions, model=launch_model(options), harness_version=None,
+        transcript=Transcript(path=launch.transcript_path, digest=None, bytes=None),
+        context_files=launch.context_files, hermetic=launch.attestation, frame=frame,
+        vendor_budget_ms=decision_budget_ms(options.decision_deadline, VENDOR_BUDGET_MS),
+    )  # fmt: skip
+
+    def opened(settings: SeamSettings) -> tuple[SeamSettings, tuple[WarningRaised, ...]]:
+        version = probe.version()
+        warnings = plan_warnings(options, launch, version, pins)
+        return msgspec.structs.replace(settings, harness_version=version), warnings
+
+    with TranscriptCopy(launch.transcript_path) as transcript:
+        audit.arm(launch.cwd)
+        end = drive_loop(
+            argv=launch.argv, confined=spawn, env=launch.environment.as_dict(), cwd=launch.cwd, settings=settings,
+            opening=opened, write_event=audit.write_event, transcript=transcript, commands=sys.stdin.fileno(),
+            on_steering_refusal=stderr_line,
+            retain=lambda: tuple(e for e in late(transcript.late_events()) if isinstance(e, WarningRaised)),
+        )  # fmt: skip
+    return msgspec.structs.replace(end, lost_record=transcript.refusal())
 
 
 def run_b10x(options: RunOptions) -> int:
     """Run ``options`` (through stages 1–4) from stage 5 on; the exit code of docs/hermetic.md#exit-codes."""
-    run_id = f"b10x-{os.getpid()}"
-    caller_env = caller_environment()
-    caller_cwd = os.getcwd()
-    scratch: str | None = None
-    proxy = None
-    with EarlySignal() as early:
-        try:
-            declaration = environment_declaration(options, caller_cwd)
-            take(credential_posture(declaration, caller_env, credential_file_present=False))
-            prepared = prepare(options, caller_env, None)
-            if isinstance(prepared, Refusal):
-                raise Refused(prepared)
-            early.check()
-            context, frame = declared_inputs(options, caller_cwd)
-            tree_checks(options)
-            audit = RunAudit(options)
-            early.check()
-            walk = memory_facts(options)
-            candidates = gather_program_candidates(PROGRAM, child_path(caller_env))
-            program = take(resolve_b10x_program(caller_env, candidates))
-            scratch = tempfile.mkdtemp(prefix="metaharness-")
-            facts = B10xLaunchFacts(
-                caller_env=caller_env,
-                caller_cwd=caller_cwd,
-                scratch=scratch,
-                program=program,
-                context=context,
-                frame=frame,
-                memory=walk,
-            )
-            route = None if prepared is None else prepared.route
-            planned = options if route is None else msgspec.structs.replace(
-                options, model_endpoint=bridge_url(options.model_endpoint)
-            )
-            launch = take(plan_b10x_launch(planned, facts))
-            materialise(launch)
-            if prepared is not None:
-                try:
-                    proxy = start_route("b10x", prepared, scratch, None)
-                except OSError as error:
-                    reason = error.strerror or error
-                    raise Refused(Refusal("loopback-not-started", f"the route proxy could not listen: {reason}")) from None
-            launch, spawn = confined_launch(prepared, launch, walk)
-            pins = verified_versions(own_loop_version(launch.program))
-            probe = VersionProbe(launch)
-            flags = tier_flags(options)
-            if flags:
-                help_probe = LaunchProbe(launch, "run", "--help")
-                refusal = loop_flag_refusal(flags, launch.program, probe.version(), help_probe.stdout())
-                if refusal is not None:
-                    raise Refused(refusal)
-            if options.strict_version:
-                refusal = strict_version_refusal(launch.program, probe.version(), pins)
-                if refusal is not None:
-                    raise Refused(refusal)
-            reach_endpoint(options)
-            early.check()
-        except Refused as refused:
-            if proxy is not None:
-                proxy.stop()
-            if scratch is not None:
-                remove_tree(scratch)
-            return refuse(refused.refusal)
-    audit.names_program(launch.program)
-    if proxy is not None:
-        audit.route = lambda: proxy.route
-        audit.account = lambda: proxy.account
-    def rows_facts() -> VerdictFacts:
-        """The facts the rows are checked against, with the effect checks read after the spawn."""
-        return effect_checked(verdict_facts(options, launch, pins), spawn)
-
-    audit.rows_facts = rows_facts
-    settings = SeamSettings(
-        run=run_id,
-        mode=options.decisions,
-        model=launch_model(options),
-        harness_version=None,
-        transcript=Transcript(path=launch.transcript_path, digest=None, bytes=None),
-        context_files=launch.context_files,
-        hermetic=launch.attestation,
-        frame=frame,
-        vendor_budget_ms=decision_budget_ms(options.decision_deadline, VENDOR_BUDGET_MS),
-    )
-    def opened(settings: SeamSettings) -> tuple[SeamSettings, tuple[WarningRaised, ...]]:
-        version = probe.version()
-        return msgspec.structs.replace(settings, harness_version=version), plan_warnings(options, launch, version, pins)
-
-    def retained() -> tuple[WarningRaised, ...]:
-        routed = () if proxy is None else proxy.wind_up(launch.scratch)
-        warnings = tuple(event for event in routed if isinstance(event, WarningRaised))
-        return (*warnings, *retain_copies(options.retain_dir, run_id, launch.scratch, retained_files(launch), audit.workspace_diff()))
-
-    try:
-        with TranscriptCopy(launch.transcript_path) as transcript:
-            audit.arm(launch.cwd)
-            outcome = drive_loop(
-                argv=launch.argv,
-                confined=spawn,
-                env=launch.environment.as_dict(),
-                cwd=launch.cwd,
-                settings=settings,
-                opening=opened,
-                write_event=audit.write_event,
-                transcript=transcript,
-                commands=sys.stdin.fileno(),
-                on_steering_refusal=stderr_line,
-                retain=lambda: (*audit.limits.late_events(), *transcript.late_events(), *retained()),
-            )
-    except OSError as error:
-        if proxy is not None:
-            proxy.stop()
-        remove_tree(launch.scratch)
-        if spawned_group() is not None:
-            return end_unexpectedly(audit, run_id, error)
-        return refuse(Refusal("spawn-failed", f"{launch.program} could not be started: {error.strerror or error}"))
-    except Exception as error:  # noqa: BLE001 - the child is stopped and the stream closed whatever failed
-        remove_tree(launch.scratch)
-        return end_unexpectedly(audit, run_id, error)
-    try:
-        return audit.exit_code(rows_facts(), launch.transcript_path, outcome.reason, transcript.refusal())
-    finally:
-        if proxy is not None:
-            proxy.stop()
-        remove_tree(launch.scratch)
+    return run_kind(options, _staged)

@@ -20,10 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import IO, TYPE_CHECKING
 
-import msgspec
-
-from metaharness.pure.bounds import COMMAND_LINE_LIMIT, RECORD_LINE_LIMIT
-from metaharness.pure.budgets import GRACE_S, PIPE_DRAIN_S
+from metaharness.pure.bounds import RECORD_LINE_LIMIT
+from metaharness.pure.budgets import PIPE_DRAIN_S
 from metaharness.pure.claude.session import (
     STOP_POLICY,
     Effect,
@@ -41,13 +39,12 @@ from metaharness.pure.claude.session import (
     write_events,
 )
 from metaharness.pure.decisions import Arm, Disarm
-from metaharness.pure.events import Event, Process
+from metaharness.pure.events import Event
 from metaharness.pure.refusal import Refusal
-from metaharness.shell.child_end import end_descendants
-from metaharness.shell.child_process import STDERR_KEPT, ChildStop, kill_group, wait_status
-from metaharness.shell.live_engine import Engine
-from metaharness.shell.run_signals import listening
-from metaharness.shell.steering import Deadlines, steering_command
+from metaharness.pure.run_end import RunEnd
+from metaharness.pure.session_steps import SessionSteps
+from metaharness.shell.child_process import ChildStop, kill_group
+from metaharness.shell.live_engine import Engine, LiveLoop, ended, reap, spawn
 from metaharness.shell.tree_links import tree_facts
 
 if TYPE_CHECKING:
@@ -57,31 +54,24 @@ SEND_WAIT_S = 5
 """How long a line to the CLI's stdin may wait for room before metaharness stops writing to it."""
 
 
-class RunOutcome(msgspec.Struct, frozen=True):
-    """How a driven claude run ended: the session's final state, the closing reason, the child's status, and
-    the refusal when the CLI did not confirm its hooks (the stream is then not wound up)."""
-
-    session: Session
-    reason: str
-    process: Process
-    refusal: Refusal | None = None
+STEPS = SessionSteps(abandon_pending=abandon_pending, expire=expire, take_command=take_command)
+"""The claude session's steps every live loop takes (``metaharness.pure.session_steps``)."""
 
 
-class _Loop:
-    """What the engine's handlers keep beside the pure session: the CLI's stdin, the deadline timers, the
-    stop, the record's line count and the stderr tail."""
+class _Loop(LiveLoop[Session, Effect]):
+    """Beside the shared loop state: the CLI's stdin, the record's line count, which pipes are open and the
+    refusal when the CLI did not confirm its hooks."""
 
     def __init__(
         self, session: Session, to_child: int, write_event: Callable[[bytes], None], stopper: ChildStop, cwd: str
     ) -> None:
+        super().__init__(STEPS, session.desk.deadline_ms)
         self.session = session
         self.to_child: int | None = to_child
         self.cwd = cwd
         self.write_event = write_event
-        self.deadlines = Deadlines(session.desk.deadline_ms)
         self.stopper = stopper
         self.number = 0
-        self.tail = bytearray()
         self.open = {"record", "stderr"}
         self.drained_at: float | None = None
         self.refusal: Refusal | None = None
@@ -130,35 +120,18 @@ class _Loop:
     def drained(self) -> None:
         self.open.clear()
 
-    def expire_due(self) -> None:
-        for call_id, waited in self.deadlines.take_due():
-            self.session, effects = expire(self.session, call_id, waited)
-            self.perform(effects)
+    def watch_child(self, engine: Engine, child: subprocess.Popen[bytes], transcript: IO[bytes]) -> None:
+        """The CLI's stderr and stdout (its record), then the timers and the pipes' drain after its exit."""
+        assert child.stdout is not None and child.stderr is not None
+        engine.on_chunks(child.stderr.fileno(), self.stderr, partial(self.open.discard, "stderr"))
+        on_record = partial(self.record, transcript=transcript)
+        engine.on_lines(child.stdout.fileno(), RECORD_LINE_LIMIT, on_record, partial(self.open.discard, "record"))
+        self.watch_timers(engine)
+        engine.timer(lambda: self.drained_at, self.drained)
 
     def alert(self, fd: int, events: Callable[[], tuple[Event, ...]]) -> None:
         os.read(fd, 64)
-        self.session, effects = write_events(self.session, events())
-        self.perform(effects)
-
-    def signalled(self, _number: int) -> None:
-        """A signal: the first abandons every pending call, then the stop policy ends the child."""
-        if not self.stopper.killed:
-            self.session, effects = abandon_pending(self.session, "the run was interrupted")
-            self.perform(effects)
-        self.stopper.take("signal")
-
-    def command(self, line: bytes, on_steering_refusal: Callable[[str], None]) -> None:
-        command = steering_command(line.removesuffix(b"\n"), on_steering_refusal)
-        if command is None:
-            return
-        self.session, effects, control = take_command(self.session, command, self.deadlines.latency_ms(command))
-        self.perform(effects)
-        if control is not None:
-            self.stopper.take(control)
-
-    def stderr(self, chunk: bytes) -> None:
-        self.tail.extend(chunk)
-        del self.tail[:-STDERR_KEPT]
+        self.step(write_events(self.session, events()))
 
     def record(self, raw: bytes, transcript: IO[bytes]) -> None:
         """One stdout line: kept, then read through the session (a ``hook_callback`` with the links its
@@ -170,8 +143,7 @@ class _Loop:
         line = line.removesuffix(b"\r")
         subjects = callback_subjects(self.session, line)
         tree = tree_facts(subjects, self.cwd) if subjects else None
-        self.session, effects = read_line(self.session, self.number, line, tree)
-        self.perform(effects)
+        self.step(read_line(self.session, self.number, line, tree))
 
 
 def drive_claude(
@@ -189,7 +161,7 @@ def drive_claude(
     process_known: bool = True,
     alerts: tuple[int, Callable[[], tuple[Event, ...]]] | None = None,
     confined: ConfinedSpawn | None = None,
-) -> RunOutcome:
+) -> RunEnd:
     """Spawn Claude Code, perform the session's ``opening`` effects (``initialize`` to its stdin), read its
     stdout through the session until it ends, wind up.
 
@@ -200,18 +172,7 @@ def drive_claude(
     is reaped (the proxy's ``auth.expired`` and ``LOOPBACK_REFUSED``, ``RETAIN_FAILED``); ``confined`` runs ``argv`` in
     its view instead. Raises ``OSError`` when the spawn itself fails.
     """
-    child = subprocess.Popen(
-        list(argv) if confined is None else confined.argv,
-        cwd=cwd,
-        env=dict(env),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-        pass_fds=() if confined is None else confined.pass_fds,
-    )
-    if confined is not None:
-        confined.spawned()
+    child = spawn(argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, confined=confined)
     assert child.stdin is not None and child.stdout is not None and child.stderr is not None
     to_child = os.dup(child.stdin.fileno())
     child.stdin.close()
@@ -222,46 +183,23 @@ def drive_claude(
         engine.on_exit(child.pid, partial(loop.exited, child.pid))
         if alerts is not None:
             engine.on_ready(alerts[0], partial(loop.alert, alerts[0], alerts[1]))
-        engine.on_signal(loop.signalled)
-        listening(child.pid, engine.signal)
-        if commands is not None:
-            on_command = partial(loop.command, on_steering_refusal=on_steering_refusal)
-            engine.on_lines(commands, COMMAND_LINE_LIMIT, on_command, lambda: None)
-        engine.on_chunks(child.stderr.fileno(), loop.stderr, partial(loop.open.discard, "stderr"))
-        on_record = partial(loop.record, transcript=transcript)
-        engine.on_lines(child.stdout.fileno(), RECORD_LINE_LIMIT, on_record, partial(loop.open.discard, "record"))
-        engine.timer(lambda: loop.stopper.kill_at, lambda: loop.stopper.due(time.monotonic()))
-        engine.timer(lambda: loop.drained_at, loop.drained)
-        engine.timer(loop.deadlines.next_at, loop.expire_due)
+        loop.watch_outside(engine, child.pid, commands, on_steering_refusal)
+        loop.watch_child(engine, child, transcript)
         loop.perform(opening)
         engine.run(until=lambda: not loop.open)
         if loop.refusal is None:
-            loop.session, effects = end_of_record(loop.session)
-            loop.perform(effects)
-        code = _reap(child)
+            loop.step(end_of_record(loop.session))
+        code = reap(child)
     finally:
         engine.close()
         loop.end_input()
-    kill_group(child.pid, signal.SIGKILL)
-    end_descendants(child.pid)
-    process = wait_status(code, process_known)
+    process = ended(child.pid, code, process_known)
     if loop.refusal is not None:
-        return RunOutcome(loop.session, "refused", process, loop.refusal)
+        return RunEnd("refused", process, loop.refusal)
     stopper = loop.stopper
     loop.session, effects, reason = wind_up(
         loop.session, stderr_tail=bytes(loop.tail), halted=stopper.halted, killed=stopper.killed,
         process=process, late=late_events(),
     )  # fmt: skip
     loop.perform(effects)
-    return RunOutcome(loop.session, reason, process)
-
-
-def _reap(child: subprocess.Popen[bytes]) -> int:
-    """The child's wait status once its record has ended: a child that lingers after closing its
-    stdout is sent SIGTERM after 5 s and SIGKILL 5 s later (docs/adapters/common.md#vendor-launch-order)."""
-    for number in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            return child.wait(timeout=GRACE_S)
-        except subprocess.TimeoutExpired:
-            kill_group(child.pid, number)
-    return child.wait()
+    return RunEnd(reason, process)

@@ -14,12 +14,13 @@ import secrets
 import shutil
 import stat
 import sys
-import tempfile
+from collections.abc import Callable
+from functools import partial
 
 import msgspec
 
 from metaharness.pure.budgets import HOOK_TIMEOUT_S
-from metaharness.pure.catalogue import Catalogue
+from metaharness.pure.catalogue import Catalogue, started_by_then
 from metaharness.pure.claude.doctor import version_token
 from metaharness.pure.claude.launch import (
     CANARY_LOADED,
@@ -33,10 +34,8 @@ from metaharness.pure.claude.launch import (
 from metaharness.pure.claude.plugins import PluginCopy, PluginFile, PluginTree, plan_plugins
 from metaharness.pure.claude.seam import SessionFacts
 from metaharness.pure.claude.session import open_session
-from metaharness.pure.claude.vendor import PINS, PROGRAM, WIRE_PATHS
+from metaharness.pure.claude.vendor import KIND, PINS, PROGRAM, WIRE_PATHS
 from metaharness.pure.confinement import (
-    BRIDGE_PORT,
-    bridge_url,
     confined_hermetic,
     pointed_at_bridge,
     tool_entry_variables,
@@ -52,7 +51,7 @@ from metaharness.pure.environment import (
 )
 from metaharness.pure.events import Event, Transcript, WarningRaised
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
-from metaharness.pure.hermetic import MEMORY_SHAPES, MemoryWalk, VerdictFacts, memory_walk
+from metaharness.pure.hermetic import MEMORY_SHAPES, MemoryWalk, VerdictFacts
 from metaharness.pure.loopback import (
     SYMBOLIC_PORT,
     loopback_expired,
@@ -61,18 +60,17 @@ from metaharness.pure.loopback import (
 )
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
+from metaharness.pure.route_target import BridgeEndpoint, LoopbackPort, RouteTarget, VendorAtBridge, route_target
+from metaharness.pure.run_end import RunEnd
 from metaharness.pure.run_stages import decision_budget_ms, strict_version_refusal
 from metaharness.shell.bounded_reads import open_regular
 from metaharness.shell.catalogue_file import read_back_scratch_copy, read_catalogue
-from metaharness.shell.child_end import end_unexpectedly
-from metaharness.shell.child_tree import remove_tree
 from metaharness.shell.claude.live import drive_claude
-from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, effect_checked, prepare
+from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
     caller_environment,
     directory_identity,
-    gather_memory_facts,
     gather_program_candidates,
     own_cli,
     probe_stdout,
@@ -80,8 +78,7 @@ from metaharness.shell.facts import (
 )
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.loopback import RouteProxy
-from metaharness.shell.refusals import refuse
-from metaharness.shell.run_signals import spawned_group
+from metaharness.shell.run_engine import LateEvents, Launched, RunHold, memory_walk_of, run_kind, start_route_refused
 from metaharness.shell.staging import (
     EarlySignal,
     Refused,
@@ -92,8 +89,7 @@ from metaharness.shell.staging import (
     unusable_directory,
 )
 from metaharness.shell.transcript_copy import TranscriptCopy
-from metaharness.shell.view_route import start_route
-from metaharness.shell.wind_up import RunAudit, retain_copies
+from metaharness.shell.wind_up import RunAudit
 
 VERSION_PROBE_S = 10
 
@@ -103,7 +99,7 @@ def declaration_of(options: RunOptions) -> EnvironmentDeclaration:
     #credentials); under loopback the port stays symbolic until the proxy listens (docs/hermetic.md#refusal-order
     stage 8)."""
     return EnvironmentDeclaration(
-        kind="claude", credentials=options.credentials, actor=options.actor, model_endpoint=options.model_endpoint
+        kind=KIND, credentials=options.credentials, actor=options.actor, model_endpoint=options.model_endpoint
     )
 
 
@@ -111,14 +107,14 @@ def credentials_stage(options: RunOptions, caller_env: dict[str, str]) -> str | 
     """Stage 5 (docs/hermetic.md#refusal-order): the declared credential's refusals; under loopback the custody file is
     parsed once (``loopback-custody-unreadable``). Returns the custody path under loopback."""
     declaration = declaration_of(options)
-    custody = operator_login_file("claude", caller_env)
+    custody = operator_login_file(KIND, caller_env)
     if options.credentials == "loopback":
         try:
             with open(custody or "", "rb") as handle:
                 data = handle.read()
         except OSError as error:
-            raise Refused(custody_missing("claude", custody, str(error.strerror or error))) from None
-        take(loopback_custody_token("claude", data))
+            raise Refused(custody_missing(KIND, custody, str(error.strerror or error))) from None
+        take(loopback_custody_token(KIND, data))
         return custody
     take(credential_posture(declaration, caller_env, readable_regular_file(custody)))
     return None
@@ -140,10 +136,7 @@ def declared_inputs(options: RunOptions) -> tuple[tuple[ContextFileRead, ...], C
 def read_back(options: RunOptions, launch: ClaudeLaunch, catalogue: Catalogue, proxy_started: bool) -> None:
     """Stage 9 (d): the written catalogue copy must read back as the checked catalogue, else
     ``catalogue-copy-differs`` saying what had started by then (docs/hermetic.md#catalogue-refusals)."""
-    happened = ["the scratch files had been written"]
-    happened += ["the loopback proxy had started"] if proxy_started else []
-    happened += ["the vendor binary had been run with --version"] if options.strict_version else []
-    said = happened[0] if len(happened) == 1 else ", ".join(happened[:-1]) + " and " + happened[-1]
+    said = started_by_then(proxy_started=proxy_started, probed=options.strict_version)
     path = os.path.join(launch.scratch, CATALOGUE_FILE)
     take(read_back_scratch_copy(path, catalogue, options.catalogue or "", said))
 
@@ -181,12 +174,7 @@ def tree_checks(options: RunOptions) -> tuple[MemoryWalk, tuple[PluginCopy, ...]
     """Stage 7: the memory walk (from the temp directory the scratch root is created in for a scratch
     run, else above ``--cwd``; docs/hermetic.md#memory-file-walk) and the plugin directories
     (``plugin-dir-unusable``)."""
-    if options.cwd is None:
-        start, found = gather_memory_facts(tempfile.gettempdir(), MEMORY_SHAPES["claude"])
-        walk = memory_walk(start, found, scratch_parent=True)
-    else:
-        start, found = gather_memory_facts(options.cwd, MEMORY_SHAPES["claude"])
-        walk = memory_walk(start, found)
+    walk = memory_walk_of(options.cwd, MEMORY_SHAPES[KIND])
     return walk, take(plan_plugins(tuple(plugin_tree(source) for source in options.plugin_dir)))
 
 
@@ -241,7 +229,7 @@ def verdict_facts(options: RunOptions, launch: ClaudeLaunch, plugins: tuple[Plug
     plugin copies, the declared key, the launch's MCP set (the catalogue's server, when one is named), the pins and
     the versions with a memory canary entry."""
     return VerdictFacts(
-        kind="claude",
+        kind=KIND,
         declared_plugins=tuple(plugin.name for plugin in plugins),
         declared_key=options.credentials == "api-key",
         launch_mcp_servers=(MCP_SERVER,) if options.catalogue is not None else (),
@@ -288,7 +276,7 @@ def plan(
     return take(
         plan_claude_launch(
             spec, caller_env, scratch, candidates,
-            credential_file_present=readable_regular_file(operator_login_file("claude", caller_env)),
+            credential_file_present=readable_regular_file(operator_login_file(KIND, caller_env)),
             custody_path=custody, upstream=upstream, walk=walk,
             managed_settings_present=os.path.lexists(MANAGED_SETTINGS),
         )
@@ -296,27 +284,23 @@ def plan(
 
 
 def start_proxy(
-    options: RunOptions, placeholder: str | None, custody: str | None, prepared: Prepared | None, scratch: str
+    options: RunOptions, placeholder: str | None, custody: str | None, prepared: Prepared | None, hold: RunHold
 ) -> RouteProxy | None:
-    """Stage 9 (a): the route proxy listens, on the view's socket when confined, else on ``127.0.0.1``
-    under loopback (``loopback-not-started`` when it cannot)."""
+    """Stage 9 (a): the route proxy listens, kept in ``hold``: on the view's socket when confined, else on
+    ``127.0.0.1`` under loopback (``loopback-not-started`` when it cannot)."""
     if prepared is not None:
-        try:
-            return start_route("claude", prepared, scratch, placeholder)
-        except OSError as error:
-            reason = error.strerror or error
-            raise Refused(Refusal("loopback-not-started", f"the route proxy could not listen: {reason}")) from None
+        hold.proxy = start_route_refused(KIND, prepared, hold.scratch or "", placeholder)
+        return hold.proxy
     if custody is None:
         return None
-    proxy = RouteProxy("claude", placeholder, custody, upstream_root("claude", options.model_endpoint), WIRE_PATHS)
+    hold.proxy = RouteProxy(KIND, placeholder, custody, upstream_root(KIND, options.model_endpoint), WIRE_PATHS)
     try:
-        proxy.start()
+        hold.proxy.start()
     except OSError as error:
-        proxy.stop()
         raise Refused(
             Refusal("loopback-not-started", f"the loopback proxy could not listen on 127.0.0.1: {error.strerror or error}")
         ) from None
-    return proxy
+    return hold.proxy
 
 
 def expired_events(proxy: RouteProxy) -> tuple[Event, ...]:
@@ -325,26 +309,19 @@ def expired_events(proxy: RouteProxy) -> tuple[Event, ...]:
     return () if detail is None else (loopback_expired(detail),)
 
 
-def late_events(
-    options: RunOptions, run_id: str, launch: ClaudeLaunch, proxy: RouteProxy | None, workspace: bytes | None = None
-) -> tuple[Event, ...]:
-    """The wind-up's own events: the proxy's one ``auth.expired`` and ``LOOPBACK_REFUSED``, then the
-    ``--retain-dir`` copies (``loopback.json`` among them) and any ``RETAIN_FAILED``."""
-    events = () if proxy is None else proxy.wind_up(launch.scratch)
-    return (*events, *retain_copies(options.retain_dir, run_id, launch.scratch, retained_files(launch), workspace))
-
-
-def routed(
-    options: RunOptions, declaration: EnvironmentDeclaration, prepared: Prepared | None, proxy: RouteProxy
-) -> EnvironmentDeclaration:
-    """The declaration pointed at the route: the loopback port (the bridge's when confined), or the
-    bridge in place of ``--model-endpoint``."""
-    if declaration.loopback_placeholder is not None:
-        port = str(BRIDGE_PORT) if prepared is not None else str(proxy.port)
-        return msgspec.structs.replace(declaration, loopback_port=port)
-    if prepared is not None and prepared.route is not None and options.model_endpoint is not None:
-        return msgspec.structs.replace(declaration, model_endpoint=bridge_url(options.model_endpoint))
-    return declaration
+def routed(launch: ClaudeLaunch, declaration: EnvironmentDeclaration, target: RouteTarget,
+           planned: Callable[[EnvironmentDeclaration], ClaudeLaunch]) -> ClaudeLaunch:  # fmt: skip
+    """The launch re-planned onto the route: the loopback port, or the bridge in place of ``--model-endpoint``, or
+    the vendor API's base URL pointed at the bridge."""
+    match target:
+        case LoopbackPort(port=port):
+            return planned(msgspec.structs.replace(declaration, loopback_port=port))
+        case BridgeEndpoint(endpoint=endpoint):
+            return planned(msgspec.structs.replace(declaration, model_endpoint=endpoint))
+        case VendorAtBridge():
+            variables = pointed_at_bridge(KIND, launch.environment.variables)
+            return msgspec.structs.replace(launch, environment=msgspec.structs.replace(launch.environment,
+                                                                                      variables=variables))  # fmt: skip
 
 
 def confined_launch(
@@ -366,126 +343,105 @@ def confined_launch(
                 tool_reads=tuple(item.path for item in launch.files if item.path.endswith(CATALOGUE_FILE)),
             )
         )  # fmt: skip
-        variables = tool_entry_variables("claude", launch.environment.variables, spawn.confinement)
+        variables = tool_entry_variables(KIND, launch.environment.variables, spawn.confinement)
         launch = msgspec.structs.replace(
             launch, environment=msgspec.structs.replace(launch.environment, variables=variables)
         )
     confinement = None if spawn is None else spawn.confinement
     loopback = launch.environment.posture.loopback
-    hermetic = confined_hermetic(launch.hermetic, confinement, loopback, "claude", walk)
+    hermetic = confined_hermetic(launch.hermetic, confinement, loopback, KIND, walk)
     return msgspec.structs.replace(launch, hermetic=hermetic), spawn
 
 
-def run_claude(options: RunOptions) -> int:
-    """Run ``options`` (through stages 1–4) from stage 5 on; the exit code of docs/hermetic.md#exit-codes. The owned
-    surface without a catalogue (its three verbs) is refused ``not-built`` rather than run as the
-    native one."""
+NOT_BUILT = Refusal(
+    "not-built",
+    "--tool-surface owned without --catalogue is not built in this build for claude: it waits for "
+    "the owned verbs' call resolution (docs/adapters/claude.md#owned-surface-and-catalogue)",
+)
+"""The owned surface without a catalogue (its three verbs), refused rather than run as the native one."""
+
+
+def _staged(options: RunOptions, hold: RunHold, early: EarlySignal) -> Launched:
+    """Stages 5–9 of a claude run in its refusal order: the owned surface, the audit, the credential, the view,
+    the declared inputs and trees, the plan, the route and the re-plan onto it, the scratch tree, the view, the
+    probe, the catalogue's copy, the endpoint."""
     if options.tool_surface == "owned" and options.catalogue is None:
-        return refuse(
-            Refusal(
-                "not-built",
-                "--tool-surface owned without --catalogue is not built in this build for claude: it waits for "
-                "the owned verbs' call resolution (docs/adapters/claude.md#owned-surface-and-catalogue)",
-            )
-        )
-    run_id = f"claude-{os.getpid()}"
+        raise Refused(NOT_BUILT)
     caller_env = caller_environment()
     caller_cwd = os.getcwd()
-    scratch: str | None = None
-    proxy: RouteProxy | None = None
-    with EarlySignal() as early:
-        try:
-            audit = RunAudit(options)
-            custody = credentials_stage(options, caller_env)
-            prepared = prepare(options, caller_env, custody)
-            if isinstance(prepared, Refusal):
-                raise Refused(prepared)
-            early.check()
-            context, catalogue, frame = declared_inputs(options)
-            walk, plugins = tree_checks(options)
-            early.check()
-            scratch = tempfile.mkdtemp(prefix="metaharness-")
-            declaration = declaration_of(options)
-            upstream = upstream_root("claude", options.model_endpoint) if custody is not None else None
-            placeholder: str | None = None
-            if custody is not None:
-                placeholder = loopback_placeholder(run_id, secrets.token_bytes(12))
-                declaration = msgspec.structs.replace(
-                    declaration, loopback_port=SYMBOLIC_PORT, loopback_placeholder=placeholder
-                )
+    audit = RunAudit(options)
+    custody = credentials_stage(options, caller_env)
+    prepared = prepare(options, caller_env, custody)
+    if isinstance(prepared, Refusal):
+        raise Refused(prepared)
+    early.check()
+    context, catalogue, frame = declared_inputs(options)
+    walk, plugins = tree_checks(options)
+    early.check()
+    scratch = hold.scratch_root("metaharness-")
+    declaration = declaration_of(options)
+    upstream = upstream_root(KIND, options.model_endpoint) if custody is not None else None
+    placeholder = None if custody is None else loopback_placeholder(hold.run_id, secrets.token_bytes(12))
+    if placeholder is not None:
+        declaration = msgspec.structs.replace(declaration, loopback_port=SYMBOLIC_PORT, loopback_placeholder=placeholder)
 
-            def planned(declared: EnvironmentDeclaration, at: str) -> ClaudeLaunch:
-                return plan(
-                    options, caller_env, caller_cwd, at, context=context, catalogue=catalogue, frame=frame, walk=walk,
-                    plugins=plugins,
-                    custody=custody, upstream=upstream, declaration=declared,
-                )  # fmt: skip
+    def planned(declared: EnvironmentDeclaration) -> ClaudeLaunch:
+        return plan(
+            options, caller_env, caller_cwd, scratch, context=context, catalogue=catalogue, frame=frame, walk=walk,
+            plugins=plugins, custody=custody, upstream=upstream, declaration=declared,
+        )  # fmt: skip
 
-            launch = planned(declaration, scratch)
-            proxy = start_proxy(options, placeholder, custody, prepared, scratch)
-            if proxy is not None:
-                launch = planned(routed(options, declaration, prepared, proxy), scratch)
-                if prepared is not None and custody is None and options.model_endpoint is None:
-                    environment = msgspec.structs.replace(
-                        launch.environment, variables=pointed_at_bridge("claude", launch.environment.variables)
-                    )
-                    launch = msgspec.structs.replace(launch, environment=environment)
-            materialise(launch, plugins)
-            launch, spawn = confined_launch(prepared, launch, plugins, walk)
-            if options.strict_version:
-                strict_version(launch)
-            if catalogue is not None:
-                read_back(options, launch, catalogue, proxy is not None)
-            reach_endpoint(options)
-            early.check()
-        except Refused as refused:
-            if proxy is not None:
-                proxy.stop()
-            if scratch is not None:
-                remove_tree(scratch)
-            return refuse(refused.refusal)
-    audit.names_program(launch.program)
-    if proxy is not None and spawn is not None:
-        audit.route = lambda: proxy.route
+    launch = planned(declaration)
+    proxy = start_proxy(options, placeholder, custody, prepared, hold)
     if proxy is not None:
-        audit.account = lambda: proxy.account
-    def rows_facts() -> VerdictFacts:
-        """The facts the rows are checked against, with the effect checks read after the spawn."""
-        return effect_checked(verdict_facts(options, launch, plugins), spawn)
+        target = route_target(loopback=placeholder is not None, confined=prepared is not None,
+                              model_endpoint=options.model_endpoint, proxy_port=proxy.port)  # fmt: skip
+        launch = routed(launch, declaration, target, planned)
+    materialise(launch, plugins)
+    launch, spawn = confined_launch(prepared, launch, plugins, walk)
+    if options.strict_version:
+        strict_version(launch)
+    if catalogue is not None:
+        read_back(options, launch, catalogue, proxy is not None)
+    reach_endpoint(options)
+    early.check()
+    return Launched(
+        audit=audit, program=launch.program, scratch=launch.scratch, spawn=spawn, record=launch.transcript_path,
+        retained=retained_files(launch), verdict_facts=partial(verdict_facts, options, launch, plugins),
+        drive=partial(_drive, options, audit, launch, (catalogue, frame, spawn, proxy), hold.run_id),
+    )  # fmt: skip
 
-    audit.rows_facts = rows_facts
-    facts_of_session = SessionFacts(
-        transcript=Transcript(path=launch.transcript_path, digest=None, bytes=None),
-        hermetic=launch.hermetic,
-        context_files=launch.context_files,
-        catalogue=catalogue,
-    )
+
+def _drive(
+    options: RunOptions, audit: RunAudit, launch: ClaudeLaunch,
+    held: tuple[Catalogue | None, Frame | None, ConfinedSpawn | None, RouteProxy | None], run_id: str,
+    late: LateEvents,
+) -> RunEnd:  # fmt: skip
+    """Claude Code on its stdio: the session's opening lines, the record and its control requests on stdout,
+    answers on its stdin, the proxy's ``auth.expired`` as it arises."""
+    catalogue, frame, spawn, proxy = held
+    facts = SessionFacts(transcript=Transcript(path=launch.transcript_path, digest=None, bytes=None),
+                         hermetic=launch.hermetic, context_files=launch.context_files, catalogue=catalogue)  # fmt: skip
     warnings = tuple(WarningRaised(code="AMBIENT_INPUT", message=m) for m in launch.ambient_warnings)
-    session, opening = open_session(facts_of_session, run_id, options.decisions, frame, warnings, turn=launch.user_turn,
-                                    vendor_budget_ms=decision_budget_ms(options.decision_deadline, HOOK_TIMEOUT_S * 1000))  # fmt: skip
+    budget = decision_budget_ms(options.decision_deadline, HOOK_TIMEOUT_S * 1000)
+    session, opening = open_session(facts, run_id, options.decisions, frame, warnings, turn=launch.user_turn,
+                                    vendor_budget_ms=budget)  # fmt: skip
     for line in opening:
         if isinstance(line, bytes):
             audit.write_event(line)
-    try:
-        with TranscriptCopy(launch.transcript_path) as transcript:
-            audit.arm(launch.cwd)
-            outcome = drive_claude(
-                argv=launch.argv, confined=spawn, env=launch.environment.as_dict(), cwd=launch.cwd, session=session,
-                opening=tuple(effect for effect in opening if not isinstance(effect, bytes)), write_event=audit.write_event, transcript=transcript,
-                commands=sys.stdin.fileno() if sys.stdin is not None else None,
-                on_steering_refusal=stderr_line, late_events=lambda: (*audit.limits.late_events(), *transcript.late_events(), *late_events(options, run_id, launch, proxy, audit.workspace_diff())),
-                alerts=None if proxy is None else (proxy.alert_fd, lambda: expired_events(proxy)),
-            )  # fmt: skip
-        if outcome.refusal is not None:
-            return refuse(outcome.refusal)
-        return audit.exit_code(rows_facts(), launch.transcript_path, outcome.reason, transcript.refusal())
-    except OSError as error:
-        if spawned_group() is not None:
-            return end_unexpectedly(audit, run_id, error)
-        return refuse(Refusal("spawn-failed", f"{launch.program} could not be started: {error.strerror or error}"))
-    except Exception as error:  # noqa: BLE001 - the child is stopped and the stream closed whatever failed
-        return end_unexpectedly(audit, run_id, error)
-    finally:
-        if proxy is not None:
-            proxy.stop()
-        remove_tree(launch.scratch)
+    with TranscriptCopy(launch.transcript_path) as transcript:
+        audit.arm(launch.cwd)
+        end = drive_claude(
+            argv=launch.argv, confined=spawn, env=launch.environment.as_dict(), cwd=launch.cwd, session=session,
+            opening=tuple(effect for effect in opening if not isinstance(effect, bytes)),
+            write_event=audit.write_event, transcript=transcript,
+            commands=sys.stdin.fileno() if sys.stdin is not None else None, on_steering_refusal=stderr_line,
+            late_events=lambda: late(transcript.late_events()),
+            alerts=None if proxy is None else (proxy.alert_fd, lambda: expired_events(proxy)),
+        )  # fmt: skip
+    return msgspec.structs.replace(end, lost_record=transcript.refusal())
+
+
+def run_claude(options: RunOptions) -> int:
+    """Run ``options`` (through stages 1–4) from stage 5 on; the exit code of docs/hermetic.md#exit-codes."""
+    return run_kind(options, _staged)

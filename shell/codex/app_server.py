@@ -28,7 +28,7 @@ from returns.result import Result
 
 from metaharness.pure.bounds import RECORD_LINE_LIMIT
 from metaharness.pure.budgets import GRACE_S
-from metaharness.pure.catalogue import Catalogue, check_codex_names
+from metaharness.pure.catalogue import Catalogue, check_codex_names, started_by_then
 from metaharness.pure.codex.app_server import CATALOGUE_COPY, app_server_args, catalogue_server_args
 from metaharness.pure.codex.app_server import open_session as open_conversation
 from metaharness.pure.codex.launch import CodexLaunch
@@ -43,6 +43,7 @@ from metaharness.pure.codex.session import (
 from metaharness.pure.decisions import Desk
 from metaharness.pure.events import Event
 from metaharness.pure.refusal import Refusal
+from metaharness.pure.run_end import RunEnd
 from metaharness.pure.stop import TERMINATE
 from metaharness.shell.bounded_reads import LineCutter
 from metaharness.shell.catalogue_file import read_back_scratch_copy, read_catalogue, write_scratch_copy
@@ -52,7 +53,7 @@ from metaharness.shell.child_process import (
     kill_group,
     wait_status,
 )
-from metaharness.shell.codex.live import CodexLoop, LiveOutcome
+from metaharness.shell.codex.live import CodexLoop
 from metaharness.shell.codex.rollout import RolloutTail
 from metaharness.shell.facts import own_cli
 from metaharness.shell.live_engine import Engine, read_rest
@@ -79,10 +80,7 @@ def place_catalogue(
     #catalogue-scratch-copy)."""
     path = os.path.join(launch.scratch, CATALOGUE_COPY)
     write_scratch_copy(catalogue, path)
-    happened = ["the scratch files had been written"]
-    happened += ["the loopback proxy had started"] if proxy_started else []
-    happened += ["the vendor binary had been run with --version"] if probed else []
-    said = happened[0] if len(happened) == 1 else ", ".join(happened[:-1]) + " and " + happened[-1]
+    said = started_by_then(proxy_started=proxy_started, probed=probed)
     return read_back_scratch_copy(path, catalogue, source, said)
 
 
@@ -163,7 +161,7 @@ def drive_app_server(
     late_events: Callable[[], tuple[Event, ...]] = tuple,
     confined: ConfinedSpawn | None = None,
     confined_server: ConfinedSpawn | None = None,
-) -> LiveOutcome:
+) -> RunEnd:
     """Start the catalogue server and ``codex app-server``, hold the conversation, map the rollout
     and decide every call until the turn completes and the server ends, then wind the stream up
     (docs/events.md#stream-ending, docs/events.md#wind-up-and-signals); ``confined`` runs the app-server in its view and
@@ -205,17 +203,26 @@ def drive_app_server(
         _close(child.stdin)
         _close(served.stdin)
         _stop_catalogue_server(served)
+    return _wound_up(state, child, pipes, stdout_copy, late_events)
+
+
+def _wound_up(
+    state: CodexLoop, child: subprocess.Popen[bytes], pipes: _Conversation, stdout_copy: IO[bytes],
+    late_events: Callable[[], tuple[Event, ...]],
+) -> RunEnd:  # fmt: skip
+    """The app-server's end: its group killed, every orphan ended, the rest of its stdout kept, its status, and the
+    stream wound up with the late events."""
+    assert child.stdout is not None
     kill_group(child.pid, signal.SIGKILL)
     end_descendants(child.pid)
     pipes.keep_rest(child.stdout.fileno())
     stdout_copy.close()
-    code = state.exit_code if state.exit_code is not None else child.wait()
-    process = wait_status(code)
+    process = wait_status(state.exit_code if state.exit_code is not None else child.wait())
     stopper = state.stopper
     reason = state.close(
         halted=stopper.halted, killed=stopper.killed, tail=bytes(state.tail), late_events=late_events, process=process
     )
-    return LiveOutcome(reason, process, state.session.stream.written)
+    return RunEnd(reason, process)
 
 
 def _spawn_servers(

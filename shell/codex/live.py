@@ -19,10 +19,8 @@ from collections.abc import Callable
 from functools import partial
 from typing import IO, TYPE_CHECKING
 
-import msgspec
 from returns.result import Failure
 
-from metaharness.pure.bounds import COMMAND_LINE_LIMIT
 from metaharness.pure.budgets import PIPE_DRAIN_S, ROLLOUT_POLL_S
 from metaharness.pure.codex.app_server import Note, Perform, Send
 from metaharness.pure.codex.launch import CodexLaunch
@@ -44,22 +42,19 @@ from metaharness.pure.codex.session import (
     take_command,
     wind_up,
 )
-from metaharness.pure.decisions import Arm, Control, Desk, Disarm
+from metaharness.pure.decisions import Arm, Desk, Disarm
 from metaharness.pure.events import Event, Process
 from metaharness.pure.hook_channel import HookAnswer, channel_refused
-from metaharness.shell.child_end import end_descendants
+from metaharness.pure.run_end import RunEnd
+from metaharness.pure.session_steps import SessionSteps
 from metaharness.shell.child_process import (
-    STDERR_KEPT,
     ChildStop,
     kill_group,
-    wait_status,
 )
 from metaharness.shell.child_tree import ChildDir
 from metaharness.shell.codex.rollout import QUIET_POLLS_AFTER_EXIT, RolloutTail, SubAgentRollouts
 from metaharness.shell.hook_channel import HookChannel
-from metaharness.shell.live_engine import Engine, read_rest
-from metaharness.shell.run_signals import listening
-from metaharness.shell.steering import Deadlines, steering_command
+from metaharness.shell.live_engine import Engine, LiveLoop, ended, read_rest, spawn
 from metaharness.shell.tree_links import tree_facts
 
 SUB_AGENT_COPIES = "sub-agents"
@@ -69,32 +64,26 @@ if TYPE_CHECKING:
     from metaharness.shell.confinement import ConfinedSpawn
 
 
-class LiveOutcome(msgspec.Struct, frozen=True):
-    """How a driven codex run ended: the closing reason, the child's status and the stream's length."""
-
-    reason: str
-    process: Process
-    events: int
+STEPS = SessionSteps(abandon_pending=abandon_pending, expire=expire, take_command=take_command)
+"""The codex session's steps every live loop takes (``metaharness.pure.session_steps``)."""
 
 
-class CodexLoop:
-    """What the live loop keeps beside the pure session (``metaharness.pure.codex.session``): the hook
-    channel, the deadline timers, the sub-agents' rollouts and the children's stdins; it performs the
-    session's effects in order."""
+class CodexLoop(LiveLoop[Session, Effect]):
+    """What the live loop keeps beside the pure session (``metaharness.pure.codex.session``) and the shared loop
+    state: the hook channel, the sub-agents' rollouts and the children's stdins; it performs the session's
+    effects in order."""
 
     def __init__(self, launch: CodexLaunch, session: Session, write_event: Callable[[bytes], None]) -> None:
+        super().__init__(STEPS, session.desk.deadline_ms)
         self.cwd = launch.cwd
         self.session = session
         self.write_event = write_event
-        self.deadlines = Deadlines(session.desk.deadline_ms)
         self.channel = HookChannel.create(launch.scratch)
         self.home = ChildDir.open(launch.codex_home)
         self.scratch = ChildDir.open(launch.scratch)
         self.sub_agents = SubAgentRollouts(self.home, self.scratch, SUB_AGENT_COPIES)
         self.server_in: IO[bytes] | None = None
         self.catalogue_in: IO[bytes] | None = None
-        self.stopper: ChildStop
-        self.tail = bytearray()
         self.exit_code: int | None = None
         self.next_poll = time.monotonic()
         self.quiet = 0
@@ -136,11 +125,6 @@ class CodexLoop:
             elif isinstance(effect, Disarm):
                 self.deadlines.disarm(effect.call_id)
 
-    def step(self, taken: tuple[Session, tuple[Effect, ...]]) -> None:
-        """Take the session an input gave and perform its effects."""
-        self.session, effects = taken
-        self.perform(effects)
-
     def ring(self) -> None:
         """Drain the doorbell: each key's request is a call the hook delivered."""
         for key in self.channel.ring():
@@ -151,31 +135,6 @@ class CodexLoop:
     def record(self, number: int, raw: bytes) -> None:
         self.ring()
         self.step(read_line(self.session, number, raw))
-
-    def command(self, line: bytes, on_steering_refusal: Callable[[str], None]) -> Control:
-        """One ``metaharness.command/1`` line; returns ``interrupt`` or ``halt`` when the child must be stopped."""
-        command = steering_command(line, on_steering_refusal)
-        if command is None:
-            return None
-        self.session, effects, control = take_command(self.session, command, self.deadlines.latency_ms(command))
-        self.perform(effects)
-        return control
-
-    def command_line(self, line: bytes, on_steering_refusal: Callable[[str], None]) -> None:
-        """A command line; an ``interrupt`` or ``halt`` that took effect stops the child."""
-        control = self.command(line, on_steering_refusal)
-        if control is not None:
-            self.stopper.take(control)
-
-    def signalled(self, _number: int) -> None:
-        """A signal: the first abandons every pending call, then the stop policy ends the child."""
-        if not self.stopper.killed:
-            self.step(abandon_pending(self.session, "the run was interrupted"))
-        self.stopper.take("signal")
-
-    def stderr(self, chunk: bytes) -> None:
-        self.tail.extend(chunk)
-        del self.tail[:-STDERR_KEPT]
 
     def exited(self, child: subprocess.Popen[bytes], kill: bool) -> None:
         """The child exited. With ``kill`` its group is killed then, so nothing of it is left to write the
@@ -207,18 +166,9 @@ class CodexLoop:
         """The sources every codex run watches, the doorbell first, and its timers."""
         assert child.stderr is not None
         engine.on_ready(self.channel.fileno(), self.ring)
-        engine.on_signal(self.signalled)
-        listening(child.pid, engine.signal)
-        if commands is not None:
-            on_command = partial(self.command_line, on_steering_refusal=on_steering_refusal)
-            engine.on_lines(commands, COMMAND_LINE_LIMIT, on_command, lambda: None)
+        self.watch_outside(engine, child.pid, commands, on_steering_refusal)
         engine.on_chunks(child.stderr.fileno(), self.stderr, lambda: None)
-        engine.timer(lambda: self.stopper.kill_at, lambda: self.stopper.due(time.monotonic()))
-        engine.timer(self.deadlines.next_at, self.expire_due)
-
-    def expire_due(self) -> None:
-        for call_id, waited in self.deadlines.take_due():
-            self.step(expire(self.session, call_id, waited))
+        self.watch_timers(engine)
 
     def take_rollout(self, rollout_tail: RolloutTail) -> bool:
         """One poll: the doorbell, then each new rollout line as a record, then each new line of a
@@ -278,7 +228,7 @@ def drive_codex(
     process_known: bool = True,
     late_events: Callable[[], tuple[Event, ...]] = tuple,
     confined: ConfinedSpawn | None = None,
-) -> LiveOutcome:
+) -> RunEnd:
     """Spawn ``codex exec`` (in ``confined``'s view when given), map its rollout and decide its hook calls until it ends, then wind the
     stream up (docs/events.md#stream-ending, docs/events.md#wind-up-and-signals). Raises ``OSError`` when the spawn
     itself fails. ``process_known`` false writes ``process`` unknown, as conformance C3 does
@@ -287,18 +237,8 @@ def drive_codex(
     state = CodexLoop(launch, open_session(desk, rollout, run, tree_facts((), launch.cwd))[0], write_event)
     rollout_tail = state.rollout_tail(launch)
     with state.new_copy(launch.stdout_copy) as stdout_copy:
-        child = subprocess.Popen(
-            list(launch.argv) if confined is None else confined.argv,
-            cwd=launch.cwd,
-            env=launch.environment.as_dict(),
-            stdin=subprocess.DEVNULL,
-            stdout=stdout_copy,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            pass_fds=() if confined is None else confined.pass_fds,
-        )
-    if confined is not None:
-        confined.spawned()
+        child = spawn(launch.argv, cwd=launch.cwd, env=launch.environment.as_dict(), stdin=subprocess.DEVNULL,
+                      stdout=stdout_copy, confined=confined)  # fmt: skip
     assert child.stderr is not None
     state.stopper = ChildStop(child.pid, STOP_POLICY)
     engine = Engine()
@@ -312,12 +252,10 @@ def drive_codex(
     finally:
         engine.close()
         rollout_tail.close()
-    kill_group(child.pid, signal.SIGKILL)
-    end_descendants(child.pid)
     code = state.exit_code if state.exit_code is not None else child.wait()
-    process = wait_status(code, process_known)
+    process = ended(child.pid, code, process_known)
     stopper = state.stopper
     reason = state.close(
         halted=stopper.halted, killed=stopper.killed, tail=bytes(state.tail), late_events=late_events, process=process
     )
-    return LiveOutcome(reason, process, state.session.stream.written)
+    return RunEnd(reason, process)

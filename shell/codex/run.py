@@ -13,7 +13,6 @@ import os
 import secrets
 import shutil
 import sys
-import tempfile
 from functools import partial
 
 import msgspec
@@ -28,9 +27,9 @@ from metaharness.pure.codex.doctor import version_token
 from metaharness.pure.codex.launch import CodexLaunch, CodexRunSpec, plan_codex_launch
 from metaharness.pure.codex.rollout import RolloutLaunch
 from metaharness.pure.codex.skills import SKILL_FILE, skill_roots
-from metaharness.pure.codex.vendor import PINS, PROGRAM, WIRE_PATHS
+from metaharness.pure.codex.vendor import KIND, PINS, PROGRAM, WIRE_PATHS
 from metaharness.pure.commands import control_unsupported, start_time_refusals
-from metaharness.pure.confinement import BRIDGE_PORT, bridge_url, confined_hermetic, pointed_at_bridge
+from metaharness.pure.confinement import confined_hermetic, pointed_at_bridge
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.decisions import open_desk
 from metaharness.pure.environment import (
@@ -41,7 +40,7 @@ from metaharness.pure.environment import (
     operator_login_file,
     path_floor,
 )
-from metaharness.pure.events import Event, Transcript
+from metaharness.pure.events import Transcript
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
 from metaharness.pure.hermetic import MEMORY_SHAPES, VerdictFacts, memory_walk
 from metaharness.pure.loopback import (
@@ -51,14 +50,14 @@ from metaharness.pure.loopback import (
 )
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
+from metaharness.pure.route_target import BridgeEndpoint, LoopbackPort, VendorAtBridge, route_target
+from metaharness.pure.run_end import RunEnd
 from metaharness.pure.run_stages import decision_budget_ms, strict_version_refusal
 from metaharness.shell.bounded_reads import read_regular
-from metaharness.shell.child_end import end_unexpectedly
-from metaharness.shell.child_tree import remove_tree
 from metaharness.shell.codex.app_server import drive_app_server, place_catalogue, read_codex_catalogue
 from metaharness.shell.codex.config_home import config_home_effect
 from metaharness.shell.codex.live import SUB_AGENT_COPIES, drive_codex
-from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, effect_checked, prepare
+from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
     caller_environment,
@@ -71,11 +70,10 @@ from metaharness.shell.facts import (
 )
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.loopback import RouteProxy
-from metaharness.shell.refusals import refuse
-from metaharness.shell.run_signals import spawned_group
-from metaharness.shell.staging import EarlySignal, Refused, reach_endpoint, stderr_line, take, unusable_directory
+from metaharness.shell.run_engine import LateEvents, Launched, RunHold, memory_walk_of, run_kind
+from metaharness.shell.staging import EarlySignal, reach_endpoint, stderr_line, take, unusable_directory
 from metaharness.shell.view_route import start_route
-from metaharness.shell.wind_up import RunAudit, retain_copies
+from metaharness.shell.wind_up import RunAudit
 
 VERSION_PROBE_S = 30
 
@@ -119,15 +117,15 @@ def custody_stage(options: RunOptions, caller_env: dict[str, str]) -> Result[str
     input is read, and ``None``; under loopback (docs/adapters/common.md#endpoint-route) the custody ``auth.json``
     parsed once (``loopback-custody-unreadable``, ``loopback-chatgpt-login``) and its path."""
     if options.credentials != "loopback":
-        declaration = EnvironmentDeclaration(kind="codex", credentials=options.credentials)
-        present = readable_regular_file(operator_login_file("codex", caller_env))
+        declaration = EnvironmentDeclaration(kind=KIND, credentials=options.credentials)
+        present = readable_regular_file(operator_login_file(KIND, caller_env))
         return credential_posture(declaration, caller_env, present).map(lambda _: None)
-    custody = operator_login_file("codex", caller_env)
+    custody = operator_login_file(KIND, caller_env)
     try:
         data = read_regular(custody or "", CREDENTIAL_FILE_LIMIT)
     except OSError as error:
-        return Failure(custody_missing("codex", custody, str(error.strerror or error)))
-    return loopback_custody_token("codex", data).map(lambda _: custody)
+        return Failure(custody_missing(KIND, custody, str(error.strerror or error)))
+    return loopback_custody_token(KIND, data).map(lambda _: custody)
 
 
 def plan_run(
@@ -140,7 +138,7 @@ def plan_run(
     ``loopback`` is (custody path, placeholder, port) under ``--credentials loopback``; the port may
     still be symbolic. ``catalogue`` is the checked catalogue of a catalogue run (H10 names its copy)."""
     caller_env = caller_environment()
-    credential_file = operator_login_file("codex", caller_env)
+    credential_file = operator_login_file(KIND, caller_env)
     inputs = _declared_inputs(options)
     if isinstance(inputs, Failure):
         return inputs
@@ -150,13 +148,8 @@ def plan_run(
         return Failure(
             Refusal("plugin-dir-unusable", f"--plugin-dir {unusable} is not a directory holding a readable file")
         )
-    if cwd is None:
-        start, found = gather_memory_facts(tempfile.gettempdir(), MEMORY_SHAPES["codex"])
-        walk = memory_walk(start, found, scratch_parent=True)
-    else:
-        start, found = gather_memory_facts(cwd, MEMORY_SHAPES["codex"])
-        walk = memory_walk(start, found)
-    refused = start_time_refusals(options.decisions, frame is not None, "codex", HONOURED_COMMANDS)
+    walk = memory_walk_of(cwd, MEMORY_SHAPES[KIND])
+    refused = start_time_refusals(options.decisions, frame is not None, KIND, HONOURED_COMMANDS)
     if refused:
         return Failure(control_unsupported(refused))
     spec = CodexRunSpec(
@@ -168,7 +161,7 @@ def plan_run(
         cwd=cwd,
         scratch_cwd=options.scratch_cwd,
         environment=EnvironmentDeclaration(
-            kind="codex",
+            kind=KIND,
             credentials=options.credentials,
             actor=options.actor,
             model_endpoint=options.model_endpoint,
@@ -188,7 +181,7 @@ def plan_run(
         program_facts,
         credential_file_present=readable_regular_file(credential_file),
         custody_path=loopback[0] if loopback is not None else None,
-        upstream=upstream_root("codex", options.model_endpoint) if loopback is not None else None,
+        upstream=upstream_root(KIND, options.model_endpoint) if loopback is not None else None,
         walk=walk,
         skills=found_skills(caller_env.get("HOME"), cwd, confined=options.confine == "on"),
     )
@@ -288,7 +281,7 @@ def verdict_facts(options: RunOptions, launch: CodexLaunch) -> VerdictFacts:
     plugin copies' names, the declared key, an empty MCP set (the scratch config names no server), the pins, and
     what the scratch ``CODEX_HOME`` held after the session (docs/hermetic.md#by-effect)."""
     return VerdictFacts(
-        kind="codex",
+        kind=KIND,
         declared_plugins=tuple(os.path.basename(os.path.normpath(source)) for source in options.plugin_dir),
         declared_key=options.credentials == "api-key",
         planned_cwd=directory_identity(launch.cwd),
@@ -297,22 +290,14 @@ def verdict_facts(options: RunOptions, launch: CodexLaunch) -> VerdictFacts:
     )
 
 
-def late_events(
-    options: RunOptions, run: str, launch: CodexLaunch, proxy: RouteProxy | None, workspace: bytes | None = None
-) -> tuple[Event, ...]:
-    """The wind-up's own events (docs/adapters/common.md#endpoint-route, docs/cli.md#run): the proxy's one
-    ``auth.expired`` and ``LOOPBACK_REFUSED``, then the ``--retain-dir`` copy and any ``RETAIN_FAILED``."""
-    events = () if proxy is None else proxy.wind_up(launch.scratch)
-    return (*events, *retain_copies(options.retain_dir, run, launch.scratch, retained_files(launch), workspace))
+Started = tuple[CodexLaunch, Frame | None, Catalogue | None, Prepared | None]
 
 
-Started = tuple[CodexLaunch, Frame | None, RouteProxy | None, Catalogue | None, Prepared | None]
-
-
-def _start(options: RunOptions, run: str, scratch: str) -> Result[Started, Refusal]:
-    """Stages 5–9 (c): plan, start the route proxy (loopback, or any route of a confined run) and
-    re-plan pointed at it, write the scratch tree, probe under ``--strict-version``; the catalogue is
-    read and checked after the credentials and the confinement's refusals."""
+def _start(options: RunOptions, run: str, hold: RunHold) -> Result[Started, Refusal]:
+    """Stages 5–9 (c): plan, start the route proxy (loopback, or any route of a confined run) into ``hold`` and
+    re-plan pointed at it; the catalogue is read and checked after the credentials and the confinement's
+    refusals."""
+    scratch = hold.scratch or ""
     caller_env = caller_environment()
     custody = custody_stage(options, caller_env)
     if isinstance(custody, Failure):
@@ -333,35 +318,44 @@ def _start(options: RunOptions, run: str, scratch: str) -> Result[Started, Refus
     planned = plan_run(options, scratch, loopback, catalogue)
     route = None if prepared is None else prepared.route
     if isinstance(planned, Failure) or (loopback is None and route is None):
-        return planned.map(lambda done: (*done, None, catalogue, prepared))
+        return planned.map(lambda done: (*done, catalogue, prepared))
     try:
-        if prepared is not None:
-            proxy = start_route("codex", prepared, scratch, None if loopback is None else loopback[1])
-        else:
-            assert loopback is not None
-            proxy = RouteProxy("codex", loopback[1], loopback[0], upstream_root("codex", options.model_endpoint),
-                               WIRE_PATHS)  # fmt: skip
-            proxy.start()
+        proxy = _start_proxy(options, prepared, hold, loopback)
     except OSError as error:
         return Failure(Refusal("loopback-not-started", f"the route proxy could not listen: {error.strerror or error}"))
-    assert proxy is not None
-    if loopback is not None:
-        port = str(BRIDGE_PORT) if prepared is not None else str(proxy.port)
-        replanned = plan_run(options, scratch, (loopback[0], loopback[1], port), catalogue)
-    elif route is not None and options.model_endpoint is not None:
-        pointed = msgspec.structs.replace(options, model_endpoint=bridge_url(options.model_endpoint))
-        replanned = plan_run(pointed, scratch, None, catalogue)
+    target = route_target(loopback=loopback is not None, confined=prepared is not None,
+                          model_endpoint=options.model_endpoint, proxy_port=proxy.port)  # fmt: skip
+    match target:
+        case LoopbackPort(port=port):
+            assert loopback is not None
+            replanned = plan_run(options, scratch, (loopback[0], loopback[1], port), catalogue)
+        case BridgeEndpoint(endpoint=endpoint):
+            replanned = plan_run(msgspec.structs.replace(options, model_endpoint=endpoint), scratch, None, catalogue)
+        case VendorAtBridge():
+            replanned = planned.map(lambda done: (_at_bridge(done[0]), done[1]))
+    return replanned.map(lambda done: (*done, catalogue, prepared))
+
+
+def _start_proxy(
+    options: RunOptions, prepared: Prepared | None, hold: RunHold, loopback: tuple[str, str, str] | None
+) -> RouteProxy:
+    """The route proxy, kept in ``hold``: on the view's socket when confined, else on ``127.0.0.1`` under loopback
+    (raises ``OSError`` when it cannot listen)."""
+    scratch = hold.scratch or ""
+    if prepared is not None:
+        hold.proxy = start_route(KIND, prepared, scratch, None if loopback is None else loopback[1])
     else:
-        replanned = planned.map(lambda done: (_at_bridge(done[0]), done[1]))
-    if isinstance(replanned, Failure):
-        proxy.stop()
-    return replanned.map(lambda done: (*done, proxy, catalogue, prepared))
+        assert loopback is not None
+        hold.proxy = RouteProxy(KIND, loopback[1], loopback[0], upstream_root(KIND, options.model_endpoint), WIRE_PATHS)
+        hold.proxy.start()
+    assert hold.proxy is not None
+    return hold.proxy
 
 
 def _at_bridge(launch: CodexLaunch) -> CodexLaunch:
     """A codex launch on the vendor's API pointed at the bridge instead (``OPENAI_BASE_URL``)."""
     environment = msgspec.structs.replace(
-        launch.environment, variables=pointed_at_bridge("codex", launch.environment.variables)
+        launch.environment, variables=pointed_at_bridge(KIND, launch.environment.variables)
     )
     return msgspec.structs.replace(launch, environment=environment)
 
@@ -380,8 +374,8 @@ def confined_launch(
     loopback = launch.environment.posture.loopback
     if prepared is None:
         return Success((msgspec.structs.replace(launch, hermetic=confined_hermetic(launch.hermetic, None, loopback,
-                                                                                  "codex")), None, None))  # fmt: skip
-    walk = memory_walk(*gather_memory_facts(launch.cwd, MEMORY_SHAPES["codex"]))
+                                                                                  KIND)), None, None))  # fmt: skip
+    walk = memory_walk(*gather_memory_facts(launch.cwd, MEMORY_SHAPES[KIND]))
     scratch = launch.scratch
     names = (os.path.basename(os.path.normpath(source)) for source in plugin_dirs)
     credential = [os.path.join(launch.codex_home, "auth.json")] if launch.credential_file else []
@@ -402,91 +396,61 @@ def confined_launch(
     served = view(server, msgspec.structs.replace(prepared, route=None)) if server else None
     if isinstance(served, Failure):
         return served
-    hermetic = confined_hermetic(launch.hermetic, spawn.confinement, loopback, "codex", walk)
+    hermetic = confined_hermetic(launch.hermetic, spawn.confinement, loopback, KIND, walk)
     return Success((msgspec.structs.replace(launch, hermetic=hermetic), spawn,
                     None if served is None else served.unwrap()))  # fmt: skip
 
 
+def _staged(options: RunOptions, hold: RunHold, early: EarlySignal) -> Launched:
+    """Stages 5–9 of a codex run in its refusal order: the scratch root first, the audit, the credential, the view,
+    the catalogue, the plan and the route (:func:`_start`), the scratch tree, the probe, the catalogue's copy, the
+    view of the command (and of the catalogue server), the endpoint."""
+    hold.scratch_root("metaharness-codex-")
+    audit = RunAudit(options)
+    launch, frame, catalogue, prepared = take(_start(options, hold.run_id, hold))
+    early.check()
+    materialise(launch, options.plugin_dir)
+    if options.strict_version:
+        take(strict_version(launch))
+    if catalogue is not None:
+        take(place_catalogue(launch, catalogue, options.catalogue or "", proxy_started=hold.proxy is not None,
+                             probed=options.strict_version))  # fmt: skip
+    command = launch.argv if catalogue is None else (launch.program, *app_server_args())
+    server = () if catalogue is None else catalogue_server_args(own_cli(), launch.scratch, launch.cwd, catalogue)
+    launch, spawn, spawn_server = take(confined_launch(prepared, launch, command, options.plugin_dir, server))
+    reach_endpoint(options)
+    early.check()
+    return Launched(
+        audit=audit, program=launch.program, scratch=launch.scratch, spawn=spawn, record=launch.rollout_copy,
+        retained=retained_files(launch), verdict_facts=partial(verdict_facts, options, launch),
+        drive=partial(_drive, options, audit, launch, (frame, catalogue, spawn, spawn_server), hold.run_id),
+    )  # fmt: skip
+
+
+def _drive(
+    options: RunOptions, audit: RunAudit, launch: CodexLaunch,
+    held: tuple[Frame | None, Catalogue | None, ConfinedSpawn | None, ConfinedSpawn | None], run_id: str,
+    late: LateEvents,
+) -> RunEnd:  # fmt: skip
+    """``codex exec`` on its rollout, or the app-server with the catalogue; answers through the hook channel."""
+    frame, catalogue, spawn, spawn_server = held
+    rollout = RolloutLaunch(
+        program=launch.program, pins=PINS, transcript=Transcript(path=launch.rollout_copy, digest=None, bytes=None),
+        hermetic=launch.hermetic, context_files=launch.context_files,
+        frame_digest=frame.digest if frame is not None else None, tmpdir=launch.environment.as_dict().get("TMPDIR"),
+    )  # fmt: skip
+    desk = open_desk(options.decisions, frame, decision_budget_ms(options.decision_deadline, HOOK_TIMEOUT_S * 1000))
+    drive = drive_codex if catalogue is None else partial(
+        drive_app_server, catalogue=catalogue, model=options.model, confined_server=spawn_server
+    )  # fmt: skip
+    audit.arm(launch.cwd)
+    return drive(
+        launch=launch, desk=desk, rollout=rollout, run=run_id, write_event=audit.write_event,
+        commands=sys.stdin.fileno() if sys.stdin is not None else None, on_steering_refusal=stderr_line,
+        late_events=lambda: late(()), confined=spawn,
+    )  # fmt: skip
+
+
 def run_codex(options: RunOptions) -> int:
     """Run ``options`` (kind ``codex``, through stages 1–4) from stage 5 on; the exit of docs/hermetic.md#exit-codes."""
-    run = f"codex-{os.getpid()}"
-    scratch = tempfile.mkdtemp(prefix="metaharness-codex-")
-    proxy: RouteProxy | None = None
-    try:
-        with EarlySignal() as early:
-            try:
-                audit = RunAudit(options)
-                started = _start(options, run, scratch)
-                if isinstance(started, Failure):
-                    return refuse(started.failure())
-                launch, frame, proxy, catalogue, prepared = started.unwrap()
-                early.check()
-                materialise(launch, options.plugin_dir)
-                if options.strict_version:
-                    take(strict_version(launch))
-                if catalogue is not None:
-                    placed = place_catalogue(
-                        launch,
-                        catalogue,
-                        options.catalogue or "",
-                        proxy_started=proxy is not None,
-                        probed=options.strict_version,
-                    )
-                    take(placed)
-                command = launch.argv if catalogue is None else (launch.program, *app_server_args())
-                server = () if catalogue is None else catalogue_server_args(own_cli(), launch.scratch, launch.cwd,
-                                                                           catalogue)  # fmt: skip
-                launch, spawn, spawn_server = take(confined_launch(prepared, launch, command, options.plugin_dir, server))
-                reach_endpoint(options)
-                early.check()
-            except Refused as refused:
-                return refuse(refused.refusal)
-        rollout = RolloutLaunch(
-            program=launch.program,
-            pins=PINS,
-            transcript=Transcript(path=launch.rollout_copy, digest=None, bytes=None),
-            hermetic=launch.hermetic,
-            context_files=launch.context_files,
-            frame_digest=frame.digest if frame is not None else None,
-            tmpdir=launch.environment.as_dict().get("TMPDIR"),
-        )
-        audit.names_program(launch.program)
-        if proxy is not None and spawn is not None:
-            audit.route = lambda: proxy.route
-        if proxy is not None:
-            audit.account = lambda: proxy.account
-        def rows_facts() -> VerdictFacts:
-            """The facts the rows are checked against, with the effect checks read after the spawn."""
-            return effect_checked(verdict_facts(options, launch), spawn)
-
-        audit.rows_facts = rows_facts
-        desk = open_desk(options.decisions, frame, decision_budget_ms(options.decision_deadline, HOOK_TIMEOUT_S * 1000))
-        drive = (
-            drive_codex
-            if catalogue is None
-            else partial(drive_app_server, catalogue=catalogue, model=options.model, confined_server=spawn_server)
-        )
-        try:
-            audit.arm(launch.cwd)
-            outcome = drive(
-                launch=launch,
-                desk=desk,
-                rollout=rollout,
-                run=run,
-                write_event=audit.write_event,
-                commands=sys.stdin.fileno() if sys.stdin is not None else None,
-                on_steering_refusal=stderr_line,
-                late_events=lambda: (*audit.limits.late_events(), *late_events(options, run, launch, proxy, audit.workspace_diff())),
-                confined=spawn,
-            )
-        except OSError as error:
-            if spawned_group() is not None:
-                return end_unexpectedly(audit, run, error)
-            return refuse(Refusal("spawn-failed", f"{launch.program} could not be started: {error}"))
-        except Exception as error:  # noqa: BLE001 - the child is stopped and the stream closed whatever failed
-            return end_unexpectedly(audit, run, error)
-        return audit.exit_code(rows_facts(), launch.rollout_copy, outcome.reason)
-    finally:
-        if proxy is not None:
-            proxy.stop()
-        remove_tree(scratch)
+    return run_kind(options, _staged)

@@ -11,16 +11,16 @@ from __future__ import annotations
 import os
 import secrets
 import sys
-import tempfile
+from functools import partial
 
 import msgspec
 
 from metaharness.pure.bounds import CREDENTIAL_FILE_LIMIT
 from metaharness.pure.budgets import HOOK_TIMEOUT_S
-from metaharness.pure.confinement import BRIDGE_PORT, bridge_url, confined_hermetic
+from metaharness.pure.confinement import confined_hermetic
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import EnvironmentDeclaration, loopback_custody_token, operator_login_file, path_floor
-from metaharness.pure.events import Event, Transcript
+from metaharness.pure.events import Transcript
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
 from metaharness.pure.gemini.adapter import KIND, PINS, PROGRAM, endpoint_paths
 from metaharness.pure.gemini.doctor import version_token
@@ -31,11 +31,11 @@ from metaharness.pure.hermetic import MEMORY_SHAPES, DirectoryIdentity, VerdictF
 from metaharness.pure.loopback import loopback_placeholder, upstream_root
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
+from metaharness.pure.route_target import BridgeEndpoint, LoopbackPort, route_target
+from metaharness.pure.run_end import RunEnd
 from metaharness.pure.run_stages import decision_budget_ms, strict_version_refusal
 from metaharness.shell.bounded_reads import read_regular
-from metaharness.shell.child_end import end_unexpectedly
-from metaharness.shell.child_tree import remove_tree
-from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, effect_checked, prepare
+from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
     caller_environment,
@@ -49,11 +49,10 @@ from metaharness.shell.gemini.config_home import config_home_effect
 from metaharness.shell.gemini.live import drive_gemini
 from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.loopback import RouteProxy
-from metaharness.shell.refusals import refuse
-from metaharness.shell.run_signals import spawned_group
+from metaharness.shell.run_engine import LateEvents, Launched, RunHold, memory_walk_of, run_kind, start_route_refused
 from metaharness.shell.staging import EarlySignal, Refused, reach_endpoint, stderr_line, take, unusable_directory
 from metaharness.shell.view_route import start_route
-from metaharness.shell.wind_up import RunAudit, retain_copies
+from metaharness.shell.wind_up import RunAudit
 
 VERSION_PROBE_S = 30
 
@@ -111,10 +110,7 @@ def plan(options: RunOptions, scratch: str, context: tuple[ContextFileRead, ...]
     """Stages 5, 7 and 8 for a gemini run (docs/hermetic.md#refusal-order); raises ``Refused``."""
     caller_env = caller_environment()
     cwd = os.path.abspath(options.cwd) if options.cwd is not None else None
-    if cwd is None:
-        walk = memory_walk(*gather_memory_facts(tempfile.gettempdir(), MEMORY_SHAPES[KIND]), scratch_parent=True)
-    else:
-        walk = memory_walk(*gather_memory_facts(cwd, MEMORY_SHAPES[KIND]))
+    walk = memory_walk_of(cwd, MEMORY_SHAPES[KIND])
     spec = GeminiRunSpec(
         prompt=options.prompt or "", decisions=options.decisions, hermetic=options.hermetic, model=options.model,
         cwd=cwd, scratch_cwd=options.scratch_cwd,
@@ -181,15 +177,6 @@ def harness_directory(spawn: ConfinedSpawn | None) -> DirectoryIdentity | None:
     return None if found is None else DirectoryIdentity(*found)
 
 
-def late_events(
-    options: RunOptions, run_id: str, launch: GeminiLaunch, proxy: RouteProxy | None, workspace: bytes | None
-) -> tuple[Event, ...]:
-    """The wind-up's own events: the route's ``ROUTE_REFUSED``, then the ``--retain-dir`` copies (the workspace
-    diff among them) and any ``RETAIN_FAILED``."""
-    events = () if proxy is None else proxy.wind_up(launch.scratch)
-    return (*events, *retain_copies(options.retain_dir, run_id, launch.scratch, retained_files(launch), workspace))
-
-
 def confined_launch(prepared: Prepared | None, launch: GeminiLaunch) -> tuple[GeminiLaunch, ConfinedSpawn | None]:
     """The launch with rows H12 and H13, and its view when confined: writable the child's directory,
     ``GEMINI_CLI_HOME``, ``TMPDIR`` and the hook channel; the settings file and the hook program read-only,
@@ -209,58 +196,99 @@ def confined_launch(prepared: Prepared | None, launch: GeminiLaunch) -> tuple[Ge
     return msgspec.structs.replace(launch, hermetic=hermetic), spawn
 
 
-def routed_plan(options: RunOptions, prepared: Prepared | None, custody: str | None, scratch: str,
+def routed_plan(options: RunOptions, prepared: Prepared | None, custody: str | None, hold: RunHold,
                 context: tuple[ContextFileRead, ...], frame: Frame | None,
-                hook_timeout_s: int | None) -> tuple[GeminiLaunch, RouteProxy | None]:  # fmt: skip
-    """Stages 7–8 with the route: under loopback the proxy listens on a loopback port and the child holds a
-    placeholder; a confined run needs ``--model-endpoint`` (``confine-route-unavailable``), its proxy listens on
-    the scratch socket and the child is pointed at the bridge in the endpoint's place."""
+                hook_timeout_s: int | None) -> GeminiLaunch:  # fmt: skip
+    """Stages 7–8 with the route, its proxy kept in ``hold``: under loopback the proxy listens on a loopback port
+    and the child holds a placeholder; a confined run needs ``--model-endpoint`` (``confine-route-unavailable``),
+    its proxy listens on the scratch socket and the child is pointed at the bridge in the endpoint's place."""
+    scratch = hold.scratch or ""
     if custody is not None:
-        return loopback_plan(options, custody, prepared, scratch, context, frame, hook_timeout_s)
+        return loopback_plan(options, custody, prepared, hold, context, frame, hook_timeout_s)
     launch = plan(options, scratch, context, frame, hook_timeout_s)
     if prepared is None:
-        return launch, None
+        return launch
     if options.model_endpoint is None:
         raise Refused(Refusal("confine-route-unavailable", f"--confine on {KIND} needs --credentials none with "
                               "--model-endpoint, or loopback: the view has no route to Google's API; pass "
                               "--confine off"))  # fmt: skip
-    try:
-        proxy = start_route(KIND, prepared, scratch, None)
-    except OSError as error:
-        raise Refused(Refusal("loopback-not-started", f"the route proxy could not listen: {error.strerror or error}"))
-    pointed = msgspec.structs.replace(options, model_endpoint=bridge_url(options.model_endpoint))
-    try:
-        return plan(pointed, scratch, context, frame, hook_timeout_s), proxy
-    except Refused:
-        if proxy is not None:
-            proxy.stop()
-        raise
+    hold.proxy = start_route_refused(KIND, prepared, scratch, None)
+    target = route_target(loopback=False, confined=True, model_endpoint=options.model_endpoint, proxy_port=None)
+    assert isinstance(target, BridgeEndpoint)
+    return plan(msgspec.structs.replace(options, model_endpoint=target.endpoint), scratch, context, frame,
+                hook_timeout_s)  # fmt: skip
 
 
-def loopback_plan(options: RunOptions, path: str, prepared: Prepared | None, scratch: str,
+def loopback_plan(options: RunOptions, path: str, prepared: Prepared | None, hold: RunHold,
                   context: tuple[ContextFileRead, ...], frame: Frame | None,
-                  hook_timeout_s: int | None) -> tuple[GeminiLaunch, RouteProxy]:  # fmt: skip
+                  hook_timeout_s: int | None) -> GeminiLaunch:  # fmt: skip
     """The loopback launch: the proxy (on ``127.0.0.1``, or on the scratch socket behind the bridge when confined)
     admitting only the run's model's methods and carrying the custody key as ``x-goog-api-key``."""
-    placeholder = loopback_placeholder(f"{KIND}-{os.getpid()}", secrets.token_bytes(12))
-    proxy: RouteProxy | None = None
+    scratch = hold.scratch or ""
+    placeholder = loopback_placeholder(hold.run_id, secrets.token_bytes(12))
     try:
         if prepared is not None:
-            proxy, port = start_route(KIND, prepared, scratch, placeholder), BRIDGE_PORT
+            hold.proxy = start_route(KIND, prepared, scratch, placeholder)
         else:
-            proxy = RouteProxy(KIND, placeholder, path, upstream_root(KIND, options.model_endpoint),
-                               endpoint_paths(options.model))  # fmt: skip
-            port = proxy.start()
+            hold.proxy = RouteProxy(KIND, placeholder, path, upstream_root(KIND, options.model_endpoint),
+                                    endpoint_paths(options.model))  # fmt: skip
+            hold.proxy.start()
     except OSError as error:
-        if proxy is not None:
-            proxy.stop()
         raise Refused(Refusal("loopback-not-started", f"the route proxy could not listen: {error.strerror or error}"))
-    assert proxy is not None
-    try:
-        return plan(options, scratch, context, frame, hook_timeout_s, Custody(path, placeholder, str(port))), proxy
-    except Refused:
-        proxy.stop()
-        raise
+    assert hold.proxy is not None
+    target = route_target(loopback=True, confined=prepared is not None, model_endpoint=options.model_endpoint,
+                          proxy_port=hold.proxy.port)  # fmt: skip
+    assert isinstance(target, LoopbackPort)
+    return plan(options, scratch, context, frame, hook_timeout_s, Custody(path, placeholder, target.port))
+
+
+def _staged(options: RunOptions, hold: RunHold, early: EarlySignal, hook_timeout_s: int | None) -> Launched:
+    """Stages 5–9 of a gemini run in its refusal order: the audit, the custody, the view, the declared inputs, the
+    plan with its route, the scratch tree and the hook channel, the probe, the view, the endpoint."""
+    audit = RunAudit(options)
+    custody = custody_stage(options)
+    prepared = prepare(options, caller_environment(), custody)
+    if isinstance(prepared, Refusal):
+        raise Refused(prepared)
+    context, frame = declared_inputs(options)
+    early.check()
+    hold.scratch_root("metaharness-gemini-")
+    launch = routed_plan(options, prepared, custody, hold, context, frame, hook_timeout_s)
+    channel = materialise(launch)
+    version = probe_version(launch)
+    if options.strict_version:
+        strict_version(launch, version)
+    launch, spawn = confined_launch(prepared, launch)
+    reach_endpoint(options)
+    early.check()
+    timeout = HOOK_TIMEOUT_S if hook_timeout_s is None else hook_timeout_s
+    return Launched(
+        audit=audit, program=launch.program, scratch=launch.scratch, spawn=spawn, record=launch.transcript,
+        retained=retained_files(launch), verdict_facts=partial(verdict_facts, options, launch, spawn),
+        drive=partial(_drive, options, audit, launch, (frame, channel, version, spawn), (hold.run_id, timeout)),
+        close=channel.close,
+    )  # fmt: skip
+
+
+def _drive(
+    options: RunOptions, audit: RunAudit, launch: GeminiLaunch,
+    held: tuple[Frame | None, HookChannel, str | None, ConfinedSpawn | None], run: tuple[str, int], late: LateEvents,
+) -> RunEnd:  # fmt: skip
+    """``gemini -p`` on its stream-json record, answers through the hook channel (``run``: its id and the hook's
+    timeout)."""
+    frame, channel, version, spawn = held
+    run_id, timeout = run
+    facts = RecordFacts(transcript=Transcript(path=launch.transcript, digest=None, bytes=None), hermetic=launch.hermetic,
+                        context_files=launch.context_files, cwd=launch.cwd,
+                        model=launch.args[launch.args.index("--model") + 1], harness_version=version)  # fmt: skip
+    session = open_session(facts, run_id, options.decisions, frame, timeout)
+    with open(launch.transcript, "wb") as transcript:
+        audit.arm(launch.cwd)
+        return drive_gemini(
+            launch=launch, session=session, channel=channel, write_event=audit.write_event, transcript=transcript,
+            commands=sys.stdin.fileno() if sys.stdin is not None else None, on_steering_refusal=stderr_line,
+            late_events=lambda: late(()), confined=spawn,
+        )  # fmt: skip
 
 
 def run_gemini(options: RunOptions, hook_timeout_s: int | None = None) -> int:
@@ -269,67 +297,4 @@ def run_gemini(options: RunOptions, hook_timeout_s: int | None = None) -> int:
     (docs/decisions.md#deadlines)."""
     if hook_timeout_s is None and options.decision_deadline is not None:
         hook_timeout_s = decision_budget_ms(options.decision_deadline, HOOK_TIMEOUT_S * 1000) // 1000
-    run_id = f"{KIND}-{os.getpid()}"
-    scratch: str | None = None
-    proxy: RouteProxy | None = None
-    with EarlySignal() as early:
-        try:
-            audit = RunAudit(options)
-            custody = custody_stage(options)
-            prepared = prepare(options, caller_environment(), custody)
-            if isinstance(prepared, Refusal):
-                raise Refused(prepared)
-            context, frame = declared_inputs(options)
-            early.check()
-            scratch = tempfile.mkdtemp(prefix="metaharness-gemini-")
-            launch, proxy = routed_plan(options, prepared, custody, scratch, context, frame, hook_timeout_s)
-            channel = materialise(launch)
-            version = probe_version(launch)
-            if options.strict_version:
-                strict_version(launch, version)
-            launch, spawn = confined_launch(prepared, launch)
-            reach_endpoint(options)
-            early.check()
-        except Refused as refused:
-            if proxy is not None:
-                proxy.stop()
-            if scratch is not None:
-                remove_tree(scratch)
-            return refuse(refused.refusal)
-    audit.names_program(launch.program)
-    if proxy is not None and spawn is not None:
-        audit.route = lambda: proxy.route
-    if proxy is not None:
-        audit.account = lambda: proxy.account
-
-    def rows_facts() -> VerdictFacts:
-        """The facts the rows are checked against, with the effect checks read after the spawn."""
-        return effect_checked(verdict_facts(options, launch, spawn), spawn)
-
-    audit.rows_facts = rows_facts
-    facts = RecordFacts(transcript=Transcript(path=launch.transcript, digest=None, bytes=None), hermetic=launch.hermetic,
-                        context_files=launch.context_files, cwd=launch.cwd,
-                        model=launch.args[launch.args.index("--model") + 1], harness_version=version)  # fmt: skip
-    timeout = HOOK_TIMEOUT_S if hook_timeout_s is None else hook_timeout_s
-    session = open_session(facts, run_id, options.decisions, frame, timeout)
-    try:
-        with open(launch.transcript, "wb") as transcript:
-            audit.arm(launch.cwd)
-            outcome = drive_gemini(
-                launch=launch, session=session, channel=channel, write_event=audit.write_event, transcript=transcript,
-                commands=sys.stdin.fileno() if sys.stdin is not None else None, on_steering_refusal=stderr_line,
-                late_events=lambda: (*audit.limits.late_events(), *late_events(options, run_id, launch, proxy, audit.workspace_diff())),
-                confined=spawn,
-            )  # fmt: skip
-        return audit.exit_code(rows_facts(), launch.transcript, outcome.reason)
-    except OSError as error:
-        if spawned_group() is not None:
-            return end_unexpectedly(audit, run_id, error)
-        return refuse(Refusal("spawn-failed", f"{launch.program} could not be started: {error.strerror or error}"))
-    except Exception as error:  # noqa: BLE001 - the child is stopped and the stream closed whatever failed
-        return end_unexpectedly(audit, run_id, error)
-    finally:
-        channel.close()
-        if proxy is not None:
-            proxy.stop()
-        remove_tree(launch.scratch)
+    return run_kind(options, partial(_staged, hook_timeout_s=hook_timeout_s))
