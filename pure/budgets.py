@@ -36,6 +36,12 @@ CALLBACK_TIMEOUT_S = 60
 
 # Stopping a child (docs/hermetic.md#exit-codes)
 
+STOP_RETRY_S = 0.05
+"""How soon a stop is tried again while no live loop's SIGTERM handler is installed."""
+
+SEND_WAIT_S = 5
+"""How long a line to Claude Code's stdin may wait for room before metaharness stops writing to it."""
+
 GRACE_S = 5.0
 """Seconds between a stop's signal and the SIGKILL that follows it, when the child is still there."""
 
@@ -49,7 +55,7 @@ EVAL_STOP_GRACE_S = 10.0
 EVAL_TASK_TIMEOUT_S = 1800.0
 """An eval task's ``timeout`` when the plan gives none (docs/eval.md)."""
 
-# Probing a vendor binary (docs/adapters/common.md#doctor)
+# Probing a vendor binary (docs/adapters/common.md#doctor; a run's own --version probe too)
 
 PROBE_S = 10
 """A ``--version`` or ``--help`` probe of ``b10x-harness`` or ``claude``, which answer in well under a second."""

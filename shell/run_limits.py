@@ -8,12 +8,10 @@ import os
 import signal
 import threading
 
+from metaharness.pure.budgets import STOP_RETRY_S
 from metaharness.pure.events import WarningRaised
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_limits import run_timeout, stdout_closed
-
-RETRY_S = 0.05
-"""How soon a stop is tried again while no live loop's SIGTERM handler is installed."""
 
 
 class RunLimits:
@@ -53,7 +51,7 @@ class RunLimits:
             if not self.live or self.stopped:
                 return
             if not callable(signal.getsignal(signal.SIGTERM)):
-                self._schedule(RETRY_S, expiry=expiry)
+                self._schedule(STOP_RETRY_S, expiry=expiry)
                 return
             self.stopped = True
             self.expired = expiry

@@ -36,7 +36,7 @@ from metaharness.pure.b10x.loop_flags import loop_flag_refusal, tier_flags
 from metaharness.pure.b10x.seam import SeamSettings, unverified_tier, version_off_pin
 from metaharness.pure.b10x.vendor import KIND, PROGRAM
 from metaharness.pure.bounds import HOOKS_FILE_LIMIT, PLUGIN_MANIFEST_LIMIT
-from metaharness.pure.budgets import VENDOR_BUDGET_MS
+from metaharness.pure.budgets import PROBE_S, VENDOR_BUDGET_MS
 from metaharness.pure.confinement import bridge_url, confined_hermetic, tool_entry_variables
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import credential_posture
@@ -81,8 +81,6 @@ from metaharness.shell.staging import (
 )
 from metaharness.shell.transcript_copy import TranscriptCopy
 from metaharness.shell.wind_up import RunAudit
-
-VERSION_PROBE_S = 10
 
 
 def _readable_file(path: str) -> bool:
@@ -170,7 +168,7 @@ class LaunchProbe:
         if self.process is None:
             return None
         try:
-            out, _ = self.process.communicate(timeout=VERSION_PROBE_S)
+            out, _ = self.process.communicate(timeout=PROBE_S)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.communicate()

@@ -21,7 +21,7 @@ from functools import partial
 from typing import IO, TYPE_CHECKING
 
 from metaharness.pure.bounds import RECORD_LINE_LIMIT
-from metaharness.pure.budgets import PIPE_DRAIN_S
+from metaharness.pure.budgets import PIPE_DRAIN_S, SEND_WAIT_S
 from metaharness.pure.claude.session import (
     STOP_POLICY,
     Effect,
@@ -50,8 +50,6 @@ from metaharness.shell.tree_links import tree_facts
 if TYPE_CHECKING:
     from metaharness.shell.confinement import ConfinedSpawn
 
-SEND_WAIT_S = 5
-"""How long a line to the CLI's stdin may wait for room before metaharness stops writing to it."""
 
 
 STEPS = SessionSteps(abandon_pending=abandon_pending, expire=expire, take_command=take_command)

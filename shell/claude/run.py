@@ -19,7 +19,7 @@ from functools import partial
 
 import msgspec
 
-from metaharness.pure.budgets import HOOK_TIMEOUT_S
+from metaharness.pure.budgets import HOOK_TIMEOUT_S, PROBE_S
 from metaharness.pure.catalogue import Catalogue, started_by_then
 from metaharness.pure.claude.doctor import version_token
 from metaharness.pure.claude.launch import (
@@ -90,8 +90,6 @@ from metaharness.shell.staging import (
 )
 from metaharness.shell.transcript_copy import TranscriptCopy
 from metaharness.shell.wind_up import RunAudit
-
-VERSION_PROBE_S = 10
 
 
 def declaration_of(options: RunOptions) -> EnvironmentDeclaration:
@@ -202,7 +200,7 @@ def materialise(launch: ClaudeLaunch, plugins: tuple[PluginCopy, ...]) -> None:
 def probe_version(launch: ClaudeLaunch) -> str | None:
     """``claude --version`` in the constructed environment: the first token starting with a digit
     (docs/adapters/common.md#pins)."""
-    banner = probe_stdout([launch.program, "--version"], launch.environment.as_dict(), timeout_s=VERSION_PROBE_S,
+    banner = probe_stdout([launch.program, "--version"], launch.environment.as_dict(), timeout_s=PROBE_S,
                           cwd=launch.scratch)  # fmt: skip
     return None if banner is None else version_token(banner)
 

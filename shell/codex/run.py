@@ -19,7 +19,7 @@ import msgspec
 from returns.result import Failure, Result, Success
 
 from metaharness.pure.bounds import CREDENTIAL_FILE_LIMIT
-from metaharness.pure.budgets import HOOK_TIMEOUT_S
+from metaharness.pure.budgets import HOOK_TIMEOUT_S, SLOW_PROBE_S
 from metaharness.pure.capabilities import HONOURED_COMMANDS
 from metaharness.pure.catalogue import Catalogue
 from metaharness.pure.codex.app_server import CATALOGUE_COPY, app_server_args, catalogue_server_args
@@ -74,8 +74,6 @@ from metaharness.shell.run_engine import LateEvents, Launched, RunHold, memory_w
 from metaharness.shell.staging import EarlySignal, reach_endpoint, stderr_line, take, unusable_directory
 from metaharness.shell.view_route import start_route
 from metaharness.shell.wind_up import RunAudit
-
-VERSION_PROBE_S = 30
 
 
 def _declared_inputs(
@@ -250,7 +248,7 @@ def materialise(launch: CodexLaunch, plugin_dirs: tuple[str, ...] = ()) -> None:
 def probe_version(launch: CodexLaunch) -> str | None:
     """``codex --version`` in the constructed environment: the first token starting with a digit
     (docs/adapters/common.md#pins), or ``None`` when it could not be run or printed none."""
-    banner = probe_stdout([launch.program, "--version"], launch.environment.as_dict(), timeout_s=VERSION_PROBE_S,
+    banner = probe_stdout([launch.program, "--version"], launch.environment.as_dict(), timeout_s=SLOW_PROBE_S,
                           cwd=launch.cwd)  # fmt: skip
     return None if banner is None else version_token(banner)
 

@@ -16,7 +16,7 @@ from functools import partial
 import msgspec
 
 from metaharness.pure.bounds import CREDENTIAL_FILE_LIMIT
-from metaharness.pure.budgets import HOOK_TIMEOUT_S
+from metaharness.pure.budgets import HOOK_TIMEOUT_S, SLOW_PROBE_S
 from metaharness.pure.confinement import confined_hermetic
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import EnvironmentDeclaration, loopback_custody_token, operator_login_file, path_floor
@@ -53,8 +53,6 @@ from metaharness.shell.run_engine import LateEvents, Launched, RunHold, memory_w
 from metaharness.shell.staging import EarlySignal, Refused, reach_endpoint, stderr_line, take, unusable_directory
 from metaharness.shell.view_route import start_route
 from metaharness.shell.wind_up import RunAudit
-
-VERSION_PROBE_S = 30
 
 
 def declared_inputs(options: RunOptions) -> tuple[tuple[ContextFileRead, ...], Frame | None]:
@@ -141,7 +139,7 @@ def materialise(launch: GeminiLaunch) -> HookChannel:
 def probe_version(launch: GeminiLaunch) -> str | None:
     """``gemini --version`` in the constructed environment: its first token starting with a digit, or ``None``
     when it could not be run or printed none (the record states no version, so every run probes)."""
-    banner = probe_stdout([launch.program, "--version"], launch.environment.as_dict(), timeout_s=VERSION_PROBE_S,
+    banner = probe_stdout([launch.program, "--version"], launch.environment.as_dict(), timeout_s=SLOW_PROBE_S,
                           cwd=launch.cwd)  # fmt: skip
     return None if banner is None else version_token(banner)
 
