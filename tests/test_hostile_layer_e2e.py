@@ -131,19 +131,21 @@ def test_gemini_never_reads_its_background_pid_file_through_a_link_or_fifo_a_com
     ``$_bgpids_file``), then reads that file in the outer layer and reports its numbers as background PIDs. A command
     swaps it for a link to a number only the outer layer sees (``/proc/sys/kernel/pid_max``; the tools' layer has no
     ``/proc/sys``), then for a FIFO (a read that never ends): the entry removes both once the layer exits, so no
-    request to the model reports that number as a background PID and the run completes."""
+    request to the model reports that number as a background PID, the run completes and a command's status is kept."""
     work = tmp_path / "work"
     work.mkdir()
     pid_max = Path("/proc/sys/kernel/pid_max").read_text().strip()
     swap = 'trap - EXIT; cat /proc/sys/kernel/pid_max 2>&1; rm -f "$_bgpids_file"; '
     steps = (swap + 'ln -s /proc/sys/kernel/pid_max "$_bgpids_file"; echo linked', swap + 'mkfifo "$_bgpids_file"; echo fifo',
-             "echo after")  # fmt: skip
+             "echo after; exit 3")  # fmt: skip
     record = tmp_path / "requests.jsonl"
     results, report = run_steps(tmp_path, "gemini", "gemini-shell-steps", steps, work, "--record", str(record),
                                 "--record-bodies")  # fmt: skip
     assert len(results) == 3 and "linked" in results[0] and "fifo" in results[1] and "after" in results[2], results
     assert all("No such file" in result for result in results[:2]), results
-    assert not re.search(r"Background PIDs: \d", record.read_text()) and pid_max not in "".join(results), results
+    requests = record.read_text()
+    assert not re.search(r"Background PIDs: \d", requests) and pid_max not in "".join(results), results
+    assert "Exit Code: 3" in requests  # the entry keeps the command's status
     assert OK_H14 in report
 
 
