@@ -177,7 +177,9 @@ class ToolEntry(msgspec.Struct, frozen=True, kw_only=True):
     the scratch-relative folders of the harness's own the layer binds read-only (codex's sandbox helper);
     ``covered``, globs below the program's ``node_modules`` naming a fallback of the vendor's own that
     would start tools beside the layer (codex's bundled ``bwrap``), each covered in the view by an empty
-    device."""
+    device; ``scrubbed``, names below the shared TMPDIR (``*`` in the folder) the harness reads after a tool
+    exits, which the entry removes once the layer is gone when one is a link or not a regular file, or its
+    folder is a link (gemini's ``bgpids.tmp``)."""
 
     mechanism: Literal["entry", "path", "unavailable"]
     how: str
@@ -189,6 +191,7 @@ class ToolEntry(msgspec.Struct, frozen=True, kw_only=True):
     kept: tuple[str, ...] = ()
     reads: tuple[str, ...] = ()
     covered: tuple[str, ...] = ()
+    scrubbed: tuple[str, ...] = ()
 
 
 class ConfinementShape(msgspec.Struct, frozen=True, kw_only=True):

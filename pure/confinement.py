@@ -130,7 +130,9 @@ class ToolGrant(msgspec.Struct, frozen=True, kw_only=True):
     in a writable one that the tools' layer covers with an empty tmpfs (the harness's own sockets);
     ``stands_for``, the name the vendor looks up on ``path`` (its PATH) to start every tool, which the
     entry takes the place of in :data:`TOOL_PATH`, then running ``program`` (the real one) in the layer
-    with the arguments it was handed (``form`` ``program``)."""
+    with the arguments it was handed (``form`` ``program``); ``scrubbed``, the absolute names (``*`` in the
+    folder) the entry removes after the layer exits when one is a link or not a regular file, or its folder
+    is a link."""
 
     writable: tuple[str, ...]
     reads: tuple[str, ...] = ()
@@ -141,6 +143,7 @@ class ToolGrant(msgspec.Struct, frozen=True, kw_only=True):
     stands_for: str | None = None
     program: str | None = None
     path: str | None = None
+    scrubbed: tuple[str, ...] = ()
 
 
 class Mount(msgspec.Struct, frozen=True):
@@ -183,6 +186,7 @@ class ToolLayer(msgspec.Struct, frozen=True, kw_only=True):
     variable: str | None = None
     program: str | None = None
     path: str | None = None
+    scrubbed: tuple[str, ...] = ()
 
 
 def _inside(path: str, root: str) -> bool:
@@ -419,6 +423,7 @@ def plan_tool_layer(facts: ConfinementFacts, grant: ToolGrant) -> ToolLayer:
     return ToolLayer(
         bwrap=facts.bwrap, entry=entry, mounts=tuple(mounts), writable=writable,
         form=grant.form, harness=grant.harness, variable=grant.variable, program=grant.program, path=path,
+        scrubbed=grant.scrubbed,
     )  # fmt: skip
 
 
@@ -448,8 +453,25 @@ def render_tool_entry(layer: ToolLayer) -> bytes:
     )
     if layer.form == "bwrap":
         return _bwrap_entry(layer, words[:-1])
-    tail = tails[layer.form]
-    return f"#!/bin/sh\n{kept}exec {' '.join(_sh_quote(word) for word in words)} {tail}\n".encode()
+    run = f"{' '.join(_sh_quote(word) for word in words)} {tails[layer.form]}"
+    if not layer.scrubbed:
+        return f"#!/bin/sh\n{kept}exec {run}\n".encode()
+    names = " ".join("*".join(_sh_quote(part) for part in name.split("*")) for name in layer.scrubbed)
+    return f"#!/bin/sh\n{kept}trap : HUP INT TERM\n{run}\nstatus=$?\n{SCRUB.format(names=names)}".encode()
+
+
+SCRUB = """for name in {names}; do
+  folder=${{name%/*}}
+  if [ -L "$folder" ]; then rm -f -- "$folder"
+  elif [ -L "$name" ] || {{ [ -e "$name" ] && [ ! -f "$name" ]; }}; then rm -rf -- "$name"
+  fi
+done
+exit "$status"
+"""
+"""After the tools' layer exits (its PID namespace, so every process a command left, gone with it): each
+scrubbed name that is a link, or exists and is not a regular file, is removed, and a folder of one that is a
+link, so the harness reading it never follows a link or blocks on a FIFO a command planted; the command's
+exit status is kept (docs/confinement.md#two-layers). A signal to the group waits for the layer, then scrubs."""
 
 
 BWRAP_ENTRY = """#!/bin/sh

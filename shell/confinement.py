@@ -487,6 +487,7 @@ def _tool_grant(
         stands_for=tools.program if tools.mechanism == "path" else None,
         program=tools.runs or prepared.bwrap if tools.mechanism == "path" else None,
         path=child_path if tools.mechanism == "path" else None,
+        scrubbed=tuple(os.path.join(scratch, "tmp", name) for name in tools.scrubbed),
     )  # fmt: skip
 
 

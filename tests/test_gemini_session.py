@@ -199,6 +199,7 @@ def test_the_launch_writes_one_settings_file_and_a_constructed_environment() -> 
     assert settings["security"] == {"auth": {"selectedType": "gemini-api-key"}}
     assert settings["advanced"] == {"ignoreLocalEnv": True} and settings["context"] == {"memoryBoundaryMarkers": []}
     assert settings["hooksConfig"] == {"enabled": True} and settings["mcpServers"] == {}
+    assert settings["general"] == {"maxAttempts": 1, "retryFetchErrors": False}
     (group,) = settings["hooks"]["BeforeTool"]
     assert group["hooks"] == [{"type": "command", "command": "'/s/hooks/pretooluse'", "timeout": 60000}]
     assert launch.args[0] == "-p" and launch.args[2:] == (

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,14 +19,17 @@ from vendor_cli import pinned_cli
 OK_H14 = "  H14  ok  gating   effect the tools cannot reach the harness or its channel"
 
 
-def run_steps(tmp_path: Path, kind: str, scenario: str, steps: tuple[str, ...], cwd: Path) -> tuple[list[str], str]:
-    """``metaharness run KIND --cwd CWD`` of the ``$ `` step lines against the emulator: the shell results, stderr."""
+def run_steps(
+    tmp_path: Path, kind: str, scenario: str, steps: tuple[str, ...], cwd: Path, *options: str
+) -> tuple[list[str], str]:
+    """``metaharness run KIND --cwd CWD`` of the ``$ `` step lines against the emulator (started with ``options``
+    too): the shell results, stderr."""
     home = tmp_path / f"home-{kind}"
     if not home.exists():
         (home / ".local" / "bin").mkdir(parents=True)
         (home / ".local" / "bin" / kind).symlink_to(pinned_cli(kind) or "")
     prompt = "do the steps\n" + "".join(f"$ {step}\n" for step in steps)
-    with running_emulator("--scenario", scenario) as (base_url, _):
+    with running_emulator("--scenario", scenario, *options) as (base_url, _):
         argv = [sys.executable, "-m", "metaharness.shell", "run", kind, "--credentials", "none", "--model-endpoint",
                 base_url.removesuffix("/v1"), "-p", prompt, "--decisions", "observe", "--hermetic", "on", "--cwd",
                 str(cwd)]  # fmt: skip
@@ -118,6 +122,30 @@ def test_gemini_file_tools_in_the_outer_layer_do_not_follow_a_link_a_command_pla
     results, report = run_steps(tmp_path, "gemini", "gemini-file-steps", steps, work)
     assert "linked" in results[0] and len(results) == 4, results
     assert all("resolves outside the allowed workspace directories" in result for result in results[1:]), results
+    assert OK_H14 in report
+
+
+@pytest.mark.skipif(pinned_cli("gemini") is None, reason="no pinned gemini")
+def test_gemini_never_reads_its_background_pid_file_through_a_link_or_fifo_a_command_planted(tmp_path: Path) -> None:
+    """Gemini CLI wraps each command so that it writes its jobs to ``$TMPDIR/gemini-shell-*/bgpids.tmp`` (the wrapper's
+    ``$_bgpids_file``), then reads that file in the outer layer and reports its numbers as background PIDs. A command
+    swaps it for a link to a number only the outer layer sees (``/proc/sys/kernel/pid_max``; the tools' layer has no
+    ``/proc/sys``), then for a FIFO (a read that never ends): the entry removes both once the layer exits, so no
+    request to the model reports that number as a background PID, the run completes and a command's status is kept."""
+    work = tmp_path / "work"
+    work.mkdir()
+    pid_max = Path("/proc/sys/kernel/pid_max").read_text().strip()
+    swap = 'trap - EXIT; cat /proc/sys/kernel/pid_max 2>&1; rm -f "$_bgpids_file"; '
+    steps = (swap + 'ln -s /proc/sys/kernel/pid_max "$_bgpids_file"; echo linked', swap + 'mkfifo "$_bgpids_file"; echo fifo',
+             "echo after; exit 3")  # fmt: skip
+    record = tmp_path / "requests.jsonl"
+    results, report = run_steps(tmp_path, "gemini", "gemini-shell-steps", steps, work, "--record", str(record),
+                                "--record-bodies")  # fmt: skip
+    assert len(results) == 3 and "linked" in results[0] and "fifo" in results[1] and "after" in results[2], results
+    assert all("No such file" in result for result in results[:2]), results
+    requests = record.read_text()
+    assert not re.search(r"Background PIDs: \d", requests) and pid_max not in "".join(results), results
+    assert "Exit Code: 3" in requests  # the entry keeps the command's status
     assert OK_H14 in report
 
 

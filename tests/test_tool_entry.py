@@ -156,3 +156,37 @@ def test_h14_is_a_gap_when_a_covered_fallback_is_not_covered_in_the_harness_s_vi
     assert layer is not None
     environ = f"PATH={layer.path}\0".encode()
     assert tools_entered(layer, environ) == "ok" and tools_entered(layer, environ, (bundled,)) == "gap"
+
+
+def test_gemini_s_bash_removes_a_planted_link_or_fifo_at_a_scrubbed_name_once_the_layer_exits(tmp_path: Path) -> None:
+    """The layer's stand-in plants, under the scrubbed glob, a link to a file only the outer layer sees, a dangling
+    link, a FIFO, a folder that is a link and a regular file, then exits 7: the entry removes all but the regular
+    file (the link target stays) and exits 7."""
+    tmp = tmp_path / "tmp"
+    secret, elsewhere = tmp_path / "secret", tmp_path / "elsewhere"
+    secret.write_text("outer only\n")
+    elsewhere.mkdir()
+    (elsewhere / "bgpids.tmp").write_text("1\n")
+    plant = (f"cd {tmp} && mkdir gemini-shell-a gemini-shell-b gemini-shell-c gemini-shell-e && "
+             f"ln -s {secret} gemini-shell-a/bgpids.tmp && mkfifo gemini-shell-b/bgpids.tmp && echo 2 > gemini-shell-c/bgpids.tmp && "
+             f"ln -s {elsewhere} gemini-shell-d && ln -s /nowhere gemini-shell-e/bgpids.tmp; exit 7")  # fmt: skip
+    planter = tmp_path / "planter"
+    planter.write_text(f"#!/bin/sh\n{plant}\n")
+    planter.chmod(0o755)
+    tmp.mkdir()
+    grant = ToolGrant(writable=(WORK, TMP), form="program", stands_for="bash", program="/bin/bash", path="/usr/bin",
+                      scrubbed=(f"{tmp}/gemini-shell-*/bgpids.tmp",))  # fmt: skip
+    layer = plan_confinement(msgspec.structs.replace(facts(tmp_path, grant), bwrap=str(planter))).unwrap().tools
+    assert layer is not None
+    entry = tmp_path / "entry"
+    entry.write_bytes(render_tool_entry(layer))
+    entry.chmod(0o755)
+    assert handed(entry, "-c", "echo hi") == (7, [])
+    assert sorted(p.name for p in tmp.iterdir()) == ["gemini-shell-a", "gemini-shell-b", "gemini-shell-c", "gemini-shell-e"]
+    assert [p.name for p in tmp.glob("*/*")] == ["bgpids.tmp"] and (tmp / "gemini-shell-c" / "bgpids.tmp").is_file()
+    assert secret.read_text() == "outer only\n" and (elsewhere / "bgpids.tmp").is_file()
+
+
+def test_only_gemini_s_entry_scrubs_and_its_names_are_below_the_shared_tmpdir() -> None:
+    assert adapter_of("gemini").confinement.tools.scrubbed == ("gemini-shell-*/bgpids.tmp",)
+    assert all(not adapter_of(kind).confinement.tools.scrubbed for kind in ("claude", "codex", "b10x"))

@@ -232,6 +232,7 @@ ADAPTER = Adapter(
             runs="/bin/bash",
             form="program",
             kept=("hooks/pretooluse",),
+            scrubbed=("gemini-shell-*/bgpids.tmp",),
         ),
     ),
     record_source="gemini.stream-json",

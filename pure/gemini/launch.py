@@ -95,9 +95,11 @@ def scratch_settings(hook_command: str, timeout_ms: int) -> dict[str, Any]:
     """The one settings file the child reads (``$GEMINI_CLI_HOME/.gemini/settings.json``,
     docs/adapters/gemini.md#settings): the API-key auth type, usage statistics and telemetry off, local
     ``.env`` files ignored, memory read from the work tree alone, no MCP server, hooks on with the one
-    BeforeTool hook."""
+    BeforeTool hook, and one attempt per model request with no retry of a failed fetch, so a dead
+    endpoint ends the run at its first request (docs/adapters/gemini.md#settings)."""
     return {
         "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "general": {"maxAttempts": 1, "retryFetchErrors": False},
         "privacy": {"usageStatisticsEnabled": False},
         "telemetry": {"enabled": False},
         "advanced": {"ignoreLocalEnv": True},
