@@ -12,7 +12,17 @@ from collections.abc import Iterable
 
 import msgspec
 
-from metaharness.pure.events import Abstain, Allow, Census, Deny, Event, Replace, SessionEnded, ToolDecided
+from metaharness.pure.events import (
+    Abstain,
+    Allow,
+    Census,
+    Deny,
+    Event,
+    Replace,
+    SessionEnded,
+    ToolDecided,
+    WarningRaised,
+)
 
 ZERO_CENSUS = Census(allowed=0, denied=0, replaced=0, abstained=0, by_seam={}, by_decider={})
 """The census of a run with no decision (docs/events.md#census)."""
@@ -46,10 +56,22 @@ def recount_census(payloads: Iterable[Event]) -> Census:
 
 def stream_census(payloads: Iterable[Event]) -> Census:
     """A reader's census of a stream: the last ``session.ended``'s own census when the stream has one,
-    else recomputed from all its ``tool.decided`` lines (docs/events.md#census)."""
+    else recomputed from all its ``tool.decided`` lines; a ``DECISION_BYPASSED`` written after that
+    ``session.ended`` (or in a stream without one) is counted in ``bypassed`` too (docs/events.md#census)."""
     events = tuple(payloads)
-    ended = [payload for payload in events if isinstance(payload, SessionEnded)]
-    return ended[-1].census if ended else recount_census(events)
+    ends = [index for index, payload in enumerate(events) if isinstance(payload, SessionEnded)]
+    start = ends[-1] + 1 if ends else 0
+    ended = events[start - 1] if ends else None
+    census = ended.census if isinstance(ended, SessionEnded) else recount_census(events)
+    later = sum(1 for payload in events[start:] if _bypass(payload))
+    if not later:
+        return census
+    counted = 0 if isinstance(census.bypassed, msgspec.UnsetType) else census.bypassed
+    return msgspec.structs.replace(census, bypassed=counted + later)
+
+
+def _bypass(payload: Event) -> bool:
+    return isinstance(payload, WarningRaised) and payload.code == "DECISION_BYPASSED"
 
 
 def counted(census: Census, ended: SessionEnded | None, payload: Event) -> tuple[Census, SessionEnded | None, Event]:

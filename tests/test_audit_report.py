@@ -21,6 +21,7 @@ from metaharness.pure.audit_report import (
     auditor_rows,
     census_lines,
     report_facts,
+    run_control,
     withheld_line,
 )
 from metaharness.pure.census import ZERO_CENSUS
@@ -37,6 +38,7 @@ from metaharness.pure.events import (
     ToolDecided,
     Transcript,
     UnknownProcess,
+    WarningRaised,
     Withheld,
 )
 from metaharness.pure.hermetic import ROWS, RowVerdict, VerdictFacts
@@ -260,3 +262,6 @@ def test_report_facts_are_read_from_the_runs_own_stream() -> None:
     facts = report_facts([ended], VerdictFacts(kind="b10x"), audited=True)
     assert facts.terminal_record and facts.census == ZERO_CENSUS and facts.withheld is None
     assert facts.process == UnknownProcess() and facts.stream_reason == "error"
+    late = WarningRaised(code="DECISION_BYPASSED", message="metaharness denied call 2, yet its result is not an error")
+    facts = report_facts([ended, late], VerdictFacts(kind="b10x"), audited=True)
+    assert facts.census.bypassed == 1 and run_control(facts) == "gap"  # a bypass shown after the terminal record

@@ -165,9 +165,10 @@ def test_ask_allow_by_the_embedder(root: str, tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
     code, events, err = ask(root, work, {"decision": "allow"})
-    assert (work / "note.md").read_text() == NOTE, err
-    assert [(d["decided_by"], d["decision"]) for d in of(events, "tool.decided")] == [("embedder", {"decision": "allow"})]
-    assert code == 0
+    said = f"exit {code}; {err}; {json.dumps(events)}"  # a failure under load names what the run did
+    assert (work / "note.md").exists() and (work / "note.md").read_text() == NOTE, said
+    assert [(d["decided_by"], d["decision"]) for d in of(events, "tool.decided")] == [("embedder", {"decision": "allow"})], said
+    assert code == 0, said
 
 
 def test_the_deadline_denies_an_unanswered_call(root: str, tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from helpers.emulator import running_emulator
 from helpers.frames import frame_skeleton
 from vendor_cli import PINS, pinned_cli
 
+from metaharness.pure.census import stream_census
 from metaharness.pure.events import read_event
 from metaharness.pure.frames import frame_document, seal_frame
 
@@ -148,7 +149,9 @@ def test_a_late_answer_still_decides_and_only_then_the_call_runs(tmp_path: Path)
 
 def test_a_forged_answer_written_into_the_cli_stdin_is_reported_decision_bypassed(tmp_path: Path) -> None:
     """A hostile party of the same user reads the pending request's id from the scratch transcript, opens the CLI's
-    stdin through ``/proc/<pid>/fd/0`` and allows the call before the embedder, who then denies it."""
+    stdin through ``/proc/<pid>/fd/0`` and allows the call before the embedder, who denies it only once
+    ``session.ended`` is out (the order a loaded machine gave): the census written then has no bypass, the
+    warning comes after it and a reader's census counts it (docs/events.md#census)."""
     work = tmp_path / "work"
     work.mkdir()
     with running_emulator("--scenario", "claude-bash-steps") as (base_url, _):
@@ -168,7 +171,7 @@ def test_a_forged_answer_written_into_the_cli_stdin_is_reported_decision_bypasse
                     decide(process.stdin, event["call_id"], "allow")
                 else:
                     forge_allow(transcript, event["call_id"], claude_pid(work))
-            if event["event"] == "tool.result" and len(asked) == 2 and event["call_id"] == asked[1]:
+            if event["event"] == "session.ended":
                 decide(process.stdin, asked[1], "deny")
                 break
         out, err = process.communicate(timeout=120)
@@ -177,7 +180,9 @@ def test_a_forged_answer_written_into_the_cli_stdin_is_reported_decision_bypasse
     assert result["is_error"] is False and result["content"] == "forged-through"
     warnings = [w for w in of(events, "warning") if w["code"] == "DECISION_BYPASSED"]
     assert len(warnings) == 1 and asked[1] in warnings[0]["message"]
-    assert of(events, "session.ended")[0]["census"]["bypassed"] == 1
+    (ended,) = of(events, "session.ended")
+    assert ended["seq"] < warnings[0]["seq"] and "bypassed" not in ended["census"]
+    assert stream_census(read_event(line).unwrap().payload for line in [*lines, *out.splitlines()]).bypassed == 1
     forged = [w for w in of(events, "warning") if w["code"] == "INPUT_FORGED"]
     assert len(forged) == 1, forged  # the CLI echoes the forged answer, which metaharness never wrote
     assert process.returncode == 0, err.decode()

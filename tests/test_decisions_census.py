@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from metaharness.pure.census import ZERO_CENSUS, count_decision, recount_census, stream_census
 from metaharness.pure.events import (
     Abstain,
@@ -9,6 +11,7 @@ from metaharness.pure.events import (
     Census,
     Deny,
     Replace,
+    SessionEnded,
     ToolDecided,
     WarningRaised,
     read_event,
@@ -54,3 +57,17 @@ def test_a_reader_takes_session_endeds_census_else_recounts() -> None:
     ended = read_event(SPEC_SESSION_ENDED).unwrap().payload
     assert stream_census([*DECISIONS, ended]) == ended.census
     assert stream_census(DECISIONS) == recount_census(DECISIONS)
+
+
+def test_a_reader_counts_a_bypass_written_after_session_ended() -> None:
+    """The deny that shows a bypass came after the terminal record: ``session.ended.census`` was written
+    without it, and a reader's census counts the later ``DECISION_BYPASSED``."""
+    ended = read_event(SPEC_SESSION_ENDED).unwrap().payload
+    assert isinstance(ended, SessionEnded)
+    bypass = WarningRaised(code="DECISION_BYPASSED", message="metaharness denied call c1, yet ...")
+    assert stream_census([*DECISIONS, ended, bypass]).bypassed == 1
+    earlier = msgspec.structs.replace(ended, census=msgspec.structs.replace(ended.census, bypassed=1))
+    assert stream_census([bypass, earlier]).bypassed == 1
+    assert stream_census([bypass, earlier, bypass]).bypassed == 2
+    assert stream_census([*DECISIONS, bypass]).bypassed == 1
+    assert stream_census([*DECISIONS, ended, WarningRaised(code="X", message="m")]) == ended.census

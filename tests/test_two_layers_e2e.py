@@ -92,6 +92,8 @@ def test_a_claude_shell_call_finds_no_harness_and_no_route_and_the_harness_env_i
                 process.stdin.flush()
         _, err = process.communicate(timeout=120)
     events = events_of(lines)
+    said = f"exit {process.returncode}; {err.decode()}; {json.dumps(events)}"  # a failure under load names what the run did
+    assert len(shell_results(events)) == 1, said
     (result,) = shell_results(events)
     assert result.startswith('"0\\n') and "probe-done" in result and "no-route" in result, result
     assert "wrote-" not in result and "signalled-" not in result and "socks-0" in result
@@ -100,8 +102,8 @@ def test_a_claude_shell_call_finds_no_harness_and_no_route_and_the_harness_env_i
     assert environ == set(h3.removeprefix("environment constructed: ").split(", ")), (environ, h3)
     assert not {"PWD", "LC_CTYPE", "PYTHONCOERCECLOCALE"} & environ and "CLAUDE_CODE_SHELL_PREFIX" in environ
     (ended,) = [e for e in events if e["event"] == "session.ended"]
-    assert ended["route"]["requests"] == 2
-    assert "  H14  ok  gating   effect the tools cannot reach the harness or its channel" in err.decode()
+    assert ended["route"]["requests"] == 2, said
+    assert "  H14  ok  gating   effect the tools cannot reach the harness or its channel" in err.decode(), said
 
 
 TOOL_PROBE = (
