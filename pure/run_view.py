@@ -109,6 +109,8 @@ class ViewState(msgspec.Struct, frozen=True, kw_only=True):
     timeline: Map[int, Entry] = Map()
     census: Census = ZERO_CENSUS
     ended: SessionEnded | None = None
+    late_bypassed: int = 0
+    """``DECISION_BYPASSED`` warnings since the last ``session.ended`` (or since the start without one)."""
     closings: tuple[tuple[int, StreamClosed], ...] = ()
     events: int = 0
     malformed: int = 0
@@ -223,6 +225,9 @@ def fold_view(state: ViewState, item: EventLine | Malformed, now: float) -> View
         changes["calls"] = _replace_call(state, payload.call_id, result=payload)
     elif isinstance(payload, SessionEnded):
         changes["ended"] = payload
+        changes["late_bypassed"] = 0
+    elif isinstance(payload, WarningRaised) and payload.code == "DECISION_BYPASSED":
+        changes["late_bypassed"] = state.late_bypassed + 1
     elif isinstance(payload, StreamClosed):
         changes["closings"] = (*state.closings, (state.events, payload))
     if isinstance(payload, Opaque):
@@ -256,8 +261,13 @@ def _opaque_folded(state: ViewState, payload: Opaque) -> dict[str, Any]:
 
 
 def final_census(state: ViewState) -> Census:
-    """The census a reader reports: ``session.ended``'s own, else the recount of every decision."""
-    return state.ended.census if state.ended is not None else state.census
+    """The census a reader reports: ``session.ended``'s own, else the recount of every decision; a
+    ``DECISION_BYPASSED`` written after it is counted in ``bypassed`` too (docs/events.md#census)."""
+    census = state.ended.census if state.ended is not None else state.census
+    if not state.late_bypassed:
+        return census
+    counted = 0 if isinstance(census.bypassed, msgspec.UnsetType) else census.bypassed
+    return msgspec.structs.replace(census, bypassed=counted + state.late_bypassed)
 
 
 def completeness(state: ViewState) -> str:

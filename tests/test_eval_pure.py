@@ -3,6 +3,8 @@ checks' reasons, the result's state, the batch exit, the table and the report pa
 
 from __future__ import annotations
 
+import msgspec
+
 from metaharness.pure.eval.checks import (
     CensusCheck,
     DecidedCheck,
@@ -126,3 +128,14 @@ def test_states_and_the_batch_exit() -> None:
     assert page == report_page([passed, failed, lost], ["t"], ["a", "b", "c"], {("t", "a", 1)})
     assert '<a href="runs/t/a/1/page.html">#1 finished, 1/1</a>' in page and "runs/t/b/1/page.html" not in page
     assert '<td class="unfinished">' in page and "<script" not in page and "http" not in page
+
+
+def test_a_bypass_named_after_session_ended_is_in_the_census_a_check_reads() -> None:
+    """The deny that shows a bypass came after the terminal record (docs/events.md#census): the census check
+    counts the later ``DECISION_BYPASSED`` as the audit does, and a later warning of another code is no bypass."""
+    late = (*EVENTS, {"event": "warning", "code": "DECISION_BYPASSED", "message": "m"}, {"event": "warning", "code": "X"})
+    facts = msgspec.structs.replace(FACTS, events=late)
+    assert score_check(CensusCheck(id="c", counts=(("bypassed", 1), ("denied", 1))), facts).passed
+    assert not score_check(CensusCheck(id="c", counts=(("bypassed", 0),)), facts).passed
+    earlier = ({"event": "warning", "code": "DECISION_BYPASSED", "message": "m"}, *EVENTS)
+    assert score_check(CensusCheck(id="c", counts=(("bypassed", 0),)), msgspec.structs.replace(FACTS, events=earlier)).passed

@@ -19,6 +19,7 @@ from metaharness.pure.run_view import (
     all_calls,
     call_parts,
     entries,
+    final_census,
     fold_lines,
     fold_view,
     hermetic_rows,
@@ -204,3 +205,19 @@ def test_hermetic_rows_are_the_attested_ones_whatever_their_ids() -> None:
         ("H12", "imposed", "ok"), ("H99", "unavailable", "gap"),
     ]
     assert rows[-1].control == ""
+
+
+def test_a_bypass_named_after_session_ended_is_in_the_census_the_view_prints() -> None:
+    """The deny that shows a bypass came after the terminal record (docs/events.md#census): the view's census
+    counts the later ``DECISION_BYPASSED``, as the audit does; one before another ``session.ended`` is that one's."""
+    lines = RECORDED.read_bytes().splitlines()
+    ended = next(index for index, line in enumerate(lines) if b'"session.ended"' in line)
+    state = ViewState()
+    for line in lines[: ended + 1]:
+        state = fold_view(state, read_event(line).unwrap(), 100.0)
+    assert not final_census(state).bypassed
+    late = _line(ended + 2, {"event": "warning", "code": "DECISION_BYPASSED", "message": "metaharness denied c1, yet"})
+    state = fold_view(state, read_event(late).unwrap(), 100.0)
+    assert final_census(state).bypassed == 1
+    again = fold_view(state, read_event(lines[ended]).unwrap(), 100.0)
+    assert not final_census(again).bypassed

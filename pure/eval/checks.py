@@ -240,9 +240,15 @@ def _score_event(check: EventCheck, facts: RunFacts) -> tuple[bool, str]:
 
 
 def _closing_census(facts: RunFacts) -> dict[str, Any] | None:
-    ended = [event for event in facts.events if event.get("event") == "session.ended"]
-    census = ended[-1].get("census") if ended else None
-    return census if isinstance(census, dict) else None
+    """The last ``session.ended``'s census, a ``DECISION_BYPASSED`` written after it counted in ``bypassed``
+    too (docs/events.md#census)."""
+    ends = [index for index, event in enumerate(facts.events) if event.get("event") == "session.ended"]
+    census = facts.events[ends[-1]].get("census") if ends else None
+    if not isinstance(census, dict):
+        return None
+    later = sum(1 for event in facts.events[ends[-1] + 1:]
+                if event.get("event") == "warning" and event.get("code") == "DECISION_BYPASSED")  # fmt: skip
+    return census if not later else {**census, "bypassed": census.get("bypassed", 0) + later}
 
 
 def _score_census(check: CensusCheck, facts: RunFacts) -> tuple[bool, str]:
