@@ -412,7 +412,7 @@ def _denied_row(declaration: EnvironmentDeclaration, environment: ChildEnvironme
 def _declared_keys(declaration: EnvironmentDeclaration) -> frozenset[str]:
     """Exactly the keys a declared-keys-only child holds (docs/hermetic.md#environment-floor)."""
     adapter = adapter_of(declaration.kind)
-    allowed = {"PATH", adapter.floor.config_home[0]}
+    allowed = {"PATH", adapter.floor.config_home[0], *(("TMPDIR",) if adapter.floor.scratch_tmpdir else ())}
     if declaration.actor is not None:
         allowed.add("AEP_ACTOR")
     if declaration.toolchain is not None:

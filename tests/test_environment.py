@@ -6,9 +6,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import msgspec
 import pytest
 from returns.result import Failure, Success
 
+from metaharness.pure import environment
+from metaharness.pure.adapters import adapter_of
 from metaharness.pure.environment import (
     ChildEnvironment,
     CredentialPosture,
@@ -63,6 +66,18 @@ def test_path_floor_uses_the_callers_home_or_the_system_directories() -> None:
 def test_b10x_child_holds_exactly_path_and_config_home_by_default() -> None:
     env = build(EnvironmentDeclaration(kind="b10x"))
     assert env == {"PATH": "/home/op/.local/bin:/usr/local/bin:/usr/bin:/bin", "XDG_CONFIG_HOME": "/tmp/mh-1/config"}
+
+
+def test_a_declared_keys_only_child_holds_the_scratch_tmpdir_its_floor_gives(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The guard admits the ``TMPDIR`` the floor itself puts there: a declared-keys-only kind whose floor has a
+    scratch ``TMPDIR`` is not refused its own variable (docs/hermetic.md#environment-floor)."""
+    b10x = adapter_of("b10x")
+    floor = msgspec.structs.replace(b10x.floor, scratch_tmpdir=True)
+    monkeypatch.setattr(environment, "adapter_of", lambda _kind: msgspec.structs.replace(b10x, floor=floor))
+    declaration = EnvironmentDeclaration(kind="b10x")
+    built = child_environment(declaration, CALLER, "/tmp/mh-1", credential_posture(declaration, CALLER, True).unwrap())
+    guarded = built.bind(lambda env: guard_environment(declaration, env))
+    assert isinstance(guarded, Success) and "TMPDIR" in guarded.unwrap().as_dict()
 
 
 def test_b10x_api_key_forwards_only_openai_api_key_and_names_it_to_the_loop() -> None:
