@@ -21,7 +21,8 @@ def test_a_kind_without_a_loopback_proxy_refuses_loopback_in_both_stages(kind: K
     """Stage 3 refuses ``--credentials loopback`` exactly where the adapter has no loopback facts, and the
     credential posture, reached without stage 3 (a library caller), refuses it in the same words."""
     adapter = adapter_of(kind)
-    carriage = check_kind_carriage(RunOptions(kind=kind, credentials="loopback", given=frozenset({"credentials"})))
+    carriage = check_kind_carriage(RunOptions(kind=kind, credentials="loopback", decisions="observe",
+                                              given=frozenset({"credentials"})))
     posture = credential_posture(EnvironmentDeclaration(kind, "loopback"), {}, False)
     if adapter.loopback is None:
         assert isinstance(carriage, Failure) and isinstance(posture, Failure)
