@@ -355,3 +355,20 @@ def test_sigterm_while_a_call_waits_abandons_it_first(home: Path, emulator: Emul
     assert any(e.get("code") == "PENDING_CALL_ABANDONED" for e in events)
     assert events[-1]["reason"] == "killed" and code == 3
     assert not (work / "note.md").exists()
+
+
+def test_a_child_that_stops_before_its_first_record_is_named_by_no_terminal_record(tmp_path: Path, emulator: Emulator) -> None:
+    """docs/events.md#warning-codes: with no ``session.started`` the closing warning names the program started."""
+    home = tmp_path / "home"
+    (home / ".local" / "bin").mkdir(parents=True)
+    program = home / ".local" / "bin" / "b10x-harness"
+    program.write_text("#!/bin/sh\necho 'no endpoint' >&2\nexit 41\n")
+    program.chmod(0o755)
+    done = run(home, ["--decisions", "observe", "-p", "x", "--model", "m", "--model-endpoint", emulator.base_url])
+    events = stream(done)
+    assert done.returncode == 3 and of(events, "session.started") == []
+    warning = next(e for e in events if e.get("code") == "NO_TERMINAL_RECORD")
+    assert warning["message"] == (
+        f"the harness stopped without a terminal record or session.started (metaharness started {program}); "
+        "its stderr ended: no endpoint\n"
+    )
