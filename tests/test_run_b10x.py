@@ -372,3 +372,12 @@ def test_a_child_that_stops_before_its_first_record_is_named_by_no_terminal_reco
         f"the harness stopped without a terminal record or session.started (metaharness started {program}); "
         "its stderr ended: no endpoint\n"
     )
+
+
+def test_quiet_keeps_the_hermetic_on_verdict(home: Path, emulator: Emulator, tmp_path: Path) -> None:
+    """docs/cli.md#run: ``--quiet`` holds back progress only; ``--hermetic on``'s verdict is its required output."""
+    done = run(home, ["--decisions", "observe", "--hermetic", "on", "--quiet", *common(emulator.base_url, workspace(tmp_path))])
+    assert done.returncode == 0 and stream(done)[-1]["reason"] == "completed"
+    lines = done.stderr.decode().splitlines()
+    assert lines[0] == "hermetic verdict (the attestation half is metaharness's own claim, not independent evidence)"
+    assert [line.split()[0] for line in lines[1:13]][:2] == ["H1a", "H1b"]
