@@ -81,7 +81,7 @@ class Amendment(msgspec.Struct, frozen=True):
     route: RouteTraffic | None = None
     program: str | None = None
     started: bool = False
-    """Whether ``session.started`` was written."""
+    """Whether ``session.started`` was written naming ``program``."""
 
 
 _NO_TERMINAL = "the harness stopped without a terminal record"
@@ -134,11 +134,9 @@ def amend(
         renumbered = line if state.added == 0 else encode_event(seq, event.run, payload, event.at)
         state = msgspec.structs.replace(state, added=state.added + 1, after_ended=True, gaps=state.gaps + 1)
         return state, (renumbered, warning)
-    if isinstance(payload, SessionStarted):
-        state = msgspec.structs.replace(state, started=True)
-        if state.program is not None:
-            started = msgspec.structs.replace(payload, program=state.program)
-            return state, (encode_event(seq, event.run, started, event.at),)
+    if isinstance(payload, SessionStarted) and state.program is not None:
+        started = msgspec.structs.replace(payload, program=state.program)
+        return msgspec.structs.replace(state, started=True), (encode_event(seq, event.run, started, event.at),)
     unstarted = None if state.started else state.program
     if unstarted is not None and isinstance(payload, WarningRaised) and payload.code == "NO_TERMINAL_RECORD":
         return state, (encode_event(seq, event.run, unstarted_program(payload, unstarted), event.at),)
