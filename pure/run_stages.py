@@ -12,7 +12,7 @@ from collections.abc import Collection
 import msgspec
 
 from metaharness.pure.budgets import DECISION_MARGIN_MS, VENDOR_BUDGET_MS
-from metaharness.pure.events import Exited, Process, RouteTraffic, WarningRaised
+from metaharness.pure.events import Event, Exited, Process, RouteTraffic, SessionEnded, WarningRaised
 from metaharness.pure.refusal import Refusal
 
 STDERR_TAIL_BYTES = 2048
@@ -94,6 +94,27 @@ def no_terminal_record(stderr_tail: bytes) -> WarningRaised:
         code="NO_TERMINAL_RECORD",
         message=f"the harness stopped without a terminal record; its stderr ended: {tail}",
     )
+
+
+FAILURE_CAUSES = frozenset({"RUN_FAILED", "NO_TERMINAL_RECORD", "RUN_TIMEOUT"})
+"""The warnings a failed run's stderr line names as its cause, the last one written winning."""
+
+
+def failure_cause(cause: str | None, payload: Event) -> str | None:
+    """The cause a failed run's stderr line names after one more event (docs/cli.md#progress-on-stderr): the
+    last ``RUN_FAILED``, ``NO_TERMINAL_RECORD`` or ``RUN_TIMEOUT`` message, else an error terminal record."""
+    if isinstance(payload, WarningRaised) and payload.code in FAILURE_CAUSES:
+        return payload.message
+    if isinstance(payload, SessionEnded) and payload.is_error and cause is None:
+        detail = payload.subtype or payload.terminal_reason
+        return "the harness's terminal record reported an error" + (f" ({detail})" if detail else "")
+    return cause
+
+
+def failure_line(run: str | None, reason: str, code: int, cause: str | None) -> str:
+    """The one stderr line of an unaudited run that exits ``code`` 1 or 3: its outcome and its cause, on one line."""
+    why = "" if cause is None else ": " + " ".join(cause.split())
+    return f"metaharness: run {run or 'unknown'} failed (exit {code}): the stream closed {reason}{why}\n"
 
 
 def unaudited_exit(reason: str) -> int:

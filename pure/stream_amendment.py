@@ -11,7 +11,8 @@ the route witness at ``session.ended``: the witness's warnings (``metaharness.pu
 are written just before it, its bypasses counted in ``census.bypassed``, and ``session.ended.route``
 carries the route's traffic with ``calls``; a live run's ``session.ended`` carries its hermetic rows as the
 audit checks them (``rows``). A record event after the terminal record is one ``RECORD_FORGED``.
-``session.started`` names the program the run started as ``program``. The closing reason is the run's outcome
+``session.started`` names the program the run started as ``program``; a child that stopped before
+``session.started`` has its ``NO_TERMINAL_RECORD`` name the program instead. The closing reason is the run's outcome
 (``metaharness.pure.run_stages.run_outcome``): when the child's exit or the route overrules the record's
 ``completed``, a ``warning{RUN_FAILED}`` comes directly before ``stream.closed`` and the stream closes ``error``
 (docs/events.md#stream-ending). Lines nothing concerns pass through byte for byte.
@@ -50,7 +51,7 @@ from metaharness.pure.witness import (
 )
 
 _CONCERNED = (b'"event":"tool.requested"', b'"event":"tool.decided"', b'"event":"tool.result"', b'"event":"session.ended"',
-              b'"event":"stream.closed"', b'"event":"session.started"')  # fmt: skip
+              b'"event":"stream.closed"', b'"event":"session.started"', b'"code":"NO_TERMINAL_RECORD"')  # fmt: skip
 _RECORD_EVENTS = (b'"event":"tool.requested"', b'"event":"tool.result"', b'"event":"text"', b'"event":"turn.',
                   b'"event":"session.ended"', b'"event":"opaque"')  # fmt: skip
 """Events a harness's record lines map to (``tool.decided`` is metaharness's own: a call abandoned at the
@@ -79,6 +80,18 @@ class Amendment(msgspec.Struct, frozen=True):
     """The route's account as it stood at the terminal record."""
     route: RouteTraffic | None = None
     program: str | None = None
+    started: bool = False
+    """Whether ``session.started`` was written naming ``program``."""
+
+
+_NO_TERMINAL = "the harness stopped without a terminal record"
+
+
+def unstarted_program(warning: WarningRaised, program: str) -> WarningRaised:
+    """``NO_TERMINAL_RECORD`` of a child that stopped before ``session.started``, naming the program it ran
+    (docs/events.md#warning-codes)."""
+    rest = warning.message.removeprefix(_NO_TERMINAL)
+    return msgspec.structs.replace(warning, message=f"{_NO_TERMINAL} or session.started (metaharness started {program}){rest}")
 
 
 def decision_bypassed(call_id: str) -> WarningRaised:
@@ -123,7 +136,10 @@ def amend(
         return state, (renumbered, warning)
     if isinstance(payload, SessionStarted) and state.program is not None:
         started = msgspec.structs.replace(payload, program=state.program)
-        return state, (encode_event(seq, event.run, started, event.at),)
+        return msgspec.structs.replace(state, started=True), (encode_event(seq, event.run, started, event.at),)
+    unstarted = None if state.started else state.program
+    if unstarted is not None and isinstance(payload, WarningRaised) and payload.code == "NO_TERMINAL_RECORD":
+        return state, (encode_event(seq, event.run, unstarted_program(payload, unstarted), event.at),)
     state = _fresh(state, payload)
     state = msgspec.structs.replace(state, stream=observe_event(state.stream, payload))
     if isinstance(payload, SessionEnded) and not state.ended:

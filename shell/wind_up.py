@@ -33,7 +33,7 @@ from metaharness.pure.events import (
 from metaharness.pure.hermetic import VerdictFacts, row_verdicts
 from metaharness.pure.options import RunOptions, check_audit_pairing
 from metaharness.pure.refusal import Refusal
-from metaharness.pure.run_stages import unaudited_exit
+from metaharness.pure.run_stages import failure_cause, failure_line, unaudited_exit
 from metaharness.pure.run_view import ViewState, fold_view, progress_lines
 from metaharness.pure.stream_amendment import Amendment, amend
 from metaharness.pure.witness import RouteAccount
@@ -81,6 +81,9 @@ class RunAudit:
                 raise Refused(opened)
             self.events = opened
         self.closing_reason: str | None = None
+        self.run: str | None = None
+        self.cause: str | None = None
+        """What a failed run's stderr line names (``metaharness.pure.run_stages.failure_cause``)."""
 
     def names_program(self, program: str) -> None:
         """``session.started.program`` is ``program``, the resolved path of what this run starts."""
@@ -107,8 +110,11 @@ class RunAudit:
             self.written += 1
             if CLOSING_EVENT in written:
                 self.closed = True
-                closing = read_event(written).unwrap().payload
-                self.closing_reason = closing.reason if isinstance(closing, StreamClosed) else None
+                closing = read_event(written).unwrap()
+                self.run = closing.run
+                self.closing_reason = closing.payload.reason if isinstance(closing.payload, StreamClosed) else None
+            if b'"event":"warning"' in written or b'"event":"session.ended"' in written:
+                self.cause = failure_cause(self.cause, read_event(written).unwrap().payload)
             if self.progress is not None:
                 self._show_progress(written)
             if self.reporting:
@@ -164,7 +170,7 @@ class RunAudit:
             return refuse(lost)
         reason = self.closing_reason or reason
         if not self.reporting:
-            return unaudited_exit(reason)
+            return self._told(unaudited_exit(reason), reason)
         started = next((p for p in self.payloads if isinstance(p, SessionStarted)), None)
         record_cwd = directory_identity(started.cwd) if started is not None and started.cwd is not None else None
         facts_of_rows = msgspec.structs.replace(planned, record_cwd=record_cwd)
@@ -179,7 +185,17 @@ class RunAudit:
         facts = report_facts(self.payloads, facts_of_rows, self.options.audited(), auditor, refusal, self.amendment.gaps)
         sys.stderr.write(audit_report(facts))
         sys.stderr.flush()
-        return audited_exit(facts) if self.options.audited() else unaudited_exit(facts.stream_reason)
+        if self.options.audited():
+            return audited_exit(facts)
+        return self._told(unaudited_exit(facts.stream_reason), facts.stream_reason)
+
+    def _told(self, code: int, reason: str) -> int:
+        """``code``, after the failure line on stderr when it is 1 or 3 and ``--quiet`` is not given
+        (docs/cli.md#progress-on-stderr); an audited run's report names its exit instead."""
+        if code in (1, 3) and not self.options.quiet:
+            sys.stderr.write(failure_line(self.run, reason, code, self.cause))
+            sys.stderr.flush()
+        return code
 
 
 _RETAINED_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC

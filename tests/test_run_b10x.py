@@ -355,3 +355,46 @@ def test_sigterm_while_a_call_waits_abandons_it_first(home: Path, emulator: Emul
     assert any(e.get("code") == "PENDING_CALL_ABANDONED" for e in events)
     assert events[-1]["reason"] == "killed" and code == 3
     assert not (work / "note.md").exists()
+
+
+def test_a_child_that_stops_before_its_first_record_is_named_by_no_terminal_record(tmp_path: Path, emulator: Emulator) -> None:
+    """docs/events.md#warning-codes: with no ``session.started`` the closing warning names the program started;
+    docs/cli.md#progress-on-stderr: the failed run says so on stderr although it is not a terminal."""
+    program = exiting_harness(tmp_path)
+    done = run(tmp_path / "home", ["--decisions", "observe", "-p", "x", "--model", "m", "--model-endpoint", emulator.base_url])
+    events = stream(done)
+    assert done.returncode == 3 and of(events, "session.started") == []
+    warning = next(e for e in events if e.get("code") == "NO_TERMINAL_RECORD")
+    assert warning["message"] == (
+        f"the harness stopped without a terminal record or session.started (metaharness started {program}); "
+        "its stderr ended: no endpoint\n"
+    )
+    assert done.stderr.decode() == (
+        f"metaharness: run {events[0]['run']} failed (exit 3): the stream closed error: "
+        f"{warning['message'].strip()}\n"
+    )
+
+
+def exiting_harness(tmp_path: Path) -> Path:
+    """A HOME whose ``b10x-harness`` exits 41 before writing any record."""
+    program = tmp_path / "home" / ".local" / "bin" / "b10x-harness"
+    program.parent.mkdir(parents=True)
+    program.write_text("#!/bin/sh\necho 'no endpoint' >&2\nexit 41\n")
+    program.chmod(0o755)
+    return program
+
+
+def test_quiet_holds_back_the_failure_line(tmp_path: Path, emulator: Emulator) -> None:
+    exiting_harness(tmp_path)
+    args = ["--decisions", "observe", "--quiet", "-p", "x", "--model", "m", "--model-endpoint", emulator.base_url]
+    done = run(tmp_path / "home", args)
+    assert done.returncode == 3 and done.stderr == b"" and stream(done)[-1]["reason"] == "error"
+
+
+def test_quiet_keeps_the_hermetic_on_verdict(home: Path, emulator: Emulator, tmp_path: Path) -> None:
+    """docs/cli.md#run: ``--quiet`` holds back progress only; ``--hermetic on``'s verdict is its required output."""
+    done = run(home, ["--decisions", "observe", "--hermetic", "on", "--quiet", *common(emulator.base_url, workspace(tmp_path))])
+    assert done.returncode == 0 and stream(done)[-1]["reason"] == "completed"
+    lines = done.stderr.decode().splitlines()
+    assert lines[0] == "hermetic verdict (the attestation half is metaharness's own claim, not independent evidence)"
+    assert [line.split()[0] for line in lines[1:13]][:2] == ["H1a", "H1b"]

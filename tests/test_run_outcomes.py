@@ -79,6 +79,8 @@ def test_codex_without_an_endpoint_fails_at_its_first_request(home: Path, confin
     assert events[-2]["code"] == "RUN_FAILED"
     assert events[-2]["message"].startswith("the harness exited 1 after a terminal record that reported success")
     assert events[0]["program"] == str(home / ".local" / "bin" / "codex")
+    failed = f"metaharness: run {events[0]['run']} failed (exit 3): the stream closed error: {events[-2]['message']}"
+    assert done.stderr.decode().splitlines()[-1] == failed
 
 
 def test_codex_against_a_dead_endpoint_is_not_a_success(home: Path, mute: str) -> None:
@@ -94,13 +96,21 @@ def test_codex_against_a_dead_endpoint_is_not_a_success(home: Path, mute: str) -
 def test_gemini_without_an_endpoint_fails_at_its_first_request(home: Path) -> None:
     """Seed: under ``--credentials none`` the run fails at its first request on gemini too — unconfined (confined, the
     run is refused ``confine-route-unavailable``), Gemini CLI exits 41 at once for want of a key, and the run closes
-    ``error``, exit 3. (It exits before its opening record, so this stream holds no ``session.started``.)"""
+    ``error``, exit 3. (It exits before its opening record, so this stream holds no ``session.started``: the
+    ``NO_TERMINAL_RECORD`` names the program instead.)"""
     needs("gemini")
     done = run(home, "gemini", "-p", "x", "--credentials", "none", "--confine", "off", timeout=60)
     events = stream(done)
     assert done.returncode == 3, done.stderr
     assert events[-1]["reason"] == "error" and events[-1]["process"] == {"kind": "exited", "code": 41}
     assert "NO_TERMINAL_RECORD" in codes(events) and "GEMINI_API_KEY" in events[-2]["message"]
+    program = home / ".local" / "bin" / "gemini"
+    assert events[-2]["message"].startswith(
+        f"the harness stopped without a terminal record or session.started (metaharness started {program}); "
+    )
+    assert done.stderr.decode().splitlines()[-1].startswith(
+        f"metaharness: run {events[0]['run']} failed (exit 3): the stream closed error: the harness stopped"
+    )
 
 
 def test_a_dead_endpoint_is_refused_before_the_spawn(home: Path) -> None:

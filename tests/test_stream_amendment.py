@@ -5,7 +5,16 @@ from __future__ import annotations
 
 import json
 
-from metaharness.pure.events import Exited, Hermetic, SessionStarted, StreamClosed, Transcript, encode_event
+from metaharness.pure.events import (
+    Exited,
+    Hermetic,
+    SessionStarted,
+    StreamClosed,
+    Transcript,
+    WarningRaised,
+    encode_event,
+)
+from metaharness.pure.run_stages import failure_cause, failure_line
 from metaharness.pure.stream_amendment import Amendment, amend
 
 
@@ -47,3 +56,25 @@ def test_a_completed_record_from_a_child_that_exited_1_closes_error() -> None:
     )
     assert (marker["seq"], marker["events"], marker["reason"]) == (6, 5, "error")
     assert state.added == 1
+
+
+def test_no_terminal_record_names_the_program_only_when_no_session_started_did() -> None:
+    """Hostile: a harness that dies before its opening record still leaves the program named in the stream."""
+    warning = WarningRaised(code="NO_TERMINAL_RECORD", message="the harness stopped without a terminal record; it wrote nothing on stderr")
+    state = Amendment(program="/home/op/.local/bin/gemini")
+    _, (line,) = amend(state, encode_event(1, "r", warning))
+    assert json.loads(line)["message"] == ("the harness stopped without a terminal record or session.started "
+                                           "(metaharness started /home/op/.local/bin/gemini); it wrote nothing on stderr")  # fmt: skip
+    state, _ = amend(state, encode_event(1, "r", started()))
+    _, (line,) = amend(state, encode_event(2, "r", warning))
+    assert json.loads(line)["message"] == warning.message
+
+
+def test_a_failed_run_names_its_last_cause_on_one_line() -> None:
+    """docs/cli.md#progress-on-stderr: the last RUN_FAILED, NO_TERMINAL_RECORD or RUN_TIMEOUT wins; else an error record."""
+    cause = failure_cause(None, WarningRaised(code="NO_TERMINAL_RECORD", message="stopped; its stderr ended: a\nb\n"))
+    cause = failure_cause(cause, WarningRaised(code="LOOPBACK_REFUSED", message="not a cause"))
+    assert failure_line("r", "error", 3, cause) == "metaharness: run r failed (exit 3): the stream closed error: stopped; its stderr ended: a b\n"
+    later = failure_cause(cause, WarningRaised(code="RUN_TIMEOUT", message="the run's --timeout of 1s expired"))
+    assert later == "the run's --timeout of 1s expired"
+    assert failure_line(None, "killed", 3, None) == "metaharness: run unknown failed (exit 3): the stream closed killed\n"
