@@ -73,9 +73,10 @@ def test_steering_lines_nested_deep_or_past_the_bound_are_refused_and_the_next_c
     done = metaharness(tmp_path, ["run", "b10x", "-p", "hi", "--model", "m", "--model-endpoint", CLOSING_ENDPOINT,
                                   "--decisions", "observe"], stdin=deep + huge + halt)  # fmt: skip
     events = stream(done)
-    refusals = done.stderr.decode().splitlines()
+    *refusals, outcome = done.stderr.decode().splitlines()
     assert len(refusals) == 2 and "JSON nested deeper than 128" in refusals[0]
     assert refusals[1].startswith("metaharness: the steering line was refused: not a JSON object: ")
+    assert outcome.endswith("failed (exit 3): the stream closed steer-halt"), outcome  # docs/cli.md, the failure line
     assert [e["id"] for e in events if e["event"] == "command.result"] == ["k2"]
     assert events[-1]["reason"] == "steer-halt"
 
