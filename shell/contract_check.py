@@ -1,4 +1,4 @@
-"""Independent validator of the provider-wire contracts (docs/loop.md#wire-contracts, seed 002).
+"""Independent validator of the provider-wire contracts (docs/loop.md#wire-contracts).
 
 Shares no code with the wire modules: it reads manifests, hashes files, collects the event types the
 streams use, and compares released folders against git history. Run as

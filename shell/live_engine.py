@@ -23,6 +23,7 @@ import signal
 import subprocess
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from types import FrameType
@@ -219,7 +220,7 @@ def ended(pid: int, code: int, process_known: bool = True) -> Process:
     return wait_status(code, process_known)
 
 
-class LiveLoop(Generic[S, E]):
+class LiveLoop(ABC, Generic[S, E]):
     """What the engine's handlers keep beside a kind's pure session: the deadline timers, the stop and the stderr
     tail; a kind sets its session and its stop, performs its effects (:meth:`perform`) and adds its own sources."""
 
@@ -230,9 +231,9 @@ class LiveLoop(Generic[S, E]):
         self.stopper: ChildStop
         self.tail = bytearray()
 
+    @abstractmethod
     def perform(self, effects: tuple[E, ...]) -> None:
         """The session's effects in order (the kind's own)."""
-        raise NotImplementedError
 
     def step(self, taken: tuple[S, tuple[E, ...]]) -> None:
         """Take the session an input gave and perform its effects."""

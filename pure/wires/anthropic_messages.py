@@ -1,4 +1,4 @@
-"""The ``anthropic-messages`` wire: ``POST {base}/messages`` (docs/loop.md#anthropic-messages, seed 002).
+"""The ``anthropic-messages`` wire: ``POST {base}/messages`` (docs/loop.md#anthropic-messages).
 
 ``project_request`` turns a neutral turn into exact bytes; ``decode_stream`` turns SSE frames into
 neutral stream events ending in one ``Outcome`` or ``WireError``.

@@ -1,4 +1,4 @@
-"""The ``openai-responses`` wire: ``POST {base}/responses`` (docs/loop.md#openai-responses, seed 002).
+"""The ``openai-responses`` wire: ``POST {base}/responses`` (docs/loop.md#openai-responses).
 
 ``project_request`` turns a neutral turn into exact bytes; ``decode_stream`` turns SSE frames into
 neutral stream events ending in one ``Outcome`` or ``WireError``.
