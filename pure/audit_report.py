@@ -32,6 +32,7 @@ from metaharness.pure.hermetic import RowVerdict, Verdict, VerdictFacts, control
 from metaharness.pure.jsonline import compact
 from metaharness.pure.options import AuditFacts, AuditPairing, RunOptions, check_audit_pairing
 from metaharness.pure.refusal import Refusal
+from metaharness.pure.witness import WITNESS_BLIND
 
 SEAM_ORDER = ("registration", "hook", "control_request", "owned_tool", "none")
 DECIDER_ORDER = ("embedder", "frame", "deadline", "adapter", "observe")
@@ -89,6 +90,8 @@ class ReportFacts(msgspec.Struct, frozen=True):
     tampered: bool = False
     witness_gaps: int = 0
     """The route witness's gating findings written to the stream (docs/decisions.md#the-route-witness)."""
+    witness_blind: bool = False
+    """The route witness wrote ``ROUTE_UNREAD``: a response it could not read."""
 
 
 def report_facts(
@@ -118,6 +121,7 @@ def report_facts(
         refusal=refusal,
         tampered=any(isinstance(p, WarningRaised) and p.code == "CHANNEL_REFUSED" for p in payloads),
         witness_gaps=witness_gaps,
+        witness_blind=any(isinstance(p, WarningRaised) and p.code == WITNESS_BLIND for p in payloads),
     )
 
 
@@ -173,8 +177,12 @@ def child_exit_text(process: Process) -> str:
 
 def run_control(facts: ReportFacts) -> Verdict:
     """The control verdict: ``gap`` when a denied call was bypassed (the census counts it), the child
-    planted a name in the hook channel, or the route witness named a gating gap, else the gating rows' verdict."""
-    return "gap" if facts.census.bypassed or facts.tampered or facts.witness_gaps else control_verdict(facts.rows)
+    planted a name in the hook channel, or the route witness named a gating gap, else the gating rows' verdict,
+    ``unk`` rather than ``ok`` when the witness could not read a response (``ROUTE_UNREAD``)."""
+    if facts.census.bypassed or facts.tampered or facts.witness_gaps:
+        return "gap"
+    verdict = control_verdict(facts.rows)
+    return "unk" if verdict == "ok" and facts.witness_blind else verdict
 
 
 def audited_exit(facts: ReportFacts) -> int:

@@ -39,6 +39,10 @@ WITNESS_GATING = frozenset({"COVERAGE_GAP", "DECISION_LAUNDERED", "RECORD_FORGED
 """The witness's codes that make an audited run's control verdict ``gap`` (``DECISION_BYPASSED`` is
 counted in ``census.bypassed``)."""
 
+WITNESS_BLIND = "ROUTE_UNREAD"
+"""The witness's code that makes an audited run's control verdict ``unk`` when nothing made it ``gap``: a
+response it could not read holds calls nobody checked."""
+
 
 class EmittedCall(msgspec.Struct, frozen=True):
     """A tool call as the model emitted it; ``numbered``: the wire gave it no id, so its ``call_id`` is its
@@ -597,8 +601,17 @@ def reconcile(
         account = by_presentation(account, stream, facts)
     calls, decided, reconciled = _call_findings(account, stream, facts, deciding)
     emitted = sum(1 for call in account.calls() if call.name not in facts.hosts)
-    warnings = (*calls, *_result_findings(account, stream, facts), *_record_findings(account, ended))
+    warnings = (*calls, *_result_findings(account, stream, facts), *_record_findings(account, ended), *_unread(account))
     return warnings, RouteCalls(emitted=emitted, decided=decided, reconciled=reconciled)
+
+
+def _unread(account: RouteAccount) -> tuple[WarningRaised, ...]:
+    """ROUTE_UNREAD when the witness could not read a response: the calls in it were checked by nobody."""
+    if not account.unreadable:
+        return ()
+    return (_warning("ROUTE_UNREAD", (
+        f"the route witness could not read {account.unreadable} of the {account.exchanges} model responses (not the "
+        "wire's stream, over 16 MiB, or cut short): no call in them was checked against the stream")),)  # fmt: skip
 
 
 def unanswered_completion(account: RouteAccount, reason: str) -> WarningRaised | None:

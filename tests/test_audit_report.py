@@ -133,6 +133,8 @@ def test_withheld_in_its_three_shapes() -> None:
         ({"auditor": AuditorOutcome(("a",), 3, ()), "rows": rows(H7="gap")}, 1),
         ({"auditor": AuditorOutcome(("a",), 3, ())}, 3),
         ({"refusal": Refusal("no-verdict-rows", "x"), "rows": rows(H7="gap")}, 2),
+        ({"witness_blind": True}, 3),
+        ({"witness_blind": True, "witness_gaps": 1}, 1),
     ],
 )
 def test_audited_exit_in_order(changes: dict[str, object], code: int) -> None:
@@ -265,3 +267,6 @@ def test_report_facts_are_read_from_the_runs_own_stream() -> None:
     late = WarningRaised(code="DECISION_BYPASSED", message="metaharness denied call 2, yet its result is not an error")
     facts = report_facts([ended, late], VerdictFacts(kind="b10x"), audited=True)
     assert facts.census.bypassed == 1 and run_control(facts) == "gap"  # a bypass shown after the terminal record
+    unread = WarningRaised(code="ROUTE_UNREAD", message="the route witness could not read 1 of the 1 model responses")
+    facts = report_facts([unread, ended], VerdictFacts(kind="b10x"), audited=True)
+    assert facts.witness_blind and run_control(facts) == "unk"  # nobody checked the calls in that response

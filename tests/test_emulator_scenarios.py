@@ -432,7 +432,7 @@ def test_every_scenario_is_named_once() -> None:
         len(LOOP_SCENARIOS) + len(VENDOR_SCENARIOS) + len(FIDELITY_SCENARIOS) + len(STEP_SHELLS))
     assert set(LOOP_SCENARIOS) == {
         "text", "flat-tool", "flat-write", "flat-edit", "flat-run", "unpublished-tool", "reasoning",
-        "bad-arguments", "unauthorized", "cold", "cold-once", "slow", "malformed", "truncated", "failed",
+        "bad-arguments", "unauthorized", "cold", "cold-once", "slow", "malformed", "truncated", "truncated-once", "failed",
         "fails-after-turn", "incomplete", "no-usage", "unknown-events"} | set(EXTENSION_SCENARIOS)
     assert set(EXTENSION_SCENARIOS) == {"skill-load", "hooked-calls", "bridge-tool", "bridge-unregistered"}
     assert set(VENDOR_SCENARIOS) == {

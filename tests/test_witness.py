@@ -203,6 +203,15 @@ def test_an_unreadable_answer_is_counted_and_an_off_wire_path_is_not_read() -> N
     assert read_exchange("/v1/messages/count_tokens", b"{}", b"{}") is None
 
 
+def test_an_unreadable_answer_is_named_so_its_calls_are_not_counted_as_checked() -> None:
+    unread = witness(RouteAccount(), read_exchange("/v1/messages", b"{}", b"data: {not json\n\n"))
+    warnings, _ = reconcile(unread, StreamAccount(), ended(text=None, turns=None), WitnessFacts())
+    assert [warning.code for warning in warnings] == ["ROUTE_UNREAD"]
+    assert "could not read 1 of the 1 model responses" in warnings[0].message
+    read = witness(RouteAccount(), read_exchange("/v1/messages", b"{}", answer(anthropic_messages.WIRE, Reply(text="hi"), 1)))
+    assert "ROUTE_UNREAD" not in codes(read, StreamAccount(), ended(text=None, turns=None))
+
+
 def written(payloads: list[Event], account: RouteAccount) -> list[Any]:
     state, out = Amendment(), []
     traffic = RouteTraffic(requests=2, bytes_up=1, bytes_down=1)

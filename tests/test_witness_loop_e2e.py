@@ -99,3 +99,28 @@ def test_an_allow_written_into_the_loops_stdin_is_approval_disagreed(confine: st
     assert disagreed == ["the loop resolved call_b10x_002 as approved=true and metaharness answered deny"], disagreed
     (ended,) = [e for e in events if e["event"] == "session.ended"]
     assert ended["census"]["bypassed"] == 1, "the denied call that ran is counted bypassed, so the run is never ok"
+
+
+def test_a_response_the_witness_could_not_read_leaves_the_audit_without_a_verdict(tmp_path: Path) -> None:
+    """The first answer is cut short and the loop retries it: the run completes, yet nobody checked what the
+    cut response held, so the witness names it and the audited run is no verdict (exit 3), not held."""
+    home = tmp_path / "home"
+    (home / ".local" / "bin").mkdir(parents=True)
+    (home / ".local" / "bin" / "b10x-harness").symlink_to(Path(sys.executable).parent / "b10x-harness")
+    (tmp_path / "spec.md").write_text("any\n")
+    auditor = tmp_path / "auditor"
+    auditor.write_text("#!/bin/sh\necho '{\"row\":\"A1\",\"verdict\":\"ok\",\"detail\":\"d\"}'\n")
+    auditor.chmod(0o755)
+    with running_emulator("--scenario", "truncated-once") as (base_url, _):
+        argv = [sys.executable, "-m", "metaharness.shell", "run", "b10x", "--model", "b10x-emulated", "--model-endpoint",
+                base_url, "-p", "say hi", "--frame", str(shell_frame(tmp_path)), "--audit",
+                "--spec", str(tmp_path / "spec.md"), "--auditor", str(auditor)]  # fmt: skip
+        done = subprocess.run(argv, capture_output=True, env={**os.environ, "HOME": str(home)}, timeout=120,
+                              stdin=subprocess.DEVNULL, check=False)  # fmt: skip
+    events: list[dict[str, Any]] = [json.loads(line) for line in done.stdout.splitlines()]
+    names = [e["event"] for e in events]
+    unread = [i for i, e in enumerate(events) if e["event"] == "warning" and e["code"] == "ROUTE_UNREAD"]
+    assert unread and unread[0] < names.index("session.ended"), done.stdout.decode()
+    assert "could not read 1 of the 2 model responses" in events[unread[0]]["message"]
+    assert events[-1]["reason"] == "completed"
+    assert "control verdict: unk" in done.stderr.decode() and done.returncode == 3

@@ -93,6 +93,7 @@ LOOP_SCENARIOS: dict[str, Callable[[RequestView, int], Outcome]] = {
     "slow": lambda view, n: Reply(text=PASSED, effect="slow"),
     "malformed": lambda view, n: Reply(text=PASSED, effect="malformed"),
     "truncated": lambda view, n: Reply(text=PASSED, effect="truncated"),
+    "truncated-once": lambda view, n: Reply(text=PASSED, effect="truncated" if n == 1 else "none"),
     "failed": lambda view, n: ProviderError(
         status=400, kind="invalid-request", message="the emulator fails this response", streamed=True),
     "fails-after-turn": lambda view, n: (

@@ -42,7 +42,7 @@ from metaharness.pure.loop.app_server import (
 )
 from metaharness.pure.loop.catalogue import publish
 from metaharness.pure.loop.gates import unpublished_warning
-from metaharness.pure.loop.instruction import InstructionFacts, render_instruction
+from metaharness.pure.loop.instruction import Instruction, InstructionFacts, render_instruction
 from metaharness.pure.loop.record import RecordLine, ToolRequested
 from metaharness.pure.wires.neutral import Item, Sampling, ToolCall, TurnRequest, UserText
 from metaharness.shell.loop.approver import AllApprover
@@ -265,14 +265,11 @@ class Server:
         except Closed as closed:
             return closed.code
 
-    def _turn(self, begin: BeginTurn) -> None:
-        connection = self.connection
-        with connection.lock:
-            bridge = connection.bridge
-        root = bridge.cwd if bridge.cwd is not None and os.path.isdir(bridge.cwd) else os.getcwd()
-        instruction = render_instruction(
+    def _instruction(self, tools: tuple[DynamicTool, ...], root: str) -> Instruction:
+        """A turn's instruction: the client's tools, no programs, scope or context files (the client's own)."""
+        return render_instruction(
             InstructionFacts(
-                tools=tuple(tool.name for tool in bridge.tools),
+                tools=tuple(tool.name for tool in tools),
                 programs=(),
                 scope_rules=(),
                 scope_stated=False,
@@ -284,6 +281,13 @@ class Server:
                 captured_at=self.captured_at,
             )
         )
+
+    def _turn(self, begin: BeginTurn) -> None:
+        connection = self.connection
+        with connection.lock:
+            bridge = connection.bridge
+        root = bridge.cwd if bridge.cwd is not None and os.path.isdir(bridge.cwd) else os.getcwd()
+        instruction = self._instruction(bridge.tools, root)
         self.conversation.extend(UserText(text) for text in begin.texts)
         items = TurnItems(thread_id=bridge.thread_id or "", turn_id=begin.turn_id, total=self.usage_total)
         recorder = BridgeRecorder(connection, items)

@@ -14,6 +14,7 @@ import datetime
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import click
@@ -24,9 +25,16 @@ from metaharness.pure.loop import budget
 from metaharness.pure.loop.approval import needs_approval
 from metaharness.pure.loop.catalogue import Publication, publish
 from metaharness.pure.loop.hooks import Hook, parse_hooks
-from metaharness.pure.loop.instruction import PROJECT_FILES, ContextFile, InstructionFacts, render_instruction
+from metaharness.pure.loop.instruction import (
+    PROJECT_FILES,
+    ContextFile,
+    Instruction,
+    InstructionFacts,
+    render_instruction,
+)
 from metaharness.pure.loop.plan import NOT_BUILT, NOT_BUILT_HEADING, RunFlags, RunPlan, plan_run
 from metaharness.pure.loop.record import (
+    ContextEntry,
     Finished,
     Rates,
     SessionWritten,
@@ -395,47 +403,9 @@ def start(flags: RunFlags) -> int:
     if isinstance(prepared, Failure):
         return _refuse(flags.json, prepared.failure())
     root, credential, contexts, loaded, hooks, prices, directory, resumed, publication, approver = prepared.unwrap()
-    captured_at, _ = _clock()
-    instruction = render_instruction(
-        InstructionFacts(
-            tools=publication.names(),
-            programs=plan.programs,
-            scope_rules=plan.scope_rules,
-            scope_stated=flags.scope_announce == "stated",
-            via_metaharness=flags.execution_path == "metaharness",
-            context_files=contexts,
-            project_files=() if flags.no_project_instructions else _project_files(root),
-            workspace=root,
-            platform=sys.platform,
-            captured_at=captured_at,
-            skills=loaded.skills,
-        )
-    )
+    instruction = _instruction(flags, plan, root, contexts, loaded, publication)
     recorder = Recorder(flags.json, flags.quiet, sys.stdout.buffer, sys.stderr)
-    recorder.write(
-        Started(
-            model=plan.model,
-            workspace=root,
-            published_tools=publication.names(),
-            operations=tuple(e.operation for e in publication.published),
-            withheld=publication.withheld,
-            skills=tuple(skill.name for skill in loaded.skills),
-            agents=tuple(agent.name for agent in loaded.agents),
-            profiles=(),
-            context=instruction.manifest,
-            toolchains=(),
-            mcp=(),
-            credential_source=plan.credential.record_name if plan.credential is not None else "none",
-        )
-    )
-    if prices is not None:
-        recorder.write(Rates(source=prices.source, as_of=prices.as_of))
-        if plan.model not in prices.models:
-            recorder.write(
-                WarningLine(code="unpriced-model", message=f"no price is known for `{plan.model}`; no cost is reported")
-            )
-    for message in loaded.shadowed:
-        recorder.write(WarningLine(code="skill-shadowed", message=message))
+    _announce(recorder.write, plan, root, publication, loaded, instruction.manifest, prices)
     items: list[Item] = list(resumed.items) if resumed is not None else []
     items.append(UserText(plan.input))
     ident = resumed.id if resumed is not None else session_id(start_nanos, os.getpid())
@@ -473,6 +443,58 @@ def start(flags: RunFlags) -> int:
     _save(directory, ident, plan, root, loop, resumed, recorder, start_nanos)
     return 0 if isinstance(stop, budget.Completed) else 2
 
+
+
+def _instruction(
+    flags: RunFlags, plan: RunPlan, root: str, contexts: tuple[ContextFile, ...], loaded: Loaded, publication: Publication
+) -> Instruction:
+    """The loop's instruction for this run, captured now (docs/loop.md#standing-instruction)."""
+    captured_at, _ = _clock()
+    return render_instruction(
+        InstructionFacts(
+            tools=publication.names(),
+            programs=plan.programs,
+            scope_rules=plan.scope_rules,
+            scope_stated=flags.scope_announce == "stated",
+            via_metaharness=flags.execution_path == "metaharness",
+            context_files=contexts,
+            project_files=() if flags.no_project_instructions else _project_files(root),
+            workspace=root,
+            platform=sys.platform,
+            captured_at=captured_at,
+            skills=loaded.skills,
+        )
+    )
+
+
+def _announce(
+    write: Callable[[Any], None], plan: RunPlan, root: str, publication: Publication, loaded: Loaded,
+    manifest: tuple[ContextEntry, ...], prices: budget.Prices | None,
+) -> None:  # fmt: skip
+    """The record's opening lines: ``started``, the price table's ``rates`` (and ``unpriced-model``) and a
+    ``skill-shadowed`` warning for each shadowed skill (docs/loop.md#record)."""
+    write(
+        Started(
+            model=plan.model,
+            workspace=root,
+            published_tools=publication.names(),
+            operations=tuple(e.operation for e in publication.published),
+            withheld=publication.withheld,
+            skills=tuple(skill.name for skill in loaded.skills),
+            agents=tuple(agent.name for agent in loaded.agents),
+            profiles=(),
+            context=manifest,
+            toolchains=(),
+            mcp=(),
+            credential_source=plan.credential.record_name if plan.credential is not None else "none",
+        )
+    )
+    if prices is not None:
+        write(Rates(source=prices.source, as_of=prices.as_of))
+        if plan.model not in prices.models:
+            write(WarningLine(code="unpriced-model", message=f"no price is known for `{plan.model}`; no cost is reported"))
+    for message in loaded.shadowed:
+        write(WarningLine(code="skill-shadowed", message=message))
 
 def _save(
     directory: str | None,
@@ -515,7 +537,44 @@ def serve_app_server(values: dict[str, Any]) -> int:
     orderly interpreter shutdown would wait on."""
     if values["tool_answer_timeout_ms"] < 1:
         return _refuse(False, f"--tool-answer-timeout-ms must be at least 1; got {values['tool_answer_timeout_ms']}")
-    flags = RunFlags(
+    flags = _app_server_flags(values)
+    from metaharness.shell.loop.app_server import Connection, Server, TurnCancel
+
+    planned = plan_run(flags)
+    if isinstance(planned, Failure):
+        return _refuse(False, planned.failure())
+    plan = planned.unwrap()
+    first = None
+    if plan.credential is not None:
+        read = read_credential(plan.credential, os.environ)
+        if isinstance(read, Failure):
+            return _refuse(False, read.failure())
+        first = read.unwrap()
+    cancel = TurnCancel()
+    connection = Connection(version(), sys.stdout.buffer, cancel, values["tool_answer_timeout_ms"])
+    captured_at, _ = _clock()
+    server = Server(
+        wire=plan.wire,
+        model=plan.model,
+        url=plan.base_url + ENDPOINT_PATHS[plan.wire],
+        user_agent=f"b10x-harness/{version()}",
+        credential=CredentialSource(plan.credential, first),
+        limits=budget.Limits(flags.max_turns, flags.max_output_tokens, None, None),
+        captured_at=captured_at,
+        connection=connection,
+    )
+    del first
+    code = server.serve(sys.stdin.buffer)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+
+def _app_server_flags(values: dict[str, Any]) -> RunFlags:
+    """The flags the app server plans under: ``run``'s endpoint, model, wire, credentials and bounds, every
+    call approved (the client decides), no session and no project instructions (docs/loop-extensions.md#the-app-server-bridge-b10x-harness-app-server)."""
+    return RunFlags(
         input="",
         base_url=values["base_url"],
         model=values["model"],
@@ -552,37 +611,6 @@ def serve_app_server(values: dict[str, Any]) -> int:
         resume=None,
         given_not_built=(),
     )
-    from metaharness.shell.loop.app_server import Connection, Server, TurnCancel
-
-    planned = plan_run(flags)
-    if isinstance(planned, Failure):
-        return _refuse(False, planned.failure())
-    plan = planned.unwrap()
-    first = None
-    if plan.credential is not None:
-        read = read_credential(plan.credential, os.environ)
-        if isinstance(read, Failure):
-            return _refuse(False, read.failure())
-        first = read.unwrap()
-    cancel = TurnCancel()
-    connection = Connection(version(), sys.stdout.buffer, cancel, values["tool_answer_timeout_ms"])
-    captured_at, _ = _clock()
-    server = Server(
-        wire=plan.wire,
-        model=plan.model,
-        url=plan.base_url + ENDPOINT_PATHS[plan.wire],
-        user_agent=f"b10x-harness/{version()}",
-        credential=CredentialSource(plan.credential, first),
-        limits=budget.Limits(flags.max_turns, flags.max_output_tokens, None, None),
-        captured_at=captured_at,
-        connection=connection,
-    )
-    del first
-    code = server.serve(sys.stdin.buffer)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
-
 
 def run_cli(args: list[str]) -> int:
     """Parse ``args`` and run; parse errors are exit 1 with ``error: <reason>`` (and ``refused`` under ``--json``)."""
