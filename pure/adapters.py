@@ -35,18 +35,6 @@ def adapter_of(kind: Kind) -> Adapter:
             assert_never(kind)
 
 
-def route_dialect(kind: Kind, first_path: str) -> LoopbackKind:
-    """Whose API a confined route speaks (its error bodies): the kind's own vendor, else the vendor whose
-    wire the route's first path is (Messages: claude; Responses: codex)."""
-    match kind:
-        case "claude" | "codex" | "gemini":
-            return kind
-        case "b10x":
-            return "claude" if first_path.endswith("/messages") else "codex"
-        case _:
-            assert_never(kind)
-
-
 def loopback_of(kind: LoopbackKind) -> Loopback:
     """The loopback facts of a kind that carries ``--credentials loopback``."""
     match kind:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Mapping
-from typing import Literal
 
 import msgspec
 from returns.result import Failure, Result, Success
@@ -19,9 +18,8 @@ from returns.result import Failure, Result, Success
 from metaharness.pure.adapter import Variables
 from metaharness.pure.adapters import adapter_of, loopback_of
 from metaharness.pure.kind import KINDS, Kind, LoopbackKind
+from metaharness.pure.modes import Credentials
 from metaharness.pure.refusal import Refusal
-
-Credentials = Literal["operator-login", "api-key", "loopback", "none"]
 
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 CALLER_VARIABLES = ("HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TERM", "TZ")
@@ -253,7 +251,7 @@ def _loopback_posture(
     """A kind without a loopback proxy refuses it as stage 3 does (``credentials-not-carried``)."""
     adapter = adapter_of(declaration.kind)
     if adapter.loopback is None:
-        reason = adapter.not_carried_values[("credentials", "loopback")]
+        reason = adapter.value_not_carried("credentials", "loopback")
         return Failure(
             Refusal("credentials-not-carried", f"--credentials loopback is not carried on {adapter.kind}: {reason}")
         )

@@ -20,7 +20,10 @@ from metaharness.pure.adapter import (
     WitnessFacts,
 )
 from metaharness.pure.b10x.admissibility import check_frame_admissible
-from metaharness.pure.b10x.vendor import KIND, PIN, PROGRAM, RENDERING
+from metaharness.pure.b10x.vendor import HONOURED_COMMANDS, KIND, PIN, PROGRAM, RENDERING
+from metaharness.pure.claude.vendor import KIND as CLAUDE
+from metaharness.pure.codex.vendor import KIND as CODEX
+from metaharness.pure.kind import LoopbackKind
 
 FRAME_REQUIRED = (
     "--decisions frame (the default) without --frame on b10x: with nothing to decide from, every write "
@@ -41,6 +44,11 @@ def launch_rows(scratch: str, servers: tuple[str, ...], h2_unavailable: str | No
     )
 
 
+def route_dialect(first_path: str) -> LoopbackKind:
+    """Whose API the loop's route speaks: the wire its first path is (Messages: claude's; Responses: codex's)."""
+    return CLAUDE if first_path.endswith("/messages") else CODEX
+
+
 ADAPTER = Adapter(
     kind=KIND,
     program=PROGRAM,
@@ -50,6 +58,7 @@ ADAPTER = Adapter(
         tiers={"registration": "unverified", "call": "unverified", "turn": "unverified", "kill": "unverified"},
         decision_modes={"frame": "delivered", "ask": "unverified", "observe": "delivered"},
         rendering=RENDERING,
+        honoured_commands=HONOURED_COMMANDS,
     ),
     not_carried=MappingProxyType(
         {
@@ -101,6 +110,7 @@ ADAPTER = Adapter(
         no_output_style="the loop has no output style",
     ),
     confinement=ConfinementShape(
+        route_dialect=route_dialect,
         vendor_route=None,
         view_grant="",
         writable=("config",),

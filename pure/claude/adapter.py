@@ -30,8 +30,9 @@ from metaharness.pure.adapter import (
     Variables,
     VendorRoute,
 )
-from metaharness.pure.claude.vendor import KIND, PINS, PROGRAM, RENDERING, UPSTREAM, WIRE_PATHS
+from metaharness.pure.claude.vendor import HONOURED_COMMANDS, KIND, PINS, PROGRAM, RENDERING, UPSTREAM, WIRE_PATHS
 from metaharness.pure.jsonline import compact
+from metaharness.pure.kind import LoopbackKind
 from metaharness.pure.refusal import Refusal
 
 ENDPOINT_VARIABLES = ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC")
@@ -94,6 +95,11 @@ LOOPBACK = Loopback(
 """The loopback proxy's facts for claude."""
 
 
+def route_dialect(_first_path: str) -> LoopbackKind:
+    """A confined route speaks the kind's own API."""
+    return KIND
+
+
 ADAPTER = Adapter(
     kind=KIND,
     program=PROGRAM,
@@ -103,6 +109,7 @@ ADAPTER = Adapter(
         tiers={"registration": "delivered", "call": "delivered", "turn": "unverified", "kill": "delivered"},
         decision_modes={"ask": "delivered", "frame": "delivered", "observe": "delivered"},
         rendering=RENDERING,
+        honoured_commands=HONOURED_COMMANDS,
     ),
     not_carried=MappingProxyType(
         {**dict.fromkeys(VENDOR_SCOPE_OPTIONS, VENDOR_SCOPE), **dict.fromkeys(LOOP_ONLY_OPTIONS, LOOP_ONLY)}
@@ -156,6 +163,7 @@ ADAPTER = Adapter(
         no_output_style=None,
     ),
     confinement=ConfinementShape(
+        route_dialect=route_dialect,
         vendor_route=VendorRoute(
             upstream=UPSTREAM, wire_paths=WIRE_PATHS, base_url_variable="ANTHROPIC_BASE_URL", base_url_path="",
             login_needs_api_key=False,

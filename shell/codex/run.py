@@ -20,14 +20,13 @@ from returns.result import Failure, Result, Success
 
 from metaharness.pure.bounds import CREDENTIAL_FILE_LIMIT
 from metaharness.pure.budgets import HOOK_TIMEOUT_S, SLOW_PROBE_S
-from metaharness.pure.capabilities import HONOURED_COMMANDS
 from metaharness.pure.catalogue import Catalogue
 from metaharness.pure.codex.app_server import CATALOGUE_COPY, app_server_args, catalogue_server_args
 from metaharness.pure.codex.doctor import version_token
 from metaharness.pure.codex.launch import CodexLaunch, CodexRunSpec, plan_codex_launch
 from metaharness.pure.codex.rollout import RolloutLaunch
 from metaharness.pure.codex.skills import SKILL_FILE, skill_roots
-from metaharness.pure.codex.vendor import KIND, PINS, PROGRAM, WIRE_PATHS
+from metaharness.pure.codex.vendor import HONOURED_COMMANDS, KIND, PINS, PROGRAM, WIRE_PATHS
 from metaharness.pure.commands import control_unsupported, start_time_refusals
 from metaharness.pure.confinement import confined_hermetic, pointed_at_bridge
 from metaharness.pure.context import ContextFileRead
