@@ -94,8 +94,9 @@ def test_a_kind_declares_its_defaults_for_decisions_and_credentials(monkeypatch:
     assert isinstance(given, Failure) and given.failure().code == "decisions-not-carried"
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_every_kind_keeps_the_contracts_defaults(kind: Kind) -> None:
-    """The four kinds declare no defaults of their own: a run that leaves the options out is as before."""
+@pytest.mark.parametrize("kind", ["claude", "codex", "b10x", "gemini"])
+def test_the_four_kinds_keep_the_contracts_defaults(kind: Kind) -> None:
+    """claude, codex, b10x and gemini declare no defaults of their own: a run that leaves the options out is as
+    before (gemini's left-out ``operator-login`` is still refused by name)."""
     rules = adapter_of(kind).run_rules
     assert (rules.default_decisions, rules.default_credentials) == ("frame", "operator-login")
