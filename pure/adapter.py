@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal
 import msgspec
 from returns.result import Result
 
-from metaharness.pure.kind import Kind, LoopbackKind
+from metaharness.pure.kind import Kind
 from metaharness.pure.modes import Credentials, DecisionMode, HermeticMode
 from metaharness.pure.refusal import Refusal
 
@@ -210,9 +210,10 @@ class ConfinementShape(msgspec.Struct, frozen=True, kw_only=True):
     view_grant: str
     writable: tuple[str, ...]
     tools: ToolEntry
-    route_dialect: Callable[[str], LoopbackKind] | None
-    """Whose API a confined route speaks (the route proxy's own answers take its shape), given the route's
-    first path; ``None``: the kind has no confined model route (docs/confinement.md)."""
+    route_dialect: Callable[[str], Loopback] | None
+    """Whose API a confined route speaks, given the route's first path: the ``Loopback`` facts the route
+    proxy's own answers take their shape from; ``None``: the kind has no confined model route
+    (docs/confinement.md)."""
     endpoint_paths: Callable[[str | None], tuple[str, ...]] | None = None
     """On the endpoint route of a kind without a vendor route: (``--model``) → the wire's own request paths
     below the endpoint, when they name the model (Gemini CLI's Generative Language methods); ``None``: the

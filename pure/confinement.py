@@ -20,10 +20,11 @@ from urllib.parse import urlsplit
 import msgspec
 from returns.result import Failure, Result, Success
 
+from metaharness.pure.adapter import Loopback
 from metaharness.pure.adapters import adapter_of
 from metaharness.pure.events import Hermetic, RowHow, RowWhy
 from metaharness.pure.hermetic import ROWS, MemoryWalk
-from metaharness.pure.kind import Kind, LoopbackKind
+from metaharness.pure.kind import Kind
 from metaharness.pure.refusal import Refusal
 
 SYSTEM_ROOTS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/sys")
@@ -278,7 +279,7 @@ def model_route(
     return planned.bind(lambda route: Success(None) if route is None else Failure(no_route))
 
 
-def route_dialect(kind: Kind, first_path: str) -> LoopbackKind | None:
+def route_dialect(kind: Kind, first_path: str) -> Loopback | None:
     """Whose API a confined route of ``kind`` speaks (the route proxy answers in its shape), as the kind's
     adapter declares it from the route's first path; ``None`` when it declares no route."""
     dialect = adapter_of(kind).confinement.route_dialect

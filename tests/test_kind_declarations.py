@@ -15,7 +15,7 @@ import pytest
 from returns.result import Failure, Success
 
 from metaharness.pure import capabilities, confinement, environment, options
-from metaharness.pure.adapter import Adapter
+from metaharness.pure.adapter import Adapter, Loopback
 from metaharness.pure.adapters import adapter_of
 from metaharness.pure.capabilities import descriptor
 from metaharness.pure.confinement import model_route, route_dialect
@@ -59,13 +59,15 @@ def test_a_kind_without_loopback_facts_refuses_loopback_without_listing_it(monke
 
 
 def test_a_kind_declares_its_route_dialect(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The route proxy speaks the dialect the kind's adapter names for the route's first path."""
-    assert (route_dialect("b10x", "/v1/messages"), route_dialect("b10x", "/v1/responses")) == ("claude", "codex")
-    assert [route_dialect(kind, "/any") for kind in ("claude", "codex", "gemini")] == ["claude", "codex", "gemini"]
-    dialect: Callable[[str], str] = lambda _path: "gemini"
+    """The route proxy speaks the dialect (the ``Loopback`` facts) the kind's adapter names for the route's
+    first path: a vendor its own, the loop the wire's (Messages: claude's; Responses: codex's)."""
+    claude, codex, gemini = (adapter_of(kind).loopback for kind in ("claude", "codex", "gemini"))
+    assert (route_dialect("b10x", "/v1/messages"), route_dialect("b10x", "/v1/responses")) == (claude, codex)
+    assert [route_dialect(kind, "/any") for kind in ("claude", "codex", "gemini")] == [claude, codex, gemini]
+    dialect: Callable[[str], Loopback | None] = lambda _path: gemini
     stand_in(monkeypatch, msgspec.structs.replace(
         B10X, confinement=msgspec.structs.replace(B10X.confinement, route_dialect=dialect)))  # fmt: skip
-    assert route_dialect("b10x", "/v1/messages") == "gemini"
+    assert route_dialect("b10x", "/v1/messages") is gemini
 
 
 def test_a_kind_with_no_route_dialect_has_no_confined_route(monkeypatch: pytest.MonkeyPatch) -> None:

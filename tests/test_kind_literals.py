@@ -6,7 +6,7 @@ as a kind appears only in that kind's own folders (``pure/<kind>/``, ``shell/<ki
 "Used as a kind" is keyed on where the constant stands, not on its spelling, so a kind named after a common
 word (``echo``, ``run``) does not clash with the word used as itself: compared with, matched against or
 assigned to a name ``kind``/``KIND``/``*_kind``/``adapter``; passed as a ``kind=`` or ``adapter=`` keyword or as the ``kind`` parameter
-of a project function; returned by, or annotated as, a ``Kind`` or ``LoopbackKind``; a key of a mapping
+of a project function; returned by, or annotated as, a ``Kind``; a key of a mapping
 annotated by kind. Prose that mentions a kind (a refusal's message, help text, a docstring) is not a kind
 literal; a shared module that needs to know something about a kind asks the registry
 (docs/DEVELOPING.md#adding-a-fourth-kind).
@@ -28,7 +28,7 @@ from metaharness.shell.adapters import live_adapter_of
 
 ROOT = Path(__file__).resolve().parent.parent
 REGISTRIES = frozenset({"pure/kind.py", "pure/adapters.py", "pure/replays.py", "shell/adapters.py"})
-KIND_TYPE = re.compile(r"\b(?:Loopback)?Kind\b")
+KIND_TYPE = re.compile(r"\bKind\b")
 KIND_NAME = re.compile(r"^(?:kind|KIND|adapter|ADAPTER|\w+_kind|\w+_KIND)$")
 
 KindParameters = dict[str, frozenset[int]]
@@ -150,7 +150,7 @@ def test_a_kind_named_after_a_common_word_clashes_only_where_it_is_used_as_a_kin
         'if options.kind in ("b10x", "echo"):\n    pass\n'
         'match kind:\n    case "claude" | "echo":\n        pass\n'
         'adapter_of("echo")\nmemory_row("echo", "H11")\nRunOptions(kind="echo")\nKIND = "echo"\n'
-        'def dialect(path: str) -> LoopbackKind:\n    return "claude" if path else "echo"\n'
+        'def dialect(path: str) -> Kind:\n    return "claude" if path else "echo"\n'
         'ROWS: Mapping[Kind, str] = {"echo": "x"}\n'
     )
     assert [line for line, _kind in kind_literals(as_kind, frozenset({"echo"}), lookups)] == [1, 4, 6, 7, 8, 9, 11, 12]

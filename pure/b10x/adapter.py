@@ -13,6 +13,7 @@ from metaharness.pure.adapter import (
     EnvironmentFloor,
     EnvironmentGuard,
     HermeticShape,
+    Loopback,
     Memory,
     RowText,
     RunRules,
@@ -21,9 +22,8 @@ from metaharness.pure.adapter import (
 )
 from metaharness.pure.b10x.admissibility import check_frame_admissible
 from metaharness.pure.b10x.vendor import HONOURED_COMMANDS, KIND, PIN, PROGRAM, RENDERING
-from metaharness.pure.claude.vendor import KIND as CLAUDE
-from metaharness.pure.codex.vendor import KIND as CODEX
-from metaharness.pure.kind import LoopbackKind
+from metaharness.pure.claude.adapter import LOOPBACK as MESSAGES
+from metaharness.pure.codex.adapter import LOOPBACK as RESPONSES
 
 FRAME_REQUIRED = (
     "--decisions frame (the default) without --frame on b10x: with nothing to decide from, every write "
@@ -44,9 +44,10 @@ def launch_rows(scratch: str, servers: tuple[str, ...], h2_unavailable: str | No
     )
 
 
-def route_dialect(first_path: str) -> LoopbackKind:
-    """Whose API the loop's route speaks: the wire its first path is (Messages: claude's; Responses: codex's)."""
-    return CLAUDE if first_path.endswith("/messages") else CODEX
+def route_dialect(first_path: str) -> Loopback:
+    """Whose API the loop's route speaks: the wire its first path is (Messages: claude's facts; Responses:
+    codex's), so the route proxy's own answers are in the shape the loop's wire reads."""
+    return MESSAGES if first_path.endswith("/messages") else RESPONSES
 
 
 ADAPTER = Adapter(

@@ -32,7 +32,6 @@ from metaharness.pure.adapter import (
 )
 from metaharness.pure.claude.vendor import HONOURED_COMMANDS, KIND, PINS, PROGRAM, RENDERING, UPSTREAM, WIRE_PATHS
 from metaharness.pure.jsonline import compact
-from metaharness.pure.kind import LoopbackKind
 from metaharness.pure.refusal import Refusal
 
 ENDPOINT_VARIABLES = ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC")
@@ -95,9 +94,9 @@ LOOPBACK = Loopback(
 """The loopback proxy's facts for claude."""
 
 
-def route_dialect(_first_path: str) -> LoopbackKind:
-    """A confined route speaks the kind's own API."""
-    return KIND
+def route_dialect(_first_path: str) -> Loopback:
+    """A confined route speaks the kind's own API: the route proxy answers in its loopback facts' shape."""
+    return LOOPBACK
 
 
 ADAPTER = Adapter(

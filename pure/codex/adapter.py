@@ -41,7 +41,6 @@ from metaharness.pure.codex.vendor import (
     WIRE_PATHS,
 )
 from metaharness.pure.jsonline import compact
-from metaharness.pure.kind import LoopbackKind
 from metaharness.pure.refusal import Refusal
 
 
@@ -105,9 +104,9 @@ LOOPBACK = Loopback(
 """The loopback proxy's facts for codex."""
 
 
-def route_dialect(_first_path: str) -> LoopbackKind:
-    """A confined route speaks the kind's own API."""
-    return KIND
+def route_dialect(_first_path: str) -> Loopback:
+    """A confined route speaks the kind's own API: the route proxy answers in its loopback facts' shape."""
+    return LOOPBACK
 
 
 ADAPTER = Adapter(

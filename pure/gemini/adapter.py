@@ -31,7 +31,6 @@ from metaharness.pure.adapter import (
     WitnessFacts,
 )
 from metaharness.pure.jsonline import compact
-from metaharness.pure.kind import LoopbackKind
 from metaharness.pure.refusal import Refusal
 
 KIND: Literal["gemini"] = "gemini"
@@ -156,9 +155,9 @@ def launch_rows(scratch: str, servers: tuple[str, ...], h2_unavailable: str | No
     )
 
 
-def route_dialect(_first_path: str) -> LoopbackKind:
-    """A confined route speaks the kind's own API."""
-    return KIND
+def route_dialect(_first_path: str) -> Loopback:
+    """A confined route speaks the kind's own API: the route proxy answers in its loopback facts' shape."""
+    return LOOPBACK
 
 
 ADAPTER = Adapter(

@@ -21,6 +21,7 @@ from returns.result import Failure, Result, Success
 from metaharness.pure.bounds import CREDENTIAL_FILE_LIMIT
 from metaharness.pure.budgets import HOOK_TIMEOUT_S, SLOW_PROBE_S
 from metaharness.pure.catalogue import Catalogue
+from metaharness.pure.codex.adapter import LOOPBACK
 from metaharness.pure.codex.app_server import CATALOGUE_COPY, app_server_args, catalogue_server_args
 from metaharness.pure.codex.doctor import version_token
 from metaharness.pure.codex.launch import CodexLaunch, CodexRunSpec, plan_codex_launch
@@ -178,7 +179,7 @@ def plan_run(
         program_facts,
         credential_file_present=readable_regular_file(credential_file),
         custody_path=loopback[0] if loopback is not None else None,
-        upstream=upstream_root(KIND, options.model_endpoint) if loopback is not None else None,
+        upstream=upstream_root(LOOPBACK, options.model_endpoint) if loopback is not None else None,
         walk=walk,
         skills=found_skills(caller_env.get("HOME"), cwd, confined=options.confine == "on"),
     )
@@ -343,7 +344,7 @@ def _start_proxy(
         hold.proxy = start_route(KIND, prepared, scratch, None if loopback is None else loopback[1])
     else:
         assert loopback is not None
-        hold.proxy = RouteProxy(KIND, loopback[1], loopback[0], upstream_root(KIND, options.model_endpoint), WIRE_PATHS)
+        hold.proxy = RouteProxy(LOOPBACK, loopback[1], loopback[0], upstream_root(LOOPBACK, options.model_endpoint), WIRE_PATHS)
         hold.proxy.start()
     assert hold.proxy is not None
     return hold.proxy
