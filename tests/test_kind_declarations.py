@@ -19,7 +19,7 @@ from metaharness.pure.adapter import Adapter, Loopback
 from metaharness.pure.adapters import adapter_of
 from metaharness.pure.capabilities import descriptor
 from metaharness.pure.confinement import model_route, route_dialect
-from metaharness.pure.environment import EnvironmentDeclaration, credential_posture
+from metaharness.pure.environment import EnvironmentDeclaration, credential_posture, loopback_custody_token
 from metaharness.pure.kind import KINDS, Kind
 from metaharness.pure.options import RunOptions, check_kind_carriage
 
@@ -56,6 +56,7 @@ def test_a_kind_without_loopback_facts_refuses_loopback_without_listing_it(monke
     assert isinstance(carriage, Failure) and carriage.failure() == posture.failure()
     assert carriage.failure().code == "credentials-not-carried"
     assert carriage.failure().message == "--credentials loopback is not carried on b10x: it has no loopback credential proxy"
+    assert loopback_custody_token("b10x", b'{"OPENAI_API_KEY":"k"}') == Failure(carriage.failure())
 
 
 def test_a_kind_declares_its_route_dialect(monkeypatch: pytest.MonkeyPatch) -> None:
