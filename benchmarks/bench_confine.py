@@ -26,6 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from metaharness.pure.codex.adapter import LOOPBACK as CODEX_LOOPBACK
 from metaharness.pure.codex.vendor import WIRE_PATHS as CODEX_WIRE
 from metaharness.shell.confine_init import bridge
 from metaharness.shell.loopback import RouteProxy
@@ -83,7 +84,7 @@ def route(requests: int) -> None:
     process, base_url = emulator("text")
     scratch = tempfile.mkdtemp(prefix="bench-confine-")
     origin = base_url.removesuffix("/v1")
-    proxy = RouteProxy("codex", None, None, origin, CODEX_WIRE)
+    proxy = RouteProxy(CODEX_LOOPBACK, None, None, origin, CODEX_WIRE)
     proxy.start(os.path.join(scratch, "route.sock"))
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

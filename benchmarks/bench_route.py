@@ -27,9 +27,9 @@ from metaharness.pure.loopback import MAX_CONNECTIONS
 
 PROXY = """
 import sys
-from metaharness.pure.claude.adapter import WIRE_PATHS
+from metaharness.pure.claude.adapter import LOOPBACK, WIRE_PATHS
 from metaharness.shell.loopback import RouteProxy
-proxy = RouteProxy("claude", None, None, sys.argv[1], WIRE_PATHS)
+proxy = RouteProxy(LOOPBACK, None, None, sys.argv[1], WIRE_PATHS)
 print(proxy.start(), flush=True)
 sys.stdin.read()
 proxy.stop()

@@ -7,6 +7,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from metaharness.pure.claude.adapter import LOOPBACK as CLAUDE_LOOPBACK
 from metaharness.pure.loopback import HOP_BY_HOP, RequestHead, admit_request, carries_placeholder, forward_headers
 
 PLACEHOLDER = "mh-run-claude-7-00112233445566778899aabb"
@@ -40,5 +41,5 @@ def test_only_the_exact_placeholder_is_admitted(offered: str, header: str) -> No
     value = f"Bearer {offered}" if header == "authorization" else offered
     head = RequestHead("POST", "/v1/messages", ((header, value), ("Content-Length", "2")))
     assert carries_placeholder(head, PLACEHOLDER) == (offered == PLACEHOLDER)
-    admitted = admit_request("claude", head, PLACEHOLDER)
+    admitted = admit_request(CLAUDE_LOOPBACK, head, PLACEHOLDER)
     assert (admitted == 2) == (offered == PLACEHOLDER)

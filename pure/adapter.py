@@ -17,7 +17,7 @@ import msgspec
 from returns.result import Result
 
 from metaharness.pure.kind import Kind
-from metaharness.pure.modes import DecisionMode, HermeticMode
+from metaharness.pure.modes import Credentials, DecisionMode, HermeticMode
 from metaharness.pure.refusal import Refusal
 
 if TYPE_CHECKING:
@@ -60,6 +60,9 @@ class DescriptorFacts(msgspec.Struct, frozen=True, kw_only=True):
     tiers: Mapping[str, Status]
     decision_modes: Mapping[str, Status]
     rendering: Mapping[str, str]
+    honoured_commands: frozenset[str]
+    """The ``metaharness.command/1`` commands the kind's live loop honours; ``capabilities`` states every
+    other command as refused (docs/adapters/common.md#descriptor)."""
 
 
 class RunRules(msgspec.Struct, frozen=True, kw_only=True):
@@ -77,6 +80,10 @@ class RunRules(msgspec.Struct, frozen=True, kw_only=True):
     ``http(s)`` URL the kind talks to itself."""
     allow_program_needs_owned_surface: bool
     owned_surface_needs_catalogue: bool
+    default_decisions: DecisionMode = "frame"
+    """``--decisions`` when the run leaves it out (docs/cli.md#run): a kind that does not carry ``frame`` names its own."""
+    default_credentials: Credentials = "operator-login"
+    """``--credentials`` when the run leaves it out (docs/cli.md#run)."""
 
 
 class EnvironmentFloor(msgspec.Struct, frozen=True, kw_only=True):
@@ -203,6 +210,10 @@ class ConfinementShape(msgspec.Struct, frozen=True, kw_only=True):
     view_grant: str
     writable: tuple[str, ...]
     tools: ToolEntry
+    route_dialect: Callable[[str], Loopback] | None
+    """Whose API a confined route speaks, given the route's first path: the ``Loopback`` facts the route
+    proxy's own answers take their shape from; ``None``: the kind has no confined model route
+    (docs/confinement.md)."""
     endpoint_paths: Callable[[str | None], tuple[str, ...]] | None = None
     """On the endpoint route of a kind without a vendor route: (``--model``) → the wire's own request paths
     below the endpoint, when they name the model (Gemini CLI's Generative Language methods); ``None``: the
@@ -303,3 +314,12 @@ class Adapter(msgspec.Struct, frozen=True, kw_only=True):
     """``replay --answers`` writes the caller-seam lines the replay produced."""
     witness: WitnessFacts = msgspec.field(default_factory=lambda: WitnessFacts())
     """How the route witness matches the model's calls with the stream's (docs/decisions.md#the-route-witness)."""
+
+    def value_not_carried(self, option: str, value: str) -> str | None:
+        """Why the kind does not carry ``--<option> <value>``, or ``None`` when it does: its own
+        ``not_carried_values``, and ``--credentials loopback`` on a kind without ``Loopback`` facts
+        (docs/cli.md#run)."""
+        reason = self.not_carried_values.get((option, value))
+        if reason is None and (option, value) == ("credentials", "loopback") and self.loopback is None:
+            return "it has no loopback credential proxy"
+        return reason

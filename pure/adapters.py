@@ -9,15 +9,12 @@ from __future__ import annotations
 
 from typing import assert_never
 
-from metaharness.pure.adapter import Adapter, Loopback
+from metaharness.pure.adapter import Adapter
 from metaharness.pure.b10x.adapter import ADAPTER as B10X
 from metaharness.pure.claude.adapter import ADAPTER as CLAUDE
-from metaharness.pure.claude.adapter import LOOPBACK as CLAUDE_LOOPBACK
 from metaharness.pure.codex.adapter import ADAPTER as CODEX
-from metaharness.pure.codex.adapter import LOOPBACK as CODEX_LOOPBACK
 from metaharness.pure.gemini.adapter import ADAPTER as GEMINI
-from metaharness.pure.gemini.adapter import LOOPBACK as GEMINI_LOOPBACK
-from metaharness.pure.kind import Kind, LoopbackKind
+from metaharness.pure.kind import Kind
 
 
 def adapter_of(kind: Kind) -> Adapter:
@@ -34,27 +31,3 @@ def adapter_of(kind: Kind) -> Adapter:
         case _:
             assert_never(kind)
 
-
-def route_dialect(kind: Kind, first_path: str) -> LoopbackKind:
-    """Whose API a confined route speaks (its error bodies): the kind's own vendor, else the vendor whose
-    wire the route's first path is (Messages: claude; Responses: codex)."""
-    match kind:
-        case "claude" | "codex" | "gemini":
-            return kind
-        case "b10x":
-            return "claude" if first_path.endswith("/messages") else "codex"
-        case _:
-            assert_never(kind)
-
-
-def loopback_of(kind: LoopbackKind) -> Loopback:
-    """The loopback facts of a kind that carries ``--credentials loopback``."""
-    match kind:
-        case "claude":
-            return CLAUDE_LOOPBACK
-        case "codex":
-            return CODEX_LOOPBACK
-        case "gemini":
-            return GEMINI_LOOPBACK
-        case _:
-            assert_never(kind)

@@ -45,9 +45,7 @@ COMMANDS: tuple[str, ...] = (
 """The seven ``metaharness.command/1`` commands (docs/events.md#commands)."""
 
 REFUSED_COMMAND: Mapping[str, str] = MappingProxyType({"refused": "UNSUPPORTED_CONTROL"})
-HONOURED_COMMANDS = frozenset({"tool.decide", "interrupt", "halt"})
-"""Every adapter of this version honours these and refuses the rest (docs/adapters/b10x.md#capabilities-and-doctor,
-docs/adapters/claude.md)."""
+"""A command the kind's adapter does not honour (``DescriptorFacts.honoured_commands``)."""
 
 
 class AdapterIdentity(msgspec.Struct, frozen=True):
@@ -74,7 +72,7 @@ def descriptor(kind: Kind) -> Descriptor:
     adapter = adapter_of(kind)
     facts = adapter.descriptor
     commands = {
-        name: "honoured" if name in HONOURED_COMMANDS else dict(REFUSED_COMMAND) for name in COMMANDS
+        name: "honoured" if name in facts.honoured_commands else dict(REFUSED_COMMAND) for name in COMMANDS
     }
     return Descriptor(
         adapter=AdapterIdentity(kind, facts.adapter_class),

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 import msgspec
 from returns.result import Failure, Result, Success
 
+from metaharness.pure.adapter import Loopback
 from metaharness.pure.adapters import adapter_of
 from metaharness.pure.events import Hermetic, RowHow, RowWhy
 from metaharness.pure.hermetic import ROWS, MemoryWalk
@@ -266,7 +267,35 @@ def model_route(
     wire: str | None = None,
     model: str | None = None,
 ) -> Result[ModelRoute | None, Refusal]:
-    """The model route of a confined launch, or ``confine-route-unavailable``.
+    """The model route of a confined launch (:func:`_planned_route`), or ``confine-route-unavailable``,
+    also when a route is needed and the kind declares no route dialect (docs/confinement.md)."""
+    planned = _planned_route(kind, credentials, endpoint, custody, login_is_api_key, wire, model)
+    if adapter_of(kind).confinement.route_dialect is not None:
+        return planned
+    no_route = Refusal(
+        "confine-route-unavailable",
+        f"{kind} has no confined model route; pass --confine off (the child then reaches its model unconfined)",
+    )
+    return planned.bind(lambda route: Success(None) if route is None else Failure(no_route))
+
+
+def route_dialect(kind: Kind, first_path: str) -> Loopback | None:
+    """Whose API a confined route of ``kind`` speaks (the route proxy answers in its shape), as the kind's
+    adapter declares it from the route's first path; ``None`` when it declares no route."""
+    dialect = adapter_of(kind).confinement.route_dialect
+    return None if dialect is None else dialect(first_path)
+
+
+def _planned_route(
+    kind: Kind,
+    credentials: str,
+    endpoint: str | None,
+    custody: str | None,
+    login_is_api_key: bool,
+    wire: str | None,
+    model: str | None,
+) -> Result[ModelRoute | None, Refusal]:
+    """The model route a confined launch plans, or ``confine-route-unavailable``.
 
     loopback: the custody token attached on the way to the endpoint or the vendor's API; an endpoint
     (``none`` with ``--model-endpoint``, b10x): forwarded verbatim to it; claude ``api-key`` and

@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Mapping
-from typing import Literal
 
 import msgspec
 from returns.result import Failure, Result, Success
 
 from metaharness.pure.adapter import Variables
-from metaharness.pure.adapters import adapter_of, loopback_of
-from metaharness.pure.kind import KINDS, Kind, LoopbackKind
+from metaharness.pure.adapters import adapter_of
+from metaharness.pure.kind import KINDS, Kind
+from metaharness.pure.modes import Credentials
 from metaharness.pure.refusal import Refusal
-
-Credentials = Literal["operator-login", "api-key", "loopback", "none"]
 
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 CALLER_VARIABLES = ("HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TERM", "TZ")
@@ -138,14 +136,21 @@ def operator_login_file(kind: Kind, caller_env: Mapping[str, str]) -> str | None
     return adapter_of(kind).credentials.operator_login_file(caller_env)
 
 
-def loopback_custody_token(kind: LoopbackKind, custody: bytes) -> Result[str, Refusal]:
+def loopback_custody_token(kind: Kind, custody: bytes) -> Result[str, Refusal]:
     """The real token in a loopback custody file, parsed once at stage 5 (docs/adapters/common.md#endpoint-route).
 
     claude: ``claudeAiOauth.accessToken``; codex: ``OPENAI_API_KEY`` (class api-key), else
     ``tokens.access_token`` (class chatgpt → ``loopback-chatgpt-login``); the key wins when both
-    exist. Unparseable or without the token → ``loopback-custody-unreadable``.
+    exist. Unparseable or without the token → ``loopback-custody-unreadable``; a kind without ``Loopback``
+    facts → ``credentials-not-carried``, as stage 3 words it.
     """
-    return loopback_of(kind).custody_token(custody)
+    loopback = adapter_of(kind).loopback
+    return Failure(_loopback_not_carried(kind)) if loopback is None else loopback.custody_token(custody)
+
+
+def _loopback_not_carried(kind: Kind) -> Refusal:
+    reason = adapter_of(kind).value_not_carried("credentials", "loopback")
+    return Refusal("credentials-not-carried", f"--credentials loopback is not carried on {kind}: {reason}")
 
 
 def credential_posture(
@@ -253,10 +258,7 @@ def _loopback_posture(
     """A kind without a loopback proxy refuses it as stage 3 does (``credentials-not-carried``)."""
     adapter = adapter_of(declaration.kind)
     if adapter.loopback is None:
-        reason = adapter.not_carried_values[("credentials", "loopback")]
-        return Failure(
-            Refusal("credentials-not-carried", f"--credentials loopback is not carried on {adapter.kind}: {reason}")
-        )
+        return Failure(_loopback_not_carried(adapter.kind))
     port = declaration.loopback_port or "00000"
     placeholder = declaration.loopback_placeholder or ""
     return Success(

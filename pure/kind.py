@@ -11,9 +11,6 @@ Kind = Literal["claude", "codex", "b10x", "gemini"]
 KINDS: tuple[Kind, ...] = get_args(Kind)
 """The kinds in the order the CLI lists them."""
 
-LoopbackKind = Literal["claude", "codex", "gemini"]
-"""The kinds whose credential the loopback proxy can carry (their adapter has a ``Loopback``)."""
-
 
 def kind_named(name: str) -> Kind | None:
     """The kind spelled ``name``, or ``None`` when no kind is."""

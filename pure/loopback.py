@@ -17,9 +17,8 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from metaharness.pure.adapters import loopback_of
+from metaharness.pure.adapter import Loopback
 from metaharness.pure.events import AuthExpired, WarningRaised
-from metaharness.pure.kind import LoopbackKind
 
 Headers = tuple[tuple[str, str], ...]
 
@@ -65,10 +64,10 @@ def loopback_placeholder(run_id: str, random_bytes: bytes) -> str:
     return f"mh-run-{_UNSAFE_RUN_CHARACTERS.sub('-', run_id)}-{random_bytes.hex()}"
 
 
-def upstream_root(kind: LoopbackKind, endpoint: str | None) -> str:
+def upstream_root(dialect: Loopback, endpoint: str | None) -> str:
     """The endpoint root (trailing ``/`` removed) when one was given, else the vendor's API
     (docs/adapters/common.md#endpoint-route)."""
-    return endpoint.rstrip("/") if endpoint else loopback_of(kind).upstream
+    return endpoint.rstrip("/") if endpoint else dialect.upstream
 
 
 class RequestHead(msgspec.Struct, frozen=True):
@@ -132,28 +131,28 @@ def request_defect(raw: bytes) -> str | None:
     return None
 
 
-def _error_body(kind: LoopbackKind, error_type: str, message: str, code: str | None = None) -> bytes:
-    return loopback_of(kind).error_body(error_type, message, code)
+def _error_body(dialect: Loopback, error_type: str, message: str, code: str | None = None) -> bytes:
+    return dialect.error_body(error_type, message, code)
 
 
-def refusal_401(kind: LoopbackKind) -> ProxyAnswer:
+def refusal_401(dialect: Loopback) -> ProxyAnswer:
     """The proxy's own 401 in the vendor's shape (docs/adapters/common.md#endpoint-route): claude
     ``authentication_error``, codex ``invalid_request_error``/``invalid_api_key``."""
     message = "the request did not carry this run's loopback placeholder, so metaharness forwarded nothing"
-    error_type, code = loopback_of(kind).unauthorized
-    return ProxyAnswer(401, "Unauthorized", _error_body(kind, error_type, message, code))
+    error_type, code = dialect.unauthorized
+    return ProxyAnswer(401, "Unauthorized", _error_body(dialect, error_type, message, code))
 
 
-def bad_gateway(kind: LoopbackKind, why: str) -> ProxyAnswer:
+def bad_gateway(dialect: Loopback, why: str) -> ProxyAnswer:
     """502 ``api_error`` for a custody failure or an unreachable upstream (docs/adapters/common.md#endpoint-route)."""
-    return ProxyAnswer(502, "Bad Gateway", _error_body(kind, "api_error", f"metaharness's loopback proxy: {why}", "api_error"))
+    return ProxyAnswer(502, "Bad Gateway", _error_body(dialect, "api_error", f"metaharness's loopback proxy: {why}", "api_error"))
 
 
-def malformed_request(kind: LoopbackKind, defect: str) -> ProxyAnswer:
+def malformed_request(dialect: Loopback, defect: str) -> ProxyAnswer:
     """The proxy's own 400 for a head it will not parse; nothing was sent upstream
     (docs/adapters/common.md#route-bounds)."""
     message = f"metaharness's route proxy forwards no malformed request, and this one has {defect}"
-    return ProxyAnswer(400, "Bad Request", _error_body(kind, "invalid_request_error", message, "malformed_request"))
+    return ProxyAnswer(400, "Bad Request", _error_body(dialect, "invalid_request_error", message, "malformed_request"))
 
 
 TURNED_AWAY = f"a connection past {MAX_CONNECTIONS} at once"
@@ -167,40 +166,40 @@ def malformed_named(defect: str) -> str:
     return f"a malformed request ({defect})"
 
 
-def _busy(kind: LoopbackKind, bound: str) -> ProxyAnswer:
+def _busy(dialect: Loopback, bound: str) -> ProxyAnswer:
     message = f"metaharness's route proxy holds at most {bound}; retry when one has been answered"
-    return ProxyAnswer(503, "Service Unavailable", _error_body(kind, "overloaded_error", message, "route_busy"))
+    return ProxyAnswer(503, "Service Unavailable", _error_body(dialect, "overloaded_error", message, "route_busy"))
 
 
-def turned_away(kind: LoopbackKind) -> ProxyAnswer:
+def turned_away(dialect: Loopback) -> ProxyAnswer:
     """The proxy's own 503 for a connection past ``MAX_CONNECTIONS`` (docs/adapters/common.md#route-bounds)."""
-    return _busy(kind, f"{MAX_CONNECTIONS} connections at once")
+    return _busy(dialect, f"{MAX_CONNECTIONS} connections at once")
 
 
-def bodies_held(kind: LoopbackKind) -> ProxyAnswer:
+def bodies_held(dialect: Loopback) -> ProxyAnswer:
     """The proxy's own 503 for a request whose body would pass ``MAX_HELD_BODIES``
     (docs/adapters/common.md#route-bounds)."""
-    return _busy(kind, f"{MAX_HELD_BODIES // (1024 * 1024)} MiB of request bodies at once")
+    return _busy(dialect, f"{MAX_HELD_BODIES // (1024 * 1024)} MiB of request bodies at once")
 
 
-def admit_request(kind: LoopbackKind, head: RequestHead, placeholder: str | None) -> ProxyAnswer | int:
+def admit_request(dialect: Loopback, head: RequestHead, placeholder: str | None) -> ProxyAnswer | int:
     """The request's body length, or the proxy's own answer: a chunked body → 400; over 32 MiB → 413;
     under loopback (a ``placeholder``) no placeholder as ``Authorization: Bearer`` or ``x-api-key``
     (constant-time compare) → 401."""
     encoding = head.header("transfer-encoding")
     if encoding is not None and "chunked" in encoding.lower():
         message = "a chunked request body is not forwarded; send it with a Content-Length"
-        return ProxyAnswer(400, "Bad Request", _error_body(kind, "invalid_request_error", message, "chunked_body"))
+        return ProxyAnswer(400, "Bad Request", _error_body(dialect, "invalid_request_error", message, "chunked_body"))
     length_text = head.header("content-length") or "0"
     if not length_text.isdigit():
         message = "the Content-Length is not a number"
-        return ProxyAnswer(400, "Bad Request", _error_body(kind, "invalid_request_error", message, "bad_length"))
+        return ProxyAnswer(400, "Bad Request", _error_body(dialect, "invalid_request_error", message, "bad_length"))
     length = int(length_text)
     if length > MAX_BODY:
         message = "the request body is over 32 MiB"
-        return ProxyAnswer(413, "Payload Too Large", _error_body(kind, "request_too_large", message, "too_large"))
+        return ProxyAnswer(413, "Payload Too Large", _error_body(dialect, "request_too_large", message, "too_large"))
     if placeholder is not None and not carries_placeholder(head, placeholder):
-        return refusal_401(kind)
+        return refusal_401(dialect)
     return length
 
 
@@ -291,11 +290,11 @@ def on_the_wire(head: RequestHead, paths: Sequence[str]) -> bool:
     return head.method == "POST" and head.target.partition("?")[0] in paths
 
 
-def off_the_wire(kind: LoopbackKind, head: RequestHead) -> ProxyAnswer:
+def off_the_wire(dialect: Loopback, head: RequestHead) -> ProxyAnswer:
     """The route proxy's 403 for a request that is not the wire's: nothing was sent upstream."""
     path = head.target.partition("?")[0]
     message = f"metaharness's route proxy forwards only the wire's own requests, and {head.method} {path} is not one"
-    return ProxyAnswer(403, "Forbidden", _error_body(kind, "permission_error", message, "route_refused"))
+    return ProxyAnswer(403, "Forbidden", _error_body(dialect, "permission_error", message, "route_refused"))
 
 
 def verbatim_headers(head: RequestHead, upstream: str, body_length: int) -> Headers:

@@ -9,4 +9,5 @@ from typing import Literal
 
 DecisionMode = Literal["frame", "ask", "observe"]
 HermeticMode = Literal["off", "on", "strict"]
+Credentials = Literal["operator-login", "api-key", "loopback", "none"]
 HERMETIC_MODES: tuple[HermeticMode, ...] = ("off", "on", "strict")

@@ -19,9 +19,9 @@ from returns.result import Failure, Result, Success
 
 from metaharness.pure.adapter import RunRules
 from metaharness.pure.adapters import adapter_of
-from metaharness.pure.environment import Credentials, ProgramCandidate, resolve_program
+from metaharness.pure.environment import ProgramCandidate, resolve_program
 from metaharness.pure.kind import Kind
-from metaharness.pure.modes import DecisionMode, HermeticMode
+from metaharness.pure.modes import Credentials, DecisionMode, HermeticMode
 from metaharness.pure.refusal import Refusal
 
 RUN_OPTION_ORDER: tuple[str, ...] = (
@@ -240,12 +240,25 @@ def _not_carried(options: RunOptions, name: str) -> Refusal | None:
             return Refusal(f"{name}-not-carried", f"--{name} is not carried on {options.kind}: {reason}")
     value = _option_value(options, name)
     if isinstance(value, str):
-        reason = adapter_of(options.kind).not_carried_values.get((name, value))
+        reason = adapter_of(options.kind).value_not_carried(name, value)
         if reason is not None:
             return Refusal(
                 f"{name}-not-carried", f"--{name} {value} is not carried on {options.kind}: {reason}"
             )
     return None
+
+
+def kind_defaults(options: RunOptions) -> RunOptions:
+    """``--decisions`` and ``--credentials`` left out (not in ``given``, at ``RunOptions``' defaults) take the
+    kind's own defaults (``RunRules.default_decisions``, ``default_credentials``; docs/cli.md#run)."""
+    rules = adapter_of(options.kind).run_rules
+    left_out = RunOptions(kind=options.kind)
+    chosen: dict[str, str] = {}
+    if "decisions" not in options.given and options.decisions == left_out.decisions:
+        chosen["decisions"] = rules.default_decisions
+    if "credentials" not in options.given and options.credentials == left_out.credentials:
+        chosen["credentials"] = rules.default_credentials
+    return msgspec.structs.replace(options, **chosen)
 
 
 def _not_built(subject: str, waits_for: str) -> Refusal:
@@ -257,7 +270,9 @@ def check_kind_carriage(
 ) -> Result[RunOptions, Refusal]:
     """Stage 3, kind carriage: the first option the kind does not carry in docs/cli.md#run's table order
     (docs/cli.md#run); then ``not-built`` for the kind, then for a given option this build does not perform on any
-    kind or on this one."""
+    kind or on this one. A left-out ``--decisions`` or ``--credentials`` is first the kind's own default
+    (:func:`kind_defaults`), and the options returned carry it."""
+    options = kind_defaults(options)
     for name in RUN_OPTION_ORDER:
         refusal = _not_carried(options, name)
         if refusal is not None:

@@ -25,7 +25,7 @@ from metaharness.shell.refusals import refuse
 from metaharness.shell.run_signals import release_signals
 
 if TYPE_CHECKING:
-    from metaharness.pure.environment import Credentials
+    from metaharness.pure.modes import Credentials
 
 AUDIT_NOT_BUILT = Refusal(
     "audit-not-built",

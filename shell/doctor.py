@@ -11,7 +11,6 @@ from returns.result import Failure
 from metaharness.pure.adapters import adapter_of
 from metaharness.pure.bounds import CREDENTIAL_FILE_LIMIT
 from metaharness.pure.environment import (
-    Credentials,
     EnvironmentDeclaration,
     credential_posture,
     custody_missing,
@@ -19,6 +18,7 @@ from metaharness.pure.environment import (
     path_floor,
 )
 from metaharness.pure.kind import Kind
+from metaharness.pure.modes import Credentials
 from metaharness.pure.options import RunOptions, check_kind_carriage
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.adapters import live_adapter_of

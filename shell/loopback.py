@@ -34,12 +34,11 @@ import h11
 import msgspec
 from returns.result import Failure
 
+from metaharness.pure.adapter import Loopback
 from metaharness.pure.bounds import CREDENTIAL_FILE_LIMIT
 from metaharness.pure.budgets import CHILD_READ_S, ROUTE_SETTLE_S, UPSTREAM_CONNECT_S, UPSTREAM_IDLE_S
-from metaharness.pure.environment import loopback_custody_token
 from metaharness.pure.events import Event, RouteTraffic, WarningRaised
 from metaharness.pure.jsonline import compact
-from metaharness.pure.kind import LoopbackKind
 from metaharness.pure.loopback import (
     BODIES_HELD,
     MAX_CONNECTIONS,
@@ -84,7 +83,7 @@ if TYPE_CHECKING:
     import httpx
 
 
-def read_custody(kind: LoopbackKind, path: str) -> str | None:
+def read_custody(dialect: Loopback, path: str) -> str | None:
     """The real token in ``path``, read under an exclusive ``flock`` on ``<path>.mh-lock``; ``None``
     when it cannot be read or holds no usable token. Nothing is kept."""
     try:
@@ -93,7 +92,7 @@ def read_custody(kind: LoopbackKind, path: str) -> str | None:
             data = read_regular(path, CREDENTIAL_FILE_LIMIT)
     except OSError:
         return None
-    token = loopback_custody_token(kind, data)
+    token = dialect.custody_token(data)
     return None if isinstance(token, Failure) else token.unwrap()
 
 
@@ -266,13 +265,14 @@ class RouteProxy:
     ``alert_fd`` becomes readable when ``expired`` is first set, so a run loop can write its
     ``auth.expired`` as it happens; :meth:`take_expired` hands the detail over once.
 
+    ``dialect`` is the ``Loopback`` facts its own answers and custody read take their shape from;
     ``custody`` and ``placeholder`` are the loopback facts (``None``: forward verbatim); ``paths`` are
     the wire's own request paths; ``route`` counts what was forwarded."""
 
     def __init__(
-        self, kind: LoopbackKind, placeholder: str | None, custody: str | None, upstream: str, paths: tuple[str, ...]
+        self, dialect: Loopback, placeholder: str | None, custody: str | None, upstream: str, paths: tuple[str, ...]
     ) -> None:
-        self.kind = kind
+        self.dialect = dialect
         self.placeholder = placeholder
         self.custody = custody
         self.upstream = upstream
@@ -434,7 +434,7 @@ class RouteProxy:
             self._refusals.append(TURNED_AWAY)
         connection.settimeout(0)
         try:
-            self._answer(connection, turned_away(self.kind))
+            self._answer(connection, turned_away(self.dialect))
         except OSError:
             pass
 
@@ -468,7 +468,7 @@ class RouteProxy:
     def _refuse_malformed(self, defect: str) -> ProxyAnswer:
         with self._lock:
             self._refusals.append(malformed_named(defect))
-        return malformed_request(self.kind, defect)
+        return malformed_request(self.dialect, defect)
 
     def _read_request(self, connection: socket.socket, deadline: float) -> RouteRequest | ProxyAnswer | None:
         """The child's request parsed with h11, or the proxy's own answer to it (malformed → 400, off the
@@ -502,14 +502,14 @@ class RouteProxy:
         if not on_the_wire(head, self.paths):
             with self._lock:
                 self._refusals.append(f"{head.method} {head.target.partition('?')[0]}")
-            return off_the_wire(self.kind, head)
-        admitted = admit_request(self.kind, head, self.placeholder)
+            return off_the_wire(self.dialect, head)
+        admitted = admit_request(self.dialect, head, self.placeholder)
         if isinstance(admitted, ProxyAnswer):
             if admitted.refused:
                 self._count(refused=1)
             return admitted
         if not self._hold(admitted):
-            return bodies_held(self.kind)
+            return bodies_held(self.dialect)
         body = _request_body(parser, connection, deadline)
         if body is None or len(body) != admitted:
             with self._lock:
@@ -521,34 +521,34 @@ class RouteProxy:
         if self._plain:
             answer = _plain_answer(self.upstream, request)
             if answer is None:
-                self._answer(connection, bad_gateway(self.kind, f"the upstream {self.upstream} could not be reached"))
+                self._answer(connection, bad_gateway(self.dialect, f"the upstream {self.upstream} could not be reached"))
                 return
             self._exchange(connection, request, answer)
             return
         if self.custody is None:
             response = self._send(request, None)
             if response is None:
-                self._answer(connection, bad_gateway(self.kind, f"the upstream {self.upstream} could not be reached"))
+                self._answer(connection, bad_gateway(self.dialect, f"the upstream {self.upstream} could not be reached"))
                 return
             self._exchange(connection, request, _httpx_answer(response))
             return
-        token = read_custody(self.kind, self.custody)
+        token = read_custody(self.dialect, self.custody)
         if token is None:
-            self._answer(connection, bad_gateway(self.kind, f"the custody file {self.custody} could not be read"))
+            self._answer(connection, bad_gateway(self.dialect, f"the custody file {self.custody} could not be read"))
             return
         response = self._send(request, token)
         if response is None:
-            self._answer(connection, bad_gateway(self.kind, f"the upstream {self.upstream} could not be reached"))
+            self._answer(connection, bad_gateway(self.dialect, f"the upstream {self.upstream} could not be reached"))
             return
         self._count(forwarded=1)
         if response.status_code == 401:
             held = self._buffer(response)
-            again = read_custody(self.kind, self.custody)
+            again = read_custody(self.dialect, self.custody)
             if again is not None and retry_after_401(token, again):
                 self._count(refresh_and_retry=1)
                 retried = self._send(request, again)
                 if retried is None:
-                    self._answer(connection, bad_gateway(self.kind, f"the upstream {self.upstream} could not be reached"))
+                    self._answer(connection, bad_gateway(self.dialect, f"the upstream {self.upstream} could not be reached"))
                     return
                 self._exchange(connection, request, _httpx_answer(retried))
                 return

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import os
 
-from metaharness.pure.adapters import route_dialect
-from metaharness.pure.confinement import ROUTE_SOCKET
+from metaharness.pure.confinement import ROUTE_SOCKET, route_dialect
 from metaharness.pure.kind import Kind
 from metaharness.shell.confinement import Prepared
 from metaharness.shell.loopback import RouteProxy
@@ -17,9 +16,9 @@ def start_route(kind: Kind, prepared: Prepared, scratch: str, placeholder: str |
     """The route proxy on ``<scratch>/route.sock`` when the view has a route (raises ``OSError`` when it
     cannot listen)."""
     route = prepared.route
-    if route is None:
+    shape = None if route is None else route_dialect(kind, route.paths[0])
+    if route is None or shape is None:
         return None
-    shape = route_dialect(kind, route.paths[0])
     proxy = RouteProxy(shape, placeholder if route.custody is not None else None, route.custody, route.upstream,
                        route.paths)  # fmt: skip
     try:

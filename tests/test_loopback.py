@@ -18,7 +18,9 @@ import httpx
 import pytest
 from helpers.emulator import Emulator
 
+from metaharness.pure.claude.adapter import LOOPBACK as CLAUDE_LOOPBACK
 from metaharness.pure.claude.vendor import WIRE_PATHS as CLAUDE_WIRE
+from metaharness.pure.codex.adapter import LOOPBACK as CODEX_LOOPBACK
 from metaharness.pure.codex.vendor import WIRE_PATHS as CODEX_WIRE
 from metaharness.pure.loopback import (
     LoopbackCounters,
@@ -48,7 +50,7 @@ def custody(directory: Path, token: str = TOKEN) -> Path:
 
 @pytest.fixture
 def proxy(tmp_path: Path, emulator: Emulator) -> Iterator[RouteProxy]:
-    running = RouteProxy("claude", PLACEHOLDER, str(custody(tmp_path)), emulator, CLAUDE_WIRE)
+    running = RouteProxy(CLAUDE_LOOPBACK, PLACEHOLDER, str(custody(tmp_path)), emulator, CLAUDE_WIRE)
     running.start()
     yield running
     running.stop()
@@ -126,7 +128,7 @@ def test_a_body_over_32_mib_is_answered_413(proxy: RouteProxy) -> None:
 
 
 def test_unreadable_custody_is_a_502_api_error(tmp_path: Path, emulator: Emulator) -> None:
-    running = RouteProxy("claude", PLACEHOLDER, str(tmp_path / "gone.json"), emulator, CLAUDE_WIRE)
+    running = RouteProxy(CLAUDE_LOOPBACK, PLACEHOLDER, str(tmp_path / "gone.json"), emulator, CLAUDE_WIRE)
     running.start()
     try:
         response = httpx.post(url(running), json=BODY, headers={"x-api-key": PLACEHOLDER})
@@ -139,7 +141,7 @@ def test_an_unreachable_upstream_is_a_502(tmp_path: Path) -> None:
     with socket.socket() as unused:
         unused.bind(("127.0.0.1", 0))
         port = unused.getsockname()[1]
-    running = RouteProxy("codex", PLACEHOLDER, str(custody(tmp_path)), f"http://127.0.0.1:{port}", CODEX_WIRE)
+    running = RouteProxy(CODEX_LOOPBACK, PLACEHOLDER, str(custody(tmp_path)), f"http://127.0.0.1:{port}", CODEX_WIRE)
     running.start()
     try:
         response = httpx.post(
@@ -182,7 +184,7 @@ def test_an_upstream_401_retries_once_only_with_a_changed_token(tmp_path: Path, 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     upstream = f"http://127.0.0.1:{server.server_address[1]}"
-    running = RouteProxy("claude", PLACEHOLDER, str(tmp_path / ".credentials.json"), upstream, CLAUDE_WIRE)
+    running = RouteProxy(CLAUDE_LOOPBACK, PLACEHOLDER, str(tmp_path / ".credentials.json"), upstream, CLAUDE_WIRE)
     running.start()
     alert = os.dup(running.alert_fd)
     try:
@@ -256,8 +258,8 @@ def test_a_gzip_request_body_is_read_by_the_witness(proxy: RouteProxy) -> None:
 def test_request_heads_and_upstreams() -> None:
     assert request_defect(b"POST /v1/messages HTTP/1.1\r\nA: b\r\n\r\n") is None
     assert request_defect(b"POST / HTTP/1.1\r\nno colon\r\n\r\n") == "a header name that is not a token"
-    assert upstream_root("claude", None) == "https://api.anthropic.com"
-    assert upstream_root("codex", "http://127.0.0.1:9/") == "http://127.0.0.1:9"
+    assert upstream_root(CLAUDE_LOOPBACK, None) == "https://api.anthropic.com"
+    assert upstream_root(CODEX_LOOPBACK, "http://127.0.0.1:9/") == "http://127.0.0.1:9"
     assert retry_after_401("a", "b") and not retry_after_401("a", "a") and not retry_after_401("a", None)
 
 
@@ -294,7 +296,7 @@ def test_a_verbatim_route_on_a_socket_passes_the_wire_unchanged_and_refuses_the_
     handler = type("Handler", (_Recording,), {"seen": []})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    running = RouteProxy("claude", None, None, f"http://127.0.0.1:{server.server_address[1]}", CLAUDE_WIRE)
+    running = RouteProxy(CLAUDE_LOOPBACK, None, None, f"http://127.0.0.1:{server.server_address[1]}", CLAUDE_WIRE)
     running.start(str(tmp_path / "route.sock"))
     try:
         body = b'{"model":"m"}'

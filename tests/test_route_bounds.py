@@ -26,6 +26,7 @@ import pytest
 from helpers.emulator import running_emulator
 from vendor_cli import home_linking_the_clis, pinned_cli
 
+from metaharness.pure.claude.adapter import LOOPBACK as CLAUDE_LOOPBACK
 from metaharness.pure.claude.vendor import WIRE_PATHS as CLAUDE_WIRE
 from metaharness.pure.loopback import MAX_BODY, MAX_CONNECTIONS, LoopbackCounters
 from metaharness.shell.loopback import RouteProxy
@@ -66,7 +67,7 @@ def upstream() -> Iterator[tuple[str, list[tuple[str, str]]]]:
 
 @pytest.fixture
 def verbatim(upstream: tuple[str, list[tuple[str, str]]]) -> Iterator[RouteProxy]:
-    running = RouteProxy("claude", None, None, upstream[0], CLAUDE_WIRE)
+    running = RouteProxy(CLAUDE_LOOPBACK, None, None, upstream[0], CLAUDE_WIRE)
     running.start()
     yield running
     running.stop()
@@ -78,7 +79,7 @@ def custody_route(tmp_path: Path) -> Iterator[tuple[RouteProxy, Path]]:
     custody.write_text(json.dumps({"claudeAiOauth": {"accessToken": "sk-ant-oat01-real", "expiresAt": 1}}))
     record = tmp_path / "emulator.jsonl"
     with running_emulator("--scenario", "text", "--record", str(record)) as (base_url, _):
-        running = RouteProxy("claude", PLACEHOLDER, str(custody), base_url.removesuffix("/v1"), CLAUDE_WIRE)
+        running = RouteProxy(CLAUDE_LOOPBACK, PLACEHOLDER, str(custody), base_url.removesuffix("/v1"), CLAUDE_WIRE)
         running.start()
         yield running, record
         running.stop()
@@ -238,7 +239,7 @@ def test_an_sse_answer_reaches_the_child_while_the_upstream_is_still_writing() -
     handler = type("Handler", (_Trickle,), {"read_first": threading.Event()})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    running = RouteProxy("claude", None, None, f"http://127.0.0.1:{server.server_address[1]}", CLAUDE_WIRE)
+    running = RouteProxy(CLAUDE_LOOPBACK, None, None, f"http://127.0.0.1:{server.server_address[1]}", CLAUDE_WIRE)
     running.start()
     try:
         with httpx.stream("POST", f"http://127.0.0.1:{running.port}/v1/messages", content=b"{}", timeout=60) as response:
@@ -313,7 +314,7 @@ def test_request_bodies_held_at_once_are_bounded_and_the_next_request_is_a_503(t
     handler = type("Handler", (_Holding,), {"arrived": threading.Semaphore(0), "release": threading.Event()})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    running = RouteProxy("claude", None, None, f"http://127.0.0.1:{server.server_address[1]}", CLAUDE_WIRE)
+    running = RouteProxy(CLAUDE_LOOPBACK, None, None, f"http://127.0.0.1:{server.server_address[1]}", CLAUDE_WIRE)
     running.start()
     largest = WIRE_HEAD + b"Content-Length: %d\r\n\r\n" % MAX_BODY + b"x" * MAX_BODY
     answers: list[bytes] = []

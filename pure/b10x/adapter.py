@@ -13,6 +13,7 @@ from metaharness.pure.adapter import (
     EnvironmentFloor,
     EnvironmentGuard,
     HermeticShape,
+    Loopback,
     Memory,
     RowText,
     RunRules,
@@ -20,7 +21,9 @@ from metaharness.pure.adapter import (
     WitnessFacts,
 )
 from metaharness.pure.b10x.admissibility import check_frame_admissible
-from metaharness.pure.b10x.vendor import KIND, PIN, PROGRAM, RENDERING
+from metaharness.pure.b10x.vendor import HONOURED_COMMANDS, KIND, PIN, PROGRAM, RENDERING
+from metaharness.pure.claude.adapter import LOOPBACK as MESSAGES
+from metaharness.pure.codex.adapter import LOOPBACK as RESPONSES
 
 FRAME_REQUIRED = (
     "--decisions frame (the default) without --frame on b10x: with nothing to decide from, every write "
@@ -41,6 +44,12 @@ def launch_rows(scratch: str, servers: tuple[str, ...], h2_unavailable: str | No
     )
 
 
+def route_dialect(first_path: str) -> Loopback:
+    """Whose API the loop's route speaks: the wire its first path is (Messages: claude's facts; Responses:
+    codex's), so the route proxy's own answers are in the shape the loop's wire reads."""
+    return MESSAGES if first_path.endswith("/messages") else RESPONSES
+
+
 ADAPTER = Adapter(
     kind=KIND,
     program=PROGRAM,
@@ -50,6 +59,7 @@ ADAPTER = Adapter(
         tiers={"registration": "unverified", "call": "unverified", "turn": "unverified", "kill": "unverified"},
         decision_modes={"frame": "delivered", "ask": "unverified", "observe": "delivered"},
         rendering=RENDERING,
+        honoured_commands=HONOURED_COMMANDS,
     ),
     not_carried=MappingProxyType(
         {
@@ -101,6 +111,7 @@ ADAPTER = Adapter(
         no_output_style="the loop has no output style",
     ),
     confinement=ConfinementShape(
+        route_dialect=route_dialect,
         vendor_route=None,
         view_grant="",
         writable=("config",),

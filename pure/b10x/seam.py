@@ -18,6 +18,7 @@ from msgspec import UNSET, Struct
 
 from metaharness.pure import decisions as desk_
 from metaharness.pure.b10x import records as rec
+from metaharness.pure.b10x.vendor import HONOURED_COMMANDS
 from metaharness.pure.budgets import VENDOR_BUDGET_MS
 from metaharness.pure.census import count_decision
 from metaharness.pure.commands import (
@@ -776,10 +777,6 @@ def wind_up(
     return new, abandoned + effects
 
 
-HONOURED = frozenset({"tool.decide", "interrupt", "halt"})
-"""The commands the b10x adapter honours (docs/adapters/b10x.md#capabilities-and-doctor); the rest are
-``UNSUPPORTED_CONTROL``."""
-
 STOP_POLICY = StopPolicy(interrupt=Stop("SIGINT", "child"), halt=KILL)
 """``interrupt`` is SIGINT to the loop alone (it ends its turn and the run); ``halt`` kills the group at
 once; a signal is SIGTERM to the group, SIGKILL 5 s later or at the next signal."""
@@ -794,7 +791,7 @@ def take_command(
     written before the signal, docs/adapters/b10x.md#caller-seam). ``latency_ms`` is the elapsed time since the decided
     call's deadline was armed."""
     out = _Out(state)
-    desk, effects, control = desk_.steer(out.desk, command, latency_ms, ADAPTER, HONOURED)
+    desk, effects, control = desk_.steer(out.desk, command, latency_ms, ADAPTER, HONOURED_COMMANDS)
     out.step((desk, effects))
     new, performed = out.finish(state)
     return new, performed, control

@@ -13,6 +13,10 @@ KIND: Final = "b10x"
 PROGRAM = "b10x-harness"
 PIN = "0.22.0"
 
+HONOURED_COMMANDS = frozenset({"tool.decide", "interrupt", "halt"})
+"""The ``metaharness.command/1`` commands the b10x adapter honours; the rest are ``UNSUPPORTED_CONTROL``
+(docs/events.md#commands). Its descriptor states them and its seam steers by them."""
+
 RENDERING: Mapping[str, str] = MappingProxyType(
     {
         "file.read": "file_read",

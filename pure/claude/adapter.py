@@ -30,7 +30,7 @@ from metaharness.pure.adapter import (
     Variables,
     VendorRoute,
 )
-from metaharness.pure.claude.vendor import KIND, PINS, PROGRAM, RENDERING, UPSTREAM, WIRE_PATHS
+from metaharness.pure.claude.vendor import HONOURED_COMMANDS, KIND, PINS, PROGRAM, RENDERING, UPSTREAM, WIRE_PATHS
 from metaharness.pure.jsonline import compact
 from metaharness.pure.refusal import Refusal
 
@@ -94,6 +94,11 @@ LOOPBACK = Loopback(
 """The loopback proxy's facts for claude."""
 
 
+def route_dialect(_first_path: str) -> Loopback:
+    """A confined route speaks the kind's own API: the route proxy answers in its loopback facts' shape."""
+    return LOOPBACK
+
+
 ADAPTER = Adapter(
     kind=KIND,
     program=PROGRAM,
@@ -103,6 +108,7 @@ ADAPTER = Adapter(
         tiers={"registration": "delivered", "call": "delivered", "turn": "unverified", "kill": "delivered"},
         decision_modes={"ask": "delivered", "frame": "delivered", "observe": "delivered"},
         rendering=RENDERING,
+        honoured_commands=HONOURED_COMMANDS,
     ),
     not_carried=MappingProxyType(
         {**dict.fromkeys(VENDOR_SCOPE_OPTIONS, VENDOR_SCOPE), **dict.fromkeys(LOOP_ONLY_OPTIONS, LOOP_ONLY)}
@@ -156,6 +162,7 @@ ADAPTER = Adapter(
         no_output_style=None,
     ),
     confinement=ConfinementShape(
+        route_dialect=route_dialect,
         vendor_route=VendorRoute(
             upstream=UPSTREAM, wire_paths=WIRE_PATHS, base_url_variable="ANTHROPIC_BASE_URL", base_url_path="",
             login_needs_api_key=False,

@@ -29,7 +29,6 @@ from msgspec import UNSET, UnsetType
 from returns.result import Failure
 
 from metaharness.pure.budgets import CALLBACK_TIMEOUT_S
-from metaharness.pure.capabilities import HONOURED_COMMANDS
 from metaharness.pure.census import ZERO_CENSUS, counted
 from metaharness.pure.claude.control import (
     CLI_GAVE_UP,
@@ -57,6 +56,7 @@ from metaharness.pure.claude.seam import (
     map_record,
     terminal_stop,
 )
+from metaharness.pure.claude.vendor import HONOURED_COMMANDS
 from metaharness.pure.commands import (
     Steering,
     ToolDecide,

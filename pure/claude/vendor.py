@@ -14,6 +14,10 @@ from metaharness.pure.adapter import MCP_CALL_TEMPLATE
 KIND: Final = "claude"
 PROGRAM = "claude"
 PINS = ("2.1.332",)
+
+HONOURED_COMMANDS = frozenset({"tool.decide", "interrupt", "halt"})
+"""The ``metaharness.command/1`` commands the claude adapter honours; the rest are ``UNSUPPORTED_CONTROL``
+(docs/events.md#commands). Its descriptor states them and its session steers by them."""
 UPSTREAM = "https://api.anthropic.com"
 WIRE_PATHS = ("/v1/messages", "/v1/messages/count_tokens")
 """The Messages API's own request paths, the only ones a route forwards."""

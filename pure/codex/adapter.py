@@ -30,7 +30,16 @@ from metaharness.pure.adapter import (
     VendorRoute,
     WitnessFacts,
 )
-from metaharness.pure.codex.vendor import KIND, LOOPBACK_KEY_VARIABLE, PINS, PROGRAM, RENDERING, UPSTREAM, WIRE_PATHS
+from metaharness.pure.codex.vendor import (
+    HONOURED_COMMANDS,
+    KIND,
+    LOOPBACK_KEY_VARIABLE,
+    PINS,
+    PROGRAM,
+    RENDERING,
+    UPSTREAM,
+    WIRE_PATHS,
+)
 from metaharness.pure.jsonline import compact
 from metaharness.pure.refusal import Refusal
 
@@ -95,6 +104,11 @@ LOOPBACK = Loopback(
 """The loopback proxy's facts for codex."""
 
 
+def route_dialect(_first_path: str) -> Loopback:
+    """A confined route speaks the kind's own API: the route proxy answers in its loopback facts' shape."""
+    return LOOPBACK
+
+
 ADAPTER = Adapter(
     kind=KIND,
     program=PROGRAM,
@@ -104,6 +118,7 @@ ADAPTER = Adapter(
         tiers={"registration": "unverified", "call": "delivered", "turn": "unverified", "kill": "delivered"},
         decision_modes={"ask": "delivered", "frame": "delivered", "observe": "delivered"},
         rendering=RENDERING,
+        honoured_commands=HONOURED_COMMANDS,
     ),
     not_carried=MappingProxyType(
         {
@@ -160,6 +175,7 @@ ADAPTER = Adapter(
         no_output_style=None,
     ),
     confinement=ConfinementShape(
+        route_dialect=route_dialect,
         vendor_route=VendorRoute(
             upstream=UPSTREAM, wire_paths=WIRE_PATHS, base_url_variable="OPENAI_BASE_URL", base_url_path="/v1",
             login_needs_api_key=True,

@@ -26,7 +26,6 @@ from msgspec import UNSET, UnsetType
 from returns.result import Failure
 
 from metaharness.pure.bounds import decode_bounded
-from metaharness.pure.capabilities import HONOURED_COMMANDS
 from metaharness.pure.catalogue import Catalogue
 from metaharness.pure.census import ZERO_CENSUS, count_decision
 from metaharness.pure.codex import app_server
@@ -43,6 +42,7 @@ from metaharness.pure.codex.rollout import (
 from metaharness.pure.codex.rollout import session_ended as rollout_session_ended
 from metaharness.pure.codex.sandbox import SandboxWatch, sandbox_denials, watched
 from metaharness.pure.codex.seam import answer_body, check_replacement, denied_result, presented_call
+from metaharness.pure.codex.vendor import HONOURED_COMMANDS
 from metaharness.pure.commands import (
     Halt,
     Interrupt,

@@ -15,6 +15,10 @@ from metaharness.pure.adapter import MCP_CALL_TEMPLATE
 KIND: Final = "codex"
 PROGRAM = "codex"
 PINS = ("0.171.0",)
+
+HONOURED_COMMANDS = frozenset({"tool.decide", "interrupt", "halt"})
+"""The ``metaharness.command/1`` commands the codex adapter honours; the rest are ``UNSUPPORTED_CONTROL``
+(docs/events.md#commands). Its descriptor states them and its session steers by them."""
 UPSTREAM = "https://api.openai.com"
 WIRE_PATHS = ("/v1/responses",)
 """The Responses API's own request path, the only one a route forwards."""

@@ -34,6 +34,9 @@ from metaharness.pure.jsonline import compact
 from metaharness.pure.refusal import Refusal
 
 KIND: Literal["gemini"] = "gemini"
+HONOURED_COMMANDS = frozenset({"tool.decide", "interrupt", "halt"})
+"""The ``metaharness.command/1`` commands the gemini adapter honours; the rest are ``UNSUPPORTED_CONTROL``
+(docs/events.md#commands). Its descriptor states them and its session steers by them."""
 PROGRAM = "gemini"
 PINS = ("0.61.0",)
 BASE_URL_VARIABLE = "GOOGLE_GEMINI_BASE_URL"
@@ -152,6 +155,11 @@ def launch_rows(scratch: str, servers: tuple[str, ...], h2_unavailable: str | No
     )
 
 
+def route_dialect(_first_path: str) -> Loopback:
+    """A confined route speaks the kind's own API: the route proxy answers in its loopback facts' shape."""
+    return LOOPBACK
+
+
 ADAPTER = Adapter(
     kind=KIND,
     program=PROGRAM,
@@ -161,6 +169,7 @@ ADAPTER = Adapter(
         tiers={"registration": "unverified", "call": "delivered", "turn": "unverified", "kill": "delivered"},
         decision_modes={"ask": "delivered", "frame": "delivered", "observe": "delivered"},
         rendering=RENDERING,
+        honoured_commands=HONOURED_COMMANDS,
     ),
     not_carried=MappingProxyType(
         {
@@ -220,6 +229,7 @@ ADAPTER = Adapter(
         no_output_style="Gemini CLI has no output style",
     ),
     confinement=ConfinementShape(
+        route_dialect=route_dialect,
         vendor_route=None,
         view_grant="",
         writable=("gemini-home", "tmp", "hook-channel"),

@@ -22,7 +22,6 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from metaharness.pure.budgets import HOOK_TIMEOUT_S
-from metaharness.pure.capabilities import HONOURED_COMMANDS
 from metaharness.pure.census import ZERO_CENSUS, counted
 from metaharness.pure.commands import Steering
 from metaharness.pure.correlation import Correlator, Present, on_hook_call, on_readings, on_stream_end
@@ -57,6 +56,7 @@ from metaharness.pure.events import (
     stamp,
 )
 from metaharness.pure.frames import Frame
+from metaharness.pure.gemini.adapter import HONOURED_COMMANDS
 from metaharness.pure.gemini.hook import gemini_hook_answer
 from metaharness.pure.gemini.record import RecordFacts, RecordState, canonical_input, read_record_line
 from metaharness.pure.gemini.rendering import resolve_gemini_call

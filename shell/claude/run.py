@@ -21,6 +21,7 @@ import msgspec
 
 from metaharness.pure.budgets import HOOK_TIMEOUT_S, PROBE_S
 from metaharness.pure.catalogue import Catalogue, started_by_then
+from metaharness.pure.claude.adapter import LOOPBACK
 from metaharness.pure.claude.doctor import version_token
 from metaharness.pure.claude.launch import (
     CANARY_LOADED,
@@ -291,7 +292,7 @@ def start_proxy(
         return hold.proxy
     if custody is None:
         return None
-    hold.proxy = RouteProxy(KIND, placeholder, custody, upstream_root(KIND, options.model_endpoint), WIRE_PATHS)
+    hold.proxy = RouteProxy(LOOPBACK, placeholder, custody, upstream_root(LOOPBACK, options.model_endpoint), WIRE_PATHS)
     try:
         hold.proxy.start()
     except OSError as error:
@@ -378,7 +379,7 @@ def _staged(options: RunOptions, hold: RunHold, early: EarlySignal) -> Launched:
     early.check()
     scratch = hold.scratch_root("metaharness-")
     declaration = declaration_of(options)
-    upstream = upstream_root(KIND, options.model_endpoint) if custody is not None else None
+    upstream = upstream_root(LOOPBACK, options.model_endpoint) if custody is not None else None
     placeholder = None if custody is None else loopback_placeholder(hold.run_id, secrets.token_bytes(12))
     if placeholder is not None:
         declaration = msgspec.structs.replace(declaration, loopback_port=SYMBOLIC_PORT, loopback_placeholder=placeholder)

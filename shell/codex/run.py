@@ -20,14 +20,14 @@ from returns.result import Failure, Result, Success
 
 from metaharness.pure.bounds import CREDENTIAL_FILE_LIMIT
 from metaharness.pure.budgets import HOOK_TIMEOUT_S, SLOW_PROBE_S
-from metaharness.pure.capabilities import HONOURED_COMMANDS
 from metaharness.pure.catalogue import Catalogue
+from metaharness.pure.codex.adapter import LOOPBACK
 from metaharness.pure.codex.app_server import CATALOGUE_COPY, app_server_args, catalogue_server_args
 from metaharness.pure.codex.doctor import version_token
 from metaharness.pure.codex.launch import CodexLaunch, CodexRunSpec, plan_codex_launch
 from metaharness.pure.codex.rollout import RolloutLaunch
 from metaharness.pure.codex.skills import SKILL_FILE, skill_roots
-from metaharness.pure.codex.vendor import KIND, PINS, PROGRAM, WIRE_PATHS
+from metaharness.pure.codex.vendor import HONOURED_COMMANDS, KIND, PINS, PROGRAM, WIRE_PATHS
 from metaharness.pure.commands import control_unsupported, start_time_refusals
 from metaharness.pure.confinement import confined_hermetic, pointed_at_bridge
 from metaharness.pure.context import ContextFileRead
@@ -179,7 +179,7 @@ def plan_run(
         program_facts,
         credential_file_present=readable_regular_file(credential_file),
         custody_path=loopback[0] if loopback is not None else None,
-        upstream=upstream_root(KIND, options.model_endpoint) if loopback is not None else None,
+        upstream=upstream_root(LOOPBACK, options.model_endpoint) if loopback is not None else None,
         walk=walk,
         skills=found_skills(caller_env.get("HOME"), cwd, confined=options.confine == "on"),
     )
@@ -344,7 +344,7 @@ def _start_proxy(
         hold.proxy = start_route(KIND, prepared, scratch, None if loopback is None else loopback[1])
     else:
         assert loopback is not None
-        hold.proxy = RouteProxy(KIND, loopback[1], loopback[0], upstream_root(KIND, options.model_endpoint), WIRE_PATHS)
+        hold.proxy = RouteProxy(LOOPBACK, loopback[1], loopback[0], upstream_root(LOOPBACK, options.model_endpoint), WIRE_PATHS)
         hold.proxy.start()
     assert hold.proxy is not None
     return hold.proxy

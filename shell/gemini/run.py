@@ -22,7 +22,7 @@ from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import EnvironmentDeclaration, loopback_custody_token, operator_login_file, path_floor
 from metaharness.pure.events import Transcript
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
-from metaharness.pure.gemini.adapter import KIND, PINS, PROGRAM, endpoint_paths
+from metaharness.pure.gemini.adapter import KIND, LOOPBACK, PINS, PROGRAM, endpoint_paths
 from metaharness.pure.gemini.doctor import version_token
 from metaharness.pure.gemini.launch import GeminiLaunch, GeminiRunSpec, plan_gemini_launch
 from metaharness.pure.gemini.record import RecordFacts
@@ -119,7 +119,7 @@ def plan(options: RunOptions, scratch: str, context: tuple[ContextFileRead, ...]
         context=context, frame_digest=frame.digest if frame is not None else None, hook_timeout_s=hook_timeout_s,
     )  # fmt: skip
     facts = gather_program_candidates(PROGRAM, path_floor(caller_env))
-    upstream = None if custody is None else upstream_root(KIND, options.model_endpoint)
+    upstream = None if custody is None else upstream_root(LOOPBACK, options.model_endpoint)
     return take(plan_gemini_launch(spec, caller_env, scratch, facts, walk=walk, workspace_entries=workspace_entries(cwd),
                                    custody_path=None if custody is None else custody.path, upstream=upstream))
 
@@ -228,7 +228,7 @@ def loopback_plan(options: RunOptions, path: str, prepared: Prepared | None, hol
         if prepared is not None:
             hold.proxy = start_route(KIND, prepared, scratch, placeholder)
         else:
-            hold.proxy = RouteProxy(KIND, placeholder, path, upstream_root(KIND, options.model_endpoint),
+            hold.proxy = RouteProxy(LOOPBACK, placeholder, path, upstream_root(LOOPBACK, options.model_endpoint),
                                     endpoint_paths(options.model))  # fmt: skip
             hold.proxy.start()
     except OSError as error:
