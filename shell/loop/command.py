@@ -472,7 +472,7 @@ def _announce(
     manifest: tuple[ContextEntry, ...], prices: budget.Prices | None,
 ) -> None:  # fmt: skip
     """The record's opening lines: ``started``, the price table's ``rates`` (and ``unpriced-model``) and a
-    ``skill-shadowed`` warning for each shadowed skill (docs/loop.md#record)."""
+    ``skill-shadowed`` warning for each shadowed skill (docs/loop.md#the-record)."""
     write(
         Started(
             model=plan.model,
