@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -171,3 +172,28 @@ def test_a_halt_while_a_catalogue_call_waits_denies_it_and_writes_nothing(emulat
     (result,) = of(events, "command.result")
     assert result["id"] == "c1" and events.index(decision) < events.index(result)
     assert events[-1]["reason"] == "steer-halt"
+
+
+@pytest.mark.parametrize("emulator", ["codex-catalogue-write"], indirect=True)
+def test_an_app_server_that_cannot_be_started_is_spawn_failed_and_its_catalogue_server_and_scratch_are_released(
+    emulator: str, tmp_path: Path
+):
+    """The app-server is spawned through the live engine's ``spawn``, after the catalogue server: a ``codex`` on
+    the PATH floor (``$HOME/.local/bin``) whose interpreter is missing fails at the spawn, which the run engine refuses ``spawn-failed`` (exit 2)
+    with the catalogue server ended and the scratch root removed (unconfined: in a view bwrap itself starts)."""
+    bin_dir = tmp_path / "home" / ".local" / "bin"
+    bin_dir.mkdir(parents=True)
+    program = bin_dir / "codex"
+    program.write_text("#!/nonexistent/interpreter\n")
+    program.chmod(0o755)
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    source = tmp_path / "tools.json"
+    source.write_text(json.dumps(CATALOGUE))
+    argv = [METAHARNESS, "run", "codex", "-p", "write the note", "--credentials", "none", "--model-endpoint", emulator,
+            "--decisions", "observe", "--confine", "off", "--tool-surface", "owned", "--catalogue", str(source)]
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "TMPDIR": str(temporary)}
+    done = subprocess.run(argv, capture_output=True, timeout=120, check=False, env=env)
+    assert done.returncode == 2, done.stderr
+    assert f"spawn-failed: {program} could not be started" in done.stderr.decode()
+    assert list(temporary.iterdir()) == []

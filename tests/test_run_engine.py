@@ -58,3 +58,11 @@ def test_a_kinds_run_program_leaves_the_stage_plumbing_to_the_engine(kind: str) 
 def test_a_kinds_live_loop_spawns_through_the_engine(kind: str) -> None:
     source = (ROOT / "shell" / kind / "live.py").read_text()
     assert "subprocess.Popen(" not in source and "LiveLoop" in source
+
+
+def test_codex_app_server_spawns_and_ends_through_the_live_engine() -> None:
+    """The catalogue run's two servers are started by the live engine's ``spawn`` and the app-server is ended by
+    its ``ended``, as every kind's live loop (the engine's spawn-failed, signals and release cover them)."""
+    source = (ROOT / "shell" / "codex" / "app_server.py").read_text()
+    names = _imported_names(ROOT / "shell" / "codex" / "app_server.py")
+    assert "subprocess.Popen(" not in source and {"spawn", "ended"} <= names
