@@ -18,14 +18,17 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import Literal, Protocol
 
 import msgspec
 from returns.result import Failure, Result, Success
 
 from metaharness.pure.adapters import adapter_of
+from metaharness.pure.context import ContextFileRead
+from metaharness.pure.environment import ChildEnvironment
 from metaharness.pure.events import Hermetic, InstalledPlugin, RowHow, RowWhy, SessionStarted
 from metaharness.pure.kind import KINDS, Kind
+from metaharness.pure.modes import DecisionMode, HermeticMode
 from metaharness.pure.refusal import Refusal
 
 Verdict = Literal["ok", "gap", "unk"]
@@ -185,6 +188,49 @@ def workdir_mode(cwd: str | None, scratch_cwd: bool) -> WorkdirMode:
     if cwd is None:
         return "scratch"
     return "copy" if scratch_cwd else "operator"
+
+
+class RunShape(Protocol):
+    """What a launch's attestation reads of its run's options (``RunOptions`` or a kind's run spec)."""
+
+    @property
+    def hermetic(self) -> HermeticMode: ...
+    @property
+    def decisions(self) -> DecisionMode: ...
+    @property
+    def cwd(self) -> str | None: ...
+    @property
+    def scratch_cwd(self) -> bool: ...
+
+
+def launch_facts(
+    kind: Kind,
+    run: RunShape,
+    launched: tuple[str, str, ChildEnvironment],
+    memory: RowAttestation,
+    governing: tuple[str | None, str | None, Sequence[ContextFileRead]],
+    root_memory_names: tuple[str, ...],
+) -> LaunchFacts:
+    """The facts every kind's launch attests alike (docs/hermetic.md#attestation): its modes, its scratch root,
+    workdir and workdir mode from ``launched`` (scratch, workdir, environment), rows H3/H4/H6 from the
+    environment, H11's ``memory``, and H10's governing documents from ``governing`` (frame digest, catalogue
+    copy's sha256, the context files); a kind adds its own with ``msgspec.structs.replace``."""
+    scratch, workdir, environment = launched
+    frame_digest, catalogue_sha256, context = governing
+    return LaunchFacts(
+        kind=kind,
+        mode=run.hermetic,
+        decisions=run.decisions,
+        scratch=scratch,
+        workdir_mode=workdir_mode(run.cwd, run.scratch_cwd),
+        workdir=workdir,
+        h3_how=environment.h3_how(),
+        h4_how=environment.posture.h4_how,
+        h6_how=environment.posture.h6_how,
+        memory=memory,
+        governing=governing_documents(frame_digest, catalogue_sha256, [(item.path, item.sha256) for item in context]),
+        root_memory_names=root_memory_names,
+    )
 
 
 def governing_documents(

@@ -21,7 +21,7 @@ from returns.result import Failure, Result, Success
 
 from metaharness.pure.catalogue import Catalogue, needs_writable, scratch_copy
 from metaharness.pure.claude.plugins import PluginCopy
-from metaharness.pure.claude.vendor import PINS, PROGRAM
+from metaharness.pure.claude.vendor import KIND, PINS, PROGRAM
 from metaharness.pure.context import ContextFileRead, check_argument_sizes, context_record, render_context_block
 from metaharness.pure.environment import (
     ChildEnvironment,
@@ -35,11 +35,10 @@ from metaharness.pure.environment import (
 from metaharness.pure.events import ContextFile, Hermetic
 from metaharness.pure.execution_context import execution_context_block, workspace_word
 from metaharness.pure.hermetic import (
-    LaunchFacts,
     MemoryWalk,
     RowAttestation,
     attest,
-    governing_documents,
+    launch_facts,
     memory_row,
     workdir_mode,
 )
@@ -267,26 +266,14 @@ def attestation(
     managed_settings_present: bool,
 ) -> Hermetic:
     """``session.started.hermetic`` for a claude launch (docs/hermetic.md#attestation, docs/hermetic.md#attestation)."""
+    catalogue_sha256 = None if spec.catalogue is None else sha256_hex(scratch_copy(spec.catalogue))
+    facts = launch_facts(KIND, spec, (scratch, cwd, environment), memory,
+                         (spec.frame_digest, catalogue_sha256, spec.context), walk.root_names)  # fmt: skip
     return attest(
-        LaunchFacts(
-            kind="claude",
-            mode=spec.hermetic,
-            decisions=spec.decisions,
-            scratch=scratch,
-            workdir_mode=workdir_mode(spec.cwd, spec.scratch_cwd),
-            workdir=cwd,
-            h3_how=environment.h3_how(),
-            h4_how=environment.posture.h4_how,
-            h6_how=environment.posture.h6_how,
-            memory=memory,
-            governing=governing_documents(
-                frame_digest=spec.frame_digest,
-                catalogue_sha256=None if spec.catalogue is None else sha256_hex(scratch_copy(spec.catalogue)),
-                context=[(item.path, item.sha256) for item in spec.context],
-            ),
+        msgspec.structs.replace(
+            facts,
             mcp_servers=() if spec.catalogue is None else (MCP_SERVER,),
             installed_plugins=tuple(plugin.installed() for plugin in spec.plugins),
-            root_memory_names=walk.root_names,
             extra_ambient=ambient_extras(spec, managed_settings_present),
         )
     )

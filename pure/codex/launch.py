@@ -18,7 +18,7 @@ from returns.result import Failure, Result, Success
 from metaharness.pure.budgets import HOOK_TIMEOUT_S
 from metaharness.pure.catalogue import Catalogue, scratch_copy
 from metaharness.pure.codex.skills import skill_ambient, skills_h2_why
-from metaharness.pure.codex.vendor import LOOPBACK_KEY_VARIABLE, PROGRAM
+from metaharness.pure.codex.vendor import KIND, LOOPBACK_KEY_VARIABLE, PROGRAM
 from metaharness.pure.context import (
     ContextFileRead,
     check_argument_sizes,
@@ -37,11 +37,10 @@ from metaharness.pure.environment import (
 from metaharness.pure.events import ContextFile, Hermetic
 from metaharness.pure.execution_context import execution_context_block, workspace_word
 from metaharness.pure.hermetic import (
-    LaunchFacts,
     MemoryWalk,
     RowAttestation,
     attest,
-    governing_documents,
+    launch_facts,
     memory_row,
     workdir_mode,
 )
@@ -284,28 +283,10 @@ def attestation(
 ) -> Hermetic:
     """``session.started.hermetic`` for a codex launch; ``skills`` are the
     ``SKILL.md`` files found under the pinned Codex's skill roots (``metaharness.pure.codex.skills``)."""
-    return attest(
-        LaunchFacts(
-            kind="codex",
-            mode=spec.hermetic,
-            decisions=spec.decisions,
-            scratch=scratch,
-            workdir_mode=workdir_mode(spec.cwd, spec.scratch_cwd),
-            workdir=cwd,
-            h3_how=environment.h3_how(),
-            h4_how=environment.posture.h4_how,
-            h6_how=environment.posture.h6_how,
-            memory=memory,
-            governing=governing_documents(
-                frame_digest=spec.frame_digest,
-                catalogue_sha256=None if spec.catalogue is None else sha256_hex(scratch_copy(spec.catalogue)),
-                context=[(item.path, item.sha256) for item in spec.context],
-            ),
-            root_memory_names=walk.root_names,
-            extra_ambient=skill_ambient(skills),
-            h2_unavailable=skills_h2_why(skills),
-        )
-    )
+    catalogue_sha256 = None if spec.catalogue is None else sha256_hex(scratch_copy(spec.catalogue))
+    facts = launch_facts(KIND, spec, (scratch, cwd, environment), memory,
+                         (spec.frame_digest, catalogue_sha256, spec.context), walk.root_names)  # fmt: skip
+    return attest(msgspec.structs.replace(facts, extra_ambient=skill_ambient(skills), h2_unavailable=skills_h2_why(skills)))
 
 
 def arguments(spec: CodexRunSpec, turn: str) -> tuple[str, ...]:

@@ -30,7 +30,7 @@ from metaharness.pure.events import ContextFile, Hermetic
 from metaharness.pure.execution_context import execution_context_block, workspace_word
 from metaharness.pure.gemini.adapter import DEFAULT_MODEL, KIND, PROGRAM
 from metaharness.pure.gemini.hook import render_gemini_hook
-from metaharness.pure.hermetic import LaunchFacts, MemoryWalk, attest, governing_documents, memory_row, workdir_mode
+from metaharness.pure.hermetic import MemoryWalk, attest, launch_facts, memory_row, workdir_mode
 from metaharness.pure.hook_channel import CHANNEL_DIR, HOOK_PROGRAM, REQUESTS_DIR, RESPONSES_DIR, shell_quote
 from metaharness.pure.jsonline import compact
 from metaharness.pure.refusal import Refusal
@@ -146,14 +146,8 @@ def refuse_workspace_settings(cwd: str, entries: tuple[str, ...]) -> Result[None
 def attestation(spec: GeminiRunSpec, scratch: str, cwd: str, environment: ChildEnvironment, walk: MemoryWalk,
                 memory: Any) -> Hermetic:  # fmt: skip
     """``session.started.hermetic`` for a gemini launch."""
-    return attest(LaunchFacts(
-        kind=KIND, mode=spec.hermetic, decisions=spec.decisions, scratch=scratch,
-        workdir_mode=workdir_mode(spec.cwd, spec.scratch_cwd), workdir=cwd, h3_how=environment.h3_how(),
-        h4_how=environment.posture.h4_how, h6_how=environment.posture.h6_how, memory=memory,
-        governing=governing_documents(frame_digest=spec.frame_digest, catalogue_sha256=None,
-                                      context=[(item.path, item.sha256) for item in spec.context]),
-        root_memory_names=walk.root_names,
-    ))  # fmt: skip
+    return attest(launch_facts(KIND, spec, (scratch, cwd, environment), memory, (spec.frame_digest, None, spec.context),
+                               walk.root_names))  # fmt: skip
 
 
 def plan_gemini_launch(
