@@ -28,7 +28,6 @@ from metaharness.pure.environment import (
     EnvironmentDeclaration,
     ProgramCandidate,
     child_environment,
-    credential_posture,
     path_floor,
     resolve_program,
 )
@@ -39,12 +38,11 @@ from metaharness.pure.hermetic import (
     RowAttestation,
     attest,
     launch_facts,
-    memory_row,
-    workdir_mode,
 )
 from metaharness.pure.jsonline import compact, sha256_hex
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.scratch import ScratchFile
+from metaharness.pure.vendor_launch import Custody, vendor_basis
 
 CONTEXT_CHANNEL = "append-system-prompt"
 SETTINGS_SCHEMA = "https://json.schemastore.org/claude-code-settings.json"
@@ -299,35 +297,34 @@ def plan_claude_launch(
     started or written. ``walk`` is the memory walk the shell gathered (docs/hermetic.md#memory-file-walk); none means
     nothing was found.
     """
-    declaration = msgspec.structs.replace(spec.environment, kind="claude")
-    cwd = spec.cwd if spec.cwd is not None else posixpath.join(scratch, "work")
-    walk = walk if walk is not None else MemoryWalk(start=posixpath.dirname(scratch), hits=(), root_names=())
+    custody = Custody(credential_file_present, custody_path, upstream)
     return Result.do(
         ClaudeLaunch(
             program=program,
             args=args,
             environment=environment,
-            cwd=cwd,
+            cwd=basis.cwd,
             scratch=scratch,
             claude_home=posixpath.join(scratch, "claude-home"),
             directories=_directories(spec, scratch),
-            files=_scratch_files(spec, scratch, cwd, compact(settings)),
+            files=_scratch_files(spec, scratch, basis.cwd, compact(settings)),
             settings=compact(settings),
             user_turn=user_turn(spec),
             context_files=context_record(spec.context, CONTEXT_CHANNEL) or (),
-            credential_file=posture.credential_file,
+            credential_file=basis.posture.credential_file,
             transcript_path=posixpath.join(scratch, TRANSCRIPT_FILE),
-            hermetic=attestation(spec, scratch, cwd, environment, memory, walk, managed_settings_present),
+            hermetic=attestation(
+                spec, scratch, basis.cwd, environment, basis.memory, basis.walk, managed_settings_present
+            ),
             ambient_warnings=tuple(
                 f"the task holds {token}, which Claude Code reads as a file no tool call, hook or record shows"
                 for token in ambient_mentions(spec.prompt)
             ),
         )
-        for posture in credential_posture(declaration, caller_env, credential_file_present, custody_path, upstream)
-        for memory in memory_row("claude", workdir_mode(spec.cwd, spec.scratch_cwd), walk, CANARY_LOADED.get(PINS[0]))
+        for basis in vendor_basis(KIND, spec, caller_env, scratch, custody, walk, CANARY_LOADED.get(PINS[0]))
         for program in resolve_program(PROGRAM, path_floor(caller_env), program_facts)
         for _ in _catalogue_server_startable(spec)
-        for environment in child_environment(declaration, caller_env, scratch, posture)
+        for environment in child_environment(basis.declaration, caller_env, scratch, basis.posture)
         for args in check_arguments(arguments(spec, scratch, _context_block(spec)))
         for settings in check_shadowing(settings_document())
         for _ in check_argument_sizes((program, *args), environment.strings(), spec.context)

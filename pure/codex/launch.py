@@ -30,7 +30,6 @@ from metaharness.pure.environment import (
     EnvironmentDeclaration,
     ProgramCandidate,
     child_environment,
-    credential_posture,
     path_floor,
     resolve_program,
 )
@@ -41,8 +40,6 @@ from metaharness.pure.hermetic import (
     RowAttestation,
     attest,
     launch_facts,
-    memory_row,
-    workdir_mode,
 )
 from metaharness.pure.hook_channel import (
     CHANNEL_DIR,
@@ -55,6 +52,7 @@ from metaharness.pure.hook_channel import (
 from metaharness.pure.jsonline import sha256_hex
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.scratch import ScratchFile
+from metaharness.pure.vendor_launch import Custody, vendor_basis
 
 CONTEXT_CHANNEL = "user-turn"
 ENDPOINT_PROVIDER = "metaharness_endpoint"
@@ -286,7 +284,9 @@ def attestation(
     catalogue_sha256 = None if spec.catalogue is None else sha256_hex(scratch_copy(spec.catalogue))
     facts = launch_facts(KIND, spec, (scratch, cwd, environment), memory,
                          (spec.frame_digest, catalogue_sha256, spec.context), walk.root_names)  # fmt: skip
-    return attest(msgspec.structs.replace(facts, extra_ambient=skill_ambient(skills), h2_unavailable=skills_h2_why(skills)))
+    return attest(
+        msgspec.structs.replace(facts, extra_ambient=skill_ambient(skills), h2_unavailable=skills_h2_why(skills))
+    )
 
 
 def arguments(spec: CodexRunSpec, turn: str) -> tuple[str, ...]:
@@ -326,19 +326,16 @@ def plan_codex_launch(
 
     Refusals in order: the stage-5 credential ones, ``memory-ancestor-found``, ``program-not-found``,
     ``denied-environment``, ``denied-argument``, ``shadowed``, ``argument-too-long``."""
-    declaration = msgspec.structs.replace(spec.environment, kind="codex")
-    posture = credential_posture(declaration, caller_env, credential_file_present, custody_path, upstream)
-    if isinstance(posture, Failure):
-        return posture
-    cwd = spec.cwd if spec.cwd is not None else posixpath.join(scratch, "work")
-    walk = walk if walk is not None else MemoryWalk(start=posixpath.dirname(scratch), hits=(), root_names=())
-    memory = memory_row("codex", workdir_mode(spec.cwd, spec.scratch_cwd), walk)
-    if isinstance(memory, Failure):
-        return memory
+    custody = Custody(credential_file_present, custody_path, upstream)
+    basis = vendor_basis(KIND, spec, caller_env, scratch, custody, walk)
+    if isinstance(basis, Failure):
+        return basis
+    settled = basis.unwrap()
+    declaration, posture, cwd = settled.declaration, settled.posture, settled.cwd
     program = resolve_program(PROGRAM, path_floor(caller_env), program_facts)
     if isinstance(program, Failure):
         return program
-    environment = child_environment(declaration, caller_env, scratch, posture.unwrap())
+    environment = child_environment(declaration, caller_env, scratch, posture)
     if isinstance(environment, Failure):
         return environment
     turn = user_turn(spec)
@@ -360,8 +357,8 @@ def plan_codex_launch(
         config=config.unwrap(),
         user_turn=turn,
         context_files=context_record(spec.context, CONTEXT_CHANNEL) or (),
-        credential_file=posture.unwrap().credential_file,
-        hermetic=attestation(spec, scratch, cwd, environment.unwrap(), memory.unwrap(), walk, skills),
+        credential_file=posture.credential_file,
+        hermetic=attestation(spec, scratch, cwd, environment.unwrap(), settled.memory, settled.walk, skills),
         sessions_dir=posixpath.join(scratch, CODEX_HOME, "sessions"),
         rollout_copy=posixpath.join(scratch, "rollout.jsonl"),
         stdout_copy=posixpath.join(scratch, "rollout.stdout.jsonl"),

@@ -21,7 +21,6 @@ from metaharness.pure.environment import (
     EnvironmentDeclaration,
     ProgramCandidate,
     child_environment,
-    credential_posture,
     guard_environment,
     path_floor,
     resolve_program,
@@ -30,11 +29,12 @@ from metaharness.pure.events import ContextFile, Hermetic
 from metaharness.pure.execution_context import execution_context_block, workspace_word
 from metaharness.pure.gemini.adapter import DEFAULT_MODEL, KIND, PROGRAM
 from metaharness.pure.gemini.hook import render_gemini_hook
-from metaharness.pure.hermetic import MemoryWalk, attest, launch_facts, memory_row, workdir_mode
+from metaharness.pure.hermetic import MemoryWalk, attest, launch_facts
 from metaharness.pure.hook_channel import CHANNEL_DIR, HOOK_PROGRAM, REQUESTS_DIR, RESPONSES_DIR, shell_quote
 from metaharness.pure.jsonline import compact
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.scratch import ScratchFile
+from metaharness.pure.vendor_launch import Custody, vendor_basis
 
 CONTEXT_CHANNEL = "user-turn"
 WORKSPACE_SETTINGS = ".gemini"
@@ -167,22 +167,18 @@ def plan_gemini_launch(
     Refusals in order: the stage-5 credential ones, ``memory-ancestor-found``, ``shadowed`` (the work tree's
     own ``.gemini``), ``program-not-found``, ``denied-environment``, ``argument-too-long``.
     """
-    declaration = msgspec.structs.replace(spec.environment, kind=KIND)
-    posture = credential_posture(declaration, caller_env, False, custody_path, upstream)
-    if isinstance(posture, Failure):
-        return posture
-    cwd = spec.cwd if spec.cwd is not None else posixpath.join(scratch, "work")
-    walk = walk if walk is not None else MemoryWalk(start=posixpath.dirname(scratch), hits=(), root_names=())
-    memory = memory_row(KIND, workdir_mode(spec.cwd, spec.scratch_cwd), walk)
-    if isinstance(memory, Failure):
-        return memory
+    basis = vendor_basis(KIND, spec, caller_env, scratch, Custody(False, custody_path, upstream), walk)
+    if isinstance(basis, Failure):
+        return basis
+    settled = basis.unwrap()
+    declaration, posture, cwd = settled.declaration, settled.posture, settled.cwd
     shadowed = refuse_workspace_settings(cwd, workspace_entries)
     if isinstance(shadowed, Failure):
         return shadowed
     program = resolve_program(PROGRAM, path_floor(caller_env), program_facts)
     if isinstance(program, Failure):
         return program
-    environment = child_environment(declaration, caller_env, scratch, posture.unwrap()).bind(
+    environment = child_environment(declaration, caller_env, scratch, posture).bind(
         lambda built: guard_environment(declaration, with_system_paths(built, scratch)))
     if isinstance(environment, Failure):
         return environment
@@ -201,7 +197,7 @@ def plan_gemini_launch(
         scratch=scratch, gemini_home=gemini_home, directories=_directories(spec, scratch),
         files=tuple(sorted(files, key=lambda f: f.path)), settings=settings, user_turn=turn,
         context_files=context_record(spec.context, CONTEXT_CHANNEL) or (),
-        hermetic=attestation(spec, scratch, cwd, environment.unwrap(), walk, memory.unwrap()),
+        hermetic=attestation(spec, scratch, cwd, environment.unwrap(), settled.walk, settled.memory),
         transcript=posixpath.join(scratch, "stream.jsonl"),
     )  # fmt: skip
     measured = check_argument_sizes(launch.argv, launch.environment.strings(), spec.context, 2)

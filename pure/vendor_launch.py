@@ -1,0 +1,69 @@
+"""What every vendor launch settles first, in this order (docs/hermetic.md#refusal-order stages 5 and 7): the
+declared credential's posture, the child's directory, the memory walk and row H11 from it.
+
+A kind's planner (``pure/<kind>/launch.py``) passes its own name and values; nothing here looks a kind up.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping
+from typing import Protocol
+
+import msgspec
+from returns.result import Result
+
+from metaharness.pure.environment import CredentialPosture, EnvironmentDeclaration, credential_posture
+from metaharness.pure.hermetic import MemoryWalk, RowAttestation, RunShape, memory_row, workdir_mode
+from metaharness.pure.kind import Kind
+from metaharness.pure.refusal import Refusal
+
+
+class VendorSpec(RunShape, Protocol):
+    """What :func:`vendor_basis` reads of a vendor kind's run spec beside its modes and directory."""
+
+    @property
+    def environment(self) -> EnvironmentDeclaration: ...
+
+
+class Custody(msgspec.Struct, frozen=True):
+    """Where the credential comes from: whether the caller's login file is readable, and under loopback the
+    custody file the proxy reads and the upstream it sends the credential to."""
+
+    credential_file_present: bool = False
+    custody_path: str | None = None
+    upstream: str | None = None
+
+
+class VendorBasis(msgspec.Struct, frozen=True):
+    """The settled start of a vendor launch: the declaration (its kind set), the credential posture, the child's
+    directory (``--cwd`` or ``<scratch>/work``), the memory walk (none found when the shell ran none) and row H11."""
+
+    declaration: EnvironmentDeclaration
+    posture: CredentialPosture
+    cwd: str
+    walk: MemoryWalk
+    memory: RowAttestation
+
+
+def vendor_basis(
+    kind: Kind,
+    spec: VendorSpec,
+    caller_env: Mapping[str, str],
+    scratch: str,
+    custody: Custody,
+    walk: MemoryWalk | None,
+    loaded_shapes: frozenset[str] | None = None,
+) -> Result[VendorBasis, Refusal]:
+    """The stage-5 credential refusals, then ``memory-ancestor-found``; else the basis (``loaded_shapes``: claude's
+    memory canary, ``metaharness.pure.hermetic.memory_row``)."""
+    declaration = msgspec.structs.replace(spec.environment, kind=kind)
+    cwd = spec.cwd if spec.cwd is not None else posixpath.join(scratch, "work")
+    walked = walk if walk is not None else MemoryWalk(start=posixpath.dirname(scratch), hits=(), root_names=())
+    return Result.do(
+        VendorBasis(declaration, posture, cwd, walked, memory)
+        for posture in credential_posture(
+            declaration, caller_env, custody.credential_file_present, custody.custody_path, custody.upstream
+        )
+        for memory in memory_row(kind, workdir_mode(spec.cwd, spec.scratch_cwd), walked, loaded_shapes)
+    )
