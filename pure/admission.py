@@ -15,8 +15,9 @@ from collections.abc import Mapping
 from msgspec import Struct
 
 from metaharness.pure.events import Allow, Deny, WarningRaised
-from metaharness.pure.frames import OPERATION_NAMES, Frame, Operation, SubjectRule
+from metaharness.pure.frames import Frame, Operation, SubjectRule
 from metaharness.pure.globs import glob_matches
+from metaharness.pure.operations import OPERATION_NAMES
 
 SUBJECT_BEARING: frozenset[str] = frozenset({"file.read", "file.write", "file.edit", "dir.list", "search", "shell"})
 """Operations that touch a subject (docs/decisions.md#admission step 4: ``file.*``, ``dir.list``,

@@ -16,7 +16,8 @@ from typing import Any
 
 from metaharness.pure.catalogue import Catalogue, resolve_catalogue_call
 from metaharness.pure.claude.vendor import RENDERING as CLAUDE_RENDERING
-from metaharness.pure.frames import MCP_CALL, OPERATION_NAMES, Operation
+from metaharness.pure.frames import MCP_CALL, Operation
+from metaharness.pure.operations import OPERATION_NAMES
 from metaharness.pure.program_subjects import command_subjects
 
 _FILE_TOOLS = frozenset({"Read", "Write", "Edit"})

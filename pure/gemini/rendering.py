@@ -12,8 +12,9 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from metaharness.pure.frames import MCP_CALL, OPERATION_NAMES, Operation
+from metaharness.pure.frames import MCP_CALL, Operation
 from metaharness.pure.gemini.adapter import RENDERING
+from metaharness.pure.operations import OPERATION_NAMES
 
 _PATH_ARGUMENT: Mapping[str, str] = MappingProxyType(
     {"read_file": "file_path", "write_file": "file_path", "replace": "file_path", "list_directory": "dir_path"}
