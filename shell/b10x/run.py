@@ -37,7 +37,7 @@ from metaharness.pure.b10x.seam import SeamSettings, unverified_tier, version_of
 from metaharness.pure.b10x.vendor import KIND, PROGRAM
 from metaharness.pure.bounds import HOOKS_FILE_LIMIT, PLUGIN_MANIFEST_LIMIT
 from metaharness.pure.budgets import PROBE_S, VENDOR_BUDGET_MS
-from metaharness.pure.confinement import bridge_url, confined_hermetic, tool_entry_variables
+from metaharness.pure.confinement import bridge_url, confined_hermetic, tool_entry_environment
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import credential_posture
 from metaharness.pure.events import Transcript, WarningRaised
@@ -280,9 +280,8 @@ def confined_launch(
                 sockets=session_bus(launch), inputs=(*declared_files(launch), *hook_reads(launch)),
             )
         )  # fmt: skip
-        variables = tool_entry_variables(KIND, launch.environment.variables, spawn.confinement)
         launch = msgspec.structs.replace(
-            launch, environment=msgspec.structs.replace(launch.environment, variables=variables)
+            launch, environment=tool_entry_environment(KIND, launch.environment, spawn.confinement)
         )
     confinement = None if spawn is None else spawn.confinement
     hermetic = confined_hermetic(launch.attestation, confinement, loopback=False, kind=KIND, memory=walk)

@@ -36,9 +36,9 @@ from metaharness.pure.claude.seam import SessionFacts
 from metaharness.pure.claude.session import open_session
 from metaharness.pure.claude.vendor import KIND, PINS, PROGRAM, WIRE_PATHS
 from metaharness.pure.confinement import (
+    bridged_environment,
     confined_hermetic,
-    pointed_at_bridge,
-    tool_entry_variables,
+    tool_entry_environment,
 )
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import (
@@ -317,9 +317,7 @@ def routed(launch: ClaudeLaunch, declaration: EnvironmentDeclaration, target: Ro
         case BridgeEndpoint(endpoint=endpoint):
             return planned(msgspec.structs.replace(declaration, model_endpoint=endpoint))
         case VendorAtBridge():
-            variables = pointed_at_bridge(KIND, launch.environment.variables)
-            return msgspec.structs.replace(launch, environment=msgspec.structs.replace(launch.environment,
-                                                                                      variables=variables))  # fmt: skip
+            return msgspec.structs.replace(launch, environment=bridged_environment(KIND, launch.environment))
 
 
 def confined_launch(
@@ -341,9 +339,8 @@ def confined_launch(
                 tool_reads=tuple(item.path for item in launch.files if item.path.endswith(CATALOGUE_FILE)),
             )
         )  # fmt: skip
-        variables = tool_entry_variables(KIND, launch.environment.variables, spawn.confinement)
         launch = msgspec.structs.replace(
-            launch, environment=msgspec.structs.replace(launch.environment, variables=variables)
+            launch, environment=tool_entry_environment(KIND, launch.environment, spawn.confinement)
         )
     confinement = None if spawn is None else spawn.confinement
     loopback = launch.environment.posture.loopback

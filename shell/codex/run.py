@@ -29,7 +29,7 @@ from metaharness.pure.codex.rollout import RolloutLaunch
 from metaharness.pure.codex.skills import SKILL_FILE, skill_roots
 from metaharness.pure.codex.vendor import KIND, PINS, PROGRAM, WIRE_PATHS
 from metaharness.pure.commands import control_unsupported, start_time_refusals
-from metaharness.pure.confinement import confined_hermetic, pointed_at_bridge
+from metaharness.pure.confinement import bridged_environment, confined_hermetic
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.decisions import open_desk
 from metaharness.pure.environment import (
@@ -352,10 +352,7 @@ def _start_proxy(
 
 def _at_bridge(launch: CodexLaunch) -> CodexLaunch:
     """A codex launch on the vendor's API pointed at the bridge instead (``OPENAI_BASE_URL``)."""
-    environment = msgspec.structs.replace(
-        launch.environment, variables=pointed_at_bridge(KIND, launch.environment.variables)
-    )
-    return msgspec.structs.replace(launch, environment=environment)
+    return msgspec.structs.replace(launch, environment=bridged_environment(KIND, launch.environment))
 
 
 def confined_launch(
