@@ -30,7 +30,7 @@ from metaharness.shell.facts import gather_memory_facts
 from metaharness.shell.loopback import RouteProxy
 from metaharness.shell.refusals import refuse
 from metaharness.shell.run_signals import spawned_group
-from metaharness.shell.staging import EarlySignal, Refused
+from metaharness.shell.staging import EarlySignal, Refused, reach_endpoint
 from metaharness.shell.view_route import start_route
 from metaharness.shell.wind_up import RunAudit, retain_copies
 
@@ -108,7 +108,8 @@ class Launched(msgspec.Struct, frozen=True, kw_only=True):
 
 Staging = Callable[[RunOptions, RunHold, EarlySignal], Launched]
 """A kind's stages 5–9: gather the facts, plan, write the scratch tree, confine and probe, in the kind's refusal
-order; a refusal raises ``Refused``. What it starts it keeps in the hold."""
+order; a refusal raises ``Refused``. What it starts it keeps in the hold. The engine then makes the last checks
+before the spawn (the endpoint's pre-flight, a signal that arrived)."""
 
 
 def run_kind(options: RunOptions, staging: Staging) -> int:
@@ -118,13 +119,27 @@ def run_kind(options: RunOptions, staging: Staging) -> int:
     try:
         with EarlySignal() as early:
             try:
-                launched = staging(options, hold, early)
+                launched = _staged_to_the_spawn(options, hold, early, staging)
             except Refused as refused:
                 hold.release()
                 return refuse(refused.refusal)
         return _live(options, hold, launched)
     finally:
         hold.release()
+
+
+def _staged_to_the_spawn(options: RunOptions, hold: RunHold, early: EarlySignal, staging: Staging) -> Launched:
+    """A kind's stages, then the last checks every kind makes before its spawn: ``endpoint-unreachable``
+    (docs/cli.md#the-endpoint-pre-flight), then a signal that arrived meanwhile (``signalled``); a refusal there
+    closes what the kind's staging opened."""
+    launched = staging(options, hold, early)
+    try:
+        reach_endpoint(options)
+        early.check()
+    except Refused:
+        launched.close()
+        raise
+    return launched
 
 
 def _live(options: RunOptions, hold: RunHold, launched: Launched) -> int:

@@ -15,7 +15,7 @@ from metaharness.pure.route_target import BridgeEndpoint, LoopbackPort, VendorAt
 from metaharness.pure.run_end import spawn_failed
 
 ROOT = Path(__file__).resolve().parent.parent
-ENGINE_ONLY = {"end_unexpectedly", "spawned_group", "retain_copies", "remove_tree", "refuse", "EarlySignal"}
+ENGINE_ONLY = {"end_unexpectedly", "spawned_group", "retain_copies", "remove_tree", "refuse", "reach_endpoint", "EarlySignal"}
 """What a kind's run program leaves to the engine (``EarlySignal`` only as the type it is handed)."""
 
 

@@ -74,7 +74,6 @@ from metaharness.shell.staging import (
     EarlySignal,
     Refused,
     is_directory,
-    reach_endpoint,
     stderr_line,
     take,
     unusable_directory,
@@ -290,7 +289,7 @@ def confined_launch(
 
 def _staged(options: RunOptions, hold: RunHold, early: EarlySignal) -> Launched:
     """Stages 5–9 of a b10x run in its refusal order: the credential, the view's refusals, the declared inputs
-    and trees, the audit, the program, the scratch tree, the route, the view, the probes, the endpoint."""
+    and trees, the audit, the program, the scratch tree, the route, the view, the probes (the engine checks the endpoint)."""
     caller_env = caller_environment()
     caller_cwd = os.getcwd()
     take(credential_posture(environment_declaration(options, caller_cwd), caller_env, credential_file_present=False))
@@ -324,8 +323,6 @@ def _staged(options: RunOptions, hold: RunHold, early: EarlySignal) -> Launched:
         refuse_if(loop_flag_refusal(flags, launch.program, probe.version(), help_probe.stdout()))
     if options.strict_version:
         refuse_if(strict_version_refusal(launch.program, probe.version(), pins))
-    reach_endpoint(options)
-    early.check()
     return Launched(
         audit=audit, program=launch.program, scratch=launch.scratch, spawn=spawn, record=launch.transcript_path,
         retained=retained_files(launch), verdict_facts=partial(verdict_facts, options, launch, pins),

@@ -83,7 +83,6 @@ from metaharness.shell.staging import (
     EarlySignal,
     Refused,
     is_directory,
-    reach_endpoint,
     stderr_line,
     take,
     unusable_directory,
@@ -359,7 +358,7 @@ NOT_BUILT = Refusal(
 def _staged(options: RunOptions, hold: RunHold, early: EarlySignal) -> Launched:
     """Stages 5–9 of a claude run in its refusal order: the owned surface, the audit, the credential, the view,
     the declared inputs and trees, the plan, the route and the re-plan onto it, the scratch tree, the view, the
-    probe, the catalogue's copy, the endpoint."""
+    probe, the catalogue's copy (the engine checks the endpoint)."""
     if options.tool_surface == "owned" and options.catalogue is None:
         raise Refused(NOT_BUILT)
     caller_env = caller_environment()
@@ -398,8 +397,6 @@ def _staged(options: RunOptions, hold: RunHold, early: EarlySignal) -> Launched:
         strict_version(launch)
     if catalogue is not None:
         read_back(options, launch, catalogue, proxy is not None)
-    reach_endpoint(options)
-    early.check()
     return Launched(
         audit=audit, program=launch.program, scratch=launch.scratch, spawn=spawn, record=launch.transcript_path,
         retained=retained_files(launch), verdict_facts=partial(verdict_facts, options, launch, plugins),

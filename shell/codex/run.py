@@ -71,7 +71,7 @@ from metaharness.shell.facts import (
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.loopback import RouteProxy
 from metaharness.shell.run_engine import LateEvents, Launched, RunHold, memory_walk_of, run_kind
-from metaharness.shell.staging import EarlySignal, reach_endpoint, stderr_line, take, unusable_directory
+from metaharness.shell.staging import EarlySignal, stderr_line, take, unusable_directory
 from metaharness.shell.view_route import start_route
 from metaharness.shell.wind_up import RunAudit
 
@@ -399,7 +399,7 @@ def confined_launch(
 def _staged(options: RunOptions, hold: RunHold, early: EarlySignal) -> Launched:
     """Stages 5–9 of a codex run in its refusal order: the scratch root first, the audit, the credential, the view,
     the catalogue, the plan and the route (:func:`_start`), the scratch tree, the probe, the catalogue's copy, the
-    view of the command (and of the catalogue server), the endpoint."""
+    view of the command (and of the catalogue server); the engine checks the endpoint."""
     hold.scratch_root("metaharness-codex-")
     audit = RunAudit(options)
     launch, frame, catalogue, prepared = take(_start(options, hold.run_id, hold))
@@ -413,8 +413,6 @@ def _staged(options: RunOptions, hold: RunHold, early: EarlySignal) -> Launched:
     command = launch.argv if catalogue is None else (launch.program, *app_server_args())
     server = () if catalogue is None else catalogue_server_args(own_cli(), launch.scratch, launch.cwd, catalogue)
     launch, spawn, spawn_server = take(confined_launch(prepared, launch, command, options.plugin_dir, server))
-    reach_endpoint(options)
-    early.check()
     return Launched(
         audit=audit, program=launch.program, scratch=launch.scratch, spawn=spawn, record=launch.rollout_copy,
         retained=retained_files(launch), verdict_facts=partial(verdict_facts, options, launch),

@@ -50,7 +50,7 @@ from metaharness.shell.gemini.live import drive_gemini
 from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.loopback import RouteProxy
 from metaharness.shell.run_engine import LateEvents, Launched, RunHold, memory_walk_of, run_kind, start_route_refused
-from metaharness.shell.staging import EarlySignal, Refused, reach_endpoint, stderr_line, take, unusable_directory
+from metaharness.shell.staging import EarlySignal, Refused, stderr_line, take, unusable_directory
 from metaharness.shell.view_route import start_route
 from metaharness.shell.wind_up import RunAudit
 
@@ -242,7 +242,7 @@ def loopback_plan(options: RunOptions, path: str, prepared: Prepared | None, hol
 
 def _staged(options: RunOptions, hold: RunHold, early: EarlySignal, hook_timeout_s: int | None) -> Launched:
     """Stages 5–9 of a gemini run in its refusal order: the audit, the custody, the view, the declared inputs, the
-    plan with its route, the scratch tree and the hook channel, the probe, the view, the endpoint."""
+    plan with its route, the scratch tree and the hook channel, the probe, the view (the engine checks the endpoint)."""
     audit = RunAudit(options)
     custody = custody_stage(options)
     prepared = prepare(options, caller_environment(), custody)
@@ -257,8 +257,6 @@ def _staged(options: RunOptions, hold: RunHold, early: EarlySignal, hook_timeout
     if options.strict_version:
         strict_version(launch, version)
     launch, spawn = confined_launch(prepared, launch)
-    reach_endpoint(options)
-    early.check()
     timeout = HOOK_TIMEOUT_S if hook_timeout_s is None else hook_timeout_s
     return Launched(
         audit=audit, program=launch.program, scratch=launch.scratch, spawn=spawn, record=launch.transcript,
