@@ -113,11 +113,19 @@ def test_gemini_without_an_endpoint_fails_at_its_first_request(home: Path) -> No
     )
 
 
-def test_a_dead_endpoint_is_refused_before_the_spawn(home: Path) -> None:
-    needs("codex")
-    done = run(home, "codex", "-p", "x", "--credentials", "none", "--model-endpoint", DEAD, timeout=60)
-    assert done.returncode == 2 and done.stdout == b""
+@pytest.mark.parametrize("kind", ["codex", "claude", "gemini", "b10x"])
+def test_a_dead_endpoint_is_refused_before_the_spawn(home: Path, tmp_path: Path, kind: str) -> None:
+    """The run engine's last check before every kind's spawn: exit 2, nothing on stdout, the scratch root removed."""
+    needs(kind)
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    decisions = ("--decisions", "observe") if kind == "b10x" else ()
+    command = [str(METAHARNESS), "run", kind, "-p", "x", *decisions, "--credentials", "none", "--model-endpoint", DEAD]
+    env = {"HOME": str(home), "PATH": os.environ["PATH"], "TMPDIR": str(temporary)}
+    done = subprocess.run(command, env=env, capture_output=True, timeout=60, check=False, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2 and done.stdout == b"", done.stderr
     assert done.stderr.decode().startswith("metaharness: endpoint-unreachable: ")
+    assert list(temporary.iterdir()) == []
 
 
 @pytest.mark.parametrize(
