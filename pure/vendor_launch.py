@@ -1,5 +1,6 @@
 """What every vendor launch settles first, in this order (docs/hermetic.md#refusal-order stages 5 and 7): the
-declared credential's posture, the child's directory, the memory walk and row H11 from it.
+declared credential's posture, the child's directory, the memory walk and row H11 from it; and how a built argv is
+searched for a flag the kind denies (``denied-argument``, stage 8).
 
 A kind's planner (``pure/<kind>/launch.py``) passes its own name and values; nothing here looks a kind up.
 """
@@ -7,7 +8,7 @@ A kind's planner (``pure/<kind>/launch.py``) passes its own name and values; not
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Protocol
 
 import msgspec
@@ -67,3 +68,17 @@ def vendor_basis(
         )
         for memory in memory_row(kind, workdir_mode(spec.cwd, spec.scratch_cwd), walked, loaded_shapes)
     )
+
+
+def denied_flag(
+    args: tuple[str, ...], denied: Collection[str], valued: Collection[str], until: str | None = None
+) -> str | None:
+    """The first flag of ``args`` in ``denied``, compared by its part before ``=``, stepping over the value of
+    each flag in ``valued`` and stopping at ``until`` (codex's ``--``); ``None`` when there is none."""
+    index = 0
+    while index < len(args) and args[index] != until:
+        flag = args[index].split("=", 1)[0]
+        if flag in denied:
+            return flag
+        index += 2 if args[index] in valued else 1
+    return None

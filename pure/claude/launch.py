@@ -42,7 +42,7 @@ from metaharness.pure.hermetic import (
 from metaharness.pure.jsonline import compact, sha256_hex
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.scratch import ScratchFile
-from metaharness.pure.vendor_launch import Custody, vendor_basis
+from metaharness.pure.vendor_launch import Custody, denied_flag, vendor_basis
 
 CONTEXT_CHANNEL = "append-system-prompt"
 SETTINGS_SCHEMA = "https://json.schemastore.org/claude-code-settings.json"
@@ -192,19 +192,15 @@ def check_arguments(args: tuple[str, ...]) -> Result[tuple[str, ...], Refusal]:
     """``denied-argument`` on the built argv, each flag compared by the part before ``=`` (docs/adapters/claude.md)."""
     values_of = {"--output-format", "--input-format", "--permission-prompts", "--setting-sources", "--settings", "--append-system-prompt", "--model"}
     values_of |= {"--effort", "--max-turns", "--plugin-dir", "--tools", "--mcp-config"}
-    index = 0
-    while index < len(args):
-        flag = args[index].split("=", 1)[0]
-        if flag in DENIED_ARGUMENTS:
-            return Failure(
-                Refusal(
-                    "denied-argument",
-                    f"{flag} is denied on claude: it drops the hook, changes what an abstain means or shadows "
-                    "the hook",
-                )
-            )
-        index += 2 if args[index] in values_of else 1
-    return Success(args)
+    flag = denied_flag(args, DENIED_ARGUMENTS, values_of)
+    if flag is None:
+        return Success(args)
+    return Failure(
+        Refusal(
+            "denied-argument",
+            f"{flag} is denied on claude: it drops the hook, changes what an abstain means or shadows the hook",
+        )
+    )
 
 
 def arguments(spec: ClaudeRunSpec, scratch: str, context_block: str | None) -> tuple[str, ...]:

@@ -52,7 +52,7 @@ from metaharness.pure.hook_channel import (
 from metaharness.pure.jsonline import sha256_hex
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.scratch import ScratchFile
-from metaharness.pure.vendor_launch import Custody, vendor_basis
+from metaharness.pure.vendor_launch import Custody, denied_flag, vendor_basis
 
 CONTEXT_CHANNEL = "user-turn"
 ENDPOINT_PROVIDER = "metaharness_endpoint"
@@ -255,19 +255,16 @@ def check_arguments(args: tuple[str, ...]) -> Result[tuple[str, ...], Refusal]:
     """``denied-argument`` on the built argv, each flag position before ``--`` compared by the part
     before ``=`` (docs/adapters/codex.md#refusals)."""
     values_of = {"--model", "--color"}
-    index = 0
-    while index < len(args) and args[index] != "--":
-        flag = args[index].split("=", 1)[0]
-        if flag in DENIED_ARGUMENTS:
-            return Failure(
-                Refusal(
-                    "denied-argument",
-                    f"{flag} is denied on codex: it would bypass the hook, widen the sandbox or override "
-                    "the scratch config.toml",
-                )
-            )
-        index += 2 if args[index] in values_of else 1
-    return Success(args)
+    flag = denied_flag(args, DENIED_ARGUMENTS, values_of, until="--")
+    if flag is None:
+        return Success(args)
+    return Failure(
+        Refusal(
+            "denied-argument",
+            f"{flag} is denied on codex: it would bypass the hook, widen the sandbox or override the scratch "
+            "config.toml",
+        )
+    )
 
 
 def attestation(
