@@ -1,6 +1,6 @@
 """What every vendor launch settles first, in this order (docs/hermetic.md#refusal-order stages 5 and 7): the
-declared credential's posture, the child's directory, the memory walk and row H11 from it; and how a built argv is
-searched for a flag the kind denies (``denied-argument``, stage 8).
+declared credential's posture, the child's directory, the memory walk and row H11 from it; the user turn; and how a
+built argv is searched for a flag the kind denies (``denied-argument``, stage 8).
 
 A kind's planner (``pure/<kind>/launch.py``) passes its own name and values; nothing here looks a kind up.
 """
@@ -14,7 +14,9 @@ from typing import Protocol
 import msgspec
 from returns.result import Result
 
+from metaharness.pure.context import ContextFileRead, render_context_block
 from metaharness.pure.environment import CredentialPosture, EnvironmentDeclaration, credential_posture
+from metaharness.pure.execution_context import execution_context_block, workspace_word
 from metaharness.pure.hermetic import MemoryWalk, RowAttestation, RunShape, memory_row, workdir_mode
 from metaharness.pure.kind import Kind
 from metaharness.pure.refusal import Refusal
@@ -25,6 +27,13 @@ class VendorSpec(RunShape, Protocol):
 
     @property
     def environment(self) -> EnvironmentDeclaration: ...
+
+
+class TurnSpec(RunShape, Protocol):
+    """What :func:`vendor_user_turn` reads of a run spec beside its modes and directory: the task."""
+
+    @property
+    def prompt(self) -> str: ...
 
 
 class Custody(msgspec.Struct, frozen=True):
@@ -68,6 +77,15 @@ def vendor_basis(
         )
         for memory in memory_row(kind, workdir_mode(spec.cwd, spec.scratch_cwd), walked, loaded_shapes)
     )
+
+
+def vendor_user_turn(kind: Kind, spec: TurnSpec, context: tuple[ContextFileRead, ...]) -> str:
+    """The execution-context block, a blank line, the rendered ``context`` files and a blank line when any is
+    given, then the task unchanged (docs/adapters/common.md#vendor-launch-order, docs/hermetic.md#context-rendering;
+    claude renders its context files into its system prompt instead, and gives none here)."""
+    block = execution_context_block(kind, workspace_word(spec.cwd, spec.scratch_cwd), spec.hermetic, spec.decisions)
+    rendered = f"{render_context_block(context)}\n" if context else ""
+    return f"{block}\n{rendered}{spec.prompt}"
 
 
 def denied_flag(

@@ -32,7 +32,6 @@ from metaharness.pure.environment import (
     resolve_program,
 )
 from metaharness.pure.events import ContextFile, Hermetic
-from metaharness.pure.execution_context import execution_context_block, workspace_word
 from metaharness.pure.hermetic import (
     MemoryWalk,
     RowAttestation,
@@ -42,7 +41,7 @@ from metaharness.pure.hermetic import (
 from metaharness.pure.jsonline import compact, sha256_hex
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.scratch import ScratchFile
-from metaharness.pure.vendor_launch import Custody, denied_flag, vendor_basis
+from metaharness.pure.vendor_launch import Custody, denied_flag, vendor_basis, vendor_user_turn
 
 CONTEXT_CHANNEL = "append-system-prompt"
 SETTINGS_SCHEMA = "https://json.schemastore.org/claude-code-settings.json"
@@ -145,13 +144,6 @@ class ClaudeLaunch(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def argv(self) -> tuple[str, ...]:
         return (self.program, *self.args)
-
-
-def user_turn(spec: ClaudeRunSpec) -> str:
-    """The execution-context block, a blank line, then the task unchanged
-    (docs/adapters/common.md#vendor-launch-order)."""
-    block = execution_context_block("claude", workspace_word(spec.cwd, spec.scratch_cwd), spec.hermetic, spec.decisions)
-    return f"{block}\n{spec.prompt}"
 
 
 _MENTION = re.compile(r"@\S+")
@@ -305,7 +297,7 @@ def plan_claude_launch(
             directories=_directories(spec, scratch),
             files=_scratch_files(spec, scratch, basis.cwd, compact(settings)),
             settings=compact(settings),
-            user_turn=user_turn(spec),
+            user_turn=vendor_user_turn(KIND, spec, ()),
             context_files=context_record(spec.context, CONTEXT_CHANNEL) or (),
             credential_file=basis.posture.credential_file,
             transcript_path=posixpath.join(scratch, TRANSCRIPT_FILE),

@@ -23,7 +23,6 @@ from metaharness.pure.context import (
     ContextFileRead,
     check_argument_sizes,
     context_record,
-    render_context_block,
 )
 from metaharness.pure.environment import (
     ChildEnvironment,
@@ -34,7 +33,6 @@ from metaharness.pure.environment import (
     resolve_program,
 )
 from metaharness.pure.events import ContextFile, Hermetic
-from metaharness.pure.execution_context import execution_context_block, workspace_word
 from metaharness.pure.hermetic import (
     MemoryWalk,
     RowAttestation,
@@ -52,7 +50,7 @@ from metaharness.pure.hook_channel import (
 from metaharness.pure.jsonline import sha256_hex
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.scratch import ScratchFile
-from metaharness.pure.vendor_launch import Custody, denied_flag, vendor_basis
+from metaharness.pure.vendor_launch import Custody, denied_flag, vendor_basis, vendor_user_turn
 
 CONTEXT_CHANNEL = "user-turn"
 ENDPOINT_PROVIDER = "metaharness_endpoint"
@@ -160,14 +158,6 @@ class CodexLaunch(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def argv(self) -> tuple[str, ...]:
         return (self.program, *self.args)
-
-
-def user_turn(spec: CodexRunSpec) -> str:
-    """The block, a blank line, the rendered context files and a blank line when declared, then the
-    task unchanged (docs/adapters/common.md#vendor-launch-order, docs/hermetic.md#context-rendering codex)."""
-    block = execution_context_block("codex", workspace_word(spec.cwd, spec.scratch_cwd), spec.hermetic, spec.decisions)
-    context = f"{render_context_block(spec.context)}\n" if spec.context else ""
-    return f"{block}\n{context}{spec.prompt}"
 
 
 def provider_block(declaration: EnvironmentDeclaration) -> ProviderBlock | None:
@@ -335,7 +325,7 @@ def plan_codex_launch(
     environment = child_environment(declaration, caller_env, scratch, posture)
     if isinstance(environment, Failure):
         return environment
-    turn = user_turn(spec)
+    turn = vendor_user_turn(KIND, spec, spec.context)
     args = check_arguments(arguments(spec, turn))
     if isinstance(args, Failure):
         return args

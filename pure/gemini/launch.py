@@ -15,7 +15,7 @@ import msgspec
 from returns.result import Failure, Result, Success
 
 from metaharness.pure.budgets import HOOK_TIMEOUT_S
-from metaharness.pure.context import ContextFileRead, check_argument_sizes, context_record, render_context_block
+from metaharness.pure.context import ContextFileRead, check_argument_sizes, context_record
 from metaharness.pure.environment import (
     ChildEnvironment,
     EnvironmentDeclaration,
@@ -26,7 +26,6 @@ from metaharness.pure.environment import (
     resolve_program,
 )
 from metaharness.pure.events import ContextFile, Hermetic
-from metaharness.pure.execution_context import execution_context_block, workspace_word
 from metaharness.pure.gemini.adapter import DEFAULT_MODEL, KIND, PROGRAM
 from metaharness.pure.gemini.hook import render_gemini_hook
 from metaharness.pure.hermetic import MemoryWalk, attest, launch_facts
@@ -34,7 +33,7 @@ from metaharness.pure.hook_channel import CHANNEL_DIR, HOOK_PROGRAM, REQUESTS_DI
 from metaharness.pure.jsonline import compact
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.scratch import ScratchFile
-from metaharness.pure.vendor_launch import Custody, vendor_basis
+from metaharness.pure.vendor_launch import Custody, vendor_basis, vendor_user_turn
 
 CONTEXT_CHANNEL = "user-turn"
 WORKSPACE_SETTINGS = ".gemini"
@@ -81,14 +80,6 @@ class GeminiLaunch(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def argv(self) -> tuple[str, ...]:
         return (self.program, *self.args)
-
-
-def user_turn(spec: GeminiRunSpec) -> str:
-    """The execution-context block, a blank line, the rendered context files and a blank line when declared,
-    then the task unchanged (docs/hermetic.md#context-rendering)."""
-    block = execution_context_block(KIND, workspace_word(spec.cwd, spec.scratch_cwd), spec.hermetic, spec.decisions)
-    context = f"{render_context_block(spec.context)}\n" if spec.context else ""
-    return f"{block}\n{context}{spec.prompt}"
 
 
 def scratch_settings(hook_command: str, timeout_ms: int) -> dict[str, Any]:
@@ -182,7 +173,7 @@ def plan_gemini_launch(
         lambda built: guard_environment(declaration, with_system_paths(built, scratch)))
     if isinstance(environment, Failure):
         return environment
-    turn = user_turn(spec)
+    turn = vendor_user_turn(KIND, spec, spec.context)
     hook_path = posixpath.join(scratch, HOOK_PROGRAM)
     timeout_s = HOOK_TIMEOUT_S if spec.hook_timeout_s is None else spec.hook_timeout_s
     settings = scratch_settings(shell_quote(hook_path), timeout_s * 1000)
