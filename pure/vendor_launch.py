@@ -88,6 +88,12 @@ def vendor_user_turn(kind: Kind, spec: TurnSpec, context: tuple[ContextFileRead,
     return f"{block}\n{rendered}{spec.prompt}"
 
 
+def scratch_directories(scratch: str, cwd: str | None, names: list[str]) -> tuple[str, ...]:
+    """The scratch directories a launch creates (0700), parents first: ``work`` first when the run names no
+    ``--cwd``, then the kind's ``names``, each under ``scratch``."""
+    return tuple(posixpath.join(scratch, name) for name in (["work"] if cwd is None else []) + names)
+
+
 def denied_flag(
     args: tuple[str, ...], denied: Collection[str], valued: Collection[str], until: str | None = None
 ) -> str | None:

@@ -41,7 +41,13 @@ from metaharness.pure.hermetic import (
 from metaharness.pure.jsonline import compact, sha256_hex
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.scratch import ScratchFile
-from metaharness.pure.vendor_launch import Custody, denied_flag, vendor_basis, vendor_user_turn
+from metaharness.pure.vendor_launch import (
+    Custody,
+    denied_flag,
+    scratch_directories,
+    vendor_basis,
+    vendor_user_turn,
+)
 
 CONTEXT_CHANNEL = "append-system-prompt"
 SETTINGS_SCHEMA = "https://json.schemastore.org/claude-code-settings.json"
@@ -351,8 +357,5 @@ def _scratch_files(spec: ClaudeRunSpec, scratch: str, cwd: str, settings: bytes)
 
 def _directories(spec: ClaudeRunSpec, scratch: str) -> tuple[str, ...]:
     """The scratch directories to create (0700), parents first (docs/adapters/claude.md#scratch-layout)."""
-    names = ["claude-home", "tmp"]
-    if spec.cwd is None:
-        names.insert(0, "work")
-    names += [posixpath.join("plugins", plugin.name) for plugin in spec.plugins]
-    return tuple(posixpath.join(scratch, name) for name in names)
+    plugins = [posixpath.join("plugins", plugin.name) for plugin in spec.plugins]
+    return scratch_directories(scratch, spec.cwd, ["claude-home", "tmp", *plugins])

@@ -50,7 +50,13 @@ from metaharness.pure.hook_channel import (
 from metaharness.pure.jsonline import sha256_hex
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.scratch import ScratchFile
-from metaharness.pure.vendor_launch import Custody, denied_flag, vendor_basis, vendor_user_turn
+from metaharness.pure.vendor_launch import (
+    Custody,
+    denied_flag,
+    scratch_directories,
+    vendor_basis,
+    vendor_user_turn,
+)
 
 CONTEXT_CHANNEL = "user-turn"
 ENDPOINT_PROVIDER = "metaharness_endpoint"
@@ -381,7 +387,4 @@ def _scratch_files(spec: CodexRunSpec, scratch: str, config: CodexConfig) -> tup
 
 def _directories(spec: CodexRunSpec, scratch: str) -> tuple[str, ...]:
     """The scratch directories to create (0700), parents first (docs/adapters/codex.md#scratch-layout)."""
-    names = [CODEX_HOME, "tmp", "hooks", CHANNEL_DIR, REQUESTS_DIR, RESPONSES_DIR]
-    if spec.cwd is None:
-        names.insert(0, "work")
-    return tuple(posixpath.join(scratch, name) for name in names)
+    return scratch_directories(scratch, spec.cwd, [CODEX_HOME, "tmp", "hooks", CHANNEL_DIR, REQUESTS_DIR, RESPONSES_DIR])

@@ -33,7 +33,7 @@ from metaharness.pure.hook_channel import CHANNEL_DIR, HOOK_PROGRAM, REQUESTS_DI
 from metaharness.pure.jsonline import compact
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.scratch import ScratchFile
-from metaharness.pure.vendor_launch import Custody, vendor_basis, vendor_user_turn
+from metaharness.pure.vendor_launch import Custody, scratch_directories, vendor_basis, vendor_user_turn
 
 CONTEXT_CHANNEL = "user-turn"
 WORKSPACE_SETTINGS = ".gemini"
@@ -198,6 +198,4 @@ def plan_gemini_launch(
 def _directories(spec: GeminiRunSpec, scratch: str) -> tuple[str, ...]:
     """The scratch directories to create (0700), parents first (docs/adapters/gemini.md#scratch-layout)."""
     names = ["gemini-home", "gemini-home/.gemini", "tmp", "hooks", CHANNEL_DIR, REQUESTS_DIR, RESPONSES_DIR]
-    if spec.cwd is None:
-        names.insert(0, "work")
-    return tuple(posixpath.join(scratch, name) for name in names)
+    return scratch_directories(scratch, spec.cwd, names)
