@@ -409,9 +409,9 @@ def _decide(row: str, started: SessionStarted, facts: VerdictFacts) -> tuple[Ver
     if row == "H7":
         return _workdir_verdict(entry, started, facts)
     if row in ("H12", "H13"):
-        return _confinement_verdict(entry, facts.namespaces)
+        return _effect_verdict(entry, facts.namespaces, _NAMESPACE_WORDS)
     if row == "H14":
-        return _tools_verdict(entry, facts.tools)
+        return _effect_verdict(entry, facts.tools, _TOOLS_WORDS)
     deciders = {"H1a": _plugins_verdict, "H1b": _output_style_verdict, "H4": _key_verdict, "H5": _mcp_verdict,
                 "H9": _version_verdict, "H10": _governing_verdict}
     verdict, detail = deciders[row](started, facts)
@@ -428,26 +428,31 @@ def _launch_row(entry: RowAttestation | None) -> tuple[Verdict, str]:
     return "ok", f"metaharness imposed it: {entry.text}"
 
 
-def _confinement_verdict(entry: RowAttestation | None, namespaces: Verdict) -> tuple[Verdict, str]:
+_NAMESPACE_WORDS = (
+    "the child's mount and network namespaces differ from metaharness's own",
+    "but the child shares a mount or network namespace with metaharness",
+    "the child ended before its namespaces were read",
+)
+"""What rows H12 and H13 add to an imposed row for each reading of the view's namespaces: ok, gap, unk."""
+_TOOLS_WORDS = (
+    "the harness was started with the tools' layer's entry",
+    "but the harness was started without the tools' layer's entry",
+    "the harness's environment could not be read",
+)
+"""What row H14 adds to an imposed row for each reading of the harness's environment: ok, gap, unk."""
+
+
+def _effect_verdict(entry: RowAttestation | None, effect: Verdict, words: tuple[str, str, str]) -> tuple[Verdict, str]:
+    """An imposed row checked by its effect after the spawn (docs/hermetic.md#by-effect): the effect's reading, in
+    ``words`` (ok, gap, unk); a row not imposed keeps its launch verdict."""
     verdict, detail = _launch_row(entry)
     if verdict != "ok":
         return verdict, detail
-    if namespaces == "ok":
-        return "ok", f"{detail}; the child's mount and network namespaces differ from metaharness's own"
-    if namespaces == "gap":
-        return "gap", f"{detail}; but the child shares a mount or network namespace with metaharness"
-    return "unk", f"{detail}; the child ended before its namespaces were read"
-
-
-def _tools_verdict(entry: RowAttestation | None, tools: Verdict) -> tuple[Verdict, str]:
-    verdict, detail = _launch_row(entry)
-    if verdict != "ok":
-        return verdict, detail
-    if tools == "ok":
-        return "ok", f"{detail}; the harness was started with the tools' layer's entry"
-    if tools == "gap":
-        return "gap", f"{detail}; but the harness was started without the tools' layer's entry"
-    return "unk", f"{detail}; the harness's environment could not be read"
+    if effect == "ok":
+        return "ok", f"{detail}; {words[0]}"
+    if effect == "gap":
+        return "gap", f"{detail}; {words[1]}"
+    return "unk", f"{detail}; {words[2]}"
 
 
 def _plugins_verdict(started: SessionStarted, facts: VerdictFacts) -> tuple[Verdict, str]:
