@@ -19,7 +19,7 @@ import msgspec
 
 from metaharness.pure.events import Event
 from metaharness.pure.hermetic import MemoryWalk, VerdictFacts, memory_walk
-from metaharness.pure.kind import Kind
+from metaharness.pure.kind import Kind, LoopbackKind
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_end import RunEnd, spawn_failed
@@ -85,6 +85,37 @@ def start_route_refused(kind: Kind, prepared: Prepared, scratch: str, placeholde
     except OSError as error:
         reason = error.strerror or error
         raise Refused(Refusal("loopback-not-started", f"the route proxy could not listen: {reason}")) from None
+
+
+class LoopbackRoute(msgspec.Struct, frozen=True):
+    """An unconfined loopback route: the placeholder the child holds, the custody file the proxy reads, the upstream
+    it forwards to, the paths it admits and the words its ``loopback-not-started`` refusal begins with."""
+
+    placeholder: str
+    custody: str
+    upstream: str
+    paths: tuple[str, ...]
+    not_listening: str = "the route proxy could not listen:"
+
+
+def start_route_proxy(
+    hold: RunHold, kind: LoopbackKind, prepared: Prepared | None, placeholder: str | None, loopback: LoopbackRoute | None
+) -> RouteProxy | None:
+    """Stage 9 (a): the route proxy, kept in ``hold``: on the view's socket when confined (``placeholder``: the key
+    the child holds under loopback), else on ``127.0.0.1`` for an unconfined ``loopback`` route, else none;
+    ``loopback-not-started`` when it cannot listen."""
+    if prepared is not None:
+        hold.proxy = start_route_refused(kind, prepared, hold.scratch or "", placeholder)
+        return hold.proxy
+    if loopback is None:
+        return None
+    hold.proxy = RouteProxy(kind, loopback.placeholder, loopback.custody, loopback.upstream, loopback.paths)
+    try:
+        hold.proxy.start()
+    except OSError as error:
+        refusal = Refusal("loopback-not-started", f"{loopback.not_listening} {error.strerror or error}")
+        raise Refused(refusal) from None
+    return hold.proxy
 
 
 class Launched(msgspec.Struct, frozen=True, kw_only=True):

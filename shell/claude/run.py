@@ -78,7 +78,15 @@ from metaharness.shell.facts import (
 )
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.loopback import RouteProxy
-from metaharness.shell.run_engine import LateEvents, Launched, RunHold, memory_walk_of, run_kind, start_route_refused
+from metaharness.shell.run_engine import (
+    LateEvents,
+    Launched,
+    LoopbackRoute,
+    RunHold,
+    memory_walk_of,
+    run_kind,
+    start_route_proxy,
+)
 from metaharness.shell.staging import (
     EarlySignal,
     Refused,
@@ -280,26 +288,6 @@ def plan(
     )  # fmt: skip
 
 
-def start_proxy(
-    options: RunOptions, placeholder: str | None, custody: str | None, prepared: Prepared | None, hold: RunHold
-) -> RouteProxy | None:
-    """Stage 9 (a): the route proxy listens, kept in ``hold``: on the view's socket when confined, else on
-    ``127.0.0.1`` under loopback (``loopback-not-started`` when it cannot)."""
-    if prepared is not None:
-        hold.proxy = start_route_refused(KIND, prepared, hold.scratch or "", placeholder)
-        return hold.proxy
-    if custody is None:
-        return None
-    hold.proxy = RouteProxy(KIND, placeholder, custody, upstream_root(KIND, options.model_endpoint), WIRE_PATHS)
-    try:
-        hold.proxy.start()
-    except OSError as error:
-        raise Refused(
-            Refusal("loopback-not-started", f"the loopback proxy could not listen on 127.0.0.1: {error.strerror or error}")
-        ) from None
-    return hold.proxy
-
-
 def expired_events(proxy: RouteProxy) -> tuple[Event, ...]:
     """The proxy's one ``auth.expired`` (docs/adapters/common.md#endpoint-route), when it is due and not yet written."""
     detail = proxy.take_expired()
@@ -386,7 +374,11 @@ def _staged(options: RunOptions, hold: RunHold, early: EarlySignal) -> Launched:
         )  # fmt: skip
 
     launch = planned(declaration)
-    proxy = start_proxy(options, placeholder, custody, prepared, hold)
+    loopback = None if custody is None or placeholder is None else LoopbackRoute(
+        placeholder, custody, upstream_root(KIND, options.model_endpoint), WIRE_PATHS,
+        "the loopback proxy could not listen on 127.0.0.1:",
+    )  # fmt: skip
+    proxy = start_route_proxy(hold, KIND, prepared, placeholder, loopback)
     if proxy is not None:
         target = route_target(loopback=placeholder is not None, confined=prepared is not None,
                               model_endpoint=options.model_endpoint, proxy_port=proxy.port)  # fmt: skip

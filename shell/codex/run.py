@@ -69,10 +69,16 @@ from metaharness.shell.facts import (
     readable_regular_file,
 )
 from metaharness.shell.frame_file import read_frame_file
-from metaharness.shell.loopback import RouteProxy
-from metaharness.shell.run_engine import LateEvents, Launched, RunHold, memory_walk_of, run_kind
+from metaharness.shell.run_engine import (
+    LateEvents,
+    Launched,
+    LoopbackRoute,
+    RunHold,
+    memory_walk_of,
+    run_kind,
+    start_route_proxy,
+)
 from metaharness.shell.staging import EarlySignal, stderr_line, take, unusable_directory
-from metaharness.shell.view_route import start_route
 from metaharness.shell.wind_up import RunAudit
 
 
@@ -317,10 +323,12 @@ def _start(options: RunOptions, run: str, hold: RunHold) -> Result[Started, Refu
     route = None if prepared is None else prepared.route
     if isinstance(planned, Failure) or (loopback is None and route is None):
         return planned.map(lambda done: (*done, catalogue, prepared))
-    try:
-        proxy = _start_proxy(options, prepared, hold, loopback)
-    except OSError as error:
-        return Failure(Refusal("loopback-not-started", f"the route proxy could not listen: {error.strerror or error}"))
+    proxy = start_route_proxy(
+        hold, KIND, prepared, None if loopback is None else loopback[1],
+        None if loopback is None else LoopbackRoute(loopback[1], loopback[0], upstream_root(KIND, options.model_endpoint),
+                                                    WIRE_PATHS),
+    )  # fmt: skip
+    assert proxy is not None
     target = route_target(loopback=loopback is not None, confined=prepared is not None,
                           model_endpoint=options.model_endpoint, proxy_port=proxy.port)  # fmt: skip
     match target:
@@ -332,22 +340,6 @@ def _start(options: RunOptions, run: str, hold: RunHold) -> Result[Started, Refu
         case VendorAtBridge():
             replanned = planned.map(lambda done: (_at_bridge(done[0]), done[1]))
     return replanned.map(lambda done: (*done, catalogue, prepared))
-
-
-def _start_proxy(
-    options: RunOptions, prepared: Prepared | None, hold: RunHold, loopback: tuple[str, str, str] | None
-) -> RouteProxy:
-    """The route proxy, kept in ``hold``: on the view's socket when confined, else on ``127.0.0.1`` under loopback
-    (raises ``OSError`` when it cannot listen)."""
-    scratch = hold.scratch or ""
-    if prepared is not None:
-        hold.proxy = start_route(KIND, prepared, scratch, None if loopback is None else loopback[1])
-    else:
-        assert loopback is not None
-        hold.proxy = RouteProxy(KIND, loopback[1], loopback[0], upstream_root(KIND, options.model_endpoint), WIRE_PATHS)
-        hold.proxy.start()
-    assert hold.proxy is not None
-    return hold.proxy
 
 
 def _at_bridge(launch: CodexLaunch) -> CodexLaunch:

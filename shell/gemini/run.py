@@ -48,10 +48,17 @@ from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.gemini.config_home import config_home_effect
 from metaharness.shell.gemini.live import drive_gemini
 from metaharness.shell.hook_channel import HookChannel
-from metaharness.shell.loopback import RouteProxy
-from metaharness.shell.run_engine import LateEvents, Launched, RunHold, memory_walk_of, run_kind, start_route_refused
+from metaharness.shell.run_engine import (
+    LateEvents,
+    Launched,
+    LoopbackRoute,
+    RunHold,
+    memory_walk_of,
+    run_kind,
+    start_route_proxy,
+    start_route_refused,
+)
 from metaharness.shell.staging import EarlySignal, Refused, stderr_line, take, unusable_directory
-from metaharness.shell.view_route import start_route
 from metaharness.shell.wind_up import RunAudit
 
 
@@ -224,18 +231,11 @@ def loopback_plan(options: RunOptions, path: str, prepared: Prepared | None, hol
     admitting only the run's model's methods and carrying the custody key as ``x-goog-api-key``."""
     scratch = hold.scratch or ""
     placeholder = loopback_placeholder(hold.run_id, secrets.token_bytes(12))
-    try:
-        if prepared is not None:
-            hold.proxy = start_route(KIND, prepared, scratch, placeholder)
-        else:
-            hold.proxy = RouteProxy(KIND, placeholder, path, upstream_root(KIND, options.model_endpoint),
-                                    endpoint_paths(options.model))  # fmt: skip
-            hold.proxy.start()
-    except OSError as error:
-        raise Refused(Refusal("loopback-not-started", f"the route proxy could not listen: {error.strerror or error}"))
-    assert hold.proxy is not None
+    route = LoopbackRoute(placeholder, path, upstream_root(KIND, options.model_endpoint), endpoint_paths(options.model))
+    proxy = start_route_proxy(hold, KIND, prepared, placeholder, route)
+    assert proxy is not None
     target = route_target(loopback=True, confined=prepared is not None, model_endpoint=options.model_endpoint,
-                          proxy_port=hold.proxy.port)  # fmt: skip
+                          proxy_port=proxy.port)  # fmt: skip
     assert isinstance(target, LoopbackPort)
     return plan(options, scratch, context, frame, hook_timeout_s, Custody(path, placeholder, target.port))
 
