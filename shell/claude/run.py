@@ -84,6 +84,7 @@ from metaharness.shell.run_engine import (
     LoopbackRoute,
     RunHold,
     memory_walk_of,
+    refuse_if,
     run_kind,
     start_route_proxy,
 )
@@ -210,13 +211,6 @@ def probe_version(launch: ClaudeLaunch) -> str | None:
     banner = probe_stdout([launch.program, "--version"], launch.environment.as_dict(), timeout_s=PROBE_S,
                           cwd=launch.scratch)  # fmt: skip
     return None if banner is None else version_token(banner)
-
-
-def strict_version(launch: ClaudeLaunch) -> None:
-    """``--strict-version`` (docs/adapters/common.md#pins): off pin → ``version-off-pin`` naming both versions."""
-    refusal = strict_version_refusal(launch.program, probe_version(launch), PINS)
-    if refusal is not None:
-        raise Refused(refusal)
 
 
 def retained_files(launch: ClaudeLaunch) -> tuple[tuple[str, str], ...]:
@@ -386,7 +380,7 @@ def _staged(options: RunOptions, hold: RunHold, early: EarlySignal) -> Launched:
     materialise(launch, plugins)
     launch, spawn = confined_launch(prepared, launch, plugins, walk)
     if options.strict_version:
-        strict_version(launch)
+        refuse_if(strict_version_refusal(launch.program, probe_version(launch), PINS))
     if catalogue is not None:
         read_back(options, launch, catalogue, proxy is not None)
     return Launched(

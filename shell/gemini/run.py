@@ -54,6 +54,7 @@ from metaharness.shell.run_engine import (
     LoopbackRoute,
     RunHold,
     memory_walk_of,
+    refuse_if,
     run_kind,
     start_route_proxy,
     start_route_refused,
@@ -149,13 +150,6 @@ def probe_version(launch: GeminiLaunch) -> str | None:
     banner = probe_stdout([launch.program, "--version"], launch.environment.as_dict(), timeout_s=SLOW_PROBE_S,
                           cwd=launch.cwd)  # fmt: skip
     return None if banner is None else version_token(banner)
-
-
-def strict_version(launch: GeminiLaunch, version: str | None) -> None:
-    """``--strict-version``: the probed version must be the pin (``version-unreadable``, ``version-off-pin``)."""
-    refusal = strict_version_refusal(launch.program, version, PINS)
-    if refusal is not None:
-        raise Refused(refusal)
 
 
 def retained_files(launch: GeminiLaunch) -> tuple[tuple[str, str], ...]:
@@ -255,7 +249,7 @@ def _staged(options: RunOptions, hold: RunHold, early: EarlySignal, hook_timeout
     channel = materialise(launch)
     version = probe_version(launch)
     if options.strict_version:
-        strict_version(launch, version)
+        refuse_if(strict_version_refusal(launch.program, version, PINS))
     launch, spawn = confined_launch(prepared, launch)
     timeout = HOOK_TIMEOUT_S if hook_timeout_s is None else hook_timeout_s
     return Launched(
