@@ -10,8 +10,9 @@ from hypothesis import strategies as st
 
 from metaharness.pure.admission import SUBJECT_BEARING, admit_call
 from metaharness.pure.events import Allow, Deny
-from metaharness.pure.frames import OPERATION_NAMES, Frame, Operation, seal_frame
+from metaharness.pure.frames import Frame, Operation, seal_frame
 from metaharness.pure.globs import glob_matches
+from metaharness.pure.operations import OPERATION_NAMES
 
 PLAIN = [name for name in OPERATION_NAMES if name != "mcp.call"]
 OPERATION = st.sampled_from(PLAIN).map(Operation) | st.builds(

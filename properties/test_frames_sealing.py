@@ -13,13 +13,13 @@ from hypothesis import strategies as st
 from returns.result import Failure, Success
 
 from metaharness.pure.frames import (
-    OPERATION_NAMES,
     FrameFault,
     frame_document,
     frame_from_object,
     load_frame,
     seal_frame,
 )
+from metaharness.pure.operations import OPERATION_NAMES
 
 TEXT = st.text(max_size=8)
 OPTIONAL_TEXT = st.none() | TEXT

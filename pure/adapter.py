@@ -11,6 +11,7 @@ import graph has no cycle (``tests/test_import_graph.py``). See ``docs/DEVELOPIN
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal
 
 import msgspec
@@ -50,6 +51,20 @@ LOOP_ONLY_OPTIONS = (
 )
 LOOP_ONLY = "it reaches the b10x loop only"
 """Why a vendor arm does not carry the options only the b10x loop reads."""
+VENDOR_NOT_CARRIED: Mapping[str, str] = MappingProxyType(
+    {**dict.fromkeys(VENDOR_SCOPE_OPTIONS, VENDOR_SCOPE), **dict.fromkeys(LOOP_ONLY_OPTIONS, LOOP_ONLY)}
+)
+"""What no vendor arm carries, and why: the scope options, then the options only the b10x loop reads."""
+
+
+def custody_document(custody: bytes) -> object:
+    """A loopback custody file's JSON document, or ``None`` when it is no JSON (the kind's custody reader then
+    refuses it ``loopback-custody-unreadable``)."""
+    try:
+        document: object = msgspec.json.decode(custody)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    return document
 
 
 class DescriptorFacts(msgspec.Struct, frozen=True, kw_only=True):

@@ -15,8 +15,9 @@ from collections.abc import Mapping
 from msgspec import Struct
 
 from metaharness.pure.events import Allow, Deny, WarningRaised
-from metaharness.pure.frames import OPERATION_NAMES, Frame, Operation, SubjectRule
+from metaharness.pure.frames import MCP_CALL, Frame, Operation, SubjectRule
 from metaharness.pure.globs import glob_matches
+from metaharness.pure.operations import OPERATION_NAMES
 
 SUBJECT_BEARING: frozenset[str] = frozenset({"file.read", "file.write", "file.edit", "dir.list", "search", "shell"})
 """Operations that touch a subject (docs/decisions.md#admission step 4: ``file.*``, ``dir.list``,
@@ -42,6 +43,12 @@ def resolve_operations(rendering: Mapping[str, str | None], tool: str) -> tuple[
     """The operations whose rendering is ``tool`` (docs/decisions.md#operations), in vocabulary order; none when no
     operation renders to it. ``rendering`` maps each operation name to its tool name or ``None``."""
     return tuple(Operation(name) for name in OPERATION_NAMES if rendering.get(name) == tool)
+
+
+def plain_operations(rendering: Mapping[str, str | None], tool: str) -> tuple[Operation, ...]:
+    """The operations other than ``mcp.call`` whose rendering is ``tool``, in vocabulary order (an MCP tool's
+    operation is read from its name, not looked up)."""
+    return tuple(Operation(name) for name in OPERATION_NAMES if name != MCP_CALL and rendering.get(name) == tool)
 
 
 def uncovered_tool_warning(tool: str) -> WarningRaised:

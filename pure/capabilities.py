@@ -17,20 +17,9 @@ from metaharness.pure.adapter import Status
 from metaharness.pure.adapters import adapter_of
 from metaharness.pure.jsonline import compact
 from metaharness.pure.kind import Kind
+from metaharness.pure.operations import OPERATION_NAMES
 
-OPERATIONS: tuple[str, ...] = (
-    "file.read",
-    "file.write",
-    "file.edit",
-    "dir.list",
-    "search",
-    "shell",
-    "web.read",
-    "skill.load",
-    "subagent.spawn",
-    "task.todo",
-    "mcp.call",
-)
+OPERATIONS = OPERATION_NAMES
 """The eleven operations in vocabulary order (docs/adapters/common.md#descriptor, docs/decisions.md#operations)."""
 
 COMMANDS: tuple[str, ...] = (

@@ -22,6 +22,7 @@ from returns.result import Failure, Result, Success
 
 from metaharness.pure.adapter import Loopback
 from metaharness.pure.adapters import adapter_of
+from metaharness.pure.environment import ChildEnvironment
 from metaharness.pure.events import Hermetic, RowHow, RowWhy
 from metaharness.pure.hermetic import ROWS, MemoryWalk
 from metaharness.pure.kind import Kind
@@ -710,3 +711,13 @@ def pointed_at_bridge(kind: Kind, variables: Sequence[tuple[str, str]]) -> tuple
     route = adapter_of(kind).confinement.vendor_route
     pointed = {} if route is None else {route.base_url_variable: f"http://127.0.0.1:{BRIDGE_PORT}{route.base_url_path}"}
     return tuple(sorted({**dict(variables), **pointed}.items()))
+
+
+def tool_entry_environment(kind: Kind, environment: ChildEnvironment, confinement: Confinement) -> ChildEnvironment:
+    """The child's environment with its tools' layer's entry (:func:`tool_entry_variables`)."""
+    return msgspec.structs.replace(environment, variables=tool_entry_variables(kind, environment.variables, confinement))
+
+
+def bridged_environment(kind: Kind, environment: ChildEnvironment) -> ChildEnvironment:
+    """The child's environment with the vendor's API replaced by the bridge (:func:`pointed_at_bridge`)."""
+    return msgspec.structs.replace(environment, variables=pointed_at_bridge(kind, environment.variables))

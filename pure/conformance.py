@@ -8,11 +8,14 @@ from collections.abc import Callable
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
 import msgspec
+from returns.result import Failure, Result
 
 from metaharness.pure.context import ContextFileRead
-from metaharness.pure.environment import ChildEnvironment
+from metaharness.pure.environment import ChildEnvironment, ProgramCandidate
 from metaharness.pure.events import ContextFile
+from metaharness.pure.hermetic import MemoryWalk
 from metaharness.pure.jsonline import canonical
+from metaharness.pure.refusal import Refusal
 from metaharness.pure.scratch import ScratchFile
 
 Tier = Literal["C1", "C2", "C3", "C4"]
@@ -104,6 +107,24 @@ def fixture_outcome(vector: str, got: Any, fixture: bytes) -> Outcome:
         return Outcome("C1", vector, "FAIL", got)
     keys = [key for key in sorted(set(expected) | set(got)) if expected.get(key) != got.get(key)]
     return Outcome("C1", vector, "FAIL", f"{', '.join(keys)} differ from the fixture")
+
+
+C1_WALK = MemoryWalk(start="/scratch", hits=(), root_names=())
+"""The memory walk a C1 launch is planned over: it found nothing."""
+
+
+def c1_program_facts(program: str) -> dict[str, ProgramCandidate]:
+    """The one PATH hit a C1 launch resolves: ``program`` in the caller's ``~/.local/bin``, an executable file."""
+    return {f"{CALLER['HOME']}/.local/bin/{program}": ProgramCandidate(regular=True, executable=True)}
+
+
+def planned_fixture(planned: Result[VendorLaunch, Refusal], program: str) -> dict[str, Any] | str:
+    """The C1 fixture of a planned launch with ``program`` (the vector's input, not the PATH hit) as its program, or
+    the line of the refusal that stopped it."""
+    if isinstance(planned, Failure):
+        refusal: Refusal = planned.failure()
+        return refusal.line()
+    return {**launch_fixture(planned.unwrap()), "program": program}
 
 
 class VendorVectors(msgspec.Struct, Generic[Spec], frozen=True, kw_only=True):

@@ -20,25 +20,11 @@ from returns.result import Failure, Result, Success
 from metaharness.pure.bounds import decode_bounded, first_duplicate_key
 from metaharness.pure.events import StepRef
 from metaharness.pure.jsonline import canonical, compact, sha256_hex
+from metaharness.pure.operations import OPERATION_NAMES
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.results import each
 
 FRAME_FORMAT = "metaharness.frame/1"
-
-OPERATION_NAMES: tuple[str, ...] = (
-    "file.read",
-    "file.write",
-    "file.edit",
-    "dir.list",
-    "search",
-    "shell",
-    "web.read",
-    "skill.load",
-    "subagent.spawn",
-    "task.todo",
-    "mcp.call",
-)
-"""The closed operation vocabulary of docs/decisions.md#operations, in the order the reference lists it."""
 
 MCP_CALL = "mcp.call"
 _UINT32_MAX = 2**32 - 1

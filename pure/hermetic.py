@@ -18,14 +18,17 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import Literal, Protocol
 
 import msgspec
 from returns.result import Failure, Result, Success
 
 from metaharness.pure.adapters import adapter_of
+from metaharness.pure.context import ContextFileRead
+from metaharness.pure.environment import ChildEnvironment
 from metaharness.pure.events import Hermetic, InstalledPlugin, RowHow, RowWhy, SessionStarted
 from metaharness.pure.kind import KINDS, Kind
+from metaharness.pure.modes import DecisionMode, HermeticMode
 from metaharness.pure.refusal import Refusal
 
 Verdict = Literal["ok", "gap", "unk"]
@@ -185,6 +188,49 @@ def workdir_mode(cwd: str | None, scratch_cwd: bool) -> WorkdirMode:
     if cwd is None:
         return "scratch"
     return "copy" if scratch_cwd else "operator"
+
+
+class RunShape(Protocol):
+    """What a launch's attestation reads of its run's options (``RunOptions`` or a kind's run spec)."""
+
+    @property
+    def hermetic(self) -> HermeticMode: ...
+    @property
+    def decisions(self) -> DecisionMode: ...
+    @property
+    def cwd(self) -> str | None: ...
+    @property
+    def scratch_cwd(self) -> bool: ...
+
+
+def launch_facts(
+    kind: Kind,
+    run: RunShape,
+    launched: tuple[str, str, ChildEnvironment],
+    memory: RowAttestation,
+    governing: tuple[str | None, str | None, Sequence[ContextFileRead]],
+    root_memory_names: tuple[str, ...],
+) -> LaunchFacts:
+    """The facts every kind's launch attests alike (docs/hermetic.md#attestation): its modes, its scratch root,
+    workdir and workdir mode from ``launched`` (scratch, workdir, environment), rows H3/H4/H6 from the
+    environment, H11's ``memory``, and H10's governing documents from ``governing`` (frame digest, catalogue
+    copy's sha256, the context files); a kind adds its own with ``msgspec.structs.replace``."""
+    scratch, workdir, environment = launched
+    frame_digest, catalogue_sha256, context = governing
+    return LaunchFacts(
+        kind=kind,
+        mode=run.hermetic,
+        decisions=run.decisions,
+        scratch=scratch,
+        workdir_mode=workdir_mode(run.cwd, run.scratch_cwd),
+        workdir=workdir,
+        h3_how=environment.h3_how(),
+        h4_how=environment.posture.h4_how,
+        h6_how=environment.posture.h6_how,
+        memory=memory,
+        governing=governing_documents(frame_digest, catalogue_sha256, [(item.path, item.sha256) for item in context]),
+        root_memory_names=root_memory_names,
+    )
 
 
 def governing_documents(
@@ -363,9 +409,9 @@ def _decide(row: str, started: SessionStarted, facts: VerdictFacts) -> tuple[Ver
     if row == "H7":
         return _workdir_verdict(entry, started, facts)
     if row in ("H12", "H13"):
-        return _confinement_verdict(entry, facts.namespaces)
+        return _effect_verdict(entry, facts.namespaces, _NAMESPACE_WORDS)
     if row == "H14":
-        return _tools_verdict(entry, facts.tools)
+        return _effect_verdict(entry, facts.tools, _TOOLS_WORDS)
     deciders = {"H1a": _plugins_verdict, "H1b": _output_style_verdict, "H4": _key_verdict, "H5": _mcp_verdict,
                 "H9": _version_verdict, "H10": _governing_verdict}
     verdict, detail = deciders[row](started, facts)
@@ -382,26 +428,31 @@ def _launch_row(entry: RowAttestation | None) -> tuple[Verdict, str]:
     return "ok", f"metaharness imposed it: {entry.text}"
 
 
-def _confinement_verdict(entry: RowAttestation | None, namespaces: Verdict) -> tuple[Verdict, str]:
+_NAMESPACE_WORDS = (
+    "the child's mount and network namespaces differ from metaharness's own",
+    "but the child shares a mount or network namespace with metaharness",
+    "the child ended before its namespaces were read",
+)
+"""What rows H12 and H13 add to an imposed row for each reading of the view's namespaces: ok, gap, unk."""
+_TOOLS_WORDS = (
+    "the harness was started with the tools' layer's entry",
+    "but the harness was started without the tools' layer's entry",
+    "the harness's environment could not be read",
+)
+"""What row H14 adds to an imposed row for each reading of the harness's environment: ok, gap, unk."""
+
+
+def _effect_verdict(entry: RowAttestation | None, effect: Verdict, words: tuple[str, str, str]) -> tuple[Verdict, str]:
+    """An imposed row checked by its effect after the spawn (docs/hermetic.md#by-effect): the effect's reading, in
+    ``words`` (ok, gap, unk); a row not imposed keeps its launch verdict."""
     verdict, detail = _launch_row(entry)
     if verdict != "ok":
         return verdict, detail
-    if namespaces == "ok":
-        return "ok", f"{detail}; the child's mount and network namespaces differ from metaharness's own"
-    if namespaces == "gap":
-        return "gap", f"{detail}; but the child shares a mount or network namespace with metaharness"
-    return "unk", f"{detail}; the child ended before its namespaces were read"
-
-
-def _tools_verdict(entry: RowAttestation | None, tools: Verdict) -> tuple[Verdict, str]:
-    verdict, detail = _launch_row(entry)
-    if verdict != "ok":
-        return verdict, detail
-    if tools == "ok":
-        return "ok", f"{detail}; the harness was started with the tools' layer's entry"
-    if tools == "gap":
-        return "gap", f"{detail}; but the harness was started without the tools' layer's entry"
-    return "unk", f"{detail}; the harness's environment could not be read"
+    if effect == "ok":
+        return "ok", f"{detail}; {words[0]}"
+    if effect == "gap":
+        return "gap", f"{detail}; {words[1]}"
+    return "unk", f"{detail}; {words[2]}"
 
 
 def _plugins_verdict(started: SessionStarted, facts: VerdictFacts) -> tuple[Verdict, str]:

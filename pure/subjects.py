@@ -106,3 +106,15 @@ def consulted_paths(subjects: tuple[str, ...], cwd: str, links: Mapping[str, str
             for path in resolve_path(subject[len(FILE) :], cwd, links).consulted
         )
     )
+
+
+def spelled_file_subjects(path: object, cwd: str | None) -> tuple[str, ...]:
+    """A file tool's ``file:`` subject as its call spells the path: one under the working directory without the
+    ``<cwd>/`` prefix, nothing else normalised (:func:`resolve_subjects` resolves it); none when it is no string."""
+    if not isinstance(path, str):
+        return ()
+    if cwd:
+        prefix = cwd.rstrip("/") + "/"
+        if path.startswith(prefix) and len(path) > len(prefix):
+            return (f"{FILE}{path[len(prefix) :]}",)
+    return (f"{FILE}{path}",)

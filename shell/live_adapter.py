@@ -7,7 +7,8 @@ vectors and, where conformance C3 scripts the vendor, the scripted child's recor
 
 from __future__ import annotations
 
-from typing import IO, TYPE_CHECKING, Protocol
+import json
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
@@ -40,6 +41,16 @@ class ScriptedChild(Protocol):
     def ask(self, hook: str, question: bytes) -> bytes:
         """Ask about the call as the vendor does, with the captured hook request; the answer's bytes."""
         ...
+
+
+def record_object(line: bytes) -> dict[str, Any]:
+    """A scripted child's record line as a JSON object; a line that is not one is the empty object, which
+    announces no call."""
+    try:
+        record: Any = json.loads(line)
+    except ValueError:
+        return {}
+    return record if isinstance(record, dict) else {}
 
 
 class LiveAdapter(Protocol):

@@ -188,13 +188,14 @@ def read_rest(fd: int, within_s: float) -> bytes:
 
 def spawn(
     argv: Sequence[str], *, cwd: str, env: Mapping[str, str], stdin: int | IO[bytes], stdout: int | IO[bytes],
-    confined: ConfinedSpawn | None,
+    confined: ConfinedSpawn | None, stderr: int | IO[bytes] = subprocess.PIPE, own_group: bool = True,
 ) -> subprocess.Popen[bytes]:
     """The child in its own process group with its stderr a pipe (in ``confined``'s view when given, which is told
-    it was spawned); raises ``OSError`` when the spawn itself fails."""
+    it was spawned); a helper beside the child (codex's catalogue server) stays in metaharness's group with its
+    stderr where it is kept (``own_group`` false, ``stderr``). Raises ``OSError`` when the spawn itself fails."""
     child = subprocess.Popen(
         list(argv) if confined is None else confined.argv, cwd=cwd, env=dict(env), stdin=stdin, stdout=stdout,
-        stderr=subprocess.PIPE, start_new_session=True, pass_fds=() if confined is None else confined.pass_fds,
+        stderr=stderr, start_new_session=own_group, pass_fds=() if confined is None else confined.pass_fds,
     )  # fmt: skip
     if confined is not None:
         confined.spawned()

@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 import msgspec
 
+from metaharness.pure.adapter import Loopback
 from metaharness.pure.events import Event
 from metaharness.pure.hermetic import MemoryWalk, VerdictFacts, memory_walk
 from metaharness.pure.kind import Kind
@@ -30,7 +31,7 @@ from metaharness.shell.facts import gather_memory_facts
 from metaharness.shell.loopback import RouteProxy
 from metaharness.shell.refusals import refuse
 from metaharness.shell.run_signals import spawned_group
-from metaharness.shell.staging import EarlySignal, Refused
+from metaharness.shell.staging import EarlySignal, Refused, reach_endpoint
 from metaharness.shell.view_route import start_route
 from metaharness.shell.wind_up import RunAudit, retain_copies
 
@@ -87,6 +88,39 @@ def start_route_refused(kind: Kind, prepared: Prepared, scratch: str, placeholde
         raise Refused(Refusal("loopback-not-started", f"the route proxy could not listen: {reason}")) from None
 
 
+class LoopbackRoute(msgspec.Struct, frozen=True):
+    """An unconfined loopback route: the dialect the proxy answers in, the placeholder the child holds, the custody
+    file the proxy reads, the upstream it forwards to, the paths it admits and the words its ``loopback-not-started``
+    refusal begins with."""
+
+    dialect: Loopback
+    placeholder: str
+    custody: str
+    upstream: str
+    paths: tuple[str, ...]
+    not_listening: str = "the route proxy could not listen:"
+
+
+def start_route_proxy(
+    hold: RunHold, kind: Kind, prepared: Prepared | None, placeholder: str | None, loopback: LoopbackRoute | None
+) -> RouteProxy | None:
+    """Stage 9 (a): the route proxy, kept in ``hold``: on the view's socket when confined (``placeholder``: the key
+    the child holds under loopback), else on ``127.0.0.1`` for an unconfined ``loopback`` route, else none;
+    ``loopback-not-started`` when it cannot listen."""
+    if prepared is not None:
+        hold.proxy = start_route_refused(kind, prepared, hold.scratch or "", placeholder)
+        return hold.proxy
+    if loopback is None:
+        return None
+    hold.proxy = RouteProxy(loopback.dialect, loopback.placeholder, loopback.custody, loopback.upstream, loopback.paths)
+    try:
+        hold.proxy.start()
+    except OSError as error:
+        refusal = Refusal("loopback-not-started", f"{loopback.not_listening} {error.strerror or error}")
+        raise Refused(refusal) from None
+    return hold.proxy
+
+
 class Launched(msgspec.Struct, frozen=True, kw_only=True):
     """A kind's run once every stage passed, as the engine drives and winds it up: its audit, the program it starts,
     its scratch root, its view, the record the auditor reads, what ``--retain-dir`` keeps (source, name under the
@@ -108,7 +142,8 @@ class Launched(msgspec.Struct, frozen=True, kw_only=True):
 
 Staging = Callable[[RunOptions, RunHold, EarlySignal], Launched]
 """A kind's stages 5–9: gather the facts, plan, write the scratch tree, confine and probe, in the kind's refusal
-order; a refusal raises ``Refused``. What it starts it keeps in the hold."""
+order; a refusal raises ``Refused``. What it starts it keeps in the hold. The engine then makes the last checks
+before the spawn (the endpoint's pre-flight, a signal that arrived)."""
 
 
 def run_kind(options: RunOptions, staging: Staging) -> int:
@@ -118,13 +153,27 @@ def run_kind(options: RunOptions, staging: Staging) -> int:
     try:
         with EarlySignal() as early:
             try:
-                launched = staging(options, hold, early)
+                launched = _staged_to_the_spawn(options, hold, early, staging)
             except Refused as refused:
                 hold.release()
                 return refuse(refused.refusal)
         return _live(options, hold, launched)
     finally:
         hold.release()
+
+
+def _staged_to_the_spawn(options: RunOptions, hold: RunHold, early: EarlySignal, staging: Staging) -> Launched:
+    """A kind's stages, then the last checks every kind makes before its spawn: ``endpoint-unreachable``
+    (docs/cli.md#the-endpoint-pre-flight), then a signal that arrived meanwhile (``signalled``); a refusal there
+    closes what the kind's staging opened."""
+    launched = staging(options, hold, early)
+    try:
+        reach_endpoint(options)
+        early.check()
+    except Refused:
+        launched.close()
+        raise
+    return launched
 
 
 def _live(options: RunOptions, hold: RunHold, launched: Launched) -> int:

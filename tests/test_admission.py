@@ -7,10 +7,17 @@ from typing import Any
 
 from helpers.frames import frame_skeleton
 
-from metaharness.pure.admission import Admission, admit_call, resolve_operations, uncovered_tool_warning
+from metaharness.pure.admission import (
+    Admission,
+    admit_call,
+    plain_operations,
+    resolve_operations,
+    uncovered_tool_warning,
+)
 from metaharness.pure.events import Allow, Deny, WarningRaised
 from metaharness.pure.frames import Frame, Operation, seal_frame
 from metaharness.pure.globs import glob_matches
+from metaharness.pure.subjects import spelled_file_subjects
 
 B10X_RENDERING: dict[str, str | None] = {
     "file.read": "file_read",
@@ -192,3 +199,17 @@ def test_the_spec_glob_examples() -> None:
     assert glob_matches("file:?.md", "file:a.md") and not glob_matches("file:?", "file:/")
     assert glob_matches("file:[ab]", "file:[ab]") and not glob_matches("file:[ab]", "file:a")
     assert glob_matches("**", "") and glob_matches("file:**", "file:")
+
+
+def test_plain_operations_never_name_mcp_call_and_keep_vocabulary_order() -> None:
+    rendering = {"file.write": "apply_patch", "file.edit": "apply_patch", "mcp.call": "apply_patch"}
+    assert plain_operations(rendering, "apply_patch") == (Operation("file.write"), Operation("file.edit"))
+    assert plain_operations(rendering, "Bash") == ()
+
+
+def test_a_spelled_file_subject_drops_only_the_working_directory_prefix() -> None:
+    assert spelled_file_subjects("/w/a/../b", "/w/") == ("file:a/../b",)
+    assert spelled_file_subjects("/w/", "/w") == ("file:/w/",)
+    assert spelled_file_subjects("/wx/a", "/w") == ("file:/wx/a",)
+    assert spelled_file_subjects("/w/a", None) == ("file:/w/a",)
+    assert spelled_file_subjects(7, "/w") == ()

@@ -5,6 +5,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -171,3 +173,77 @@ def test_a_halt_while_a_catalogue_call_waits_denies_it_and_writes_nothing(emulat
     (result,) = of(events, "command.result")
     assert result["id"] == "c1" and events.index(decision) < events.index(result)
     assert events[-1]["reason"] == "steer-halt"
+
+
+@pytest.mark.parametrize("emulator", ["codex-catalogue-write"], indirect=True)
+def test_an_app_server_that_cannot_be_started_is_spawn_failed_and_its_catalogue_server_and_scratch_are_released(
+    emulator: str, tmp_path: Path
+):
+    """The app-server is spawned through the live engine's ``spawn``, after the catalogue server: a ``codex`` on
+    the PATH floor (``$HOME/.local/bin``) whose interpreter is missing fails at the spawn, which the run engine refuses ``spawn-failed`` (exit 2)
+    with the catalogue server ended and the scratch root removed (unconfined: in a view bwrap itself starts)."""
+    bin_dir = tmp_path / "home" / ".local" / "bin"
+    bin_dir.mkdir(parents=True)
+    program = bin_dir / "codex"
+    program.write_text("#!/nonexistent/interpreter\n")
+    program.chmod(0o755)
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    source = tmp_path / "tools.json"
+    source.write_text(json.dumps(CATALOGUE))
+    argv = [METAHARNESS, "run", "codex", "-p", "write the note", "--credentials", "none", "--model-endpoint", emulator,
+            "--decisions", "observe", "--confine", "off", "--tool-surface", "owned", "--catalogue", str(source)]
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "TMPDIR": str(temporary)}
+    done = subprocess.run(argv, capture_output=True, timeout=120, check=False, env=env)
+    assert done.returncode == 2, done.stderr
+    assert f"spawn-failed: {program} could not be started" in done.stderr.decode()
+    assert list(temporary.iterdir()) == []
+
+
+def _live_processes_under(root: Path) -> list[int]:
+    """The live (not zombie) processes whose command line names a path under ``root``."""
+    found = []
+    for entry in (name for name in os.listdir("/proc") if name.isdigit() and int(name) != os.getpid()):
+        try:
+            words = Path(f"/proc/{entry}/cmdline").read_bytes()
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if os.fsencode(str(root)) in words and state != "Z":
+            found.append(int(entry))
+    return found
+
+
+@pytest.mark.parametrize("emulator", ["codex-catalogue-write"], indirect=True)
+def test_a_signal_while_a_catalogue_call_waits_ends_both_servers_and_removes_the_scratch(emulator: str, tmp_path: Path):
+    """The run engine's signals cover the app-server loop: SIGTERM while the owned call waits for the embedder
+    abandons it, stops the app-server's group, ends the catalogue server and removes the scratch root."""
+    work = tmp_path / "work"
+    work.mkdir()
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    source = tmp_path / "tools.json"
+    source.write_text(json.dumps(CATALOGUE))
+    argv = [METAHARNESS, "run", "codex", "-p", "write the note", "--credentials", "none", "--model-endpoint", emulator,
+            "--decisions", "ask", "--confine", "off", "--cwd", str(work), "--tool-surface", "owned",
+            "--catalogue", str(source)]  # fmt: skip
+    env = {**os.environ, "TMPDIR": str(temporary)}
+    process = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout is not None
+    lines = []
+    for line in process.stdout:
+        lines.append(line)
+        event = json.loads(line)
+        if event["event"] == "tool.requested" and event["seam"] == "owned_tool":
+            break
+    assert _live_processes_under(temporary), "the catalogue server runs over the scratch copy"
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=60)
+    events = well_formed([*lines, *out.splitlines(keepends=True)])
+    decision = decided(events, owned_call(events)["call_id"])
+    assert decision["decision"]["decision"] == "deny" and decision["decided_by"] == "adapter"
+    assert events[-1]["event"] == "stream.closed" and events[-1]["reason"] == "killed" and process.returncode == 3
+    assert b"Traceback" not in err
+    assert not (work / "note.md").exists()
+    assert not _live_processes_under(temporary)
+    assert list(temporary.iterdir()) == []

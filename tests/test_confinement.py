@@ -15,6 +15,7 @@ from metaharness.pure.confinement import (
     SystemEntry,
     ToolGrant,
     bridge_url,
+    bridged_environment,
     confined_hermetic,
     install_root,
     model_route,
@@ -24,8 +25,10 @@ from metaharness.pure.confinement import (
     render_bwrap,
     render_tool_entry,
     shebang_interpreter,
+    tool_entry_environment,
     tool_entry_variables,
 )
+from metaharness.pure.environment import ChildEnvironment, CredentialPosture
 from metaharness.pure.events import (
     Census,
     Deny,
@@ -219,6 +222,10 @@ def test_h14_says_how_each_kind_s_tools_enter_the_inner_layer() -> None:
         ("CLAUDE_CODE_SHELL_PREFIX", "/tmp/metaharness-x/layer/tools"), ("PATH", "/bin"),
     )  # fmt: skip
     assert tool_entry_variables("codex", (("PATH", "/bin"),), bare) == (("PATH", "/bin"),)
+    environment = ChildEnvironment((("PATH", "/bin"),), CredentialPosture((), None, (), "", ""))
+    entered = tool_entry_environment("claude", environment, with_tools)
+    assert entered.variables == tool_entry_variables("claude", (("PATH", "/bin"),), with_tools)
+    assert entered.posture == environment.posture
 
 
 def test_the_bridge_replaces_the_vendor_api() -> None:
@@ -226,6 +233,9 @@ def test_the_bridge_replaces_the_vendor_api() -> None:
         ("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{BRIDGE_PORT}"), ("PATH", "/bin"),
     )  # fmt: skip
     assert dict(pointed_at_bridge("codex", ()))["OPENAI_BASE_URL"] == f"http://127.0.0.1:{BRIDGE_PORT}/v1"
+    environment = ChildEnvironment((("PATH", "/bin"),), CredentialPosture((), None, (), "", ""))
+    bridged = bridged_environment("codex", environment)
+    assert bridged.variables == pointed_at_bridge("codex", (("PATH", "/bin"),)) and bridged.posture == environment.posture
 
 
 CENSUS = Census(allowed=0, denied=1, replaced=0, abstained=0, by_seam={"hook": 1}, by_decider={"frame": 1})

@@ -15,7 +15,7 @@ from metaharness.pure.route_target import BridgeEndpoint, LoopbackPort, VendorAt
 from metaharness.pure.run_end import spawn_failed
 
 ROOT = Path(__file__).resolve().parent.parent
-ENGINE_ONLY = {"end_unexpectedly", "spawned_group", "retain_copies", "remove_tree", "refuse", "EarlySignal"}
+ENGINE_ONLY = {"end_unexpectedly", "spawned_group", "retain_copies", "remove_tree", "refuse", "reach_endpoint", "EarlySignal"}
 """What a kind's run program leaves to the engine (``EarlySignal`` only as the type it is handed)."""
 
 
@@ -58,3 +58,11 @@ def test_a_kinds_run_program_leaves_the_stage_plumbing_to_the_engine(kind: str) 
 def test_a_kinds_live_loop_spawns_through_the_engine(kind: str) -> None:
     source = (ROOT / "shell" / kind / "live.py").read_text()
     assert "subprocess.Popen(" not in source and "LiveLoop" in source
+
+
+def test_codex_app_server_spawns_and_ends_through_the_live_engine() -> None:
+    """The catalogue run's two servers are started by the live engine's ``spawn`` and the app-server is ended by
+    its ``ended``, as every kind's live loop (the engine's spawn-failed, signals and release cover them)."""
+    source = (ROOT / "shell" / "codex" / "app_server.py").read_text()
+    names = _imported_names(ROOT / "shell" / "codex" / "app_server.py")
+    assert "subprocess.Popen(" not in source and {"spawn", "ended"} <= names

@@ -113,11 +113,19 @@ def test_gemini_without_an_endpoint_fails_at_its_first_request(home: Path) -> No
     )
 
 
-def test_a_dead_endpoint_is_refused_before_the_spawn(home: Path) -> None:
-    needs("codex")
-    done = run(home, "codex", "-p", "x", "--credentials", "none", "--model-endpoint", DEAD, timeout=60)
-    assert done.returncode == 2 and done.stdout == b""
+@pytest.mark.parametrize("kind", ["codex", "claude", "gemini", "b10x"])
+def test_a_dead_endpoint_is_refused_before_the_spawn(home: Path, tmp_path: Path, kind: str) -> None:
+    """The run engine's last check before every kind's spawn: exit 2, nothing on stdout, the scratch root removed."""
+    needs(kind)
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    decisions = ("--decisions", "observe") if kind == "b10x" else ()
+    command = [str(METAHARNESS), "run", kind, "-p", "x", *decisions, "--credentials", "none", "--model-endpoint", DEAD]
+    env = {"HOME": str(home), "PATH": os.environ["PATH"], "TMPDIR": str(temporary)}
+    done = subprocess.run(command, env=env, capture_output=True, timeout=60, check=False, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2 and done.stdout == b"", done.stderr
     assert done.stderr.decode().startswith("metaharness: endpoint-unreachable: ")
+    assert list(temporary.iterdir()) == []
 
 
 @pytest.mark.parametrize(
@@ -190,3 +198,23 @@ def test_strict_passes_on_a_clean_confined_codex_run(home: Path, emulator: str) 
     rows = [line.split() for line in report.splitlines() if line.strip().startswith("H")]
     assert [row[0] for row in rows if row[1:2] != ["ok"]] == [], report
     assert any(row[:2] == ["H14", "ok"] for row in rows), report
+
+
+@pytest.mark.parametrize("kind", ["claude", "codex", "gemini"])
+def test_strict_version_refuses_an_off_pin_program_before_the_spawn(tmp_path: Path, kind: str) -> None:
+    """``--strict-version`` probes the program the launch resolved (here a stand-in on the PATH floor printing an
+    off-pin version) and refuses ``version-off-pin`` with exit 2, nothing on stdout and the scratch root removed."""
+    home, temporary = tmp_path / "home", tmp_path / "tmp"
+    (home / ".local" / "bin").mkdir(parents=True)
+    temporary.mkdir()
+    program = home / ".local" / "bin" / kind
+    program.write_text("#!/bin/sh\necho 0.0.1\n")
+    program.chmod(0o755)
+    command = [str(METAHARNESS), "run", kind, "-p", "x", "--credentials", "none", "--model-endpoint", DEAD,
+               "--confine", "off", "--strict-version"]  # fmt: skip
+    env = {"HOME": str(home), "PATH": os.environ["PATH"], "TMPDIR": str(temporary)}
+    done = subprocess.run(command, env=env, capture_output=True, timeout=60, check=False, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2 and done.stdout == b"", done.stderr
+    assert done.stderr.decode().startswith("metaharness: version-off-pin: "), done.stderr
+    assert str(program) in done.stderr.decode() and "0.0.1" in done.stderr.decode()
+    assert list(temporary.iterdir()) == []

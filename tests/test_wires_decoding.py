@@ -187,3 +187,19 @@ def test_oauth_headers_and_identity_block() -> None:
     assert body["system"][0] == {"type": "text", "text": messages.OAUTH_IDENTITY}
     assert messages.request_headers(None, None)[-1] == ("anthropic-version", "2023-06-01")
     assert responses.request_headers("S", None)[-1] == ("x-client-request-id", "S")
+
+
+def test_each_wire_refuses_sampling_out_of_its_range_in_words() -> None:
+    from_range = TurnRequest("m", "i", (UserText("hi"),), (), Sampling(temperature=1.5))
+    assert messages.project_request(from_range, None).failure() == WireError(
+        "refused", "temperature 1.5 is outside 0..1 on anthropic-messages"
+    )
+    assert responses.project_request(from_range, "s").unwrap().body.count(b"\"temperature\":1.5") == 1
+    hot = TurnRequest("m", "i", (UserText("hi"),), (), Sampling(temperature=2.5, top_p=0.0))
+    assert responses.project_request(hot, "s").failure() == WireError(
+        "refused", "temperature 2.5 is outside 0..2 on openai-responses"
+    )
+    narrow = TurnRequest("m", "i", (UserText("hi"),), (), Sampling(top_p=0.0))
+    assert messages.project_request(narrow, None).failure() == WireError(
+        "refused", "top_p 0.0 is outside (0, 1] on anthropic-messages"
+    )

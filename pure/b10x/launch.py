@@ -16,7 +16,7 @@ import msgspec
 from returns.result import Result, Success
 
 from metaharness.pure.b10x.admissibility import check_frame_admissible
-from metaharness.pure.b10x.vendor import DEFAULT_MODELS, PIN, PROGRAM
+from metaharness.pure.b10x.vendor import DEFAULT_MODELS, KIND, PIN, PROGRAM
 from metaharness.pure.context import (
     ContextCopy,
     ContextFileRead,
@@ -37,11 +37,10 @@ from metaharness.pure.environment import (
 from metaharness.pure.events import ContextFile, Hermetic, InstalledPlugin
 from metaharness.pure.frames import Frame
 from metaharness.pure.hermetic import (
-    LaunchFacts,
     MemoryWalk,
     RowAttestation,
     attest,
-    governing_documents,
+    launch_facts,
     memory_row,
     workdir_mode,
 )
@@ -225,24 +224,15 @@ def launch_attestation(
             RowAttestation("H11", "unavailable", f"the ancestor walk from {walk.start} found a memory file")
         )
     frame_digest = facts.frame.digest if facts.frame is not None else None
+    shared = launch_facts(KIND, options, (facts.scratch, workspace, environment), memory,
+                          (frame_digest, None, facts.context), walk.root_names if walk is not None else ())  # fmt: skip
     return attest(
-        LaunchFacts(
-            kind="b10x",
-            mode=options.hermetic,
-            decisions=options.decisions,
-            scratch=facts.scratch,
-            workdir_mode=mode,
-            workdir=workspace,
-            h3_how=environment.h3_how(),
-            h4_how=environment.posture.h4_how,
-            h6_how=environment.posture.h6_how,
-            memory=memory,
-            governing=governing_documents(frame_digest, None, [(c.path, c.sha256) for c in facts.context]),
+        msgspec.structs.replace(
+            shared,
             hooks=None if options.hooks is None else _absolute(options.hooks, facts.caller_cwd),
             installed_plugins=tuple(
                 InstalledPlugin(name=posixpath.basename(p.copy), source=p.copy, version=None) for p in plugins
             ),
-            root_memory_names=walk.root_names if walk is not None else (),
         )
     )
 

@@ -7,14 +7,10 @@ import posixpath
 from collections.abc import Mapping
 from types import MappingProxyType
 
-import msgspec
 from returns.result import Failure, Result, Success
 
 from metaharness.pure.adapter import (
-    LOOP_ONLY,
-    LOOP_ONLY_OPTIONS,
-    VENDOR_SCOPE,
-    VENDOR_SCOPE_OPTIONS,
+    VENDOR_NOT_CARRIED,
     Adapter,
     ConfinementShape,
     CredentialCarriage,
@@ -29,6 +25,7 @@ from metaharness.pure.adapter import (
     ToolEntry,
     Variables,
     VendorRoute,
+    custody_document,
 )
 from metaharness.pure.claude.vendor import HONOURED_COMMANDS, KIND, PINS, PROGRAM, RENDERING, UPSTREAM, WIRE_PATHS
 from metaharness.pure.jsonline import compact
@@ -54,10 +51,7 @@ def _gateway(token: str, base_url: str) -> Variables:
 def custody_token(custody: bytes) -> Result[str, Refusal]:
     """``claudeAiOauth.accessToken`` of the custody file, else ``loopback-custody-unreadable``."""
     unreadable = Failure(Refusal("loopback-custody-unreadable", f"the {KIND} custody file holds no usable token"))
-    try:
-        document = msgspec.json.decode(custody)
-    except (msgspec.DecodeError, RecursionError):
-        return unreadable
+    document = custody_document(custody)
     oauth = document.get("claudeAiOauth") if isinstance(document, dict) else None
     token = oauth.get("accessToken") if isinstance(oauth, dict) else None
     return Success(token) if isinstance(token, str) and token else unreadable
@@ -110,9 +104,7 @@ ADAPTER = Adapter(
         rendering=RENDERING,
         honoured_commands=HONOURED_COMMANDS,
     ),
-    not_carried=MappingProxyType(
-        {**dict.fromkeys(VENDOR_SCOPE_OPTIONS, VENDOR_SCOPE), **dict.fromkeys(LOOP_ONLY_OPTIONS, LOOP_ONLY)}
-    ),
+    not_carried=VENDOR_NOT_CARRIED,
     not_carried_values=MappingProxyType({}),
     run_rules=RunRules(
         frame_required=None,

@@ -21,31 +21,33 @@ from returns.result import Failure, Result, Success
 
 from metaharness.pure.catalogue import Catalogue, needs_writable, scratch_copy
 from metaharness.pure.claude.plugins import PluginCopy
-from metaharness.pure.claude.vendor import PINS, PROGRAM
+from metaharness.pure.claude.vendor import KIND, PINS, PROGRAM
 from metaharness.pure.context import ContextFileRead, check_argument_sizes, context_record, render_context_block
 from metaharness.pure.environment import (
     ChildEnvironment,
     EnvironmentDeclaration,
     ProgramCandidate,
     child_environment,
-    credential_posture,
     path_floor,
     resolve_program,
 )
 from metaharness.pure.events import ContextFile, Hermetic
-from metaharness.pure.execution_context import execution_context_block, workspace_word
 from metaharness.pure.hermetic import (
-    LaunchFacts,
     MemoryWalk,
     RowAttestation,
     attest,
-    governing_documents,
-    memory_row,
-    workdir_mode,
+    launch_facts,
 )
 from metaharness.pure.jsonline import compact, sha256_hex
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.scratch import ScratchFile
+from metaharness.pure.vendor_launch import (
+    Custody,
+    denied_flag,
+    scratch_directories,
+    vendor_basis,
+    vendor_user_turn,
+)
 
 CONTEXT_CHANNEL = "append-system-prompt"
 SETTINGS_SCHEMA = "https://json.schemastore.org/claude-code-settings.json"
@@ -150,13 +152,6 @@ class ClaudeLaunch(msgspec.Struct, frozen=True, kw_only=True):
         return (self.program, *self.args)
 
 
-def user_turn(spec: ClaudeRunSpec) -> str:
-    """The execution-context block, a blank line, then the task unchanged
-    (docs/adapters/common.md#vendor-launch-order)."""
-    block = execution_context_block("claude", workspace_word(spec.cwd, spec.scratch_cwd), spec.hermetic, spec.decisions)
-    return f"{block}\n{spec.prompt}"
-
-
 _MENTION = re.compile(r"@\S+")
 
 
@@ -195,19 +190,15 @@ def check_arguments(args: tuple[str, ...]) -> Result[tuple[str, ...], Refusal]:
     """``denied-argument`` on the built argv, each flag compared by the part before ``=`` (docs/adapters/claude.md)."""
     values_of = {"--output-format", "--input-format", "--permission-prompts", "--setting-sources", "--settings", "--append-system-prompt", "--model"}
     values_of |= {"--effort", "--max-turns", "--plugin-dir", "--tools", "--mcp-config"}
-    index = 0
-    while index < len(args):
-        flag = args[index].split("=", 1)[0]
-        if flag in DENIED_ARGUMENTS:
-            return Failure(
-                Refusal(
-                    "denied-argument",
-                    f"{flag} is denied on claude: it drops the hook, changes what an abstain means or shadows "
-                    "the hook",
-                )
-            )
-        index += 2 if args[index] in values_of else 1
-    return Success(args)
+    flag = denied_flag(args, DENIED_ARGUMENTS, values_of)
+    if flag is None:
+        return Success(args)
+    return Failure(
+        Refusal(
+            "denied-argument",
+            f"{flag} is denied on claude: it drops the hook, changes what an abstain means or shadows the hook",
+        )
+    )
 
 
 def arguments(spec: ClaudeRunSpec, scratch: str, context_block: str | None) -> tuple[str, ...]:
@@ -267,26 +258,14 @@ def attestation(
     managed_settings_present: bool,
 ) -> Hermetic:
     """``session.started.hermetic`` for a claude launch (docs/hermetic.md#attestation, docs/hermetic.md#attestation)."""
+    catalogue_sha256 = None if spec.catalogue is None else sha256_hex(scratch_copy(spec.catalogue))
+    facts = launch_facts(KIND, spec, (scratch, cwd, environment), memory,
+                         (spec.frame_digest, catalogue_sha256, spec.context), walk.root_names)  # fmt: skip
     return attest(
-        LaunchFacts(
-            kind="claude",
-            mode=spec.hermetic,
-            decisions=spec.decisions,
-            scratch=scratch,
-            workdir_mode=workdir_mode(spec.cwd, spec.scratch_cwd),
-            workdir=cwd,
-            h3_how=environment.h3_how(),
-            h4_how=environment.posture.h4_how,
-            h6_how=environment.posture.h6_how,
-            memory=memory,
-            governing=governing_documents(
-                frame_digest=spec.frame_digest,
-                catalogue_sha256=None if spec.catalogue is None else sha256_hex(scratch_copy(spec.catalogue)),
-                context=[(item.path, item.sha256) for item in spec.context],
-            ),
+        msgspec.structs.replace(
+            facts,
             mcp_servers=() if spec.catalogue is None else (MCP_SERVER,),
             installed_plugins=tuple(plugin.installed() for plugin in spec.plugins),
-            root_memory_names=walk.root_names,
             extra_ambient=ambient_extras(spec, managed_settings_present),
         )
     )
@@ -312,35 +291,34 @@ def plan_claude_launch(
     started or written. ``walk`` is the memory walk the shell gathered (docs/hermetic.md#memory-file-walk); none means
     nothing was found.
     """
-    declaration = msgspec.structs.replace(spec.environment, kind="claude")
-    cwd = spec.cwd if spec.cwd is not None else posixpath.join(scratch, "work")
-    walk = walk if walk is not None else MemoryWalk(start=posixpath.dirname(scratch), hits=(), root_names=())
+    custody = Custody(credential_file_present, custody_path, upstream)
     return Result.do(
         ClaudeLaunch(
             program=program,
             args=args,
             environment=environment,
-            cwd=cwd,
+            cwd=basis.cwd,
             scratch=scratch,
             claude_home=posixpath.join(scratch, "claude-home"),
             directories=_directories(spec, scratch),
-            files=_scratch_files(spec, scratch, cwd, compact(settings)),
+            files=_scratch_files(spec, scratch, basis.cwd, compact(settings)),
             settings=compact(settings),
-            user_turn=user_turn(spec),
+            user_turn=vendor_user_turn(KIND, spec, ()),
             context_files=context_record(spec.context, CONTEXT_CHANNEL) or (),
-            credential_file=posture.credential_file,
+            credential_file=basis.posture.credential_file,
             transcript_path=posixpath.join(scratch, TRANSCRIPT_FILE),
-            hermetic=attestation(spec, scratch, cwd, environment, memory, walk, managed_settings_present),
+            hermetic=attestation(
+                spec, scratch, basis.cwd, environment, basis.memory, basis.walk, managed_settings_present
+            ),
             ambient_warnings=tuple(
                 f"the task holds {token}, which Claude Code reads as a file no tool call, hook or record shows"
                 for token in ambient_mentions(spec.prompt)
             ),
         )
-        for posture in credential_posture(declaration, caller_env, credential_file_present, custody_path, upstream)
-        for memory in memory_row("claude", workdir_mode(spec.cwd, spec.scratch_cwd), walk, CANARY_LOADED.get(PINS[0]))
+        for basis in vendor_basis(KIND, spec, caller_env, scratch, custody, walk, CANARY_LOADED.get(PINS[0]))
         for program in resolve_program(PROGRAM, path_floor(caller_env), program_facts)
         for _ in _catalogue_server_startable(spec)
-        for environment in child_environment(declaration, caller_env, scratch, posture)
+        for environment in child_environment(basis.declaration, caller_env, scratch, basis.posture)
         for args in check_arguments(arguments(spec, scratch, _context_block(spec)))
         for settings in check_shadowing(settings_document())
         for _ in check_argument_sizes((program, *args), environment.strings(), spec.context)
@@ -379,8 +357,5 @@ def _scratch_files(spec: ClaudeRunSpec, scratch: str, cwd: str, settings: bytes)
 
 def _directories(spec: ClaudeRunSpec, scratch: str) -> tuple[str, ...]:
     """The scratch directories to create (0700), parents first (docs/adapters/claude.md#scratch-layout)."""
-    names = ["claude-home", "tmp"]
-    if spec.cwd is None:
-        names.insert(0, "work")
-    names += [posixpath.join("plugins", plugin.name) for plugin in spec.plugins]
-    return tuple(posixpath.join(scratch, name) for name in names)
+    plugins = [posixpath.join("plugins", plugin.name) for plugin in spec.plugins]
+    return scratch_directories(scratch, spec.cwd, ["claude-home", "tmp", *plugins])

@@ -14,10 +14,12 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from metaharness.pure.admission import plain_operations
 from metaharness.pure.catalogue import Catalogue, resolve_catalogue_call
 from metaharness.pure.claude.vendor import RENDERING as CLAUDE_RENDERING
-from metaharness.pure.frames import MCP_CALL, OPERATION_NAMES, Operation
+from metaharness.pure.frames import MCP_CALL, Operation
 from metaharness.pure.program_subjects import command_subjects
+from metaharness.pure.subjects import spelled_file_subjects
 
 _FILE_TOOLS = frozenset({"Read", "Write", "Edit"})
 
@@ -27,16 +29,7 @@ def claude_operations(tool: str) -> tuple[Operation, ...]:
     if tool.startswith("mcp__"):
         server, separator, name = tool[len("mcp__") :].partition("__")
         return (Operation(MCP_CALL, server, name),) if separator and server and name else ()
-    return tuple(Operation(op) for op in OPERATION_NAMES if op != MCP_CALL and CLAUDE_RENDERING.get(op) == tool)
-
-
-def _under_cwd(path: str, cwd: str | None) -> str:
-    """A path under the cwd named with the ``<cwd>/`` prefix removed, no other normalisation."""
-    if cwd:
-        prefix = cwd.rstrip("/") + "/"
-        if path.startswith(prefix) and len(path) > len(prefix):
-            return path[len(prefix) :]
-    return path
+    return plain_operations(CLAUDE_RENDERING, tool)
 
 
 def claude_subjects(tool: str, call_input: Any, cwd: str | None) -> tuple[str, ...]:
@@ -44,8 +37,7 @@ def claude_subjects(tool: str, call_input: Any, cwd: str | None) -> tuple[str, .
     every program a Bash command would run (docs/decisions.md#program-subjects); none else."""
     arguments = call_input if isinstance(call_input, dict) else {}
     if tool in _FILE_TOOLS:
-        path = arguments.get("file_path")
-        return (f"file:{_under_cwd(path, cwd)}",) if isinstance(path, str) else ()
+        return spelled_file_subjects(arguments.get("file_path"), cwd)
     if tool == "Bash":
         command = arguments.get("command")
         return command_subjects(command) if isinstance(command, str) else ()

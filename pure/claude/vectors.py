@@ -14,12 +14,12 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-from returns.result import Failure
 
 from metaharness.pure.catalogue import load_catalogue
 from metaharness.pure.claude.launch import ClaudeRunSpec, plan_claude_launch
 from metaharness.pure.claude.replay import replay_claude, replay_facts
 from metaharness.pure.claude.vendor import KIND, PINS
+from metaharness.pure.claude.vendor import PROGRAM as VENDOR_PROGRAM
 from metaharness.pure.conformance import (
     BRIEF,
     CALLER,
@@ -30,10 +30,10 @@ from metaharness.pure.conformance import (
     RUN,
     SCRATCH,
     VendorVectors,
-    launch_fixture,
+    c1_program_facts,
+    planned_fixture,
 )
-from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
-from metaharness.pure.refusal import Refusal
+from metaharness.pure.environment import EnvironmentDeclaration
 
 PROGRAM = "/opt/vendor/bin/claude"
 ENDPOINT_ROUTE = EnvironmentDeclaration(kind="claude", credentials="none", model_endpoint=ENDPOINT)
@@ -93,15 +93,11 @@ RECORD_VECTORS: tuple[tuple[str, str], ...] = (("c2-record-bash", "record/bash")
 
 
 
-def planned_fixture(spec: ClaudeRunSpec, own_cli: tuple[str, ...]) -> dict[str, Any] | str:
+def c1_fixture(spec: ClaudeRunSpec, own_cli: tuple[str, ...]) -> dict[str, Any] | str:
     """The C1 fixture of a vector's launch (the program is the vector's input, not a PATH hit; ``own_cli``
     the shell's argv for this build's CLI under :data:`INTERPRETER`), or the refusal that stopped it."""
-    facts = {f"{CALLER['HOME']}/.local/bin/claude": ProgramCandidate(regular=True, executable=True)}
-    planned = plan_claude_launch(msgspec.structs.replace(spec, own_cli=own_cli), CALLER, SCRATCH, facts)
-    if isinstance(planned, Failure):
-        refusal: Refusal = planned.failure()
-        return refusal.line()
-    return launch_fixture(msgspec.structs.replace(planned.unwrap(), program=PROGRAM))
+    spec = msgspec.structs.replace(spec, own_cli=own_cli)
+    return planned_fixture(plan_claude_launch(spec, CALLER, SCRATCH, c1_program_facts(VENDOR_PROGRAM)), PROGRAM)
 
 
 def replay_record(stem: str, record: bytes) -> bytes:
@@ -116,7 +112,7 @@ def claude_vectors(own_cli: tuple[str, ...]) -> VendorVectors[ClaudeRunSpec]:
     """claude's vectors, C1 planned with ``own_cli`` as the catalogue server's argv; C4's banner is
     ``<v> (Claude Code)``."""
     return VendorVectors(
-        kind=KIND, pins=PINS, launches=LAUNCH_VECTORS, planned_fixture=lambda spec: planned_fixture(spec, own_cli),
+        kind=KIND, pins=PINS, launches=LAUNCH_VECTORS, planned_fixture=lambda spec: c1_fixture(spec, own_cli),
         records=RECORD_VECTORS, replayed=replay_record,
         banner_version=lambda words: words[0] if len(words) == 3 and words[1:] == ["(Claude", "Code)"] else None,
         banner_shape="<version> (Claude Code)", banner_name=KIND,

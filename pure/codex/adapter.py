@@ -7,14 +7,10 @@ import posixpath
 from collections.abc import Mapping
 from types import MappingProxyType
 
-import msgspec
 from returns.result import Failure, Result, Success
 
 from metaharness.pure.adapter import (
-    LOOP_ONLY,
-    LOOP_ONLY_OPTIONS,
-    VENDOR_SCOPE,
-    VENDOR_SCOPE_OPTIONS,
+    VENDOR_NOT_CARRIED,
     Adapter,
     ConfinementShape,
     CredentialCarriage,
@@ -29,6 +25,7 @@ from metaharness.pure.adapter import (
     ToolEntry,
     VendorRoute,
     WitnessFacts,
+    custody_document,
 )
 from metaharness.pure.codex.vendor import (
     HONOURED_COMMANDS,
@@ -54,10 +51,7 @@ def custody_token(custody: bytes) -> Result[str, Refusal]:
     """``OPENAI_API_KEY`` (class api-key), else ``tokens.access_token`` (class chatgpt →
     ``loopback-chatgpt-login``); the key wins when both exist; else ``loopback-custody-unreadable``."""
     unreadable = Failure(Refusal("loopback-custody-unreadable", f"the {KIND} custody file holds no usable token"))
-    try:
-        document = msgspec.json.decode(custody)
-    except (msgspec.DecodeError, RecursionError):
-        return unreadable
+    document = custody_document(custody)
     if not isinstance(document, dict):
         return unreadable
     key = document.get("OPENAI_API_KEY")
@@ -122,8 +116,7 @@ ADAPTER = Adapter(
     ),
     not_carried=MappingProxyType(
         {
-            **dict.fromkeys(VENDOR_SCOPE_OPTIONS, VENDOR_SCOPE),
-            **dict.fromkeys(LOOP_ONLY_OPTIONS, LOOP_ONLY),
+            **VENDOR_NOT_CARRIED,
             "allow-program": "codex publishes no run tool metaharness could narrow",
             "max-turns": "codex exec has no turn ceiling to carry it",
             "plugin": "marketplace plugins are resolved for Claude Code only",

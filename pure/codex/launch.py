@@ -18,32 +18,26 @@ from returns.result import Failure, Result, Success
 from metaharness.pure.budgets import HOOK_TIMEOUT_S
 from metaharness.pure.catalogue import Catalogue, scratch_copy
 from metaharness.pure.codex.skills import skill_ambient, skills_h2_why
-from metaharness.pure.codex.vendor import LOOPBACK_KEY_VARIABLE, PROGRAM
+from metaharness.pure.codex.vendor import KIND, LOOPBACK_KEY_VARIABLE, PROGRAM
 from metaharness.pure.context import (
     ContextFileRead,
     check_argument_sizes,
     context_record,
-    render_context_block,
 )
 from metaharness.pure.environment import (
     ChildEnvironment,
     EnvironmentDeclaration,
     ProgramCandidate,
     child_environment,
-    credential_posture,
     path_floor,
     resolve_program,
 )
 from metaharness.pure.events import ContextFile, Hermetic
-from metaharness.pure.execution_context import execution_context_block, workspace_word
 from metaharness.pure.hermetic import (
-    LaunchFacts,
     MemoryWalk,
     RowAttestation,
     attest,
-    governing_documents,
-    memory_row,
-    workdir_mode,
+    launch_facts,
 )
 from metaharness.pure.hook_channel import (
     CHANNEL_DIR,
@@ -56,6 +50,13 @@ from metaharness.pure.hook_channel import (
 from metaharness.pure.jsonline import sha256_hex
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.scratch import ScratchFile
+from metaharness.pure.vendor_launch import (
+    Custody,
+    denied_flag,
+    scratch_directories,
+    vendor_basis,
+    vendor_user_turn,
+)
 
 CONTEXT_CHANNEL = "user-turn"
 ENDPOINT_PROVIDER = "metaharness_endpoint"
@@ -165,14 +166,6 @@ class CodexLaunch(msgspec.Struct, frozen=True, kw_only=True):
         return (self.program, *self.args)
 
 
-def user_turn(spec: CodexRunSpec) -> str:
-    """The block, a blank line, the rendered context files and a blank line when declared, then the
-    task unchanged (docs/adapters/common.md#vendor-launch-order, docs/hermetic.md#context-rendering codex)."""
-    block = execution_context_block("codex", workspace_word(spec.cwd, spec.scratch_cwd), spec.hermetic, spec.decisions)
-    context = f"{render_context_block(spec.context)}\n" if spec.context else ""
-    return f"{block}\n{context}{spec.prompt}"
-
-
 def provider_block(declaration: EnvironmentDeclaration) -> ProviderBlock | None:
     """The provider table of docs/adapters/common.md#endpoint-route: the endpoint route under ``none`` with an endpoint
     (no ``env_key``, so no auth header), the loopback proxy under ``loopback``, under ``none`` without an endpoint
@@ -258,19 +251,16 @@ def check_arguments(args: tuple[str, ...]) -> Result[tuple[str, ...], Refusal]:
     """``denied-argument`` on the built argv, each flag position before ``--`` compared by the part
     before ``=`` (docs/adapters/codex.md#refusals)."""
     values_of = {"--model", "--color"}
-    index = 0
-    while index < len(args) and args[index] != "--":
-        flag = args[index].split("=", 1)[0]
-        if flag in DENIED_ARGUMENTS:
-            return Failure(
-                Refusal(
-                    "denied-argument",
-                    f"{flag} is denied on codex: it would bypass the hook, widen the sandbox or override "
-                    "the scratch config.toml",
-                )
-            )
-        index += 2 if args[index] in values_of else 1
-    return Success(args)
+    flag = denied_flag(args, DENIED_ARGUMENTS, values_of, until="--")
+    if flag is None:
+        return Success(args)
+    return Failure(
+        Refusal(
+            "denied-argument",
+            f"{flag} is denied on codex: it would bypass the hook, widen the sandbox or override the scratch "
+            "config.toml",
+        )
+    )
 
 
 def attestation(
@@ -284,27 +274,11 @@ def attestation(
 ) -> Hermetic:
     """``session.started.hermetic`` for a codex launch; ``skills`` are the
     ``SKILL.md`` files found under the pinned Codex's skill roots (``metaharness.pure.codex.skills``)."""
+    catalogue_sha256 = None if spec.catalogue is None else sha256_hex(scratch_copy(spec.catalogue))
+    facts = launch_facts(KIND, spec, (scratch, cwd, environment), memory,
+                         (spec.frame_digest, catalogue_sha256, spec.context), walk.root_names)  # fmt: skip
     return attest(
-        LaunchFacts(
-            kind="codex",
-            mode=spec.hermetic,
-            decisions=spec.decisions,
-            scratch=scratch,
-            workdir_mode=workdir_mode(spec.cwd, spec.scratch_cwd),
-            workdir=cwd,
-            h3_how=environment.h3_how(),
-            h4_how=environment.posture.h4_how,
-            h6_how=environment.posture.h6_how,
-            memory=memory,
-            governing=governing_documents(
-                frame_digest=spec.frame_digest,
-                catalogue_sha256=None if spec.catalogue is None else sha256_hex(scratch_copy(spec.catalogue)),
-                context=[(item.path, item.sha256) for item in spec.context],
-            ),
-            root_memory_names=walk.root_names,
-            extra_ambient=skill_ambient(skills),
-            h2_unavailable=skills_h2_why(skills),
-        )
+        msgspec.structs.replace(facts, extra_ambient=skill_ambient(skills), h2_unavailable=skills_h2_why(skills))
     )
 
 
@@ -345,22 +319,19 @@ def plan_codex_launch(
 
     Refusals in order: the stage-5 credential ones, ``memory-ancestor-found``, ``program-not-found``,
     ``denied-environment``, ``denied-argument``, ``shadowed``, ``argument-too-long``."""
-    declaration = msgspec.structs.replace(spec.environment, kind="codex")
-    posture = credential_posture(declaration, caller_env, credential_file_present, custody_path, upstream)
-    if isinstance(posture, Failure):
-        return posture
-    cwd = spec.cwd if spec.cwd is not None else posixpath.join(scratch, "work")
-    walk = walk if walk is not None else MemoryWalk(start=posixpath.dirname(scratch), hits=(), root_names=())
-    memory = memory_row("codex", workdir_mode(spec.cwd, spec.scratch_cwd), walk)
-    if isinstance(memory, Failure):
-        return memory
+    custody = Custody(credential_file_present, custody_path, upstream)
+    basis = vendor_basis(KIND, spec, caller_env, scratch, custody, walk)
+    if isinstance(basis, Failure):
+        return basis
+    settled = basis.unwrap()
+    declaration, posture, cwd = settled.declaration, settled.posture, settled.cwd
     program = resolve_program(PROGRAM, path_floor(caller_env), program_facts)
     if isinstance(program, Failure):
         return program
-    environment = child_environment(declaration, caller_env, scratch, posture.unwrap())
+    environment = child_environment(declaration, caller_env, scratch, posture)
     if isinstance(environment, Failure):
         return environment
-    turn = user_turn(spec)
+    turn = vendor_user_turn(KIND, spec, spec.context)
     args = check_arguments(arguments(spec, turn))
     if isinstance(args, Failure):
         return args
@@ -379,8 +350,8 @@ def plan_codex_launch(
         config=config.unwrap(),
         user_turn=turn,
         context_files=context_record(spec.context, CONTEXT_CHANNEL) or (),
-        credential_file=posture.unwrap().credential_file,
-        hermetic=attestation(spec, scratch, cwd, environment.unwrap(), memory.unwrap(), walk, skills),
+        credential_file=posture.credential_file,
+        hermetic=attestation(spec, scratch, cwd, environment.unwrap(), settled.memory, settled.walk, skills),
         sessions_dir=posixpath.join(scratch, CODEX_HOME, "sessions"),
         rollout_copy=posixpath.join(scratch, "rollout.jsonl"),
         stdout_copy=posixpath.join(scratch, "rollout.stdout.jsonl"),
@@ -416,7 +387,4 @@ def _scratch_files(spec: CodexRunSpec, scratch: str, config: CodexConfig) -> tup
 
 def _directories(spec: CodexRunSpec, scratch: str) -> tuple[str, ...]:
     """The scratch directories to create (0700), parents first (docs/adapters/codex.md#scratch-layout)."""
-    names = [CODEX_HOME, "tmp", "hooks", CHANNEL_DIR, REQUESTS_DIR, RESPONSES_DIR]
-    if spec.cwd is None:
-        names.insert(0, "work")
-    return tuple(posixpath.join(scratch, name) for name in names)
+    return scratch_directories(scratch, spec.cwd, [CODEX_HOME, "tmp", "hooks", CHANNEL_DIR, REQUESTS_DIR, RESPONSES_DIR])

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
-from returns.result import Failure
-
 from metaharness.pure.codex.launch import CodexRunSpec, plan_codex_launch
 from metaharness.pure.codex.replay import replay_launch, replay_rollout
 from metaharness.pure.codex.vendor import KIND, PINS
+from metaharness.pure.codex.vendor import PROGRAM as VENDOR_PROGRAM
 from metaharness.pure.conformance import (
     BRIEF,
+    C1_WALK,
     CALLER,
     ENDPOINT,
     LOOPBACK_PLACEHOLDER,
@@ -27,11 +26,10 @@ from metaharness.pure.conformance import (
     RUN,
     SCRATCH,
     VendorVectors,
-    launch_fixture,
+    c1_program_facts,
+    planned_fixture,
 )
-from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
-from metaharness.pure.hermetic import MemoryWalk
-from metaharness.pure.refusal import Refusal
+from metaharness.pure.environment import EnvironmentDeclaration
 
 PROGRAM = "/opt/vendor/bin/codex"
 
@@ -93,16 +91,10 @@ RECORD_VECTORS: tuple[tuple[str, str], ...] = (
 
 
 
-def planned_fixture(spec: CodexRunSpec) -> dict[str, Any] | str:
+def c1_fixture(spec: CodexRunSpec) -> dict[str, Any] | str:
     """The C1 fixture of a vector's launch (the program is the vector's input, not a PATH hit), or
     the refusal that stopped it."""
-    facts = {f"{CALLER['HOME']}/.local/bin/codex": ProgramCandidate(regular=True, executable=True)}
-    walk = MemoryWalk(start="/scratch", hits=(), root_names=())
-    planned = plan_codex_launch(spec, CALLER, SCRATCH, facts, walk=walk)
-    if isinstance(planned, Failure):
-        refusal: Refusal = planned.failure()
-        return refusal.line()
-    return launch_fixture(msgspec.structs.replace(planned.unwrap(), program=PROGRAM))
+    return planned_fixture(plan_codex_launch(spec, CALLER, SCRATCH, c1_program_facts(VENDOR_PROGRAM), walk=C1_WALK), PROGRAM)
 
 
 def replay_record(stem: str, record: bytes) -> bytes:
@@ -112,7 +104,7 @@ def replay_record(stem: str, record: bytes) -> bytes:
 
 
 VECTORS = VendorVectors(
-    kind=KIND, pins=PINS, launches=LAUNCH_VECTORS, planned_fixture=planned_fixture, records=RECORD_VECTORS,
+    kind=KIND, pins=PINS, launches=LAUNCH_VECTORS, planned_fixture=c1_fixture, records=RECORD_VECTORS,
     replayed=replay_record, banner_version=lambda words: words[1] if len(words) == 2 and words[0] == "codex-cli" else None,
     banner_shape="codex-cli <version>", banner_name="codex-cli",
 )  # fmt: skip

@@ -11,10 +11,7 @@ from typing import Literal
 from returns.result import Failure, Result, Success
 
 from metaharness.pure.adapter import (
-    LOOP_ONLY,
-    LOOP_ONLY_OPTIONS,
-    VENDOR_SCOPE,
-    VENDOR_SCOPE_OPTIONS,
+    VENDOR_NOT_CARRIED,
     Adapter,
     ConfinementShape,
     CredentialCarriage,
@@ -173,8 +170,7 @@ ADAPTER = Adapter(
     ),
     not_carried=MappingProxyType(
         {
-            **dict.fromkeys(VENDOR_SCOPE_OPTIONS, VENDOR_SCOPE),
-            **dict.fromkeys(LOOP_ONLY_OPTIONS, LOOP_ONLY),
+            **VENDOR_NOT_CARRIED,
             "allow-program": "Gemini CLI publishes no run tool metaharness could narrow",
             "effort": "gemini -p has no reasoning-effort flag to carry it",
             "max-turns": "gemini -p takes its turn ceiling from settings, which metaharness does not expose",

@@ -15,26 +15,25 @@ import msgspec
 from returns.result import Failure, Result, Success
 
 from metaharness.pure.budgets import HOOK_TIMEOUT_S
-from metaharness.pure.context import ContextFileRead, check_argument_sizes, context_record, render_context_block
+from metaharness.pure.context import ContextFileRead, check_argument_sizes, context_record
 from metaharness.pure.environment import (
     ChildEnvironment,
     EnvironmentDeclaration,
     ProgramCandidate,
     child_environment,
-    credential_posture,
     guard_environment,
     path_floor,
     resolve_program,
 )
 from metaharness.pure.events import ContextFile, Hermetic
-from metaharness.pure.execution_context import execution_context_block, workspace_word
 from metaharness.pure.gemini.adapter import DEFAULT_MODEL, KIND, PROGRAM
 from metaharness.pure.gemini.hook import render_gemini_hook
-from metaharness.pure.hermetic import LaunchFacts, MemoryWalk, attest, governing_documents, memory_row, workdir_mode
+from metaharness.pure.hermetic import MemoryWalk, attest, launch_facts
 from metaharness.pure.hook_channel import CHANNEL_DIR, HOOK_PROGRAM, REQUESTS_DIR, RESPONSES_DIR, shell_quote
 from metaharness.pure.jsonline import compact
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.scratch import ScratchFile
+from metaharness.pure.vendor_launch import Custody, scratch_directories, vendor_basis, vendor_user_turn
 
 CONTEXT_CHANNEL = "user-turn"
 WORKSPACE_SETTINGS = ".gemini"
@@ -81,14 +80,6 @@ class GeminiLaunch(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def argv(self) -> tuple[str, ...]:
         return (self.program, *self.args)
-
-
-def user_turn(spec: GeminiRunSpec) -> str:
-    """The execution-context block, a blank line, the rendered context files and a blank line when declared,
-    then the task unchanged (docs/hermetic.md#context-rendering)."""
-    block = execution_context_block(KIND, workspace_word(spec.cwd, spec.scratch_cwd), spec.hermetic, spec.decisions)
-    context = f"{render_context_block(spec.context)}\n" if spec.context else ""
-    return f"{block}\n{context}{spec.prompt}"
 
 
 def scratch_settings(hook_command: str, timeout_ms: int) -> dict[str, Any]:
@@ -146,14 +137,8 @@ def refuse_workspace_settings(cwd: str, entries: tuple[str, ...]) -> Result[None
 def attestation(spec: GeminiRunSpec, scratch: str, cwd: str, environment: ChildEnvironment, walk: MemoryWalk,
                 memory: Any) -> Hermetic:  # fmt: skip
     """``session.started.hermetic`` for a gemini launch."""
-    return attest(LaunchFacts(
-        kind=KIND, mode=spec.hermetic, decisions=spec.decisions, scratch=scratch,
-        workdir_mode=workdir_mode(spec.cwd, spec.scratch_cwd), workdir=cwd, h3_how=environment.h3_how(),
-        h4_how=environment.posture.h4_how, h6_how=environment.posture.h6_how, memory=memory,
-        governing=governing_documents(frame_digest=spec.frame_digest, catalogue_sha256=None,
-                                      context=[(item.path, item.sha256) for item in spec.context]),
-        root_memory_names=walk.root_names,
-    ))  # fmt: skip
+    return attest(launch_facts(KIND, spec, (scratch, cwd, environment), memory, (spec.frame_digest, None, spec.context),
+                               walk.root_names))  # fmt: skip
 
 
 def plan_gemini_launch(
@@ -173,26 +158,22 @@ def plan_gemini_launch(
     Refusals in order: the stage-5 credential ones, ``memory-ancestor-found``, ``shadowed`` (the work tree's
     own ``.gemini``), ``program-not-found``, ``denied-environment``, ``argument-too-long``.
     """
-    declaration = msgspec.structs.replace(spec.environment, kind=KIND)
-    posture = credential_posture(declaration, caller_env, False, custody_path, upstream)
-    if isinstance(posture, Failure):
-        return posture
-    cwd = spec.cwd if spec.cwd is not None else posixpath.join(scratch, "work")
-    walk = walk if walk is not None else MemoryWalk(start=posixpath.dirname(scratch), hits=(), root_names=())
-    memory = memory_row(KIND, workdir_mode(spec.cwd, spec.scratch_cwd), walk)
-    if isinstance(memory, Failure):
-        return memory
+    basis = vendor_basis(KIND, spec, caller_env, scratch, Custody(False, custody_path, upstream), walk)
+    if isinstance(basis, Failure):
+        return basis
+    settled = basis.unwrap()
+    declaration, posture, cwd = settled.declaration, settled.posture, settled.cwd
     shadowed = refuse_workspace_settings(cwd, workspace_entries)
     if isinstance(shadowed, Failure):
         return shadowed
     program = resolve_program(PROGRAM, path_floor(caller_env), program_facts)
     if isinstance(program, Failure):
         return program
-    environment = child_environment(declaration, caller_env, scratch, posture.unwrap()).bind(
+    environment = child_environment(declaration, caller_env, scratch, posture).bind(
         lambda built: guard_environment(declaration, with_system_paths(built, scratch)))
     if isinstance(environment, Failure):
         return environment
-    turn = user_turn(spec)
+    turn = vendor_user_turn(KIND, spec, spec.context)
     hook_path = posixpath.join(scratch, HOOK_PROGRAM)
     timeout_s = HOOK_TIMEOUT_S if spec.hook_timeout_s is None else spec.hook_timeout_s
     settings = scratch_settings(shell_quote(hook_path), timeout_s * 1000)
@@ -207,7 +188,7 @@ def plan_gemini_launch(
         scratch=scratch, gemini_home=gemini_home, directories=_directories(spec, scratch),
         files=tuple(sorted(files, key=lambda f: f.path)), settings=settings, user_turn=turn,
         context_files=context_record(spec.context, CONTEXT_CHANNEL) or (),
-        hermetic=attestation(spec, scratch, cwd, environment.unwrap(), walk, memory.unwrap()),
+        hermetic=attestation(spec, scratch, cwd, environment.unwrap(), settled.walk, settled.memory),
         transcript=posixpath.join(scratch, "stream.jsonl"),
     )  # fmt: skip
     measured = check_argument_sizes(launch.argv, launch.environment.strings(), spec.context, 2)
@@ -217,6 +198,4 @@ def plan_gemini_launch(
 def _directories(spec: GeminiRunSpec, scratch: str) -> tuple[str, ...]:
     """The scratch directories to create (0700), parents first (docs/adapters/gemini.md#scratch-layout)."""
     names = ["gemini-home", "gemini-home/.gemini", "tmp", "hooks", CHANNEL_DIR, REQUESTS_DIR, RESPONSES_DIR]
-    if spec.cwd is None:
-        names.insert(0, "work")
-    return tuple(posixpath.join(scratch, name) for name in names)
+    return scratch_directories(scratch, spec.cwd, names)

@@ -12,8 +12,10 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from metaharness.pure.frames import MCP_CALL, OPERATION_NAMES, Operation
+from metaharness.pure.admission import plain_operations
+from metaharness.pure.frames import Operation
 from metaharness.pure.gemini.adapter import RENDERING
+from metaharness.pure.subjects import spelled_file_subjects
 
 _PATH_ARGUMENT: Mapping[str, str] = MappingProxyType(
     {"read_file": "file_path", "write_file": "file_path", "replace": "file_path", "list_directory": "dir_path"}
@@ -36,7 +38,7 @@ never admits one (docs/vendor-facts.md)."""
 
 def gemini_operations(tool: str) -> tuple[Operation, ...]:
     """The operations whose Gemini CLI rendering is ``tool``, in vocabulary order."""
-    return tuple(Operation(op) for op in OPERATION_NAMES if op != MCP_CALL and RENDERING.get(op) == tool)
+    return plain_operations(RENDERING, tool)
 
 
 _COMPOUND = (";", "&", "|", "<", ">", "(", ")", "`", "$(", "\n")
@@ -54,21 +56,12 @@ def shell_program(command: str) -> str:
     return words[0]
 
 
-def _under_cwd(path: str, cwd: str | None) -> str:
-    if cwd:
-        prefix = cwd.rstrip("/") + "/"
-        if path.startswith(prefix) and len(path) > len(prefix):
-            return path[len(prefix) :]
-    return path
-
-
 def gemini_subjects(tool: str, call_input: Any, cwd: str | None) -> tuple[str, ...]:
     """``file:<path>`` for the file tools, ``proc:<program>`` for ``run_shell_command``; none else."""
     arguments = call_input if isinstance(call_input, dict) else {}
     argument = _PATH_ARGUMENT.get(tool)
     if argument is not None:
-        path = arguments.get(argument)
-        return (f"file:{_under_cwd(path, cwd)}",) if isinstance(path, str) else ()
+        return spelled_file_subjects(arguments.get(argument), cwd)
     if tool == "run_shell_command":
         command = arguments.get("command")
         return (f"proc:{shell_program(command)}",) if isinstance(command, str) else ()

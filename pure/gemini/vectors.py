@@ -11,11 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
-from returns.result import Failure
-
 from metaharness.pure.adapter import ReplayRequest
 from metaharness.pure.conformance import (
+    C1_WALK,
     CALLER,
     ENDPOINT,
     LOOPBACK_PLACEHOLDER,
@@ -24,14 +22,14 @@ from metaharness.pure.conformance import (
     RUN,
     SCRATCH,
     VendorVectors,
-    launch_fixture,
+    c1_program_facts,
+    planned_fixture,
 )
-from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
+from metaharness.pure.environment import EnvironmentDeclaration
 from metaharness.pure.gemini.adapter import KIND, PINS
+from metaharness.pure.gemini.adapter import PROGRAM as VENDOR_PROGRAM
 from metaharness.pure.gemini.launch import GeminiRunSpec, plan_gemini_launch
 from metaharness.pure.gemini.replay import replay_record
-from metaharness.pure.hermetic import MemoryWalk
-from metaharness.pure.refusal import Refusal
 
 PROGRAM = "/opt/vendor/bin/gemini"
 
@@ -51,18 +49,14 @@ RECORD_VECTORS: tuple[tuple[str, str], ...] = (("c2-record-write", "record/write
 
 
 
-def planned_fixture(spec: GeminiRunSpec) -> dict[str, Any] | str:
+def c1_fixture(spec: GeminiRunSpec) -> dict[str, Any] | str:
     """The C1 fixture of a vector's launch (the program is the vector's input, not a PATH hit), or the refusal
     that stopped it."""
-    facts = {f"{CALLER['HOME']}/.local/bin/gemini": ProgramCandidate(regular=True, executable=True)}
-    walk = MemoryWalk(start="/scratch", hits=(), root_names=())
     custody = None if spec.environment.credentials != "loopback" else f"{CALLER['HOME']}/.gemini/.env"
     upstream = None if custody is None else "https://generativelanguage.googleapis.com"
-    planned = plan_gemini_launch(spec, CALLER, SCRATCH, facts, walk=walk, custody_path=custody, upstream=upstream)
-    if isinstance(planned, Failure):
-        refusal: Refusal = planned.failure()
-        return refusal.line()
-    return launch_fixture(msgspec.structs.replace(planned.unwrap(), program=PROGRAM))
+    planned = plan_gemini_launch(spec, CALLER, SCRATCH, c1_program_facts(VENDOR_PROGRAM), walk=C1_WALK, custody_path=custody,
+                                 upstream=upstream)  # fmt: skip
+    return planned_fixture(planned, PROGRAM)
 
 
 def replayed(stem: str, record: bytes) -> bytes:
@@ -71,7 +65,7 @@ def replayed(stem: str, record: bytes) -> bytes:
 
 
 VECTORS = VendorVectors(
-    kind=KIND, pins=PINS, launches=LAUNCH_VECTORS, planned_fixture=planned_fixture, records=RECORD_VECTORS,
+    kind=KIND, pins=PINS, launches=LAUNCH_VECTORS, planned_fixture=c1_fixture, records=RECORD_VECTORS,
     replayed=replayed, banner_version=lambda words: words[0] if len(words) == 1 else None,
     banner_shape="<version>", banner_name=KIND,
 )  # fmt: skip

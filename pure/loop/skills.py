@@ -86,33 +86,31 @@ def _required(label: str, fields: dict[str, str], key: str) -> Result[str, str]:
     return Success(value) if value else Failure(f"{label}: frontmatter key `{key}` is required")
 
 
+def _described(label: str, raw: bytes, keys: tuple[str, ...]) -> Result[tuple[dict[str, str], str, str, str], str]:
+    """A skill's or agent's frontmatter fields, its ``name`` and ``description`` (both required, in that order)
+    and the body that follows the fence."""
+    return frontmatter(label, raw, keys).bind(
+        lambda parsed: Result.do(
+            (parsed[0], name, description, parsed[1])
+            for name in _required(label, parsed[0], "name")
+            for description in _required(label, parsed[0], "description")
+        )
+    )
+
+
 def parse_skill(label: str, raw: bytes, prefix: str = "") -> Result[Skill, str]:
     """A ``SKILL.md``: ``name`` and ``description`` required; the body is what follows the fence."""
-    parsed = frontmatter(label, raw, SKILL_KEYS)
-    if isinstance(parsed, Failure):
-        return parsed
-    fields, body = parsed.unwrap()
-    name = _required(label, fields, "name")
-    description = _required(label, fields, "description")
-    if isinstance(name, Failure):
-        return name
-    if isinstance(description, Failure):
-        return description
-    return Success(Skill(prefix + name.unwrap(), description.unwrap(), body))
+    return _described(label, raw, SKILL_KEYS).map(
+        lambda described: Skill(prefix + described[1], described[2], described[3])
+    )
 
 
 def parse_agent(label: str, raw: bytes, prefix: str = "") -> Result[Agent, str]:
     """An agent file: ``name``, ``description`` required; ``tools`` a comma list of known tool names."""
-    parsed = frontmatter(label, raw, AGENT_KEYS)
-    if isinstance(parsed, Failure):
-        return parsed
-    fields, _body = parsed.unwrap()
-    name = _required(label, fields, "name")
-    description = _required(label, fields, "description")
-    if isinstance(name, Failure):
-        return name
-    if isinstance(description, Failure):
-        return description
+    described = _described(label, raw, AGENT_KEYS)
+    if isinstance(described, Failure):
+        return described
+    fields, name, description, _body = described.unwrap()
     tools: tuple[str, ...] = ()
     if "tools" in fields:
         tools = tuple(tool.strip() for tool in fields["tools"].split(","))
@@ -121,7 +119,7 @@ def parse_agent(label: str, raw: bytes, prefix: str = "") -> Result[Agent, str]:
         unknown = next((tool for tool in tools if tool not in AGENT_TOOLS), None)
         if unknown is not None:
             return Failure(f"{label}: `tools` names `{unknown}`, not one of {', '.join(AGENT_TOOLS)}")
-    return Success(Agent(prefix + name.unwrap(), description.unwrap(), tools))
+    return Success(Agent(prefix + name, description, tools))
 
 
 def plugin_name(label: str, raw: bytes) -> Result[str, str]:

@@ -35,6 +35,7 @@ from metaharness.pure.wires.projection import (
     cross_wire,
     decode_payload,
     parse_arguments,
+    sampling_refused,
     unknown_event,
     unknown_item,
 )
@@ -79,10 +80,9 @@ def request_headers(credential_kind: CredentialKind | None, credential: str | No
 def project_request(request: TurnRequest, credential_kind: CredentialKind | None) -> Result[WireRequest, WireError]:
     """The exact request body, or the pre-flight or cross-wire refusal (docs/loop.md#anthropic-messages)."""
     sampling = request.sampling
-    if sampling.temperature is not None and not 0 <= sampling.temperature <= 1:
-        return Failure(WireError("refused", f"temperature {sampling.temperature} is outside 0..1 on {WIRE}"))
-    if sampling.top_p is not None and not 0 < sampling.top_p <= 1:
-        return Failure(WireError("refused", f"top_p {sampling.top_p} is outside (0, 1] on {WIRE}"))
+    refused = sampling_refused(sampling, WIRE, 1)
+    if refused is not None:
+        return Failure(refused)
     messages: list[dict[str, Any]] = []
     for position, item in enumerate(request.items, start=1):
         if isinstance(item, Opaque) and item.wire != WIRE:

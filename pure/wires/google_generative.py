@@ -33,7 +33,7 @@ from metaharness.pure.wires.neutral import (
     WireError,
     WireRequest,
 )
-from metaharness.pure.wires.projection import body_bytes, cross_wire, decode_payload
+from metaharness.pure.wires.projection import body_bytes, cross_wire, decode_payload, sampling_refused
 from metaharness.pure.wires.sse import SseBroken, SseFrame, SseItem
 
 WIRE = "google-generative"
@@ -85,10 +85,9 @@ def _contents(items: tuple[Item, ...]) -> Result[list[dict[str, Any]], WireError
 def project_request(request: TurnRequest) -> Result[WireRequest, WireError]:
     """The exact request body, or the pre-flight or cross-wire refusal."""
     sampling = request.sampling
-    if sampling.temperature is not None and not 0 <= sampling.temperature <= 2:
-        return Failure(WireError("refused", f"temperature {sampling.temperature} is outside 0..2 on {WIRE}"))
-    if sampling.top_p is not None and not 0 < sampling.top_p <= 1:
-        return Failure(WireError("refused", f"top_p {sampling.top_p} is outside (0, 1] on {WIRE}"))
+    refused = sampling_refused(sampling, WIRE, 2)
+    if refused is not None:
+        return Failure(refused)
     if sampling.effort is not None:
         return Failure(WireError("refused", f"{WIRE} takes no reasoning effort"))
 

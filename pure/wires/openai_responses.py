@@ -37,6 +37,7 @@ from metaharness.pure.wires.projection import (
     cross_wire,
     decode_raw,
     parse_arguments,
+    sampling_refused,
     unknown_event,
     unknown_item,
 )
@@ -84,10 +85,9 @@ def request_headers(session_key: str, credential: str | None) -> tuple[tuple[str
 def project_request(request: TurnRequest, session_key: str) -> Result[WireRequest, WireError]:
     """The exact request body, or the pre-flight or cross-wire refusal (docs/loop.md#openai-responses)."""
     sampling = request.sampling
-    if sampling.temperature is not None and not 0 <= sampling.temperature <= 2:
-        return Failure(WireError("refused", f"temperature {sampling.temperature} is outside 0..2 on {WIRE}"))
-    if sampling.top_p is not None and not 0 < sampling.top_p <= 1:
-        return Failure(WireError("refused", f"top_p {sampling.top_p} is outside (0, 1] on {WIRE}"))
+    refused = sampling_refused(sampling, WIRE, 2)
+    if refused is not None:
+        return Failure(refused)
     if sampling.effort is not None and not sampling.effort:
         return Failure(WireError("refused", "the reasoning effort is empty"))
     if len(request.instruction.encode()) > INSTRUCTION_CAP:

@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 
 from metaharness.pure.jsonline import canonical
-from metaharness.pure.wires.neutral import Opaque, WireError
+from metaharness.pure.wires.neutral import Opaque, Sampling, WireError
 
 _DECODER = msgspec.json.Decoder()
 
@@ -23,6 +23,17 @@ def cross_wire(position: int, item: Opaque, wire: str) -> WireError:
     return WireError(
         "cross-wire", f"item {position} is an opaque `{item.wire}` item and cannot be replayed into `{wire}`"
     )
+
+
+def sampling_refused(sampling: Sampling, wire: str, temperature_max: int) -> WireError | None:
+    """The pre-flight refusal of a temperature outside ``0..temperature_max`` or a ``top_p`` outside ``(0, 1]``
+    (docs/loop.md#anthropic-messages, #openai-responses, #generative-language), in that order; ``None`` when both
+    are in range or unset."""
+    if sampling.temperature is not None and not 0 <= sampling.temperature <= temperature_max:
+        return WireError("refused", f"temperature {sampling.temperature} is outside 0..{temperature_max} on {wire}")
+    if sampling.top_p is not None and not 0 < sampling.top_p <= 1:
+        return WireError("refused", f"top_p {sampling.top_p} is outside (0, 1] on {wire}")
+    return None
 
 
 def decode_payload(data: bytes) -> dict[str, Any] | None:

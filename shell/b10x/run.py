@@ -37,7 +37,7 @@ from metaharness.pure.b10x.seam import SeamSettings, unverified_tier, version_of
 from metaharness.pure.b10x.vendor import KIND, PROGRAM
 from metaharness.pure.bounds import HOOKS_FILE_LIMIT, PLUGIN_MANIFEST_LIMIT
 from metaharness.pure.budgets import PROBE_S, VENDOR_BUDGET_MS
-from metaharness.pure.confinement import bridge_url, confined_hermetic, tool_entry_variables
+from metaharness.pure.confinement import bridge_url, confined_hermetic, tool_entry_environment
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import credential_posture
 from metaharness.pure.events import Transcript, WarningRaised
@@ -74,7 +74,6 @@ from metaharness.shell.staging import (
     EarlySignal,
     Refused,
     is_directory,
-    reach_endpoint,
     stderr_line,
     take,
     unusable_directory,
@@ -280,9 +279,8 @@ def confined_launch(
                 sockets=session_bus(launch), inputs=(*declared_files(launch), *hook_reads(launch)),
             )
         )  # fmt: skip
-        variables = tool_entry_variables(KIND, launch.environment.variables, spawn.confinement)
         launch = msgspec.structs.replace(
-            launch, environment=msgspec.structs.replace(launch.environment, variables=variables)
+            launch, environment=tool_entry_environment(KIND, launch.environment, spawn.confinement)
         )
     confinement = None if spawn is None else spawn.confinement
     hermetic = confined_hermetic(launch.attestation, confinement, loopback=False, kind=KIND, memory=walk)
@@ -291,7 +289,7 @@ def confined_launch(
 
 def _staged(options: RunOptions, hold: RunHold, early: EarlySignal) -> Launched:
     """Stages 5–9 of a b10x run in its refusal order: the credential, the view's refusals, the declared inputs
-    and trees, the audit, the program, the scratch tree, the route, the view, the probes, the endpoint."""
+    and trees, the audit, the program, the scratch tree, the route, the view, the probes (the engine checks the endpoint)."""
     caller_env = caller_environment()
     caller_cwd = os.getcwd()
     take(credential_posture(environment_declaration(options, caller_cwd), caller_env, credential_file_present=False))
@@ -325,8 +323,6 @@ def _staged(options: RunOptions, hold: RunHold, early: EarlySignal) -> Launched:
         refuse_if(loop_flag_refusal(flags, launch.program, probe.version(), help_probe.stdout()))
     if options.strict_version:
         refuse_if(strict_version_refusal(launch.program, probe.version(), pins))
-    reach_endpoint(options)
-    early.check()
     return Launched(
         audit=audit, program=launch.program, scratch=launch.scratch, spawn=spawn, record=launch.transcript_path,
         retained=retained_files(launch), verdict_facts=partial(verdict_facts, options, launch, pins),

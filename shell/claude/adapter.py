@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
 from metaharness.pure.refusal import Refusal
-from metaharness.shell.live_adapter import ScriptedChild, VectorReport
+from metaharness.shell.live_adapter import ScriptedChild, VectorReport, record_object
 
 if TYPE_CHECKING:
     from metaharness.pure.options import RunOptions
@@ -47,12 +47,7 @@ class ClaudeScriptedChild:
 
     def announces_call(self, line: bytes) -> bool:
         """The line is an assistant message with a ``tool_use`` block."""
-        try:
-            record: Any = json.loads(line)
-        except ValueError:
-            return False
-        if not isinstance(record, dict):
-            return False
+        record = record_object(line)
         message = record.get("message") if record.get("type") == "assistant" else None
         content = message.get("content") if isinstance(message, dict) else None
         return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_use" for b in content)

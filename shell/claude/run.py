@@ -37,9 +37,9 @@ from metaharness.pure.claude.seam import SessionFacts
 from metaharness.pure.claude.session import open_session
 from metaharness.pure.claude.vendor import KIND, PINS, PROGRAM, WIRE_PATHS
 from metaharness.pure.confinement import (
+    bridged_environment,
     confined_hermetic,
-    pointed_at_bridge,
-    tool_entry_variables,
+    tool_entry_environment,
 )
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import (
@@ -79,12 +79,20 @@ from metaharness.shell.facts import (
 )
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.loopback import RouteProxy
-from metaharness.shell.run_engine import LateEvents, Launched, RunHold, memory_walk_of, run_kind, start_route_refused
+from metaharness.shell.run_engine import (
+    LateEvents,
+    Launched,
+    LoopbackRoute,
+    RunHold,
+    memory_walk_of,
+    refuse_if,
+    run_kind,
+    start_route_proxy,
+)
 from metaharness.shell.staging import (
     EarlySignal,
     Refused,
     is_directory,
-    reach_endpoint,
     stderr_line,
     take,
     unusable_directory,
@@ -206,13 +214,6 @@ def probe_version(launch: ClaudeLaunch) -> str | None:
     return None if banner is None else version_token(banner)
 
 
-def strict_version(launch: ClaudeLaunch) -> None:
-    """``--strict-version`` (docs/adapters/common.md#pins): off pin → ``version-off-pin`` naming both versions."""
-    refusal = strict_version_refusal(launch.program, probe_version(launch), PINS)
-    if refusal is not None:
-        raise Refused(refusal)
-
-
 def retained_files(launch: ClaudeLaunch) -> tuple[tuple[str, str], ...]:
     """What ``--retain-dir`` keeps of a claude run: the transcript (its control lines hold every hook request),
     the generated files and the loopback counters (``loopback.json``), never a credential (docs/cli.md#run)."""
@@ -282,26 +283,6 @@ def plan(
     )  # fmt: skip
 
 
-def start_proxy(
-    options: RunOptions, placeholder: str | None, custody: str | None, prepared: Prepared | None, hold: RunHold
-) -> RouteProxy | None:
-    """Stage 9 (a): the route proxy listens, kept in ``hold``: on the view's socket when confined, else on
-    ``127.0.0.1`` under loopback (``loopback-not-started`` when it cannot)."""
-    if prepared is not None:
-        hold.proxy = start_route_refused(KIND, prepared, hold.scratch or "", placeholder)
-        return hold.proxy
-    if custody is None:
-        return None
-    hold.proxy = RouteProxy(LOOPBACK, placeholder, custody, upstream_root(LOOPBACK, options.model_endpoint), WIRE_PATHS)
-    try:
-        hold.proxy.start()
-    except OSError as error:
-        raise Refused(
-            Refusal("loopback-not-started", f"the loopback proxy could not listen on 127.0.0.1: {error.strerror or error}")
-        ) from None
-    return hold.proxy
-
-
 def expired_events(proxy: RouteProxy) -> tuple[Event, ...]:
     """The proxy's one ``auth.expired`` (docs/adapters/common.md#endpoint-route), when it is due and not yet written."""
     detail = proxy.take_expired()
@@ -318,9 +299,7 @@ def routed(launch: ClaudeLaunch, declaration: EnvironmentDeclaration, target: Ro
         case BridgeEndpoint(endpoint=endpoint):
             return planned(msgspec.structs.replace(declaration, model_endpoint=endpoint))
         case VendorAtBridge():
-            variables = pointed_at_bridge(KIND, launch.environment.variables)
-            return msgspec.structs.replace(launch, environment=msgspec.structs.replace(launch.environment,
-                                                                                      variables=variables))  # fmt: skip
+            return msgspec.structs.replace(launch, environment=bridged_environment(KIND, launch.environment))
 
 
 def confined_launch(
@@ -342,9 +321,8 @@ def confined_launch(
                 tool_reads=tuple(item.path for item in launch.files if item.path.endswith(CATALOGUE_FILE)),
             )
         )  # fmt: skip
-        variables = tool_entry_variables(KIND, launch.environment.variables, spawn.confinement)
         launch = msgspec.structs.replace(
-            launch, environment=msgspec.structs.replace(launch.environment, variables=variables)
+            launch, environment=tool_entry_environment(KIND, launch.environment, spawn.confinement)
         )
     confinement = None if spawn is None else spawn.confinement
     loopback = launch.environment.posture.loopback
@@ -363,7 +341,7 @@ NOT_BUILT = Refusal(
 def _staged(options: RunOptions, hold: RunHold, early: EarlySignal) -> Launched:
     """Stages 5–9 of a claude run in its refusal order: the owned surface, the audit, the credential, the view,
     the declared inputs and trees, the plan, the route and the re-plan onto it, the scratch tree, the view, the
-    probe, the catalogue's copy, the endpoint."""
+    probe, the catalogue's copy (the engine checks the endpoint)."""
     if options.tool_surface == "owned" and options.catalogue is None:
         raise Refused(NOT_BUILT)
     caller_env = caller_environment()
@@ -391,7 +369,11 @@ def _staged(options: RunOptions, hold: RunHold, early: EarlySignal) -> Launched:
         )  # fmt: skip
 
     launch = planned(declaration)
-    proxy = start_proxy(options, placeholder, custody, prepared, hold)
+    loopback = None if custody is None or placeholder is None else LoopbackRoute(
+        LOOPBACK, placeholder, custody, upstream_root(LOOPBACK, options.model_endpoint), WIRE_PATHS,
+        "the loopback proxy could not listen on 127.0.0.1:",
+    )  # fmt: skip
+    proxy = start_route_proxy(hold, KIND, prepared, placeholder, loopback)
     if proxy is not None:
         target = route_target(loopback=placeholder is not None, confined=prepared is not None,
                               model_endpoint=options.model_endpoint, proxy_port=proxy.port)  # fmt: skip
@@ -399,11 +381,9 @@ def _staged(options: RunOptions, hold: RunHold, early: EarlySignal) -> Launched:
     materialise(launch, plugins)
     launch, spawn = confined_launch(prepared, launch, plugins, walk)
     if options.strict_version:
-        strict_version(launch)
+        refuse_if(strict_version_refusal(launch.program, probe_version(launch), PINS))
     if catalogue is not None:
         read_back(options, launch, catalogue, proxy is not None)
-    reach_endpoint(options)
-    early.check()
     return Launched(
         audit=audit, program=launch.program, scratch=launch.scratch, spawn=spawn, record=launch.transcript_path,
         retained=retained_files(launch), verdict_facts=partial(verdict_facts, options, launch, plugins),

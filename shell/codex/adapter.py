@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
 from metaharness.pure.refusal import Refusal
-from metaharness.shell.live_adapter import ScriptedChild, VectorReport
+from metaharness.shell.live_adapter import ScriptedChild, VectorReport, record_object
 
 if TYPE_CHECKING:
     from metaharness.pure.options import RunOptions
@@ -23,13 +22,7 @@ class CodexScriptedChild:
 
     def announces_call(self, line: bytes) -> bool:
         """The line is a rollout ``function_call``/``custom_tool_call``."""
-        try:
-            record: Any = json.loads(line)
-        except ValueError:
-            return False
-        if not isinstance(record, dict):
-            return False
-        payload = record.get("payload")
+        payload = record_object(line).get("payload")
         return isinstance(payload, dict) and payload.get("type") in ("function_call", "custom_tool_call")
 
     def record_sink(self) -> IO[bytes]:

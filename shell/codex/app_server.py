@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
-import signal
 import subprocess
 import time
 from collections.abc import Callable
@@ -47,16 +46,11 @@ from metaharness.pure.run_end import RunEnd
 from metaharness.pure.stop import TERMINATE
 from metaharness.shell.bounded_reads import LineCutter
 from metaharness.shell.catalogue_file import read_back_scratch_copy, read_catalogue, write_scratch_copy
-from metaharness.shell.child_end import end_descendants
-from metaharness.shell.child_process import (
-    ChildStop,
-    kill_group,
-    wait_status,
-)
+from metaharness.shell.child_process import ChildStop
 from metaharness.shell.codex.live import CodexLoop
 from metaharness.shell.codex.rollout import RolloutTail
 from metaharness.shell.facts import own_cli
-from metaharness.shell.live_engine import Engine, read_rest
+from metaharness.shell.live_engine import Engine, ended, read_rest, spawn
 from metaharness.shell.tree_links import tree_facts
 
 CATALOGUE_SERVER_LOG = "catalogue-server.stderr"
@@ -210,14 +204,12 @@ def _wound_up(
     state: CodexLoop, child: subprocess.Popen[bytes], pipes: _Conversation, stdout_copy: IO[bytes],
     late_events: Callable[[], tuple[Event, ...]],
 ) -> RunEnd:  # fmt: skip
-    """The app-server's end: its group killed, every orphan ended, the rest of its stdout kept, its status, and the
-    stream wound up with the late events."""
+    """The app-server's end as every live loop's (``metaharness.shell.live_engine.ended``: its group killed, every
+    orphan ended, its status), the rest of its stdout kept, and the stream wound up with the late events."""
     assert child.stdout is not None
-    kill_group(child.pid, signal.SIGKILL)
-    end_descendants(child.pid)
+    process = ended(child.pid, state.exit_code if state.exit_code is not None else child.wait())
     pipes.keep_rest(child.stdout.fileno())
     stdout_copy.close()
-    process = wait_status(state.exit_code if state.exit_code is not None else child.wait())
     stopper = state.stopper
     reason = state.close(
         halted=stopper.halted, killed=stopper.killed, tail=bytes(state.tail), late_events=late_events, process=process
@@ -229,35 +221,17 @@ def _spawn_servers(
     state: CodexLoop,
     launch: CodexLaunch, catalogue: Catalogue, confined: ConfinedSpawn | None, confined_server: ConfinedSpawn | None
 ) -> tuple[subprocess.Popen[bytes], subprocess.Popen[bytes]]:
-    """The catalogue server, then ``codex app-server`` in its own process group, each in its view
-    when confined; a failed second spawn ends the first and raises ``OSError``."""
+    """The catalogue server, then ``codex app-server`` in its own process group, each through the live engine's
+    spawn (in its view when confined); a failed second spawn ends the first and raises ``OSError``."""
+    environment = launch.environment.as_dict()
     with state.new_copy(os.path.join(launch.scratch, CATALOGUE_SERVER_LOG)) as log:
-        served = subprocess.Popen(
-            list(catalogue_server_args(own_cli(), launch.scratch, launch.cwd, catalogue))
-            if confined_server is None
-            else confined_server.argv,
-            cwd=launch.cwd,
-            env=launch.environment.as_dict(),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=log,
-            pass_fds=() if confined_server is None else confined_server.pass_fds,
-        )
-    if confined_server is not None:
-        confined_server.spawned()
+        served = spawn(
+            catalogue_server_args(own_cli(), launch.scratch, launch.cwd, catalogue), cwd=launch.cwd, env=environment,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, confined=confined_server, stderr=log, own_group=False,
+        )  # fmt: skip
     try:
-        child = subprocess.Popen(
-            [launch.program, *app_server_args()] if confined is None else confined.argv,
-            cwd=launch.cwd,
-            env=launch.environment.as_dict(),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            pass_fds=() if confined is None else confined.pass_fds,
-        )
-        if confined is not None:
-            confined.spawned()
+        child = spawn((launch.program, *app_server_args()), cwd=launch.cwd, env=environment, stdin=subprocess.PIPE,
+                      stdout=subprocess.PIPE, confined=confined)  # fmt: skip
     except OSError:
         _close(served.stdin)
         served.wait()

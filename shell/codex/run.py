@@ -29,7 +29,7 @@ from metaharness.pure.codex.rollout import RolloutLaunch
 from metaharness.pure.codex.skills import SKILL_FILE, skill_roots
 from metaharness.pure.codex.vendor import HONOURED_COMMANDS, KIND, PINS, PROGRAM, WIRE_PATHS
 from metaharness.pure.commands import control_unsupported, start_time_refusals
-from metaharness.pure.confinement import confined_hermetic, pointed_at_bridge
+from metaharness.pure.confinement import bridged_environment, confined_hermetic
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.decisions import open_desk
 from metaharness.pure.environment import (
@@ -69,10 +69,16 @@ from metaharness.shell.facts import (
     readable_regular_file,
 )
 from metaharness.shell.frame_file import read_frame_file
-from metaharness.shell.loopback import RouteProxy
-from metaharness.shell.run_engine import LateEvents, Launched, RunHold, memory_walk_of, run_kind
-from metaharness.shell.staging import EarlySignal, reach_endpoint, stderr_line, take, unusable_directory
-from metaharness.shell.view_route import start_route
+from metaharness.shell.run_engine import (
+    LateEvents,
+    Launched,
+    LoopbackRoute,
+    RunHold,
+    memory_walk_of,
+    run_kind,
+    start_route_proxy,
+)
+from metaharness.shell.staging import EarlySignal, stderr_line, take, unusable_directory
 from metaharness.shell.wind_up import RunAudit
 
 
@@ -317,10 +323,12 @@ def _start(options: RunOptions, run: str, hold: RunHold) -> Result[Started, Refu
     route = None if prepared is None else prepared.route
     if isinstance(planned, Failure) or (loopback is None and route is None):
         return planned.map(lambda done: (*done, catalogue, prepared))
-    try:
-        proxy = _start_proxy(options, prepared, hold, loopback)
-    except OSError as error:
-        return Failure(Refusal("loopback-not-started", f"the route proxy could not listen: {error.strerror or error}"))
+    proxy = start_route_proxy(
+        hold, KIND, prepared, None if loopback is None else loopback[1],
+        None if loopback is None else LoopbackRoute(LOOPBACK, loopback[1], loopback[0],
+                                                    upstream_root(LOOPBACK, options.model_endpoint), WIRE_PATHS),
+    )  # fmt: skip
+    assert proxy is not None
     target = route_target(loopback=loopback is not None, confined=prepared is not None,
                           model_endpoint=options.model_endpoint, proxy_port=proxy.port)  # fmt: skip
     match target:
@@ -334,28 +342,9 @@ def _start(options: RunOptions, run: str, hold: RunHold) -> Result[Started, Refu
     return replanned.map(lambda done: (*done, catalogue, prepared))
 
 
-def _start_proxy(
-    options: RunOptions, prepared: Prepared | None, hold: RunHold, loopback: tuple[str, str, str] | None
-) -> RouteProxy:
-    """The route proxy, kept in ``hold``: on the view's socket when confined, else on ``127.0.0.1`` under loopback
-    (raises ``OSError`` when it cannot listen)."""
-    scratch = hold.scratch or ""
-    if prepared is not None:
-        hold.proxy = start_route(KIND, prepared, scratch, None if loopback is None else loopback[1])
-    else:
-        assert loopback is not None
-        hold.proxy = RouteProxy(LOOPBACK, loopback[1], loopback[0], upstream_root(LOOPBACK, options.model_endpoint), WIRE_PATHS)
-        hold.proxy.start()
-    assert hold.proxy is not None
-    return hold.proxy
-
-
 def _at_bridge(launch: CodexLaunch) -> CodexLaunch:
     """A codex launch on the vendor's API pointed at the bridge instead (``OPENAI_BASE_URL``)."""
-    environment = msgspec.structs.replace(
-        launch.environment, variables=pointed_at_bridge(KIND, launch.environment.variables)
-    )
-    return msgspec.structs.replace(launch, environment=environment)
+    return msgspec.structs.replace(launch, environment=bridged_environment(KIND, launch.environment))
 
 
 def confined_launch(
@@ -402,7 +391,7 @@ def confined_launch(
 def _staged(options: RunOptions, hold: RunHold, early: EarlySignal) -> Launched:
     """Stages 5–9 of a codex run in its refusal order: the scratch root first, the audit, the credential, the view,
     the catalogue, the plan and the route (:func:`_start`), the scratch tree, the probe, the catalogue's copy, the
-    view of the command (and of the catalogue server), the endpoint."""
+    view of the command (and of the catalogue server); the engine checks the endpoint."""
     hold.scratch_root("metaharness-codex-")
     audit = RunAudit(options)
     launch, frame, catalogue, prepared = take(_start(options, hold.run_id, hold))
@@ -416,8 +405,6 @@ def _staged(options: RunOptions, hold: RunHold, early: EarlySignal) -> Launched:
     command = launch.argv if catalogue is None else (launch.program, *app_server_args())
     server = () if catalogue is None else catalogue_server_args(own_cli(), launch.scratch, launch.cwd, catalogue)
     launch, spawn, spawn_server = take(confined_launch(prepared, launch, command, options.plugin_dir, server))
-    reach_endpoint(options)
-    early.check()
     return Launched(
         audit=audit, program=launch.program, scratch=launch.scratch, spawn=spawn, record=launch.rollout_copy,
         retained=retained_files(launch), verdict_facts=partial(verdict_facts, options, launch),

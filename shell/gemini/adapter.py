@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
 from metaharness.pure.refusal import Refusal
+from metaharness.shell.live_adapter import record_object
 
 if TYPE_CHECKING:
     from metaharness.pure.options import RunOptions
@@ -19,11 +19,7 @@ class GeminiScriptedChild:
 
     def announces_call(self, line: bytes) -> bool:
         """The line is a ``tool_use``."""
-        try:
-            record: Any = json.loads(line)
-        except ValueError:
-            return False
-        return isinstance(record, dict) and record.get("type") == "tool_use"
+        return record_object(line).get("type") == "tool_use"
 
     def record_sink(self) -> IO[bytes]:
         """stdout."""

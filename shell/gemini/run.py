@@ -48,10 +48,18 @@ from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.gemini.config_home import config_home_effect
 from metaharness.shell.gemini.live import drive_gemini
 from metaharness.shell.hook_channel import HookChannel
-from metaharness.shell.loopback import RouteProxy
-from metaharness.shell.run_engine import LateEvents, Launched, RunHold, memory_walk_of, run_kind, start_route_refused
-from metaharness.shell.staging import EarlySignal, Refused, reach_endpoint, stderr_line, take, unusable_directory
-from metaharness.shell.view_route import start_route
+from metaharness.shell.run_engine import (
+    LateEvents,
+    Launched,
+    LoopbackRoute,
+    RunHold,
+    memory_walk_of,
+    refuse_if,
+    run_kind,
+    start_route_proxy,
+    start_route_refused,
+)
+from metaharness.shell.staging import EarlySignal, Refused, stderr_line, take, unusable_directory
 from metaharness.shell.wind_up import RunAudit
 
 
@@ -144,13 +152,6 @@ def probe_version(launch: GeminiLaunch) -> str | None:
     return None if banner is None else version_token(banner)
 
 
-def strict_version(launch: GeminiLaunch, version: str | None) -> None:
-    """``--strict-version``: the probed version must be the pin (``version-unreadable``, ``version-off-pin``)."""
-    refusal = strict_version_refusal(launch.program, version, PINS)
-    if refusal is not None:
-        raise Refused(refusal)
-
-
 def retained_files(launch: GeminiLaunch) -> tuple[tuple[str, str], ...]:
     """What ``--retain-dir`` keeps of a gemini run: the stream-json record, the hook requests and the generated
     settings (never a credential: the settings name none)."""
@@ -224,25 +225,19 @@ def loopback_plan(options: RunOptions, path: str, prepared: Prepared | None, hol
     admitting only the run's model's methods and carrying the custody key as ``x-goog-api-key``."""
     scratch = hold.scratch or ""
     placeholder = loopback_placeholder(hold.run_id, secrets.token_bytes(12))
-    try:
-        if prepared is not None:
-            hold.proxy = start_route(KIND, prepared, scratch, placeholder)
-        else:
-            hold.proxy = RouteProxy(LOOPBACK, placeholder, path, upstream_root(LOOPBACK, options.model_endpoint),
-                                    endpoint_paths(options.model))  # fmt: skip
-            hold.proxy.start()
-    except OSError as error:
-        raise Refused(Refusal("loopback-not-started", f"the route proxy could not listen: {error.strerror or error}"))
-    assert hold.proxy is not None
+    route = LoopbackRoute(LOOPBACK, placeholder, path, upstream_root(LOOPBACK, options.model_endpoint),
+                          endpoint_paths(options.model))  # fmt: skip
+    proxy = start_route_proxy(hold, KIND, prepared, placeholder, route)
+    assert proxy is not None
     target = route_target(loopback=True, confined=prepared is not None, model_endpoint=options.model_endpoint,
-                          proxy_port=hold.proxy.port)  # fmt: skip
+                          proxy_port=proxy.port)  # fmt: skip
     assert isinstance(target, LoopbackPort)
     return plan(options, scratch, context, frame, hook_timeout_s, Custody(path, placeholder, target.port))
 
 
 def _staged(options: RunOptions, hold: RunHold, early: EarlySignal, hook_timeout_s: int | None) -> Launched:
     """Stages 5–9 of a gemini run in its refusal order: the audit, the custody, the view, the declared inputs, the
-    plan with its route, the scratch tree and the hook channel, the probe, the view, the endpoint."""
+    plan with its route, the scratch tree and the hook channel, the probe, the view (the engine checks the endpoint)."""
     audit = RunAudit(options)
     custody = custody_stage(options)
     prepared = prepare(options, caller_environment(), custody)
@@ -255,10 +250,8 @@ def _staged(options: RunOptions, hold: RunHold, early: EarlySignal, hook_timeout
     channel = materialise(launch)
     version = probe_version(launch)
     if options.strict_version:
-        strict_version(launch, version)
+        refuse_if(strict_version_refusal(launch.program, version, PINS))
     launch, spawn = confined_launch(prepared, launch)
-    reach_endpoint(options)
-    early.check()
     timeout = HOOK_TIMEOUT_S if hook_timeout_s is None else hook_timeout_s
     return Launched(
         audit=audit, program=launch.program, scratch=launch.scratch, spawn=spawn, record=launch.transcript,

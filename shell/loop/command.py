@@ -86,6 +86,27 @@ def _answer_version(ctx: click.Context, given: bool) -> None:
         ctx.exit(0)
 
 
+CREDENTIAL_NAMES = (
+    "api_key_file", "api_key_env", "api_key_secret", "oauth_token_file", "oauth_token_env", "oauth_token_pointer"
+)
+"""The credential options ``run`` and ``app-server`` both take (docs/loop.md#credentials), as click names them."""
+
+
+def _credential_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``command`` with the credential options, in the order ``--help`` lists them."""
+    options = (
+        click.option("--api-key-file", help="API key file, read once"),
+        click.option("--api-key-env", help="API key environment variable, read once"),
+        click.option("--api-key-secret", help="Secret Service key: the item with service=b10x-harness, name=NAME; read once"),
+        click.option("--oauth-token-file", help="OAuth token file, re-read per attempt"),
+        click.option("--oauth-token-env", help="OAuth token environment variable"),
+        click.option("--oauth-token-pointer", help="RFC 6901 pointer into the OAuth JSON document"),
+    )
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     *VERSION_FLAGS,
@@ -120,12 +141,7 @@ def cli() -> None:
 @click.option("--allow-program", multiple=True, help="exact argv[0] run may start (repeatable)")
 @click.option("--write-scope", multiple=True, help="GLOB=allowed|partial-only|denied (repeatable)")
 @click.option("--scope-announce", default="stated", show_default=True, help="stated | silent")
-@click.option("--api-key-file", help="API key file, read once")
-@click.option("--api-key-env", help="API key environment variable, read once")
-@click.option("--api-key-secret", help="Secret Service key: the item with service=b10x-harness, name=NAME; read once")
-@click.option("--oauth-token-file", help="OAuth token file, re-read per attempt")
-@click.option("--oauth-token-env", help="OAuth token environment variable")
-@click.option("--oauth-token-pointer", help="RFC 6901 pointer into the OAuth JSON document")
+@_credential_options
 @click.option("--temperature", type=float)
 @click.option("--top-p", type=float)
 @click.option("--reasoning-effort")
@@ -163,12 +179,7 @@ def run_command(ctx: click.Context, /, **values: Any) -> None:
         allow_program=values["allow_program"],
         write_scope=values["write_scope"],
         scope_announce=values["scope_announce"],
-        api_key_file=values["api_key_file"],
-        api_key_env=values["api_key_env"],
-        api_key_secret=values["api_key_secret"],
-        oauth_token_file=values["oauth_token_file"],
-        oauth_token_env=values["oauth_token_env"],
-        oauth_token_pointer=values["oauth_token_pointer"],
+        **{name: values[name] for name in CREDENTIAL_NAMES},
         temperature=values["temperature"],
         top_p=values["top_p"],
         reasoning_effort=values["reasoning_effort"],
@@ -194,12 +205,7 @@ def run_command(ctx: click.Context, /, **values: Any) -> None:
 @click.option("--base-url", help="http(s) endpoint base; one trailing / trimmed")
 @click.option("--model", help="model name, verbatim")
 @click.option("--wire", default="openai-responses", show_default=True, help="openai-responses | anthropic-messages")
-@click.option("--api-key-file", help="API key file, read once")
-@click.option("--api-key-env", help="API key environment variable, read once")
-@click.option("--api-key-secret", help="Secret Service key: the item with service=b10x-harness, name=NAME; read once")
-@click.option("--oauth-token-file", help="OAuth token file, re-read per attempt")
-@click.option("--oauth-token-env", help="OAuth token environment variable")
-@click.option("--oauth-token-pointer", help="RFC 6901 pointer into the OAuth JSON document")
+@_credential_options
 @click.option("--max-turns", type=int, help="model turns per turn/start")
 @click.option("--max-output-tokens", type=int, help="output tokens per turn/start")
 @click.option(
@@ -591,12 +597,7 @@ def _app_server_flags(values: dict[str, Any]) -> RunFlags:
         allow_program=(),
         write_scope=(),
         scope_announce="stated",
-        api_key_file=values["api_key_file"],
-        api_key_env=values["api_key_env"],
-        api_key_secret=values["api_key_secret"],
-        oauth_token_file=values["oauth_token_file"],
-        oauth_token_env=values["oauth_token_env"],
-        oauth_token_pointer=values["oauth_token_pointer"],
+        **{name: values[name] for name in CREDENTIAL_NAMES},
         temperature=None,
         top_p=None,
         reasoning_effort=None,

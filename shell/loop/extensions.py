@@ -45,38 +45,42 @@ def _directory(flag: str, path: str) -> Result[list[str], str]:
         return Failure(f"{flag} {path} cannot be listed: {error.strerror or error}")
 
 
-def read_skills(flag: str, directory: str, prefix: str = "") -> Result[tuple[Skill, ...], str]:
-    """Each ``<directory>/<name>/SKILL.md`` in name order; a subdirectory without one is skipped."""
+def _read_each(
+    flag: str, directory: str, file_of: Callable[[str], str | None], parse: Callable[[str, bytes], Result[T, str]]
+) -> Result[tuple[T, ...], str]:
+    """Each entry's file (``file_of`` a name, ``None``: skipped) parsed, in name order; the first problem refuses."""
     names = _directory(flag, directory)
     if isinstance(names, Failure):
         return names
-    skills: list[Skill] = []
-    for name in names.unwrap():
-        path = os.path.join(directory, name, "SKILL.md")
-        if not os.path.isfile(path):
+    read: list[T] = []
+    for path in (file_of(name) for name in names.unwrap()):
+        if path is None:
             continue
-        parsed = _parsed(path, partial(parse_skill, prefix=prefix))
+        parsed = _parsed(path, parse)
         if isinstance(parsed, Failure):
             return parsed
-        skills.append(parsed.unwrap())
-    return Success(tuple(skills))
+        read.append(parsed.unwrap())
+    return Success(tuple(read))
+
+
+def read_skills(flag: str, directory: str, prefix: str = "") -> Result[tuple[Skill, ...], str]:
+    """Each ``<directory>/<name>/SKILL.md`` in name order; a subdirectory without one is skipped."""
+
+    def skill_file(name: str) -> str | None:
+        path = os.path.join(directory, name, "SKILL.md")
+        return path if os.path.isfile(path) else None
+
+    return _read_each(flag, directory, skill_file, partial(parse_skill, prefix=prefix))
 
 
 def read_agents(flag: str, directory: str, prefix: str = "") -> Result[tuple[Agent, ...], str]:
     """Each ``<directory>/<name>.md`` (a regular file) in name order."""
-    names = _directory(flag, directory)
-    if isinstance(names, Failure):
-        return names
-    agents: list[Agent] = []
-    for name in names.unwrap():
+
+    def agent_file(name: str) -> str | None:
         path = os.path.join(directory, name)
-        if not name.endswith(".md") or not os.path.isfile(path):
-            continue
-        parsed = _parsed(path, partial(parse_agent, prefix=prefix))
-        if isinstance(parsed, Failure):
-            return parsed
-        agents.append(parsed.unwrap())
-    return Success(tuple(agents))
+        return path if name.endswith(".md") and os.path.isfile(path) else None
+
+    return _read_each(flag, directory, agent_file, partial(parse_agent, prefix=prefix))
 
 
 def load_extensions(
