@@ -1,12 +1,15 @@
 """``metaharness`` start-up to a refusal against ``python -c pass``, measured in the same run.
 
-Three refusals through the console script, each exit 2:
+Refusals through the console script, each exit 2:
 
 - ``run b10x --bogus``: a parse error (``usage``), decided by click before any stage;
 - ``run b10x -p x --decisions frame``: ``frame-required``, after stages 2–4 (the options checked, the
   audit facts gathered) and before any launch;
-- ``run claude -p x --frame /nonexistent --credentials none``: ``frame-unreadable``, stage 6, inside the
-  kind's run module (which imports its whole launch path first).
+- ``run claude -p x --frame /nonexistent --credentials none``: ``frame-unreadable``, stage 6, after the view's
+  bwrap trial (stage 5), in ``shell/claude/inputs.py`` ahead of the kind's run module; beside it the same
+  with ``--confine off`` (no trial) and b10x's ``cwd-unusable`` (stage 6, ``shell/b10x/inputs.py``);
+- ``run claude … --confine off`` with no ``claude`` on PATH: ``program-not-found``, stage 8, the first
+  refusal decided inside the kind's run module (which imports its whole launch path first).
 
 Beside them, the floor the CLI cannot go below: a fresh interpreter importing only ``click``, ``msgspec``
 and ``returns.result`` (the parser, the struct library every value is, the ``Result`` every stage returns).
@@ -40,7 +43,25 @@ SIDES: dict[str, tuple[list[str], int, bytes]] = {
         2,
         b"metaharness: frame-unreadable:",
     ),
+    "frame-unreadable --confine off": (
+        [SCRIPT, "run", "claude", "-p", "x", "--frame", "/nonexistent", "--credentials", "none", "--confine", "off"],
+        2,
+        b"metaharness: frame-unreadable:",
+    ),
+    "cwd-unusable (b10x)": (
+        [SCRIPT, "run", "b10x", "-p", "x", "--model", "m", "--decisions", "observe", "--model-endpoint",
+         "http://127.0.0.1:9", "--confine", "off", "--cwd", "/nonexistent"],
+        2,
+        b"metaharness: cwd-unusable:",
+    ),
+    "program-not-found (stage 8)": (
+        [SCRIPT, "run", "claude", "-p", "x", "--credentials", "none", "--decisions", "observe", "--confine", "off"],
+        2,
+        b"metaharness: program-not-found:",
+    ),
 }
+NO_PROGRAMS = frozenset({"program-not-found (stage 8)"})
+"""Sides run with ``PATH`` and ``HOME`` an empty scratch directory, so no program is found."""
 
 
 def timed(argv: list[str], env: dict[str, str], code: int, stderr: bytes) -> float:
@@ -60,11 +81,12 @@ def main() -> None:
     samples: dict[str, list[float]] = {name: [] for name in SIDES}
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as prefix:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {"PYTHONPYCACHEPREFIX": prefix}
-        for argv, code, stderr in SIDES.values():
-            timed(argv, env, code, stderr)
+        bare = env | {"PATH": prefix, "HOME": prefix}
+        for name, (argv, code, stderr) in SIDES.items():
+            timed(argv, bare if name in NO_PROGRAMS else env, code, stderr)
         for _ in range(REPEATS):
             for name, (argv, code, stderr) in SIDES.items():
-                samples[name].append(timed(argv, env, code, stderr))
+                samples[name].append(timed(argv, bare if name in NO_PROGRAMS else env, code, stderr))
     base = statistics.median(samples["python -c pass"]) * 1000
     print(f"{REPEATS} interleaved runs each, in {Path(sys.executable).parent.parent}")
     for name, values in samples.items():

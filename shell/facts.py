@@ -15,7 +15,6 @@ import sys
 from collections.abc import Sequence
 
 from metaharness.pure.environment import ProgramCandidate, program_candidates
-from metaharness.pure.hermetic import DirectoryIdentity
 
 
 def own_cli(interpreter: str = sys.executable) -> tuple[str, ...]:
@@ -92,17 +91,6 @@ def gather_memory_facts(start: str, shapes: tuple[str, ...]) -> tuple[str, dict[
         if parent == directory:
             return real, found
         directory = parent
-
-
-def directory_identity(path: str) -> DirectoryIdentity:
-    """A directory's real path, with device and inode when it can be stat'ed (docs/hermetic.md#verdicts H7:
-    directories are compared as directories, not as spellings)."""
-    real = os.path.realpath(path)
-    try:
-        status = os.stat(path)
-    except OSError:
-        return DirectoryIdentity(real_path=real)
-    return DirectoryIdentity(real_path=real, device=status.st_dev, inode=status.st_ino)
 
 
 def run_probe(

@@ -61,7 +61,6 @@ from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prep
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import (
     caller_environment,
-    directory_identity,
     gather_memory_facts,
     gather_program_candidates,
     own_cli,
@@ -70,8 +69,9 @@ from metaharness.shell.facts import (
 )
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.loopback import RouteProxy
-from metaharness.shell.run_engine import LateEvents, Launched, RunHold, memory_walk_of, run_kind
+from metaharness.shell.run_engine import LateEvents, Launched, RunHold, run_kind
 from metaharness.shell.staging import EarlySignal, reach_endpoint, stderr_line, take, unusable_directory
+from metaharness.shell.tree_facts import directory_identity, memory_walk_of
 from metaharness.shell.view_route import start_route
 from metaharness.shell.wind_up import RunAudit
 
