@@ -76,6 +76,8 @@ LAUNCH = (*(f"metaharness.shell.{kind}.run" for kind in KINDS), "metaharness.she
     [
         (("run", "claude", "-p", "x", "--frame", "/nonexistent", "--credentials", "none"),
          "metaharness: frame-unreadable: frame /nonexistent: could not be read: No such file or directory"),
+        (("run", "codex", "-p", "x", "--frame", "/nonexistent", "--credentials", "none"),
+         "metaharness: frame-unreadable: frame /nonexistent: could not be read: No such file or directory"),
         (("run", "gemini", "-p", "x", "--frame", "/nonexistent", "--credentials", "none", "--confine", "off"),
          "metaharness: frame-unreadable: frame /nonexistent: could not be read: No such file or directory"),
         (("run", "b10x", "-p", "x", "--model", "m", "--decisions", "observe", "--model-endpoint", "http://127.0.0.1:9",
