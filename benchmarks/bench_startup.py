@@ -15,7 +15,8 @@ Beside them, the floor the CLI cannot go below: a fresh interpreter importing on
 and ``returns.result`` (the parser, the struct library every value is, the ``Result`` every stage returns).
 Every side runs as a fresh interpreter from this virtual environment, interleaved so a shared machine's load
 falls on all alike, with their bytecode cached in a scratch ``PYTHONPYCACHEPREFIX`` (warmed once, as an
-installed package has it). Reported: median and p90 of each, its ratio of medians to ``python -c pass`` and
+installed package has it). Reported: median and p90 of each, in wall time and in CPU time (user and system, the child's and
+its reaped children's, which a loaded machine's waits do not inflate), its ratio of medians to ``python -c pass`` and
 its difference (aim: a refusal ≤ 50 ms where python alone takes 10 ms, that is ≤ 5×).
 
 Run: ``.venv/bin/python benchmarks/bench_startup.py [REPEATS]`` (default 30).
@@ -24,6 +25,7 @@ Run: ``.venv/bin/python benchmarks/bench_startup.py [REPEATS]`` (default 30).
 from __future__ import annotations
 
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -64,13 +66,16 @@ NO_PROGRAMS = frozenset({"program-not-found (stage 8)"})
 """Sides run with ``PATH`` and ``HOME`` an empty scratch directory, so no program is found."""
 
 
-def timed(argv: list[str], env: dict[str, str], code: int, stderr: bytes) -> float:
-    """Wall seconds of one ``argv`` to its exit, which must be ``code`` with stderr starting ``stderr``."""
+def timed(argv: list[str], env: dict[str, str], code: int, stderr: bytes) -> tuple[float, float]:
+    """Wall and CPU seconds (user and system, its own and its reaped children's: the bwrap trial) of one ``argv`` to
+    its exit, which must be ``code`` with stderr starting ``stderr``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     begin = time.perf_counter()
     done = subprocess.run(argv, env=env, cwd=tempfile.gettempdir(), capture_output=True, check=False)
     seconds = time.perf_counter() - begin
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     assert done.returncode == code and done.stderr.startswith(stderr), done.stderr
-    return seconds
+    return seconds, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
 def p90(values: list[float]) -> float:
@@ -78,7 +83,7 @@ def p90(values: list[float]) -> float:
 
 
 def main() -> None:
-    samples: dict[str, list[float]] = {name: [] for name in SIDES}
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in SIDES}
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as prefix:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {"PYTHONPYCACHEPREFIX": prefix}
         bare = env | {"PATH": prefix, "HOME": prefix}
@@ -87,11 +92,14 @@ def main() -> None:
         for _ in range(REPEATS):
             for name, (argv, code, stderr) in SIDES.items():
                 samples[name].append(timed(argv, bare if name in NO_PROGRAMS else env, code, stderr))
-    base = statistics.median(samples["python -c pass"]) * 1000
-    print(f"{REPEATS} interleaved runs each, in {Path(sys.executable).parent.parent}")
-    for name, values in samples.items():
-        median, tail = statistics.median(values) * 1000, p90(values) * 1000
-        print(f"{name:32} median {median:6.1f} ms, p90 {tail:6.1f} ms; {median / base:5.2f}x python, +{median - base:.1f} ms")
+    print(f"{REPEATS} interleaved runs each, in {Path(sys.executable).parent.parent}; wall, then CPU (steadier on a loaded machine)")
+    for index, measure in enumerate(("wall", "cpu")):
+        base = statistics.median(sample[index] for sample in samples["python -c pass"]) * 1000
+        for name, pairs in samples.items():
+            values = [pair[index] for pair in pairs]
+            median, tail = statistics.median(values) * 1000, p90(values) * 1000
+            print(f"{measure:4} {name:32} median {median:6.1f} ms, p90 {tail:6.1f} ms; {median / base:5.2f}x python, "
+                  f"+{median - base:.1f} ms")  # fmt: skip
     print("aim: a refusal <= 50 ms where python -c pass takes 10 ms (<= 5x)")
 
 
