@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from metaharness.pure.environment import ProgramCandidate, program_candidates
+
+if TYPE_CHECKING:
+    import subprocess
 
 
 def own_cli(interpreter: str = sys.executable) -> tuple[str, ...]:
@@ -97,7 +100,10 @@ def run_probe(
     argv: Sequence[str], env: dict[str, str], *, timeout_s: float, cwd: str | None = None
 ) -> subprocess.CompletedProcess[bytes] | None:
     """``argv`` run once with ``env`` (stdin ``/dev/null``, output captured), or ``None`` when it could
-    not be started or outlived ``timeout_s``."""
+    not be started or outlived ``timeout_s``. ``subprocess`` is loaded at the first probe, so the options' stages,
+    which gather PATH candidates here, start without it."""
+    import subprocess
+
     try:
         return subprocess.run(
             list(argv), env=env, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout_s, check=False
