@@ -70,13 +70,7 @@ from metaharness.shell.facts import (
     readable_regular_file,
 )
 from metaharness.shell.loopback import RouteProxy
-from metaharness.shell.run_engine import (
-    LateEvents,
-    Launched,
-    RunHold,
-    run_kind,
-    start_route_refused,
-)
+from metaharness.shell.run_engine import LateEvents, Launched, RunHold, run_kind, start_route_refused
 from metaharness.shell.staging import (
     EarlySignal,
     Refused,

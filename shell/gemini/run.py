@@ -40,13 +40,7 @@ from metaharness.shell.gemini.inputs import GeminiInputs
 from metaharness.shell.gemini.live import drive_gemini
 from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.loopback import RouteProxy
-from metaharness.shell.run_engine import (
-    LateEvents,
-    Launched,
-    RunHold,
-    run_kind,
-    start_route_refused,
-)
+from metaharness.shell.run_engine import LateEvents, Launched, RunHold, run_kind, start_route_refused
 from metaharness.shell.staging import EarlySignal, Refused, reach_endpoint, stderr_line, take
 from metaharness.shell.tree_facts import directory_identity, memory_walk_of
 from metaharness.shell.view_route import start_route
