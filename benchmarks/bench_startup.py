@@ -1,18 +1,22 @@
 """``metaharness`` start-up to a refusal against ``python -c pass``, measured in the same run.
 
-Three refusals through the console script, each exit 2:
+Refusals through the console script, each exit 2:
 
 - ``run b10x --bogus``: a parse error (``usage``), decided by click before any stage;
 - ``run b10x -p x --decisions frame``: ``frame-required``, after stages 2–4 (the options checked, the
   audit facts gathered) and before any launch;
-- ``run claude -p x --frame /nonexistent --credentials none``: ``frame-unreadable``, stage 6, inside the
-  kind's run module (which imports its whole launch path first).
+- ``run claude -p x --frame /nonexistent --credentials none``: ``frame-unreadable``, stage 6, after the view's
+  bwrap trial (stage 5), in ``shell/claude/inputs.py`` ahead of the kind's run module; beside it the same
+  with ``--confine off`` (no trial) and b10x's ``cwd-unusable`` (stage 6, ``shell/b10x/inputs.py``);
+- ``run claude … --confine off`` with no ``claude`` on PATH: ``program-not-found``, stage 8, the first
+  refusal decided inside the kind's run module (which imports its whole launch path first).
 
 Beside them, the floor the CLI cannot go below: a fresh interpreter importing only ``click``, ``msgspec``
 and ``returns.result`` (the parser, the struct library every value is, the ``Result`` every stage returns).
 Every side runs as a fresh interpreter from this virtual environment, interleaved so a shared machine's load
 falls on all alike, with their bytecode cached in a scratch ``PYTHONPYCACHEPREFIX`` (warmed once, as an
-installed package has it). Reported: median and p90 of each, its ratio of medians to ``python -c pass`` and
+installed package has it). Reported: median and p90 of each, in wall time and in CPU time (user and system, the child's and
+its reaped children's, which a loaded machine's waits do not inflate), its ratio of medians to ``python -c pass`` and
 its difference (aim: a refusal ≤ 50 ms where python alone takes 10 ms, that is ≤ 5×).
 
 Run: ``.venv/bin/python benchmarks/bench_startup.py [REPEATS]`` (default 30).
@@ -21,6 +25,7 @@ Run: ``.venv/bin/python benchmarks/bench_startup.py [REPEATS]`` (default 30).
 from __future__ import annotations
 
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -40,16 +45,37 @@ SIDES: dict[str, tuple[list[str], int, bytes]] = {
         2,
         b"metaharness: frame-unreadable:",
     ),
+    "frame-unreadable --confine off": (
+        [SCRIPT, "run", "claude", "-p", "x", "--frame", "/nonexistent", "--credentials", "none", "--confine", "off"],
+        2,
+        b"metaharness: frame-unreadable:",
+    ),
+    "cwd-unusable (b10x)": (
+        [SCRIPT, "run", "b10x", "-p", "x", "--model", "m", "--decisions", "observe", "--model-endpoint",
+         "http://127.0.0.1:9", "--confine", "off", "--cwd", "/nonexistent"],
+        2,
+        b"metaharness: cwd-unusable:",
+    ),
+    "program-not-found (stage 8)": (
+        [SCRIPT, "run", "claude", "-p", "x", "--credentials", "none", "--decisions", "observe", "--confine", "off"],
+        2,
+        b"metaharness: program-not-found:",
+    ),
 }
+NO_PROGRAMS = frozenset({"program-not-found (stage 8)"})
+"""Sides run with ``PATH`` and ``HOME`` an empty scratch directory, so no program is found."""
 
 
-def timed(argv: list[str], env: dict[str, str], code: int, stderr: bytes) -> float:
-    """Wall seconds of one ``argv`` to its exit, which must be ``code`` with stderr starting ``stderr``."""
+def timed(argv: list[str], env: dict[str, str], code: int, stderr: bytes) -> tuple[float, float]:
+    """Wall and CPU seconds (user and system, its own and its reaped children's: the bwrap trial) of one ``argv`` to
+    its exit, which must be ``code`` with stderr starting ``stderr``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     begin = time.perf_counter()
     done = subprocess.run(argv, env=env, cwd=tempfile.gettempdir(), capture_output=True, check=False)
     seconds = time.perf_counter() - begin
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     assert done.returncode == code and done.stderr.startswith(stderr), done.stderr
-    return seconds
+    return seconds, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
 def p90(values: list[float]) -> float:
@@ -57,19 +83,23 @@ def p90(values: list[float]) -> float:
 
 
 def main() -> None:
-    samples: dict[str, list[float]] = {name: [] for name in SIDES}
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in SIDES}
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as prefix:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {"PYTHONPYCACHEPREFIX": prefix}
-        for argv, code, stderr in SIDES.values():
-            timed(argv, env, code, stderr)
+        bare = env | {"PATH": prefix, "HOME": prefix}
+        for name, (argv, code, stderr) in SIDES.items():
+            timed(argv, bare if name in NO_PROGRAMS else env, code, stderr)
         for _ in range(REPEATS):
             for name, (argv, code, stderr) in SIDES.items():
-                samples[name].append(timed(argv, env, code, stderr))
-    base = statistics.median(samples["python -c pass"]) * 1000
-    print(f"{REPEATS} interleaved runs each, in {Path(sys.executable).parent.parent}")
-    for name, values in samples.items():
-        median, tail = statistics.median(values) * 1000, p90(values) * 1000
-        print(f"{name:32} median {median:6.1f} ms, p90 {tail:6.1f} ms; {median / base:5.2f}x python, +{median - base:.1f} ms")
+                samples[name].append(timed(argv, bare if name in NO_PROGRAMS else env, code, stderr))
+    print(f"{REPEATS} interleaved runs each, in {Path(sys.executable).parent.parent}; wall, then CPU (steadier on a loaded machine)")
+    for index, measure in enumerate(("wall", "cpu")):
+        base = statistics.median(sample[index] for sample in samples["python -c pass"]) * 1000
+        for name, pairs in samples.items():
+            values = [pair[index] for pair in pairs]
+            median, tail = statistics.median(values) * 1000, p90(values) * 1000
+            print(f"{measure:4} {name:32} median {median:6.1f} ms, p90 {tail:6.1f} ms; {median / base:5.2f}x python, "
+                  f"+{median - base:.1f} ms")  # fmt: skip
     print("aim: a refusal <= 50 ms where python -c pass takes 10 ms (<= 5x)")
 
 

@@ -16,7 +16,6 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import msgspec
-import yaml
 from returns.result import Failure, Result, Success
 
 from metaharness.pure.frames import Operation
@@ -180,15 +179,19 @@ def _json_value(text: str, duplicates: _Duplicates) -> Result[Any, None]:
     return Failure(None) if constants else Success(value)
 
 
-_FAST_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-"""The YAML 1.1 safe loader, libyaml's parser when PyYAML has it."""
+def _fast_loader() -> Any:
+    """The YAML 1.1 safe loader, libyaml's parser when PyYAML has it. PyYAML is loaded at the first YAML document,
+    not with this module, so a run's earlier refusals start without it (docs/DEVELOPING.md#dependency-direction)."""
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _yaml_loader(duplicates: _Duplicates) -> Any:
     """A YAML 1.1 safe loader that records the first duplicate mapping key."""
 
-    class Loader(_FAST_LOADER):  # type: ignore[misc]
-        def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    class Loader(_fast_loader()):  # type: ignore[misc]
+        def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
             seen: set[tuple[str, Any]] = set()
             for key_node, _value in node.value:
                 if key_node.tag == "tag:yaml.org,2002:merge":
@@ -208,6 +211,8 @@ def _yaml_loader(duplicates: _Duplicates) -> Any:
 
 
 def _yaml_value(text: str, duplicates: _Duplicates) -> Any:
+    import yaml
+
     return yaml.load(text, Loader=_yaml_loader(duplicates))
 
 
@@ -221,6 +226,8 @@ def parse_document(text: str) -> Result[tuple[Any, str | None], str]:
 
 def _yaml_document(text: str) -> Result[tuple[Any, str | None], str]:
     """One YAML 1.1 document and its first duplicate key, or the loader's complaint on one line."""
+    import yaml
+
     duplicates = _Duplicates()
     try:
         return Success((_yaml_value(text, duplicates), duplicates.first))
@@ -566,8 +573,10 @@ def _read_back_problem(copy: bytes, catalogue: Catalogue) -> str | None:
         return "the JSON parser cannot read it"
     if _shape(as_json) != expected:
         return "the JSON parser reads a different catalogue"
+    import yaml
+
     try:
-        as_yaml = yaml.load(text, Loader=_FAST_LOADER)
+        as_yaml = yaml.load(text, Loader=_fast_loader())
     except (yaml.YAMLError, RecursionError, ValueError):
         return "the YAML loader cannot read it"
     if _shape(as_yaml) != expected:

@@ -8,7 +8,6 @@ docs/decisions.md#correlation-and-abandonment).
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 import msgspec
@@ -28,5 +27,8 @@ def canonical(value: Any) -> bytes:
 
 
 def sha256_hex(data: bytes) -> str:
-    """Lowercase hex SHA-256 of ``data``."""
+    """Lowercase hex SHA-256 of ``data``. ``hashlib`` (OpenSSL's) is loaded at the first digest, not with the adapter
+    values that import this leaf, so the options' stages start without it (docs/DEVELOPING.md#dependency-direction)."""
+    import hashlib
+
     return hashlib.sha256(data).hexdigest()

@@ -6,7 +6,6 @@ entry point adopts its orphans and ends every one left (:func:`end_descendants`)
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import sys
@@ -29,7 +28,10 @@ _adopting = False
 def adopt_orphans() -> None:
     """Make this process its descendants' subreaper (Linux ``PR_SET_CHILD_SUBREAPER``): a grandchild
     whose parent exits, even one that called ``setsid``, becomes this process's child, so
-    :func:`end_descendants` can end it. Only a process started by the entry point calls this."""
+    :func:`end_descendants` can end it. Only a process started by the entry point calls this. ``ctypes`` is loaded
+    here, once the stages before the spawn passed, not with ``metaharness.shell.staging``."""
+    import ctypes
+
     global _adopting
     libc = ctypes.CDLL(None, use_errno=True)
     _adopting = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0

@@ -13,7 +13,6 @@ import functools
 import glob
 import json
 import os
-import shutil
 import stat
 import subprocess
 import sys
@@ -243,7 +242,10 @@ def closure(program: str, child_path: str) -> tuple[str, ...]:
 def program_reads(argv: Sequence[str], child_path: str) -> tuple[str, ...]:
     """What the view must hold for ``argv`` started inside it (a b10x hook): its program's closure (a
     bare name looked up on ``child_path``; a relative one lies in the child's own directory) and the
-    existing files its later words name by absolute path."""
+    existing files its later words name by absolute path. ``shutil`` (with its archive modules) is loaded here, not
+    with stage 5's ``prepare``."""
+    import shutil
+
     named = tuple(path for path in named_paths(argv) if os.path.exists(path))
     program = argv[0] if "/" in argv[0] else shutil.which(argv[0], path=child_path)
     if program is None or not program.startswith("/") or not os.path.exists(program):

@@ -3,8 +3,6 @@ one TCP connect from metaharness, closed at once, no request sent."""
 
 from __future__ import annotations
 
-import socket
-
 from metaharness.pure.budgets import ENDPOINT_CONNECT_S
 from metaharness.pure.endpoint import endpoint_address, endpoint_unreachable
 from metaharness.pure.refusal import Refusal
@@ -12,7 +10,10 @@ from metaharness.pure.refusal import Refusal
 
 def endpoint_refusal(endpoint: str | None) -> Refusal | None:
     """``endpoint-unreachable`` when a connect to the endpoint's host and port fails; none when it is
-    accepted or no endpoint was given."""
+    accepted or no endpoint was given. ``socket`` is loaded here, at the pre-flight, so the stages before it start
+    without it (docs/DEVELOPING.md#the-run-engine)."""
+    import socket
+
     address = endpoint_address(endpoint) if endpoint is not None else None
     if endpoint is None or address is None:
         return None

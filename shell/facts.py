@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from metaharness.pure.environment import ProgramCandidate, program_candidates
-from metaharness.pure.hermetic import DirectoryIdentity
+
+if TYPE_CHECKING:
+    import subprocess
 
 
 def own_cli(interpreter: str = sys.executable) -> tuple[str, ...]:
@@ -94,22 +96,14 @@ def gather_memory_facts(start: str, shapes: tuple[str, ...]) -> tuple[str, dict[
         directory = parent
 
 
-def directory_identity(path: str) -> DirectoryIdentity:
-    """A directory's real path, with device and inode when it can be stat'ed (docs/hermetic.md#verdicts H7:
-    directories are compared as directories, not as spellings)."""
-    real = os.path.realpath(path)
-    try:
-        status = os.stat(path)
-    except OSError:
-        return DirectoryIdentity(real_path=real)
-    return DirectoryIdentity(real_path=real, device=status.st_dev, inode=status.st_ino)
-
-
 def run_probe(
     argv: Sequence[str], env: dict[str, str], *, timeout_s: float, cwd: str | None = None
 ) -> subprocess.CompletedProcess[bytes] | None:
     """``argv`` run once with ``env`` (stdin ``/dev/null``, output captured), or ``None`` when it could
-    not be started or outlived ``timeout_s``."""
+    not be started or outlived ``timeout_s``. ``subprocess`` is loaded at the first probe, so the options' stages,
+    which gather PATH candidates here, start without it."""
+    import subprocess
+
     try:
         return subprocess.run(
             list(argv), env=env, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout_s, check=False

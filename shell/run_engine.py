@@ -19,7 +19,7 @@ import msgspec
 
 from metaharness.pure.adapter import Loopback
 from metaharness.pure.events import Event
-from metaharness.pure.hermetic import MemoryWalk, VerdictFacts, memory_walk
+from metaharness.pure.hermetic import VerdictFacts
 from metaharness.pure.kind import Kind
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
@@ -27,7 +27,6 @@ from metaharness.pure.run_end import RunEnd, spawn_failed
 from metaharness.shell.child_end import end_unexpectedly
 from metaharness.shell.child_tree import remove_tree
 from metaharness.shell.confinement import ConfinedSpawn, Prepared, effect_checked
-from metaharness.shell.facts import gather_memory_facts
 from metaharness.shell.loopback import RouteProxy
 from metaharness.shell.refusals import refuse
 from metaharness.shell.run_signals import spawned_group
@@ -62,14 +61,6 @@ class RunHold:
             proxy.stop()
         if scratch is not None:
             remove_tree(scratch)
-
-
-def memory_walk_of(cwd: str | None, shapes: tuple[str, ...]) -> MemoryWalk:
-    """Stage 7's memory walk (docs/hermetic.md#memory-file-walk): above ``cwd``, or, for a scratch run (``None``),
-    above the temporary directory the scratch root is created in."""
-    if cwd is None:
-        return memory_walk(*gather_memory_facts(tempfile.gettempdir(), shapes), scratch_parent=True)
-    return memory_walk(*gather_memory_facts(cwd, shapes))
 
 
 def refuse_if(refusal: Refusal | None) -> None:

@@ -59,6 +59,11 @@ def release_signals() -> tuple[int, ...]:
     return take_held()
 
 
+def first_held() -> int | None:
+    """The oldest signal held so far, still held (the stages before a kind's run module look, ``EarlySignal`` takes)."""
+    return _held[0] if _held else None
+
+
 def take_held() -> tuple[int, ...]:
     """The signals held so far, oldest first; they are no longer held."""
     taken = tuple(_held)

@@ -22,7 +22,7 @@ from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.child_end import adopt_orphans
 from metaharness.shell.endpoint_reach import endpoint_refusal
-from metaharness.shell.run_signals import hold_late, holding, take_held
+from metaharness.shell.run_signals import first_held, hold_late, holding, take_held
 
 T = TypeVar("T")
 
@@ -63,7 +63,7 @@ class EarlySignal:
     def check(self) -> None:
         """Raise ``signalled`` when a signal arrived since the guard was entered."""
         if self.name is not None:
-            raise Refused(Refusal("signalled", f"{self.name} arrived before the harness was started"))
+            raise Refused(signalled(self.name))
 
     def __exit__(self, *_exc: object) -> None:
         if holding():
@@ -72,6 +72,19 @@ class EarlySignal:
             return
         for number, handler in self.previous.items():
             signal.signal(number, handler)  # type: ignore[arg-type]
+
+
+def signalled(name: str) -> Refusal:
+    """The refusal of a signal that arrived before the spawn."""
+    return Refusal("signalled", f"{name} arrived before the harness was started")
+
+
+def check_held() -> None:
+    """``EarlySignal.check`` before the guard is entered (a kind's stages 5–7, ahead of its run module): raise
+    ``signalled`` when a signal is held, leaving it held for the guard."""
+    number = first_held()
+    if number is not None:
+        raise Refused(signalled(signal.Signals(number).name))
 
 
 def write_event(line: bytes) -> bool:

@@ -42,10 +42,10 @@ from metaharness.shell.auditor import gather_audit_facts
 from metaharness.shell.auditor_invocation import audit_baseline, run_auditor
 from metaharness.shell.child_tree import ChildDir, copy_data
 from metaharness.shell.events_file import EventsFile, open_events_file
-from metaharness.shell.facts import directory_identity
 from metaharness.shell.refusals import refuse
 from metaharness.shell.run_limits import RunLimits
 from metaharness.shell.staging import Refused, take, write_event
+from metaharness.shell.tree_facts import directory_identity
 from metaharness.shell.workspace_snapshot import snapshot
 
 CLOSING_EVENT = b'"event":"stream.closed"'

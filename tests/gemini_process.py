@@ -17,9 +17,13 @@ GEMINI = pinned_cli("gemini")
 DRIVER = """
 import json, sys
 from metaharness.pure.options import RunOptions
+from returns.result import Failure
+from metaharness.shell.gemini.inputs import gathered_inputs
 from metaharness.shell.gemini.run import run_gemini
-options, hook_timeout_s = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-sys.exit(run_gemini(RunOptions(kind="gemini", **options), hook_timeout_s))
+from metaharness.shell.refusals import refuse
+options, hook_timeout_s = RunOptions(kind="gemini", **json.loads(sys.argv[1])), json.loads(sys.argv[2])
+inputs = gathered_inputs(options)
+sys.exit(refuse(inputs.failure()) if isinstance(inputs, Failure) else run_gemini(options, inputs.unwrap(), hook_timeout_s))
 """
 
 

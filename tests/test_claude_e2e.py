@@ -323,8 +323,8 @@ def test_a_plugin_dir_reaches_claude_only_as_its_scratch_copy(root: str, tmp_pat
 RUN_DRIVER = """
 import json, sys
 from metaharness.pure.options import RunOptions
-from metaharness.shell.claude.run import run_claude
-sys.exit(run_claude(RunOptions(kind="claude", **json.loads(sys.argv[1]))))
+from metaharness.shell.run import execute_run
+sys.exit(execute_run(RunOptions(kind="claude", **json.loads(sys.argv[1]))))
 """
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from returns.result import Failure
 
 from metaharness.pure.claude.plugins import PluginFile, PluginTree, plan_plugins, tree_digest
-from metaharness.shell.claude.run import plugin_tree
+from metaharness.shell.claude.inputs import plugin_tree
 
 
 def refusal(trees: tuple[PluginTree, ...]) -> str:

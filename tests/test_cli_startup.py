@@ -5,8 +5,10 @@ readers (docs/adapters/common.md#descriptor: no model, no network, no credential
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -62,3 +64,50 @@ def test_a_parse_error_imports_no_stage() -> None:
     staged = sorted(m for m in modules if m.split(".")[0] == "returns" or m in {
         "metaharness.pure.options", "metaharness.pure.events", "metaharness.pure.adapters", "metaharness.shell.auditor"})  # fmt: skip
     assert staged == []
+
+
+def said(done: subprocess.CompletedProcess[str]) -> list[str]:
+    """The stderr lines of a run under ``-X importtime`` that are not its import times."""
+    return [line for line in done.stderr.splitlines() if not line.startswith("import time:")]
+
+
+LAUNCH = (*(f"metaharness.shell.{kind}.run" for kind in KINDS), "metaharness.shell.run_engine", "metaharness.shell.wind_up",
+          "metaharness.shell.live_engine", "metaharness.shell.loopback")  # fmt: skip
+"""A kind's whole run path: its run module, the engine, the wind-up, the live loop, the route proxy."""
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (("run", "claude", "-p", "x", "--frame", "/nonexistent", "--credentials", "none"),
+         "metaharness: frame-unreadable: frame /nonexistent: could not be read: No such file or directory"),
+        (("run", "codex", "-p", "x", "--frame", "/nonexistent", "--credentials", "none"),
+         "metaharness: frame-unreadable: frame /nonexistent: could not be read: No such file or directory"),
+        (("run", "gemini", "-p", "x", "--frame", "/nonexistent", "--credentials", "none", "--confine", "off"),
+         "metaharness: frame-unreadable: frame /nonexistent: could not be read: No such file or directory"),
+        (("run", "b10x", "-p", "x", "--model", "m", "--decisions", "observe", "--model-endpoint", "http://127.0.0.1:9",
+          "--cwd", "/nonexistent"),
+         "metaharness: cwd-unusable: --cwd /nonexistent is missing or not a directory"),
+        (("run", "claude", "-p", "x", "--credentials", "none", "--decisions", "observe", "--plugin-dir", "/nonexistent"),
+         ("metaharness: plugin-dir-unusable: --plugin-dir /nonexistent is missing or not a directory (an archive is not "
+         "unpacked)")),
+    ],
+)  # fmt: skip
+def test_a_refusal_before_the_plan_imports_no_launch_path(args: tuple[str, ...], line: str) -> None:
+    """Stages 5–7 are decided ahead of the kind's run module (docs/DEVELOPING.md#the-run-engine): their refusal
+    lines and exit are as before, and none of the launch path was imported to reach them."""
+    done, modules = imported_by(*args)
+    assert (done.returncode, said(done)) == (2, [line])
+    assert sorted(m for m in modules if m in LAUNCH) == []
+
+
+def test_a_run_past_its_inputs_imports_its_run_module(tmp_path: Path) -> None:
+    """The measurement above can fail: a refusal from the plan (stage 8) is decided in the kind's run module."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "metaharness.shell", "run", "claude", "-p", "x", "--credentials",
+         "none", "--decisions", "observe", "--confine", "off"],
+        capture_output=True, text=True, check=False, timeout=60, env={**os.environ, "PATH": str(tmp_path), "HOME": str(tmp_path)},
+    )  # fmt: skip
+    modules = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert (done.returncode, [line.split(":")[:2] for line in said(done)]) == (2, [["metaharness", " program-not-found"]])
+    assert "metaharness.shell.claude.run" in modules

@@ -30,7 +30,8 @@ from metaharness.pure.codex.doctor import APP_SERVER_FLAGS, SENT_FLAGS, codex_do
 from metaharness.pure.emulator.answer import answer_request
 from metaharness.pure.events import Abstain, Allow, Deny, Replace
 from metaharness.pure.frames import Operation
-from metaharness.shell.codex.app_server import place_catalogue, read_codex_catalogue
+from metaharness.shell.codex.app_server import place_catalogue
+from metaharness.shell.codex.inputs import read_codex_catalogue
 from metaharness.shell.facts import own_cli
 
 DOCUMENT: dict[str, Any] = {

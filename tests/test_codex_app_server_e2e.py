@@ -21,7 +21,8 @@ from metaharness.pure.decisions import open_desk
 from metaharness.pure.events import Exited, Transcript
 from metaharness.pure.options import RunOptions
 from metaharness.pure.run_end import RunEnd
-from metaharness.shell.codex.app_server import drive_app_server, place_catalogue, read_codex_catalogue
+from metaharness.shell.codex.app_server import drive_app_server, place_catalogue
+from metaharness.shell.codex.inputs import read_codex_catalogue
 from metaharness.shell.codex.run import materialise, plan_run
 
 pytestmark = [

@@ -37,8 +37,8 @@ pytestmark = [
 DRIVER = """
 import json, sys
 from metaharness.pure.options import RunOptions
-from metaharness.shell.codex.run import run_codex
-sys.exit(run_codex(RunOptions(kind="codex", **json.loads(sys.argv[1]))))
+from metaharness.shell.run import execute_run
+sys.exit(execute_run(RunOptions(kind="codex", **json.loads(sys.argv[1]))))
 """
 
 

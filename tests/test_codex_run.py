@@ -14,7 +14,8 @@ import msgspec
 from metaharness.pure.codex.launch import CodexRunSpec, plan_codex_launch
 from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
 from metaharness.pure.options import RunOptions
-from metaharness.shell.codex.run import custody_stage, materialise, plan_run, strict_version
+from metaharness.shell.codex.inputs import custody_stage
+from metaharness.shell.codex.run import materialise, plan_run, strict_version
 
 
 def options(**changes: object) -> RunOptions:

@@ -30,7 +30,8 @@ from metaharness.pure.hermetic import (
     workdir_mode,
 )
 from metaharness.pure.jsonline import compact
-from metaharness.shell.facts import directory_identity, gather_memory_facts
+from metaharness.shell.facts import gather_memory_facts
+from metaharness.shell.tree_facts import directory_identity
 
 SCRATCH = "/tmp/mh-7"
 

@@ -91,3 +91,29 @@ def test_a_signal_after_session_ended_while_the_child_lingers_closes_killed(
     assert closed["process"] == ended
     assert not live_processes_naming(str(tmp_path / ".local" / "bin" / "b10x-harness"))
     assert not os.listdir(tmp_path / "tmp")
+
+
+HELD_BEFORE_INPUTS = """
+import os, signal, sys
+from metaharness.shell.run_signals import hold_signals
+hold_signals()
+os.kill(os.getpid(), signal.SIGINT)
+from metaharness.pure.options import RunOptions
+from metaharness.shell.run import execute_run
+sys.exit(execute_run(RunOptions(kind=sys.argv[1], prompt="x", frame="/nonexistent", credentials="none", confine="off",
+                                model="m", model_endpoint="http://127.0.0.1:9")))
+"""
+
+
+SIGNALLED = "metaharness: signalled: SIGINT arrived before the harness was started\n"
+UNREADABLE = "metaharness: frame-unreadable: frame /nonexistent: could not be read: No such file or directory\n"
+
+
+@pytest.mark.parametrize(("kind", "said"), [("claude", SIGNALLED), ("b10x", SIGNALLED), ("gemini", UNREADABLE),
+                                            ("codex", UNREADABLE)])  # fmt: skip
+def test_a_signal_held_through_the_inputs_is_refused_where_the_kind_checks_it(kind: str, said: str) -> None:
+    """Stages 5–7 run ahead of the kind's run module and its ``EarlySignal``, and a signal held since start-up is
+    still checked where each kind checks it: claude and b10x after the view's refusals, before the frame; gemini
+    after its declared inputs; codex after its plan."""
+    done = subprocess.run([sys.executable, "-c", HELD_BEFORE_INPUTS, kind], capture_output=True, timeout=60, check=False)
+    assert (done.returncode, done.stderr.decode()) == (2, said)

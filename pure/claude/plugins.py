@@ -9,7 +9,6 @@ over its sorted relative paths and bytes; symlinks inside it are skipped and nam
 
 from __future__ import annotations
 
-import hashlib
 import posixpath
 
 import msgspec
@@ -60,7 +59,10 @@ class PluginCopy(msgspec.Struct, frozen=True):
 
 
 def tree_digest(files: tuple[PluginFile, ...]) -> str:
-    """SHA-256 over the sorted relative paths and bytes: each path, NUL, byte count, NUL, bytes (design choice)."""
+    """SHA-256 over the sorted relative paths and bytes: each path, NUL, byte count, NUL, bytes (design choice).
+    ``hashlib`` is loaded at the first digest, not with claude's stage 7 (docs/DEVELOPING.md#dependency-direction)."""
+    import hashlib
+
     digest = hashlib.sha256()
     for item in sorted(files, key=lambda f: f.path):
         digest.update(item.path.encode() + b"\0" + str(len(item.data)).encode() + b"\0" + item.data)

@@ -15,9 +15,18 @@ class B10xLive:
     """b10x's run, doctor and vectors; its C3 drives the real loop, so it scripts no child."""
 
     def run(self, options: RunOptions) -> int:
+        """Stages 5–7 first, so their refusals import no launch, loop or wind-up (docs/DEVELOPING.md#the-run-engine)."""
+        from returns.result import Failure
+
+        from metaharness.shell.b10x.inputs import gathered_inputs
+        from metaharness.shell.refusals import refuse
+
+        inputs = gathered_inputs(options)
+        if isinstance(inputs, Failure):
+            return refuse(inputs.failure())
         from metaharness.shell.b10x.run import run_b10x
 
-        return run_b10x(options)
+        return run_b10x(options, inputs.unwrap())
 
     def doctor(self) -> int:
         from metaharness.shell.b10x.doctor import doctor_b10x

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 import subprocess
 import sys
 from functools import partial
@@ -17,20 +16,17 @@ from functools import partial
 import msgspec
 from returns.result import Failure, Result
 
-from metaharness.pure.b10x.admissibility import check_frame_admissible
 from metaharness.pure.b10x.launch import (
     B10xLaunch,
     B10xLaunchFacts,
     child_path,
     declared_files,
-    environment_declaration,
     launch_model,
     plan_b10x_launch,
     resolve_b10x_program,
     session_bus,
     verified_versions,
     version_token,
-    workspace_of,
 )
 from metaharness.pure.b10x.loop_flags import loop_flag_refusal, tier_flags
 from metaharness.pure.b10x.seam import SeamSettings, unverified_tier, version_off_pin
@@ -38,10 +34,8 @@ from metaharness.pure.b10x.vendor import KIND, PROGRAM
 from metaharness.pure.bounds import HOOKS_FILE_LIMIT, PLUGIN_MANIFEST_LIMIT
 from metaharness.pure.budgets import PROBE_S, VENDOR_BUDGET_MS
 from metaharness.pure.confinement import bridge_url, confined_hermetic, tool_entry_environment
-from metaharness.pure.context import ContextFileRead
-from metaharness.pure.environment import credential_posture
 from metaharness.pure.events import Transcript, WarningRaised
-from metaharness.pure.frames import Frame, refuse_frame_beside_observe
+from metaharness.pure.frames import Frame
 from metaharness.pure.hermetic import MEMORY_SHAPES, MemoryWalk, VerdictFacts
 from metaharness.pure.loop.hooks import parse_hooks
 from metaharness.pure.loop.skills import PLUGIN_MANIFEST, plugin_name
@@ -49,86 +43,29 @@ from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_end import RunEnd
 from metaharness.pure.run_stages import decision_budget_ms, strict_version_refusal
+from metaharness.shell.b10x.inputs import B10xInputs
 from metaharness.shell.b10x.live import drive_loop
 from metaharness.shell.b10x.own_loop import own_loop_version
 from metaharness.shell.bounded_reads import read_regular
 from metaharness.shell.child_tree import ChildDir
-from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare, program_reads
-from metaharness.shell.context_files import load_context_files
-from metaharness.shell.facts import (
-    caller_environment,
-    directory_identity,
-    gather_program_candidates,
-)
-from metaharness.shell.frame_file import read_frame_file
+from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, program_reads
+from metaharness.shell.facts import gather_program_candidates
 from metaharness.shell.run_engine import (
     LateEvents,
     Launched,
     RunHold,
-    memory_walk_of,
     refuse_if,
     run_kind,
     start_route_refused,
 )
 from metaharness.shell.staging import (
     EarlySignal,
-    Refused,
-    is_directory,
     stderr_line,
     take,
-    unusable_directory,
 )
 from metaharness.shell.transcript_copy import TranscriptCopy
+from metaharness.shell.tree_facts import directory_identity, memory_walk_of
 from metaharness.shell.wind_up import RunAudit
-
-
-def _readable_file(path: str) -> bool:
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode) and os.access(path, os.R_OK)
-    except OSError:
-        return False
-
-
-def declared_inputs(options: RunOptions, caller_cwd: str) -> tuple[tuple[ContextFileRead, ...], Frame | None]:
-    """Stage 6 (docs/hermetic.md#refusal-order): ``cwd-unusable``, ``retain-dir-unusable``,
-    ``substrate-embedded-workspace``, the ``--context`` refusals, the frame's refusals, ``observe-with-frame``,
-    ``frame-inadmissible``."""
-    unusable = unusable_directory(options)
-    if unusable is not None:
-        raise Refused(unusable)
-    if options.substrate_embedded:
-        workspace = workspace_of(options, caller_cwd, "/scratch")
-        if not os.path.basename(workspace).startswith("ws_"):
-            raise Refused(
-                Refusal(
-                    "substrate-embedded-workspace",
-                    f"--substrate-embedded needs a workspace whose name begins ws_, and {workspace} does not",
-                )
-            )
-    context = take(load_context_files(options.cwd, options.context)) if options.context else ()
-    frame: Frame | None = None
-    if options.frame is not None:
-        frame = take(read_frame_file(options.frame))
-    take(refuse_frame_beside_observe(options.decisions, options.frame))
-    if frame is not None:
-        frame = take(check_frame_admissible(frame))
-    return context, frame
-
-
-def tree_checks(options: RunOptions) -> None:
-    """Stage 7 (docs/hermetic.md#refusal-order): ``plugin-dir-unusable``, then ``input-unreadable`` for ``--hooks``,
-    ``--prices``, ``--driver`` and ``--subscription-token-file``."""
-    for directory in options.plugin_dir:
-        if not is_directory(directory):
-            raise Refused(Refusal("plugin-dir-unusable", f"--plugin-dir {directory} is missing or not a directory"))
-    for name, value in (
-        ("hooks", options.hooks),
-        ("prices", options.prices),
-        ("driver", options.driver),
-        ("subscription-token-file", options.subscription_token_file),
-    ):
-        if value is not None and not _readable_file(value):
-            raise Refused(Refusal("input-unreadable", f"--{name} {value} is not a readable regular file"))
 
 
 def materialise(launch: B10xLaunch) -> None:
@@ -287,18 +224,12 @@ def confined_launch(
     return msgspec.structs.replace(launch, attestation=hermetic), spawn
 
 
-def _staged(options: RunOptions, hold: RunHold, early: EarlySignal) -> Launched:
-    """Stages 5–9 of a b10x run in its refusal order: the credential, the view's refusals, the declared inputs
-    and trees, the audit, the program, the scratch tree, the route, the view, the probes (the engine checks the endpoint)."""
-    caller_env = caller_environment()
-    caller_cwd = os.getcwd()
-    take(credential_posture(environment_declaration(options, caller_cwd), caller_env, credential_file_present=False))
-    prepared = prepare(options, caller_env, None)
-    if isinstance(prepared, Refusal):
-        raise Refused(prepared)
-    early.check()
-    context, frame = declared_inputs(options, caller_cwd)
-    tree_checks(options)
+def _staged(inputs: B10xInputs, options: RunOptions, hold: RunHold, early: EarlySignal) -> Launched:
+    """Stages 8–9 of a b10x run, after its stages 5–7 (``inputs``): the audit, the memory walk, the program, the
+    plan, the scratch tree, the route, the view, the probes (the engine checks the endpoint)."""
+    caller_env, caller_cwd, prepared, context, frame = (
+        inputs.caller_env, inputs.caller_cwd, inputs.prepared, inputs.context, inputs.frame
+    )  # fmt: skip
     audit = RunAudit(options)
     early.check()
     walk = memory_facts(options)
@@ -360,6 +291,7 @@ def _drive(
     return msgspec.structs.replace(end, lost_record=transcript.refusal())
 
 
-def run_b10x(options: RunOptions) -> int:
-    """Run ``options`` (through stages 1–4) from stage 5 on; the exit code of docs/hermetic.md#exit-codes."""
-    return run_kind(options, _staged)
+def run_b10x(options: RunOptions, inputs: B10xInputs) -> int:
+    """Run ``options`` (through stages 1–7, ``inputs`` what stages 5–7 gathered) from stage 8 on; the exit code of
+    docs/hermetic.md#exit-codes."""
+    return run_kind(options, partial(_staged, inputs))

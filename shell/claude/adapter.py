@@ -61,9 +61,18 @@ class ClaudeLive:
     """claude's run, doctor, vectors and scripted child."""
 
     def run(self, options: RunOptions) -> int:
+        """Stages 5–7 first, so their refusals import no launch, loop or wind-up (docs/DEVELOPING.md#the-run-engine)."""
+        from returns.result import Failure
+
+        from metaharness.shell.claude.inputs import gathered_inputs
+        from metaharness.shell.refusals import refuse
+
+        inputs = gathered_inputs(options)
+        if isinstance(inputs, Failure):
+            return refuse(inputs.failure())
         from metaharness.shell.claude.run import run_claude
 
-        return run_claude(options)
+        return run_claude(options, inputs.unwrap())
 
     def doctor(self) -> int:
         from metaharness.shell.claude.doctor import run_claude_doctor

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import stat
 import sys
 from collections.abc import Callable
 from functools import partial
@@ -32,7 +31,7 @@ from metaharness.pure.claude.launch import (
     ClaudeRunSpec,
     plan_claude_launch,
 )
-from metaharness.pure.claude.plugins import PluginCopy, PluginFile, PluginTree, plan_plugins
+from metaharness.pure.claude.plugins import PluginCopy
 from metaharness.pure.claude.seam import SessionFacts
 from metaharness.pure.claude.session import open_session
 from metaharness.pure.claude.vendor import KIND, PINS, PROGRAM, WIRE_PATHS
@@ -44,15 +43,12 @@ from metaharness.pure.confinement import (
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import (
     EnvironmentDeclaration,
-    credential_posture,
-    custody_missing,
-    loopback_custody_token,
     operator_login_file,
     path_floor,
 )
 from metaharness.pure.events import Event, Transcript, WarningRaised
-from metaharness.pure.frames import Frame, refuse_frame_beside_observe
-from metaharness.pure.hermetic import MEMORY_SHAPES, MemoryWalk, VerdictFacts
+from metaharness.pure.frames import Frame
+from metaharness.pure.hermetic import MemoryWalk, VerdictFacts
 from metaharness.pure.loopback import (
     SYMBOLIC_PORT,
     loopback_expired,
@@ -60,84 +56,37 @@ from metaharness.pure.loopback import (
     upstream_root,
 )
 from metaharness.pure.options import RunOptions
-from metaharness.pure.refusal import Refusal
 from metaharness.pure.route_target import BridgeEndpoint, LoopbackPort, RouteTarget, VendorAtBridge, route_target
 from metaharness.pure.run_end import RunEnd
 from metaharness.pure.run_stages import decision_budget_ms, strict_version_refusal
-from metaharness.shell.bounded_reads import open_regular
-from metaharness.shell.catalogue_file import read_back_scratch_copy, read_catalogue
+from metaharness.shell.catalogue_file import read_back_scratch_copy
+from metaharness.shell.claude.inputs import ClaudeInputs, declaration_of
 from metaharness.shell.claude.live import drive_claude
-from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare
-from metaharness.shell.context_files import load_context_files
+from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine
 from metaharness.shell.facts import (
-    caller_environment,
-    directory_identity,
     gather_program_candidates,
     own_cli,
     probe_stdout,
     readable_regular_file,
 )
-from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.loopback import RouteProxy
 from metaharness.shell.run_engine import (
     LateEvents,
     Launched,
     LoopbackRoute,
     RunHold,
-    memory_walk_of,
     refuse_if,
     run_kind,
     start_route_proxy,
 )
 from metaharness.shell.staging import (
     EarlySignal,
-    Refused,
-    is_directory,
     stderr_line,
     take,
-    unusable_directory,
 )
 from metaharness.shell.transcript_copy import TranscriptCopy
+from metaharness.shell.tree_facts import directory_identity
 from metaharness.shell.wind_up import RunAudit
-
-
-def declaration_of(options: RunOptions) -> EnvironmentDeclaration:
-    """The credential, endpoint and actor declarations of a claude run (docs/hermetic.md#environment-floor,
-    #credentials); under loopback the port stays symbolic until the proxy listens (docs/hermetic.md#refusal-order
-    stage 8)."""
-    return EnvironmentDeclaration(
-        kind=KIND, credentials=options.credentials, actor=options.actor, model_endpoint=options.model_endpoint
-    )
-
-
-def credentials_stage(options: RunOptions, caller_env: dict[str, str]) -> str | None:
-    """Stage 5 (docs/hermetic.md#refusal-order): the declared credential's refusals; under loopback the custody file is
-    parsed once (``loopback-custody-unreadable``). Returns the custody path under loopback."""
-    declaration = declaration_of(options)
-    custody = operator_login_file(KIND, caller_env)
-    if options.credentials == "loopback":
-        try:
-            with open(custody or "", "rb") as handle:
-                data = handle.read()
-        except OSError as error:
-            raise Refused(custody_missing(KIND, custody, str(error.strerror or error))) from None
-        take(loopback_custody_token(KIND, data))
-        return custody
-    take(credential_posture(declaration, caller_env, readable_regular_file(custody)))
-    return None
-
-
-def declared_inputs(options: RunOptions) -> tuple[tuple[ContextFileRead, ...], Catalogue | None, Frame | None]:
-    """Stage 6: ``cwd-unusable``, ``retain-dir-unusable``, the ``--context`` refusals, the catalogue
-    file's refusals (before the frame), the frame's refusals and ``observe-with-frame``."""
-    unusable = unusable_directory(options)
-    if unusable is not None:
-        raise Refused(unusable)
-    context = take(load_context_files(options.cwd, options.context)) if options.context else ()
-    catalogue = take(read_catalogue(options.catalogue)) if options.catalogue is not None else None
-    frame = take(read_frame_file(options.frame)) if options.frame is not None else None
-    take(refuse_frame_beside_observe(options.decisions, options.frame))
-    return context, catalogue, frame
 
 
 def read_back(options: RunOptions, launch: ClaudeLaunch, catalogue: Catalogue, proxy_started: bool) -> None:
@@ -146,43 +95,6 @@ def read_back(options: RunOptions, launch: ClaudeLaunch, catalogue: Catalogue, p
     said = started_by_then(proxy_started=proxy_started, probed=options.strict_version)
     path = os.path.join(launch.scratch, CATALOGUE_FILE)
     take(read_back_scratch_copy(path, catalogue, options.catalogue or "", said))
-
-
-def plugin_tree(source: str) -> PluginTree:
-    """What is at one ``--plugin-dir``: its readable regular files (bytes and mode), the symlinks and
-    the entries of other kinds inside it, found without following any link or opening a FIFO."""
-    if os.path.islink(source) or not is_directory(source):
-        return PluginTree(source=source, is_directory=is_directory(source), is_symlink=os.path.islink(source))
-    files: list[PluginFile] = []
-    links: list[str] = []
-    special: list[str] = []
-    for base, directories, names in os.walk(source, followlinks=False):
-        for name in sorted(directories + names):
-            path = os.path.join(base, name)
-            relative = os.path.relpath(path, source)
-            status = os.lstat(path)
-            if stat.S_ISLNK(status.st_mode):
-                links.append(relative)
-            elif stat.S_ISREG(status.st_mode) and os.access(path, os.R_OK):
-                try:
-                    with open_regular(path) as handle:
-                        files.append(PluginFile(relative, handle.read(), stat.S_IMODE(status.st_mode)))
-                except OSError:
-                    special.append(relative)
-            elif not stat.S_ISDIR(status.st_mode) and not stat.S_ISREG(status.st_mode):
-                special.append(relative)
-    return PluginTree(
-        source=source, is_directory=True, is_symlink=False, files=tuple(files), symlinks=tuple(links),
-        special=tuple(special),
-    )  # fmt: skip
-
-
-def tree_checks(options: RunOptions) -> tuple[MemoryWalk, tuple[PluginCopy, ...]]:
-    """Stage 7: the memory walk (from the temp directory the scratch root is created in for a scratch
-    run, else above ``--cwd``; docs/hermetic.md#memory-file-walk) and the plugin directories
-    (``plugin-dir-unusable``)."""
-    walk = memory_walk_of(options.cwd, MEMORY_SHAPES[KIND])
-    return walk, take(plan_plugins(tuple(plugin_tree(source) for source in options.plugin_dir)))
 
 
 def materialise(launch: ClaudeLaunch, plugins: tuple[PluginCopy, ...]) -> None:
@@ -330,31 +242,13 @@ def confined_launch(
     return msgspec.structs.replace(launch, hermetic=hermetic), spawn
 
 
-NOT_BUILT = Refusal(
-    "not-built",
-    "--tool-surface owned without --catalogue is not built in this build for claude: it waits for "
-    "the owned verbs' call resolution (docs/adapters/claude.md#owned-surface-and-catalogue)",
-)
-"""The owned surface without a catalogue (its three verbs), refused rather than run as the native one."""
-
-
-def _staged(options: RunOptions, hold: RunHold, early: EarlySignal) -> Launched:
-    """Stages 5–9 of a claude run in its refusal order: the owned surface, the audit, the credential, the view,
-    the declared inputs and trees, the plan, the route and the re-plan onto it, the scratch tree, the view, the
-    probe, the catalogue's copy (the engine checks the endpoint)."""
-    if options.tool_surface == "owned" and options.catalogue is None:
-        raise Refused(NOT_BUILT)
-    caller_env = caller_environment()
-    caller_cwd = os.getcwd()
+def _staged(inputs: ClaudeInputs, options: RunOptions, hold: RunHold, early: EarlySignal) -> Launched:
+    """Stages 8–9 of a claude run, after its stages 5–7 (``inputs``): the audit, the plan, the route and the re-plan
+    onto it, the scratch tree, the view, the probe, the catalogue's copy (the engine checks the endpoint)."""
     audit = RunAudit(options)
-    custody = credentials_stage(options, caller_env)
-    prepared = prepare(options, caller_env, custody)
-    if isinstance(prepared, Refusal):
-        raise Refused(prepared)
     early.check()
-    context, catalogue, frame = declared_inputs(options)
-    walk, plugins = tree_checks(options)
-    early.check()
+    caller_env, caller_cwd, custody, prepared = inputs.caller_env, inputs.caller_cwd, inputs.custody, inputs.prepared
+    context, catalogue, frame, walk, plugins = inputs.context, inputs.catalogue, inputs.frame, inputs.walk, inputs.plugins
     scratch = hold.scratch_root("metaharness-")
     declaration = declaration_of(options)
     upstream = upstream_root(LOOPBACK, options.model_endpoint) if custody is not None else None
@@ -421,6 +315,7 @@ def _drive(
     return msgspec.structs.replace(end, lost_record=transcript.refusal())
 
 
-def run_claude(options: RunOptions) -> int:
-    """Run ``options`` (through stages 1–4) from stage 5 on; the exit code of docs/hermetic.md#exit-codes."""
-    return run_kind(options, _staged)
+def run_claude(options: RunOptions, inputs: ClaudeInputs) -> int:
+    """Run ``options`` (through stages 1–7, ``inputs`` what stages 5–7 gathered) from stage 8 on; the exit code of
+    docs/hermetic.md#exit-codes."""
+    return run_kind(options, partial(_staged, inputs))

@@ -43,9 +43,18 @@ class CodexLive:
     """codex's run, doctor, vectors and scripted child."""
 
     def run(self, options: RunOptions) -> int:
+        """Stages 5–6 first, so their refusals import no launch, loop or wind-up (docs/DEVELOPING.md#the-run-engine)."""
+        from returns.result import Failure
+
+        from metaharness.shell.codex.inputs import gathered_inputs
+        from metaharness.shell.refusals import refuse
+
+        inputs = gathered_inputs(options)
+        if isinstance(inputs, Failure):
+            return refuse(inputs.failure())
         from metaharness.shell.codex.run import run_codex
 
-        return run_codex(options)
+        return run_codex(options, inputs.unwrap())
 
     def doctor(self) -> int:
         from metaharness.shell.codex.doctor import doctor_codex

@@ -27,7 +27,7 @@ from returns.result import Result
 
 from metaharness.pure.bounds import RECORD_LINE_LIMIT
 from metaharness.pure.budgets import GRACE_S
-from metaharness.pure.catalogue import Catalogue, check_codex_names, started_by_then
+from metaharness.pure.catalogue import Catalogue, started_by_then
 from metaharness.pure.codex.app_server import CATALOGUE_COPY, app_server_args, catalogue_server_args
 from metaharness.pure.codex.app_server import open_session as open_conversation
 from metaharness.pure.codex.launch import CodexLaunch
@@ -45,7 +45,7 @@ from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_end import RunEnd
 from metaharness.pure.stop import TERMINATE
 from metaharness.shell.bounded_reads import LineCutter
-from metaharness.shell.catalogue_file import read_back_scratch_copy, read_catalogue, write_scratch_copy
+from metaharness.shell.catalogue_file import read_back_scratch_copy, write_scratch_copy
 from metaharness.shell.child_process import ChildStop
 from metaharness.shell.codex.live import CodexLoop
 from metaharness.shell.codex.rollout import RolloutTail
@@ -58,12 +58,6 @@ CATALOGUE_SERVER_LOG = "catalogue-server.stderr"
 
 if TYPE_CHECKING:
     from metaharness.shell.confinement import ConfinedSpawn
-
-
-def read_codex_catalogue(path: str) -> Result[Catalogue, Refusal]:
-    """Stage 6 on codex: the catalogue file's refusals (docs/hermetic.md#catalogue-refusals), then
-    ``catalogue-name-reserved`` for an entry app-server would refuse at ``thread/start``."""
-    return read_catalogue(path).bind(lambda catalogue: check_codex_names(catalogue, path))
 
 
 def place_catalogue(

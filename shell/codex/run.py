@@ -18,7 +18,6 @@ from functools import partial
 import msgspec
 from returns.result import Failure, Result, Success
 
-from metaharness.pure.bounds import CREDENTIAL_FILE_LIMIT
 from metaharness.pure.budgets import HOOK_TIMEOUT_S, SLOW_PROBE_S
 from metaharness.pure.catalogue import Catalogue
 from metaharness.pure.codex.adapter import LOOPBACK
@@ -30,18 +29,14 @@ from metaharness.pure.codex.skills import SKILL_FILE, skill_roots
 from metaharness.pure.codex.vendor import HONOURED_COMMANDS, KIND, PINS, PROGRAM, WIRE_PATHS
 from metaharness.pure.commands import control_unsupported, start_time_refusals
 from metaharness.pure.confinement import bridged_environment, confined_hermetic
-from metaharness.pure.context import ContextFileRead
 from metaharness.pure.decisions import open_desk
 from metaharness.pure.environment import (
     EnvironmentDeclaration,
-    credential_posture,
-    custody_missing,
-    loopback_custody_token,
     operator_login_file,
     path_floor,
 )
 from metaharness.pure.events import Transcript
-from metaharness.pure.frames import Frame, refuse_frame_beside_observe
+from metaharness.pure.frames import Frame
 from metaharness.pure.hermetic import MEMORY_SHAPES, VerdictFacts, memory_walk
 from metaharness.pure.loopback import (
     SYMBOLIC_PORT,
@@ -53,83 +48,23 @@ from metaharness.pure.refusal import Refusal
 from metaharness.pure.route_target import BridgeEndpoint, LoopbackPort, VendorAtBridge, route_target
 from metaharness.pure.run_end import RunEnd
 from metaharness.pure.run_stages import decision_budget_ms, strict_version_refusal
-from metaharness.shell.bounded_reads import read_regular
-from metaharness.shell.codex.app_server import drive_app_server, place_catalogue, read_codex_catalogue
+from metaharness.shell.codex.app_server import drive_app_server, place_catalogue
 from metaharness.shell.codex.config_home import config_home_effect
+from metaharness.shell.codex.inputs import CodexInputs, declared_inputs
 from metaharness.shell.codex.live import SUB_AGENT_COPIES, drive_codex
-from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare
-from metaharness.shell.context_files import load_context_files
+from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine
 from metaharness.shell.facts import (
     caller_environment,
-    directory_identity,
     gather_memory_facts,
     gather_program_candidates,
     own_cli,
     probe_stdout,
     readable_regular_file,
 )
-from metaharness.shell.frame_file import read_frame_file
-from metaharness.shell.run_engine import (
-    LateEvents,
-    Launched,
-    LoopbackRoute,
-    RunHold,
-    memory_walk_of,
-    run_kind,
-    start_route_proxy,
-)
-from metaharness.shell.staging import EarlySignal, stderr_line, take, unusable_directory
+from metaharness.shell.run_engine import LateEvents, Launched, LoopbackRoute, RunHold, run_kind, start_route_proxy
+from metaharness.shell.staging import EarlySignal, stderr_line, take
+from metaharness.shell.tree_facts import directory_identity, memory_walk_of
 from metaharness.shell.wind_up import RunAudit
-
-
-def _declared_inputs(
-    options: RunOptions,
-) -> Result[tuple[str | None, tuple[ContextFileRead, ...], Frame | None], Refusal]:
-    """Stage 6 without the catalogue: ``cwd-unusable``, ``retain-dir-unusable``, the
-    ``--context`` refusals, then the frame and ``observe-with-frame``; :func:`_start` reads the
-    catalogue between the context files and the frame, as claude and b10x do."""
-    cwd = os.path.abspath(options.cwd) if options.cwd is not None else None
-    unusable = unusable_directory(options)
-    if unusable is not None:
-        return Failure(unusable)
-    context = load_context_files(cwd, options.context)
-    if isinstance(context, Failure):
-        return context
-    frame: Frame | None = None
-    if options.frame is not None:
-        loaded = read_frame_file(options.frame)
-        if isinstance(loaded, Failure):
-            return loaded
-        frame = loaded.unwrap()
-    beside = refuse_frame_beside_observe(options.decisions, options.frame)
-    if isinstance(beside, Failure):
-        return beside
-    return Success((cwd, context.unwrap(), frame))
-
-
-def _inputs_before_catalogue(options: RunOptions) -> Result[None, Refusal]:
-    """The stage-6 checks that come before the catalogue file's: the directories and the context files."""
-    unusable = unusable_directory(options)
-    if unusable is not None:
-        return Failure(unusable)
-    cwd = os.path.abspath(options.cwd) if options.cwd is not None else None
-    return load_context_files(cwd, options.context).map(lambda _: None)
-
-
-def custody_stage(options: RunOptions, caller_env: dict[str, str]) -> Result[str | None, Refusal]:
-    """Stage 5 (docs/hermetic.md#refusal-order): off loopback the declared credential's refusals, before any declared
-    input is read, and ``None``; under loopback (docs/adapters/common.md#endpoint-route) the custody ``auth.json``
-    parsed once (``loopback-custody-unreadable``, ``loopback-chatgpt-login``) and its path."""
-    if options.credentials != "loopback":
-        declaration = EnvironmentDeclaration(kind=KIND, credentials=options.credentials)
-        present = readable_regular_file(operator_login_file(KIND, caller_env))
-        return credential_posture(declaration, caller_env, present).map(lambda _: None)
-    custody = operator_login_file(KIND, caller_env)
-    try:
-        data = read_regular(custody or "", CREDENTIAL_FILE_LIMIT)
-    except OSError as error:
-        return Failure(custody_missing(KIND, custody, str(error.strerror or error)))
-    return loopback_custody_token(KIND, data).map(lambda _: custody)
 
 
 def plan_run(
@@ -143,7 +78,7 @@ def plan_run(
     still be symbolic. ``catalogue`` is the checked catalogue of a catalogue run (H10 names its copy)."""
     caller_env = caller_environment()
     credential_file = operator_login_file(KIND, caller_env)
-    inputs = _declared_inputs(options)
+    inputs = declared_inputs(options)
     if isinstance(inputs, Failure):
         return inputs
     cwd, context, frame = inputs.unwrap()
@@ -297,27 +232,11 @@ def verdict_facts(options: RunOptions, launch: CodexLaunch) -> VerdictFacts:
 Started = tuple[CodexLaunch, Frame | None, Catalogue | None, Prepared | None]
 
 
-def _start(options: RunOptions, run: str, hold: RunHold) -> Result[Started, Refusal]:
-    """Stages 5–9 (c): plan, start the route proxy (loopback, or any route of a confined run) into ``hold`` and
-    re-plan pointed at it; the catalogue is read and checked after the credentials and the confinement's
-    refusals."""
+def _start(options: RunOptions, inputs: CodexInputs, run: str, hold: RunHold) -> Result[Started, Refusal]:
+    """Stages 6–9 (c) after stages 5–6 (``inputs``): plan, start the route proxy (loopback, or any route of a confined
+    run) into ``hold`` and re-plan pointed at it."""
     scratch = hold.scratch or ""
-    caller_env = caller_environment()
-    custody = custody_stage(options, caller_env)
-    if isinstance(custody, Failure):
-        return custody
-    path = custody.unwrap()
-    prepared = prepare(options, caller_env, path)
-    if isinstance(prepared, Refusal):
-        return Failure(prepared)
-    read = (
-        _inputs_before_catalogue(options).bind(lambda _: read_codex_catalogue(options.catalogue or ""))
-        if options.catalogue is not None
-        else Success(None)
-    )
-    if isinstance(read, Failure):
-        return read
-    catalogue = read.unwrap()
+    path, prepared, catalogue = inputs.custody, inputs.prepared, inputs.catalogue
     loopback = None if path is None else (path, loopback_placeholder(run, secrets.token_bytes(12)), SYMBOLIC_PORT)
     planned = plan_run(options, scratch, loopback, catalogue)
     route = None if prepared is None else prepared.route
@@ -388,13 +307,13 @@ def confined_launch(
                     None if served is None else served.unwrap()))  # fmt: skip
 
 
-def _staged(options: RunOptions, hold: RunHold, early: EarlySignal) -> Launched:
-    """Stages 5–9 of a codex run in its refusal order: the scratch root first, the audit, the credential, the view,
-    the catalogue, the plan and the route (:func:`_start`), the scratch tree, the probe, the catalogue's copy, the
-    view of the command (and of the catalogue server); the engine checks the endpoint."""
+def _staged(inputs: CodexInputs, options: RunOptions, hold: RunHold, early: EarlySignal) -> Launched:
+    """Stages 6–9 of a codex run after its stages 5–6 (``inputs``): the scratch root, the audit, the plan and the
+    route (:func:`_start`), the scratch tree, the probe, the catalogue's copy, the view of the command (and of the
+    catalogue server); the engine checks the endpoint."""
     hold.scratch_root("metaharness-codex-")
     audit = RunAudit(options)
-    launch, frame, catalogue, prepared = take(_start(options, hold.run_id, hold))
+    launch, frame, catalogue, prepared = take(_start(options, inputs, hold.run_id, hold))
     early.check()
     materialise(launch, options.plugin_dir)
     if options.strict_version:
@@ -436,6 +355,7 @@ def _drive(
     )  # fmt: skip
 
 
-def run_codex(options: RunOptions) -> int:
-    """Run ``options`` (kind ``codex``, through stages 1–4) from stage 5 on; the exit of docs/hermetic.md#exit-codes."""
-    return run_kind(options, _staged)
+def run_codex(options: RunOptions, inputs: CodexInputs) -> int:
+    """Run ``options`` (kind ``codex``, through stages 1–6, ``inputs`` what stages 5–6 gathered) on; the exit of
+    docs/hermetic.md#exit-codes."""
+    return run_kind(options, partial(_staged, inputs))

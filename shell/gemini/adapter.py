@@ -37,9 +37,18 @@ class GeminiLive:
     """gemini's run, doctor, vectors and scripted child."""
 
     def run(self, options: RunOptions) -> int:
+        """Stages 5–6 first, so their refusals import no launch, loop or wind-up (docs/DEVELOPING.md#the-run-engine)."""
+        from returns.result import Failure
+
+        from metaharness.shell.gemini.inputs import gathered_inputs
+        from metaharness.shell.refusals import refuse
+
+        inputs = gathered_inputs(options)
+        if isinstance(inputs, Failure):
+            return refuse(inputs.failure())
         from metaharness.shell.gemini.run import run_gemini
 
-        return run_gemini(options)
+        return run_gemini(options, inputs.unwrap())
 
     def doctor(self) -> int:
         from metaharness.shell.gemini.doctor import run_gemini_doctor

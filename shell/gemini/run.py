@@ -15,13 +15,12 @@ from functools import partial
 
 import msgspec
 
-from metaharness.pure.bounds import CREDENTIAL_FILE_LIMIT
 from metaharness.pure.budgets import HOOK_TIMEOUT_S, SLOW_PROBE_S
 from metaharness.pure.confinement import confined_hermetic
 from metaharness.pure.context import ContextFileRead
-from metaharness.pure.environment import EnvironmentDeclaration, loopback_custody_token, operator_login_file, path_floor
+from metaharness.pure.environment import EnvironmentDeclaration, path_floor
 from metaharness.pure.events import Transcript
-from metaharness.pure.frames import Frame, refuse_frame_beside_observe
+from metaharness.pure.frames import Frame
 from metaharness.pure.gemini.adapter import KIND, LOOPBACK, PINS, PROGRAM, endpoint_paths
 from metaharness.pure.gemini.doctor import version_token
 from metaharness.pure.gemini.launch import GeminiLaunch, GeminiRunSpec, plan_gemini_launch
@@ -34,18 +33,10 @@ from metaharness.pure.refusal import Refusal
 from metaharness.pure.route_target import BridgeEndpoint, LoopbackPort, route_target
 from metaharness.pure.run_end import RunEnd
 from metaharness.pure.run_stages import decision_budget_ms, strict_version_refusal
-from metaharness.shell.bounded_reads import read_regular
-from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine, prepare
-from metaharness.shell.context_files import load_context_files
-from metaharness.shell.facts import (
-    caller_environment,
-    directory_identity,
-    gather_memory_facts,
-    gather_program_candidates,
-    probe_stdout,
-)
-from metaharness.shell.frame_file import read_frame_file
+from metaharness.shell.confinement import ConfinedSpawn, Prepared, confine
+from metaharness.shell.facts import caller_environment, gather_memory_facts, gather_program_candidates, probe_stdout
 from metaharness.shell.gemini.config_home import config_home_effect
+from metaharness.shell.gemini.inputs import GeminiInputs
 from metaharness.shell.gemini.live import drive_gemini
 from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.run_engine import (
@@ -53,27 +44,14 @@ from metaharness.shell.run_engine import (
     Launched,
     LoopbackRoute,
     RunHold,
-    memory_walk_of,
     refuse_if,
     run_kind,
     start_route_proxy,
     start_route_refused,
 )
-from metaharness.shell.staging import EarlySignal, Refused, stderr_line, take, unusable_directory
+from metaharness.shell.staging import EarlySignal, Refused, stderr_line, take
+from metaharness.shell.tree_facts import directory_identity, memory_walk_of
 from metaharness.shell.wind_up import RunAudit
-
-
-def declared_inputs(options: RunOptions) -> tuple[tuple[ContextFileRead, ...], Frame | None]:
-    """Stage 6: ``cwd-unusable``, ``retain-dir-unusable``, the ``--context`` refusals, the frame's refusals and
-    ``observe-with-frame``."""
-    unusable = unusable_directory(options)
-    if unusable is not None:
-        raise Refused(unusable)
-    cwd = os.path.abspath(options.cwd) if options.cwd is not None else None
-    context = take(load_context_files(cwd, options.context)) if options.context else ()
-    frame = take(read_frame_file(options.frame)) if options.frame is not None else None
-    take(refuse_frame_beside_observe(options.decisions, options.frame))
-    return context, frame
 
 
 def workspace_entries(cwd: str | None) -> tuple[str, ...]:
@@ -95,20 +73,6 @@ class Custody(msgspec.Struct, frozen=True):
     path: str
     placeholder: str
     port: str
-
-
-def custody_stage(options: RunOptions) -> str | None:
-    """Stage 5 under loopback: the custody ``~/.gemini/.env`` is parsed once (``loopback-custody-unreadable``);
-    its path, or ``None`` off loopback."""
-    if options.credentials != "loopback":
-        return None
-    path = operator_login_file(KIND, caller_environment()) or ""
-    try:
-        data = read_regular(path, CREDENTIAL_FILE_LIMIT)
-    except OSError as error:
-        raise Refused(Refusal("loopback-custody-unreadable", f"{path}: {error.strerror or error}")) from None
-    take(loopback_custody_token(KIND, data))
-    return path
 
 
 def plan(options: RunOptions, scratch: str, context: tuple[ContextFileRead, ...], frame: Frame | None,
@@ -235,16 +199,14 @@ def loopback_plan(options: RunOptions, path: str, prepared: Prepared | None, hol
     return plan(options, scratch, context, frame, hook_timeout_s, Custody(path, placeholder, target.port))
 
 
-def _staged(options: RunOptions, hold: RunHold, early: EarlySignal, hook_timeout_s: int | None) -> Launched:
-    """Stages 5–9 of a gemini run in its refusal order: the audit, the custody, the view, the declared inputs, the
-    plan with its route, the scratch tree and the hook channel, the probe, the view (the engine checks the endpoint)."""
+def _staged(
+    inputs: GeminiInputs, options: RunOptions, hold: RunHold, early: EarlySignal, hook_timeout_s: int | None
+) -> Launched:
+    """Stages 7–9 of a gemini run, after its stages 5–6 (``inputs``): the audit, the plan with its route, the
+    scratch tree and the hook channel, the probe, the view (the engine checks the endpoint)."""
     audit = RunAudit(options)
-    custody = custody_stage(options)
-    prepared = prepare(options, caller_environment(), custody)
-    if isinstance(prepared, Refusal):
-        raise Refused(prepared)
-    context, frame = declared_inputs(options)
     early.check()
+    custody, prepared, context, frame = inputs.custody, inputs.prepared, inputs.context, inputs.frame
     hold.scratch_root("metaharness-gemini-")
     launch = routed_plan(options, prepared, custody, hold, context, frame, hook_timeout_s)
     channel = materialise(launch)
@@ -282,10 +244,11 @@ def _drive(
         )  # fmt: skip
 
 
-def run_gemini(options: RunOptions, hook_timeout_s: int | None = None) -> int:
-    """Run ``options`` (through stages 1–4) from stage 5 on; the exit code of docs/hermetic.md#exit-codes.
+def run_gemini(options: RunOptions, inputs: GeminiInputs, hook_timeout_s: int | None = None) -> int:
+    """Run ``options`` (through stages 1–6, ``inputs`` what stages 5–6 gathered) from stage 7 on; the exit code of
+    docs/hermetic.md#exit-codes.
     ``hook_timeout_s`` shortens the hook's timeout (tests only); else ``--decision-deadline`` sets it
     (docs/decisions.md#deadlines)."""
     if hook_timeout_s is None and options.decision_deadline is not None:
         hook_timeout_s = decision_budget_ms(options.decision_deadline, HOOK_TIMEOUT_S * 1000) // 1000
-    return run_kind(options, partial(_staged, hook_timeout_s=hook_timeout_s))
+    return run_kind(options, partial(_staged, inputs, hook_timeout_s=hook_timeout_s))
