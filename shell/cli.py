@@ -149,6 +149,10 @@ def _given(ctx: click.Context) -> frozenset[str]:
     )
 
 
+_REPEATED = ("allow_program", "context", "plugin_dir", "plugin", "write_scope", "confine_read")
+"""``run``'s repeatable options, which click hands over as lists and ``RunOptions`` holds as tuples."""
+
+
 @cli.command(cls=_TrailingWordsCommand, optional_hermetic=True, context_settings=_CONTEXT)
 @click.argument("kind", type=_KIND)
 @click.option("-p", "--prompt", metavar="TEXT", help="The task: the user turn (claude, codex) or loop --input (b10x).")
@@ -214,54 +218,8 @@ def run(ctx: click.Context, /, **values: Any) -> int:
     from metaharness.pure.options import RunOptions, check_run_options
     from metaharness.shell.auditor import gather_audit_facts
 
-    options = RunOptions(
-        kind=values["kind"],
-        prompt=values["prompt"],
-        decisions=values["decisions"],
-        frame=values["frame"],
-        actor=values["actor"],
-        model=values["model"],
-        effort=values["effort"],
-        max_turns=values["max_turns"],
-        credentials=values["credentials"],
-        api_key_secret=values["api_key_secret"],
-        model_endpoint=values["model_endpoint"],
-        model_wire=values["model_wire"],
-        subscription_token_file=values["subscription_token_file"],
-        subscription_token_env=values["subscription_token_env"],
-        subscription_token_pointer=values["subscription_token_pointer"],
-        tool_surface=values["tool_surface"],
-        allow_program=tuple(values["allow_program"]),
-        catalogue=values["catalogue"],
-        context=tuple(values["context"]),
-        plugin_dir=tuple(values["plugin_dir"]),
-        plugin=tuple(values["plugin"]),
-        cwd=values["cwd"],
-        scratch_cwd=values["scratch_cwd"],
-        hermetic=values["hermetic"],
-        audit=values["audit"],
-        spec=values["spec"],
-        auditor=values["auditor"],
-        auditor_args=ctx.meta["trailing_words"],
-        strict_version=values["strict_version"],
-        retain_dir=values["retain_dir"],
-        timeout=values["timeout"],
-        decision_deadline=values["decision_deadline"],
-        events=values["events"],
-        quiet=values["quiet"],
-        hooks=values["hooks"],
-        driver=values["driver"],
-        toolchain=values["toolchain"],
-        prices=values["prices"],
-        write_scope=tuple(values["write_scope"]),
-        scope_announce=values["scope_announce"],
-        substrate=values["substrate"],
-        substrate_embedded=values["substrate_embedded"],
-        cgroup_root=values["cgroup_root"],
-        confine=values["confine"],
-        confine_read=tuple(values["confine_read"]),
-        given=_given(ctx),
-    )
+    repeated = {name: tuple(values[name]) for name in _REPEATED if name in values}
+    options = RunOptions(**{**values, **repeated}, auditor_args=ctx.meta["trailing_words"], given=_given(ctx))
     checked = check_run_options(options, gather_audit_facts(options, os.environ.get("PATH", "")))
     if isinstance(checked, Failure):
         return refuse(checked.failure())
