@@ -131,3 +131,10 @@ def first_duplicate_key(raw: bytes | str) -> str | None:
     except ValueError:
         return None
     return None
+
+CALL_MEMORY_LIMIT = 4096
+"""Calls one generation of a per-call memory holds (the desk's correlation keys, the b10x answers written,
+codex's announced calls and their completions, claude's usage per message): a record's state stays bounded
+in its length, holding between this many and twice this many closed calls, and a call id presented again
+after that many later calls is read as a new call (docs/events.md#replay, docs/decisions.md#correlation-and-abandonment).
+Calls still open are never forgotten."""

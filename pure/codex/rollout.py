@@ -15,6 +15,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from metaharness.pure.bounds import decode_bounded
+from metaharness.pure.call_memory import CallMemory
 from metaharness.pure.codex.rendering import operation_names, resolve_call
 from metaharness.pure.codex.sandbox import SandboxGrant, sandbox_grant
 from metaharness.pure.events import (
@@ -93,8 +94,10 @@ class RolloutReader(msgspec.Struct, frozen=True, kw_only=True):
     last_complete_at: str | UnsetType = UNSET
     last_usage: Usage | None = None
     observed: tuple[ObservedModel, ...] = ()
-    calls: dict[str, CallFacts] = msgspec.field(default_factory=dict)
-    evidence: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
+    calls: CallMemory[CallFacts] = CallMemory()
+    """The announced calls (the last ``CALL_MEMORY_LIMIT`` or more)."""
+    evidence: CallMemory[dict[str, Any]] = CallMemory()
+    """The recorded completions by item or call id (the last ``CALL_MEMORY_LIMIT`` or more)."""
     grant: SandboxGrant | None = None
     agents: tuple[str, ...] = ()
     """The sub-agents' thread ids this record names (``SubAgentActivity`` items): only their rollouts are read."""
@@ -357,7 +360,7 @@ def _response_item(
     if subtype in ("function_call", "custom_tool_call") and call_id is not None:
         name = _str(payload.get("name")) or ""
         requested = recorded_request(call_id, name, _call_input(payload))
-        calls = {**reader.calls, call_id: CallFacts(name, reader.turn_id)}
+        calls = reader.calls.set(call_id, CallFacts(name, reader.turn_id))
         return msgspec.structs.replace(reader, calls=calls), (Announced(call_id, requested, at),)
     if subtype in ("function_call_output", "custom_tool_call_output") and call_id is not None:
         result, warning = _result(reader, call_id, payload.get("output"))
@@ -407,7 +410,7 @@ def _event_msg(
             and isinstance(item.get("id"), str)
         ):
             noted = {**item, "_turn_id": _str(payload.get("turn_id")), "_at": at}
-            reader = msgspec.structs.replace(reader, evidence={**reader.evidence, item["id"]: noted})
+            reader = msgspec.structs.replace(reader, evidence=reader.evidence.set(item["id"], noted))
         return reader, (opaque,)
     if subtype == "patch_apply_end" and isinstance(payload.get("call_id"), str):
         status = "completed" if payload.get("success") is True else "failed"
@@ -418,7 +421,7 @@ def _event_msg(
             "stdout": payload.get("stdout"),
             "_turn_id": _str(payload.get("turn_id")),
         }
-        reader = msgspec.structs.replace(reader, evidence={**reader.evidence, payload["call_id"]: noted})
+        reader = msgspec.structs.replace(reader, evidence=reader.evidence.set(payload["call_id"], noted))
         return reader, (opaque,)
     if subtype in ("error", "turn_aborted"):
         reader = msgspec.structs.replace(reader, error_in_turn=True)
