@@ -90,7 +90,7 @@ def too_deep(raw: bytes, limit: int = JSON_DEPTH_LIMIT) -> bool:
     strings do not count; an opener never closed counts as open to the end). At once when ``raw``
     holds at most ``limit`` openers; else linear in ``raw`` for each level peeled, strings set aside
     only when counting their brackets too would exceed the limit."""
-    if raw.count(b"[") + raw.count(b"{") <= limit:
+    if len(raw) <= limit or raw.count(b"[") + raw.count(b"{") <= limit:
         return False
     if not _nesting_exceeds(raw.translate(_BRACKETS_ONLY, _NOT_BRACKETS), limit):
         return False
