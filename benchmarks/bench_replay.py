@@ -7,7 +7,8 @@ message) repeated with fresh call and item ids, then its closing line. Each meas
 interpreter (``ru_maxrss`` is per process): the baseline decodes every line with ``msgspec.json.decode``;
 the replay runs ``metaharness replay KIND`` in-process with stdout to ``/dev/null``. Reported: peak RSS of
 each at both sizes and the 400k/50k ratio (flat: near 1), and the replay's time over the decode's, median
-and p90 of REPEATS interleaved runs. Aims: the 400k/50k memory ratio ≤ 1.2; replay ≤ 3× the decode.
+and p90 of REPEATS interleaved runs, and per line (the 400k−50k difference of each, which leaves out the
+verb's start-up: its imports and the opening). Aims: the 400k/50k memory ratio ≤ 1.2; replay ≤ 3× the decode.
 
 Run: ``.venv/bin/python benchmarks/bench_replay.py [REPEATS] [KIND...]``.
 """
@@ -116,6 +117,12 @@ def main() -> None:
                 print(f"{kind:>6} replay/decode time at {size // 1000}k lines: {ratio:.2f}× median, "
                       f"{p90(ratios):.2f}× p90 (aim ≤ 3)")  # fmt: skip
                 summary[kind][f"time_ratio_{size // 1000}k"] = round(ratio, 2)
+            marginal = (median[f"replay {large}"][0] - median[f"replay {small}"][0]) / (
+                median[f"decode {large}"][0] - median[f"decode {small}"][0]
+            )
+            print(f"{kind:>6} replay/decode time per line ({large // 1000}k − {small // 1000}k, start-up left out): "
+                  f"{marginal:.2f}×")  # fmt: skip
+            summary[kind]["time_ratio_per_line"] = round(marginal, 2)
     print(json.dumps(summary))
 
 

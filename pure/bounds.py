@@ -132,7 +132,7 @@ def first_duplicate_key(raw: bytes | str) -> str | None:
         return None
     return None
 
-CALL_MEMORY_LIMIT = 4096
+CALL_MEMORY_LIMIT = 1024
 """Calls one generation of a per-call memory holds (the desk's correlation keys, the b10x answers written,
 codex's announced calls and their completions, claude's usage per message): a record's state stays bounded
 in its length, holding between this many and twice this many closed calls, and a call id presented again
