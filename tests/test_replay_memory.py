@@ -17,7 +17,8 @@ from metaharness.pure.claude.seam import RecordState, map_record
 from metaharness.pure.codex.replay import replay_launch
 from metaharness.pure.codex.rollout import RolloutReader, read_rollout_line
 from metaharness.pure.decisions import Emit, PresentedCall, open_desk, present
-from metaharness.pure.events import WarningRaised
+from metaharness.pure.events import Deny, ToolDecided, WarningRaised
+from metaharness.pure.frames import Operation, seal_frame
 
 VECTORS = Path(__file__).resolve().parents[1] / "vectors"
 CALLS = 3 * CALL_MEMORY_LIMIT
@@ -103,3 +104,27 @@ def test_call_memory_carries_open_keys_across_a_turn_of_generation() -> None:
     for number in range(10):
         memory = memory.set(str(number), number, open_ids=("0",))
     assert memory.get("0") == 0 and memory.get("9") == 9 and memory.get("1") is None and len(memory) <= 6
+
+
+def test_a_flood_of_calls_cannot_carry_a_forgotten_call_past_the_frame() -> None:
+    """Hostile: a child floods calls to push a denied call out of the window, then presents it again with
+    another input; the frame in force decides it afresh, so the flood buys no write."""
+    frame = seal_frame({
+        "workflow": {"id": "w", "version": "1"}, "node": {"id": "n"},
+        "step": {"workflow": "w", "state": "s", "index": 0, "attempt": 0},
+        "prior": [], "obligations": [], "reaching": [], "next": [], "handoff": {"handoff": "none"},
+        "operations": [{"op": "file.read"}], "entities": None,
+    }).unwrap()  # fmt: skip
+    desk = open_desk("frame", frame)
+
+    def write(call_id: str, text: str) -> PresentedCall:
+        return PresentedCall(call_id=call_id, name="file_write", input={"path": "n.md", "text": text},
+                             seam="control_request", operations=(Operation("file.write"),), subjects=("file:n.md",))  # fmt: skip
+
+    desk, _ = present(desk, write("w", "first"))
+    for number in range(CALLS):
+        desk, _ = present(desk, PresentedCall(call_id=f"c{number}", name="file_read", input={}, seam="none"))
+    assert "w" not in desk.calls
+    desk, effects = present(desk, write("w", "second"))
+    decided = [e.event for e in effects if isinstance(e, Emit) and isinstance(e.event, ToolDecided)]
+    assert len(decided) == 1 and isinstance(decided[0].decision, Deny) and decided[0].decided_by == "frame"
