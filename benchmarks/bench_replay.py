@@ -1,15 +1,16 @@
 """``metaharness replay`` streams (docs/events.md#replay): its peak memory at 50k and 400k record lines,
-and its time against a plain msgspec decode of the same lines, measured in the same run.
+and its time against a plain msgspec decode of the same lines, measured in the same run, for b10x and codex (and claude when named).
 
-A b10x record is built from the golden loop record of the vectors: its opening line, then its middle
-(a turn with a read call, a turn of text) repeated with fresh call ids, then its ``finished`` line.
-Each measurement runs in a fresh interpreter (``ru_maxrss`` is per process): the baseline decodes
-every line with ``msgspec.json.decode``; the replay runs ``metaharness replay b10x`` in-process with
-stdout to ``/dev/null``. Reported: peak RSS of each at both sizes and the 400k/50k ratio (flat: near 1),
-and the replay's time over the decode's, median of REPEATS interleaved runs. Aims: the 400k/50k memory
-ratio ≤ 1.2; replay ≤ 3× the decode.
+Each kind's record is built from one of its vectors: its opening lines, then its middle (b10x: a turn with a
+read call and a turn of text; codex: a custom tool call, its completion and output, token counts and a
+message) repeated with fresh call and item ids, then its closing line. Each measurement runs in a fresh
+interpreter (``ru_maxrss`` is per process): the baseline decodes every line with ``msgspec.json.decode``;
+the replay runs ``metaharness replay KIND`` in-process with stdout to ``/dev/null``. Reported: peak RSS of
+each at both sizes and the 400k/50k ratio (flat: near 1), and the replay's time over the decode's, median
+and p90 of REPEATS interleaved runs, and per line (the 400k−50k difference of each, which leaves out the
+verb's start-up: its imports and the opening). Aims: the 400k/50k memory ratio ≤ 1.2; replay ≤ 3× the decode.
 
-Run: ``.venv/bin/python benchmarks/bench_replay.py [REPEATS]``.
+Run: ``.venv/bin/python benchmarks/bench_replay.py [REPEATS] [KIND...]``.
 """
 
 from __future__ import annotations
@@ -21,8 +22,20 @@ import sys
 import tempfile
 from pathlib import Path
 
-GOLDEN = Path(__file__).resolve().parent.parent / "vectors" / "b10x" / "golden" / "loop.jsonl"
+VECTORS = Path(__file__).resolve().parent.parent / "vectors"
+RECORDS = {
+    "b10x": (VECTORS / "b10x" / "golden" / "loop.jsonl", 1, (b"call_b10x_001",)),
+    "codex": (
+        VECTORS / "codex" / "record" / "shell.jsonl",
+        13,
+        (b"call_b10x_001", b"fc_b10x_001", b"exec-3df565c9-38c2-4104-95b4-7bd82b10c931", b"msg_b10x_006",
+         b"resp_b10x_005", b"resp_b10x_006"),
+    ),
+    "claude": (VECTORS / "claude" / "record" / "bash.jsonl", 1, (b"toolu_b10x_001", b"msg_b10x_001", b"msg_b10x_002")),
+}
+"""Each kind's vector, how many opening lines it keeps before the repeated middle, and the ids made fresh."""
 REPEATS = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+KINDS = tuple(sys.argv[2:]) or ("b10x", "codex")
 SIZES = (50_000, 400_000)
 
 DECODE = """
@@ -40,54 +53,77 @@ sys.stdout = open(os.devnull, "w")
 from metaharness.shell.cli import cli
 started = time.perf_counter()
 try:
-    cli.main(["replay", "b10x", sys.argv[1]], standalone_mode=False)
+    cli.main(["replay", sys.argv[2], sys.argv[1]], standalone_mode=False)
 except SystemExit:
     pass
 sys.stderr.write(f"{time.perf_counter() - started} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n")
 """
 
 
-def record(lines: int, path: Path) -> None:
-    golden = GOLDEN.read_bytes().splitlines()
-    opening, middle, closing = golden[0], golden[1:-1], golden[-1]
+def record(kind: str, lines: int, path: Path) -> None:
+    """A ``kind`` record of about ``lines`` lines: the vector's opening, its middle repeated with fresh ids, its end."""
+    vector, head, ids = RECORDS[kind]
+    golden = vector.read_bytes().splitlines()
+    opening, middle, closing = golden[:head], golden[head:-1], golden[-1]
     with path.open("wb") as out:
-        out.write(opening + b"\n")
-        written = 2
+        out.write(b"".join(line + b"\n" for line in opening))
+        written = head + 1
         cycle = 0
         while written + len(middle) <= lines:
             cycle += 1
             for line in middle:
-                out.write(line.replace(b"call_b10x_001", f"call_{cycle:07d}".encode()) + b"\n")
+                for fresh in ids:
+                    line = line.replace(fresh, fresh + f"_{cycle:07d}".encode())
+                out.write(line + b"\n")
             written += len(middle)
         out.write(closing + b"\n")
 
 
-def measure(script: str, path: Path) -> tuple[float, int]:
-    """(seconds, peak RSS in KiB) of ``script`` run on ``path`` in a fresh interpreter."""
-    done = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, check=True)
+def measure(script: str, *args: str) -> tuple[float, int]:
+    """(seconds, peak RSS in KiB) of ``script`` run on ``args`` in a fresh interpreter."""
+    done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, check=True)
     seconds, rss = (done.stdout or done.stderr).split()
     return float(seconds), int(rss)
 
 
+def p90(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
+
+
 def main() -> None:
+    summary: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as scratch:
-        paths = {size: Path(scratch, f"{size}.jsonl") for size in SIZES}
-        for size, path in paths.items():
-            record(size, path)
-        results: dict[str, list[tuple[float, int]]] = {}
-        for _ in range(REPEATS):
+        for kind in KINDS:
+            paths = {size: Path(scratch, f"{kind}-{size}.jsonl") for size in SIZES}
             for size, path in paths.items():
-                results.setdefault(f"decode {size}", []).append(measure(DECODE, path))
-                results.setdefault(f"replay {size}", []).append(measure(REPLAY, path))
-    median = {name: (statistics.median(s for s, _ in runs), statistics.median(r for _, r in runs)) for name, runs in results.items()}
-    for name, (seconds, rss) in median.items():
-        print(f"{name:>15}: {seconds * 1000:8.0f} ms, peak RSS {rss / 1024:6.1f} MiB")
-    small, large = SIZES
-    print(f"replay peak RSS {large // 1000}k/{small // 1000}k: {median[f'replay {large}'][1] / median[f'replay {small}'][1]:.2f} (aim ≤ 1.2)")
-    for size in SIZES:
-        ratio = median[f"replay {size}"][0] / median[f"decode {size}"][0]
-        print(f"replay/decode time at {size // 1000}k lines: {ratio:.2f}× (aim ≤ 3)")
-    print(json.dumps({name: {"ms": round(s * 1000), "rss_kib": r} for name, (s, r) in median.items()}))
+                record(kind, size, path)
+            results: dict[str, list[tuple[float, int]]] = {}
+            for _ in range(REPEATS):
+                for size, path in paths.items():
+                    results.setdefault(f"decode {size}", []).append(measure(DECODE, str(path)))
+                    results.setdefault(f"replay {size}", []).append(measure(REPLAY, str(path), kind))
+            median = {name: (statistics.median(s for s, _ in runs), statistics.median(r for _, r in runs))
+                      for name, runs in results.items()}  # fmt: skip
+            for name, (seconds, rss) in median.items():
+                print(f"{kind:>6} {name:>15}: {seconds * 1000:8.0f} ms, peak RSS {rss / 1024:6.1f} MiB")
+            small, large = SIZES
+            growth = median[f"replay {large}"][1] / median[f"replay {small}"][1]
+            print(f"{kind:>6} replay peak RSS {large // 1000}k/{small // 1000}k: {growth:.2f} (aim ≤ 1.2)")
+            summary[kind] = {"rss_growth": round(growth, 2)}
+            for size in SIZES:
+                ratios = [r[0] / d[0] for r, d in zip(results[f"replay {size}"], results[f"decode {size}"], strict=True)]
+                ratio = median[f"replay {size}"][0] / median[f"decode {size}"][0]
+                print(f"{kind:>6} replay/decode time at {size // 1000}k lines: {ratio:.2f}× median, "
+                      f"{p90(ratios):.2f}× p90 (aim ≤ 3)")  # fmt: skip
+                summary[kind][f"time_ratio_{size // 1000}k"] = round(ratio, 2)
+            marginal = (median[f"replay {large}"][0] - median[f"replay {small}"][0]) / (
+                median[f"decode {large}"][0] - median[f"decode {small}"][0]
+            )
+            print(f"{kind:>6} replay/decode time per line ({large // 1000}k − {small // 1000}k, start-up left out): "
+                  f"{marginal:.2f}×")  # fmt: skip
+            summary[kind]["time_ratio_per_line"] = round(marginal, 2)
+    print(json.dumps(summary))
 
 
 if __name__ == "__main__":

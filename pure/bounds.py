@@ -90,7 +90,7 @@ def too_deep(raw: bytes, limit: int = JSON_DEPTH_LIMIT) -> bool:
     strings do not count; an opener never closed counts as open to the end). At once when ``raw``
     holds at most ``limit`` openers; else linear in ``raw`` for each level peeled, strings set aside
     only when counting their brackets too would exceed the limit."""
-    if raw.count(b"[") + raw.count(b"{") <= limit:
+    if len(raw) <= limit or raw.count(b"[") + raw.count(b"{") <= limit:
         return False
     if not _nesting_exceeds(raw.translate(_BRACKETS_ONLY, _NOT_BRACKETS), limit):
         return False
@@ -131,3 +131,10 @@ def first_duplicate_key(raw: bytes | str) -> str | None:
     except ValueError:
         return None
     return None
+
+CALL_MEMORY_LIMIT = 1024
+"""Calls one generation of a per-call memory holds (the desk's correlation keys, the b10x answers written,
+codex's announced calls and their completions, claude's usage per message): a record's state stays bounded
+in its length, holding between this many and twice this many closed calls, and a call id presented again
+after that many later calls is read as a new call (docs/events.md#replay, docs/decisions.md#correlation-and-abandonment).
+Calls still open are never forgotten."""

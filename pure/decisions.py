@@ -36,9 +36,10 @@ Inputs:
 The clock is never read: elapsed times come in as arguments. ``desk.census`` counts every
 ``tool.decided`` the desk emitted (docs/events.md#census) for ``session.ended``.
 
-The desk's state is indexed so each input costs O(log n) in the calls seen so far: correlation keys
+The desk's state is indexed so each input costs O(log n) in the calls it holds: correlation keys
 are held in a persistent map by ``call_id`` (a new desk shares every untouched entry with the old
-one), and the pending calls in a second map with the order they became pending.
+one) bounded by ``CALL_MEMORY_LIMIT`` (``metaharness.pure.call_memory``: the pending calls are never
+forgotten), and the pending calls in a second map with the order they became pending.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from returns.result import Failure
 
 from metaharness.pure.admission import admit_call, harness_pipe, harness_pipe_deny, harness_pipe_warning
 from metaharness.pure.budgets import VENDOR_BUDGET_MS
+from metaharness.pure.call_memory import CallMemory
 from metaharness.pure.census import ZERO_CENSUS, count_decision
 from metaharness.pure.commands import (
     Halt,
@@ -161,8 +163,9 @@ class Desk(Struct, frozen=True, kw_only=True):
     frame: Frame | None = None
     staged_frame: Frame | None = None
     vendor_budget_ms: int = VENDOR_BUDGET_MS
-    calls: Map[str, tuple[CallRecord, ...]] = Map()
-    """Every correlation key presented, by ``call_id``."""
+    calls: CallMemory[tuple[CallRecord, ...]] = CallMemory()
+    """The correlation keys presented, by ``call_id``: the open ones and the last ``CALL_MEMORY_LIMIT`` or more
+    closed ones (docs/decisions.md#correlation-and-abandonment)."""
     pending: Map[str, int] = Map()
     """The pending calls' ids, each with the order in which it became pending."""
     presented: int = 0
@@ -218,7 +221,7 @@ def _requested(call: PresentedCall, required: bool, deadline_ms: int | None) -> 
 def _recorded(desk: Desk, new: CallRecord) -> Desk:
     """``desk`` with ``new`` in place of its correlation key's record, and pending exactly when ``new`` is."""
     keys = desk.calls.get(new.call_id, ())
-    calls = desk.calls.set(new.call_id, (*(r for r in keys if r.digest != new.digest), new))
+    calls = desk.calls.set(new.call_id, (*(r for r in keys if r.digest != new.digest), new), desk.pending)
     if new.status == "pending":
         pending = desk.pending.set(new.call_id, desk.presented)
         return msgspec.structs.replace(desk, calls=calls, pending=pending, presented=desk.presented + 1)
@@ -325,12 +328,12 @@ def _fresh(desk: Desk, call: PresentedCall, record: CallRecord) -> Step:
 def _pending(desk: Desk, call_id: str) -> CallRecord | None:
     if call_id not in desk.pending:
         return None
-    return next(r for r in desk.calls[call_id] if r.status == "pending")
+    return next(r for r in desk.calls.get(call_id, ()) if r.status == "pending")
 
 
 def _pending_records(desk: Desk) -> tuple[CallRecord, ...]:
     """The pending records in the order they became pending."""
-    return tuple(r for call_id in desk.pending_call_ids() for r in desk.calls[call_id] if r.status == "pending")
+    return tuple(r for call_id in desk.pending_call_ids() for r in desk.calls.get(call_id, ()) if r.status == "pending")
 
 
 def pending_call(desk: Desk, call_id: str) -> PresentedCall | None:

@@ -10,8 +10,9 @@ memory stays flat in the record's length (docs/events.md#replay). Replay arms no
 from __future__ import annotations
 
 import contextlib
+import io
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO
 
 from returns.result import Failure
@@ -26,7 +27,6 @@ from metaharness.pure.modes import DecisionMode, HermeticMode
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.replays import replay_of
 from metaharness.pure.run_stages import unaudited_exit
-from metaharness.shell.bounded_reads import bounded_lines
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.refusals import refuse
 
@@ -81,7 +81,8 @@ def run_replay(
         request = ReplayRequest(run_id=run_id, decisions=decisions, frame=loaded, hermetic=hermetic,
                                 harness_version=harness_version, model=model, transcript_path=path)  # fmt: skip
         try:
-            last = _stream(replay_of(kind)(_record_lines(handle), request), sink)
+            out = _Batch()
+            last = _stream(replay_of(kind)(_record_lines(handle, out.flush), request), sink, out)
         except OSError as error:
             return refuse(_unreadable(record, error))
     return unaudited_exit(closed_reason(last))
@@ -101,22 +102,59 @@ def _answers_sink(answers: str | None) -> IO[bytes] | Refusal | None:
         return Refusal("answers-unwritable", f"--answers {answers} could not be written: {error.strerror or error}")
 
 
-def _record_lines(handle: IO[bytes]) -> Iterator[bytes]:
-    """The record's lines, each without its ``\\n`` and cut to the record-line bound, read as the replay pulls them."""
-    for line in bounded_lines(handle, RECORD_LINE_LIMIT):
-        yield line.removesuffix(b"\n")
+_CHUNK = 65536
+"""Bytes of the record read at once; the events its lines made are written before the next read."""
 
 
-def _stream(outputs: Iterator[ReplayOutput], sink: IO[bytes] | None) -> bytes:
-    """Each event line to stdout as it is made, each seam answer to ``sink``; the last event line."""
+class _Batch:
+    """The event lines made since the last read of the record, written to stdout in one write before the
+    next read (so an event never waits on the record's writer) and at the end."""
+
+    def __init__(self) -> None:
+        self.lines = bytearray()
+
+    def flush(self) -> None:
+        if self.lines:
+            out = sys.stdout.buffer
+            out.write(self.lines)
+            out.flush()
+            self.lines.clear()
+
+
+def _record_lines(handle: io.BufferedReader, before_read: Callable[[], None]) -> Iterator[bytes]:
+    """The record's lines, each without its ``\n`` and cut to the record-line bound, read in chunks as the
+    replay pulls them; ``before_read`` runs before each read."""
+    limit = RECORD_LINE_LIMIT
+    pending = bytearray()
+    while True:
+        before_read()
+        chunk = handle.read1(_CHUNK)
+        if not chunk:
+            break
+        lines = chunk.split(b"\n")
+        last = lines.pop()
+        if pending and lines:
+            pending += lines[0][: limit - len(pending)]
+            lines[0] = bytes(pending)
+            pending.clear()
+        for line in lines:
+            yield line if len(line) <= limit else line[:limit]
+        if len(pending) < limit:
+            pending += last[: limit - len(pending)]
+    if pending:
+        yield bytes(pending)
+
+
+def _stream(outputs: Iterator[ReplayOutput], sink: IO[bytes] | None, batch: _Batch) -> bytes:
+    """Each event line into ``batch`` as it is made, each seam answer to ``sink``; the last event line."""
     last = b""
-    out = sys.stdout.buffer
+    lines = batch.lines
     for output in outputs:
         if isinstance(output, SeamAnswer):
             if sink is not None:
                 sink.write(output.line)
             continue
-        out.write(output)
-        out.flush()
+        lines += output
         last = output
+    batch.flush()
     return last

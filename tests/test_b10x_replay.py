@@ -145,3 +145,20 @@ def test_replay_writes_an_event_before_the_record_is_read_to_its_end() -> None:
         child.wait(timeout=30)
     whole = replay(str(GOLDEN))
     assert first + rest == whole.stdout and child.returncode == whole.returncode
+
+
+def test_replay_reads_a_line_past_the_bound_as_opaque_and_an_unterminated_last_line(tmp_path: Path) -> None:
+    """The record is read in chunks (docs/events.md#replay): a line longer than the record-line bound keeps only
+    its first bytes, so it reads as ``opaque`` at its own line number, lines split across reads are whole, and
+    a last line without ``\\n`` is still read."""
+    from metaharness.pure.bounds import RECORD_LINE_LIMIT
+
+    lines = GOLDEN.read_bytes().splitlines()
+    huge = b'{"kind":"text-delta","text":"' + b"y" * (RECORD_LINE_LIMIT + 70000) + b'"}'
+    record = tmp_path / "huge.jsonl"
+    record.write_bytes(b"\n".join([lines[0], huge, *lines[1:]]))
+    done = replay(str(record))
+    assert done.returncode == 0, done.stderr
+    events = assert_well_formed(done.stdout)
+    assert [e["source_line"] for e in events if e["event"] == "opaque"] == [2]
+    assert events[-1]["reason"] == "completed" and events[-2]["event"] == "session.ended"

@@ -13,7 +13,7 @@ from typing import Annotated, Any, TypeAlias
 import msgspec
 from msgspec import Meta, Struct
 
-from metaharness.pure.bounds import too_deep
+from metaharness.pure.bounds import JSON_DEPTH_LIMIT, too_deep
 
 Count: TypeAlias = Annotated[int, Meta(ge=0)]
 """A count or amount a record states (tokens, turns, micro-dollars): a record stating a negative one
@@ -177,7 +177,7 @@ def read_record(line: bytes) -> Record | str | None:
     """The typed record of one line; else its ``kind`` when it is an object with a string ``kind``
     (an unknown or malformed record); else ``None`` (not a JSON object, no string ``kind``, or nested
     past ``JSON_DEPTH_LIMIT``)."""
-    if too_deep(line):
+    if len(line) > JSON_DEPTH_LIMIT and too_deep(line):
         return None
     try:
         return _DECODER.decode(line)

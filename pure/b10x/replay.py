@@ -12,7 +12,16 @@ from collections.abc import Iterable, Iterator
 import msgspec
 
 from metaharness.pure.adapter import ReplayOutput, ReplayRequest, SeamAnswer
-from metaharness.pure.b10x.seam import AnswerLine, SeamSettings, SeamState, end_of_record, open_seam, read_line, wind_up
+from metaharness.pure.b10x.seam import (
+    AnswerLine,
+    Effect,
+    SeamSettings,
+    SeamState,
+    end_of_record,
+    open_seam,
+    read_line,
+    wind_up,
+)
 from metaharness.pure.events import Hermetic, StreamClosed, Transcript, UnknownProcess
 from metaharness.pure.frames import Frame
 from metaharness.pure.modes import DecisionMode, HermeticMode
@@ -78,27 +87,27 @@ def replay_b10x(settings: SeamSettings, record: bytes) -> ReplayOutcome:
 
 
 def replayed_lines(lines: Iterable[bytes], settings: SeamSettings) -> Iterator[ReplayOutput]:
-    """Each event line and caller-seam answer as the record's lines (``\\n`` removed) are read through the
+    """Each event line and caller-seam answer as the record's lines (``\n`` removed) are read through the
     seam; the record is never held."""
+    for effects in _effects(lines, settings):
+        for effect in effects:
+            if type(effect) is bytes:
+                yield effect
+            elif type(effect) is AnswerLine:
+                yield SeamAnswer(effect.line)
+
+
+def _effects(lines: Iterable[bytes], settings: SeamSettings) -> Iterator[tuple[Effect, ...]]:
+    """The seam's effects: the opening, each record line's, the end of the record's, the wind-up's."""
     state: SeamState
     state, effects = open_seam(settings)
-    yield from _outputs(effects)
+    yield effects
     for number, line in enumerate(lines, start=1):
         state, effects = read_line(state, number, line)
-        if effects:
-            yield from _outputs(effects)
+        yield effects
     state, effects = end_of_record(state)
-    yield from _outputs(effects)
-    state, effects = wind_up(state, process=UnknownProcess())
-    yield from _outputs(effects)
-
-
-def _outputs(effects: tuple[object, ...]) -> Iterator[ReplayOutput]:
-    for effect in effects:
-        if isinstance(effect, bytes):
-            yield effect
-        elif isinstance(effect, AnswerLine):
-            yield SeamAnswer(effect.line)
+    yield effects
+    yield wind_up(state, process=UnknownProcess())[1]
 
 
 def replay(lines: Iterable[bytes], request: ReplayRequest) -> Iterator[ReplayOutput]:

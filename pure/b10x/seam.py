@@ -13,13 +13,13 @@ from __future__ import annotations
 from typing import Any, TypeAlias, cast
 
 import msgspec
-from immutables import Map
 from msgspec import UNSET, Struct
 
 from metaharness.pure import decisions as desk_
 from metaharness.pure.b10x import records as rec
 from metaharness.pure.b10x.vendor import HONOURED_COMMANDS
 from metaharness.pure.budgets import VENDOR_BUDGET_MS
+from metaharness.pure.call_memory import CallMemory
 from metaharness.pure.census import count_decision
 from metaharness.pure.commands import (
     Steering,
@@ -179,8 +179,8 @@ class SeamState(Struct, frozen=True, kw_only=True):
     cost: int | None = None
     delegated: bool = False
     desk: Desk
-    answers: Map[str, bool] = Map()
-    """Each answered call's id and whether the line written was allow."""
+    answers: CallMemory[bool] = CallMemory()
+    """Each answered call's id and whether the line written was allow (the last ``CALL_MEMORY_LIMIT`` or more)."""
     tree: TreeFacts | None = None
     """The child's working directory and the links its calls' subjects pass through (live runs)."""
 

@@ -15,6 +15,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from metaharness.pure.bounds import decode_bounded
+from metaharness.pure.call_memory import CallMemory
 from metaharness.pure.catalogue import Catalogue
 from metaharness.pure.census import ZERO_CENSUS
 from metaharness.pure.claude.rendering import resolve_claude_call
@@ -73,13 +74,14 @@ Mapped = Emitted | Announced | Finished
 
 class RecordState(msgspec.Struct, frozen=True):
     """What the reader remembers between lines: whether ``init`` and ``result`` were seen, the
-    credential source ``init`` stated, and the last usage per ``message.id`` (repeats dropped)."""
+    credential source ``init`` stated, and the last usage per ``message.id`` (repeats dropped; the last
+    ``CALL_MEMORY_LIMIT`` or more messages)."""
 
     started: bool = False
     ended: bool = False
     credential_source: str | None = None
     cwd: str | None = None
-    usage_seen: tuple[tuple[str, bytes], ...] = ()
+    usage_seen: CallMemory[bytes] = CallMemory()
 
 
 def _text(value: Any) -> str | None:
@@ -254,11 +256,10 @@ def _usage_event(state: RecordState, message: dict[str, Any], request_id: str | 
     usage = usage_of(message["usage"])
     message_id = _text(message.get("id"))
     if message_id is not None:
-        key = (message_id, compact(usage))
-        if key in state.usage_seen:
+        written = compact(usage)
+        if state.usage_seen.get(message_id) == written:
             return state, []
-        kept = tuple(seen for seen in state.usage_seen if seen[0] != message_id)
-        state = msgspec.structs.replace(state, usage_seen=(*kept, key))
+        state = msgspec.structs.replace(state, usage_seen=state.usage_seen.set(message_id, written))
     return state, [UsageReported(request_id=request_id, model=_text(message.get("model")), usage=usage)]
 
 

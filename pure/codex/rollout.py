@@ -9,12 +9,14 @@ builds the terminal event at stream end, iff a ``task_complete`` was seen.
 from __future__ import annotations
 
 import re
+from functools import partial
 from typing import Any
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
 from metaharness.pure.bounds import decode_bounded
+from metaharness.pure.call_memory import CallMemory
 from metaharness.pure.codex.rendering import operation_names, resolve_call
 from metaharness.pure.codex.sandbox import SandboxGrant, sandbox_grant
 from metaharness.pure.events import (
@@ -93,8 +95,10 @@ class RolloutReader(msgspec.Struct, frozen=True, kw_only=True):
     last_complete_at: str | UnsetType = UNSET
     last_usage: Usage | None = None
     observed: tuple[ObservedModel, ...] = ()
-    calls: dict[str, CallFacts] = msgspec.field(default_factory=dict)
-    evidence: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
+    calls: CallMemory[CallFacts] = CallMemory()
+    """The announced calls (the last ``CALL_MEMORY_LIMIT`` or more)."""
+    evidence: CallMemory[dict[str, Any]] = CallMemory()
+    """The recorded completions by item or call id (the last ``CALL_MEMORY_LIMIT`` or more)."""
     grant: SandboxGrant | None = None
     agents: tuple[str, ...] = ()
     """The sub-agents' thread ids this record names (``SubAgentActivity`` items): only their rollouts are read."""
@@ -112,6 +116,11 @@ def _opaque(raw: bytes, source_line: int, vendor_type: Any = None, vendor_subtyp
         digest=sha256_hex(raw),
         source_line=source_line,
     )
+
+
+def _opaque_line(raw: bytes, source_line: int, kind: Any, payload: dict[str, Any], at: str | UnsetType) -> Emitted:
+    """A line mapped to nothing else: ``opaque``, its digest taken only then."""
+    return Emitted(_opaque(raw, source_line, kind, payload.get("type")), at)
 
 
 def _int(value: Any) -> int | None:
@@ -323,11 +332,9 @@ def read_rollout_line(reader: RolloutReader, raw: bytes, source_line: int) -> tu
     at = line["timestamp"] if isinstance(line.get("timestamp"), str) else UNSET
     kind = line.get("type")
     payload = _dict(line.get("payload"))
-    subtype = payload.get("type")
-    opaque = Emitted(_opaque(raw, source_line, kind, subtype), at)
     if kind == "session_meta":
         if reader.started:
-            return reader, (opaque,)
+            return reader, (_opaque_line(raw, source_line, kind, payload, at),)
         started = _session_started(reader.launch, payload)
         readings: tuple[Reading, ...] = (Emitted(started, at),)
         version = started.harness_version
@@ -335,9 +342,9 @@ def read_rollout_line(reader: RolloutReader, raw: bytes, source_line: int) -> tu
             readings = (Emitted(version_warning(reader.launch.program, version, reader.launch.pins), at), *readings)
         return msgspec.structs.replace(reader, started=True), readings
     if kind == "response_item":
-        return _response_item(reader, payload, at, opaque)
+        return _response_item(reader, payload, raw, source_line, at)
     if kind == "event_msg":
-        return _event_msg(reader, payload, raw, source_line, at, opaque)
+        return _event_msg(reader, payload, raw, source_line, at)
     if kind == "turn_context":
         reader = msgspec.structs.replace(reader, grant=sandbox_grant(payload, reader.launch.tmpdir))
         model = _str(payload.get("model"))
@@ -346,18 +353,18 @@ def read_rollout_line(reader: RolloutReader, raw: bytes, source_line: int) -> tu
         if model is not None and not seen:
             observed = ObservedModel(turn=reader.turns or None, turn_id=turn_id, model=model, scope="turn_selection")
             reader = msgspec.structs.replace(reader, observed=(*reader.observed, observed))
-    return reader, (opaque,)
+    return reader, (_opaque_line(raw, source_line, kind, payload, at),)
 
 
 def _response_item(
-    reader: RolloutReader, payload: dict[str, Any], at: str | UnsetType, opaque: Emitted
+    reader: RolloutReader, payload: dict[str, Any], raw: bytes, source_line: int, at: str | UnsetType
 ) -> tuple[RolloutReader, tuple[Reading, ...]]:
     subtype = payload.get("type")
     call_id = _str(payload.get("call_id"))
     if subtype in ("function_call", "custom_tool_call") and call_id is not None:
         name = _str(payload.get("name")) or ""
         requested = recorded_request(call_id, name, _call_input(payload))
-        calls = {**reader.calls, call_id: CallFacts(name, reader.turn_id)}
+        calls = reader.calls.set(call_id, CallFacts(name, reader.turn_id))
         return msgspec.structs.replace(reader, calls=calls), (Announced(call_id, requested, at),)
     if subtype in ("function_call_output", "custom_tool_call_output") and call_id is not None:
         result, warning = _result(reader, call_id, payload.get("output"))
@@ -370,12 +377,13 @@ def _response_item(
             payload.get("content"), ("reasoning_text", "text")
         )
         return reader, (Emitted(Thinking(text=text, request_id=None), at),)
-    return reader, (opaque,)
+    return reader, (_opaque_line(raw, source_line, "response_item", payload, at),)
 
 
 def _event_msg(
-    reader: RolloutReader, payload: dict[str, Any], raw: bytes, source_line: int, at: str | UnsetType, opaque: Emitted
+    reader: RolloutReader, payload: dict[str, Any], raw: bytes, source_line: int, at: str | UnsetType
 ) -> tuple[RolloutReader, tuple[Reading, ...]]:
+    opaque = partial(_opaque_line, raw, source_line, "event_msg", payload, at)
     subtype = payload.get("type")
     if subtype in ("agent_reasoning", "agent_reasoning_raw_content"):
         return reader, (Emitted(Thinking(text=_str(payload.get("text")) or "", request_id=None), at),)
@@ -397,7 +405,7 @@ def _event_msg(
             readings.append(Emitted(UsageReported(request_id=None, model=None, usage=usage), at))
         if isinstance(payload.get("rate_limits"), dict):
             readings.append(Emitted(_rate_limit(payload["rate_limits"]), at))
-        return reader, tuple(readings) or (opaque,)
+        return reader, tuple(readings) or (opaque(),)
     if subtype == "item_completed":
         item = payload.get("item")
         reader = _named_agent(reader, item)
@@ -407,8 +415,8 @@ def _event_msg(
             and isinstance(item.get("id"), str)
         ):
             noted = {**item, "_turn_id": _str(payload.get("turn_id")), "_at": at}
-            reader = msgspec.structs.replace(reader, evidence={**reader.evidence, item["id"]: noted})
-        return reader, (opaque,)
+            reader = msgspec.structs.replace(reader, evidence=reader.evidence.set(item["id"], noted))
+        return reader, (opaque(),)
     if subtype == "patch_apply_end" and isinstance(payload.get("call_id"), str):
         status = "completed" if payload.get("success") is True else "failed"
         noted = {
@@ -418,15 +426,15 @@ def _event_msg(
             "stdout": payload.get("stdout"),
             "_turn_id": _str(payload.get("turn_id")),
         }
-        reader = msgspec.structs.replace(reader, evidence={**reader.evidence, payload["call_id"]: noted})
-        return reader, (opaque,)
+        reader = msgspec.structs.replace(reader, evidence=reader.evidence.set(payload["call_id"], noted))
+        return reader, (opaque(),)
     if subtype in ("error", "turn_aborted"):
         reader = msgspec.structs.replace(reader, error_in_turn=True)
         message = _str(payload.get("message"))
         if subtype == "error" and message is not None and any(p in message.lower() for p in EXPIRY_PHRASES):
             expired = AuthExpired(credential_source=None, detail=message, source_line=source_line)
-            return reader, (Emitted(expired, at), opaque)
-    return reader, (opaque,)
+            return reader, (Emitted(expired, at), opaque())
+    return reader, (opaque(),)
 
 
 def _named_agent(reader: RolloutReader, item: Any) -> RolloutReader:
