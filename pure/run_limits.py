@@ -20,10 +20,11 @@ def run_timeout(seconds: float) -> WarningRaised:
     )
 
 
-def stdout_closed(lines_written: int) -> Refusal:
-    """The refusal for a run whose event stream's reader closed stdout after ``lines_written`` lines."""
+def stdout_closed(lines_written: int, stopped: str = "metaharness stopped the harness as on SIGTERM") -> Refusal:
+    """The refusal for a run (or a replay: ``stopped`` says what stopped) whose event stream's reader closed
+    stdout after ``lines_written`` lines."""
     return Refusal(
         "stdout-closed",
-        f"the event stream's reader closed stdout after {lines_written} line(s), so metaharness stopped the "
-        "harness as on SIGTERM and the rest of the stream was lost",
+        f"the event stream's reader closed stdout after {lines_written} line(s), so {stopped} and the rest of the "
+        "stream was lost",
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import sys
 from collections.abc import Callable, Iterator
 from typing import IO
@@ -26,6 +27,7 @@ from metaharness.pure.kind import Kind
 from metaharness.pure.modes import DecisionMode, HermeticMode
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.replays import replay_of
+from metaharness.pure.run_limits import stdout_closed
 from metaharness.pure.run_stages import unaudited_exit
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.refusals import refuse
@@ -80,9 +82,11 @@ def run_replay(
         path = transcript_path if transcript_path is not None else record
         request = ReplayRequest(run_id=run_id, decisions=decisions, frame=loaded, hermetic=hermetic,
                                 harness_version=harness_version, model=model, transcript_path=path)  # fmt: skip
+        out = _Batch()
         try:
-            out = _Batch()
             last = _stream(replay_of(kind)(_record_lines(handle, out.flush), request), sink, out)
+        except _StdoutClosed:
+            return refuse(stdout_closed(out.written, "the replay stopped"))
         except OSError as error:
             return refuse(_unreadable(record, error))
     return unaudited_exit(closed_reason(last))
@@ -106,19 +110,36 @@ _CHUNK = 65536
 """Bytes of the record read at once; the events its lines made are written before the next read."""
 
 
+class _StdoutClosed(Exception):
+    """The event stream's reader went away (``replay … | head``): the replay stops with ``stdout-closed``."""
+
+
 class _Batch:
     """The event lines made since the last read of the record, written to stdout in one write before the
-    next read (so an event never waits on the record's writer) and at the end."""
+    next read (so an event never waits on the record's writer) and at the end; ``written`` counts the lines
+    that reached stdout."""
 
     def __init__(self) -> None:
         self.lines = bytearray()
+        self.written = 0
 
     def flush(self) -> None:
         if self.lines:
-            out = sys.stdout.buffer
-            out.write(self.lines)
-            out.flush()
+            try:
+                sys.stdout.buffer.write(self.lines)
+                sys.stdout.buffer.flush()
+            except BrokenPipeError:
+                _drop_stdout()
+                raise _StdoutClosed from None
+            self.written += self.lines.count(b"\n")
             self.lines.clear()
+
+
+def _drop_stdout() -> None:
+    """Point stdout at ``/dev/null`` so the interpreter's last flush does not fail on the lost pipe."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.close(devnull)
 
 
 def _record_lines(handle: io.BufferedReader, before_read: Callable[[], None]) -> Iterator[bytes]:

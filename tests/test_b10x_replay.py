@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import selectors
 import subprocess
 import sys
@@ -162,3 +163,22 @@ def test_replay_reads_a_line_past_the_bound_as_opaque_and_an_unterminated_last_l
     events = assert_well_formed(done.stdout)
     assert [e["source_line"] for e in events if e["event"] == "opaque"] == [2]
     assert events[-1]["reason"] == "completed" and events[-2]["event"] == "session.ended"
+
+
+def test_a_reader_that_closes_stdout_stops_the_replay_with_stdout_closed(tmp_path: Path) -> None:
+    """``replay … | head -1`` (docs/cli.md#replay): the lost reader is named ``stdout-closed``, not blamed on
+    the record, and nothing is printed past the refusal."""
+    lines = GOLDEN.read_bytes().splitlines(keepends=True)
+    record = tmp_path / "long.jsonl"
+    record.write_bytes(b"".join([lines[0], *lines[1:-1] * 2000, lines[-1]]))
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first event
+    try:
+        done = subprocess.run([*METAHARNESS, "replay", "b10x", str(record)], stdout=write, stderr=subprocess.PIPE,
+                              check=False, timeout=60)  # fmt: skip
+    finally:
+        os.close(write)
+    assert done.returncode == 2
+    assert done.stderr.decode() == ("metaharness: stdout-closed: the event stream's reader closed stdout after 0 line(s), "
+                                    "so the replay stopped and the rest of the stream was lost\n")
+    assert b"record-unreadable" not in done.stderr and b"Traceback" not in done.stderr and b"Exception" not in done.stderr
