@@ -13,9 +13,10 @@ import msgspec
 
 from metaharness.pure.adapter import ReplayOutput, ReplayRequest, SeamAnswer
 from metaharness.pure.b10x.seam import AnswerLine, SeamSettings, SeamState, end_of_record, open_seam, read_line, wind_up
-from metaharness.pure.events import Hermetic, StreamClosed, Transcript, UnknownProcess
+from metaharness.pure.events import EventValue, Hermetic, Stream, StreamClosed, Transcript, UnknownProcess
 from metaharness.pure.frames import Frame
 from metaharness.pure.modes import DecisionMode, HermeticMode
+from metaharness.pure.stream_writer import write_line
 
 
 class ReplayOutcome(msgspec.Struct, frozen=True):
@@ -82,23 +83,31 @@ def replayed_lines(lines: Iterable[bytes], settings: SeamSettings) -> Iterator[R
     seam; the record is never held."""
     state: SeamState
     state, effects = open_seam(settings)
-    yield from _outputs(effects)
+    stream = Stream(state.stream.run)
+    stream, outputs = _outputs(stream, effects)
+    yield from outputs
     for number, line in enumerate(lines, start=1):
         state, effects = read_line(state, number, line)
         if effects:
-            yield from _outputs(effects)
+            stream, outputs = _outputs(stream, effects)
+            yield from outputs
     state, effects = end_of_record(state)
-    yield from _outputs(effects)
+    stream, outputs = _outputs(stream, effects)
+    yield from outputs
     state, effects = wind_up(state, process=UnknownProcess())
-    yield from _outputs(effects)
+    yield from _outputs(stream, effects)[1]
 
 
-def _outputs(effects: tuple[object, ...]) -> Iterator[ReplayOutput]:
+def _outputs(stream: Stream, effects: tuple[object, ...]) -> tuple[Stream, list[ReplayOutput]]:
+    """Each event value written (``metaharness.pure.stream_writer.write_line``) and each answer line, in order."""
+    outputs: list[ReplayOutput] = []
     for effect in effects:
-        if isinstance(effect, bytes):
-            yield effect
+        if isinstance(effect, EventValue):
+            stream, line = write_line(stream, effect)
+            outputs.append(line)
         elif isinstance(effect, AnswerLine):
-            yield SeamAnswer(effect.line)
+            outputs.append(SeamAnswer(effect.line))
+    return stream, outputs
 
 
 def replay(lines: Iterable[bytes], request: ReplayRequest) -> Iterator[ReplayOutput]:
