@@ -622,9 +622,14 @@ class EventValue(Struct, frozen=True):
     at: str | UnsetType = UNSET
 
 
+def advanced(stream: Stream, payload: Event) -> Stream:
+    """``stream`` with one more event counted, its call noted open or ended."""
+    return Stream(stream.run, stream.written + 1, _unended(stream.unended, payload))
+
+
 def note(stream: Stream, payload: Event, at: str | UnsetType = UNSET) -> tuple[Stream, EventValue]:
-    """``stream`` with one more event counted (and its call noted open or ended), and the event's value."""
-    return Stream(stream.run, stream.written + 1, _unended(stream.unended, payload)), EventValue(payload, at)
+    """``stream`` with one more event counted (``advanced``), and the event's value."""
+    return advanced(stream, payload), EventValue(payload, at)
 
 
 def note_each(stream: Stream, payloads: list[Event]) -> tuple[Stream, list[EventValue]]:

@@ -18,9 +18,9 @@ from metaharness.pure.events import (
     Stream,
     StreamClosed,
     UnknownProcess,
+    advanced,
     closing_marker,
     encode_event,
-    note,
     result_unobserved,
 )
 from metaharness.pure.stream_amendment import Amendment, amend
@@ -29,7 +29,7 @@ from metaharness.pure.witness import RouteAccount
 
 def write_line(stream: Stream, value: EventValue) -> tuple[Stream, bytes]:
     """``value`` numbered as the next line of ``stream`` and encoded, nothing amended."""
-    stream, _ = note(stream, value.payload)
+    stream = advanced(stream, value.payload)
     return stream, encode_event(stream.written, stream.run, value.payload, value.at)
 
 
@@ -74,7 +74,7 @@ def write(
         payload = amended.payload
         if isinstance(payload, StreamClosed):
             payload = msgspec.structs.replace(payload, events=stream.written)
-        stream, _ = note(stream, payload)
+        stream = advanced(stream, payload)
         line = EventLine(seq=stream.written, run=stream.run, at=amended.at, payload=payload)
         lines.append(Written(line, encode_event(line.seq, line.run, payload, line.at)))
     return StreamWriter(stream, amendment), tuple(lines)
