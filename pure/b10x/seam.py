@@ -802,5 +802,13 @@ def take_command(
     return new, performed, control
 
 
-STEPS = SessionSteps(abandon_pending=abandon_pending, expire=expire, take_command=take_command, end_of_record=end_of_record)
+def record_ended(state: SeamState) -> tuple[SeamState, tuple[Effect, ...]]:
+    """A live run's record ended: what :func:`end_of_record` releases, then every pending call abandoned by the end
+    of the stream (docs/decisions.md#correlation-and-abandonment)."""
+    state, released = end_of_record(state)
+    state, abandoned = abandon_pending(state, "the stream ended")
+    return state, (*released, *abandoned)
+
+
+STEPS = SessionSteps(abandon_pending=abandon_pending, expire=expire, take_command=take_command, end_of_record=record_ended)
 """The b10x seam's steps every live loop takes (``metaharness.pure.session_steps``)."""

@@ -23,7 +23,6 @@ from metaharness.pure.b10x.seam import (
     Effect,
     SeamSettings,
     SeamState,
-    abandon_pending,
     line_subjects,
     open_seam,
     read_line,
@@ -84,7 +83,6 @@ def drive_loop(
         loop.step(open_seam(*opening(settings)))
         engine.run(until=lambda: "record" not in loop.open)
         loop.end_of_record()
-        loop.step(abandon_pending(loop.session, "the stream ended"))
     finally:
         engine.close()
         _close_stdin(child)
