@@ -5,8 +5,9 @@ docs/hermetic.md#verdicts, #hermetic-modes).
 
 A run builds one :class:`RunAudit` while it stages (its refusals are stage 2's), hands every event value
 to :meth:`RunAudit.write_event` (the stream's one writer, ``metaharness.pure.stream_writer``, amends, numbers
-and encodes it; the audit keeps the values it wrote, never reading a line back), and after the live loop has returned, while the scratch tree
-still holds the transcript, asks :meth:`RunAudit.exit_code` for the exit. Only the facts the verdicts
+and encodes it; the audit keeps the values it wrote, never reading a line back, docs/DEVELOPING.md#the-event-path),
+and after the live loop has returned, while the scratch tree still holds the transcript, asks
+:meth:`RunAudit.exit_code` for the exit. Only the facts the verdicts
 compare the record against (:class:`VerdictFacts`) and the files a kind retains are the kind's own.
 """
 
