@@ -51,6 +51,8 @@ from metaharness.pure.witness import (
     unanswered_completion,
 )
 
+_CONCERNED = frozenset({ToolRequested, ToolDecided, ToolResult, SessionEnded, StreamClosed, SessionStarted, WarningRaised})
+"""The events the amendment reads before the terminal record; every other one passes as it is."""
 _RECORD_EVENTS = (ToolRequested, ToolResult, Text, TurnStarted, TurnEnded, SessionEnded, Opaque)
 """Events a harness's record lines map to (``tool.decided`` is metaharness's own: a call abandoned at the
 end is decided after the terminal record); one after the terminal record is a forged line."""
@@ -118,6 +120,8 @@ def amend(
     route witness's account whenever the run has a route (``--confine off`` too), ``rows`` the hermetic rows
     checked at ``session.ended``."""
     payload = value.payload
+    if not state.ended and type(payload) not in _CONCERNED:
+        return state, (value,)
     if state.ended and not state.after_ended and isinstance(payload, _RECORD_EVENTS):
         state = msgspec.structs.replace(state, after_ended=True, gaps=state.gaps + 1)
         return state, (value, EventValue(record_after_terminal()))
