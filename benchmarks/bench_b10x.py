@@ -17,7 +17,6 @@ Run: ``.venv/bin/python benchmarks/bench_b10x.py [lines]`` (default 1,000,000).
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import statistics
@@ -35,6 +34,7 @@ from metaharness.pure.b10x.seam import open_seam, read_line
 from metaharness.pure.events import Hermetic, Transcript
 from metaharness.pure.frames import seal_frame
 from metaharness.shell.b10x.live import drive_loop
+from metaharness.shell.live_engine import StreamLines
 
 BIN = Path(sys.executable).parent
 DELTAS_PER_TURN = 50
@@ -155,7 +155,7 @@ def caller_seam_latencies(calls: int) -> list[float]:
             cwd=scratch,
             settings=settings,
             opening=lambda s: (s, ()),
-            write_event=io.BytesIO().write,
+            write_event=StreamLines(settings.run).write,
             transcript=None,
             commands=None,
             on_steering_refusal=lambda _line: None,

@@ -21,12 +21,23 @@ from metaharness.pure.b10x.seam import (
 )
 from metaharness.pure.commands import Halt, ToolDecide
 from metaharness.pure.decisions import Arm
-from metaharness.pure.events import Allow, UnknownProcess
+from metaharness.pure.events import Allow, EventValue, Stream, UnknownProcess
 from metaharness.pure.frames import seal_frame
+from metaharness.pure.stream_writer import write_line
 
 CALLS = st.sampled_from(["call_1", "call_2", "call_3"])
 TOOLS = st.sampled_from(["file_read", "file_write", "file_edit", "run", "dir_list", "shell.exec", "find"])
 ARGS = st.sampled_from([{"path": "note.md"}, {"path": "src/a.py"}, {}, {"argv": ["cargo", "test"]}, "not an object"])
+
+def written(run: str, effects: list[object]) -> list[bytes]:
+    """The event values among ``effects`` as the stream's writer writes them (nothing amended)."""
+    stream, lines = Stream(run), []
+    for effect in effects:
+        if isinstance(effect, EventValue):
+            stream, line = write_line(stream, effect)
+            lines.append(line)
+    return lines
+
 
 
 def _line(value: object) -> bytes:
@@ -94,7 +105,7 @@ def run_seam(mode: str, record: bytes, actions: list) -> tuple[list[dict], list[
     performed.extend(effects)
     state, effects = wind_up(state, process=UnknownProcess())
     performed.extend(effects)
-    events = [msgspec.json.decode(e) for e in performed if isinstance(e, bytes)]
+    events = [msgspec.json.decode(e) for e in written(state.stream.run, performed)]
     return events, performed
 
 
@@ -224,7 +235,7 @@ def test_the_attempt_buffer_releases_what_a_list_model_releases(lines: list[byte
         performed.extend(effects)
     state, effects = end_of_record(state)
     performed.extend(effects)
-    events = [msgspec.json.decode(e) for e in performed if isinstance(e, bytes)]
+    events = [msgspec.json.decode(e) for e in written(state.stream.run, performed)]
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     value = {"text": "text", "thinking": "text", "warning": "code", "turn.started": "turn", "tool.result": "call_id"}
     seen = [(e["event"], e.get(value.get(e["event"], ""), "m" if e["event"] == "usage" else None)) for e in events]

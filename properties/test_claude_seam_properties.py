@@ -13,17 +13,18 @@ from hypothesis import strategies as st
 from metaharness.pure.claude.control import CALLBACK_ID, answer_body, answer_line
 from metaharness.pure.claude.replay import replay_claude, replay_facts
 from metaharness.pure.claude.session import (
+    STEPS,
     ToChild,
-    end_of_record,
     open_session,
     read_line,
     wind_up,
 )
-from metaharness.pure.events import Allow, Deny, Exited, Replace, read_event
+from metaharness.pure.events import Allow, Deny, EventValue, Exited, Replace, Stream, read_event
 from metaharness.pure.frames import seal_frame
 from metaharness.pure.hook_channel import doorbell_keys
 from metaharness.pure.jsonline import compact
 from metaharness.pure.program_subjects import command_subjects
+from metaharness.pure.stream_writer import write_line
 
 FACTS = replay_facts(decisions="frame", hermetic="off", transcript_path="t", harness_version=None, model=None)
 FRAME = seal_frame(
@@ -63,6 +64,16 @@ records = st.one_of(
     st.just(b""),
     st.just(b"[1,2]"),
 )
+
+def written(run: str, effects: list[object]) -> list[bytes]:
+    """The event values among ``effects`` as the stream's writer writes them (nothing amended)."""
+    stream, lines = Stream(run), []
+    for effect in effects:
+        if isinstance(effect, EventValue):
+            stream, line = write_line(stream, effect)
+            lines.append(line)
+    return lines
+
 
 
 def encoded(record: Any) -> bytes:
@@ -108,13 +119,13 @@ def test_each_hooked_call_is_requested_and_decided_once_whatever_the_interleavin
         pair = [("record", number)] + ([("hook", number)] if number in hooked else [])
         inputs += pair if rng.random() < 0.5 else pair[::-1]
     session, effects = open_session(FACTS, "p", "frame", FRAME)
-    lines: list[bytes] = [e for e in effects if isinstance(e, bytes)]
+    lines: list[object] = list(effects)
     answered_keys: list[str] = []
 
     def perform(effects: tuple[Any, ...]) -> None:
         nonlocal session
         for effect in effects:
-            if isinstance(effect, bytes):
+            if isinstance(effect, EventValue):
                 lines.append(effect)
             elif isinstance(effect, ToChild) and b'"type":"control_response"' in effect.line:
                 answered_keys.append(msgspec.json.decode(effect.line)["response"]["request_id"])
@@ -132,11 +143,11 @@ def test_each_hooked_call_is_requested_and_decided_once_whatever_the_interleavin
             line = compact({"type": "control_request", "request_id": f"K{number}", "request": callback})
             session, effects = read_line(session, position, line)
         perform(effects)
-    session, effects = end_of_record(session)
+    session, effects = STEPS.end_of_record(session)
     perform(effects)
     session, effects, _ = wind_up(session, process=Exited(code=0))
     perform(effects)
-    events = assert_well_formed(b"".join(lines))
+    events = assert_well_formed(b"".join(written("p", lines)))
     for number in ids:
         requested = [e for e in events if e["event"] == "tool.requested" and e["call_id"] == f"toolu_{number}"]
         decided = [e for e in events if e["event"] == "tool.decided" and e["call_id"] == f"toolu_{number}"]

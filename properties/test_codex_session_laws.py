@@ -26,9 +26,10 @@ from metaharness.pure.codex.session import (
 )
 from metaharness.pure.commands import read_command
 from metaharness.pure.decisions import open_desk
-from metaharness.pure.events import Exited
+from metaharness.pure.events import EventValue, Exited, Stream
 from metaharness.pure.hook_channel import HookAnswer
 from metaharness.pure.jsonline import compact
+from metaharness.pure.stream_writer import write_line
 from metaharness.pure.subjects import TreeFacts
 
 CALLS = ("c1", "c2", "c3")
@@ -71,11 +72,13 @@ STEPS = st.lists(
 def test_the_stream_is_whole_and_the_census_counts_what_was_written(mode: str, steps) -> None:
     lines: list[dict[str, Any]] = []
     lost = [False]
+    stream = [Stream("law")]
 
     def perform(session: Session, effects: tuple[object, ...]) -> Session:
         for effect in effects:
-            if isinstance(effect, bytes):
-                lines.append(json.loads(effect))
+            if isinstance(effect, EventValue):
+                stream[0], line = write_line(stream[0], effect)
+                lines.append(json.loads(line))
             elif isinstance(effect, HookAnswer):
                 session, more = delivered(session, not lost[0])
                 session = perform(session, more)

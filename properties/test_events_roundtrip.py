@@ -19,9 +19,9 @@ from metaharness.pure.events import (
     Stream,
     _sorted_maps,
     encode_event,
+    note,
+    note_each,
     read_event,
-    stamp,
-    stamp_each,
 )
 
 OMITTABLE = {
@@ -174,11 +174,11 @@ def test_the_run_template_writes_the_bytes_of_the_concatenated_line(
 
 @settings(max_examples=200)
 @given(st.integers(0, 2**31), RUNS, st.lists(payloads(), max_size=4))
-def test_stamping_several_at_once_writes_what_stamping_one_by_one_writes(
+def test_noting_several_at_once_notes_what_noting_one_by_one_notes(
     written: int, run: str, items: list[Any]
 ) -> None:
-    one_by_one, lines = Stream(run, written), []
+    one_by_one, values = Stream(run, written), []
     for payload in items:
-        one_by_one, line = stamp(one_by_one, payload)
-        lines.append(line)
-    assert stamp_each(Stream(run, written), items) == (one_by_one, lines)
+        one_by_one, value = note(one_by_one, payload)
+        values.append(value)
+    assert note_each(Stream(run, written), items) == (one_by_one, values)

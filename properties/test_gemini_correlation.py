@@ -10,22 +10,33 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metaharness.pure.events import Exited, Hermetic, Transcript
+from metaharness.pure.events import EventValue, Exited, Hermetic, Stream, Transcript
 from metaharness.pure.gemini.record import RecordFacts
 from metaharness.pure.gemini.session import (
+    STEPS,
     answered,
-    end_of_record,
     hook_request,
     open_session,
     read_line,
     wind_up,
 )
 from metaharness.pure.hook_channel import HookAnswer
+from metaharness.pure.stream_writer import write_line
 
 HERMETIC = Hermetic(mode="off", decisions="observe", imposed=(), declared=(), unavailable=(), ambient_inputs=(),
                     installed_plugins=())  # fmt: skip
 FACTS = RecordFacts(transcript=Transcript(path="/s/r", digest=None, bytes=None), hermetic=HERMETIC, cwd="/w")
 INPUTS = ({"file_path": "a.md", "content": "x"}, {"file_path": "b.md", "content": "x"}, {"command": "ls"})
+
+def written(run: str, effects: list[object]) -> list[bytes]:
+    """The event values among ``effects`` as the stream's writer writes them (nothing amended)."""
+    stream, lines = Stream(run), []
+    for effect in effects:
+        if isinstance(effect, EventValue):
+            stream, line = write_line(stream, effect)
+            lines.append(line)
+    return lines
+
 
 
 @st.composite
@@ -63,14 +74,14 @@ def line(**record: Any) -> bytes:
 def test_every_interleaving_requests_each_call_once_under_one_id(run: Any) -> None:
     calls, order, hooked = run
     session = open_session(FACTS, "p", "observe", None)
-    lines: list[bytes] = []
+    lines: list[object] = []
     answers: list[HookAnswer] = []
 
     def perform(taken: Any) -> None:
         nonlocal session
         session, effects = taken
         for effect in effects:
-            if isinstance(effect, bytes):
+            if isinstance(effect, EventValue):
                 lines.append(effect)
             elif isinstance(effect, HookAnswer):
                 answers.append(effect)
@@ -89,9 +100,9 @@ def test_every_interleaving_requests_each_call_once_under_one_id(run: Any) -> No
         else:
             perform(read_line(session, number, line(type="tool_result", tool_id=tool_id, status="success")))
     perform(read_line(session, len(order) + 2, line(type="result", status="success", stats={})))
-    perform(end_of_record(session))
+    perform(STEPS.end_of_record(session))
     session, effects, _ = wind_up(session, process=Exited(code=0))
-    events = [json.loads(item) for item in (*lines, *(e for e in effects if isinstance(e, bytes)))]
+    events = [json.loads(item) for item in written("p", [*lines, *effects])]
     requested = [e for e in events if e["event"] == "tool.requested"]
     assert len(requested) == len(calls) == len({e["call_id"] for e in requested})
     assert sum(e["seam"] == "hook" for e in requested) == len(hooked)

@@ -10,18 +10,20 @@ from hypothesis import strategies as st
 
 from metaharness.pure.events import (
     Census,
+    EventValue,
     Exited,
     Process,
     RouteTraffic,
     SessionEnded,
     Signaled,
+    Stream,
     StreamClosed,
     UnknownProcess,
     WarningRaised,
-    encode_event,
 )
 from metaharness.pure.run_stages import run_outcome
-from metaharness.pure.stream_amendment import Amendment, amend
+from metaharness.pure.stream_amendment import Amendment
+from metaharness.pure.stream_writer import StreamWriter, write
 
 REASONS = st.sampled_from(["completed", "error", "budget", "killed", "steer-halt"])
 PROCESSES: st.SearchStrategy[Process] = st.one_of(
@@ -62,15 +64,13 @@ def test_the_amended_closing_marker_closes_the_outcome(
 ) -> None:
     """Whatever the exit and the route, the written stream closes with ``run_outcome``'s reason, ``RUN_FAILED`` comes
     directly before the marker exactly when the record's word was overruled, and the marker counts every line."""
-    state, written = amend(Amendment(), encode_event(1, "r", ended()), route)
-    for seq in range(2, lines + 2):
-        state, out = amend(state, encode_event(seq, "r", WarningRaised(code="COVERAGE_GAP", message="m")))
+    writer, written = write(StreamWriter(Stream("r"), Amendment()), EventValue(ended()), route)
+    for _ in range(lines):
+        writer, out = write(writer, EventValue(WarningRaised(code="COVERAGE_GAP", message="m")))
         written += out
-    last = lines + 2
-    state, out = amend(
-        state, encode_event(last, "r", StreamClosed(events=last - 1, reason="completed", run_id="r", process=process))
-    )
-    events = [json.loads(line) for line in (*written, *out)]
+    closed = StreamClosed(events=lines + 1, reason="completed", run_id="r", process=process)
+    writer, out = write(writer, EventValue(closed))
+    events = [json.loads(line.encoded) for line in (*written, *out)]
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     expected = run_outcome("completed", process, route)
     assert events[-1]["reason"] == expected.reason and events[-1]["events"] == len(events) - 1

@@ -16,17 +16,19 @@ from metaharness.pure.events import (
     Census,
     Deny,
     Event,
+    EventValue,
     FinalAnswer,
     RouteTraffic,
     SessionEnded,
+    Stream,
     ToolDecided,
     ToolRequested,
     ToolResult,
     WarningRaised,
-    encode_event,
     read_event,
 )
-from metaharness.pure.stream_amendment import Amendment, amend
+from metaharness.pure.stream_amendment import Amendment
+from metaharness.pure.stream_writer import StreamWriter, write
 from metaharness.pure.witness import (
     EmittedCall,
     Exchange,
@@ -162,11 +164,11 @@ def test_a_bypassed_call_is_named_once_and_counted_whichever_check_sees_it(
     account = RouteAccount()
     for exchange in _exchanges(plan):
         account = witness(account, exchange)
-    state, lines = Amendment(), []
+    writer, lines = StreamWriter(Stream("r"), Amendment()), []
     traffic = RouteTraffic(requests=1, bytes_up=0, bytes_down=0)
-    for seq, payload in enumerate([*_interleave(_stream(plan), order), _ended()], start=1):
-        state, out = amend(state, encode_event(seq, "r", payload), traffic, account)
-        lines += [read_event(line).unwrap() for line in out]
+    for payload in [*_interleave(_stream(plan), order), _ended()]:
+        writer, out = write(writer, EventValue(payload), traffic, account)
+        lines += [read_event(line.encoded).unwrap() for line in out]
     assert [line.seq for line in lines] == list(range(1, len(lines) + 1))
     named = Counter(_findings(tuple(line.payload for line in lines if isinstance(line.payload, WarningRaised)
                                     and line.payload.code == "DECISION_BYPASSED")))  # fmt: skip

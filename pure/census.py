@@ -76,7 +76,7 @@ def _bypass(payload: Event) -> bool:
 
 def counted(census: Census, ended: SessionEnded | None, payload: Event) -> tuple[Census, SessionEnded | None, Event]:
     """One event as a live session writes it (docs/events.md#census): a ``tool.decided`` counted, a ``session.ended``
-    given the census so far (and kept as the session's end); the census, the end and the event to stamp."""
+    given the census so far (and kept as the session's end); the census, the end and the event to note."""
     if isinstance(payload, ToolDecided):
         census = count_decision(census, payload)
     if isinstance(payload, SessionEnded):

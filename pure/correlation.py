@@ -17,10 +17,11 @@ from typing import TypeVar
 
 import msgspec
 
-from metaharness.pure.events import SessionEnded, Stream, TurnEnded, WarningRaised, drained, replay_ending
+from metaharness.pure.events import SessionEnded, Stream, TurnEnded, WarningRaised, drained
 from metaharness.pure.hook_channel import HookCall
 from metaharness.pure.readings import Announced, Emitted, Finished, Reading, replay_written
 from metaharness.pure.run_stages import closing_reason
+from metaharness.pure.stream_writer import replay_ending
 
 
 class Present(msgspec.Struct, frozen=True):

@@ -4,7 +4,7 @@
 The desk is a frozen ``Desk``; each input is a pure function returning the new desk and the
 ``Effect``s to perform **in order**:
 
-* ``Emit(event)`` — stamp and write the event payload (``metaharness.pure.events.stamp``);
+* ``Emit(event)`` — write the event payload (through the stream's writer, ``metaharness.pure.stream_writer``);
 * ``Answer(call_id, decision, seam)`` — hand the decision to the harness on that seam (the adapter
   renders it: b10x writes its caller-seam line, a hook writes its body);
 * ``Arm(call_id, deadline_ms)`` — start the call's deadline timer, now that its ``tool.requested``

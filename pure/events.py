@@ -1,8 +1,8 @@
-"""The neutral event stream ``metaharness.event/1`` (docs/events.md#serialisation, #the-twenty-events,
+r"""The neutral event stream ``metaharness.event/1`` (docs/events.md#serialisation, #the-twenty-events,
 #warning-codes, #stream-ending).
 
-Every payload is a frozen struct tagged by its event name; ``stamp`` is the one place a ``seq`` is
-assigned, ``encode_event`` writes the exact bytes of docs/events.md#serialisation, #the-twenty-events (framing keys
+Every payload is a frozen struct tagged by its event name; sessions and readers emit :class:`EventValue`\ s,
+which the stream's writer (``metaharness.pure.stream_writer``) numbers and encodes; ``encode_event`` writes the exact bytes of docs/events.md#serialisation, #the-twenty-events (framing keys
 first, payload fields in the order of docs/events.md#the-twenty-events, explicit nulls, the five omittable keys,
 ``session.ended.route`` and ``census.bypassed`` left out when ``UNSET``), and ``read_event``
 refuses a line with the messages of docs/events.md#reading-a-stream and ignores unknown fields.
@@ -552,7 +552,8 @@ class EventLine(Struct, frozen=True, kw_only=True):
 
 
 class Stream(Struct, frozen=True):
-    """How many lines a run's stream has written; ``stamp`` is the one place ``seq`` is assigned.
+    """How many events a run's stream has counted (``note``; the writer, ``metaharness.pure.stream_writer``, is the
+    one place ``seq`` is assigned).
     ``unended`` holds the calls written with a ``tool.requested`` and no ``tool.result`` yet, in
     the order they were requested (``result_unobserved`` names them at session end)."""
 
@@ -613,34 +614,31 @@ def encode_event(seq: int, run: str, payload: Event, at: str | UnsetType = UNSET
     return _line_template(run) % (seq, dated, compact(_sorted_maps(payload))[1:])
 
 
-def stamp(stream: Stream, payload: Event, at: str | UnsetType = UNSET) -> tuple[Stream, bytes]:
-    """Number the next line of ``stream`` and encode it (docs/events.md#framing-keys: 1, then +1 per line, no gaps)."""
-    seq = stream.written + 1
-    return Stream(stream.run, seq, _unended(stream.unended, payload)), encode_event(seq, stream.run, payload, at)
+class EventValue(Struct, frozen=True):
+    """One event as a session or a record reader emits it: its payload and its ``at`` (the record line's
+    timestamp, verbatim); the stream's writer numbers and encodes it (``metaharness.pure.stream_writer``)."""
+
+    payload: Event
+    at: str | UnsetType = UNSET
 
 
-def stamp_each(stream: Stream, payloads: list[Event]) -> tuple[Stream, list[bytes]]:
-    """``stamp`` over ``payloads`` in order, none of them dated: the run's template is looked up once."""
-    template = _line_template(stream.run)
-    lines = [
-        template % (seq, b"", compact(payload if type(payload) is not SessionEnded else _sorted_maps(payload))[1:])
-        for seq, payload in enumerate(payloads, start=stream.written + 1)
-    ]
+def advanced(stream: Stream, payload: Event) -> Stream:
+    """``stream`` with one more event counted, its call noted open or ended."""
+    return Stream(stream.run, stream.written + 1, _unended(stream.unended, payload))
+
+
+def note(stream: Stream, payload: Event, at: str | UnsetType = UNSET) -> tuple[Stream, EventValue]:
+    """``stream`` with one more event counted (``advanced``), and the event's value."""
+    return advanced(stream, payload), EventValue(payload, at)
+
+
+def note_each(stream: Stream, payloads: list[Event]) -> tuple[Stream, list[EventValue]]:
+    """``note`` over ``payloads`` in order, none of them dated."""
     unended = stream.unended
     for payload in payloads:
         if type(payload) in _CALL_EVENTS:
             unended = _unended(unended, payload)
-    return Stream(stream.run, stream.written + len(lines), unended), lines
-
-
-def replay_ending(stream: Stream, reason: str) -> bytes:
-    """What a claude or codex replay writes last: ``RESULT_UNOBSERVED`` for the calls that got no result,
-    then the closing marker with the process unknown (docs/events.md#replay)."""
-    out = b""
-    unobserved = result_unobserved(stream)
-    if unobserved is not None:
-        stream, out = stamp(stream, unobserved)
-    return out + stamp(stream, closing_marker(stream, reason, UnknownProcess()))[1]
+    return Stream(stream.run, stream.written + len(payloads), unended), [EventValue(payload) for payload in payloads]
 
 
 def drained(out: bytearray) -> Iterator[bytes]:

@@ -16,7 +16,8 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from metaharness.pure.census import ZERO_CENSUS
-from metaharness.pure.events import Event, SessionEnded, Stream, ToolRequested, ToolResult, WarningRaised, stamp
+from metaharness.pure.events import Event, EventValue, SessionEnded, Stream, ToolRequested, ToolResult, WarningRaised
+from metaharness.pure.stream_writer import write_line
 
 
 class Emitted(msgspec.Struct, frozen=True):
@@ -66,7 +67,7 @@ def stated_amount(value: Any) -> float | None:
 
 
 def replay_written(stream: Stream, outputs: Iterable[object], out: bytearray) -> tuple[Stream, SessionEnded | None]:
-    """A replay's emitted events stamped onto ``stream`` and appended to ``out``, ``session.ended`` with a zero
+    """A replay's emitted events written onto ``stream`` (``metaharness.pure.stream_writer.write_line``) and appended to ``out``, ``session.ended`` with a zero
     census (nothing is decided offline, docs/events.md#replay); the ``session.ended`` written, if one was."""
     ended: SessionEnded | None = None
     for item in outputs:
@@ -74,7 +75,7 @@ def replay_written(stream: Stream, outputs: Iterable[object], out: bytearray) ->
             payload = item.payload
             if isinstance(payload, SessionEnded):
                 ended = payload = msgspec.structs.replace(payload, census=ZERO_CENSUS)
-            stream, line = stamp(stream, payload, item.at)
+            stream, line = write_line(stream, EventValue(payload, item.at))
             out.extend(line)
     return stream, ended
 

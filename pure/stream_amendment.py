@@ -1,43 +1,44 @@
-"""What metaharness adds to a run's stream as it is written, on every kind (docs/confinement.md,
+"""What metaharness adds to a run's stream as it is written, on every kind, as values before the stream's
+writer numbers and encodes them (``metaharness.pure.stream_writer``; docs/confinement.md,
 docs/decisions.md#the-route-witness).
 
 A call metaharness denied whose ``tool.result`` is not an error was let through by something else
-(a forged hook-channel answer): right after the later of the two lines a ``warning{DECISION_BYPASSED}``
-naming the call is written; the same call presented again does not reset it (a call id presented with
-another input starts afresh),
-later lines are renumbered, ``session.ended.census`` counts it under ``bypassed``
-and ``stream.closed.events`` counts the added lines. A run with a model route reconciles its stream with
-the route witness at ``session.ended``: the witness's warnings (``metaharness.pure.witness.reconcile``)
-are written just before it, its bypasses counted in ``census.bypassed``, and ``session.ended.route``
-carries the route's traffic with ``calls``; a live run's ``session.ended`` carries its hermetic rows as the
-audit checks them (``rows``). A record event after the terminal record is one ``RECORD_FORGED``.
-``session.started`` names the program the run started as ``program``; a child that stopped before
-``session.started`` has its ``NO_TERMINAL_RECORD`` name the program instead. The closing reason is the run's outcome
-(``metaharness.pure.run_stages.run_outcome``): when the child's exit or the route overrules the record's
-``completed``, a ``warning{RUN_FAILED}`` comes directly before ``stream.closed`` and the stream closes ``error``
-(docs/events.md#stream-ending). Lines nothing concerns pass through byte for byte.
+(a forged hook-channel answer): right after the later of the two events a ``warning{DECISION_BYPASSED}``
+naming the call follows; the same call presented again does not reset it (a call id presented with
+another input starts afresh), and ``session.ended.census`` counts it under ``bypassed``. A run with a model
+route reconciles its stream with the route witness at ``session.ended``: the witness's warnings
+(``metaharness.pure.witness.reconcile``) come just before it, its bypasses counted in ``census.bypassed``, and
+``session.ended.route`` carries the route's traffic with ``calls``; a live run's ``session.ended`` carries its
+hermetic rows as the audit checks them (``rows``). A record event after the terminal record is one
+``RECORD_FORGED``. ``session.started`` names the program the run started as ``program``; a child that stopped
+before ``session.started`` has its ``NO_TERMINAL_RECORD`` name the program instead. The closing reason is the
+run's outcome (``metaharness.pure.run_stages.run_outcome``): when the child's exit or the route overrules the
+record's ``completed``, a ``warning{RUN_FAILED}`` comes directly before ``stream.closed`` and the stream closes
+``error`` (docs/events.md#stream-ending). Every other event passes as it is.
 """
 
 from __future__ import annotations
 
 import msgspec
-from returns.result import Failure
 
 from metaharness.pure.adapter import WitnessFacts
 from metaharness.pure.events import (
     Deny,
     Event,
+    EventValue,
+    Opaque,
     RouteTraffic,
     RowCheck,
     SessionEnded,
     SessionStarted,
     StreamClosed,
+    Text,
     ToolDecided,
     ToolRequested,
     ToolResult,
+    TurnEnded,
+    TurnStarted,
     WarningRaised,
-    encode_event,
-    read_event,
 )
 from metaharness.pure.run_stages import run_failed, run_outcome
 from metaharness.pure.witness import (
@@ -50,24 +51,22 @@ from metaharness.pure.witness import (
     unanswered_completion,
 )
 
-_CONCERNED = (b'"event":"tool.requested"', b'"event":"tool.decided"', b'"event":"tool.result"', b'"event":"session.ended"',
-              b'"event":"stream.closed"', b'"event":"session.started"', b'"code":"NO_TERMINAL_RECORD"')  # fmt: skip
-_RECORD_EVENTS = (b'"event":"tool.requested"', b'"event":"tool.result"', b'"event":"text"', b'"event":"turn.',
-                  b'"event":"session.ended"', b'"event":"opaque"')  # fmt: skip
+_CONCERNED = frozenset({ToolRequested, ToolDecided, ToolResult, SessionEnded, StreamClosed, SessionStarted, WarningRaised})
+"""The events the amendment reads before the terminal record; every other one passes as it is."""
+_RECORD_EVENTS = (ToolRequested, ToolResult, Text, TurnStarted, TurnEnded, SessionEnded, Opaque)
 """Events a harness's record lines map to (``tool.decided`` is metaharness's own: a call abandoned at the
 end is decided after the terminal record); one after the terminal record is a forged line."""
 
 
 class Amendment(msgspec.Struct, frozen=True):
     """The amender's state: the calls metaharness denied, the calls whose result was not an error, how
-    many lines it added, how many bypasses, what the stream said (for the witness), the kind's witness
+    many bypasses, what the stream said (for the witness), the kind's witness
     facts and whether the run decides (frame or ask), whether the terminal record was written and a
     line after it named, the route's traffic written into ``session.ended`` (for the run's outcome) and the
     program the run started (``None``: ``session.started`` is left as written)."""
 
     denied: frozenset[str] = frozenset()
     succeeded: frozenset[str] = frozenset()
-    added: int = 0
     bypassed: int = 0
     stream: StreamAccount = StreamAccount()
     facts: WitnessFacts = WitnessFacts()
@@ -112,69 +111,53 @@ def record_after_terminal() -> WarningRaised:
 
 def amend(
     state: Amendment,
-    line: bytes,
+    value: EventValue,
     route: RouteTraffic | None = None,
     account: RouteAccount | None = None,
     rows: tuple[RowCheck, ...] | None = None,
-) -> tuple[Amendment, tuple[bytes, ...]]:
-    """The lines to write for ``line``; ``route`` is a confined run's model route traffic, ``account`` the
+) -> tuple[Amendment, tuple[EventValue, ...]]:
+    """The events to write for ``value``; ``route`` is a confined run's model route traffic, ``account`` the
     route witness's account whenever the run has a route (``--confine off`` too), ``rows`` the hermetic rows
     checked at ``session.ended``."""
-    concerned = any(marker in line for marker in _CONCERNED) or (state.ended and any(m in line for m in _RECORD_EVENTS))
-    if state.added == 0 and not concerned:
-        return state, (line,)
-    read = read_event(line)
-    if isinstance(read, Failure):
-        return state, (line,)
-    event = read.unwrap()
-    payload = event.payload
-    seq = event.seq + state.added
-    if state.ended and not state.after_ended and any(marker in line for marker in _RECORD_EVENTS):
-        warning = encode_event(seq + 1, event.run, record_after_terminal())
-        renumbered = line if state.added == 0 else encode_event(seq, event.run, payload, event.at)
-        state = msgspec.structs.replace(state, added=state.added + 1, after_ended=True, gaps=state.gaps + 1)
-        return state, (renumbered, warning)
+    payload = value.payload
+    if not state.ended and type(payload) not in _CONCERNED:
+        return state, (value,)
+    if state.ended and not state.after_ended and isinstance(payload, _RECORD_EVENTS):
+        state = msgspec.structs.replace(state, after_ended=True, gaps=state.gaps + 1)
+        return state, (value, EventValue(record_after_terminal()))
     if isinstance(payload, SessionStarted) and state.program is not None:
         started = msgspec.structs.replace(payload, program=state.program)
-        return msgspec.structs.replace(state, started=True), (encode_event(seq, event.run, started, event.at),)
+        return msgspec.structs.replace(state, started=True), (EventValue(started, value.at),)
     unstarted = None if state.started else state.program
     if unstarted is not None and isinstance(payload, WarningRaised) and payload.code == "NO_TERMINAL_RECORD":
-        return state, (encode_event(seq, event.run, unstarted_program(payload, unstarted), event.at),)
+        return state, (EventValue(unstarted_program(payload, unstarted), value.at),)
     state = _fresh(state, payload)
     state = msgspec.structs.replace(state, stream=observe_event(state.stream, payload))
     if isinstance(payload, SessionEnded) and not state.ended:
-        return _ended(msgspec.structs.replace(state, ended=True, route=route), line, payload, route, account, rows)
+        return _ended(msgspec.structs.replace(state, ended=True, route=route), value, payload, route, account, rows)
     call = _bypassed_call(state, payload)
     state = _noted(state, payload)
     if call is not None:
-        renumbered = line if state.added == 0 else encode_event(seq, event.run, payload, event.at)
-        warning = encode_event(seq + 1, event.run, decision_bypassed(call))
         stream = msgspec.structs.replace(state.stream, bypassed=state.stream.bypassed | {call})
-        state = msgspec.structs.replace(state, added=state.added + 1, bypassed=state.bypassed + 1, stream=stream)
-        return state, (renumbered, warning)
+        state = msgspec.structs.replace(state, bypassed=state.bypassed + 1, stream=stream)
+        return state, (value, EventValue(decision_bypassed(call)))
     if isinstance(payload, StreamClosed):
-        return _closed(state, line, payload)
-    if state.added == 0:
-        return state, (line,)
-    return state, (encode_event(seq, event.run, payload, event.at),)
+        return _closed(state, value, payload)
+    return state, (value,)
 
 
-def _closed(state: Amendment, line: bytes, payload: StreamClosed) -> tuple[Amendment, tuple[bytes, ...]]:
-    """The closing line, counting the added lines: after the witness's last check (a completion the route
-    did not see the model reach) and ``RUN_FAILED`` when the child's exit or the route overrules the
-    record's ``completed``, with the run's outcome as its reason."""
-    event = read_event(line).unwrap()
+def _closed(state: Amendment, value: EventValue, payload: StreamClosed) -> tuple[Amendment, tuple[EventValue, ...]]:
+    """The closing event: after the witness's last check (a completion the route did not see the model reach)
+    and ``RUN_FAILED`` when the child's exit or the route overrules the record's ``completed``, with the run's
+    outcome as its reason (the writer counts the events before it)."""
     finding = None if state.account is None else unanswered_completion(state.account, payload.reason)
     outcome = run_outcome(payload.reason, payload.process, state.route)
-    if finding is None and outcome.overruled is None and state.added == 0:
-        return state, (line,)
+    if finding is None and outcome.overruled is None:
+        return state, (value,)
     warnings = (*(() if finding is None else (finding,)), *(() if outcome.overruled is None else (run_failed(outcome),)))
-    seq = event.seq + state.added
-    lines = tuple(encode_event(seq + offset, event.run, warning) for offset, warning in enumerate(warnings))
-    gaps = state.gaps + (finding is not None)
-    state = msgspec.structs.replace(state, added=state.added + len(lines), gaps=gaps)
-    closed = msgspec.structs.replace(payload, events=payload.events + state.added, reason=outcome.reason)
-    return state, (*lines, encode_event(seq + len(lines), event.run, closed, event.at))
+    state = msgspec.structs.replace(state, gaps=state.gaps + (finding is not None))
+    closed = msgspec.structs.replace(payload, reason=outcome.reason)
+    return state, (*(EventValue(warning) for warning in warnings), EventValue(closed, value.at))
 
 
 def _fresh(state: Amendment, payload: Event) -> Amendment:
@@ -209,24 +192,20 @@ def _noted(state: Amendment, payload: Event) -> Amendment:
     return state
 
 
-def _ended(state: Amendment, line: bytes, payload: SessionEnded, route: RouteTraffic | None,
-           account: RouteAccount | None, rows: tuple[RowCheck, ...] | None) -> tuple[Amendment, tuple[bytes, ...]]:  # fmt: skip
-    """The terminal record: the witness's warnings before it, then it with the census and the route;
-    byte for byte when nothing changes."""
-    event = read_event(line).unwrap()
-    seq = event.seq + state.added
+def _ended(state: Amendment, value: EventValue, payload: SessionEnded, route: RouteTraffic | None,
+           account: RouteAccount | None, rows: tuple[RowCheck, ...] | None) -> tuple[Amendment, tuple[EventValue, ...]]:  # fmt: skip
+    """The terminal record: the witness's warnings before it, then it with the census and the route."""
     warnings: tuple[WarningRaised, ...] = ()
     if account is not None:
         state = msgspec.structs.replace(state, account=account)
         warnings, calls = reconcile(account, state.stream, payload, state.facts, state.deciding)
         route = None if route is None else msgspec.structs.replace(route, calls=calls)
     bypassed = state.bypassed + bypassed_count(warnings)
-    if not warnings and not bypassed and route is None and rows is None and state.added == 0:
-        return state, (line,)
-    lines = tuple(encode_event(seq + offset, event.run, warning) for offset, warning in enumerate(warnings))
+    if not warnings and not bypassed and route is None and rows is None:
+        return state, (value,)
     gaps = state.gaps + sum(1 for warning in warnings if warning.code in WITNESS_GATING)
-    state = msgspec.structs.replace(state, added=state.added + len(warnings), bypassed=bypassed, gaps=gaps)
+    state = msgspec.structs.replace(state, bypassed=bypassed, gaps=gaps)
     census = payload.census if not bypassed else msgspec.structs.replace(payload.census, bypassed=bypassed)
     ended = msgspec.structs.replace(payload, census=census, route=route if route is not None else payload.route,
                                     rows=rows if rows is not None else payload.rows)  # fmt: skip
-    return state, (*lines, encode_event(seq + len(warnings), event.run, ended, event.at))
+    return state, (*(EventValue(warning) for warning in warnings), EventValue(ended, value.at))

@@ -11,7 +11,7 @@ import signal
 import sys
 from typing import TYPE_CHECKING
 
-from metaharness.pure.events import Stream, UnknownProcess, closing_marker, stamp
+from metaharness.pure.events import EventValue, UnknownProcess, closing_marker
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import unaudited_exit
 from metaharness.shell.child_process import kill_group
@@ -71,7 +71,7 @@ def end_descendants(child: int | None) -> None:
                 pass
 
 
-def end_unexpectedly(audit: RunAudit, run_id: str, error: Exception) -> int:
+def end_unexpectedly(audit: RunAudit, error: Exception) -> int:
     """A live run met an exception nothing expected: the child's group (and every orphan) is killed,
     the stream closed ``error`` unless it already was, the ``internal-error`` line written, and the run
     exits as an unaudited run that did not complete; the caller still removes the scratch root."""
@@ -80,8 +80,7 @@ def end_unexpectedly(audit: RunAudit, run_id: str, error: Exception) -> int:
         kill_group(group, signal.SIGKILL)
     end_descendants(None)
     if not audit.closed:
-        stream = Stream(run_id, audit.written)
-        audit.write_event(stamp(stream, closing_marker(stream, "error", UnknownProcess()))[1])
+        audit.write_event(EventValue(closing_marker(audit.writer.stream, "error", UnknownProcess())))
     sys.stderr.write(Refusal("internal-error", f"{type(error).__name__}: {error}").line() + "\n")
     sys.stderr.flush()
     return unaudited_exit("error")

@@ -12,7 +12,8 @@ were added.
 the deadline timers, the stop, the stderr tail, and the inputs every session takes the same way (a signal, a
 steering line, a deadline); a kind's ``live.py`` adds only its own reading and how it performs its effects
 (docs/DEVELOPING.md#the-run-engine). :func:`spawn` starts the child the way every kind does, and :func:`reap`
-waits out one that lingers after its record ended.
+waits out one that lingers after its record ended. A loop hands each event value to its writer (a run's
+``RunAudit.write_event``; :class:`StreamLines` for a stream kept whole with nothing amended).
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ from typing import IO, TYPE_CHECKING, Any, Generic, TypeVar
 
 from metaharness.pure.bounds import COMMAND_LINE_LIMIT
 from metaharness.pure.budgets import GRACE_S
-from metaharness.pure.events import Process
+from metaharness.pure.events import EventValue, Process, Stream
 from metaharness.pure.session_steps import SessionSteps
+from metaharness.pure.stream_writer import write_line
 from metaharness.shell.bounded_reads import LineCutter
 from metaharness.shell.child_end import end_descendants
 from metaharness.shell.child_process import STDERR_KEPT, ChildStop, kill_group, wait_status
@@ -48,6 +50,19 @@ E = TypeVar("E")
 Handler = Callable[[], None]
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class StreamLines:
+    """A stream's lines kept whole, each event value numbered and encoded by the writer with nothing amended
+    (conformance C3's scripted runs)."""
+
+    def __init__(self, run: str) -> None:
+        self.stream = Stream(run)
+        self.lines = bytearray()
+
+    def write(self, value: EventValue) -> None:
+        self.stream, line = write_line(self.stream, value)
+        self.lines.extend(line)
 
 
 class Engine:
@@ -258,6 +273,10 @@ class LiveLoop(ABC, Generic[S, E]):
         self.perform(effects)
         if control is not None:
             self.stopper.take(control)
+
+    def end_of_record(self) -> None:
+        """The record ended: the session releases what it held and abandons what is pending."""
+        self.step(self.steps.end_of_record(self.session))
 
     def expire_due(self) -> None:
         for call_id, waited in self.deadlines.take_due():

@@ -171,7 +171,7 @@ def _live(options: RunOptions, hold: RunHold, launched: Launched) -> int:
     """The live part: the audit wired to the launch, the loop driven, the exit audited; a spawn that failed is
     ``spawn-failed``, anything unexpected closes the stream ``error`` (``internal-error``)."""
     audit, proxy = launched.audit, hold.proxy
-    audit.names_program(launched.program)
+    audit.names_run(hold.run_id, launched.program)
     if proxy is not None and launched.spawn is not None:
         audit.route = lambda: proxy.route
     if proxy is not None:
@@ -190,13 +190,13 @@ def _live(options: RunOptions, hold: RunHold, launched: Launched) -> int:
 
     audit.rows_facts = rows_facts
     try:
-        return _ended(audit, hold.run_id, launched, late, rows_facts)
+        return _ended(audit, launched, late, rows_facts)
     finally:
         launched.close()
 
 
 def _ended(
-    audit: RunAudit, run_id: str, launched: Launched, late: LateEvents, rows_facts: Callable[[], VerdictFacts]
+    audit: RunAudit, launched: Launched, late: LateEvents, rows_facts: Callable[[], VerdictFacts]
 ) -> int:
     """The loop driven and the exit audited: a spawn that failed is ``spawn-failed``; anything unexpected
     (in the loop or the audit) closes the stream ``error`` with ``internal-error``."""
@@ -204,13 +204,13 @@ def _ended(
         end = launched.drive(late)
     except OSError as error:
         if spawned_group() is not None:
-            return end_unexpectedly(audit, run_id, error)
+            return end_unexpectedly(audit, error)
         return refuse(spawn_failed(launched.program, str(error.strerror or error)))
     except Exception as error:  # noqa: BLE001 - the child is stopped and the stream closed whatever failed
-        return end_unexpectedly(audit, run_id, error)
+        return end_unexpectedly(audit, error)
     if end.refusal is not None:
         return refuse(end.refusal)
     try:
         return audit.exit_code(rows_facts(), launched.record, end.reason, end.lost_record)
     except Exception as error:  # noqa: BLE001 - as in the loop: the stream is closed whatever failed
-        return end_unexpectedly(audit, run_id, error)
+        return end_unexpectedly(audit, error)

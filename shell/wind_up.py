@@ -3,9 +3,11 @@ keeps what the report reads, the report and the audited exit, and the ``--retain
 (docs/cli.md#run; docs/hermetic.md#auditor, #audit-report, #audited-exit; docs/events.md#wind-up-and-signals,
 docs/hermetic.md#verdicts, #hermetic-modes).
 
-A run builds one :class:`RunAudit` while it stages (its refusals are stage 2's), writes every event
-through :meth:`RunAudit.write_event`, and after the live loop has returned, while the scratch tree
-still holds the transcript, asks :meth:`RunAudit.exit_code` for the exit. Only the facts the verdicts
+A run builds one :class:`RunAudit` while it stages (its refusals are stage 2's), hands every event value
+to :meth:`RunAudit.write_event` (the stream's one writer, ``metaharness.pure.stream_writer``, amends, numbers
+and encodes it; the audit keeps the values it wrote, never reading a line back, docs/DEVELOPING.md#the-event-path),
+and after the live loop has returned, while the scratch tree still holds the transcript, asks
+:meth:`RunAudit.exit_code` for the exit. Only the facts the verdicts
 compare the record against (:class:`VerdictFacts`) and the files a kind retains are the kind's own.
 """
 
@@ -23,19 +25,23 @@ from metaharness.pure.adapters import adapter_of
 from metaharness.pure.audit_report import AuditorOutcome, audit_report, audited_exit, report_facts
 from metaharness.pure.events import (
     Event,
+    EventLine,
+    EventValue,
     RouteTraffic,
     RowCheck,
+    SessionEnded,
     SessionStarted,
+    Stream,
     StreamClosed,
     WarningRaised,
-    read_event,
 )
 from metaharness.pure.hermetic import VerdictFacts, row_verdicts
 from metaharness.pure.options import RunOptions, check_audit_pairing
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import failure_cause, failure_line, unaudited_exit
 from metaharness.pure.run_view import ViewState, fold_view, progress_lines
-from metaharness.pure.stream_amendment import Amendment, amend
+from metaharness.pure.stream_amendment import Amendment
+from metaharness.pure.stream_writer import StreamWriter, write
 from metaharness.pure.witness import RouteAccount
 from metaharness.pure.workspace_diff import FileState, workspace_diff
 from metaharness.shell.auditor import gather_audit_facts
@@ -47,9 +53,6 @@ from metaharness.shell.run_limits import RunLimits
 from metaharness.shell.staging import Refused, take, write_event
 from metaharness.shell.tree_facts import directory_identity
 from metaharness.shell.workspace_snapshot import snapshot
-
-CLOSING_EVENT = b'"event":"stream.closed"'
-"""How the one serialiser writes the closing event's name (``metaharness.pure.jsonline.compact``)."""
 
 
 class RunAudit:
@@ -64,11 +67,11 @@ class RunAudit:
         self.reporting = options.audited() or options.hermetic == "on"
         self.payloads: list[Event] = []
         self.limits = RunLimits(options.timeout)
-        self.amendment = Amendment(facts=adapter_of(options.kind).witness, deciding=options.decisions != "observe")
+        amendment = Amendment(facts=adapter_of(options.kind).witness, deciding=options.decisions != "observe")
+        self.writer = StreamWriter(Stream(""), amendment)
         self.route: Callable[[], RouteTraffic] | None = None
         self.account: Callable[[], RouteAccount] | None = None
         """The route witness's account (docs/decisions.md#the-route-witness), set beside ``route``."""
-        self.written = 0
         self.closed = False
         self.started: SessionStarted | None = None
         self.rows_facts: Callable[[], VerdictFacts] | None = None
@@ -81,44 +84,47 @@ class RunAudit:
                 raise Refused(opened)
             self.events = opened
         self.closing_reason: str | None = None
-        self.run: str | None = None
         self.cause: str | None = None
         """What a failed run's stderr line names (``metaharness.pure.run_stages.failure_cause``)."""
 
-    def names_program(self, program: str) -> None:
-        """``session.started.program`` is ``program``, the resolved path of what this run starts."""
-        self.amendment = msgspec.structs.replace(self.amendment, program=program)
+    def names_run(self, run: str, program: str) -> None:
+        """The stream's run id is ``run`` and ``session.started.program`` is ``program``, the resolved path of
+        what this run starts."""
+        amendment = msgspec.structs.replace(self.writer.amendment, program=program)
+        self.writer = StreamWriter(Stream(run), amendment)
 
-    def write_event(self, line: bytes) -> None:
-        """One event line to ``--events`` FILE (``metaharness.shell.events_file``) and then stdout,
-        amended (``DECISION_BYPASSED``, a confined run's ``route``, the route witness's reconciliation, the
-        rows as checked), its payload kept when the run reports; the lines are counted and a closing
-        ``stream.closed`` noted (``metaharness.shell.child_end.end_unexpectedly``) with the run's outcome as its
-        reason; a closed stdout stops the run (``metaharness.shell.run_limits``)."""
-        if self.started is None and b'"event":"session.started"' in line:
-            opened = read_event(line)
-            payload = opened.unwrap().payload if isinstance(opened, Success) else None
-            self.started = payload if isinstance(payload, SessionStarted) else None
-        ending = b'"event":"session.ended"' in line
+    def write_event(self, value: EventValue) -> None:
+        """One event value through the stream's writer (amended: ``DECISION_BYPASSED``, a confined run's
+        ``route``, the route witness's reconciliation, the rows as checked; numbered and encoded), each line to
+        ``--events`` FILE (``metaharness.shell.events_file``) and then stdout, its payload kept when the run
+        reports; a closing ``stream.closed`` is noted (``metaharness.shell.child_end.end_unexpectedly``) with the
+        run's outcome as its reason; a closed stdout stops the run (``metaharness.shell.run_limits``)."""
+        payload = value.payload
+        if self.started is None and isinstance(payload, SessionStarted):
+            self.started = payload
+        ending = isinstance(payload, SessionEnded)
         route = self.route() if ending and self.route else None
         account = self.account() if ending and self.account else None
-        self.amendment, lines = amend(self.amendment, line, route, account, self.checked_rows() if ending else None)
+        self.writer, lines = write(self.writer, value, route, account, self.checked_rows() if ending else None)
         for written in lines:
             if self.events is not None:
-                self.events.write(written)
-            self.limits.wrote(write_event(written))
-            self.written += 1
-            if CLOSING_EVENT in written:
-                self.closed = True
-                closing = read_event(written).unwrap()
-                self.run = closing.run
-                self.closing_reason = closing.payload.reason if isinstance(closing.payload, StreamClosed) else None
-            if b'"event":"warning"' in written or b'"event":"session.ended"' in written:
-                self.cause = failure_cause(self.cause, read_event(written).unwrap().payload)
-            if self.progress is not None:
-                self._show_progress(written)
-            if self.reporting:
-                self.payloads.append(read_event(written).unwrap().payload)
+                self.events.write(written.encoded)
+            self.limits.wrote(write_event(written.encoded))
+            self._kept(written.line)
+
+    def _kept(self, line: EventLine) -> None:
+        """What the audit keeps of one line written: the closing reason, the failure's cause, the progress
+        shown and, when the run reports, its payload."""
+        payload = line.payload
+        if isinstance(payload, StreamClosed):
+            self.closed = True
+            self.closing_reason = payload.reason
+        if isinstance(payload, WarningRaised | SessionEnded):
+            self.cause = failure_cause(self.cause, payload)
+        if self.progress is not None:
+            self._show_progress(line)
+        if self.reporting:
+            self.payloads.append(payload)
 
     def arm(self, cwd: str) -> None:
         """The live loop is about to start: under ``--retain-dir`` the working directory is read for the
@@ -134,13 +140,12 @@ class RunAudit:
         cwd, before = self.workspace
         return workspace_diff(before, snapshot(cwd))
 
-    def _show_progress(self, line: bytes) -> None:
+    def _show_progress(self, line: EventLine) -> None:
         """The progress lines one more event adds, on stderr (a terminal's, never stdout)."""
-        read = read_event(line)
-        if isinstance(read, Failure) or self.progress is None:
+        if self.progress is None:
             return
-        after = fold_view(self.progress, read.unwrap(), 0.0)
-        lines = progress_lines(self.progress, after, read.unwrap())
+        after = fold_view(self.progress, line, 0.0)
+        lines = progress_lines(self.progress, after, line)
         self.progress = after
         if lines:
             sys.stderr.write("".join(text + "\n" for text in lines))
@@ -182,7 +187,7 @@ class RunAudit:
                 refusal = ran.failure()
             else:
                 auditor = ran.unwrap()
-        facts = report_facts(self.payloads, facts_of_rows, self.options.audited(), auditor, refusal, self.amendment.gaps)
+        facts = report_facts(self.payloads, facts_of_rows, self.options.audited(), auditor, refusal, self.writer.amendment.gaps)
         sys.stderr.write(audit_report(facts))
         sys.stderr.flush()
         if self.options.audited():
@@ -193,7 +198,7 @@ class RunAudit:
         """``code``, after the failure line on stderr when it is 1 or 3 and ``--quiet`` is not given
         (docs/cli.md#progress-on-stderr); an audited run's report names its exit instead."""
         if code in (1, 3) and not self.options.quiet:
-            sys.stderr.write(failure_line(self.run, reason, code, self.cause))
+            sys.stderr.write(failure_line(self.writer.stream.run if self.closed else None, reason, code, self.cause))
             sys.stderr.flush()
         return code
 

@@ -23,7 +23,7 @@ from metaharness.pure.b10x.seam import (
 )
 from metaharness.pure.commands import ToolDecide, read_command, unreadable_command
 from metaharness.pure.decisions import Arm
-from metaharness.pure.events import Abstain, Allow, Deny, Replace, UnknownProcess, read_event
+from metaharness.pure.events import Abstain, Allow, Deny, EventValue, Replace, UnknownProcess, encode_event, read_event
 from metaharness.pure.frames import seal_frame
 
 SPEC_FRAME = frame_skeleton("development/default", "implement", "implement", 3, prior=[{"text": "the specification is approved", "source": "docs/specs/one.md"}], obligations=[{"text": "the suite is red before the implementation", "asked_by": "workflows/development/default.yaml"}], next=[{"id": "verify"}], handoff={"handoff": "artifact", "name": "the implementation", "kind": "change"}, operations=[{"op": "search"}, {"op": "file.read"}, {"op": "file.edit"}, {"op": "dir.list"}, {"op": "file.write"}], subjects=[
@@ -54,8 +54,13 @@ FLAT_WRITE = [
 ]
 
 
-def events(stream: bytes) -> list[dict]:
+def stream_events(stream: bytes) -> list[dict]:
     return [msgspec.json.decode(line) for line in stream.splitlines()]
+
+
+def events(*effects: object) -> list[dict]:
+    """The event values among ``effects``, each as the object its line encodes."""
+    return [msgspec.json.decode(encode_event(1, "r", e.payload, e.at)) for e in effects if isinstance(e, EventValue)]
 
 
 def frame():
@@ -66,7 +71,7 @@ def test_spec_example_frame_denies_write_by_subject_rule() -> None:
     """docs/events.md#example-stream: the write falls under file:** which does not admit file.write."""
     settings = replay_settings(run="b10x-48213", decisions="frame", frame=frame(), transcript_path="/scratch/run/loop.jsonl")
     outcome = replay_b10x(settings, b"\n".join(FLAT_WRITE) + b"\n")
-    got = events(outcome.stream)
+    got = stream_events(outcome.stream)
     assert [e["event"] for e in got] == [
         "session.started", "warning", "turn.started", "usage", "tool.requested", "tool.decided", "tool.result",
         "turn.started", "text", "text", "usage", "session.ended", "stream.closed",
@@ -93,7 +98,7 @@ def test_spec_example_frame_denies_write_by_subject_rule() -> None:
 
 def test_observe_records_and_decides_nothing() -> None:
     outcome = replay_b10x(replay_settings(transcript_path="r"), b"\n".join(FLAT_WRITE))
-    got = events(outcome.stream)
+    got = stream_events(outcome.stream)
     assert not [e for e in got if e["event"] == "tool.decided"]
     requested = next(e for e in got if e["event"] == "tool.requested")
     assert (requested["seam"], requested["decision_required"], requested["deadline_ms"]) == ("none", False, None)
@@ -110,7 +115,7 @@ def test_held_call_released_unasked_on_seam_none() -> None:
         b'{"kind":"tool-completed","call_id":"c1","failed":false}',
         b'{"kind":"tool-requested","call_id":"c2","name":"dir_list","arguments":{}}',
     ]
-    got = events(replay_b10x(replay_settings(decisions="frame", frame=frame(), transcript_path="r"), b"\n".join(lines)).stream)
+    got = stream_events(replay_b10x(replay_settings(decisions="frame", frame=frame(), transcript_path="r"), b"\n".join(lines)).stream)
     assert [e["event"] for e in got] == ["tool.requested", "tool.result", "tool.requested", "warning", "warning",
                                          "stream.closed"]  # fmt: skip
     assert got[0]["seam"] == "none" and got[2]["subjects"] == ["file:."]
@@ -130,7 +135,7 @@ def test_turn_retried_discards_the_interrupted_attempts_deltas() -> None:
         b"not json",
         b'{"kind":"finished","stop":{"kind":"completed"},"turns":1}',
     ]
-    got = events(replay_b10x(replay_settings(transcript_path="r"), b"\n".join(lines)).stream)
+    got = stream_events(replay_b10x(replay_settings(transcript_path="r"), b"\n".join(lines)).stream)
     assert [e["event"] for e in got] == ["turn.started", "warning", "warning", "text", "opaque", "session.ended", "stream.closed"]
     assert got[1]["code"] == "turn-retried"
     assert got[2]["message"] == (
@@ -159,7 +164,7 @@ def test_record_readings() -> None:
         b'{"kind":"answered","call_id":"a","value":{"ok":true}}',
         b'{"kind":"finished","stop":{"kind":"max-cost","turns":3}}',
     ]
-    got = events(replay_b10x(replay_settings(transcript_path="r"), b"\n".join(lines)).stream)
+    got = stream_events(replay_b10x(replay_settings(transcript_path="r"), b"\n".join(lines)).stream)
     kinds = [(e["event"], e.get("code") or e.get("vendor_subtype")) for e in got]
     assert kinds == [
         ("session.started", None), ("opaque", "started"), ("warning", "compacted"), ("warning", "credential-renewed"),
@@ -199,7 +204,7 @@ def _ask_state(**settings):
 
 def test_ask_presents_then_embedder_decides() -> None:
     state, effects = _ask_state()
-    requested = events(b"".join(e for e in effects if isinstance(e, bytes)))[-1]
+    requested = events(*effects)[-1]
     assert (requested["decision_required"], requested["deadline_ms"]) == (True, 25000)
     assert isinstance(effects[-1], Arm) and effects[-1].call_id == "call_b10x_001"
     _, unknown, _ = take_command(state, ToolDecide(id="u", call_id="x", decision=Allow()), None)
@@ -224,7 +229,7 @@ def test_a_reasonless_deny_is_answered_malformed_and_the_call_stays_open() -> No
     unreadable = unreadable_command(line, read_command(line).failure())
     assert unreadable is not None
     state, effects, _ = take_command(state, unreadable, None)
-    (refused,) = events(b"".join(e for e in effects if isinstance(e, bytes)))
+    (refused,) = events(*effects)
     assert (refused["id"], refused["outcome"]["refused"]["code"]) == ("d1", "MALFORMED")
     assert not [e for e in effects if isinstance(e, AnswerLine)] and state.desk.pending_call_ids() == ("call_b10x_001",)
 
@@ -260,7 +265,7 @@ def test_stream_end_abandons_a_pending_call() -> None:
         "call_b10x_001",
         b'{"call_id":"call_b10x_001","decision":"deny","reason":"the stream ended before this call was decided, so nothing ran"}\n',
     )
-    got = events(b"".join(e for e in effects if isinstance(e, bytes)))
+    got = events(*effects)
     assert [e["event"] for e in got] == ["tool.decided", "warning", "warning", "warning", "stream.closed"]
     assert got[1]["message"] == "call_b10x_001 was never decided by the embedder"
     assert got[2]["code"] == "RESULT_UNOBSERVED" and "call_b10x_001" in got[2]["message"]
@@ -279,7 +284,7 @@ def test_unexpected_question_is_denied_and_warned() -> None:
     assert effects[0] == AnswerLine(
         "zz", b'{"call_id":"zz","decision":"deny","reason":"metaharness held no announcement of this call, so it cannot decide it; nothing ran"}\n'
     )
-    got = events(b"".join(effects[1:]))
+    got = events(*effects[1:])
     assert got[0]["decided_by"] == "adapter"
     assert got[1] == {**got[1], "code": "approval-unexpected", "message": "the loop asked about zz, which metaharness was not holding as a question"}
     state, effects = read_line(state, 2, b'{"kind":"approval-resolved","call_id":"zz","approved":false}')
@@ -307,7 +312,7 @@ def test_mutated_request_is_denied_by_adapter() -> None:
     answers = [e.line for e in collected if isinstance(e, AnswerLine)]
     assert answers[0] == b'{"call_id":"c","decision":"allow"}\n'
     assert answers[1] == b'{"call_id":"c","decision":"deny","reason":"this call id was already presented with a different input"}\n'
-    got = events(b"".join(e for e in collected if isinstance(e, bytes)))
+    got = events(*collected)
     assert [e.get("code") for e in got if e["event"] == "warning"] == ["REQUEST_MUTATED"]
     assert state.desk.census.allowed == 1 and state.desk.census.denied == 1
 

@@ -15,13 +15,12 @@ from metaharness.pure.catalogue import load_catalogue
 from metaharness.pure.claude.control import CALLBACK_ID, CLI_GAVE_UP, INITIALIZE_ID
 from metaharness.pure.claude.replay import replay_facts
 from metaharness.pure.claude.session import (
+    STEPS,
     Effect,
     EndInput,
     Refuse,
     Session,
     ToChild,
-    end_of_record,
-    expire,
     open_session,
     read_line,
     take_command,
@@ -29,10 +28,11 @@ from metaharness.pure.claude.session import (
 )
 from metaharness.pure.commands import read_command, unreadable_command
 from metaharness.pure.decisions import Arm
-from metaharness.pure.events import Exited
+from metaharness.pure.events import EventValue, Exited, Stream
 from metaharness.pure.frames import Frame, seal_frame
 from metaharness.pure.hook_channel import UNREADABLE_REQUEST
 from metaharness.pure.jsonline import compact
+from metaharness.pure.stream_writer import write_line
 
 FACTS = replay_facts(decisions="frame", hermetic="off", transcript_path="t.jsonl", harness_version=None, model=None)
 INIT = compact({"type": "system", "subtype": "init", "cwd": "/w", "claude_code_version": "2.1.332"})
@@ -81,6 +81,7 @@ class Harness:
 
     def __init__(self, mode: str = "frame", frame_in_force: Frame | None = None, facts: Any = FACTS) -> None:
         self.session: Session
+        self.stream = Stream("golden")
         self.session, effects = open_session(facts, "golden", mode, frame_in_force, turn="the task")  # type: ignore[arg-type]
         self.lines: list[dict[str, Any]] = []
         self.sent: list[dict[str, Any]] = []
@@ -93,8 +94,9 @@ class Harness:
     def perform(self, effects: tuple[Effect, ...]) -> None:
         for effect in effects:
             self.effects.append(effect)
-            if isinstance(effect, bytes):
-                self.lines.append(json.loads(effect))
+            if isinstance(effect, EventValue):
+                self.stream, line = write_line(self.stream, effect)
+                self.lines.append(json.loads(line))
             elif isinstance(effect, ToChild):
                 sent = json.loads(effect.line)
                 self.sent.append(sent)
@@ -118,7 +120,7 @@ class Harness:
         return control
 
     def close(self) -> str:
-        self.session, effects = end_of_record(self.session)
+        self.session, effects = STEPS.end_of_record(self.session)
         self.perform(effects)
         self.session, effects, reason = wind_up(self.session, process=Exited(code=0))
         self.perform(effects)
@@ -272,7 +274,7 @@ def test_the_deadline_denies_a_pending_call() -> None:
     run = Harness(mode="ask")
     run.line(INIT)
     run.hook("K1")
-    run.session, effects = expire(run.session, "toolu_1", 55001)
+    run.session, effects = STEPS.expire(run.session, "toolu_1", 55001)
     run.perform(effects)
     assert run.lines[-1]["decided_by"] == "deadline" and run.lines[-1]["latency_ms"] == 55001
     assert run.lines[-1]["decision"]["reason"].startswith("metaharness's own 55000ms decision deadline expired")

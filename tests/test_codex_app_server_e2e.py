@@ -24,6 +24,7 @@ from metaharness.pure.run_end import RunEnd
 from metaharness.shell.codex.app_server import drive_app_server, place_catalogue
 from metaharness.shell.codex.inputs import read_codex_catalogue
 from metaharness.shell.codex.run import materialise, plan_run
+from metaharness.shell.live_engine import StreamLines
 
 pytestmark = [
     pytest.mark.skipif(
@@ -84,7 +85,7 @@ def catalogue_run(
     materialise(launch)
     if placed:
         place_catalogue(launch, catalogue, str(source), proxy_started=False, probed=False).unwrap()
-    lines: list[bytes] = []
+    lines = StreamLines("codex-catalogue")
     rollout = RolloutLaunch(
         program=launch.program,
         pins=PINS,
@@ -98,11 +99,11 @@ def catalogue_run(
         run="codex-catalogue",
         catalogue=catalogue,
         model=None,
-        write_event=lines.append,
+        write_event=lines.write,
         commands=None,
         on_steering_refusal=lambda line: None,
     )
-    return well_formed(lines), outcome, work
+    return well_formed(bytes(lines.lines).splitlines(keepends=True)), outcome, work
 
 
 def owned_call(events: list[dict]) -> dict:

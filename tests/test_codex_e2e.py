@@ -25,6 +25,7 @@ from metaharness.pure.events import Exited, Transcript
 from metaharness.pure.options import RunOptions
 from metaharness.shell.codex.live import drive_codex
 from metaharness.shell.codex.run import materialise, plan_run
+from metaharness.shell.live_engine import StreamLines
 
 pytestmark = [
     pytest.mark.skipif(
@@ -201,7 +202,7 @@ def test_ask_unanswered_is_denied_by_the_deadline_and_the_patch_never_runs(emula
     )
     launch, frame = plan_run(options, str(scratch)).unwrap()
     materialise(launch)
-    lines: list[bytes] = []
+    lines = StreamLines("codex-deadline")
     rollout = RolloutLaunch(
         program=launch.program,
         pins=PINS,
@@ -213,11 +214,11 @@ def test_ask_unanswered_is_denied_by_the_deadline_and_the_patch_never_runs(emula
         desk=open_desk("ask", frame, 4_000),
         rollout=rollout,
         run="codex-deadline",
-        write_event=lines.append,
+        write_event=lines.write,
         commands=None,
         on_steering_refusal=lambda line: None,
     )
-    events = well_formed(lines)
+    events = well_formed(bytes(lines.lines).splitlines(keepends=True))
     call = hook_call(events, "apply_patch")
     assert call["decision_required"] is True and call["deadline_ms"] == 2000
     decision = decided(events, call["call_id"])

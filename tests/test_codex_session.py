@@ -29,10 +29,11 @@ from metaharness.pure.codex.session import (
 )
 from metaharness.pure.commands import read_command
 from metaharness.pure.decisions import Arm, open_desk
-from metaharness.pure.events import Exited
+from metaharness.pure.events import EventValue, Exited, Stream
 from metaharness.pure.frames import Frame, seal_frame
 from metaharness.pure.hook_channel import HOOK_GAVE_UP, HookAnswer
 from metaharness.pure.jsonline import compact
+from metaharness.pure.stream_writer import write_line
 from metaharness.pure.subjects import TreeFacts
 
 TREE = TreeFacts("/w", {})
@@ -73,6 +74,7 @@ class Harness:
     def __init__(self, mode: str = "frame", frame_in_force: Frame | None = None, catalogue: bool = False) -> None:
         desk = open_desk(mode, frame_in_force, 60_000)  # type: ignore[arg-type]
         self.session: Session
+        self.stream = Stream("golden")
         if catalogue:
             conversation, opening = app_server.open_session(
                 version="1", cwd="/w", model=None, sandbox="read-only", catalogue=CATALOGUE, user_turn="go"
@@ -92,8 +94,9 @@ class Harness:
 
     def perform(self, effects: tuple[Effect, ...]) -> None:
         for effect in effects:
-            if isinstance(effect, bytes):
-                self.lines.append(json.loads(effect))
+            if isinstance(effect, EventValue):
+                self.stream, line = write_line(self.stream, effect)
+                self.lines.append(json.loads(line))
             elif isinstance(effect, HookAnswer):
                 self.hook_answers.append((effect.key, effect.body))
                 self.session, more = delivered(self.session, self.delivered)

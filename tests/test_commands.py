@@ -33,9 +33,10 @@ from metaharness.pure.commands import (
     unreadable_command,
     unsupported_control,
 )
-from metaharness.pure.events import Allow, Deny, Replace, Stream, stamp
+from metaharness.pure.events import Allow, Deny, EventValue, Replace, Stream
 from metaharness.pure.frames import frame_document, seal_frame
 from metaharness.pure.refusal import Refusal
+from metaharness.pure.stream_writer import write_line
 
 B10X_HONOURED = ("tool.decide", "interrupt", "halt")
 
@@ -115,7 +116,7 @@ def test_framing_refusal_of_bad_json_carries_the_parser_detail() -> None:
 @pytest.mark.parametrize("reason", ["", "   ", "\n\t"])
 def test_a_deny_without_a_reason_is_malformed(reason: str) -> None:
     refused = check_well_formed(ToolDecide(id="c9", call_id="x", decision=Deny(reason))).failure()
-    assert json.loads(stamp(Stream("r"), refused)[1])["outcome"] == {
+    assert json.loads(write_line(Stream("r"), EventValue(refused))[1])["outcome"] == {
         "result": "refused",
         "refused": {
             "code": "MALFORMED",
@@ -166,11 +167,11 @@ def test_adapter_support() -> None:
 
 def test_results_are_the_spec_bytes() -> None:
     stream = Stream("b10x-48213", written=6)
-    assert stamp(stream, command_ok("c1"))[1] == (
+    assert write_line(stream, EventValue(command_ok("c1")))[1] == (
         b'{"format":"metaharness.event/1","seq":7,"run":"b10x-48213","event":"command.result","id":"c1",'
         b'"outcome":{"result":"ok","applies_at":null}}\n'
     )
-    assert stamp(Stream("b10x-48213", written=8), unsupported_control("c2", "b10x", "steer"))[1] == (
+    assert write_line(Stream("b10x-48213", written=8), EventValue(unsupported_control("c2", "b10x", "steer")))[1] == (
         b'{"format":"metaharness.event/1","seq":9,"run":"b10x-48213","event":"command.result","id":"c2",'
         b'"outcome":{"result":"refused","refused":{"code":"UNSUPPORTED_CONTROL","reason":"the b10x adapter cannot honour steer"}}}\n'
     )

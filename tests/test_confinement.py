@@ -32,12 +32,14 @@ from metaharness.pure.environment import ChildEnvironment, CredentialPosture
 from metaharness.pure.events import (
     Census,
     Deny,
+    EventValue,
     Exited,
     Hermetic,
     RouteTraffic,
     RowHow,
     RowWhy,
     SessionEnded,
+    Stream,
     StreamClosed,
     ToolDecided,
     ToolRequested,
@@ -46,7 +48,8 @@ from metaharness.pure.events import (
     read_event,
 )
 from metaharness.pure.hermetic import MemoryHit, MemoryWalk
-from metaharness.pure.stream_amendment import Amendment, amend
+from metaharness.pure.stream_amendment import Amendment
+from metaharness.pure.stream_writer import StreamWriter, write
 
 
 @pytest.mark.parametrize(
@@ -252,10 +255,10 @@ def result(call: str, is_error: bool) -> ToolResult:
 
 
 def written(payloads: list, route: RouteTraffic | None = None) -> list[bytes]:
-    state, out = Amendment(), []
-    for seq, payload in enumerate(payloads, start=1):
-        state, lines = amend(state, encode_event(seq, "r", payload), route)
-        out += lines
+    writer, out = StreamWriter(Stream("r"), Amendment()), []
+    for payload in payloads:
+        writer, lines = write(writer, EventValue(payload), route)
+        out += [line.encoded for line in lines]
     return out
 
 

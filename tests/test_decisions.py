@@ -27,9 +27,10 @@ from metaharness.pure.decisions import (
     request_digest,
     set_frame,
 )
-from metaharness.pure.events import Abstain, Allow, Deny, Replace, Stream, ToolDecided, stamp
+from metaharness.pure.events import Abstain, Allow, Deny, EventValue, Replace, Stream, ToolDecided
 from metaharness.pure.frames import Frame, Operation, seal_frame
 from metaharness.pure.run_stages import decision_deadline
+from metaharness.pure.stream_writer import write_line
 
 READS = [{"op": "file.read"}, {"op": "dir.list"}, {"op": "search"}]
 WRITES = [{"op": "file.edit"}, {"op": "file.write"}]
@@ -93,8 +94,8 @@ def test_frame_mode_reproduces_the_spec_stream_lines() -> None:
     desk, effects = present(open_desk("frame", SPEC_FRAME), write_call())
     assert kinds(effects) == ["tool.requested", "Answer", "tool.decided"]
     stream = Stream("b10x-48213", written=6)
-    stream, requested = stamp(stream, events(effects)[0])
-    _, decision = stamp(stream, events(effects)[1])
+    stream, requested = write_line(stream, EventValue(events(effects)[0]))
+    _, decision = write_line(stream, EventValue(events(effects)[1]))
     assert requested == (
         b'{"format":"metaharness.event/1","seq":7,"run":"b10x-48213","event":"tool.requested","call_id":"call_b10x_001",'
         b'"name":"file_write","input":{"path":"note.md","text":"written by the harness\\n"},"operations":["file.write"],'
@@ -120,7 +121,7 @@ def test_frame_mode_uncovered_tool_warns_and_omits_operations() -> None:
     call = PresentedCall(call_id="c", name="find", input={}, seam="control_request", subjects=("file:.",))
     _, effects = present(open_desk("frame", SPEC_FRAME), call)
     assert kinds(effects) == ["tool.requested", "warning", "Answer", "tool.decided"]
-    requested = stamp(Stream("r"), events(effects)[0])[1]
+    requested = write_line(Stream("r"), EventValue(events(effects)[0]))[1]
     assert b'"operations"' not in requested and b'"subjects":["file:."]' in requested
     assert events(effects)[1].code == "UNCOVERED_TOOL"
 

@@ -3,7 +3,7 @@ exception (docs/events.md#reading-a-stream)."""
 
 from __future__ import annotations
 
-from metaharness.pure.events import Stream, ToolRequested, ToolResult, read_event, result_unobserved, stamp, stamp_each
+from metaharness.pure.events import Stream, ToolRequested, ToolResult, note, note_each, read_event, result_unobserved
 
 
 def test_nesting_deeper_than_the_parser_follows_is_not_a_json_object() -> None:
@@ -28,11 +28,11 @@ def test_the_stream_knows_which_calls_never_ended() -> None:
         return ToolResult(exit_code=None, outcome_source=None, call_id=call_id, is_error=None, content=None, bytes=None,
                           tool_use_result=None)  # fmt: skip
 
-    stream, _ = stamp(Stream("r"), requested("a"))
-    stream, _ = stamp_each(stream, [requested("b"), requested("c"), result("a")])
-    stream, _ = stamp(stream, result("c"))
+    stream, _ = note(Stream("r"), requested("a"))
+    stream, _ = note_each(stream, [requested("b"), requested("c"), result("a")])
+    stream, _ = note(stream, result("c"))
     warning = result_unobserved(stream)
     assert warning is not None and warning.code == "RESULT_UNOBSERVED"
     assert "no result was observed for b:" in warning.message and stream.written == 5
-    stream, _ = stamp(stream, result("b"))
+    stream, _ = note(stream, result("b"))
     assert result_unobserved(stream) is None

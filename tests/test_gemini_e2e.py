@@ -23,6 +23,7 @@ from metaharness.pure.hook_channel import HOOK_GAVE_UP, NO_ANSWER_REASON
 from metaharness.pure.options import RunOptions
 from metaharness.shell.gemini.live import drive_gemini
 from metaharness.shell.gemini.run import materialise, plan
+from metaharness.shell.live_engine import StreamLines
 
 pytestmark = [
     pytest.mark.skipif(GEMINI is None, reason=f"the pinned Gemini CLI {PINNED} is not on the child's PATH"),
@@ -236,15 +237,15 @@ def test_a_hook_that_cannot_reach_metaharness_blocks_the_call_and_it_is_named_a_
     (scratch / "hook-channel" / "requests").rmdir()
     facts = RecordFacts(transcript=Transcript(path=launch.transcript, digest=None, bytes=None),
                         hermetic=launch.hermetic, cwd=launch.cwd)  # fmt: skip
-    lines: list[bytes] = []
+    lines = StreamLines("gap")
     try:
         with open(launch.transcript, "wb") as transcript:
             outcome = drive_gemini(launch=launch, session=open_session(facts, "gap", "observe", None), channel=channel,
-                                   write_event=lines.append, transcript=transcript, commands=None,
+                                   write_event=lines.write, transcript=transcript, commands=None,
                                    on_steering_refusal=lambda line: None)  # fmt: skip
     finally:
         channel.close()
-    events = well_formed(lines)
+    events = well_formed(bytes(lines.lines).splitlines(keepends=True))
     (call,) = of(events, "tool.requested")
     assert call["seam"] == "none" and call["name"] == "write_file"
     (result,) = results(events)

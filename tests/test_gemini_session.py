@@ -10,20 +10,21 @@ from typing import Any
 from codex_process import well_formed
 
 from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
-from metaharness.pure.events import Abstain, Allow, Deny, Exited, Hermetic, Replace, Transcript
+from metaharness.pure.events import Abstain, Allow, Deny, EventValue, Exited, Hermetic, Replace, Stream, Transcript
 from metaharness.pure.gemini.hook import BLOCKING_EXIT, gemini_hook_answer, render_gemini_hook
 from metaharness.pure.gemini.launch import GeminiRunSpec, plan_gemini_launch
 from metaharness.pure.gemini.record import RecordFacts
 from metaharness.pure.gemini.session import (
+    STEPS,
     Session,
     answered,
-    end_of_record,
     hook_request,
     open_session,
     read_line,
     wind_up,
 )
 from metaharness.pure.hook_channel import HookAnswer
+from metaharness.pure.stream_writer import write_line
 
 HERMETIC = Hermetic(mode="off", decisions="observe", imposed=(), declared=(), unavailable=(), ambient_inputs=(),
                     installed_plugins=())  # fmt: skip
@@ -52,17 +53,22 @@ class Run:
     def __init__(self, mode: str = "observe") -> None:
         self.session: Session = open_session(FACTS, "r", mode, None)  # type: ignore[arg-type]
         self.lines: list[bytes] = []
+        self.stream = Stream("r")
         self.answers: list[HookAnswer] = []
         self.number = 0
 
     def perform(self, taken: tuple[Session, tuple[Any, ...]]) -> None:
         self.session, effects = taken
         for effect in effects:
-            if isinstance(effect, bytes):
-                self.lines.append(effect)
+            if isinstance(effect, EventValue):
+                self.write(effect)
             elif isinstance(effect, HookAnswer):
                 self.answers.append(effect)
                 self.perform(answered(self.session, True))
+
+    def write(self, value: EventValue) -> None:
+        self.stream, line = write_line(self.stream, value)
+        self.lines.append(line)
 
     def record(self, raw: bytes) -> None:
         self.number += 1
@@ -72,9 +78,11 @@ class Run:
         self.perform(hook_request(self.session, key, raw))
 
     def close(self) -> list[dict]:
-        self.perform(end_of_record(self.session))
+        self.perform(STEPS.end_of_record(self.session))
         self.session, effects, _ = wind_up(self.session, process=Exited(code=0))
-        self.lines += [effect for effect in effects if isinstance(effect, bytes)]
+        for effect in effects:
+            if isinstance(effect, EventValue):
+                self.write(effect)
         return well_formed(self.lines)
 
 

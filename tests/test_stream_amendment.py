@@ -1,21 +1,32 @@
-"""What the run adds to its stream as it is written (docs/events.md#stream-ending, #the-twenty-events): the program it
-started in ``session.started``, whatever the record said, and the run's outcome in the closing marker."""
+"""What the run adds to its stream as its writer writes it (docs/events.md#stream-ending, #the-twenty-events): the
+program it started in ``session.started``, whatever the record said, and the run's outcome in the closing marker."""
 
 from __future__ import annotations
 
 import json
 
 from metaharness.pure.events import (
+    Event,
+    EventValue,
     Exited,
     Hermetic,
     SessionStarted,
+    Stream,
     StreamClosed,
     Transcript,
     WarningRaised,
     encode_event,
 )
 from metaharness.pure.run_stages import failure_cause, failure_line
-from metaharness.pure.stream_amendment import Amendment, amend
+from metaharness.pure.stream_amendment import Amendment
+from metaharness.pure.stream_writer import StreamWriter, write
+
+
+def amend(state: Amendment, seq: int, payload: Event, at: str | None = None) -> tuple[Amendment, tuple[bytes, ...]]:
+    """The lines the writer writes for ``payload`` as the ``seq``-th event of run ``r``."""
+    value = EventValue(payload) if at is None else EventValue(payload, at)
+    writer, lines = write(StreamWriter(Stream("r", seq - 1), state), value)
+    return writer.amendment, tuple(line.encoded for line in lines)
 
 
 def started(program: str | None = None) -> SessionStarted:
@@ -35,38 +46,37 @@ def test_session_started_names_the_host_s_program_over_anything_the_record_said(
     """Hostile: a record that names another program is overwritten with the path metaharness resolved and started."""
     state = Amendment(program="/home/op/.local/bin/codex")
     for payload in (started(), started(program="/tmp/forged")):
-        _, (line,) = amend(state, encode_event(1, "r", payload, "2026-12-01T00:00:00.000Z"))
+        _, (line,) = amend(state, 1, payload, "2026-12-01T00:00:00.000Z")
         assert json.loads(line)["program"] == "/home/op/.local/bin/codex"
         assert line.index(b'"program"') > line.index(b'"harness_version"')
 
 
 def test_without_a_program_the_opening_record_passes_byte_for_byte() -> None:
     line = encode_event(1, "r", started())
-    assert amend(Amendment(), line) == (Amendment(), (line,))
+    assert amend(Amendment(), 1, started()) == (Amendment(), (line,))
     assert b'"program"' not in line
 
 
 def test_a_completed_record_from_a_child_that_exited_1_closes_error() -> None:
-    closing = encode_event(5, "r", StreamClosed(events=4, reason="completed", run_id="r", process=Exited(code=1)))
-    state, lines = amend(Amendment(), closing)
+    closing = StreamClosed(events=4, reason="completed", run_id="r", process=Exited(code=1))
+    _, lines = amend(Amendment(), 5, closing)
     warning, marker = (json.loads(line) for line in lines)
     assert (warning["seq"], warning["code"]) == (5, "RUN_FAILED")
     assert warning["message"] == (
         "the harness exited 1 after a terminal record that reported success; the stream closes error"
     )
     assert (marker["seq"], marker["events"], marker["reason"]) == (6, 5, "error")
-    assert state.added == 1
 
 
 def test_no_terminal_record_names_the_program_only_when_no_session_started_did() -> None:
     """Hostile: a harness that dies before its opening record still leaves the program named in the stream."""
     warning = WarningRaised(code="NO_TERMINAL_RECORD", message="the harness stopped without a terminal record; it wrote nothing on stderr")
     state = Amendment(program="/home/op/.local/bin/gemini")
-    _, (line,) = amend(state, encode_event(1, "r", warning))
+    _, (line,) = amend(state, 1, warning)
     assert json.loads(line)["message"] == ("the harness stopped without a terminal record or session.started "
                                            "(metaharness started /home/op/.local/bin/gemini); it wrote nothing on stderr")  # fmt: skip
-    state, _ = amend(state, encode_event(1, "r", started()))
-    _, (line,) = amend(state, encode_event(2, "r", warning))
+    state, _ = amend(state, 1, started())
+    _, (line,) = amend(state, 2, warning)
     assert json.loads(line)["message"] == warning.message
 
 

@@ -19,19 +19,21 @@ from metaharness.pure.events import (
     Census,
     Deny,
     Event,
+    EventValue,
     Exited,
     FinalAnswer,
     RouteTraffic,
     SessionEnded,
+    Stream,
     StreamClosed,
     ToolDecided,
     ToolRequested,
     ToolResult,
-    encode_event,
     read_event,
 )
 from metaharness.pure.jsonline import compact
-from metaharness.pure.stream_amendment import Amendment, amend
+from metaharness.pure.stream_amendment import Amendment
+from metaharness.pure.stream_writer import StreamWriter, write
 from metaharness.pure.wires import anthropic_messages, google_generative, openai_responses
 from metaharness.pure.wires.neutral import ToolCall, TurnRequest, UserText
 from metaharness.pure.wires.neutral import ToolResult as ResultItem
@@ -213,12 +215,12 @@ def test_an_unreadable_answer_is_named_so_its_calls_are_not_counted_as_checked()
 
 
 def written(payloads: list[Event], account: RouteAccount) -> list[Any]:
-    state, out = Amendment(), []
+    writer, out = StreamWriter(Stream("r"), Amendment()), []
     traffic = RouteTraffic(requests=2, bytes_up=1, bytes_down=1)
-    for seq, payload in enumerate(payloads, start=1):
-        state, lines = amend(state, encode_event(seq, "r", payload), traffic, account)
-        out += lines
-    return [read_event(line).unwrap() for line in out]
+    for payload in payloads:
+        writer, lines = write(writer, EventValue(payload), traffic, account)
+        out += [read_event(line.encoded).unwrap() for line in lines]
+    return out
 
 
 def result(call_id: str, is_error: bool) -> ToolResult:
@@ -281,12 +283,10 @@ def test_a_response_is_whole_by_its_own_framing() -> None:
 
 def test_without_a_confined_route_the_witness_still_names_what_it_finds() -> None:
     account = route(anthropic_messages.WIRE, {"argv": ["touch", "x"]}, "", False)
-    state, out = Amendment(), []
-    for seq, payload in enumerate([ended()], start=1):
-        state, lines = amend(state, encode_event(seq, "r", payload), None, account)
-        out += [read_event(line).unwrap() for line in lines]
+    writer, lines = write(StreamWriter(Stream("r"), Amendment()), EventValue(ended()), None, account)
+    out = [read_event(line.encoded).unwrap() for line in lines]
     assert [getattr(line.payload, "code", None) for line in out] == ["COVERAGE_GAP", None]
-    assert out[1].payload.route is msgspec.UNSET and state.gaps == 1
+    assert out[1].payload.route is msgspec.UNSET and writer.amendment.gaps == 1
 
 
 def test_a_completion_the_route_never_saw_the_model_reach_is_forged() -> None:

@@ -12,19 +12,11 @@ from collections.abc import Iterable, Iterator
 import msgspec
 
 from metaharness.pure.adapter import ReplayOutput, ReplayRequest, SeamAnswer
-from metaharness.pure.b10x.seam import (
-    AnswerLine,
-    Effect,
-    SeamSettings,
-    SeamState,
-    end_of_record,
-    open_seam,
-    read_line,
-    wind_up,
-)
-from metaharness.pure.events import Hermetic, StreamClosed, Transcript, UnknownProcess
+from metaharness.pure.b10x.seam import AnswerLine, SeamSettings, SeamState, end_of_record, open_seam, read_line, wind_up
+from metaharness.pure.events import EventValue, Hermetic, Stream, StreamClosed, Transcript, UnknownProcess
 from metaharness.pure.frames import Frame
 from metaharness.pure.modes import DecisionMode, HermeticMode
+from metaharness.pure.stream_writer import write_line
 
 
 class ReplayOutcome(msgspec.Struct, frozen=True):
@@ -87,27 +79,35 @@ def replay_b10x(settings: SeamSettings, record: bytes) -> ReplayOutcome:
 
 
 def replayed_lines(lines: Iterable[bytes], settings: SeamSettings) -> Iterator[ReplayOutput]:
-    """Each event line and caller-seam answer as the record's lines (``\n`` removed) are read through the
+    """Each event line and caller-seam answer as the record's lines (``\\n`` removed) are read through the
     seam; the record is never held."""
-    for effects in _effects(lines, settings):
-        for effect in effects:
-            if type(effect) is bytes:
-                yield effect
-            elif type(effect) is AnswerLine:
-                yield SeamAnswer(effect.line)
-
-
-def _effects(lines: Iterable[bytes], settings: SeamSettings) -> Iterator[tuple[Effect, ...]]:
-    """The seam's effects: the opening, each record line's, the end of the record's, the wind-up's."""
     state: SeamState
     state, effects = open_seam(settings)
-    yield effects
+    stream = Stream(state.stream.run)
+    stream, outputs = _outputs(stream, effects)
+    yield from outputs
     for number, line in enumerate(lines, start=1):
         state, effects = read_line(state, number, line)
-        yield effects
+        if effects:
+            stream, outputs = _outputs(stream, effects)
+            yield from outputs
     state, effects = end_of_record(state)
-    yield effects
-    yield wind_up(state, process=UnknownProcess())[1]
+    stream, outputs = _outputs(stream, effects)
+    yield from outputs
+    state, effects = wind_up(state, process=UnknownProcess())
+    yield from _outputs(stream, effects)[1]
+
+
+def _outputs(stream: Stream, effects: tuple[object, ...]) -> tuple[Stream, list[ReplayOutput]]:
+    """Each event value written (``metaharness.pure.stream_writer.write_line``) and each answer line, in order."""
+    outputs: list[ReplayOutput] = []
+    for effect in effects:
+        if isinstance(effect, EventValue):
+            stream, line = write_line(stream, effect)
+            outputs.append(line)
+        elif isinstance(effect, AnswerLine):
+            outputs.append(SeamAnswer(effect.line))
+    return stream, outputs
 
 
 def replay(lines: Iterable[bytes], request: ReplayRequest) -> Iterator[ReplayOutput]:

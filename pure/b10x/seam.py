@@ -4,7 +4,7 @@
 One reader serves live runs, ``replay b10x`` and conformance. :func:`open_seam` starts a stream (with
 any plan-time warnings), :func:`read_line` maps one record line, :func:`end_of_record` releases what
 the end of the record releases, and :func:`wind_up` closes the stream. Each returns the new state and
-the effects to perform, in order: event lines for stdout (``bytes``), answer lines for the loop's
+the effects to perform, in order: event values for the stream's writer (``EventValue``), answer lines for the loop's
 stdin (:class:`AnswerLine`) and deadlines to arm (``decisions.Arm``).
 """
 
@@ -33,6 +33,7 @@ from metaharness.pure.events import (
     Decision,
     Deny,
     Event,
+    EventValue,
     FinalAnswer,
     Hermetic,
     Opaque,
@@ -51,9 +52,9 @@ from metaharness.pure.events import (
     WarningRaised,
     Withheld,
     closing_marker,
+    note,
+    note_each,
     result_unobserved,
-    stamp,
-    stamp_each,
 )
 from metaharness.pure.frames import Frame, Operation
 from metaharness.pure.jsonline import compact, sha256_hex
@@ -61,6 +62,7 @@ from metaharness.pure.modes import DecisionMode
 from metaharness.pure.program_subjects import argv_subjects
 from metaharness.pure.readings import stated_count
 from metaharness.pure.run_stages import closing_reason, decision_deadline, no_terminal_record
+from metaharness.pure.session_steps import SessionSteps
 from metaharness.pure.stop import KILL, Stop, StopPolicy
 from metaharness.pure.subjects import TreeFacts, resolve_subjects
 
@@ -115,7 +117,7 @@ class AnswerLine(Struct, frozen=True):
     line: bytes
 
 
-Effect: TypeAlias = bytes | AnswerLine | Arm
+Effect: TypeAlias = EventValue | AnswerLine | Arm
 
 
 class SeamSettings(Struct, frozen=True, kw_only=True):
@@ -196,12 +198,12 @@ class _Out:
         self.effects: list[Effect] = []
 
     def emit(self, payload: Event) -> None:
-        self.stream, line = stamp(self.stream, payload)
-        self.effects.append(line)
+        self.stream, value = note(self.stream, payload)
+        self.effects.append(value)
 
     def emit_all(self, payloads: list[Event]) -> None:
-        self.stream, lines = stamp_each(self.stream, payloads)
-        self.effects.extend(lines)
+        self.stream, values = note_each(self.stream, payloads)
+        self.effects.extend(values)
 
     def answer(self, call_id: str, decision: Decision) -> None:
         """The caller-seam line for ``decision`` goes to the loop's stdin (docs/adapters/b10x.md#caller-seam step 3)."""
@@ -209,7 +211,7 @@ class _Out:
         self.answers = self.answers.set(call_id, isinstance(decision, Allow))
 
     def step(self, step: tuple[Desk, tuple[desk_.Effect, ...]]) -> None:
-        """Perform the desk's effects in order: events stamped, answers rendered, deadlines armed."""
+        """Perform the desk's effects in order: events noted, answers rendered, deadlines armed."""
         self.desk, effects = step
         for effect in effects:
             if isinstance(effect, desk_.Emit):
@@ -297,8 +299,8 @@ def read_line(
             single = (
                 usage_event(record, state.settings.model) if isinstance(record, rec.Usage) else tool_result(record)
             )
-            stream, line = stamp(state.stream, single)
-            return _replace(state, stream=stream), (line,)
+            stream, value = note(state.stream, single)
+            return _replace(state, stream=stream), (value,)
     out = _Out(state)
     changes: dict[str, Any] = {}
     if held is not None and not (isinstance(record, rec.ApprovalRequired) and record.call_id == held.call_id):
@@ -795,3 +797,15 @@ def take_command(
     out.step((desk, effects))
     new, performed = out.finish(state)
     return new, performed, control
+
+
+def record_ended(state: SeamState) -> tuple[SeamState, tuple[Effect, ...]]:
+    """A live run's record ended: what :func:`end_of_record` releases, then every pending call abandoned by the end
+    of the stream (docs/decisions.md#correlation-and-abandonment)."""
+    state, released = end_of_record(state)
+    state, abandoned = abandon_pending(state, "the stream ended")
+    return state, (*released, *abandoned)
+
+
+STEPS = SessionSteps(abandon_pending=abandon_pending, expire=expire, take_command=take_command, end_of_record=record_ended)
+"""The b10x seam's steps every live loop takes (``metaharness.pure.session_steps``)."""

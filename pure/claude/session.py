@@ -5,15 +5,16 @@ docs/events.md#census).
 
 Each input returns the new ``Session`` and the effects the shell performs **in order**:
 
-* ``bytes`` — one stamped event line to write to stdout;
+* :class:`~metaharness.pure.events.EventValue` — one event for the run's stream writer;
 * :class:`ToChild` — one line to write to the CLI's stdin (``initialize``, the user turn, an answer);
 * :class:`EndInput` — close the CLI's stdin (its terminal record was read);
 * :class:`Refuse` — stop the child and refuse the run (the ``initialize`` reply did not confirm the hooks);
 * ``Arm``/``Disarm`` (``metaharness.pure.decisions``) — start or stop a call's deadline timer.
 
 Inputs: :func:`open_session` (its effects begin with ``initialize``), :func:`read_line` (one stdout line),
-:func:`take_command` (one framed ``metaharness.command/1``), :func:`expire` (a deadline fired),
-:func:`abandon_pending` (interrupt, halt or a signal), :func:`end_of_record` and :func:`wind_up`. An answer
+:func:`take_command` (one framed ``metaharness.command/1``), :data:`STEPS` (the protocol every live loop steps:
+a deadline fired, interrupt, halt or a signal, the end of the record; ``metaharness.pure.session_steps``) and
+:func:`wind_up`. An answer
 for a call whose every request the CLI withdrew (``control_cancel_request``) is recorded as a deny by
 ``deadline`` saying the CLI gave up first (docs/decisions.md#deadlines).
 """
@@ -63,25 +64,23 @@ from metaharness.pure.commands import (
 )
 from metaharness.pure.correlation import Correlator, Present, on_hook_call, on_readings, on_stream_end
 from metaharness.pure.decisions import (
-    AbandonCause,
     Answer,
     Arm,
     Control,
     Desk,
     Disarm,
     PresentedCall,
-    abandon,
     open_desk,
     pending_call,
     present,
     steer,
 )
 from metaharness.pure.decisions import Emit as DeskEmit
-from metaharness.pure.decisions import expire as desk_expire
 from metaharness.pure.events import (
     Census,
     Deny,
     Event,
+    EventValue,
     Process,
     Replace,
     SessionEnded,
@@ -89,8 +88,8 @@ from metaharness.pure.events import (
     ToolDecided,
     WarningRaised,
     closing_marker,
+    note,
     result_unobserved,
-    stamp,
 )
 from metaharness.pure.frames import Frame
 from metaharness.pure.hook_channel import HookCall, request_unreadable
@@ -98,6 +97,7 @@ from metaharness.pure.modes import DecisionMode
 from metaharness.pure.readings import Emitted
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import closing_reason, no_terminal_record
+from metaharness.pure.session_steps import desk_steps
 from metaharness.pure.stop import GROUP_POLICY
 from metaharness.pure.subjects import TreeFacts, resolve_subjects
 
@@ -123,7 +123,7 @@ class Refuse(msgspec.Struct, frozen=True):
     refusal: Refusal
 
 
-Effect: TypeAlias = bytes | ToChild | EndInput | Refuse | Arm | Disarm
+Effect: TypeAlias = EventValue | ToChild | EndInput | Refuse | Arm | Disarm
 Item: TypeAlias = DeskEmit | Answer | Arm | Disarm | Emitted | Present
 """What the session works through in order: desk effects and what the correlator released."""
 
@@ -172,16 +172,16 @@ def open_session(
     return session, (*effects, ToChild(initialize_line(vendor_budget_ms // 1000)))
 
 
-def _write(session: Session, payload: Event, at: str | UnsetType = UNSET) -> tuple[Session, bytes]:
-    """Stamp one event; ``tool.decided`` is counted and ``session.ended`` gets the census so far
+def _write(session: Session, payload: Event, at: str | UnsetType = UNSET) -> tuple[Session, EventValue]:
+    """Note one event; ``tool.decided`` is counted and ``session.ended`` gets the census so far
     (docs/events.md#census)."""
     census, ended, payload = counted(session.census, session.ended, payload)
-    stream, line = stamp(session.stream, payload, at)
+    stream, line = note(session.stream, payload, at)
     return msgspec.structs.replace(session, stream=stream, census=census, ended=ended), line
 
 
 def _emit_all(session: Session, items: tuple[Item, ...]) -> tuple[Session, tuple[Effect, ...]]:
-    """Work through ``items`` in order: events are stamped, a ``Present`` goes to the decision desk
+    """Work through ``items`` in order: events are noted, a ``Present`` goes to the decision desk
     (its effects next), and an answer goes to every request of its call still waiting; a call the CLI
     withdrew gets none, and its ``tool.decided`` becomes a deny by ``deadline`` saying so."""
     out: list[Effect] = []
@@ -336,28 +336,8 @@ def take_command(
     return session, effects, control
 
 
-def expire(session: Session, call_id: str, elapsed_ms: int) -> tuple[Session, tuple[Effect, ...]]:
-    """A call's deadline fired ``elapsed_ms`` after arming: deny by ``deadline`` (docs/decisions.md#deadlines)."""
-    desk, effects = desk_expire(session.desk, call_id, elapsed_ms)
-    return _emit_all(msgspec.structs.replace(session, desk=desk), effects)
-
-
-def abandon_pending(session: Session, why: AbandonCause) -> tuple[Session, tuple[Effect, ...]]:
-    """Every pending call denied by ``adapter`` with ``PENDING_CALL_ABANDONED``
-    (docs/decisions.md#correlation-and-abandonment)."""
-    desk, effects = abandon(session.desk, why)
-    return _emit_all(msgspec.structs.replace(session, desk=desk), effects)
-
-
-def end_of_record(session: Session) -> tuple[Session, tuple[Effect, ...]]:
-    """The transcript ended: every held call takes path (b) (docs/adapters/common.md#one-event-per-call), then every
-    pending call is abandoned by the end of the stream (docs/decisions.md#correlation-and-abandonment), its deny
-    handed to the hook first."""
-    correlator, outputs = on_stream_end(session.correlator)
-    session, released = _emit_all(msgspec.structs.replace(session, correlator=correlator), outputs)
-    desk, effects = abandon(session.desk, "the stream ended")
-    session, abandoned = _emit_all(msgspec.structs.replace(session, desk=desk), effects)
-    return session, (*released, *abandoned)
+STEPS = desk_steps(_emit_all, take_command)
+"""The claude session's steps every live loop takes (``metaharness.pure.session_steps``)."""
 
 
 def wind_up(
@@ -369,7 +349,7 @@ def wind_up(
     process: Process,
     late: tuple[Event, ...] = (),
 ) -> tuple[Session, tuple[Effect, ...], str]:
-    """Close the stream after :func:`end_of_record`: ``RESULT_UNOBSERVED``
+    """Close the stream after the end of the record (``STEPS.end_of_record``): ``RESULT_UNOBSERVED``
     naming the calls that never got a result, ``NO_TERMINAL_RECORD`` when no ``result`` was read (not after a ``halt``), the wind-up's own events (the loopback proxy's
     ``auth.expired``, ``LOOPBACK_REFUSED``, ``RETAIN_FAILED``), then ``stream.closed``; and its reason."""
     unobserved = result_unobserved(session.stream)
@@ -379,6 +359,6 @@ def wind_up(
     extra += [DeskEmit(event) for event in late]
     session, more = _emit_all(session, tuple(extra))
     reason = closing_reason(halted=halted, killed=killed, stop=terminal_stop(session.ended), budget_stops=BUDGET_WORDS)
-    stream, line = stamp(session.stream, closing_marker(session.stream, reason, process))
+    stream, line = note(session.stream, closing_marker(session.stream, reason, process))
     return msgspec.structs.replace(session, stream=stream), (*more, line), reason
 

@@ -13,17 +13,17 @@ from metaharness.pure.codex.rollout import RolloutLaunch, RolloutReader, read_ro
 from metaharness.pure.codex.vendor import PINS, PROGRAM
 from metaharness.pure.correlation import Correlator, on_readings, on_stream_end
 from metaharness.pure.events import (
+    EventValue,
     Hermetic,
     SessionEnded,
     Stream,
     Transcript,
     closed_reason,
     drained,
-    replay_ending,
-    stamp,
 )
 from metaharness.pure.readings import Emitted, record_lines
 from metaharness.pure.run_stages import closing_reason
+from metaharness.pure.stream_writer import replay_ending, write_line
 
 
 def replay_launch(
@@ -58,10 +58,10 @@ def stop_word(ended: SessionEnded | None) -> str | None:
 
 
 def _written(stream: Stream, outputs: Iterable[object], out: bytearray) -> Stream:
-    """Stamp each emitted event onto ``stream``, appending its line to ``out``."""
+    """Write each emitted event onto ``stream`` (``metaharness.pure.stream_writer.write_line``), appending its line to ``out``."""
     for item in outputs:
         if isinstance(item, Emitted):
-            stream, line = stamp(stream, item.payload, item.at)
+            stream, line = write_line(stream, EventValue(item.payload, item.at))
             out.extend(line)
     return stream
 

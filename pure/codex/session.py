@@ -4,7 +4,7 @@ stream folded together, and on a catalogue run the ``codex app-server`` conversa
 
 Each input returns the new ``Session`` and the effects the shell performs **in order**:
 
-* ``bytes`` — one stamped event line to write to stdout;
+* :class:`~metaharness.pure.events.EventValue` — one event for the run's stream writer;
 * :class:`HookAnswer` — write ``body`` to ``key`` through the hook channel, then call :func:`delivered`
   with whether the hook was still waiting; the effects after it arrive from there;
 * ``Perform`` — write ``line`` to the catalogue server's stdin, then call :func:`delivered` with whether
@@ -74,6 +74,7 @@ from metaharness.pure.events import (
     Census,
     Deny,
     Event,
+    EventValue,
     Process,
     Replace,
     SessionStarted,
@@ -83,12 +84,13 @@ from metaharness.pure.events import (
     TurnEnded,
     WarningRaised,
     closing_marker,
+    note,
     result_unobserved,
-    stamp,
 )
 from metaharness.pure.hook_channel import CHANNEL_REFUSED_REASON, HOOK_GAVE_UP, HookAnswer, HookCall, read_hook_request
 from metaharness.pure.readings import Emitted, Finished, Reading
 from metaharness.pure.run_stages import closing_reason, no_terminal_record
+from metaharness.pure.session_steps import SessionSteps
 from metaharness.pure.stop import GROUP_POLICY
 from metaharness.pure.subjects import TreeFacts, resolve_subjects
 
@@ -104,7 +106,7 @@ class _Abandon(msgspec.Struct, frozen=True):
     why: AbandonCause
 
 
-Effect: TypeAlias = bytes | HookAnswer | Perform | Send | Note | Arm | Disarm
+Effect: TypeAlias = EventValue | HookAnswer | Perform | Send | Note | Arm | Disarm
 Item: TypeAlias = DeskEmit | Answer | Arm | Disarm | Emitted | Present | _Abandon | Step
 """What the session works through in order: desk effects, what the correlator released, the
 app-server conversation's steps."""
@@ -171,8 +173,8 @@ def _lookup(pairs: tuple[tuple[str, str], ...], call_id: str) -> str | None:
     return next((value for key, value in reversed(pairs) if key == call_id), None)
 
 
-def _write(session: Session, payload: Event, at: str | UnsetType = UNSET) -> tuple[Session, bytes]:
-    """Stamp one event: a denied call's result is an error, ``session.started`` gives the session's
+def _write(session: Session, payload: Event, at: str | UnsetType = UNSET) -> tuple[Session, EventValue]:
+    """Note one event: a denied call's result is an error, ``session.started`` gives the session's
     directory, and ``tool.decided`` is counted (a deny by ``deadline`` when its hook had gone)."""
     if isinstance(payload, ToolResult):
         payload = denied_result(session.desk, payload)
@@ -185,7 +187,7 @@ def _write(session: Session, payload: Event, at: str | UnsetType = UNSET) -> tup
             unanswered = unanswered - {payload.call_id}
             payload = msgspec.structs.replace(payload, decision=Deny(HOOK_GAVE_UP), decided_by="deadline")
         census = count_decision(census, payload)
-    stream, line = stamp(session.stream, payload, at)
+    stream, line = note(session.stream, payload, at)
     sandbox = watched(session.sandbox, session.reader.grant, payload)
     session = msgspec.structs.replace(
         session, stream=stream, census=census, unanswered=unanswered, session_cwd=session_cwd, sandbox=sandbox
@@ -271,7 +273,7 @@ def _released(outputs: tuple[Output, ...]) -> tuple[Item, ...]:
 
 def _work(session: Session, items: tuple[Item, ...]) -> tuple[Session, tuple[Effect, ...]]:
     """Work through ``items`` in order, each item's own follow-ups first; a hook answer or a call
-    performed stops the walk until :func:`delivered` resumes it, so every line is stamped in the order
+    performed stops the walk until :func:`delivered` resumes it, so every event is noted in the order
     it is written."""
     out: list[Effect] = []
     pending = list(items)
@@ -482,6 +484,10 @@ def end_of_record(session: Session) -> tuple[Session, tuple[Effect, ...]]:
     return _work(
         msgspec.structs.replace(session, correlator=correlator), (*_released(outputs), _Abandon("the stream ended"))
     )
+
+
+STEPS = SessionSteps(abandon_pending=abandon_pending, expire=expire, take_command=take_command, end_of_record=end_of_record)
+"""The codex session's steps every live loop takes (``metaharness.pure.session_steps``)."""
 
 
 def wind_up(

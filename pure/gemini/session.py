@@ -3,7 +3,7 @@ the stream folded together (docs/adapters/gemini.md#seam, #correlation; docs/ada
 
 Each input returns the new ``Session`` and the effects the shell performs **in order**:
 
-* ``bytes`` — one stamped event line to write to stdout;
+* :class:`~metaharness.pure.events.EventValue` — one event for the run's stream writer;
 * :class:`HookAnswer` — write ``body`` to ``key`` through the hook channel, then call :func:`answered` with
   whether the hook was still waiting; the effects after it arrive from there;
 * ``Arm``/``Disarm`` (``metaharness.pure.decisions``) — start or stop a call's deadline timer.
@@ -26,25 +26,23 @@ from metaharness.pure.census import ZERO_CENSUS, counted
 from metaharness.pure.commands import Steering
 from metaharness.pure.correlation import Correlator, Present, on_hook_call, on_readings, on_stream_end
 from metaharness.pure.decisions import (
-    AbandonCause,
     Answer,
     Arm,
     Control,
     Desk,
     Disarm,
     PresentedCall,
-    abandon,
     open_desk,
     present,
     steer,
 )
 from metaharness.pure.decisions import Emit as DeskEmit
-from metaharness.pure.decisions import expire as desk_expire
 from metaharness.pure.doorbell import UnreadKeys, unread_key
 from metaharness.pure.events import (
     Census,
     Deny,
     Event,
+    EventValue,
     Process,
     SessionEnded,
     Stream,
@@ -52,8 +50,8 @@ from metaharness.pure.events import (
     ToolResult,
     WarningRaised,
     closing_marker,
+    note,
     result_unobserved,
-    stamp,
 )
 from metaharness.pure.frames import Frame
 from metaharness.pure.gemini.adapter import HONOURED_COMMANDS
@@ -71,6 +69,7 @@ from metaharness.pure.hook_channel import (
 from metaharness.pure.modes import DecisionMode
 from metaharness.pure.readings import Announced, Emitted, Finished, Reading
 from metaharness.pure.run_stages import closing_reason, no_terminal_record
+from metaharness.pure.session_steps import desk_steps
 from metaharness.pure.stop import GROUP_POLICY
 from metaharness.pure.subjects import TreeFacts, resolve_subjects
 
@@ -82,7 +81,7 @@ Key: TypeAlias = tuple[str, str, bytes]
 """A call as correlation sees it: its id, its tool name, its canonical input."""
 
 
-Effect: TypeAlias = bytes | HookAnswer | Arm | Disarm
+Effect: TypeAlias = EventValue | HookAnswer | Arm | Disarm
 Item: TypeAlias = DeskEmit | Answer | Arm | Disarm | Emitted | Present
 
 
@@ -116,11 +115,11 @@ def open_session(facts: RecordFacts, run: str, mode: DecisionMode, frame: Frame 
                    correlator=Correlator(live=live))  # fmt: skip
 
 
-def _write(session: Session, payload: Event, at: str | UnsetType = UNSET) -> tuple[Session, bytes]:
-    """Stamp one event; ``tool.decided`` is counted and ``session.ended`` gets the census so far. A result is the
+def _write(session: Session, payload: Event, at: str | UnsetType = UNSET) -> tuple[Session, EventValue]:
+    """Note one event; ``tool.decided`` is counted and ``session.ended`` gets the census so far. A result is the
     record's own (Gemini CLI states a blocked call's ``status:"error"``)."""
     census, ended, payload = counted(session.census, session.ended, payload)
-    stream, line = stamp(session.stream, payload, at)
+    stream, line = note(session.stream, payload, at)
     return msgspec.structs.replace(session, stream=stream, census=census, ended=ended), line
 
 
@@ -281,25 +280,8 @@ def take_command(session: Session, command: Steering, latency_ms: int | None) ->
     return session, effects, control
 
 
-def expire(session: Session, call_id: str, elapsed_ms: int) -> tuple[Session, tuple[Effect, ...]]:
-    """A call's deadline fired: deny by ``deadline`` (docs/decisions.md#deadlines)."""
-    desk, effects = desk_expire(session.desk, call_id, elapsed_ms)
-    return _emit_all(msgspec.structs.replace(session, desk=desk), effects)
-
-
-def abandon_pending(session: Session, why: AbandonCause) -> tuple[Session, tuple[Effect, ...]]:
-    """Every pending call denied by ``adapter`` with ``PENDING_CALL_ABANDONED``."""
-    desk, effects = abandon(session.desk, why)
-    return _emit_all(msgspec.structs.replace(session, desk=desk), effects)
-
-
-def end_of_record(session: Session) -> tuple[Session, tuple[Effect, ...]]:
-    """The record ended: every held call takes path (b), then every pending call is abandoned."""
-    correlator, outputs = on_stream_end(session.correlator)
-    session, released = _emit_all(msgspec.structs.replace(session, correlator=correlator), outputs)
-    desk, effects = abandon(session.desk, "the stream ended")
-    session, abandoned = _emit_all(msgspec.structs.replace(session, desk=desk), effects)
-    return session, (*released, *abandoned)
+STEPS = desk_steps(_emit_all, take_command)
+"""The gemini session's steps every live loop takes (``metaharness.pure.session_steps``)."""
 
 
 def terminal_stop(ended: SessionEnded | None) -> str | None:
@@ -312,7 +294,7 @@ def terminal_stop(ended: SessionEnded | None) -> str | None:
 
 def wind_up(session: Session, *, stderr_tail: bytes = b"", halted: bool = False, killed: bool = False,
             process: Process, late: tuple[Event, ...] = ()) -> tuple[Session, tuple[Effect, ...], str]:  # fmt: skip
-    """Close the stream after :func:`end_of_record`: ``RESULT_UNOBSERVED``, ``NO_TERMINAL_RECORD`` when no
+    """Close the stream after the end of the record (``STEPS.end_of_record``): ``RESULT_UNOBSERVED``, ``NO_TERMINAL_RECORD`` when no
     ``result`` was read (not after a ``halt``), the wind-up's own events, then ``stream.closed``; and its reason."""
     unobserved = result_unobserved(session.stream)
     extra: list[Item] = [] if unobserved is None else [DeskEmit(unobserved)]
@@ -321,5 +303,5 @@ def wind_up(session: Session, *, stderr_tail: bytes = b"", halted: bool = False,
     extra += [DeskEmit(event) for event in late]
     session, more = _emit_all(session, tuple(extra))
     reason = closing_reason(halted=halted, killed=killed, stop=terminal_stop(session.ended), budget_stops=frozenset())
-    stream, line = stamp(session.stream, closing_marker(session.stream, reason, process))
+    stream, line = note(session.stream, closing_marker(session.stream, reason, process))
     return msgspec.structs.replace(session, stream=stream), (*more, line), reason

@@ -23,6 +23,7 @@ from metaharness.pure.b10x.vectors import (
 )
 from metaharness.pure.frames import load_frame
 from metaharness.shell.b10x.live import drive_loop
+from metaharness.shell.live_engine import StreamLines
 
 SCRIPTED_CHILD = """
 import json, sys
@@ -67,14 +68,15 @@ def run_c3(vector: Vector, banner: bytes) -> Verdict:
         with open(record_path, "wb") as handle:
             handle.write(record)
         open(capture_path, "wb").close()
-        stream = bytearray()
+        settings = c3_settings(vector, banner, loaded.unwrap())
+        stream = StreamLines(settings.run)
         drive_loop(
             argv=[sys.executable, "-c", SCRIPTED_CHILD, record_path, capture_path],
             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
             cwd=scratch,
-            settings=c3_settings(vector, banner, loaded.unwrap()),
+            settings=settings,
             opening=lambda settings: (settings, ()),
-            write_event=stream.extend,
+            write_event=stream.write,
             transcript=None,
             commands=None,
             on_steering_refusal=lambda _line: None,
@@ -85,7 +87,7 @@ def run_c3(vector: Vector, banner: bytes) -> Verdict:
     stdin_verdict = compare_lines(vector, wanted_stdin, captured, "stdin line")
     if stdin_verdict.outcome != "pass":
         return stdin_verdict
-    return compare_lines(vector, expected, bytes(stream))
+    return compare_lines(vector, expected, bytes(stream.lines))
 
 
 def run_vector(vector: Vector, banner: bytes) -> Verdict:

@@ -16,29 +16,23 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import IO, TYPE_CHECKING
 
-import msgspec
-
 from metaharness.pure.b10x.seam import (
+    STEPS,
     STOP_POLICY,
     AnswerLine,
     Effect,
     SeamSettings,
     SeamState,
-    abandon_pending,
-    end_of_record,
-    expire,
     line_subjects,
     open_seam,
     read_line,
-    take_command,
     wind_up,
 )
 from metaharness.pure.bounds import RECORD_LINE_LIMIT
 from metaharness.pure.budgets import PIPE_DRAIN_S
 from metaharness.pure.decisions import Arm
-from metaharness.pure.events import StreamClosed, WarningRaised
+from metaharness.pure.events import EventValue, StreamClosed, WarningRaised
 from metaharness.pure.run_end import RunEnd
-from metaharness.pure.session_steps import SessionSteps
 from metaharness.shell.child_end import end_descendants
 from metaharness.shell.child_process import ChildStop, kill_group, wait_status
 from metaharness.shell.live_engine import Engine, LiveLoop, read_rest, spawn
@@ -55,7 +49,7 @@ def drive_loop(
     cwd: str,
     settings: SeamSettings,
     opening: Callable[[SeamSettings], tuple[SeamSettings, tuple[WarningRaised, ...]]],
-    write_event: Callable[[bytes], None],
+    write_event: Callable[[EventValue], None],
     transcript: IO[bytes] | None,
     commands: int | None,
     on_steering_refusal: Callable[[str], None],
@@ -70,7 +64,7 @@ def drive_loop(
     ``settings`` (the probed version) and gives the plan-time warnings that open the stream, so a
     version probe may run while the loop starts.
 
-    ``write_event`` receives each event line; ``transcript`` every stdout byte of the child;
+    ``write_event`` receives each event value; ``transcript`` every stdout byte of the child;
     ``commands`` is the descriptor of metaharness's own stdin (``None``: no commands); ``answers_copy`` receives each
     answer line too (conformance C3); ``retain`` runs once the child is reaped and returns its
     ``RETAIN_FAILED`` warnings; ``process_known`` false records ``process`` unknown (conformance C3,
@@ -88,8 +82,7 @@ def drive_loop(
         loop.watch_child(engine)
         loop.step(open_seam(*opening(settings)))
         engine.run(until=lambda: "record" not in loop.open)
-        loop.step(end_of_record(loop.session))
-        loop.step(abandon_pending(loop.session, "the stream ended"))
+        loop.end_of_record()
     finally:
         engine.close()
         _close_stdin(child)
@@ -108,8 +101,6 @@ def drive_loop(
     return RunEnd(closing_reason_of(effects), process)
 
 
-STEPS = SessionSteps(abandon_pending=abandon_pending, expire=expire, take_command=take_command)
-"""The b10x seam's steps every live loop takes (``metaharness.pure.session_steps``)."""
 
 
 class _Loop(LiveLoop[SeamState, Effect]):
@@ -119,7 +110,7 @@ class _Loop(LiveLoop[SeamState, Effect]):
         self,
         child: subprocess.Popen[bytes],
         settings: SeamSettings,
-        write_event: Callable[[bytes], None],
+        write_event: Callable[[EventValue], None],
         transcript: IO[bytes] | None,
         answers_copy: IO[bytes] | None,
         signal_child: Callable[[int], None],
@@ -138,7 +129,7 @@ class _Loop(LiveLoop[SeamState, Effect]):
 
     def perform(self, effects: tuple[Effect, ...]) -> None:
         for effect in effects:
-            if isinstance(effect, bytes):
+            if isinstance(effect, EventValue):
                 self.write_event(effect)
             elif isinstance(effect, AnswerLine):
                 if self.answers_copy is not None:
@@ -204,6 +195,7 @@ def _close_stdin(child: subprocess.Popen[bytes]) -> None:
 
 
 def closing_reason_of(effects: tuple[Effect, ...]) -> str:
-    """The ``reason`` of the ``stream.closed`` line among a wind-up's effects."""
-    closed = msgspec.json.decode(next(e for e in reversed(effects) if isinstance(e, bytes)), type=StreamClosed)
+    """The ``reason`` of the ``stream.closed`` event among a wind-up's effects."""
+    closed = next(e.payload for e in reversed(effects) if isinstance(e, EventValue))
+    assert isinstance(closed, StreamClosed)
     return closed.reason

@@ -13,9 +13,11 @@ from metaharness.pure.claude.vectors import ENDPOINT_ROUTE
 from metaharness.pure.claude.vendor import KIND
 from metaharness.pure.conformance import CALLER, HOOK_RECORD, PROMPT, RUN
 from metaharness.pure.environment import ProgramCandidate
+from metaharness.pure.events import EventValue
 from metaharness.pure.frames import load_frame
 from metaharness.shell.claude.live import drive_claude
 from metaharness.shell.claude.run import materialise
+from metaharness.shell.live_engine import StreamLines
 from metaharness.shell.vendor_vectors import scripted_launch, vector_file
 
 
@@ -37,12 +39,15 @@ def run_exchange(frame_file: str) -> tuple[bytes, bytes]:
             frame,
             turn=planned.user_turn,
         )
-        lines: list[bytes] = [line for line in opening if isinstance(line, bytes)]
+        lines = StreamLines(RUN)
+        for value in opening:
+            if isinstance(value, EventValue):
+                lines.write(value)
         with open(launch.transcript_path, "wb") as transcript:
             drive_claude(
                 argv=launch.argv, env=launch.environment.as_dict(), cwd=launch.cwd, session=session,
-                opening=tuple(effect for effect in opening if not isinstance(effect, bytes)), write_event=lines.append,
+                opening=tuple(effect for effect in opening if not isinstance(effect, EventValue)), write_event=lines.write,
                 transcript=transcript, commands=None, on_steering_refusal=lambda line: None, process_known=False,
             )  # fmt: skip
         with open(answer, "rb") as handle:
-            return handle.read(), b"".join(lines)
+            return handle.read(), bytes(lines.lines)

@@ -23,26 +23,22 @@ from typing import IO, TYPE_CHECKING
 from metaharness.pure.bounds import RECORD_LINE_LIMIT
 from metaharness.pure.budgets import PIPE_DRAIN_S, SEND_WAIT_S
 from metaharness.pure.claude.session import (
+    STEPS,
     STOP_POLICY,
     Effect,
     EndInput,
     Refuse,
     Session,
     ToChild,
-    abandon_pending,
     callback_subjects,
-    end_of_record,
-    expire,
     read_line,
-    take_command,
     wind_up,
     write_events,
 )
 from metaharness.pure.decisions import Arm, Disarm
-from metaharness.pure.events import Event
+from metaharness.pure.events import Event, EventValue
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_end import RunEnd
-from metaharness.pure.session_steps import SessionSteps
 from metaharness.shell.child_process import ChildStop, kill_group
 from metaharness.shell.live_engine import Engine, LiveLoop, ended, reap, spawn
 from metaharness.shell.tree_links import tree_facts
@@ -52,8 +48,6 @@ if TYPE_CHECKING:
 
 
 
-STEPS = SessionSteps(abandon_pending=abandon_pending, expire=expire, take_command=take_command)
-"""The claude session's steps every live loop takes (``metaharness.pure.session_steps``)."""
 
 
 class _Loop(LiveLoop[Session, Effect]):
@@ -61,7 +55,7 @@ class _Loop(LiveLoop[Session, Effect]):
     refusal when the CLI did not confirm its hooks."""
 
     def __init__(
-        self, session: Session, to_child: int, write_event: Callable[[bytes], None], stopper: ChildStop, cwd: str
+        self, session: Session, to_child: int, write_event: Callable[[EventValue], None], stopper: ChildStop, cwd: str
     ) -> None:
         super().__init__(STEPS, session.desk.deadline_ms)
         self.session = session
@@ -76,7 +70,7 @@ class _Loop(LiveLoop[Session, Effect]):
 
     def perform(self, effects: tuple[Effect, ...]) -> None:
         for effect in effects:
-            if isinstance(effect, bytes):
+            if isinstance(effect, EventValue):
                 self.write_event(effect)
             elif isinstance(effect, ToChild):
                 self.send(effect.line)
@@ -151,7 +145,7 @@ def drive_claude(
     cwd: str,
     session: Session,
     opening: tuple[Effect, ...],
-    write_event: Callable[[bytes], None],
+    write_event: Callable[[EventValue], None],
     transcript: IO[bytes],
     commands: int | None,
     on_steering_refusal: Callable[[str], None],
@@ -186,7 +180,7 @@ def drive_claude(
         loop.perform(opening)
         engine.run(until=lambda: not loop.open)
         if loop.refusal is None:
-            loop.step(end_of_record(loop.session))
+            loop.end_of_record()
         code = reap(child)
     finally:
         engine.close()

@@ -46,7 +46,7 @@ from metaharness.pure.environment import (
     operator_login_file,
     path_floor,
 )
-from metaharness.pure.events import Event, Transcript, WarningRaised
+from metaharness.pure.events import Event, EventValue, Transcript, WarningRaised
 from metaharness.pure.frames import Frame
 from metaharness.pure.hermetic import MemoryWalk, VerdictFacts
 from metaharness.pure.loopback import (
@@ -299,14 +299,14 @@ def _drive(
     budget = decision_budget_ms(options.decision_deadline, HOOK_TIMEOUT_S * 1000)
     session, opening = open_session(facts, run_id, options.decisions, frame, warnings, turn=launch.user_turn,
                                     vendor_budget_ms=budget)  # fmt: skip
-    for line in opening:
-        if isinstance(line, bytes):
-            audit.write_event(line)
+    for value in opening:
+        if isinstance(value, EventValue):
+            audit.write_event(value)
     with TranscriptCopy(launch.transcript_path) as transcript:
         audit.arm(launch.cwd)
         end = drive_claude(
             argv=launch.argv, confined=spawn, env=launch.environment.as_dict(), cwd=launch.cwd, session=session,
-            opening=tuple(effect for effect in opening if not isinstance(effect, bytes)),
+            opening=tuple(effect for effect in opening if not isinstance(effect, EventValue)),
             write_event=audit.write_event, transcript=transcript,
             commands=sys.stdin.fileno() if sys.stdin is not None else None, on_steering_refusal=stderr_line,
             late_events=lambda: late(transcript.late_events()),

@@ -40,7 +40,7 @@ from metaharness.pure.codex.session import (
     server_line_subjects,
 )
 from metaharness.pure.decisions import Desk
-from metaharness.pure.events import Event
+from metaharness.pure.events import Event, EventValue
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_end import RunEnd
 from metaharness.pure.stop import TERMINATE
@@ -143,7 +143,7 @@ def drive_app_server(
     run: str,
     catalogue: Catalogue,
     model: str | None,
-    write_event: Callable[[bytes], None],
+    write_event: Callable[[EventValue], None],
     commands: int | None,
     on_steering_refusal: Callable[[str], None],
     late_events: Callable[[], tuple[Event, ...]] = tuple,

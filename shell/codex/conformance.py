@@ -16,6 +16,7 @@ from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidat
 from metaharness.pure.frames import load_frame
 from metaharness.shell.codex.live import drive_codex
 from metaharness.shell.codex.run import materialise
+from metaharness.shell.live_engine import StreamLines
 from metaharness.shell.vendor_vectors import scripted_launch, vector_file
 
 
@@ -34,7 +35,7 @@ def run_exchange(frame_file: str) -> tuple[bytes, bytes]:
         planned = plan_codex_launch(spec, CALLER, scratch, facts).unwrap()
         launch, answer = scripted_launch(KIND, planned, scratch)
         materialise(launch)
-        lines: list[bytes] = []
+        lines = StreamLines(RUN)
         drive_codex(
             launch=launch,
             desk=open_desk("frame", frame, HOOK_TIMEOUT_S * 1000),
@@ -42,10 +43,10 @@ def run_exchange(frame_file: str) -> tuple[bytes, bytes]:
                 decisions="frame", hermetic="off", transcript_path=HOOK_RECORD, frame_digest=frame.digest
             ),
             run=RUN,
-            write_event=lines.append,
+            write_event=lines.write,
             commands=None,
             on_steering_refusal=lambda line: None,
             process_known=False,
         )
         with open(answer, "rb") as handle:
-            return handle.read(), b"".join(lines)
+            return handle.read(), bytes(lines.lines)

@@ -26,27 +26,23 @@ from metaharness.pure.codex.app_server import Note, Perform, Send
 from metaharness.pure.codex.launch import CodexLaunch
 from metaharness.pure.codex.rollout import RolloutLaunch
 from metaharness.pure.codex.session import (
+    STEPS,
     STOP_POLICY,
     Effect,
     Session,
-    abandon_pending,
     delivered,
-    end_of_record,
-    expire,
     hook_request,
     named_agents,
     open_session,
     read_line,
     read_sub_agent,
     request_subjects,
-    take_command,
     wind_up,
 )
 from metaharness.pure.decisions import Arm, Desk, Disarm
-from metaharness.pure.events import Event, Process
+from metaharness.pure.events import Event, EventValue, Process
 from metaharness.pure.hook_channel import HookAnswer, channel_refused
 from metaharness.pure.run_end import RunEnd
-from metaharness.pure.session_steps import SessionSteps
 from metaharness.shell.child_process import (
     ChildStop,
     kill_group,
@@ -64,8 +60,6 @@ if TYPE_CHECKING:
     from metaharness.shell.confinement import ConfinedSpawn
 
 
-STEPS = SessionSteps(abandon_pending=abandon_pending, expire=expire, take_command=take_command)
-"""The codex session's steps every live loop takes (``metaharness.pure.session_steps``)."""
 
 
 class CodexLoop(LiveLoop[Session, Effect]):
@@ -73,7 +67,7 @@ class CodexLoop(LiveLoop[Session, Effect]):
     state: the hook channel, the sub-agents' rollouts and the children's stdins; it performs the session's
     effects in order."""
 
-    def __init__(self, launch: CodexLaunch, session: Session, write_event: Callable[[bytes], None]) -> None:
+    def __init__(self, launch: CodexLaunch, session: Session, write_event: Callable[[EventValue], None]) -> None:
         super().__init__(STEPS, session.desk.deadline_ms)
         self.cwd = launch.cwd
         self.session = session
@@ -105,7 +99,7 @@ class CodexLoop(LiveLoop[Session, Effect]):
         """The session's effects in order; a hook answer or a performed call resumes the session with
         whether it was delivered."""
         for effect in effects:
-            if isinstance(effect, bytes):
+            if isinstance(effect, EventValue):
                 self.write_event(effect)
             elif isinstance(effect, HookAnswer):
                 answer = self.channel.answer(effect.key, effect.body)
@@ -186,7 +180,7 @@ class CodexLoop(LiveLoop[Session, Effect]):
     def end_stream(self) -> None:
         """The rollout is read to its end: the last rings, then the session's end of record."""
         self.ring()
-        self.step(end_of_record(self.session))
+        self.end_of_record()
 
     def close(
         self, *, halted: bool, killed: bool, tail: bytes, late_events: Callable[[], tuple[Event, ...]], process: Process
@@ -222,7 +216,7 @@ def drive_codex(
     desk: Desk,
     rollout: RolloutLaunch,
     run: str,
-    write_event: Callable[[bytes], None],
+    write_event: Callable[[EventValue], None],
     commands: int | None,
     on_steering_refusal: Callable[[str], None],
     process_known: bool = True,

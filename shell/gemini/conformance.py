@@ -18,6 +18,7 @@ from metaharness.pure.gemini.replay import replay_facts
 from metaharness.pure.gemini.session import open_session
 from metaharness.shell.gemini.live import drive_gemini
 from metaharness.shell.gemini.run import materialise
+from metaharness.shell.live_engine import StreamLines
 from metaharness.shell.vendor_vectors import scripted_launch, vector_file
 
 
@@ -34,13 +35,13 @@ def run_exchange(frame_file: str) -> tuple[bytes, bytes]:
         channel = materialise(launch)
         request = ReplayRequest(run_id=RUN, decisions="frame", transcript_path=HOOK_RECORD)
         session = open_session(replay_facts(request), RUN, "frame", frame)
-        lines: list[bytes] = []
+        lines = StreamLines(RUN)
         try:
             with open(os.devnull, "wb") as transcript:
-                drive_gemini(launch=launch, session=session, channel=channel, write_event=lines.append,
+                drive_gemini(launch=launch, session=session, channel=channel, write_event=lines.write,
                              transcript=transcript, commands=None, on_steering_refusal=lambda line: None,
                              process_known=False)  # fmt: skip
         finally:
             channel.close()
         with open(answer, "rb") as handle:
-            return handle.read(), b"".join(lines)
+            return handle.read(), bytes(lines.lines)

@@ -22,25 +22,21 @@ from returns.result import Failure
 from metaharness.pure.bounds import RECORD_LINE_LIMIT
 from metaharness.pure.budgets import PIPE_DRAIN_S
 from metaharness.pure.decisions import Arm, Disarm
-from metaharness.pure.events import Event
+from metaharness.pure.events import Event, EventValue
 from metaharness.pure.gemini.launch import GeminiLaunch
 from metaharness.pure.gemini.session import (
+    STEPS,
     STOP_POLICY,
     Effect,
     Session,
-    abandon_pending,
     answered,
-    end_of_record,
-    expire,
     hook_request,
     read_line,
     request_subjects,
-    take_command,
     wind_up,
 )
 from metaharness.pure.hook_channel import HookAnswer, channel_refused
 from metaharness.pure.run_end import RunEnd
-from metaharness.pure.session_steps import SessionSteps
 from metaharness.shell.child_process import ChildStop, kill_group
 from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.live_engine import Engine, LiveLoop, ended, reap, spawn
@@ -50,14 +46,12 @@ if TYPE_CHECKING:
     from metaharness.shell.confinement import ConfinedSpawn
 
 
-STEPS = SessionSteps(abandon_pending=abandon_pending, expire=expire, take_command=take_command)
-"""The gemini session's steps every live loop takes (``metaharness.pure.session_steps``)."""
 
 
 class _Loop(LiveLoop[Session, Effect]):
     """Beside the shared loop state: the hook channel, the record's line count and which pipes are open."""
 
-    def __init__(self, session: Session, channel: HookChannel, write_event: Callable[[bytes], None],
+    def __init__(self, session: Session, channel: HookChannel, write_event: Callable[[EventValue], None],
                  stopper: ChildStop, cwd: str) -> None:  # fmt: skip
         super().__init__(STEPS, session.desk.deadline_ms)
         self.session = session
@@ -71,7 +65,7 @@ class _Loop(LiveLoop[Session, Effect]):
 
     def perform(self, effects: tuple[Effect, ...]) -> None:
         for effect in effects:
-            if isinstance(effect, bytes):
+            if isinstance(effect, EventValue):
                 self.write_event(effect)
             elif isinstance(effect, HookAnswer):
                 answer = self.channel.answer(effect.key, effect.body)
@@ -112,7 +106,7 @@ def drive_gemini(
     launch: GeminiLaunch,
     session: Session,
     channel: HookChannel,
-    write_event: Callable[[bytes], None],
+    write_event: Callable[[EventValue], None],
     transcript: IO[bytes],
     commands: int | None,
     on_steering_refusal: Callable[[str], None],
@@ -138,7 +132,7 @@ def drive_gemini(
         engine.timer(lambda: loop.drained_at, loop.drained)
         engine.run(until=lambda: not loop.open)
         loop.drain_doorbell()
-        loop.step(end_of_record(loop.session))
+        loop.end_of_record()
         code = reap(child)
     finally:
         engine.close()
