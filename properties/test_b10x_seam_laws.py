@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import msgspec
+from event_lines import written
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,23 +22,12 @@ from metaharness.pure.b10x.seam import (
 )
 from metaharness.pure.commands import Halt, ToolDecide
 from metaharness.pure.decisions import Arm
-from metaharness.pure.events import Allow, EventValue, Stream, UnknownProcess
+from metaharness.pure.events import Allow, UnknownProcess
 from metaharness.pure.frames import seal_frame
-from metaharness.pure.stream_writer import write_line
 
 CALLS = st.sampled_from(["call_1", "call_2", "call_3"])
 TOOLS = st.sampled_from(["file_read", "file_write", "file_edit", "run", "dir_list", "shell.exec", "find"])
 ARGS = st.sampled_from([{"path": "note.md"}, {"path": "src/a.py"}, {}, {"argv": ["cargo", "test"]}, "not an object"])
-
-def written(run: str, effects: list[object]) -> list[bytes]:
-    """The event values among ``effects`` as the stream's writer writes them (nothing amended)."""
-    stream, lines = Stream(run), []
-    for effect in effects:
-        if isinstance(effect, EventValue):
-            stream, line = write_line(stream, effect)
-            lines.append(line)
-    return lines
-
 
 
 def _line(value: object) -> bytes:

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import msgspec
+from event_lines import written
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,12 +20,11 @@ from metaharness.pure.claude.session import (
     read_line,
     wind_up,
 )
-from metaharness.pure.events import Allow, Deny, EventValue, Exited, Replace, Stream, read_event
+from metaharness.pure.events import Allow, Deny, EventValue, Exited, Replace, read_event
 from metaharness.pure.frames import seal_frame
 from metaharness.pure.hook_channel import doorbell_keys
 from metaharness.pure.jsonline import compact
 from metaharness.pure.program_subjects import command_subjects
-from metaharness.pure.stream_writer import write_line
 
 FACTS = replay_facts(decisions="frame", hermetic="off", transcript_path="t", harness_version=None, model=None)
 FRAME = seal_frame(
@@ -64,16 +64,6 @@ records = st.one_of(
     st.just(b""),
     st.just(b"[1,2]"),
 )
-
-def written(run: str, effects: list[object]) -> list[bytes]:
-    """The event values among ``effects`` as the stream's writer writes them (nothing amended)."""
-    stream, lines = Stream(run), []
-    for effect in effects:
-        if isinstance(effect, EventValue):
-            stream, line = write_line(stream, effect)
-            lines.append(line)
-    return lines
-
 
 
 def encoded(record: Any) -> bytes:

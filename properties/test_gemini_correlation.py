@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from event_lines import written
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metaharness.pure.events import EventValue, Exited, Hermetic, Stream, Transcript
+from metaharness.pure.events import EventValue, Exited, Hermetic, Transcript
 from metaharness.pure.gemini.record import RecordFacts
 from metaharness.pure.gemini.session import (
     STEPS,
@@ -21,22 +22,11 @@ from metaharness.pure.gemini.session import (
     wind_up,
 )
 from metaharness.pure.hook_channel import HookAnswer
-from metaharness.pure.stream_writer import write_line
 
 HERMETIC = Hermetic(mode="off", decisions="observe", imposed=(), declared=(), unavailable=(), ambient_inputs=(),
                     installed_plugins=())  # fmt: skip
 FACTS = RecordFacts(transcript=Transcript(path="/s/r", digest=None, bytes=None), hermetic=HERMETIC, cwd="/w")
 INPUTS = ({"file_path": "a.md", "content": "x"}, {"file_path": "b.md", "content": "x"}, {"command": "ls"})
-
-def written(run: str, effects: list[object]) -> list[bytes]:
-    """The event values among ``effects`` as the stream's writer writes them (nothing amended)."""
-    stream, lines = Stream(run), []
-    for effect in effects:
-        if isinstance(effect, EventValue):
-            stream, line = write_line(stream, effect)
-            lines.append(line)
-    return lines
-
 
 
 @st.composite
