@@ -18,7 +18,9 @@ from metaharness.pure.codex.replay import replay_launch
 from metaharness.pure.codex.session import open_session
 from metaharness.pure.decisions import open_desk
 from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
+from metaharness.pure.events import EventValue, Stream
 from metaharness.pure.frames import seal_frame
+from metaharness.pure.stream_writer import write_line
 from metaharness.shell.codex.live import CodexLoop
 from metaharness.shell.codex.rollout import RolloutTail
 from metaharness.shell.codex.run import materialise
@@ -48,7 +50,14 @@ def loop_and_launch(tmp_path: Path) -> tuple[CodexLoop, list[bytes], CodexLaunch
     lines: list[bytes] = []
     rollout = replay_launch(decisions="frame", hermetic="off", transcript_path="r.jsonl")
     session, _ = open_session(open_desk("frame", FRAME, 60_000), rollout, "codex-test", tree_facts((), launch.cwd))
-    return CodexLoop(launch, session, lines.append), lines, launch
+    stream = Stream("codex-test")
+
+    def write(value: EventValue) -> None:
+        nonlocal stream
+        stream, line = write_line(stream, value)
+        lines.append(line)
+
+    return CodexLoop(launch, session, write), lines, launch
 
 
 def ring(scratch: Path, key: str, request: dict | None) -> None:

@@ -4,11 +4,9 @@ with the real CLI in tests/test_doorbell_flood_e2e.py)."""
 
 from __future__ import annotations
 
-import json
-
 from metaharness.pure.bounds import UNREAD_KEY_LIMIT
 from metaharness.pure.doorbell import UnreadKeys, unread_key
-from metaharness.pure.events import Hermetic, Transcript, WarningRaised
+from metaharness.pure.events import EventValue, Hermetic, Transcript, WarningRaised
 from metaharness.pure.gemini.record import RecordFacts
 from metaharness.pure.gemini.session import hook_request, open_session
 
@@ -35,5 +33,5 @@ def test_a_gemini_session_flooded_with_keys_writes_seventeen_lines():
     for n in range(5000):
         session, effects = hook_request(session, f"BOG{n:05d}", None)
         lines += effects
-    codes = [json.loads(line)["code"] for line in lines]
+    codes = [effect.payload.code for effect in lines if isinstance(effect, EventValue) and isinstance(effect.payload, WarningRaised)]
     assert codes == ["COVERAGE_GAP"] * UNREAD_KEY_LIMIT + ["DOORBELL_FLOODED"]

@@ -17,7 +17,7 @@ from metaharness.pure.claude.seam import RecordState, map_record
 from metaharness.pure.codex.replay import replay_launch
 from metaharness.pure.codex.rollout import RolloutReader, read_rollout_line
 from metaharness.pure.decisions import Emit, PresentedCall, open_desk, present
-from metaharness.pure.events import Deny, ToolDecided, WarningRaised
+from metaharness.pure.events import Deny, Event, EventValue, ToolDecided, WarningRaised
 from metaharness.pure.frames import Operation, seal_frame
 
 VECTORS = Path(__file__).resolve().parents[1] / "vectors"
@@ -35,13 +35,13 @@ def _b10x_lines(calls: int) -> list[bytes]:
     return lines
 
 
-def _read_b10x(lines: list[bytes], state: SeamState | None = None) -> tuple[SeamState, list[bytes]]:
-    events: list[bytes] = []
+def _read_b10x(lines: list[bytes], state: SeamState | None = None) -> tuple[SeamState, list[Event]]:
+    events: list[Event] = []
     if state is None:
         state, _ = open_seam(replay_settings(transcript_path="r"))
     for number, line in enumerate(lines, start=1):
         state, effects = read_line(state, number, line)
-        events += [effect for effect in effects if isinstance(effect, bytes)]
+        events += [effect.payload for effect in effects if isinstance(effect, EventValue)]
     return state, events
 
 
@@ -59,8 +59,12 @@ def test_a_reused_call_id_is_mutated_inside_the_window_and_new_past_it() -> None
     forgotten = json.dumps({**changed, "call_id": "call_0"}).encode()
     _, inside = _read_b10x([recent], state)
     _, past = _read_b10x([forgotten], state)
-    assert any(b'"code":"REQUEST_MUTATED"' in line for line in inside)
-    assert past and not any(b"REQUEST_MUTATED" in line for line in past)
+    assert "REQUEST_MUTATED" in _codes(inside)
+    assert past and "REQUEST_MUTATED" not in _codes(past)
+
+
+def _codes(events: list[Event]) -> list[str]:
+    return [event.code for event in events if isinstance(event, WarningRaised)]
 
 
 def test_a_pending_call_is_never_forgotten() -> None:
