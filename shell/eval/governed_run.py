@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import ctypes
 import io
+import os
+import select
 import signal
 import subprocess
 import tarfile
@@ -16,11 +18,14 @@ import time
 from pathlib import Path
 
 import msgspec
+from returns.result import Failure
 
 from metaharness.pure.budgets import EVAL_STOP_GRACE_S
 from metaharness.pure.eval.checks import RunFacts, file_paths
 from metaharness.pure.eval.plan import EvalArm, run_words
 from metaharness.pure.eval.results import decode_events, report_verdicts, result_document, run_result
+from metaharness.pure.projection import project_stream
+from metaharness.pure.run_page import audited_lines, run_page
 from metaharness.shell.child_tree import remove_tree
 from metaharness.shell.eval.packing import RunInputs
 from metaharness.shell.eval.workspace import checked_files, commit_baseline, workspace_diff
@@ -30,12 +35,14 @@ _PR_SET_PDEATHSIG = 1
 
 
 class RunOutput(msgspec.Struct, frozen=True):
-    """The run's files for the out directory: ``result.json``, the stream, stderr and the diff."""
+    """The run's files for the out directory: ``result.json``, the stream, stderr, the diff and the run's
+    page (``None`` when the stream does not project), all made where the run ran."""
 
     result: bytes
     events: bytes
     stderr: bytes
     diff: bytes
+    page: bytes | None
 
 
 _LIBC = ctypes.CDLL(None, use_errno=True)
@@ -68,19 +75,40 @@ def _shipped_words(inputs: RunInputs, staging: Path) -> dict[str, tuple[str, ...
     return words
 
 
+def _exits_within(process: subprocess.Popen[bytes], seconds: float) -> bool:
+    """Whether ``process`` exits within ``seconds``, woken by its pidfd the moment it does (``Popen.wait``
+    with a timeout polls, up to 50 ms late); not reaped here."""
+    try:
+        descriptor = os.pidfd_open(process.pid)
+    except OSError:
+        try:
+            process.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    try:
+        return bool(select.select([descriptor], [], [], seconds)[0])
+    finally:
+        os.close(descriptor)
+
+
 def _wait(process: subprocess.Popen[bytes], timeout: float, grace: float) -> bool:
     """Wait for the run; past ``timeout`` SIGTERM it, past the grace SIGKILL. True when it timed out."""
-    try:
-        process.wait(timeout=timeout)
-        return False
-    except subprocess.TimeoutExpired:
+    timed_out = not _exits_within(process, timeout)
+    if timed_out:
         process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-    return True
+        if not _exits_within(process, grace):
+            process.kill()
+    process.wait()
+    return timed_out
+
+
+def _page(events: bytes, errors: bytes) -> bytes | None:
+    """The run's page (docs/eval.md#output), or ``None`` when its stream does not project."""
+    projected = project_stream("events.jsonl", events)
+    if isinstance(projected, Failure):
+        return None
+    return run_page([projected.unwrap()], (audited_lines(errors.decode("utf-8", "replace")),)).encode("utf-8")
 
 
 def _exit_code(returncode: int) -> int:
@@ -129,7 +157,10 @@ def govern_run(
             (inputs.task, inputs.arm, inputs.repeat), inputs.checks, facts,
             timed_out=timed_out, duration_ms=duration_ms, attempts=attempts,
         )
-        return RunOutput(result=result_document(result), events=events, stderr=errors, diff=workspace_diff(own, copy))
+        return RunOutput(
+            result=result_document(result), events=events, stderr=errors, diff=workspace_diff(own, copy),
+            page=_page(events, errors),
+        )
     finally:
         remove_tree(str(root))
 
