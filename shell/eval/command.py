@@ -130,10 +130,11 @@ def _pending(plan: Plan, plan_dir: Path, out: Path, resume: bool) -> Result[Pend
                 continue
 
         def pack(task: Task = task, arm: EvalArm = arm, repeat: int = repeat) -> RunInputs:
+            workspace = archive(plan_dir, task, commits[task.id])
             return RunInputs(
                 task=task.id, arm=arm.id, repeat=repeat, kind=arm.kind, options=arm.options, prompt=task.prompt,
-                context=task.context, timeout=task.timeout, checks=task.checks,
-                commit=commits[task.id], workspace=archive(plan_dir, task, commits[task.id]), shipped=shipped[arm.id],
+                context=task.context, timeout=task.timeout, checks=task.checks, commit=commits[task.id],
+                workspace=workspace.tree, repository=workspace.repository, shipped=shipped[arm.id],
             )
 
         pending.append(PendingRun(identity=identity, pack=pack))

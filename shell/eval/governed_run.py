@@ -7,12 +7,10 @@ directory is removed before returning (docs/eval.md "One run"); the copy is read
 from __future__ import annotations
 
 import ctypes
-import io
 import os
 import select
 import signal
 import subprocess
-import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -28,7 +26,7 @@ from metaharness.pure.projection import project_stream
 from metaharness.pure.run_page import audited_lines, run_page
 from metaharness.shell.child_tree import remove_tree
 from metaharness.shell.eval.packing import RunInputs
-from metaharness.shell.eval.workspace import checked_files, commit_baseline, workspace_diff
+from metaharness.shell.eval.workspace import checked_files, place_baseline, unpack, workspace_diff
 from metaharness.shell.facts import own_cli
 
 _PR_SET_PDEATHSIG = 1
@@ -55,19 +53,13 @@ def _die_with_parent() -> None:
     _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def _unpack(archive: bytes, into: Path) -> None:
-    into.mkdir(parents=True)
-    with tarfile.open(fileobj=io.BytesIO(archive), mode="r") as opened:
-        opened.extractall(into, filter="data")
-
-
 def _shipped_words(inputs: RunInputs, staging: Path) -> dict[str, tuple[str, ...]]:
     """Each shipped path written under ``staging``; the option words naming where it now is."""
     words: dict[str, tuple[str, ...]] = {}
     for number, shipped in enumerate(inputs.shipped):
         target = staging / str(number) / shipped.name
         if shipped.directory:
-            _unpack(shipped.data, target)
+            unpack(shipped.data, target)
         else:
             target.parent.mkdir(parents=True)
             target.write_bytes(shipped.data)
@@ -124,8 +116,8 @@ def govern_run(
     root = Path(tempfile.mkdtemp(prefix="metaharness-eval-"))
     try:
         copy = root / "workspace"
-        _unpack(inputs.workspace, copy)
-        own = commit_baseline(copy, inputs.commit)
+        unpack(inputs.workspace, copy)
+        own = place_baseline(copy, inputs.repository)
         arm = EvalArm(id=inputs.arm, kind=inputs.kind, options=inputs.options)
         context = [word for path in inputs.context for word in ("--context", path)]
         argv = [
