@@ -66,8 +66,8 @@ def directory_archive(root: Path) -> bytes:
 
 def baseline_repository(tree: bytes, commit: str) -> bytes:
     """Made once per task on the driver: the workspace ``tree`` unpacked and committed once as ``commit`` in
-    its own ``.git`` (so a run sees a tracked tree: ``--context`` names tracked files); that ``.git`` as a
-    tar archive, which every run of the task unpacks (:func:`place_baseline`)."""
+    its own ``.git`` (so a run sees a tracked tree: ``--context`` names tracked files), its objects in one
+    pack; that ``.git`` as a tar archive, which every run of the task unpacks (:func:`place_baseline`)."""
     with tempfile.TemporaryDirectory(prefix="metaharness-eval-baseline-") as scratch:
         copy = Path(scratch) / "workspace"
         unpack(tree, copy)
@@ -77,6 +77,7 @@ def baseline_repository(tree: bytes, commit: str) -> bytes:
         (git_dir / "info" / "attributes").write_bytes(_NO_ATTRIBUTES)
         _git(git_dir, copy, "add", "-A", "-f")
         _git(git_dir, copy, "commit", "-q", "--allow-empty", "-m", f"metaharness-eval: {commit}")
+        _git(git_dir, copy, "repack", "-a", "-d", "-q")
         return directory_archive(git_dir)
 
 
