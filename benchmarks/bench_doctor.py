@@ -4,7 +4,7 @@ The whole doctor is ``run_doctor(kind)`` (the binary resolved, probed and flag-c
 would build: the substrate's trial and version, the program's closure, the plan); the baseline is the kind's
 live doctor alone (``live_adapter_of(kind).doctor()``), the same probes without the view. Each side runs
 in a fresh interpreter, the two interleaved so a shared machine's load falls on both alike, and both must
-exit alike. Reported per kind: median and p90 of each side and the ratio of medians (aim ≤ 1.2×). A kind
+exit alike (the whole doctor also exits 1 when this HOME lacks the kind's login: its credential check). Reported per kind: median and p90 of each side and the ratio of medians (aim ≤ 1.2×). A kind
 whose binary is not on ``PATH`` (with this environment's ``bin`` and ``~/.local/bin`` first, where ``b10x-harness`` and the pinned vendor CLIs are linked)
 is skipped and named.
 
@@ -58,7 +58,7 @@ def main() -> None:
             binary: list[float] = []
             for _ in range(REPEATS):
                 (on, code_on), (off, code_off) = timed(WHOLE, kind, env), timed(BINARY, kind, env)
-                assert code_on == code_off, (code_on, code_off)
+                assert code_on in (code_off, max(code_off, 1)), (code_on, code_off)  # 1 too: a login this HOME lacks
                 whole.append(on)
                 binary.append(off)
             print(

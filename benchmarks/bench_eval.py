@@ -9,7 +9,9 @@
    against 5 runs (aim: flat, + ≤ 10 MB).
 
 Each side of a ratio is measured ROUNDS times, the two sides in turn so a shared machine's load falls on
-both alike; printed are the median and p90 of each and the ratio of the medians.
+both alike; printed are the median and p90 of each and the ratio of the medians. Beside the first ratio,
+each side's CPU seconds and the cores it kept busy: on a loaded machine ``--jobs 2`` gets fewer than two,
+and that, not the runs, is then what holds its ratio down.
 Run: ``.venv/bin/python benchmarks/bench_eval.py [runs] [rounds]`` (defaults 20 and 5).
 """
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -70,15 +73,30 @@ def world(root: Path, base_url: str) -> dict[str, str]:
 
 
 def timed(root: Path, env: dict[str, str], plan: str, *args: str) -> float:
-    """Wall seconds of one ``metaharness-eval`` into a fresh out directory; every check must pass."""
+    """Wall seconds of one ``metaharness-eval`` into a fresh out directory; every check must pass. The CPU
+    seconds it took (the driver and every run's processes, all reaped below this one) go to ``CPU``."""
     out = root / "out"
     shutil.rmtree(out, ignore_errors=True)
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
     begin = time.perf_counter()
     done = subprocess.run([str(BIN / "metaharness-eval"), plan, "--out", str(out), *args], cwd=root, env=env,
                           capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - begin
     assert done.returncode == 0, done.stderr
+    now = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.setdefault(args, []).append(now.ru_utime + now.ru_stime - used.ru_utime - used.ru_stime)
     return seconds
+
+
+CPU: dict[tuple[str, ...], list[float]] = {}
+"""CPU seconds of each timed batch by its options (a Ray batch's runs ran in the cluster's workers: not counted)."""
+
+
+def busy(times: list[float], options: tuple[str, ...]) -> str:
+    """The batches' median CPU seconds and the cores they kept busy (median CPU over median wall): what the
+    shared machine gave them, which bounds the ratio a second job can reach."""
+    cpu = statistics.median(CPU[options])
+    return f"{cpu:.1f} CPU s on {cpu / statistics.median(times):.2f} cores"
 
 
 def paired(first: Callable[[], float], second: Callable[[], float], rounds: int) -> tuple[list[float], list[float]]:
@@ -137,7 +155,8 @@ def main() -> None:
             plan = f"plan-{runs}.yaml"
             one, two = paired(lambda: timed(root, env, plan, "--jobs", "1"), lambda: timed(root, env, plan, "--jobs", "2"), rounds)
             print(f"{runs} b10x runs over {rounds} rounds: --jobs 1 {spread(one)}, --jobs 2 {spread(two)}: throughput "
-                  f"{statistics.median(one) / statistics.median(two):.2f}x (aim >= 1.7x)")  # fmt: skip
+                  f"{statistics.median(one) / statistics.median(two):.2f}x (aim >= 1.7x); --jobs 1 "
+                  f"{busy(one, ('--jobs', '1'))}, --jobs 2 {busy(two, ('--jobs', '2'))}")  # fmt: skip
             cluster, address = ray_cluster(env, root / "ray")
             try:
                 cold = timed(root, env, plan, "--jobs", "2", "--ray", address)

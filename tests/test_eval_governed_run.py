@@ -16,6 +16,7 @@ import pytest
 from metaharness.pure.eval.checks import ExitCheck, FileCheck
 from metaharness.shell.eval.governed_run import govern_run
 from metaharness.shell.eval.packing import RunInputs
+from metaharness.shell.eval.workspace import baseline_repository
 
 STUBBORN = """
 import signal, sys, time
@@ -43,10 +44,11 @@ def archive(files: dict[str, bytes]) -> bytes:
 
 
 def inputs(timeout: float) -> RunInputs:
+    tree = archive({"logo.bin": bytes(range(256)), "README.md": b"hi\n"})
     return RunInputs(
         task="t", arm="a", repeat=1, kind="b10x", options=(("model", "m"),), prompt="p", context=(), timeout=timeout,
         checks=(ExitCheck(id="exit", code=0), FileCheck(id="new", path="new.bin", exists=True, contains=None)),
-        commit="0" * 40, workspace=archive({"logo.bin": bytes(range(256)), "README.md": b"hi\n"}), shipped=(),
+        commit="0" * 40, workspace=tree, repository=baseline_repository(tree, "0" * 40), shipped=(),
     )
 
 

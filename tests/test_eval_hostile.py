@@ -17,6 +17,7 @@ import pytest
 from metaharness.pure.eval.checks import FileCheck
 from metaharness.shell.eval.governed_run import govern_run
 from metaharness.shell.eval.packing import RunInputs
+from metaharness.shell.eval.workspace import baseline_repository
 
 PLANTER = """
 import os, stat, sys
@@ -68,9 +69,10 @@ def archive(files: dict[str, bytes]) -> bytes:
 
 
 def inputs(*checks: FileCheck) -> RunInputs:
+    tree = archive({"README.md": b"hi\n"})
     return RunInputs(
         task="t", arm="a", repeat=1, kind="b10x", options=(("model", "m"),), prompt="p", context=(), timeout=30.0,
-        checks=checks, commit="0" * 40, workspace=archive({"README.md": b"hi\n"}), shipped=(),
+        checks=checks, commit="0" * 40, workspace=tree, repository=baseline_repository(tree, "0" * 40), shipped=(),
     )
 
 

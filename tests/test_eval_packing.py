@@ -38,5 +38,5 @@ def test_a_tasks_runs_share_one_archive_and_the_next_commit_gets_its_own(tmp_pat
     assert all(isinstance(found, str) for found in commits)
     archive = LastArchive()
     runs = [archive(tmp_path, first, str(commits[0])) for _ in range(3)]
-    assert runs[0] is runs[1] is runs[2] and readme(runs[0]) == b"first\n"
-    assert readme(archive(tmp_path, second, str(commits[1]))) == b"second\n"
+    assert runs[0] is runs[1] is runs[2] and readme(runs[0].tree) == b"first\n"
+    assert readme(archive(tmp_path, second, str(commits[1])).tree) == b"second\n"

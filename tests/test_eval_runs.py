@@ -11,6 +11,7 @@ import pty
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -243,3 +244,34 @@ def test_a_terminal_gets_a_progress_bar(world: tuple[Path, dict[str, str]]) -> N
     text = shown.decode(errors="replace")
     assert "1/1" in text and "running" in text and "━" in text and "[1/1]" not in text
     assert stdout.decode().splitlines()[-1] == "b10x: 2 pass / 0 fail"
+
+
+SUBREAPER = """
+import ctypes, json, os, subprocess, sys
+assert ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+codes = [subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, check=False).returncode
+         for argv in json.loads(sys.argv[1])]
+left = [int(pid) for task in os.listdir("/proc/self/task")
+        for pid in open(f"/proc/self/task/{task}/children").read().split()]
+states = {pid: open(f"/proc/{pid}/stat").read().split(" (", 1)[1].replace(") ", " ", 1)[:40] for pid in left}
+try:
+    waited = os.waitpid(-1, os.WNOHANG)
+except ChildProcessError:
+    waited = None
+print(json.dumps({"codes": codes, "left": states, "waited": waited}))
+"""
+
+
+def test_no_process_of_a_confined_batch_is_left_not_even_a_zombie(world: tuple[Path, dict[str, str]]) -> None:
+    """A driver that adopts every orphan of its tree (a subreaper) runs confined b10x runs two at a time through
+    ``metaharness-eval``, then ``doctor b10x`` (the substrate's trial and the view): afterwards it has no child
+    at all, alive or defunct, so no ``bwrap`` (or anything else) was left for PID 1 to reap."""
+    root, urls = world
+    plan = write_plan(root, {"b10x": arms(urls)["b10x"]}, TASKS[:1], name="reaped.yaml", repeat=4)
+    env = {"HOME": str(root / "home"), "PATH": os.environ["PATH"], "TMPDIR": str(root / "tmp")}
+    argvs = [[str(EVAL), str(plan), "--out", str(root / "reaped"), "--jobs", "2"],
+             [str(EVAL.parent / "metaharness"), "doctor", "b10x"]]  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", SUBREAPER, json.dumps(argvs)], env=env, cwd=root,
+                          capture_output=True, text=True, timeout=600, check=True)  # fmt: skip
+    report = json.loads(done.stdout)
+    assert report == {"codes": [0, 0], "left": {}, "waited": None}, report

@@ -34,8 +34,8 @@ from metaharness.pure.decisions import Arm
 from metaharness.pure.events import EventValue, StreamClosed, WarningRaised
 from metaharness.pure.run_end import RunEnd
 from metaharness.shell.child_end import end_descendants
-from metaharness.shell.child_process import ChildStop, kill_group, wait_status
-from metaharness.shell.live_engine import Engine, LiveLoop, read_rest, spawn
+from metaharness.shell.child_process import ChildStop, kill_group
+from metaharness.shell.live_engine import Engine, LiveLoop, ended, read_rest, spawn
 from metaharness.shell.tree_links import tree_facts
 
 if TYPE_CHECKING:
@@ -89,8 +89,7 @@ def drive_loop(
     code = child.wait()
     if "stderr" in loop.open:
         loop.stderr(read_rest(child.stderr.fileno(), PIPE_DRAIN_S))
-    kill_group(child.pid, signal.SIGKILL)
-    process = wait_status(code, process_known)
+    process = ended(child.pid, code, process_known)
     late = retain() if retain is not None else ()
     stopper = loop.stopper
     loop.session, effects = wind_up(

@@ -19,10 +19,8 @@ from returns.result import Failure, Result, Success
 from metaharness.pure.eval.plan import EvalArm, OptionShape, Plan, Task, chosen_plan, plan_runs, read_plan, run_words
 from metaharness.pure.eval.report import RUN_PAGE, report_page, run_directory
 from metaharness.pure.eval.results import RunResult, batch_exit, lost_result, read_result, result_document, result_table
-from metaharness.pure.projection import project_stream
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.results import each
-from metaharness.pure.run_page import audited_lines, run_page
 from metaharness.shell.cli import cli
 from metaharness.shell.eval.executors import Outcome, PendingRun, ray_module, ray_reachable, run_locally, run_on_ray
 from metaharness.shell.eval.packing import LastArchive, RunInputs, resolve_workspace, ship_arm
@@ -92,13 +90,11 @@ def _write_run(out: Path, outcome: Outcome) -> RunResult:
     (directory / "events.jsonl").write_bytes(output.events)
     (directory / "stderr.txt").write_bytes(output.stderr)
     (directory / "diff.patch").write_bytes(output.diff)
-    projected = project_stream(str(directory / "events.jsonl"), output.events)
     page = directory / RUN_PAGE
-    if isinstance(projected, Failure):
+    if output.page is None:
         page.unlink(missing_ok=True)
     else:
-        audits = (audited_lines(output.stderr.decode("utf-8", "replace")),)
-        page.write_text(run_page([projected.unwrap()], audits), encoding="utf-8")
+        page.write_bytes(output.page)
     (directory / "result.json").write_bytes(output.result)
     return msgspec.json.decode(output.result, type=RunResult)
 
@@ -134,10 +130,11 @@ def _pending(plan: Plan, plan_dir: Path, out: Path, resume: bool) -> Result[Pend
                 continue
 
         def pack(task: Task = task, arm: EvalArm = arm, repeat: int = repeat) -> RunInputs:
+            workspace = archive(plan_dir, task, commits[task.id])
             return RunInputs(
                 task=task.id, arm=arm.id, repeat=repeat, kind=arm.kind, options=arm.options, prompt=task.prompt,
-                context=task.context, timeout=task.timeout, checks=task.checks,
-                commit=commits[task.id], workspace=archive(plan_dir, task, commits[task.id]), shipped=shipped[arm.id],
+                context=task.context, timeout=task.timeout, checks=task.checks, commit=commits[task.id],
+                workspace=workspace.tree, repository=workspace.repository, shipped=shipped[arm.id],
             )
 
         pending.append(PendingRun(identity=identity, pack=pack))

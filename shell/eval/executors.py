@@ -6,11 +6,12 @@ bytes of those runs only (docs/eval.md "Executors")."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import socket
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Any
 
 import msgspec
@@ -41,20 +42,18 @@ class Outcome(msgspec.Struct, frozen=True):
 
 
 def run_locally(pending: Iterable[PendingRun], jobs: int) -> Iterator[Outcome]:
-    """Each run in a pool thread of ``jobs``, outcomes as they finish."""
+    """Each run in a pool thread of ``jobs``, outcomes as they finish; a finished run's place is
+    filled before its outcome is handed on, so writing it never leaves a slot idle."""
 
     def one(run: PendingRun) -> Outcome:
         return Outcome(identity=run.identity, output=govern_run(run.pack()), attempts=1, error="")
 
+    runs = iter(pending)
     with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="metaharness-eval") as pool:
-        running: set[Future[Outcome]] = set()
-        for run in pending:
-            if len(running) >= jobs:
-                done, running = wait(running, return_when=FIRST_COMPLETED)
-                yield from (future.result() for future in done)
-            running.add(pool.submit(one, run))
+        running = {pool.submit(one, run) for run in itertools.islice(runs, jobs)}
         while running:
             done, running = wait(running, return_when=FIRST_COMPLETED)
+            running |= {pool.submit(one, run) for run in itertools.islice(runs, len(done))}
             yield from (future.result() for future in done)
 
 
@@ -92,12 +91,19 @@ def _ray_outcomes(ray: Any, address: str, pending: Iterable[PendingRun], jobs: i
     ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR, configure_logging=False)
     remote = ray.remote(num_cpus=1, max_retries=0)(govern_run)
     in_flight: dict[Any, tuple[PendingRun, Any, int]] = {}
+    runs = iter(pending)
 
     def submit(run: PendingRun, inputs: Any, attempt: int) -> None:
         in_flight[remote.remote(inputs, attempt)] = (run, inputs, attempt)
 
-    def collect() -> Iterator[Outcome]:
+    def refill() -> None:
+        for run in itertools.islice(runs, jobs - len(in_flight)):
+            submit(run, ray.put(run.pack()), 1)
+
+    def collect() -> list[Outcome]:
+        """The runs that ended, their places filled first (a died worker's run resubmitted once)."""
         ready, _ = ray.wait(list(in_flight), num_returns=1)
+        outcomes = []
         for reference in ready:
             run, inputs, attempt = in_flight.pop(reference)
             try:
@@ -106,15 +112,14 @@ def _ray_outcomes(ray: Any, address: str, pending: Iterable[PendingRun], jobs: i
                 if attempt < ATTEMPTS:
                     submit(run, inputs, attempt + 1)
                     continue
-                yield Outcome(identity=run.identity, output=None, attempts=attempt, error=type(error).__name__)
+                outcomes.append(Outcome(identity=run.identity, output=None, attempts=attempt, error=type(error).__name__))
                 continue
-            yield Outcome(identity=run.identity, output=output, attempts=attempt, error="")
+            outcomes.append(Outcome(identity=run.identity, output=output, attempts=attempt, error=""))
+        refill()
+        return outcomes
 
     try:
-        for run in pending:
-            while len(in_flight) >= jobs:
-                yield from collect()
-            submit(run, ray.put(run.pack()), 1)
+        refill()
         while in_flight:
             yield from collect()
     finally:

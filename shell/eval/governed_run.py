@@ -7,35 +7,40 @@ directory is removed before returning (docs/eval.md "One run"); the copy is read
 from __future__ import annotations
 
 import ctypes
-import io
+import os
+import select
 import signal
 import subprocess
-import tarfile
 import tempfile
 import time
 from pathlib import Path
 
 import msgspec
+from returns.result import Failure
 
 from metaharness.pure.budgets import EVAL_STOP_GRACE_S
 from metaharness.pure.eval.checks import RunFacts, file_paths
 from metaharness.pure.eval.plan import EvalArm, run_words
 from metaharness.pure.eval.results import decode_events, report_verdicts, result_document, run_result
+from metaharness.pure.projection import project_stream
+from metaharness.pure.run_page import audited_lines, run_page
 from metaharness.shell.child_tree import remove_tree
 from metaharness.shell.eval.packing import RunInputs
-from metaharness.shell.eval.workspace import checked_files, commit_baseline, workspace_diff
+from metaharness.shell.eval.workspace import checked_files, place_baseline, unpack, workspace_diff
 from metaharness.shell.facts import own_cli
 
 _PR_SET_PDEATHSIG = 1
 
 
 class RunOutput(msgspec.Struct, frozen=True):
-    """The run's files for the out directory: ``result.json``, the stream, stderr and the diff."""
+    """The run's files for the out directory: ``result.json``, the stream, stderr, the diff and the run's
+    page (``None`` when the stream does not project), all made where the run ran."""
 
     result: bytes
     events: bytes
     stderr: bytes
     diff: bytes
+    page: bytes | None
 
 
 _LIBC = ctypes.CDLL(None, use_errno=True)
@@ -48,19 +53,13 @@ def _die_with_parent() -> None:
     _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def _unpack(archive: bytes, into: Path) -> None:
-    into.mkdir(parents=True)
-    with tarfile.open(fileobj=io.BytesIO(archive), mode="r") as opened:
-        opened.extractall(into, filter="data")
-
-
 def _shipped_words(inputs: RunInputs, staging: Path) -> dict[str, tuple[str, ...]]:
     """Each shipped path written under ``staging``; the option words naming where it now is."""
     words: dict[str, tuple[str, ...]] = {}
     for number, shipped in enumerate(inputs.shipped):
         target = staging / str(number) / shipped.name
         if shipped.directory:
-            _unpack(shipped.data, target)
+            unpack(shipped.data, target)
         else:
             target.parent.mkdir(parents=True)
             target.write_bytes(shipped.data)
@@ -68,19 +67,40 @@ def _shipped_words(inputs: RunInputs, staging: Path) -> dict[str, tuple[str, ...
     return words
 
 
+def _exits_within(process: subprocess.Popen[bytes], seconds: float) -> bool:
+    """Whether ``process`` exits within ``seconds``, woken by its pidfd the moment it does (``Popen.wait``
+    with a timeout polls, up to 50 ms late); not reaped here."""
+    try:
+        descriptor = os.pidfd_open(process.pid)
+    except OSError:
+        try:
+            process.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    try:
+        return bool(select.select([descriptor], [], [], seconds)[0])
+    finally:
+        os.close(descriptor)
+
+
 def _wait(process: subprocess.Popen[bytes], timeout: float, grace: float) -> bool:
     """Wait for the run; past ``timeout`` SIGTERM it, past the grace SIGKILL. True when it timed out."""
-    try:
-        process.wait(timeout=timeout)
-        return False
-    except subprocess.TimeoutExpired:
+    timed_out = not _exits_within(process, timeout)
+    if timed_out:
         process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-    return True
+        if not _exits_within(process, grace):
+            process.kill()
+    process.wait()
+    return timed_out
+
+
+def _page(events: bytes, errors: bytes) -> bytes | None:
+    """The run's page (docs/eval.md#output), or ``None`` when its stream does not project."""
+    projected = project_stream("events.jsonl", events)
+    if isinstance(projected, Failure):
+        return None
+    return run_page([projected.unwrap()], (audited_lines(errors.decode("utf-8", "replace")),)).encode("utf-8")
 
 
 def _exit_code(returncode: int) -> int:
@@ -96,8 +116,8 @@ def govern_run(
     root = Path(tempfile.mkdtemp(prefix="metaharness-eval-"))
     try:
         copy = root / "workspace"
-        _unpack(inputs.workspace, copy)
-        own = commit_baseline(copy, inputs.commit)
+        unpack(inputs.workspace, copy)
+        own = place_baseline(copy, inputs.repository)
         arm = EvalArm(id=inputs.arm, kind=inputs.kind, options=inputs.options)
         context = [word for path in inputs.context for word in ("--context", path)]
         argv = [
@@ -129,7 +149,10 @@ def govern_run(
             (inputs.task, inputs.arm, inputs.repeat), inputs.checks, facts,
             timed_out=timed_out, duration_ms=duration_ms, attempts=attempts,
         )
-        return RunOutput(result=result_document(result), events=events, stderr=errors, diff=workspace_diff(own, copy))
+        return RunOutput(
+            result=result_document(result), events=events, stderr=errors, diff=workspace_diff(own, copy),
+            page=_page(events, errors),
+        )
     finally:
         remove_tree(str(root))
 

@@ -4,10 +4,8 @@ Also the git facts the plan is checked against before any run starts."""
 
 from __future__ import annotations
 
-import io
 import os
 import subprocess
-import tarfile
 import threading
 from pathlib import Path
 
@@ -16,6 +14,7 @@ import msgspec
 from metaharness.pure.eval.checks import Check
 from metaharness.pure.eval.plan import SHIPPED_DIRECTORY_OPTIONS, SHIPPED_FILE_OPTIONS, EvalArm, OptionValue, Task
 from metaharness.pure.refusal import Refusal
+from metaharness.shell.eval.workspace import baseline_repository, directory_archive
 
 
 class ShippedPath(msgspec.Struct, frozen=True):
@@ -41,6 +40,7 @@ class RunInputs(msgspec.Struct, frozen=True):
     checks: tuple[Check, ...]
     commit: str
     workspace: bytes
+    repository: bytes
     shipped: tuple[ShippedPath, ...]
 
 
@@ -78,13 +78,6 @@ def _shipped_paths(arm: EvalArm) -> list[tuple[str, str]]:
     return named
 
 
-def _directory_archive(root: Path) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as archive:
-        archive.add(root, arcname=".")
-    return buffer.getvalue()
-
-
 def ship_arm(plan_dir: Path, arm: EvalArm) -> tuple[ShippedPath, ...] | Refusal:
     """The bytes of every file (and directory) the arm's options name, relative to the plan."""
     shipped = []
@@ -94,7 +87,7 @@ def ship_arm(plan_dir: Path, arm: EvalArm) -> tuple[ShippedPath, ...] | Refusal:
             if option in SHIPPED_DIRECTORY_OPTIONS:
                 if not target.is_dir():
                     raise NotADirectoryError(0, "not a directory")
-                data, directory = _directory_archive(target), True
+                data, directory = directory_archive(target), True
             else:
                 data, directory = target.read_bytes(), False
         except OSError as error:
@@ -111,20 +104,29 @@ def workspace_archive(plan_dir: Path, task: Task, commit: str) -> bytes:
     return done.stdout
 
 
+class Workspace(msgspec.Struct, frozen=True):
+    """A task's workspace at its commit: the tree as a tar archive and its baseline repository (the
+    copy's ``.git`` with the tree committed once) as another."""
+
+    tree: bytes
+    repository: bytes
+
+
 class LastArchive:
-    """:func:`workspace_archive`, made once for the runs of one task in a row (plan order packs a task's
-    runs together) and shared by them: the driver holds the archive of the task being packed, not one
-    per run, and runs ``git archive`` once per task rather than once per run."""
+    """:func:`workspace_archive` and its :func:`baseline_repository`, made once for the runs of one task in
+    a row (plan order packs a task's runs together) and shared by them: the driver holds the archives of
+    the task being packed, not one per run, and runs git once per task rather than once per run."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._key: tuple[Path, str] | None = None
-        self._archive = b""
+        self._workspace = Workspace(tree=b"", repository=b"")
 
-    def __call__(self, plan_dir: Path, task: Task, commit: str) -> bytes:
+    def __call__(self, plan_dir: Path, task: Task, commit: str) -> Workspace:
         key = (plan_dir / task.repository, commit)
         with self._lock:
             if self._key != key:
-                self._archive = workspace_archive(plan_dir, task, commit)
+                tree = workspace_archive(plan_dir, task, commit)
+                self._workspace = Workspace(tree=tree, repository=baseline_repository(tree, commit))
                 self._key = key
-            return self._archive
+            return self._workspace

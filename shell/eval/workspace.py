@@ -1,5 +1,6 @@
 """A governed run's workspace copy, which the child writes (docs/eval.md#the-copy-is-the-childs): its
-baseline commits, its diff and the files its checks read — none through anything the child wrote.
+baseline repository (committed once per task, unpacked for each run), its diff and the files its checks
+read — none through anything the child wrote.
 
 git runs with every configuration source off (no system or global file, no ``GIT_*`` of the caller's
 environment, fsmonitor, hooks and attributes off), and after the run only against a repository of the
@@ -10,10 +11,12 @@ copy's directory descriptor with ``O_NOFOLLOW`` and read only when it is a regul
 from __future__ import annotations
 
 import errno
+import io
 import os
-import shutil
 import stat
 import subprocess
+import tarfile
+import tempfile
 from pathlib import Path
 
 from metaharness.pure.bounds import CHECKED_FILE_LIMIT
@@ -46,18 +49,46 @@ def _git(git_dir: Path, copy: Path, *words: str, check: bool = True) -> bytes:
     return done.stdout
 
 
-def commit_baseline(copy: Path, commit: str) -> Path:
-    """Before the run: the unpacked copy committed once as the task's ref in its own ``.git`` (so the run
-    sees a tracked tree: ``--context`` names tracked files), and the same repository kept beside the
-    copy as the driver's own, which the diff is taken against; returns the driver's repository."""
-    git_dir = copy / ".git"
-    _git(git_dir, copy, "init", "-q", "--template=")
-    (git_dir / "info").mkdir()
-    (git_dir / "info" / "attributes").write_bytes(_NO_ATTRIBUTES)
-    _git(git_dir, copy, "add", "-A", "-f")
-    _git(git_dir, copy, "commit", "-q", "--allow-empty", "-m", f"metaharness-eval: {commit}")
+def unpack(archive: bytes, into: Path) -> None:
+    """A tar archive the driver made, unpacked into the new directory ``into`` (the ``data`` filter)."""
+    into.mkdir(parents=True)
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r") as opened:
+        opened.extractall(into, filter="data")
+
+
+def directory_archive(root: Path) -> bytes:
+    """The directory ``root`` as a tar archive."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        archive.add(root, arcname=".")
+    return buffer.getvalue()
+
+
+def baseline_repository(tree: bytes, commit: str) -> bytes:
+    """Made once per task on the driver: the workspace ``tree`` unpacked and committed once as ``commit`` in
+    its own ``.git`` (so a run sees a tracked tree: ``--context`` names tracked files), its objects in one
+    pack; that ``.git`` as a tar archive, which every run of the task unpacks (:func:`place_baseline`)."""
+    with tempfile.TemporaryDirectory(prefix="metaharness-eval-baseline-") as scratch:
+        copy = Path(scratch) / "workspace"
+        unpack(tree, copy)
+        git_dir = copy / ".git"
+        _git(git_dir, copy, "init", "-q", "--template=")
+        (git_dir / "info").mkdir()
+        (git_dir / "info" / "attributes").write_bytes(_NO_ATTRIBUTES)
+        _git(git_dir, copy, "add", "-A", "-f")
+        _git(git_dir, copy, "commit", "-q", "--allow-empty", "-m", f"metaharness-eval: {commit}")
+        _git(git_dir, copy, "repack", "-a", "-d", "-q")
+        return directory_archive(git_dir)
+
+
+def place_baseline(copy: Path, repository: bytes) -> Path:
+    """Before the run: the task's baseline repository as the unpacked copy's ``.git``, and again beside the
+    copy as the driver's own, which the diff is taken against; returns the driver's repository. The driver's
+    has no index (its stat data named files that are gone), so the diff stages every file by content."""
+    unpack(repository, copy / ".git")
     own = copy.parent / _OWN_REPOSITORY
-    shutil.copytree(git_dir, own, symlinks=True)
+    unpack(repository, own)
+    (own / "index").unlink()
     return own
 
 
