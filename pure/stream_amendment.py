@@ -4,8 +4,8 @@ docs/decisions.md#the-route-witness).
 
 A call metaharness denied whose ``tool.result`` is not an error was let through by something else
 (a forged hook-channel answer): right after the later of the two events a ``warning{DECISION_BYPASSED}``
-naming the call follows; the same call presented again does not reset it (a call id presented with
-another input starts afresh), and ``session.ended.census`` counts it under ``bypassed``. A run with a model
+naming the call follows; the call presented again does not reset it (with another input only its earlier
+success is forgotten), and ``session.ended.census`` counts it under ``bypassed``. A run with a model
 route reconciles its stream with the route witness at ``session.ended``: the witness's warnings
 (``metaharness.pure.witness.reconcile``) come just before it, its bypasses counted in ``census.bypassed``, and
 ``session.ended.route`` carries the route's traffic with ``calls``; a live run's ``session.ended`` carries its
@@ -161,15 +161,16 @@ def _closed(state: Amendment, value: EventValue, payload: StreamClosed) -> tuple
 
 
 def _fresh(state: Amendment, payload: Event) -> Amendment:
-    """A call id presented with a different input is another call (``REQUEST_MUTATED``) and starts afresh;
-    the same call presented again changes nothing."""
+    """A call id presented with a different input is another call (``REQUEST_MUTATED``): its earlier success is
+    forgotten, so the desk's deny of the new input is no bypass; a deny is kept for the whole stream, so a denied
+    call's id re-presented with an allowed input (past the desk's window, docs/decisions.md#correlation-and-abandonment)
+    cannot carry a success; the same call presented again changes nothing."""
     if not isinstance(payload, ToolRequested):
         return state
     seen = state.stream.requested.get(payload.call_id, ())
     if not seen or (payload.name, payload.input) in seen:
         return state
-    fresh = {payload.call_id}
-    return msgspec.structs.replace(state, denied=state.denied - fresh, succeeded=state.succeeded - fresh)
+    return msgspec.structs.replace(state, succeeded=state.succeeded - {payload.call_id})
 
 
 def _bypassed_call(state: Amendment, payload: Event) -> str | None:
