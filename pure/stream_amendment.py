@@ -10,7 +10,7 @@ route reconciles its stream with the route witness at ``session.ended``: the wit
 (``metaharness.pure.witness.reconcile``) come just before it, its bypasses counted in ``census.bypassed``, and
 ``session.ended.route`` carries the route's traffic with ``calls``; a live run's ``session.ended`` carries its
 hermetic rows as the audit checks them (``rows``). A record event after the terminal record is one
-``RECORD_FORGED``. ``session.started`` names the program the run started as ``program``; a child that stopped
+``RECORD_FORGED``, after what the event itself brings (a denied call's success: ``DECISION_BYPASSED``). ``session.started`` names the program the run started as ``program``; a child that stopped
 before ``session.started`` has its ``NO_TERMINAL_RECORD`` name the program instead. The closing reason is the
 run's outcome (``metaharness.pure.run_stages.run_outcome``): when the child's exit or the route overrules the
 record's ``completed``, a ``warning{RUN_FAILED}`` comes directly before ``stream.closed`` and the stream closes
@@ -124,7 +124,8 @@ def amend(
         return state, (value,)
     if state.ended and not state.after_ended and isinstance(payload, _RECORD_EVENTS):
         state = msgspec.structs.replace(state, after_ended=True, gaps=state.gaps + 1)
-        return state, (value, EventValue(record_after_terminal()))
+        state, values = amend(state, value, route, account, rows)
+        return state, (*values, EventValue(record_after_terminal()))
     if isinstance(payload, SessionStarted) and state.program is not None:
         started = msgspec.structs.replace(payload, program=state.program)
         return msgspec.structs.replace(state, started=True), (EventValue(started, value.at),)
