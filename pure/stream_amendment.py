@@ -4,13 +4,13 @@ docs/decisions.md#the-route-witness).
 
 A call metaharness denied whose ``tool.result`` is not an error was let through by something else
 (a forged hook-channel answer): right after the later of the two events a ``warning{DECISION_BYPASSED}``
-naming the call follows; the same call presented again does not reset it (a call id presented with
-another input starts afresh), and ``session.ended.census`` counts it under ``bypassed``. A run with a model
+naming the call follows; the call presented again does not reset it (with another input only its earlier
+success is forgotten), and ``session.ended.census`` counts it under ``bypassed``. A run with a model
 route reconciles its stream with the route witness at ``session.ended``: the witness's warnings
 (``metaharness.pure.witness.reconcile``) come just before it, its bypasses counted in ``census.bypassed``, and
 ``session.ended.route`` carries the route's traffic with ``calls``; a live run's ``session.ended`` carries its
 hermetic rows as the audit checks them (``rows``). A record event after the terminal record is one
-``RECORD_FORGED``. ``session.started`` names the program the run started as ``program``; a child that stopped
+``RECORD_FORGED``, after what the event itself brings (a denied call's success: ``DECISION_BYPASSED``). ``session.started`` names the program the run started as ``program``; a child that stopped
 before ``session.started`` has its ``NO_TERMINAL_RECORD`` name the program instead. The closing reason is the
 run's outcome (``metaharness.pure.run_stages.run_outcome``): when the child's exit or the route overrules the
 record's ``completed``, a ``warning{RUN_FAILED}`` comes directly before ``stream.closed`` and the stream closes
@@ -124,7 +124,8 @@ def amend(
         return state, (value,)
     if state.ended and not state.after_ended and isinstance(payload, _RECORD_EVENTS):
         state = msgspec.structs.replace(state, after_ended=True, gaps=state.gaps + 1)
-        return state, (value, EventValue(record_after_terminal()))
+        state, values = amend(state, value, route, account, rows)
+        return state, (*values, EventValue(record_after_terminal()))
     if isinstance(payload, SessionStarted) and state.program is not None:
         started = msgspec.structs.replace(payload, program=state.program)
         return msgspec.structs.replace(state, started=True), (EventValue(started, value.at),)
@@ -161,15 +162,16 @@ def _closed(state: Amendment, value: EventValue, payload: StreamClosed) -> tuple
 
 
 def _fresh(state: Amendment, payload: Event) -> Amendment:
-    """A call id presented with a different input is another call (``REQUEST_MUTATED``) and starts afresh;
-    the same call presented again changes nothing."""
+    """A call id presented with a different input is another call (``REQUEST_MUTATED``): its earlier success is
+    forgotten, so the desk's deny of the new input is no bypass; a deny is kept for the whole stream, so a denied
+    call's id re-presented with an allowed input (past the desk's window, docs/decisions.md#correlation-and-abandonment)
+    cannot carry a success; the same call presented again changes nothing."""
     if not isinstance(payload, ToolRequested):
         return state
     seen = state.stream.requested.get(payload.call_id, ())
     if not seen or (payload.name, payload.input) in seen:
         return state
-    fresh = {payload.call_id}
-    return msgspec.structs.replace(state, denied=state.denied - fresh, succeeded=state.succeeded - fresh)
+    return msgspec.structs.replace(state, succeeded=state.succeeded - {payload.call_id})
 
 
 def _bypassed_call(state: Amendment, payload: Event) -> str | None:

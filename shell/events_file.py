@@ -1,10 +1,10 @@
 """``run --events FILE`` (docs/cli.md#keeping-the-stream): the whole stream written to FILE by
 metaharness itself, whatever happens to stdout.
 
-FILE is created new (``O_EXCL``, never through a link, mode 0600) before anything starts, and every
-line is written to its descriptor whole before it is offered to stdout, so a reader that goes away
-(a closed pipe, a Ctrl-C that ended the view first) costs stdout the rest of the stream and FILE
-nothing: it still ends with the closing ``stream.closed``. The descriptor is held for the run, so a
+FILE is created new (``O_EXCL``, never through a link, mode 0600) once stages 5–7 passed, before any proxy
+or child starts, and every line is written to its descriptor whole before it is offered to stdout, so a
+reader that goes away (a closed pipe, a Ctrl-C that ended the view first) costs stdout the rest of the
+stream and FILE nothing: it still ends with the closing ``stream.closed``. The descriptor is held for the run, so a
 name the child could later replace is never opened again.
 """
 

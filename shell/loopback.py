@@ -24,6 +24,7 @@ import re
 import socket
 import socketserver
 import ssl
+import stat
 import threading
 import time
 from collections.abc import Generator
@@ -83,15 +84,26 @@ if TYPE_CHECKING:
     import httpx
 
 
+_LOCK_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
 def read_custody(dialect: Loopback, path: str) -> str | None:
-    """The real token in ``path``, read under an exclusive ``flock`` on ``<path>.mh-lock``; ``None``
-    when it cannot be read or holds no usable token. Nothing is kept."""
+    """The real token in ``path``, read under an exclusive ``flock`` on ``<path>.mh-lock`` (never opened through a
+    link, never waiting on a FIFO, a regular file or the token is unread); ``None`` when it cannot be read or holds
+    no usable token. Nothing is kept."""
     try:
-        with open(f"{path}.mh-lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            data = read_regular(path, CREDENTIAL_FILE_LIMIT)
+        lock = os.open(f"{path}.mh-lock", _LOCK_FLAGS, 0o600)
     except OSError:
         return None
+    try:
+        if not stat.S_ISREG(os.fstat(lock).st_mode):
+            return None
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        data = read_regular(path, CREDENTIAL_FILE_LIMIT)
+    except OSError:
+        return None
+    finally:
+        os.close(lock)
     token = dialect.custody_token(data)
     return None if isinstance(token, Failure) else token.unwrap()
 

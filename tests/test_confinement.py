@@ -44,6 +44,7 @@ from metaharness.pure.events import (
     ToolDecided,
     ToolRequested,
     ToolResult,
+    WarningRaised,
     encode_event,
     read_event,
 )
@@ -326,5 +327,28 @@ def test_the_same_call_presented_again_does_not_reset_the_bypass() -> None:
     payloads = [requested("c3"), result("c3", False), requested("c3"),
                 ToolDecided(call_id="c3", decision=Deny(reason="no"), decided_by="embedder", seam="caller", latency_ms=0),
                 ended()]  # fmt: skip
+    lines = [read_event(line).unwrap() for line in written(payloads)]
+    assert lines[4].payload.code == "DECISION_BYPASSED" and lines[5].payload.census.bypassed == 1
+
+
+def test_a_denied_calls_success_after_the_terminal_record_is_forged_and_a_bypass() -> None:
+    """Hostile: the first line after the terminal record is a denied call's success; it is named RECORD_FORGED and,
+    as any later one would be, DECISION_BYPASSED (docs/events.md#census: a reader's census counts it)."""
+    payloads = [requested("c4"),
+                ToolDecided(call_id="c4", decision=Deny(reason="no"), decided_by="frame", seam="caller", latency_ms=0),
+                ended(), result("c4", False)]  # fmt: skip
+    lines = [read_event(line).unwrap() for line in written(payloads)]
+    codes = [line.payload.code for line in lines[3:] if isinstance(line.payload, WarningRaised)]
+    assert codes == ["DECISION_BYPASSED", "RECORD_FORGED"] and [line.seq for line in lines] == [1, 2, 3, 4, 5, 6]
+
+
+def test_a_denied_call_recorded_again_with_another_input_still_counts_its_success_as_a_bypass() -> None:
+    """Hostile, inside the desk's window: a hook denies a call, the record then shows the id with another input
+    (seam ``none``: REQUEST_MUTATED, nothing decided) and a success; the deny is not forgotten, so it is a bypass."""
+    payloads = [requested("c5"),
+                ToolDecided(call_id="c5", decision=Deny(reason="no"), decided_by="frame", seam="caller", latency_ms=0),
+                ToolRequested(call_id="c5", name="file_write", input={"path": "other"}, decision_required=False,
+                              deadline_ms=None, seam="none"),
+                result("c5", False), ended()]  # fmt: skip
     lines = [read_event(line).unwrap() for line in written(payloads)]
     assert lines[4].payload.code == "DECISION_BYPASSED" and lines[5].payload.census.bypassed == 1

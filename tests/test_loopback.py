@@ -35,7 +35,7 @@ from metaharness.pure.loopback import (
     verbatim_headers,
 )
 from metaharness.pure.witness import inflate
-from metaharness.shell.loopback import RouteProxy
+from metaharness.shell.loopback import RouteProxy, read_custody
 
 TOKEN = "sk-ant-oat01-the-real-token-0123456789"
 PLACEHOLDER = "mh-run-claude-1-00112233445566778899aabb"
@@ -320,3 +320,27 @@ def test_a_verbatim_route_on_a_socket_passes_the_wire_unchanged_and_refuses_the_
     assert warning.code == "ROUTE_REFUSED" and warning.message.endswith(": GET /v1/models, POST /v1/files")
     assert running.route.requests == 1 and running.route.bytes_up == len(body) and running.route.bytes_down >= len(body)
     assert not (tmp_path / "loopback.json").exists()
+
+
+@pytest.mark.parametrize("planted", ["fifo", "link"])
+def test_the_custody_lock_is_never_opened_through_a_name_the_child_planted(tmp_path: Path, planted: str) -> None:
+    """Hostile (``--confine off``, where the child can write beside the custody file): a FIFO at ``<file>.mh-lock``
+    would hold the proxy's open for ever, a link would have it create a file where the child points; the lock is
+    opened without following a link or waiting for a reader and must be a regular file, else the token is unread."""
+    custody = tmp_path / ".credentials.json"
+    custody.write_text(json.dumps({"claudeAiOauth": {"accessToken": "real-token"}}))
+    lock, victim = tmp_path / ".credentials.json.mh-lock", tmp_path / "victim"
+    if planted == "fifo":
+        os.mkfifo(lock)
+    else:
+        lock.symlink_to(victim)
+    outcome: list[str | None] = []
+    reader = threading.Thread(target=lambda: outcome.append(read_custody(CLAUDE_LOOPBACK, str(custody))), daemon=True)
+    reader.start()
+    reader.join(timeout=30)
+    if reader.is_alive():
+        os.close(os.open(lock, os.O_RDONLY | os.O_NONBLOCK))  # let the stuck open through before failing
+        reader.join(timeout=30)
+    assert outcome == [None] and not victim.exists()
+    os.unlink(lock)
+    assert read_custody(CLAUDE_LOOPBACK, str(custody)) == "real-token" and lock.is_file()

@@ -16,9 +16,11 @@ from metaharness.pure.claude.replay import replay_facts
 from metaharness.pure.claude.seam import RecordState, map_record
 from metaharness.pure.codex.replay import replay_launch
 from metaharness.pure.codex.rollout import RolloutReader, read_rollout_line
-from metaharness.pure.decisions import Emit, PresentedCall, open_desk, present
-from metaharness.pure.events import Deny, Event, EventValue, ToolDecided, WarningRaised
+from metaharness.pure.decisions import Desk, Emit, PresentedCall, open_desk, present
+from metaharness.pure.events import Deny, Event, EventValue, Stream, ToolDecided, ToolResult, WarningRaised
 from metaharness.pure.frames import Operation, seal_frame
+from metaharness.pure.stream_amendment import Amendment
+from metaharness.pure.stream_writer import StreamWriter, write
 
 VECTORS = Path(__file__).resolve().parents[1] / "vectors"
 CALLS = 3 * CALL_MEMORY_LIMIT
@@ -132,3 +134,37 @@ def test_a_flood_of_calls_cannot_carry_a_forgotten_call_past_the_frame() -> None
     desk, effects = present(desk, write("w", "second"))
     decided = [e.event for e in effects if isinstance(e, Emit) and isinstance(e.event, ToolDecided)]
     assert len(decided) == 1 and isinstance(decided[0].decision, Deny) and decided[0].decided_by == "frame"
+
+
+def test_a_flood_cannot_launder_a_denied_call_through_a_benign_input_past_the_window() -> None:
+    """Hostile: a denied write runs anyway; the child floods calls to push its id out of the desk's window, then
+    presents the id again with an input the frame allows and reports the write's success under it. Inside the
+    window that input is REQUEST_MUTATED and denied again; past it the stream still names the id denied, so the
+    success is DECISION_BYPASSED (pure/stream_amendment.py keeps the ids denied for the whole stream)."""
+    frame = seal_frame({
+        "workflow": {"id": "w", "version": "1"}, "node": {"id": "n"},
+        "step": {"workflow": "w", "state": "s", "index": 0, "attempt": 0},
+        "prior": [], "obligations": [], "reaching": [], "next": [], "handoff": {"handoff": "none"},
+        "operations": [{"op": "file.read"}], "entities": None,
+    }).unwrap()  # fmt: skip
+    desk, writer, warnings = open_desk("frame", frame), StreamWriter(Stream("r"), Amendment()), []
+
+    def through(step: tuple[Desk, tuple[object, ...]]) -> Desk:
+        nonlocal writer
+        for effect in step[1]:
+            if isinstance(effect, Emit):
+                writer, lines = write(writer, EventValue(effect.event))
+                warnings.extend(line.line.payload.code for line in lines if isinstance(line.line.payload, WarningRaised))
+        return step[0]
+
+    def call(call_id: str, name: str, op: str) -> PresentedCall:
+        return PresentedCall(call_id=call_id, name=name, input={"path": "n.md"}, seam="control_request",
+                             operations=(Operation(op),), subjects=("file:n.md",))  # fmt: skip
+
+    desk = through(present(desk, call("w", "file_write", "file.write")))
+    for number in range(CALLS):
+        desk = through(present(desk, PresentedCall(call_id=f"c{number}", name="file_read", input={}, seam="none")))
+    desk = through(present(desk, call("w", "file_read", "file.read")))
+    writer, lines = write(writer, EventValue(ToolResult(exit_code=None, outcome_source=None, call_id="w",
+                                                        is_error=False, content=None, bytes=None, tool_use_result=None)))  # fmt: skip
+    assert [line.line.payload.code for line in lines if isinstance(line.line.payload, WarningRaised)] == ["DECISION_BYPASSED"]

@@ -128,3 +128,19 @@ def test_a_dead_endpoint_is_refused_before_the_spawn(tmp_path: Path, kind: str) 
         f"metaharness: endpoint-unreachable: --model-endpoint http://127.0.0.1:{port}: nothing accepts a connection at "
         f"127.0.0.1:{port} ("
     ), done.stderr.decode()
+
+
+def test_events_file_is_created_after_stages_5_to_7_and_left_empty_by_a_later_refusal(tmp_path: Path) -> None:
+    """``--events`` FILE is created in stage 8 (docs/hermetic.md#refusal-order): a stage 6 refusal (``cwd-unusable``)
+    leaves no FILE; the endpoint's pre-flight, after it, leaves FILE empty, as it leaves stdout."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {"HOME": str(loop_home(tmp_path)), "PATH": os.environ["PATH"]}
+    early, late = tmp_path / "early.jsonl", tmp_path / "late.jsonl"
+    for events, cwd, code in ((early, tmp_path / "absent", "cwd-unusable"), (late, workspace(tmp_path), "endpoint-unreachable")):
+        argv = [str(METAHARNESS), "run", "b10x", "--decisions", "observe", "--credentials", "none", "--model", "m",
+                "-p", "hi", "--model-endpoint", f"http://127.0.0.1:{port}", "--cwd", str(cwd), "--events", str(events)]  # fmt: skip
+        done = subprocess.run(argv, env=env, capture_output=True, timeout=60, check=False)
+        assert done.returncode == 2 and done.stdout == b"" and done.stderr.decode().startswith(f"metaharness: {code}: ")
+    assert not early.exists() and late.read_bytes() == b"" and stat.S_IMODE(late.stat().st_mode) == 0o600
