@@ -85,6 +85,15 @@ class Engine:
         """Stop watching ``fd``."""
         self._selector.unregister(fd)
 
+    def pause(self, fd: int) -> Handler:
+        """Stop watching ``fd`` for now; the returned call watches it again in its old place in the order."""
+        data = self._selector.unregister(fd).data
+
+        def resume() -> None:
+            self._selector.register(fd, selectors.EVENT_READ, data)
+
+        return resume
+
     def on_exit(self, pid: int, handler: Handler) -> None:
         """Call ``handler`` once, when process ``pid`` (a child of this one) has exited."""
         exit_fd = os.pidfd_open(pid)

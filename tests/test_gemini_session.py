@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
 from codex_process import well_formed
 
 from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidate
@@ -22,6 +23,7 @@ from metaharness.pure.gemini.session import (
     open_session,
     read_line,
     wind_up,
+    with_version,
 )
 from metaharness.pure.hook_channel import HookAnswer
 from metaharness.pure.stream_writer import write_line
@@ -92,6 +94,16 @@ def of(events: list[dict], name: str) -> list[dict]:
 
 def ended() -> bytes:
     return line(type="result", status="success", stats={"input_tokens": 5, "output_tokens": 2, "cached": 1})
+
+
+def test_the_version_a_probe_beside_the_spawn_answered_is_the_one_session_started_states() -> None:
+    run = Run()
+    run.session = with_version(open_session(msgspec.structs.replace(FACTS, harness_version=None), "r", "observe", None),
+                               "0.61.1")  # fmt: skip
+    run.record(line(type="init", session_id="s", model="gemini-2.5-pro"))
+    run.record(ended())
+    (started,) = of(run.close(), "session.started")
+    assert started["harness_version"] == "0.61.1"
 
 
 def test_a_hook_call_after_its_announcement_takes_the_record_id() -> None:

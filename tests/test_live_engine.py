@@ -49,6 +49,31 @@ def test_ready_sources_are_handled_in_the_order_they_were_added() -> None:
     assert order == ["second", "first"]
 
 
+def test_a_paused_source_waits_and_comes_back_in_its_old_place_in_the_order() -> None:
+    """While paused a ready source is not handled (nor spun on); resumed, it is handled before the sources
+    added after it (gemini's doorbell while its version probe answers)."""
+    paused_read, paused_write = os.pipe()
+    later_read, later_write = os.pipe()
+    order: list[str] = []
+    engine = Engine()
+    try:
+        engine.on_lines(paused_read, 64, lambda _line: order.append("paused"), lambda: None)
+        engine.on_lines(later_read, 64, lambda _line: order.append("later"), lambda: None)
+        resume = engine.pause(paused_read)
+        os.write(paused_write, b"x\n")
+        os.write(later_write, b"y\n")
+        engine.run(until=lambda: len(order) == 1)
+        assert order == ["later"]
+        resume()
+        os.write(later_write, b"z\n")
+        engine.run(until=lambda: len(order) == 3)
+    finally:
+        engine.close()
+        for fd in (paused_read, paused_write, later_read, later_write):
+            os.close(fd)
+    assert order == ["later", "paused", "later"]
+
+
 def test_each_signal_is_handed_over_once_and_the_previous_handler_comes_back() -> None:
     before = signal.getsignal(signal.SIGTERM)
     caught: list[int] = []

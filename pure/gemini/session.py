@@ -115,6 +115,12 @@ def open_session(facts: RecordFacts, run: str, mode: DecisionMode, frame: Frame 
                    correlator=Correlator(live=live))  # fmt: skip
 
 
+def with_version(session: Session, version: str | None) -> Session:
+    """The session once the ``--version`` probe run beside the spawn has answered: ``session.started`` states
+    ``version`` (docs/adapters/gemini.md#version-probe)."""
+    return msgspec.structs.replace(session, facts=msgspec.structs.replace(session.facts, harness_version=version))
+
+
 def _write(session: Session, payload: Event, at: str | UnsetType = UNSET) -> tuple[Session, EventValue]:
     """Note one event; ``tool.decided`` is counted and ``session.ended`` gets the census so far. A result is the
     record's own (Gemini CLI states a blocked call's ``status:"error"``)."""

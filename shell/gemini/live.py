@@ -34,12 +34,14 @@ from metaharness.pure.gemini.session import (
     read_line,
     request_subjects,
     wind_up,
+    with_version,
 )
 from metaharness.pure.hook_channel import HookAnswer, channel_refused
 from metaharness.pure.run_end import RunEnd
 from metaharness.shell.child_process import ChildStop, kill_group
+from metaharness.shell.gemini.version_probe import VersionProbe
 from metaharness.shell.hook_channel import HookChannel
-from metaharness.shell.live_engine import Engine, LiveLoop, ended, reap, spawn
+from metaharness.shell.live_engine import Engine, Handler, LiveLoop, ended, read_rest, reap, spawn
 from metaharness.shell.tree_links import tree_facts
 
 if TYPE_CHECKING:
@@ -49,7 +51,8 @@ if TYPE_CHECKING:
 
 
 class _Loop(LiveLoop[Session, Effect]):
-    """Beside the shared loop state: the hook channel, the record's line count and which pipes are open."""
+    """Beside the shared loop state: the hook channel, the record's line count, which pipes are open, and while a
+    version probe beside the spawn has not answered, the record lines kept unread and the paused doorbell."""
 
     def __init__(self, session: Session, channel: HookChannel, write_event: Callable[[EventValue], None],
                  stopper: ChildStop, cwd: str) -> None:  # fmt: skip
@@ -62,6 +65,9 @@ class _Loop(LiveLoop[Session, Effect]):
         self.number = 0
         self.open = {"record", "stderr"}
         self.drained_at: float | None = None
+        self.probe: VersionProbe | None = None
+        self.unread: list[tuple[int, bytes]] = []
+        self.resume_doorbell: Handler = lambda: None
 
     def perform(self, effects: tuple[Effect, ...]) -> None:
         for effect in effects:
@@ -97,7 +103,41 @@ class _Loop(LiveLoop[Session, Effect]):
         transcript.write(line + b"\n")
         transcript.flush()
         self.number += 1
+        if self.probe is not None:
+            self.unread.append((self.number, line))
+            return
         self.step(read_line(self.session, self.number, line.removesuffix(b"\r")))
+        self.drain_doorbell()
+
+    def watch_probe(self, engine: Engine, probe: VersionProbe) -> None:
+        """Until ``probe`` answers (or outlives its budget) no record line is read and the doorbell is paused, so
+        ``session.started`` states its version."""
+        self.probe = probe
+        self.resume_doorbell = engine.pause(self.channel.fileno())
+        engine.on_chunks(probe.fileno(), probe.feed, partial(self.probe_answered, True))
+
+        def outlived() -> None:
+            engine.forget(probe.fileno())
+            self.probe_answered(False)
+
+        engine.timer(lambda: None if self.probe is None else probe.due, outlived)
+
+    def settle_probe(self) -> None:
+        """After the loop: a probe that has not answered is read to its end within what is left of its budget."""
+        if self.probe is not None:
+            probe = self.probe
+            probe.feed(read_rest(probe.fileno(), max(0.0, probe.due - time.monotonic())))
+            self.probe_answered(time.monotonic() < probe.due)
+
+    def probe_answered(self, ended: bool) -> None:
+        """The session takes the version, then the lines kept unread, then the doorbell."""
+        assert self.probe is not None
+        self.session = with_version(self.session, self.probe.answer(ended))
+        self.probe = None
+        self.resume_doorbell()
+        for number, line in self.unread:
+            self.step(read_line(self.session, number, line.removesuffix(b"\r")))
+        self.unread.clear()
         self.drain_doorbell()
 
 
@@ -113,11 +153,13 @@ def drive_gemini(
     late_events: Callable[[], tuple[Event, ...]] = tuple,
     process_known: bool = True,
     confined: ConfinedSpawn | None = None,
+    probe: Callable[[], VersionProbe | None] | None = None,
 ) -> RunEnd:
-    """Spawn ``gemini -p`` (in ``confined``'s view when given), read its record and its hooks through the session
-    until it ends, wind up. Raises ``OSError`` when the spawn itself fails."""
+    """Spawn ``gemini -p`` (in ``confined``'s view when given), start ``probe`` beside it, read its record and its
+    hooks through the session until it ends, wind up. Raises ``OSError`` when the spawn itself fails."""
     child = spawn(launch.argv, cwd=launch.cwd, env=launch.environment.as_dict(), stdin=subprocess.DEVNULL,
                   stdout=subprocess.PIPE, confined=confined)  # fmt: skip
+    started = None if probe is None else probe()
     assert child.stdout is not None and child.stderr is not None
     loop = _Loop(session, channel, write_event, ChildStop(child.pid, STOP_POLICY), launch.cwd)
     engine = Engine()
@@ -128,13 +170,18 @@ def drive_gemini(
         engine.on_chunks(child.stderr.fileno(), loop.stderr, partial(loop.open.discard, "stderr"))
         on_record = partial(loop.record, transcript=transcript)
         engine.on_lines(child.stdout.fileno(), RECORD_LINE_LIMIT, on_record, partial(loop.open.discard, "record"))
+        if started is not None:
+            loop.watch_probe(engine, started)
         loop.watch_timers(engine)
         engine.timer(lambda: loop.drained_at, loop.drained)
         engine.run(until=lambda: not loop.open)
+        loop.settle_probe()
         loop.drain_doorbell()
         loop.end_of_record()
         code = reap(child)
     finally:
+        if loop.probe is not None:
+            loop.probe.answer(False)
         engine.close()
     process = ended(child.pid, code, process_known)
     stopper = loop.stopper

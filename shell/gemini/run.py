@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import secrets
 import sys
+from collections.abc import Callable
 from functools import partial
 
 import msgspec
@@ -38,6 +39,7 @@ from metaharness.shell.facts import caller_environment, gather_memory_facts, gat
 from metaharness.shell.gemini.config_home import config_home_effect
 from metaharness.shell.gemini.inputs import GeminiInputs
 from metaharness.shell.gemini.live import drive_gemini
+from metaharness.shell.gemini.version_probe import VersionProbe
 from metaharness.shell.hook_channel import HookChannel
 from metaharness.shell.run_engine import (
     LateEvents,
@@ -203,14 +205,16 @@ def _staged(
     inputs: GeminiInputs, options: RunOptions, hold: RunHold, early: EarlySignal, hook_timeout_s: int | None
 ) -> Launched:
     """Stages 7–9 of a gemini run, after its stages 5–6 (``inputs``): the audit, the plan with its route, the
-    scratch tree and the hook channel, the probe, the view (the engine checks the endpoint)."""
+    scratch tree and the hook channel, the probe (beside the spawn when confined without ``--strict-version``:
+    docs/adapters/gemini.md#version-probe), the view (the engine checks the endpoint)."""
     audit = RunAudit(options)
     early.check()
     custody, prepared, context, frame = inputs.custody, inputs.prepared, inputs.context, inputs.frame
     hold.scratch_root("metaharness-gemini-")
     launch = routed_plan(options, prepared, custody, hold, context, frame, hook_timeout_s)
     channel = materialise(launch)
-    version = probe_version(launch)
+    beside = prepared is not None and not options.strict_version
+    version = None if beside else probe_version(launch)
     if options.strict_version:
         refuse_if(strict_version_refusal(launch.program, version, PINS))
     launch, spawn = confined_launch(prepared, launch)
@@ -218,17 +222,19 @@ def _staged(
     return Launched(
         audit=audit, program=launch.program, scratch=launch.scratch, spawn=spawn, record=launch.transcript,
         retained=retained_files(launch), verdict_facts=partial(verdict_facts, options, launch, spawn),
-        drive=partial(_drive, options, audit, launch, (frame, channel, version, spawn), (hold.run_id, timeout)),
+        drive=partial(_drive, options, audit, launch, (frame, channel, version, spawn), (hold.run_id, timeout),
+                      partial(VersionProbe.start, launch) if beside else None),
         close=channel.close,
     )  # fmt: skip
 
 
 def _drive(
     options: RunOptions, audit: RunAudit, launch: GeminiLaunch,
-    held: tuple[Frame | None, HookChannel, str | None, ConfinedSpawn | None], run: tuple[str, int], late: LateEvents,
+    held: tuple[Frame | None, HookChannel, str | None, ConfinedSpawn | None], run: tuple[str, int],
+    probe: Callable[[], VersionProbe | None] | None, late: LateEvents,
 ) -> RunEnd:  # fmt: skip
     """``gemini -p`` on its stream-json record, answers through the hook channel (``run``: its id and the hook's
-    timeout)."""
+    timeout); ``probe`` starts the version probe beside the spawn (a confined run without ``--strict-version``)."""
     frame, channel, version, spawn = held
     run_id, timeout = run
     facts = RecordFacts(transcript=Transcript(path=launch.transcript, digest=None, bytes=None), hermetic=launch.hermetic,
@@ -240,7 +246,7 @@ def _drive(
         return drive_gemini(
             launch=launch, session=session, channel=channel, write_event=audit.write_event, transcript=transcript,
             commands=sys.stdin.fileno() if sys.stdin is not None else None, on_steering_refusal=stderr_line,
-            late_events=lambda: late(()), confined=spawn,
+            late_events=lambda: late(()), confined=spawn, probe=probe,
         )  # fmt: skip
 
 
