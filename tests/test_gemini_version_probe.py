@@ -64,8 +64,9 @@ def first_request_seen(upstream: str) -> Iterator[tuple[str, threading.Event]]:
         server.server_close()
 
 
-@pytest.mark.parametrize("emulator", ["gemini-write"], indirect=True)
-def test_the_child_is_spawned_before_the_probe_answers(emulator: str, tmp_path: Path, own_home: Path) -> None:
+def gated_gemini(tmp_path: Path, own_home: Path) -> tuple[Path, Path, str]:
+    """The pinned CLI behind a ``gemini`` whose ``--version`` waits on the FIFO ``gate`` and logs where it ran:
+    the gate, the log and the CLI's ``node_modules`` (for the view)."""
     assert GEMINI is not None
     real = os.path.realpath(GEMINI)
     gate, log = tmp_path / "gate", tmp_path / "probe.log"
@@ -74,7 +75,12 @@ def test_the_child_is_spawned_before_the_probe_answers(emulator: str, tmp_path: 
     program.unlink()
     program.write_text(GATED.format(gate=gate, log=log, real=real))
     program.chmod(0o755)
-    modules = real[: real.index("/node_modules/") + len("/node_modules")]
+    return gate, log, real[: real.index("/node_modules/") + len("/node_modules")]
+
+
+@pytest.mark.parametrize("emulator", ["gemini-write"], indirect=True)
+def test_the_child_is_spawned_before_the_probe_answers(emulator: str, tmp_path: Path, own_home: Path) -> None:
+    gate, log, modules = gated_gemini(tmp_path, own_home)
     with first_request_seen(emulator) as (root, seen):
         run = start_run(endpoint(root, decisions="observe", confine="on", confine_read=[modules]))
         assert seen.wait(timeout=120), "the child made no model request while its probe was waiting"
@@ -94,15 +100,7 @@ def test_the_child_is_spawned_before_the_probe_answers(emulator: str, tmp_path: 
 def test_strict_version_still_probes_before_the_spawn(emulator: str, tmp_path: Path, own_home: Path) -> None:
     """Under ``--strict-version`` the probe answers first: a gated ``--version`` holds the child back, so the
     endpoint sees no request until the gate opens."""
-    assert GEMINI is not None
-    real = os.path.realpath(GEMINI)
-    gate, log = tmp_path / "gate", tmp_path / "probe.log"
-    os.mkfifo(gate)
-    program = own_home / ".local" / "bin" / "gemini"
-    program.unlink()
-    program.write_text(GATED.format(gate=gate, log=log, real=real))
-    program.chmod(0o755)
-    modules = real[: real.index("/node_modules/") + len("/node_modules")]
+    gate, _, modules = gated_gemini(tmp_path, own_home)
     with first_request_seen(emulator) as (root, seen):
         run = start_run(endpoint(root, decisions="observe", confine="on", confine_read=[modules],
                                  strict_version=True))  # fmt: skip
