@@ -1,8 +1,8 @@
 """The shared HTTP transport (docs/loop.md#transport, #retry): one model call with its transport retries.
 
 It gets a finished URL, the wire's headers and body and a decoder; it names no vendor and no path.
-A request without ``accept-encoding`` admits any content coding (RFC 9110 §12.5.3), so a gateway may
-gzip the stream: bodies are framed after their content coding is undone.
+HTTP lets a server answer a request without ``accept-encoding`` in any content coding, so a gateway may gzip
+the stream: bodies are framed after their content coding is undone.
 """
 
 from __future__ import annotations
