@@ -132,9 +132,14 @@ def first_duplicate_key(raw: bytes | str) -> str | None:
         return None
     return None
 
+
 CALL_MEMORY_LIMIT = 1024
 """Calls one generation of a per-call memory holds (the desk's correlation keys, the b10x answers written,
 codex's announced calls and their completions, claude's usage per message): a record's state stays bounded
 in its length, holding between this many and twice this many closed calls, and a call id presented again
 after that many later calls is read as a new call (docs/events.md#replay, docs/decisions.md#correlation-and-abandonment).
 Calls still open are never forgotten."""
+
+PROBE_BANNER_LIMIT = 4096
+"""Bytes of a version probe's stdout kept (gemini's probe beside its spawn, docs/adapters/gemini.md#version-probe):
+a version banner is one short line, and a probe that prints more cannot grow metaharness's memory."""

@@ -149,10 +149,6 @@ def _given(ctx: click.Context) -> frozenset[str]:
     )
 
 
-_REPEATED = ("allow_program", "context", "plugin_dir", "plugin", "write_scope", "confine_read")
-"""``run``'s repeatable options, which click hands over as lists and ``RunOptions`` holds as tuples."""
-
-
 @cli.command(cls=_TrailingWordsCommand, optional_hermetic=True, context_settings=_CONTEXT)
 @click.argument("kind", type=_KIND)
 @click.option("-p", "--prompt", metavar="TEXT", help="The task: the user turn (claude, codex) or loop --input (b10x).")
@@ -218,7 +214,9 @@ def run(ctx: click.Context, /, **values: Any) -> int:
     from metaharness.pure.options import RunOptions, check_run_options
     from metaharness.shell.auditor import gather_audit_facts
 
-    repeated = {name: tuple(values[name]) for name in _REPEATED if name in values}
+    repeated = {  # click hands a repeatable option over as a list; RunOptions holds a tuple
+        param.name: tuple(values[param.name]) for param in ctx.command.params if param.multiple and param.name
+    }
     options = RunOptions(**{**values, **repeated}, auditor_args=ctx.meta["trailing_words"], given=_given(ctx))
     checked = check_run_options(options, gather_audit_facts(options, os.environ.get("PATH", "")))
     if isinstance(checked, Failure):

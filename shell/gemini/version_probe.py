@@ -13,14 +13,13 @@ import signal
 import subprocess
 import time
 
+from metaharness.pure.bounds import PROBE_BANNER_LIMIT
 from metaharness.pure.budgets import SLOW_PROBE_S
 from metaharness.pure.gemini.doctor import version_token
 from metaharness.pure.gemini.launch import GeminiLaunch
 from metaharness.shell.child_process import kill_group
 
 PROBE_DIRECTORY = "version-probe"
-BANNER_LIMIT = 4096
-"""The most of the probe's stdout kept: a version banner is one short line."""
 
 
 class VersionProbe:
@@ -49,7 +48,7 @@ class VersionProbe:
         return self.child.stdout.fileno()
 
     def feed(self, chunk: bytes) -> None:
-        self.banner.extend(chunk[: BANNER_LIMIT - len(self.banner)])
+        self.banner.extend(chunk[: PROBE_BANNER_LIMIT - len(self.banner)])
 
     def answer(self, ended: bool) -> str | None:
         """The version its stdout stated (``ended``: it closed stdout), or ``None`` when it outlived ``due``; its
