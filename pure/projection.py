@@ -6,7 +6,7 @@ No clock and no randomness: the same input bytes give the same document and page
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -14,8 +14,7 @@ import msgspec
 from returns.result import Failure, Result, Success
 
 from metaharness.pure.adapter import ReplayRequest
-from metaharness.pure.adapters import adapter_of
-from metaharness.pure.events import read_event
+from metaharness.pure.events import SessionStarted, StreamClosed, read_event
 from metaharness.pure.jsonline import compact, sha256_hex
 from metaharness.pure.kind import Kind
 from metaharness.pure.refusal import Refusal
@@ -121,6 +120,24 @@ def _event_lines(data: bytes) -> list[bytes]:
     return lines[:-1] if lines and lines[-1] == b"" else lines
 
 
+def stream_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """The lines of the bytes ``chunks`` make when joined, each without its ``\\n``, as the chunks come: an
+    unterminated last line is a line, and nothing after the last ``\\n`` is none (the lines of
+    ``data.split(b"\\n")`` less a last empty one)."""
+    pending = bytearray()
+    for chunk in chunks:
+        pieces = chunk.split(b"\n")
+        if len(pieces) == 1:
+            pending += chunk
+            continue
+        pending += pieces[0]
+        yield bytes(pending)
+        yield from pieces[1:-1]
+        pending[:] = pieces[-1]
+    if pending:
+        yield bytes(pending)
+
+
 def stream_completeness(events: int, markers: Sequence[tuple[int, int]]) -> str:
     """``complete``, ``inconsistent`` or ``truncated`` by docs/events.md#stream-ending: ``events`` is the number of
     events read, ``markers`` each ``stream.closed`` as (0-based position, its ``events`` count)."""
@@ -132,13 +149,13 @@ def stream_completeness(events: int, markers: Sequence[tuple[int, int]]) -> str:
     return "complete"
 
 
-def _node(index: int, seq: int, raw: dict[str, Any]) -> TraceNode:
+def _node(index: int, raw: dict[str, Any]) -> TraceNode:
     name = raw["event"]
     family = FAMILIES.get(name, "unk")
     call_id = raw.get("call_id") if name.startswith("tool.") else None
     return TraceNode(
         index=index,
-        seq=seq,
+        seq=raw["seq"],
         family=family,
         event=name,
         at=raw.get("at"),
@@ -148,18 +165,23 @@ def _node(index: int, seq: int, raw: dict[str, Any]) -> TraceNode:
     )
 
 
-def project_stream(
-    name: str, data: bytes, *, source: str = EVENT_SOURCE, record: bytes | None = None
-) -> Result[TraceDocument, Refusal]:
-    """The ``trace-ir/1`` document of one ``metaharness.event/1`` stream, ``name`` being the file as
-    given; ``record`` is the vendor record the stream was mapped from, whose bytes the digest is then
-    over. A line that is not an event, or whose ``run`` differs from the first line's, is
-    ``projection-unreadable`` naming the file and its 1-based line (docs/cli.md#project)."""
-    nodes: list[TraceNode] = []
+class TraceHead(msgspec.Struct, frozen=True, kw_only=True):
+    """What the first pass over a stream learns before any node is written: its run and the document's
+    ``metaharness`` block (docs/cli.md#project)."""
+
+    run: str
+    summary: TraceSummary
+
+
+def survey_stream(name: str, lines: Iterable[bytes], *, source: str = EVENT_SOURCE) -> Result[TraceHead, Refusal]:
+    """The first pass of ``project`` over a stream's ``lines``: every line read as an event, holding none of
+    them. A line that is not an event, or whose ``run`` differs from the first line's, is
+    ``projection-unreadable`` naming the file ``name`` and its 1-based line (docs/cli.md#project)."""
     run: str | None = None
     markers: list[tuple[int, int]] = []
     opening: dict[str, Any] | None = None
-    for number, line in enumerate(_event_lines(data), start=1):
+    count = 0
+    for number, line in enumerate(lines, start=1):
         read = read_event(line)
         if isinstance(read, Failure):
             return _unreadable(name, number, read.failure())
@@ -168,13 +190,11 @@ def project_stream(
             run = event.run
         elif event.run != run:
             return _unreadable(name, number, f'run "{event.run}" differs from the first line\'s "{run}"')
-        raw: dict[str, Any] = msgspec.json.decode(line)
-        node = _node(len(nodes), event.seq, raw)
-        if node.event == "stream.closed":
-            markers.append((node.index, raw["events"]))
-        if node.event == "session.started" and opening is None:
-            opening = raw
-        nodes.append(node)
+        if isinstance(event.payload, StreamClosed) and len(markers) < 2:
+            markers.append((count, event.payload.events))
+        if opening is None and isinstance(event.payload, SessionStarted):
+            opening = msgspec.json.decode(line)
+        count += 1
     if run is None:
         return Failure(Refusal("projection-unreadable", f"{name} line 1: no metaharness.event/1 line"))
     started = opening or {}
@@ -184,15 +204,31 @@ def project_stream(
         withheld=started.get("withheld"),
         available_operations=started.get("available_operations"),
         hermetic=started.get("hermetic"),
-        stream_complete=stream_completeness(len(nodes), markers),
+        stream_complete=stream_completeness(count, markers),
     )
-    return Success(
-        TraceDocument(
+    return Success(TraceHead(run=run, summary=summary))
+
+
+def trace_nodes(lines: Iterable[bytes]) -> Iterator[TraceNode]:
+    """The second pass: each line of a stream :func:`survey_stream` read whole, as its node."""
+    for index, line in enumerate(lines):
+        yield _node(index, msgspec.json.decode(line))
+
+
+def project_stream(
+    name: str, data: bytes, *, source: str = EVENT_SOURCE, record: bytes | None = None
+) -> Result[TraceDocument, Refusal]:
+    """The ``trace-ir/1`` document of one ``metaharness.event/1`` stream held whole, ``name`` being the file as
+    given; ``record`` is the vendor record the stream was mapped from, whose bytes the digest is then
+    over. Refused as :func:`survey_stream` refuses (docs/cli.md#project)."""
+    lines = _event_lines(data)
+    return survey_stream(name, lines, source=source).map(
+        lambda head: TraceDocument(
             format=TRACE_FORMAT,
-            run=run,
+            run=head.run,
             transcript_digest=sha256_hex(data if record is None else record),
-            nodes=tuple(nodes),
-            metaharness=summary,
+            nodes=tuple(trace_nodes(lines)),
+            metaharness=head.summary,
         )
     )
 
@@ -203,12 +239,25 @@ def replay_stream(kind: Kind, name: str, record: bytes) -> bytes:
     return replay_whole(kind, record, ReplayRequest(transcript_path=name)).stream
 
 
-def project_record(kind: Kind, name: str, record: bytes) -> Result[TraceDocument, Refusal]:
-    """``project --from KIND``: the record mapped by :func:`replay_stream`, then projected with the
-    vendor format as source and the digest over the record's bytes (docs/cli.md#project)."""
-    return project_stream(name, replay_stream(kind, name, record), source=adapter_of(kind).record_source, record=record)
-
-
 def document_text(document: TraceDocument) -> str:
     """The document as written: 2-space indent, keys in order, a trailing newline (docs/cli.md#project)."""
     return msgspec.json.format(compact(document), indent=2).decode("utf-8") + "\n"
+
+
+def document_head(head: TraceHead, digest: str) -> bytes:
+    """The document's bytes before its first node, as :func:`document_text` writes them: the format, the run,
+    the input's digest and the opening of ``nodes``."""
+    opening = {"format": TRACE_FORMAT, "run": head.run, "transcript_digest": digest}
+    return msgspec.json.format(compact(opening), indent=2)[:-2] + b',\n  "nodes": [\n'
+
+
+def node_piece(node: TraceNode, *, first: bool) -> bytes:
+    """One node's bytes inside ``nodes`` as :func:`document_text` writes them (after a ``,`` unless ``first``)."""
+    text = b"    " + msgspec.json.format(compact(node), indent=2).replace(b"\n", b"\n    ")
+    return text if first else b",\n" + text
+
+
+def document_foot(head: TraceHead) -> bytes:
+    """The document's bytes after its last node: the close of ``nodes``, the ``metaharness`` block, the newline."""
+    block = msgspec.json.format(compact(head.summary), indent=2).replace(b"\n", b"\n  ")
+    return b'\n  ],\n  "metaharness": ' + block + b"\n}\n"

@@ -1,26 +1,67 @@
 """``metaharness project``: read the event files, write the trace-ir/1 document and the page
-(docs/cli.md#project). The projection itself is ``metaharness.pure.projection``."""
+(docs/cli.md#project). The projection itself is ``metaharness.pure.projection``.
+
+Two passes, so memory stays flat in the input's length and a refusal writes nothing: the first reads the
+input once, digesting and reading every line (under ``--from KIND`` mapping the record as ``replay`` does)
+while it copies the stream into a private scratch file no other process can name; the second writes the
+document from that copy as it maps each line (docs/cli.md#project).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import hashlib
+import os
 import sys
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from functools import partial
+from typing import IO, NamedTuple
 
 from returns.result import Failure
 
+from metaharness.pure.adapter import ReplayRequest, SeamAnswer
+from metaharness.pure.adapters import adapter_of
 from metaharness.pure.bounds import INPUT_FILE_LIMIT
 from metaharness.pure.kind import Kind
 from metaharness.pure.projection import (
+    EVENT_SOURCE,
+    TRACE_FORMAT,
     TraceDocument,
+    TraceHead,
     check_projection_request,
-    document_text,
-    project_record,
-    project_stream,
+    document_foot,
+    document_head,
+    node_piece,
+    stream_lines,
+    survey_stream,
+    trace_nodes,
 )
 from metaharness.pure.refusal import Refusal
+from metaharness.pure.replays import replay_of
 from metaharness.pure.run_page import audited_lines, run_page
-from metaharness.shell.bounded_reads import read_bounded
+from metaharness.shell.bounded_reads import InputTooLarge, read_bounded
 from metaharness.shell.refusals import refuse
+
+_CHUNK = 65536
+"""Bytes read at once, and the document's bytes gathered before each write."""
+
+
+class _Projected(NamedTuple):
+    """One input after the first pass: what it learned, the input's digest, the stream's private copy."""
+
+    head: TraceHead
+    digest: str
+    stream: IO[bytes]
+
+
+def _unwritable(path: str, error: OSError) -> Refusal:
+    return Refusal("projection-unwritable", f"{path}: cannot be written: {error.strerror or error}")
+
+
+def _unreadable(path: str, error: OSError) -> Refusal:
+    return Refusal("projection-unreadable", f"{path}: cannot be read: {error.strerror or error}")
 
 
 def _write(path: str, text: str) -> Refusal | None:
@@ -28,7 +69,7 @@ def _write(path: str, text: str) -> Refusal | None:
         with open(path, "wb") as handle:
             handle.write(text.encode("utf-8"))
     except OSError as error:
-        return Refusal("projection-unwritable", f"{path}: cannot be written: {error.strerror or error}")
+        return _unwritable(path, error)
     return None
 
 
@@ -37,7 +78,125 @@ def _read(path: str) -> bytes | Refusal:
         with open(path, "rb") as handle:
             return read_bounded(handle, INPUT_FILE_LIMIT)
     except OSError as error:
-        return Refusal("projection-unreadable", f"{path}: cannot be read: {error.strerror or error}")
+        return _unreadable(path, error)
+
+
+def scratch_file() -> IO[bytes]:
+    """A read-write file no other process can open by a name: ``O_TMPFILE`` (with ``O_EXCL``, so it can
+    never be linked into a directory) in the temporary directory, or where that is not supported an
+    ``O_EXCL`` file in a fresh 0700 ``mkdtemp`` folder, unlinked with its folder at once."""
+    try:
+        fd = os.open(tempfile.gettempdir(), os.O_TMPFILE | os.O_RDWR | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except OSError as error:
+        if error.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
+            raise
+        private = tempfile.mkdtemp(prefix="metaharness-project-")
+        folder = os.open(private, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            fd = os.open("stream", flags, 0o600, dir_fd=folder)
+            os.unlink("stream", dir_fd=folder)
+        finally:
+            os.close(folder)
+            os.rmdir(private)
+    return os.fdopen(fd, "w+b")
+
+
+def _chunks(handle: IO[bytes], digest: hashlib._Hash) -> Iterator[bytes]:
+    """``handle``'s bytes in chunks, each added to ``digest``; past ``INPUT_FILE_LIMIT`` bytes :class:`InputTooLarge`."""
+    size = 0
+    while chunk := handle.read(_CHUNK):
+        size += len(chunk)
+        if size > INPUT_FILE_LIMIT:
+            raise InputTooLarge(f"larger than {INPUT_FILE_LIMIT} bytes")
+        digest.update(chunk)
+        yield chunk
+
+
+class _CopyFailed(Exception):
+    """Writing the scratch copy failed (the temporary directory's disk is full): the error it raised."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(error)
+        self.error = error
+
+
+def _copied(chunks: Iterable[bytes], copy: IO[bytes]) -> Iterator[bytes]:
+    for chunk in chunks:
+        try:
+            copy.write(chunk)
+        except OSError as error:
+            raise _CopyFailed(error) from error
+        yield chunk
+
+
+def _mapped(source: Kind, path: str, chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """The record's event lines as ``replay`` maps it with its defaults (docs/events.md#replay)."""
+    for output in replay_of(source)(stream_lines(chunks), ReplayRequest(transcript_path=path)):
+        if not isinstance(output, SeamAnswer):
+            yield output
+
+
+def _first_pass(path: str, source: Kind | None, held: contextlib.ExitStack) -> _Projected | Refusal:
+    """Read ``path`` once: its digest, every line read (``--from``: mapped first) and copied into a private
+    scratch file; the first refusal in the order of docs/cli.md#project (the input's bound before its lines)."""
+    digest = hashlib.sha256()
+    try:
+        handle = held.enter_context(open(path, "rb"))  # noqa: SIM115 - held by the stack
+    except OSError as error:
+        return _unreadable(path, error)
+    scratch = f"a scratch copy of {path} in {tempfile.gettempdir()}"
+    try:
+        copy = held.enter_context(scratch_file())
+    except OSError as error:
+        return _unwritable(scratch, error)
+    chunks = _chunks(handle, digest)
+    stream = chunks if source is None else _mapped(source, path, chunks)
+    label = EVENT_SOURCE if source is None else adapter_of(source).record_source
+    try:
+        surveyed = survey_stream(path, stream_lines(_copied(stream, copy)), source=label)
+        for _ in chunks:
+            pass
+    except _CopyFailed as failed:
+        return _unwritable(scratch, failed.error)
+    except OSError as error:
+        return _unreadable(path, error)
+    if isinstance(surveyed, Failure):
+        refusal: Refusal = surveyed.failure()
+        return refusal
+    return _Projected(surveyed.unwrap(), digest.hexdigest(), copy)
+
+
+def _lines(projected: _Projected) -> Iterator[bytes]:
+    projected.stream.seek(0)
+    return stream_lines(iter(partial(projected.stream.read, _CHUNK), b""))
+
+
+def _write_document(projected: _Projected, sink: IO[bytes]) -> None:
+    """The second pass: the document written to ``sink`` as each line of the copy is mapped to its node."""
+    pending = bytearray(document_head(projected.head, projected.digest))
+    for index, node in enumerate(trace_nodes(_lines(projected))):
+        pending += node_piece(node, first=index == 0)
+        if len(pending) >= _CHUNK:
+            sink.write(pending)
+            pending.clear()
+    pending += document_foot(projected.head)
+    sink.write(pending)
+
+
+def _document(projected: _Projected) -> TraceDocument:
+    """The whole document, for the page (which is not written in one pass: docs/cli.md#project)."""
+    return TraceDocument(format=TRACE_FORMAT, run=projected.head.run, transcript_digest=projected.digest,
+                         nodes=tuple(trace_nodes(_lines(projected))), metaharness=projected.head.summary)  # fmt: skip
+
+
+def _write_out(path: str, projected: _Projected) -> Refusal | None:
+    try:
+        with open(path, "wb") as handle:
+            _write_document(projected, handle)
+    except OSError as error:
+        return _unwritable(path, error)
+    return None
 
 
 def run_project(
@@ -51,29 +210,25 @@ def run_project(
     )
     if isinstance(checked, Failure):
         return refuse(checked.failure())
-    documents: list[TraceDocument] = []
-    for path in inputs:
-        data = _read(path)
-        if isinstance(data, Refusal):
-            return refuse(data)
-        projected = project_stream(path, data) if source is None else project_record(source, path, data)
-        if isinstance(projected, Failure):
-            return refuse(projected.failure())
-        documents.append(projected.unwrap())
-    audits: list[tuple[str, ...]] = []
-    for path in reports:
-        report = _read(path)
-        if isinstance(report, Refusal):
-            return refuse(report)
-        audits.append(audited_lines(report.decode("utf-8", errors="replace")))
-    if len(documents) == 1 and out is None:
-        sys.stdout.buffer.write(document_text(documents[0]).encode("utf-8"))
-        sys.stdout.buffer.flush()
-    writes = ([(out, document_text(documents[0]))] if out is not None else []) + (
-        [(html, run_page(documents, audits))] if html is not None else []
-    )
-    for path, text in writes:
-        failed = _write(path, text)
+    with contextlib.ExitStack() as held:
+        projected: list[_Projected] = []
+        for path in inputs:
+            passed = _first_pass(path, source, held)
+            if isinstance(passed, Refusal):
+                return refuse(passed)
+            projected.append(passed)
+        audits: list[tuple[str, ...]] = []
+        for path in reports:
+            report = _read(path)
+            if isinstance(report, Refusal):
+                return refuse(report)
+            audits.append(audited_lines(report.decode("utf-8", errors="replace")))
+        if len(projected) == 1 and out is None:
+            _write_document(projected[0], sys.stdout.buffer)
+            sys.stdout.buffer.flush()
+        failed = _write_out(out, projected[0]) if out is not None else None
+        if failed is None and html is not None:
+            failed = _write(html, run_page([_document(one) for one in projected], audits))
         if failed is not None:
             return refuse(failed)
     return 0
