@@ -190,6 +190,24 @@ def _document(projected: _Projected) -> TraceDocument:
                          nodes=tuple(trace_nodes(_lines(projected))), metaharness=projected.head.summary)  # fmt: skip
 
 
+def _write_stdout(projected: _Projected) -> Refusal | None:
+    """The document on stdout, or ``stdout-closed`` when its reader went away (``project … | head``): the rest
+    is not written, and stdout is pointed at ``/dev/null`` so the interpreter's last flush does not fail."""
+    try:
+        _write_document(projected, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.close(devnull)
+        return Refusal(
+            "stdout-closed",
+            "the document's reader closed stdout before the document's end, so the projection stopped and the rest "
+            "of the document was lost",
+        )
+    return None
+
+
 def _write_out(path: str, projected: _Projected) -> Refusal | None:
     try:
         with open(path, "wb") as handle:
@@ -224,8 +242,9 @@ def run_project(
                 return refuse(report)
             audits.append(audited_lines(report.decode("utf-8", errors="replace")))
         if len(projected) == 1 and out is None:
-            _write_document(projected[0], sys.stdout.buffer)
-            sys.stdout.buffer.flush()
+            closed = _write_stdout(projected[0])
+            if closed is not None:
+                return refuse(closed)
         failed = _write_out(out, projected[0]) if out is not None else None
         if failed is None and html is not None:
             failed = _write(html, run_page([_document(one) for one in projected], audits))

@@ -163,3 +163,19 @@ def test_without_o_tmpfile_the_copy_is_an_unlinked_file_in_a_folder_already_gone
         copy.write(b"kept\n")
         copy.seek(0)
         assert copy.read() == b"kept\n"
+
+
+def test_a_reader_closing_stdout_stops_the_projection_with_stdout_closed(tmp_path: Path) -> None:
+    """``project … | head -c 10``: the document is written as it is made, so its reader can go away before its
+    end; the verb then stops with ``stdout-closed`` and exit 2, never exit 0 for a document cut short."""
+    (tmp_path / "a.jsonl").write_bytes(_events(20000))
+    script = Path(sys.executable).with_name("metaharness")
+    with subprocess.Popen([str(script), "project", "a.jsonl"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          cwd=tmp_path) as child:  # fmt: skip
+        assert child.stdout is not None and child.stderr is not None
+        assert child.stdout.read(10) == b'{\n  "forma'
+        child.stdout.close()
+        err = child.stderr.read()
+        assert child.wait(timeout=60) == 2
+    assert err == (b"metaharness: stdout-closed: the document's reader closed stdout before the document's end, so "
+                   b"the projection stopped and the rest of the document was lost\n")  # fmt: skip
