@@ -3,18 +3,17 @@
 
 Two passes, so memory stays flat in the input's length and a refusal writes nothing: the first reads the
 input once, digesting and reading every line (under ``--from KIND`` mapping the record as ``replay`` does)
-while it copies the stream into a private scratch file no other process can name; the second writes the
-document from that copy as it maps each line (docs/cli.md#project).
+while it copies the stream into a sealed memory file no other process can name or change; the second
+writes the document from that copy as it maps each line (docs/cli.md#project).
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
+import fcntl
 import hashlib
 import os
 import sys
-import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from functools import partial
 from typing import IO, NamedTuple
@@ -48,14 +47,6 @@ _CHUNK = 65536
 """Bytes read at once, and the document's bytes gathered before each write."""
 
 
-class _Projected(NamedTuple):
-    """One input after the first pass: what it learned, the input's digest, the stream's private copy."""
-
-    head: TraceHead
-    digest: str
-    stream: IO[bytes]
-
-
 def _unwritable(path: str, error: OSError) -> Refusal:
     return Refusal("projection-unwritable", f"{path}: cannot be written: {error.strerror or error}")
 
@@ -81,25 +72,65 @@ def _read(path: str) -> bytes | Refusal:
         return _unreadable(path, error)
 
 
-def scratch_file() -> IO[bytes]:
-    """A read-write file no other process can open by a name: ``O_TMPFILE`` (with ``O_EXCL``, so it can
-    never be linked into a directory) in the temporary directory, or where that is not supported an
-    ``O_EXCL`` file in a fresh 0700 ``mkdtemp`` folder, unlinked with its folder at once."""
-    try:
-        fd = os.open(tempfile.gettempdir(), os.O_TMPFILE | os.O_RDWR | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    except OSError as error:
-        if error.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
-            raise
-        private = tempfile.mkdtemp(prefix="metaharness-project-")
-        folder = os.open(private, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+class _CopyFailed(Exception):
+    """Writing the scratch copy failed (the temporary directory's disk is full): the error it raised."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(error)
+        self.error = error
+
+
+class ScratchCopy:
+    """A stream's private copy: a memory file with no name in any directory (``memfd_create``), written by the
+    first pass, then sealed against every write, growth and shrinking (a seal nobody can lift, even through
+    ``/proc/<pid>/fd``) and read back to check it holds exactly what was written."""
+
+    def __init__(self) -> None:
+        fd = os.memfd_create("metaharness-project", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        self.file = os.fdopen(fd, "w+b")
+        self.digest = hashlib.sha256()
+
+    def copied(self, chunks: Iterable[bytes]) -> Iterator[bytes]:
+        """``chunks`` passed on, each written to the copy first."""
+        for chunk in chunks:
+            try:
+                self.file.write(chunk)
+            except OSError as error:
+                raise _CopyFailed(error) from error
+            self.digest.update(chunk)
+            yield chunk
+
+    def sealed(self, path: str) -> Refusal | None:
+        """Seal the copy, then read it back: ``scratch-copy-changed`` unless it holds what was written."""
         try:
-            flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-            fd = os.open("stream", flags, 0o600, dir_fd=folder)
-            os.unlink("stream", dir_fd=folder)
-        finally:
-            os.close(folder)
-            os.rmdir(private)
-    return os.fdopen(fd, "w+b")
+            self.file.flush()
+            fcntl.fcntl(self.file.fileno(), fcntl.F_ADD_SEALS, _SEALS)
+        except OSError as error:
+            return Refusal("scratch-copy-changed", f"{path}: the scratch copy of its stream could not be sealed: "
+                                                   f"{error.strerror or error}")  # fmt: skip
+        digest = hashlib.sha256()
+        for chunk in self.chunks():
+            digest.update(chunk)
+        if digest.digest() != self.digest.digest():
+            return Refusal("scratch-copy-changed", f"{path}: the scratch copy of its stream was written by another "
+                                                   "process before it was sealed")  # fmt: skip
+        return None
+
+    def chunks(self) -> Iterator[bytes]:
+        """The copy's bytes from its start."""
+        self.file.seek(0)
+        return iter(partial(self.file.read, _CHUNK), b"")
+
+
+_SEALS = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
+
+
+class _Projected(NamedTuple):
+    """One input after the first pass: what it learned, the input's digest, the stream's sealed copy."""
+
+    head: TraceHead
+    digest: str
+    copy: ScratchCopy
 
 
 def _chunks(handle: IO[bytes], digest: hashlib._Hash) -> Iterator[bytes]:
@@ -113,23 +144,6 @@ def _chunks(handle: IO[bytes], digest: hashlib._Hash) -> Iterator[bytes]:
         yield chunk
 
 
-class _CopyFailed(Exception):
-    """Writing the scratch copy failed (the temporary directory's disk is full): the error it raised."""
-
-    def __init__(self, error: OSError) -> None:
-        super().__init__(error)
-        self.error = error
-
-
-def _copied(chunks: Iterable[bytes], copy: IO[bytes]) -> Iterator[bytes]:
-    for chunk in chunks:
-        try:
-            copy.write(chunk)
-        except OSError as error:
-            raise _CopyFailed(error) from error
-        yield chunk
-
-
 def _mapped(source: Kind, path: str, chunks: Iterable[bytes]) -> Iterator[bytes]:
     """The record's event lines as ``replay`` maps it with its defaults (docs/events.md#replay)."""
     for output in replay_of(source)(stream_lines(chunks), ReplayRequest(transcript_path=path)):
@@ -138,23 +152,25 @@ def _mapped(source: Kind, path: str, chunks: Iterable[bytes]) -> Iterator[bytes]
 
 
 def _first_pass(path: str, source: Kind | None, held: contextlib.ExitStack) -> _Projected | Refusal:
-    """Read ``path`` once: its digest, every line read (``--from``: mapped first) and copied into a private
-    scratch file; the first refusal in the order of docs/cli.md#project (the input's bound before its lines)."""
+    """Read ``path`` once: its digest, every line read (``--from``: mapped first) and copied into a
+    :class:`ScratchCopy`, sealed at the end; the first refusal in the order of docs/cli.md#project (the
+    input's bound before its lines, its lines before the copy's check)."""
     digest = hashlib.sha256()
     try:
         handle = held.enter_context(open(path, "rb"))  # noqa: SIM115 - held by the stack
     except OSError as error:
         return _unreadable(path, error)
-    scratch = f"a scratch copy of {path} in {tempfile.gettempdir()}"
+    scratch = f"a scratch copy of {path}"
     try:
-        copy = held.enter_context(scratch_file())
+        copy = ScratchCopy()
     except OSError as error:
         return _unwritable(scratch, error)
+    held.callback(copy.file.close)
     chunks = _chunks(handle, digest)
     stream = chunks if source is None else _mapped(source, path, chunks)
     label = EVENT_SOURCE if source is None else adapter_of(source).record_source
     try:
-        surveyed = survey_stream(path, stream_lines(_copied(stream, copy)), source=label)
+        surveyed = survey_stream(path, stream_lines(copy.copied(stream)), source=label)
         for _ in chunks:
             pass
     except _CopyFailed as failed:
@@ -164,12 +180,14 @@ def _first_pass(path: str, source: Kind | None, held: contextlib.ExitStack) -> _
     if isinstance(surveyed, Failure):
         refusal: Refusal = surveyed.failure()
         return refusal
+    changed = copy.sealed(path)
+    if changed is not None:
+        return changed
     return _Projected(surveyed.unwrap(), digest.hexdigest(), copy)
 
 
 def _lines(projected: _Projected) -> Iterator[bytes]:
-    projected.stream.seek(0)
-    return stream_lines(iter(partial(projected.stream.read, _CHUNK), b""))
+    return stream_lines(projected.copy.chunks())
 
 
 def _write_document(projected: _Projected, sink: IO[bytes]) -> None:

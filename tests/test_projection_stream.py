@@ -1,16 +1,17 @@
 """``project`` in two passes (docs/cli.md#project): the document it streams is byte for byte the document
 written whole, on every vector and under ``--from KIND``; an input read once (a FIFO, ``/dev/stdin``) is
-copied into a private scratch file nobody else can name; a refusal leaves ``--out`` and stdout untouched;
-the input's bound is checked before its lines are."""
+copied into a memory file nobody else can name, sealed and checked before the second pass, so another
+process writing or mapping it is refused; a refusal leaves ``--out`` and stdout untouched; the input's
+bound is checked before its lines are."""
 
 from __future__ import annotations
 
-import errno
+import mmap
 import os
 import subprocess
 import sys
-import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import get_args
 
@@ -21,7 +22,7 @@ from metaharness.pure.adapters import adapter_of
 from metaharness.pure.bounds import INPUT_FILE_LIMIT
 from metaharness.pure.kind import Kind
 from metaharness.pure.projection import document_text, project_stream, replay_stream
-from metaharness.shell.project import run_project, scratch_file
+from metaharness.shell.project import run_project
 
 VECTORS = Path(__file__).resolve().parents[1] / "vectors"
 KINDS: tuple[Kind, ...] = get_args(Kind)
@@ -67,45 +68,102 @@ def _events(count: int) -> bytes:
     return (body + closing).encode("utf-8")
 
 
-def _scratch_links(pid: int, scratch: Path) -> list[str]:
-    """Where ``pid``'s descriptors point that lie in ``scratch``."""
-    links = []
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        try:
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
-        except FileNotFoundError:
-            continue
-        if target.startswith(str(scratch)):
-            links.append(target)
-    return links
+def _copy_fd(pid: int, deadline: float) -> str:
+    """The ``/proc`` path of ``pid``'s scratch copy, once it is open."""
+    while True:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("/memfd:metaharness-project"):
+                    return f"/proc/{pid}/fd/{fd}"
+            except FileNotFoundError:
+                continue
+        assert time.monotonic() < deadline, "the copy was never opened"
+        time.sleep(0.01)
 
 
-def test_a_fifo_is_copied_once_into_a_scratch_file_with_no_name(tmp_path: Path) -> None:
-    """While the verb reads a FIFO its copy is open in the temporary directory, which lists nothing: no
-    other process can open, replace or write the copy the second pass reads."""
-    data = _events(3000)
-    fifo = tmp_path / "events.fifo"
-    os.mkfifo(fifo)
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
-    script = Path(sys.executable).with_name("metaharness")
-    env = {**os.environ, "TMPDIR": str(scratch)}
-    with subprocess.Popen([str(script), "project", str(fifo)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          env=env) as child:  # fmt: skip
-        with fifo.open("wb") as writer:
-            writer.write(data[: len(data) // 2])
+class _Fifo:
+    """``metaharness project FIFO`` started with ``TMPDIR`` an empty folder; ``feed`` writes the FIFO's first
+    half and hands over the copy's ``/proc`` path while the verb still reads, then writes the rest."""
+
+    def __init__(self, tmp_path: Path, data: bytes) -> None:
+        self.data = data
+        self.fifo = tmp_path / "events.fifo"
+        os.mkfifo(self.fifo)
+        self.scratch = tmp_path / "tmp"
+        self.scratch.mkdir()
+        script = Path(sys.executable).with_name("metaharness")
+        self.child = subprocess.Popen([str(script), "project", str(self.fifo)], stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, env={**os.environ, "TMPDIR": str(self.scratch)})  # fmt: skip
+
+    def feed(self) -> Iterator[str]:
+        with self.fifo.open("wb") as writer:
+            writer.write(self.data[: len(self.data) // 2])
             writer.flush()
-            deadline = time.monotonic() + 30
-            while not (links := _scratch_links(child.pid, scratch)):
-                assert time.monotonic() < deadline, "the copy was never opened"
-                time.sleep(0.01)
-            assert os.listdir(scratch) == []
-            assert all(link.endswith("(deleted)") for link in links)
-            writer.write(data[len(data) // 2 :])
-        out, err = child.communicate(timeout=60)
-    assert child.returncode == 0, err
-    assert out == _whole(str(fifo), data)
-    assert os.listdir(scratch) == []
+            yield _copy_fd(self.child.pid, time.monotonic() + 30)
+            writer.write(self.data[len(self.data) // 2 :])
+
+
+def test_a_fifo_is_copied_once_into_a_memory_file_with_no_name(tmp_path: Path) -> None:
+    """While the verb reads a FIFO its copy is open, and no directory (the temporary one included) names it."""
+    fed = _Fifo(tmp_path, _events(3000))
+    with fed.child:
+        for copy in fed.feed():
+            assert os.readlink(copy) == "/memfd:metaharness-project (deleted)"
+            assert os.listdir(fed.scratch) == []
+        out, err = fed.child.communicate(timeout=60)
+    assert fed.child.returncode == 0, err
+    assert out == _whole(str(fed.fifo), fed.data)
+
+
+def test_a_copy_written_through_proc_before_its_seal_is_refused(tmp_path: Path) -> None:
+    """Hostile: another process of the same user opens the copy through ``/proc/<pid>/fd`` while the first
+    pass reads and overwrites what was already copied. The copy is read back once sealed, so the verb
+    refuses ``scratch-copy-changed`` and writes nothing."""
+    fed = _Fifo(tmp_path, _events(3000))
+    with fed.child:
+        for copy in fed.feed():
+            forged = os.open(copy, os.O_WRONLY)
+            os.pwrite(forged, b'{"format":"metaharness.event/1","seq":1,"run":"forged"', 0)
+            os.close(forged)
+        out, err = fed.child.communicate(timeout=60)
+    assert fed.child.returncode == 2 and out == b""
+    assert err == (f"metaharness: scratch-copy-changed: {fed.fifo}: the scratch copy of its stream was written by "
+                   "another process before it was sealed\n").encode()  # fmt: skip
+
+
+def test_a_copy_mapped_for_writing_cannot_be_sealed_and_is_refused(tmp_path: Path) -> None:
+    """Hostile: a shared writable mapping of the copy would let its holder change it after the check; the
+    seal is then refused by the kernel (``EBUSY``) and so is the projection."""
+    fed = _Fifo(tmp_path, _events(3000))
+    with fed.child:
+        mapped = []
+        for copy in fed.feed():
+            forged = os.open(copy, os.O_RDWR)
+            mapped.append(mmap.mmap(forged, 4096, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE))
+            os.close(forged)
+        out, err = fed.child.communicate(timeout=60)
+        mapped[0].close()
+    assert fed.child.returncode == 2 and out == b""
+    assert err.startswith(f"metaharness: scratch-copy-changed: {fed.fifo}: the scratch copy of its stream could "
+                          "not be sealed: ".encode())  # fmt: skip
+
+
+def test_a_sealed_copy_refuses_every_write(tmp_path: Path) -> None:
+    """Hostile: a descriptor for writing opened on the copy before its seal can write nothing once the
+    document is being written (the seal came first), and the document is the input's."""
+    fed = _Fifo(tmp_path, _events(3000))
+    with fed.child:
+        held = []
+        for copy in fed.feed():
+            held.append(os.open(copy, os.O_WRONLY))
+        assert fed.child.stdout is not None
+        first = fed.child.stdout.read(1)
+        with pytest.raises(PermissionError):
+            os.pwrite(held[0], b"forged", 0)
+        os.close(held[0])
+        rest = fed.child.stdout.read()
+        assert fed.child.wait(timeout=60) == 0
+    assert first + rest == _whole(str(fed.fifo), fed.data)
 
 
 def test_dev_stdin_is_read_once(tmp_path: Path) -> None:
@@ -140,29 +198,6 @@ def test_the_input_bound_is_refused_before_a_bad_line(tmp_path: Path) -> None:
     result = metaharness("big.jsonl", cwd=tmp_path)
     assert result.returncode == 2 and result.stdout == b""
     assert result.stderr == f"metaharness: projection-unreadable: big.jsonl: cannot be read: larger than {INPUT_FILE_LIMIT} bytes\n".encode()
-
-
-def test_without_o_tmpfile_the_copy_is_an_unlinked_file_in_a_folder_already_gone(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A temporary directory on a filesystem without ``O_TMPFILE`` (its ``open`` fails ``EOPNOTSUPP``, as
-    the kernel's does there): the copy is made ``O_EXCL`` in a 0700 folder of its own, and both names are
-    gone before the copy is used."""
-    real_open = os.open
-
-    def without_tmpfile(path: str, flags: int, *args: object, **kwargs: object) -> int:
-        if flags & os.O_TMPFILE == os.O_TMPFILE:
-            raise OSError(errno.EOPNOTSUPP, os.strerror(errno.EOPNOTSUPP))
-        return real_open(path, flags, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    monkeypatch.setattr(os, "open", without_tmpfile)
-    with scratch_file() as copy:
-        assert os.listdir(tmp_path) == []
-        assert os.fstat(copy.fileno()).st_nlink == 0
-        copy.write(b"kept\n")
-        copy.seek(0)
-        assert copy.read() == b"kept\n"
 
 
 def test_a_reader_closing_stdout_stops_the_projection_with_stdout_closed(tmp_path: Path) -> None:
