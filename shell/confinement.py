@@ -474,7 +474,8 @@ def confine(
 def _tool_grant(
     prepared: Prepared, scratch: str, cwd: str, child_path: str, reads: Sequence[str], lines: Sequence[tuple[str, str]]
 ) -> ToolGrant | None:
-    """What the kind's tools' layer holds: the child's directory and TMPDIR writable, the declared reads
+    """What the kind's tools' layer holds: the child's directory and TMPDIR writable (their own TMPDIR, apart
+    from the harness's folders, when the kind names one), the declared reads
     and the kind's own read-only folders, its masked sockets; for an entry found on PATH, what it stands
     for, the real program (the substrate's ``bwrap`` unless the kind names one) and the hook lines kept
     where the harness is (``<program> -c '<hook>'``). ``None`` when the kind's tools enter no layer."""
@@ -482,14 +483,16 @@ def _tool_grant(
     if tools.mechanism == "unavailable":
         return None
     kept = tuple((shell_quote(os.path.join(scratch, path)), os.path.join(scratch, path)) for path in tools.kept)
+    tmp = os.path.join(scratch, "tmp")
+    own_tmp = None if tools.own_tmp is None else (os.path.join(scratch, tools.own_tmp), tmp)
     return ToolGrant(
-        writable=tuple(path for path in (cwd, os.path.join(scratch, "tmp")) if os.path.isdir(path)),
+        writable=tuple(path for path in (cwd, *(() if own_tmp else (tmp,))) if os.path.isdir(path)), own_tmp=own_tmp,
         reads=(*reads, *(os.path.join(scratch, path) for path in tools.reads)), harness=(*lines, *kept),
         variable=tools.variable, form=tools.form, masked=tuple(os.path.join(scratch, "tmp", name) for name in tools.masked),
         stands_for=tools.program if tools.mechanism == "path" else None,
         program=tools.runs or prepared.bwrap if tools.mechanism == "path" else None,
         path=child_path if tools.mechanism == "path" else None,
-        scrubbed=tuple(os.path.join(scratch, "tmp", name) for name in tools.scrubbed),
+        apart=tuple(os.path.join(tmp, name) for name in tools.apart),
     )  # fmt: skip
 
 
