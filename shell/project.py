@@ -20,12 +20,13 @@ from metaharness.pure.projection import (
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_page import audited_lines, run_page
 from metaharness.shell.bounded_reads import read_bounded
+from metaharness.shell.output_file import open_output
 from metaharness.shell.refusals import refuse
 
 
 def _write(path: str, text: str) -> Refusal | None:
     try:
-        with open(path, "wb") as handle:
+        with open_output(path) as handle:
             handle.write(text.encode("utf-8"))
     except OSError as error:
         return Refusal("projection-unwritable", f"{path}: cannot be written: {error.strerror or error}")
