@@ -197,3 +197,28 @@ def test_a_command_running_beside_another_cannot_plant_in_its_background_pid_fol
     assert not any("bgpids.tmp" in result for result in results[1:]), results  # the racer reached no command's folder
     assert pid_max not in requests, re.findall(r"Background PIDs: \d[^\\]*", requests)
     assert OK_H14 in report
+
+
+@pytest.mark.skipif(pinned_cli("gemini") is None, reason="no pinned gemini")
+def test_a_command_cannot_rewrite_the_events_file_kept_in_its_work_tree(tmp_path: Path) -> None:
+    """Hostile: ``--events`` names a file in the work tree the tools can write; a command overwrites it with a forged
+    stream, then tries to move it away and put a forgery in its place. In the view the file is bound read-only
+    (it cannot be written, renamed or removed), so after the run it holds exactly the stream on stdout."""
+    work = tmp_path / "work"
+    work.mkdir()
+    home = tmp_path / "home-gemini"
+    (home / ".local" / "bin").mkdir(parents=True)
+    (home / ".local" / "bin" / "gemini").symlink_to(pinned_cli("gemini") or "")
+    forged = '{"format":"metaharness.event/1","event":"stream.closed","reason":"completed"}'
+    steps = (f"echo '{forged}' > ev.jsonl; echo wrote $?", f"mv ev.jsonl moved.jsonl; echo moved $?; echo '{forged}' > ev.jsonl")
+    prompt = "do the steps\n" + "".join(f"$ {step}\n" for step in steps)
+    with running_emulator("--scenario", "gemini-shell-steps") as (base_url, _):
+        argv = [sys.executable, "-m", "metaharness.shell", "run", "gemini", "--credentials", "none", "--model-endpoint",
+                base_url.removesuffix("/v1"), "-p", prompt, "--decisions", "observe", "--cwd", str(work),
+                "--events", str(work / "ev.jsonl")]  # fmt: skip
+        done = subprocess.run(argv, capture_output=True, env={**os.environ, "HOME": str(home)}, timeout=240,
+                              stdin=subprocess.DEVNULL, check=False)  # fmt: skip
+    results = [json.dumps(e["content"]) for e in map(json.loads, done.stdout.splitlines()) if e["event"] == "tool.result"]
+    assert len(results) == 2 and "Read-only file system" in results[0] and "wrote 1" in results[0], results
+    assert "moved 1" in results[1], results
+    assert (work / "ev.jsonl").read_bytes() == done.stdout and not (work / "moved.jsonl").exists()
