@@ -1,4 +1,4 @@
-"""A denied call's deny lasts the whole stream, except where the embedder allows the very input it denied
+"""A denied call's deny lasts the whole stream, except where the embedder allows (or replaces) the very input it denied
 when the call is asked again (pure/stream_amendment.py; docs/decisions.md#correlation-and-abandonment):
 whatever other calls come between, a success after an embedder's allow of another input is always
 ``DECISION_BYPASSED`` (no laundering), and one after an allow of the same input never is."""
@@ -15,6 +15,7 @@ from metaharness.pure.events import (
     Deny,
     Event,
     EventValue,
+    Replace,
     Stream,
     ToolDecided,
     ToolRequested,
@@ -31,8 +32,8 @@ def requested(call_id: str, value: Any) -> ToolRequested:
     return ToolRequested(call_id=call_id, name="Bash", input=value, decision_required=True, deadline_ms=1, seam="hook")
 
 
-def decided(call_id: str, allowed: bool, by: str = "embedder") -> ToolDecided:
-    decision = Allow() if allowed else Deny("no")
+def decided(call_id: str, allowed: bool, by: str = "embedder", replaced: bool = False) -> ToolDecided:
+    decision = (Replace({"command": "true"}) if replaced else Allow()) if allowed else Deny("no")
     return ToolDecided(call_id=call_id, decision=decision, decided_by=by, seam="hook", latency_ms=1)
 
 
@@ -58,15 +59,17 @@ def bypasses(events: list[Event]) -> list[str]:
     return [message for message in codes if "call w," in message]
 
 
-@given(OTHERS, st.sampled_from([{"command": "echo harmless"}, {"command": "rm -rf y"}]), st.sampled_from(["embedder", "frame"]))
-def test_an_allow_of_another_input_never_launders_the_deny(between: list[Event], other: dict[str, str], by: str) -> None:
-    events = [requested("w", DENIED), decided("w", False), *between, requested("w", other), decided("w", True, by),
-              result("w", False)]  # fmt: skip
+@given(OTHERS, st.sampled_from([{"command": "echo harmless"}, {"command": "rm -rf y"}]), st.sampled_from(["embedder", "frame"]),
+       st.booleans())
+def test_an_allow_of_another_input_never_launders_the_deny(between: list[Event], other: dict[str, str], by: str,
+                                                           replaced: bool) -> None:
+    events = [requested("w", DENIED), decided("w", False), *between, requested("w", other),
+              decided("w", True, by, replaced), result("w", False)]  # fmt: skip
     assert len(bypasses(events)) == 1
 
 
-@given(OTHERS, st.sampled_from(["embedder", "frame"]))
-def test_only_the_embedder_s_allow_of_the_denied_input_lifts_the_deny(between: list[Event], by: str) -> None:
+@given(OTHERS, st.sampled_from(["embedder", "frame"]), st.booleans())
+def test_only_the_embedder_s_allow_of_the_denied_input_lifts_the_deny(between: list[Event], by: str, replaced: bool) -> None:
     events = [requested("w", DENIED), decided("w", False), result("w", True), *between, requested("w", DENIED),
-              decided("w", True, by), result("w", False)]  # fmt: skip
+              decided("w", True, by, replaced), result("w", False)]  # fmt: skip
     assert len(bypasses(events)) == (0 if by == "embedder" else 1)

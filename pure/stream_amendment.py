@@ -30,6 +30,7 @@ from metaharness.pure.events import (
     Event,
     EventValue,
     Opaque,
+    Replace,
     RouteTraffic,
     RowCheck,
     SessionEnded,
@@ -205,12 +206,12 @@ def _noted(state: Amendment, payload: Event) -> Amendment:
 
 
 def _reallowed(state: Amendment, decided: ToolDecided) -> bool:
-    """Whether an allow lifts a denied call's deny: the embedder allowed (not replaced) the call presented again
-    with the very input every deny of the id answered, so what runs now is what the operator allowed. A frame's
+    """Whether an allow lifts a denied call's deny: the embedder allowed (or replaced) the call presented again
+    with the very input every deny of the id answered, so what runs now is what the operator decided. A frame's
     allow does not (a child can change what a subject resolves to), nor an allow of another input (a flood
     laundering a denied id through a benign input past the desk's window)."""
     presented = state.again.get(decided.call_id)
-    if not isinstance(decided.decision, Allow) or decided.decided_by != "embedder" or presented is None:
+    if not isinstance(decided.decision, Allow | Replace) or decided.decided_by != "embedder" or presented is None:
         return False
     return all(answered == presented for answered, _ in state.stream.denied.get(decided.call_id, ((None, ""),)))
 
