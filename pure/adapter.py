@@ -199,9 +199,10 @@ class ToolEntry(msgspec.Struct, frozen=True, kw_only=True):
     the scratch-relative folders of the harness's own the layer binds read-only (codex's sandbox helper);
     ``covered``, globs below the program's ``node_modules`` naming a fallback of the vendor's own that
     would start tools beside the layer (codex's bundled ``bwrap``), each covered in the view by an empty
-    device; ``scrubbed``, names below the shared TMPDIR (``*`` in the folder) the harness reads after a tool
-    exits, which the entry removes once the layer is gone when one is a link or not a regular file, or its
-    folder is a link (gemini's ``bgpids.tmp``)."""
+    device; ``apart``, folders below the shared TMPDIR (``*`` in the name) the harness makes for one tool and
+    reads after it exits (gemini's ``gemini-shell-*``, holding ``bgpids.tmp``): the tools' layer then has a
+    TMPDIR of its own, the scratch-relative ``own_tmp`` bound at the shared one's path, and an empty folder
+    of its own in place of each such folder, so no tool, however many run at once, reaches the harness's."""
 
     mechanism: Literal["entry", "path", "unavailable"]
     how: str
@@ -213,7 +214,8 @@ class ToolEntry(msgspec.Struct, frozen=True, kw_only=True):
     kept: tuple[str, ...] = ()
     reads: tuple[str, ...] = ()
     covered: tuple[str, ...] = ()
-    scrubbed: tuple[str, ...] = ()
+    apart: tuple[str, ...] = ()
+    own_tmp: str | None = None
 
 
 class ConfinementShape(msgspec.Struct, frozen=True, kw_only=True):

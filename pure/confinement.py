@@ -132,9 +132,9 @@ class ToolGrant(msgspec.Struct, frozen=True, kw_only=True):
     in a writable one that the tools' layer covers with an empty tmpfs (the harness's own sockets);
     ``stands_for``, the name the vendor looks up on ``path`` (its PATH) to start every tool, which the
     entry takes the place of in :data:`TOOL_PATH`, then running ``program`` (the real one) in the layer
-    with the arguments it was handed (``form`` ``program``); ``scrubbed``, the absolute names (``*`` in the
-    folder) the entry removes after the layer exits when one is a link or not a regular file, or its folder
-    is a link."""
+    with the arguments it was handed (``form`` ``program``); ``own_tmp``, the tools' own TMPDIR bound at the
+    shared one's path (source, destination); ``apart``, the absolute globs of the harness's folders there,
+    each of which the entry covers with an empty tmpfs of the layer's own."""
 
     writable: tuple[str, ...]
     reads: tuple[str, ...] = ()
@@ -145,7 +145,8 @@ class ToolGrant(msgspec.Struct, frozen=True, kw_only=True):
     stands_for: str | None = None
     program: str | None = None
     path: str | None = None
-    scrubbed: tuple[str, ...] = ()
+    own_tmp: tuple[str, str] | None = None
+    apart: tuple[str, ...] = ()
 
 
 class Mount(msgspec.Struct, frozen=True):
@@ -188,7 +189,7 @@ class ToolLayer(msgspec.Struct, frozen=True, kw_only=True):
     variable: str | None = None
     program: str | None = None
     path: str | None = None
-    scrubbed: tuple[str, ...] = ()
+    apart: tuple[str, ...] = ()
 
 
 def _inside(path: str, root: str) -> bool:
@@ -444,6 +445,9 @@ def plan_tool_layer(facts: ConfinementFacts, grant: ToolGrant) -> ToolLayer:
     mounts += [Mount("ro-bind", path, path) for path in (*_outermost(facts.closure), *facts.reads, *grant.reads)]
     writable = tuple(dict.fromkeys(posixpath.normpath(path) for path in grant.writable))
     mounts += [Mount("ro-bind" if grant.form == "bwrap" else "bind", path, path) for path in writable]
+    if grant.own_tmp is not None:
+        mounts.append(Mount("bind", grant.own_tmp[1], grant.own_tmp[0]))
+        writable += (grant.own_tmp[1],)
     mounts += [Mount("tmpfs", path) for path in grant.masked]
     mounts += [Mount("remount-ro", facts.scratch), Mount("remount-ro", "/")]
     folder = posixpath.join(facts.scratch, TOOL_PATH)
@@ -453,7 +457,7 @@ def plan_tool_layer(facts: ConfinementFacts, grant: ToolGrant) -> ToolLayer:
     return ToolLayer(
         bwrap=facts.bwrap, entry=entry, mounts=tuple(mounts), writable=writable,
         form=grant.form, harness=grant.harness, variable=grant.variable, program=grant.program, path=path,
-        scrubbed=grant.scrubbed,
+        apart=grant.apart,
     )  # fmt: skip
 
 
@@ -483,25 +487,27 @@ def render_tool_entry(layer: ToolLayer) -> bytes:
     )
     if layer.form == "bwrap":
         return _bwrap_entry(layer, words[:-1])
+    if layer.apart and layer.form == "program":
+        globs = " ".join("*".join(_sh_quote(part) for part in name.split("*")) for name in layer.apart)
+        static = " ".join(_sh_quote(word) for word in words[:-1])
+        return f"#!/bin/sh\n{kept}{APART.format(globs=globs, program=_sh_quote(layer.program or ''), words=static)}".encode()
     run = f"{' '.join(_sh_quote(word) for word in words)} {tails[layer.form]}"
-    if not layer.scrubbed:
-        return f"#!/bin/sh\n{kept}exec {run}\n".encode()
-    names = " ".join("*".join(_sh_quote(part) for part in name.split("*")) for name in layer.scrubbed)
-    return f"#!/bin/sh\n{kept}trap : HUP INT TERM\n{run}\nstatus=$?\n{SCRUB.format(names=names)}".encode()
+    return f"#!/bin/sh\n{kept}exec {run}\n".encode()
 
 
-SCRUB = """for name in {names}; do
-  folder=${{name%/*}}
-  if [ -L "$folder" ]; then rm -f -- "$folder"
-  elif [ -L "$name" ] || {{ [ -e "$name" ] && [ ! -f "$name" ]; }}; then rm -rf -- "$name"
-  fi
+APART = """handed=$#
+for folder in {globs}; do
+  if [ -d "$folder" ] && [ ! -L "$folder" ]; then set -- "$@" --tmpfs "$folder"; fi
 done
-exit "$status"
+set -- "$@" -- {program}
+while [ "$handed" -gt 0 ]; do set -- "$@" "$1"; shift; handed=$((handed - 1)); done
+exec {words} "$@"
 """
-"""After the tools' layer exits (its PID namespace, so every process a command left, gone with it): each
-scrubbed name that is a link, or exists and is not a regular file, is removed, and a folder of one that is a
-link, so the harness reading it never follows a link or blocks on a FIFO a command planted; the command's
-exit status is kept (docs/confinement.md#two-layers). A signal to the group waits for the layer, then scrubs."""
+"""The entry of a layer whose TMPDIR is its own (``ToolLayer.apart``): each of the harness's folders for one tool
+that is there when the layer starts (the command's own among them) is an empty tmpfs in the layer, so what a
+command writes at that name (the file Gemini CLI reads back, or a link or FIFO in its place) stays in the layer
+and the harness's folder is never written by a tool, whichever command or how many at once, and whether the
+entry ends or is killed (docs/confinement.md#two-layers). It replaces itself with the layer's ``bwrap``."""
 
 
 BWRAP_ENTRY = """#!/bin/sh

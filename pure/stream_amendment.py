@@ -5,7 +5,8 @@ docs/decisions.md#the-route-witness).
 A call metaharness denied whose ``tool.result`` is not an error was let through by something else
 (a forged hook-channel answer): right after the later of the two events a ``warning{DECISION_BYPASSED}``
 naming the call follows; the call presented again does not reset it (with another input only its earlier
-success is forgotten), and ``session.ended.census`` counts it under ``bypassed``. A run with a model
+success is forgotten) unless the embedder allows it again with the very input it was denied on (past the desk's
+window, an asked call is asked again: docs/decisions.md#correlation-and-abandonment), and ``session.ended.census`` counts it under ``bypassed``. A run with a model
 route reconciles its stream with the route witness at ``session.ended``: the witness's warnings
 (``metaharness.pure.witness.reconcile``) come just before it, its bypasses counted in ``census.bypassed``, and
 ``session.ended.route`` carries the route's traffic with ``calls``; a live run's ``session.ended`` carries its
@@ -20,13 +21,16 @@ record's ``completed``, a ``warning{RUN_FAILED}`` comes directly before ``stream
 from __future__ import annotations
 
 import msgspec
+from immutables import Map
 
 from metaharness.pure.adapter import WitnessFacts
 from metaharness.pure.events import (
+    Allow,
     Deny,
     Event,
     EventValue,
     Opaque,
+    Replace,
     RouteTraffic,
     RowCheck,
     SessionEnded,
@@ -43,6 +47,7 @@ from metaharness.pure.events import (
 from metaharness.pure.run_stages import run_failed, run_outcome
 from metaharness.pure.witness import (
     WITNESS_GATING,
+    Presented,
     RouteAccount,
     StreamAccount,
     bypassed_count,
@@ -66,6 +71,8 @@ class Amendment(msgspec.Struct, frozen=True):
     program the run started (``None``: ``session.started`` is left as written)."""
 
     denied: frozenset[str] = frozenset()
+    again: Map[str, Presented] = Map()
+    """A denied call's latest presentation, once it was presented again."""
     succeeded: frozenset[str] = frozenset()
     bypassed: int = 0
     stream: StreamAccount = StreamAccount()
@@ -187,11 +194,26 @@ def _bypassed_call(state: Amendment, payload: Event) -> str | None:
 
 
 def _noted(state: Amendment, payload: Event) -> Amendment:
+    if isinstance(payload, ToolRequested) and payload.call_id in state.denied:
+        return msgspec.structs.replace(state, again=state.again.set(payload.call_id, (payload.name, payload.input)))
     if isinstance(payload, ToolDecided) and isinstance(payload.decision, Deny):
         return msgspec.structs.replace(state, denied=state.denied | {payload.call_id})
+    if isinstance(payload, ToolDecided) and _reallowed(state, payload):
+        return msgspec.structs.replace(state, denied=state.denied - {payload.call_id}, again=state.again.delete(payload.call_id))
     if isinstance(payload, ToolResult) and payload.is_error is False:
         return msgspec.structs.replace(state, succeeded=state.succeeded | {payload.call_id})
     return state
+
+
+def _reallowed(state: Amendment, decided: ToolDecided) -> bool:
+    """Whether an allow lifts a denied call's deny: the embedder allowed (or replaced) the call presented again
+    with the very input every deny of the id answered, so what runs now is what the operator decided. A frame's
+    allow does not (a child can change what a subject resolves to), nor an allow of another input (a flood
+    laundering a denied id through a benign input past the desk's window)."""
+    presented = state.again.get(decided.call_id)
+    if not isinstance(decided.decision, Allow | Replace) or decided.decided_by != "embedder" or presented is None:
+        return False
+    return all(answered == presented for answered, _ in state.stream.denied.get(decided.call_id, ((None, ""),)))
 
 
 def _ended(state: Amendment, value: EventValue, payload: SessionEnded, route: RouteTraffic | None,

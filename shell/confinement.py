@@ -69,8 +69,9 @@ the view's init receives them and forwards them to the harness."""
 
 
 class Prepared(msgspec.Struct, frozen=True, kw_only=True):
-    """What stage 5 settled for a confined run: the substrate, the route, the declared reads and the
-    trees the view hides."""
+    """What stage 5 settled for a confined run: the substrate, the route, the declared reads, the
+    trees the view hides and the files metaharness keeps for the operator while the run lasts
+    (``--events`` FILE), bound read-only in the view when a writable directory holds them."""
 
     kind: Kind
     bwrap: str
@@ -79,6 +80,7 @@ class Prepared(msgspec.Struct, frozen=True, kw_only=True):
     reads: tuple[str, ...]
     home: str | None
     hidden: tuple[str, ...]
+    kept: tuple[str, ...] = ()
 
 
 @functools.cache
@@ -164,7 +166,7 @@ def prepare(options: RunOptions, caller_env: dict[str, str], custody: str | None
         exposing: Refusal = reads.failure()
         return exposing
     return Prepared(kind=kind, bwrap=bwrap, bwrap_version=version, route=route.unwrap(), reads=reads.unwrap(),
-                    home=home, hidden=hidden)  # fmt: skip
+                    home=home, hidden=hidden, kept=(os.path.realpath(options.events),) if options.events else ())  # fmt: skip
 
 
 def system_entries() -> tuple[SystemEntry, ...]:
@@ -451,7 +453,7 @@ def confine(
         closure=closure(program, child_path),
         reads=(*prepared.reads, *inputs),
         writable=tuple(writable),
-        governing=(*(path for path in governing if os.path.lexists(path)), *entry),
+        governing=(*(path for path in governing if os.path.lexists(path)), *entry, *_kept_in(prepared.kept, writable)),
         init=confine_init(),
         scratch=scratch,
         cwd=cwd,
@@ -474,7 +476,8 @@ def confine(
 def _tool_grant(
     prepared: Prepared, scratch: str, cwd: str, child_path: str, reads: Sequence[str], lines: Sequence[tuple[str, str]]
 ) -> ToolGrant | None:
-    """What the kind's tools' layer holds: the child's directory and TMPDIR writable, the declared reads
+    """What the kind's tools' layer holds: the child's directory and TMPDIR writable (their own TMPDIR, apart
+    from the harness's folders, when the kind names one), the declared reads
     and the kind's own read-only folders, its masked sockets; for an entry found on PATH, what it stands
     for, the real program (the substrate's ``bwrap`` unless the kind names one) and the hook lines kept
     where the harness is (``<program> -c '<hook>'``). ``None`` when the kind's tools enter no layer."""
@@ -482,15 +485,23 @@ def _tool_grant(
     if tools.mechanism == "unavailable":
         return None
     kept = tuple((shell_quote(os.path.join(scratch, path)), os.path.join(scratch, path)) for path in tools.kept)
+    tmp = os.path.join(scratch, "tmp")
+    own_tmp = None if tools.own_tmp is None else (os.path.join(scratch, tools.own_tmp), tmp)
     return ToolGrant(
-        writable=tuple(path for path in (cwd, os.path.join(scratch, "tmp")) if os.path.isdir(path)),
+        writable=tuple(path for path in (cwd, *(() if own_tmp else (tmp,))) if os.path.isdir(path)), own_tmp=own_tmp,
         reads=(*reads, *(os.path.join(scratch, path) for path in tools.reads)), harness=(*lines, *kept),
         variable=tools.variable, form=tools.form, masked=tuple(os.path.join(scratch, "tmp", name) for name in tools.masked),
         stands_for=tools.program if tools.mechanism == "path" else None,
         program=tools.runs or prepared.bwrap if tools.mechanism == "path" else None,
         path=child_path if tools.mechanism == "path" else None,
-        scrubbed=tuple(os.path.join(scratch, "tmp", name) for name in tools.scrubbed),
+        apart=tuple(os.path.join(tmp, name) for name in tools.apart),
     )  # fmt: skip
+
+
+def _kept_in(kept: Sequence[str], writable: Sequence[str]) -> tuple[str, ...]:
+    """The kept files that lie in a writable directory of the view (a file elsewhere is not in it at all)."""
+    roots = [os.path.realpath(path) for path in writable]
+    return tuple(path for path in kept if os.path.isfile(path) and any(path.startswith(root.rstrip("/") + "/") for root in roots))
 
 
 def _covered(kind: Kind, program: str) -> tuple[str, ...]:

@@ -41,6 +41,7 @@ from metaharness.pure.refusal import Refusal
 from metaharness.pure.replays import replay_of
 from metaharness.pure.run_page import audited_lines, run_page
 from metaharness.shell.bounded_reads import InputTooLarge, read_bounded
+from metaharness.shell.output_file import open_output
 from metaharness.shell.refusals import refuse
 
 _CHUNK = 65536
@@ -57,7 +58,7 @@ def _unreadable(path: str, error: OSError) -> Refusal:
 
 def _write(path: str, text: str) -> Refusal | None:
     try:
-        with open(path, "wb") as handle:
+        with open_output(path) as handle:
             handle.write(text.encode("utf-8"))
     except OSError as error:
         return _unwritable(path, error)
@@ -228,7 +229,7 @@ def _write_stdout(projected: _Projected) -> Refusal | None:
 
 def _write_out(path: str, projected: _Projected) -> Refusal | None:
     try:
-        with open(path, "wb") as handle:
+        with open_output(path) as handle:
             _write_document(projected, handle)
     except OSError as error:
         return _unwritable(path, error)

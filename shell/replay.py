@@ -30,6 +30,7 @@ from metaharness.pure.replays import replay_of
 from metaharness.pure.run_limits import stdout_closed
 from metaharness.pure.run_stages import unaudited_exit
 from metaharness.shell.frame_file import read_frame_file
+from metaharness.shell.output_file import open_output
 from metaharness.shell.refusals import refuse
 
 
@@ -101,7 +102,7 @@ def _answers_sink(answers: str | None) -> IO[bytes] | Refusal | None:
     if answers is None:
         return None
     try:
-        return open(answers, "wb")
+        return open_output(answers)
     except OSError as error:
         return Refusal("answers-unwritable", f"--answers {answers} could not be written: {error.strerror or error}")
 

@@ -20,6 +20,7 @@ from returns.result import Failure
 from rich.console import Console, RenderableType
 from rich.live import Live
 
+from metaharness.pure.bounds import INPUT_FILE_LIMIT
 from metaharness.pure.budgets import VIEW_REFRESHES_PER_S
 from metaharness.pure.events import (
     EventLine,
@@ -52,6 +53,7 @@ from metaharness.pure.run_view import (
     view_exit,
 )
 from metaharness.shell import view_screen
+from metaharness.shell.bounded_reads import read_bounded
 from metaharness.shell.refusals import refuse
 
 
@@ -141,10 +143,10 @@ def _source(path: str, kind: Kind | None) -> Iterator[bytes] | Refusal:
         return iter(sys.stdin.buffer.readline, b"")
     try:
         if path == "-":
-            data = sys.stdin.buffer.read()
+            data = read_bounded(sys.stdin.buffer, INPUT_FILE_LIMIT)
         else:
             with open(path, "rb") as handle:
-                data = handle.read()
+                data = read_bounded(handle, INPUT_FILE_LIMIT)
     except OSError as error:
         return Refusal("view-unreadable", f"{path}: cannot be read: {error.strerror or error}")
     stream = data if kind is None else replay_stream(kind, path, data)

@@ -182,3 +182,16 @@ def test_a_reader_that_closes_stdout_stops_the_replay_with_stdout_closed(tmp_pat
     assert done.stderr.decode() == ("metaharness: stdout-closed: the event stream's reader closed stdout after 0 line(s), "
                                     "so the replay stopped and the rest of the stream was lost\n")
     assert b"record-unreadable" not in done.stderr and b"Traceback" not in done.stderr and b"Exception" not in done.stderr
+
+
+def test_replay_never_writes_its_answers_through_a_link_a_child_planted(tmp_path: Path) -> None:
+    """Hostile: ``--answers`` names a link a child planted to a file of the operator's: ``answers-unwritable``
+    (exit 2), and the file keeps its bytes."""
+    record = tmp_path / "loop.jsonl"
+    record.write_bytes(b'{"kind":"finished","stop":{"kind":"completed"},"turns":1}\n')
+    profile = tmp_path / "profile"
+    profile.write_text("the operator's\n")
+    (tmp_path / "answers").symlink_to(profile)
+    done = replay(str(record), "--answers", str(tmp_path / "answers"))
+    assert done.returncode == 2 and b"answers-unwritable" in done.stderr and b"symbolic link" in done.stderr
+    assert profile.read_text() == "the operator's\n"

@@ -170,3 +170,55 @@ def test_a_shell_started_by_absolute_path_empty_env_or_exec_stays_in_the_layer(k
     output = results[0].replace("\\r", "")
     assert output.startswith('"0\\n0\\n') and "No such file or directory" in output and "0\\nend" in output, results
     assert OK_H14 in report
+
+
+RACER = ('bg while :; do for folder in "$TMPDIR"/gemini-shell-*; do ln -sfn /proc/sys/kernel/pid_max '
+         '"$folder/bgpids.tmp" 2>/dev/null; done; done')
+"""A background command that, for as long as the run lasts, links the background-PID file of every command's folder in
+its TMPDIR to a number only the outer layer sees."""
+
+
+@pytest.mark.skipif(pinned_cli("gemini") is None, reason="no pinned gemini")
+def test_a_command_running_beside_another_cannot_plant_in_its_background_pid_folder(tmp_path: Path) -> None:
+    """Hostile, two commands at once: a background command (``is_background``) keeps linking every
+    ``$TMPDIR/gemini-shell-*/bgpids.tmp`` to ``/proc/sys/kernel/pid_max`` while later commands run and end, racing
+    whatever would clean up after each (a link there makes the command's own write of the file fail, in its output).
+    The tools' TMPDIR is their own, apart from the folders Gemini CLI reads back: no command's output shows the file
+    touched, no request to the model reports that number, and H14 is ok."""
+    work = tmp_path / "work"
+    work.mkdir()
+    pid_max = Path("/proc/sys/kernel/pid_max").read_text().strip()
+    record = tmp_path / "requests.jsonl"
+    steps = (RACER, *(f"sleep 0.3; echo step-{number}" for number in range(6)))
+    results, report = run_steps(tmp_path, "gemini", "gemini-background-steps", steps, work, "--record", str(record),
+                                "--record-bodies")  # fmt: skip
+    assert len(results) == 7 and "step-5" in results[-1], results
+    requests = record.read_text()
+    assert not any("bgpids.tmp" in result for result in results[1:]), results  # the racer reached no command's folder
+    assert pid_max not in requests, re.findall(r"Background PIDs: \d[^\\]*", requests)
+    assert OK_H14 in report
+
+
+@pytest.mark.skipif(pinned_cli("gemini") is None, reason="no pinned gemini")
+def test_a_command_cannot_rewrite_the_events_file_kept_in_its_work_tree(tmp_path: Path) -> None:
+    """Hostile: ``--events`` names a file in the work tree the tools can write; a command overwrites it with a forged
+    stream, then tries to move it away and put a forgery in its place. In the view the file is bound read-only
+    (it cannot be written, renamed or removed), so after the run it holds exactly the stream on stdout."""
+    work = tmp_path / "work"
+    work.mkdir()
+    home = tmp_path / "home-gemini"
+    (home / ".local" / "bin").mkdir(parents=True)
+    (home / ".local" / "bin" / "gemini").symlink_to(pinned_cli("gemini") or "")
+    forged = '{"format":"metaharness.event/1","event":"stream.closed","reason":"completed"}'
+    steps = (f"echo '{forged}' > ev.jsonl; echo wrote $?", f"mv ev.jsonl moved.jsonl; echo moved $?; echo '{forged}' > ev.jsonl")
+    prompt = "do the steps\n" + "".join(f"$ {step}\n" for step in steps)
+    with running_emulator("--scenario", "gemini-shell-steps") as (base_url, _):
+        argv = [sys.executable, "-m", "metaharness.shell", "run", "gemini", "--credentials", "none", "--model-endpoint",
+                base_url.removesuffix("/v1"), "-p", prompt, "--decisions", "observe", "--cwd", str(work),
+                "--events", str(work / "ev.jsonl")]  # fmt: skip
+        done = subprocess.run(argv, capture_output=True, env={**os.environ, "HOME": str(home)}, timeout=240,
+                              stdin=subprocess.DEVNULL, check=False)  # fmt: skip
+    results = [json.dumps(e["content"]) for e in map(json.loads, done.stdout.splitlines()) if e["event"] == "tool.result"]
+    assert len(results) == 2 and "Read-only file system" in results[0] and "wrote 1" in results[0], results
+    assert "moved 1" in results[1], results
+    assert (work / "ev.jsonl").read_bytes() == done.stdout and not (work / "moved.jsonl").exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -302,3 +303,35 @@ def test_project_from_b10x_maps_a_real_loop_record(tmp_path: Path) -> None:
     calls = [n for n in doc["nodes"] if n["family"] == "tool_call"]
     assert [(c["data"]["name"], c["call_id"]) for c in calls] == [("file_read", calls[0]["call_id"])]
     assert calls[0]["data"]["input"] == {"path": "README.md"}
+
+
+def test_project_verb_never_writes_through_a_link_or_into_a_fifo_at_its_out_or_html(tmp_path: Path) -> None:
+    """Hostile: a child planted, where the operator later has ``project`` write, a link to a file of the
+    operator's and a FIFO. Each is ``projection-unwritable``, without blocking, and the linked file keeps its
+    bytes; a regular file there is still replaced."""
+    (tmp_path / "a.jsonl").write_bytes(stream("b10x-1", RUN_A))
+    profile = tmp_path / "profile"
+    profile.write_text("the operator's\n")
+    (tmp_path / "doc.json").symlink_to(profile)
+    os.mkfifo(tmp_path / "page.html")
+    linked = metaharness("a.jsonl", "--out", "doc.json", cwd=tmp_path)
+    assert linked.returncode == 2 and b"projection-unwritable" in linked.stderr and b"symbolic link" in linked.stderr
+    fifo = metaharness("a.jsonl", "--html", "page.html", cwd=tmp_path)
+    assert fifo.returncode == 2 and b"projection-unwritable" in fifo.stderr and b"not a regular file" in fifo.stderr
+    assert profile.read_text() == "the operator's\n"
+    (tmp_path / "kept.json").write_text("an older document, longer than the new one would be " * 400)
+    assert metaharness("a.jsonl", "--out", "kept.json", cwd=tmp_path).returncode == 0
+    assert (tmp_path / "kept.json").read_bytes() == document_text(project_stream("a.jsonl", stream("b10x-1", RUN_A)).unwrap()).encode()
+
+
+def test_project_verb_writes_to_the_operators_own_streams_named_in_dev(tmp_path: Path) -> None:
+    """``/dev/stdout`` (a link into ``/proc``) and ``/dev/null`` (a device) are the operator's own streams in the
+    system's directory: ``--out`` writes them as named; a link to the same stream elsewhere is still refused."""
+    (tmp_path / "a.jsonl").write_bytes(stream("b10x-1", RUN_A))
+    expected = document_text(project_stream("a.jsonl", stream("b10x-1", RUN_A)).unwrap()).encode()
+    to_stdout = metaharness("a.jsonl", "--out", "/dev/stdout", cwd=tmp_path)
+    assert to_stdout.returncode == 0 and to_stdout.stdout == expected
+    assert metaharness("a.jsonl", "--out", "/dev/null", cwd=tmp_path).returncode == 0
+    (tmp_path / "out.json").symlink_to("/dev/stdout")
+    planted = metaharness("a.jsonl", "--out", "out.json", cwd=tmp_path)
+    assert planted.returncode == 2 and b"symbolic link" in planted.stderr and planted.stdout == b""

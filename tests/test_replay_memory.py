@@ -16,8 +16,9 @@ from metaharness.pure.claude.replay import replay_facts
 from metaharness.pure.claude.seam import RecordState, map_record
 from metaharness.pure.codex.replay import replay_launch
 from metaharness.pure.codex.rollout import RolloutReader, read_rollout_line
-from metaharness.pure.decisions import Desk, Emit, PresentedCall, open_desk, present
-from metaharness.pure.events import Deny, Event, EventValue, Stream, ToolDecided, ToolResult, WarningRaised
+from metaharness.pure.commands import ToolDecide
+from metaharness.pure.decisions import Desk, Emit, PresentedCall, decide, open_desk, present
+from metaharness.pure.events import Allow, Deny, Event, EventValue, Stream, ToolDecided, ToolResult, WarningRaised
 from metaharness.pure.frames import Operation, seal_frame
 from metaharness.pure.stream_amendment import Amendment
 from metaharness.pure.stream_writer import StreamWriter, write
@@ -168,3 +169,43 @@ def test_a_flood_cannot_launder_a_denied_call_through_a_benign_input_past_the_wi
     writer, lines = write(writer, EventValue(ToolResult(exit_code=None, outcome_source=None, call_id="w",
                                                         is_error=False, content=None, bytes=None, tool_use_result=None)))  # fmt: skip
     assert [line.line.payload.code for line in lines if isinstance(line.line.payload, WarningRaised)] == ["DECISION_BYPASSED"]
+
+
+def _asked_again(again_input: dict[str, str]) -> list[str]:
+    """Under ask: call ``w`` is denied by the embedder, a flood pushes it out of the desk's window, it is
+    presented again with ``again_input`` and the embedder allows it; then its result succeeds. The warnings
+    the writer adds."""
+    desk, writer, warnings = open_desk("ask"), StreamWriter(Stream("r"), Amendment()), []
+
+    def through(step: tuple[Desk, tuple[object, ...]]) -> Desk:
+        nonlocal writer
+        for effect in step[1]:
+            if isinstance(effect, Emit):
+                writer, lines = write(writer, EventValue(effect.event))
+                warnings.extend(line.line.payload.code for line in lines if isinstance(line.line.payload, WarningRaised))
+        return step[0]
+
+    def ask(decision: Allow | Deny) -> Desk:
+        return through(decide(desk, ToolDecide(id="d", call_id="w", decision=decision), 1))
+
+    desk = through(present(desk, PresentedCall(call_id="w", name="Bash", input={"command": "rm -rf x"}, seam="hook")))
+    desk = ask(Deny("no"))
+    for number in range(CALLS):
+        desk = through(present(desk, PresentedCall(call_id=f"c{number}", name="Read", input={}, seam="none")))
+    desk = through(present(desk, PresentedCall(call_id="w", name="Bash", input=again_input, seam="hook")))
+    desk = ask(Allow())
+    writer, lines = write(writer, EventValue(ToolResult(exit_code=0, outcome_source=None, call_id="w", is_error=False,
+                                                        content=None, bytes=None, tool_use_result=None)))  # fmt: skip
+    return warnings + [line.line.payload.code for line in lines if isinstance(line.line.payload, WarningRaised)]
+
+
+def test_a_denied_call_asked_again_past_the_window_and_allowed_is_no_bypass() -> None:
+    """Past the desk's window the same call with the same input is asked again; the embedder's allow of that very
+    input lifts the earlier deny, so its success is no DECISION_BYPASSED."""
+    assert _asked_again({"command": "rm -rf x"}) == []
+
+
+def test_an_allow_of_another_input_past_the_window_does_not_launder_the_deny() -> None:
+    """Hostile: past the window the denied id comes back with a harmless input the embedder allows, and the success
+    reported under it is the denied command's: the deny holds for the whole stream, so it is DECISION_BYPASSED."""
+    assert _asked_again({"command": "echo harmless"}) == ["DECISION_BYPASSED"]

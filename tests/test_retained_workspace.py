@@ -87,3 +87,20 @@ def test_the_snapshot_walks_by_descriptor_and_reads_nothing_it_did_not_make_sure
     assert "d/" * 1200 + "bottom.txt" in files
     assert not [path for path in files if path.startswith(("linked", ".git")) or path in ("hard.txt", "pipe")]
     remove_tree(str(work))
+
+
+def test_a_file_the_child_extended_to_terabytes_is_digested_over_its_data_only(tmp_path: Path) -> None:
+    """Hostile: a file grown to 15 TiB with one ``truncate`` (ext4's largest is 16 TiB; reading its zeros would hold
+    the wind-up for about an hour) is digested over its data only, holes never read; the same file reads the same
+    twice, and one byte written far past its start changes it."""
+    work = tmp_path / "work"
+    work.mkdir()
+    with (work / "huge.bin").open("wb") as handle:
+        handle.write(b"head")
+        handle.truncate(15 << 40)
+    first, again = snapshot(str(work)), snapshot(str(work))
+    assert first["huge.bin"] == again["huge.bin"] and first["huge.bin"].data is None
+    with (work / "huge.bin").open("r+b") as handle:
+        handle.seek(7 << 40)
+        handle.write(b"x")
+    assert snapshot(str(work))["huge.bin"].digest != first["huge.bin"].digest

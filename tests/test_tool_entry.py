@@ -7,10 +7,14 @@ for the programs it would start."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import signal
 import subprocess
 from pathlib import Path
 
 import msgspec
+import pytest
 
 from metaharness.pure.adapters import adapter_of
 from metaharness.pure.confinement import (
@@ -28,6 +32,7 @@ from metaharness.pure.environment import EnvironmentDeclaration, ProgramCandidat
 from metaharness.pure.events import Hermetic
 from metaharness.pure.gemini.launch import GeminiRunSpec, plan_gemini_launch
 from metaharness.pure.hook_channel import shell_quote
+from metaharness.shell.confinement import system_entries
 
 SCRATCH = "/tmp/metaharness-x"
 WORK, TMP = f"{SCRATCH}/work", f"{SCRATCH}/tmp"
@@ -158,35 +163,62 @@ def test_h14_is_a_gap_when_a_covered_fallback_is_not_covered_in_the_harness_s_vi
     assert tools_entered(layer, environ) == "ok" and tools_entered(layer, environ, (bundled,)) == "gap"
 
 
-def test_gemini_s_bash_removes_a_planted_link_or_fifo_at_a_scrubbed_name_once_the_layer_exits(tmp_path: Path) -> None:
-    """The layer's stand-in plants, under the scrubbed glob, a link to a file only the outer layer sees, a dangling
-    link, a FIFO, a folder that is a link and a regular file, then exits 7: the entry removes all but the regular
-    file (the link target stays) and exits 7."""
+def test_gemini_s_bash_gives_the_layer_its_own_tmpdir_and_an_empty_folder_for_each_of_the_harness_s(tmp_path: Path) -> None:
+    """Hostile, two commands at once and a killed entry: the harness's TMPDIR holds two of Gemini's folders for
+    one command (and a link named like one); the entry hands the layer's ``bwrap`` the tools' own TMPDIR at the
+    shared one's path and an empty tmpfs at each real folder, then the real shell and the command, replacing
+    itself, so no tool writes a folder the harness reads back and there is nothing left to clean up."""
     tmp = tmp_path / "tmp"
-    secret, elsewhere = tmp_path / "secret", tmp_path / "elsewhere"
-    secret.write_text("outer only\n")
-    elsewhere.mkdir()
-    (elsewhere / "bgpids.tmp").write_text("1\n")
-    plant = (f"cd {tmp} && mkdir gemini-shell-a gemini-shell-b gemini-shell-c gemini-shell-e && "
-             f"ln -s {secret} gemini-shell-a/bgpids.tmp && mkfifo gemini-shell-b/bgpids.tmp && echo 2 > gemini-shell-c/bgpids.tmp && "
-             f"ln -s {elsewhere} gemini-shell-d && ln -s /nowhere gemini-shell-e/bgpids.tmp; exit 7")  # fmt: skip
-    planter = tmp_path / "planter"
-    planter.write_text(f"#!/bin/sh\n{plant}\n")
-    planter.chmod(0o755)
-    tmp.mkdir()
-    grant = ToolGrant(writable=(WORK, TMP), form="program", stands_for="bash", program="/bin/bash", path="/usr/bin",
-                      scrubbed=(f"{tmp}/gemini-shell-*/bgpids.tmp",))  # fmt: skip
-    layer = plan_confinement(msgspec.structs.replace(facts(tmp_path, grant), bwrap=str(planter))).unwrap().tools
+    (tmp / "gemini-shell-a").mkdir(parents=True)
+    (tmp / "gemini-shell-b").mkdir()
+    (tmp / "gemini-shell-link").symlink_to(tmp_path)
+    grant = ToolGrant(writable=(WORK,), own_tmp=(f"{SCRATCH}/tmp/layer-tmp", TMP), form="program", stands_for="bash",
+                      program="/bin/bash", path="/usr/bin", apart=(f"{tmp}/gemini-shell-*",))  # fmt: skip
+    entry, _ = entry_script(tmp_path, grant)
+    code, out = handed(entry, "-c", "echo 'a b'")
+    assert code == 0 and out[0] == "layer-bwrap", out
+    words = out[1:]
+    assert words[words.index(f"{SCRATCH}/tmp/layer-tmp") - 1:][:3] == ["--bind", f"{SCRATCH}/tmp/layer-tmp", TMP]
+    assert ["--bind", TMP, TMP] not in [words[i:i + 3] for i in range(len(words))]
+    tail = words[words.index("--tmpfs", words.index("--remount-ro")):]
+    assert tail == ["--tmpfs", f"{tmp}/gemini-shell-a", "--tmpfs", f"{tmp}/gemini-shell-b", "--", "/bin/bash", "-c", "echo 'a b'"]
+    assert b"exec " in entry.read_bytes() and b"trap" not in entry.read_bytes()
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="no bubblewrap")
+def test_a_fifo_a_command_plants_in_its_own_folder_stays_in_the_layer_when_the_entry_is_killed(tmp_path: Path) -> None:
+    """Hostile, a SIGKILL of the entry: under the real ``bwrap``, a command wrapped as Gemini CLI wraps it swaps its
+    background-PID file for a FIFO (a read the harness would never finish) and waits; its whole group is killed with
+    SIGKILL, so nothing can clean up after it. The harness's folder is as the harness made it, empty: the FIFO was
+    in the layer's own tmpfs."""
+    scratch = tmp_path / "scratch"
+    work, tmp = scratch / "work", scratch / "tmp"
+    own = tmp / "gemini-shell-own"
+    for folder in (work, tmp / "layer-tmp", own):
+        folder.mkdir(parents=True)
+    grant = ToolGrant(writable=(str(work),), own_tmp=(str(tmp / "layer-tmp"), str(tmp)), form="program",
+                      stands_for="bash", program="/bin/bash", path="/usr/bin", apart=(f"{tmp}/gemini-shell-*",))  # fmt: skip
+    planned = ConfinementFacts(
+        bwrap=shutil.which("bwrap") or "", bwrap_version="0.8.0", system=system_entries(), home=None, hidden=(),
+        closure=(), writable=(str(work), str(tmp)), init=("/bin/true",), scratch=str(scratch), cwd=str(work),
+        command=("gemini",), tools=grant,
+    )  # fmt: skip
+    layer = plan_confinement(planned).unwrap().tools
     assert layer is not None
     entry = tmp_path / "entry"
     entry.write_bytes(render_tool_entry(layer))
     entry.chmod(0o755)
-    assert handed(entry, "-c", "echo hi") == (7, [])
-    assert sorted(p.name for p in tmp.iterdir()) == ["gemini-shell-a", "gemini-shell-b", "gemini-shell-c", "gemini-shell-e"]
-    assert [p.name for p in tmp.glob("*/*")] == ["bgpids.tmp"] and (tmp / "gemini-shell-c" / "bgpids.tmp").is_file()
-    assert secret.read_text() == "outer only\n" and (elsewhere / "bgpids.tmp").is_file()
+    line = (f"_bgpids_file={shell_quote(str(own / 'bgpids.tmp'))}\n"
+            'echo kept > "$TMPDIR/kept"; rm -f "$_bgpids_file"; mkfifo "$_bgpids_file" && echo planted; exec sleep 60')
+    with subprocess.Popen([str(entry), "-c", line], stdout=subprocess.PIPE, text=True, start_new_session=True,
+                          env={**os.environ, "TMPDIR": str(tmp)}) as child:
+        assert child.stdout is not None and child.stdout.readline() == "planted\n"
+        os.killpg(child.pid, signal.SIGKILL)
+        assert child.wait(timeout=30) == -signal.SIGKILL
+    assert list(own.iterdir()) == [] and (tmp / "layer-tmp" / "kept").read_text() == "kept\n" and not (tmp / "kept").exists()
 
 
-def test_only_gemini_s_entry_scrubs_and_its_names_are_below_the_shared_tmpdir() -> None:
-    assert adapter_of("gemini").confinement.tools.scrubbed == ("gemini-shell-*/bgpids.tmp",)
-    assert all(not adapter_of(kind).confinement.tools.scrubbed for kind in ("claude", "codex", "b10x"))
+def test_only_gemini_s_tools_have_a_tmpdir_apart_from_the_harness_s() -> None:
+    tools = adapter_of("gemini").confinement.tools
+    assert tools.apart == ("gemini-shell-*",) and tools.own_tmp == "tmp/layer-tmp"
+    assert all(not adapter_of(kind).confinement.tools.apart for kind in ("claude", "codex", "b10x"))

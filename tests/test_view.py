@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from helpers.emulator import running_emulator
 
+from metaharness.pure.bounds import INPUT_FILE_LIMIT
 from metaharness.pure.events import read_event
 from metaharness.pure.run_view import (
     Malformed,
@@ -145,6 +146,17 @@ def test_refusals_are_one_line_exit_2(tmp_path: Path, args: list[str], code: str
     assert done.returncode == 2 and done.stdout == b""
     lines = done.stderr.decode().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"metaharness: {code}: ")
+
+
+def test_a_vendor_record_past_the_input_bound_is_refused_unread_past_it(tmp_path: Path) -> None:
+    """Hostile: a child grew the record a run retained to a terabyte with one ``truncate``; ``--from`` reads at most
+    ``INPUT_FILE_LIMIT`` bytes of it and refuses it ``view-unreadable``, never holding the whole file."""
+    record = tmp_path / "huge.jsonl"
+    with record.open("wb") as handle:
+        handle.truncate(1 << 40)
+    done = view("huge.jsonl", "--from", "claude", cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.decode() == (
+        f"metaharness: view-unreadable: huge.jsonl: cannot be read: larger than {INPUT_FILE_LIMIT} bytes\n")
 
 
 def test_a_view_that_cannot_be_written_is_a_refusal() -> None:

@@ -203,6 +203,9 @@ STEP_SHELLS: dict[str, tuple[tuple[str, Callable[[str], Arguments | None]], ...]
     ),
     "loop-run-steps": (("run", lambda line: {"argv": _words(line)}),),
     "gemini-shell-steps": (("run_shell_command", lambda line: {"command": line, "description": "A step the task names"}),),
+    "gemini-background-steps": (("run_shell_command", lambda line: {
+        "command": line.removeprefix("bg "), "description": "A step the task names", **(
+            {"is_background": True} if line[:3] == "bg " else {})}),),
     "gemini-file-steps": (
         ("write_file", lambda line: {"file_path": line[6:], "content": EMULATED_NOTE} if line[:6] == "write " else None),
         ("read_file", lambda line: {"file_path": line[5:]} if line[:5] == "read " else None),

@@ -36,6 +36,9 @@ HONOURED_COMMANDS = frozenset({"tool.decide", "interrupt", "halt"})
 (docs/events.md#commands). Its descriptor states them and its session steers by them."""
 PROGRAM = "gemini"
 PINS = ("0.61.0",)
+LAYER_TMP = "tmp/layer-tmp"
+"""The tools' own TMPDIR under the scratch root, bound in their layer at the harness's (``tmp``), so the
+folders Gemini CLI makes there for each command stay out of every tool's reach (docs/confinement.md#two-layers)."""
 BASE_URL_VARIABLE = "GOOGLE_GEMINI_BASE_URL"
 KEY_VARIABLE = "GEMINI_API_KEY"
 ENDPOINT_PLACEHOLDER = "metaharness-model-endpoint"
@@ -238,7 +241,8 @@ ADAPTER = Adapter(
             runs="/bin/bash",
             form="program",
             kept=("hooks/pretooluse",),
-            scrubbed=("gemini-shell-*/bgpids.tmp",),
+            apart=("gemini-shell-*",),
+            own_tmp=LAYER_TMP,
         ),
     ),
     record_source="gemini.stream-json",

@@ -26,7 +26,7 @@ from metaharness.pure.environment import (
     resolve_program,
 )
 from metaharness.pure.events import ContextFile, Hermetic
-from metaharness.pure.gemini.adapter import DEFAULT_MODEL, KIND, PROGRAM
+from metaharness.pure.gemini.adapter import DEFAULT_MODEL, KIND, LAYER_TMP, PROGRAM
 from metaharness.pure.gemini.hook import render_gemini_hook
 from metaharness.pure.hermetic import MemoryWalk, attest, launch_facts
 from metaharness.pure.hook_channel import CHANNEL_DIR, HOOK_PROGRAM, REQUESTS_DIR, RESPONSES_DIR, shell_quote
@@ -197,5 +197,5 @@ def plan_gemini_launch(
 
 def _directories(spec: GeminiRunSpec, scratch: str) -> tuple[str, ...]:
     """The scratch directories to create (0700), parents first (docs/adapters/gemini.md#scratch-layout)."""
-    names = ["gemini-home", "gemini-home/.gemini", "tmp", "hooks", CHANNEL_DIR, REQUESTS_DIR, RESPONSES_DIR]
+    names = ["gemini-home", "gemini-home/.gemini", "tmp", LAYER_TMP, "hooks", CHANNEL_DIR, REQUESTS_DIR, RESPONSES_DIR]
     return scratch_directories(scratch, spec.cwd, names)
