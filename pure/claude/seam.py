@@ -81,7 +81,7 @@ class RecordState(msgspec.Struct, frozen=True):
     ended: bool = False
     credential_source: str | None = None
     cwd: str | None = None
-    usage_seen: CallMemory[bytes] = CallMemory()
+    usage_seen: CallMemory[Usage] = CallMemory()
 
 
 def _text(value: Any) -> str | None:
@@ -256,10 +256,9 @@ def _usage_event(state: RecordState, message: dict[str, Any], request_id: str | 
     usage = usage_of(message["usage"])
     message_id = _text(message.get("id"))
     if message_id is not None:
-        written = compact(usage)
-        if state.usage_seen.get(message_id) == written:
+        if state.usage_seen.get(message_id) == usage:
             return state, []
-        state = msgspec.structs.replace(state, usage_seen=state.usage_seen.set(message_id, written))
+        state = msgspec.structs.replace(state, usage_seen=state.usage_seen.set(message_id, usage))
     return state, [UsageReported(request_id=request_id, model=_text(message.get("model")), usage=usage)]
 
 

@@ -36,9 +36,15 @@ GEMINI_NO_OPERATION: Mapping[str, str] = MappingProxyType(
 never admits one (docs/vendor-facts.md)."""
 
 
+_OPERATIONS: Mapping[str, tuple[Operation, ...]] = MappingProxyType(
+    {tool: plain_operations(RENDERING, tool) for tool in RENDERING.values()}
+)
+"""Each tool the rendering names, with its operations; any other tool has none."""
+
+
 def gemini_operations(tool: str) -> tuple[Operation, ...]:
     """The operations whose Gemini CLI rendering is ``tool``, in vocabulary order."""
-    return plain_operations(RENDERING, tool)
+    return _OPERATIONS.get(tool, ())
 
 
 _COMPOUND = (";", "&", "|", "<", ">", "(", ")", "`", "$(", "\n")
