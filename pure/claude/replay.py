@@ -64,7 +64,8 @@ def _mapped_lines(lines: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
     reply, hook callbacks, withdrawals), nor the first echo of the user turn."""
     echoed = False
     for number, raw in enumerate(lines, start=1):
-        if isinstance(read_control(raw), HookCallback | Reply | Withdrawn):
+        control = read_control(raw)
+        if control is not None and isinstance(control, HookCallback | Reply | Withdrawn):
             continue
         if not echoed and replayed_turn(raw) is not None:
             echoed = True
