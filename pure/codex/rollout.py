@@ -53,8 +53,9 @@ OUTCOME_SOURCE = "retained_tool_completion"
 ROLLOUT_THREAD = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 """A codex thread id as its rollouts' names and ``SubAgentActivity`` items spell it."""
 
-_JSON_OPENINGS = '{["-0123456789tfn'
-"""The characters a JSON text can start with after its whitespace: a string that starts otherwise is no JSON."""
+_JSON_OPENINGS = '{["-0123456789'
+"""The characters a JSON text other than ``true``, ``false`` and ``null`` starts with after its whitespace: a
+string that starts otherwise and is no such word is no JSON."""
 
 _NOTED = ("_turn_id", "_at")
 """What the reader adds to a noted completion item: its turn and its line's timestamp."""
@@ -189,7 +190,10 @@ def _joined_text(parts: Any, kinds: tuple[str, ...]) -> str:
 def _call_input(payload: dict[str, Any]) -> Any:
     """The decoded ``arguments`` (``input`` on a custom call), or the raw string when it does not decode."""
     raw = payload.get("arguments", payload.get("input"))
-    if not isinstance(raw, str) or raw.lstrip(" \t\n\r")[:1] not in _JSON_OPENINGS:
+    if not isinstance(raw, str):
+        return raw
+    text = raw.strip(" \t\n\r")
+    if text[:1] not in _JSON_OPENINGS and text not in ("true", "false", "null"):
         return raw
     try:
         return decode_bounded(raw)
