@@ -244,7 +244,10 @@ def _expiry_detail(record: dict[str, Any]) -> str | None:
     for block in content if isinstance(content, list) else ():
         if isinstance(block, dict):
             texts += (block.get("text"), block.get("content"))
-    return next((t for t in texts if isinstance(t, str) and _EXPIRY.search(t.lower())), None)
+    for text in texts:
+        if isinstance(text, str) and _EXPIRY.search(text.lower()):
+            return text
+    return None
 
 
 def _usage_event(state: RecordState, message: dict[str, Any], request_id: str | None) -> tuple[RecordState, list[Event]]:
