@@ -1,9 +1,10 @@
 """``metaharness replay`` streams (docs/events.md#replay): its peak memory at 50k and 400k record lines,
-and its time against a plain msgspec decode of the same lines, measured in the same run, for b10x and codex (and claude when named).
+and its time against a plain msgspec decode of the same lines, measured in the same run, for b10x and codex (and claude and gemini when named).
 
 Each kind's record is built from one of its vectors: its opening lines, then its middle (b10x: a turn with a
 read call and a turn of text; codex: a custom tool call, its completion and output, token counts and a
-message) repeated with fresh call and item ids, then its closing line. Each measurement runs in a fresh
+message; claude: a tool call, its result and a message; gemini: a shell call, its result and a message in two
+deltas) repeated with fresh call and item ids, then its closing line. Each measurement runs in a fresh
 interpreter (``ru_maxrss`` is per process): the baseline decodes every line with ``msgspec.json.decode``;
 the replay runs ``metaharness replay KIND`` in-process with stdout to ``/dev/null``. Reported: peak RSS of
 each at both sizes and the 400k/50k ratio (flat: near 1), and the replay's time over the decode's, median
@@ -32,6 +33,7 @@ RECORDS = {
          b"resp_b10x_005", b"resp_b10x_006"),
     ),
     "claude": (VECTORS / "claude" / "record" / "bash.jsonl", 1, (b"toolu_b10x_001", b"msg_b10x_001", b"msg_b10x_002")),
+    "gemini": (VECTORS / "gemini" / "record" / "shell.jsonl", 2, (b"run_shell_command__call_b10x_001",)),
 }
 """Each kind's vector, how many opening lines it keeps before the repeated middle, and the ids made fresh."""
 REPEATS = int(sys.argv[1]) if len(sys.argv) > 1 else 3

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 
+import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from metaharness.pure.bounds import decode_bounded
 from metaharness.pure.codex.replay import replay_launch, replay_rollout
-from metaharness.pure.codex.rollout import recorded_request
+from metaharness.pure.codex.rollout import RolloutReader, read_rollout_line, recorded_request
 from metaharness.pure.correlation import Correlator, Present, on_hook_call, on_readings, on_stream_end
 from metaharness.pure.events import Text, ToolRequested, ToolResult, read_event
 from metaharness.pure.hook_channel import HookCall
@@ -109,3 +111,27 @@ def test_any_rollout_replays_into_a_well_formed_stream(lines):
     ended = [json.loads(line) for line in events if b'"event":"session.ended"' in line]
     assert len(ended) <= 1
     assert (reason == "completed") == bool(ended and ended[0]["is_error"] is False)
+
+
+_JSON_ISH = st.one_of(
+    st.text(max_size=12),
+    st.sampled_from(["true", "false", "null", " true\n", "\ttrue\r", "truex", "nul", "\x0b{}", "\ufeff[]", "1e999"]),
+    st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=4), lambda inner: st.lists(inner, max_size=3)
+                 | st.dictionaries(st.text(max_size=3), inner, max_size=3), max_leaves=6).map(json.dumps)
+    .flatmap(lambda text: st.tuples(st.sampled_from(["", " ", "\n\t"]), st.just(text), st.sampled_from(["", " ", "\r"])))
+    .map("".join),
+)  # fmt: skip
+
+
+@settings(max_examples=300)
+@given(_JSON_ISH, st.sampled_from(["arguments", "input"]))
+def test_a_recorded_call_input_is_its_json_value_when_it_decodes_else_the_string(text: str, key: str) -> None:
+    payload = {"type": "function_call", "call_id": "c1", "name": "exec", key: text}
+    line = json.dumps({"timestamp": "t", "type": "response_item", "payload": payload}).encode()
+    reader = RolloutReader(launch=replay_launch(decisions="observe", hermetic="off", transcript_path="r"))
+    _, readings = read_rollout_line(reader, line, 1)
+    try:
+        expected = decode_bounded(text)
+    except msgspec.DecodeError:
+        expected = text
+    assert isinstance(readings[0], Announced) and readings[0].requested.input == expected

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shlex
 
-from hypothesis import given, settings
+from hypothesis import assume, given, reject, settings
 from hypothesis import strategies as st
 
 from metaharness.pure.admission import admit_call
@@ -75,3 +75,16 @@ def test_plain_git_subcommands_stay_proc_git_and_the_command_line_reads_as_its_a
     assert subjects[0] == "proc:git" and (subjects == ("proc:git",)) == admitted(subjects)
     assert command_subjects(shlex.join(argv)) == subjects
     assert SHELL in argv_subjects((*argv, "--output=/elsewhere"))
+
+
+@settings(max_examples=500)
+@given(st.lists(st.sampled_from([*"ab-=*~#é", " ", "  ", "\t", "\r", "\x0b", "\x1c", "\x85", "\xa0", "\u2003",
+                                  "'", '"', "\\", "git", "env"]), max_size=12).map("".join))  # fmt: skip
+def test_a_command_line_is_split_as_a_posix_shell_splits_it(command: str) -> None:
+    stripped = command.strip()
+    assume(stripped and not any(mark in command for mark in ";&|<>()`$\n") and "=" not in stripped.split(" ")[0])
+    try:
+        words = shlex.split(stripped, posix=True)
+    except ValueError:
+        reject()
+    assert command_subjects(command) == (argv_subjects(words) if words else (SHELL,))

@@ -21,18 +21,24 @@ from types import MappingProxyType
 SHELL = "proc:sh"
 MAX_DEPTH = 8
 """Wrappers nested deeper than this are ``proc:sh``."""
-_SYNTAX = (";", "&", "|", "<", ">", "(", ")", "`", "$(", "${", "\n")
+_SYNTAX = re.compile(r"[;&|<>()`\n]|\$\{")
+"""Shell syntax: ``; & | < > ( )``, a backquote, ``$(``, ``${``, a newline."""
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_PLAIN_WORDS = re.compile(r"[^\s'\"\\]+(?: +[^\s'\"\\]+)*")
+"""Words with no quote, backslash or whitespace, between runs of spaces: POSIX splitting (``shlex``) reads them
+as they stand, so such a line is split at its spaces without the lexer."""
 
 
 def command_subjects(command: str) -> tuple[str, ...]:
     """The subjects of a shell command line: ``proc:sh`` for any shell syntax (a line break included, even alone);
     none for one that is blank."""
     stripped = command.strip()
-    if any(mark in command for mark in _SYNTAX) or _ASSIGNMENT.match(stripped):
+    if _SYNTAX.search(command) or _ASSIGNMENT.match(stripped):
         return (SHELL,)
     if not stripped:
         return ()
+    if _PLAIN_WORDS.fullmatch(stripped):
+        return argv_subjects(stripped.split())
     try:
         words = shlex.split(stripped, posix=True)
     except ValueError:

@@ -24,12 +24,18 @@ from metaharness.pure.subjects import spelled_file_subjects
 _FILE_TOOLS = frozenset({"Read", "Write", "Edit"})
 
 
+_PLAIN_OPERATIONS: Mapping[str, tuple[Operation, ...]] = MappingProxyType(
+    {tool: plain_operations(CLAUDE_RENDERING, tool) for tool in CLAUDE_RENDERING.values()}
+)
+"""Each tool the rendering names, with its operations other than ``mcp.call``; any other tool has none."""
+
+
 def claude_operations(tool: str) -> tuple[Operation, ...]:
     """The operations whose Claude Code rendering is ``tool``, in vocabulary order (docs/adapters/claude.md)."""
     if tool.startswith("mcp__"):
         server, separator, name = tool[len("mcp__") :].partition("__")
         return (Operation(MCP_CALL, server, name),) if separator and server and name else ()
-    return plain_operations(CLAUDE_RENDERING, tool)
+    return _PLAIN_OPERATIONS.get(tool, ())
 
 
 def claude_subjects(tool: str, call_input: Any, cwd: str | None) -> tuple[str, ...]:

@@ -23,7 +23,7 @@ from metaharness.pure.events import (
     Transcript,
     closed_reason,
 )
-from metaharness.pure.readings import Reading, record_lines
+from metaharness.pure.readings import record_lines
 
 
 def replay_facts(
@@ -56,7 +56,8 @@ def replay_claude(record: bytes, facts: SessionFacts, run: str) -> tuple[bytes, 
 def replayed_lines(lines: Iterable[bytes], facts: SessionFacts, run: str) -> Iterator[bytes]:
     """Each event line of the stream as the transcript's lines (terminators removed) are read: the
     record is never held, and each event is yielded once the line that makes it is read."""
-    return correlated_stream(run, _mapped_lines(lines), RecordState(), partial(_map, facts=facts), terminal_stop, BUDGET_WORDS)
+    return correlated_stream(run, _mapped_lines(lines), RecordState(), partial(map_record, facts=facts), terminal_stop,
+                             BUDGET_WORDS)  # fmt: skip
 
 
 def _mapped_lines(lines: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
@@ -64,16 +65,13 @@ def _mapped_lines(lines: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
     reply, hook callbacks, withdrawals), nor the first echo of the user turn."""
     echoed = False
     for number, raw in enumerate(lines, start=1):
-        if isinstance(read_control(raw), HookCallback | Reply | Withdrawn):
+        control = read_control(raw)
+        if control is not None and isinstance(control, HookCallback | Reply | Withdrawn):
             continue
         if not echoed and replayed_turn(raw) is not None:
             echoed = True
             continue
         yield number, raw
-
-
-def _map(state: RecordState, raw: bytes, number: int, facts: SessionFacts) -> tuple[RecordState, tuple[Reading, ...]]:
-    return map_record(state, raw, number, facts)
 
 
 def replay(lines: Iterable[bytes], request: ReplayRequest) -> Iterator[ReplayOutput]:

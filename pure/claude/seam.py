@@ -9,6 +9,7 @@ from the decisions it emitted. A decision's answer is rendered by ``metaharness.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import msgspec
@@ -52,6 +53,7 @@ BUDGET_WORDS = frozenset({"budget-exhausted", "error_max_turns", "error_max_budg
 
 EXPIRY_PHRASES = ("session has expired", "session expired", "failed to refresh access token", "please run /login")
 """Phrases that mark an expired credential in a record (docs/adapters/claude.md#record-mapping)."""
+_EXPIRY = re.compile("|".join(re.escape(phrase) for phrase in EXPIRY_PHRASES))
 
 
 
@@ -81,7 +83,7 @@ class RecordState(msgspec.Struct, frozen=True):
     ended: bool = False
     credential_source: str | None = None
     cwd: str | None = None
-    usage_seen: CallMemory[bytes] = CallMemory()
+    usage_seen: CallMemory[Usage] = CallMemory()
 
 
 def _text(value: Any) -> str | None:
@@ -234,20 +236,18 @@ def session_ended(record: dict[str, Any]) -> SessionEnded:
 
 def _expiry_detail(record: dict[str, Any]) -> str | None:
     """The text holding an expiry phrase (docs/adapters/claude.md): ``result``, ``error``, ``error.message`` or a
-    content block's ``text``/``content``."""
-    texts: list[str] = []
-    for key in ("result", "error"):
-        if isinstance(record.get(key), str):
-            texts.append(record[key])
+    content block's ``text``/``content``, the first in that order."""
     error = record.get("error")
-    if isinstance(error, dict) and isinstance(error.get("message"), str):
-        texts.append(error["message"])
+    texts = [record.get("result"), error, error.get("message") if isinstance(error, dict) else None]
     message = record.get("message")
     content = message.get("content") if isinstance(message, dict) else None
     for block in content if isinstance(content, list) else ():
         if isinstance(block, dict):
-            texts += [block[k] for k in ("text", "content") if isinstance(block.get(k), str)]
-    return next((t for t in texts if any(p in t.lower() for p in EXPIRY_PHRASES)), None)
+            texts += (block.get("text"), block.get("content"))
+    for text in texts:
+        if isinstance(text, str) and _EXPIRY.search(text.lower()):
+            return text
+    return None
 
 
 def _usage_event(state: RecordState, message: dict[str, Any], request_id: str | None) -> tuple[RecordState, list[Event]]:
@@ -256,10 +256,9 @@ def _usage_event(state: RecordState, message: dict[str, Any], request_id: str | 
     usage = usage_of(message["usage"])
     message_id = _text(message.get("id"))
     if message_id is not None:
-        written = compact(usage)
-        if state.usage_seen.get(message_id) == written:
+        if state.usage_seen.get(message_id) == usage:
             return state, []
-        state = msgspec.structs.replace(state, usage_seen=state.usage_seen.set(message_id, written))
+        state = msgspec.structs.replace(state, usage_seen=state.usage_seen.set(message_id, usage))
     return state, [UsageReported(request_id=request_id, model=_text(message.get("model")), usage=usage)]
 
 

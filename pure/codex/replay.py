@@ -83,7 +83,9 @@ def replayed_lines(lines: Iterable[bytes], launch: RolloutLaunch, run: str) -> I
         reader, readings = read_rollout_line(reader, raw.removesuffix(b"\r"), number)
         correlator, outputs = on_readings(correlator, readings)
         stream = _written(stream, outputs, out)
-        yield from drained(out)
+        if out:
+            yield bytes(out)
+            out.clear()
     correlator, outputs = on_stream_end(correlator)
     stream = _written(stream, outputs, out)
     ended = session_ended(reader, ZERO_CENSUS)

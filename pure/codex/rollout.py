@@ -9,7 +9,6 @@ builds the terminal event at stream end, iff a ``task_complete`` was seen.
 from __future__ import annotations
 
 import re
-from functools import partial
 from typing import Any
 
 import msgspec
@@ -53,6 +52,10 @@ OUTCOME_SOURCE = "retained_tool_completion"
 
 ROLLOUT_THREAD = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 """A codex thread id as its rollouts' names and ``SubAgentActivity`` items spell it."""
+
+_JSON_OPENINGS = '{["-0123456789'
+"""The characters a JSON text other than ``true``, ``false`` and ``null`` starts with after its whitespace: a
+string that starts otherwise and is no such word is no JSON."""
 
 _NOTED = ("_turn_id", "_at")
 """What the reader adds to a noted completion item: its turn and its line's timestamp."""
@@ -188,6 +191,9 @@ def _call_input(payload: dict[str, Any]) -> Any:
     """The decoded ``arguments`` (``input`` on a custom call), or the raw string when it does not decode."""
     raw = payload.get("arguments", payload.get("input"))
     if not isinstance(raw, str):
+        return raw
+    text = raw.strip(" \t\n\r")
+    if text[:1] not in _JSON_OPENINGS and text not in ("true", "false", "null"):
         return raw
     try:
         return decode_bounded(raw)
@@ -383,7 +389,6 @@ def _response_item(
 def _event_msg(
     reader: RolloutReader, payload: dict[str, Any], raw: bytes, source_line: int, at: str | UnsetType
 ) -> tuple[RolloutReader, tuple[Reading, ...]]:
-    opaque = partial(_opaque_line, raw, source_line, "event_msg", payload, at)
     subtype = payload.get("type")
     if subtype in ("agent_reasoning", "agent_reasoning_raw_content"):
         return reader, (Emitted(Thinking(text=_str(payload.get("text")) or "", request_id=None), at),)
@@ -405,7 +410,7 @@ def _event_msg(
             readings.append(Emitted(UsageReported(request_id=None, model=None, usage=usage), at))
         if isinstance(payload.get("rate_limits"), dict):
             readings.append(Emitted(_rate_limit(payload["rate_limits"]), at))
-        return reader, tuple(readings) or (opaque(),)
+        return reader, tuple(readings) or (_opaque_line(raw, source_line, "event_msg", payload, at),)
     if subtype == "item_completed":
         item = payload.get("item")
         reader = _named_agent(reader, item)
@@ -416,7 +421,7 @@ def _event_msg(
         ):
             noted = {**item, "_turn_id": _str(payload.get("turn_id")), "_at": at}
             reader = msgspec.structs.replace(reader, evidence=reader.evidence.set(item["id"], noted))
-        return reader, (opaque(),)
+        return reader, (_opaque_line(raw, source_line, "event_msg", payload, at),)
     if subtype == "patch_apply_end" and isinstance(payload.get("call_id"), str):
         status = "completed" if payload.get("success") is True else "failed"
         noted = {
@@ -427,14 +432,14 @@ def _event_msg(
             "_turn_id": _str(payload.get("turn_id")),
         }
         reader = msgspec.structs.replace(reader, evidence=reader.evidence.set(payload["call_id"], noted))
-        return reader, (opaque(),)
+        return reader, (_opaque_line(raw, source_line, "event_msg", payload, at),)
     if subtype in ("error", "turn_aborted"):
         reader = msgspec.structs.replace(reader, error_in_turn=True)
         message = _str(payload.get("message"))
         if subtype == "error" and message is not None and any(p in message.lower() for p in EXPIRY_PHRASES):
             expired = AuthExpired(credential_source=None, detail=message, source_line=source_line)
-            return reader, (Emitted(expired, at), opaque())
-    return reader, (opaque(),)
+            return reader, (Emitted(expired, at), _opaque_line(raw, source_line, "event_msg", payload, at))
+    return reader, (_opaque_line(raw, source_line, "event_msg", payload, at),)
 
 
 def _named_agent(reader: RolloutReader, item: Any) -> RolloutReader:

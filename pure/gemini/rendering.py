@@ -8,6 +8,7 @@ spells them, with only a ``<cwd>/`` prefix removed.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -36,19 +37,26 @@ GEMINI_NO_OPERATION: Mapping[str, str] = MappingProxyType(
 never admits one (docs/vendor-facts.md)."""
 
 
+_OPERATIONS: Mapping[str, tuple[Operation, ...]] = MappingProxyType(
+    {tool: plain_operations(RENDERING, tool) for tool in RENDERING.values()}
+)
+"""Each tool the rendering names, with its operations; any other tool has none."""
+
+
 def gemini_operations(tool: str) -> tuple[Operation, ...]:
     """The operations whose Gemini CLI rendering is ``tool``, in vocabulary order."""
-    return plain_operations(RENDERING, tool)
+    return _OPERATIONS.get(tool, ())
 
 
-_COMPOUND = (";", "&", "|", "<", ">", "(", ")", "`", "$(", "\n")
+_COMPOUND = re.compile(r"[;&|<>()`\n]")
+"""``; & | < > ( )``, a backquote, a newline (``$(`` holds one of them)."""
 
 
 def shell_program(command: str) -> str:
     """``proc:<first word>``'s word, or ``sh`` when the command holds ``; & | < > ( )``, a backquote,
     ``$(``, a newline or a leading ``NAME=`` assignment."""
     words = command.split()
-    if any(mark in command for mark in _COMPOUND) or not words:
+    if _COMPOUND.search(command) or not words:
         return "sh"
     name, equals, _ = words[0].partition("=")
     if equals and name and (name[0].isalpha() or name[0] == "_") and all(c.isalnum() or c == "_" for c in name):

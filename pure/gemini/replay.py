@@ -16,7 +16,7 @@ from metaharness.pure.events import (
 )
 from metaharness.pure.gemini.record import RecordFacts, RecordState, read_record_line
 from metaharness.pure.gemini.session import terminal_stop
-from metaharness.pure.readings import Reading, record_lines
+from metaharness.pure.readings import record_lines
 
 
 def replay_facts(request: ReplayRequest) -> RecordFacts:
@@ -43,9 +43,5 @@ def replayed_lines(lines: Iterable[bytes], request: ReplayRequest) -> Iterator[b
     """Each event line of the stream as the record's lines (terminators removed) are read: the record is never
     held, and each event is yielded once the line that makes it is read."""
     facts = replay_facts(request)
-    read = partial(_read, facts=facts)
+    read = partial(read_record_line, facts=facts)
     return correlated_stream(request.run_id, enumerate(lines, start=1), RecordState(), read, terminal_stop, frozenset())
-
-
-def _read(state: RecordState, raw: bytes, number: int, facts: RecordFacts) -> tuple[RecordState, tuple[Reading, ...]]:
-    return read_record_line(state, raw, number, facts)
