@@ -99,6 +99,28 @@ def test_a_refusal_before_the_plan_imports_no_launch_path(args: tuple[str, ...],
     done, modules = imported_by(*args)
     assert (done.returncode, said(done)) == (2, [line])
     assert sorted(m for m in modules if m in LAUNCH) == []
+    kind = args[1]
+    other_kinds = sorted(m for m in modules if m.startswith("metaharness.shell.") and m.split(".")[2] in KINDS
+                         and m.split(".")[2] != kind)  # fmt: skip
+    assert other_kinds == []
+    assert "metaharness.pure.catalogue" not in modules  # no --catalogue was given
+
+
+def test_a_refusal_from_the_option_stages_imports_no_later_stage() -> None:
+    """Stages 2–4 decide over the options and the auditor's facts alone: their refusal starts no kind's inputs,
+    no view (``subprocess`` for bwrap's trial) and, with no endpoint named, no URL parser."""
+    done, modules = imported_by("run", "b10x", "-p", "x", "--decisions", "frame")
+    assert (done.returncode, said(done)[0].split(":")[:2]) == (2, ["metaharness", " frame-required"])
+    later = {"metaharness.shell.run", "metaharness.shell.confinement", "subprocess", "urllib.parse"}
+    assert sorted(later & modules) == []
+
+
+def test_a_refusal_before_the_memory_walk_imports_no_tempfile() -> None:
+    """``tempfile`` (and the archive modules ``shutil`` brings) is loaded by stage 7's walk of a scratch run's
+    temporary directory, not by a frame refused at stage 6."""
+    done, modules = imported_by("run", "claude", "-p", "x", "--frame", "/nonexistent", "--credentials", "none")
+    assert (done.returncode, said(done)[0].split(":")[:2]) == (2, ["metaharness", " frame-unreadable"])
+    assert "tempfile" not in modules
 
 
 def test_a_run_past_its_inputs_imports_its_run_module(tmp_path: Path) -> None:
@@ -111,3 +133,21 @@ def test_a_run_past_its_inputs_imports_its_run_module(tmp_path: Path) -> None:
     modules = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
     assert (done.returncode, [line.split(":")[:2] for line in said(done)]) == (2, [["metaharness", " program-not-found"]])
     assert "metaharness.shell.claude.run" in modules
+
+
+AFTER_THE_SPAWN = ("h11", "ssl", "httpx", "metaharness.pure.run_view", "metaharness.pure.projection",
+                   "metaharness.pure.replays")  # fmt: skip
+"""What only the running child needs (the route's HTTP parser and TLS, on its first connection) or the run's end and
+a terminal (the run view, the projection and every kind's record reader it reads)."""
+
+
+def test_the_launch_path_imports_nothing_only_the_running_child_needs(tmp_path: Path) -> None:
+    """The kind's run module, imported whole before its plan's refusal, loads none of what comes after the spawn."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "metaharness.shell", "run", "claude", "-p", "x", "--credentials",
+         "none", "--decisions", "observe", "--confine", "off"],
+        capture_output=True, text=True, check=False, timeout=60, env={**os.environ, "PATH": str(tmp_path), "HOME": str(tmp_path)},
+    )  # fmt: skip
+    modules = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "metaharness.shell.claude.run" in modules and "metaharness.shell.run_engine" in modules
+    assert sorted(m for m in modules if m in AFTER_THE_SPAWN) == []
