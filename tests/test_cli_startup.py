@@ -141,13 +141,25 @@ AFTER_THE_SPAWN = ("h11", "ssl", "httpx", "metaharness.pure.run_view", "metaharn
 a terminal (the run view, the projection and every kind's record reader it reads)."""
 
 
-def test_the_launch_path_imports_nothing_only_the_running_child_needs(tmp_path: Path) -> None:
-    """The kind's run module, imported whole before its plan's refusal, loads none of what comes after the spawn."""
+RESULT_ALONE = frozenset(subprocess.run(
+    [sys.executable, "-c", "import sys, returns.result; print(*(m for m in sys.modules if m.startswith('returns')))"],
+    capture_output=True, text=True, check=True, timeout=60,
+).stdout.split())  # fmt: skip
+"""The modules of ``returns`` that ``returns.result`` loads: every stage returns a ``Result`` and needs no more."""
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_launch_path_imports_nothing_only_the_running_child_needs(kind: str, tmp_path: Path) -> None:
+    """Each kind's run module, imported whole before its plan's first refusal (``program-not-found``, no program on
+    the PATH), loads none of what comes after the spawn and of ``returns`` only what ``returns.result`` loads."""
+    needs = ["--model", "m", "--model-endpoint", "http://127.0.0.1:9"] if kind == "b10x" else ["--credentials", "none"]
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "metaharness.shell", "run", "claude", "-p", "x", "--credentials",
-         "none", "--decisions", "observe", "--confine", "off"],
+        [sys.executable, "-X", "importtime", "-m", "metaharness.shell", "run", kind, "-p", "x", *needs, "--decisions",
+         "observe", "--confine", "off"],
         capture_output=True, text=True, check=False, timeout=60, env={**os.environ, "PATH": str(tmp_path), "HOME": str(tmp_path)},
     )  # fmt: skip
     modules = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
-    assert "metaharness.shell.claude.run" in modules and "metaharness.shell.run_engine" in modules
+    assert (done.returncode, [line.split(":")[:2] for line in said(done)]) == (2, [["metaharness", " program-not-found"]])
+    assert f"metaharness.shell.{kind}.run" in modules and "metaharness.shell.run_engine" in modules
     assert sorted(m for m in modules if m in AFTER_THE_SPAWN) == []
+    assert sorted(m for m in modules if m.split(".")[0] == "returns" and m not in RESULT_ALONE) == []
