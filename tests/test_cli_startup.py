@@ -1,7 +1,11 @@
 """``metaharness capabilities`` starts light: the CLI imports a verb's modules only when that verb runs,
 so the descriptor is printed without the HTTP client, YAML, the adapters' shells or their record
 readers (docs/adapters/common.md#descriptor: no model, no network, no credential). The registry's entries, each kind's
-``pure/<kind>/adapter.py``, are plain values and the descriptor is read from them."""
+``pure/<kind>/adapter.py``, are plain values and the descriptor is read from them.
+
+``run`` is held the same way, stage by stage: a refusal loads only what deciding it needs, and the launch path loads
+nothing only the running child or the run's end needs (docs/DEVELOPING.md#dependency-direction). Held by the modules
+each one imports, never by a timed test (``benchmarks/bench_startup.py`` measures the time)."""
 
 from __future__ import annotations
 
