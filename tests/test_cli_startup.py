@@ -167,3 +167,4 @@ def test_the_launch_path_imports_nothing_only_the_running_child_needs(kind: str,
     assert f"metaharness.shell.{kind}.run" in modules and "metaharness.shell.run_engine" in modules
     assert sorted(m for m in modules if m in AFTER_THE_SPAWN) == []
     assert sorted(m for m in modules if m.split(".")[0] == "returns" and m not in RESULT_ALONE) == []
+    assert "metaharness.shell.codex.app_server" not in modules  # a catalogue run's server, and no --catalogue here
