@@ -12,7 +12,6 @@ import shlex
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Literal
-from urllib.parse import urlsplit
 
 import msgspec
 from returns.result import Failure, Result, Success
@@ -289,7 +288,10 @@ def check_kind_carriage(
 
 def gateway_root_problem(url: str) -> str | None:
     """Why ``url`` is not a gateway root ``http(s)://host[:port]`` with no path (a lone ``/`` is
-    allowed and removed by the launch), or ``None`` when it is one (docs/adapters/common.md#endpoint-route)."""
+    allowed and removed by the launch), or ``None`` when it is one (docs/adapters/common.md#endpoint-route).
+    ``urllib.parse`` is imported here: a run refused before it names no endpoint needs none of it."""
+    from urllib.parse import urlsplit
+
     try:
         parts = urlsplit(url)
         port_valid = parts.port is None or parts.port > 0

@@ -23,7 +23,6 @@ import os
 import re
 import socket
 import socketserver
-import ssl
 import stat
 import threading
 import time
@@ -31,7 +30,6 @@ from collections.abc import Generator
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
 
-import h11
 import msgspec
 from returns.result import Failure
 
@@ -81,6 +79,7 @@ from metaharness.shell.child_tree import write_new_file
 from metaharness.shell.unix_address import unix_address
 
 if TYPE_CHECKING:
+    import h11
     import httpx
 
 
@@ -148,6 +147,8 @@ def _receive(connection: socket.socket, deadline: float) -> bytes:
 def _request_body(parser: h11.Connection, connection: socket.socket, deadline: float) -> bytes | None:
     """The body h11 frames by the admitted ``Content-Length``, read in bounded chunks; ``None`` when the
     child ended it early."""
+    import h11
+
     body = bytearray()
     while True:
         try:
@@ -165,6 +166,8 @@ def _request_body(parser: h11.Connection, connection: socket.socket, deadline: f
 def _upstream_chunks(parser: h11.Connection, upstream: socket.socket) -> Generator[bytes, None, None]:
     """The response body h11 reads from the upstream, chunk by chunk as it arrives; the leg is closed at
     the end, on a protocol fault and when the generator is closed."""
+    import h11
+
     try:
         while True:
             event = parser.next_event()
@@ -183,6 +186,8 @@ def _upstream_chunks(parser: h11.Connection, upstream: socket.socket) -> Generat
 def _plain_answer(upstream_root: str, request: RouteRequest) -> UpstreamAnswer | None:
     """A verbatim route to a plain-HTTP upstream over h11: the child's request with ``verbatim_headers``,
     the answer's head parsed; ``None`` when the upstream cannot be reached or answers no HTTP/1.1."""
+    import h11
+
     parts = urlsplit(upstream_root)
     head, body = request
     parser = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD)
@@ -313,6 +318,8 @@ class RouteProxy:
 
     def _build_client(self) -> None:
         """The upstream client (``httpx``, the system trust store), built beside the run's start-up."""
+        import ssl
+
         import httpx
 
         self._httpx = httpx
@@ -486,7 +493,11 @@ class RouteProxy:
         """The child's request parsed with h11, or the proxy's own answer to it (malformed → 400, off the
         wire → 403, ``admit_request``'s answers), or ``None`` when the child went away before it was whole.
         The head is checked by ``request_defect`` before h11 reads it (h11 merges equal ``Content-Length``
-        copies and reads a bare LF as a line end); the body is read in chunks of at most ``RELAY_CHUNK``."""
+        copies and reads a bare LF as a line end); the body is read in chunks of at most ``RELAY_CHUNK``.
+        h11 (and ``ssl``, in ``_build_client``) is imported when first used, after the spawn: the
+        child's connection is what needs it, not the stages before it."""
+        import h11
+
         received = b""
         while (end := _HEAD_END.search(received)) is None:
             if len(received) > MAX_HEAD:

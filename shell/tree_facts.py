@@ -8,7 +8,6 @@ Apart from ``metaharness.shell.facts`` so the options' stages gather their facts
 from __future__ import annotations
 
 import os
-import tempfile
 
 from metaharness.pure.hermetic import DirectoryIdentity, MemoryWalk, memory_walk
 from metaharness.shell.facts import gather_memory_facts
@@ -18,6 +17,8 @@ def memory_walk_of(cwd: str | None, shapes: tuple[str, ...]) -> MemoryWalk:
     """Stage 7's memory walk (docs/hermetic.md#memory-file-walk): above ``cwd``, or, for a scratch run (``None``),
     above the temporary directory the scratch root is created in."""
     if cwd is None:
+        import tempfile  # here, not at the top: a refusal before stage 7 needs none of what tempfile loads
+
         return memory_walk(*gather_memory_facts(tempfile.gettempdir(), shapes), scratch_parent=True)
     return memory_walk(*gather_memory_facts(cwd, shapes))
 

@@ -17,6 +17,7 @@ import os
 import stat
 import sys
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import msgspec
 from returns.result import Failure, Success
@@ -39,7 +40,6 @@ from metaharness.pure.hermetic import VerdictFacts, row_verdicts
 from metaharness.pure.options import RunOptions, check_audit_pairing
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.run_stages import failure_cause, failure_line, unaudited_exit
-from metaharness.pure.run_view import ViewState, fold_view, progress_lines
 from metaharness.pure.stream_amendment import Amendment
 from metaharness.pure.stream_writer import StreamWriter, write
 from metaharness.pure.witness import RouteAccount
@@ -53,6 +53,17 @@ from metaharness.shell.run_limits import RunLimits
 from metaharness.shell.staging import Refused, take, write_event
 from metaharness.shell.tree_facts import directory_identity
 from metaharness.shell.workspace_snapshot import snapshot
+
+if TYPE_CHECKING:
+    from metaharness.pure.run_view import ViewState
+
+
+def _progress_start() -> ViewState:
+    """The progress view's first state. The view (and the projection it reads) is imported only for a terminal's
+    stderr, never on the way to a spawn whose progress nobody sees."""
+    from metaharness.pure.run_view import ViewState
+
+    return ViewState()
 
 
 class RunAudit:
@@ -75,7 +86,7 @@ class RunAudit:
         self.closed = False
         self.started: SessionStarted | None = None
         self.rows_facts: Callable[[], VerdictFacts] | None = None
-        self.progress: ViewState | None = ViewState() if not options.quiet and sys.stderr.isatty() else None
+        self.progress: ViewState | None = _progress_start() if not options.quiet and sys.stderr.isatty() else None
         self.workspace: tuple[str, dict[str, FileState]] | None = None
         self.events: EventsFile | None = None
         if options.events is not None:
@@ -144,6 +155,8 @@ class RunAudit:
         """The progress lines one more event adds, on stderr (a terminal's, never stdout)."""
         if self.progress is None:
             return
+        from metaharness.pure.run_view import fold_view, progress_lines
+
         after = fold_view(self.progress, line, 0.0)
         lines = progress_lines(self.progress, after, line)
         self.progress = after

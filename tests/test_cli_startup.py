@@ -1,7 +1,11 @@
 """``metaharness capabilities`` starts light: the CLI imports a verb's modules only when that verb runs,
 so the descriptor is printed without the HTTP client, YAML, the adapters' shells or their record
 readers (docs/adapters/common.md#descriptor: no model, no network, no credential). The registry's entries, each kind's
-``pure/<kind>/adapter.py``, are plain values and the descriptor is read from them."""
+``pure/<kind>/adapter.py``, are plain values and the descriptor is read from them.
+
+``run`` is held the same way, stage by stage: a refusal loads only what deciding it needs, and the launch path loads
+nothing only the running child or the run's end needs (docs/DEVELOPING.md#dependency-direction). Held by the modules
+each one imports, never by a timed test (``benchmarks/bench_startup.py`` measures the time)."""
 
 from __future__ import annotations
 
@@ -99,6 +103,28 @@ def test_a_refusal_before_the_plan_imports_no_launch_path(args: tuple[str, ...],
     done, modules = imported_by(*args)
     assert (done.returncode, said(done)) == (2, [line])
     assert sorted(m for m in modules if m in LAUNCH) == []
+    kind = args[1]
+    other_kinds = sorted(m for m in modules if m.startswith("metaharness.shell.") and m.split(".")[2] in KINDS
+                         and m.split(".")[2] != kind)  # fmt: skip
+    assert other_kinds == []
+    assert "metaharness.pure.catalogue" not in modules  # no --catalogue was given
+
+
+def test_a_refusal_from_the_option_stages_imports_no_later_stage() -> None:
+    """Stages 2–4 decide over the options and the auditor's facts alone: their refusal starts no kind's inputs,
+    no view (``subprocess`` for bwrap's trial) and, with no endpoint named, no URL parser."""
+    done, modules = imported_by("run", "b10x", "-p", "x", "--decisions", "frame")
+    assert (done.returncode, said(done)[0].split(":")[:2]) == (2, ["metaharness", " frame-required"])
+    later = {"metaharness.shell.run", "metaharness.shell.confinement", "subprocess", "urllib.parse"}
+    assert sorted(later & modules) == []
+
+
+def test_a_refusal_before_the_memory_walk_imports_no_tempfile() -> None:
+    """``tempfile`` (and the archive modules ``shutil`` brings) is loaded by stage 7's walk of a scratch run's
+    temporary directory, not by a frame refused at stage 6."""
+    done, modules = imported_by("run", "claude", "-p", "x", "--frame", "/nonexistent", "--credentials", "none")
+    assert (done.returncode, said(done)[0].split(":")[:2]) == (2, ["metaharness", " frame-unreadable"])
+    assert "tempfile" not in modules
 
 
 def test_a_run_past_its_inputs_imports_its_run_module(tmp_path: Path) -> None:
@@ -111,3 +137,34 @@ def test_a_run_past_its_inputs_imports_its_run_module(tmp_path: Path) -> None:
     modules = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
     assert (done.returncode, [line.split(":")[:2] for line in said(done)]) == (2, [["metaharness", " program-not-found"]])
     assert "metaharness.shell.claude.run" in modules
+
+
+AFTER_THE_SPAWN = ("h11", "ssl", "httpx", "metaharness.pure.run_view", "metaharness.pure.projection",
+                   "metaharness.pure.replays")  # fmt: skip
+"""What only the running child needs (the route's HTTP parser and TLS, on its first connection) or the run's end and
+a terminal (the run view, the projection and every kind's record reader it reads)."""
+
+
+RESULT_ALONE = frozenset(subprocess.run(
+    [sys.executable, "-c", "import sys, returns.result; print(*(m for m in sys.modules if m.startswith('returns')))"],
+    capture_output=True, text=True, check=True, timeout=60,
+).stdout.split())  # fmt: skip
+"""The modules of ``returns`` that ``returns.result`` loads: every stage returns a ``Result`` and needs no more."""
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_launch_path_imports_nothing_only_the_running_child_needs(kind: str, tmp_path: Path) -> None:
+    """Each kind's run module, imported whole before its plan's first refusal (``program-not-found``, no program on
+    the PATH), loads none of what comes after the spawn and of ``returns`` only what ``returns.result`` loads."""
+    needs = ["--model", "m", "--model-endpoint", "http://127.0.0.1:9"] if kind == "b10x" else ["--credentials", "none"]
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "metaharness.shell", "run", kind, "-p", "x", *needs, "--decisions",
+         "observe", "--confine", "off"],
+        capture_output=True, text=True, check=False, timeout=60, env={**os.environ, "PATH": str(tmp_path), "HOME": str(tmp_path)},
+    )  # fmt: skip
+    modules = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert (done.returncode, [line.split(":")[:2] for line in said(done)]) == (2, [["metaharness", " program-not-found"]])
+    assert f"metaharness.shell.{kind}.run" in modules and "metaharness.shell.run_engine" in modules
+    assert sorted(m for m in modules if m in AFTER_THE_SPAWN) == []
+    assert sorted(m for m in modules if m.split(".")[0] == "returns" and m not in RESULT_ALONE) == []
+    assert "metaharness.shell.codex.app_server" not in modules  # a catalogue run's server, and no --catalogue here

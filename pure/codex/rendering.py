@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from returns.pipeline import is_successful
+from returns.result import Success
 
 from metaharness.pure.codex.patch import parse_patch
 from metaharness.pure.frames import Operation
@@ -84,7 +84,7 @@ def unreadable_patch(name: str, input: Any) -> str | None:
     if patch is None:
         return "this apply_patch call carries no patch text, so metaharness cannot tell what it would touch"
     parsed = parse_patch(patch)
-    if is_successful(parsed):
+    if isinstance(parsed, Success):
         return None
     return (
         f"this patch cannot be read the way Codex reads it ({parsed.failure()}), "

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import os
 import stat
+from typing import TYPE_CHECKING
 
 import msgspec
 from returns.result import Failure, Result, Success
 
-from metaharness.pure.catalogue import Catalogue
 from metaharness.pure.claude.plugins import PluginCopy, PluginFile, PluginTree, plan_plugins
 from metaharness.pure.claude.vendor import KIND
 from metaharness.pure.context import ContextFileRead
@@ -30,13 +30,15 @@ from metaharness.pure.hermetic import MEMORY_SHAPES, MemoryWalk
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.bounded_reads import open_regular
-from metaharness.shell.catalogue_file import read_catalogue
 from metaharness.shell.confinement import Prepared, prepare
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import caller_environment, readable_regular_file
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.staging import Refused, check_held, is_directory, take, unusable_directory
 from metaharness.shell.tree_facts import memory_walk_of
+
+if TYPE_CHECKING:
+    from metaharness.pure.catalogue import Catalogue
 
 NOT_BUILT = Refusal(
     "not-built",
@@ -94,10 +96,18 @@ def declared_inputs(options: RunOptions) -> tuple[tuple[ContextFileRead, ...], C
     if unusable is not None:
         raise Refused(unusable)
     context = take(load_context_files(options.cwd, options.context)) if options.context else ()
-    catalogue = take(read_catalogue(options.catalogue)) if options.catalogue is not None else None
+    catalogue = take(_read_catalogue(options.catalogue)) if options.catalogue is not None else None
     frame = take(read_frame_file(options.frame)) if options.frame is not None else None
     take(refuse_frame_beside_observe(options.decisions, options.frame))
     return context, catalogue, frame
+
+
+def _read_catalogue(path: str) -> Result[Catalogue, Refusal]:
+    """The ``--catalogue`` file read and checked; its modules are imported here, so a run without one refused before
+    its plan loads none of them."""
+    from metaharness.shell.catalogue_file import read_catalogue
+
+    return read_catalogue(path)
 
 
 def plugin_tree(source: str) -> PluginTree:

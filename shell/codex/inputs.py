@@ -11,12 +11,12 @@ They read only (the caller's environment, its files, the bwrap trial); what they
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import msgspec
 from returns.result import Failure, Result, Success
 
 from metaharness.pure.bounds import CREDENTIAL_FILE_LIMIT
-from metaharness.pure.catalogue import Catalogue, check_codex_names
 from metaharness.pure.codex.vendor import KIND
 from metaharness.pure.context import ContextFileRead
 from metaharness.pure.environment import (
@@ -30,12 +30,14 @@ from metaharness.pure.frames import Frame, refuse_frame_beside_observe
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.bounded_reads import read_regular
-from metaharness.shell.catalogue_file import read_catalogue
 from metaharness.shell.confinement import Prepared, prepare
 from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import caller_environment, readable_regular_file
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.staging import unusable_directory
+
+if TYPE_CHECKING:
+    from metaharness.pure.catalogue import Catalogue
 
 
 class CodexInputs(msgspec.Struct, frozen=True, kw_only=True):
@@ -90,7 +92,11 @@ def declared_inputs(
 
 def read_codex_catalogue(path: str) -> Result[Catalogue, Refusal]:
     """Stage 6 on codex: the catalogue file's refusals (docs/hermetic.md#catalogue-refusals), then
-    ``catalogue-name-reserved`` for an entry app-server would refuse at ``thread/start``."""
+    ``catalogue-name-reserved`` for an entry app-server would refuse at ``thread/start``. The catalogue's modules are
+    imported here, so a run without ``--catalogue`` refused before its plan loads none of them."""
+    from metaharness.pure.catalogue import check_codex_names
+    from metaharness.shell.catalogue_file import read_catalogue
+
     return read_catalogue(path).bind(lambda catalogue: check_codex_names(catalogue, path))
 
 

@@ -48,7 +48,6 @@ from metaharness.pure.refusal import Refusal
 from metaharness.pure.route_target import BridgeEndpoint, LoopbackPort, VendorAtBridge, route_target
 from metaharness.pure.run_end import RunEnd
 from metaharness.pure.run_stages import decision_budget_ms, strict_version_refusal
-from metaharness.shell.codex.app_server import drive_app_server, place_catalogue
 from metaharness.shell.codex.config_home import config_home_effect
 from metaharness.shell.codex.inputs import CodexInputs, declared_inputs
 from metaharness.shell.codex.live import SUB_AGENT_COPIES, drive_codex
@@ -319,6 +318,9 @@ def _staged(inputs: CodexInputs, options: RunOptions, hold: RunHold, early: Earl
     if options.strict_version:
         take(strict_version(launch))
     if catalogue is not None:
+        # app-server's modules (and the metadata read of its version) load only for a catalogue run
+        from metaharness.shell.codex.app_server import place_catalogue
+
         take(place_catalogue(launch, catalogue, options.catalogue or "", proxy_started=hold.proxy is not None,
                              probed=options.strict_version))  # fmt: skip
     command = launch.argv if catalogue is None else (launch.program, *app_server_args())
@@ -344,9 +346,11 @@ def _drive(
         frame_digest=frame.digest if frame is not None else None, tmpdir=launch.environment.as_dict().get("TMPDIR"),
     )  # fmt: skip
     desk = open_desk(options.decisions, frame, decision_budget_ms(options.decision_deadline, HOOK_TIMEOUT_S * 1000))
-    drive = drive_codex if catalogue is None else partial(
-        drive_app_server, catalogue=catalogue, model=options.model, confined_server=spawn_server
-    )  # fmt: skip
+    drive = drive_codex
+    if catalogue is not None:
+        from metaharness.shell.codex.app_server import drive_app_server
+
+        drive = partial(drive_app_server, catalogue=catalogue, model=options.model, confined_server=spawn_server)
     audit.arm(launch.cwd)
     return drive(
         launch=launch, desk=desk, rollout=rollout, run=run_id, write_event=audit.write_event,
