@@ -6,7 +6,7 @@ No clock and no randomness: the same input bytes give the same document and page
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -19,6 +19,7 @@ from metaharness.pure.jsonline import compact, sha256_hex
 from metaharness.pure.kind import Kind
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.replays import replay_whole
+from metaharness.pure.stream_ending import stream_completeness
 
 TRACE_FORMAT = "trace-ir/1"
 EVENT_SOURCE = "metaharness.event/1"
@@ -136,17 +137,6 @@ def stream_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
         pending[:] = pieces[-1]
     if pending:
         yield bytes(pending)
-
-
-def stream_completeness(events: int, markers: Sequence[tuple[int, int]]) -> str:
-    """``complete``, ``inconsistent`` or ``truncated`` by docs/events.md#stream-ending: ``events`` is the number of
-    events read, ``markers`` each ``stream.closed`` as (0-based position, its ``events`` count)."""
-    if not markers:
-        return "truncated"
-    position, counted = markers[0]
-    if len(markers) > 1 or position != events - 1 or counted != position:
-        return "inconsistent"
-    return "complete"
 
 
 def _node(index: int, raw: dict[str, Any]) -> TraceNode:

@@ -47,8 +47,8 @@ from metaharness.pure.events import (
 )
 from metaharness.pure.hermetic import ROWS
 from metaharness.pure.jsonline import compact
-from metaharness.pure.projection import stream_completeness
 from metaharness.pure.run_stages import unaudited_exit
+from metaharness.pure.stream_ending import stream_completeness
 
 Parts: TypeAlias = tuple[tuple[str, str], ...]
 """Text pieces, each with its style word ("" for none)."""

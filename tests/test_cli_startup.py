@@ -168,3 +168,14 @@ def test_the_launch_path_imports_nothing_only_the_running_child_needs(kind: str,
     assert sorted(m for m in modules if m in AFTER_THE_SPAWN) == []
     assert sorted(m for m in modules if m.split(".")[0] == "returns" and m not in RESULT_ALONE) == []
     assert "metaharness.shell.codex.app_server" not in modules  # a catalogue run's server, and no --catalogue here
+
+
+def test_the_run_view_loads_no_projection() -> None:
+    """A terminal's run view, imported before the spawn when stderr is a terminal, reads how a stream ended from the
+    leaf both share and loads neither the projection nor any kind's replay."""
+    modules = set(subprocess.run(
+        [sys.executable, "-c", "import sys, metaharness.pure.run_view; print(*sys.modules)"],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout.split())  # fmt: skip
+    assert "metaharness.pure.stream_ending" in modules
+    assert sorted(m for m in modules if m == "metaharness.pure.projection" or m.endswith(".replay")) == []
