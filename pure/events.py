@@ -588,10 +588,8 @@ def result_unobserved(stream: Stream) -> WarningRaised | None:
     )
 
 
-def _sorted_maps(payload: Event) -> Event:
-    """Maps keyed by data are written sorted by key (docs/events.md#serialisation rule 4)."""
-    if type(payload) is not SessionEnded:
-        return payload
+def _sorted_maps(payload: SessionEnded) -> SessionEnded:
+    """Maps keyed by data are written sorted by key (docs/events.md#serialisation rule 4): ``session.ended``'s."""
     census = msgspec.structs.replace(
         payload.census,
         by_seam=dict(sorted(payload.census.by_seam.items())),
@@ -609,9 +607,11 @@ def _line_template(run: str) -> bytes:
 
 
 def encode_event(seq: int, run: str, payload: Event, at: str | UnsetType = UNSET) -> bytes:
-    """The exact line of docs/events.md#serialisation, #the-twenty-events for one event, ``\\n`` included."""
+    """The exact line of docs/events.md#serialisation, #the-twenty-events for one event, ``\\n`` included: the payload
+    encoded once, its opening brace dropped, behind the run's framing keys."""
     dated = b"" if at is UNSET else b',"at":' + compact(at)
-    return _line_template(run) % (seq, dated, compact(_sorted_maps(payload))[1:])
+    body = compact(_sorted_maps(payload) if isinstance(payload, SessionEnded) else payload)
+    return _line_template(run) % (seq, dated, body[1:])
 
 
 class EventValue(Struct, frozen=True):
@@ -624,7 +624,9 @@ class EventValue(Struct, frozen=True):
 
 def advanced(stream: Stream, payload: Event) -> Stream:
     """``stream`` with one more event counted, its call noted open or ended."""
-    return Stream(stream.run, stream.written + 1, _unended(stream.unended, payload))
+    if type(payload) in _CALL_EVENTS:
+        return Stream(stream.run, stream.written + 1, _unended(stream.unended, payload))
+    return Stream(stream.run, stream.written + 1, stream.unended)
 
 
 def note(stream: Stream, payload: Event, at: str | UnsetType = UNSET) -> tuple[Stream, EventValue]:
