@@ -192,6 +192,8 @@ class _Out:
     """The effects one step produces, with the stream, the desk and the answers they advance (local to
     one call)."""
 
+    __slots__ = ("answers", "desk", "effects", "stream")
+
     def __init__(self, state: SeamState) -> None:
         self.stream = state.stream
         self.desk = state.desk
@@ -311,6 +313,25 @@ _replace = msgspec.structs.replace
 Quick: TypeAlias = "Callable[[SeamState, Any], tuple[SeamState, tuple[Effect, ...]]]"
 
 
+def _announce(state: SeamState, out: _Out, record: rec.ToolRequested, changes: dict[str, Any]) -> None:
+    """A ``tool-requested``: under observe presented on seam ``none`` at once, else held until the record shows
+    whether the loop asks about it (docs/adapters/b10x.md#reading-the-record)."""
+    held = Held(record.call_id, record.name, record.arguments)
+    if state.settings.mode == "observe":
+        out.step(desk_.present(out.desk, presented_call(held, "none", state.tree)))
+    else:
+        changes["held"] = held
+
+
+def _announced(state: SeamState, record: rec.ToolRequested) -> tuple[SeamState, tuple[Effect, ...]]:
+    """A ``tool-requested`` when no call is held: the open attempt's buffer emitted, then :func:`_announce`."""
+    out = _Out(state)
+    changes: dict[str, Any] = {}
+    _flush(state, out, changes)
+    _announce(state, out, record, changes)
+    return out.finish(state, **changes)
+
+
 def _quiet(state: SeamState, record: rec.ToolArgumentsDelta) -> tuple[SeamState, tuple[Effect, ...]]:
     """A tool's streamed arguments say nothing the ``tool-requested`` will not."""
     return state, ()
@@ -372,6 +393,7 @@ _QUICK: dict[type, Quick] = {
     rec.Usage: _usage,
     rec.ToolCompleted: _completed,
     rec.TurnStarted: _turn,
+    rec.ToolRequested: _announced,
 }
 """The records most lines are, mapped in one step when no call is held: dispatched on the decoded type once, each
 emitting what the general path (:func:`_flush`, then :func:`_buffered` or :func:`_map`) would."""
@@ -474,11 +496,7 @@ def _map(
     elif isinstance(record, rec.Cost):
         changes["cost"] = (state.cost or 0) + record.micro_usd
     elif isinstance(record, rec.ToolRequested):
-        held = Held(record.call_id, record.name, record.arguments)
-        if settings.mode == "observe":
-            out.step(desk_.present(out.desk, presented_call(held, "none", state.tree)))
-        else:
-            changes["held"] = held
+        _announce(state, out, record, changes)
     elif isinstance(record, rec.ApprovalRequired):
         _question(state, out, record, changes)
     elif isinstance(record, rec.ApprovalResolved):
