@@ -286,13 +286,22 @@ def read_line(
     if tree is not None:
         state = _replace(state, tree=tree if state.tree is None else state.tree.merged(tree))
     record = rec.read_record(line)
-    held = state.held
-    if held is None:
+    if state.held is None:
         quick = _QUICK.get(type(record))
         if quick is not None:
             return quick(state, record)
+    return mapped_line(state, number, line, record)
+
+
+def mapped_line(
+    state: SeamState, number: int, line: bytes, record: rec.Record | str | None
+) -> tuple[SeamState, tuple[Effect, ...]]:
+    """Line ``number``'s ``record`` mapped by the general path, which every record takes: a held call released
+    first unless the line asks about it, then the record buffered, retried or mapped (:func:`read_line` takes the
+    records of ``_QUICK`` a shorter way to the same state and effects)."""
     if record is None and not line.strip():
         return state, ()
+    held = state.held
     out = _Out(state)
     changes: dict[str, Any] = {}
     if held is not None and not (isinstance(record, rec.ApprovalRequired) and record.call_id == held.call_id):
