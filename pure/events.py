@@ -618,7 +618,7 @@ def encode_event(seq: int, run: str, payload: Event, at: str | UnsetType = UNSET
     """The exact line of docs/events.md#serialisation, #the-twenty-events for one event, ``\\n`` included: the payload
     encoded once, its opening brace dropped, behind the run's framing keys."""
     dated = b"" if at is UNSET else b',"at":' + compact(at)
-    body = compact(_sorted_maps(payload) if isinstance(payload, SessionEnded) else payload)
+    body = compact(_sorted_maps(payload) if type(payload) is SessionEnded else payload)
     return _line_template(run) % (seq, dated, body[1:])
 
 
