@@ -8,6 +8,7 @@ from event_lines import written
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from metaharness.pure.b10x.records import read_record
 from metaharness.pure.b10x.replay import record_lines, replay_settings
 from metaharness.pure.b10x.seam import (
     UNEXPECTED_REASON,
@@ -15,6 +16,7 @@ from metaharness.pure.b10x.seam import (
     SeamState,
     end_of_record,
     expire,
+    mapped_line,
     open_seam,
     read_line,
     take_command,
@@ -233,3 +235,15 @@ def test_the_attempt_buffer_releases_what_a_list_model_releases(lines: list[byte
     assert seen == released
     answers = [e["final_answer"] and e["final_answer"]["text"] for e in events if e["event"] == "session.ended"]
     assert answers == finals
+
+
+@settings(max_examples=200, deadline=None)
+@given(MODES, RECORD)
+def test_the_quick_steps_reach_what_the_general_path_reaches(mode: str, record: bytes) -> None:
+    """Each record ``read_line`` maps in one quick step (``_QUICK``) gives the state and effects the general path
+    (``mapped_line``) gives from the same state, whatever came before."""
+    state: SeamState
+    state, _ = open_seam(replay_settings(decisions=mode, frame=FRAME if mode != "observe" else None, transcript_path="r"))
+    for number, line in record_lines(record):
+        assert read_line(state, number, line) == mapped_line(state, number, line, read_record(line))
+        state, _ = read_line(state, number, line)

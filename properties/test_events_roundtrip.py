@@ -16,6 +16,7 @@ from msgspec import UNSET
 from metaharness.pure.events import (
     EVENT_TYPES,
     EventLine,
+    SessionEnded,
     Stream,
     _sorted_maps,
     encode_event,
@@ -157,7 +158,8 @@ def concatenated_line(seq: int, run: str, payload: Any, at: Any) -> bytes:
     framing = b'{"format":"metaharness.event/1","seq":' + str(seq).encode() + b',"run":' + msgspec.json.encode(run)
     if at is not UNSET:
         framing += b',"at":' + msgspec.json.encode(at)
-    return framing + b"," + msgspec.json.encode(_sorted_maps(payload))[1:] + b"\n"
+    sorted_maps = _sorted_maps(payload) if isinstance(payload, SessionEnded) else payload
+    return framing + b"," + msgspec.json.encode(sorted_maps)[1:] + b"\n"
 
 
 RUNS = st.sampled_from(["replay", "b10x-4821", "golden", "100%", "%d%b%%", 'q"\\\n']) | TEXT

@@ -248,15 +248,16 @@ def present(desk: Desk, call: PresentedCall) -> Step:
     module docstring."""
     digest = request_digest(call.call_id, call.name, call.input)
     keys = desk.calls.get(call.call_id, ())
-    same = next((r for r in keys if r.digest == digest), None)
     deciding = call.seam != "none"
+    if not keys and not deciding:  # a first presentation, recorded: no other key to compare or to keep
+        record = CallRecord(call_id=call.call_id, digest=digest, seam=call.seam, status="recorded")
+        calls = desk.calls.set(call.call_id, (record,), desk.pending)
+        return msgspec.structs.replace(desk, calls=calls), (_requested(call, False, None),)
+    same = next((r for r in keys if r.digest == digest), None)
     if same is not None and not (same.status == "recorded" and deciding):
         return _repeat(desk, call, same)
     if any(r.digest != digest for r in keys):
         return _mutated(desk, call, digest)
-    if not deciding:
-        record = CallRecord(call_id=call.call_id, digest=digest, seam=call.seam, status="recorded")
-        return _recorded(desk, record), (_requested(call, False, None),)
     return _fresh(desk, call, CallRecord(call_id=call.call_id, digest=digest, seam=call.seam, status="pending", call=call))
 
 

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Annotated, Any, Literal, TypeAlias, cast
 
 import msgspec
+from immutables import Map
 from msgspec import UNSET, Struct, UnsetType
 from returns.result import Failure, Result, Success
 
@@ -554,23 +555,30 @@ class EventLine(Struct, frozen=True, kw_only=True):
 class Stream(Struct, frozen=True):
     """How many events a run's stream has counted (``note``; the writer, ``metaharness.pure.stream_writer``, is the
     one place ``seq`` is assigned).
-    ``unended`` holds the calls written with a ``tool.requested`` and no ``tool.result`` yet, in
-    the order they were requested (``result_unobserved`` names them at session end)."""
+    ``unended`` holds the calls written with a ``tool.requested`` and no ``tool.result`` yet, each with the count
+    of events before its request, which orders them (``result_unobserved`` names them at session end in the order
+    they were requested); a persistent map, so noting a call costs the same however many are open."""
 
     run: str
     written: int = 0
-    unended: tuple[str, ...] = ()
+    unended: Map[str, int] = Map()
 
 
-def _unended(unended: tuple[str, ...], payload: Event) -> tuple[str, ...]:
+def _unended(unended: Map[str, int], written: int, payload: Event) -> Map[str, int]:
+    """``unended`` after ``payload``, the event counted after ``written`` others."""
     kind = type(payload)
     if kind is ToolRequested:
         call_id = cast(ToolRequested, payload).call_id
-        return unended if call_id in unended else (*unended, call_id)
+        return unended if call_id in unended else unended.set(call_id, written)
     if kind is ToolResult:
         call_id = cast(ToolResult, payload).call_id
-        return tuple(open_id for open_id in unended if open_id != call_id) if call_id in unended else unended
+        return unended.delete(call_id) if call_id in unended else unended
     return unended
+
+
+def open_calls(stream: Stream) -> tuple[str, ...]:
+    """The calls requested and never ended, in the order they were requested."""
+    return tuple(sorted(stream.unended, key=stream.unended.__getitem__))
 
 
 _CALL_EVENTS = (ToolRequested, ToolResult)
@@ -583,15 +591,13 @@ def result_unobserved(stream: Stream) -> WarningRaised | None:
         return None
     return WarningRaised(
         code="RESULT_UNOBSERVED",
-        message=f"no result was observed for {', '.join(stream.unended)}: the harness recorded no outcome for "
+        message=f"no result was observed for {', '.join(open_calls(stream))}: the harness recorded no outcome for "
         "these calls, so whether they ran is unknown",
     )
 
 
-def _sorted_maps(payload: Event) -> Event:
-    """Maps keyed by data are written sorted by key (docs/events.md#serialisation rule 4)."""
-    if type(payload) is not SessionEnded:
-        return payload
+def _sorted_maps(payload: SessionEnded) -> SessionEnded:
+    """Maps keyed by data are written sorted by key (docs/events.md#serialisation rule 4): ``session.ended``'s."""
     census = msgspec.structs.replace(
         payload.census,
         by_seam=dict(sorted(payload.census.by_seam.items())),
@@ -609,9 +615,11 @@ def _line_template(run: str) -> bytes:
 
 
 def encode_event(seq: int, run: str, payload: Event, at: str | UnsetType = UNSET) -> bytes:
-    """The exact line of docs/events.md#serialisation, #the-twenty-events for one event, ``\\n`` included."""
+    """The exact line of docs/events.md#serialisation, #the-twenty-events for one event, ``\\n`` included: the payload
+    encoded once, its opening brace dropped, behind the run's framing keys."""
     dated = b"" if at is UNSET else b',"at":' + compact(at)
-    return _line_template(run) % (seq, dated, compact(_sorted_maps(payload))[1:])
+    body = compact(_sorted_maps(payload) if type(payload) is SessionEnded else payload)
+    return _line_template(run) % (seq, dated, body[1:])
 
 
 class EventValue(Struct, frozen=True):
@@ -624,7 +632,9 @@ class EventValue(Struct, frozen=True):
 
 def advanced(stream: Stream, payload: Event) -> Stream:
     """``stream`` with one more event counted, its call noted open or ended."""
-    return Stream(stream.run, stream.written + 1, _unended(stream.unended, payload))
+    if type(payload) in _CALL_EVENTS:
+        return Stream(stream.run, stream.written + 1, _unended(stream.unended, stream.written, payload))
+    return Stream(stream.run, stream.written + 1, stream.unended)
 
 
 def note(stream: Stream, payload: Event, at: str | UnsetType = UNSET) -> tuple[Stream, EventValue]:
@@ -635,9 +645,9 @@ def note(stream: Stream, payload: Event, at: str | UnsetType = UNSET) -> tuple[S
 def note_each(stream: Stream, payloads: list[Event]) -> tuple[Stream, list[EventValue]]:
     """``note`` over ``payloads`` in order, none of them dated."""
     unended = stream.unended
-    for payload in payloads:
+    for index, payload in enumerate(payloads):
         if type(payload) in _CALL_EVENTS:
-            unended = _unended(unended, payload)
+            unended = _unended(unended, stream.written + index, payload)
     return Stream(stream.run, stream.written + len(payloads), unended), [EventValue(payload) for payload in payloads]
 
 

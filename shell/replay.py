@@ -18,7 +18,7 @@ from typing import IO
 
 from returns.result import Failure
 
-from metaharness.pure.adapter import Adapter, ReplayOutput, ReplayRequest, SeamAnswer
+from metaharness.pure.adapter import Adapter, ReplayOutput, ReplayRequest
 from metaharness.pure.adapters import adapter_of
 from metaharness.pure.bounds import RECORD_LINE_LIMIT
 from metaharness.pure.events import closed_reason
@@ -172,11 +172,10 @@ def _stream(outputs: Iterator[ReplayOutput], sink: IO[bytes] | None, batch: _Bat
     last = b""
     lines = batch.lines
     for output in outputs:
-        if isinstance(output, SeamAnswer):
-            if sink is not None:
-                sink.write(output.line)
-            continue
-        lines += output
-        last = output
+        if isinstance(output, bytes):
+            lines += output
+            last = output
+        elif sink is not None:
+            sink.write(output.line)
     batch.flush()
     return last

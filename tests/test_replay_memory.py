@@ -50,7 +50,7 @@ def _read_b10x(lines: list[bytes], state: SeamState | None = None) -> tuple[Seam
 
 def test_b10x_replay_holds_no_more_than_two_generations_after_many_resolved_calls() -> None:
     state, _ = _read_b10x(_b10x_lines(CALLS))
-    assert len(state.desk.pending) == 0 and state.stream.unended == ()
+    assert len(state.desk.pending) == 0 and not state.stream.unended
     assert CALL_MEMORY_LIMIT <= len(state.desk.calls) <= 2 * CALL_MEMORY_LIMIT
     assert "call_0" not in state.desk.calls and f"call_{CALLS - 1}" in state.desk.calls
 

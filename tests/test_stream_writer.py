@@ -99,4 +99,4 @@ def test_a_marker_noted_against_the_written_stream_follows_on_from_every_line() 
 def test_with_nothing_to_amend_the_writer_writes_the_value_as_it_is() -> None:
     stream, line = write_line(Stream("r", written=2), EventValue(_result("c1"), "t"))
     assert stream.written == 3 and json.loads(line)["seq"] == 3 and json.loads(line)["at"] == "t"
-    assert stream.unended == ()
+    assert not stream.unended

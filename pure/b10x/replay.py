@@ -83,14 +83,16 @@ def replayed_lines(lines: Iterable[bytes], settings: SeamSettings) -> Iterator[R
     seam; the record is never held."""
     state: SeamState
     state, effects = open_seam(settings)
-    stream = Stream(state.stream.run)
-    stream, outputs = _outputs(stream, effects)
+    stream, outputs = _outputs(Stream(state.stream.run), effects)
     yield from outputs
     for number, line in enumerate(lines, start=1):
         state, effects = read_line(state, number, line)
-        if effects:
-            stream, outputs = _outputs(stream, effects)
-            yield from outputs
+        for effect in effects:  # _outputs, inline: this loop runs once a record line
+            if type(effect) is EventValue:
+                stream, line = write_line(stream, effect)
+                yield line
+            elif type(effect) is AnswerLine:
+                yield SeamAnswer(effect.line)
     state, effects = end_of_record(state)
     stream, outputs = _outputs(stream, effects)
     yield from outputs

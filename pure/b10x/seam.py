@@ -10,6 +10,7 @@ stdin (:class:`AnswerLine`) and deadlines to arm (``decisions.Arm``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, TypeAlias, cast
 
 import msgspec
@@ -191,6 +192,8 @@ class _Out:
     """The effects one step produces, with the stream, the desk and the answers they advance (local to
     one call)."""
 
+    __slots__ = ("answers", "desk", "effects", "stream")
+
     def __init__(self, state: SeamState) -> None:
         self.stream = state.stream
         self.desk = state.desk
@@ -213,12 +216,12 @@ class _Out:
     def step(self, step: tuple[Desk, tuple[desk_.Effect, ...]]) -> None:
         """Perform the desk's effects in order: events noted, answers rendered, deadlines armed."""
         self.desk, effects = step
-        for effect in effects:
-            if isinstance(effect, desk_.Emit):
+        for effect in effects:  # by exact type: an isinstance on a struct class costs more
+            if type(effect) is desk_.Emit:
                 self.emit(effect.event)
-            elif isinstance(effect, desk_.Answer):
+            elif type(effect) is desk_.Answer:
                 self.answer(effect.call_id, effect.decision)
-            elif isinstance(effect, desk_.Arm):
+            elif type(effect) is desk_.Arm:
                 self.effects.append(effect)
 
     def finish(self, state: SeamState, **changes: Any) -> tuple[SeamState, tuple[Effect, ...]]:
@@ -283,24 +286,22 @@ def read_line(
     if tree is not None:
         state = _replace(state, tree=tree if state.tree is None else state.tree.merged(tree))
     record = rec.read_record(line)
+    if state.held is None:
+        quick = _QUICK.get(type(record))
+        if quick is not None:
+            return quick(state, record)
+    return mapped_line(state, number, line, record)
+
+
+def mapped_line(
+    state: SeamState, number: int, line: bytes, record: rec.Record | str | None
+) -> tuple[SeamState, tuple[Effect, ...]]:
+    """Line ``number``'s ``record`` mapped by the general path, which every record takes: a held call released
+    first unless the line asks about it, then the record buffered, retried or mapped (:func:`read_line` takes the
+    records of ``_QUICK`` a shorter way to the same state and effects)."""
     if record is None and not line.strip():
         return state, ()
     held = state.held
-    if held is None:
-        if type(record) is rec.ToolArgumentsDelta:
-            return state, ()
-        attempt = state.attempt
-        if attempt is not None:
-            if isinstance(record, rec.TextDelta):
-                return _replace(state, attempt=(Text(text=record.text, request_id=None), attempt)), ()
-            if isinstance(record, rec.ReasoningDelta):
-                return _replace(state, attempt=(Thinking(text=record.text, request_id=None), attempt)), ()
-        elif isinstance(record, (rec.Usage, rec.ToolCompleted)):
-            single = (
-                usage_event(record, state.settings.model) if isinstance(record, rec.Usage) else tool_result(record)
-            )
-            stream, value = note(state.stream, single)
-            return _replace(state, stream=stream), (value,)
     out = _Out(state)
     changes: dict[str, Any] = {}
     if held is not None and not (isinstance(record, rec.ApprovalRequired) and record.call_id == held.call_id):
@@ -317,6 +318,94 @@ def read_line(
 
 _replace = msgspec.structs.replace
 """Bound once: the hot paths of :func:`read_line` replace the state on every line."""
+
+Quick: TypeAlias = "Callable[[SeamState, Any], tuple[SeamState, tuple[Effect, ...]]]"
+
+
+def _announce(state: SeamState, out: _Out, record: rec.ToolRequested, changes: dict[str, Any]) -> None:
+    """A ``tool-requested``: under observe presented on seam ``none`` at once, else held until the record shows
+    whether the loop asks about it (docs/adapters/b10x.md#reading-the-record)."""
+    held = Held(record.call_id, record.name, record.arguments)
+    if state.settings.mode == "observe":
+        out.step(desk_.present(out.desk, presented_call(held, "none", state.tree)))
+    else:
+        changes["held"] = held
+
+
+def _announced(state: SeamState, record: rec.ToolRequested) -> tuple[SeamState, tuple[Effect, ...]]:
+    """A ``tool-requested`` when no call is held: the open attempt's buffer emitted, then :func:`_announce`."""
+    out = _Out(state)
+    changes: dict[str, Any] = {}
+    _flush(state, out, changes)
+    _announce(state, out, record, changes)
+    return out.finish(state, **changes)
+
+
+def _quiet(state: SeamState, record: rec.ToolArgumentsDelta) -> tuple[SeamState, tuple[Effect, ...]]:
+    """A tool's streamed arguments say nothing the ``tool-requested`` will not."""
+    return state, ()
+
+
+def _delta(state: SeamState, record: rec.TextDelta | rec.ReasoningDelta) -> tuple[SeamState, tuple[Effect, ...]]:
+    """A text or reasoning delta: buffered while an attempt is open, else emitted (a text counted in the turn)."""
+    payload: Text | Thinking = (
+        Text(text=record.text, request_id=None)
+        if type(record) is rec.TextDelta
+        else Thinking(text=record.text, request_id=None)
+    )
+    attempt = state.attempt
+    if attempt is not None:
+        return _replace(state, attempt=(payload, attempt)), ()
+    stream, value = note(state.stream, payload)
+    turn_text = (payload.text, state.turn_text) if type(payload) is Text else state.turn_text
+    return _replace(state, stream=stream, turn_text=turn_text), (value,)
+
+
+def _flushed_with(state: SeamState, payload: Event) -> tuple[Stream, Chain, tuple[Effect, ...]]:
+    """The open attempt's buffer emitted in order, then ``payload``: the stream, the turn's texts and the effects
+    (what :func:`_flush` and :func:`_map` do for a record that closes the attempt)."""
+    attempt = state.attempt
+    if not attempt:
+        stream, value = note(state.stream, payload)
+        return stream, state.turn_text, (value,)
+    payloads = chained(attempt)
+    turn_text = state.turn_text
+    for item in payloads:
+        if type(item) is Text:
+            turn_text = (item.text, turn_text)
+    payloads.append(payload)
+    stream, values = note_each(state.stream, payloads)
+    return stream, turn_text, tuple(values)
+
+
+def _usage(state: SeamState, record: rec.Usage) -> tuple[SeamState, tuple[Effect, ...]]:
+    stream, turn_text, effects = _flushed_with(state, usage_event(record, state.settings.model))
+    return _replace(state, stream=stream, attempt=None, turn_text=turn_text), effects
+
+
+def _completed(state: SeamState, record: rec.ToolCompleted) -> tuple[SeamState, tuple[Effect, ...]]:
+    stream, turn_text, effects = _flushed_with(state, tool_result(record))
+    return _replace(state, stream=stream, attempt=None, turn_text=turn_text), effects
+
+
+def _turn(state: SeamState, record: rec.TurnStarted) -> tuple[SeamState, tuple[Effect, ...]]:
+    """A new turn: the last attempt's buffer emitted, a staged frame in force, an empty attempt opened."""
+    desk = desk_.begin_turn(state.desk)
+    stream, _, effects = _flushed_with(state, TurnStarted(turn=record.turn, frame_digest=desk.frame_digest))
+    return _replace(state, stream=stream, desk=desk, attempt=(), turn_text=()), effects
+
+
+_QUICK: dict[type, Quick] = {
+    rec.ToolArgumentsDelta: _quiet,
+    rec.TextDelta: _delta,
+    rec.ReasoningDelta: _delta,
+    rec.Usage: _usage,
+    rec.ToolCompleted: _completed,
+    rec.TurnStarted: _turn,
+    rec.ToolRequested: _announced,
+}
+"""The records most lines are, mapped in one step when no call is held: dispatched on the decoded type once, each
+emitting what the general path (:func:`_flush`, then :func:`_buffered` or :func:`_map`) would."""
 
 _BUFFERED = (rec.TextDelta, rec.ReasoningDelta, rec.Warning, rec.ToolArgumentsDelta)
 """The records an open attempt buffers (docs/adapters/b10x.md#reading-the-record)."""
@@ -350,7 +439,9 @@ def _buffered(state: SeamState, out: _Out, record: rec.Record, changes: dict[str
 def _flush(state: SeamState, out: _Out, changes: dict[str, Any]) -> None:
     """Emit an open attempt's buffer in order and close the attempt."""
     attempt = changes.get("attempt", state.attempt)
-    if attempt is None:
+    if not attempt:
+        if attempt is not None:
+            changes["attempt"] = None
         return
     payloads = chained(attempt)
     out.emit_all(payloads)
@@ -414,11 +505,7 @@ def _map(
     elif isinstance(record, rec.Cost):
         changes["cost"] = (state.cost or 0) + record.micro_usd
     elif isinstance(record, rec.ToolRequested):
-        held = Held(record.call_id, record.name, record.arguments)
-        if settings.mode == "observe":
-            out.step(desk_.present(out.desk, presented_call(held, "none", state.tree)))
-        else:
-            changes["held"] = held
+        _announce(state, out, record, changes)
     elif isinstance(record, rec.ApprovalRequired):
         _question(state, out, record, changes)
     elif isinstance(record, rec.ApprovalResolved):
