@@ -10,8 +10,8 @@
 
 Each side of a ratio is measured ROUNDS times, the two sides in turn so a shared machine's load falls on
 both alike; printed are the median and p90 of each and the ratio of the medians. Beside the first ratio,
-each side's CPU seconds and the cores it kept busy: on a loaded machine ``--jobs 2`` gets fewer than two,
-and that, not the runs, is then what holds its ratio down.
+each side's CPU seconds (and per run), the cores it kept busy and the load average: on a loaded machine
+``--jobs 2`` gets fewer than two, and that, not the runs, is then what holds its ratio down.
 Run: ``.venv/bin/python benchmarks/bench_eval.py [runs] [rounds]`` (defaults 20 and 5).
 """
 
@@ -92,11 +92,11 @@ CPU: dict[tuple[str, ...], list[float]] = {}
 """CPU seconds of each timed batch by its options (a Ray batch's runs ran in the cluster's workers: not counted)."""
 
 
-def busy(times: list[float], options: tuple[str, ...]) -> str:
-    """The batches' median CPU seconds and the cores they kept busy (median CPU over median wall): what the
-    shared machine gave them, which bounds the ratio a second job can reach."""
+def busy(times: list[float], options: tuple[str, ...], runs: int) -> str:
+    """The batches' median CPU seconds (and per run) and the cores they kept busy (median CPU over median wall):
+    what the shared machine gave them, which bounds the ratio a second job can reach."""
     cpu = statistics.median(CPU[options])
-    return f"{cpu:.1f} CPU s on {cpu / statistics.median(times):.2f} cores"
+    return f"{cpu:.1f} CPU s ({cpu / runs * 1000:.0f} ms a run) on {cpu / statistics.median(times):.2f} cores"
 
 
 def paired(first: Callable[[], float], second: Callable[[], float], rounds: int) -> tuple[list[float], list[float]]:
@@ -144,6 +144,7 @@ def ray_cluster(env: dict[str, str], temp: Path) -> tuple[subprocess.Popen[str],
 def main() -> None:
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 20
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    print(f"load average {os.getloadavg()[0]:.2f} before (2 cores)")
     with tempfile.TemporaryDirectory(prefix="bench-eval-") as directory:
         root = Path(directory)
         emulator = subprocess.Popen([str(BIN / "b10x-emulator"), "--scenario", "flat-write"], stdout=subprocess.PIPE)
@@ -156,7 +157,8 @@ def main() -> None:
             one, two = paired(lambda: timed(root, env, plan, "--jobs", "1"), lambda: timed(root, env, plan, "--jobs", "2"), rounds)
             print(f"{runs} b10x runs over {rounds} rounds: --jobs 1 {spread(one)}, --jobs 2 {spread(two)}: throughput "
                   f"{statistics.median(one) / statistics.median(two):.2f}x (aim >= 1.7x); --jobs 1 "
-                  f"{busy(one, ('--jobs', '1'))}, --jobs 2 {busy(two, ('--jobs', '2'))}")  # fmt: skip
+                  f"{busy(one, ('--jobs', '1'), runs)}, --jobs 2 {busy(two, ('--jobs', '2'), runs)}; load average "
+                  f"{os.getloadavg()[0]:.2f} after")  # fmt: skip
             cluster, address = ray_cluster(env, root / "ray")
             try:
                 cold = timed(root, env, plan, "--jobs", "2", "--ray", address)

@@ -3,11 +3,11 @@ links and all, the ``b10x-harness`` entry point installed beside the Python runn
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import stat
 import sysconfig
 
+from metaharness import __version__
 from metaharness.pure.b10x.vendor import PROGRAM
 
 
@@ -19,4 +19,4 @@ def own_loop_version(program: str) -> str | None:
         same = os.path.samefile(program, own) and stat.S_ISREG(os.stat(own).st_mode)
     except OSError:
         return None
-    return importlib.metadata.version("metaharness") if same else None
+    return __version__ if same else None

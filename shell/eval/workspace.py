@@ -3,7 +3,7 @@ baseline repository (committed once per task, unpacked for each run), its diff a
 read — none through anything the child wrote.
 
 git runs with every configuration source off (no system or global file, no ``GIT_*`` of the caller's
-environment, fsmonitor, hooks and attributes off), and after the run only against a repository of the
+environment, fsmonitor, hooks and attributes off) and starts no automatic maintenance behind a commit, and after the run only against a repository of the
 driver's own outside the copy (``--git-dir``), so the copy's ``.git`` — its config, hooks, filters,
 fsmonitor — is never read on the host. A checked file is opened one component at a time from the
 copy's directory descriptor with ``O_NOFOLLOW`` and read only when it is a regular file."""
@@ -26,7 +26,7 @@ _GIT_SETTINGS = (
     "-c", "user.name=metaharness-eval", "-c", "user.email=metaharness-eval@localhost", "-c", "core.hooksPath=/dev/null",
     "-c", "commit.gpgsign=false", "-c", "core.autocrlf=false", "-c", "core.fsmonitor=false",
     "-c", "core.attributesFile=/dev/null", "-c", "core.excludesFile=/dev/null", "-c", "core.untrackedCache=false",
-    "-c", "core.protectNTFS=false", "-c", "core.protectHFS=false",
+    "-c", "core.protectNTFS=false", "-c", "core.protectHFS=false", "-c", "maintenance.auto=false", "-c", "gc.auto=0",
 )  # fmt: skip
 _NO_ATTRIBUTES = b"* !text !eol !filter !ident !working-tree-encoding !diff !merge\n"
 """``info/attributes`` of the driver's repositories: it outranks every ``.gitattributes`` in the tree, so

@@ -10,9 +10,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator
 
-import httpx
-
-from metaharness.pure.budgets import LOOP_CONNECT_S, LOOP_READ_S
 from metaharness.pure.wires.neutral import Outcome, StreamEvent, WireError
 from metaharness.pure.wires.retry import (
     final_transport_error,
@@ -24,23 +21,16 @@ from metaharness.pure.wires.retry import (
 )
 from metaharness.pure.wires.sse import SseItem, frame_sse
 from metaharness.shell.loop.cancel import CancelToken, Interrupted
+from metaharness.shell.loop.http_client import CodingFailure, HttpClient, Response, TransportFailure
 
 Decoder = Callable[[Iterable[SseItem]], Iterator[StreamEvent]]
 HeaderSource = Callable[[], "tuple[tuple[str, str], ...] | WireError"]
 
 
-def make_client(url: str) -> httpx.Client:
-    """HTTP/1.1, proxy variables ignored, redirects never followed; TLS verified for an ``https`` URL.
-
-    Redirects are never followed, so the client only ever talks to ``url``'s origin: a plain ``http``
-    URL needs no certificate store, and loading one would cost every run tens of milliseconds.
-    """
-    return httpx.Client(
-        trust_env=False,
-        follow_redirects=False,
-        timeout=httpx.Timeout(LOOP_READ_S, connect=LOOP_CONNECT_S),
-        verify=url.startswith("https://"),
-    )
+def make_client(url: str) -> HttpClient:
+    """HTTP/1.1 to ``url``'s origin, proxy variables ignored, redirects never followed; TLS verified for an
+    ``https`` URL (``shell/loop/http_client.py``)."""
+    return HttpClient(url)
 
 
 class ModelCall:
@@ -48,7 +38,7 @@ class ModelCall:
 
     def __init__(
         self,
-        client: httpx.Client,
+        client: HttpClient,
         wire: str,
         url: str,
         user_agent: str,
@@ -102,15 +92,15 @@ class ModelCall:
         if self.cancel.stopping():
             return WireError("cancelled", "the caller cancelled")
         credential = _credential_in(built)
-        request = httpx.Request("POST", self.url, headers=[*built, ("user-agent", self.user_agent)], content=body)
+        headers_sent = (*built, ("user-agent", self.user_agent))
         del built
         try:
             with self.cancel.blocking():
-                response = self.client.send(request, stream=True)
+                response = self.client.post(self.url, headers_sent, body)
                 try:
                     if not 200 <= response.status_code < 300:
                         head = _read_head(response)
-                        retry_after = parse_retry_after(response.headers.get("retry-after"), time.time())
+                        retry_after = parse_retry_after(response.header("retry-after"), time.time())
                         error = status_error(self.wire, response.status_code, head, credential, retry_after)
                         return error if error is not None else WireError("protocol", "unreachable status")
                     for event in decode(frame_sse(response.iter_bytes())):
@@ -124,9 +114,9 @@ class ModelCall:
                     response.close()
         except Interrupted:
             return WireError("cancelled", "the caller cancelled")
-        except httpx.DecodingError as error:
+        except CodingFailure as error:
             return WireError("protocol", f"{self.wire} sent a body whose content coding does not decode: {error}")
-        except (httpx.TimeoutException, httpx.TransportError) as error:
+        except TransportFailure as error:
             text = str(error) or type(error).__name__
             if credential:
                 text = text.replace(credential, "[redacted]")
@@ -142,7 +132,7 @@ def _credential_in(headers: tuple[tuple[str, str], ...]) -> str | None:
     return None
 
 
-def _read_head(response: httpx.Response) -> bytes:
+def _read_head(response: Response) -> bytes:
     head = b""
     for chunk in response.iter_bytes():
         head += chunk
