@@ -16,6 +16,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import TypeVar
 
 import msgspec
+from immutables import Map
 
 from metaharness.pure.events import SessionEnded, Stream, TurnEnded, WarningRaised, drained
 from metaharness.pure.hook_channel import HookCall
@@ -45,7 +46,8 @@ class Correlator(msgspec.Struct, frozen=True, kw_only=True):
 
     live: bool
     held: tuple[_Held, ...] = ()
-    presented: frozenset[str] = frozenset()
+    presented: Map[str, bool] = Map()
+    """The calls the hook delivered, a set as a persistent map (noting one costs the same however long the run)."""
 
 
 def coverage_gap(call_id: str, name: str) -> WarningRaised:
@@ -119,7 +121,7 @@ def on_readings(correlator: Correlator, readings: tuple[Reading, ...]) -> tuple[
 def on_hook_call(correlator: Correlator, call: HookCall) -> tuple[Correlator, tuple[Output, ...]]:
     """A call the hook delivered: presented at once; a held announcement of the same id emits nothing."""
     held = _resolve(correlator.held, frozenset({call.call_id}), "hook")
-    correlator = msgspec.structs.replace(correlator, held=held, presented=correlator.presented | {call.call_id})
+    correlator = msgspec.structs.replace(correlator, held=held, presented=correlator.presented.set(call.call_id, True))
     correlator, released = _drain(correlator)
     return correlator, (Present(call), *released)
 

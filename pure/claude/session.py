@@ -144,7 +144,7 @@ class Session(msgspec.Struct, frozen=True, kw_only=True):
     correlator: Correlator = Correlator(live=True)
     census: Census = ZERO_CENSUS
     waiting: tuple[tuple[str, str], ...] = ()
-    withdrawn: frozenset[str] = frozenset()
+    withdrawn: Map[str, bool] = Map()
     answers: Map[str, bytes] = Map()
     ended: SessionEnded | None = None
     tree: TreeFacts | None = None
@@ -298,7 +298,9 @@ def _withdrawn(session: Session, request_id: str) -> Session:
     gone = [call_id for call_id, request in session.waiting if request == request_id]
     waiting = tuple(entry for entry in session.waiting if entry[1] != request_id)
     left = {call_id for call_id, _ in waiting}
-    withdrawn = session.withdrawn | {call_id for call_id in gone if call_id not in left}
+    withdrawn = session.withdrawn
+    for call_id in gone:
+        withdrawn = withdrawn if call_id in left else withdrawn.set(call_id, True)
     return msgspec.structs.replace(session, waiting=waiting, withdrawn=withdrawn)
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import TypeAlias
 
 import msgspec
+from immutables import Map
 from msgspec import UNSET, UnsetType
 
 from metaharness.pure.budgets import HOOK_TIMEOUT_S
@@ -99,7 +100,7 @@ class Session(msgspec.Struct, frozen=True, kw_only=True):
     census: Census = ZERO_CENSUS
     announced: tuple[Key, ...] = ()
     hooked: tuple[Key, ...] = ()
-    aliases: tuple[tuple[str, str], ...] = ()
+    aliases: Map[str, str] = Map()
     waiting: tuple[tuple[str, str], ...] = ()
     queued: tuple[Item, ...] = ()
     answering: str | None = None
@@ -214,10 +215,10 @@ def _correlated(session: Session, reading: Reading) -> tuple[Session, Reading]:
         if claimed is None:
             entry = (reading.call_id, requested.name, canonical_input(requested.input))
             return msgspec.structs.replace(session, announced=(*session.announced, entry)), reading
-        aliases = (*session.aliases, (reading.call_id, claimed))
+        aliases = session.aliases if reading.call_id in session.aliases else session.aliases.set(reading.call_id, claimed)
         return msgspec.structs.replace(session, hooked=hooked, aliases=aliases), _renamed(reading, claimed)
     if isinstance(reading, Finished):
-        alias = next((to for record_id, to in session.aliases if record_id == reading.call_id), None)
+        alias = session.aliases.get(reading.call_id)
         return session, reading if alias is None else _renamed(reading, alias)
     return session, reading
 
