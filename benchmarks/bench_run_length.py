@@ -2,12 +2,14 @@
 (issue 25: a hostile tool can make a run as long as it likes, so every per-event step must cost the same at
 the millionth call as at the first).
 
-Two paths, each fed N and then 8N calls, every call a request, a decision and a result:
+Three paths, each fed N and then 8N calls, every call a request, a decision and a result:
 
 * live — the hook seam's correlator (a call the hook delivered, then the record's announcement and result of
   it), the amended writer of a live run (``metaharness.pure.stream_writer.write``, so the stream amendment and
   the witness's ``StreamAccount``) and the route witness's account (one exchange per call, its emission and
   its result); every other call is denied, and its result is the error the denial makes;
+* held — the correlator alone, record first, behind one announced call that no hook delivers and no result
+  ends, so every later reading is held until the stream's end (a hostile record's open call);
 * replay — claude's record reader over a transcript of the vector ``vectors/claude/record/bash.jsonl`` with
   its middle (a tool call, its result, a message) repeated with fresh ids (``replayed_lines``, as ``replay
   claude`` maps it).
@@ -19,7 +21,7 @@ garbage collector off (``no gc``): what the run must remember (every call the am
 account) is a heap that grows with the run, and the collector's full passes over it are a cost of the runtime,
 not of copying; the ``no gc`` figure is the state's own. Median of REPEATS.
 
-Run: ``.venv/bin/python benchmarks/bench_run_length.py [N] [REPEATS]`` (default 10000 and 3).
+Run: ``.venv/bin/python benchmarks/bench_run_length.py [N] [REPEATS] [PATH...]`` (default 10000, 3, all three).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from functools import partial
 from pathlib import Path
 
 from metaharness.pure.claude.replay import replay_facts, replayed_lines
-from metaharness.pure.correlation import Correlator, Present, on_hook_call, on_readings
+from metaharness.pure.correlation import Correlator, Present, on_hook_call, on_readings, on_stream_end
 from metaharness.pure.events import Allow, Deny, EventValue, Stream, ToolDecided, ToolRequested, ToolResult
 from metaharness.pure.hook_channel import HookCall
 from metaharness.pure.readings import Announced, Emitted, Finished
@@ -43,6 +45,7 @@ from metaharness.pure.witness import EmittedCall, Exchange, RouteAccount, SentRe
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
 REPEATS = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+PATHS = tuple(sys.argv[3:])
 VECTOR = Path(__file__).resolve().parent.parent / "vectors" / "claude" / "record" / "bash.jsonl"
 FRESH = (b"toolu_b10x_001", b"msg_b10x_001", b"msg_b10x_002")
 REASON = "denied by the frame"
@@ -77,6 +80,23 @@ def live(calls: int) -> None:
         emitted = EmittedCall(call_id, "Bash", requested.input)
         account = witness(account, Exchange((emitted,), (SentResult(call_id, denied, result.content),), None))
     assert writer.stream.written >= 3 * calls
+
+
+def held(calls: int) -> None:
+    """``calls`` calls through the correlator behind one announced call no hook delivers and no result ends
+    (record first: every later reading is held behind it until the stream's end)."""
+    correlator, _ = on_readings(Correlator(live=True), (Announced("toolu_open", _requested("toolu_open")),))
+    for k in range(calls):
+        call_id = f"toolu_{k:08d}"
+        requested = _requested(call_id)
+        result = ToolResult(call_id=call_id, is_error=False, content="ok", exit_code=None, outcome_source=None,
+                            bytes=None, tool_use_result=None)  # fmt: skip
+        correlator, _ = on_readings(correlator, (Announced(call_id, requested),))
+        call = HookCall(key=f"k{k}", call_id=call_id, name="Bash", correlated=True, input=requested.input)
+        correlator, _ = on_hook_call(correlator, call)
+        correlator, _ = on_readings(correlator, (Finished(call_id, result),))
+    correlator, released = on_stream_end(correlator)
+    assert len(released) >= calls
 
 
 def transcript(calls: int) -> list[bytes]:
@@ -122,15 +142,19 @@ def report(name: str, runs: dict[int, list[tuple[float, float]]]) -> None:
 def main() -> None:
     sizes = (N, 8 * N)
     records = {size: transcript(size) for size in sizes}
+    paths: dict[str, Callable[[int], Callable[[], None]]] = {
+        "live": lambda size: partial(live, size),
+        "held": lambda size: partial(held, size),
+        "replay": lambda size: partial(replay, records[size]),
+    }
+    chosen = PATHS or tuple(paths)
     runs: dict[str, dict[int, list[tuple[float, float]]]] = {}
     for _ in range(REPEATS):
         for size in sizes:  # interleaved: a change of load falls on both sizes alike
             for collecting in (True, False):
-                suffix = "" if collecting else " (no gc)"
-                runs.setdefault(f"live{suffix}", {}).setdefault(size, []).append(timed(partial(live, size), collecting))
-                runs.setdefault(f"replay{suffix}", {}).setdefault(size, []).append(
-                    timed(partial(replay, records[size]), collecting)
-                )
+                for name in chosen:
+                    label = name if collecting else f"{name} (no gc)"
+                    runs.setdefault(label, {}).setdefault(size, []).append(timed(paths[name](size), collecting))
     for name, measured in runs.items():
         report(name, measured)
 
