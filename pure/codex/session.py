@@ -133,7 +133,7 @@ class Session(msgspec.Struct, frozen=True, kw_only=True):
     stream: Stream
     desk: Desk
     reader: RolloutReader
-    sub_readers: tuple[tuple[str, RolloutReader], ...] = ()
+    sub_readers: Map[str, RolloutReader] = Map()
     correlator: Correlator = Correlator(live=True)
     census: Census = ZERO_CENSUS
     keys: Map[str, str] = Map()
@@ -382,6 +382,8 @@ def _nested(session: Session, before: RolloutReader, after: RolloutReader) -> tu
     """The result of each call the hook delivered whose completion the line recorded under the hook
     call's id, the rollout never having announced it (a code-mode ``exec`` host's nested call)."""
     finished: list[Reading] = []
+    if after.evidence is before.evidence:  # most lines record no completion
+        return ()
     for call_id in after.evidence.keys() - before.evidence.keys():
         result = nested_result(after, call_id) if call_id in session.correlator.presented else None
         if result is not None:
@@ -392,7 +394,7 @@ def _nested(session: Session, before: RolloutReader, after: RolloutReader) -> tu
 def named_agents(session: Session) -> frozenset[str]:
     """The sub-agents' thread ids the main rollout and the sub-agents' own name: only their rollouts are
     read (docs/adapters/codex.md#rollout-mapping)."""
-    return frozenset((*session.reader.agents, *(agent for _, reader in session.sub_readers for agent in reader.agents)))
+    return frozenset((*session.reader.agents, *(agent for reader in session.sub_readers.values() for agent in reader.agents)))
 
 
 def read_line(session: Session, number: int, raw: bytes) -> tuple[Session, tuple[Effect, ...]]:
@@ -404,11 +406,11 @@ def read_line(session: Session, number: int, raw: bytes) -> tuple[Session, tuple
 
 def read_sub_agent(session: Session, path: str, number: int, raw: bytes) -> tuple[Session, tuple[Effect, ...]]:
     """One line of the sub-agent rollout at ``path``: its calls and their results."""
-    reader = next((r for p, r in session.sub_readers if p == path), RolloutReader(launch=session.reader.launch))
+    reader = session.sub_readers.get(path, RolloutReader(launch=session.reader.launch))
     before = reader
     reader, readings = read_sub_agent_line(reader, raw, number)
     nested = _nested(session, before, reader)
-    sub_readers = (*((p, r) for p, r in session.sub_readers if p != path), (path, reader))
+    sub_readers = session.sub_readers.set(path, reader)
     return _readings(msgspec.structs.replace(session, sub_readers=sub_readers), (*readings, *nested))
 
 
