@@ -78,8 +78,21 @@ ADAPTER = "gemini"
 STOP_POLICY = GROUP_POLICY
 """Every stop is SIGTERM to the group, SIGKILL 5 s later (or at a second signal)."""
 
-Key: TypeAlias = tuple[str, str, bytes]
-"""A call as correlation sees it: its id, its tool name, its canonical input."""
+Key: TypeAlias = tuple[str, bytes]
+"""A call's tool name and canonical input, which an announcement and a hook call are matched on."""
+
+
+class _Waiting(msgspec.Struct, frozen=True):
+    """The call ids of one key not claimed yet, numbered from ``first`` (the oldest) to ``end``."""
+
+    first: int
+    end: int
+    ids: Map[int, str]
+
+
+Claims: TypeAlias = Map[Key, _Waiting]
+"""What waits to be claimed, by key: the oldest of a key is claimed first, at a cost that does not grow with how
+many wait (docs/DEVELOPING.md#rules-for-pure)."""
 
 
 Effect: TypeAlias = EventValue | HookAnswer | Arm | Disarm
@@ -98,8 +111,8 @@ class Session(msgspec.Struct, frozen=True, kw_only=True):
     record: RecordState = RecordState()
     correlator: Correlator = Correlator(live=True)
     census: Census = ZERO_CENSUS
-    announced: tuple[Key, ...] = ()
-    hooked: tuple[Key, ...] = ()
+    announced: Claims = Map()
+    hooked: Claims = Map()
     aliases: Map[str, str] = Map()
     waiting: tuple[tuple[str, str], ...] = ()
     queued: tuple[Item, ...] = ()
@@ -189,12 +202,22 @@ def _present(session: Session, call: HookCall) -> tuple[Session, tuple[DeskEmit 
     return msgspec.structs.replace(session, desk=desk), effects
 
 
-def _claim(keys: tuple[Key, ...], name: str, input_key: bytes) -> tuple[str | None, tuple[Key, ...]]:
-    """The oldest entry of ``keys`` with this tool name and canonical input, and the rest."""
-    index = next((i for i, (_, n, k) in enumerate(keys) if n == name and k == input_key), None)
-    if index is None:
-        return None, keys
-    return keys[index][0], (*keys[:index], *keys[index + 1 :])
+def _claim(claims: Claims, name: str, input_key: bytes) -> tuple[str | None, Claims]:
+    """The oldest call id waiting with this tool name and canonical input, and what waits then."""
+    key = (name, input_key)
+    waiting = claims.get(key)
+    if waiting is None:
+        return None, claims
+    call_id = waiting.ids[waiting.first]
+    if waiting.first + 1 == waiting.end:
+        return call_id, claims.delete(key)
+    return call_id, claims.set(key, _Waiting(waiting.first + 1, waiting.end, waiting.ids.delete(waiting.first)))
+
+
+def _queued(claims: Claims, key: Key, call_id: str) -> Claims:
+    """``claims`` with ``call_id`` waiting last under ``key``."""
+    waiting = claims.get(key, _Waiting(0, 0, Map()))
+    return claims.set(key, _Waiting(waiting.first, waiting.end + 1, waiting.ids.set(waiting.end, call_id)))
 
 
 def _renamed(reading: Reading, call_id: str) -> Reading:
@@ -213,8 +236,8 @@ def _correlated(session: Session, reading: Reading) -> tuple[Session, Reading]:
         requested = reading.requested
         claimed, hooked = _claim(session.hooked, requested.name, canonical_input(requested.input))
         if claimed is None:
-            entry = (reading.call_id, requested.name, canonical_input(requested.input))
-            return msgspec.structs.replace(session, announced=(*session.announced, entry)), reading
+            announced = _queued(session.announced, (requested.name, canonical_input(requested.input)), reading.call_id)
+            return msgspec.structs.replace(session, announced=announced), reading
         aliases = session.aliases if reading.call_id in session.aliases else session.aliases.set(reading.call_id, claimed)
         return msgspec.structs.replace(session, hooked=hooked, aliases=aliases), _renamed(reading, claimed)
     if isinstance(reading, Finished):
@@ -256,7 +279,7 @@ def _hook_call(session: Session, key: str, raw: bytes) -> tuple[Session, HookCal
         return msgspec.structs.replace(session, announced=announced), msgspec.structs.replace(call, call_id=claimed)
     if not call.name:
         return session, call
-    return msgspec.structs.replace(session, hooked=(*session.hooked, (call.call_id, call.name, input_key))), call
+    return msgspec.structs.replace(session, hooked=_queued(session.hooked, (call.name, input_key), call.call_id)), call
 
 
 def hook_request(session: Session, key: str, raw: bytes | None, tree: TreeFacts | None = None) -> tuple[Session, tuple[Effect, ...]]:
