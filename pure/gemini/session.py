@@ -102,7 +102,7 @@ Item: TypeAlias = DeskEmit | Answer | Arm | Disarm | Emitted | Present
 class Session(msgspec.Struct, frozen=True, kw_only=True):
     """One gemini run's state between inputs: the record announcements no hook has claimed yet
     (``announced``), the hook calls presented before their announcement (``hooked``), the record ids read
-    under a hook call's id (``aliases``), the keys waiting for an answer, the rung keys that named no request
+    under a hook call's id (``aliases``), the key waiting for each call's answer (its first hook's), the rung keys that named no request
     (``unread``)."""
 
     facts: RecordFacts
@@ -114,7 +114,7 @@ class Session(msgspec.Struct, frozen=True, kw_only=True):
     announced: Claims = Map()
     hooked: Claims = Map()
     aliases: Map[str, str] = Map()
-    waiting: tuple[tuple[str, str], ...] = ()
+    waiting: Map[str, str] = Map()
     queued: tuple[Item, ...] = ()
     answering: str | None = None
     ended: SessionEnded | None = None
@@ -159,11 +159,11 @@ def _emit_all(session: Session, items: tuple[Item, ...]) -> tuple[Session, tuple
             session, effects = _present(session, item.call)
             pending[:0] = effects
         elif isinstance(item, Answer):
-            key = next((key for call_id, key in session.waiting if call_id == item.call_id), None)
+            key = session.waiting.get(item.call_id)
             if key is None:
                 continue
             session = msgspec.structs.replace(
-                session, waiting=tuple(entry for entry in session.waiting if entry[0] != item.call_id),
+                session, waiting=session.waiting.delete(item.call_id),
                 queued=tuple(pending), answering=item.call_id,
             )  # fmt: skip
             out.append(HookAnswer(item.call_id, key, gemini_hook_answer(item.decision)))
@@ -197,7 +197,8 @@ def _present(session: Session, call: HookCall) -> tuple[Session, tuple[DeskEmit 
         subjects = resolve_subjects(subjects, session.tree.cwd, session.tree.links)
     presented = PresentedCall(call_id=call.call_id, name=call.name, input=call.input, seam="hook",
                               operations=operations, subjects=subjects, unreadable=request_unreadable(call))
-    session = msgspec.structs.replace(session, waiting=(*session.waiting, (call.call_id, call.key)))
+    waiting = session.waiting if call.call_id in session.waiting else session.waiting.set(call.call_id, call.key)
+    session = msgspec.structs.replace(session, waiting=waiting)
     desk, effects = present(session.desk, presented)
     return msgspec.structs.replace(session, desk=desk), effects
 
