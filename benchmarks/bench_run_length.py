@@ -22,6 +22,9 @@ account) is a heap that grows with the run, and the collector's full passes over
 not of copying; the ``no gc`` figure is the state's own. Median of REPEATS.
 
 Run: ``.venv/bin/python benchmarks/bench_run_length.py [N] [REPEATS] [PATH...]`` (default 10000, 3, all three).
+To see an earlier commit's growth, run this file with ``PYTHONPATH`` at that commit's ``src/`` (``git archive``
+it into a scratch directory): on the commit before the persistent maps, at N = 2000, live was 9.97× and held
+8.91× (CPU per call at 8N over N); after them 1.14× and 1.80× (1.12× and 1.42× with the collector off).
 """
 
 from __future__ import annotations
