@@ -60,7 +60,7 @@ def test_each_call_is_presented_or_recorded_exactly_once_and_nothing_is_lost(ste
         outputs.extend(out)
     correlator, out = on_stream_end(correlator)
     outputs.extend(out)
-    assert correlator.held == ()
+    assert not correlator.held
     presented = [o.call.call_id for o in outputs if isinstance(o, Present)]
     recorded = [o.payload.call_id for o in outputs if isinstance(o, Emitted) and isinstance(o.payload, ToolRequested)]
     announced = {item.call_id for _, item in steps if isinstance(item, Announced)}

@@ -16,6 +16,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import TypeVar
 
 import msgspec
+from immutables import Map
 
 from metaharness.pure.events import SessionEnded, Stream, TurnEnded, WarningRaised, drained
 from metaharness.pure.hook_channel import HookCall
@@ -41,11 +42,18 @@ class _Held(msgspec.Struct, frozen=True):
 
 
 class Correlator(msgspec.Struct, frozen=True, kw_only=True):
-    """The state between readings and hook calls. ``live`` is false under ``replay``."""
+    """The state between readings and hook calls. ``live`` is false under ``replay``. The readings held are
+    numbered from ``first`` (the next to release) to ``end`` (the next to hold), and ``open`` gives each call id
+    the numbers of its announcements still open, so holding, resolving and releasing one costs the same however
+    many are held (docs/DEVELOPING.md#rules-for-pure)."""
 
     live: bool
-    held: tuple[_Held, ...] = ()
-    presented: frozenset[str] = frozenset()
+    held: Map[int, _Held] = Map()
+    first: int = 0
+    end: int = 0
+    open: Map[str, Map[int, bool]] = Map()
+    presented: Map[str, bool] = Map()
+    """The calls the hook delivered, a set as a persistent map."""
 
 
 def coverage_gap(call_id: str, name: str) -> WarningRaised:
@@ -75,22 +83,36 @@ def _released(item: _Held) -> tuple[Output, ...]:
 def _drain(correlator: Correlator) -> tuple[Correlator, tuple[Output, ...]]:
     """Release held readings from the front until an open announced call."""
     out: list[Output] = []
-    held = list(correlator.held)
-    while held and not (isinstance(held[0].reading, Announced) and held[0].resolution == ""):
-        out.extend(_released(held.pop(0)))
-    return msgspec.structs.replace(correlator, held=tuple(held)), tuple(out)
+    held, first = correlator.held, correlator.first
+    while first < correlator.end and not _is_open(held[first]):
+        out.extend(_released(held[first]))
+        held, first = held.delete(first), first + 1
+    return msgspec.structs.replace(correlator, held=held, first=first), tuple(out)
 
 
-def _resolve(held: tuple[_Held, ...], call_ids: frozenset[str] | None, resolution: str) -> tuple[_Held, ...]:
-    """Mark open announced calls (those in ``call_ids``, or all when ``None``) resolved."""
-    return tuple(
-        _Held(item.reading, resolution)
-        if isinstance(item.reading, Announced)
-        and item.resolution == ""
-        and (call_ids is None or item.reading.call_id in call_ids)
-        else item
-        for item in held
-    )
+def _is_open(item: _Held) -> bool:
+    return isinstance(item.reading, Announced) and item.resolution == ""
+
+
+def _hold(correlator: Correlator, reading: Reading) -> Correlator:
+    """``reading`` held last; an announced call is open until it is resolved."""
+    number, opened = correlator.end, correlator.open
+    if isinstance(reading, Announced):
+        opened = opened.set(reading.call_id, opened.get(reading.call_id, Map()).set(number, True))
+    held = correlator.held.set(number, _Held(reading))
+    return msgspec.structs.replace(correlator, held=held, end=number + 1, open=opened)
+
+
+def _resolve(correlator: Correlator, call_id: str | None, resolution: str) -> Correlator:
+    """Mark open announced calls (those of ``call_id``, or all when ``None``) resolved."""
+    opened = correlator.open
+    ids = tuple(opened) if call_id is None else (call_id,) if call_id in opened else ()
+    held = correlator.held
+    for one in ids:
+        for number in opened[one]:
+            held = held.set(number, _Held(held[number].reading, resolution))
+        opened = opened.delete(one)
+    return msgspec.structs.replace(correlator, held=held, open=opened)
 
 
 def on_readings(correlator: Correlator, readings: tuple[Reading, ...]) -> tuple[Correlator, tuple[Output, ...]]:
@@ -103,30 +125,30 @@ def on_readings(correlator: Correlator, readings: tuple[Reading, ...]) -> tuple[
             if not correlator.live:
                 out.append(Emitted(reading.requested, reading.at))
                 continue
-        elif not correlator.held:
+        elif correlator.first == correlator.end:
             out.extend(_released(_Held(reading)))
             continue
-        held = (*correlator.held, _Held(reading))
+        correlator = _hold(correlator, reading)
         if isinstance(reading, Finished):
-            held = _resolve(held, frozenset({reading.call_id}), "gap")
+            correlator = _resolve(correlator, reading.call_id, "gap")
         elif isinstance(reading, Emitted) and isinstance(reading.payload, TurnEnded):
-            held = _resolve(held, None, "gap")
-        correlator, released = _drain(msgspec.structs.replace(correlator, held=held))
+            correlator = _resolve(correlator, None, "gap")
+        correlator, released = _drain(correlator)
         out.extend(released)
     return correlator, tuple(out)
 
 
 def on_hook_call(correlator: Correlator, call: HookCall) -> tuple[Correlator, tuple[Output, ...]]:
     """A call the hook delivered: presented at once; a held announcement of the same id emits nothing."""
-    held = _resolve(correlator.held, frozenset({call.call_id}), "hook")
-    correlator = msgspec.structs.replace(correlator, held=held, presented=correlator.presented | {call.call_id})
+    correlator = _resolve(correlator, call.call_id, "hook")
+    correlator = msgspec.structs.replace(correlator, presented=correlator.presented.set(call.call_id, True))
     correlator, released = _drain(correlator)
     return correlator, (Present(call), *released)
 
 
 def on_stream_end(correlator: Correlator) -> tuple[Correlator, tuple[Output, ...]]:
     """At stream end every still-held call takes path (b) of docs/adapters/common.md#one-event-per-call."""
-    return _drain(msgspec.structs.replace(correlator, held=_resolve(correlator.held, None, "gap")))
+    return _drain(_resolve(correlator, None, "gap"))
 
 
 State = TypeVar("State")

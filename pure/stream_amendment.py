@@ -70,10 +70,10 @@ class Amendment(msgspec.Struct, frozen=True):
     line after it named, the route's traffic written into ``session.ended`` (for the run's outcome) and the
     program the run started (``None``: ``session.started`` is left as written)."""
 
-    denied: frozenset[str] = frozenset()
+    denied: Map[str, bool] = Map()
     again: Map[str, Presented] = Map()
     """A denied call's latest presentation, once it was presented again."""
-    succeeded: frozenset[str] = frozenset()
+    succeeded: Map[str, bool] = Map()
     bypassed: int = 0
     stream: StreamAccount = StreamAccount()
     facts: WitnessFacts = WitnessFacts()
@@ -146,7 +146,7 @@ def amend(
     call = _bypassed_call(state, payload)
     state = _noted(state, payload)
     if call is not None:
-        stream = msgspec.structs.replace(state.stream, bypassed=state.stream.bypassed | {call})
+        stream = msgspec.structs.replace(state.stream, bypassed=state.stream.bypassed.set(call, True))
         state = msgspec.structs.replace(state, bypassed=state.bypassed + 1, stream=stream)
         return state, (value, EventValue(decision_bypassed(call)))
     if isinstance(payload, StreamClosed):
@@ -178,7 +178,7 @@ def _fresh(state: Amendment, payload: Event) -> Amendment:
     seen = state.stream.requested.get(payload.call_id, ())
     if not seen or (payload.name, payload.input) in seen:
         return state
-    return msgspec.structs.replace(state, succeeded=state.succeeded - {payload.call_id})
+    return msgspec.structs.replace(state, succeeded=_without(state.succeeded, payload.call_id))
 
 
 def _bypassed_call(state: Amendment, payload: Event) -> str | None:
@@ -197,12 +197,18 @@ def _noted(state: Amendment, payload: Event) -> Amendment:
     if isinstance(payload, ToolRequested) and payload.call_id in state.denied:
         return msgspec.structs.replace(state, again=state.again.set(payload.call_id, (payload.name, payload.input)))
     if isinstance(payload, ToolDecided) and isinstance(payload.decision, Deny):
-        return msgspec.structs.replace(state, denied=state.denied | {payload.call_id})
+        return msgspec.structs.replace(state, denied=state.denied.set(payload.call_id, True))
     if isinstance(payload, ToolDecided) and _reallowed(state, payload):
-        return msgspec.structs.replace(state, denied=state.denied - {payload.call_id}, again=state.again.delete(payload.call_id))
+        return msgspec.structs.replace(state, denied=_without(state.denied, payload.call_id), again=state.again.delete(payload.call_id))
     if isinstance(payload, ToolResult) and payload.is_error is False:
-        return msgspec.structs.replace(state, succeeded=state.succeeded | {payload.call_id})
+        return msgspec.structs.replace(state, succeeded=state.succeeded.set(payload.call_id, True))
     return state
+
+
+def _without(ids: Map[str, bool], call_id: str) -> Map[str, bool]:
+    """``ids`` (a set kept as a persistent map, so noting a call costs the same however long the run) without
+    ``call_id``."""
+    return ids.delete(call_id) if call_id in ids else ids
 
 
 def _reallowed(state: Amendment, decided: ToolDecided) -> bool:

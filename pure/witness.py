@@ -402,7 +402,7 @@ class RouteAccount(msgspec.Struct, frozen=True):
     unreadable: int = 0
     emitted: Map[str, tuple[EmittedCall, ...]] = Map()
     results: Map[str, tuple[SentResult, ...]] = Map()
-    answers: frozenset[str] = frozenset()
+    answers: Map[str, bool] = Map()
     last_answered: bool | None = None
     """Whether the latest exchange ended the model's turn with an answer (``False``: with calls;
     ``None``: none yet, or unreadable)."""
@@ -430,7 +430,7 @@ def witness(account: RouteAccount, exchange: Exchange) -> RouteAccount:
         emitted = _kept(emitted, call.call_id, call)
     for result in exchange.results:
         results = _kept(results, result.call_id, result)
-    answers = account.answers if exchange.answer is None else account.answers | {exchange.answer.strip()}
+    answers = account.answers if exchange.answer is None else account.answers.set(exchange.answer.strip(), True)
     last = (exchange.answer is not None) if exchange.decoded else None
     return RouteAccount(account.exchanges + 1, account.unreadable + (not exchange.decoded), emitted, results, answers,
                         last, account.unsettled)  # fmt: skip
@@ -446,9 +446,9 @@ class StreamAccount(msgspec.Struct, frozen=True):
     bypassed."""
 
     requested: Map[str, tuple[Presented, ...]] = Map()
-    decided: frozenset[str] = frozenset()
+    decided: Map[str, bool] = Map()
     denied: Map[str, tuple[tuple[Presented | None, str], ...]] = Map()
-    bypassed: frozenset[str] = frozenset()
+    bypassed: Map[str, bool] = Map()
 
 
 def observe_event(stream: StreamAccount, payload: Event) -> StreamAccount:
@@ -464,7 +464,7 @@ def observe_event(stream: StreamAccount, payload: Event) -> StreamAccount:
         if isinstance(payload.decision, Deny):
             last = (stream.requested.get(payload.call_id) or (None,))[-1]
             denied = denied.set(payload.call_id, (*denied.get(payload.call_id, ()), (last, payload.decision.reason)))
-        return msgspec.structs.replace(stream, decided=stream.decided | {payload.call_id}, denied=denied)
+        return msgspec.structs.replace(stream, decided=stream.decided.set(payload.call_id, True), denied=denied)
     return stream
 
 

@@ -9,6 +9,7 @@ refusal.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 import time
@@ -20,6 +21,7 @@ from returns.result import Failure
 from rich.console import Console, RenderableType
 from rich.live import Live
 
+from metaharness.pure.adapter import ReplayRequest, SeamAnswer
 from metaharness.pure.bounds import INPUT_FILE_LIMIT
 from metaharness.pure.budgets import VIEW_REFRESHES_PER_S
 from metaharness.pure.events import (
@@ -35,8 +37,9 @@ from metaharness.pure.events import (
     read_event,
 )
 from metaharness.pure.kind import KINDS, Kind
-from metaharness.pure.projection import replay_stream
+from metaharness.pure.projection import stream_lines
 from metaharness.pure.refusal import Refusal
+from metaharness.pure.replays import replay_of
 from metaharness.pure.run_view import (
     Malformed,
     Note,
@@ -53,8 +56,12 @@ from metaharness.pure.run_view import (
     view_exit,
 )
 from metaharness.shell import view_screen
-from metaharness.shell.bounded_reads import read_bounded
+from metaharness.shell.bounded_reads import InputTooLarge, read_bounded
+from metaharness.shell.project import ScratchCopy
 from metaharness.shell.refusals import refuse
+
+_CHUNK = 65536
+"""Bytes of a record read at once into its copy."""
 
 
 def read_lines(lines: Iterator[bytes]) -> Iterator[EventLine | Malformed]:
@@ -139,18 +146,65 @@ class TerminalScreen:
 
 
 def _source(path: str, kind: Kind | None) -> Iterator[bytes] | Refusal:
-    if kind is None and path == "-":
+    if kind is not None:
+        return _record_source(path, kind)
+    if path == "-":
         return iter(sys.stdin.buffer.readline, b"")
     try:
-        if path == "-":
-            data = read_bounded(sys.stdin.buffer, INPUT_FILE_LIMIT)
-        else:
-            with open(path, "rb") as handle:
-                data = read_bounded(handle, INPUT_FILE_LIMIT)
+        with open(path, "rb") as handle:
+            data = read_bounded(handle, INPUT_FILE_LIMIT)
     except OSError as error:
-        return Refusal("view-unreadable", f"{path}: cannot be read: {error.strerror or error}")
-    stream = data if kind is None else replay_stream(kind, path, data)
-    return iter(stream.splitlines(keepends=True))
+        return _unreadable(path, error)
+    return iter(data.splitlines(keepends=True))
+
+
+def _unreadable(path: str, error: OSError) -> Refusal:
+    return Refusal("view-unreadable", f"{path}: cannot be read: {error.strerror or error}")
+
+
+def _record_source(path: str, kind: Kind) -> Iterator[bytes] | Refusal:
+    """``--from``: the record read once into a sealed memory copy no other process can name or change
+    (``metaharness.shell.project.ScratchCopy``; past ``INPUT_FILE_LIMIT`` refused with nothing shown), then the
+    event lines ``replay`` maps from the copy, line by line, so the record is never held whole (docs/view.md)."""
+    copy = ScratchCopy()
+    copied = _copied(path, copy)
+    if copied is None:
+        copied = copy.sealed(path)
+    if copied is not None:
+        copy.file.close()
+        return copied
+    return _event_lines(copy, kind, path)
+
+
+def _copied(path: str, copy: ScratchCopy) -> Refusal | None:
+    """``path`` (``-``: stdin) written into ``copy``, or ``view-unreadable``; a failed write is an ``OSError``
+    (``view-io-failed``)."""
+    try:
+        handle = contextlib.nullcontext(sys.stdin.buffer) if path == "-" else open(path, "rb")  # noqa: SIM115
+    except OSError as error:
+        return _unreadable(path, error)
+    with handle as source:
+        size = 0
+        while True:
+            try:
+                chunk = source.read(_CHUNK)
+            except OSError as error:
+                return _unreadable(path, error)
+            size += len(chunk)
+            if size > INPUT_FILE_LIMIT:
+                return _unreadable(path, InputTooLarge(f"larger than {INPUT_FILE_LIMIT} bytes"))
+            if not chunk:
+                return None
+            copy.file.write(chunk)
+            copy.digest.update(chunk)
+
+
+def _event_lines(copy: ScratchCopy, kind: Kind, path: str) -> Iterator[bytes]:
+    """The event lines of the sealed ``copy`` of a ``kind`` record, mapped as ``replay`` maps it with its defaults."""
+    with copy.file:
+        for output in replay_of(kind)(stream_lines(copy.chunks()), ReplayRequest(transcript_path=path)):
+            if not isinstance(output, SeamAnswer):
+                yield from output.splitlines(keepends=True)
 
 
 def view(path: str, kind: Kind | None) -> int:

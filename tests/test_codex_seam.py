@@ -283,7 +283,7 @@ def test_seam_first_presents_at_once_and_the_later_announcement_emits_nothing():
     assert names(out) == ["present"]
     correlator, out = on_readings(correlator, per_line[0])
     assert out == ()
-    assert correlator.held == ()
+    assert not correlator.held
 
 
 def test_stream_end_releases_held_calls_as_gaps():

@@ -137,6 +137,29 @@ def test_from_b10x_reads_a_retained_loop_record(tmp_path: Path) -> None:
     assert "stream: complete" in out[-2]
 
 
+VECTORS = Path(__file__).resolve().parent.parent / "vectors"
+RECORDS = [("b10x", "golden/loop.jsonl"), ("claude", "record/bash.jsonl"), ("codex", "record/shell.jsonl"),
+           ("gemini", "record/write.jsonl")]  # fmt: skip
+
+
+@pytest.mark.parametrize(("kind", "name"), RECORDS)
+def test_from_shows_what_the_replayed_stream_shows(tmp_path: Path, kind: str, name: str) -> None:
+    """``--from KIND`` maps the record line by line from its sealed copy (never holding it whole): what it shows is
+    byte for byte what the view shows of the stream ``replay KIND`` writes of the same record, read from a file
+    and, with ``-``, from stdin."""
+    record = VECTORS / kind / name
+    replayed = subprocess.run([sys.executable, "-m", "metaharness.shell", "replay", kind, str(record)],
+                              capture_output=True, check=False, timeout=60)  # fmt: skip
+    (tmp_path / "stream.jsonl").write_bytes(replayed.stdout)
+    expected = view("stream.jsonl", cwd=tmp_path)
+    assert expected.stdout and expected.stderr == b""
+    shown = view("--from", kind, str(record))
+    assert (shown.returncode, shown.stdout, shown.stderr) == (expected.returncode, expected.stdout, b"")
+    piped = view("--from", kind, "-", stdin=record.read_bytes())
+    assert (piped.returncode, piped.stderr) == (expected.returncode, b"")
+    assert piped.stdout == expected.stdout.replace(str(record).encode(), b"-")
+
+
 @pytest.mark.parametrize(
     ("args", "code"),
     [(["missing.jsonl"], "view-unreadable"), (["--from", "aider", "x"], "usage"), (["a", "b"], "usage")],

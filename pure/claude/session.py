@@ -129,8 +129,8 @@ Item: TypeAlias = DeskEmit | Answer | Arm | Disarm | Emitted | Present
 
 
 class Session(msgspec.Struct, frozen=True, kw_only=True):
-    """One claude run's state between inputs: ``waiting`` pairs a call with each ``hook_callback`` request
-    still owed an answer; ``withdrawn`` the calls the CLI stopped waiting for; ``turn`` the user turn sent
+    """One claude run's state between inputs: ``waiting`` gives each call the ``hook_callback`` requests
+    still owed its answer, in order; ``withdrawn`` the calls the CLI stopped waiting for; ``turn`` the user turn sent
     once ``initialize`` is confirmed, ``echoed`` whether the CLI has echoed it back and ``answers`` each answer
     written whose echo has not come back yet (``--replay-user-messages``)."""
 
@@ -143,8 +143,10 @@ class Session(msgspec.Struct, frozen=True, kw_only=True):
     record: RecordState = RecordState()
     correlator: Correlator = Correlator(live=True)
     census: Census = ZERO_CENSUS
-    waiting: tuple[tuple[str, str], ...] = ()
-    withdrawn: frozenset[str] = frozenset()
+    waiting: Map[str, tuple[str, ...]] = Map()
+    callers: Map[str, tuple[str, ...]] = Map()
+    """``waiting`` read the other way: the calls each request waits for."""
+    withdrawn: Map[str, bool] = Map()
     answers: Map[str, bytes] = Map()
     ended: SessionEnded | None = None
     tree: TreeFacts | None = None
@@ -202,7 +204,7 @@ def _emit_all(session: Session, items: tuple[Item, ...]) -> tuple[Session, tuple
             session, effects = _present(session, item.call)
             pending[:0] = effects
         elif isinstance(item, Answer):
-            requests = tuple(request for call_id, request in session.waiting if call_id == item.call_id)
+            requests = session.waiting.get(item.call_id, ())
             if not requests and item.call_id in session.withdrawn:
                 gave_up.add(item.call_id)
             answers = session.answers
@@ -210,8 +212,7 @@ def _emit_all(session: Session, items: tuple[Item, ...]) -> tuple[Session, tuple
                 body = answer_body(request, item.decision)
                 answers = answers.set(request, body)
                 out.append(ToChild(answer_line(body)))
-            waiting = tuple(entry for entry in session.waiting if entry[0] != item.call_id)
-            session = msgspec.structs.replace(session, waiting=waiting, answers=answers)
+            session = msgspec.structs.replace(_answered(session, item.call_id), answers=answers)
         else:
             out.append(item)
     return session, tuple(out)
@@ -235,7 +236,9 @@ def _present(session: Session, call: HookCall) -> tuple[Session, tuple[DeskEmit 
         operations=operations, subjects=subjects, catalogue_question=is_describing_question(call.name, catalogue),
         unreadable=request_unreadable(call),
     )  # fmt: skip
-    session = msgspec.structs.replace(session, waiting=(*session.waiting, (call.call_id, call.key)))
+    waiting = session.waiting.set(call.call_id, (*session.waiting.get(call.call_id, ()), call.key))
+    callers = session.callers.set(call.key, (*session.callers.get(call.key, ()), call.call_id))
+    session = msgspec.structs.replace(session, waiting=waiting, callers=callers)
     desk, effects = present(session.desk, presented)
     return msgspec.structs.replace(session, desk=desk), effects
 
@@ -295,11 +298,25 @@ def _replied(session: Session, reply: Reply) -> tuple[Session, tuple[Effect, ...
 
 def _withdrawn(session: Session, request_id: str) -> Session:
     """The CLI stopped waiting for ``request_id``; a call with no request left waiting is withdrawn."""
-    gone = [call_id for call_id, request in session.waiting if request == request_id]
-    waiting = tuple(entry for entry in session.waiting if entry[1] != request_id)
-    left = {call_id for call_id, _ in waiting}
-    withdrawn = session.withdrawn | {call_id for call_id in gone if call_id not in left}
-    return msgspec.structs.replace(session, waiting=waiting, withdrawn=withdrawn)
+    waiting, withdrawn = session.waiting, session.withdrawn
+    for call_id in session.callers.get(request_id, ()):
+        left = tuple(request for request in waiting.get(call_id, ()) if request != request_id)
+        if left:
+            waiting = waiting.set(call_id, left)
+        else:
+            waiting, withdrawn = waiting.delete(call_id) if call_id in waiting else waiting, withdrawn.set(call_id, True)
+    callers = session.callers.delete(request_id) if request_id in session.callers else session.callers
+    return msgspec.structs.replace(session, waiting=waiting, callers=callers, withdrawn=withdrawn)
+
+
+def _answered(session: Session, call_id: str) -> Session:
+    """``call_id`` answered: none of its requests waits for it any longer."""
+    callers = session.callers
+    for request in session.waiting.get(call_id, ()):
+        left = tuple(caller for caller in callers.get(request, ()) if caller != call_id)
+        callers = callers.set(request, left) if left else callers.delete(request) if request in callers else callers
+    waiting = session.waiting.delete(call_id) if call_id in session.waiting else session.waiting
+    return msgspec.structs.replace(session, waiting=waiting, callers=callers)
 
 
 def callback_subjects(session: Session, raw: bytes) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 import msgspec
+from immutables import Map
 from msgspec import UNSET, UnsetType
 
 from metaharness.pure.bounds import decode_bounded
@@ -97,13 +98,15 @@ class RolloutReader(msgspec.Struct, frozen=True, kw_only=True):
     last_complete: dict[str, Any] | None = None
     last_complete_at: str | UnsetType = UNSET
     last_usage: Usage | None = None
-    observed: tuple[ObservedModel, ...] = ()
+    observed: Map[int, ObservedModel] = Map()
+    """The models observed, numbered in order; ``selections`` the turns (and turn ids) they were observed in."""
+    selections: Map[tuple[int, str | None], bool] = Map()
     calls: CallMemory[CallFacts] = CallMemory()
     """The announced calls (the last ``CALL_MEMORY_LIMIT`` or more)."""
     evidence: CallMemory[dict[str, Any]] = CallMemory()
     """The recorded completions by item or call id (the last ``CALL_MEMORY_LIMIT`` or more)."""
     grant: SandboxGrant | None = None
-    agents: tuple[str, ...] = ()
+    agents: Map[str, bool] = Map()
     """The sub-agents' thread ids this record names (``SubAgentActivity`` items): only their rollouts are read."""
 
     @property
@@ -355,10 +358,11 @@ def read_rollout_line(reader: RolloutReader, raw: bytes, source_line: int) -> tu
         reader = msgspec.structs.replace(reader, grant=sandbox_grant(payload, reader.launch.tmpdir))
         model = _str(payload.get("model"))
         turn_id = _str(payload.get("turn_id"))
-        seen = any(m.turn == reader.turns and m.turn_id == turn_id for m in reader.observed)
+        seen = bool(reader.turns) and (reader.turns, turn_id) in reader.selections  # turn 0 is noted as None
         if model is not None and not seen:
             observed = ObservedModel(turn=reader.turns or None, turn_id=turn_id, model=model, scope="turn_selection")
-            reader = msgspec.structs.replace(reader, observed=(*reader.observed, observed))
+            reader = msgspec.structs.replace(reader, observed=reader.observed.set(len(reader.observed), observed),
+                                             selections=reader.selections.set((reader.turns, turn_id), True))  # fmt: skip
     return reader, (_opaque_line(raw, source_line, kind, payload, at),)
 
 
@@ -449,7 +453,7 @@ def _named_agent(reader: RolloutReader, item: Any) -> RolloutReader:
     thread = item.get("agent_thread_id")
     if not isinstance(thread, str) or not ROLLOUT_THREAD.fullmatch(thread) or thread in reader.agents:
         return reader
-    return msgspec.structs.replace(reader, agents=(*reader.agents, thread))
+    return msgspec.structs.replace(reader, agents=reader.agents.set(thread, True))
 
 
 def rollout_thread(name: str) -> str | None:
@@ -475,7 +479,7 @@ def session_ended(reader: RolloutReader, census: Census) -> SessionEnded | None:
     )
     return SessionEnded(
         final_answer=final,
-        observed_models=reader.observed or None,
+        observed_models=tuple(reader.observed[number] for number in range(len(reader.observed))) or None,
         is_error=reader.error_in_turn,
         subtype=None,
         stop_reason=None,

@@ -17,6 +17,7 @@ import posixpath
 from typing import Any
 
 import msgspec
+from immutables import Map
 
 from metaharness.pure.bounds import SANDBOX_ENTRY_LIMIT
 from metaharness.pure.events import Deny, Event, PermissionDenial, ToolDecided, ToolRequested, ToolResult
@@ -105,9 +106,12 @@ def _written_paths(requested: ToolRequested) -> tuple[str, ...]:
 
 class SandboxWatch(msgspec.Struct, frozen=True):
     """The calls codex's grant refuses, as the stream is written: each kept until metaharness denies it
-    or codex records its success."""
+    or codex records its success; numbered in the order refused (``next`` the next number) and indexed by call
+    id, so noting one costs the same however many are kept (docs/DEVELOPING.md#rules-for-pure)."""
 
-    refused: tuple[PermissionDenial, ...] = ()
+    refused: Map[int, PermissionDenial] = Map()
+    by_call: Map[str, Map[int, bool]] = Map()
+    next: int = 0
 
 
 def watched(watch: SandboxWatch, grant: SandboxGrant | None, payload: Event) -> SandboxWatch:
@@ -115,16 +119,21 @@ def watched(watch: SandboxWatch, grant: SandboxGrant | None, payload: Event) -> 
     if isinstance(payload, ToolRequested) and grant is not None:
         if any(not writable(grant, path) for path in _written_paths(payload)):
             denial = PermissionDenial(tool_name=payload.name, tool_use_id=payload.call_id, tool_input=payload.input)
-            return SandboxWatch((*watch.refused, denial))
+            numbers = watch.by_call.get(payload.call_id, Map()).set(watch.next, True)
+            return SandboxWatch(watch.refused.set(watch.next, denial), watch.by_call.set(payload.call_id, numbers),
+                                watch.next + 1)  # fmt: skip
         return watch
     cleared = (
         isinstance(payload, ToolDecided) and isinstance(payload.decision, Deny)
     ) or (isinstance(payload, ToolResult) and payload.is_error is False)
-    if cleared and isinstance(payload, ToolDecided | ToolResult):
-        return SandboxWatch(tuple(d for d in watch.refused if d.tool_use_id != payload.call_id))
+    if cleared and isinstance(payload, ToolDecided | ToolResult) and payload.call_id in watch.by_call:
+        refused = watch.refused
+        for number in watch.by_call[payload.call_id]:
+            refused = refused.delete(number)
+        return SandboxWatch(refused, watch.by_call.delete(payload.call_id), watch.next)
     return watch
 
 
 def sandbox_denials(watch: SandboxWatch) -> tuple[PermissionDenial, ...] | None:
     """``session.ended.permission_denials`` of a codex run: the calls its sandbox refused, ``None`` when none."""
-    return watch.refused or None
+    return tuple(watch.refused[number] for number in sorted(watch.refused)) or None

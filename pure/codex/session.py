@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import TypeAlias
 
 import msgspec
+from immutables import Map
 from msgspec import UNSET, UnsetType
 from returns.result import Failure
 
@@ -118,7 +119,7 @@ class Catalogued(msgspec.Struct, frozen=True, kw_only=True):
 
     catalogue: Catalogue
     conversation: app_server.Session
-    owned: frozenset[str] = frozenset()
+    owned: Map[str, bool] = Map()
     catalogue_gone: bool = False
     turn_completed: bool = False
 
@@ -132,13 +133,13 @@ class Session(msgspec.Struct, frozen=True, kw_only=True):
     stream: Stream
     desk: Desk
     reader: RolloutReader
-    sub_readers: tuple[tuple[str, RolloutReader], ...] = ()
+    sub_readers: Map[str, RolloutReader] = Map()
     correlator: Correlator = Correlator(live=True)
     census: Census = ZERO_CENSUS
-    keys: tuple[tuple[str, str], ...] = ()
-    names: tuple[tuple[str, str], ...] = ()
-    unanswered: frozenset[str] = frozenset()
-    refused: frozenset[str] = frozenset()
+    keys: Map[str, str] = Map()
+    names: Map[str, str] = Map()
+    unanswered: Map[str, bool] = Map()
+    refused: Map[str, bool] = Map()
     session_cwd: str | None = None
     sandbox: SandboxWatch = SandboxWatch()
     unread: UnreadKeys = UnreadKeys()
@@ -169,10 +170,6 @@ def open_session(
     return _work(session, opening)
 
 
-def _lookup(pairs: tuple[tuple[str, str], ...], call_id: str) -> str | None:
-    return next((value for key, value in reversed(pairs) if key == call_id), None)
-
-
 def _write(session: Session, payload: Event, at: str | UnsetType = UNSET) -> tuple[Session, EventValue]:
     """Note one event: a denied call's result is an error, ``session.started`` gives the session's
     directory, and ``tool.decided`` is counted (a deny by ``deadline`` when its hook had gone)."""
@@ -184,7 +181,7 @@ def _write(session: Session, payload: Event, at: str | UnsetType = UNSET) -> tup
         if payload.call_id in session.refused:
             payload = msgspec.structs.replace(payload, decision=Deny(CHANNEL_REFUSED_REASON), decided_by="adapter")
         elif payload.call_id in unanswered:
-            unanswered = unanswered - {payload.call_id}
+            unanswered = unanswered.delete(payload.call_id)
             payload = msgspec.structs.replace(payload, decision=Deny(HOOK_GAVE_UP), decided_by="deadline")
         census = count_decision(census, payload)
     stream, line = note(session.stream, payload, at)
@@ -198,7 +195,7 @@ def _write(session: Session, payload: Event, at: str | UnsetType = UNSET) -> tup
 def _present(session: Session, call: HookCall) -> tuple[Session, tuple[Item, ...]]:
     """A delivered call to the decision desk: on seam ``owned_tool`` when the app-server asked for it,
     else on seam ``hook``."""
-    session = msgspec.structs.replace(session, names=(*session.names, (call.call_id, call.name)))
+    session = msgspec.structs.replace(session, names=session.names.set(call.call_id, call.name))
     part = session.catalogued
     tree = session.tree
     if part is not None and call.call_id in part.owned:
@@ -233,7 +230,7 @@ def _answer(session: Session, answer: Answer) -> tuple[Session, tuple[Item, ...]
         conversation, steps = app_server.answer_decision(part.conversation, answer.call_id, answer.decision)
         session = msgspec.structs.replace(session, catalogued=msgspec.structs.replace(part, conversation=conversation))
         return session, steps, None
-    key = _lookup(session.keys, answer.call_id)
+    key = session.keys.get(answer.call_id)
     return session, (), None if key is None else HookAnswer(answer.call_id, key, answer_body(answer.decision))
 
 
@@ -243,7 +240,7 @@ def _step(session: Session, step: Step) -> tuple[Session, tuple[Item, ...], Effe
     assert part is not None
     if isinstance(step, Decide):
         session = msgspec.structs.replace(
-            session, catalogued=msgspec.structs.replace(part, owned=part.owned | {step.call_id})
+            session, catalogued=msgspec.structs.replace(part, owned=part.owned.set(step.call_id, True))
         )
         call = HookCall(key="", call_id=step.call_id, name=step.tool, input=step.arguments, correlated=True)
         correlator, outputs = on_hook_call(session.correlator, call)
@@ -317,10 +314,10 @@ def delivered(
     suspended, queued = session.suspended, session.queued
     session = msgspec.structs.replace(session, queued=(), suspended=None)
     if refused is not None and isinstance(suspended, HookAnswer):
-        session = msgspec.structs.replace(session, refused=session.refused | {suspended.call_id})
+        session = msgspec.structs.replace(session, refused=session.refused.set(suspended.call_id, True))
         queued = (DeskEmit(refused), *queued)
     elif not written and isinstance(suspended, HookAnswer):
-        session = msgspec.structs.replace(session, unanswered=session.unanswered | {suspended.call_id})
+        session = msgspec.structs.replace(session, unanswered=session.unanswered.set(suspended.call_id, True))
     if not written and isinstance(suspended, Perform):
         session, steps, _ = _catalogue_gone(session)
         queued = (*steps, *queued)
@@ -372,7 +369,7 @@ def hook_request(
         return _work(session, () if warning is None else (DeskEmit(warning),))
     call = read_hook_request(key, raw)
     correlator, outputs = on_hook_call(session.correlator, call)
-    session = msgspec.structs.replace(session, keys=(*session.keys, (call.call_id, key)), correlator=correlator)
+    session = msgspec.structs.replace(session, keys=session.keys.set(call.call_id, key), correlator=correlator)
     return _work(session, _released(outputs))
 
 
@@ -385,6 +382,8 @@ def _nested(session: Session, before: RolloutReader, after: RolloutReader) -> tu
     """The result of each call the hook delivered whose completion the line recorded under the hook
     call's id, the rollout never having announced it (a code-mode ``exec`` host's nested call)."""
     finished: list[Reading] = []
+    if after.evidence is before.evidence:  # most lines record no completion
+        return ()
     for call_id in after.evidence.keys() - before.evidence.keys():
         result = nested_result(after, call_id) if call_id in session.correlator.presented else None
         if result is not None:
@@ -395,7 +394,7 @@ def _nested(session: Session, before: RolloutReader, after: RolloutReader) -> tu
 def named_agents(session: Session) -> frozenset[str]:
     """The sub-agents' thread ids the main rollout and the sub-agents' own name: only their rollouts are
     read (docs/adapters/codex.md#rollout-mapping)."""
-    return frozenset((*session.reader.agents, *(agent for _, reader in session.sub_readers for agent in reader.agents)))
+    return frozenset((*session.reader.agents, *(agent for reader in session.sub_readers.values() for agent in reader.agents)))
 
 
 def read_line(session: Session, number: int, raw: bytes) -> tuple[Session, tuple[Effect, ...]]:
@@ -407,11 +406,11 @@ def read_line(session: Session, number: int, raw: bytes) -> tuple[Session, tuple
 
 def read_sub_agent(session: Session, path: str, number: int, raw: bytes) -> tuple[Session, tuple[Effect, ...]]:
     """One line of the sub-agent rollout at ``path``: its calls and their results."""
-    reader = next((r for p, r in session.sub_readers if p == path), RolloutReader(launch=session.reader.launch))
+    reader = session.sub_readers.get(path, RolloutReader(launch=session.reader.launch))
     before = reader
     reader, readings = read_sub_agent_line(reader, raw, number)
     nested = _nested(session, before, reader)
-    sub_readers = (*((p, r) for p, r in session.sub_readers if p != path), (path, reader))
+    sub_readers = session.sub_readers.set(path, reader)
     return _readings(msgspec.structs.replace(session, sub_readers=sub_readers), (*readings, *nested))
 
 
@@ -449,7 +448,7 @@ def take_command(
         session, effects = _work(session, (DeskEmit(formed.failure()),))
         return session, effects, None
     if isinstance(command, ToolDecide):
-        name = _lookup(session.names, command.call_id) or ""
+        name = session.names.get(command.call_id) or ""
         if isinstance(command.decision, Replace) and command.call_id in session.desk.pending_call_ids():
             checked = check_replacement(name, command.decision.input)
             if isinstance(checked, Failure):

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import TypeAlias
 
 import msgspec
+from immutables import Map
 from msgspec import UNSET, UnsetType
 
 from metaharness.pure.budgets import HOOK_TIMEOUT_S
@@ -77,8 +78,21 @@ ADAPTER = "gemini"
 STOP_POLICY = GROUP_POLICY
 """Every stop is SIGTERM to the group, SIGKILL 5 s later (or at a second signal)."""
 
-Key: TypeAlias = tuple[str, str, bytes]
-"""A call as correlation sees it: its id, its tool name, its canonical input."""
+Key: TypeAlias = tuple[str, bytes]
+"""A call's tool name and canonical input, which an announcement and a hook call are matched on."""
+
+
+class _Waiting(msgspec.Struct, frozen=True):
+    """The call ids of one key not claimed yet, numbered from ``first`` (the oldest) to ``end``."""
+
+    first: int
+    end: int
+    ids: Map[int, str]
+
+
+Claims: TypeAlias = Map[Key, _Waiting]
+"""What waits to be claimed, by key: the oldest of a key is claimed first, at a cost that does not grow with how
+many wait (docs/DEVELOPING.md#rules-for-pure)."""
 
 
 Effect: TypeAlias = EventValue | HookAnswer | Arm | Disarm
@@ -88,7 +102,7 @@ Item: TypeAlias = DeskEmit | Answer | Arm | Disarm | Emitted | Present
 class Session(msgspec.Struct, frozen=True, kw_only=True):
     """One gemini run's state between inputs: the record announcements no hook has claimed yet
     (``announced``), the hook calls presented before their announcement (``hooked``), the record ids read
-    under a hook call's id (``aliases``), the keys waiting for an answer, the rung keys that named no request
+    under a hook call's id (``aliases``), the key waiting for each call's answer (its first hook's), the rung keys that named no request
     (``unread``)."""
 
     facts: RecordFacts
@@ -97,10 +111,10 @@ class Session(msgspec.Struct, frozen=True, kw_only=True):
     record: RecordState = RecordState()
     correlator: Correlator = Correlator(live=True)
     census: Census = ZERO_CENSUS
-    announced: tuple[Key, ...] = ()
-    hooked: tuple[Key, ...] = ()
-    aliases: tuple[tuple[str, str], ...] = ()
-    waiting: tuple[tuple[str, str], ...] = ()
+    announced: Claims = Map()
+    hooked: Claims = Map()
+    aliases: Map[str, str] = Map()
+    waiting: Map[str, str] = Map()
     queued: tuple[Item, ...] = ()
     answering: str | None = None
     ended: SessionEnded | None = None
@@ -145,11 +159,11 @@ def _emit_all(session: Session, items: tuple[Item, ...]) -> tuple[Session, tuple
             session, effects = _present(session, item.call)
             pending[:0] = effects
         elif isinstance(item, Answer):
-            key = next((key for call_id, key in session.waiting if call_id == item.call_id), None)
+            key = session.waiting.get(item.call_id)
             if key is None:
                 continue
             session = msgspec.structs.replace(
-                session, waiting=tuple(entry for entry in session.waiting if entry[0] != item.call_id),
+                session, waiting=session.waiting.delete(item.call_id),
                 queued=tuple(pending), answering=item.call_id,
             )  # fmt: skip
             out.append(HookAnswer(item.call_id, key, gemini_hook_answer(item.decision)))
@@ -183,17 +197,28 @@ def _present(session: Session, call: HookCall) -> tuple[Session, tuple[DeskEmit 
         subjects = resolve_subjects(subjects, session.tree.cwd, session.tree.links)
     presented = PresentedCall(call_id=call.call_id, name=call.name, input=call.input, seam="hook",
                               operations=operations, subjects=subjects, unreadable=request_unreadable(call))
-    session = msgspec.structs.replace(session, waiting=(*session.waiting, (call.call_id, call.key)))
+    waiting = session.waiting if call.call_id in session.waiting else session.waiting.set(call.call_id, call.key)
+    session = msgspec.structs.replace(session, waiting=waiting)
     desk, effects = present(session.desk, presented)
     return msgspec.structs.replace(session, desk=desk), effects
 
 
-def _claim(keys: tuple[Key, ...], name: str, input_key: bytes) -> tuple[str | None, tuple[Key, ...]]:
-    """The oldest entry of ``keys`` with this tool name and canonical input, and the rest."""
-    index = next((i for i, (_, n, k) in enumerate(keys) if n == name and k == input_key), None)
-    if index is None:
-        return None, keys
-    return keys[index][0], (*keys[:index], *keys[index + 1 :])
+def _claim(claims: Claims, name: str, input_key: bytes) -> tuple[str | None, Claims]:
+    """The oldest call id waiting with this tool name and canonical input, and what waits then."""
+    key = (name, input_key)
+    waiting = claims.get(key)
+    if waiting is None:
+        return None, claims
+    call_id = waiting.ids[waiting.first]
+    if waiting.first + 1 == waiting.end:
+        return call_id, claims.delete(key)
+    return call_id, claims.set(key, _Waiting(waiting.first + 1, waiting.end, waiting.ids.delete(waiting.first)))
+
+
+def _queued(claims: Claims, key: Key, call_id: str) -> Claims:
+    """``claims`` with ``call_id`` waiting last under ``key``."""
+    waiting = claims.get(key, _Waiting(0, 0, Map()))
+    return claims.set(key, _Waiting(waiting.first, waiting.end + 1, waiting.ids.set(waiting.end, call_id)))
 
 
 def _renamed(reading: Reading, call_id: str) -> Reading:
@@ -212,12 +237,12 @@ def _correlated(session: Session, reading: Reading) -> tuple[Session, Reading]:
         requested = reading.requested
         claimed, hooked = _claim(session.hooked, requested.name, canonical_input(requested.input))
         if claimed is None:
-            entry = (reading.call_id, requested.name, canonical_input(requested.input))
-            return msgspec.structs.replace(session, announced=(*session.announced, entry)), reading
-        aliases = (*session.aliases, (reading.call_id, claimed))
+            announced = _queued(session.announced, (requested.name, canonical_input(requested.input)), reading.call_id)
+            return msgspec.structs.replace(session, announced=announced), reading
+        aliases = session.aliases if reading.call_id in session.aliases else session.aliases.set(reading.call_id, claimed)
         return msgspec.structs.replace(session, hooked=hooked, aliases=aliases), _renamed(reading, claimed)
     if isinstance(reading, Finished):
-        alias = next((to for record_id, to in session.aliases if record_id == reading.call_id), None)
+        alias = session.aliases.get(reading.call_id)
         return session, reading if alias is None else _renamed(reading, alias)
     return session, reading
 
@@ -255,7 +280,7 @@ def _hook_call(session: Session, key: str, raw: bytes) -> tuple[Session, HookCal
         return msgspec.structs.replace(session, announced=announced), msgspec.structs.replace(call, call_id=claimed)
     if not call.name:
         return session, call
-    return msgspec.structs.replace(session, hooked=(*session.hooked, (call.call_id, call.name, input_key))), call
+    return msgspec.structs.replace(session, hooked=_queued(session.hooked, (call.name, input_key), call.call_id)), call
 
 
 def hook_request(session: Session, key: str, raw: bytes | None, tree: TreeFacts | None = None) -> tuple[Session, tuple[Effect, ...]]:
