@@ -120,3 +120,31 @@ def test_a_checked_link_to_a_host_file_fails_its_check_naming_the_link(host: Pat
     )
     assert '{"id":"pipe","passed":false,"reason":"pipe does not exist"}' in result
     assert secret.read_text() == "hello from the host\n"
+
+
+GITMODULES = """
+import os, subprocess, sys
+os.chdir(sys.argv[sys.argv.index("--cwd") + 1])
+git = ["git", "-C", "x", "-c", "user.name=c", "-c", "user.email=c@c", "-c", "init.defaultBranch=main"]
+subprocess.run(["git", "init", "-q", "x"], check=True)
+subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "m"], check=True)
+with open("README.md", "w") as handle:
+    handle.write("rewritten by the child\\n")
+with open(".gitmodules", "w") as handle:
+    handle.write({text!r})
+"""
+
+
+@pytest.mark.parametrize("text", [
+    '[submodule "x"\n',
+    '[submodule "x"]\n\tpath = x\n\tupdate = !true\n',
+    '[submodule "x"]\n\tpath = x\n\tignore = all\n',
+])  # fmt: skip
+def test_a_gitmodules_the_child_wrote_cannot_hide_its_changes_from_the_diff(host: Path, text: str) -> None:
+    """The diff reads no ``.gitmodules`` the child wrote (a malformed one, or one giving the nested repository it
+    made an ``update`` command, made the host git's diff fail, so ``diff.patch`` came out empty)."""
+    output = govern_run(inputs(), program=(sys.executable, "-c", GITMODULES.format(text=text)))
+    assert b"diff --git a/README.md b/README.md" in output.diff
+    assert b"+rewritten by the child" in output.diff
+    assert b"diff --git a/.gitmodules b/.gitmodules\nnew file mode 100644" in output.diff
+    assert b"diff --git a/x b/x\nnew file mode 160000" in output.diff

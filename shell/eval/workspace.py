@@ -41,9 +41,11 @@ def _git_environment() -> dict[str, str]:
             "GIT_TERMINAL_PROMPT": "0"}  # fmt: skip
 
 
-def _git(git_dir: Path, copy: Path, *words: str, check: bool = True) -> bytes:
+def _git(git_dir: Path, copy: Path | None, *words: str, check: bool = True) -> bytes:
+    """git on ``git_dir``, with the work tree ``copy`` (none: plumbing that reads only the repository)."""
+    tree = () if copy is None else (f"--work-tree={copy}",)
     done = subprocess.run(
-        ["git", f"--git-dir={git_dir}", f"--work-tree={copy}", *_GIT_SETTINGS, *words],
+        ["git", f"--git-dir={git_dir}", *tree, *_GIT_SETTINGS, *words],
         stdin=subprocess.DEVNULL, capture_output=True, check=check, env=_git_environment(), cwd=git_dir.parent,
     )  # fmt: skip
     return done.stdout
@@ -94,10 +96,14 @@ def place_baseline(copy: Path, repository: bytes) -> Path:
 
 def workspace_diff(own: Path, copy: Path) -> bytes:
     """The copy's changes against the baseline, new files included, binary-safe: the work tree staged
-    into the driver's own repository and diffed there (``.git`` entries of the tree are never staged)."""
+    into the driver's own repository (``.git`` entries of the tree are never staged), written as a tree
+    there and diffed against ``HEAD`` tree to tree with no work tree and ``--ignore-submodules=none`` (which
+    also keeps git from reading the ``.gitmodules`` the child staged: a malformed one, or one naming a nested
+    repository with an ``update`` command, made the diff fail and ``diff.patch`` come out empty)."""
     _git(own, copy, "add", "-A", "-f", "--ignore-errors", check=False)
-    return _git(own, copy, "diff", "--cached", "--binary", "--no-color", "--no-ext-diff", "--no-textconv", "HEAD",
-                check=False)  # fmt: skip
+    staged = _git(own, None, "write-tree", check=False).strip().decode("ascii", "replace")
+    return _git(own, None, "diff-tree", "-r", "-p", "--binary", "--no-color", "--no-ext-diff", "--no-textconv",
+                "--ignore-submodules=none", "HEAD", staged, check=False)  # fmt: skip
 
 
 def _step(directory: int, name: str, last: bool) -> int | UnreadFile | None:
