@@ -147,4 +147,35 @@ def test_a_gitmodules_the_child_wrote_cannot_hide_its_changes_from_the_diff(host
     assert b"diff --git a/README.md b/README.md" in output.diff
     assert b"+rewritten by the child" in output.diff
     assert b"diff --git a/.gitmodules b/.gitmodules\nnew file mode 100644" in output.diff
-    assert b"diff --git a/x b/x\nnew file mode 160000" in output.diff
+
+
+NESTER = """
+import os, subprocess, sys
+os.chdir(sys.argv[sys.argv.index("--cwd") + 1])
+os.makedirs("waits/.git/refs/heads")
+os.makedirs("waits/.git/objects")
+os.mkfifo("waits/.git/HEAD")
+os.makedirs("points")
+with open("points/.git", "w") as handle:
+    handle.write("gitdir: " + {host_repository!r} + "\\n")
+os.makedirs("hides")
+with open("hides/secret.txt", "w") as handle:
+    handle.write("hidden behind a commit\\n")
+git = ["git", "-C", "hides", "-c", "user.name=c", "-c", "user.email=c@c"]
+subprocess.run(["git", "init", "-q", "hides"], check=True)
+subprocess.run([*git, "add", "secret.txt"], check=True)
+subprocess.run([*git, "commit", "-q", "-m", "m"], check=True)
+"""
+
+
+def test_a_nested_git_the_child_made_is_set_aside_before_the_diff_is_staged(host: Path) -> None:
+    """A FIFO as a nested repository's ``HEAD`` made the host's ``git add`` wait forever, a ``gitdir:`` file sent it
+    to read a host repository's refs, and a nested repository's commit hid the files under it from the diff:
+    every ``.git`` below the copy's top is set aside first, so its folder's files are staged as files."""
+    host_repository = host / "repository.git"
+    program = NESTER.format(host_repository=str(host_repository))
+    output = govern_run(inputs(), program=(sys.executable, "-c", program))
+    assert b"diff --git a/hides/secret.txt b/hides/secret.txt\nnew file mode 100644" in output.diff
+    assert b"+hidden behind a commit" in output.diff
+    assert b"160000" not in output.diff and b".git/" not in output.diff
+    assert not list((host.parent / "runs").iterdir())

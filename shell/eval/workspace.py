@@ -10,6 +10,7 @@ copy's directory descriptor with ``O_NOFOLLOW`` and read only when it is a regul
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import os
@@ -19,8 +20,11 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+from returns.result import Success
+
 from metaharness.pure.bounds import CHECKED_FILE_LIMIT
 from metaharness.pure.eval.checks import UnreadFile
+from metaharness.shell.child_tree import ChildDir
 
 _GIT_SETTINGS = (
     "-c", "user.name=metaharness-eval", "-c", "user.email=metaharness-eval@localhost", "-c", "core.hooksPath=/dev/null",
@@ -32,6 +36,9 @@ _NO_ATTRIBUTES = b"* !text !eol !filter !ident !working-tree-encoding !diff !mer
 """``info/attributes`` of the driver's repositories: it outranks every ``.gitattributes`` in the tree, so
 no attribute the child wrote changes the bytes committed or diffed."""
 _OWN_REPOSITORY = "baseline.git"
+_SET_ASIDE = "nested-git"
+_GIT_PATH_LIMIT = 4096
+"""git reaches no path longer than ``PATH_MAX``: a ``.git`` deeper than that is never read by it."""
 
 
 def _git_environment() -> dict[str, str]:
@@ -94,12 +101,47 @@ def place_baseline(copy: Path, repository: bytes) -> Path:
     return own
 
 
+def _set_nested_aside(copy: Path, held: Path) -> None:
+    """Every ``.git`` below the copy's top (a nested repository, a ``gitdir:`` file, a link, a FIFO) moved by
+    ``renameat`` into the driver's new folder ``held`` outside the copy, so staging reads none of them: a
+    FIFO there made git wait forever, a ``gitdir:`` file sent it to read refs anywhere on the host, and a
+    nested repository's commit hid the files under it. Walked by descriptor, never through a link."""
+    held.mkdir()
+    hold = os.open(held, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    top = ChildDir.open(str(copy))
+    frames: list[tuple[ChildDir, int, list[str]]] = [(top, 0, list(top.names()))]
+    moved = 0
+    try:
+        while frames:
+            directory, length, names = frames[-1]
+            if not names:
+                frames.pop()
+                directory.close()
+                continue
+            name = names.pop()
+            found = directory.status(name)
+            if name == ".git" and len(frames) > 1:
+                moved += 1
+                with contextlib.suppress(OSError):
+                    os.rename(name, str(moved), src_dir_fd=directory.fd, dst_dir_fd=hold)
+            elif found is not None and stat.S_ISDIR(found.st_mode) and length + len(name) < _GIT_PATH_LIMIT:
+                inner = directory.sub(name)
+                if isinstance(inner, Success):
+                    frames.append((inner.unwrap(), length + len(name) + 1, list(inner.unwrap().names())))
+    finally:
+        for directory, _, _ in frames:
+            directory.close()
+        os.close(hold)
+
+
 def workspace_diff(own: Path, copy: Path) -> bytes:
     """The copy's changes against the baseline, new files included, binary-safe: the work tree staged
     into the driver's own repository (``.git`` entries of the tree are never staged), written as a tree
     there and diffed against ``HEAD`` tree to tree with no work tree and ``--ignore-submodules=none`` (which
     also keeps git from reading the ``.gitmodules`` the child staged: a malformed one, or one naming a nested
-    repository with an ``update`` command, made the diff fail and ``diff.patch`` come out empty)."""
+    repository with an ``update`` command, made the diff fail and ``diff.patch`` come out empty). Every nested
+    ``.git`` is set aside first (:func:`_set_nested_aside`), so its folder's files are staged as files."""
+    _set_nested_aside(copy, own.parent / _SET_ASIDE)
     _git(own, copy, "add", "-A", "-f", "--ignore-errors", check=False)
     staged = _git(own, None, "write-tree", check=False).strip().decode("ascii", "replace")
     return _git(own, None, "diff-tree", "-r", "-p", "--binary", "--no-color", "--no-ext-diff", "--no-textconv",
