@@ -179,3 +179,22 @@ def test_a_nested_git_the_child_made_is_set_aside_before_the_diff_is_staged(host
     assert b"+hidden behind a commit" in output.diff
     assert b"160000" not in output.diff and b".git/" not in output.diff
     assert not list((host.parent / "runs").iterdir())
+
+
+SPARSE = """
+import os, sys
+os.chdir(sys.argv[sys.argv.index("--cwd") + 1])
+with open("README.md", "r+b") as handle:
+    handle.truncate(1 << 40)
+with open("small.txt", "w") as handle:
+    handle.write("small\\n")
+"""
+
+
+def test_a_sparse_terabyte_the_child_made_is_named_and_left_out_of_the_diff(host: Path) -> None:
+    """A file over 64 MiB costs the child nothing when sparse and git hours to hash: it is set aside before
+    staging and a line before the patch names it; the rest of the diff is whole."""
+    output = govern_run(inputs(), program=(sys.executable, "-c", SPARSE))
+    assert output.diff.startswith(b"metaharness-eval: README.md is larger than 64 MiB and is not in this diff\n")
+    assert b"diff --git a/small.txt b/small.txt\nnew file mode 100644" in output.diff
+    assert not list((host.parent / "runs").iterdir())
