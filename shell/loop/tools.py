@@ -342,8 +342,20 @@ class Workspace:
 
     # run
 
+    def program_on_path(self, name: str) -> str | None:
+        """``name`` looked up on ``PATH`` in its absolute folders outside the workspace only: a relative
+        entry (``.``, an empty one) or one inside the root is a folder the tools can write, and a program
+        found there is not the one allowed (docs/loop.md#tools)."""
+        for entry in os.environ.get("PATH", os.defpath).split(os.pathsep):
+            if not os.path.isabs(entry) or self._inside(os.path.realpath(entry)):
+                continue
+            found = shutil.which(name, path=entry)
+            if found is not None and not self._inside(os.path.realpath(found)):
+                return found
+        return None
+
     def run(self, argv: list[str]) -> bytes:
-        program = shutil.which(argv[0])
+        program = self.program_on_path(argv[0])
         if program is None:
             raise ToolFailure(f"`{argv[0]}` was not found on PATH")
         environment = {k: v for k, v in os.environ.items() if k not in self.hidden_env}
