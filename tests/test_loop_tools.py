@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -140,3 +142,41 @@ def test_run_is_bounded_by_the_deadline(root: Path) -> None:
     with pytest.raises(ToolFailure) as failure:
         bounded.run(["sleep", "5"])
     assert json.loads(str(failure.value))["timed_out"] is True
+
+
+def test_a_link_swapped_under_a_read_never_reads_outside_the_root(tmp_path: Path) -> None:
+    """Between the check and the open a tool running beside the reader swaps a link inside the root for one
+    leading out: the read checks where the file it opened really is, so the outside bytes never come back."""
+    root, outside = tmp_path / "swap", tmp_path / "outside"
+    (root / "held").mkdir(parents=True)
+    outside.mkdir()
+    (root / "held" / "x.txt").write_text("inside\n")
+    (outside / "x.txt").write_text("outside\n")
+    workspace = Workspace(str(root.resolve()), (), CancelToken(None, time.monotonic()))
+    swapper = subprocess.Popen([sys.executable, "-c", SWAPPER, str(root), str(outside)],
+                               stdout=subprocess.PIPE)  # fmt: skip
+    assert swapper.stdout is not None and swapper.stdout.readline() == b"swapping\n"
+    replies = []
+    try:
+        for _ in range(5000):
+            try:
+                replies.append(workspace.file_read("d/x.txt", "d/x.txt", {}))
+            except (ToolFailure, OSError):  # refused, or gone in the swap: either is no read
+                pass
+    finally:
+        swapper.kill()
+        swapper.wait()
+    assert replies and not [reply for reply in replies if b"outside" in reply]
+
+
+SWAPPER = """
+import os, sys
+root, outside = sys.argv[1], sys.argv[2]
+os.symlink(outside, root + "/link")
+print("swapping", flush=True)
+while True:
+    os.rename(root + "/held", root + "/d")
+    os.rename(root + "/d", root + "/held")
+    os.rename(root + "/link", root + "/d")
+    os.rename(root + "/d", root + "/link")
+"""

@@ -72,13 +72,31 @@ class Workspace:
             raise PathRefused(f"`{path}` is outside the workspace")
         return real
 
+    def _opened_inside(self, path: str, real: str) -> int:
+        """``real`` opened for reading as a regular file (a FIFO is never waited on) that really is inside
+        the root: the check is made on the open descriptor, so a folder swapped for a link leading out
+        between the path's resolution and the open is refused, not read."""
+        try:
+            fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except (IsADirectoryError, NotADirectoryError):
+            raise PathRefused(not_regular(path)) from None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise PathRefused(not_regular(path))
+            if not self._inside(os.readlink(f"/proc/self/fd/{fd}")):
+                raise PathRefused(f"`{path}` is outside the workspace")
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
     # reads
 
     def file_read(self, path: str, relative: str, arguments: dict[str, Any]) -> bytes:
         real = self._resolved(path, relative)
         if not os.path.isfile(real):
             raise PathRefused(not_regular(path))
-        with open(real, "rb") as handle:
+        with os.fdopen(self._opened_inside(path, real), "rb") as handle:
             raw = handle.read()
         try:
             text = raw.decode("utf-8")
@@ -172,13 +190,12 @@ class Workspace:
             bound = bound or reached
             if is_dir or (glob is not None and not _glob_hit(glob, found)):
                 continue
-            full = os.path.join(self.root, found)
-            if os.path.getsize(full) > SEARCH_FILE_CAP:
-                continue
             try:
-                with open(full, "rb") as handle:
+                with os.fdopen(self._opened_inside(found, os.path.join(self.root, found)), "rb") as handle:
+                    if os.fstat(handle.fileno()).st_size > SEARCH_FILE_CAP:
+                        continue
                     lines = handle.read().decode("utf-8").split("\n")
-            except UnicodeDecodeError:
+            except (UnicodeDecodeError, PathRefused):
                 continue
             for index, line in enumerate(lines):
                 hit = regex.search(line) is not None if regex is not None else pattern in line
