@@ -180,3 +180,14 @@ while True:
     os.rename(root + "/link", root + "/d")
     os.rename(root + "/d", root + "/link")
 """
+
+
+def test_a_sparse_terabyte_is_refused_by_its_size_not_read(workspace: Workspace, root: Path) -> None:
+    """A file over the read bound (free to make when sparse) is refused by its size, never read into memory."""
+    with open(root / "huge.txt", "wb") as handle:
+        handle.truncate(1 << 40)
+    bound = "`huge.txt` is larger than the 67108864 byte bound of a read"
+    with pytest.raises(ToolFailure, match=bound):
+        workspace.file_read("huge.txt", "huge.txt", {})
+    with pytest.raises(ToolFailure, match=bound):
+        workspace.file_edit("huge.txt", "huge.txt", {"old": "a", "new": "b"})

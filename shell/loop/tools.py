@@ -13,7 +13,7 @@ import shutil
 import stat
 import subprocess
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 
@@ -24,6 +24,8 @@ from metaharness.shell.loop.cancel import CancelToken, Interrupted
 
 SKIPPED_DIRS = frozenset({".git", "node_modules", "target", ".venv", "__pycache__"})
 SEARCH_FILE_CAP = 1 << 20
+READ_FILE_CAP = 64 << 20
+"""The largest file ``file_read`` and ``file_edit`` read: a sparse terabyte costs a tool nothing to make."""
 WALK_DEPTH = 12
 LINE_CUT = 400
 DIR_ENTRIES = 500
@@ -97,7 +99,7 @@ class Workspace:
         if not os.path.isfile(real):
             raise PathRefused(not_regular(path))
         with os.fdopen(self._opened_inside(path, real), "rb") as handle:
-            raw = handle.read()
+            raw = _bounded_read(path, handle)
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
@@ -302,7 +304,7 @@ class Workspace:
         fd, name = self._parent_fd(path, relative, create=False)
         try:
             try:
-                handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=fd)
+                handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
             except OSError as error:
                 if error.errno == errno.ELOOP:
                     raise PathRefused(symlink_text(path)) from None
@@ -312,7 +314,7 @@ class Workspace:
             with os.fdopen(handle, "rb") as stream:
                 if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
                     raise PathRefused(not_regular(path))
-                raw = stream.read()
+                raw = _bounded_read(path, stream)
         finally:
             os.close(fd)
         try:
@@ -416,6 +418,17 @@ class Workspace:
         if timed_out:
             raise ToolFailure(msgspec.json.encode(reply).decode())
         return compact(reply)
+
+
+def _bounded_read(path: str, handle: BinaryIO) -> bytes:
+    """The file's bytes, refused past ``READ_FILE_CAP`` (its size, or what it grew to while read)."""
+    too_large = ToolFailure(f"`{path}` is larger than the {READ_FILE_CAP} byte bound of a read")
+    if os.fstat(handle.fileno()).st_size > READ_FILE_CAP:
+        raise too_large
+    raw = handle.read(READ_FILE_CAP + 1)
+    if len(raw) > READ_FILE_CAP:
+        raise too_large
+    return raw
 
 
 def _kill_group(child: subprocess.Popen[bytes]) -> None:
