@@ -52,6 +52,12 @@ class _Emulator(ThreadingHTTPServer):
             self.posts += is_post
             return self.requests, self.posts
 
+    def handle_error(self, request: object, client_address: object) -> None:
+        """A client that reset or dropped its connection mid-request ends that request quietly; anything
+        else is a fault of the emulator's own and keeps its traceback."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)  # type: ignore[arg-type]
+
     def write_record(self, line: bytes) -> None:
         if self.record is not None:
             with self.lock:
