@@ -144,23 +144,26 @@ def test_run_is_bounded_by_the_deadline(root: Path) -> None:
     assert json.loads(str(failure.value))["timed_out"] is True
 
 
-def test_a_link_swapped_under_a_read_never_reads_outside_the_root(tmp_path: Path) -> None:
-    """Between the check and the open a tool running beside the reader swaps a link inside the root for one
-    leading out: the read checks where the file it opened really is, so the outside bytes never come back."""
+@pytest.mark.parametrize("tool", ["file_read", "dir_list"])
+def test_a_link_swapped_under_a_read_never_reads_outside_the_root(tmp_path: Path, tool: str) -> None:
+    """Between the check and the open a tool running beside the reader swaps a folder inside the root for a
+    link leading out: the read (or listing) checks where what it opened really is, so nothing outside comes back."""
     root, outside = tmp_path / "swap", tmp_path / "outside"
     (root / "held").mkdir(parents=True)
     outside.mkdir()
     (root / "held" / "x.txt").write_text("inside\n")
     (outside / "x.txt").write_text("outside\n")
+    (outside / "outside-name").write_text("")
     workspace = Workspace(str(root.resolve()), (), CancelToken(None, time.monotonic()))
+    path = "d/x.txt" if tool == "file_read" else "d"
     swapper = subprocess.Popen([sys.executable, "-c", SWAPPER, str(root), str(outside)],
                                stdout=subprocess.PIPE)  # fmt: skip
     assert swapper.stdout is not None and swapper.stdout.readline() == b"swapping\n"
     replies = []
     try:
-        for _ in range(5000):
+        for _ in range(20000):
             try:
-                replies.append(workspace.file_read("d/x.txt", "d/x.txt", {}))
+                replies.append(getattr(workspace, tool)(path, path, {}))
             except (ToolFailure, OSError):  # refused, or gone in the swap: either is no read
                 pass
     finally:

@@ -132,10 +132,20 @@ class Workspace:
         real = self._resolved(path, relative)
         if not os.path.isdir(real):
             raise ToolFailure(f"`{path}` is not a directory")
-        names = sorted(os.listdir(real))
+        directory = os.open(real, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            if not self._inside(os.readlink(f"/proc/self/fd/{directory}")):
+                raise PathRefused(f"`{path}` is outside the workspace")
+            return self._listed(path, directory)
+        finally:
+            os.close(directory)
+
+    def _listed(self, path: str, directory: int) -> bytes:
+        """The listing of the open ``directory``, each entry's kind by ``lstat`` through it."""
+        names = sorted(os.listdir(directory))
         entries: list[dict[str, Any]] = []
         for name in names[:DIR_ENTRIES]:
-            info = os.lstat(os.path.join(real, name))
+            info = os.lstat(name, dir_fd=directory)
             if stat.S_ISREG(info.st_mode):
                 entries.append({"name": name, "kind": "file", "bytes": info.st_size})
             elif stat.S_ISDIR(info.st_mode):
