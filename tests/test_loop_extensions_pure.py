@@ -111,8 +111,8 @@ def test_loop_flag_refusals_name_the_flag_and_the_loop() -> None:
 
 
 def test_lines_nested_past_the_depth_bound_are_unreadable_not_a_recursion_error() -> None:
-    """A client's, a caller's, a hook's or a tool's text nested deeper than msgspec's recursion reaches (a
-    ``RecursionError`` that ended the loop) reads as what it is: not JSON."""
+    """A client's, a caller's, a hook's or a tool's text, a hooks file or a plugin's ``plugin.json``, nested deeper
+    than msgspec's recursion reaches (a ``RecursionError`` that ended the loop) reads as what it is: not JSON."""
     from metaharness.pure.loop.app_server import Bridge, Send, read_client_line
     from metaharness.pure.loop.approval import Unreadable, read_answer
 
@@ -123,3 +123,7 @@ def test_lines_nested_past_the_depth_bound_are_unreadable_not_a_recursion_error(
     assert with_notes(deep.decode(), ("x",)) == deep.decode() + '\nhook_notes: ["x"]'
     stop = Hook("stop", None, ("again",))
     assert stop_verdict(stop, HookExit(2, stdout=deep)) == stop_verdict(stop, HookExit(2, stdout=b"not json"))
+    assert parse_hooks("h", deep).failure() == "--hooks h is not JSON"
+    from metaharness.pure.loop.skills import plugin_name
+
+    assert plugin_name("p/plugin.json", deep).failure() == "p/plugin.json is not JSON"

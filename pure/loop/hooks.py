@@ -62,7 +62,7 @@ class Block(msgspec.Struct, frozen=True):
 def parse_hooks(label: str, raw: bytes) -> Result[tuple[Hook, ...], str]:
     """``{"version":1,"hooks":[{"on", "tools"?, "command"}]}``; any other shape refuses, naming the file."""
     try:
-        document = msgspec.json.decode(raw)
+        document = decode_bounded(raw)
     except (msgspec.DecodeError, UnicodeDecodeError):
         return Failure(f"--hooks {label} is not JSON")
     shaped = isinstance(document, dict) and set(document) == {"version", "hooks"}
