@@ -133,10 +133,11 @@ class RowVerdict(msgspec.Struct, frozen=True):
     detail: str
 
     def line(self) -> str:
-        """The report line of docs/hermetic.md#audit-report (a)."""
+        """The report line of docs/hermetic.md#audit-report (a), line breaks in the detail (which can carry
+        names a tree the child wrote supplies) replaced by spaces, so it never starts a line of its own."""
         return (
             f"  {self.row.ljust(4)} {self.verdict.ljust(3)} {self.severity.ljust(8)} {self.assertion.ljust(6)} "
-            f"{self.control} — {self.detail}"
+            f"{self.control} — {' '.join(self.detail.splitlines())}"
         )
 
 

@@ -381,15 +381,19 @@ def response_complete(raw: bytes) -> bool:
 
 def read_exchange(path: str, body: bytes, response: bytes | None) -> Exchange | None:
     """One exchange on ``path``: the request ``body`` and the decoded ``response`` body (``None``: not
-    readable); ``None`` when the path is no wire the witness reads."""
+    readable); ``None`` when the path is no wire the witness reads. Either body nested too deep to decode
+    (a tool's output the harness sent on, a model's answer) is an unreadable exchange (``ROUTE_UNREAD``)."""
     wire = wire_of_path(path)
     if wire is None:
         return None
     decoders = WITNESS_WIRES[wire]
-    results = decoders.results(body)
-    if response is None:
-        return Exchange((), results, None, decoded=False)
-    calls, answer, decoded = decoders.response(response)
+    try:
+        results = decoders.results(body)
+        if response is None:
+            return Exchange((), results, None, decoded=False)
+        calls, answer, decoded = decoders.response(response)
+    except RecursionError:  # JSON nested past the decoder's reach: an exchange read by nobody, said so
+        return Exchange((), (), None, decoded=False)
     return Exchange(calls, results, answer, decoded)
 
 

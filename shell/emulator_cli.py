@@ -26,6 +26,9 @@ from metaharness.pure.emulator.listen import (
 )
 from metaharness.pure.emulator.record import record_line
 
+_CHUNK_LINE_LIMIT = 4096
+"""The longest chunk-size (or trailer) line read: a line that never ends is a 400, not a growing buffer."""
+
 
 class _Emulator(ThreadingHTTPServer):
     """The server's shared state: the scenario, the lock-guarded counters and the record file."""
@@ -49,6 +52,12 @@ class _Emulator(ThreadingHTTPServer):
             self.posts += is_post
             return self.requests, self.posts
 
+    def handle_error(self, request: object, client_address: object) -> None:
+        """A client that reset or dropped its connection mid-request ends that request quietly; anything
+        else is a fault of the emulator's own and keeps its traceback."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)  # type: ignore[arg-type]
+
     def write_record(self, line: bytes) -> None:
         if self.record is not None:
             with self.lock:
@@ -68,23 +77,36 @@ class _Handler(BaseHTTPRequestHandler):
         if "chunked" in (self.headers.get("transfer-encoding") or "").lower():
             return self._read_chunked()
         length = int(self.headers.get("content-length") or 0)
+        if length < 0:
+            raise ValueError("a negative content-length")
         if length > MAX_BODY:
             self.close_connection = True
         return self.rfile.read(min(length, MAX_BODY + 1))
 
+    def _chunk_size(self) -> int:
+        """The next chunk's size from a line of at most ``_CHUNK_LINE_LIMIT`` bytes; a longer line or a
+        negative size does not parse (``ValueError``)."""
+        line = self.rfile.readline(_CHUNK_LINE_LIMIT + 1)
+        if len(line) > _CHUNK_LINE_LIMIT:
+            raise ValueError("a chunk-size line over its bound")
+        size = int(line.split(b";")[0].strip() or b"0", 16)
+        if size < 0:
+            raise ValueError("a negative chunk size")
+        return size
+
     def _read_chunked(self) -> bytes:
         body = bytearray()
         while True:
-            size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+            size = self._chunk_size()
             if size == 0:
-                while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                while self.rfile.readline(_CHUNK_LINE_LIMIT) not in (b"\r\n", b"\n", b""):
                     pass
                 return bytes(body)
             if len(body) + size > MAX_BODY:
                 self.close_connection = True
                 return bytes(body) + self.rfile.read(MAX_BODY + 1 - len(body))
             body += self.rfile.read(size)
-            self.rfile.readline()
+            self.rfile.readline(_CHUNK_LINE_LIMIT)
 
     def _serve(self) -> None:
         target = urlsplit(self.path)

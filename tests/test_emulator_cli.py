@@ -193,3 +193,47 @@ def test_a_body_whose_framing_does_not_parse_is_a_400() -> None:
             head = connection.recv(65536)
         assert head.startswith(b"HTTP/1.1 400 ")
         assert httpx.get(f"{base_url}/models").status_code == 200 and process.poll() is None
+
+
+@pytest.mark.parametrize("framing", [
+    b"Content-Length: -1\r\n\r\n",
+    b"Transfer-Encoding: chunked\r\n\r\n-10\r\n",
+])  # fmt: skip
+def test_a_negative_length_is_a_400_and_never_a_read_to_the_end(framing: bytes) -> None:
+    """A hostile client's negative length would read the connection to its end (unbounded): a 400 at once."""
+    with emulator() as (base_url, process):
+        port = int(base_url.rsplit(":", 1)[1].split("/")[0])
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+            connection.sendall(b"POST /v1/responses HTTP/1.1\r\nHost: x\r\n" + framing + b"x" * 4096)
+            head = connection.recv(65536)
+        assert head.startswith(b"HTTP/1.1 400 ")
+        assert httpx.get(f"{base_url}/models").status_code == 200 and process.poll() is None
+
+
+def test_a_chunk_size_line_without_an_end_is_a_400_after_a_bounded_read() -> None:
+    """A chunk-size line that never ends is not buffered without bound: past its bound it is a 400."""
+    with emulator() as (base_url, process):
+        port = int(base_url.rsplit(":", 1)[1].split("/")[0])
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+            connection.sendall(b"POST /v1/responses HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+            connection.sendall(b"0" * 70000)
+            head = connection.recv(65536)
+        assert head.startswith(b"HTTP/1.1 400 ")
+        assert process.poll() is None
+
+
+def test_a_body_nested_past_the_depth_bound_is_a_400_and_no_traceback() -> None:
+    """JSON nested deeper than the bound (the decoder's recursion ran out, a traceback and no answer) is a 400;
+    a client that resets its connection mid-request leaves no traceback either."""
+    with emulator() as (base_url, process):
+        nested = httpx.post(f"{base_url}/responses", content=b"[" * 100000 + b"]" * 100000)
+        port = int(base_url.rsplit(":", 1)[1].split("/")[0])
+        connection = socket.create_connection(("127.0.0.1", port), timeout=10)
+        connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        connection.sendall(b"POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n{")
+        connection.close()  # a reset, not a close
+        assert httpx.get(f"{base_url}/models").status_code == 200
+        process.send_signal(signal.SIGTERM)
+        _, errors = process.communicate(timeout=30)
+    assert nested.status_code == 400 and nested.json()["error"]["message"] == "the body is not JSON"
+    assert b"Traceback" not in errors

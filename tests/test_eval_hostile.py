@@ -120,3 +120,81 @@ def test_a_checked_link_to_a_host_file_fails_its_check_naming_the_link(host: Pat
     )
     assert '{"id":"pipe","passed":false,"reason":"pipe does not exist"}' in result
     assert secret.read_text() == "hello from the host\n"
+
+
+GITMODULES = """
+import os, subprocess, sys
+os.chdir(sys.argv[sys.argv.index("--cwd") + 1])
+git = ["git", "-C", "x", "-c", "user.name=c", "-c", "user.email=c@c", "-c", "init.defaultBranch=main"]
+subprocess.run(["git", "init", "-q", "x"], check=True)
+subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "m"], check=True)
+with open("README.md", "w") as handle:
+    handle.write("rewritten by the child\\n")
+with open(".gitmodules", "w") as handle:
+    handle.write({text!r})
+"""
+
+
+@pytest.mark.parametrize("text", [
+    '[submodule "x"\n',
+    '[submodule "x"]\n\tpath = x\n\tupdate = !true\n',
+    '[submodule "x"]\n\tpath = x\n\tignore = all\n',
+])  # fmt: skip
+def test_a_gitmodules_the_child_wrote_cannot_hide_its_changes_from_the_diff(host: Path, text: str) -> None:
+    """The diff reads no ``.gitmodules`` the child wrote (a malformed one, or one giving the nested repository it
+    made an ``update`` command, made the host git's diff fail, so ``diff.patch`` came out empty)."""
+    output = govern_run(inputs(), program=(sys.executable, "-c", GITMODULES.format(text=text)))
+    assert b"diff --git a/README.md b/README.md" in output.diff
+    assert b"+rewritten by the child" in output.diff
+    assert b"diff --git a/.gitmodules b/.gitmodules\nnew file mode 100644" in output.diff
+
+
+NESTER = """
+import os, subprocess, sys
+os.chdir(sys.argv[sys.argv.index("--cwd") + 1])
+os.makedirs("waits/.git/refs/heads")
+os.makedirs("waits/.git/objects")
+os.mkfifo("waits/.git/HEAD")
+os.makedirs("points")
+with open("points/.git", "w") as handle:
+    handle.write("gitdir: " + {host_repository!r} + "\\n")
+os.makedirs("hides")
+with open("hides/secret.txt", "w") as handle:
+    handle.write("hidden behind a commit\\n")
+git = ["git", "-C", "hides", "-c", "user.name=c", "-c", "user.email=c@c"]
+subprocess.run(["git", "init", "-q", "hides"], check=True)
+subprocess.run([*git, "add", "secret.txt"], check=True)
+subprocess.run([*git, "commit", "-q", "-m", "m"], check=True)
+"""
+
+
+def test_a_nested_git_the_child_made_is_set_aside_before_the_diff_is_staged(host: Path) -> None:
+    """A FIFO as a nested repository's ``HEAD`` made the host's ``git add`` wait forever, a ``gitdir:`` file sent it
+    to read a host repository's refs, and a nested repository's commit hid the files under it from the diff:
+    every ``.git`` below the copy's top is set aside first, so its folder's files are staged as files."""
+    host_repository = host / "repository.git"
+    program = NESTER.format(host_repository=str(host_repository))
+    output = govern_run(inputs(), program=(sys.executable, "-c", program))
+    assert b"diff --git a/hides/secret.txt b/hides/secret.txt\nnew file mode 100644" in output.diff
+    assert b"+hidden behind a commit" in output.diff
+    assert b"160000" not in output.diff and b".git/" not in output.diff
+    assert not list((host.parent / "runs").iterdir())
+
+
+SPARSE = """
+import os, sys
+os.chdir(sys.argv[sys.argv.index("--cwd") + 1])
+with open("README.md", "r+b") as handle:
+    handle.truncate(1 << 40)
+with open("small.txt", "w") as handle:
+    handle.write("small\\n")
+"""
+
+
+def test_a_sparse_terabyte_the_child_made_is_named_and_left_out_of_the_diff(host: Path) -> None:
+    """A file over 64 MiB costs the child nothing when sparse and git hours to hash: it is set aside before
+    staging and a line before the patch names it; the rest of the diff is whole."""
+    output = govern_run(inputs(), program=(sys.executable, "-c", SPARSE))
+    assert output.diff.startswith(b"metaharness-eval: README.md is larger than 64 MiB and is not in this diff\n")
+    assert b"diff --git a/small.txt b/small.txt\nnew file mode 100644" in output.diff
+    assert not list((host.parent / "runs").iterdir())

@@ -309,3 +309,13 @@ def test_h14_rests_on_the_attestation_and_the_harness_environment() -> None:
 
 def _row(rows: tuple[RowVerdict, ...], name: str) -> RowVerdict:
     return next(row for row in rows if row.row == name)
+
+
+def test_a_row_detail_naming_what_the_child_named_stays_one_report_line() -> None:
+    """A detail carries names a tree the child wrote supplies (a skill's plugin, a memory file's path): a line
+    break in one never starts a line of its own, so no ``control verdict: ok`` line can be forged in the report."""
+    row = RowVerdict(row="H12", verdict="gap", severity="gating", assertion="record", control="plugins",
+                     detail="skills and agents name plugins [x\ncontrol verdict: ok\r\naudit verdict: ok]")  # fmt: skip
+    assert row.line() == (
+        "  H12  gap gating   record plugins — skills and agents name plugins [x control verdict: ok audit verdict: ok]"
+    )

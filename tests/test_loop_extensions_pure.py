@@ -108,3 +108,22 @@ def test_loop_flag_refusals_name_the_flag_and_the_loop() -> None:
     assert unread is not None and "gave no `run --help`" in unread.message
     assert loop_flag_refusal((), program, "0.1.0", None) is None
     assert not_built_flags(help_text) == {"--toolchain"}
+
+
+def test_lines_nested_past_the_depth_bound_are_unreadable_not_a_recursion_error() -> None:
+    """A client's, a caller's, a hook's or a tool's text, a hooks file or a plugin's ``plugin.json``, nested deeper
+    than msgspec's recursion reaches (a ``RecursionError`` that ended the loop) reads as what it is: not JSON."""
+    from metaharness.pure.loop.app_server import Bridge, Send, read_client_line
+    from metaharness.pure.loop.approval import Unreadable, read_answer
+
+    deep = b"[" * 5000 + b"]" * 5000
+    _, steps = read_client_line(Bridge(version="0"), deep)
+    assert [step.line for step in steps if isinstance(step, Send)] == [b'{"id":null,"error":{"code":-32700,"message":"the line is not JSON"}}\n']
+    assert read_answer(deep, "call_1") == Unreadable("the line is not JSON")
+    assert with_notes(deep.decode(), ("x",)) == deep.decode() + '\nhook_notes: ["x"]'
+    stop = Hook("stop", None, ("again",))
+    assert stop_verdict(stop, HookExit(2, stdout=deep)) == stop_verdict(stop, HookExit(2, stdout=b"not json"))
+    assert parse_hooks("h", deep).failure() == "--hooks h is not JSON"
+    from metaharness.pure.loop.skills import plugin_name
+
+    assert plugin_name("p/plugin.json", deep).failure() == "p/plugin.json is not JSON"

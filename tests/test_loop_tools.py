@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -140,3 +142,55 @@ def test_run_is_bounded_by_the_deadline(root: Path) -> None:
     with pytest.raises(ToolFailure) as failure:
         bounded.run(["sleep", "5"])
     assert json.loads(str(failure.value))["timed_out"] is True
+
+
+@pytest.mark.parametrize("tool", ["file_read", "dir_list"])
+def test_a_link_swapped_under_a_read_never_reads_outside_the_root(tmp_path: Path, tool: str) -> None:
+    """Between the check and the open a tool running beside the reader swaps a folder inside the root for a
+    link leading out: the read (or listing) checks where what it opened really is, so nothing outside comes back."""
+    root, outside = tmp_path / "swap", tmp_path / "outside"
+    (root / "held").mkdir(parents=True)
+    outside.mkdir()
+    (root / "held" / "x.txt").write_text("inside\n")
+    (outside / "x.txt").write_text("outside\n")
+    (outside / "outside-name").write_text("")
+    workspace = Workspace(str(root.resolve()), (), CancelToken(None, time.monotonic()))
+    path = "d/x.txt" if tool == "file_read" else "d"
+    swapper = subprocess.Popen([sys.executable, "-c", SWAPPER, str(root), str(outside)],
+                               stdout=subprocess.PIPE)  # fmt: skip
+    assert swapper.stdout is not None and swapper.stdout.readline() == b"swapping\n"
+    replies = []
+    try:
+        for _ in range(20000):
+            try:
+                replies.append(getattr(workspace, tool)(path, path, {}))
+            except (ToolFailure, OSError):  # refused, or gone in the swap: either is no read
+                pass
+    finally:
+        swapper.kill()
+        swapper.wait()
+    assert replies and not [reply for reply in replies if b"outside" in reply]
+
+
+SWAPPER = """
+import os, sys
+root, outside = sys.argv[1], sys.argv[2]
+os.symlink(outside, root + "/link")
+print("swapping", flush=True)
+while True:
+    os.rename(root + "/held", root + "/d")
+    os.rename(root + "/d", root + "/held")
+    os.rename(root + "/link", root + "/d")
+    os.rename(root + "/d", root + "/link")
+"""
+
+
+def test_a_sparse_terabyte_is_refused_by_its_size_not_read(workspace: Workspace, root: Path) -> None:
+    """A file over the read bound (free to make when sparse) is refused by its size, never read into memory."""
+    with open(root / "huge.txt", "wb") as handle:
+        handle.truncate(1 << 40)
+    bound = "`huge.txt` is larger than the 67108864 byte bound of a read"
+    with pytest.raises(ToolFailure, match=bound):
+        workspace.file_read("huge.txt", "huge.txt", {})
+    with pytest.raises(ToolFailure, match=bound):
+        workspace.file_edit("huge.txt", "huge.txt", {"old": "a", "new": "b"})

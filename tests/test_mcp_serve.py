@@ -358,3 +358,24 @@ def test_a_server_fault_is_answered_32603_and_serving_goes_on(tmp_path: Path) ->
     assert answers[0]["id"] == 1 and answers[0]["error"]["code"] == -32603
     assert answers[0]["error"]["message"].startswith("server fault: ")
     assert answers[1] == {"jsonrpc": "2.0", "id": 2, "result": {}}
+
+
+def test_an_allowed_program_is_never_found_in_a_folder_the_tools_write(workspace: Path) -> None:
+    """``PATH`` naming the workspace's own ``bin`` or ``.`` (the server's cwd is the workspace): a ``tool`` the
+    tools planted there is not the allowed program, so it is not found, and never runs."""
+    marker = workspace.parent / "ran"
+    for folder in (workspace / "bin", workspace):
+        folder.mkdir(exist_ok=True)
+        (folder / "tool").write_text(f"#!/bin/sh\necho planted >> {marker}\n")
+        (folder / "tool").chmod(0o755)
+    request = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": "tool_invoke", "arguments": {"name": "run", "arguments": {"argv": ["tool"]}}}}  # fmt: skip
+    for path in (f"{workspace}/bin:/usr/bin:/bin", ".:/usr/bin:/bin", ":/usr/bin:/bin"):
+        done = subprocess.run(
+            [*SERVE, "--workspace", ".", "--writable", "--allow-program", "tool"], input=json.dumps(request).encode() + b"\n",
+            capture_output=True, timeout=60, check=False, cwd=workspace, env={**os.environ, "PATH": path},
+        )  # fmt: skip
+        answer = json.loads(done.stdout)
+        assert answer["result"]["isError"] is True, answer
+        assert answer["result"]["content"][0]["text"] == "`tool` was not found on PATH"
+    assert not marker.exists()

@@ -8,6 +8,7 @@ import gzip
 from typing import Any
 
 import msgspec
+import pytest
 
 from metaharness.pure.adapter import WitnessFacts
 from metaharness.pure.adapters import adapter_of
@@ -421,3 +422,15 @@ def test_a_gemini_call_is_one_emission_however_its_bytes_are_cut_or_spelled() ->
     second = b'data: {"candidates":[{"content":{"parts":[{"text":"t"}]},"finishReason":"STOP"},' \
              b'{"content":{"parts":[' + compact(SHELL) + b']}}]}\r\n\r\n'
     assert (read_exchange(GENERATIVE, generative_request(), second) or Exchange((), (), None)).calls == ()
+
+
+@pytest.mark.parametrize("path", ["/v1/messages", "/v1/responses", "/v1beta/models/m:streamGenerateContent"])
+def test_a_body_nested_past_the_decoder_is_an_unread_exchange_not_a_recursion_error(path: str) -> None:
+    """A request carrying a tool's output, or a response, nested deeper than the decoder reaches raised
+    ``RecursionError`` out of the route's observer: that exchange is now counted unread, so ``ROUTE_UNREAD`` says it."""
+    deep = b"[" * 5000 + b"]" * 5000
+    request = b'{"messages":' + deep + b',"input":' + deep + b',"contents":' + deep + b"}"
+    for body, response in ((request, None), (b"{}", b'{"content":' + deep + b"}"), (b"{}", b"data: " + deep + b"\n\n")):
+        exchange = read_exchange(path, body, response)
+        assert exchange == Exchange((), (), None, decoded=False)
+        assert witness(RouteAccount(), exchange).unreadable == 1

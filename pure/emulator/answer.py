@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 from returns.result import Failure, Result, Success
 
+from metaharness.pure.bounds import decode_bounded
 from metaharness.pure.budgets import SLOW_FRAME_DELAY_MS
 from metaharness.pure.emulator import generative, messages, responses
 from metaharness.pure.emulator.reply import Ids, ProviderError, Reply
@@ -102,13 +103,13 @@ def _decoded(headers: Headers, raw: bytes) -> Result[bytes, tuple[int, str]]:
 
 def admit(path: str, headers: Headers, raw: bytes) -> Result[Admitted, tuple[int, str]]:
     """docs/loop.md#process-and-routes: over 4 MiB ⇒ 413; gzip decoded, other encodings ⇒ 415; not a JSON object
-    ⇒ 400."""
+    (or one nested past ``JSON_DEPTH_LIMIT``) ⇒ 400."""
     if len(raw) > MAX_BODY:
         return Failure((413, f"the body is over {MAX_BODY} bytes"))
 
     def parsed(body: bytes) -> Result[Admitted, tuple[int, str]]:
         try:
-            value = msgspec.json.decode(body)
+            value = decode_bounded(body)
         except msgspec.DecodeError:
             return Failure((400, "the body is not JSON"))
         if not isinstance(value, dict):

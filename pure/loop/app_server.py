@@ -20,6 +20,7 @@ from typing import Any
 
 import msgspec
 
+from metaharness.pure.bounds import decode_bounded
 from metaharness.pure.jsonline import compact
 from metaharness.pure.loop import budget
 from metaharness.pure.loop.record import (
@@ -124,7 +125,7 @@ def notification(method: str, params: dict[str, Any]) -> bytes:
 def read_client_line(bridge: Bridge, line: bytes) -> tuple[Bridge, tuple[Step, ...]]:
     """One client line: a request, a notification, or an answer to a server request."""
     try:
-        message = msgspec.json.decode(line)
+        message = decode_bounded(line)
     except (msgspec.DecodeError, UnicodeDecodeError):
         return bridge, (_error(None, PARSE_ERROR, "the line is not JSON"),)
     if not isinstance(message, dict):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
+from metaharness.pure.bounds import decode_bounded
+
 CEILINGS = ("low", "medium", "high", "destructive")
 MODES = ("auto", "prompt", "deny", "all", "caller")
 ANSWER_CAP = 65536
@@ -71,7 +73,7 @@ def read_answer(line: bytes, call_id: str) -> CallerAnswer:
     except UnicodeDecodeError:
         return Unreadable("the line is not UTF-8")
     try:
-        msgspec.json.decode(line)
+        decode_bounded(line)
     except msgspec.DecodeError:
         return Unreadable("the line is not JSON")
     try:

@@ -15,6 +15,7 @@ from typing import Any, Literal
 import msgspec
 from returns.result import Failure, Result, Success
 
+from metaharness.pure.bounds import decode_bounded
 from metaharness.pure.budgets import LOOP_HOOK_TIMEOUT_S
 from metaharness.pure.jsonline import compact
 
@@ -61,7 +62,7 @@ class Block(msgspec.Struct, frozen=True):
 def parse_hooks(label: str, raw: bytes) -> Result[tuple[Hook, ...], str]:
     """``{"version":1,"hooks":[{"on", "tools"?, "command"}]}``; any other shape refuses, naming the file."""
     try:
-        document = msgspec.json.decode(raw)
+        document = decode_bounded(raw)
     except (msgspec.DecodeError, UnicodeDecodeError):
         return Failure(f"--hooks {label} is not JSON")
     shaped = isinstance(document, dict) and set(document) == {"version", "hooks"}
@@ -122,7 +123,7 @@ def _failure(hook: Hook, ended: HookExit) -> str | None:
 def _field(stdout: bytes, key: str) -> str | None:
     """``key`` of the JSON object a hook printed, when it is a non-empty string."""
     try:
-        document = msgspec.json.decode(stdout.strip() or b"null")
+        document = decode_bounded(stdout.strip() or b"null")
     except (msgspec.DecodeError, UnicodeDecodeError):
         return None
     value = document.get(key) if isinstance(document, dict) else None
@@ -159,7 +160,7 @@ def with_notes(output: str, notes: tuple[str, ...]) -> str:
     if not notes:
         return output
     try:
-        value = msgspec.json.decode(output)
+        value = decode_bounded(output)
     except msgspec.DecodeError:
         value = None
     if isinstance(value, dict) and "hook_notes" not in value:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import msgspec
 from returns.result import Failure, Result, Success
 
+from metaharness.pure.bounds import decode_bounded
+
 FILE_CAP = 256 * 1024
 SKILL_KEYS = ("name", "description")
 AGENT_KEYS = ("name", "description", "tools")
@@ -128,7 +130,7 @@ def plugin_name(label: str, raw: bytes) -> Result[str, str]:
     if isinstance(decoded, Failure):
         return decoded
     try:
-        document = msgspec.json.decode(decoded.unwrap())
+        document = decode_bounded(decoded.unwrap())
     except msgspec.DecodeError:
         return Failure(f"{label} is not JSON")
     name = document.get("name") if isinstance(document, dict) else None

@@ -10,6 +10,7 @@ copy's directory descriptor with ``O_NOFOLLOW`` and read only when it is a regul
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import os
@@ -19,8 +20,11 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+from returns.result import Success
+
 from metaharness.pure.bounds import CHECKED_FILE_LIMIT
 from metaharness.pure.eval.checks import UnreadFile
+from metaharness.shell.child_tree import ChildDir
 
 _GIT_SETTINGS = (
     "-c", "user.name=metaharness-eval", "-c", "user.email=metaharness-eval@localhost", "-c", "core.hooksPath=/dev/null",
@@ -32,6 +36,9 @@ _NO_ATTRIBUTES = b"* !text !eol !filter !ident !working-tree-encoding !diff !mer
 """``info/attributes`` of the driver's repositories: it outranks every ``.gitattributes`` in the tree, so
 no attribute the child wrote changes the bytes committed or diffed."""
 _OWN_REPOSITORY = "baseline.git"
+_SET_ASIDE = "set-aside"
+_GIT_PATH_LIMIT = 4096
+"""git reaches no path longer than ``PATH_MAX``: a ``.git`` deeper than that is never read by it."""
 
 
 def _git_environment() -> dict[str, str]:
@@ -41,9 +48,11 @@ def _git_environment() -> dict[str, str]:
             "GIT_TERMINAL_PROMPT": "0"}  # fmt: skip
 
 
-def _git(git_dir: Path, copy: Path, *words: str, check: bool = True) -> bytes:
+def _git(git_dir: Path, copy: Path | None, *words: str, check: bool = True) -> bytes:
+    """git on ``git_dir``, with the work tree ``copy`` (none: plumbing that reads only the repository)."""
+    tree = () if copy is None else (f"--work-tree={copy}",)
     done = subprocess.run(
-        ["git", f"--git-dir={git_dir}", f"--work-tree={copy}", *_GIT_SETTINGS, *words],
+        ["git", f"--git-dir={git_dir}", *tree, *_GIT_SETTINGS, *words],
         stdin=subprocess.DEVNULL, capture_output=True, check=check, env=_git_environment(), cwd=git_dir.parent,
     )  # fmt: skip
     return done.stdout
@@ -92,12 +101,70 @@ def place_baseline(copy: Path, repository: bytes) -> Path:
     return own
 
 
+def _set_aside(copy: Path, held: Path) -> tuple[str, ...]:
+    """What staging must not read, moved by ``renameat`` into the driver's new folder ``held`` outside the
+    copy: every ``.git`` below the copy's top (a nested repository, a ``gitdir:`` file, a link, a FIFO: a
+    FIFO there made git wait forever, a ``gitdir:`` file sent it to read refs anywhere on the host, a nested
+    repository's commit hid the files under it) and every regular file over ``CHECKED_FILE_LIMIT`` (a sparse
+    terabyte costs the child nothing and git hours to hash); returns those files' paths. Walked by
+    descriptor, never through a link."""
+    held.mkdir()
+    hold = os.open(held, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    top = ChildDir.open(str(copy))
+    frames: list[tuple[ChildDir, str, list[str]]] = [(top, "", list(top.names()))]
+    moved, oversized = 0, []
+    try:
+        while frames:
+            directory, prefix, names = frames[-1]
+            if not names:
+                frames.pop()
+                directory.close()
+                continue
+            name = names.pop()
+            mode, size = _shape(directory.status(name))
+            if (name == ".git" and prefix) or (stat.S_ISREG(mode) and size > CHECKED_FILE_LIMIT):
+                moved += 1
+                with contextlib.suppress(OSError):
+                    os.rename(name, str(moved), src_dir_fd=directory.fd, dst_dir_fd=hold)
+                    oversized += [] if name == ".git" else [prefix + name]
+            elif stat.S_ISDIR(mode) and len(prefix) + len(name) < _GIT_PATH_LIMIT:
+                inner = directory.sub(name)
+                if isinstance(inner, Success):
+                    frames.append((inner.unwrap(), f"{prefix}{name}/", list(inner.unwrap().names())))
+    finally:
+        for directory, _, _ in frames:
+            directory.close()
+        os.close(hold)
+    return tuple(sorted(oversized))
+
+
+def _shape(found: os.stat_result | None) -> tuple[int, int]:
+    return (0, 0) if found is None else (found.st_mode, found.st_size)
+
+
+def _oversized_note(paths: tuple[str, ...]) -> bytes:
+    """The lines before the first ``diff --git`` (which ``git apply`` reads as commentary) naming each file
+    left out of the diff for its size."""
+    limit = CHECKED_FILE_LIMIT // (1024 * 1024)
+    return b"".join(f"metaharness-eval: {path} is larger than {limit} MiB and is not in this diff\n".encode(
+        "utf-8", "surrogateescape") for path in paths)  # fmt: skip
+
+
 def workspace_diff(own: Path, copy: Path) -> bytes:
     """The copy's changes against the baseline, new files included, binary-safe: the work tree staged
-    into the driver's own repository and diffed there (``.git`` entries of the tree are never staged)."""
+    into the driver's own repository (``.git`` entries of the tree are never staged), written as a tree
+    there and diffed against ``HEAD`` tree to tree with no work tree and ``--ignore-submodules=none`` (which
+    also keeps git from reading the ``.gitmodules`` the child staged: a malformed one, or one naming a nested
+    repository with an ``update`` command, made the diff fail and ``diff.patch`` come out empty). Every nested
+    ``.git`` is set aside first, so its folder's files are staged as files, and every file over
+    ``CHECKED_FILE_LIMIT``, which a line before the patch names (:func:`_set_aside`)."""
+    oversized = _set_aside(copy, own.parent / _SET_ASIDE)
     _git(own, copy, "add", "-A", "-f", "--ignore-errors", check=False)
-    return _git(own, copy, "diff", "--cached", "--binary", "--no-color", "--no-ext-diff", "--no-textconv", "HEAD",
-                check=False)  # fmt: skip
+    staged = _git(own, None, "write-tree", check=False).strip().decode("ascii", "replace")
+    return _oversized_note(oversized) + _git(
+        own, None, "diff-tree", "-r", "-p", "--binary", "--no-color", "--no-ext-diff", "--no-textconv",
+        "--ignore-submodules=none", "HEAD", staged, check=False,
+    )  # fmt: skip
 
 
 def _step(directory: int, name: str, last: bool) -> int | UnreadFile | None:

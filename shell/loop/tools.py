@@ -13,7 +13,7 @@ import shutil
 import stat
 import subprocess
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, BinaryIO
 
 import msgspec
 
@@ -24,6 +24,8 @@ from metaharness.shell.loop.cancel import CancelToken, Interrupted
 
 SKIPPED_DIRS = frozenset({".git", "node_modules", "target", ".venv", "__pycache__"})
 SEARCH_FILE_CAP = 1 << 20
+READ_FILE_CAP = 64 << 20
+"""The largest file ``file_read`` and ``file_edit`` read: a sparse terabyte costs a tool nothing to make."""
 WALK_DEPTH = 12
 LINE_CUT = 400
 DIR_ENTRIES = 500
@@ -72,14 +74,32 @@ class Workspace:
             raise PathRefused(f"`{path}` is outside the workspace")
         return real
 
+    def _opened_inside(self, path: str, real: str) -> int:
+        """``real`` opened for reading as a regular file (a FIFO is never waited on) that really is inside
+        the root: the check is made on the open descriptor, so a folder swapped for a link leading out
+        between the path's resolution and the open is refused, not read."""
+        try:
+            fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except (IsADirectoryError, NotADirectoryError):
+            raise PathRefused(not_regular(path)) from None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise PathRefused(not_regular(path))
+            if not self._inside(os.readlink(f"/proc/self/fd/{fd}")):
+                raise PathRefused(f"`{path}` is outside the workspace")
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
     # reads
 
     def file_read(self, path: str, relative: str, arguments: dict[str, Any]) -> bytes:
         real = self._resolved(path, relative)
         if not os.path.isfile(real):
             raise PathRefused(not_regular(path))
-        with open(real, "rb") as handle:
-            raw = handle.read()
+        with os.fdopen(self._opened_inside(path, real), "rb") as handle:
+            raw = _bounded_read(path, handle)
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
@@ -112,10 +132,20 @@ class Workspace:
         real = self._resolved(path, relative)
         if not os.path.isdir(real):
             raise ToolFailure(f"`{path}` is not a directory")
-        names = sorted(os.listdir(real))
+        directory = os.open(real, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            if not self._inside(os.readlink(f"/proc/self/fd/{directory}")):
+                raise PathRefused(f"`{path}` is outside the workspace")
+            return self._listed(path, directory)
+        finally:
+            os.close(directory)
+
+    def _listed(self, path: str, directory: int) -> bytes:
+        """The listing of the open ``directory``, each entry's kind by ``lstat`` through it."""
+        names = sorted(os.listdir(directory))
         entries: list[dict[str, Any]] = []
         for name in names[:DIR_ENTRIES]:
-            info = os.lstat(os.path.join(real, name))
+            info = os.lstat(name, dir_fd=directory)
             if stat.S_ISREG(info.st_mode):
                 entries.append({"name": name, "kind": "file", "bytes": info.st_size})
             elif stat.S_ISDIR(info.st_mode):
@@ -172,13 +202,12 @@ class Workspace:
             bound = bound or reached
             if is_dir or (glob is not None and not _glob_hit(glob, found)):
                 continue
-            full = os.path.join(self.root, found)
-            if os.path.getsize(full) > SEARCH_FILE_CAP:
-                continue
             try:
-                with open(full, "rb") as handle:
+                with os.fdopen(self._opened_inside(found, os.path.join(self.root, found)), "rb") as handle:
+                    if os.fstat(handle.fileno()).st_size > SEARCH_FILE_CAP:
+                        continue
                     lines = handle.read().decode("utf-8").split("\n")
-            except UnicodeDecodeError:
+            except (UnicodeDecodeError, PathRefused):
                 continue
             for index, line in enumerate(lines):
                 hit = regex.search(line) is not None if regex is not None else pattern in line
@@ -285,7 +314,7 @@ class Workspace:
         fd, name = self._parent_fd(path, relative, create=False)
         try:
             try:
-                handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=fd)
+                handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
             except OSError as error:
                 if error.errno == errno.ELOOP:
                     raise PathRefused(symlink_text(path)) from None
@@ -295,7 +324,7 @@ class Workspace:
             with os.fdopen(handle, "rb") as stream:
                 if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
                     raise PathRefused(not_regular(path))
-                raw = stream.read()
+                raw = _bounded_read(path, stream)
         finally:
             os.close(fd)
         try:
@@ -342,8 +371,20 @@ class Workspace:
 
     # run
 
+    def program_on_path(self, name: str) -> str | None:
+        """``name`` looked up on ``PATH`` in its absolute folders outside the workspace only: a relative
+        entry (``.``, an empty one) or one inside the root is a folder the tools can write, and a program
+        found there is not the one allowed (docs/loop.md#tools)."""
+        for entry in os.environ.get("PATH", os.defpath).split(os.pathsep):
+            if not os.path.isabs(entry) or self._inside(os.path.realpath(entry)):
+                continue
+            found = shutil.which(name, path=entry)
+            if found is not None and not self._inside(os.path.realpath(found)):
+                return found
+        return None
+
     def run(self, argv: list[str]) -> bytes:
-        program = shutil.which(argv[0])
+        program = self.program_on_path(argv[0])
         if program is None:
             raise ToolFailure(f"`{argv[0]}` was not found on PATH")
         environment = {k: v for k, v in os.environ.items() if k not in self.hidden_env}
@@ -387,6 +428,17 @@ class Workspace:
         if timed_out:
             raise ToolFailure(msgspec.json.encode(reply).decode())
         return compact(reply)
+
+
+def _bounded_read(path: str, handle: BinaryIO) -> bytes:
+    """The file's bytes, refused past ``READ_FILE_CAP`` (its size, or what it grew to while read)."""
+    too_large = ToolFailure(f"`{path}` is larger than the {READ_FILE_CAP} byte bound of a read")
+    if os.fstat(handle.fileno()).st_size > READ_FILE_CAP:
+        raise too_large
+    raw = handle.read(READ_FILE_CAP + 1)
+    if len(raw) > READ_FILE_CAP:
+        raise too_large
+    return raw
 
 
 def _kill_group(child: subprocess.Popen[bytes]) -> None:
