@@ -55,6 +55,7 @@ from metaharness.pure.run_view import (
 from metaharness.shell import view_screen
 from metaharness.shell.bounded_reads import read_bounded
 from metaharness.shell.refusals import refuse
+from metaharness.shell.standard_streams import drop_stdout, stand_in_closed_streams
 
 
 def read_lines(lines: Iterator[bytes]) -> Iterator[EventLine | Malformed]:
@@ -182,12 +183,17 @@ def view(path: str, kind: Kind | None) -> int:
 @click.version_option(package_name="metaharness", prog_name="metaharness-view", message="%(prog)s %(version)s")
 def _command(events: str, kind: Kind | None) -> int:
     """Show a metaharness.event/1 stream (a file, or stdin) as a person reads it."""
-    return view(events, kind)
+    try:
+        return view(events, kind)
+    except BrokenPipeError:  # click would exit 1 in silence
+        drop_stdout()
+        return refuse(Refusal("view-io-failed", "the view could not be written: its reader closed stdout"))
 
 
 def main() -> NoReturn:
     """The ``metaharness-view`` console script: parse errors are ``usage`` refusals, a failed read or
     write ``view-io-failed``, never a traceback."""
+    stand_in_closed_streams()
     try:
         result = _command.main(sys.argv[1:], prog_name="metaharness-view", standalone_mode=False)
         code = result if isinstance(result, int) else 0
