@@ -16,6 +16,7 @@ from metaharness.shell.vendor_vectors import vector_file
 MODULE = (sys.executable, "-m", "metaharness.shell")
 FRAME = (sys.executable, "-c", "from metaharness.shell.frame_cli import main; main()")
 VIEW = (sys.executable, "-c", "from metaharness.shell.view import main; main()")
+LOOP = (sys.executable, "-c", "from metaharness.shell.loop_cli import main; main()")
 
 
 def closed_stdout(argv: list[str], how: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
@@ -57,6 +58,12 @@ def test_a_closed_stdout_is_one_named_refusal(argv: list[str], line: bytes, how:
     done = closed_stdout(argv, how, inputs)
     assert done.returncode == 2, done.stderr[-600:]
     assert done.stderr.startswith(line) and done.stderr.count(b"\n") == 1, done.stderr[-600:]
+
+
+@pytest.mark.parametrize("how", ["caller", "reader"])
+def test_the_loops_version_on_a_closed_stdout_is_its_error_line(how: str, tmp_path: Path) -> None:
+    done = closed_stdout([*LOOP, "--version"], how, tmp_path)
+    assert (done.returncode, done.stderr) == (1, b"error: stdout was closed before the version was written\n")
 
 
 def test_a_closed_stdout_never_receives_a_file_the_verb_opens(inputs: Path) -> None:
