@@ -36,7 +36,7 @@ from metaharness.pure.events import (
 )
 from metaharness.pure.kind import KINDS, Kind
 from metaharness.pure.projection import replay_stream
-from metaharness.pure.refusal import Refusal
+from metaharness.pure.refusal import Refusal, not_utf8
 from metaharness.pure.run_view import (
     Malformed,
     Note,
@@ -140,6 +140,9 @@ class TerminalScreen:
 
 
 def _source(path: str, kind: Kind | None) -> Iterator[bytes] | Refusal:
+    words = None if kind is None else not_utf8(((f"--from {kind}'s record path", path),))
+    if words is not None:
+        return words
     if kind is None and path == "-":
         return iter(sys.stdin.buffer.readline, b"")
     try:

@@ -119,3 +119,36 @@ def test_a_removed_working_directory_is_refused_at_start(tmp_path: Path) -> None
                            "mcp-serve"], capture_output=True, stdin=subprocess.DEVNULL, check=False, timeout=60)  # fmt: skip
     assert (done.returncode, done.stdout) == (2, b"")
     assert done.stderr.startswith(b"metaharness: workspace-unusable: --workspace . cannot be resolved: "), done.stderr
+
+
+@pytest.mark.parametrize(
+    ("words", "label"),
+    [
+        (["loop.jsonl", "--run", b"\xff"], "--run"),
+        (["loop.jsonl", "--model", b"\xfe"], "--model"),
+        (["loop.jsonl", "--harness-version", b"\xc3"], "--harness-version"),
+        (["loop.jsonl", "--transcript-path", b"t\xff"], "--transcript-path"),
+        ([b"\xff.jsonl"], "RECORD's path (give --transcript-path)"),
+    ],
+)
+def test_replay_refuses_words_no_event_could_carry(words: list[str | bytes], label: str, inputs: Path) -> None:
+    (inputs / os.fsdecode(b"\xff.jsonl")).write_bytes(vector_file("b10x", "golden/loop.jsonl"))
+    done = subprocess.run([*MODULE, "replay", "b10x", *words], capture_output=True, cwd=inputs, check=False, timeout=60)
+    assert (done.returncode, done.stdout) == (2, b"")
+    assert done.stderr == f"metaharness: argument-not-utf8: {label} is not UTF-8 text, so no event could carry it\n".encode()
+
+
+def test_a_record_path_that_is_not_utf8_replays_under_a_transcript_path(inputs: Path) -> None:
+    (inputs / os.fsdecode(b"\xff.jsonl")).write_bytes(vector_file("b10x", "golden/loop.jsonl"))
+    done = subprocess.run([*MODULE, "replay", "b10x", b"\xff.jsonl", "--transcript-path", "kept.jsonl"],
+                          capture_output=True, cwd=inputs, check=False, timeout=60)  # fmt: skip
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert b'"transcript":{"path":"kept.jsonl"' in done.stdout
+
+
+@pytest.mark.parametrize("argv", [[*MODULE, "project", "--from", "b10x"], [*VIEW, "--from", "b10x"]])
+def test_a_mapped_record_path_that_is_not_utf8_is_refused(argv: list[str], inputs: Path) -> None:
+    (inputs / os.fsdecode(b"\xff.jsonl")).write_bytes(vector_file("b10x", "golden/loop.jsonl"))
+    done = subprocess.run([*argv, b"\xff.jsonl"], capture_output=True, cwd=inputs, check=False, timeout=60)
+    assert (done.returncode, done.stdout) == (2, b"")
+    assert done.stderr.startswith(b"metaharness: argument-not-utf8: --from b10x's record path is not UTF-8"), done.stderr
