@@ -152,3 +152,19 @@ def test_a_mapped_record_path_that_is_not_utf8_is_refused(argv: list[str], input
     done = subprocess.run([*argv, b"\xff.jsonl"], capture_output=True, cwd=inputs, check=False, timeout=60)
     assert (done.returncode, done.stdout) == (2, b"")
     assert done.stderr.startswith(b"metaharness: argument-not-utf8: --from b10x's record path is not UTF-8"), done.stderr
+
+
+@pytest.mark.parametrize("kind", ["b10x", "codex"])
+def test_a_plugin_dir_holding_a_fifo_is_refused_before_anything_is_copied(kind: str, tmp_path: Path) -> None:
+    plugin = tmp_path / "plugin"
+    (plugin / "skills").mkdir(parents=True)
+    (plugin / "skills" / "SKILL.md").write_text("x")
+    os.mkfifo(plugin / "skills" / "pipe")
+    done = subprocess.run([*MODULE, "run", kind, "-p", "x", "--decisions", "observe", "--credentials", "none",
+                           "--model-endpoint", "http://127.0.0.1:9", "--confine", "off", "--plugin-dir", str(plugin)],
+                          capture_output=True, cwd=tmp_path, stdin=subprocess.DEVNULL, check=False, timeout=60)  # fmt: skip
+    assert (done.returncode, done.stdout) == (2, b"")
+    assert done.stderr == (
+        f"metaharness: plugin-dir-unusable: --plugin-dir {plugin} holds {plugin}/skills/pipe, which is no regular "
+        "file, directory or link: a FIFO, socket or device is never copied\n"
+    ).encode()
