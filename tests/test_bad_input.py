@@ -168,3 +168,12 @@ def test_a_plugin_dir_holding_a_fifo_is_refused_before_anything_is_copied(kind: 
         f"metaharness: plugin-dir-unusable: --plugin-dir {plugin} holds {plugin}/skills/pipe, which is no regular "
         "file, directory or link: a FIFO, socket or device is never copied\n"
     ).encode()
+
+
+def test_the_loops_hooks_file_as_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "hooks.json")
+    done = subprocess.run([*LOOP, "run", "--input", "x", "--base-url", "http://127.0.0.1:9", "--model", "m", "--json",
+                           "--no-session", "--hooks", "hooks.json"], capture_output=True, cwd=tmp_path,
+                          stdin=subprocess.DEVNULL, check=False, timeout=60)  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr == b"error: --hooks hooks.json cannot be read: not a regular file\n"
