@@ -12,9 +12,9 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 
 def endpoint_address(url: str) -> tuple[str, int] | None:
     """The host and port ``url`` names (the scheme's port when none is written); none for a URL with no
-    host or a port that is not a number (the option stages refuse those first)."""
-    parts = urlsplit(url)
+    host, a port that is not a number or a host that does not parse (the option stages refuse those first)."""
     try:
+        parts = urlsplit(url)
         port = parts.port
     except ValueError:
         return None

@@ -316,7 +316,22 @@ def _endpoint_problem(options: RunOptions) -> str | None:
         return None
     if adapter_of(options.kind).run_rules.endpoint_route:
         return gateway_root_problem(endpoint)
-    return None if endpoint.startswith(("http://", "https://")) else "it does not begin http:// or https://"
+    if not endpoint.startswith(("http://", "https://")):
+        return "it does not begin http:// or https://"
+    return _url_problem(endpoint)
+
+
+def _url_problem(url: str) -> str | None:
+    """Why ``url`` names no host and port a connect could be tried at (an unclosed ``[``, a port that is no
+    number or past 65535, no host), or ``None``."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        _ = parts.port
+    except ValueError as error:
+        return str(error)
+    return None if parts.hostname else "it names no host"
 
 
 PairingRule = tuple[str, Callable[[RunOptions], str | None]]

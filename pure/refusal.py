@@ -6,6 +6,8 @@ Pure stages return ``Result[T, Refusal]``; only the shell turns a ``Refusal`` in
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import msgspec
 
 
@@ -19,3 +21,15 @@ class Refusal(msgspec.Struct, frozen=True):
         """The single stderr line of docs/cli.md, line breaks in the message replaced by spaces."""
         flat = " ".join(self.message.splitlines())
         return f"metaharness: {self.code}: {flat}"
+
+
+def not_utf8(named: Iterable[tuple[str, str | None]]) -> Refusal | None:
+    """``argument-not-utf8`` for the first ``(label, text)`` whose text is not UTF-8 (its bytes arrive from argv as
+    surrogates), which no event could carry (docs/cli.md#bounds-on-what-a-run-reads); none when every text is."""
+    for label, text in named:
+        if text is not None and not text.isascii():
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                return Refusal("argument-not-utf8", f"{label} is not UTF-8 text, so no event could carry it")
+    return None

@@ -35,6 +35,7 @@ AUDIT_NOT_BUILT = Refusal(
 )
 
 INTERRUPTED = Refusal("signalled", "SIGINT arrived before metaharness finished")
+OUTPUT_CLOSED = Refusal("stdout-closed", "stdout's reader closed it before the verb's output was written whole, so the rest was lost")
 
 _KIND = click.Choice(KINDS)
 _CONTEXT = {"help_option_names": ["-h", "--help"]}
@@ -125,11 +126,17 @@ class _VerbGroup(click.Group):
         return list(self.commands)
 
     def invoke(self, ctx: click.Context) -> Any:
-        """An interrupt while a verb works is its one refusal line (click would add a blank line)."""
+        """An interrupt while a verb works is its one refusal line (click would add a blank line); a reader
+        that closed stdout before the verb's product was written whole is ``stdout-closed`` (click would exit 1)."""
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
             return refuse(INTERRUPTED)
+        except BrokenPipeError:
+            from metaharness.shell.standard_streams import drop_stdout
+
+            drop_stdout()
+            return refuse(OUTPUT_CLOSED)
 
 
 @click.group(cls=_VerbGroup, context_settings=_CONTEXT)

@@ -9,14 +9,19 @@ from metaharness.pure.refusal import Refusal
 
 
 def endpoint_refusal(endpoint: str | None) -> Refusal | None:
-    """``endpoint-unreachable`` when a connect to the endpoint's host and port fails; none when it is
-    accepted or no endpoint was given. ``socket`` is loaded here, at the pre-flight, so the stages before it start
+    """``endpoint-unreachable`` when a connect to the endpoint's host and port fails, ``model-endpoint-malformed``
+    when it names none (``doctor`` checks no option first); none when it is accepted or no endpoint was given. ``socket`` is loaded here, at the pre-flight, so the stages before it start
     without it (docs/DEVELOPING.md#the-run-engine)."""
     import socket
 
-    address = endpoint_address(endpoint) if endpoint is not None else None
-    if endpoint is None or address is None:
+    if endpoint is None:
         return None
+    address = endpoint_address(endpoint)
+    if address is None:
+        return Refusal(
+            "model-endpoint-malformed",
+            f"--model-endpoint {endpoint}: it names no host and port a connection could be tried at",
+        )
     try:
         with socket.create_connection(address, timeout=ENDPOINT_CONNECT_S):
             return None

@@ -8,8 +8,11 @@ from metaharness.shell.run_signals import hold_signals
 
 
 def main() -> None:
-    """Hold the signals, then run the CLI."""
+    """Hold the signals, give a closed standard stream its stand-in, then run the CLI."""
     hold_signals()
+    from metaharness.shell.standard_streams import stand_in_closed_streams
+
+    stand_in_closed_streams()
     from metaharness.shell.cli import main as cli_main
 
     cli_main()

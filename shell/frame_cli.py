@@ -17,6 +17,7 @@ from metaharness.pure.frames import decode_json, frame_document, frame_refusal, 
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.bounded_reads import read_regular
 from metaharness.shell.frame_file import read_frame_file
+from metaharness.shell.standard_streams import drop_stdout, stand_in_closed_streams
 
 PROGRAM = "metaharness-frame"
 FOUND_A_FAULT = 1
@@ -35,7 +36,17 @@ def _write(lines: tuple[str, ...]) -> int:
     return 0
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _FrameGroup(click.Group):
+    def invoke(self, ctx: click.Context) -> object:
+        """A reader that closed stdout before the output was written whole is ``stdout-closed`` (click would exit 1)."""
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            drop_stdout()
+            return _refuse(Refusal("stdout-closed", "stdout's reader closed it before the output was written whole"))
+
+
+@click.group(cls=_FrameGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="metaharness", prog_name=PROGRAM, message="%(prog)s %(version)s")
 def _command() -> None:
     """Seal, check and explain metaharness.frame/1 documents."""
@@ -84,6 +95,7 @@ def explain(file: str) -> int:
 
 def main() -> NoReturn:
     """The console script: parse errors are ``usage`` refusals, never a traceback."""
+    stand_in_closed_streams()
     try:
         result = _command.main(sys.argv[1:], prog_name=PROGRAM, standalone_mode=False)
         code = result if isinstance(result, int) else 0

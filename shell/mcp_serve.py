@@ -11,6 +11,7 @@ from returns.result import Failure
 from metaharness.pure.loop.catalogue import publish
 from metaharness.pure.mcp import CatalogueSurface, OwnedSurface, Server
 from metaharness.pure.options import check_serve_pairing
+from metaharness.pure.refusal import Refusal
 from metaharness.shell.catalogue_file import read_catalogue
 from metaharness.shell.mcp_server import run_server
 from metaharness.shell.refusals import refuse
@@ -25,11 +26,26 @@ def serve(*, workspace: str, writable: bool, allow_program: tuple[str, ...], cat
     if isinstance(paired, Failure):
         return refuse(paired.failure())
     version = importlib.metadata.version("metaharness")
-    if catalogue is None:
-        publication = publish(writable, allow_program)
-        return run_server(Server(OwnedSurface(publication), version), os.path.realpath(workspace), publication)
-    loaded = read_catalogue(catalogue)
+    loaded = None if catalogue is None else read_catalogue(catalogue)
     if isinstance(loaded, Failure):
         return refuse(loaded.failure())
+    root = _workspace_root(workspace)
+    if isinstance(root, Refusal):
+        return refuse(root)
+    if loaded is None:
+        publication = publish(writable, allow_program)
+        return run_server(Server(OwnedSurface(publication), version), root, publication)
     surface = CatalogueSurface(loaded.unwrap(), writable)
-    return run_server(Server(surface, version), os.path.realpath(workspace), publish(writable, ()))
+    return run_server(Server(surface, version), root, publish(writable, ()))
+
+
+def _workspace_root(workspace: str) -> str | Refusal:
+    """``--workspace`` resolved once, or ``workspace-unusable`` when it is missing, not a directory, or cannot be
+    resolved (a working directory that was removed): every tool would otherwise fail call by call."""
+    try:
+        root = os.path.realpath(workspace, strict=True)
+    except OSError as error:
+        return Refusal("workspace-unusable", f"--workspace {workspace} cannot be resolved: {error.strerror or error}")
+    if not os.path.isdir(root):
+        return Refusal("workspace-unusable", f"--workspace {workspace} is not a directory")
+    return root

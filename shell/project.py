@@ -37,7 +37,7 @@ from metaharness.pure.projection import (
     survey_stream,
     trace_nodes,
 )
-from metaharness.pure.refusal import Refusal
+from metaharness.pure.refusal import Refusal, not_utf8
 from metaharness.pure.replays import replay_of
 from metaharness.pure.run_page import audited_lines, run_page
 from metaharness.shell.bounded_reads import InputTooLarge, read_bounded
@@ -157,6 +157,9 @@ def _first_pass(path: str, source: Kind | None, held: contextlib.ExitStack) -> _
     :class:`ScratchCopy`, sealed at the end; the first refusal in the order of docs/cli.md#project (the
     input's bound before its lines, its lines before the copy's check)."""
     digest = hashlib.sha256()
+    words = None if source is None else not_utf8(((f"--from {source}'s record path", path),))
+    if words is not None:
+        return words
     try:
         handle = held.enter_context(open(path, "rb"))  # noqa: SIM115 - held by the stack
     except OSError as error:

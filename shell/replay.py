@@ -25,7 +25,7 @@ from metaharness.pure.events import closed_reason
 from metaharness.pure.frames import Frame, refuse_frame_beside_observe
 from metaharness.pure.kind import Kind
 from metaharness.pure.modes import DecisionMode, HermeticMode
-from metaharness.pure.refusal import Refusal
+from metaharness.pure.refusal import Refusal, not_utf8
 from metaharness.pure.replays import replay_of
 from metaharness.pure.run_limits import stdout_closed
 from metaharness.pure.run_stages import unaudited_exit
@@ -66,6 +66,11 @@ def run_replay(
 ) -> int:
     """Map ``record`` of ``kind`` into ``metaharness.event/1`` on stdout with the options of
     docs/events.md#replay; exit 0 when the stream closed ``completed``, else 3."""
+    words = not_utf8((("--run", run_id), ("--model", model), ("--harness-version", harness_version),
+                      ("--transcript-path", transcript_path),
+                      ("RECORD's path (give --transcript-path)", record if transcript_path is None else None)))  # fmt: skip
+    if words is not None:
+        return refuse(words)
     adapter = adapter_of(kind)
     loaded = _frame(adapter, decisions, frame)
     if isinstance(loaded, Refusal):

@@ -8,8 +8,10 @@ Apart from ``metaharness.shell.facts`` so the options' stages gather their facts
 from __future__ import annotations
 
 import os
+import stat
 
 from metaharness.pure.hermetic import DirectoryIdentity, MemoryWalk, memory_walk
+from metaharness.pure.refusal import Refusal
 from metaharness.shell.facts import gather_memory_facts
 
 
@@ -32,3 +34,28 @@ def directory_identity(path: str) -> DirectoryIdentity:
     except OSError:
         return DirectoryIdentity(real_path=real)
     return DirectoryIdentity(real_path=real, device=status.st_dev, inode=status.st_ino)
+
+
+def special_entry(directory: str) -> str | None:
+    """The first entry beneath ``directory`` (walked without following a link) that is no regular file, directory
+    or link: a FIFO, socket or device, which a copy would block on or read without end (docs/cli.md#bounds-on-what-a-run-reads)."""
+    for base, directories, names in os.walk(directory):
+        for name in sorted((*directories, *names)):
+            path = os.path.join(base, name)
+            mode = os.lstat(path).st_mode
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+                return path
+    return None
+
+
+def special_entry_refusal(directories: tuple[str, ...]) -> Refusal | None:
+    """``plugin-dir-unusable`` for the first ``--plugin-dir`` holding a :func:`special_entry`."""
+    for directory in directories:
+        entry = special_entry(directory)
+        if entry is not None:
+            return Refusal(
+                "plugin-dir-unusable",
+                f"--plugin-dir {directory} holds {entry}, which is no regular file, directory or link: a FIFO, socket "
+                "or device is never copied",
+            )
+    return None

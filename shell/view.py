@@ -38,7 +38,7 @@ from metaharness.pure.events import (
 )
 from metaharness.pure.kind import KINDS, Kind
 from metaharness.pure.projection import stream_lines
-from metaharness.pure.refusal import Refusal
+from metaharness.pure.refusal import Refusal, not_utf8
 from metaharness.pure.replays import replay_of
 from metaharness.pure.run_view import (
     Malformed,
@@ -59,6 +59,7 @@ from metaharness.shell import view_screen
 from metaharness.shell.bounded_reads import InputTooLarge, read_bounded
 from metaharness.shell.project import ScratchCopy
 from metaharness.shell.refusals import refuse
+from metaharness.shell.standard_streams import drop_stdout, stand_in_closed_streams
 
 _CHUNK = 65536
 """Bytes of a record read at once into its copy."""
@@ -147,7 +148,8 @@ class TerminalScreen:
 
 def _source(path: str, kind: Kind | None) -> Iterator[bytes] | Refusal:
     if kind is not None:
-        return _record_source(path, kind)
+        words = not_utf8(((f"--from {kind}'s record path", path),))
+        return words if words is not None else _record_source(path, kind)
     if path == "-":
         return iter(sys.stdin.buffer.readline, b"")
     try:
@@ -236,12 +238,17 @@ def view(path: str, kind: Kind | None) -> int:
 @click.version_option(package_name="metaharness", prog_name="metaharness-view", message="%(prog)s %(version)s")
 def _command(events: str, kind: Kind | None) -> int:
     """Show a metaharness.event/1 stream (a file, or stdin) as a person reads it."""
-    return view(events, kind)
+    try:
+        return view(events, kind)
+    except BrokenPipeError:  # click would exit 1 in silence
+        drop_stdout()
+        return refuse(Refusal("view-io-failed", "the view could not be written: its reader closed stdout"))
 
 
 def main() -> NoReturn:
     """The ``metaharness-view`` console script: parse errors are ``usage`` refusals, a failed read or
     write ``view-io-failed``, never a traceback."""
+    stand_in_closed_streams()
     try:
         result = _command.main(sys.argv[1:], prog_name="metaharness-view", standalone_mode=False)
         code = result if isinstance(result, int) else 0

@@ -374,6 +374,8 @@ def test_plan_trims_one_slash_and_defaults() -> None:
         ({"api_key_secret": ""}, "--api-key-secret must not be empty"),
         ({"base_url": "ftp://x"}, "--base-url must be an http:// or https:// URL; got `ftp://x`"),
         ({"base_url": "http://x/v1?beta=true"}, "--base-url must not carry a query or fragment; got `http://x/v1?beta=true`"),
+        ({"base_url": "http://[::1"}, "--base-url must be an http:// or https:// URL with a host and port; got `http://[::1` (Invalid IPv6 URL)"),
+        ({"base_url": "http://x:99999"}, "--base-url must be an http:// or https:// URL with a host and port; got `http://x:99999` (Port out of range 0-65535)"),
         ({"model": ""}, "--model must not be empty"),
         ({"wire": "grpc"}, "--wire must be one of openai-responses, anthropic-messages; got `grpc`"),
         ({"approve": "caller", "json": False}, "--approve caller requires --json, since the answers are read as JSON lines on stdin"),

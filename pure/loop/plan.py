@@ -193,7 +193,11 @@ def _is_text(value: str) -> bool:
 
 
 def _base_url(url: str) -> Result[str, str]:
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        _ = parts.port
+    except ValueError as error:
+        return Failure(f"--base-url must be an http:// or https:// URL with a host and port; got `{url}` ({error})")
     if parts.scheme not in ("http", "https") or not parts.netloc or not url.startswith(f"{parts.scheme}://"):
         return Failure(f"--base-url must be an http:// or https:// URL; got `{url}`")
     if parts.query or parts.fragment or "?" in url or "#" in url:

@@ -26,6 +26,7 @@ from metaharness.shell.context_files import load_context_files
 from metaharness.shell.facts import caller_environment
 from metaharness.shell.frame_file import read_frame_file
 from metaharness.shell.staging import Refused, check_held, is_directory, take, unusable_directory
+from metaharness.shell.tree_facts import special_entry_refusal
 
 
 class B10xInputs(msgspec.Struct, frozen=True, kw_only=True):
@@ -78,6 +79,9 @@ def tree_checks(options: RunOptions) -> None:
     for directory in options.plugin_dir:
         if not is_directory(directory):
             raise Refused(Refusal("plugin-dir-unusable", f"--plugin-dir {directory} is missing or not a directory"))
+    special = special_entry_refusal(options.plugin_dir)
+    if special is not None:
+        raise Refused(special)
     for name, value in (
         ("hooks", options.hooks),
         ("prices", options.prices),

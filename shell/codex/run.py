@@ -62,7 +62,7 @@ from metaharness.shell.facts import (
 )
 from metaharness.shell.run_engine import LateEvents, Launched, LoopbackRoute, RunHold, run_kind, start_route_proxy
 from metaharness.shell.staging import EarlySignal, stderr_line, take
-from metaharness.shell.tree_facts import directory_identity, memory_walk_of
+from metaharness.shell.tree_facts import directory_identity, memory_walk_of, special_entry_refusal
 from metaharness.shell.wind_up import RunAudit
 
 
@@ -86,6 +86,8 @@ def plan_run(
         return Failure(
             Refusal("plugin-dir-unusable", f"--plugin-dir {unusable} is not a directory holding a readable file")
         )
+    if (special := special_entry_refusal(options.plugin_dir)) is not None:
+        return Failure(special)
     walk = memory_walk_of(cwd, MEMORY_SHAPES[KIND])
     refused = start_time_refusals(options.decisions, frame is not None, KIND, HONOURED_COMMANDS)
     if refused:

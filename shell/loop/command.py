@@ -47,6 +47,7 @@ from metaharness.pure.loop.skills import Loaded
 from metaharness.pure.results import each
 from metaharness.pure.wires import anthropic_messages, openai_responses
 from metaharness.pure.wires.neutral import Item, Sampling, UserText
+from metaharness.shell.bounded_reads import open_regular
 from metaharness.shell.loop.approver import AllApprover, Approver, CallerApprover, DenyApprover, PromptApprover
 from metaharness.shell.loop.cancel import CancelToken
 from metaharness.shell.loop.credentials import CredentialSource, read_credential
@@ -288,7 +289,7 @@ def _hooks(path: str | None) -> Result[tuple[Hook, ...], str]:
     if path is None:
         return Success(())
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:  # a FIFO never holds the start: docs/cli.md#bounds-on-what-a-run-reads
             raw = handle.read()
     except OSError as error:
         return Failure(f"--hooks {path} cannot be read: {error.strerror or error}")
