@@ -13,12 +13,9 @@ from typing import Any
 import msgspec
 from returns.result import Failure, Result, Success
 
-from metaharness.pure.adapter import ReplayRequest
 from metaharness.pure.events import SessionStarted, StreamClosed, read_event
 from metaharness.pure.jsonline import compact, sha256_hex
-from metaharness.pure.kind import Kind
 from metaharness.pure.refusal import Refusal
-from metaharness.pure.replays import replay_whole
 from metaharness.pure.stream_ending import stream_completeness
 
 TRACE_FORMAT = "trace-ir/1"
@@ -221,12 +218,6 @@ def project_stream(
             metaharness=head.summary,
         )
     )
-
-
-def replay_stream(kind: Kind, name: str, record: bytes) -> bytes:
-    """A retained vendor record of ``kind`` mapped into ``metaharness.event/1`` as ``replay`` maps it
-    with its defaults (docs/events.md#replay), ``name`` being the record's path as given."""
-    return replay_whole(kind, record, ReplayRequest(transcript_path=name)).stream
 
 
 def document_text(document: TraceDocument) -> str:

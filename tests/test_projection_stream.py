@@ -18,10 +18,12 @@ from typing import get_args
 import pytest
 from project_verb import metaharness
 
+from metaharness.pure.adapter import ReplayRequest
 from metaharness.pure.adapters import adapter_of
 from metaharness.pure.bounds import INPUT_FILE_LIMIT
 from metaharness.pure.kind import Kind
-from metaharness.pure.projection import document_text, project_stream, replay_stream
+from metaharness.pure.projection import document_text, project_stream
+from metaharness.pure.replays import replay_whole
 from metaharness.shell.project import run_project
 
 VECTORS = Path(__file__).resolve().parents[1] / "vectors"
@@ -39,7 +41,7 @@ def _whole(name: str, data: bytes, kind: Kind | None = None) -> bytes:
     """The document as ``project`` wrote it when it held the input and the document whole."""
     if kind is None:
         return document_text(project_stream(name, data).unwrap()).encode("utf-8")
-    mapped = replay_stream(kind, name, data)
+    mapped = replay_whole(kind, data, ReplayRequest(transcript_path=name)).stream
     projected = project_stream(name, mapped, source=adapter_of(kind).record_source, record=data)
     return document_text(projected.unwrap()).encode("utf-8")
 
