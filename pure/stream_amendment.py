@@ -47,7 +47,7 @@ from metaharness.pure.events import (
 from metaharness.pure.run_stages import run_failed, run_outcome
 from metaharness.pure.witness import (
     WITNESS_GATING,
-    Presented,
+    Presentation,
     RouteAccount,
     StreamAccount,
     bypassed_count,
@@ -71,7 +71,7 @@ class Amendment(msgspec.Struct, frozen=True):
     program the run started (``None``: ``session.started`` is left as written)."""
 
     denied: Map[str, bool] = Map()
-    again: Map[str, Presented] = Map()
+    again: Map[str, Presentation] = Map()
     """A denied call's latest presentation, once it was presented again."""
     succeeded: Map[str, bool] = Map()
     bypassed: int = 0
@@ -176,7 +176,7 @@ def _fresh(state: Amendment, payload: Event) -> Amendment:
     if not isinstance(payload, ToolRequested):
         return state
     seen = state.stream.requested.get(payload.call_id, ())
-    if not seen or (payload.name, payload.input) in seen:
+    if not seen or Presentation(payload.name, payload.input) in seen:
         return state
     return msgspec.structs.replace(state, succeeded=_without(state.succeeded, payload.call_id))
 
@@ -195,7 +195,7 @@ def _bypassed_call(state: Amendment, payload: Event) -> str | None:
 
 def _noted(state: Amendment, payload: Event) -> Amendment:
     if isinstance(payload, ToolRequested) and payload.call_id in state.denied:
-        return msgspec.structs.replace(state, again=state.again.set(payload.call_id, (payload.name, payload.input)))
+        return msgspec.structs.replace(state, again=state.again.set(payload.call_id, Presentation(payload.name, payload.input)))
     if isinstance(payload, ToolDecided) and isinstance(payload.decision, Deny):
         return msgspec.structs.replace(state, denied=state.denied.set(payload.call_id, True))
     if isinstance(payload, ToolDecided) and _reallowed(state, payload):

@@ -44,9 +44,10 @@ WITNESS_BLIND = "ROUTE_UNREAD"
 response it could not read holds calls nobody checked."""
 
 
-class EmittedCall(msgspec.Struct, frozen=True):
+class EmittedCall(msgspec.Struct, frozen=True, gc=False):
     """A tool call as the model emitted it; ``numbered``: the wire gave it no id, so its ``call_id`` is its
-    number in the response (``<name>#<n>``), made the account's own when it is folded in."""
+    number in the response (``<name>#<n>``), made the account's own when it is folded in. Untracked by the
+    cyclic collector: ``input`` is a decoded JSON value, which holds no struct (docs/DEVELOPING.md#untracked-state)."""
 
     call_id: str
     name: str
@@ -54,8 +55,9 @@ class EmittedCall(msgspec.Struct, frozen=True):
     numbered: bool = False
 
 
-class SentResult(msgspec.Struct, frozen=True):
-    """A tool result as the harness sent it to the model; ``is_error`` is ``None`` on a wire without it."""
+class SentResult(msgspec.Struct, frozen=True, gc=False):
+    """A tool result as the harness sent it to the model; ``is_error`` is ``None`` on a wire without it.
+    Untracked by the cyclic collector (docs/DEVELOPING.md#untracked-state)."""
 
     call_id: str
     is_error: bool | None
@@ -440,8 +442,12 @@ def witness(account: RouteAccount, exchange: Exchange) -> RouteAccount:
                         last, account.unsettled)  # fmt: skip
 
 
-Presented = tuple[str, Any]
-"""A presentation: the tool name and input a ``tool.requested`` carried."""
+class Presentation(msgspec.Struct, frozen=True, gc=False):
+    """A presentation: the tool name and input a ``tool.requested`` carried. Untracked by the cyclic
+    collector: ``input`` is a decoded JSON value, which holds no struct (docs/DEVELOPING.md#untracked-state)."""
+
+    name: str
+    input: Any
 
 
 class StreamAccount(msgspec.Struct, frozen=True):
@@ -449,9 +455,9 @@ class StreamAccount(msgspec.Struct, frozen=True):
     denial with the presentation it answered (the id's latest) and its reason; the ids already named
     bypassed."""
 
-    requested: Map[str, tuple[Presented, ...]] = Map()
+    requested: Map[str, tuple[Presentation, ...]] = Map()
     decided: Map[str, bool] = Map()
-    denied: Map[str, tuple[tuple[Presented | None, str], ...]] = Map()
+    denied: Map[str, tuple[tuple[Presentation | None, str], ...]] = Map()
     bypassed: Map[str, bool] = Map()
 
 
@@ -459,7 +465,7 @@ def observe_event(stream: StreamAccount, payload: Event) -> StreamAccount:
     """``stream`` with one written event's payload noted."""
     if isinstance(payload, ToolRequested):
         seen = stream.requested.get(payload.call_id, ())
-        presented = (payload.name, payload.input)
+        presented = Presentation(payload.name, payload.input)
         if presented in seen:
             return stream
         return msgspec.structs.replace(stream, requested=stream.requested.set(payload.call_id, (*seen, presented)))
@@ -472,11 +478,11 @@ def observe_event(stream: StreamAccount, payload: Event) -> StreamAccount:
     return stream
 
 
-def _same_input(facts: WitnessFacts, call: EmittedCall, presented: Presented) -> bool:
+def _same_input(facts: WitnessFacts, call: EmittedCall, presented: Presentation) -> bool:
     """Whether a presentation is the emitted call: its name or the kind's recorded name for it, and the
     same input or, where the kind lists fields for the name, those fields agreeing
     (docs/decisions.md#the-route-witness)."""
-    name, value = presented
+    name, value = presented.name, presented.input
     if name != call.name and facts.names.get(call.name) != name:
         return False
     pairs = facts.fields.get(call.name)
@@ -529,7 +535,7 @@ def _call_findings(
     return warnings, decided, reconciled
 
 
-def _bypassed(account: RouteAccount, facts: WitnessFacts, call_id: str, denials: tuple[tuple[Presented | None, str], ...]) -> bool:
+def _bypassed(account: RouteAccount, facts: WitnessFacts, call_id: str, denials: tuple[tuple[Presentation | None, str], ...]) -> bool:
     """A denial is bypassed when the result first sent for the emission it answered (the k-th distinct
     result for the k-th emission of the id) is not the denial; a later rewrite of that result (a
     harness clearing old results from its history) does not count."""

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 from metaharness.pure.events import (
+    Allow,
+    Deny,
     Event,
     EventValue,
     Exited,
@@ -13,6 +15,9 @@ from metaharness.pure.events import (
     SessionStarted,
     Stream,
     StreamClosed,
+    ToolDecided,
+    ToolRequested,
+    ToolResult,
     Transcript,
     WarningRaised,
     encode_event,
@@ -88,3 +93,29 @@ def test_a_failed_run_names_its_last_cause_on_one_line() -> None:
     later = failure_cause(cause, WarningRaised(code="RUN_TIMEOUT", message="the run's --timeout of 1s expired"))
     assert later == "the run's --timeout of 1s expired"
     assert failure_line(None, "killed", 3, None) == "metaharness: run unknown failed (exit 3): the stream closed killed\n"
+
+
+def _denied_after_success(again: dict[str, str]) -> list[str]:
+    """Call ``c`` allowed and succeeded, presented again with ``again``, then denied: the warnings written."""
+    def requested(command: dict[str, str]) -> ToolRequested:
+        return ToolRequested(call_id="c", name="Bash", input=command, decision_required=True, deadline_ms=None,
+                             seam="hook")  # fmt: skip
+
+    def decided(decision: Allow | Deny) -> ToolDecided:
+        return ToolDecided(call_id="c", decision=decision, decided_by="frame", seam="hook", latency_ms=0)
+
+    ok = ToolResult(exit_code=0, outcome_source=None, call_id="c", is_error=False, content=None, bytes=None,
+                    tool_use_result=None)  # fmt: skip
+    writer = StreamWriter(Stream("r"), Amendment())
+    codes: list[str] = []
+    for payload in (requested({"command": "ls"}), decided(Allow()), ok, requested(again), decided(Deny("no"))):
+        writer, lines = write(writer, EventValue(payload))
+        codes += [line.line.payload.code for line in lines if isinstance(line.line.payload, WarningRaised)]
+    return codes
+
+
+def test_a_succeeded_call_presented_again_alike_keeps_its_success() -> None:
+    """The same call presented again changes nothing: a deny after its success is a bypass; with another input
+    it is another call, whose deny is none."""
+    assert _denied_after_success({"command": "ls"}) == ["DECISION_BYPASSED"]
+    assert _denied_after_success({"command": "rm -rf x"}) == []

@@ -1,0 +1,94 @@
+"""Every ``gc=False`` struct in ``pure/`` cannot be part of a reference cycle: its fields are of types that
+cannot refer back (docs/DEVELOPING.md#untracked-state), and the state holding it is untracked by the collector."""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import pkgutil
+import types
+import typing
+from typing import Any
+
+import msgspec
+from immutables import Map
+
+import metaharness.pure
+from metaharness.pure.events import Deny, ToolDecided, ToolRequested
+from metaharness.pure.witness import (
+    EmittedCall,
+    Exchange,
+    Presentation,
+    RouteAccount,
+    SentResult,
+    StreamAccount,
+    observe_event,
+    witness,
+)
+
+SCALARS = (str, int, bool, float, bytes, type(None), msgspec.UnsetType)
+JSON_VALUES = {(EmittedCall, "input"), (Presentation, "input")}
+"""The ``Any`` fields that hold a decoded JSON value (the wire's tool input, a ``tool.requested``'s input)."""
+
+
+def untracked_structs() -> list[type[msgspec.Struct]]:
+    """Every struct class defined in ``pure/`` with the collector off."""
+    found: dict[str, type[msgspec.Struct]] = {}
+    for module in pkgutil.walk_packages(metaharness.pure.__path__, "metaharness.pure."):
+        for value in vars(importlib.import_module(module.name)).values():
+            struct = isinstance(value, type) and issubclass(value, msgspec.Struct) and value.__module__ == module.name
+            if struct and value.__struct_config__.gc is False:
+                found[f"{value.__module__}.{value.__qualname__}"] = value
+    return list(found.values())
+
+
+def refers_back(owner: type, field: str, hint: Any) -> list[str]:
+    """The parts of ``hint`` through which a value could refer back to what holds it."""
+    origin = typing.get_origin(hint)
+    if hint is Any:
+        return [] if (owner, field) in JSON_VALUES else [f"{owner.__qualname__}.{field}: Any"]
+    if origin in (tuple, typing.Union, types.UnionType, Map):
+        return [part for arg in typing.get_args(hint) if arg is not Ellipsis for part in refers_back(owner, field, arg)]
+    if isinstance(hint, type) and issubclass(hint, msgspec.Struct):
+        return [] if hint.__struct_config__.gc is False else [f"{owner.__qualname__}.{field}: {hint.__qualname__}"]
+    return [] if hint in SCALARS else [f"{owner.__qualname__}.{field}: {hint!r}"]
+
+
+def test_untracked_structs_hold_only_what_cannot_refer_back() -> None:
+    structs = untracked_structs()
+    assert {EmittedCall, SentResult, Presentation} <= set(structs)
+    for struct in structs:
+        hints = typing.get_type_hints(struct)
+        assert [part for field in struct.__struct_fields__ for part in refers_back(struct, field, hints[field])] == []
+
+
+def test_refers_back_names_a_field_that_could() -> None:
+    class Tracked(msgspec.Struct):
+        value: list[int]
+
+    class Loose(msgspec.Struct, gc=False):
+        value: Any
+        held: tuple[Tracked, ...]
+        items: list[int]
+
+    hints = typing.get_type_hints(Loose, localns={"Tracked": Tracked})
+    found = [part for field in Loose.__struct_fields__ for part in refers_back(Loose, field, hints[field])]
+    assert found == [f"{Loose.__qualname__}.value: Any", f"{Loose.__qualname__}.held: {Tracked.__qualname__}",
+                     f"{Loose.__qualname__}.items: list[int]"]  # fmt: skip
+
+
+def test_a_long_runs_witness_state_is_untracked() -> None:
+    account, stream = RouteAccount(), StreamAccount()
+    for k in range(50):
+        call_id = f"toolu_{k}"
+        requested = ToolRequested(call_id=call_id, name="Bash", input={"command": ["echo", {"k": k}]},
+                                  decision_required=True, deadline_ms=None, seam="hook")  # fmt: skip
+        stream = observe_event(observe_event(stream, requested), ToolDecided(
+            call_id=call_id, decision=Deny("no"), decided_by="frame", seam="hook", latency_ms=0))  # fmt: skip
+        sent = SentResult(call_id, True, "no")
+        account = witness(account, Exchange((EmittedCall(call_id, "Bash", requested.input),), (sent,), None))
+    gc.collect()
+    gc.collect()  # a pass untracks a tuple once what it holds is untracked: a denial's pair at the first
+    held = [*account.emitted.values(), *account.results.values(), *stream.requested.values(), *stream.denied.values()]
+    assert len(held) == 200 and not any(gc.is_tracked(value) for value in held)
+    assert not any(gc.is_tracked(one) for value in held for one in value)
