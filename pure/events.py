@@ -398,8 +398,9 @@ class Injection(_Event, frozen=True, tag="injection", kw_only=True):
     origin: str | None
 
 
-class ToolRequested(_Event, frozen=True, tag="tool.requested", kw_only=True):
-    """A tool call, written before any decision or effect (docs/events.md#the-twenty-events)."""
+class ToolRequested(_Event, frozen=True, tag="tool.requested", kw_only=True, gc=False):
+    """A tool call, written before any decision or effect (docs/events.md#the-twenty-events); untracked by the
+    cyclic collector, ``input`` a decoded JSON value (docs/DEVELOPING.md#untracked-state)."""
 
     call_id: str
     name: str
@@ -421,8 +422,9 @@ class ToolDecided(_Event, frozen=True, tag="tool.decided", kw_only=True):
     latency_ms: int | None
 
 
-class ToolResult(_Event, frozen=True, tag="tool.result", kw_only=True):
-    """A call's outcome (docs/events.md#the-twenty-events)."""
+class ToolResult(_Event, frozen=True, tag="tool.result", kw_only=True, gc=False):
+    """A call's outcome (docs/events.md#the-twenty-events); untracked by the cyclic collector, ``content`` and
+    ``tool_use_result`` decoded JSON values (docs/DEVELOPING.md#untracked-state)."""
 
     exit_code: int | None
     outcome_source: str | None
@@ -454,8 +456,8 @@ class CommandResult(_Event, frozen=True, tag="command.result", kw_only=True):
     outcome: CommandOutcome
 
 
-class WarningRaised(_Event, frozen=True, tag="warning", kw_only=True):
-    """A warning with its code (docs/events.md#warning-codes)."""
+class WarningRaised(_Event, frozen=True, tag="warning", kw_only=True, gc=False):
+    """A warning with its code (docs/events.md#warning-codes); untracked by the cyclic collector."""
 
     code: str
     message: str

@@ -27,16 +27,18 @@ class Emitted(msgspec.Struct, frozen=True):
     at: str | UnsetType = UNSET
 
 
-class Announced(msgspec.Struct, frozen=True):
-    """A ``function_call``/``custom_tool_call``: the call as recorded, its ``tool.requested`` on seam none."""
+class Announced(msgspec.Struct, frozen=True, gc=False):
+    """A ``function_call``/``custom_tool_call``: the call as recorded, its ``tool.requested`` on seam none; untracked
+    by the cyclic collector, so the correlator holding it behind an open call walks none (docs/DEVELOPING.md#untracked-state)."""
 
     call_id: str
     requested: ToolRequested
     at: str | UnsetType = UNSET
 
 
-class Finished(msgspec.Struct, frozen=True):
-    """A call's output record and its ``tool.result``, plus any ``TOOL_OUTCOME_UNVERIFIED`` warning."""
+class Finished(msgspec.Struct, frozen=True, gc=False):
+    """A call's output record and its ``tool.result``, plus any ``TOOL_OUTCOME_UNVERIFIED`` warning; untracked by
+    the cyclic collector (docs/DEVELOPING.md#untracked-state)."""
 
     call_id: str
     result: ToolResult

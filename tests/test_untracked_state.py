@@ -14,7 +14,9 @@ import msgspec
 from immutables import Map
 
 import metaharness.pure
-from metaharness.pure.events import Deny, ToolDecided, ToolRequested
+from metaharness.pure.correlation import Correlator, on_readings
+from metaharness.pure.events import Deny, ToolDecided, ToolRequested, ToolResult, WarningRaised
+from metaharness.pure.readings import Announced, Finished
 from metaharness.pure.witness import (
     EmittedCall,
     Exchange,
@@ -27,8 +29,9 @@ from metaharness.pure.witness import (
 )
 
 SCALARS = (str, int, bool, float, bytes, type(None), msgspec.UnsetType)
-JSON_VALUES = {(EmittedCall, "input"), (Presentation, "input")}
-"""The ``Any`` fields that hold a decoded JSON value (the wire's tool input, a ``tool.requested``'s input)."""
+JSON_VALUES = {(EmittedCall, "input"), (Presentation, "input"), (ToolRequested, "input"), (ToolResult, "content"),
+               (ToolResult, "tool_use_result")}  # fmt: skip
+"""The ``Any`` fields that hold a decoded JSON value (the wire's or the record's tool input, a tool's output)."""
 
 
 def untracked_structs() -> list[type[msgspec.Struct]]:
@@ -56,7 +59,7 @@ def refers_back(owner: type, field: str, hint: Any) -> list[str]:
 
 def test_untracked_structs_hold_only_what_cannot_refer_back() -> None:
     structs = untracked_structs()
-    assert {EmittedCall, SentResult, Presentation} <= set(structs)
+    assert {EmittedCall, SentResult, Presentation, ToolRequested, ToolResult, WarningRaised, Announced, Finished} <= set(structs)
     for struct in structs:
         hints = typing.get_type_hints(struct)
         assert [part for field in struct.__struct_fields__ for part in refers_back(struct, field, hints[field])] == []
@@ -77,18 +80,34 @@ def test_refers_back_names_a_field_that_could() -> None:
                      f"{Loose.__qualname__}.items: list[int]"]  # fmt: skip
 
 
+def requested(call_id: str) -> ToolRequested:
+    return ToolRequested(call_id=call_id, name="Bash", input={"command": ["echo", {"k": call_id}]},
+                         decision_required=True, deadline_ms=None, seam="hook")  # fmt: skip
+
+
 def test_a_long_runs_witness_state_is_untracked() -> None:
     account, stream = RouteAccount(), StreamAccount()
     for k in range(50):
         call_id = f"toolu_{k}"
-        requested = ToolRequested(call_id=call_id, name="Bash", input={"command": ["echo", {"k": k}]},
-                                  decision_required=True, deadline_ms=None, seam="hook")  # fmt: skip
-        stream = observe_event(observe_event(stream, requested), ToolDecided(
+        presented = requested(call_id)
+        stream = observe_event(observe_event(stream, presented), ToolDecided(
             call_id=call_id, decision=Deny("no"), decided_by="frame", seam="hook", latency_ms=0))  # fmt: skip
         sent = SentResult(call_id, True, "no")
-        account = witness(account, Exchange((EmittedCall(call_id, "Bash", requested.input),), (sent,), None))
+        account = witness(account, Exchange((EmittedCall(call_id, "Bash", presented.input),), (sent,), None))
     gc.collect()
     gc.collect()  # a pass untracks a tuple once what it holds is untracked: a denial's pair at the first
     held = [*account.emitted.values(), *account.results.values(), *stream.requested.values(), *stream.denied.values()]
     assert len(held) == 200 and not any(gc.is_tracked(value) for value in held)
     assert not any(gc.is_tracked(one) for value in held for one in value)
+
+
+def test_readings_held_behind_an_open_call_are_untracked() -> None:
+    """Hostile: a record announcing a call no hook delivers holds every later reading until its end; none of
+    them is walked by the collector."""
+    correlator, _ = on_readings(Correlator(live=True), (Announced("open", requested("open")),))
+    for k in range(50):
+        result = ToolResult(exit_code=0, outcome_source=None, call_id=f"c{k}", is_error=False,
+                            content={"lines": ["ok"]}, bytes=None, tool_use_result=None)  # fmt: skip
+        correlator, _ = on_readings(correlator, (Announced(f"c{k}", requested(f"c{k}")), Finished(f"c{k}", result)))
+    gc.collect()
+    assert len(correlator.held) == 101 and not any(gc.is_tracked(held) for held in correlator.held.values())
