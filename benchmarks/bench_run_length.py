@@ -19,7 +19,10 @@ shared machine waiting for a core does not count), the wall time beside it, and 
 1, a state copied on every call grows with the run (toward 8 at 8N). Each is measured again with the cyclic
 garbage collector off (``no gc``): what the run must remember (every call the amendment denied, the witness's
 account) is a heap that grows with the run, and the collector's full passes over it are a cost of the runtime,
-not of copying; the ``no gc`` figure is the state's own. Median of REPEATS.
+not of copying; the ``no gc`` figure is the state's own. With the collector on, each line also gives its full
+(generation 2) passes at N and 8N and their share of the CPU time (``gc.callbacks``): the state's structs held
+per call are ``gc=False`` (docs/DEVELOPING.md#untracked-state), so what a full pass still walks is the
+persistent maps' own nodes. Median of REPEATS.
 
 Run: ``.venv/bin/python benchmarks/bench_run_length.py [N] [REPEATS] [PATH...]`` (default 10000, 3, all three).
 To see an earlier commit's growth, run this file with ``PYTHONPATH`` at that commit's ``src/`` (``git archive``
@@ -121,25 +124,42 @@ def replay(lines: list[bytes]) -> None:
     assert sum(1 for _ in written) >= len(lines) - 2
 
 
-def timed(run: Callable[[], None], collecting: bool) -> tuple[float, float]:
-    """(CPU seconds, wall seconds) of one ``run``; ``collecting`` false: with the cyclic collector off."""
+def timed(run: Callable[[], None], collecting: bool) -> tuple[float, float, int, float]:
+    """(CPU seconds, wall seconds, the collector's full passes and their CPU seconds) of one ``run``;
+    ``collecting`` false: with the cyclic collector off."""
+    passes: list[float] = []
+    started = [0.0]
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if info["generation"] == 2:
+            if phase == "start":
+                started[0] = time.process_time()
+            else:
+                passes.append(time.process_time() - started[0])
+
     if not collecting:
         gc.disable()
+    gc.callbacks.append(count)
     try:
         cpu, wall = time.process_time(), time.perf_counter()
         run()
-        return time.process_time() - cpu, time.perf_counter() - wall
+        return time.process_time() - cpu, time.perf_counter() - wall, len(passes), sum(passes)
     finally:
+        gc.callbacks.remove(count)
         gc.enable()
 
 
-def report(name: str, runs: dict[int, list[tuple[float, float]]]) -> None:
+def report(name: str, runs: dict[int, list[tuple[float, float, int, float]]]) -> None:
     small, large = sorted(runs)
     cpu = {size: statistics.median(r[0] for r in runs[size]) / size * 1e6 for size in runs}
     wall = {size: statistics.median(r[1] for r in runs[size]) / size * 1e6 for size in runs}
+    passes = {size: statistics.median(r[2] for r in runs[size]) for size in runs}
+    share = {size: statistics.median(r[3] / r[0] for r in runs[size]) * 100 for size in runs}
+    full = "" if name.endswith("(no gc)") else (f"; full passes {passes[small]:.0f} → {passes[large]:.0f}, "
+                                                 f"{share[small]:.0f}% → {share[large]:.0f}% of CPU")  # fmt: skip
     print(f"{name:>13}: per call CPU {cpu[small]:.1f} µs at {small}, {cpu[large]:.1f} µs at {large}: "
           f"{cpu[large] / cpu[small]:.2f}× (wall {wall[small]:.1f} → {wall[large]:.1f} µs, "
-          f"{wall[large] / wall[small]:.2f}×; aim ≈ 1)")  # fmt: skip
+          f"{wall[large] / wall[small]:.2f}×; aim ≈ 1){full}")  # fmt: skip
 
 
 def main() -> None:
@@ -151,7 +171,7 @@ def main() -> None:
         "replay": lambda size: partial(replay, records[size]),
     }
     chosen = PATHS or tuple(paths)
-    runs: dict[str, dict[int, list[tuple[float, float]]]] = {}
+    runs: dict[str, dict[int, list[tuple[float, float, int, float]]]] = {}
     for _ in range(REPEATS):
         for size in sizes:  # interleaved: a change of load falls on both sizes alike
             for collecting in (True, False):
