@@ -135,3 +135,18 @@ def test_a_ray_address_nobody_answers(root: Path) -> None:
     done = run_eval(root, "plan.yaml", "--out", "out", "--ray", "127.0.0.1:9")
     assert done.returncode == 2
     assert done.stderr.startswith("metaharness-eval: ray-unreachable: --ray 127.0.0.1:9: no Ray cluster answers there (")
+
+
+@pytest.mark.parametrize("redirect", [">&-", ">/dev/full"])
+def test_a_ray_driver_with_stdout_closed_or_full_exits_as_before(root: Path, redirect: str) -> None:
+    """The Ray driver's quick exit flushes its streams first: with stdout closed (``None`` in Python) or
+    full it still ends with the refusal's exit 2, never a traceback."""
+    pytest.importorskip("ray", reason="the ray extra is not installed (pip install -e '.[test,ray]')")
+    (root / "plan.yaml").write_text(yaml.safe_dump(plan()))
+    done = subprocess.run(
+        ["sh", "-c", f'exec "$0" "$@" {redirect}', str(EVAL), "plan.yaml", "--out", "out", "--ray", "127.0.0.1:9"],
+        cwd=root, capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("metaharness-eval: ray-unreachable: --ray 127.0.0.1:9: no Ray cluster answers there (")
+    assert "Traceback" not in done.stderr
