@@ -35,6 +35,10 @@ INPUT_FILE_LIMIT = 128 * 1024 * 1024
 """Bytes of a ``replay`` or ``project`` input read (a file or a pipe); a larger one is refused unread past
 that."""
 
+PLAN_FILE_LIMIT = 16 * 1024 * 1024
+"""Bytes of a ``metaharness-eval`` plan read (its tasks' prompts inline); a larger one is ``plan-unreadable``
+with no more than that held."""
+
 HOOKS_FILE_LIMIT = 1024 * 1024
 """Bytes of a b10x ``--hooks`` file read to find the programs its view must hold; from a larger one none
 are bound (the loop reads the file itself)."""

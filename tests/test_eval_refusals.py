@@ -10,6 +10,8 @@ import pytest
 import yaml
 from eval_world import EVAL, make_world, run_eval
 
+from metaharness.pure.bounds import PLAN_FILE_LIMIT
+
 ENDPOINT = "http://127.0.0.1:9/v1"
 B10X = {"kind": "b10x", "model": "b10x-emulated", "model-endpoint": ENDPOINT, "frame": "write.frame.json"}
 TASK = {"id": "t", "prompt": "p", "workspace": {"git": "repo", "ref": "HEAD"}, "checks": [{"id": "ok", "exit": 0}]}
@@ -75,6 +77,16 @@ def test_plan_refusals_come_before_any_run(root: Path, text: str, line: str) -> 
 def test_an_unreadable_plan_file(root: Path) -> None:
     done = run_eval(root, "no-such-plan.yaml", "--out", "out")
     assert done.returncode == 2 and done.stderr.startswith("metaharness-eval: plan-unreadable: no-such-plan.yaml: ")
+
+
+def test_a_plan_past_its_bound_is_refused_unread(root: Path) -> None:
+    """A plan larger than ``PLAN_FILE_LIMIT`` (here a sparse file of 17 MiB) is ``plan-unreadable`` naming the bound,
+    with no more than the bound read and no run started."""
+    with (root / "huge-plan.yaml").open("wb") as handle:
+        handle.truncate(PLAN_FILE_LIMIT + 1024 * 1024)
+    done = run_eval(root, "huge-plan.yaml", "--out", "out")
+    assert done.returncode == 2 and not (root / "out").exists()
+    assert done.stderr == f"metaharness-eval: plan-unreadable: huge-plan.yaml: larger than {PLAN_FILE_LIMIT} bytes\n"
 
 
 def test_only_names_a_task_or_an_arm(root: Path) -> None:

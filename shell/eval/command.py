@@ -16,11 +16,13 @@ import click
 import msgspec
 from returns.result import Failure, Result, Success
 
+from metaharness.pure.bounds import PLAN_FILE_LIMIT
 from metaharness.pure.eval.plan import EvalArm, OptionShape, Plan, Task, chosen_plan, plan_runs, read_plan, run_words
 from metaharness.pure.eval.report import RUN_PAGE, report_page, run_directory
 from metaharness.pure.eval.results import RunResult, batch_exit, lost_result, read_result, result_document, result_table
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.results import each
+from metaharness.shell.bounded_reads import read_bounded
 from metaharness.shell.cli import cli
 from metaharness.shell.eval.executors import Outcome, PendingRun, ray_module, ray_reachable, run_locally, run_on_ray
 from metaharness.shell.eval.packing import LastArchive, RunInputs, resolve_workspace, ship_arm
@@ -58,7 +60,8 @@ def _check_arm_values(command: click.Command, arm: EvalArm) -> Result[EvalArm, R
 
 def _read_plan(path: Path, only: tuple[str, ...]) -> Result[Plan, Refusal]:
     try:
-        data = path.read_bytes()
+        with path.open("rb") as handle:
+            data = read_bounded(handle, PLAN_FILE_LIMIT)
     except OSError as error:
         return Failure(Refusal("plan-unreadable", f"{path}: {error.strerror or error}"))
     command, table = run_option_table()
