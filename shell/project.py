@@ -73,7 +73,7 @@ def _read(path: str) -> bytes | Refusal:
         return _unreadable(path, error)
 
 
-class _CopyFailed(Exception):
+class CopyFailed(Exception):
     """Writing the scratch copy failed (the temporary directory's disk is full): the error it raised."""
 
     def __init__(self, error: OSError) -> None:
@@ -97,7 +97,7 @@ class ScratchCopy:
             try:
                 self.file.write(chunk)
             except OSError as error:
-                raise _CopyFailed(error) from error
+                raise CopyFailed(error) from error
             self.digest.update(chunk)
             yield chunk
 
@@ -134,18 +134,23 @@ class _Projected(NamedTuple):
     copy: ScratchCopy
 
 
-def _chunks(handle: IO[bytes], digest: hashlib._Hash) -> Iterator[bytes]:
-    """``handle``'s bytes in chunks, each added to ``digest``; past ``INPUT_FILE_LIMIT`` bytes :class:`InputTooLarge`."""
+def bounded_chunks(handle: IO[bytes]) -> Iterator[bytes]:
+    """``handle``'s bytes in chunks; past ``INPUT_FILE_LIMIT`` bytes :class:`InputTooLarge`, nothing past it read."""
     size = 0
     while chunk := handle.read(_CHUNK):
         size += len(chunk)
         if size > INPUT_FILE_LIMIT:
             raise InputTooLarge(f"larger than {INPUT_FILE_LIMIT} bytes")
+        yield chunk
+
+
+def _digested(chunks: Iterable[bytes], digest: hashlib._Hash) -> Iterator[bytes]:
+    for chunk in chunks:
         digest.update(chunk)
         yield chunk
 
 
-def _mapped(source: Kind, path: str, chunks: Iterable[bytes]) -> Iterator[bytes]:
+def mapped_record(source: Kind, path: str, chunks: Iterable[bytes]) -> Iterator[bytes]:
     """The record's event lines as ``replay`` maps it with its defaults (docs/events.md#replay)."""
     for output in replay_of(source)(stream_lines(chunks), ReplayRequest(transcript_path=path)):
         if not isinstance(output, SeamAnswer):
@@ -170,14 +175,14 @@ def _first_pass(path: str, source: Kind | None, held: contextlib.ExitStack) -> _
     except OSError as error:
         return _unwritable(scratch, error)
     held.callback(copy.file.close)
-    chunks = _chunks(handle, digest)
-    stream = chunks if source is None else _mapped(source, path, chunks)
+    chunks = _digested(bounded_chunks(handle), digest)
+    stream = chunks if source is None else mapped_record(source, path, chunks)
     label = EVENT_SOURCE if source is None else adapter_of(source).record_source
     try:
         surveyed = survey_stream(path, stream_lines(copy.copied(stream)), source=label)
         for _ in chunks:
             pass
-    except _CopyFailed as failed:
+    except CopyFailed as failed:
         return _unwritable(scratch, failed.error)
     except OSError as error:
         return _unreadable(path, error)

@@ -21,7 +21,6 @@ from returns.result import Failure
 from rich.console import Console, RenderableType
 from rich.live import Live
 
-from metaharness.pure.adapter import ReplayRequest, SeamAnswer
 from metaharness.pure.bounds import INPUT_FILE_LIMIT
 from metaharness.pure.budgets import VIEW_REFRESHES_PER_S
 from metaharness.pure.events import (
@@ -37,9 +36,7 @@ from metaharness.pure.events import (
     read_event,
 )
 from metaharness.pure.kind import KINDS, Kind
-from metaharness.pure.projection import stream_lines
 from metaharness.pure.refusal import Refusal, not_utf8
-from metaharness.pure.replays import replay_of
 from metaharness.pure.run_view import (
     Malformed,
     Note,
@@ -56,13 +53,10 @@ from metaharness.pure.run_view import (
     view_exit,
 )
 from metaharness.shell import view_screen
-from metaharness.shell.bounded_reads import InputTooLarge, read_bounded
-from metaharness.shell.project import ScratchCopy
+from metaharness.shell.bounded_reads import read_bounded
+from metaharness.shell.project import CopyFailed, ScratchCopy, bounded_chunks, mapped_record
 from metaharness.shell.refusals import refuse
 from metaharness.shell.standard_streams import drop_stdout, stand_in_closed_streams
-
-_CHUNK = 65536
-"""Bytes of a record read at once into its copy."""
 
 
 def read_lines(lines: Iterator[bytes]) -> Iterator[EventLine | Malformed]:
@@ -186,27 +180,21 @@ def _copied(path: str, copy: ScratchCopy) -> Refusal | None:
     except OSError as error:
         return _unreadable(path, error)
     with handle as source:
-        size = 0
-        while True:
-            try:
-                chunk = source.read(_CHUNK)
-            except OSError as error:
-                return _unreadable(path, error)
-            size += len(chunk)
-            if size > INPUT_FILE_LIMIT:
-                return _unreadable(path, InputTooLarge(f"larger than {INPUT_FILE_LIMIT} bytes"))
-            if not chunk:
-                return None
-            copy.file.write(chunk)
-            copy.digest.update(chunk)
+        try:
+            for _ in copy.copied(bounded_chunks(source)):
+                pass
+        except CopyFailed as failed:
+            raise failed.error from None
+        except OSError as error:
+            return _unreadable(path, error)
+    return None
 
 
 def _event_lines(copy: ScratchCopy, kind: Kind, path: str) -> Iterator[bytes]:
     """The event lines of the sealed ``copy`` of a ``kind`` record, mapped as ``replay`` maps it with its defaults."""
     with copy.file:
-        for output in replay_of(kind)(stream_lines(copy.chunks()), ReplayRequest(transcript_path=path)):
-            if not isinstance(output, SeamAnswer):
-                yield from output.splitlines(keepends=True)
+        for output in mapped_record(kind, path, copy.chunks()):
+            yield from output.splitlines(keepends=True)
 
 
 def view(path: str, kind: Kind | None) -> int:
