@@ -146,8 +146,8 @@ def test_run_is_bounded_by_the_deadline(root: Path) -> None:
 
 @pytest.mark.parametrize("tool", ["file_read", "dir_list"])
 def test_a_link_swapped_under_a_read_never_reads_outside_the_root(tmp_path: Path, tool: str) -> None:
-    """Between the check and the open a tool running beside the reader swaps a folder inside the root for a
-    link leading out: the read (or listing) checks where what it opened really is, so nothing outside comes back."""
+    """A tool running beside the reader keeps swapping a folder inside the root for a link leading out: the read
+    (or listing) reaches each folder by descriptor without following, so nothing outside comes back."""
     root, outside = tmp_path / "swap", tmp_path / "outside"
     (root / "held").mkdir(parents=True)
     outside.mkdir()
@@ -194,3 +194,113 @@ def test_a_sparse_terabyte_is_refused_by_its_size_not_read(workspace: Workspace,
         workspace.file_read("huge.txt", "huge.txt", {})
     with pytest.raises(ToolFailure, match=bound):
         workspace.file_edit("huge.txt", "huge.txt", {"old": "a", "new": "b"})
+
+
+def _swapped_for_a_link(folder: Path, target: Path) -> None:
+    """What a tool beside the walk does: the folder it saw moved away and a link to ``target`` in its place."""
+    folder.rename(folder.with_name(folder.name + "-moved"))
+    folder.symlink_to(target)
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> Path:
+    """A host folder outside the root: a marker name, a marker line, and folders deeper than the walk's bound."""
+    folder = tmp_path / "host"
+    deep = folder.joinpath(*[f"d{level}" for level in range(14)])
+    deep.mkdir(parents=True)
+    (folder / "marker-name-outside").write_text("MARKER-LINE-OUTSIDE\n")
+    return folder
+
+
+def test_a_folder_swapped_for_a_link_after_the_walk_saw_it_is_never_entered(
+    workspace: Workspace, root: Path, host: Path
+) -> None:
+    """Driven by hand: once the walk has yielded `src/`, `src` becomes a link to a host folder; resuming, the walk
+    opens `src` relative to the root's descriptor without following, so it skips it and lists nothing of the host."""
+    walk = workspace._walk(".", ".", skip=False)
+    seen = []
+    for entry in walk:
+        seen.append(entry[0])
+        if entry[0] == "src":
+            _swapped_for_a_link(root / "src", host)
+            break
+    seen += [entry[0] for entry in walk]
+    assert "src" in seen and not [path for path in seen if path.startswith("src/")]
+
+
+def test_search_never_reads_or_walks_a_folder_swapped_for_a_link_mid_walk(
+    workspace: Workspace, root: Path, host: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real search over the real walk, `README.md` swapped for a link to a host file between its listing and
+    its read, `src` for a link to a host folder right after the walk yielded it: no line of the host's file comes
+    back, and the host's depth is not reported as the root's."""
+    walked = Workspace._walk
+    passed: list[str] = []
+
+    def swapping(self: Workspace, path: str, relative: str, skip: bool):  # type: ignore[no-untyped-def]
+        for entry in walked(self, path, relative, skip):
+            passed.append(entry[0])
+            if entry[0] == "README.md":
+                (root / "README.md").unlink()
+                (root / "README.md").symlink_to(host / "marker-name-outside")
+            yield entry
+            if entry[0] == "src":
+                _swapped_for_a_link(root / "src", host)
+
+    monkeypatch.setattr(Workspace, "_walk", swapping)
+    reply = json.loads(workspace.search(".", ".", {"pattern": "MARKER"}))
+    assert reply == {"pattern": "MARKER", "matches": [], "truncated": False, "depth_bound_reached": False}
+    assert not [path for path in passed if path.startswith("src/")]
+
+
+def test_dir_list_and_reads_resolve_links_by_descriptor_inside_the_root_only(
+    workspace: Workspace, root: Path, host: Path
+) -> None:
+    """A link on the path is resolved from its text against the root: inside it (relative, `..`, absolute under
+    the root) it is followed as a read does; leading out (by `..`, absolute elsewhere, a link in the chain) it is
+    outside the workspace, and a loop is refused, never spun on."""
+    (root / "up").symlink_to("..")
+    (root / "src" / "back").symlink_to("../src")
+    (root / "abs").symlink_to(root.resolve() / "src")
+    (root / "src" / "out").symlink_to("../../host")
+    (root / "hostlink").symlink_to(host)
+    (root / "loop").symlink_to("loop")
+    names = {"name": "a.py", "kind": "file", "bytes": 20}
+    for path in ("src/back", "abs", "src/back/back"):
+        assert names in json.loads(workspace.dir_list(path, path, {}))["entries"]
+    assert b"two hello" in workspace.file_read("abs/a.py", "abs/a.py", {})
+    for path in ("up", "src/out", "hostlink", "abs/out/marker-name-outside"):
+        with pytest.raises(PathRefused, match="is outside the workspace"):
+            workspace.dir_list(path, path, {})
+        with pytest.raises(PathRefused, match="is outside the workspace"):
+            workspace.find(path, path, {"glob": "*"})
+    with pytest.raises(OSError, match="Too many levels of symbolic links"):
+        workspace.file_read("loop", "loop", {})
+
+
+def _open_descriptors() -> list[str]:
+    return sorted(os.listdir("/proc/self/fd"))
+
+
+def test_the_tools_leave_no_descriptor_open(workspace: Workspace, root: Path, host: Path) -> None:
+    """A walk stopped early, one closed halfway, a refusal and a swapped folder each close what they opened."""
+    (root / "hostlink").symlink_to(host)
+    for level in range(3):
+        (root / "src" / f"sub{level}").mkdir()
+        (root / "src" / f"sub{level}" / "x.md").write_text("hello\n")
+    before = _open_descriptors()
+    workspace.find(".", ".", {"glob": "*", "max_results": 1})
+    workspace.search(".", ".", {"pattern": "hello", "max_results": 1})
+    workspace.dir_list("src", "src", {})
+    workspace.file_read("README.md", "README.md", {})
+    for tool in ("file_read", "dir_list", "find"):
+        with pytest.raises(PathRefused):
+            getattr(workspace, tool)("hostlink/x", "hostlink/x", {"glob": "*"})
+    walk = workspace._walk(".", ".", skip=False)
+    for entry in walk:
+        if entry[0] == "src/sub1":
+            _swapped_for_a_link(root / "src" / "sub1", host)
+        if entry[0] == "src/sub0/x.md":
+            break
+    walk.close()
+    assert _open_descriptors() == before

@@ -1,7 +1,8 @@
 """Performing the tools inside the workspace (docs/loop.md#confinement, #replies).
 
-Reads resolve symlinks and must land inside the root; writes refuse any symlink component and open
-each directory relative to its parent without following; walks never enter symlinks.
+Every path is reached from the root by descriptor, each folder opened ``O_NOFOLLOW`` relative to its parent:
+reads resolve a link from its text here and must stay inside the root; writes refuse any symlink
+component; walks never enter a link, even one swapped in mid-walk.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ import re
 import shutil
 import stat
 import subprocess
-from collections.abc import Iterator
-from typing import Any, BinaryIO
+from collections.abc import Generator
+from contextlib import closing
+from typing import Any, BinaryIO, NamedTuple
 
 import msgspec
 
@@ -30,6 +32,10 @@ WALK_DEPTH = 12
 LINE_CUT = 400
 DIR_ENTRIES = 500
 STREAM_CAP = 64 * 1024
+LINK_HOPS = 40
+"""The links one path may pass through, the kernel's own bound: past it the path is a loop (``ELOOP``)."""
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_ENTRY = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 RUN_THROUGH = "B10X_HARNESS_RUN_THROUGH"
 """When set, the absolute path of the program every ``run`` call is started through, handed the
 resolved program and its arguments (metaharness's tools' layer, docs/loop.md#tools)."""
@@ -53,6 +59,18 @@ def not_regular(path: str) -> str:
     return f"`{path}` is not a regular file"
 
 
+class WalkEntry(NamedTuple):
+    """One entry a walk reached: its path as the call names it, whether it is a directory, whether the depth
+    bound stopped the walk there, and the open folder holding it with its name there (open until the walk
+    resumes)."""
+
+    path: str
+    is_dir: bool
+    bound: bool
+    folder: int
+    name: str
+
+
 class Workspace:
     """The canonical root and the facts the tools need."""
 
@@ -68,37 +86,77 @@ class Workspace:
     def _inside(self, real: str) -> bool:
         return real == self.root or real.startswith(self.root.rstrip("/") + "/")
 
-    def _resolved(self, path: str, relative: str) -> str:
-        real = os.path.realpath(os.path.join(self.root, relative))
-        if not self._inside(real):
-            raise PathRefused(f"`{path}` is outside the workspace")
-        return real
-
-    def _opened_inside(self, path: str, real: str) -> int:
-        """``real`` opened for reading as a regular file (a FIFO is never waited on) that really is inside
-        the root: the check is made on the open descriptor, so a folder swapped for a link leading out
-        between the path's resolution and the open is refused, not read."""
+    def _located(self, path: str, relative: str) -> tuple[int, str]:
+        """The open folder holding ``relative``'s last entry and that entry's name (``.`` for the folder
+        itself), reached from the root by descriptor: each folder opened ``O_NOFOLLOW`` relative to the one
+        before, a link met on the way resolved here from its text (``readlinkat``), ``..`` back to the folder
+        held before it. Past the root, or an absolute link not under it, is outside the workspace."""
+        held = [os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)]
+        pending, hops, name = _parts(relative), 0, "."
         try:
-            fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        except (IsADirectoryError, NotADirectoryError):
-            raise PathRefused(not_regular(path)) from None
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise PathRefused(not_regular(path))
-            if not self._inside(os.readlink(f"/proc/self/fd/{fd}")):
-                raise PathRefused(f"`{path}` is outside the workspace")
+            while pending:
+                part, name = pending.pop(0), "."
+                if part == "..":
+                    if len(held) == 1:
+                        raise PathRefused(f"`{path}` is outside the workspace")
+                    os.close(held.pop())
+                    continue
+                step = _stepped(held[-1], part, last=not pending)
+                if isinstance(step, int):
+                    held.append(step)
+                elif step is None:
+                    name = part
+                else:
+                    hops += 1
+                    if hops > LINK_HOPS:
+                        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), path)
+                    if step.startswith("/"):
+                        for fd in held[1:]:
+                            os.close(fd)
+                        del held[1:]
+                    pending = self._link_parts(path, step) + pending
         except BaseException:
-            os.close(fd)
+            for fd in held:
+                os.close(fd)
             raise
-        return fd
+        for fd in held[:-1]:
+            os.close(fd)
+        return held[-1], name
+
+    def _link_parts(self, path: str, target: str) -> list[str]:
+        """A link's text as the names to take after it: relative to its folder, or when absolute the names
+        under the root (an absolute link anywhere else leads outside the workspace)."""
+        if not target.startswith("/"):
+            return _parts(target)
+        given, root = _parts(target), _parts(self.root)
+        if given[: len(root)] != root:
+            raise PathRefused(f"`{path}` is outside the workspace")
+        return given[len(root) :]
+
+    def _opened(self, path: str, relative: str, flags: int = 0) -> int:
+        """``relative``'s entry reached by :meth:`_located` and opened there without following (a link
+        swapped in after it was resolved is refused) and without waiting (a FIFO is never waited on)."""
+        folder, name = self._located(path, relative)
+        try:
+            return os.open(name, _ENTRY | flags, dir_fd=folder)
+        except OSError as error:
+            if error.errno == errno.ELOOP:
+                raise PathRefused(symlink_text(path)) from None
+            raise
+        finally:
+            os.close(folder)
 
     # reads
 
     def file_read(self, path: str, relative: str, arguments: dict[str, Any]) -> bytes:
-        real = self._resolved(path, relative)
-        if not os.path.isfile(real):
+        try:
+            opened = self._opened(path, relative)
+        except (FileNotFoundError, NotADirectoryError):
+            raise PathRefused(not_regular(path)) from None
+        if not stat.S_ISREG(os.fstat(opened).st_mode):
+            os.close(opened)
             raise PathRefused(not_regular(path))
-        with os.fdopen(self._opened_inside(path, real), "rb") as handle:
+        with os.fdopen(opened, "rb") as handle:
             raw = _bounded_read(path, handle)
         try:
             text = raw.decode("utf-8")
@@ -129,13 +187,11 @@ class Workspace:
         return compact(reply)
 
     def dir_list(self, path: str, relative: str, arguments: dict[str, Any]) -> bytes:
-        real = self._resolved(path, relative)
-        if not os.path.isdir(real):
-            raise ToolFailure(f"`{path}` is not a directory")
-        directory = os.open(real, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
-            if not self._inside(os.readlink(f"/proc/self/fd/{directory}")):
-                raise PathRefused(f"`{path}` is outside the workspace")
+            directory = self._opened(path, relative, os.O_DIRECTORY)
+        except (FileNotFoundError, NotADirectoryError):
+            raise ToolFailure(f"`{path}` is not a directory") from None
+        try:
             return self._listed(path, directory)
         finally:
             os.close(directory)
@@ -156,35 +212,29 @@ class Workspace:
                 entries.append({"name": name, "kind": "other"})
         return compact({"path": path, "entries": entries, "truncated": len(names) > DIR_ENTRIES})
 
-    def _walk(self, start: str, relative: str, skip: bool) -> Iterator[tuple[str, bool, bool]]:
-        """(relative path, is directory, depth bound reached) in code-point order, never entering symlinks."""
-        base = os.path.join(self.root, relative)
-        info = os.lstat(base)
-        if stat.S_ISREG(info.st_mode):
-            yield relative, False, False
-            return
-        stack: list[tuple[str, int]] = [(relative, 0)]
-        while stack:
-            current, depth = stack.pop()
-            entries = sorted(os.listdir(os.path.join(self.root, current)))
-            children: list[tuple[str, int]] = []
-            for name in entries:
-                child = name if current == "." else f"{current}/{name}"
-                mode = os.lstat(os.path.join(self.root, child)).st_mode
-                if stat.S_ISDIR(mode):
-                    if skip and name in SKIPPED_DIRS:
-                        continue
-                    yield child, True, False
-                    if depth + 1 >= WALK_DEPTH:
-                        yield child, True, True
-                    else:
-                        children.append((child, depth + 1))
-                elif stat.S_ISREG(mode):
-                    yield child, False, False
-            stack.extend(reversed(children))
+    def _walk(self, path: str, relative: str, skip: bool) -> Generator[WalkEntry, None, None]:
+        """The entries under ``relative`` (reached by :meth:`_located`; a regular file is its only entry)
+        in code-point order, each folder opened ``O_NOFOLLOW`` in its parent's descriptor: never entering a
+        link, even one swapped in mid-walk (docs/loop.md#confinement). Close it to release its descriptors."""
+        folder, name = self._located(path, relative)
+        try:
+            if stat.S_ISREG(os.lstat(name, dir_fd=folder).st_mode):
+                yield WalkEntry(relative, False, False, folder, name)
+                return
+            try:
+                start = os.open(name, _FOLDER, dir_fd=folder)
+            except NotADirectoryError:
+                if stat.S_ISLNK(os.lstat(name, dir_fd=folder).st_mode):
+                    raise PathRefused(symlink_text(path)) from None
+                raise
+            try:
+                yield from _walk_folder(start, relative, 0, skip)
+            finally:
+                os.close(start)
+        finally:
+            os.close(folder)
 
     def search(self, path: str, relative: str, arguments: dict[str, Any]) -> bytes:
-        self._resolved(path, relative)
         pattern = arguments["pattern"]
         regex: re.Pattern[str] | None = None
         if arguments.get("regex", False):
@@ -192,61 +242,46 @@ class Workspace:
                 regex = re.compile(pattern)
             except re.error as error:
                 raise ToolFailure(f"`{pattern}` is not a valid regular expression: {error}") from None
-        context = arguments.get("context", 0)
         limit = arguments.get("max_results", 100)
         glob = arguments.get("glob")
         matches: list[dict[str, Any]] = []
         truncated = False
         bound = False
-        for found, is_dir, reached in self._walk(path, relative, skip=True):
-            bound = bound or reached
-            if is_dir or (glob is not None and not _glob_hit(glob, found)):
-                continue
-            try:
-                with os.fdopen(self._opened_inside(found, os.path.join(self.root, found)), "rb") as handle:
-                    if os.fstat(handle.fileno()).st_size > SEARCH_FILE_CAP:
-                        continue
-                    lines = handle.read().decode("utf-8").split("\n")
-            except (UnicodeDecodeError, PathRefused):
-                continue
-            for index, line in enumerate(lines):
-                hit = regex.search(line) is not None if regex is not None else pattern in line
-                if not hit:
+        with closing(self._walk(path, relative, skip=True)) as walked:
+            for entry in walked:
+                bound = bound or entry.bound
+                if entry.is_dir or (glob is not None and not _glob_hit(glob, entry.path)):
                     continue
-                if len(matches) >= limit:
-                    truncated = True
+                lines = _searched_lines(entry)
+                if lines is None:
+                    continue
+                for index, line in enumerate(lines):
+                    hit = regex.search(line) is not None if regex is not None else pattern in line
+                    if not hit:
+                        continue
+                    if len(matches) >= limit:
+                        truncated = True
+                        break
+                    matches.append(_match(entry.path, lines, index, arguments.get("context", 0)))
+                if truncated:
                     break
-                match: dict[str, Any] = {
-                    "path": found,
-                    "line": index + 1,
-                    "text": line[:LINE_CUT],
-                    "line_truncated": len(line) > LINE_CUT,
-                }
-                if context:
-                    match["before"] = [text[:LINE_CUT] for text in lines[max(index - context, 0) : index]]
-                    match["after"] = [text[:LINE_CUT] for text in lines[index + 1 : index + 1 + context]]
-                matches.append(match)
-            if truncated:
-                break
-        return compact(
-            {"pattern": pattern, "matches": matches, "truncated": truncated, "depth_bound_reached": bound}
-        )
+        return compact({"pattern": pattern, "matches": matches, "truncated": truncated, "depth_bound_reached": bound})
 
     def find(self, path: str, relative: str, arguments: dict[str, Any]) -> bytes:
-        self._resolved(path, relative)
         glob = arguments["glob"]
         limit = arguments.get("max_results", 200)
         paths: list[str] = []
         truncated = False
         bound = False
-        for found, is_dir, reached in self._walk(path, relative, skip=False):
-            bound = bound or reached
-            if reached or not _glob_hit(glob, found):
-                continue
-            if len(paths) >= limit:
-                truncated = True
-                break
-            paths.append(found + "/" if is_dir else found)
+        with closing(self._walk(path, relative, skip=False)) as walked:
+            for entry in walked:
+                bound = bound or entry.bound
+                if entry.bound or not _glob_hit(glob, entry.path):
+                    continue
+                if len(paths) >= limit:
+                    truncated = True
+                    break
+                paths.append(entry.path + "/" if entry.is_dir else entry.path)
         return compact({"glob": glob, "paths": paths, "truncated": truncated, "depth_bound_reached": bound})
 
     # writes
@@ -439,6 +474,105 @@ def _bounded_read(path: str, handle: BinaryIO) -> bytes:
     if len(raw) > READ_FILE_CAP:
         raise too_large
     return raw
+
+
+def _parts(path: str) -> list[str]:
+    """The names of a ``/``-separated path, less empty ones and ``.``."""
+    return [part for part in path.split("/") if part not in ("", ".")]
+
+
+def _link_text(folder: int, name: str) -> str | None:
+    """The text of the link ``name`` in ``folder``, or None when it is no link (or absent)."""
+    try:
+        return os.readlink(name, dir_fd=folder)
+    except OSError as error:
+        if error.errno in (errno.EINVAL, errno.ENOENT):
+            return None
+        raise
+
+
+def _stepped(folder: int, name: str, last: bool) -> int | str | None:
+    """One step of a path from ``folder``: the text of ``name`` when it is a link; else, when ``name`` is the
+    last name, None; else ``name`` opened as a folder without following (a file there is ``ENOTDIR``)."""
+    if last:
+        return _link_text(folder, name)
+    try:
+        return os.open(name, _FOLDER, dir_fd=folder)
+    except OSError as error:
+        if error.errno not in (errno.ELOOP, errno.ENOTDIR):
+            raise
+        target = _link_text(folder, name)
+        if target is None:
+            raise
+        return target
+
+
+def _walk_folder(folder: int, current: str, depth: int, skip: bool) -> Generator[WalkEntry, None, None]:
+    """The entries of the open ``folder`` (its path ``current``, at ``depth``), then each sub-folder's in
+    turn, opened ``O_NOFOLLOW`` in ``folder``: one that turned into a link or a file, or went, since it was
+    listed is skipped, never followed; past ``WALK_DEPTH`` a folder is reached, not entered."""
+    with os.scandir(folder) as listing:
+        entries = sorted(listing, key=lambda entry: entry.name)
+    children: list[tuple[str, str]] = []
+    for entry in entries:
+        child = entry.name if current == "." else f"{current}/{entry.name}"
+        if entry.is_dir(follow_symlinks=False):
+            if skip and entry.name in SKIPPED_DIRS:
+                continue
+            yield WalkEntry(child, True, False, folder, entry.name)
+            if depth + 1 >= WALK_DEPTH:
+                yield WalkEntry(child, True, True, folder, entry.name)
+            else:
+                children.append((entry.name, child))
+        elif entry.is_file(follow_symlinks=False):
+            yield WalkEntry(child, False, False, folder, entry.name)
+    for name, child in children:
+        try:
+            sub = os.open(name, _FOLDER, dir_fd=folder)
+        except OSError as error:
+            if error.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
+                continue
+            raise
+        try:
+            yield from _walk_folder(sub, child, depth + 1, skip)
+        finally:
+            os.close(sub)
+
+
+def _searched_lines(entry: WalkEntry) -> list[str] | None:
+    """The lines of the file ``entry`` names, opened ``O_NOFOLLOW`` in its folder and checked regular by
+    ``fstat``; None when it is no longer a regular file there, is past ``SEARCH_FILE_CAP`` or is not UTF-8."""
+    try:
+        opened = os.open(entry.name, _ENTRY, dir_fd=entry.folder)
+    except OSError as error:
+        if error.errno in (errno.ELOOP, errno.ENOENT):
+            return None
+        raise
+    info = os.fstat(opened)
+    if not stat.S_ISREG(info.st_mode) or info.st_size > SEARCH_FILE_CAP:
+        os.close(opened)
+        return None
+    with os.fdopen(opened, "rb") as handle:
+        raw = handle.read(SEARCH_FILE_CAP + 1)
+    try:
+        return None if len(raw) > SEARCH_FILE_CAP else raw.decode("utf-8").split("\n")
+    except UnicodeDecodeError:
+        return None
+
+
+def _match(path: str, lines: list[str], index: int, context: int) -> dict[str, Any]:
+    """The reply's match for line ``index`` of ``path``, with ``context`` lines before and after."""
+    line = lines[index]
+    match: dict[str, Any] = {
+        "path": path,
+        "line": index + 1,
+        "text": line[:LINE_CUT],
+        "line_truncated": len(line) > LINE_CUT,
+    }
+    if context:
+        match["before"] = [text[:LINE_CUT] for text in lines[max(index - context, 0) : index]]
+        match["after"] = [text[:LINE_CUT] for text in lines[index + 1 : index + 1 + context]]
+    return match
 
 
 def _kill_group(child: subprocess.Popen[bytes]) -> None:
