@@ -1,7 +1,8 @@
 """The shell modules that touch a tree the child can write while it runs (the hook channel, codex's
-rollouts, the live loops, the ``--retain-dir`` copy, the subjects' link facts) name no file by its path: every such operation goes
-through ``metaharness.shell.child_tree`` (docs/adapters/common.md#child-trees). Read from the source's
-syntax tree, so a new ``open(path)`` in one of them fails here."""
+rollouts, the live loops, the ``--retain-dir`` copy, the subjects' link facts, the loop's tools) name no file
+by its path: every such operation goes through a directory descriptor, ``metaharness.shell.child_tree``'s
+(docs/adapters/common.md#child-trees) or the loop's tools' own (docs/loop.md#confinement). Read from the
+source's syntax tree, so a new ``open(path)`` in one of them fails here."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ CHILD_TREE_MODULES = (
     "b10x/live.py",
     "workspace_snapshot.py",
     "tree_links.py",
+    "loop/tools.py",
 )
 BY_NAME = {
     "open", "os.open", "os.rename", "os.replace", "os.mkfifo", "os.mkdir", "os.makedirs", "os.unlink",
@@ -33,8 +35,15 @@ OPERATOR_SIDE = {
     ("wind_up.py", "_retain_file"): {"os.open"},
     ("wind_up.py", "_retain_folders"): {"os.mkdir", "os.path.isdir"},
     ("wind_up.py", "retain_copies"): {"os.mkdir", "os.open"},
+    ("loop/tools.py", "_located"): {"os.open"},
+    ("loop/tools.py", "_parent_fd"): {"os.open"},
+    ("loop/tools.py", "program_on_path"): {"os.path.realpath"},
+    ("loop/tools.py", "_walk_folder"): {"os.scandir"},
+    ("loop/tools.py", "_listed"): {"os.listdir"},
 }
-"""Calls on the operator's ``--retain-dir`` (the destination side), which the child cannot write."""
+"""Calls on what the child cannot write: the operator's ``--retain-dir`` (the destination side), the loop's
+canonical root itself and ``PATH``'s folders outside it; and the listings of a folder the tools hold open,
+named by its descriptor (``os.scandir(fd)``, ``os.listdir(fd)``), which the syntax alone cannot tell."""
 
 
 def dotted(node: ast.expr) -> str:

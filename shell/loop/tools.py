@@ -289,16 +289,16 @@ class Workspace:
     def _parent_fd(self, path: str, relative: str, create: bool) -> tuple[int, str]:
         """The parent directory opened without following any symlink, and the final name."""
         parts = relative.split("/")
-        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
+        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
             for part in parts[:-1]:
                 try:
-                    child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                    child = os.open(part, _FOLDER, dir_fd=fd)
                 except FileNotFoundError:
                     if not create:
                         raise ToolFailure(f"`{path}` does not exist") from None
                     os.mkdir(part, 0o755, dir_fd=fd)
-                    child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                    child = os.open(part, _FOLDER, dir_fd=fd)
                 except OSError as error:
                     if error.errno in (errno.ELOOP, errno.ENOTDIR):
                         kind = os.lstat(part, dir_fd=fd).st_mode
@@ -312,26 +312,30 @@ class Workspace:
         return fd, parts[-1]
 
     def check_write_target(self, path: str, relative: str, must_exist: bool) -> None:
-        """Gate 4 for writes: no symlink component, the target a regular file (or absent for a write)."""
+        """Gate 4 for writes: no symlink component, the target a regular file (or absent for a write), each
+        folder reached from the root by descriptor as the write itself reaches it (:meth:`_parent_fd`)."""
         if relative == ".":
             raise PathRefused(not_regular(path))
-        parts = relative.split("/")
-        current = self.root
-        for index, part in enumerate(parts):
-            current = os.path.join(current, part)
-            try:
-                mode = os.lstat(current).st_mode
-            except FileNotFoundError:
-                if must_exist:
-                    raise ToolFailure(f"`{path}` does not exist") from None
-                return
-            if stat.S_ISLNK(mode):
-                raise PathRefused(symlink_text(path))
-            last = index == len(parts) - 1
-            if not last and not stat.S_ISDIR(mode):
-                raise PathRefused(not_regular(path))
-            if last and not stat.S_ISREG(mode):
-                raise PathRefused(not_regular(path))
+        try:
+            folder, name = self._parent_fd(path, relative, create=False)
+        except PathRefused:
+            raise
+        except ToolFailure:
+            if must_exist:
+                raise
+            return
+        try:
+            mode = os.lstat(name, dir_fd=folder).st_mode
+        except FileNotFoundError:
+            if must_exist:
+                raise ToolFailure(f"`{path}` does not exist") from None
+            return
+        finally:
+            os.close(folder)
+        if stat.S_ISLNK(mode):
+            raise PathRefused(symlink_text(path))
+        if not stat.S_ISREG(mode):
+            raise PathRefused(not_regular(path))
 
     def edit_count_problem(self, path: str, relative: str, old: str) -> str | None:
         """Gate 4 for ``file_edit``: ``old`` must occur exactly once in a UTF-8 file."""
