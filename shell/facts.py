@@ -60,7 +60,8 @@ def readable_regular_file(path: str | None) -> bool:
 
 def existing_shapes(directory: str, shapes: tuple[str, ...]) -> tuple[str, ...]:
     """The memory shapes under ``directory`` on which ``lstat`` succeeds (docs/hermetic.md#memory-file-walk). A shape
-    ending ``/*.md`` names every ``*.md`` entry directly in that sub-directory."""
+    ending ``/*.md`` names every ``*.md`` entry directly in that sub-directory. The child's directory and its
+    ancestors are read by name before the launch, while no child runs."""
     found: list[str] = []
     for shape in shapes:
         if shape.endswith("/*.md"):

@@ -38,7 +38,8 @@ def directory_identity(path: str) -> DirectoryIdentity:
 
 def special_entry(directory: str) -> str | None:
     """The first entry beneath ``directory`` (walked without following a link) that is no regular file, directory
-    or link: a FIFO, socket or device, which a copy would block on or read without end (docs/cli.md#bounds-on-what-a-run-reads)."""
+    or link: a FIFO, socket or device, which a copy would block on or read without end (docs/cli.md#bounds-on-what-a-run-reads).
+    A ``--plugin-dir`` is the operator's tree, walked by name before the launch, while no child runs."""
     for base, directories, names in os.walk(directory):
         for name in sorted((*directories, *names)):
             path = os.path.join(base, name)

@@ -112,7 +112,8 @@ def _read_catalogue(path: str) -> Result[Catalogue, Refusal]:
 
 def plugin_tree(source: str) -> PluginTree:
     """What is at one ``--plugin-dir``: its readable regular files (bytes and mode), the symlinks and
-    the entries of other kinds inside it, found without following any link or opening a FIFO."""
+    the entries of other kinds inside it, found without following any link or opening a FIFO: the operator's
+    tree, walked by name before the launch, while no child runs."""
     if os.path.islink(source) or not is_directory(source):
         return PluginTree(source=source, is_directory=is_directory(source), is_symlink=os.path.islink(source))
     files: list[PluginFile] = []

@@ -130,7 +130,8 @@ def plan_run(
 
 def found_skills(home: str | None, cwd: str | None, confined: bool = False) -> tuple[str, ...]:
     """The ``SKILL.md`` files under the pinned Codex's skill roots for a run in ``cwd`` (``None``: the
-    scratch work directory), sorted within each root; in a ``confined`` view, only the roots it holds."""
+    scratch work directory), sorted within each root; in a ``confined`` view, only the roots it holds. Listed by
+    name before the launch, while no child runs."""
     start = os.path.realpath(cwd) if cwd is not None else None
     found: list[str] = []
     for root in skill_roots(home, start, _repository_root(start), confined):
@@ -153,7 +154,8 @@ def _repository_root(directory: str | None) -> str | None:
 
 
 def _usable_plugin_dir(directory: str) -> bool:
-    """An existing directory, not a symlink, holding at least one readable regular file (docs/adapters/claude.md)."""
+    """An existing directory, not a symlink, holding at least one readable regular file (docs/adapters/claude.md):
+    the operator's tree, walked by name before the launch, while no child runs."""
     if os.path.islink(directory) or not os.path.isdir(directory):
         return False
     return any(

@@ -1,6 +1,7 @@
 """Reading ``--skills-dir``, ``--agents-dir`` and ``--plugin-dir`` (docs/loop-extensions.md): the
 directories are listed in name order, each file read once and parsed by
-:mod:`metaharness.pure.loop.skills`; the first problem refuses the run, naming the file."""
+:mod:`metaharness.pure.loop.skills`; the first problem refuses the run, naming the file. The directories
+are the operator's, read by name when the loop starts, before any tool runs."""
 
 from __future__ import annotations
 

@@ -45,7 +45,8 @@ def session_id(start_nanos: int, pid: int) -> str:
 
 
 def load_session(directory: str, wanted: str) -> Result[SessionFile, str]:
-    """The session named ``wanted``, or the newest (``latest``: newest ``updated_unix``, then id)."""
+    """The session named ``wanted``, or the newest (``latest``: newest ``updated_unix``, then id), read by name
+    from the operator's session directory when the loop starts, before any tool runs."""
     if wanted == "latest":
         found: list[SessionFile] = []
         try:
