@@ -545,7 +545,8 @@ def _walk_folder(folder: int, current: str, depth: int, skip: bool) -> Generator
 
 def _searched_lines(entry: WalkEntry) -> list[str] | None:
     """The lines of the file ``entry`` names, opened ``O_NOFOLLOW`` in its folder and checked regular by
-    ``fstat``; None when it is no longer a regular file there, is past ``SEARCH_FILE_CAP`` or is not UTF-8."""
+    ``fstat``; None when it is no longer a regular file there, is past ``SEARCH_FILE_CAP`` (by its size, or
+    what it grew to while read) or is not UTF-8."""
     try:
         opened = os.open(entry.name, _ENTRY, dir_fd=entry.folder)
     except OSError as error:
@@ -557,7 +558,9 @@ def _searched_lines(entry: WalkEntry) -> list[str] | None:
         os.close(opened)
         return None
     with os.fdopen(opened, "rb") as handle:
-        raw = handle.read(SEARCH_FILE_CAP + 1)
+        raw = handle.read(info.st_size + 1)
+        if len(raw) > info.st_size:
+            raw += handle.read(SEARCH_FILE_CAP + 1 - len(raw))
     try:
         return None if len(raw) > SEARCH_FILE_CAP else raw.decode("utf-8").split("\n")
     except UnicodeDecodeError:
