@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import posixpath
 import shutil
@@ -56,13 +57,17 @@ def _tree() -> tuple[str, str]:
     os.symlink(outside, os.path.join(root, "out"))
     os.symlink(os.path.join(outside, "secret"), os.path.join(root, "a", "link"))
     os.symlink("../..", os.path.join(root, "a", "up"))
+    os.symlink("../a", os.path.join(root, "a", "back"))
+    os.symlink(os.path.join(os.path.realpath(root), "a"), os.path.join(root, "abs"))
     return os.path.realpath(root), os.path.realpath(outside)
 
 
 TREE_ROOT, TREE_OUTSIDE = _tree()
 WORKSPACE = Workspace(TREE_ROOT, (), CancelToken(None, time.monotonic()))
 PUBLICATION = publish(True, ())
-TREE_SEGMENT = st.sampled_from(["a", "out", "link", "up", "inside", "secret", "..", ".", "", "root", "outside"])
+TREE_SEGMENT = st.sampled_from(
+    ["a", "out", "link", "up", "back", "abs", "inside", "secret", "..", ".", "", "root", "outside"]
+)
 TREE_PATHS = st.builds(
     lambda absolute, parts: (TREE_ROOT + "/" if absolute else "") + "/".join(parts),
     st.booleans(),
@@ -71,10 +76,11 @@ TREE_PATHS = st.builds(
 
 
 @settings(max_examples=300, deadline=None)
-@given(TREE_PATHS, st.sampled_from(["file_read", "dir_list", "file_write"]))
+@given(TREE_PATHS, st.sampled_from(["file_read", "dir_list", "find", "search", "file_write"]))
 def test_symlinks_never_lead_a_tool_outside(path: str, tool: str) -> None:
     before = sorted(os.listdir(TREE_OUTSIDE))
-    arguments = {"path": path, "text": "x"} if tool == "file_write" else {"path": path}
+    extra = {"file_write": {"text": "x"}, "find": {"glob": "*"}, "search": {"pattern": "MARKER"}}.get(tool, {})
+    arguments = {"path": path, **extra}
     admitted = admit_call(tool, arguments, PUBLICATION, (), TREE_ROOT)
     assume(isinstance(admitted, Admitted) and admitted.relative is not None)
     try:
@@ -92,3 +98,19 @@ def test_symlinks_never_lead_a_tool_outside(path: str, tool: str) -> None:
         pass
     assert sorted(os.listdir(TREE_OUTSIDE)) == before
     assert Path(TREE_OUTSIDE, "secret").read_text() == "OUTSIDE-MARKER\n"
+
+
+@settings(max_examples=300, deadline=None)
+@given(TREE_PATHS)
+def test_what_dir_list_reaches_by_descriptor_is_what_realpath_finds_inside(path: str) -> None:
+    """Links resolved from their text folder by folder list only a directory whose real path is inside the root,
+    and list exactly its entries."""
+    admitted = admit_call("dir_list", {"path": path}, PUBLICATION, (), TREE_ROOT)
+    assume(isinstance(admitted, Admitted) and admitted.relative is not None)
+    try:
+        reply = json.loads(WORKSPACE.dir_list(path, admitted.relative, {}))
+    except ToolFailure:
+        return
+    real = os.path.realpath(os.path.join(TREE_ROOT, admitted.relative))
+    assert real == TREE_ROOT or real.startswith(TREE_ROOT + "/")
+    assert [entry["name"] for entry in reply["entries"]] == sorted(os.listdir(real))
