@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from metaharness.pure.loop.catalogue import publish
 from metaharness.shell.loop.cancel import CancelToken
 from metaharness.shell.loop.tools import PathRefused, ToolFailure, Workspace
+from metaharness.shell.mcp_server import perform_entry
 
 
 @pytest.fixture
@@ -228,12 +230,9 @@ def test_a_folder_swapped_for_a_link_after_the_walk_saw_it_is_never_entered(
     assert "src" in seen and not [path for path in seen if path.startswith("src/")]
 
 
-def test_search_never_reads_or_walks_a_folder_swapped_for_a_link_mid_walk(
-    workspace: Workspace, root: Path, host: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The real search over the real walk, `README.md` swapped for a link to a host file between its listing and
-    its read, `src` for a link to a host folder right after the walk yielded it: no line of the host's file comes
-    back, and the host's depth is not reported as the root's."""
+def swapping_walks(root: Path, host: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The real walk, with a tool beside it: `README.md` swapped for a link to a host file between its listing
+    and its read, `src` for a link to a host folder right after the walk yielded it. The paths it yields."""
     walked = Workspace._walk
     passed: list[str] = []
 
@@ -248,9 +247,29 @@ def test_search_never_reads_or_walks_a_folder_swapped_for_a_link_mid_walk(
                 _swapped_for_a_link(root / "src", host)
 
     monkeypatch.setattr(Workspace, "_walk", swapping)
+    return passed
+
+
+def test_search_never_reads_or_walks_a_folder_swapped_for_a_link_mid_walk(
+    workspace: Workspace, root: Path, host: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real search over the swapped walk: no line of the host's file comes back, and the host's depth is not
+    reported as the root's."""
+    passed = swapping_walks(root, host, monkeypatch)
     reply = json.loads(workspace.search(".", ".", {"pattern": "MARKER"}))
     assert reply == {"pattern": "MARKER", "matches": [], "truncated": False, "depth_bound_reached": False}
     assert not [path for path in passed if path.startswith("src/")]
+
+
+def test_the_servers_entry_finds_nothing_of_a_folder_swapped_mid_walk(
+    workspace: Workspace, root: Path, host: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the entry mcp-serve performs a call with (gates, then the tool): `find` over the swapped walk lists
+    no host name. The server process has no seam to pause a walk at, so the swap is made here, in process."""
+    swapping_walks(root, host, monkeypatch)
+    reply = perform_entry(workspace, publish(True, ()), "find", {"glob": "*"})
+    assert isinstance(reply, bytes)
+    assert json.loads(reply)["paths"] == [".git/", "README.md", "src/", ".git/config"]
 
 
 def test_dir_list_and_reads_resolve_links_by_descriptor_inside_the_root_only(
