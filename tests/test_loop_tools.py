@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 import time
@@ -61,6 +62,11 @@ def test_read_through_a_symlink_outside_is_refused(workspace: Workspace, root: P
 def test_non_regular_and_non_utf8_reads_fail(workspace: Workspace, root: Path) -> None:
     with pytest.raises(PathRefused, match="`src` is not a regular file"):
         workspace.file_read("src", "src", {})
+    os.mknod(root / "socket", stat.S_IFSOCK | 0o600)
+    os.mkfifo(root / "fifo")
+    for special in ("socket", "fifo", "absent", "README.md/x"):
+        with pytest.raises(PathRefused, match=f"`{special}` is not a regular file"):
+            workspace.file_read(special, special, {})
     (root / "bin").write_bytes(b"\xff\xfe")
     with pytest.raises(ToolFailure, match="`bin` is not UTF-8 text"):
         workspace.file_read("bin", "bin", {})

@@ -151,8 +151,10 @@ class Workspace:
     def file_read(self, path: str, relative: str, arguments: dict[str, Any]) -> bytes:
         try:
             opened = self._opened(path, relative)
-        except (FileNotFoundError, NotADirectoryError):
-            raise PathRefused(not_regular(path)) from None
+        except OSError as error:
+            if error.errno in (errno.ENOENT, errno.ENOTDIR, errno.ENXIO):
+                raise PathRefused(not_regular(path)) from None
+            raise
         if not stat.S_ISREG(os.fstat(opened).st_mode):
             os.close(opened)
             raise PathRefused(not_regular(path))
@@ -550,7 +552,7 @@ def _searched_lines(entry: WalkEntry) -> list[str] | None:
     try:
         opened = os.open(entry.name, _ENTRY, dir_fd=entry.folder)
     except OSError as error:
-        if error.errno in (errno.ELOOP, errno.ENOENT):
+        if error.errno in (errno.ELOOP, errno.ENOENT, errno.ENXIO):
             return None
         raise
     info = os.fstat(opened)
