@@ -57,6 +57,16 @@ SHORT_DIGEST = 12
 INPUT_CHARACTERS = 80
 MALFORMED_CHARACTERS = 120
 
+_ESCAPED = {code: f"\\u{code:04x}" for code in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if code not in (0x09, 0x0A)}
+_ESCAPED_ON_ONE_LINE = {**_ESCAPED, 0x0A: "\\u000a"}
+
+
+def shown(text: str, *, one_line: bool = False) -> str:
+    """``text`` as a terminal may print it: every control character (C0 but tab and line feed, DEL, C1) written
+    as its ``\\uXXXX`` escape, so no string of a record moves the cursor, erases a line, retitles the terminal or
+    sets its clipboard (docs/view.md#control-characters); ``one_line`` escapes line feeds too."""
+    return text.translate(_ESCAPED_ON_ONE_LINE if one_line else _ESCAPED)
+
 
 class Malformed(msgspec.Struct, frozen=True):
     """A line that is not a ``metaharness.event/1`` event: its 1-based number, its text and why."""
@@ -650,7 +660,12 @@ def fold_lines(lines: Sequence[EventLine | Malformed]) -> ViewState:
 def progress_lines(before: ViewState, after: ViewState, item: EventLine) -> tuple[str, ...]:
     """What ``run`` prints on a terminal's stderr for one more event (docs/cli.md#progress-on-stderr):
     one start line, one line per call (when it is decided, or at its result when nothing decides it;
-    an asked call also when it starts waiting), and one summary line when the stream closes."""
+    an asked call also when it starts waiting), and one summary line when the stream closes; each one
+    line, its control characters escaped (:func:`shown`)."""
+    return tuple(shown(line, one_line=True) for line in _progress_text(before, after, item))
+
+
+def _progress_text(before: ViewState, after: ViewState, item: EventLine) -> tuple[str, ...]:
     payload = item.payload
     if isinstance(payload, SessionStarted) and before.started is None:
         fields = dict(header_fields(after))
