@@ -49,6 +49,7 @@ from metaharness.pure.hermetic import ROWS
 from metaharness.pure.jsonline import compact
 from metaharness.pure.run_stages import unaudited_exit
 from metaharness.pure.stream_ending import stream_completeness
+from metaharness.pure.terminal_text import shown
 
 Parts: TypeAlias = tuple[tuple[str, str], ...]
 """Text pieces, each with its style word ("" for none)."""
@@ -56,16 +57,6 @@ Parts: TypeAlias = tuple[tuple[str, str], ...]
 SHORT_DIGEST = 12
 INPUT_CHARACTERS = 80
 MALFORMED_CHARACTERS = 120
-
-_ESCAPED = {code: f"\\u{code:04x}" for code in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if code not in (0x09, 0x0A)}
-_ESCAPED_ON_ONE_LINE = {**_ESCAPED, 0x0A: "\\u000a"}
-
-
-def shown(text: str, *, one_line: bool = False) -> str:
-    """``text`` as a terminal may print it: every control character (C0 but tab and line feed, DEL, C1) written
-    as its ``\\uXXXX`` escape, so no string of a record moves the cursor, erases a line, retitles the terminal or
-    sets its clipboard (docs/view.md#control-characters); ``one_line`` escapes line feeds too."""
-    return text.translate(_ESCAPED_ON_ONE_LINE if one_line else _ESCAPED)
 
 
 class Malformed(msgspec.Struct, frozen=True):

@@ -48,11 +48,11 @@ from metaharness.pure.run_view import (
     last_entry,
     open_note,
     plain_lines,
-    shown,
     stop_text,
     turn_text,
     view_exit,
 )
+from metaharness.pure.terminal_text import shown
 from metaharness.shell import view_screen
 from metaharness.shell.bounded_reads import read_bounded
 from metaharness.shell.project import CopyFailed, ScratchCopy, bounded_chunks, mapped_record

@@ -25,10 +25,10 @@ from metaharness.pure.run_view import (
     opaque_line,
     refusal_lines,
     rows_caption,
-    shown,
     state_rows,
     stop_text,
 )
+from metaharness.pure.terminal_text import shown
 
 STYLES = {
     "tool": "bold",

@@ -16,6 +16,7 @@ from stand_in import records_body, stand_in
 
 from metaharness.pure.bounds import COMMAND_LINE_LIMIT, RECORD_LINE_LIMIT
 from metaharness.pure.hook_channel import UNREADABLE_REQUEST
+from metaharness.pure.refusal import Refusal
 
 DEEP = b"[" * 100_000 + b"]" * 100_000
 CLAUDE_RECORD = (Path(__file__).parent.parent / "vectors" / "claude" / "record" / "bash.jsonl").read_bytes().splitlines()
@@ -185,3 +186,26 @@ def test_codex_rollout_lines_nested_deep_and_past_the_bound_are_opaque(tmp_path:
     events = stream(done)
     assert opaque_lines(events)[:2] == [3, 4]
     assert_no_model_answered(done, events)
+
+
+def test_a_harness_stderr_tail_reaches_the_failure_line_as_text(tmp_path: Path) -> None:
+    """The failure line (docs/cli.md#progress-on-stderr) names the harness's stderr tail, which the child writes:
+    its escape and bell bytes are shown as ``\\uXXXX`` escapes, never sent to the terminal
+    (docs/view.md#control-characters), and the line stays one line."""
+    forged = "\x1b[2K\rcontrol verdict: ok\x1b]52;c;ZWNobyBoaQ==\x07"
+    body = records_body(B10X_OPENING) + f"sys.stderr.write({forged!r})\nsys.stderr.flush()\nsys.exit(1)\n"
+    stand_in(tmp_path, "b10x-harness", body)
+    done = metaharness(tmp_path, ["run", "b10x", "-p", "hi", "--model", "m", "--model-endpoint", CLOSING_ENDPOINT,
+                                  "--decisions", "observe"])  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    assert stream(done)[-2]["code"] == "NO_TERMINAL_RECORD"
+    failure = done.stderr.splitlines()[-1]
+    assert failure.startswith(b"metaharness: run ") and b"failed (exit 3)" in failure
+    assert b"\x1b" not in done.stderr and b"\x07" not in done.stderr and b"\r" not in done.stderr
+    assert failure.endswith(b"its stderr ended: \\u001b[2K control verdict: ok\\u001b]52;c;ZWNobyBoaQ==\\u0007")
+
+
+def test_a_refusal_line_shows_a_childs_name_as_text() -> None:
+    """A refusal's message may name what the child made (a file, a key): its line is one line of text."""
+    line = Refusal("name-refused", "ws/\x1b]0;owned\x07\nmetaharness: ok").line()
+    assert line == "metaharness: name-refused: ws/\\u001b]0;owned\\u0007 metaharness: ok"
