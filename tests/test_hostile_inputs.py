@@ -209,3 +209,19 @@ def test_a_refusal_line_shows_a_childs_name_as_text() -> None:
     """A refusal's message may name what the child made (a file, a key): its line is one line of text."""
     line = Refusal("name-refused", "ws/\x1b]0;owned\x07\nmetaharness: ok").line()
     assert line == "metaharness: name-refused: ws/\\u001b]0;owned\\u0007 metaharness: ok"
+
+
+def test_a_confined_harness_signalling_every_process_it_can_reaches_no_host_process(tmp_path: Path) -> None:
+    """``kill(-1, SIGKILL)`` from the confined harness (docs/confinement.md, "Signals"): its PID namespace holds only
+    the view, so metaharness (its route proxy and hook server are its threads) lives on and closes the stream."""
+    body = records_body(B10X_OPENING) + (
+        "import os, signal\nseen = [pid for pid in map(int, filter(str.isdigit, os.listdir('/proc')))]\n"
+        "sys.stderr.write('sees %d processes' % len(seen))\nsys.stderr.flush()\nos.kill(-1, signal.SIGKILL)\nsys.exit(1)\n"
+    )
+    stand_in(tmp_path, "b10x-harness", body)
+    done = metaharness(tmp_path, ["run", "b10x", "-p", "hi", "--model", "m", "--model-endpoint", CLOSING_ENDPOINT,
+                                  "--decisions", "observe"])  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    events = stream(done)
+    assert events[-1]["event"] == "stream.closed" and events[-1]["reason"] == "error"
+    assert events[-2]["message"].endswith("sees 3 processes"), events[-2]["message"]  # bwrap's pid 1, the init, itself
