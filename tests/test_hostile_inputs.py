@@ -5,13 +5,15 @@ each take the reader's named outcome, and the run still closes its stream."""
 
 from __future__ import annotations
 
+import http.server
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from closing_endpoint import CLOSING_ENDPOINT
-from governed_b10x import stream
+from governed_b10x import LOOP, stream
 from stand_in import records_body, stand_in
 
 from metaharness.pure.bounds import COMMAND_LINE_LIMIT, RECORD_LINE_LIMIT
@@ -225,3 +227,41 @@ def test_a_confined_harness_signalling_every_process_it_can_reaches_no_host_proc
     events = stream(done)
     assert events[-1]["event"] == "stream.closed" and events[-1]["reason"] == "error"
     assert events[-2]["message"].endswith("sees 3 processes"), events[-2]["message"]  # bwrap's pid 1, the init, itself
+
+
+class _DeepArguments(http.server.BaseHTTPRequestHandler):
+    """An upstream answering every request with one Responses call whose arguments nest 5,000 deep (10 KB)."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        deep = "[" * 5000 + "]" * 5000
+        item = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "file_read", "arguments": deep}
+        response = {"id": "r1", "model": "m", "status": "completed", "output": [item],
+                    "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}}  # fmt: skip
+        frames = [("response.output_item.done", {"output_index": 0, "item": item}), ("response.completed", {"response": response})]
+        body = "".join(f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n" for name, data in frames).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_: object) -> None:
+        pass
+
+
+def test_a_model_call_whose_arguments_nest_past_the_bound_is_the_loops_named_error(tmp_path: Path) -> None:
+    """A model's answer is bounded like every input (docs/cli.md#bounds-on-what-a-run-reads): call arguments nested
+    5,000 deep are not JSON to the loop, a named wire error, never a ``RecursionError`` traceback."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _DeepArguments)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        done = subprocess.run(
+            [str(LOOP), "run", "--json", "--no-session", "--workspace", str(tmp_path), "--base-url",
+             f"http://127.0.0.1:{server.server_address[1]}", "--model", "m", "--input", "hi"],
+            capture_output=True, timeout=60, check=False,
+        )  # fmt: skip
+    finally:
+        server.shutdown()
+    assert b"Traceback" not in done.stderr, done.stderr[-2000:]
+    assert done.stderr.decode().splitlines()[-1] == "error: openai-responses: the arguments of call `call_1` are not JSON"
