@@ -30,6 +30,7 @@ from metaharness.pure.events import Hermetic, InstalledPlugin, RowHow, RowWhy, S
 from metaharness.pure.kind import KINDS, Kind
 from metaharness.pure.modes import DecisionMode, HermeticMode
 from metaharness.pure.refusal import Refusal
+from metaharness.pure.terminal_text import shown
 
 Verdict = Literal["ok", "gap", "unk"]
 WorkdirMode = Literal["scratch", "operator", "copy"]
@@ -134,11 +135,10 @@ class RowVerdict(msgspec.Struct, frozen=True):
 
     def line(self) -> str:
         """The report line of docs/hermetic.md#audit-report (a), line breaks in the detail (which can carry
-        names a tree the child wrote supplies) replaced by spaces, so it never starts a line of its own."""
-        return (
-            f"  {self.row.ljust(4)} {self.verdict.ljust(3)} {self.severity.ljust(8)} {self.assertion.ljust(6)} "
-            f"{self.control} — {' '.join(self.detail.splitlines())}"
-        )
+        names a tree the child wrote supplies) replaced by spaces, so it never starts a line of its own, and
+        its other control characters escaped (docs/view.md#control-characters)."""
+        detail = shown(" ".join(self.detail.splitlines()), one_line=True)
+        return f"  {self.row.ljust(4)} {self.verdict.ljust(3)} {self.severity.ljust(8)} {self.assertion.ljust(6)} {self.control} — {detail}"
 
 
 class ConfigHomeEffect(msgspec.Struct, frozen=True):

@@ -10,6 +10,8 @@ from collections.abc import Iterable
 
 import msgspec
 
+from metaharness.pure.terminal_text import shown
+
 
 class Refusal(msgspec.Struct, frozen=True):
     """Why a verb will not do its job: ``code`` is the documented kebab-case name, ``message`` names the value."""
@@ -18,9 +20,10 @@ class Refusal(msgspec.Struct, frozen=True):
     message: str
 
     def line(self) -> str:
-        """The single stderr line of docs/cli.md, line breaks in the message replaced by spaces."""
+        """The single stderr line of docs/cli.md, line breaks in the message replaced by spaces and its other
+        control characters escaped (docs/view.md#control-characters): a name the child made stays text."""
         flat = " ".join(self.message.splitlines())
-        return f"metaharness: {self.code}: {flat}"
+        return shown(f"metaharness: {self.code}: {flat}", one_line=True)
 
 
 def not_utf8(named: Iterable[tuple[str, str | None]]) -> Refusal | None:

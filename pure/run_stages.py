@@ -14,6 +14,7 @@ import msgspec
 from metaharness.pure.budgets import DECISION_MARGIN_MS, VENDOR_BUDGET_MS
 from metaharness.pure.events import Event, Exited, Process, RouteTraffic, SessionEnded, WarningRaised
 from metaharness.pure.refusal import Refusal
+from metaharness.pure.terminal_text import shown
 
 STDERR_TAIL_BYTES = 2048
 
@@ -112,9 +113,10 @@ def failure_cause(cause: str | None, payload: Event) -> str | None:
 
 
 def failure_line(run: str | None, reason: str, code: int, cause: str | None) -> str:
-    """The one stderr line of an unaudited run that exits ``code`` 1 or 3: its outcome and its cause, on one line."""
+    """The one stderr line of an unaudited run that exits ``code`` 1 or 3: its outcome and its cause (the harness's
+    stderr tail among them), on one line, its control characters escaped (docs/view.md#control-characters)."""
     why = "" if cause is None else ": " + " ".join(cause.split())
-    return f"metaharness: run {run or 'unknown'} failed (exit {code}): the stream closed {reason}{why}\n"
+    return shown(f"metaharness: run {run or 'unknown'} failed (exit {code}): the stream closed {reason}{why}", one_line=True) + "\n"
 
 
 def unaudited_exit(reason: str) -> int:

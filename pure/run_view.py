@@ -49,6 +49,7 @@ from metaharness.pure.hermetic import ROWS
 from metaharness.pure.jsonline import compact
 from metaharness.pure.run_stages import unaudited_exit
 from metaharness.pure.stream_ending import stream_completeness
+from metaharness.pure.terminal_text import shown
 
 Parts: TypeAlias = tuple[tuple[str, str], ...]
 """Text pieces, each with its style word ("" for none)."""
@@ -650,7 +651,12 @@ def fold_lines(lines: Sequence[EventLine | Malformed]) -> ViewState:
 def progress_lines(before: ViewState, after: ViewState, item: EventLine) -> tuple[str, ...]:
     """What ``run`` prints on a terminal's stderr for one more event (docs/cli.md#progress-on-stderr):
     one start line, one line per call (when it is decided, or at its result when nothing decides it;
-    an asked call also when it starts waiting), and one summary line when the stream closes."""
+    an asked call also when it starts waiting), and one summary line when the stream closes; each one
+    line, its control characters escaped (:func:`shown`)."""
+    return tuple(shown(line, one_line=True) for line in _progress_text(before, after, item))
+
+
+def _progress_text(before: ViewState, after: ViewState, item: EventLine) -> tuple[str, ...]:
     payload = item.payload
     if isinstance(payload, SessionStarted) and before.started is None:
         fields = dict(header_fields(after))

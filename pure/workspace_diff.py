@@ -20,22 +20,38 @@ class FileState(msgspec.Struct, frozen=True):
     data: bytes | None
 
 
+_QUOTED = {**{code: f"\\{code:03o}" for code in (*range(0x20), 0x7F)}, 0x07: "\\a", 0x08: "\\b", 0x09: "\\t",
+           0x0A: "\\n", 0x0B: "\\v", 0x0C: "\\f", 0x0D: "\\r", ord('"'): '\\"', ord("\\"): "\\\\"}
+
+
+def diff_name(prefix: str, path: str) -> str:
+    """``prefix`` and ``path`` as a diff names a file: quoted as git quotes it (C escapes in double quotes) when
+    the path holds a control character, a quote or a backslash, so a name the child made cannot end its header
+    line and forge another file's header or hunk (docs/cli.md#keeping-the-workspace-diff)."""
+    named = prefix + path
+    quoted = named.translate(_QUOTED)
+    return named if quoted == named else f'"{quoted}"'
+
+
 def _text(state: FileState | None) -> list[str] | None:
-    """The file's lines, or ``None`` for a binary (not UTF-8) or oversized file; no file is no lines."""
+    """The file's lines, each ended by its line feed (only ``\\n`` ends a line in a diff, never another of
+    ``str.splitlines``' breaks), or ``None`` for a binary (not UTF-8) or oversized file; no file is no lines."""
     if state is None:
         return []
     if state.data is None:
         return None
     try:
-        return state.data.decode("utf-8").splitlines(keepends=True)
+        text = state.data.decode("utf-8")
     except UnicodeDecodeError:
         return None
+    *ended, last = text.split("\n")
+    return [line + "\n" for line in ended] + ([last] if last else [])
 
 
 def _file_diff(path: str, before: FileState | None, after: FileState | None) -> str:
     old, new = _text(before), _text(after)
-    source = "/dev/null" if before is None else f"a/{path}"
-    target = "/dev/null" if after is None else f"b/{path}"
+    source = "/dev/null" if before is None else diff_name("a/", path)
+    target = "/dev/null" if after is None else diff_name("b/", path)
     if old is None or new is None:
         return f"Binary files {source} and {target} differ\n"
     lines = difflib.unified_diff(old, new, source, target)

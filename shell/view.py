@@ -52,6 +52,7 @@ from metaharness.pure.run_view import (
     turn_text,
     view_exit,
 )
+from metaharness.pure.terminal_text import shown
 from metaharness.shell import view_screen
 from metaharness.shell.bounded_reads import read_bounded
 from metaharness.shell.project import CopyFailed, ScratchCopy, bounded_chunks, mapped_record
@@ -77,7 +78,7 @@ class PlainScreen:
         self.out = out
 
     def _write(self, lines: tuple[str, ...]) -> None:
-        self.out.write("".join(line + "\n" for line in lines).encode("utf-8"))
+        self.out.write("".join(shown(line) + "\n" for line in lines).encode("utf-8"))
         self.out.flush()
 
     def show(self, before: ViewState, after: ViewState, item: EventLine | Malformed) -> None:
@@ -120,9 +121,9 @@ class TerminalScreen:
             if call is not None:
                 self.console.print(view_screen.call_line(call))
         elif isinstance(payload, TurnStarted):
-            self.console.print(turn_text(payload), style="dim")
+            self.console.print(view_screen.line(turn_text(payload), "dim"))
         elif isinstance(payload, SessionEnded):
-            self.console.print(f"session ended: {stop_text(after)}", style="bold")
+            self.console.print(view_screen.line(f"session ended: {stop_text(after)}", "bold"))
         elif not isinstance(payload, Text | Thinking | StreamClosed) and len(after.timeline) > len(before.timeline):
             last = last_entry(after)
             if isinstance(last, Note):

@@ -28,6 +28,7 @@ from metaharness.pure.run_view import (
     state_rows,
     stop_text,
 )
+from metaharness.pure.terminal_text import shown
 
 STYLES = {
     "tool": "bold",
@@ -54,11 +55,17 @@ NOTE_STYLES = {
 }
 
 
+def line(words: str, style: str = "") -> Text:
+    """``words`` as one ``rich`` text in ``style``, its control characters escaped (``shown``): a record's
+    strings reach the terminal as text, never as its control sequences (docs/view.md#control-characters)."""
+    return Text(shown(words), style=style, overflow="fold")
+
+
 def styled(parts: Parts) -> Text:
-    """The parts as one ``rich`` text, each piece in its style."""
+    """The parts as one ``rich`` text, each piece in its style (control characters escaped)."""
     text = Text(overflow="fold")
     for piece, word in parts:
-        text.append(piece, style=STYLES.get(word, ""))
+        text.append(shown(piece), style=STYLES.get(word, ""))
     return text
 
 
@@ -68,7 +75,7 @@ def header(state: ViewState) -> RenderableType:
     grid.add_column(style="dim", justify="right")
     grid.add_column(overflow="fold")
     for label, value in header_fields(state):
-        grid.add_row(label, Text(value, style="bold" if label == "run" else ""))
+        grid.add_row(label, line(value, "bold" if label == "run" else ""))
     return grid
 
 
@@ -76,12 +83,12 @@ def note(entry: Note) -> Text:
     """Text or thinking dimmed, a warning with its code, a command answer, a malformed line."""
     style = NOTE_STYLES.get(entry.kind, "")
     if entry.kind in ("text", "thinking"):
-        return Text(entry.text, style=style, overflow="fold")
+        return line(entry.text, style)
     label = f"⚠ {entry.label}" if entry.kind == "warning" else f"{entry.kind} {entry.label}"
-    line = Text(overflow="fold")
-    line.append(label, style=f"bold {style}")
-    line.append(f" {entry.text}", style=style)
-    return line
+    labelled = Text(overflow="fold")
+    labelled.append(shown(label), style=f"bold {style}")
+    labelled.append(shown(f" {entry.text}"), style=style)
+    return labelled
 
 
 def call_line(call: CallView, now: float | None = None) -> Text:
@@ -99,29 +106,29 @@ def in_flight(state: ViewState, opened: Note | None, now: float) -> RenderableTy
 
 def hermetic_table(state: ViewState) -> Table:
     """The hermetic rows coloured by verdict, with their attested state."""
-    table = Table(title=rows_caption(state), title_justify="left", expand=False)
+    table = Table(title=line(rows_caption(state)), title_justify="left", expand=False)
     for column in ("row", "verdict", "state", "control", "how / why"):
         table.add_column(column, overflow="fold")
     for row in state_rows(state):
         colour = STYLES[row.verdict]
-        table.add_row(row.row, Text(row.verdict, style=colour), Text(row.state, style=colour), row.control, row.text)
+        table.add_row(line(row.row), line(row.verdict, colour), line(row.state, colour), line(row.control), line(row.text))
     return table
 
 
 def closing(state: ViewState) -> RenderableType:
     """The end of input: census, hermetic table, stop, completeness and the exit the stream implies."""
-    census = Text("\n".join(census_lines(final_census(state))))
+    census = line("\n".join(census_lines(final_census(state))))
     parts: list[RenderableType] = [census]
-    parts += [Text(line, style="bold red") for line in refusal_lines(state)]
+    parts += [line(refused, "bold red") for refused in refusal_lines(state)]
     opaque = opaque_line(state)
-    parts += [Text(opaque, style="dim")] if opaque is not None else []
-    parts.append(Text(withheld_line(state.started.withheld if state.started is not None else None)))
+    parts += [line(opaque, "dim")] if opaque is not None else []
+    parts.append(line(withheld_line(state.started.withheld if state.started is not None else None)))
     if state.started is not None:
         parts.append(hermetic_table(state))
-    parts.append(Text(f"stop: {stop_text(state)}"))
-    parts.append(Text(completeness_line(state), style="green" if state.last_event == "stream.closed" else "bold red"))
+    parts.append(line(f"stop: {stop_text(state)}"))
+    parts.append(line(completeness_line(state), "green" if state.last_event == "stream.closed" else "bold red"))
     child, implied = implied_exit(state)
-    exit_text = Text(f"child exit: {child}; ")
+    exit_text = line(f"child exit: {child}; ")
     if implied is None:
         exit_text.append("no exit is implied without a closing marker", style="bold red")
     else:

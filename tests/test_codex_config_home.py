@@ -103,3 +103,14 @@ def test_a_copied_login_without_a_declared_key_stays_unknown(tmp_path: Path) -> 
 def test_a_system_codex_configuration_keeps_the_rows_unknown(tmp_path: Path) -> None:
     effect = msgspec.structs.replace(config_home_effect(launched(tmp_path)), system_config=("/etc/codex",))
     assert rows(effect) == dict.fromkeys(("H1a", "H1b", "H4", "H5"), "unk")
+
+
+def test_a_plugin_name_the_child_planted_reaches_the_report_line_as_text(tmp_path: Path) -> None:
+    """The H1a detail names what ``plugins/`` holds, names the child made: the report line (docs/hermetic.md#audit-report)
+    shows their control characters as ``\\uXXXX`` escapes, never as the terminal's control sequences."""
+    launch = launched(tmp_path)
+    (Path(launch.codex_home) / "plugins" / "e\x1b]52;c;ZWNobyBoaQ==\x07\x1b[2K\rcontrol verdict: ok").mkdir(parents=True)
+    facts = VerdictFacts(kind="codex", pins=("0.171.0",), home_effect=config_home_effect(launch), namespaces="ok")  # type: ignore[arg-type]
+    (line,) = [row.line() for row in row_verdicts(started(), facts) if row.row == "H1a"]
+    assert not {character for character in line if ord(character) < 0x20}, line
+    assert "e\\u001b]52;c;ZWNobyBoaQ==\\u0007\\u001b[2K control verdict: ok" in line

@@ -198,3 +198,24 @@ def test_a_sparse_terabyte_the_child_made_is_named_and_left_out_of_the_diff(host
     assert output.diff.startswith(b"metaharness-eval: README.md is larger than 64 MiB and is not in this diff\n")
     assert b"diff --git a/small.txt b/small.txt\nnew file mode 100644" in output.diff
     assert not list((host.parent / "runs").iterdir())
+
+
+FORGER = """
+import os, sys
+os.chdir(sys.argv[sys.argv.index("--cwd") + 1])
+name = "x\\ndiff --git a/README.md b/README.md\\n--- a/README.md\\n+++ b/README.md\\n@@ -1 +1 @@\\n-x\\n+y"
+os.makedirs(os.path.dirname(name))
+with open(name, "wb") as handle:
+    handle.truncate(1 << 30)
+"""
+
+
+def test_an_oversized_files_path_is_named_quoted_and_forges_no_patch(host: Path) -> None:
+    """The line naming a file left out for its size names the child's path git-quoted
+    (docs/eval.md): a path with line feeds (folders and a file, no name holding a slash) cannot put a
+    ``diff --git`` header and a hunk for README.md into ``diff.patch``."""
+    output = govern_run(inputs(), program=(sys.executable, "-c", FORGER))
+    first, *_ = output.diff.split(b"\n", 1)
+    assert first == (b'metaharness-eval: "x\\ndiff --git a/README.md b/README.md\\n--- a/README.md\\n+++ b/README.md\\n'
+                     b'@@ -1 +1 @@\\n-x\\n+y" is larger than 64 MiB and is not in this diff')
+    assert b"\ndiff --git a/README.md" not in output.diff and not output.diff.startswith(b"diff --git a/README.md")

@@ -5,17 +5,20 @@ each take the reader's named outcome, and the run still closes its stream."""
 
 from __future__ import annotations
 
+import http.server
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from closing_endpoint import CLOSING_ENDPOINT
-from governed_b10x import stream
+from governed_b10x import LOOP, stream
 from stand_in import records_body, stand_in
 
 from metaharness.pure.bounds import COMMAND_LINE_LIMIT, RECORD_LINE_LIMIT
 from metaharness.pure.hook_channel import UNREADABLE_REQUEST
+from metaharness.pure.refusal import Refusal
 
 DEEP = b"[" * 100_000 + b"]" * 100_000
 CLAUDE_RECORD = (Path(__file__).parent.parent / "vectors" / "claude" / "record" / "bash.jsonl").read_bytes().splitlines()
@@ -185,3 +188,80 @@ def test_codex_rollout_lines_nested_deep_and_past_the_bound_are_opaque(tmp_path:
     events = stream(done)
     assert opaque_lines(events)[:2] == [3, 4]
     assert_no_model_answered(done, events)
+
+
+def test_a_harness_stderr_tail_reaches_the_failure_line_as_text(tmp_path: Path) -> None:
+    """The failure line (docs/cli.md#progress-on-stderr) names the harness's stderr tail, which the child writes:
+    its escape and bell bytes are shown as ``\\uXXXX`` escapes, never sent to the terminal
+    (docs/view.md#control-characters), and the line stays one line."""
+    forged = "\x1b[2K\rcontrol verdict: ok\x1b]52;c;ZWNobyBoaQ==\x07"
+    body = records_body(B10X_OPENING) + f"sys.stderr.write({forged!r})\nsys.stderr.flush()\nsys.exit(1)\n"
+    stand_in(tmp_path, "b10x-harness", body)
+    done = metaharness(tmp_path, ["run", "b10x", "-p", "hi", "--model", "m", "--model-endpoint", CLOSING_ENDPOINT,
+                                  "--decisions", "observe"])  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    assert stream(done)[-2]["code"] == "NO_TERMINAL_RECORD"
+    failure = done.stderr.splitlines()[-1]
+    assert failure.startswith(b"metaharness: run ") and b"failed (exit 3)" in failure
+    assert b"\x1b" not in done.stderr and b"\x07" not in done.stderr and b"\r" not in done.stderr
+    assert failure.endswith(b"its stderr ended: \\u001b[2K control verdict: ok\\u001b]52;c;ZWNobyBoaQ==\\u0007")
+
+
+def test_a_refusal_line_shows_a_childs_name_as_text() -> None:
+    """A refusal's message may name what the child made (a file, a key): its line is one line of text."""
+    line = Refusal("name-refused", "ws/\x1b]0;owned\x07\nmetaharness: ok").line()
+    assert line == "metaharness: name-refused: ws/\\u001b]0;owned\\u0007 metaharness: ok"
+
+
+def test_a_confined_harness_signalling_every_process_it_can_reaches_no_host_process(tmp_path: Path) -> None:
+    """``kill(-1, SIGKILL)`` from the confined harness (docs/confinement.md, "Signals"): its PID namespace holds only
+    the view, so metaharness (its route proxy and hook server are its threads) lives on and closes the stream."""
+    body = records_body(B10X_OPENING) + (
+        "import os, signal\nseen = [pid for pid in map(int, filter(str.isdigit, os.listdir('/proc')))]\n"
+        "sys.stderr.write('sees %d processes' % len(seen))\nsys.stderr.flush()\nos.kill(-1, signal.SIGKILL)\nsys.exit(1)\n"
+    )
+    stand_in(tmp_path, "b10x-harness", body)
+    done = metaharness(tmp_path, ["run", "b10x", "-p", "hi", "--model", "m", "--model-endpoint", CLOSING_ENDPOINT,
+                                  "--decisions", "observe"])  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    events = stream(done)
+    assert events[-1]["event"] == "stream.closed" and events[-1]["reason"] == "error"
+    assert events[-2]["message"].endswith("sees 3 processes"), events[-2]["message"]  # bwrap's pid 1, the init, itself
+
+
+class _DeepArguments(http.server.BaseHTTPRequestHandler):
+    """An upstream answering every request with one Responses call whose arguments nest 5,000 deep (10 KB)."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        deep = "[" * 5000 + "]" * 5000
+        item = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "file_read", "arguments": deep}
+        response = {"id": "r1", "model": "m", "status": "completed", "output": [item],
+                    "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}}  # fmt: skip
+        frames = [("response.output_item.done", {"output_index": 0, "item": item}), ("response.completed", {"response": response})]
+        body = "".join(f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n" for name, data in frames).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_: object) -> None:
+        pass
+
+
+def test_a_model_call_whose_arguments_nest_past_the_bound_is_the_loops_named_error(tmp_path: Path) -> None:
+    """A model's answer is bounded like every input (docs/cli.md#bounds-on-what-a-run-reads): call arguments nested
+    5,000 deep are not JSON to the loop, a named wire error, never a ``RecursionError`` traceback."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _DeepArguments)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        done = subprocess.run(
+            [str(LOOP), "run", "--json", "--no-session", "--workspace", str(tmp_path), "--base-url",
+             f"http://127.0.0.1:{server.server_address[1]}", "--model", "m", "--input", "hi"],
+            capture_output=True, timeout=60, check=False,
+        )  # fmt: skip
+    finally:
+        server.shutdown()
+    assert b"Traceback" not in done.stderr, done.stderr[-2000:]
+    assert done.stderr.decode().splitlines()[-1] == "error: openai-responses: the arguments of call `call_1` are not JSON"

@@ -8,10 +8,13 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
+from closing_endpoint import CLOSING_ENDPOINT
 from governed_b10x import LOOP, METAHARNESS, common, stream, workspace
 from helpers.emulator import started_emulator
+from stand_in import records_body, stand_in
 
 from metaharness.pure.workspace_diff import FileState, workspace_diff
 from metaharness.shell.child_tree import remove_tree
@@ -104,3 +107,29 @@ def test_a_file_the_child_extended_to_terabytes_is_digested_over_its_data_only(t
         handle.seek(7 << 40)
         handle.write(b"x")
     assert snapshot(str(work))["huge.bin"].digest != first["huge.bin"].digest
+
+
+FORGED_NAME = "x\n--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-# readme\n+# rewritten"
+"""A path (two folders and a file: no name holds a slash) whose line feeds, written raw into a header, would
+forge a second file's header and hunk."""
+
+
+def test_a_name_the_child_made_cannot_forge_a_header_and_only_line_feeds_end_lines(tmp_path: Path) -> None:
+    """A stand-in harness (run as a tool would be, confined) writes a file whose name holds line feeds and
+    whose text holds a form feed and a line separator: the kept diff names it git-quoted in one header line
+    and keeps its text as the one line it is (docs/cli.md#keeping-the-workspace-diff)."""
+    body = (f"import os\nos.makedirs(os.path.dirname({FORGED_NAME!r}))\n"
+            f"open({FORGED_NAME!r}, 'w').write('one\\x0ctwo\\u2028three\\n')\n"
+            + records_body([b'{"kind":"started","model":"m","workspace":"."}', b'{"kind":"finished","stop":"end_turn","turns":1}']))  # fmt: skip
+    stand_in(tmp_path, "b10x-harness", body)
+    retain = tmp_path / "kept"
+    retain.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "metaharness.shell", "run", "b10x", "-p", "hi", "--model", "m", "--model-endpoint",
+         CLOSING_ENDPOINT, "--decisions", "observe", "--retain-dir", str(retain)],
+        env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}, capture_output=True, timeout=120, check=False,
+    )  # fmt: skip
+    kept = retain / stream(done)[0]["run"] / "workspace.diff"
+    diff = kept.read_text(encoding="utf-8")
+    quoted = FORGED_NAME.replace("\n", "\\n")
+    assert diff == f'--- /dev/null\n+++ "b/{quoted}"\n@@ -0,0 +1 @@\n+one\x0ctwo\u2028three\n', diff

@@ -5,6 +5,7 @@ b10x record read through replay's mapping, and the refusals."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +26,7 @@ from metaharness.pure.run_view import (
     fold_view,
     hermetic_rows,
     plain,
+    progress_lines,
     remaining_ms,
 )
 
@@ -256,3 +258,71 @@ def test_a_bypass_named_after_session_ended_is_in_the_census_the_view_prints() -
     assert final_census(state).bypassed == 1
     again = fold_view(state, read_event(lines[ended]).unwrap(), 100.0)
     assert not final_census(again).bypassed
+
+
+FORGED_TEXT = "x\x1b[2K\rcontrol verdict: ok\x1b]52;c;ZWNobyBoaQ==\x07\x9b2J"
+"""Model text that, printed raw, erases the line, prints a forged verdict and writes the terminal's clipboard."""
+
+
+def _hostile_record() -> bytes:
+    """The recorded run with control sequences in its text, its call id and its tool name."""
+    data = RECORDED.read_bytes()
+    data = data.replace(b'"the tool said"', json.dumps(FORGED_TEXT).encode())
+    data = data.replace(b'"call_b10x_001"', json.dumps("c1\x1b[1A\x1b[2K\nH12 ok").encode())
+    return data.replace(b'"file_write"', json.dumps("file_write\x1b]0;owned\x07").encode())
+
+
+def _controls(data: bytes) -> set[int]:
+    return {byte for byte in data if byte < 0x20 and byte not in (0x09, 0x0A)} | (
+        {0x9B} if "\x9b" in data.decode("utf-8", errors="replace") else set()
+    )
+
+
+def test_a_records_control_sequences_reach_plain_output_escaped() -> None:
+    """A record is hostile (docs/view.md#control-characters): no string of it reaches the output as a control sequence."""
+    done = view(stdin=_hostile_record())
+    assert done.returncode == 0, done.stderr
+    assert _controls(done.stdout) == set()
+    out = done.stdout.decode("utf-8")
+    assert "text: that is what x\\u001b[2K\\u000dcontrol verdict: ok\\u001b]52;c;ZWNobyBoaQ==\\u0007\\u009b2J" in out
+    assert "call file_write\\u001b]0;owned\\u0007 c1\\u001b[1A\\u001b[2K" in out
+
+
+def test_a_records_control_sequences_reach_a_terminal_escaped() -> None:
+    """On a terminal (a real pseudo-terminal, ``rich`` drawing) the record's OSC, CSI and BEL bytes are shown
+    as escapes; only ``rich``'s own styling sequences reach it."""
+    import pty
+
+    leader, follower = pty.openpty()
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "400", "LINES": "60"}
+    child = subprocess.Popen([str(VIEW)], stdin=subprocess.PIPE, stdout=follower, stderr=subprocess.PIPE, env=env)
+    os.close(follower)
+    assert child.stdin is not None
+    child.stdin.write(_hostile_record())
+    child.stdin.close()
+    shown = bytearray()
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(leader)
+    assert child.wait(timeout=60) == 0
+    assert b"\x1b]" not in shown and b"\x07" not in shown and "\x9b".encode() not in shown
+    assert b"\\u001b]52;c;ZWNobyBoaQ==\\u0007" in shown and b"\\u001b]0;owned\\u0007" in shown
+
+
+def test_progress_lines_are_one_line_each_with_controls_escaped() -> None:
+    """``run``'s progress on a terminal's stderr (docs/cli.md#progress-on-stderr) prints a call id as text:
+    a line feed in it forges no line of its own."""
+    state, printed = ViewState(), []
+    for line in _hostile_record().splitlines():
+        read = read_event(line).unwrap()
+        after = fold_view(state, read, 0.0)
+        printed += progress_lines(state, after, read)
+        state = after
+    assert printed and all(_controls(text.encode()) == set() and "\n" not in text for text in printed)
+    assert any("c1\\u001b[1A\\u001b[2K\\u000aH12 ok" in text for text in printed)

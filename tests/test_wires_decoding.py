@@ -75,6 +75,23 @@ def test_responses_invalid_call_arguments_are_protocol_and_empty_ones_are_an_obj
     assert outcome.stop == ProviderStop("tool-calls")
 
 
+DEEP = "[" * 5000 + "]" * 5000
+"""10 KB of JSON nested past any decoder's recursion: a model's answer may hold it anywhere."""
+
+
+def test_a_payload_nested_past_the_bound_is_a_protocol_error_on_every_wire() -> None:
+    """docs/cli.md#bounds-on-what-a-run-reads: an event's error, response or call arguments nested 5,000 deep
+    are the wire's protocol error, never a ``RecursionError``."""
+    failed = b'data: {"type":"response.failed","error":' + DEEP.encode() + b"}\n\n"
+    completed = b'data: {"type":"response.completed","response":{"output":' + DEEP.encode() + b"}}\n\n"
+    call = {"type": "function_call", "call_id": "c", "name": "file_read", "arguments": DEEP}
+    for body in (failed, completed, sse({"type": "response.completed", "response": {"output": [call]}})):
+        [error] = decode_responses(body)
+        assert isinstance(error, WireError) and error.error == "protocol", error
+    deep_event = b"event: message_start\ndata: {\"type\":\"message_start\",\"message\":" + DEEP.encode() + b"}\n\n"
+    assert all(isinstance(event, WireError) for event in decode_messages(deep_event)[-1:])
+
+
 def test_responses_output_item_done_stands_in_for_an_empty_terminal_output() -> None:
     item = {"type": "message", "content": [{"type": "output_text", "text": "hi"}]}
     [outcome] = decode_responses(sse({"type": "response.output_item.done", "item": item}, COMPLETED))

@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 from returns.result import Failure, Result, Success
 
+from metaharness.pure.bounds import JSON_DEPTH_LIMIT, too_deep
 from metaharness.pure.jsonline import compact
 from metaharness.pure.wires.neutral import (
     AssistantText,
@@ -173,6 +174,9 @@ def decode_stream(frames: Iterable[SseItem], request_model: str) -> Iterator[Str
             break
         if frame.data == b"[DONE]":
             break
+        if too_deep(frame.data):  # its message, error, item or response would raise in the decoder or later
+            yield WireError("protocol", f"{WIRE} sent an event nested deeper than {JSON_DEPTH_LIMIT} arrays and objects")
+            return
         try:
             event = _EVENT.decode(frame.data)
         except (msgspec.DecodeError, msgspec.ValidationError):

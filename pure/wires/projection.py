@@ -7,6 +7,7 @@ from typing import Any
 
 import msgspec
 
+from metaharness.pure.bounds import decode_bounded
 from metaharness.pure.jsonline import canonical
 from metaharness.pure.wires.neutral import Opaque, Sampling, WireError
 
@@ -37,9 +38,10 @@ def sampling_refused(sampling: Sampling, wire: str, temperature_max: int) -> Wir
 
 
 def decode_payload(data: bytes) -> dict[str, Any] | None:
-    """An event payload as a JSON object, or ``None`` when it is not one."""
+    """An event payload as a JSON object, or ``None`` when it is not one (nested past ``JSON_DEPTH_LIMIT`` too:
+    a model's answer is bounded like every input, docs/cli.md#bounds-on-what-a-run-reads)."""
     try:
-        value = _DECODER.decode(data)
+        value = decode_bounded(data)
     except msgspec.DecodeError:
         return None
     return value if isinstance(value, dict) else None
@@ -51,11 +53,12 @@ def decode_raw(raw: msgspec.Raw) -> Any:
 
 
 def parse_arguments(text: str) -> tuple[bool, Any]:
-    """A call's argument text: empty is ``{}``; ``(False, None)`` when it is not JSON."""
+    """A call's argument text: empty is ``{}``; ``(False, None)`` when it is not JSON or nests past
+    ``JSON_DEPTH_LIMIT`` (docs/cli.md#bounds-on-what-a-run-reads)."""
     if not text.strip():
         return True, {}
     try:
-        return True, _DECODER.decode(text)
+        return True, decode_bounded(text)
     except msgspec.DecodeError:
         return False, None
 

@@ -24,6 +24,7 @@ from returns.result import Success
 
 from metaharness.pure.bounds import CHECKED_FILE_LIMIT
 from metaharness.pure.eval.checks import UnreadFile
+from metaharness.pure.workspace_diff import diff_name
 from metaharness.shell.child_tree import ChildDir
 
 _GIT_SETTINGS = (
@@ -144,10 +145,11 @@ def _shape(found: os.stat_result | None) -> tuple[int, int]:
 
 def _oversized_note(paths: tuple[str, ...]) -> bytes:
     """The lines before the first ``diff --git`` (which ``git apply`` reads as commentary) naming each file
-    left out of the diff for its size."""
+    left out of the diff for its size, its path git-quoted (``diff_name``) so no line feed the child put in
+    it starts a header or hunk of its own."""
     limit = CHECKED_FILE_LIMIT // (1024 * 1024)
-    return b"".join(f"metaharness-eval: {path} is larger than {limit} MiB and is not in this diff\n".encode(
-        "utf-8", "surrogateescape") for path in paths)  # fmt: skip
+    return b"".join(f"metaharness-eval: {diff_name('', path)} is larger than {limit} MiB and is not in this diff\n"
+                    .encode("utf-8", "surrogateescape") for path in paths)  # fmt: skip
 
 
 def workspace_diff(own: Path, copy: Path) -> bytes:
