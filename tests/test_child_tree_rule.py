@@ -1,5 +1,5 @@
 """The shell modules that touch a tree the child can write while it runs (the hook channel, codex's
-rollouts, the live loops, the ``--retain-dir`` copy, the subjects' link facts) name no file by its path: every such operation goes
+rollouts, the live loops, the ``--retain-dir`` copy, the subjects' link facts, ``metaharness-eval``'s out directory) name no file by its path: every such operation goes
 through ``metaharness.shell.child_tree`` (docs/adapters/common.md#child-trees). Read from the source's
 syntax tree, so a new ``open(path)`` in one of them fails here."""
 
@@ -20,6 +20,7 @@ CHILD_TREE_MODULES = (
     "b10x/live.py",
     "workspace_snapshot.py",
     "tree_links.py",
+    "eval/out_tree.py",
 )
 BY_NAME = {
     "open", "os.open", "os.rename", "os.replace", "os.mkfifo", "os.mkdir", "os.makedirs", "os.unlink",
@@ -33,8 +34,11 @@ OPERATOR_SIDE = {
     ("wind_up.py", "_retain_file"): {"os.open"},
     ("wind_up.py", "_retain_folders"): {"os.mkdir", "os.path.isdir"},
     ("wind_up.py", "retain_copies"): {"os.mkdir", "os.open"},
+    ("eval/out_tree.py", "open_out"): {"os.open"},
+    ("eval/out_tree.py", "existing_out"): {"os.open"},
 }
-"""Calls on the operator's ``--retain-dir`` (the destination side), which the child cannot write."""
+"""Calls on the operator's ``--retain-dir`` (the destination side), which the child cannot write, and the
+open of ``metaharness-eval --out`` itself, a path the operator names, held by its descriptor before any run."""
 
 
 def dotted(node: ast.expr) -> str:
