@@ -37,7 +37,9 @@ from metaharness.shell.eval.out_tree import (
 )
 from metaharness.shell.eval.packing import LastArchive, RunInputs, resolve_workspace, ship_arm
 from metaharness.shell.eval.progress import Progress
+from metaharness.shell.parse_output import ClosedAtParse
 from metaharness.shell.refusals import REFUSAL_EXIT
+from metaharness.shell.standard_streams import stand_in_closed_streams
 
 PROGRAM = "metaharness-eval"
 
@@ -252,7 +254,11 @@ def _name_refused(refusals: list[Refusal], refused: list[Refusal]) -> None:
     refused += refusals
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+class _EvalCommand(ClosedAtParse):
+    program = PROGRAM
+
+
+@click.command(cls=_EvalCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("plan", metavar="PLAN")
 @click.option("--out", "out_dir", required=True, metavar="DIR", help="Where the runs, the summary and the report go.")
 @click.option("--jobs", type=int, default=os.cpu_count() or 1, show_default="the CPU count", help="Runs at once.")
@@ -276,7 +282,9 @@ def run_eval_cli(args: Sequence[str]) -> int:
 
 
 def main() -> NoReturn:
-    """The ``metaharness-eval`` console script: never a traceback."""
+    """The ``metaharness-eval`` console script: never a traceback; a closed standard stream gets its
+    stand-in first (docs/cli.md#closed-standard-streams)."""
+    stand_in_closed_streams()
     try:
         code = run_eval_cli(sys.argv[1:])
     except KeyboardInterrupt:
