@@ -10,6 +10,7 @@ import io
 import sys
 import tarfile
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,16 @@ with open("nested/.git/config", "w") as handle:
     handle.write("[core]\\n\\tfsmonitor = " + program + "\\n")
 with open("note.md", "w") as handle:
     handle.write("written by the child\\n")
+"""
+
+SWAPPER = """
+import os, sys
+root = os.path.dirname(sys.argv[sys.argv.index("--cwd") + 1])
+print("the run's own line", flush=True)
+os.remove(os.path.join(root, "events.jsonl"))
+os.symlink({secret!r}, os.path.join(root, "events.jsonl"))
+os.remove(os.path.join(root, "stderr.txt"))
+os.mkfifo(os.path.join(root, "stderr.txt"))
 """
 
 LINKER = """
@@ -198,3 +209,16 @@ def test_a_sparse_terabyte_the_child_made_is_named_and_left_out_of_the_diff(host
     assert output.diff.startswith(b"metaharness-eval: README.md is larger than 64 MiB and is not in this diff\n")
     assert b"diff --git a/small.txt b/small.txt\nnew file mode 100644" in output.diff
     assert not list((host.parent / "runs").iterdir())
+
+
+def test_a_run_file_the_child_swapped_for_a_link_or_a_fifo_is_read_back_as_the_run_wrote_it(host: Path) -> None:
+    """The run's stdout and stderr are read back through the descriptors the driver held: before, a FIFO at
+    ``stderr.txt`` made the driver wait forever and a link at ``events.jsonl`` put a host file in the results."""
+    secret = host / "secret.txt"
+    secret.write_text("the user's secret\n")
+    done: list[bytes] = []
+    program = (sys.executable, "-c", SWAPPER.format(secret=str(secret)))
+    worker = threading.Thread(target=lambda: done.append(govern_run(inputs(), program=program).events), daemon=True)
+    worker.start()
+    worker.join(60)
+    assert done == [b"the run's own line\n"]
