@@ -2,7 +2,7 @@
 (issue 25: a hostile tool can make a run as long as it likes, so every per-event step must cost the same at
 the millionth call as at the first).
 
-Three paths, each fed N and then 8N calls, every call a request, a decision and a result:
+Four paths, each fed N and then 8N calls, every call a request, a decision and a result:
 
 * live — the hook seam's correlator (a call the hook delivered, then the record's announcement and result of
   it), the amended writer of a live run (``metaharness.pure.stream_writer.write``, so the stream amendment and
@@ -12,7 +12,9 @@ Three paths, each fed N and then 8N calls, every call a request, a decision and 
   ends, so every later reading is held until the stream's end (a hostile record's open call);
 * replay — claude's record reader over a transcript of the vector ``vectors/claude/record/bash.jsonl`` with
   its middle (a tool call, its result, a message) repeated with fresh ids (``replayed_lines``, as ``replay
-  claude`` maps it).
+  claude`` maps it);
+* again — one call id presented again N times through the amended writer, each time with another input that
+  the frame denies (a hostile harness re-presenting one id: every presentation and every deny is remembered).
 
 Reported per path: the CPU time per call at N and at 8N (``time.process_time``, so another process on the
 shared machine waiting for a core does not count), the wall time beside it, and their ratio 8N/N: flat is near
@@ -24,10 +26,12 @@ not of copying; the ``no gc`` figure is the state's own. With the collector on, 
 per call are ``gc=False`` (docs/DEVELOPING.md#untracked-state), so what a full pass still walks is the
 persistent maps' own nodes. Median of REPEATS.
 
-Run: ``.venv/bin/python benchmarks/bench_run_length.py [N] [REPEATS] [PATH...]`` (default 10000, 3, all three).
+Run: ``.venv/bin/python benchmarks/bench_run_length.py [N] [REPEATS] [PATH...]`` (default 10000, 3, all four).
 To see an earlier commit's growth, run this file with ``PYTHONPATH`` at that commit's ``src/`` (``git archive``
 it into a scratch directory): on the commit before the persistent maps, at N = 2000, live was 9.97× and held
-8.91× (CPU per call at 8N over N); after them 1.14× and 1.80× (1.12× and 1.42× with the collector off).
+8.91× (CPU per call at 8N over N); after them 1.14× and 1.80× (1.12× and 1.42× with the collector off). On
+the commit before an id's presentations and denials were persistent maps, at N = 1000 (load ≈ 10 on 2 cores),
+again was 5.55× (73.6 → 408.7 µs per call; 7.76× with the collector off); after them 0.94× (35.8 → 33.6 µs).
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ import time
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
+
+import msgspec
 
 from metaharness.pure.claude.replay import replay_facts, replayed_lines
 from metaharness.pure.correlation import Correlator, Present, on_hook_call, on_readings, on_stream_end
@@ -105,6 +111,19 @@ def held(calls: int) -> None:
     assert len(released) >= calls
 
 
+def again(calls: int) -> None:
+    """One call id presented ``calls`` times through the amended writer, each with a new input, each denied."""
+    writer = StreamWriter(Stream("run"), Amendment())
+    for k in range(calls):
+        requested = msgspec.structs.replace(_requested("toolu_again"), input={"command": f"echo {k}"})
+        decision = ToolDecided(call_id="toolu_again", decision=Deny(REASON), decided_by="frame", seam="hook", latency_ms=0)
+        result = ToolResult(call_id="toolu_again", is_error=True, content=REASON, exit_code=None, outcome_source=None,
+                            bytes=None, tool_use_result=None)  # fmt: skip
+        for payload in (requested, decision, result):
+            writer, _ = write(writer, EventValue(payload))
+    assert writer.stream.written >= 3 * calls
+
+
 def transcript(calls: int) -> list[bytes]:
     """A claude transcript of the vector's opening, its middle ``calls`` times with fresh ids, its end."""
     golden = VECTOR.read_bytes().splitlines()
@@ -169,6 +188,7 @@ def main() -> None:
         "live": lambda size: partial(live, size),
         "held": lambda size: partial(held, size),
         "replay": lambda size: partial(replay, records[size]),
+        "again": lambda size: partial(again, size),
     }
     chosen = PATHS or tuple(paths)
     runs: dict[str, dict[int, list[tuple[float, float, int, float]]]] = {}

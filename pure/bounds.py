@@ -61,6 +61,10 @@ CHECKED_FILE_LIMIT = 64 * 1024 * 1024
 """Bytes of a workspace file an eval ``file`` check reads after the run; a larger one fails its check
 unread (a run's checked files are notes and sources, never this large)."""
 
+RESULT_FILE_LIMIT = 16 * 1024 * 1024
+"""Bytes of a run's ``result.json`` that ``metaharness-eval --resume`` reads from the out directory; a
+larger one (a result is a few kilobytes of checks) does not decode, so its run is done again."""
+
 SANDBOX_ENTRY_LIMIT = 256
 """Entries of a codex turn's file-system grant read to attribute its sandbox's refusals; a grant with more
 attributes none (docs/adapters/codex.md#sandbox-refusals)."""

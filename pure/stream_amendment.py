@@ -175,8 +175,8 @@ def _fresh(state: Amendment, payload: Event) -> Amendment:
     cannot carry a success; the same call presented again changes nothing."""
     if not isinstance(payload, ToolRequested):
         return state
-    seen = state.stream.requested.get(payload.call_id, ())
-    if not seen or Presentation(payload.name, payload.input) in seen:
+    seen = state.stream.requested.get(payload.call_id)
+    if seen is None or Presentation(payload.name, payload.input) in seen:
         return state
     return msgspec.structs.replace(state, succeeded=_without(state.succeeded, payload.call_id))
 
@@ -219,7 +219,8 @@ def _reallowed(state: Amendment, decided: ToolDecided) -> bool:
     presented = state.again.get(decided.call_id)
     if not isinstance(decided.decision, Allow | Replace) or decided.decided_by != "embedder" or presented is None:
         return False
-    return all(answered == presented for answered, _ in state.stream.denied.get(decided.call_id, ((None, ""),)))
+    denials = state.stream.denied.get(decided.call_id)
+    return denials is not None and denials.all_answered(presented)
 
 
 def _ended(state: Amendment, value: EventValue, payload: SessionEnded, route: RouteTraffic | None,

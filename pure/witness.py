@@ -450,30 +450,120 @@ class Presentation(msgspec.Struct, frozen=True, gc=False):
     input: Any
 
 
+class _Unhashable(msgspec.Struct, frozen=True, gc=False):
+    """A value of no hashable shape, kept as itself: equal as ``==`` says, every one hashed alike."""
+
+    value: Any
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Unhashable) and bool(self.value == other.value)
+
+    def __hash__(self) -> int:
+        return 0
+
+
+def _frozen(value: Any) -> Any:
+    """A decoded JSON value as a hashable one, equal exactly when the values are (``==``): an object a tagged
+    frozenset of its pairs, a list (or tuple) a tagged tuple, so neither meets the other; ``1``, ``1.0`` and
+    ``true`` stay equal and hash alike."""
+    if isinstance(value, dict):
+        return ("object", frozenset((key, _frozen(item)) for key, item in value.items()))
+    if isinstance(value, list | tuple):
+        return (type(value).__name__, tuple(_frozen(item) for item in value))
+    try:
+        hash(value)
+    except TypeError:
+        return _Unhashable(value)
+    return value
+
+
+def presentation_key(presented: Presentation | None) -> Any:
+    """What a presentation is looked up by: equal keys exactly for equal presentations (``None``: a deny
+    with no presentation before it)."""
+    return None if presented is None else (presented.name, _frozen(presented.input))
+
+
+class Presentations(msgspec.Struct, frozen=True, gc=False):
+    """One call id's distinct presentations in the order first seen, as persistent maps, so an id
+    presented again with yet another input costs the same however many it had (docs/decisions.md#the-route-witness).
+    Untracked by the cyclic collector: it holds persistent maps built before it, never itself."""
+
+    order: Map[int, Presentation] = Map()
+    keys: Map[Any, bool] = Map()
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def __iter__(self) -> Iterator[Presentation]:
+        return (self.order[index] for index in range(len(self.order)))
+
+    def __contains__(self, presented: object) -> bool:
+        return isinstance(presented, Presentation) and presentation_key(presented) in self.keys
+
+    def latest(self) -> Presentation | None:
+        """The presentation first seen last."""
+        return self.order[len(self.order) - 1] if self.order else None
+
+    def added(self, presented: Presentation) -> Presentations:
+        key = presentation_key(presented)
+        if key in self.keys:
+            return self
+        return Presentations(self.order.set(len(self.order), presented), self.keys.set(key, True))
+
+
+_MIXED = object()
+"""A call id's denials answered more than one presentation."""
+
+
+class Denials(msgspec.Struct, frozen=True, gc=False):
+    """One call id's denials in order, each with the presentation it answered and its reason, and the one
+    presentation every denial answered (``_MIXED`` once they differ), so a deny more costs the same however
+    many came before. Untracked by the cyclic collector, as :class:`Presentations`."""
+
+    order: Map[int, tuple[Presentation | None, str]] = Map()
+    alike: Any = None
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def __iter__(self) -> Iterator[tuple[Presentation | None, str]]:
+        return (self.order[index] for index in range(len(self.order)))
+
+    def all_answered(self, presented: Presentation) -> bool:
+        """Whether every denial answered ``presented`` (none: no)."""
+        return bool(self.order) and self.alike is not _MIXED and self.alike == presentation_key(presented)
+
+    def added(self, presented: Presentation | None, reason: str) -> Denials:
+        key = presentation_key(presented)
+        alike = key if not self.order else (self.alike if self.alike is not _MIXED and self.alike == key else _MIXED)
+        return Denials(self.order.set(len(self.order), (presented, reason)), alike)
+
+
+_NO_PRESENTATIONS = Presentations()
+
+
 class StreamAccount(msgspec.Struct, frozen=True):
     """What the stream said so far: each call id's distinct presentations, the ids decided, and each
     denial with the presentation it answered (the id's latest) and its reason; the ids already named
     bypassed."""
 
-    requested: Map[str, tuple[Presentation, ...]] = Map()
+    requested: Map[str, Presentations] = Map()
     decided: Map[str, bool] = Map()
-    denied: Map[str, tuple[tuple[Presentation | None, str], ...]] = Map()
+    denied: Map[str, Denials] = Map()
     bypassed: Map[str, bool] = Map()
 
 
 def observe_event(stream: StreamAccount, payload: Event) -> StreamAccount:
     """``stream`` with one written event's payload noted."""
     if isinstance(payload, ToolRequested):
-        seen = stream.requested.get(payload.call_id, ())
-        presented = Presentation(payload.name, payload.input)
-        if presented in seen:
-            return stream
-        return msgspec.structs.replace(stream, requested=stream.requested.set(payload.call_id, (*seen, presented)))
+        seen = stream.requested.get(payload.call_id, _NO_PRESENTATIONS)
+        now = seen.added(Presentation(payload.name, payload.input))
+        return stream if now is seen else msgspec.structs.replace(stream, requested=stream.requested.set(payload.call_id, now))
     if isinstance(payload, ToolDecided):
         denied = stream.denied
         if isinstance(payload.decision, Deny):
-            last = (stream.requested.get(payload.call_id) or (None,))[-1]
-            denied = denied.set(payload.call_id, (*denied.get(payload.call_id, ()), (last, payload.decision.reason)))
+            last = stream.requested.get(payload.call_id, _NO_PRESENTATIONS).latest()
+            denied = denied.set(payload.call_id, denied.get(payload.call_id, Denials()).added(last, payload.decision.reason))
         return msgspec.structs.replace(stream, decided=stream.decided.set(payload.call_id, True), denied=denied)
     return stream
 
@@ -515,7 +605,7 @@ def _call_findings(
     warnings: list[WarningRaised] = []
     decided = reconciled = 0
     for call_id, emissions in account.emitted.items():
-        presented = stream.requested.get(call_id, ())
+        presented = stream.requested.get(call_id, _NO_PRESENTATIONS)
         for call in emissions:
             if call.name in facts.hosts:
                 continue
@@ -535,7 +625,7 @@ def _call_findings(
     return warnings, decided, reconciled
 
 
-def _bypassed(account: RouteAccount, facts: WitnessFacts, call_id: str, denials: tuple[tuple[Presentation | None, str], ...]) -> bool:
+def _bypassed(account: RouteAccount, facts: WitnessFacts, call_id: str, denials: Denials) -> bool:
     """A denial is bypassed when the result first sent for the emission it answered (the k-th distinct
     result for the k-th emission of the id) is not the denial; a later rewrite of that result (a
     harness clearing old results from its history) does not count."""

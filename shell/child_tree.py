@@ -85,7 +85,8 @@ class ChildDir:
         return Failure(Refusal("name-refused", f"{self.where}/{name} {why}"))
 
     def _failed(self, name: str, error: OSError) -> Failure[Refusal]:
-        if error.errno == errno.ELOOP:
+        linked = error.errno == errno.ENOTDIR and stat.S_ISLNK(_mode(self.status(name)))  # O_DIRECTORY at a link
+        if error.errno == errno.ELOOP or linked:
             return self.refused(name, "is a symbolic link, which metaharness never follows")
         if error.errno == errno.EEXIST:
             status = self.status(name)
@@ -148,8 +149,9 @@ class ChildDir:
         """A new file ``name`` (``O_EXCL``: anything already there, a link among them, is refused)."""
         return self._open(name, _APPEND if append else _CREATE, mode)
 
-    def write_new(self, name: str, data: bytes) -> Result[os.stat_result, Refusal]:
-        """``data`` as the new file ``name`` (0600); the file's status, for :meth:`rename`'s check."""
+    def write_new(self, name: str, data: bytes, mode: int = 0o600) -> Result[os.stat_result, Refusal]:
+        """``data`` as the new file ``name`` (``mode``, 0600 unless named); the file's status, for
+        :meth:`rename`'s check."""
 
         def written(fd: int) -> Result[os.stat_result, Refusal]:
             try:
@@ -160,7 +162,7 @@ class ChildDir:
             except OSError as error:
                 return self._failed(name, error)
 
-        return self.create(name).bind(written)
+        return self.create(name, mode).bind(written)
 
     def rename(self, old: str, new: str, made: os.stat_result) -> Result[None, Refusal]:
         """``renameat`` ``old`` to ``new`` in this directory, then check that ``new`` is the file

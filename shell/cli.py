@@ -21,6 +21,7 @@ from metaharness.pure.command_words import WRITE_SCOPES, split_command_words
 from metaharness.pure.kind import KINDS, Kind
 from metaharness.pure.modes import HERMETIC_MODES
 from metaharness.pure.refusal import Refusal
+from metaharness.shell.parse_output import ClosedAtParse
 from metaharness.shell.refusals import refuse
 from metaharness.shell.run_signals import release_signals
 
@@ -119,7 +120,7 @@ class _TrailingWordsCommand(click.Command):
         return super().parse_args(ctx, list(words))
 
 
-class _VerbGroup(click.Group):
+class _VerbGroup(ClosedAtParse, click.Group):
     """The verbs in the order of docs/cli.md#verbs's table."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:

@@ -25,6 +25,8 @@ from metaharness.pure.emulator.listen import (
     scenario_list,
 )
 from metaharness.pure.emulator.record import record_line
+from metaharness.shell.parse_output import ClosedAtParse, stdout_closed_refusal
+from metaharness.shell.standard_streams import drop_stdout, stand_in_closed_streams
 
 _CHUNK_LINE_LIMIT = 4096
 """The longest chunk-size (or trailer) line read: a line that never ends is a 400, not a growing buffer."""
@@ -141,17 +143,26 @@ class _Handler(BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _serve
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+class _EmulatorCommand(ClosedAtParse):
+    program = "b10x-emulator"
+
+
+@click.command(cls=_EmulatorCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--scenario", default="text", show_default=True, help="The one scenario this process answers.")
 @click.option("--record", "record_path", type=click.Path(dir_okay=False), default=None,
               help="Append one line of request facts per request to this file.")
 @click.option("--record-bodies", is_flag=True, help="Also record each request body.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="A loopback address to bind.")
 @click.option("--list-scenarios", is_flag=True, help="Print the JSON list of scenario names and exit.")
-def main(scenario: str, record_path: str | None, record_bodies: bool, host: str, list_scenarios: bool) -> None:
+def _command(scenario: str, record_path: str | None, record_bodies: bool, host: str, list_scenarios: bool) -> None:
     """Serve one emulator scenario on a loopback port until SIGINT or SIGTERM (docs/loop.md#emulator)."""
     if list_scenarios:
-        sys.stdout.buffer.write(scenario_list())
+        try:
+            sys.stdout.buffer.write(scenario_list())
+            sys.stdout.flush()
+        except BrokenPipeError:  # click would exit 1 in silence
+            drop_stdout()
+            sys.exit(stdout_closed_refusal("b10x-emulator", "the scenario list"))
         return
     planned = plan_listen(scenario, host)
     if isinstance(planned, Failure):
@@ -177,3 +188,10 @@ def main(scenario: str, record_path: str | None, record_bodies: bool, host: str,
     server.server_close()
     if record is not None:
         record.close()
+
+
+def main() -> None:
+    """The ``b10x-emulator`` console script: a closed standard stream gets its stand-in first
+    (docs/cli.md#closed-standard-streams), so a closed stdout is ``stdout-closed``, never a traceback."""
+    stand_in_closed_streams()
+    _command()

@@ -17,6 +17,7 @@ from metaharness.pure.frames import decode_json, frame_document, frame_refusal, 
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.bounded_reads import read_regular
 from metaharness.shell.frame_file import read_frame_file
+from metaharness.shell.parse_output import ClosedAtParse
 from metaharness.shell.standard_streams import drop_stdout, stand_in_closed_streams
 
 PROGRAM = "metaharness-frame"
@@ -36,7 +37,9 @@ def _write(lines: tuple[str, ...]) -> int:
     return 0
 
 
-class _FrameGroup(click.Group):
+class _FrameGroup(ClosedAtParse, click.Group):
+    program = PROGRAM
+
     def invoke(self, ctx: click.Context) -> object:
         """A reader that closed stdout before the output was written whole is ``stdout-closed`` (click would exit 1)."""
         try:

@@ -55,6 +55,7 @@ from metaharness.pure.run_view import (
 from metaharness.pure.terminal_text import shown
 from metaharness.shell import view_screen
 from metaharness.shell.bounded_reads import read_bounded
+from metaharness.shell.parse_output import ClosedAtParse
 from metaharness.shell.project import CopyFailed, ScratchCopy, bounded_chunks, mapped_record
 from metaharness.shell.refusals import refuse
 from metaharness.shell.standard_streams import drop_stdout, stand_in_closed_streams
@@ -221,7 +222,7 @@ def view(path: str, kind: Kind | None) -> int:
     return view_exit(state)
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(cls=ClosedAtParse, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("events", default="-", metavar="[EVENTS|-]")
 @click.option("--from", "kind", type=click.Choice(KINDS), help="EVENTS is a retained vendor record of KIND.")
 @click.version_option(package_name="metaharness", prog_name="metaharness-view", message="%(prog)s %(version)s")

@@ -66,6 +66,36 @@ def test_the_loops_version_on_a_closed_stdout_is_its_error_line(how: str, tmp_pa
     assert (done.returncode, done.stderr) == (1, b"error: stdout was closed before the version was written\n")
 
 
+SCRIPTS = Path(sys.executable).parent
+PARSE_CLOSED = b"stdout-closed: stdout's reader closed it before the help or version was written whole\n"
+
+
+@pytest.mark.parametrize("how", ["caller", "reader"])
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        *(([script, flag], f"{prefix}: ".encode() + PARSE_CLOSED)
+          for script, prefix in (("metaharness", "metaharness"), ("metaharness-eval", "metaharness-eval"),
+                                 ("metaharness-view", "metaharness"), ("metaharness-frame", "metaharness-frame"))
+          for flag in ("--help", "--version")),
+        (["b10x-emulator", "--help"], b"b10x-emulator: " + PARSE_CLOSED),
+        (["b10x-emulator", "--list-scenarios"],
+         b"b10x-emulator: stdout-closed: stdout's reader closed it before the scenario list was written whole\n"),
+    ],
+)  # fmt: skip
+def test_help_and_version_into_a_closed_stdout_are_stdout_closed(argv: list[str], line: bytes, how: str, tmp_path: Path) -> None:
+    """click answers ``--help`` and ``--version`` while it parses, before any verb, and exited 1 in silence."""
+    done = closed_stdout([str(SCRIPTS / argv[0]), *argv[1:]], how, tmp_path)
+    assert (done.returncode, done.stderr) == (2, line)
+
+
+@pytest.mark.parametrize("how", ["caller", "reader"])
+def test_the_loops_help_on_a_closed_stdout_is_its_error_line(how: str, tmp_path: Path) -> None:
+    """The loop refuses before start with exit 1 and ``error: …`` (docs/loop.md#loop-exit-codes), as its ``--version``."""
+    done = closed_stdout([*LOOP, "--help"], how, tmp_path)
+    assert (done.returncode, done.stderr) == (1, b"error: stdout was closed before the help was written\n")
+
+
 def test_a_closed_stdout_never_receives_a_file_the_verb_opens(inputs: Path) -> None:
     """``project --out`` opens its file after the stand-in took descriptor 1, so the document reaches the file
     and nothing of it is written as stdout."""

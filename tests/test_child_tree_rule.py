@@ -1,8 +1,9 @@
 """The shell modules that touch a tree the child can write while it runs (the hook channel, codex's
-rollouts, the live loops, the ``--retain-dir`` copy, the subjects' link facts, the loop's tools) name no file
-by its path: every such operation goes through a directory descriptor, ``metaharness.shell.child_tree``'s
-(docs/adapters/common.md#child-trees) or the loop's tools' own (docs/loop.md#confinement). Read from the
-source's syntax tree, so a new ``open(path)`` in one of them fails here."""
+rollouts, the live loops, the ``--retain-dir`` copy, the subjects' link facts, the loop's tools,
+``metaharness-eval``'s out directory) name no file by its path: every such operation goes through a directory
+descriptor, ``metaharness.shell.child_tree``'s (docs/adapters/common.md#child-trees) or the loop's tools' own
+(docs/loop.md#confinement). Read from the source's syntax tree, so a new ``open(path)`` in one of them fails
+here."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ CHILD_TREE_MODULES = (
     "workspace_snapshot.py",
     "tree_links.py",
     "loop/tools.py",
+    "eval/out_tree.py",
 )
 BY_NAME = {
     "open", "os.open", "os.rename", "os.replace", "os.mkfifo", "os.mkdir", "os.makedirs", "os.unlink",
@@ -40,9 +42,12 @@ OPERATOR_SIDE = {
     ("loop/tools.py", "program_on_path"): {"os.path.realpath"},
     ("loop/tools.py", "_walk_folder"): {"os.scandir"},
     ("loop/tools.py", "_listed"): {"os.listdir"},
+    ("eval/out_tree.py", "open_out"): {"os.open"},
+    ("eval/out_tree.py", "existing_out"): {"os.open"},
 }
 """Calls on what the child cannot write: the operator's ``--retain-dir`` (the destination side), the loop's
-canonical root itself and ``PATH``'s folders outside it; and the listings of a folder the tools hold open,
+canonical root itself and ``PATH``'s folders outside it, the open of ``metaharness-eval --out`` itself (a path
+the operator names, held by its descriptor before any run); and the listings of a folder the tools hold open,
 named by its descriptor (``os.scandir(fd)``, ``os.listdir(fd)``), which the syntax alone cannot tell."""
 
 

@@ -10,6 +10,7 @@ import io
 import sys
 import tarfile
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,16 @@ with open("nested/.git/config", "w") as handle:
     handle.write("[core]\\n\\tfsmonitor = " + program + "\\n")
 with open("note.md", "w") as handle:
     handle.write("written by the child\\n")
+"""
+
+SWAPPER = """
+import os, sys
+root = os.path.dirname(sys.argv[sys.argv.index("--cwd") + 1])
+print("the run's own line", flush=True)
+os.remove(os.path.join(root, "events.jsonl"))
+os.symlink({secret!r}, os.path.join(root, "events.jsonl"))
+os.remove(os.path.join(root, "stderr.txt"))
+os.mkfifo(os.path.join(root, "stderr.txt"))
 """
 
 LINKER = """
@@ -219,3 +230,16 @@ def test_an_oversized_files_path_is_named_quoted_and_forges_no_patch(host: Path)
     assert first == (b'metaharness-eval: "x\\ndiff --git a/README.md b/README.md\\n--- a/README.md\\n+++ b/README.md\\n'
                      b'@@ -1 +1 @@\\n-x\\n+y" is larger than 64 MiB and is not in this diff')
     assert b"\ndiff --git a/README.md" not in output.diff and not output.diff.startswith(b"diff --git a/README.md")
+
+
+def test_a_run_file_the_child_swapped_for_a_link_or_a_fifo_is_read_back_as_the_run_wrote_it(host: Path) -> None:
+    """The run's stdout and stderr are read back through the descriptors the driver held: before, a FIFO at
+    ``stderr.txt`` made the driver wait forever and a link at ``events.jsonl`` put a host file in the results."""
+    secret = host / "secret.txt"
+    secret.write_text("the user's secret\n")
+    done: list[bytes] = []
+    program = (sys.executable, "-c", SWAPPER.format(secret=str(secret)))
+    worker = threading.Thread(target=lambda: done.append(govern_run(inputs(), program=program).events), daemon=True)
+    worker.start()
+    worker.join(60)
+    assert done == [b"the run's own line\n"]

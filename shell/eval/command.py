@@ -23,11 +23,23 @@ from metaharness.pure.eval.results import RunResult, batch_exit, lost_result, re
 from metaharness.pure.refusal import Refusal
 from metaharness.pure.results import each
 from metaharness.shell.bounded_reads import read_bounded
+from metaharness.shell.child_tree import ChildDir
 from metaharness.shell.cli import cli
 from metaharness.shell.eval.executors import Outcome, PendingRun, ray_module, ray_reachable, run_locally, run_on_ray
+from metaharness.shell.eval.out_tree import (
+    existing_out,
+    is_regular,
+    made_folder,
+    open_out,
+    read_result_file,
+    remove_file,
+    replace_file,
+)
 from metaharness.shell.eval.packing import LastArchive, RunInputs, resolve_workspace, ship_arm
 from metaharness.shell.eval.progress import Progress
+from metaharness.shell.parse_output import ClosedAtParse
 from metaharness.shell.refusals import REFUSAL_EXIT
+from metaharness.shell.standard_streams import stand_in_closed_streams
 
 PROGRAM = "metaharness-eval"
 
@@ -80,26 +92,32 @@ def _check_out(out: Path, resume: bool) -> Result[Path, Refusal]:
     return Success(out)
 
 
-def _write_run(out: Path, outcome: Outcome) -> RunResult:
-    """The run's files under ``runs/<task>/<arm>/<n>/`` and its page; its result."""
-    task, arm, repeat = outcome.identity
-    directory = out / run_directory(task, arm, repeat)
-    directory.mkdir(parents=True, exist_ok=True)
+def _run_files(outcome: Outcome) -> tuple[RunResult, tuple[tuple[str, bytes | None], ...]]:
+    """The run's result and its files by name (``None``: no such file, one a resumed batch left is removed)."""
     if outcome.output is None:
         result = lost_result(outcome.identity, outcome.attempts)
-        (directory / "result.json").write_bytes(result_document(result))
-        return result
+        return result, (("result.json", result_document(result)),)
     output = outcome.output
-    (directory / "events.jsonl").write_bytes(output.events)
-    (directory / "stderr.txt").write_bytes(output.stderr)
-    (directory / "diff.patch").write_bytes(output.diff)
-    page = directory / RUN_PAGE
-    if output.page is None:
-        page.unlink(missing_ok=True)
-    else:
-        page.write_bytes(output.page)
-    (directory / "result.json").write_bytes(output.result)
-    return msgspec.json.decode(output.result, type=RunResult)
+    files = (
+        ("events.jsonl", output.events), ("stderr.txt", output.stderr), ("diff.patch", output.diff),
+        (RUN_PAGE, output.page), ("result.json", output.result),
+    )  # fmt: skip
+    return msgspec.json.decode(output.result, type=RunResult), files
+
+
+def _write_run(root: ChildDir, outcome: Outcome) -> tuple[RunResult, list[Refusal]]:
+    """The run's files under ``runs/<task>/<arm>/<n>/`` and its page (docs/eval.md#the-out-directory);
+    its result, and each write that was refused."""
+    result, files = _run_files(outcome)
+    made = made_folder(root, run_directory(*outcome.identity))
+    if isinstance(made, Failure):
+        return result, [made.failure()]
+    folder = made.unwrap()
+    try:
+        written = [replace_file(folder, name, data) if data is not None else remove_file(folder, name) for name, data in files]
+    finally:
+        folder.close()
+    return result, [refused.failure() for refused in written if isinstance(refused, Failure)]
 
 
 Pending: TypeAlias = tuple[list[PendingRun], dict[tuple[str, str, int], RunResult]]
@@ -120,17 +138,13 @@ def _pending(plan: Plan, plan_dir: Path, out: Path, resume: bool) -> Result[Pend
         if isinstance(files, Refusal):
             return Failure(files)
         shipped[arm.id] = files
-    done: dict[tuple[str, str, int], RunResult] = {}
+    done = _complete_results(plan, out) if resume else {}
     pending = []
     archive = LastArchive()
     for task, arm, repeat in plan_runs(plan):
         identity = (task.id, arm.id, repeat)
-        if resume:
-            existing = out / run_directory(*identity) / "result.json"
-            complete = read_result(existing.read_bytes()) if existing.is_file() else None
-            if complete is not None:
-                done[identity] = complete
-                continue
+        if identity in done:
+            continue
 
         def pack(task: Task = task, arm: EvalArm = arm, repeat: int = repeat) -> RunInputs:
             workspace = archive(plan_dir, task, commits[task.id])
@@ -144,12 +158,22 @@ def _pending(plan: Plan, plan_dir: Path, out: Path, resume: bool) -> Result[Pend
     return Success((pending, done))
 
 
-def _made_out(out: Path, pending: Pending) -> Result[Pending, Refusal]:
+def _complete_results(plan: Plan, out: Path) -> dict[tuple[str, str, int], RunResult]:
+    """``--resume``: the runs whose ``result.json`` in ``out`` is complete, read as regular files through no link."""
+    root = existing_out(out)
+    if root is None:
+        return {}
+    done = {}
     try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        return Failure(Refusal("out-unwritable", f"{out}: {error.strerror or error}"))
-    return Success(pending)
+        for task, arm, repeat in plan_runs(plan):
+            identity = (task.id, arm.id, repeat)
+            data = read_result_file(root, run_directory(*identity), "result.json")
+            complete = read_result(data) if data is not None else None
+            if complete is not None:
+                done[identity] = complete
+    finally:
+        root.close()
+    return done
 
 
 def _ray(ray_address: str | None) -> Result[ModuleType | None, Refusal]:
@@ -163,42 +187,78 @@ def _ray(ray_address: str | None) -> Result[ModuleType | None, Refusal]:
     return Success(ray) if unreachable is None else Failure(unreachable)
 
 
-def evaluate(plan_path: str, out_dir: str, jobs: int, ray_address: str | None, resume: bool, only: tuple[str, ...]) -> int:
-    """The whole command; a refusal is its one line and exit 2, before any run starts."""
-    path, out = Path(plan_path), Path(out_dir)
-    prepared: Result[tuple[ModuleType | None, Plan, Pending], Refusal] = Result.do(
-        (ray, plan, pending)
+Prepared: TypeAlias = tuple[ModuleType | None, Plan, Pending, ChildDir]
+
+
+def _prepared(path: Path, out: Path, jobs: int, ray_address: str | None, resume: bool, only: tuple[str, ...]) -> Result[Prepared, Refusal]:
+    """Everything checked before any run starts, the out directory made last and held by its descriptor."""
+    return Result.do(
+        (ray, plan, pending, root)
         for _ in (Failure(Refusal("usage", f"--jobs {jobs}: at least 1")) if jobs < 1 else Success(jobs))
         for ray in _ray(ray_address)
         for plan in _read_plan(path, only)
         for _ in _check_out(out, resume)
-        for pending in _pending(plan, path.parent, out, resume).bind(partial(_made_out, out))
+        for pending in _pending(plan, path.parent, out, resume)
+        for root in open_out(out)
     )
+
+
+def evaluate(plan_path: str, out_dir: str, jobs: int, ray_address: str | None, resume: bool, only: tuple[str, ...]) -> int:
+    """The whole command; a refusal before any run starts is its one line and exit 2, and so is a file of
+    the out directory that could not be written, each named as the batch goes on (docs/eval.md)."""
+    prepared = _prepared(Path(plan_path), Path(out_dir), jobs, ray_address, resume, only)
     if isinstance(prepared, Failure):
         sys.stderr.write(refusal_line(prepared.failure()) + "\n")
         return REFUSAL_EXIT
-    ray, plan, (pending, results) = prepared.unwrap()
+    ray, plan, (pending, results), root = prepared.unwrap()
+    try:
+        return _carried_out(ray, ray_address, plan, (pending, results), root, jobs)
+    finally:
+        root.close()
+
+
+def _carried_out(
+    ray: ModuleType | None, ray_address: str | None, plan: Plan, pending: Pending, root: ChildDir, jobs: int
+) -> int:
+    """The runs carried out, each run's files written as it finishes, then the summary, report and table."""
+    runs, results = pending
     outcomes: Iterator[Outcome] = (
-        run_on_ray(ray, ray_address, pending, jobs) if ray is not None and ray_address is not None else run_locally(pending, jobs)
+        run_on_ray(ray, ray_address, runs, jobs) if ray is not None and ray_address is not None else run_locally(runs, jobs)
     )
-    with Progress(planned=len(pending), jobs=jobs) as progress:
+    refused: list[Refusal] = []
+    with Progress(planned=len(runs), jobs=jobs) as progress:
         for outcome in outcomes:
-            result = _write_run(out, outcome)
+            result, refusals = _write_run(root, outcome)
             if outcome.output is None:
                 sys.stderr.write(f"{PROGRAM}: {'/'.join(map(str, outcome.identity))} lost: {outcome.error}\n")
+            _name_refused(refusals, refused)
             results[outcome.identity] = result
             progress.finished(result)
     ordered = [results[(task.id, arm.id, repeat)] for task, arm, repeat in plan_runs(plan)]
-    (out / "summary.jsonl").write_bytes(b"".join(result_document(result) + b"\n" for result in ordered))
-    paged = {identity for identity in results if (out / run_directory(*identity) / RUN_PAGE).is_file()}
+    paged = {identity for identity in results if is_regular(root, run_directory(*identity), RUN_PAGE)}
     tasks, arms = [task.id for task in plan.tasks], [arm.id for arm in plan.arms]
-    (out / "report.html").write_text(report_page(ordered, tasks, arms, paged), encoding="utf-8")
+    summary = b"".join(result_document(result) + b"\n" for result in ordered)
+    report = report_page(ordered, tasks, arms, paged).encode("utf-8")
+    for name, data in (("summary.jsonl", summary), ("report.html", report)):
+        written = replace_file(root, name, data)
+        _name_refused([written.failure()] if isinstance(written, Failure) else [], refused)
     sys.stdout.write(result_table(ordered, tasks, arms))
     sys.stdout.flush()
-    return batch_exit(ordered)
+    return REFUSAL_EXIT if refused else batch_exit(ordered)
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+def _name_refused(refusals: list[Refusal], refused: list[Refusal]) -> None:
+    """Each refused write of the out directory as its stderr line, kept for the batch's exit."""
+    for refusal in refusals:
+        sys.stderr.write(refusal_line(refusal) + "\n")
+    refused += refusals
+
+
+class _EvalCommand(ClosedAtParse):
+    program = PROGRAM
+
+
+@click.command(cls=_EvalCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("plan", metavar="PLAN")
 @click.option("--out", "out_dir", required=True, metavar="DIR", help="Where the runs, the summary and the report go.")
 @click.option("--jobs", type=int, default=os.cpu_count() or 1, show_default="the CPU count", help="Runs at once.")
@@ -222,7 +282,9 @@ def run_eval_cli(args: Sequence[str]) -> int:
 
 
 def main() -> NoReturn:
-    """The ``metaharness-eval`` console script: never a traceback."""
+    """The ``metaharness-eval`` console script: never a traceback; a closed standard stream gets its
+    stand-in first (docs/cli.md#closed-standard-streams)."""
+    stand_in_closed_streams()
     try:
         code = run_eval_cli(sys.argv[1:])
     except KeyboardInterrupt:

@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import BinaryIO
 
 import msgspec
 from returns.result import Failure
@@ -103,6 +104,13 @@ def _page(events: bytes, errors: bytes) -> bytes | None:
     return run_page([projected.unwrap()], (audited_lines(errors.decode("utf-8", "replace")),)).encode("utf-8")
 
 
+def _written(held: BinaryIO) -> bytes:
+    """What the run wrote to a file the driver holds open, read back through its descriptor: the run's
+    directory is the child's too, so a name there may be a link or a FIFO by now (docs/eval.md "One run")."""
+    held.seek(0)
+    return held.read()
+
+
 def _exit_code(returncode: int) -> int:
     """The shell's reading of a wait status: a signal N is 128 + N."""
     return 128 - returncode if returncode < 0 else returncode
@@ -126,7 +134,7 @@ def govern_run(
         ]
         stdout_path, stderr_path = root / "events.jsonl", root / "stderr.txt"
         started = time.monotonic()
-        with open(stdout_path, "wb") as stdout, open(stderr_path, "wb") as stderr:
+        with open(stdout_path, "xb+") as stdout, open(stderr_path, "xb+") as stderr:
             try:
                 process = subprocess.Popen(
                     argv, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, preexec_fn=_die_with_parent  # noqa: PLW1509 - prctl only
@@ -135,8 +143,8 @@ def govern_run(
                 stderr.write(f"metaharness-eval: failed-to-start: {argv[0]}: {error.strerror or error}\n".encode())
                 process = None
             timed_out = process is not None and _wait(process, inputs.timeout, grace)
-        duration_ms = int((time.monotonic() - started) * 1000)
-        events, errors = stdout_path.read_bytes(), stderr_path.read_bytes()
+            duration_ms = int((time.monotonic() - started) * 1000)
+            events, errors = _written(stdout), _written(stderr)
         control, audit = report_verdicts(errors)
         facts = RunFacts(
             events=decode_events(events),

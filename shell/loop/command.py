@@ -54,6 +54,7 @@ from metaharness.shell.loop.credentials import CredentialSource, read_credential
 from metaharness.shell.loop.extensions import load_extensions
 from metaharness.shell.loop.session import SessionFile, load_session, save_session, session_dir, session_id
 from metaharness.shell.loop.version import VERSION_FLAGS, print_version, version
+from metaharness.shell.parse_output import ClosedAtParse
 
 if TYPE_CHECKING:
     from metaharness.shell.loop.runner import Loop, Recorder
@@ -108,7 +109,16 @@ def _credential_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return command
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _LoopGroup(ClosedAtParse, click.Group):
+    """The loop's own refusal line and exit for a help that found stdout closed, as its ``--version``
+    does (docs/loop.md#loop-exit-codes: refused before start)."""
+
+    def stdout_closed(self) -> int:
+        sys.stderr.write("error: stdout was closed before the help was written\n")
+        return 1
+
+
+@click.group(cls=_LoopGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     *VERSION_FLAGS,
     is_flag=True,
