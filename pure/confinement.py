@@ -30,8 +30,6 @@ from metaharness.pure.refusal import Refusal
 
 SYSTEM_ROOTS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/sys")
 """The system directories bound read-only when they exist; a symbolic link among them is recreated."""
-SUBSTRATE_PATH = "/usr/bin:/bin"
-"""Where ``bwrap`` is looked for."""
 BRIDGE_PORT = 47100
 """The port the bridge listens on inside the child's own network namespace (nothing else listens there)."""
 ROUTE_SOCKET = "route.sock"

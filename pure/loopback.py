@@ -10,7 +10,6 @@ the counters and their ``LOOPBACK_REFUSED`` warning. The shell's loopback proxy 
 
 from __future__ import annotations
 
-import hmac
 import re
 from collections.abc import Sequence
 from urllib.parse import urlsplit
@@ -205,7 +204,10 @@ def admit_request(dialect: Loopback, head: RequestHead, placeholder: str | None)
 
 def carries_placeholder(head: RequestHead, placeholder: str) -> bool:
     """Whether ``Authorization: Bearer <placeholder>``, ``x-api-key: <placeholder>`` or ``x-goog-api-key:
-    <placeholder>`` arrived, compared in constant time."""
+    <placeholder>`` arrived, compared in constant time. ``hmac`` (and OpenSSL's ``hashlib`` with it) is loaded at the
+    first request, not with the launch path before the spawn (docs/DEVELOPING.md#dependency-direction)."""
+    import hmac
+
     expected = placeholder.encode()
     bearer = head.header("authorization")
     offered = [bearer[len("Bearer ") :]] if bearer is not None and bearer.startswith("Bearer ") else []
@@ -264,6 +266,8 @@ class LoopbackCounters(msgspec.Struct, frozen=True):
 def retry_after_401(token_sent: str, token_now: str | None) -> bool:
     """After an upstream 401 custody is read again: a changed token is retried once; a missing or
     byte-identical one relays the 401 (docs/adapters/common.md#endpoint-route)."""
+    import hmac
+
     return token_now is not None and not hmac.compare_digest(token_now.encode(), token_sent.encode())
 
 

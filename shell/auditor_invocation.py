@@ -4,7 +4,6 @@ metaharness's own environment and working directory, its stderr relayed."""
 
 from __future__ import annotations
 
-import hashlib
 import subprocess
 
 from returns.result import Failure, Result
@@ -18,9 +17,11 @@ from metaharness.shell.bounded_reads import open_regular
 
 def file_sha256(path: str | None) -> str | None:
     """The sha256 of a file's bytes, read in chunks, or ``None`` when it cannot be read or is no regular
-    file (a FIFO is never waited on)."""
+    file (a FIFO is never waited on). ``hashlib`` (OpenSSL) is loaded here: a run with no auditor needs none of it."""
     if path is None:
         return None
+    import hashlib
+
     try:
         with open_regular(path) as handle:
             return hashlib.file_digest(handle, "sha256").hexdigest()

@@ -1,4 +1,4 @@
-"""Confinement in the shell: the substrate's trial, the facts a view is planned over, the route proxy on
+"""Confinement in the shell: the facts a view is planned over, the route proxy on
 the view's socket and the confined spawn's namespace check (docs/confinement.md).
 
 A run calls :func:`prepare` in its credential stage (the refusals ``confine-unavailable``,
@@ -14,7 +14,6 @@ import glob
 import json
 import os
 import stat
-import subprocess
 import sys
 import threading
 import time
@@ -29,11 +28,10 @@ import metaharness.shell
 import metaharness.vectors
 from metaharness.pure.adapters import adapter_of
 from metaharness.pure.bounds import CREDENTIAL_FILE_LIMIT
-from metaharness.pure.budgets import NAMESPACE_SAMPLE_S, NAMESPACE_WAIT_S, TRIAL_S
+from metaharness.pure.budgets import NAMESPACE_SAMPLE_S, NAMESPACE_WAIT_S
 from metaharness.pure.confinement import (
     RESOLVER,
     RESOLVER_TEXT,
-    SUBSTRATE_PATH,
     SYSTEM_ROOTS,
     TOOL_ENTRY,
     TOOL_PATH,
@@ -62,6 +60,7 @@ from metaharness.pure.kind import KINDS, Kind
 from metaharness.pure.options import RunOptions
 from metaharness.pure.refusal import Refusal
 from metaharness.shell.bounded_reads import read_regular
+from metaharness.shell.substrate import substrate
 
 SIGNAL_SHIELD = ("/bin/sh", "-c", 'trap "" INT TERM HUP; exec "$0" "$@"')
 """bwrap's own process ignores the run loop's group signals (it would die and take the view with it);
@@ -81,46 +80,6 @@ class Prepared(msgspec.Struct, frozen=True, kw_only=True):
     home: str | None
     hidden: tuple[str, ...]
     kept: tuple[str, ...] = ()
-
-
-@functools.cache
-def substrate() -> Result[tuple[str, str], Refusal]:
-    """``bwrap`` on ``/usr/bin:/bin`` and its version, once its trial ran (cached per process), or
-    ``confine-unavailable`` naming what failed. The trial's ``/bin/true`` is its namespace's pid 1:
-    bwrap's own init there would outlive bwrap unreaped, a defunct ``bwrap`` in the caller's group."""
-    found = next(
-        (os.path.join(d, "bwrap") for d in SUBSTRATE_PATH.split(":") if os.access(os.path.join(d, "bwrap"), os.X_OK)),
-        None,
-    )
-    tail = "; install bubblewrap or pass --confine off"
-    if found is None:
-        return Failure(Refusal("confine-unavailable", f"bwrap not found on {SUBSTRATE_PATH}{tail}"))
-    trial = [found, "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "--as-pid-1", "--", "/bin/true"]
-    try:
-        (code, _, stderr), (_, stdout, _) = _side_by_side((trial, [found, "--version"]))
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return Failure(Refusal("confine-unavailable", f"the bwrap trial did not finish: {error}{tail}"))
-    if code != 0:
-        first = (stderr.decode("utf-8", "replace").splitlines() or [""])[0]
-        return Failure(Refusal("confine-unavailable", f"the bwrap trial exited {code}: {first}{tail}"))
-    words = stdout.decode("utf-8", "replace").split()
-    return Success((found, words[-1] if words else "unknown"))
-
-
-def _side_by_side(argvs: Sequence[Sequence[str]]) -> list[tuple[int, bytes, bytes]]:
-    """Each argv's (exit, stdout, stderr), all started before any is waited for, each within ``TRIAL_S``;
-    on any failure every one still running is killed and reaped before the error propagates."""
-    started: list[subprocess.Popen[bytes]] = []
-    try:
-        for argv in argvs:
-            started.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
-        outputs = [process.communicate(timeout=TRIAL_S) for process in started]
-        return [(process.returncode, *output) for process, output in zip(started, outputs, strict=True)]
-    finally:
-        for process in started:
-            if process.poll() is None:
-                process.kill()
-                process.communicate()
 
 
 def _login_is_api_key(kind: Kind, caller_env: dict[str, str]) -> bool:

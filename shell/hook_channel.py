@@ -16,7 +16,6 @@ deleted during the run but the answer name of a refused answer (docs/adapters/co
 from __future__ import annotations
 
 import os
-import secrets
 from typing import TypeVar
 
 from returns.result import Failure, Result, Success
@@ -82,7 +81,7 @@ class HookChannel:
 
     def _new_slot(self) -> Result[None, Refusal]:
         """One more wake FIFO ``ready/<key>.wake`` with a fresh random key."""
-        key = secrets.token_hex(8)
+        key = os.urandom(8).hex()
         made = self._ready.make_fifo(f"{key}.wake")
         if isinstance(made, Success):
             self._slots.add(key)

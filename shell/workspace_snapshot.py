@@ -10,7 +10,6 @@ to a terabyte with one ``truncate`` costs the wind-up no time."""
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 
 from metaharness.pure.workspace_diff import FILE_TEXT_LIMIT, FileState
@@ -22,6 +21,8 @@ SNAPSHOT_BYTES = 64 * 1024 * 1024
 
 def _extents_digest(fd: int, size: int) -> str:
     """The SHA-256 over each data extent's place and bytes, then the size: holes are never read."""
+    import hashlib
+
     digest, offset = hashlib.sha256(), 0
     while offset < size:
         try:
@@ -41,6 +42,10 @@ def _extents_digest(fd: int, size: int) -> str:
 
 
 def _file_state(fd: int, budget: int) -> FileState:
+    """A file's digest, and its bytes while within ``FILE_TEXT_LIMIT`` and ``budget``; ``hashlib`` is loaded here, by
+    ``--retain-dir``'s snapshot, so a run without it loads none of it."""
+    import hashlib
+
     size = os.fstat(fd).st_size
     if size > FILE_TEXT_LIMIT:
         try:

@@ -139,10 +139,12 @@ def test_a_run_past_its_inputs_imports_its_run_module(tmp_path: Path) -> None:
     assert "metaharness.shell.claude.run" in modules
 
 
-AFTER_THE_SPAWN = ("h11", "ssl", "httpx", "metaharness.pure.run_view", "metaharness.pure.projection",
-                   "metaharness.pure.replays")  # fmt: skip
-"""What only the running child needs (the route's HTTP parser and TLS, on its first connection) or the run's end and
-a terminal (the run view, the projection and every kind's record reader it reads)."""
+AFTER_THE_SPAWN = ("h11", "ssl", "httpx", "hmac", "hashlib", "secrets", "metaharness.pure.run_view",
+                   "metaharness.pure.projection", "metaharness.pure.replays")  # fmt: skip
+"""What only the running child needs (the route's HTTP parser and TLS, on its first connection; ``hmac``, and OpenSSL's
+``hashlib`` with it, on its first request's constant-time placeholder check), what only an auditor or ``--retain-dir``
+needs (``hashlib``'s digests: the run's own random values are ``os.urandom``'s, so no ``secrets``) or the run's end and a
+terminal (the run view, the projection and every kind's record reader it reads)."""
 
 
 RESULT_ALONE = frozenset(subprocess.run(

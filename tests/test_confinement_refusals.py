@@ -58,6 +58,49 @@ def test_a_failing_trial_is_confine_unavailable_naming_its_exit_and_first_line(t
     no_scratch(tmp_path)
 
 
+def test_a_stage_5_refusal_beside_a_missing_bwrap_is_still_the_credential(tmp_path: Path) -> None:
+    """The trial starts as stage 5 begins, but its refusal is still taken where the view's stage takes it: a
+    missing credential comes before ``confine-unavailable`` (docs/hermetic.md#refusal-order)."""
+    env_without_key = ["run", "claude", "-p", "x", "--credentials", "api-key", "--decisions", "observe"]
+    done = metaharness(tmp_path, env_without_key, ("env", "-u", "ANTHROPIC_API_KEY", *HIDDEN))
+    refused(done, "api-key-missing")
+
+
+def test_a_missing_bwrap_is_refused_before_a_declared_input(tmp_path: Path) -> None:
+    """Stage 6's ``frame-unreadable`` is never printed in place of stage 5's ``confine-unavailable``."""
+    done = metaharness(tmp_path, ["run", "claude", "-p", "x", "--credentials", "none", "--frame", "/nonexistent"], HIDDEN)
+    refused(done, "confine-unavailable")
+
+
+ADOPTER = """
+import ctypes, os, signal, subprocess, sys
+assert ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+done = subprocess.run(sys.argv[1:], capture_output=True, check=False)
+with open(f"/proc/self/task/{os.getpid()}/children") as handle:
+    adopted = [int(pid) for pid in handle.read().split()]
+for pid in adopted:
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+print(done.returncode, done.stderr.decode().split(":")[1].strip(), len(adopted))
+"""
+"""Runs its argv as a subreaper and counts the processes that outlived it (adopted here, then killed and reaped)."""
+
+
+def test_a_refusal_ahead_of_the_view_leaves_no_trial_process_behind(tmp_path: Path) -> None:
+    """A trial started and never taken (``api-key-missing`` comes first) is killed and reaped by the run, even one
+    still running (here a ``bwrap`` that never ends): nothing of it outlives metaharness."""
+    hanging = tmp_path / "bwrap"
+    hanging.write_text("#!/bin/sh\nexec sleep 60\n")
+    hanging.chmod(0o755)
+    outer = ("/usr/bin/bwrap", "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--ro-bind", str(hanging),
+             "/usr/bin/bwrap", "--")  # fmt: skip
+    words = ["run", "claude", "-p", "x", "--credentials", "api-key", "--frame", "/nonexistent"]
+    env = {key: value for key, value in os.environ.items() if key != "ANTHROPIC_API_KEY"}
+    done = subprocess.run([*outer, sys.executable, "-c", ADOPTER, sys.executable, "-m", "metaharness.shell", *words],
+                          capture_output=True, text=True, env=env, timeout=60, check=False)  # fmt: skip
+    assert done.stdout.split() == ["2", "api-key-missing", "0"], done.stderr
+
+
 def test_confine_off_needs_no_substrate(tmp_path: Path) -> None:
     done = metaharness(tmp_path, [*B10X, "--confine", "off", "--cwd", "/nonexistent"], HIDDEN)
     refused(done, "cwd-unusable")

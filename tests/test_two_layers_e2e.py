@@ -20,7 +20,8 @@ from returns.result import Failure
 from vendor_cli import pinned_cli
 
 from metaharness.pure.confinement import BRIDGE_PORT
-from metaharness.shell.confinement import Prepared, confine, substrate
+from metaharness.shell.confinement import Prepared, confine
+from metaharness.shell.substrate import substrate
 
 
 def linked_home(tmp_path: Path, *programs: tuple[str, str]) -> Path:

@@ -10,7 +10,6 @@ loopback proxy).
 from __future__ import annotations
 
 import os
-import secrets
 import shutil
 import sys
 from collections.abc import Callable
@@ -252,7 +251,7 @@ def _staged(inputs: ClaudeInputs, options: RunOptions, hold: RunHold, early: Ear
     scratch = hold.scratch_root("metaharness-")
     declaration = declaration_of(options)
     upstream = upstream_root(LOOPBACK, options.model_endpoint) if custody is not None else None
-    placeholder = None if custody is None else loopback_placeholder(hold.run_id, secrets.token_bytes(12))
+    placeholder = None if custody is None else loopback_placeholder(hold.run_id, os.urandom(12))
     if placeholder is not None:
         declaration = msgspec.structs.replace(declaration, loopback_port=SYMBOLIC_PORT, loopback_placeholder=placeholder)
 

@@ -10,7 +10,6 @@ copies, the scratch root removed, the exit of docs/hermetic.md#exit-codes.
 from __future__ import annotations
 
 import os
-import secrets
 import shutil
 import sys
 from functools import partial
@@ -240,7 +239,7 @@ def _start(options: RunOptions, inputs: CodexInputs, run: str, hold: RunHold) ->
     run) into ``hold`` and re-plan pointed at it."""
     scratch = hold.scratch or ""
     path, prepared, catalogue = inputs.custody, inputs.prepared, inputs.catalogue
-    loopback = None if path is None else (path, loopback_placeholder(run, secrets.token_bytes(12)), SYMBOLIC_PORT)
+    loopback = None if path is None else (path, loopback_placeholder(run, os.urandom(12)), SYMBOLIC_PORT)
     planned = plan_run(options, scratch, loopback, catalogue)
     route = None if prepared is None else prepared.route
     if isinstance(planned, Failure) or (loopback is None and route is None):

@@ -9,7 +9,6 @@ anything starts, and the scratch root is removed again.
 from __future__ import annotations
 
 import os
-import secrets
 import sys
 from collections.abc import Callable
 from functools import partial
@@ -190,7 +189,7 @@ def loopback_plan(options: RunOptions, path: str, prepared: Prepared | None, hol
     """The loopback launch: the proxy (on ``127.0.0.1``, or on the scratch socket behind the bridge when confined)
     admitting only the run's model's methods and carrying the custody key as ``x-goog-api-key``."""
     scratch = hold.scratch or ""
-    placeholder = loopback_placeholder(hold.run_id, secrets.token_bytes(12))
+    placeholder = loopback_placeholder(hold.run_id, os.urandom(12))
     route = LoopbackRoute(LOOPBACK, placeholder, path, upstream_root(LOOPBACK, options.model_endpoint),
                           endpoint_paths(options.model))  # fmt: skip
     proxy = start_route_proxy(hold, KIND, prepared, placeholder, route)
