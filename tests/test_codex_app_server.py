@@ -177,6 +177,19 @@ def test_a_refused_thread_start_fails_the_session_and_says_why():
     assert steps == (Note("codex app-server refused thread/start: dynamic tool name `mcp` is reserved"),)
 
 
+def test_a_refusals_text_reaches_the_operators_stderr_as_text_not_control_sequences():
+    """The server's error message is the child's text: an OSC 52 clipboard write or a line feed forging a
+    second ``metaharness:`` line is escaped in the note (docs/view.md#control-characters)."""
+    session, _ = opened()
+    session, _ = read_server_line(session, line({"id": 0, "result": {}}))
+    error = {"code": 1, "message": "no\x1b]52;c;ZWNobyBvd25lZA==\x07\nmetaharness: control verdict: ok"}
+    _, steps = read_server_line(session, line({"id": 1, "error": error}))
+    assert steps == (
+        Note("codex app-server refused thread/start: no\\u001b]52;c;ZWNobyBvd25lZA==\\u0007\\u000ametaharness: "
+             "control verdict: ok"),
+    )
+
+
 def test_an_answer_to_no_request_of_ours_is_noted_and_changes_nothing():
     session = running()
     after, steps = read_server_line(session, line({"id": 99, "result": {}}))

@@ -29,6 +29,7 @@ from metaharness.pure.catalogue import Catalogue, input_schema, needs_writable, 
 from metaharness.pure.decisions import PresentedCall
 from metaharness.pure.events import Decision, Deny, Replace, WarningRaised
 from metaharness.pure.jsonline import compact
+from metaharness.pure.terminal_text import shown
 
 CATALOGUE_COPY = "catalogue.json"
 """The scratch copy the catalogue server reads (docs/hermetic.md#catalogue-scratch-copy)."""
@@ -234,10 +235,11 @@ def _response(session: Session, message: dict[str, Any]) -> tuple[Session, tuple
 
 
 def _error_text(error: Any) -> str:
+    """The server's error as one line of text a terminal prints as text (docs/view.md#control-characters)."""
     message = error.get("message") if isinstance(error, dict) else None
     if isinstance(message, str):
-        return message
-    return "it gave no result" if error is None else compact(error).decode("utf-8", "replace")
+        return shown(message, one_line=True)
+    return "it gave no result" if error is None else shown(compact(error).decode("utf-8", "replace"), one_line=True)
 
 
 def _turn_completed(session: Session, params: Any) -> tuple[Session, tuple[Step, ...]]:
