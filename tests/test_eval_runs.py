@@ -124,26 +124,35 @@ def test_ray_gives_the_same_summary(
     assert (root / "on-ray" / "runs" / "with-brief" / "codex" / "1" / "page.html").is_file()
 
 
-def _workers_running_a_run() -> Iterator[int]:
-    """The pid of each Ray worker seen with a governed run as its child."""
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def _workers_running_a_run(address: str) -> Iterator[int]:
+    """The pid of each worker of the Ray cluster at ``address`` (its raylet's child) seen with a governed
+    run as its child; another test's cluster, running at the same time, is not looked at."""
+    gcs = f":{address.rpartition(':')[2]}".encode()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             words = (entry / "cmdline").read_bytes().split(b"\0")
-            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            parent_words = Path(f"/proc/{parent}/cmdline").read_bytes()
+            worker = _parent(int(entry.name))
+            worker_words = Path(f"/proc/{worker}/cmdline").read_bytes()
+            raylet_words = Path(f"/proc/{_parent(worker)}/cmdline").read_bytes().split(b"\0")
         except (OSError, ValueError, IndexError):
             continue
-        if b"metaharness.shell" in words and b"run" in words and parent_words.startswith(b"ray::"):
-            yield parent
+        if b"metaharness.shell" in words and b"run" in words and worker_words.startswith(b"ray::") and any(
+            word.startswith(b"--gcs-address=") and word.endswith(gcs) for word in raylet_words
+        ):
+            yield worker
 
 
-def _kill_workers_running_a_run(stop: threading.Event, killed: list[int], times: int) -> None:
-    """SIGKILL each Ray worker seen with a governed run as its child, up to ``times`` workers."""
+def _kill_workers_running_a_run(address: str, stop: threading.Event, killed: list[int], times: int) -> None:
+    """SIGKILL each worker of the cluster at ``address`` seen with a governed run as its child, up to ``times``."""
     deadline = time.monotonic() + 120
     while not stop.is_set() and time.monotonic() < deadline and len(killed) < times:
-        worker = next((pid for pid in _workers_running_a_run() if pid not in killed), None)
+        worker = next((pid for pid in _workers_running_a_run(address) if pid not in killed), None)
         if worker is not None:
             os.kill(worker, signal.SIGKILL)
             killed.append(worker)
@@ -161,7 +170,7 @@ def slow_plan(root: Path, urls: dict[str, str], name: str) -> str:
 
 def killing(root: Path, plan: str, out: str, address: str, times: int) -> tuple[subprocess.CompletedProcess[str], list[int]]:
     stop, killed = threading.Event(), []
-    killer = threading.Thread(target=_kill_workers_running_a_run, args=(stop, killed, times))
+    killer = threading.Thread(target=_kill_workers_running_a_run, args=(address, stop, killed, times))
     killer.start()
     try:
         done = run_eval(root, plan, "--out", out, "--jobs", "1", "--ray", address)
@@ -205,7 +214,7 @@ def test_a_driver_on_a_running_cluster_ends_and_the_raylet_ends_its_job(
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
     )
     stop, deadline = threading.Event(), time.monotonic() + 120
-    while (worker := next(_workers_running_a_run(), None)) is None and driver.poll() is None and time.monotonic() < deadline:
+    while (worker := next(_workers_running_a_run(ray_address), None)) is None and driver.poll() is None and time.monotonic() < deadline:
         stop.wait(0.05)
     assert worker is not None, "no Ray worker was seen running a governed run"
     worker_end = os.pidfd_open(worker)
