@@ -171,7 +171,8 @@ def main() -> None:
                 cluster.wait(timeout=120)
             print(
                 f"ray {spread(on_ray)} (first batch on the fresh cluster {cold:.1f} s) vs local {spread(local)} (--jobs 2): "
-                f"{statistics.median(on_ray) / statistics.median(local):.2f}x wall time (aim <= 1.25x)"
+                f"{statistics.median(on_ray) / statistics.median(local):.2f}x wall time (aim <= 1.25x); load average "
+                f"{os.getloadavg()[0]:.2f} after"
             )
             few, many = driver_rss_mb(root, env, "plan-5.yaml"), driver_rss_mb(root, env, "plan-40.yaml")
             print(f"driver peak RSS: 5 runs {few:.1f} MB, 40 runs {many:.1f} MB: +{many - few:.1f} MB (aim <= +10 MB)")

@@ -8,10 +8,12 @@ from __future__ import annotations
 import json
 import os
 import pty
+import select
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -122,23 +124,38 @@ def test_ray_gives_the_same_summary(
     assert (root / "on-ray" / "runs" / "with-brief" / "codex" / "1" / "page.html").is_file()
 
 
-def _kill_workers_running_a_run(stop: threading.Event, killed: list[int], times: int) -> None:
-    """SIGKILL each Ray worker seen with a governed run as its child, up to ``times`` workers."""
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def _workers_running_a_run(address: str) -> Iterator[int]:
+    """The pid of each worker of the Ray cluster at ``address`` (its raylet's child) seen with a governed
+    run as its child; another test's cluster, running at the same time, is not looked at."""
+    gcs = f":{address.rpartition(':')[2]}".encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            words = (entry / "cmdline").read_bytes().split(b"\0")
+            worker = _parent(int(entry.name))
+            worker_words = Path(f"/proc/{worker}/cmdline").read_bytes()
+            raylet_words = Path(f"/proc/{_parent(worker)}/cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        if b"metaharness.shell" in words and b"run" in words and worker_words.startswith(b"ray::") and any(
+            word.startswith(b"--gcs-address=") and word.endswith(gcs) for word in raylet_words
+        ):
+            yield worker
+
+
+def _kill_workers_running_a_run(address: str, stop: threading.Event, killed: list[int], times: int) -> None:
+    """SIGKILL each worker of the cluster at ``address`` seen with a governed run as its child, up to ``times``."""
     deadline = time.monotonic() + 120
     while not stop.is_set() and time.monotonic() < deadline and len(killed) < times:
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                words = (entry / "cmdline").read_bytes().split(b"\0")
-                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                parent_words = Path(f"/proc/{parent}/cmdline").read_bytes()
-            except (OSError, ValueError, IndexError):
-                continue
-            if b"metaharness.shell" in words and b"run" in words and parent_words.startswith(b"ray::") and parent not in killed:
-                os.kill(parent, signal.SIGKILL)
-                killed.append(parent)
-                break
+        worker = next((pid for pid in _workers_running_a_run(address) if pid not in killed), None)
+        if worker is not None:
+            os.kill(worker, signal.SIGKILL)
+            killed.append(worker)
         stop.wait(0.05)
 
 
@@ -153,7 +170,7 @@ def slow_plan(root: Path, urls: dict[str, str], name: str) -> str:
 
 def killing(root: Path, plan: str, out: str, address: str, times: int) -> tuple[subprocess.CompletedProcess[str], list[int]]:
     stop, killed = threading.Event(), []
-    killer = threading.Thread(target=_kill_workers_running_a_run, args=(stop, killed, times))
+    killer = threading.Thread(target=_kill_workers_running_a_run, args=(address, stop, killed, times))
     killer.start()
     try:
         done = run_eval(root, plan, "--out", out, "--jobs", "1", "--ray", address)
@@ -182,6 +199,63 @@ def test_a_run_whose_worker_dies_twice_is_lost_not_missing(world: tuple[Path, di
     assert (result["state"], result["attempts"], result["checks"], result["exit"]) == ("lost", 2, [], None)
     assert "metaharness-eval: answer/slow/1 lost: " in done.stderr
     assert done.stdout.splitlines()[1].split() == ["answer", "0/0", "lost"]
+
+
+def test_a_driver_on_a_running_cluster_ends_and_the_raylet_ends_its_job(
+    world: tuple[Path, dict[str, str]], ray_address: str
+) -> None:
+    """``--ray HOST:PORT`` ends the driver without ``ray.shutdown``: the worker that ran its run (kept for
+    the job while the driver lives) is ended by the raylet once the driver's process is gone."""
+    root, urls = world
+    (root / "tmp").mkdir(exist_ok=True)
+    driver = subprocess.Popen(
+        [str(EVAL), slow_plan(root, urls, "ended.yaml"), "--out", "ended", "--jobs", "1", "--ray", ray_address],
+        env={"HOME": str(root / "home"), "PATH": os.environ["PATH"], "TMPDIR": str(root / "tmp")}, cwd=root,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+    )
+    stop, deadline = threading.Event(), time.monotonic() + 120
+    while (worker := next(_workers_running_a_run(ray_address), None)) is None and driver.poll() is None and time.monotonic() < deadline:
+        stop.wait(0.05)
+    assert worker is not None, "no Ray worker was seen running a governed run"
+    worker_end = os.pidfd_open(worker)
+    try:
+        _, stderr = driver.communicate(timeout=120)
+        assert driver.returncode == 0, stderr
+        assert select.select([worker_end], [], [], 60)[0], "the job's worker outlived its driver by a minute"
+    finally:
+        os.close(worker_end)
+
+
+ADOPTING_SUBREAPER = """
+import ctypes, json, os, signal, subprocess, sys
+assert ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+with open(sys.argv[2], "wb") as stderr:
+    code = subprocess.run(json.loads(sys.argv[1]), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                          stderr=stderr, check=False).returncode
+left = [int(pid) for task in os.listdir("/proc/self/task") for pid in open(f"/proc/self/task/{task}/children").read().split()]
+print(json.dumps({"code": code, "left": {pid: open(f"/proc/{pid}/cmdline").read()[:60] for pid in left}}))
+for pid in left:
+    os.kill(pid, signal.SIGKILL)
+"""
+
+
+def test_a_driver_that_started_its_own_cluster_stops_it(world: tuple[Path, dict[str, str]]) -> None:
+    """``--ray local`` has the driver start a cluster of its own, which only ``ray.shutdown`` stops: under a
+    subreaper that adopts every orphan, no process of that cluster (alive or defunct) is left once the
+    driver has exited (a driver ending without the shutdown left its raylet, agents and workers running)."""
+    pytest.importorskip("ray", reason="the ray extra is not installed (pip install -e '.[test,ray]')")
+    root, urls = world
+    plan = write_plan(root, {"b10x": arms(urls)["b10x"]}, TASKS[:1], name="own-cluster.yaml")
+    scratch = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # the cluster's sockets: AF_UNIX paths are short
+    env = {"HOME": str(root / "home"), "PATH": os.environ["PATH"], "TMPDIR": scratch, "RAY_USAGE_STATS_ENABLED": "0"}
+    argv = [str(EVAL), str(plan), "--out", str(root / "own-cluster"), "--jobs", "1", "--ray", "local"]
+    stderr = root / "own-cluster.stderr"
+    try:
+        done = subprocess.run([sys.executable, "-c", ADOPTING_SUBREAPER, json.dumps(argv), str(stderr)], env=env,
+                              cwd=root, capture_output=True, text=True, timeout=600, check=True)  # fmt: skip
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    assert json.loads(done.stdout) == {"code": 0, "left": {}}, stderr.read_text()
 
 
 def test_resume_runs_only_what_is_missing(

@@ -298,9 +298,10 @@ def main() -> NoReturn:
 
 def _end(code: int) -> NoReturn:
     """Exit with ``code``. A driver that connected to Ray skips the interpreter's teardown once its
-    streams are flushed: Ray's connection is already shut down, and unwinding its modules and native
-    threads is ~0.25 s of nothing (docs/eval.md "Executors"). A stream that does not flush takes the
-    ordinary exit, whose report and exit byte stay Python's; a closed one has nothing to flush."""
+    streams are flushed: unwinding Ray's modules and native threads is ~0.25 s of nothing, and a
+    connection to a running cluster left open is closed by the process's end, which the raylet takes
+    as the job's end (docs/eval.md "Executors"). A stream that does not flush takes the ordinary exit,
+    whose report and exit byte stay Python's; a closed one has nothing to flush."""
     if "ray" in sys.modules:
         try:
             for stream in (sys.stdout, sys.stderr):

@@ -66,14 +66,20 @@ def ray_module() -> Any | Refusal:
     return ray
 
 
+def host_port(address: str) -> tuple[str, int] | None:
+    """``(host, port)`` when ``address`` is ``HOST:PORT``: a running cluster's, which Ray only connects to."""
+    host, colon, port = address.rpartition(":")
+    return (host.strip("[]"), int(port)) if colon and port.isdigit() else None
+
+
 def ray_reachable(address: str) -> Refusal | None:
     """``ray-unreachable`` when ``address`` is ``HOST:PORT`` and nothing accepts a connection there
     (``ray.init`` would wait for it for minutes); ``auto`` is left to Ray."""
-    host, colon, port = address.rpartition(":")
-    if address == "auto" or not colon or not port.isdigit():
+    cluster = host_port(address)
+    if cluster is None:
         return None
     try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=RAY_CONNECT_S).close()
+        socket.create_connection(cluster, timeout=RAY_CONNECT_S).close()
     except OSError as error:
         return Refusal("ray-unreachable", f"--ray {address}: no Ray cluster answers there ({error.strerror or error})")
     return None
@@ -82,7 +88,11 @@ def ray_reachable(address: str) -> Refusal | None:
 def run_on_ray(ray: Any, address: str, pending: Iterable[PendingRun], jobs: int) -> Iterator[Outcome]:
     """Each run as one Ray task (one CPU) on the cluster at ``address``, its inputs shipped by value;
     a task whose worker died is submitted once more, then the run is lost. What Ray prints for the
-    driver (a worker's death) goes to stderr: stdout is the table's."""
+    driver (a worker's death) goes to stderr: stdout is the table's. A driver connected to a running
+    cluster at ``HOST:PORT`` does not shut down: its process ends at once (``_end`` in
+    ``shell/eval/command.py``), and the raylet, seeing it gone, ends its job's workers as
+    ``ray.shutdown`` would have; any other address may have started a cluster here, which the driver
+    stops, and waits for, before it ends (docs/eval.md "Executors")."""
     with contextlib.redirect_stdout(sys.stderr):
         yield from _ray_outcomes(ray, address, pending, jobs)
 
@@ -123,4 +133,5 @@ def _ray_outcomes(ray: Any, address: str, pending: Iterable[PendingRun], jobs: i
         while in_flight:
             yield from collect()
     finally:
-        ray.shutdown()
+        if host_port(address) is None:
+            ray.shutdown(wait_for_processes=True)
