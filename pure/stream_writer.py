@@ -33,6 +33,13 @@ def write_line(stream: Stream, value: EventValue) -> tuple[Stream, bytes]:
     return stream, encode_event(stream.written, stream.run, value.payload, value.at)
 
 
+def numbered_line(written: int, run: str, value: EventValue) -> bytes:
+    """``value`` encoded as the line after ``written`` others of run ``run``, nothing amended and no call noted: the
+    writer of a replay whose reader counts the stream itself (b10x's seam notes every event it emits, so the
+    replay keeps only the line count; docs/DEVELOPING.md#the-event-path)."""
+    return encode_event(written + 1, run, value.payload, value.at)
+
+
 def replay_ending(stream: Stream, reason: str) -> bytes:
     """What a claude or codex replay writes last: ``RESULT_UNOBSERVED`` for the calls that got no result,
     then the closing marker with the process unknown (docs/events.md#replay)."""
