@@ -4,7 +4,6 @@ docs/events.md#the-twenty-events, #warning-codes, #stream-ending; docs/decisions
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import msgspec
@@ -14,7 +13,6 @@ from hypothesis import strategies as st
 
 from metaharness.pure.claude.control import CALLBACK_ID, answer_body, answer_line
 from metaharness.pure.claude.replay import replay_claude, replay_facts
-from metaharness.pure.claude.seam import _expiry_detail, may_state_expiry
 from metaharness.pure.claude.session import (
     STEPS,
     ToChild,
@@ -196,35 +194,3 @@ def test_doorbell_keys_survive_any_split_of_the_pipe_reads(keys: list[str], cuts
         got, pending = doorbell_keys(pending, chunk)
         found += got
     assert found == keys and pending == b""
-
-
-_PHRASE_PIECES = st.sampled_from(("session has expired", "Session Expired", "failed to refresh access token",
-                                  "PLEASE run /login", "\u0130", "\u212a", "expİred", "/", "\\", '"', "\n", "é"))  # fmt: skip
-_EXPIRY_TEXTS = st.lists(st.one_of(_PHRASE_PIECES, st.text(max_size=4)), max_size=5).map("".join)
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    texts=st.lists(_EXPIRY_TEXTS, min_size=1, max_size=3),
-    where=st.sampled_from(("result", "error", "message", "block")),
-    spelling=st.sampled_from(("utf-8", "ascii", "escaped e")),
-)
-def test_the_expiry_pre_check_skips_no_line_whose_texts_state_a_phrase(texts: list[str], where: str, spelling: str) -> None:
-    """``may_state_expiry`` on a line is false only when ``_expiry_detail`` of its object finds no phrase, however
-    the texts are escaped (``\\u``, ``\\/``, raw UTF-8) or cased."""
-    record: dict[str, Any] = {"type": "assistant"}
-    match where:
-        case "result":
-            record["result"] = texts[0]
-        case "error":
-            record["error"] = {"message": texts[0]}
-        case "message":
-            record["error"] = texts[0]
-        case _:
-            record["message"] = {"content": [{"type": "text", "text": text} for text in texts]}
-    text = json.dumps(record, ensure_ascii=spelling != "utf-8").replace("/", "\\/")
-    if spelling == "escaped e":  # every ``e`` outside an escape spelt ``\\u0065``
-        text = re.sub(r"(\\u[0-9a-fA-F]{4}|\\.)|e", lambda found: found[1] or "\\u0065", text)
-    raw = text.encode()
-    if _expiry_detail(json.loads(raw)) is not None:
-        assert may_state_expiry(raw)

@@ -54,16 +54,6 @@ BUDGET_WORDS = frozenset({"budget-exhausted", "error_max_turns", "error_max_budg
 EXPIRY_PHRASES = ("session has expired", "session expired", "failed to refresh access token", "please run /login")
 """Phrases that mark an expired credential in a record (docs/adapters/claude.md#record-mapping)."""
 _EXPIRY = re.compile("|".join(re.escape(phrase) for phrase in EXPIRY_PHRASES))
-def may_state_expiry(raw: bytes) -> bool:
-    """Whether line ``raw`` may hold an expiry phrase in a text: only when it spells ``expired``, ``refresh`` or
-    ``login``, a word every phrase holds, in any ASCII case (``bytes.lower``: one C pass, where a case-blind regex
-    costs many times the line's decode), or a ``\\u``
-    escape, since JSON's other escapes spell no letter and no character outside ASCII lowers into one of the
-    words (``İ`` lowers to ``i`` and a combining dot), so a line without either is never searched."""
-    if b"\\u" in raw:
-        return True
-    lowered = raw.lower()
-    return b"expired" in lowered or b"refresh" in lowered or b"login" in lowered
 
 
 
@@ -427,7 +417,7 @@ def map_record(
         return state, (Emitted(opaque(raw, record, source_line)),)
     kind = record.get("type")
     items: list[Mapped] = []
-    if kind in ("assistant", "user", "result", "system") and may_state_expiry(raw):
+    if kind in ("assistant", "user", "result", "system"):
         detail = _expiry_detail(record)
         if detail is not None:
             expired = AuthExpired(credential_source=state.credential_source, detail=detail, source_line=source_line)
