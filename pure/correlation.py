@@ -171,7 +171,9 @@ def correlated_stream(
         correlator, outputs = on_readings(correlator, readings)
         stream, seen = replay_written(stream, outputs, out)
         ended = ended or seen
-        yield from drained(out)
+        if out:
+            yield bytes(out)
+            out.clear()
     correlator, outputs = on_stream_end(correlator)
     stream, seen = replay_written(stream, outputs, out)
     ended = ended or seen

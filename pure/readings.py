@@ -16,8 +16,8 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from metaharness.pure.census import ZERO_CENSUS
-from metaharness.pure.events import Event, EventValue, SessionEnded, Stream, ToolRequested, ToolResult, WarningRaised
-from metaharness.pure.stream_writer import write_line
+from metaharness.pure.events import Event, SessionEnded, Stream, ToolRequested, ToolResult, WarningRaised
+from metaharness.pure.stream_writer import written_line
 
 
 class Emitted(msgspec.Struct, frozen=True):
@@ -69,7 +69,7 @@ def stated_amount(value: Any) -> float | None:
 
 
 def replay_written(stream: Stream, outputs: Iterable[object], out: bytearray) -> tuple[Stream, SessionEnded | None]:
-    """A replay's emitted events written onto ``stream`` (``metaharness.pure.stream_writer.write_line``) and appended to ``out``, ``session.ended`` with a zero
+    """A replay's emitted events written onto ``stream`` (``metaharness.pure.stream_writer.written_line``) and appended to ``out``, ``session.ended`` with a zero
     census (nothing is decided offline, docs/events.md#replay); the ``session.ended`` written, if one was."""
     ended: SessionEnded | None = None
     for item in outputs:
@@ -77,8 +77,8 @@ def replay_written(stream: Stream, outputs: Iterable[object], out: bytearray) ->
             payload = item.payload
             if isinstance(payload, SessionEnded):
                 ended = payload = msgspec.structs.replace(payload, census=ZERO_CENSUS)
-            stream, line = write_line(stream, EventValue(payload, item.at))
-            out.extend(line)
+            stream, line = written_line(stream, payload, item.at)
+            out += line
     return stream, ended
 
 

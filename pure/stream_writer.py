@@ -9,8 +9,10 @@ counts every line before it; a replay's and a conformance vector's writer amends
 from __future__ import annotations
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from metaharness.pure.events import (
+    Event,
     EventLine,
     EventValue,
     RouteTraffic,
@@ -29,8 +31,21 @@ from metaharness.pure.witness import RouteAccount
 
 def write_line(stream: Stream, value: EventValue) -> tuple[Stream, bytes]:
     """``value`` numbered as the next line of ``stream`` and encoded, nothing amended."""
-    stream = advanced(stream, value.payload)
-    return stream, encode_event(stream.written, stream.run, value.payload, value.at)
+    return written_line(stream, value.payload, value.at)
+
+
+def written_line(stream: Stream, payload: Event, at: str | UnsetType = UNSET) -> tuple[Stream, bytes]:
+    """``write_line`` of the value ``payload`` dated ``at``, for a replay that holds the parts and builds no
+    ``EventValue`` for each (docs/DEVELOPING.md#the-event-path)."""
+    stream = advanced(stream, payload)
+    return stream, encode_event(stream.written, stream.run, payload, at)
+
+
+def numbered_line(written: int, run: str, value: EventValue) -> bytes:
+    """``value`` encoded as the line after ``written`` others of run ``run``, nothing amended and no call noted: the
+    writer of a replay whose reader counts the stream itself (b10x's seam notes every event it emits, so the
+    replay keeps only the line count; docs/DEVELOPING.md#the-event-path)."""
+    return encode_event(written + 1, run, value.payload, value.at)
 
 
 def replay_ending(stream: Stream, reason: str) -> bytes:

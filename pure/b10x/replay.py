@@ -13,10 +13,10 @@ import msgspec
 
 from metaharness.pure.adapter import ReplayOutput, ReplayRequest, SeamAnswer
 from metaharness.pure.b10x.seam import AnswerLine, SeamSettings, SeamState, end_of_record, open_seam, read_line, wind_up
-from metaharness.pure.events import EventValue, Hermetic, Stream, StreamClosed, Transcript, UnknownProcess
+from metaharness.pure.events import EventValue, Hermetic, StreamClosed, Transcript, UnknownProcess
 from metaharness.pure.frames import Frame
 from metaharness.pure.modes import DecisionMode, HermeticMode
-from metaharness.pure.stream_writer import write_line
+from metaharness.pure.stream_writer import numbered_line
 
 
 class ReplayOutcome(msgspec.Struct, frozen=True):
@@ -80,36 +80,39 @@ def replay_b10x(settings: SeamSettings, record: bytes) -> ReplayOutcome:
 
 def replayed_lines(lines: Iterable[bytes], settings: SeamSettings) -> Iterator[ReplayOutput]:
     """Each event line and caller-seam answer as the record's lines (``\\n`` removed) are read through the
-    seam; the record is never held."""
+    seam; the record is never held. The seam counts the stream (its calls, ``stream.closed.events``), so the
+    writer here keeps only how many lines it numbered (``numbered_line``)."""
     state: SeamState
     state, effects = open_seam(settings)
-    stream, outputs = _outputs(Stream(state.stream.run), effects)
+    run = state.stream.run
+    written, outputs = _outputs(run, 0, effects)
     yield from outputs
     for number, line in enumerate(lines, start=1):
         state, effects = read_line(state, number, line)
         for effect in effects:  # _outputs, inline: this loop runs once a record line
             if type(effect) is EventValue:
-                stream, line = write_line(stream, effect)
-                yield line
+                yield numbered_line(written, run, effect)
+                written += 1
             elif type(effect) is AnswerLine:
                 yield SeamAnswer(effect.line)
     state, effects = end_of_record(state)
-    stream, outputs = _outputs(stream, effects)
+    written, outputs = _outputs(run, written, effects)
     yield from outputs
     state, effects = wind_up(state, process=UnknownProcess())
-    yield from _outputs(stream, effects)[1]
+    yield from _outputs(run, written, effects)[1]
 
 
-def _outputs(stream: Stream, effects: tuple[object, ...]) -> tuple[Stream, list[ReplayOutput]]:
-    """Each event value written (``metaharness.pure.stream_writer.write_line``) and each answer line, in order."""
+def _outputs(run: str, written: int, effects: tuple[object, ...]) -> tuple[int, list[ReplayOutput]]:
+    """Each event value numbered after ``written`` lines and encoded (``numbered_line``) and each answer line, in
+    order; the lines numbered then."""
     outputs: list[ReplayOutput] = []
     for effect in effects:
         if isinstance(effect, EventValue):
-            stream, line = write_line(stream, effect)
-            outputs.append(line)
+            outputs.append(numbered_line(written, run, effect))
+            written += 1
         elif isinstance(effect, AnswerLine):
             outputs.append(SeamAnswer(effect.line))
-    return stream, outputs
+    return written, outputs
 
 
 def replay(lines: Iterable[bytes], request: ReplayRequest) -> Iterator[ReplayOutput]:

@@ -13,7 +13,6 @@ from metaharness.pure.codex.rollout import RolloutLaunch, RolloutReader, read_ro
 from metaharness.pure.codex.vendor import PINS, PROGRAM
 from metaharness.pure.correlation import Correlator, on_readings, on_stream_end
 from metaharness.pure.events import (
-    EventValue,
     Hermetic,
     SessionEnded,
     Stream,
@@ -23,7 +22,7 @@ from metaharness.pure.events import (
 )
 from metaharness.pure.readings import Emitted, record_lines
 from metaharness.pure.run_stages import closing_reason
-from metaharness.pure.stream_writer import replay_ending, write_line
+from metaharness.pure.stream_writer import replay_ending, written_line
 
 
 def replay_launch(
@@ -58,11 +57,11 @@ def stop_word(ended: SessionEnded | None) -> str | None:
 
 
 def _written(stream: Stream, outputs: Iterable[object], out: bytearray) -> Stream:
-    """Write each emitted event onto ``stream`` (``metaharness.pure.stream_writer.write_line``), appending its line to ``out``."""
+    """Write each emitted event onto ``stream`` (``metaharness.pure.stream_writer.written_line``), appending its line to ``out``."""
     for item in outputs:
         if isinstance(item, Emitted):
-            stream, line = write_line(stream, EventValue(item.payload, item.at))
-            out.extend(line)
+            stream, line = written_line(stream, item.payload, item.at)
+            out += line
     return stream
 
 
