@@ -122,8 +122,11 @@ def test_ray_gives_the_same_summary(
     assert (root / "on-ray" / "runs" / "with-brief" / "codex" / "1" / "page.html").is_file()
 
 
-def _kill_workers_running_a_run(stop: threading.Event, killed: list[int], times: int) -> None:
-    """SIGKILL each Ray worker seen with a governed run as its child, up to ``times`` workers."""
+def _kill_workers_running_a_run(stop: threading.Event, killed: list[int], times: int, scratch: Path) -> None:
+    """SIGKILL each Ray worker seen with a governed run as its child, up to ``times`` workers: only a run
+    whose ``--cwd`` copy is under this cluster's TMPDIR ``scratch``, so the Ray workers of another
+    cluster on the machine (another xdist worker's, another checkout's) are never killed."""
+    ours = str(scratch).encode() + b"/"
     deadline = time.monotonic() + 120
     while not stop.is_set() and time.monotonic() < deadline and len(killed) < times:
         for entry in Path("/proc").iterdir():
@@ -135,7 +138,8 @@ def _kill_workers_running_a_run(stop: threading.Event, killed: list[int], times:
                 parent_words = Path(f"/proc/{parent}/cmdline").read_bytes()
             except (OSError, ValueError, IndexError):
                 continue
-            if b"metaharness.shell" in words and b"run" in words and parent_words.startswith(b"ray::") and parent not in killed:
+            run = b"metaharness.shell" in words and b"run" in words and any(word.startswith(ours) for word in words)
+            if run and parent_words.startswith(b"ray::") and parent not in killed:
                 os.kill(parent, signal.SIGKILL)
                 killed.append(parent)
                 break
@@ -153,7 +157,7 @@ def slow_plan(root: Path, urls: dict[str, str], name: str) -> str:
 
 def killing(root: Path, plan: str, out: str, address: str, times: int) -> tuple[subprocess.CompletedProcess[str], list[int]]:
     stop, killed = threading.Event(), []
-    killer = threading.Thread(target=_kill_workers_running_a_run, args=(stop, killed, times))
+    killer = threading.Thread(target=_kill_workers_running_a_run, args=(stop, killed, times, root / "ray-tmp"))
     killer.start()
     try:
         done = run_eval(root, plan, "--out", out, "--jobs", "1", "--ray", address)
