@@ -85,13 +85,18 @@ def _forward(number: int) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """Start the bridge when asked, then the harness; its exit status."""
+    """Start the bridge when asked, then the harness; its exit status. The bridge's threads are started
+    with the forwarded signals blocked, so the kernel hands each one to this main thread, whose wait it
+    interrupts: one a bridge thread took was caught but never forwarded until the harness ended
+    (docs/confinement.md#what-it-does-not-hold)."""
     split = argv.index("--")
     options, command = argv[:split], argv[split + 1 :]
+    signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
     if "--bridge" in options:
         bridge(int(options[options.index("--bridge") + 1]), options[options.index("--socket") + 1])
     for number in FORWARDED:
         signal.signal(number, lambda received, _frame: _forward(received))
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)
     environment = {key: value for key, value in os.environ.items() if key not in ADDED}
     pid = os.posix_spawnp(command[0], command, environment, setpgroup=0)
     _harness.append(pid)

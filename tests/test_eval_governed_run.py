@@ -5,6 +5,7 @@ timeout is SIGKILLed after the grace (``timed-out``, exit 137), a program that c
 from __future__ import annotations
 
 import io
+import signal
 import sys
 import tarfile
 import tempfile
@@ -60,8 +61,15 @@ def own_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_a_run_ignoring_sigterm_is_killed_after_the_grace(own_tmp: Path) -> None:
+    """The program ignores SIGTERM from its exec on (the disposition is inherited), not only once its
+    Python has started, which on a loaded machine can come after a 1 s timeout; 3 s leave its one line
+    time to be written before the SIGKILL."""
     started = time.monotonic()
-    output = govern_run(inputs(timeout=1.0), grace=0.5, program=(sys.executable, "-c", STUBBORN))
+    previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        output = govern_run(inputs(timeout=3.0), grace=0.5, program=(sys.executable, "-c", STUBBORN))
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     assert time.monotonic() - started < 30
     result = output.result.decode()
     assert '"state":"timed-out","exit":137' in result

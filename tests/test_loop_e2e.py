@@ -323,7 +323,9 @@ def test_max_turns_one_stops_after_the_call(wire: str, workspace: Path) -> None:
 
 @pytest.mark.parametrize("wire", WIRES)
 def test_sigint_in_the_first_stream_cancels(wire: str, workspace: Path, tmp_path: Path) -> None:
-    with emulator("slow", tmp_path / "slow.jsonl") as base_url:
+    """SIGINT once the emulator has recorded the request, so the slow answer's 4 s stream is in flight."""
+    record = tmp_path / "slow.jsonl"
+    with emulator("slow", record) as base_url:
         argv = [HARNESS, "run", "--json", "--no-session", "--workspace", str(workspace), "--base-url", base_url]
         process = subprocess.Popen(
             [*argv, "--model", "b10x-emulated", "--wire", wire, "--input", "go"],
@@ -332,7 +334,10 @@ def test_sigint_in_the_first_stream_cancels(wire: str, workspace: Path, tmp_path
         )
         assert process.stdout is not None
         lines = [json.loads(process.stdout.readline()), json.loads(process.stdout.readline())]
-        time.sleep(0.2)
+        deadline = time.monotonic() + 60
+        while not (record.exists() and record.read_bytes().endswith(b"\n")):
+            assert time.monotonic() < deadline, "the emulator never recorded the request"
+            time.sleep(0.01)
         process.send_signal(signal.SIGINT)
         lines += [json.loads(line) for line in process.stdout.read().splitlines()]
         code = process.wait(timeout=60)
