@@ -450,7 +450,7 @@ class Presentation(msgspec.Struct, frozen=True, gc=False):
     input: Any
 
 
-class _Unhashable(msgspec.Struct, frozen=True, gc=False):
+class _Unhashable(msgspec.Struct, frozen=True):
     """A value of no hashable shape, kept as itself: equal as ``==`` says, every one hashed alike."""
 
     value: Any
