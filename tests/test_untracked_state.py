@@ -21,6 +21,7 @@ from metaharness.pure.witness import (
     EmittedCall,
     Exchange,
     Presentation,
+    Presentations,
     RouteAccount,
     SentResult,
     StreamAccount,
@@ -30,8 +31,9 @@ from metaharness.pure.witness import (
 
 SCALARS = (str, int, bool, float, bytes, type(None), msgspec.UnsetType)
 JSON_VALUES = {(EmittedCall, "input"), (Presentation, "input"), (ToolRequested, "input"), (ToolResult, "content"),
-               (ToolResult, "tool_use_result")}  # fmt: skip
-"""The ``Any`` fields that hold a decoded JSON value (the wire's or the record's tool input, a tool's output)."""
+               (ToolResult, "tool_use_result"), (Presentations, "keys")}  # fmt: skip
+"""The ``Any`` fields that hold a decoded JSON value (the wire's or the record's tool input, a tool's output) or
+its hashable copy (a presentation's key in the witness)."""
 
 
 def untracked_structs() -> list[type[msgspec.Struct]]:
