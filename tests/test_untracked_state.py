@@ -18,6 +18,7 @@ from metaharness.pure.correlation import Correlator, on_readings
 from metaharness.pure.events import Deny, ToolDecided, ToolRequested, ToolResult, WarningRaised
 from metaharness.pure.readings import Announced, Finished
 from metaharness.pure.witness import (
+    Denials,
     EmittedCall,
     Exchange,
     Presentation,
@@ -31,7 +32,7 @@ from metaharness.pure.witness import (
 
 SCALARS = (str, int, bool, float, bytes, type(None), msgspec.UnsetType)
 JSON_VALUES = {(EmittedCall, "input"), (Presentation, "input"), (ToolRequested, "input"), (ToolResult, "content"),
-               (ToolResult, "tool_use_result"), (Presentations, "keys")}  # fmt: skip
+               (ToolResult, "tool_use_result"), (Presentations, "keys"), (Denials, "alike")}  # fmt: skip
 """The ``Any`` fields that hold a decoded JSON value (the wire's or the record's tool input, a tool's output) or
 its hashable copy (a presentation's key in the witness)."""
 
