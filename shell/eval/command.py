@@ -220,8 +220,10 @@ def evaluate(plan_path: str, out_dir: str, jobs: int, ray_address: str | None, r
 def _carried_out(
     ray: ModuleType | None, ray_address: str | None, plan: Plan, pending: Pending, root: ChildDir, jobs: int
 ) -> int:
-    """The runs carried out, each run's files written as it finishes, then the summary, report and table."""
+    """The runs carried out, each run's files written as it finishes, then the summary, report and table; the
+    table to the stdout held before any run, which a Ray driver gives over to what Ray prints."""
     runs, results = pending
+    table = sys.stdout
     outcomes: Iterator[Outcome] = (
         run_on_ray(ray, ray_address, runs, jobs) if ray is not None and ray_address is not None else run_locally(runs, jobs)
     )
@@ -242,8 +244,8 @@ def _carried_out(
     for name, data in (("summary.jsonl", summary), ("report.html", report)):
         written = replace_file(root, name, data)
         _name_refused([written.failure()] if isinstance(written, Failure) else [], refused)
-    sys.stdout.write(result_table(ordered, tasks, arms))
-    sys.stdout.flush()
+    table.write(result_table(ordered, tasks, arms))
+    table.flush()
     return REFUSAL_EXIT if refused else batch_exit(ordered)
 
 

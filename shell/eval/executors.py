@@ -5,7 +5,6 @@ bytes of those runs only (docs/eval.md "Executors")."""
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import logging
 import socket
@@ -88,13 +87,16 @@ def ray_reachable(address: str) -> Refusal | None:
 def run_on_ray(ray: Any, address: str, pending: Iterable[PendingRun], jobs: int) -> Iterator[Outcome]:
     """Each run as one Ray task (one CPU) on the cluster at ``address``, its inputs shipped by value;
     a task whose worker died is submitted once more, then the run is lost. What Ray prints for the
-    driver (a worker's death) goes to stderr: stdout is the table's. A driver connected to a running
+    driver (a worker's death, published whenever the raylet sees it, while the driver stays connected)
+    goes to stderr for the rest of the driver's life: stdout is the table's, written to the stream
+    ``_carried_out`` held before Ray was loaded (a late death's line printed above the table while a
+    ``HOST:PORT`` driver, which never disconnects, ended). A driver connected to a running
     cluster at ``HOST:PORT`` does not shut down: its process ends at once (``_end`` in
     ``shell/eval/command.py``), and the raylet, seeing it gone, ends its job's workers as
     ``ray.shutdown`` would have; any other address may have started a cluster here, which the driver
     stops, and waits for, before it ends (docs/eval.md "Executors")."""
-    with contextlib.redirect_stdout(sys.stderr):
-        yield from _ray_outcomes(ray, address, pending, jobs)
+    sys.stdout = sys.stderr
+    yield from _ray_outcomes(ray, address, pending, jobs)
 
 
 def _ray_outcomes(ray: Any, address: str, pending: Iterable[PendingRun], jobs: int) -> Iterator[Outcome]:
