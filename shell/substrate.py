@@ -64,11 +64,16 @@ class Trial:
         return Success((self.found, words[-1] if words else "unknown"))
 
     def end(self) -> None:
-        """Kill and reap each of the trial's processes still running (none once :meth:`result` returned)."""
+        """Kill and reap each of the trial's processes still running (none once :meth:`result` returned), and
+        close their pipes unread: a namespace child bwrap forked before the kill may still hold them, and reading
+        them to their end waited for it."""
         for process in self.started:
             if process.poll() is None:
                 process.kill()
-                process.communicate()
+                process.wait()
+            for stream in (process.stdout, process.stderr):
+                if stream is not None:
+                    stream.close()
 
 
 @functools.cache
