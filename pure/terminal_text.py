@@ -10,6 +10,6 @@ _ESCAPED_ON_ONE_LINE = {**_ESCAPED, 0x0A: "\\u000a"}
 
 def shown(text: str, *, one_line: bool = False) -> str:
     """``text`` as a terminal may print it: every control character (C0 but tab and line feed, DEL, C1) written
-    as its ``\\uXXXX`` escape, so no string of a record moves the cursor, erases a line, retitles the terminal or
-    sets its clipboard; ``one_line`` escapes line feeds too."""
+    as its ``\\u`` escape of four hex digits, so no string of a record moves the cursor, erases a line, retitles
+    the terminal or sets its clipboard; ``one_line`` escapes line feeds too."""
     return text.translate(_ESCAPED_ON_ONE_LINE if one_line else _ESCAPED)

@@ -107,7 +107,7 @@ def test_a_system_codex_configuration_keeps_the_rows_unknown(tmp_path: Path) -> 
 
 def test_a_plugin_name_the_child_planted_reaches_the_report_line_as_text(tmp_path: Path) -> None:
     """The H1a detail names what ``plugins/`` holds, names the child made: the report line (docs/hermetic.md#audit-report)
-    shows their control characters as ``\\uXXXX`` escapes, never as the terminal's control sequences."""
+    shows their control characters as ``\\u`` escapes of four hex digits, never as the terminal's control sequences."""
     launch = launched(tmp_path)
     (Path(launch.codex_home) / "plugins" / "e\x1b]52;c;ZWNobyBoaQ==\x07\x1b[2K\rcontrol verdict: ok").mkdir(parents=True)
     facts = VerdictFacts(kind="codex", pins=("0.171.0",), home_effect=config_home_effect(launch), namespaces="ok")  # type: ignore[arg-type]

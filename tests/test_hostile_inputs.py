@@ -192,7 +192,7 @@ def test_codex_rollout_lines_nested_deep_and_past_the_bound_are_opaque(tmp_path:
 
 def test_a_harness_stderr_tail_reaches_the_failure_line_as_text(tmp_path: Path) -> None:
     """The failure line (docs/cli.md#progress-on-stderr) names the harness's stderr tail, which the child writes:
-    its escape and bell bytes are shown as ``\\uXXXX`` escapes, never sent to the terminal
+    its escape and bell bytes are shown as ``\\u`` escapes of four hex digits, never sent to the terminal
     (docs/view.md#control-characters), and the line stays one line."""
     forged = "\x1b[2K\rcontrol verdict: ok\x1b]52;c;ZWNobyBoaQ==\x07"
     body = records_body(B10X_OPENING) + f"sys.stderr.write({forged!r})\nsys.stderr.flush()\nsys.exit(1)\n"
