@@ -101,6 +101,22 @@ def test_a_refusal_ahead_of_the_view_leaves_no_trial_process_behind(tmp_path: Pa
     assert done.stdout.split() == ["2", "api-key-missing", "0"], done.stderr
 
 
+def test_a_trial_whose_child_holds_its_pipes_is_ended_without_waiting_for_them(tmp_path: Path) -> None:
+    """A trial ended before its result is reaped and its pipes closed unread: here ``bwrap`` leaves a process of its
+    own holding them for two minutes (a namespace child bwrap forked before the kill), and ``api-key-missing``
+    still comes at once; before, the run read the pipes to their end and waited for it."""
+    holding = tmp_path / "bwrap"
+    holding.write_text("#!/bin/sh\nsleep 120 &\nexec sleep 120\n")
+    holding.chmod(0o755)
+    outer = ("/usr/bin/bwrap", "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--ro-bind", str(holding),
+             "/usr/bin/bwrap", "--")  # fmt: skip
+    words = ["run", "claude", "-p", "x", "--credentials", "api-key", "--frame", "/nonexistent"]
+    env = {key: value for key, value in os.environ.items() if key != "ANTHROPIC_API_KEY"}
+    done = subprocess.run([*outer, sys.executable, "-c", ADOPTER, sys.executable, "-m", "metaharness.shell", *words],
+                          capture_output=True, text=True, env=env, timeout=60, check=False)  # fmt: skip
+    assert done.stdout.split()[:2] == ["2", "api-key-missing"], done.stderr
+
+
 def test_confine_off_needs_no_substrate(tmp_path: Path) -> None:
     done = metaharness(tmp_path, [*B10X, "--confine", "off", "--cwd", "/nonexistent"], HIDDEN)
     refused(done, "cwd-unusable")
